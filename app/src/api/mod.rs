@@ -1,0 +1,239 @@
+//! Wire types shared by the server and the browser client: requests, responses and the chat event stream.
+
+pub mod client;
+pub mod events;
+pub mod sse;
+pub use events::*;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Largest accepted message, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 10_000;
+/// Largest accepted thread title, in characters.
+pub const MAX_TITLE_CHARS: usize = 500;
+/// Most tags on one thread.
+pub const MAX_TAGS: usize = 10;
+/// Longest tag, in characters.
+pub const MAX_TAG_CHARS: usize = 50;
+
+/// The body of every error response: `{"error": {"code", "message", "field"?}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+/// What went wrong, for people (`message`) and programs (`code`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+}
+
+/// `GET /api/health`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    pub status: String,
+}
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        }
+    }
+}
+
+/// How an answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    /// Finished normally.
+    Complete,
+    /// Cut short by a failure (model, network or server); the text so far is kept.
+    Interrupted,
+    /// Stopped on purpose by the person.
+    Stopped,
+    /// Nothing usable came back.
+    Error,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Complete => "complete",
+            MessageStatus::Interrupted => "interrupted",
+            MessageStatus::Stopped => "stopped",
+            MessageStatus::Error => "error",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "complete" => MessageStatus::Complete,
+            "interrupted" => MessageStatus::Interrupted,
+            "stopped" => MessageStatus::Stopped,
+            "error" => MessageStatus::Error,
+            _ => return None,
+        })
+    }
+}
+
+/// Token counts of one answer (or a sum of them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// A conversation as listed and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: Uuid,
+    pub title: String,
+    pub tags: Vec<String>,
+    pub pinned: bool,
+    pub archived: bool,
+    pub message_count: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_message: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub seq: i64,
+    pub role: Role,
+    pub content: String,
+    pub status: MessageStatus,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The kinds of document the assistant writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArtifactType {
+    UserStories,
+    BusinessRequirements,
+    RequirementsDoc,
+    AcceptanceCriteria,
+    MeetingSummary,
+    Custom,
+}
+
+impl ArtifactType {
+    pub const ALL: [ArtifactType; 6] = [
+        ArtifactType::UserStories,
+        ArtifactType::BusinessRequirements,
+        ArtifactType::RequirementsDoc,
+        ArtifactType::AcceptanceCriteria,
+        ArtifactType::MeetingSummary,
+        ArtifactType::Custom,
+    ];
+
+    /// The name used on the wire and in the database.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArtifactType::UserStories => "user_stories",
+            ArtifactType::BusinessRequirements => "business_requirements",
+            ArtifactType::RequirementsDoc => "requirements_doc",
+            ArtifactType::AcceptanceCriteria => "acceptance_criteria",
+            ArtifactType::MeetingSummary => "meeting_summary",
+            ArtifactType::Custom => "custom",
+        }
+    }
+
+    /// The name people read.
+    pub fn label(self) -> &'static str {
+        match self {
+            ArtifactType::UserStories => "User Stories",
+            ArtifactType::BusinessRequirements => "Business Requirements",
+            ArtifactType::RequirementsDoc => "Requirements Document",
+            ArtifactType::AcceptanceCriteria => "Acceptance Criteria",
+            ArtifactType::MeetingSummary => "Meeting Summary",
+            ArtifactType::Custom => "Document",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        ArtifactType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// A document written by the assistant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Artifact {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub artifact_type: ArtifactType,
+    pub title: String,
+    pub content: String,
+    pub version: i64,
+    /// The user message whose turn created it; `None` for silent generation.
+    #[serde(default)]
+    pub request_message_id: Option<Uuid>,
+    /// The assistant answer of that turn; `None` for silent generation.
+    #[serde(default)]
+    pub assistant_message_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// `POST /api/threads`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateThread {
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub tags: Option<Vec<String>>,
+}
+
+/// `GET /api/threads`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadList {
+    pub threads: Vec<Thread>,
+    #[serde(default)]
+    pub next_cursor: Option<String>,
+}
+
+/// `GET /api/threads/{id}`: the thread with its messages in order and its documents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadDetail {
+    pub thread: Thread,
+    pub messages: Vec<Message>,
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
+    /// Whether an answer is being written right now (re-attach with `GET .../stream`).
+    #[serde(default)]
+    pub running: bool,
+}
+
+/// `POST /api/threads/{id}/chat`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatRequest {
+    pub content: String,
+    /// Silent generation: make the document without saving any chat message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_generation: Option<bool>,
+}

@@ -1,0 +1,5 @@
+//! Reusable pieces of the interface, named after what people see.
+
+pub mod message_bubble;
+pub mod sidebar;
+pub mod theme_toggle;

@@ -1,0 +1,110 @@
+//! Markdown to safe HTML, the same on the server and in the browser.
+//!
+//! Safety comes from construction rather than from cleaning afterwards: raw HTML in the source is shown as
+//! text, images become plain links (nothing remote is loaded), and links keep only safe schemes.
+
+use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+
+/// Renders Markdown (CommonMark + tables, strikethrough, task lists) to HTML that executes nothing.
+pub fn to_safe_html(markdown: &str) -> String {
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let mut image_depth = 0usize;
+    let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
+        Event::Start(Tag::Image {
+            dest_url, title, ..
+        }) => {
+            image_depth += 1;
+            Some(Event::Start(Tag::Link {
+                link_type: LinkType::Inline,
+                dest_url: safe_url(dest_url),
+                title,
+                id: CowStr::Borrowed(""),
+            }))
+        }
+        Event::End(TagEnd::Image) => {
+            image_depth = image_depth.saturating_sub(1);
+            Some(Event::End(TagEnd::Link))
+        }
+        Event::Start(Tag::Link {
+            link_type,
+            dest_url,
+            title,
+            id,
+        }) => Some(Event::Start(Tag::Link {
+            link_type,
+            dest_url: safe_url(dest_url),
+            title,
+            id,
+        })),
+        other => Some(other),
+    });
+    let mut out = String::with_capacity(markdown.len() * 3 / 2);
+    html::push_html(&mut out, events);
+    out
+}
+
+/// Keeps http(s), mailto and relative links; anything else (javascript:, data:, vbscript: ...) becomes `#`.
+fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
+    let trimmed: String = url
+        .chars()
+        .filter(|c| !c.is_whitespace() && !c.is_control())
+        .collect();
+    let lower = trimmed.to_ascii_lowercase();
+    let scheme_end = lower.find(':');
+    let path_start = lower.find(['/', '?', '#']);
+    let has_scheme = matches!((scheme_end, path_start), (Some(c), Some(p)) if c < p)
+        || (scheme_end.is_some() && path_start.is_none());
+    if !has_scheme
+        || lower.starts_with("http:")
+        || lower.starts_with("https:")
+        || lower.starts_with("mailto:")
+    {
+        url
+    } else {
+        CowStr::Borrowed("#")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_html_is_shown_as_text() {
+        let html = to_safe_html("hi <script>alert(1)</script> <img src=x onerror=alert(1)>");
+        assert!(!html.contains("<script"));
+        assert!(!html.contains("<img"));
+        assert!(html.contains("&lt;script&gt;"));
+    }
+
+    #[test]
+    fn images_become_links() {
+        let html = to_safe_html("![cat](https://example.com/cat.png)");
+        assert!(!html.contains("<img"));
+        assert!(html.contains(r#"<a href="https://example.com/cat.png">cat</a>"#));
+    }
+
+    #[test]
+    fn dangerous_schemes_are_dropped() {
+        for src in [
+            "[x](javascript:alert(1))",
+            "[x](JaVaScRiPt:alert(1))",
+            "[x](java\tscript:alert(1))",
+            "[x](data:text/html,hi)",
+        ] {
+            let html = to_safe_html(src);
+            assert!(html.contains(r##"href="#""##), "{src} -> {html}");
+        }
+        assert!(to_safe_html("[x](/threads/1)").contains(r#"href="/threads/1""#));
+        assert!(to_safe_html("[x](mailto:a@b.c)").contains("mailto:a@b.c"));
+    }
+
+    #[test]
+    fn tables_and_code_render() {
+        let html = to_safe_html("| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```");
+        assert!(html.contains("<table>"));
+        assert!(html.contains("<code class=\"language-rust\">"));
+    }
+}

@@ -1,0 +1,174 @@
+//! Turns running in this process: their events in order, for every listener, from any point.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use app::api::ChatEvent;
+use futures::Stream;
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
+#[derive(Debug)]
+pub struct LiveTurn {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub user_id: Uuid,
+    events: Mutex<Vec<ChatEvent>>,
+    len: watch::Sender<usize>,
+    cancel: watch::Sender<bool>,
+}
+
+impl LiveTurn {
+    pub fn new(id: Uuid, thread_id: Uuid, user_id: Uuid) -> Arc<Self> {
+        Arc::new(Self {
+            id,
+            thread_id,
+            user_id,
+            events: Mutex::new(Vec::new()),
+            len: watch::channel(0).0,
+            cancel: watch::channel(false).0,
+        })
+    }
+
+    /// Adds an event; returns its sequence number (1-based).
+    pub fn push(&self, event: ChatEvent) -> i64 {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.push(event);
+        let len = events.len();
+        drop(events);
+        self.len.send_replace(len);
+        len as i64
+    }
+
+    /// Events after `after` (a sequence number), with their numbers.
+    pub fn events_after(&self, after: i64) -> Vec<(i64, ChatEvent)> {
+        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        let start = after.max(0) as usize;
+        events
+            .iter()
+            .enumerate()
+            .skip(start)
+            .map(|(i, e)| (i as i64 + 1, e.clone()))
+            .collect()
+    }
+
+    /// Asks the turn to stop.
+    pub fn cancel(&self) {
+        self.cancel.send_replace(true);
+    }
+
+    /// Resolves once a stop was asked for.
+    pub async fn cancelled(&self) {
+        let mut rx = self.cancel.subscribe();
+        let _ = rx.wait_for(|stop| *stop).await;
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    /// The events after `after`, as they come, ending with the turn's last event.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        after: i64,
+    ) -> impl Stream<Item = (i64, ChatEvent)> + Send + 'static {
+        struct State {
+            turn: Arc<LiveTurn>,
+            next: i64,
+            rx: watch::Receiver<usize>,
+            pending: std::collections::VecDeque<(i64, ChatEvent)>,
+            done: bool,
+        }
+        let state = State {
+            turn: self.clone(),
+            next: after,
+            rx: self.len.subscribe(),
+            pending: Default::default(),
+            done: false,
+        };
+        futures::stream::unfold(state, |mut s| async move {
+            loop {
+                if s.done {
+                    return None;
+                }
+                if let Some((seq, event)) = s.pending.pop_front() {
+                    s.next = seq;
+                    s.done = event.is_terminal();
+                    return Some(((seq, event), s));
+                }
+                let fresh = s.turn.events_after(s.next);
+                if !fresh.is_empty() {
+                    s.pending.extend(fresh);
+                    continue;
+                }
+                if s.rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+        })
+    }
+}
+
+/// The turns running in this process, by thread.
+#[derive(Debug, Default)]
+pub struct TurnHub {
+    live: Mutex<HashMap<Uuid, Arc<LiveTurn>>>,
+}
+
+impl TurnHub {
+    pub fn insert(&self, turn: Arc<LiveTurn>) {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(turn.thread_id, turn);
+    }
+
+    pub fn get(&self, thread: Uuid) -> Option<Arc<LiveTurn>> {
+        self.live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&thread)
+            .cloned()
+    }
+
+    /// Forgets a finished turn (only if it is still the thread's current one).
+    pub fn remove(&self, turn: &LiveTurn) {
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        if live.get(&turn.thread_id).is_some_and(|t| t.id == turn.id) {
+            live.remove(&turn.thread_id);
+        }
+    }
+
+    /// Asks every running turn to stop (shutdown).
+    pub fn cancel_all(&self) {
+        for turn in self.live.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            turn.cancel();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    #[tokio::test]
+    async fn late_listeners_get_everything_after_their_point() {
+        let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
+        turn.push(ChatEvent::TextDelta { text: "a".into() });
+        let listener = turn.subscribe(0);
+        let resumed = turn.subscribe(1);
+        turn.push(ChatEvent::TextDelta { text: "b".into() });
+        turn.push(ChatEvent::MessageComplete {
+            message_id: None,
+            usage: Default::default(),
+        });
+        let all: Vec<i64> = listener.map(|(seq, _)| seq).collect().await;
+        assert_eq!(all, vec![1, 2, 3]);
+        let rest: Vec<i64> = resumed.map(|(seq, _)| seq).collect().await;
+        assert_eq!(rest, vec![2, 3]);
+    }
+}

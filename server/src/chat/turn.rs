@@ -1,0 +1,533 @@
+//! One chat turn. The person's message is saved before the model is called; the turn then runs detached from
+//! the HTTP connection, so closing the tab never loses the answer. Progress (text so far and events) is written
+//! to the store every [`FLUSH_EVERY`], so a crash keeps the partial answer (as `interrupted`) and any instance
+//! can replay the events to a client that re-attaches.
+
+use std::{sync::Arc, time::Duration};
+
+use app::api::{
+    Artifact, ChatEvent, ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS,
+};
+use futures::StreamExt;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::hub::LiveTurn;
+use super::prompt;
+use super::tools::{self, ToolContext};
+use crate::http::error::ApiError;
+use crate::llm::{self, LlmError, Part, StopReason, StreamEvent};
+use crate::store::{
+    self, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep,
+};
+use crate::AppState;
+
+/// How often progress is written to the store while a turn runs.
+pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
+/// How often a running turn proves it is alive (and learns about stop requests from other instances).
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// A turn whose heartbeat is older than this is taken to be dead (its instance crashed).
+pub const STALE_AFTER_MS: i64 = 30_000;
+/// Most provider -> tools rounds in one turn.
+pub const MAX_ROUNDS: usize = 5;
+/// Default title of a thread that has not been named yet.
+pub const DEFAULT_TITLE: &str = "New conversation";
+
+/// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
+pub async fn start(
+    state: &AppState,
+    user: Uuid,
+    thread: Uuid,
+    request: ChatRequest,
+) -> Result<Arc<LiveTurn>, ApiError> {
+    let content = request.content.trim().to_string();
+    if content.is_empty() {
+        return Err(ApiError::invalid(
+            "content",
+            "The message must not be empty.",
+        ));
+    }
+    if content.chars().count() > MAX_MESSAGE_CHARS {
+        return Err(ApiError::invalid(
+            "content",
+            format!("The message is longer than {MAX_MESSAGE_CHARS} characters."),
+        ));
+    }
+    let silent = request.artifact_generation.unwrap_or(false);
+    let thread_row = state.store.get_thread(user, thread).await?;
+    let turn_id = Uuid::now_v7();
+    state
+        .store
+        .begin_turn(user, thread, turn_id, STALE_AFTER_MS)
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(_) => ApiError::Conflict(
+                "An answer is already being written in this conversation; wait for it or stop it."
+                    .into(),
+            ),
+            other => other.into(),
+        })?;
+    let request_message = if silent {
+        None
+    } else {
+        let saved = state
+            .store
+            .append_message(
+                user,
+                NewMessage {
+                    thread_id: thread,
+                    role: ApiRole::User,
+                    content: content.clone(),
+                    status: MessageStatus::Complete,
+                    usage: Usage::default(),
+                    model: None,
+                },
+            )
+            .await;
+        match saved {
+            Ok(m) => Some(m),
+            Err(e) => {
+                let _ = state.store.finish_turn(turn_id).await;
+                return Err(e.into());
+            }
+        }
+    };
+    let live = LiveTurn::new(turn_id, thread, user);
+    state.hub.insert(live.clone());
+    let first_message = request_message.as_ref().is_some_and(|m| m.seq == 1);
+    let plan = Plan {
+        user,
+        thread,
+        silent,
+        content,
+        request_message: request_message.map(|m| m.id),
+        name_thread: first_message.then_some(thread_row.title),
+    };
+    let state = state.clone();
+    let task_live = live.clone();
+    tokio::spawn(async move {
+        let heartbeat = tokio::spawn(heartbeat(state.store.clone(), task_live.clone()));
+        Turn::new(&state, task_live.clone(), plan).run().await;
+        heartbeat.abort();
+        state.hub.remove(&task_live);
+    });
+    Ok(live)
+}
+
+async fn heartbeat(store: store::DynStore, live: Arc<LiveTurn>) {
+    let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        match store.heartbeat_turn(live.id).await {
+            Ok(true) => live.cancel(),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "turn heartbeat failed"),
+        }
+    }
+}
+
+struct Plan {
+    user: Uuid,
+    thread: Uuid,
+    silent: bool,
+    content: String,
+    request_message: Option<Uuid>,
+    /// Set on a thread's first message: its current title.
+    name_thread: Option<String>,
+}
+
+/// How the model part of a turn ended.
+enum Ending {
+    Done,
+    Stopped,
+    Failed(LlmError),
+}
+
+struct Turn<'a> {
+    state: &'a AppState,
+    live: Arc<LiveTurn>,
+    plan: Plan,
+    text: String,
+    usage: Usage,
+    artifacts: Vec<Artifact>,
+    trace: Vec<TraceStep>,
+    assistant_id: Option<Uuid>,
+    flushed_events: i64,
+    last_flush: Instant,
+    flushed_text_len: usize,
+}
+
+impl<'a> Turn<'a> {
+    fn new(state: &'a AppState, live: Arc<LiveTurn>, plan: Plan) -> Self {
+        Self {
+            state,
+            live,
+            plan,
+            text: String::new(),
+            usage: Usage::default(),
+            artifacts: Vec::new(),
+            trace: Vec::new(),
+            assistant_id: None,
+            flushed_events: 0,
+            last_flush: Instant::now(),
+            flushed_text_len: 0,
+        }
+    }
+
+    fn model(&self) -> String {
+        self.state.provider.model().to_string()
+    }
+
+    async fn run(mut self) {
+        if let Some(title) = self.plan.name_thread.clone() {
+            self.name_thread(title).await;
+        }
+        let ending = self.converse().await;
+        self.finish(ending).await;
+    }
+
+    async fn name_thread(&mut self, current: String) {
+        let title = if current == DEFAULT_TITLE {
+            store::title_from_message(&self.plan.content)
+        } else {
+            current
+        };
+        let patch = ThreadPatch {
+            title: Some(title.clone()),
+            ..Default::default()
+        };
+        if let Err(e) = self
+            .state
+            .store
+            .update_thread(self.plan.user, self.plan.thread, &patch)
+            .await
+        {
+            tracing::warn!(error = %e, "naming the thread failed");
+        }
+        self.live.push(ChatEvent::ThreadName {
+            thread_id: self.plan.thread,
+            title,
+        });
+    }
+
+    /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
+    async fn converse(&mut self) -> Ending {
+        let mut messages = match self.history().await {
+            Ok(m) => m,
+            Err(e) => {
+                return Ending::Failed(LlmError::Protocol(format!(
+                    "could not load the conversation: {e}"
+                )))
+            }
+        };
+        let tools = vec![tools::save_artifact_spec()];
+        for _round in 0..MAX_ROUNDS {
+            let request = llm::ChatRequest {
+                system: prompt::system_prompt(),
+                messages: messages.clone(),
+                tools: tools.clone(),
+                max_tokens: 4096,
+            };
+            let started = tokio::select! {
+                biased;
+                _ = self.live.cancelled() => return Ending::Stopped,
+                r = self.state.provider.stream(request) => r,
+            };
+            let mut stream = match started {
+                Ok(s) => s,
+                Err(e) => return Ending::Failed(e),
+            };
+            let mut calls = Vec::new();
+            let mut round_text = String::new();
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    _ = self.live.cancelled() => return Ending::Stopped,
+                    n = stream.next() => n,
+                };
+                match next {
+                    None => break,
+                    Some(Ok(StreamEvent::TextDelta(delta))) => {
+                        round_text.push_str(&delta);
+                        self.text.push_str(&delta);
+                        if !self.plan.silent {
+                            self.live.push(ChatEvent::TextDelta { text: delta });
+                        }
+                        self.checkpoint(false).await;
+                    }
+                    Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
+                    Some(Ok(StreamEvent::Usage(u))) => {
+                        self.usage.input_tokens += u.input_tokens;
+                        self.usage.output_tokens += u.output_tokens;
+                    }
+                    Some(Ok(StreamEvent::Stop(_reason))) => {}
+                    Some(Err(e)) => return Ending::Failed(e),
+                }
+            }
+            if calls.is_empty() {
+                return Ending::Done;
+            }
+            let mut assistant_parts = Vec::new();
+            if !round_text.is_empty() {
+                assistant_parts.push(Part::Text { text: round_text });
+            }
+            let mut results = Vec::new();
+            for call in calls {
+                assistant_parts.push(Part::ToolCall(call.clone()));
+                let (result, is_error) = self.run_tool(&call.name, &call.arguments).await;
+                results.push(Part::ToolResult {
+                    call_id: call.id.clone(),
+                    content: result,
+                    is_error,
+                });
+            }
+            messages.push(llm::Message {
+                role: llm::Role::Assistant,
+                parts: assistant_parts,
+            });
+            messages.push(llm::Message {
+                role: llm::Role::User,
+                parts: results,
+            });
+            self.checkpoint(true).await;
+        }
+        let _ = StopReason::MaxTokens;
+        Ending::Done
+    }
+
+    async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> (String, bool) {
+        self.live.push(ChatEvent::ToolExecuting {
+            tool: name.to_string(),
+            input: input.clone(),
+        });
+        let started_at = store::now();
+        let clock = Instant::now();
+        let (result, is_error, artifact) = match name {
+            tools::SAVE_ARTIFACT => {
+                let mut ctx = ToolContext {
+                    store: &self.state.store,
+                    user: self.plan.user,
+                    thread: self.plan.thread,
+                    request_message: self.plan.request_message,
+                    saved: &mut self.artifacts,
+                };
+                let outcome = tools::save_artifact(&mut ctx, input).await;
+                let created = outcome.created.then_some(outcome.artifact).flatten();
+                (outcome.result, outcome.is_error, created)
+            }
+            other => (format!("Unknown tool '{other}'."), true, None),
+        };
+        if let Some(artifact) = artifact {
+            self.live.push(ChatEvent::ArtifactCreated { artifact });
+        }
+        self.trace.push(TraceStep {
+            kind: "tool_call".into(),
+            tool: Some(name.to_string()),
+            input: Some(input.clone()),
+            result: (!is_error).then(|| result.clone()),
+            error: is_error.then(|| result.clone()),
+            started_at,
+            duration_ms: clock.elapsed().as_millis() as i64,
+        });
+        (result, is_error)
+    }
+
+    /// The conversation as the model sees it. Requests that already produced a document are left out,
+    /// together with their answers, so nothing is generated twice.
+    async fn history(&self) -> Result<Vec<llm::Message>, StoreError> {
+        let (messages, artifacts) = tokio::try_join!(
+            self.state
+                .store
+                .list_messages(self.plan.user, self.plan.thread),
+            self.state
+                .store
+                .list_artifacts(self.plan.user, self.plan.thread),
+        )?;
+        let fulfilled: std::collections::HashSet<Uuid> = artifacts
+            .iter()
+            .filter_map(|a| a.request_message_id)
+            .collect();
+        let mut out: Vec<llm::Message> = Vec::new();
+        let mut skipping = false;
+        for m in messages {
+            if m.role == ApiRole::User {
+                skipping = fulfilled.contains(&m.id) && Some(m.id) != self.plan.request_message;
+            }
+            if skipping || m.content.trim().is_empty() {
+                continue;
+            }
+            let role = match m.role {
+                ApiRole::User => llm::Role::User,
+                ApiRole::Assistant => llm::Role::Assistant,
+            };
+            match out.last_mut() {
+                Some(last) if last.role == role => last.parts.push(Part::Text {
+                    text: format!("\n\n{}", m.content),
+                }),
+                _ => out.push(llm::Message {
+                    role,
+                    parts: vec![Part::Text { text: m.content }],
+                }),
+            }
+        }
+        if out.first().is_some_and(|m| m.role == llm::Role::Assistant) {
+            out.remove(0);
+        }
+        if self.plan.silent {
+            let instruction = format!(
+                "{}\n\n{}",
+                self.plan.content,
+                prompt::silent_generation_instruction("requested")
+            );
+            match out.last_mut() {
+                Some(last) if last.role == llm::Role::User => last.parts.push(Part::Text {
+                    text: format!("\n\n{instruction}"),
+                }),
+                _ => out.push(llm::Message::user(instruction)),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Writes progress: the events so far and, for a typed turn, the answer so far (as `interrupted`, which is
+    /// what it stays if this process dies now).
+    async fn checkpoint(&mut self, force: bool) {
+        if !force && self.last_flush.elapsed() < FLUSH_EVERY {
+            return;
+        }
+        self.last_flush = Instant::now();
+        self.flush_events().await;
+        if self.plan.silent || self.text.len() == self.flushed_text_len {
+            return;
+        }
+        self.flushed_text_len = self.text.len();
+        let status = MessageStatus::Interrupted;
+        if let Err(e) = self.save_answer(status).await {
+            tracing::warn!(error = %e, "saving partial answer failed");
+        }
+    }
+
+    async fn flush_events(&mut self) {
+        let fresh: Vec<StoredEvent> = self
+            .live
+            .events_after(self.flushed_events)
+            .into_iter()
+            .map(|(seq, e)| StoredEvent {
+                seq,
+                name: e.name().to_string(),
+                data: e.data_json(),
+            })
+            .collect();
+        let Some(last) = fresh.last().map(|e| e.seq) else {
+            return;
+        };
+        match self
+            .state
+            .store
+            .append_turn_events(self.live.id, &fresh)
+            .await
+        {
+            Ok(()) => self.flushed_events = last,
+            Err(e) => tracing::warn!(error = %e, "saving turn events failed"),
+        }
+    }
+
+    async fn save_answer(&mut self, status: MessageStatus) -> Result<Uuid, StoreError> {
+        match self.assistant_id {
+            Some(id) => {
+                let update = MessageUpdate {
+                    content: self.text.clone(),
+                    status,
+                    usage: self.usage,
+                    model: Some(self.model()),
+                    context: None,
+                };
+                self.state
+                    .store
+                    .update_message(self.plan.user, id, &update)
+                    .await?;
+                Ok(id)
+            }
+            None => {
+                let message = self
+                    .state
+                    .store
+                    .append_message(
+                        self.plan.user,
+                        NewMessage {
+                            thread_id: self.plan.thread,
+                            role: ApiRole::Assistant,
+                            content: self.text.clone(),
+                            status,
+                            usage: self.usage,
+                            model: Some(self.model()),
+                        },
+                    )
+                    .await?;
+                self.assistant_id = Some(message.id);
+                Ok(message.id)
+            }
+        }
+    }
+
+    async fn finish(mut self, ending: Ending) {
+        let user = self.plan.user;
+        let status = match &ending {
+            Ending::Done => MessageStatus::Complete,
+            Ending::Stopped => MessageStatus::Stopped,
+            Ending::Failed(_) => MessageStatus::Interrupted,
+        };
+        // A silent turn saves no message; a failed turn that produced nothing saves none either.
+        let keep_answer = !self.plan.silent
+            && (matches!(ending, Ending::Done)
+                || !self.text.is_empty()
+                || self.assistant_id.is_some());
+        let mut message_id = None;
+        if keep_answer {
+            match self.save_answer(status).await {
+                Ok(id) => message_id = Some(id),
+                Err(e) => tracing::error!(error = %e, "saving the answer failed"),
+            }
+        }
+        if let Some(id) = message_id {
+            let ids: Vec<Uuid> = self.artifacts.iter().map(|a| a.id).collect();
+            if !ids.is_empty() {
+                if let Err(e) = self.state.store.link_artifacts(user, &ids, id).await {
+                    tracing::error!(error = %e, "linking artifacts failed");
+                }
+            }
+            if !self.trace.is_empty() {
+                if let Err(e) = self.state.store.save_trace(user, id, &self.trace).await {
+                    tracing::error!(error = %e, "saving the trace failed");
+                }
+            }
+        }
+        if self.usage != Usage::default() {
+            if let Err(e) = self
+                .state
+                .store
+                .record_usage(user, self.plan.thread, &self.model(), self.usage)
+                .await
+            {
+                tracing::error!(error = %e, "recording usage failed");
+            }
+        }
+        let last_event = match ending {
+            Ending::Failed(e) => {
+                tracing::warn!(code = e.code(), error = %e, "model failed during a turn");
+                ChatEvent::Error { code: e.code().to_string(), message: e.to_string() }
+            }
+            Ending::Done if self.plan.silent && self.artifacts.is_empty() => ChatEvent::Error {
+                code: "no_artifact".into(),
+                message: "The assistant did not produce a document. Try again, or ask for it in the chat.".into(),
+            },
+            Ending::Done | Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage },
+        };
+        self.live.push(last_event);
+        self.flush_events().await;
+        if let Err(e) = self.state.store.finish_turn(self.live.id).await {
+            tracing::error!(error = %e, "closing the turn failed");
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! The chat stream: `POST .../chat` starts a turn and streams its events; `GET .../stream` re-attaches (also from
+//! another instance, through the stored events); `POST .../stop` ends a running turn.
+
+use std::{convert::Infallible, time::Duration};
+
+use app::api::{ChatEvent, ChatRequest};
+use axum::{
+    extract::State,
+    http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode},
+    response::{
+        sse::{Event, KeepAlive, Sse},
+        IntoResponse, Response,
+    },
+    routing::{get, post},
+    Router,
+};
+use futures::{stream, Stream, StreamExt};
+use uuid::Uuid;
+
+use super::error::Result;
+use super::extract::{AuthUser, Json, Path};
+use crate::chat::turn;
+use crate::store::DynStore;
+use crate::AppState;
+
+/// How often a listener on another instance looks for new stored events.
+const POLL_EVERY: Duration = Duration::from_millis(150);
+/// Interval of keep-alive comments on every stream.
+pub const KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/threads/{id}/chat", post(chat))
+        .route("/api/threads/{id}/stream", get(resume))
+        .route("/api/threads/{id}/stop", post(stop))
+}
+
+fn sse_event(turn: Uuid, seq: i64, name: &str, data: String) -> Event {
+    Event::default()
+        .id(format!("{turn}:{seq}"))
+        .event(name)
+        .data(data)
+}
+
+/// Wraps an event stream as an SSE response that no proxy buffers.
+fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response {
+    let mut response = Sse::new(events.map(Ok::<_, Infallible>))
+        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, no-transform"),
+    );
+    headers.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    response
+}
+
+async fn chat(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+    Json(body): Json<ChatRequest>,
+) -> Result<Response> {
+    let live = turn::start(&state, user.id, thread, body).await?;
+    let id = live.id;
+    Ok(sse_response(live.subscribe(0).map(move |(seq, e)| {
+        sse_event(id, seq, e.name(), e.data_json())
+    })))
+}
+
+/// Parses `Last-Event-ID` (`<turn>:<seq>`).
+fn last_event_id(headers: &HeaderMap) -> Option<(Uuid, i64)> {
+    let value = headers.get("last-event-id")?.to_str().ok()?;
+    let (turn, seq) = value.split_once(':')?;
+    Some((Uuid::parse_str(turn).ok()?, seq.parse().ok()?))
+}
+
+async fn resume(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    state.store.get_thread(user.id, thread).await?;
+    let Some(turn) = state.store.latest_turn(user.id, thread).await? else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    // Events after the client's last one if it is of this turn; the whole turn otherwise.
+    let after = match last_event_id(&headers) {
+        Some((id, seq)) if id == turn.id => seq,
+        _ => 0,
+    };
+    if let Some(live) = state.hub.get(thread).filter(|l| l.id == turn.id) {
+        let id = live.id;
+        return Ok(sse_response(
+            live.subscribe(after)
+                .map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json())),
+        ));
+    }
+    Ok(sse_response(stored_events(
+        state.store.clone(),
+        user.id,
+        thread,
+        turn.id,
+        after,
+    )))
+}
+
+/// Replays a turn's stored events after `after`, following it while it runs on another instance.
+fn stored_events(
+    store: DynStore,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    after: i64,
+) -> impl Stream<Item = Event> + Send {
+    struct State {
+        store: DynStore,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        after: i64,
+        done: bool,
+    }
+    let initial = State {
+        store,
+        user,
+        thread,
+        turn,
+        after,
+        done: false,
+    };
+    stream::unfold(initial, |mut s| async move {
+        loop {
+            if s.done {
+                return None;
+            }
+            let events = match s.store.turn_events_after(s.turn, s.after).await {
+                Ok(events) => events,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading stored events failed");
+                    return None;
+                }
+            };
+            if !events.is_empty() {
+                let batch: Vec<Event> = events
+                    .iter()
+                    .map(|e| {
+                        if ChatEvent::from_parts(&e.name, &e.data).is_some_and(|ev| ev.is_terminal()) {
+                            s.done = true;
+                        }
+                        sse_event(s.turn, e.seq, &e.name, e.data.clone())
+                    })
+                    .collect();
+                s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
+                return Some((stream::iter(batch), s));
+            }
+            let running = matches!(s.store.latest_turn(s.user, s.thread).await, Ok(Some(t)) if t.id == s.turn && t.running);
+            if !running {
+                // One last look: the final events may have landed just before the turn closed.
+                let tail = s.store.turn_events_after(s.turn, s.after).await.unwrap_or_default();
+                s.done = true;
+                if tail.is_empty() {
+                    return None;
+                }
+                let batch: Vec<Event> = tail.iter().map(|e| sse_event(s.turn, e.seq, &e.name, e.data.clone())).collect();
+                return Some((stream::iter(batch), s));
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    })
+    .flatten()
+}
+
+async fn stop(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+) -> Result<StatusCode> {
+    state.store.get_thread(user.id, thread).await?;
+    if let Some(live) = state.hub.get(thread).filter(|l| l.user_id == user.id) {
+        live.cancel();
+    }
+    let requested = state.store.request_stop(user.id, thread).await?;
+    Ok(if requested {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::NO_CONTENT
+    })
+}

@@ -1,0 +1,178 @@
+//! The one error type of the HTTP boundary. Every failure leaves as `{"error":{"code","message","field"?}}`
+//! with the right status; internal causes are logged, never sent.
+
+use app::api::{ErrorBody, ErrorDetail};
+use axum::{
+    extract::rejection::{JsonRejection, PathRejection, QueryRejection},
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    Json,
+};
+
+use crate::store::StoreError;
+
+/// An error answered to a client.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{message}")]
+    BadRequest {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
+    #[error("{message}")]
+    Unprocessable {
+        code: &'static str,
+        message: String,
+        field: Option<String>,
+    },
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    Conflict(String),
+    #[error("the request body is too large")]
+    PayloadTooLarge,
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    #[error("too many requests")]
+    TooManyRequests { retry_after_secs: u64 },
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+impl ApiError {
+    /// A 422 about one field of the request.
+    pub fn invalid(field: &str, message: impl Into<String>) -> Self {
+        ApiError::Unprocessable {
+            code: "validation_failed",
+            message: message.into(),
+            field: Some(field.to_string()),
+        }
+    }
+
+    /// A 400 with a code and message.
+    pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest {
+            code,
+            message: message.into(),
+            field: None,
+        }
+    }
+
+    pub fn status_code(&self) -> StatusCode {
+        match self {
+            ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
+            ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::NotFound => "not_found",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
+            ApiError::TooManyRequests { .. } => "rate_limited",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    fn public_message(&self) -> String {
+        match self {
+            ApiError::NotFound => "Not found.".into(),
+            ApiError::Unauthorized => "Sign in to continue.".into(),
+            ApiError::PayloadTooLarge => "The request body is too large.".into(),
+            ApiError::TooManyRequests { retry_after_secs } => {
+                format!("Too many requests; try again in {retry_after_secs} s.")
+            }
+            ApiError::Internal(_) => "Something went wrong on our side.".into(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(err) = &self {
+            tracing::error!(error = ?err, "internal error");
+        }
+        let field = match &self {
+            ApiError::BadRequest { field, .. } | ApiError::Unprocessable { field, .. } => {
+                field.clone()
+            }
+            _ => None,
+        };
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code: self.code().into(),
+                message: self.public_message(),
+                field,
+            },
+        };
+        let mut response = (self.status_code(), Json(body)).into_response();
+        if let ApiError::TooManyRequests { retry_after_secs } = self {
+            if let Ok(value) = HeaderValue::from_str(&retry_after_secs.max(1).to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+        }
+        response
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::NotFound => ApiError::NotFound,
+            StoreError::Conflict(message) => ApiError::Conflict(message),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::JsonDataError(e) => ApiError::Unprocessable {
+                code: "invalid_body",
+                message: e.body_text(),
+                field: None,
+            },
+            JsonRejection::JsonSyntaxError(e) => {
+                ApiError::bad_request("malformed_json", e.body_text())
+            }
+            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
+                "Expected a JSON body with `Content-Type: application/json`.".into(),
+            ),
+            JsonRejection::BytesRejection(_) => ApiError::PayloadTooLarge,
+            other => ApiError::bad_request("invalid_body", other.body_text()),
+        }
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        ApiError::bad_request(
+            "invalid_path",
+            format!("Invalid path parameter: {}", rejection.body_text()),
+        )
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        ApiError::bad_request("invalid_query", rejection.body_text())
+    }
+}

@@ -1,0 +1,33 @@
+//! The HTTP API: each module owns its routes; `api_router` merges them.
+
+pub mod chat;
+pub mod error;
+pub mod extract;
+pub mod threads;
+
+use app::api::Health;
+use axum::{routing::get, Router};
+
+use crate::AppState;
+use error::ApiError;
+
+/// Largest accepted request body (1 MiB).
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Every `/api` route.
+pub fn api_router() -> Router<AppState> {
+    Router::new()
+        .route("/api/health", get(health))
+        .merge(threads::router())
+        .merge(chat::router())
+        .route(
+            "/api/{*rest}",
+            axum::routing::any(|| async { ApiError::NotFound }),
+        )
+}
+
+async fn health() -> axum::Json<Health> {
+    axum::Json(Health {
+        status: "ok".into(),
+    })
+}

@@ -1,0 +1,230 @@
+//! Conversations: create, list, show, change, delete.
+
+use app::api::{CreateThread, ThreadDetail, ThreadList, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use axum::{
+    http::StatusCode,
+    response::IntoResponse,
+    routing::{delete, get},
+    Router,
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::error::{ApiError, Result};
+use super::extract::{AuthUser, Json, Path, Query};
+use crate::store::{ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort};
+use crate::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/threads", get(list_threads).post(create_thread))
+        .route(
+            "/api/threads/{id}",
+            get(get_thread).patch(update_thread).delete(delete_thread),
+        )
+        .route(
+            "/api/threads/{id}/messages/{message_id}",
+            delete(delete_message),
+        )
+}
+
+/// Trims a title and checks its length.
+pub fn validate_title(title: &str) -> Result<String> {
+    let title = title.trim();
+    if title.is_empty() {
+        return Err(ApiError::invalid("title", "The title must not be empty."));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(ApiError::invalid(
+            "title",
+            format!("The title is longer than {MAX_TITLE_CHARS} characters."),
+        ));
+    }
+    Ok(title.to_string())
+}
+
+/// Trims tags, drops duplicates, and checks their number and length.
+pub fn validate_tags(tags: &[String]) -> Result<Vec<String>> {
+    let mut clean: Vec<String> = Vec::new();
+    for tag in tags {
+        let tag = tag.trim();
+        if tag.is_empty() {
+            return Err(ApiError::invalid("tags", "Tags must not be empty."));
+        }
+        if tag.chars().count() > MAX_TAG_CHARS {
+            return Err(ApiError::invalid(
+                "tags",
+                format!("A tag is longer than {MAX_TAG_CHARS} characters."),
+            ));
+        }
+        if !clean.iter().any(|t| t == tag) {
+            clean.push(tag.to_string());
+        }
+    }
+    if clean.len() > MAX_TAGS {
+        return Err(ApiError::invalid(
+            "tags",
+            format!("A conversation has at most {MAX_TAGS} tags."),
+        ));
+    }
+    Ok(clean)
+}
+
+async fn create_thread(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Json(body): Json<CreateThread>,
+) -> Result<impl IntoResponse> {
+    let title = match body.title.as_deref() {
+        Some(t) => validate_title(t)?,
+        None => "New conversation".to_string(),
+    };
+    let tags = validate_tags(body.tags.as_deref().unwrap_or_default())?;
+    let thread = state.store.create_thread(user.id, &title, &tags).await?;
+    Ok((StatusCode::CREATED, Json(thread)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    limit: Option<u32>,
+    cursor: Option<String>,
+    tags: Option<String>,
+    sort: Option<String>,
+    order: Option<String>,
+    archived: Option<bool>,
+}
+
+fn encode_cursor(cursor: &ThreadCursor) -> String {
+    URL_SAFE_NO_PAD.encode(serde_json::to_vec(cursor).unwrap_or_default())
+}
+
+fn decode_cursor(text: &str) -> Result<ThreadCursor> {
+    URL_SAFE_NO_PAD
+        .decode(text)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .ok_or_else(|| ApiError::BadRequest {
+            code: "invalid_cursor",
+            message: "The cursor is not valid.".into(),
+            field: Some("cursor".into()),
+        })
+}
+
+async fn list_threads(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Query(params): Query<ListParams>,
+) -> Result<Json<ThreadList>> {
+    let limit = params.limit.unwrap_or(50);
+    if !(1..=100).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            "The limit must be between 1 and 100.",
+        ));
+    }
+    let sort = match params.sort.as_deref() {
+        None | Some("updated_at") => ThreadSort::UpdatedAt,
+        Some("created_at") => ThreadSort::CreatedAt,
+        Some("title") => ThreadSort::Title,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "sort",
+                "Sort by updated_at, created_at or title.",
+            ))
+        }
+    };
+    let descending = match params.order.as_deref() {
+        None | Some("desc") => true,
+        Some("asc") => false,
+        Some(_) => return Err(ApiError::invalid("order", "The order is asc or desc.")),
+    };
+    let tags = params
+        .tags
+        .as_deref()
+        .map(|t| {
+            t.split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    let query = ThreadQuery {
+        limit,
+        cursor: params.cursor.as_deref().map(decode_cursor).transpose()?,
+        tags,
+        sort,
+        descending,
+        archived: params.archived.unwrap_or(false),
+    };
+    let page = state.store.list_threads(user.id, &query).await?;
+    Ok(Json(ThreadList {
+        threads: page.threads,
+        next_cursor: page.next.as_ref().map(encode_cursor),
+    }))
+}
+
+async fn get_thread(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+) -> Result<Json<ThreadDetail>> {
+    let thread = state.store.get_thread(user.id, id).await?;
+    let (messages, artifacts, turn) = tokio::try_join!(
+        state.store.list_messages(user.id, id),
+        state.store.list_artifacts(user.id, id),
+        state.store.latest_turn(user.id, id),
+    )?;
+    Ok(Json(ThreadDetail {
+        thread,
+        messages,
+        artifacts,
+        running: turn.is_some_and(|t| t.running),
+    }))
+}
+
+/// `PATCH /api/threads/{id}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpdateThread {
+    title: Option<String>,
+    tags: Option<Vec<String>>,
+    pinned: Option<bool>,
+    archived: Option<bool>,
+}
+
+async fn update_thread(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+    Json(body): Json<UpdateThread>,
+) -> Result<impl IntoResponse> {
+    let patch = ThreadPatch {
+        title: body.title.as_deref().map(validate_title).transpose()?,
+        tags: body.tags.as_deref().map(validate_tags).transpose()?,
+        pinned: body.pinned,
+        archived: body.archived,
+        summary: None,
+    };
+    Ok(Json(state.store.update_thread(user.id, id, &patch).await?))
+}
+
+async fn delete_thread(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode> {
+    state.store.delete_thread(user.id, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn delete_message(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path((id, message_id)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode> {
+    state.store.delete_message(user.id, id, message_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,174 @@
+//! Neutral types shared by every model provider. Providers translate between their wire format and these.
+
+use std::{fmt, pin::Pin, time::Duration};
+
+use futures::Stream;
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message in the model's conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One piece of a message: text, a tool call made by the assistant, or the result of one given back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Part {
+    Text {
+        text: String,
+    },
+    ToolCall(ToolCall),
+    ToolResult {
+        call_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+/// A message of the conversation sent to the model. Tool results travel in `Role::User` messages
+/// (Anthropic's convention; the OpenAI adapter turns them into `role: "tool"` messages).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub parts: Vec<Part>,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            parts: vec![Part::Text { text: text.into() }],
+        }
+    }
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self {
+            role: Role::Assistant,
+            parts: vec![Part::Text { text: text.into() }],
+        }
+    }
+    /// All text parts joined.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+}
+
+/// A tool the model may call: name, description and JSON schema of its input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: serde_json::Value,
+}
+
+/// A complete tool call, arguments already parsed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: serde_json::Value,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, Default)]
+pub struct ChatRequest {
+    pub system: String,
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolSpec>,
+    pub max_tokens: u32,
+}
+
+/// Token counts reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    ToolUse,
+    MaxTokens,
+    Other,
+}
+
+/// What a provider stream yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ToolCall(ToolCall),
+    Usage(Usage),
+    Stop(StopReason),
+}
+
+/// A failure talking to a model. `code()` is what the client sees in an `error` event.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    #[error("the model provider is rate limiting requests")]
+    RateLimited { retry_after: Option<Duration> },
+    #[error("the model provider is overloaded")]
+    Overloaded,
+    #[error("the model provider answered with status {status}")]
+    Upstream { status: u16 },
+    #[error("the model provider rejected the credentials")]
+    Unauthorized,
+    #[error("the model provider sent a response that could not be read: {0}")]
+    Protocol(String),
+    #[error("the model provider stopped responding")]
+    Timeout,
+    #[error("could not reach the model provider: {0}")]
+    Network(String),
+}
+
+impl LlmError {
+    /// Stable machine-readable code for the SSE `error` event.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "rate_limited",
+            LlmError::Overloaded => "overloaded",
+            LlmError::Upstream { .. } => "upstream_error",
+            LlmError::Unauthorized => "upstream_unauthorized",
+            LlmError::Protocol(_) => "upstream_protocol",
+            LlmError::Timeout => "upstream_timeout",
+            LlmError::Network(_) => "upstream_unreachable",
+        }
+    }
+
+    /// Whether trying again (before any token was streamed) may help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            LlmError::RateLimited { .. }
+                | LlmError::Overloaded
+                | LlmError::Timeout
+                | LlmError::Network(_)
+                | LlmError::Upstream { status: 500..=599 }
+        )
+    }
+}
+
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, LlmError>> + Send>>;
+
+/// A model provider: a translator between the neutral types and one wire format.
+#[async_trait::async_trait]
+pub trait Provider: Send + Sync + fmt::Debug {
+    /// Provider name as configured (`builtin`, `openai`, `anthropic`).
+    fn name(&self) -> &str;
+    /// Model identifier sent upstream and recorded on messages.
+    fn model(&self) -> &str;
+    /// Starts one streamed completion. Errors before the first event are returned here;
+    /// errors after it come through the stream.
+    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError>;
+}

@@ -1,0 +1,344 @@
+//! The storage boundary: one [`Store`] trait, two backends (embedded SQLite and PostgreSQL), picked once at
+//! start-up from the database URL. Every method that reads or changes a user's data takes the owner's id and
+//! scopes the query itself, so another user's row is indistinguishable from a missing one.
+
+pub mod postgres;
+pub mod search_query;
+pub mod sqlite;
+
+use std::sync::Arc;
+
+use app::api::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("invalid database url: {0}")]
+    InvalidUrl(String),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error(transparent)]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// A registered person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub id: Uuid,
+    pub email: String,
+    pub password_hash: String,
+    pub display_name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A new account.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub password_hash: String,
+    pub display_name: String,
+}
+
+/// How threads are listed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadQuery {
+    pub limit: u32,
+    pub cursor: Option<ThreadCursor>,
+    pub tags: Vec<String>,
+    pub sort: ThreadSort,
+    pub descending: bool,
+    pub archived: bool,
+}
+
+impl Default for ThreadQuery {
+    fn default() -> Self {
+        Self {
+            limit: 50,
+            cursor: None,
+            tags: Vec::new(),
+            sort: ThreadSort::UpdatedAt,
+            descending: true,
+            archived: false,
+        }
+    }
+}
+
+/// Sort key of a thread listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadSort {
+    UpdatedAt,
+    CreatedAt,
+    Title,
+}
+
+/// Where the previous page ended: the sort key of its last thread and its id (a total order).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadCursor {
+    pub pinned: bool,
+    pub key: CursorKey,
+    pub id: Uuid,
+}
+
+/// The sort value of the last thread of a page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum CursorKey {
+    Time(i64),
+    Text(String),
+}
+
+/// One page of threads.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadPage {
+    pub threads: Vec<Thread>,
+    pub next: Option<ThreadCursor>,
+}
+
+/// A change to a thread's metadata; `None` leaves a field alone.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadPatch {
+    pub title: Option<String>,
+    pub tags: Option<Vec<String>>,
+    pub pinned: Option<bool>,
+    pub archived: Option<bool>,
+    pub summary: Option<String>,
+}
+
+/// A message to append; its sequence number is taken atomically.
+#[derive(Debug, Clone)]
+pub struct NewMessage {
+    pub thread_id: Uuid,
+    pub role: Role,
+    pub content: String,
+    pub status: MessageStatus,
+    pub usage: Usage,
+    pub model: Option<String>,
+}
+
+/// The final or partial state of an answer being written.
+#[derive(Debug, Clone)]
+pub struct MessageUpdate {
+    pub content: String,
+    pub status: MessageStatus,
+    pub usage: Usage,
+    pub model: Option<String>,
+    pub context: Option<serde_json::Value>,
+}
+
+/// A document to save.
+#[derive(Debug, Clone)]
+pub struct NewArtifact {
+    pub thread_id: Uuid,
+    pub artifact_type: ArtifactType,
+    pub title: String,
+    pub content: String,
+    pub request_message_id: Option<Uuid>,
+    pub assistant_message_id: Option<Uuid>,
+}
+
+/// One step of an answer's trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceStep {
+    pub kind: String,
+    pub tool: Option<String>,
+    pub input: Option<serde_json::Value>,
+    pub result: Option<String>,
+    pub error: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: i64,
+}
+
+/// What a search hit points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HitKind {
+    Message,
+    Thread,
+    Artifact,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub kind: HitKind,
+    pub thread_id: Uuid,
+    pub thread_title: String,
+    pub message_id: Option<Uuid>,
+    pub artifact_id: Option<Uuid>,
+    pub role: Option<Role>,
+    /// HTML-escaped text with the matching words wrapped in `<mark>`.
+    pub snippet: String,
+    pub created_at: DateTime<Utc>,
+    pub rank: f64,
+}
+
+/// A page of search results and how many there are in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    pub total: u64,
+}
+
+/// A chat turn as recorded for locking and re-attaching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub running: bool,
+    pub stop_requested: bool,
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+/// One stored event of a turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub name: String,
+    pub data: String,
+}
+
+/// Everything Quire keeps. Both backends pass the same story suite (`server/tests/store_story.rs`).
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// `sqlite` or `postgres`.
+    fn backend(&self) -> &'static str;
+
+    // Users.
+    async fn create_user(&self, user: NewUser) -> Result<User>;
+    async fn user_by_email(&self, email: &str) -> Result<User>;
+    async fn user_by_id(&self, id: Uuid) -> Result<User>;
+
+    // Threads.
+    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread>;
+    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage>;
+    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread>;
+    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread>;
+    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
+
+    // Messages.
+    /// Appends with the next sequence number and bumps the thread's count, in one transaction.
+    async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
+    /// Rewrites an answer's text, status, usage and context (streaming progress and the final state).
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate)
+        -> Result<()>;
+    async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
+    async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
+    async fn message_context(&self, user: Uuid, message: Uuid)
+        -> Result<Option<serde_json::Value>>;
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
+
+    // Artifacts.
+    async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact>;
+    async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>>;
+    async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
+    async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
+    /// Links the artifacts of a turn to the answer saved for it.
+    async fn link_artifacts(
+        &self,
+        user: Uuid,
+        artifacts: &[Uuid],
+        assistant_message: Uuid,
+    ) -> Result<()>;
+
+    // Traces.
+    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()>;
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>>;
+
+    // Usage.
+    /// Adds tokens to the thread totals and the user's ledger for today and this model.
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage)
+        -> Result<()>;
+
+    // Search.
+    async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
+
+    // Turns.
+    /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
+    /// heartbeat is older than `stale_after_ms` is considered dead and released.
+    async fn begin_turn(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+    ) -> Result<()>;
+    /// Keeps a turn alive; returns whether a stop was requested.
+    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool>;
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
+    async fn finish_turn(&self, turn: Uuid) -> Result<()>;
+    /// The newest turn of a thread.
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
+}
+
+/// The store as the rest of the server holds it.
+pub type DynStore = Arc<dyn Store>;
+
+/// Opens the backend named by the URL's scheme and runs its migrations.
+pub async fn connect(url: &str) -> Result<DynStore> {
+    if url.starts_with("sqlite:") {
+        Ok(Arc::new(sqlite::Sqlite::connect(url).await?))
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        Err(StoreError::InvalidUrl(
+            "the PostgreSQL backend is not part of this build yet".into(),
+        ))
+    } else {
+        let scheme = url.split(':').next().unwrap_or_default();
+        Err(StoreError::InvalidUrl(format!(
+            "unsupported scheme `{scheme}`: use sqlite://path/to/quire.db or postgres://user@host/db"
+        )))
+    }
+}
+
+/// Microseconds since the epoch, the resolution every stored time has.
+pub fn now() -> DateTime<Utc> {
+    micros_to_time(Utc::now().timestamp_micros())
+}
+
+pub(crate) fn micros_to_time(micros: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_micros(micros).unwrap_or_default()
+}
+
+/// A title from the first words of a message: at most five words and 80 characters; deterministic.
+pub fn title_from_message(content: &str) -> String {
+    let words: Vec<&str> = content.split_whitespace().take(5).collect();
+    let mut title = words.join(" ");
+    if title.chars().count() > 80 {
+        title = title.chars().take(80).collect();
+    }
+    let title = title
+        .trim_end_matches(|c: char| matches!(c, ',' | ';' | ':' | '-'))
+        .to_string();
+    if title.is_empty() {
+        "New conversation".to_string()
+    } else {
+        title
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_take_five_words() {
+        assert_eq!(
+            title_from_message("  We need a  mobile app for field staff, please "),
+            "We need a mobile app"
+        );
+        assert_eq!(title_from_message(""), "New conversation");
+        assert_eq!(title_from_message("Hello,"), "Hello");
+    }
+}

@@ -1,0 +1,977 @@
+//! The embedded backend: one SQLite file in WAL mode. Writes go through a single-connection pool, so writers
+//! queue inside Quire instead of failing with "database is locked"; reads use a pool of their own.
+
+use std::{str::FromStr, time::Duration};
+
+use app::api::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{
+    sqlite::{
+        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+    },
+    Row, SqlitePool,
+};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{
+    micros_to_time, now, search_query, CursorKey, HitKind, NewArtifact, NewMessage, NewUser,
+    Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage,
+    ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User,
+};
+
+/// Start and end markers of a hit inside a snippet, replaced by `<mark>` after HTML escaping.
+const MARK_START: char = '\u{2}';
+const MARK_END: char = '\u{3}';
+
+/// SQLite storage.
+#[derive(Debug, Clone)]
+pub struct Sqlite {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+impl Sqlite {
+    /// Opens (creating if needed) the database file and runs the migrations.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10));
+        if let Some(parent) = options.get_filename().parent() {
+            if !parent.as_os_str().is_empty() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
+            }
+        }
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(Self { writer, reader })
+    }
+
+    /// Runs `PRAGMA integrity_check` (used by the crash tests).
+    pub async fn integrity_check(&self) -> Result<String> {
+        Ok(sqlx::query_scalar("pragma integrity_check")
+            .fetch_one(&self.reader)
+            .await?)
+    }
+}
+
+fn uuid(row: &SqliteRow, column: &str) -> Result<Uuid> {
+    let text: String = row.try_get(column)?;
+    Uuid::parse_str(&text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+}
+
+fn opt_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>> {
+    let text: Option<String> = row.try_get(column)?;
+    text.map(|t| Uuid::parse_str(&t).map_err(|e| StoreError::Corrupt(format!("{column}: {e}"))))
+        .transpose()
+}
+
+fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>> {
+    Ok(micros_to_time(row.try_get(column)?))
+}
+
+fn role(text: &str) -> Result<Role> {
+    match text {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => Err(StoreError::Corrupt(format!("role {other}"))),
+    }
+}
+
+fn owner_token(user: Uuid) -> String {
+    format!("u{}", user.simple())
+}
+
+const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
+    (select json_group_array(tag) from (select tag from thread_tags g where g.thread_id = t.id order by position)) as tags,
+    (select substr(m.content, 1, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1) as first_message";
+
+fn thread_from_row(row: &SqliteRow) -> Result<Thread> {
+    let tags: String = row.try_get("tags")?;
+    Ok(Thread {
+        id: uuid(row, "id")?,
+        title: row.try_get("title")?,
+        tags: serde_json::from_str(&tags).map_err(|e| StoreError::Corrupt(format!("tags: {e}")))?,
+        pinned: row.try_get("pinned")?,
+        archived: row.try_get("archived")?,
+        message_count: row.try_get("message_count")?,
+        first_message: row.try_get("first_message")?,
+        created_at: time(row, "created_at")?,
+        updated_at: time(row, "updated_at")?,
+    })
+}
+
+const MESSAGE_COLUMNS: &str =
+    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";
+
+fn message_from_row(row: &SqliteRow) -> Result<Message> {
+    let status: String = row.try_get("status")?;
+    Ok(Message {
+        id: uuid(row, "id")?,
+        thread_id: uuid(row, "thread_id")?,
+        seq: row.try_get("seq")?,
+        role: role(row.try_get("role")?)?,
+        content: row.try_get("content")?,
+        status: MessageStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
+        input_tokens: row.try_get::<i64, _>("input_tokens")? as u64,
+        output_tokens: row.try_get::<i64, _>("output_tokens")? as u64,
+        model: row.try_get("model")?,
+        created_at: time(row, "created_at")?,
+    })
+}
+
+const ARTIFACT_COLUMNS: &str =
+    "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
+
+fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
+    let kind: String = row.try_get("artifact_type")?;
+    Ok(Artifact {
+        id: uuid(row, "id")?,
+        thread_id: uuid(row, "thread_id")?,
+        artifact_type: ArtifactType::parse(&kind)
+            .ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
+        title: row.try_get("title")?,
+        content: row.try_get("content")?,
+        version: row.try_get("version")?,
+        request_message_id: opt_uuid(row, "request_message_id")?,
+        assistant_message_id: opt_uuid(row, "assistant_message_id")?,
+        created_at: time(row, "created_at")?,
+    })
+}
+
+fn user_from_row(row: &SqliteRow) -> Result<User> {
+    Ok(User {
+        id: uuid(row, "id")?,
+        email: row.try_get("email")?,
+        password_hash: row.try_get("password_hash")?,
+        display_name: row.try_get("display_name")?,
+        created_at: time(row, "created_at")?,
+    })
+}
+
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Escapes a snippet for HTML and turns the hit markers into `<mark>`.
+pub(crate) fn snippet_html(raw: &str, start: char, end: char) -> String {
+    let mut out = String::with_capacity(raw.len() + 16);
+    for c in raw.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c == start => out.push_str("<mark>"),
+            c if c == end => out.push_str("</mark>"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn today() -> String {
+    Utc::now().format("%Y-%m-%d").to_string()
+}
+
+async fn write_tags(
+    tx: &mut sqlx::SqliteConnection,
+    user: Uuid,
+    thread: Uuid,
+    tags: &[String],
+) -> Result<()> {
+    sqlx::query("delete from thread_tags where thread_id = ?")
+        .bind(thread.to_string())
+        .execute(&mut *tx)
+        .await?;
+    for (position, tag) in tags.iter().enumerate() {
+        sqlx::query("insert or ignore into thread_tags (thread_id, user_id, tag, position) values (?, ?, ?, ?)")
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(tag)
+            .bind(position as i64)
+            .execute(&mut *tx)
+            .await?;
+    }
+    Ok(())
+}
+
+#[async_trait]
+impl Store for Sqlite {
+    fn backend(&self) -> &'static str {
+        "sqlite"
+    }
+
+    #[instrument(skip_all)]
+    async fn create_user(&self, user: NewUser) -> Result<User> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let result = sqlx::query(
+            "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(&user.display_name)
+        .bind(created.timestamp_micros())
+        .execute(&self.writer)
+        .await;
+        match result {
+            Ok(_) => Ok(User {
+                id,
+                email: user.email,
+                password_hash: user.password_hash,
+                display_name: user.display_name,
+                created_at: created,
+            }),
+            Err(e) if is_unique_violation(&e) => {
+                Err(StoreError::Conflict("email already registered".into()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    #[instrument(skip_all)]
+    async fn user_by_email(&self, email: &str) -> Result<User> {
+        let row = sqlx::query("select * from users where lower(email) = lower(?)")
+            .bind(email)
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn user_by_id(&self, id: Uuid) -> Result<User> {
+        let row = sqlx::query("select * from users where id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self, title, tags))]
+    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
+        let id = Uuid::now_v7();
+        let created = now().timestamp_micros();
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values (?, ?, ?, ?, ?)")
+            .bind(id.to_string())
+            .bind(user.to_string())
+            .bind(title)
+            .bind(created)
+            .bind(created)
+            .execute(&mut *tx)
+            .await?;
+        write_tags(&mut tx, user, id, tags).await?;
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
+        let row = sqlx::query(&sql)
+            .bind(id.to_string())
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self, query))]
+    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+        let (key_column, text_key) = match query.sort {
+            ThreadSort::UpdatedAt => ("t.updated_at", false),
+            ThreadSort::CreatedAt => ("t.created_at", false),
+            ThreadSort::Title => ("t.title", true),
+        };
+        let (cmp, dir) = if query.descending {
+            ("<", "desc")
+        } else {
+            (">", "asc")
+        };
+        let mut sql = format!("select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = ? and t.archived = ?");
+        for _ in &query.tags {
+            sql.push_str(
+                " and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)",
+            );
+        }
+        if query.cursor.is_some() {
+            sql.push_str(&format!(
+                " and (t.pinned < ? or (t.pinned = ? and ({key_column} {cmp} ? or ({key_column} = ? and t.id {cmp} ?))))"
+            ));
+        }
+        sql.push_str(&format!(
+            " order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ?"
+        ));
+        let mut q = sqlx::query(&sql)
+            .bind(user.to_string())
+            .bind(query.archived);
+        for tag in &query.tags {
+            q = q.bind(tag);
+        }
+        if let Some(cursor) = &query.cursor {
+            q = q.bind(cursor.pinned).bind(cursor.pinned);
+            q = match &cursor.key {
+                CursorKey::Time(t) => q.bind(*t).bind(*t),
+                CursorKey::Text(s) => q.bind(s.clone()).bind(s.clone()),
+            };
+            q = q.bind(cursor.id.to_string());
+        }
+        let limit = query.limit.clamp(1, 100);
+        let rows = q.bind(limit as i64 + 1).fetch_all(&self.reader).await?;
+        let mut threads = Vec::with_capacity(rows.len());
+        let mut last_key = None;
+        for row in rows.iter().take(limit as usize) {
+            threads.push(thread_from_row(row)?);
+            last_key = Some(if text_key {
+                CursorKey::Text(row.try_get("sort_key")?)
+            } else {
+                CursorKey::Time(row.try_get("sort_key")?)
+            });
+        }
+        let next = match (rows.len() > limit as usize, threads.last(), last_key) {
+            (true, Some(last), Some(key)) => Some(ThreadCursor {
+                pinned: last.pinned,
+                key,
+                id: last.id,
+            }),
+            _ => None,
+        };
+        Ok(ThreadPage { threads, next })
+    }
+
+    #[instrument(skip(self))]
+    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
+        let sql =
+            format!("select {THREAD_COLUMNS} from threads t where t.id = ? and t.user_id = ?");
+        let row = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self, patch))]
+    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
+        let mut tx = self.writer.begin().await?;
+        let updated = sqlx::query(
+            "update threads set title = coalesce(?, title), pinned = coalesce(?, pinned), archived = coalesce(?, archived),
+             summary = coalesce(?, summary), updated_at = max(updated_at, ?) where id = ? and user_id = ?",
+        )
+        .bind(&patch.title)
+        .bind(patch.pinned)
+        .bind(patch.archived)
+        .bind(&patch.summary)
+        .bind(now().timestamp_micros())
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        if let Some(tags) = &patch.tags {
+            write_tags(&mut tx, user, thread, tags).await?;
+        }
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
+        let row = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .fetch_one(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
+        let deleted = sqlx::query("delete from threads where id = ? and user_id = ?")
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .execute(&self.writer)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.writer.begin().await?;
+        let seq: i64 = sqlx::query_scalar(
+            "update threads set message_count = message_count + 1, last_seq = last_seq + 1, updated_at = max(updated_at, ?)
+             where id = ? and user_id = ? returning last_seq",
+        )
+        .bind(created.timestamp_micros())
+        .bind(message.thread_id.to_string())
+        .bind(user.to_string())
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        sqlx::query(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model, created_at)
+             values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(message.thread_id.to_string())
+        .bind(user.to_string())
+        .bind(seq)
+        .bind(message.role.as_str())
+        .bind(&message.content)
+        .bind(message.status.as_str())
+        .bind(message.usage.input_tokens as i64)
+        .bind(message.usage.output_tokens as i64)
+        .bind(&message.model)
+        .bind(created.timestamp_micros())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Message {
+            id,
+            thread_id: message.thread_id,
+            seq,
+            role: message.role,
+            content: message.content,
+            status: message.status,
+            input_tokens: message.usage.input_tokens,
+            output_tokens: message.usage.output_tokens,
+            model: message.model,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self, update))]
+    async fn update_message(
+        &self,
+        user: Uuid,
+        message: Uuid,
+        update: &super::MessageUpdate,
+    ) -> Result<()> {
+        let context = update.context.as_ref().map(|c| c.to_string());
+        let updated = sqlx::query(
+            "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?,
+             model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
+        )
+        .bind(&update.content)
+        .bind(update.status.as_str())
+        .bind(update.usage.input_tokens as i64)
+        .bind(update.usage.output_tokens as i64)
+        .bind(&update.model)
+        .bind(context)
+        .bind(message.to_string())
+        .bind(user.to_string())
+        .execute(&self.writer)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? order by seq");
+        let rows = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = ? and user_id = ?");
+        let row = sqlx::query(&sql)
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        message_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn message_context(
+        &self,
+        user: Uuid,
+        message: Uuid,
+    ) -> Result<Option<serde_json::Value>> {
+        let context: Option<String> =
+            sqlx::query_scalar("select context from messages where id = ? and user_id = ?")
+                .bind(message.to_string())
+                .bind(user.to_string())
+                .fetch_optional(&self.reader)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        context
+            .map(|c| {
+                serde_json::from_str(&c).map_err(|e| StoreError::Corrupt(format!("context: {e}")))
+            })
+            .transpose()
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        let deleted =
+            sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
+                .bind(message.to_string())
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .execute(&mut *tx)
+                .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("update threads set message_count = message_count - 1 where id = ?")
+            .bind(thread.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, artifact), fields(thread = %artifact.thread_id))]
+    async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.writer.begin().await?;
+        let owned: Option<i64> =
+            sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
+                .bind(artifact.thread_id.to_string())
+                .bind(user.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        sqlx::query(
+            "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
+             assistant_message_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(artifact.thread_id.to_string())
+        .bind(user.to_string())
+        .bind(artifact.artifact_type.as_str())
+        .bind(&artifact.title)
+        .bind(&artifact.content)
+        .bind(artifact.request_message_id.map(|m| m.to_string()))
+        .bind(artifact.assistant_message_id.map(|m| m.to_string()))
+        .bind(created.timestamp_micros())
+        .bind(created.timestamp_micros())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, 1, ?, ?, ?)")
+            .bind(id.to_string())
+            .bind(&artifact.title)
+            .bind(&artifact.content)
+            .bind(created.timestamp_micros())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(Artifact {
+            id,
+            thread_id: artifact.thread_id,
+            artifact_type: artifact.artifact_type,
+            title: artifact.title,
+            content: artifact.content,
+            version: 1,
+            request_message_id: artifact.request_message_id,
+            assistant_message_id: artifact.assistant_message_id,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>> {
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where thread_id = ? and user_id = ? order by created_at, pk");
+        let rows = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(artifact_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact> {
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ? and user_id = ?");
+        let row = sqlx::query(&sql)
+            .bind(artifact.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        artifact_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()> {
+        let deleted = sqlx::query("delete from artifacts where id = ? and user_id = ?")
+            .bind(artifact.to_string())
+            .bind(user.to_string())
+            .execute(&self.writer)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, artifacts))]
+    async fn link_artifacts(
+        &self,
+        user: Uuid,
+        artifacts: &[Uuid],
+        assistant_message: Uuid,
+    ) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        for artifact in artifacts {
+            sqlx::query(
+                "update artifacts set assistant_message_id = ? where id = ? and user_id = ?",
+            )
+            .bind(assistant_message.to_string())
+            .bind(artifact.to_string())
+            .bind(user.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, steps))]
+    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        let owned: Option<i64> =
+            sqlx::query_scalar("select 1 from messages where id = ? and user_id = ?")
+                .bind(message.to_string())
+                .bind(user.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from traces where message_id = ?")
+            .bind(message.to_string())
+            .execute(&mut *tx)
+            .await?;
+        for (step, s) in steps.iter().enumerate() {
+            sqlx::query(
+                "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(message.to_string())
+            .bind(step as i64)
+            .bind(&s.kind)
+            .bind(&s.tool)
+            .bind(s.input.as_ref().map(|v| v.to_string()))
+            .bind(&s.result)
+            .bind(&s.error)
+            .bind(s.started_at.timestamp_micros())
+            .bind(s.duration_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>> {
+        let rows = sqlx::query(
+            "select s.* from traces s join messages m on m.id = s.message_id
+             where s.message_id = ? and m.user_id = ? order by s.step",
+        )
+        .bind(message.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let input: Option<String> = row.try_get("input")?;
+                Ok(TraceStep {
+                    kind: row.try_get("kind")?,
+                    tool: row.try_get("tool")?,
+                    input: input.and_then(|i| serde_json::from_str(&i).ok()),
+                    result: row.try_get("result")?,
+                    error: row.try_get("error")?,
+                    started_at: time(row, "started_at")?,
+                    duration_ms: row.try_get("duration_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn record_usage(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        model: &str,
+        usage: Usage,
+    ) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query(
+            "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
+        )
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64)
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
+             on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
+             output_tokens = output_tokens + excluded.output_tokens",
+        )
+        .bind(user.to_string())
+        .bind(today())
+        .bind(model)
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, query))]
+    async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
+        let Some(body) = search_query::to_fts5(&search_query::parse(query)) else {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                total: 0,
+            });
+        };
+        // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
+        let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
+        let snippet = |table: &str| format!("snippet({table}, 1, char(2), char(3), '…', 16)");
+        let sql = format!(
+            "select * from (
+               select 'message' as kind, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
+                      {ms} as snippet, m.created_at, bm25(messages_fts, 0.0, 1.0) as rank
+               from messages_fts join messages m on m.pk = messages_fts.rowid join threads t on t.id = m.thread_id
+               where messages_fts match ?1
+               union all
+               select 'thread', t.id, t.id, t.title, null, {ts}, t.created_at, bm25(threads_fts, 0.0, 1.0)
+               from threads_fts join threads t on t.pk = threads_fts.rowid
+               where threads_fts match ?1
+               union all
+               select 'artifact', a.id, a.thread_id, t.title, null, {as_}, a.created_at, bm25(artifacts_fts, 0.0, 1.0)
+               from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
+               where artifacts_fts match ?1
+             ) order by rank, created_at desc limit ?2 offset ?3",
+            ms = snippet("messages_fts"),
+            ts = snippet("threads_fts"),
+            as_ = snippet("artifacts_fts"),
+        );
+        let rows = sqlx::query(&sql)
+            .bind(&expression)
+            .bind(limit.clamp(1, 100) as i64)
+            .bind(offset as i64)
+            .fetch_all(&self.reader)
+            .await?;
+        let total: i64 = sqlx::query_scalar(
+            "select (select count(*) from messages_fts where messages_fts match ?1)
+                  + (select count(*) from threads_fts where threads_fts match ?1)
+                  + (select count(*) from artifacts_fts where artifacts_fts match ?1)",
+        )
+        .bind(&expression)
+        .fetch_one(&self.reader)
+        .await?;
+        let hits = rows
+            .iter()
+            .map(|row| {
+                let kind: String = row.try_get("kind")?;
+                let kind = match kind.as_str() {
+                    "message" => HitKind::Message,
+                    "thread" => HitKind::Thread,
+                    _ => HitKind::Artifact,
+                };
+                let ref_id = uuid(row, "ref_id")?;
+                let role_text: Option<String> = row.try_get("role")?;
+                Ok(SearchHit {
+                    kind,
+                    thread_id: uuid(row, "thread_id")?,
+                    thread_title: row.try_get("thread_title")?,
+                    message_id: (kind == HitKind::Message).then_some(ref_id),
+                    artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
+                    role: role_text.as_deref().map(role).transpose()?,
+                    snippet: snippet_html(
+                        &row.try_get::<String, _>("snippet")?,
+                        MARK_START,
+                        MARK_END,
+                    ),
+                    created_at: time(row, "created_at")?,
+                    rank: row.try_get("rank")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SearchPage {
+            hits,
+            total: total as u64,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn begin_turn(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+    ) -> Result<()> {
+        let now = now().timestamp_micros();
+        let mut tx = self.writer.begin().await?;
+        let owned: Option<i64> =
+            sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        sqlx::query("update turns set status = 'done' where thread_id = ? and status = 'running' and heartbeat_at < ?")
+            .bind(thread.to_string())
+            .bind(now - stale_after_ms * 1000)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at) values (?, ?, ?, 'running', ?, ?)",
+        )
+        .bind(turn.to_string())
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .bind(now)
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) => {
+                return Err(StoreError::Conflict(
+                    "an answer is already being written in this conversation".into(),
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // Only the newest turn's events are kept for re-attaching.
+        sqlx::query("delete from turn_events where turn_id in (select id from turns where thread_id = ? and id <> ?)")
+            .bind(thread.to_string())
+            .bind(turn.to_string())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool> {
+        let stop: Option<bool> = sqlx::query_scalar(
+            "update turns set heartbeat_at = ? where id = ? returning stop_requested",
+        )
+        .bind(now().timestamp_micros())
+        .bind(turn.to_string())
+        .fetch_optional(&self.writer)
+        .await?;
+        stop.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self))]
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        let updated = sqlx::query(
+            "update turns set stop_requested = 1 where thread_id = ? and user_id = ? and status = 'running'",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .execute(&self.writer)
+        .await?;
+        Ok(updated.rows_affected() > 0)
+    }
+
+    #[instrument(skip(self))]
+    async fn finish_turn(&self, turn: Uuid) -> Result<()> {
+        sqlx::query("update turns set status = 'done' where id = ?")
+            .bind(turn.to_string())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
+        let row = sqlx::query(
+            "select id, thread_id, status, stop_requested, heartbeat_at from turns
+             where thread_id = ? and user_id = ? order by started_at desc, rowid desc limit 1",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_optional(&self.reader)
+        .await?;
+        row.map(|row| {
+            let status: String = row.try_get("status")?;
+            Ok(TurnRecord {
+                id: uuid(&row, "id")?,
+                thread_id: uuid(&row, "thread_id")?,
+                running: status == "running",
+                stop_requested: row.try_get("stop_requested")?,
+                heartbeat_at: time(&row, "heartbeat_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    #[instrument(skip(self, events))]
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.writer.begin().await?;
+        for event in events {
+            sqlx::query(
+                "insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)",
+            )
+            .bind(turn.to_string())
+            .bind(event.seq)
+            .bind(&event.name)
+            .bind(&event.data)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query(
+            "select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq",
+        )
+        .bind(turn.to_string())
+        .bind(after_seq)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredEvent {
+                    seq: row.try_get("seq")?,
+                    name: row.try_get("name")?,
+                    data: row.try_get("data")?,
+                })
+            })
+            .collect()
+    }
+}
