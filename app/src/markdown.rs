@@ -7,14 +7,11 @@ use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd
 
 /// Renders Markdown (CommonMark + tables, strikethrough, task lists) to HTML that executes nothing.
 pub fn to_safe_html(markdown: &str) -> String {
-    let options =
-        Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut image_depth = 0usize;
     let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
-        Event::Start(Tag::Image {
-            dest_url, title, ..
-        }) => {
+        Event::Start(Tag::Image { dest_url, title, .. }) => {
             image_depth += 1;
             Some(Event::Start(Tag::Link {
                 link_type: LinkType::Inline,
@@ -27,17 +24,9 @@ pub fn to_safe_html(markdown: &str) -> String {
             image_depth = image_depth.saturating_sub(1);
             Some(Event::End(TagEnd::Link))
         }
-        Event::Start(Tag::Link {
-            link_type,
-            dest_url,
-            title,
-            id,
-        }) => Some(Event::Start(Tag::Link {
-            link_type,
-            dest_url: safe_url(dest_url),
-            title,
-            id,
-        })),
+        Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
+            Some(Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id }))
+        }
         other => Some(other),
     });
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
@@ -47,20 +36,13 @@ pub fn to_safe_html(markdown: &str) -> String {
 
 /// Keeps http(s), mailto and relative links; anything else (javascript:, data:, vbscript: ...) becomes `#`.
 fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
-    let trimmed: String = url
-        .chars()
-        .filter(|c| !c.is_whitespace() && !c.is_control())
-        .collect();
+    let trimmed: String = url.chars().filter(|c| !c.is_whitespace() && !c.is_control()).collect();
     let lower = trimmed.to_ascii_lowercase();
     let scheme_end = lower.find(':');
     let path_start = lower.find(['/', '?', '#']);
     let has_scheme = matches!((scheme_end, path_start), (Some(c), Some(p)) if c < p)
         || (scheme_end.is_some() && path_start.is_none());
-    if !has_scheme
-        || lower.starts_with("http:")
-        || lower.starts_with("https:")
-        || lower.starts_with("mailto:")
-    {
+    if !has_scheme || lower.starts_with("http:") || lower.starts_with("https:") || lower.starts_with("mailto:") {
         url
     } else {
         CowStr::Borrowed("#")

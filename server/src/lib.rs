@@ -52,19 +52,12 @@ impl AppState {
     }
 
     /// Builds the state around an opened store and a provider (tests pass fakes here).
-    pub async fn new(
-        config: Config,
-        store: DynStore,
-        provider: Arc<dyn Provider>,
-    ) -> anyhow::Result<Self> {
+    pub async fn new(config: Config, store: DynStore, provider: Arc<dyn Provider>) -> anyhow::Result<Self> {
         let local_user = match store.user_by_email(LOCAL_EMAIL).await {
             Ok(user) => user.id,
             Err(StoreError::NotFound) => {
-                let new = NewUser {
-                    email: LOCAL_EMAIL.into(),
-                    password_hash: String::new(),
-                    display_name: "You".into(),
-                };
+                let new =
+                    NewUser { email: LOCAL_EMAIL.into(), password_hash: String::new(), display_name: "You".into() };
                 match store.create_user(new).await {
                     Ok(user) => user.id,
                     // Another instance created it meanwhile.
@@ -80,14 +73,7 @@ impl AppState {
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
             .build();
-        Ok(Self {
-            store,
-            provider,
-            hub: Arc::new(TurnHub::default()),
-            config: Arc::new(config),
-            leptos,
-            local_user,
-        })
+        Ok(Self { store, provider, hub: Arc::new(TurnHub::default()), config: Arc::new(config), leptos, local_user })
     }
 }
 

@@ -8,39 +8,23 @@ use common::TestServer;
 #[tokio::test]
 async fn health_answers_ok() {
     let server = TestServer::start().await;
-    let response = server
-        .client
-        .get(server.url("/api/health"))
-        .send()
-        .await
-        .unwrap();
+    let response = server.client.get(server.url("/api/health")).send().await.unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.json::<serde_json::Value>().await.unwrap(),
-        serde_json::json!({"status": "ok"})
-    );
+    assert_eq!(response.json::<serde_json::Value>().await.unwrap(), serde_json::json!({"status": "ok"}));
 }
 
 #[tokio::test]
 async fn chat_streams_deltas_before_completion() {
     let server = TestServer::start().await;
     let thread = server.create_thread().await;
-    let frames = server
-        .chat(
-            thread,
-            "We need a booking system. Customers must be able to cancel online.",
-        )
-        .await;
+    let frames = server.chat(thread, "We need a booking system. Customers must be able to cancel online.").await;
     let names: Vec<&str> = frames.iter().map(|f| f.event.name()).collect();
     let deltas = names.iter().filter(|n| **n == "text_delta").count();
     assert!(deltas >= 3, "expected several text deltas, got {names:?}");
     assert_eq!(names.last(), Some(&"message_complete"));
     let first_delta = names.iter().position(|n| *n == "text_delta").unwrap();
     assert!(first_delta < names.len() - 1);
-    assert!(
-        frames.iter().all(|f| f.id.is_some()),
-        "every event has an id"
-    );
+    assert!(frames.iter().all(|f| f.id.is_some()), "every event has an id");
     let text: String = frames
         .iter()
         .filter_map(|f| match &f.event {
@@ -48,32 +32,14 @@ async fn chat_streams_deltas_before_completion() {
             _ => None,
         })
         .collect();
-    assert!(
-        text.contains("Customers must be able to cancel online"),
-        "answer restates the requirement: {text}"
-    );
-    let ChatEvent::MessageComplete {
-        message_id: Some(id),
-        usage,
-    } = &frames.last().unwrap().event
-    else {
+    assert!(text.contains("Customers must be able to cancel online"), "answer restates the requirement: {text}");
+    let ChatEvent::MessageComplete { message_id: Some(id), usage } = &frames.last().unwrap().event else {
         panic!("no message id");
     };
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
-    let detail: ThreadDetail = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let answer = detail
-        .messages
-        .iter()
-        .find(|m| m.id == *id)
-        .expect("answer saved");
+    let detail: ThreadDetail =
+        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
+    let answer = detail.messages.iter().find(|m| m.id == *id).expect("answer saved");
     assert_eq!(answer.content, text);
 }
 
@@ -83,31 +49,16 @@ async fn follow_ups_never_duplicate_history() {
     let thread = server.create_thread().await;
     let n = 4;
     for i in 0..n {
-        let frames = server
-            .chat(
-                thread,
-                &format!("Message number {i}: the app should do thing {i}."),
-            )
-            .await;
+        let frames = server.chat(thread, &format!("Message number {i}: the app should do thing {i}.")).await;
         assert_eq!(frames.last().unwrap().event.name(), "message_complete");
     }
-    let detail: ThreadDetail = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let detail: ThreadDetail =
+        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
     assert_eq!(detail.messages.len(), 2 * n);
     assert_eq!(detail.thread.message_count, 2 * n as i64);
     for (i, pair) in detail.messages.chunks(2).enumerate() {
         assert_eq!(pair[0].role, Role::User);
-        assert_eq!(
-            pair[0].content,
-            format!("Message number {i}: the app should do thing {i}.")
-        );
+        assert_eq!(pair[0].content, format!("Message number {i}: the app should do thing {i}."));
         assert_eq!(pair[1].role, Role::Assistant);
     }
     let seqs: Vec<i64> = detail.messages.iter().map(|m| m.seq).collect();
@@ -118,53 +69,24 @@ async fn follow_ups_never_duplicate_history() {
 async fn first_message_names_the_thread() {
     let server = TestServer::start().await;
     let thread = server.create_thread().await;
-    let frames = server
-        .chat(
-            thread,
-            "Plan the quarterly inventory audit for the warehouse",
-        )
-        .await;
+    let frames = server.chat(thread, "Plan the quarterly inventory audit for the warehouse").await;
     assert!(
         matches!(&frames[0].event, ChatEvent::ThreadName { title, .. } if title == "Plan the quarterly inventory audit")
     );
-    let list: ThreadList = server
-        .client
-        .get(server.url("/api/threads"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: ThreadList = server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
     assert_eq!(list.threads[0].title, "Plan the quarterly inventory audit");
 }
 
 #[tokio::test]
 async fn errors_use_the_error_format() {
     let server = TestServer::start().await;
-    let missing = server
-        .client
-        .get(server.url(&format!("/api/threads/{}", uuid::Uuid::nil())))
-        .send()
-        .await
-        .unwrap();
+    let missing = server.client.get(server.url(&format!("/api/threads/{}", uuid::Uuid::nil()))).send().await.unwrap();
     assert_eq!(missing.status(), 404);
-    assert_eq!(
-        missing.json::<ErrorBody>().await.unwrap().error.code,
-        "not_found"
-    );
+    assert_eq!(missing.json::<ErrorBody>().await.unwrap().error.code, "not_found");
 
-    let bad_id = server
-        .client
-        .get(server.url("/api/threads/not-a-uuid"))
-        .send()
-        .await
-        .unwrap();
+    let bad_id = server.client.get(server.url("/api/threads/not-a-uuid")).send().await.unwrap();
     assert_eq!(bad_id.status(), 400);
-    assert_eq!(
-        bad_id.json::<ErrorBody>().await.unwrap().error.code,
-        "invalid_path"
-    );
+    assert_eq!(bad_id.json::<ErrorBody>().await.unwrap().error.code, "invalid_path");
 
     let thread = server.create_thread().await;
     let malformed = server
@@ -176,10 +98,7 @@ async fn errors_use_the_error_format() {
         .await
         .unwrap();
     assert_eq!(malformed.status(), 400);
-    assert_eq!(
-        malformed.json::<ErrorBody>().await.unwrap().error.code,
-        "malformed_json"
-    );
+    assert_eq!(malformed.json::<ErrorBody>().await.unwrap().error.code, "malformed_json");
 
     let empty = server
         .client
@@ -192,17 +111,7 @@ async fn errors_use_the_error_format() {
     let body = empty.json::<ErrorBody>().await.unwrap();
     assert_eq!(body.error.field.as_deref(), Some("content"));
 
-    let detail: ThreadDetail = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(
-        detail.messages.is_empty(),
-        "rejected requests saved nothing"
-    );
+    let detail: ThreadDetail =
+        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
+    assert!(detail.messages.is_empty(), "rejected requests saved nothing");
 }

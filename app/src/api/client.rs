@@ -28,11 +28,7 @@ impl std::fmt::Display for ApiError {
 type ApiResult<T> = Result<T, ApiError>;
 
 fn network_error(err: impl std::fmt::Display) -> ApiError {
-    ApiError {
-        status: 0,
-        code: "network".into(),
-        message: format!("Could not reach Quire: {err}"),
-    }
+    ApiError { status: 0, code: "network".into(), message: format!("Could not reach Quire: {err}") }
 }
 
 async fn read_json<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
@@ -45,54 +41,32 @@ async fn read_json<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
 async fn error_of(response: Response) -> ApiError {
     let status = response.status();
     match response.json::<ErrorBody>().await {
-        Ok(body) => ApiError {
-            status,
-            code: body.error.code,
-            message: body.error.message,
-        },
-        Err(_) => ApiError {
-            status,
-            code: "http".into(),
-            message: format!("The server answered {status}."),
-        },
+        Ok(body) => ApiError { status, code: body.error.code, message: body.error.message },
+        Err(_) => ApiError { status, code: "http".into(), message: format!("The server answered {status}.") },
     }
 }
 
 /// `GET /api/threads`.
 pub async fn list_threads() -> ApiResult<ThreadList> {
-    let response = Request::get("/api/threads")
-        .send()
-        .await
-        .map_err(network_error)?;
+    let response = Request::get("/api/threads").send().await.map_err(network_error)?;
     read_json(response).await
 }
 
 /// `POST /api/threads`.
 pub async fn create_thread(body: &CreateThread) -> ApiResult<Thread> {
-    let response = Request::post("/api/threads")
-        .json(body)
-        .map_err(network_error)?
-        .send()
-        .await
-        .map_err(network_error)?;
+    let response =
+        Request::post("/api/threads").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
     read_json(response).await
 }
 
 /// `GET /api/threads/{id}`.
 pub async fn get_thread(id: Uuid) -> ApiResult<ThreadDetail> {
-    let response = Request::get(&format!("/api/threads/{id}"))
-        .send()
-        .await
-        .map_err(network_error)?;
+    let response = Request::get(&format!("/api/threads/{id}")).send().await.map_err(network_error)?;
     read_json(response).await
 }
 
 /// `POST /api/threads/{id}/chat`: calls `on_event` for each event as it arrives. Returns once the stream ends.
-pub async fn chat(
-    id: Uuid,
-    body: &ChatRequest,
-    mut on_event: impl FnMut(ChatEvent),
-) -> ApiResult<()> {
+pub async fn chat(id: Uuid, body: &ChatRequest, mut on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     let response = Request::post(&format!("/api/threads/{id}/chat"))
         .json(body)
         .map_err(network_error)?
@@ -108,25 +82,15 @@ pub async fn chat(
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
     let mut decoder = SseDecoder::new();
     loop {
-        let chunk = JsFuture::from(reader.read())
-            .await
-            .map_err(|e| network_error(format!("{e:?}")))?;
-        let done = Reflect::get(&chunk, &"done".into())
-            .ok()
-            .and_then(|v| v.as_bool())
-            .unwrap_or(true);
+        let chunk = JsFuture::from(reader.read()).await.map_err(|e| network_error(format!("{e:?}")))?;
+        let done = Reflect::get(&chunk, &"done".into()).ok().and_then(|v| v.as_bool()).unwrap_or(true);
         if done {
             break;
         }
-        let value =
-            Reflect::get(&chunk, &"value".into()).map_err(|e| network_error(format!("{e:?}")))?;
+        let value = Reflect::get(&chunk, &"value".into()).map_err(|e| network_error(format!("{e:?}")))?;
         let bytes = Uint8Array::new(&value).to_vec();
         for frame in decoder.push(&bytes) {
-            if let Some(event) = frame
-                .event
-                .as_deref()
-                .and_then(|name| ChatEvent::from_parts(name, &frame.data))
-            {
+            if let Some(event) = frame.event.as_deref().and_then(|name| ChatEvent::from_parts(name, &frame.data)) {
                 on_event(event);
             }
         }

@@ -15,17 +15,11 @@ pub enum ChatEvent {
     /// More answer text.
     TextDelta { text: String },
     /// A tool started.
-    ToolExecuting {
-        tool: String,
-        input: serde_json::Value,
-    },
+    ToolExecuting { tool: String, input: serde_json::Value },
     /// A document was saved.
     ArtifactCreated { artifact: Artifact },
     /// The turn ended; `message_id` is `None` when no message was saved.
-    MessageComplete {
-        message_id: Option<Uuid>,
-        usage: Usage,
-    },
+    MessageComplete { message_id: Option<Uuid>, usage: Usage },
     /// The turn failed; text so far is kept.
     Error { code: String, message: String },
 }
@@ -46,11 +40,7 @@ impl ChatEvent {
     /// The JSON of the SSE `data:` line.
     pub fn data_json(&self) -> String {
         let mut value = serde_json::to_value(self).unwrap_or_default();
-        value
-            .get_mut("data")
-            .map(serde_json::Value::take)
-            .unwrap_or_default()
-            .to_string()
+        value.get_mut("data").map(serde_json::Value::take).unwrap_or_default().to_string()
     }
 
     /// Rebuilds an event from its SSE name and data.
@@ -61,10 +51,7 @@ impl ChatEvent {
 
     /// Whether this event ends the turn.
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self,
-            ChatEvent::MessageComplete { .. } | ChatEvent::Error { .. }
-        )
+        matches!(self, ChatEvent::MessageComplete { .. } | ChatEvent::Error { .. })
     }
 }
 
@@ -74,27 +61,16 @@ mod tests {
 
     #[test]
     fn name_and_data_round_trip() {
-        let event = ChatEvent::TextDelta {
-            text: "hello".into(),
-        };
+        let event = ChatEvent::TextDelta { text: "hello".into() };
         assert_eq!(event.name(), "text_delta");
         assert_eq!(event.data_json(), r#"{"text":"hello"}"#);
-        assert_eq!(
-            ChatEvent::from_parts(event.name(), &event.data_json()),
-            Some(event)
-        );
+        assert_eq!(ChatEvent::from_parts(event.name(), &event.data_json()), Some(event));
     }
 
     #[test]
     fn message_complete_keeps_null_id() {
-        let event = ChatEvent::MessageComplete {
-            message_id: None,
-            usage: Usage::default(),
-        };
-        assert_eq!(
-            event.data_json(),
-            r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0}}"#
-        );
+        let event = ChatEvent::MessageComplete { message_id: None, usage: Usage::default() };
+        assert_eq!(event.data_json(), r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0}}"#);
         assert!(event.is_terminal());
     }
 }

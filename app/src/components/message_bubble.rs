@@ -24,14 +24,11 @@ pub fn MessageBubble(
         MessageStatus::Error => Some("The answer failed."),
         MessageStatus::Complete => None,
     };
-    let body = move || {
-        match role {
+    let body = move || match role {
         Role::User => view! { <div class="bubble-text plain">{content.get()}</div> }.into_any(),
         Role::Assistant => {
-            view! { <div class="bubble-text md" inner_html=move || to_safe_html(&content.get())></div> }
-                .into_any()
+            view! { <div class="bubble-text md" inner_html=move || to_safe_html(&content.get())></div> }.into_any()
         }
-    }
     };
     view! {
         <article

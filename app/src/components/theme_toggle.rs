@@ -9,10 +9,7 @@ fn storage() -> Option<web_sys::Storage> {
 }
 
 fn apply(theme: &str) {
-    if let Some(root) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.document_element())
-    {
+    if let Some(root) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.document_element()) {
         let _ = root.set_attribute("data-theme", theme);
     }
 }

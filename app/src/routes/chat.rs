@@ -72,13 +72,7 @@ pub fn ChatPage() -> impl IntoView {
                 None => match client::create_thread(&CreateThread::default()).await {
                     Ok(thread) => {
                         current.set(Some(thread.id));
-                        navigate(
-                            &format!("/c/{}", thread.id),
-                            NavigateOptions {
-                                replace: true,
-                                ..Default::default()
-                            },
-                        );
+                        navigate(&format!("/c/{}", thread.id), NavigateOptions { replace: true, ..Default::default() });
                         changed.notify();
                         thread.id
                     }
@@ -92,10 +86,7 @@ pub fn ChatPage() -> impl IntoView {
             };
             messages.update(|m| m.push(local_message(id, Role::User, content.clone())));
             live.set(Some(LiveAnswer::default()));
-            let request = ChatRequest {
-                content: content.clone(),
-                artifact_generation: None,
-            };
+            let request = ChatRequest { content: content.clone(), artifact_generation: None };
             let result = client::chat(id, &request, |event| match event {
                 ChatEvent::TextDelta { text } => live.update(|a| {
                     if let Some(a) = a {

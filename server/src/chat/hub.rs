@@ -47,12 +47,7 @@ impl LiveTurn {
     pub fn events_after(&self, after: i64) -> Vec<(i64, ChatEvent)> {
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         let start = after.max(0) as usize;
-        events
-            .iter()
-            .enumerate()
-            .skip(start)
-            .map(|(i, e)| (i as i64 + 1, e.clone()))
-            .collect()
+        events.iter().enumerate().skip(start).map(|(i, e)| (i as i64 + 1, e.clone())).collect()
     }
 
     /// Asks the turn to stop.
@@ -71,10 +66,7 @@ impl LiveTurn {
     }
 
     /// The events after `after`, as they come, ending with the turn's last event.
-    pub fn subscribe(
-        self: &Arc<Self>,
-        after: i64,
-    ) -> impl Stream<Item = (i64, ChatEvent)> + Send + 'static {
+    pub fn subscribe(self: &Arc<Self>, after: i64) -> impl Stream<Item = (i64, ChatEvent)> + Send + 'static {
         struct State {
             turn: Arc<LiveTurn>,
             next: i64,
@@ -120,18 +112,11 @@ pub struct TurnHub {
 
 impl TurnHub {
     pub fn insert(&self, turn: Arc<LiveTurn>) {
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(turn.thread_id, turn);
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(turn.thread_id, turn);
     }
 
     pub fn get(&self, thread: Uuid) -> Option<Arc<LiveTurn>> {
-        self.live
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&thread)
-            .cloned()
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).get(&thread).cloned()
     }
 
     /// Forgets a finished turn (only if it is still the thread's current one).
@@ -162,10 +147,7 @@ mod tests {
         let listener = turn.subscribe(0);
         let resumed = turn.subscribe(1);
         turn.push(ChatEvent::TextDelta { text: "b".into() });
-        turn.push(ChatEvent::MessageComplete {
-            message_id: None,
-            usage: Default::default(),
-        });
+        turn.push(ChatEvent::MessageComplete { message_id: None, usage: Default::default() });
         let all: Vec<i64> = listener.map(|(seq, _)| seq).collect().await;
         assert_eq!(all, vec![1, 2, 3]);
         let rest: Vec<i64> = resumed.map(|(seq, _)| seq).collect().await;

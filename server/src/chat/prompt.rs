@@ -39,14 +39,10 @@ mod tests {
     #[test]
     fn deduplication_is_rule_two_and_rules_are_numbered_in_order() {
         let prompt = system_prompt();
-        assert!(
-            prompt.contains("2. ARTIFACT DEDUPLICATION: act only on the most recent user request.")
-        );
+        assert!(prompt.contains("2. ARTIFACT DEDUPLICATION: act only on the most recent user request."));
         assert!(prompt.contains("already been fulfilled; never act on them again"));
-        let numbers: Vec<u32> = prompt
-            .lines()
-            .filter_map(|l| l.split_once(". ").and_then(|(n, _)| n.parse().ok()))
-            .collect();
+        let numbers: Vec<u32> =
+            prompt.lines().filter_map(|l| l.split_once(". ").and_then(|(n, _)| n.parse().ok())).collect();
         assert_eq!(numbers, vec![1, 2, 3, 4, 5, 6]);
     }
 }

@@ -14,10 +14,11 @@ pub const SAVE_ARTIFACT: &str = "save_artifact";
 pub fn save_artifact_spec() -> ToolSpec {
     ToolSpec {
         name: SAVE_ARTIFACT.into(),
-        description: "Save a document (artifact) for the person. Call this ONCE per user request, only for the document \
+        description:
+            "Save a document (artifact) for the person. Call this ONCE per user request, only for the document \
                       the latest message asks for. Never call it for earlier requests in the conversation history: \
                       those documents already exist."
-            .into(),
+                .into(),
         input_schema: json!({
             "type": "object",
             "properties": {
@@ -54,12 +55,7 @@ pub struct ToolOutcome {
 
 impl ToolOutcome {
     fn error(message: impl Into<String>) -> Self {
-        Self {
-            result: message.into(),
-            is_error: true,
-            artifact: None,
-            created: false,
-        }
+        Self { result: message.into(), is_error: true, artifact: None, created: false }
     }
 }
 
@@ -88,10 +84,8 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         return ToolOutcome::error("save_artifact needs a non-empty title and content.");
     }
     let title: String = title.chars().take(500).collect();
-    if let Some(existing) = ctx
-        .saved
-        .iter()
-        .find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
+    if let Some(existing) =
+        ctx.saved.iter().find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
     {
         return ToolOutcome {
             result: saved_message(existing),
@@ -111,12 +105,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     match ctx.store.create_artifact(ctx.user, new).await {
         Ok(artifact) => {
             ctx.saved.push(artifact.clone());
-            ToolOutcome {
-                result: saved_message(&artifact),
-                is_error: false,
-                artifact: Some(artifact),
-                created: true,
-            }
+            ToolOutcome { result: saved_message(&artifact), is_error: false, artifact: Some(artifact), created: true }
         }
         Err(e) => {
             tracing::error!(error = %e, "saving an artifact failed");
@@ -126,10 +115,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
 }
 
 fn saved_message(artifact: &Artifact) -> String {
-    format!(
-        "Artifact saved successfully: '{}' (ID: {})",
-        artifact.title, artifact.id
-    )
+    format!("Artifact saved successfully: '{}' (ID: {})", artifact.title, artifact.id)
 }
 
 #[cfg(test)]
@@ -140,18 +126,14 @@ mod tests {
     fn description_asks_for_one_call_per_request() {
         let spec = save_artifact_spec();
         assert!(spec.description.contains("ONCE per user request"));
-        assert!(spec
-            .description
-            .contains("Never call it for earlier requests"));
+        assert!(spec.description.contains("Never call it for earlier requests"));
         assert!(!spec.description.to_lowercase().contains("multiple times"));
     }
 
     #[test]
     fn schema_lists_every_type() {
         let spec = save_artifact_spec();
-        let types = spec.input_schema["properties"]["artifact_type"]["enum"]
-            .as_array()
-            .unwrap();
+        let types = spec.input_schema["properties"]["artifact_type"]["enum"].as_array().unwrap();
         assert_eq!(types.len(), 6);
         assert!(types.iter().any(|t| t == "business_requirements"));
     }

@@ -5,9 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{
-    Artifact, ChatEvent, ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS,
-};
+use app::api::{Artifact, ChatEvent, ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 use futures::StreamExt;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -17,9 +15,7 @@ use super::prompt;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StopReason, StreamEvent};
-use crate::store::{
-    self, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep,
-};
+use crate::store::{self, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep};
 use crate::AppState;
 
 /// How often progress is written to the store while a turn runs.
@@ -42,10 +38,7 @@ pub async fn start(
 ) -> Result<Arc<LiveTurn>, ApiError> {
     let content = request.content.trim().to_string();
     if content.is_empty() {
-        return Err(ApiError::invalid(
-            "content",
-            "The message must not be empty.",
-        ));
+        return Err(ApiError::invalid("content", "The message must not be empty."));
     }
     if content.chars().count() > MAX_MESSAGE_CHARS {
         return Err(ApiError::invalid(
@@ -56,17 +49,12 @@ pub async fn start(
     let silent = request.artifact_generation.unwrap_or(false);
     let thread_row = state.store.get_thread(user, thread).await?;
     let turn_id = Uuid::now_v7();
-    state
-        .store
-        .begin_turn(user, thread, turn_id, STALE_AFTER_MS)
-        .await
-        .map_err(|e| match e {
-            StoreError::Conflict(_) => ApiError::Conflict(
-                "An answer is already being written in this conversation; wait for it or stop it."
-                    .into(),
-            ),
-            other => other.into(),
-        })?;
+    state.store.begin_turn(user, thread, turn_id, STALE_AFTER_MS).await.map_err(|e| match e {
+        StoreError::Conflict(_) => ApiError::Conflict(
+            "An answer is already being written in this conversation; wait for it or stop it.".into(),
+        ),
+        other => other.into(),
+    })?;
     let request_message = if silent {
         None
     } else {
@@ -188,38 +176,19 @@ impl<'a> Turn<'a> {
     }
 
     async fn name_thread(&mut self, current: String) {
-        let title = if current == DEFAULT_TITLE {
-            store::title_from_message(&self.plan.content)
-        } else {
-            current
-        };
-        let patch = ThreadPatch {
-            title: Some(title.clone()),
-            ..Default::default()
-        };
-        if let Err(e) = self
-            .state
-            .store
-            .update_thread(self.plan.user, self.plan.thread, &patch)
-            .await
-        {
+        let title = if current == DEFAULT_TITLE { store::title_from_message(&self.plan.content) } else { current };
+        let patch = ThreadPatch { title: Some(title.clone()), ..Default::default() };
+        if let Err(e) = self.state.store.update_thread(self.plan.user, self.plan.thread, &patch).await {
             tracing::warn!(error = %e, "naming the thread failed");
         }
-        self.live.push(ChatEvent::ThreadName {
-            thread_id: self.plan.thread,
-            title,
-        });
+        self.live.push(ChatEvent::ThreadName { thread_id: self.plan.thread, title });
     }
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
     async fn converse(&mut self) -> Ending {
         let mut messages = match self.history().await {
             Ok(m) => m,
-            Err(e) => {
-                return Ending::Failed(LlmError::Protocol(format!(
-                    "could not load the conversation: {e}"
-                )))
-            }
+            Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
         let tools = vec![tools::save_artifact_spec()];
         for _round in 0..MAX_ROUNDS {
@@ -276,20 +245,10 @@ impl<'a> Turn<'a> {
             for call in calls {
                 assistant_parts.push(Part::ToolCall(call.clone()));
                 let (result, is_error) = self.run_tool(&call.name, &call.arguments).await;
-                results.push(Part::ToolResult {
-                    call_id: call.id.clone(),
-                    content: result,
-                    is_error,
-                });
+                results.push(Part::ToolResult { call_id: call.id.clone(), content: result, is_error });
             }
-            messages.push(llm::Message {
-                role: llm::Role::Assistant,
-                parts: assistant_parts,
-            });
-            messages.push(llm::Message {
-                role: llm::Role::User,
-                parts: results,
-            });
+            messages.push(llm::Message { role: llm::Role::Assistant, parts: assistant_parts });
+            messages.push(llm::Message { role: llm::Role::User, parts: results });
             self.checkpoint(true).await;
         }
         let _ = StopReason::MaxTokens;
@@ -297,10 +256,7 @@ impl<'a> Turn<'a> {
     }
 
     async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> (String, bool) {
-        self.live.push(ChatEvent::ToolExecuting {
-            tool: name.to_string(),
-            input: input.clone(),
-        });
+        self.live.push(ChatEvent::ToolExecuting { tool: name.to_string(), input: input.clone() });
         let started_at = store::now();
         let clock = Instant::now();
         let (result, is_error, artifact) = match name {
@@ -337,17 +293,11 @@ impl<'a> Turn<'a> {
     /// together with their answers, so nothing is generated twice.
     async fn history(&self) -> Result<Vec<llm::Message>, StoreError> {
         let (messages, artifacts) = tokio::try_join!(
-            self.state
-                .store
-                .list_messages(self.plan.user, self.plan.thread),
-            self.state
-                .store
-                .list_artifacts(self.plan.user, self.plan.thread),
+            self.state.store.list_messages(self.plan.user, self.plan.thread),
+            self.state.store.list_artifacts(self.plan.user, self.plan.thread),
         )?;
-        let fulfilled: std::collections::HashSet<Uuid> = artifacts
-            .iter()
-            .filter_map(|a| a.request_message_id)
-            .collect();
+        let fulfilled: std::collections::HashSet<Uuid> =
+            artifacts.iter().filter_map(|a| a.request_message_id).collect();
         let mut out: Vec<llm::Message> = Vec::new();
         let mut skipping = false;
         for m in messages {
@@ -362,28 +312,20 @@ impl<'a> Turn<'a> {
                 ApiRole::Assistant => llm::Role::Assistant,
             };
             match out.last_mut() {
-                Some(last) if last.role == role => last.parts.push(Part::Text {
-                    text: format!("\n\n{}", m.content),
-                }),
-                _ => out.push(llm::Message {
-                    role,
-                    parts: vec![Part::Text { text: m.content }],
-                }),
+                Some(last) if last.role == role => last.parts.push(Part::Text { text: format!("\n\n{}", m.content) }),
+                _ => out.push(llm::Message { role, parts: vec![Part::Text { text: m.content }] }),
             }
         }
         if out.first().is_some_and(|m| m.role == llm::Role::Assistant) {
             out.remove(0);
         }
         if self.plan.silent {
-            let instruction = format!(
-                "{}\n\n{}",
-                self.plan.content,
-                prompt::silent_generation_instruction("requested")
-            );
+            let instruction =
+                format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested"));
             match out.last_mut() {
-                Some(last) if last.role == llm::Role::User => last.parts.push(Part::Text {
-                    text: format!("\n\n{instruction}"),
-                }),
+                Some(last) if last.role == llm::Role::User => {
+                    last.parts.push(Part::Text { text: format!("\n\n{instruction}") })
+                }
                 _ => out.push(llm::Message::user(instruction)),
             }
         }
@@ -413,21 +355,12 @@ impl<'a> Turn<'a> {
             .live
             .events_after(self.flushed_events)
             .into_iter()
-            .map(|(seq, e)| StoredEvent {
-                seq,
-                name: e.name().to_string(),
-                data: e.data_json(),
-            })
+            .map(|(seq, e)| StoredEvent { seq, name: e.name().to_string(), data: e.data_json() })
             .collect();
         let Some(last) = fresh.last().map(|e| e.seq) else {
             return;
         };
-        match self
-            .state
-            .store
-            .append_turn_events(self.live.id, &fresh)
-            .await
-        {
+        match self.state.store.append_turn_events(self.live.id, &fresh).await {
             Ok(()) => self.flushed_events = last,
             Err(e) => tracing::warn!(error = %e, "saving turn events failed"),
         }
@@ -443,10 +376,7 @@ impl<'a> Turn<'a> {
                     model: Some(self.model()),
                     context: None,
                 };
-                self.state
-                    .store
-                    .update_message(self.plan.user, id, &update)
-                    .await?;
+                self.state.store.update_message(self.plan.user, id, &update).await?;
                 Ok(id)
             }
             None => {
@@ -480,9 +410,7 @@ impl<'a> Turn<'a> {
         };
         // A silent turn saves no message; a failed turn that produced nothing saves none either.
         let keep_answer = !self.plan.silent
-            && (matches!(ending, Ending::Done)
-                || !self.text.is_empty()
-                || self.assistant_id.is_some());
+            && (matches!(ending, Ending::Done) || !self.text.is_empty() || self.assistant_id.is_some());
         let mut message_id = None;
         if keep_answer {
             match self.save_answer(status).await {
@@ -504,12 +432,7 @@ impl<'a> Turn<'a> {
             }
         }
         if self.usage != Usage::default() {
-            if let Err(e) = self
-                .state
-                .store
-                .record_usage(user, self.plan.thread, &self.model(), self.usage)
-                .await
-            {
+            if let Err(e) = self.state.store.record_usage(user, self.plan.thread, &self.model(), self.usage).await {
                 tracing::error!(error = %e, "recording usage failed");
             }
         }

@@ -32,12 +32,7 @@ pub struct Config {
     pub database_url: Option<String>,
 
     /// Model provider.
-    #[arg(
-        long,
-        env = "QUIRE_LLM_PROVIDER",
-        value_enum,
-        default_value = "builtin"
-    )]
+    #[arg(long, env = "QUIRE_LLM_PROVIDER", value_enum, default_value = "builtin")]
     pub llm_provider: ProviderKind,
 
     /// Model name sent to the provider (each provider has a default).
@@ -56,9 +51,7 @@ pub struct Config {
 impl Config {
     /// The database URL in force.
     pub fn database_url(&self) -> String {
-        self.database_url
-            .clone()
-            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("quire.db").display()))
+        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("quire.db").display()))
     }
 
     /// A configuration for tests: a data directory, the built-in assistant without delay.
@@ -88,15 +81,8 @@ mod tests {
 
     #[test]
     fn help_documents_the_environment() {
-        let help = <Config as clap::CommandFactory>::command()
-            .render_long_help()
-            .to_string();
-        for var in [
-            "LEPTOS_SITE_ADDR",
-            "QUIRE_DATA_DIR",
-            "QUIRE_DATABASE_URL",
-            "QUIRE_LLM_PROVIDER",
-        ] {
+        let help = <Config as clap::CommandFactory>::command().render_long_help().to_string();
+        for var in ["LEPTOS_SITE_ADDR", "QUIRE_DATA_DIR", "QUIRE_DATABASE_URL", "QUIRE_LLM_PROVIDER"] {
             assert!(help.contains(var), "{var} missing from --help");
         }
     }

@@ -36,26 +36,16 @@ pub fn router() -> Router<AppState> {
 }
 
 fn sse_event(turn: Uuid, seq: i64, name: &str, data: String) -> Event {
-    Event::default()
-        .id(format!("{turn}:{seq}"))
-        .event(name)
-        .data(data)
+    Event::default().id(format!("{turn}:{seq}")).event(name).data(data)
 }
 
 /// Wraps an event stream as an SSE response that no proxy buffers.
 fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response {
-    let mut response = Sse::new(events.map(Ok::<_, Infallible>))
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE))
-        .into_response();
+    let mut response =
+        Sse::new(events.map(Ok::<_, Infallible>)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache, no-transform"),
-    );
-    headers.insert(
-        HeaderName::from_static("x-accel-buffering"),
-        HeaderValue::from_static("no"),
-    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    headers.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
     response
 }
 
@@ -67,9 +57,7 @@ async fn chat(
 ) -> Result<Response> {
     let live = turn::start(&state, user.id, thread, body).await?;
     let id = live.id;
-    Ok(sse_response(live.subscribe(0).map(move |(seq, e)| {
-        sse_event(id, seq, e.name(), e.data_json())
-    })))
+    Ok(sse_response(live.subscribe(0).map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json()))))
 }
 
 /// Parses `Last-Event-ID` (`<turn>:<seq>`).
@@ -97,17 +85,10 @@ async fn resume(
     if let Some(live) = state.hub.get(thread).filter(|l| l.id == turn.id) {
         let id = live.id;
         return Ok(sse_response(
-            live.subscribe(after)
-                .map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json())),
+            live.subscribe(after).map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json())),
         ));
     }
-    Ok(sse_response(stored_events(
-        state.store.clone(),
-        user.id,
-        thread,
-        turn.id,
-        after,
-    )))
+    Ok(sse_response(stored_events(state.store.clone(), user.id, thread, turn.id, after)))
 }
 
 /// Replays a turn's stored events after `after`, following it while it runs on another instance.
@@ -126,14 +107,7 @@ fn stored_events(
         after: i64,
         done: bool,
     }
-    let initial = State {
-        store,
-        user,
-        thread,
-        turn,
-        after,
-        done: false,
-    };
+    let initial = State { store, user, thread, turn, after, done: false };
     stream::unfold(initial, |mut s| async move {
         loop {
             if s.done {
@@ -159,7 +133,8 @@ fn stored_events(
                 s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
                 return Some((stream::iter(batch), s));
             }
-            let running = matches!(s.store.latest_turn(s.user, s.thread).await, Ok(Some(t)) if t.id == s.turn && t.running);
+            let running =
+                matches!(s.store.latest_turn(s.user, s.thread).await, Ok(Some(t)) if t.id == s.turn && t.running);
             if !running {
                 // One last look: the final events may have landed just before the turn closed.
                 let tail = s.store.turn_events_after(s.turn, s.after).await.unwrap_or_default();
@@ -167,7 +142,8 @@ fn stored_events(
                 if tail.is_empty() {
                     return None;
                 }
-                let batch: Vec<Event> = tail.iter().map(|e| sse_event(s.turn, e.seq, &e.name, e.data.clone())).collect();
+                let batch: Vec<Event> =
+                    tail.iter().map(|e| sse_event(s.turn, e.seq, &e.name, e.data.clone())).collect();
                 return Some((stream::iter(batch), s));
             }
             tokio::time::sleep(POLL_EVERY).await;
@@ -176,19 +152,11 @@ fn stored_events(
     .flatten()
 }
 
-async fn stop(
-    State(state): State<AppState>,
-    user: AuthUser,
-    Path(thread): Path<Uuid>,
-) -> Result<StatusCode> {
+async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
     state.store.get_thread(user.id, thread).await?;
     if let Some(live) = state.hub.get(thread).filter(|l| l.user_id == user.id) {
         live.cancel();
     }
     let requested = state.store.request_stop(user.id, thread).await?;
-    Ok(if requested {
-        StatusCode::ACCEPTED
-    } else {
-        StatusCode::NO_CONTENT
-    })
+    Ok(if requested { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })
 }

@@ -15,17 +15,9 @@ use crate::store::StoreError;
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
     #[error("{message}")]
-    BadRequest {
-        code: &'static str,
-        message: String,
-        field: Option<String>,
-    },
+    BadRequest { code: &'static str, message: String, field: Option<String> },
     #[error("{message}")]
-    Unprocessable {
-        code: &'static str,
-        message: String,
-        field: Option<String>,
-    },
+    Unprocessable { code: &'static str, message: String, field: Option<String> },
     #[error("authentication required")]
     Unauthorized,
     #[error("not found")]
@@ -47,20 +39,12 @@ pub type Result<T, E = ApiError> = std::result::Result<T, E>;
 impl ApiError {
     /// A 422 about one field of the request.
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        ApiError::Unprocessable {
-            code: "validation_failed",
-            message: message.into(),
-            field: Some(field.to_string()),
-        }
+        ApiError::Unprocessable { code: "validation_failed", message: message.into(), field: Some(field.to_string()) }
     }
 
     /// A 400 with a code and message.
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
-        ApiError::BadRequest {
-            code,
-            message: message.into(),
-            field: None,
-        }
+        ApiError::BadRequest { code, message: message.into(), field: None }
     }
 
     pub fn status_code(&self) -> StatusCode {
@@ -110,18 +94,10 @@ impl IntoResponse for ApiError {
             tracing::error!(error = ?err, "internal error");
         }
         let field = match &self {
-            ApiError::BadRequest { field, .. } | ApiError::Unprocessable { field, .. } => {
-                field.clone()
-            }
+            ApiError::BadRequest { field, .. } | ApiError::Unprocessable { field, .. } => field.clone(),
             _ => None,
         };
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.code().into(),
-                message: self.public_message(),
-                field,
-            },
-        };
+        let body = ErrorBody { error: ErrorDetail { code: self.code().into(), message: self.public_message(), field } };
         let mut response = (self.status_code(), Json(body)).into_response();
         if let ApiError::TooManyRequests { retry_after_secs } = self {
             if let Ok(value) = HeaderValue::from_str(&retry_after_secs.max(1).to_string()) {
@@ -145,17 +121,13 @@ impl From<StoreError> for ApiError {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
-            JsonRejection::JsonDataError(e) => ApiError::Unprocessable {
-                code: "invalid_body",
-                message: e.body_text(),
-                field: None,
-            },
-            JsonRejection::JsonSyntaxError(e) => {
-                ApiError::bad_request("malformed_json", e.body_text())
+            JsonRejection::JsonDataError(e) => {
+                ApiError::Unprocessable { code: "invalid_body", message: e.body_text(), field: None }
             }
-            JsonRejection::MissingJsonContentType(_) => ApiError::UnsupportedMediaType(
-                "Expected a JSON body with `Content-Type: application/json`.".into(),
-            ),
+            JsonRejection::JsonSyntaxError(e) => ApiError::bad_request("malformed_json", e.body_text()),
+            JsonRejection::MissingJsonContentType(_) => {
+                ApiError::UnsupportedMediaType("Expected a JSON body with `Content-Type: application/json`.".into())
+            }
             JsonRejection::BytesRejection(_) => ApiError::PayloadTooLarge,
             other => ApiError::bad_request("invalid_body", other.body_text()),
         }
@@ -164,10 +136,7 @@ impl From<JsonRejection> for ApiError {
 
 impl From<PathRejection> for ApiError {
     fn from(rejection: PathRejection) -> Self {
-        ApiError::bad_request(
-            "invalid_path",
-            format!("Invalid path parameter: {}", rejection.body_text()),
-        )
+        ApiError::bad_request("invalid_path", format!("Invalid path parameter: {}", rejection.body_text()))
     }
 }
 

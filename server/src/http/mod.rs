@@ -20,14 +20,9 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/health", get(health))
         .merge(threads::router())
         .merge(chat::router())
-        .route(
-            "/api/{*rest}",
-            axum::routing::any(|| async { ApiError::NotFound }),
-        )
+        .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 
 async fn health() -> axum::Json<Health> {
-    axum::Json(Health {
-        status: "ok".into(),
-    })
+    axum::Json(Health { status: "ok".into() })
 }

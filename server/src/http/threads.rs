@@ -19,14 +19,8 @@ use crate::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/threads", get(list_threads).post(create_thread))
-        .route(
-            "/api/threads/{id}",
-            get(get_thread).patch(update_thread).delete(delete_thread),
-        )
-        .route(
-            "/api/threads/{id}/messages/{message_id}",
-            delete(delete_message),
-        )
+        .route("/api/threads/{id}", get(get_thread).patch(update_thread).delete(delete_thread))
+        .route("/api/threads/{id}/messages/{message_id}", delete(delete_message))
 }
 
 /// Trims a title and checks its length.
@@ -36,10 +30,7 @@ pub fn validate_title(title: &str) -> Result<String> {
         return Err(ApiError::invalid("title", "The title must not be empty."));
     }
     if title.chars().count() > MAX_TITLE_CHARS {
-        return Err(ApiError::invalid(
-            "title",
-            format!("The title is longer than {MAX_TITLE_CHARS} characters."),
-        ));
+        return Err(ApiError::invalid("title", format!("The title is longer than {MAX_TITLE_CHARS} characters.")));
     }
     Ok(title.to_string())
 }
@@ -53,20 +44,14 @@ pub fn validate_tags(tags: &[String]) -> Result<Vec<String>> {
             return Err(ApiError::invalid("tags", "Tags must not be empty."));
         }
         if tag.chars().count() > MAX_TAG_CHARS {
-            return Err(ApiError::invalid(
-                "tags",
-                format!("A tag is longer than {MAX_TAG_CHARS} characters."),
-            ));
+            return Err(ApiError::invalid("tags", format!("A tag is longer than {MAX_TAG_CHARS} characters.")));
         }
         if !clean.iter().any(|t| t == tag) {
             clean.push(tag.to_string());
         }
     }
     if clean.len() > MAX_TAGS {
-        return Err(ApiError::invalid(
-            "tags",
-            format!("A conversation has at most {MAX_TAGS} tags."),
-        ));
+        return Err(ApiError::invalid("tags", format!("A conversation has at most {MAX_TAGS} tags.")));
     }
     Ok(clean)
 }
@@ -101,15 +86,13 @@ fn encode_cursor(cursor: &ThreadCursor) -> String {
 }
 
 fn decode_cursor(text: &str) -> Result<ThreadCursor> {
-    URL_SAFE_NO_PAD
-        .decode(text)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .ok_or_else(|| ApiError::BadRequest {
+    URL_SAFE_NO_PAD.decode(text).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).ok_or_else(|| {
+        ApiError::BadRequest {
             code: "invalid_cursor",
             message: "The cursor is not valid.".into(),
             field: Some("cursor".into()),
-        })
+        }
+    })
 }
 
 async fn list_threads(
@@ -119,21 +102,13 @@ async fn list_threads(
 ) -> Result<Json<ThreadList>> {
     let limit = params.limit.unwrap_or(50);
     if !(1..=100).contains(&limit) {
-        return Err(ApiError::invalid(
-            "limit",
-            "The limit must be between 1 and 100.",
-        ));
+        return Err(ApiError::invalid("limit", "The limit must be between 1 and 100."));
     }
     let sort = match params.sort.as_deref() {
         None | Some("updated_at") => ThreadSort::UpdatedAt,
         Some("created_at") => ThreadSort::CreatedAt,
         Some("title") => ThreadSort::Title,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "sort",
-                "Sort by updated_at, created_at or title.",
-            ))
-        }
+        Some(_) => return Err(ApiError::invalid("sort", "Sort by updated_at, created_at or title.")),
     };
     let descending = match params.order.as_deref() {
         None | Some("desc") => true,
@@ -143,13 +118,7 @@ async fn list_threads(
     let tags = params
         .tags
         .as_deref()
-        .map(|t| {
-            t.split(',')
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .map(String::from)
-                .collect()
-        })
+        .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(String::from).collect())
         .unwrap_or_default();
     let query = ThreadQuery {
         limit,
@@ -160,10 +129,7 @@ async fn list_threads(
         archived: params.archived.unwrap_or(false),
     };
     let page = state.store.list_threads(user.id, &query).await?;
-    Ok(Json(ThreadList {
-        threads: page.threads,
-        next_cursor: page.next.as_ref().map(encode_cursor),
-    }))
+    Ok(Json(ThreadList { threads: page.threads, next_cursor: page.next.as_ref().map(encode_cursor) }))
 }
 
 async fn get_thread(
@@ -177,12 +143,7 @@ async fn get_thread(
         state.store.list_artifacts(user.id, id),
         state.store.latest_turn(user.id, id),
     )?;
-    Ok(Json(ThreadDetail {
-        thread,
-        messages,
-        artifacts,
-        running: turn.is_some_and(|t| t.running),
-    }))
+    Ok(Json(ThreadDetail { thread, messages, artifacts, running: turn.is_some_and(|t| t.running) }))
 }
 
 /// `PATCH /api/threads/{id}`.

@@ -17,23 +17,11 @@ pub struct Builtin {
 
 impl Builtin {
     pub fn new(delay: Duration, model: Option<String>) -> Self {
-        Self {
-            delay,
-            model: model.unwrap_or_else(|| "quire-builtin-1".into()),
-        }
+        Self { delay, model: model.unwrap_or_else(|| "quire-builtin-1".into()) }
     }
 }
 
-const REQUIREMENT_WORDS: [&str; 8] = [
-    "want",
-    "need",
-    "must",
-    "should",
-    "require",
-    "would like",
-    "has to",
-    "able to",
-];
+const REQUIREMENT_WORDS: [&str; 8] = ["want", "need", "must", "should", "require", "would like", "has to", "able to"];
 
 /// Sentences of the text that state a requirement.
 fn requirement_sentences(text: &str) -> Vec<String> {
@@ -52,27 +40,19 @@ fn approx_tokens(text: &str) -> u64 {
 }
 
 fn answer(request: &ChatRequest) -> String {
-    let latest = request
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User)
-        .map(|m| m.text())
-        .unwrap_or_default();
+    let latest = request.messages.iter().rev().find(|m| m.role == Role::User).map(|m| m.text()).unwrap_or_default();
     let requirements: Vec<String> = request
         .messages
         .iter()
         .filter(|m| m.role == Role::User)
         .flat_map(|m| requirement_sentences(&m.text()))
         .collect();
-    let gist: String = latest
-        .split_whitespace()
-        .take(12)
-        .collect::<Vec<_>>()
-        .join(" ");
+    let gist: String = latest.split_whitespace().take(12).collect::<Vec<_>>().join(" ");
     let mut out = format!("Thanks, noted: \"{gist}\".\n\n");
     if requirements.is_empty() {
-        out.push_str("I have not found explicit requirements yet. Tell me what the system must do, who uses it and why.");
+        out.push_str(
+            "I have not found explicit requirements yet. Tell me what the system must do, who uses it and why.",
+        );
     } else {
         out.push_str("Here are the requirements I have so far:\n\n");
         for r in &requirements {
@@ -95,12 +75,8 @@ impl Provider for Builtin {
 
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let text = answer(&request);
-        let input = approx_tokens(&request.system)
-            + request
-                .messages
-                .iter()
-                .map(|m| approx_tokens(&m.text()))
-                .sum::<u64>();
+        let input =
+            approx_tokens(&request.system) + request.messages.iter().map(|m| approx_tokens(&m.text())).sum::<u64>();
         let output = approx_tokens(&text);
         let mut tokens: Vec<String> = Vec::new();
         let mut current = String::new();
@@ -121,10 +97,7 @@ impl Provider for Builtin {
             Ok(StreamEvent::TextDelta(t))
         });
         let tail = futures::stream::iter([
-            Ok(StreamEvent::Usage(Usage {
-                input_tokens: input,
-                output_tokens: output,
-            })),
+            Ok(StreamEvent::Usage(Usage { input_tokens: input, output_tokens: output })),
             Ok(StreamEvent::Stop(StopReason::EndTurn)),
         ]);
         Ok(Box::pin(deltas.chain(tail)))

@@ -17,15 +17,9 @@ pub enum Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Part {
-    Text {
-        text: String,
-    },
+    Text { text: String },
     ToolCall(ToolCall),
-    ToolResult {
-        call_id: String,
-        content: String,
-        is_error: bool,
-    },
+    ToolResult { call_id: String, content: String, is_error: bool },
 }
 
 /// A message of the conversation sent to the model. Tool results travel in `Role::User` messages
@@ -38,16 +32,10 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::User,
-            parts: vec![Part::Text { text: text.into() }],
-        }
+        Self { role: Role::User, parts: vec![Part::Text { text: text.into() }] }
     }
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self {
-            role: Role::Assistant,
-            parts: vec![Part::Text { text: text.into() }],
-        }
+        Self { role: Role::Assistant, parts: vec![Part::Text { text: text.into() }] }
     }
     /// All text parts joined.
     pub fn text(&self) -> String {

@@ -230,12 +230,10 @@ pub trait Store: Send + Sync + 'static {
     /// Appends with the next sequence number and bumps the thread's count, in one transaction.
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
     /// Rewrites an answer's text, status, usage and context (streaming progress and the final state).
-    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate)
-        -> Result<()>;
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
-    async fn message_context(&self, user: Uuid, message: Uuid)
-        -> Result<Option<serde_json::Value>>;
+    async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
 
     // Artifacts.
@@ -244,12 +242,7 @@ pub trait Store: Send + Sync + 'static {
     async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
     async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
     /// Links the artifacts of a turn to the answer saved for it.
-    async fn link_artifacts(
-        &self,
-        user: Uuid,
-        artifacts: &[Uuid],
-        assistant_message: Uuid,
-    ) -> Result<()>;
+    async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()>;
 
     // Traces.
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()>;
@@ -257,8 +250,7 @@ pub trait Store: Send + Sync + 'static {
 
     // Usage.
     /// Adds tokens to the thread totals and the user's ledger for today and this model.
-    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage)
-        -> Result<()>;
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
 
     // Search.
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
@@ -266,13 +258,7 @@ pub trait Store: Send + Sync + 'static {
     // Turns.
     /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
     /// heartbeat is older than `stale_after_ms` is considered dead and released.
-    async fn begin_turn(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-    ) -> Result<()>;
+    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()>;
     /// Keeps a turn alive; returns whether a stop was requested.
     async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
@@ -291,9 +277,7 @@ pub async fn connect(url: &str) -> Result<DynStore> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(sqlite::Sqlite::connect(url).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Err(StoreError::InvalidUrl(
-            "the PostgreSQL backend is not part of this build yet".into(),
-        ))
+        Err(StoreError::InvalidUrl("the PostgreSQL backend is not part of this build yet".into()))
     } else {
         let scheme = url.split(':').next().unwrap_or_default();
         Err(StoreError::InvalidUrl(format!(
@@ -318,9 +302,7 @@ pub fn title_from_message(content: &str) -> String {
     if title.chars().count() > 80 {
         title = title.chars().take(80).collect();
     }
-    let title = title
-        .trim_end_matches(|c: char| matches!(c, ',' | ';' | ':' | '-'))
-        .to_string();
+    let title = title.trim_end_matches(|c: char| matches!(c, ',' | ';' | ':' | '-')).to_string();
     if title.is_empty() {
         "New conversation".to_string()
     } else {
@@ -334,10 +316,7 @@ mod tests {
 
     #[test]
     fn titles_take_five_words() {
-        assert_eq!(
-            title_from_message("  We need a  mobile app for field staff, please "),
-            "We need a mobile app"
-        );
+        assert_eq!(title_from_message("  We need a  mobile app for field staff, please "), "We need a mobile app");
         assert_eq!(title_from_message(""), "New conversation");
         assert_eq!(title_from_message("Hello,"), "Hello");
     }

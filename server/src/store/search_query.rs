@@ -17,12 +17,7 @@ const MAX_TERMS: usize = 16;
 /// Splits text into lower-case words the way the indexes do (letters and digits).
 pub fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
-        .map(|w| {
-            w.to_lowercase()
-                .chars()
-                .filter(|c| c.is_alphanumeric())
-                .collect::<String>()
-        })
+        .map(|w| w.to_lowercase().chars().filter(|c| c.is_alphanumeric()).collect::<String>())
         .filter(|w| !w.is_empty())
         .collect()
 }
@@ -47,9 +42,7 @@ pub fn parse(input: &str) -> Vec<Term> {
             rest = next;
             continue;
         }
-        let end = rest
-            .find(|c: char| c.is_whitespace() || c == '"')
-            .unwrap_or(rest.len());
+        let end = rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len());
         let token = &rest[..end];
         rest = &rest[end..];
         let is_prefix = token.ends_with('*');
@@ -100,13 +93,7 @@ pub fn to_tsquery(terms: &[Term]) -> Option<String> {
         .map(|t| match t {
             Term::Word(w) => ts_quote(w),
             Term::Prefix(w) => format!("{}:*", ts_quote(w)),
-            Term::Phrase(ws) => format!(
-                "({})",
-                ws.iter()
-                    .map(|w| ts_quote(w))
-                    .collect::<Vec<_>>()
-                    .join(" <-> ")
-            ),
+            Term::Phrase(ws) => format!("({})", ws.iter().map(|w| ts_quote(w)).collect::<Vec<_>>().join(" <-> ")),
         })
         .collect();
     Some(parts.join(" & "))
@@ -139,10 +126,7 @@ mod tests {
             ]
         );
         assert_eq!(to_fts5(&parse("auth*")).unwrap(), "body : (\"auth\"*)");
-        assert_eq!(
-            to_tsquery(&parse("\"a b\" c*")).unwrap(),
-            "('a' <-> 'b') & 'c':*"
-        );
+        assert_eq!(to_tsquery(&parse("\"a b\" c*")).unwrap(), "('a' <-> 'b') & 'c':*");
     }
 
     #[test]

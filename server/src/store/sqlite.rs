@@ -7,18 +7,16 @@ use app::api::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usa
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{
-    sqlite::{
-        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-    },
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
     Row, SqlitePool,
 };
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    micros_to_time, now, search_query, CursorKey, HitKind, NewArtifact, NewMessage, NewUser,
-    Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage,
-    ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User,
+    micros_to_time, now, search_query, CursorKey, HitKind, NewArtifact, NewMessage, NewUser, Result, SearchHit,
+    SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort,
+    TraceStep, TurnRecord, User,
 };
 
 /// Start and end markers of a hit inside a snippet, replaced by `<mark>` after HTML escaping.
@@ -43,27 +41,18 @@ impl Sqlite {
             .busy_timeout(Duration::from_secs(10));
         if let Some(parent) = options.get_filename().parent() {
             if !parent.as_os_str().is_empty() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
+                std::fs::create_dir_all(parent).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
             }
         }
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
+        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
         sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(8)
-            .connect_with(options.read_only(true))
-            .await?;
+        let reader = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
         Ok(Self { writer, reader })
     }
 
     /// Runs `PRAGMA integrity_check` (used by the crash tests).
     pub async fn integrity_check(&self) -> Result<String> {
-        Ok(sqlx::query_scalar("pragma integrity_check")
-            .fetch_one(&self.reader)
-            .await?)
+        Ok(sqlx::query_scalar("pragma integrity_check").fetch_one(&self.reader).await?)
     }
 }
 
@@ -74,8 +63,7 @@ fn uuid(row: &SqliteRow, column: &str) -> Result<Uuid> {
 
 fn opt_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>> {
     let text: Option<String> = row.try_get(column)?;
-    text.map(|t| Uuid::parse_str(&t).map_err(|e| StoreError::Corrupt(format!("{column}: {e}"))))
-        .transpose()
+    text.map(|t| Uuid::parse_str(&t).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))).transpose()
 }
 
 fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>> {
@@ -124,8 +112,7 @@ fn message_from_row(row: &SqliteRow) -> Result<Message> {
         seq: row.try_get("seq")?,
         role: role(row.try_get("role")?)?,
         content: row.try_get("content")?,
-        status: MessageStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
+        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
         input_tokens: row.try_get::<i64, _>("input_tokens")? as u64,
         output_tokens: row.try_get::<i64, _>("output_tokens")? as u64,
         model: row.try_get("model")?,
@@ -141,8 +128,7 @@ fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
     Ok(Artifact {
         id: uuid(row, "id")?,
         thread_id: uuid(row, "thread_id")?,
-        artifact_type: ArtifactType::parse(&kind)
-            .ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
+        artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
         title: row.try_get("title")?,
         content: row.try_get("content")?,
         version: row.try_get("version")?,
@@ -188,16 +174,8 @@ fn today() -> String {
     Utc::now().format("%Y-%m-%d").to_string()
 }
 
-async fn write_tags(
-    tx: &mut sqlx::SqliteConnection,
-    user: Uuid,
-    thread: Uuid,
-    tags: &[String],
-) -> Result<()> {
-    sqlx::query("delete from thread_tags where thread_id = ?")
-        .bind(thread.to_string())
-        .execute(&mut *tx)
-        .await?;
+async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
+    sqlx::query("delete from thread_tags where thread_id = ?").bind(thread.to_string()).execute(&mut *tx).await?;
     for (position, tag) in tags.iter().enumerate() {
         sqlx::query("insert or ignore into thread_tags (thread_id, user_id, tag, position) values (?, ?, ?, ?)")
             .bind(thread.to_string())
@@ -238,9 +216,7 @@ impl Store for Sqlite {
                 display_name: user.display_name,
                 created_at: created,
             }),
-            Err(e) if is_unique_violation(&e) => {
-                Err(StoreError::Conflict("email already registered".into()))
-            }
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
             Err(e) => Err(e.into()),
         }
     }
@@ -280,10 +256,7 @@ impl Store for Sqlite {
             .await?;
         write_tags(&mut tx, user, id, tags).await?;
         let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-        let row = sqlx::query(&sql)
-            .bind(id.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
+        let row = sqlx::query(&sql).bind(id.to_string()).fetch_one(&mut *tx).await?;
         tx.commit().await?;
         thread_from_row(&row)
     }
@@ -295,28 +268,20 @@ impl Store for Sqlite {
             ThreadSort::CreatedAt => ("t.created_at", false),
             ThreadSort::Title => ("t.title", true),
         };
-        let (cmp, dir) = if query.descending {
-            ("<", "desc")
-        } else {
-            (">", "asc")
-        };
-        let mut sql = format!("select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = ? and t.archived = ?");
+        let (cmp, dir) = if query.descending { ("<", "desc") } else { (">", "asc") };
+        let mut sql = format!(
+            "select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = ? and t.archived = ?"
+        );
         for _ in &query.tags {
-            sql.push_str(
-                " and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)",
-            );
+            sql.push_str(" and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)");
         }
         if query.cursor.is_some() {
             sql.push_str(&format!(
                 " and (t.pinned < ? or (t.pinned = ? and ({key_column} {cmp} ? or ({key_column} = ? and t.id {cmp} ?))))"
             ));
         }
-        sql.push_str(&format!(
-            " order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ?"
-        ));
-        let mut q = sqlx::query(&sql)
-            .bind(user.to_string())
-            .bind(query.archived);
+        sql.push_str(&format!(" order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ?"));
+        let mut q = sqlx::query(&sql).bind(user.to_string()).bind(query.archived);
         for tag in &query.tags {
             q = q.bind(tag);
         }
@@ -341,11 +306,7 @@ impl Store for Sqlite {
             });
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => Some(ThreadCursor {
-                pinned: last.pinned,
-                key,
-                id: last.id,
-            }),
+            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id }),
             _ => None,
         };
         Ok(ThreadPage { threads, next })
@@ -353,8 +314,7 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
-        let sql =
-            format!("select {THREAD_COLUMNS} from threads t where t.id = ? and t.user_id = ?");
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ? and t.user_id = ?");
         let row = sqlx::query(&sql)
             .bind(thread.to_string())
             .bind(user.to_string())
@@ -387,10 +347,7 @@ impl Store for Sqlite {
             write_tags(&mut tx, user, thread, tags).await?;
         }
         let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-        let row = sqlx::query(&sql)
-            .bind(thread.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
+        let row = sqlx::query(&sql).bind(thread.to_string()).fetch_one(&mut *tx).await?;
         tx.commit().await?;
         thread_from_row(&row)
     }
@@ -456,12 +413,7 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self, update))]
-    async fn update_message(
-        &self,
-        user: Uuid,
-        message: Uuid,
-        update: &super::MessageUpdate,
-    ) -> Result<()> {
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
         let context = update.context.as_ref().map(|c| c.to_string());
         let updated = sqlx::query(
             "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?,
@@ -486,11 +438,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? order by seq");
-        let rows = sqlx::query(&sql)
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .fetch_all(&self.reader)
-            .await?;
+        let rows = sqlx::query(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
         rows.iter().map(message_from_row).collect()
     }
 
@@ -507,35 +455,25 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn message_context(
-        &self,
-        user: Uuid,
-        message: Uuid,
-    ) -> Result<Option<serde_json::Value>> {
-        let context: Option<String> =
-            sqlx::query_scalar("select context from messages where id = ? and user_id = ?")
-                .bind(message.to_string())
-                .bind(user.to_string())
-                .fetch_optional(&self.reader)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-        context
-            .map(|c| {
-                serde_json::from_str(&c).map_err(|e| StoreError::Corrupt(format!("context: {e}")))
-            })
-            .transpose()
+    async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
+        let context: Option<String> = sqlx::query_scalar("select context from messages where id = ? and user_id = ?")
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        context.map(|c| serde_json::from_str(&c).map_err(|e| StoreError::Corrupt(format!("context: {e}")))).transpose()
     }
 
     #[instrument(skip(self))]
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        let deleted =
-            sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
-                .bind(message.to_string())
-                .bind(thread.to_string())
-                .bind(user.to_string())
-                .execute(&mut *tx)
-                .await?;
+        let deleted = sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
+            .bind(message.to_string())
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .execute(&mut *tx)
+            .await?;
         if deleted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -552,12 +490,11 @@ impl Store for Sqlite {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.writer.begin().await?;
-        let owned: Option<i64> =
-            sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
-                .bind(artifact.thread_id.to_string())
-                .bind(user.to_string())
-                .fetch_optional(&mut *tx)
-                .await?;
+        let owned: Option<i64> = sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
+            .bind(artifact.thread_id.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
         owned.ok_or(StoreError::NotFound)?;
         sqlx::query(
             "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
@@ -575,13 +512,15 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
-        sqlx::query("insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, 1, ?, ?, ?)")
-            .bind(id.to_string())
-            .bind(&artifact.title)
-            .bind(&artifact.content)
-            .bind(created.timestamp_micros())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, 1, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(&artifact.title)
+        .bind(&artifact.content)
+        .bind(created.timestamp_micros())
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(Artifact {
             id,
@@ -598,12 +537,10 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>> {
-        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where thread_id = ? and user_id = ? order by created_at, pk");
-        let rows = sqlx::query(&sql)
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .fetch_all(&self.reader)
-            .await?;
+        let sql = format!(
+            "select {ARTIFACT_COLUMNS} from artifacts where thread_id = ? and user_id = ? order by created_at, pk"
+        );
+        let rows = sqlx::query(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
         rows.iter().map(artifact_from_row).collect()
     }
 
@@ -633,22 +570,15 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self, artifacts))]
-    async fn link_artifacts(
-        &self,
-        user: Uuid,
-        artifacts: &[Uuid],
-        assistant_message: Uuid,
-    ) -> Result<()> {
+    async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         for artifact in artifacts {
-            sqlx::query(
-                "update artifacts set assistant_message_id = ? where id = ? and user_id = ?",
-            )
-            .bind(assistant_message.to_string())
-            .bind(artifact.to_string())
-            .bind(user.to_string())
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query("update artifacts set assistant_message_id = ? where id = ? and user_id = ?")
+                .bind(assistant_message.to_string())
+                .bind(artifact.to_string())
+                .bind(user.to_string())
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -657,17 +587,13 @@ impl Store for Sqlite {
     #[instrument(skip(self, steps))]
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        let owned: Option<i64> =
-            sqlx::query_scalar("select 1 from messages where id = ? and user_id = ?")
-                .bind(message.to_string())
-                .bind(user.to_string())
-                .fetch_optional(&mut *tx)
-                .await?;
-        owned.ok_or(StoreError::NotFound)?;
-        sqlx::query("delete from traces where message_id = ?")
+        let owned: Option<i64> = sqlx::query_scalar("select 1 from messages where id = ? and user_id = ?")
             .bind(message.to_string())
-            .execute(&mut *tx)
+            .bind(user.to_string())
+            .fetch_optional(&mut *tx)
             .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from traces where message_id = ?").bind(message.to_string()).execute(&mut *tx).await?;
         for (step, s) in steps.iter().enumerate() {
             sqlx::query(
                 "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
@@ -716,13 +642,7 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn record_usage(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        model: &str,
-        usage: Usage,
-    ) -> Result<()> {
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.writer.begin().await?;
         sqlx::query(
             "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
@@ -752,10 +672,7 @@ impl Store for Sqlite {
     #[instrument(skip(self, query))]
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
         let Some(body) = search_query::to_fts5(&search_query::parse(query)) else {
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                total: 0,
-            });
+            return Ok(SearchPage { hits: Vec::new(), total: 0 });
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
@@ -811,38 +728,24 @@ impl Store for Sqlite {
                     message_id: (kind == HitKind::Message).then_some(ref_id),
                     artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
                     role: role_text.as_deref().map(role).transpose()?,
-                    snippet: snippet_html(
-                        &row.try_get::<String, _>("snippet")?,
-                        MARK_START,
-                        MARK_END,
-                    ),
+                    snippet: snippet_html(&row.try_get::<String, _>("snippet")?, MARK_START, MARK_END),
                     created_at: time(row, "created_at")?,
                     rank: row.try_get("rank")?,
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(SearchPage {
-            hits,
-            total: total as u64,
-        })
+        Ok(SearchPage { hits, total: total as u64 })
     }
 
     #[instrument(skip(self))]
-    async fn begin_turn(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-    ) -> Result<()> {
+    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
         let now = now().timestamp_micros();
         let mut tx = self.writer.begin().await?;
-        let owned: Option<i64> =
-            sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
-                .bind(thread.to_string())
-                .bind(user.to_string())
-                .fetch_optional(&mut *tx)
-                .await?;
+        let owned: Option<i64> = sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&mut *tx)
+            .await?;
         owned.ok_or(StoreError::NotFound)?;
         sqlx::query("update turns set status = 'done' where thread_id = ? and status = 'running' and heartbeat_at < ?")
             .bind(thread.to_string())
@@ -862,9 +765,7 @@ impl Store for Sqlite {
         match inserted {
             Ok(_) => {}
             Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict(
-                    "an answer is already being written in this conversation".into(),
-                ))
+                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
             }
             Err(e) => return Err(e.into()),
         }
@@ -880,13 +781,12 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool> {
-        let stop: Option<bool> = sqlx::query_scalar(
-            "update turns set heartbeat_at = ? where id = ? returning stop_requested",
-        )
-        .bind(now().timestamp_micros())
-        .bind(turn.to_string())
-        .fetch_optional(&self.writer)
-        .await?;
+        let stop: Option<bool> =
+            sqlx::query_scalar("update turns set heartbeat_at = ? where id = ? returning stop_requested")
+                .bind(now().timestamp_micros())
+                .bind(turn.to_string())
+                .fetch_optional(&self.writer)
+                .await?;
         stop.ok_or(StoreError::NotFound)
     }
 
@@ -941,15 +841,13 @@ impl Store for Sqlite {
         }
         let mut tx = self.writer.begin().await?;
         for event in events {
-            sqlx::query(
-                "insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)",
-            )
-            .bind(turn.to_string())
-            .bind(event.seq)
-            .bind(&event.name)
-            .bind(&event.data)
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
+                .bind(turn.to_string())
+                .bind(event.seq)
+                .bind(&event.name)
+                .bind(&event.data)
+                .execute(&mut *tx)
+                .await?;
         }
         tx.commit().await?;
         Ok(())
@@ -957,20 +855,14 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query(
-            "select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq",
-        )
-        .bind(turn.to_string())
-        .bind(after_seq)
-        .fetch_all(&self.reader)
-        .await?;
+        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq")
+            .bind(turn.to_string())
+            .bind(after_seq)
+            .fetch_all(&self.reader)
+            .await?;
         rows.iter()
             .map(|row| {
-                Ok(StoredEvent {
-                    seq: row.try_get("seq")?,
-                    name: row.try_get("name")?,
-                    data: row.try_get("data")?,
-                })
+                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
             })
             .collect()
     }

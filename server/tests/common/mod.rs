@@ -20,18 +20,14 @@ impl TestServer {
     /// A server on SQLite in a fresh temporary directory, with the built-in assistant.
     pub async fn start() -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let state = AppState::from_config(Config::for_tests(dir.path()))
-            .await
-            .expect("state");
+        let state = AppState::from_config(Config::for_tests(dir.path())).await.expect("state");
         Self::with_state(state, Some(dir)).await
     }
 
     /// A server over a given store and provider.
     pub async fn with(store: DynStore, provider: Arc<dyn Provider>) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let state = AppState::new(Config::for_tests(dir.path()), store, provider)
-            .await
-            .expect("state");
+        let state = AppState::new(Config::for_tests(dir.path()), store, provider).await.expect("state");
         Self::with_state(state, Some(dir)).await
     }
 
@@ -47,13 +43,7 @@ impl TestServer {
             .await
             .expect("serve");
         });
-        Self {
-            base,
-            client: reqwest::Client::new(),
-            state,
-            shutdown: Some(tx),
-            _dir: dir,
-        }
+        Self { base, client: reqwest::Client::new(), state, shutdown: Some(tx), _dir: dir }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -61,13 +51,7 @@ impl TestServer {
     }
 
     pub async fn create_thread(&self) -> uuid::Uuid {
-        let response = self
-            .client
-            .post(self.url("/api/threads"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap();
+        let response = self.client.post(self.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
         assert_eq!(response.status(), 201);
         let thread: app::api::Thread = response.json().await.unwrap();
         thread.id
@@ -111,8 +95,7 @@ pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
     while let Some(chunk) = body.next().await {
         for f in decoder.push(&chunk.expect("chunk")) {
             let name = f.event.clone().unwrap_or_default();
-            let event = ChatEvent::from_parts(&name, &f.data)
-                .unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
+            let event = ChatEvent::from_parts(&name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
             frames.push(Frame { id: f.id, event });
         }
     }
