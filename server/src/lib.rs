@@ -5,6 +5,7 @@ pub mod config;
 pub mod http;
 pub mod llm;
 pub mod store;
+pub mod tokens;
 
 use std::{future::Future, sync::Arc};
 

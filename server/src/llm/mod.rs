@@ -1,22 +1,43 @@
 //! Model providers. `types` holds the neutral request and stream-event types; each provider file is a
-//! translator between them and one wire format.
+//! translator between them and one wire format. `retry` adds retries for failures before the first event.
 
+pub mod anthropic;
 pub mod builtin;
-mod types;
+pub mod openai;
+pub mod retry;
+pub mod secret;
+pub mod sse;
+mod transport;
+pub mod types;
 
 use std::sync::Arc;
 
+pub use secret::ApiKey;
+pub use transport::HttpTimeouts;
 pub use types::*;
 
 use crate::config::{Config, ProviderKind};
 
-/// Builds the provider named in the configuration.
+/// Builds the provider named in the configuration. Remote providers retry failures that happen before
+/// the first token.
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Provider>> {
-    match config.llm_provider {
-        ProviderKind::Builtin => Ok(Arc::new(builtin::Builtin::new(
-            std::time::Duration::from_millis(config.builtin_delay_ms),
-            config.model.clone(),
-        ))),
-        other => anyhow::bail!("the {other:?} provider is not available in this build"),
-    }
+    Ok(match config.llm_provider {
+        ProviderKind::Builtin => {
+            let mut builtin = builtin::Builtin::new().with_delay(std::time::Duration::from_millis(config.builtin_delay_ms));
+            if let Some(model) = &config.model {
+                builtin = builtin.with_model(model.clone());
+            }
+            Arc::new(builtin)
+        }
+        ProviderKind::Openai => {
+            let model = config.model.clone().unwrap_or_else(|| "gpt-4o-mini".into());
+            let provider = openai::OpenAiProvider::new(openai::OpenAiConfig::from_env(model))?;
+            Arc::new(retry::RetryingProvider::new(provider, retry::RetryPolicy::default()))
+        }
+        ProviderKind::Anthropic => {
+            let model = config.model.clone().unwrap_or_else(|| "claude-sonnet-4-5".into());
+            let provider = anthropic::AnthropicProvider::new(anthropic::AnthropicConfig::from_env(model))?;
+            Arc::new(retry::RetryingProvider::new(provider, retry::RetryPolicy::default()))
+        }
+    })
 }

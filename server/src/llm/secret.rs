@@ -1,0 +1,58 @@
+//! A holder for API keys that keeps them out of logs and serialized output.
+
+use std::fmt;
+
+/// An API key for a model provider.
+///
+/// `Debug` prints `[redacted]`, there is deliberately no `Display` and no `Serialize`, so the key
+/// cannot end up in a log line, an error message or a JSON document by accident. The only way to
+/// read it is [`ApiKey::expose`], which makes every use greppable.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    /// Wraps a key. Surrounding whitespace (a common copy-paste artefact) is removed.
+    pub fn new(key: impl Into<String>) -> Self {
+        let key = key.into();
+        let trimmed = key.trim();
+        if trimmed.len() == key.len() {
+            Self(key)
+        } else {
+            Self(trimmed.to_owned())
+        }
+    }
+
+    /// Reads a key from the environment variable `var`; unset or blank means "no key".
+    pub fn from_env(var: &str) -> Option<Self> {
+        std::env::var(var).ok().map(Self::new).filter(|key| !key.0.is_empty())
+    }
+
+    /// The key itself, for building the request header. Do not log the result.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let key = ApiKey::new("sk-very-secret");
+        assert_eq!(format!("{key:?}"), "[redacted]");
+        assert_eq!(format!("{:?}", Some(key.clone())), "Some([redacted])");
+        assert_eq!(key.expose(), "sk-very-secret");
+    }
+
+    #[test]
+    fn whitespace_is_trimmed() {
+        assert_eq!(ApiKey::new("  sk-1\n").expose(), "sk-1");
+    }
+}

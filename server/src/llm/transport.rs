@@ -1,0 +1,360 @@
+//! HTTP plumbing shared by the providers: timeouts, sending a request, turning a failed response
+//! into an [`LlmError`], and driving an SSE body through a provider-specific decoder.
+
+use std::{collections::VecDeque, error::Error as _, time::Duration};
+
+use bytes::Bytes;
+use futures::{stream::BoxStream, StreamExt};
+use reqwest::{header::HeaderMap, RequestBuilder, Response, StatusCode};
+
+use crate::llm::{
+    sse::{SseEvent, SseParser},
+    types::{EventStream, LlmError, StreamEvent},
+};
+
+/// At most this much of an error body is read (it is only inspected and logged).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
+/// At most this much of an error body goes into a log line.
+const MAX_LOGGED_BODY_CHARS: usize = 512;
+
+/// Timeouts for one streamed completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpTimeouts {
+    /// Establishing the TCP (and TLS) connection.
+    pub connect: Duration,
+    /// From sending the request until the response status and headers arrive.
+    pub first_byte: Duration,
+    /// Longest silence allowed between two chunks of the streamed body. Providers send keep-alive
+    /// comments or pings while the model thinks, so a long silence means a dead stream.
+    pub idle: Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> Self {
+        Self {
+            connect: Duration::from_secs(10),
+            first_byte: Duration::from_secs(60),
+            idle: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Builds the HTTP client used by one provider.
+pub(crate) fn build_client(timeouts: &HttpTimeouts) -> Result<reqwest::Client, LlmError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeouts.connect)
+        .build()
+        .map_err(|e| LlmError::Network(format!("could not build HTTP client: {}", describe(&e))))
+}
+
+/// Joins a URL base and a path without doubling or dropping the slash between them.
+pub(crate) fn join_url(base: &str, path: &str) -> String {
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+}
+
+/// Sends `request`, waiting at most `timeouts.first_byte` for the response head, and maps any
+/// non-success status to an error.
+pub(crate) async fn send(
+    request: RequestBuilder,
+    timeouts: &HttpTimeouts,
+) -> Result<Response, LlmError> {
+    let response = match tokio::time::timeout(timeouts.first_byte, request.send()).await {
+        Err(_) => return Err(LlmError::Timeout),
+        Ok(Err(e)) if e.is_timeout() => return Err(LlmError::Timeout),
+        Ok(Err(e)) => return Err(LlmError::Network(describe(&e))),
+        Ok(Ok(response)) => response,
+    };
+    if response.status().is_success() {
+        Ok(response)
+    } else {
+        Err(error_from_response(response, timeouts).await)
+    }
+}
+
+/// Maps a non-success response to an error. The body is read (bounded) to recognise
+/// "overloaded" answers and to log what the provider said.
+async fn error_from_response(response: Response, timeouts: &HttpTimeouts) -> LlmError {
+    let status = response.status();
+    let retry_after = retry_after(response.headers());
+    let body = read_error_body(response, timeouts.idle).await;
+    tracing::warn!(
+        status = status.as_u16(),
+        body = %truncate(&body, MAX_LOGGED_BODY_CHARS),
+        "model provider answered with an error status"
+    );
+    classify_status(status, retry_after, &body)
+}
+
+/// The status-to-error table shared by every provider.
+pub(crate) fn classify_status(
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    body: &str,
+) -> LlmError {
+    match status.as_u16() {
+        429 => LlmError::RateLimited { retry_after },
+        401 | 403 => LlmError::Unauthorized,
+        // Anthropic's documented "overloaded" status.
+        529 => LlmError::Overloaded,
+        code if body_says_overloaded(body) => {
+            tracing::debug!(code, "error body reports overload");
+            LlmError::Overloaded
+        }
+        code => LlmError::Upstream { status: code },
+    }
+}
+
+/// Whether a JSON error body (either provider's shape) describes an overload.
+fn body_says_overloaded(body: &str) -> bool {
+    let Ok(json) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    let error = json.get("error").unwrap_or(&json);
+    ["type", "code", "message"].iter().any(|field| {
+        error
+            .get(field)
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| s.to_ascii_lowercase().contains("overloaded"))
+    })
+}
+
+/// Reads `retry-after-ms` or `retry-after` (delta-seconds, possibly fractional). The HTTP-date
+/// form is not used by model providers and is ignored.
+pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let number = |name: &str| -> Option<f64> {
+        let value = headers.get(name)?.to_str().ok()?.trim().parse::<f64>().ok()?;
+        (value.is_finite() && value >= 0.0).then_some(value)
+    };
+    if let Some(ms) = number("retry-after-ms") {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    number("retry-after").map(Duration::from_secs_f64)
+}
+
+async fn read_error_body(mut response: Response, idle: Duration) -> String {
+    let mut body = Vec::new();
+    while body.len() < MAX_ERROR_BODY_BYTES {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => body.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    body.truncate(MAX_ERROR_BODY_BYTES);
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn truncate(text: &str, max_chars: usize) -> &str {
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    }
+}
+
+/// Renders a reqwest error with its causes (reqwest's own message is often just "error sending
+/// request"). URLs never carry credentials here (keys travel in headers), so they may stay.
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// What a decoder says after handling an SSE event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// More events are expected.
+    Continue,
+    /// The provider signalled the end of the completion; the rest of the body is not read.
+    Done,
+}
+
+/// Turns one provider's SSE events into neutral stream events.
+pub(crate) trait SseDecoder: Send + 'static {
+    /// Handles one event, pushing what it produced to `out`. An error ends the stream, after the
+    /// events already pushed.
+    fn on_event(
+        &mut self,
+        event: SseEvent,
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Progress, LlmError>;
+
+    /// The body ended before the decoder reported [`Progress::Done`]. Returns the error to end the
+    /// stream with, or pushes final events if the provider's protocol allows ending here.
+    fn on_eof(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError>;
+}
+
+/// State of one streamed body being decoded.
+struct Driver<D> {
+    body: BoxStream<'static, reqwest::Result<Bytes>>,
+    parser: SseParser,
+    decoder: D,
+    idle: Duration,
+    queue: VecDeque<Result<StreamEvent, LlmError>>,
+    finished: bool,
+}
+
+/// Decodes the SSE body of `response` with `decoder`. The stream ends after the decoder's
+/// [`Progress::Done`] or after the first error, which is always reported: a body that stalls for
+/// `idle`, breaks off, or ends early never looks like a complete answer.
+pub(crate) fn decode_stream<D: SseDecoder>(
+    response: Response,
+    decoder: D,
+    idle: Duration,
+) -> EventStream {
+    let driver = Driver {
+        body: response.bytes_stream().boxed(),
+        parser: SseParser::new(),
+        decoder,
+        idle,
+        queue: VecDeque::new(),
+        finished: false,
+    };
+    Box::pin(futures::stream::unfold(driver, |mut driver| async move {
+        loop {
+            if let Some(item) = driver.queue.pop_front() {
+                return Some((item, driver));
+            }
+            if driver.finished {
+                return None;
+            }
+            driver.pump().await;
+        }
+    }))
+}
+
+impl<D: SseDecoder> Driver<D> {
+    /// Reads one chunk of the body and queues whatever it produces.
+    async fn pump(&mut self) {
+        let mut out = Vec::new();
+        let outcome = match tokio::time::timeout(self.idle, self.body.next()).await {
+            Err(_) => {
+                tracing::warn!(idle = ?self.idle, "model stream stalled");
+                Err(LlmError::Timeout)
+            }
+            Ok(Some(Err(e))) => {
+                tracing::warn!(error = %describe(&e), "model stream broke off");
+                Err(LlmError::Network(describe(&e)))
+            }
+            Ok(None) => {
+                if self.parser.finish() {
+                    tracing::debug!("body ended inside an unterminated event");
+                }
+                self.decoder.on_eof(&mut out).map(|()| Progress::Done)
+            }
+            Ok(Some(Ok(chunk))) => self.decode_chunk(&chunk, &mut out),
+        };
+        self.queue.extend(out.into_iter().map(Ok));
+        match outcome {
+            Ok(Progress::Continue) => {}
+            Ok(Progress::Done) => self.finish(),
+            Err(error) => {
+                self.queue.push_back(Err(error));
+                self.finish();
+            }
+        }
+    }
+
+    fn decode_chunk(
+        &mut self,
+        chunk: &[u8],
+        out: &mut Vec<StreamEvent>,
+    ) -> Result<Progress, LlmError> {
+        let events = self.parser.feed(chunk).map_err(|e| LlmError::Protocol(e.to_string()))?;
+        for event in events {
+            if self.decoder.on_event(event, out)? == Progress::Done {
+                return Ok(Progress::Done);
+            }
+        }
+        Ok(Progress::Continue)
+    }
+
+    /// Stops reading and releases the connection.
+    fn finish(&mut self) {
+        self.finished = true;
+        self.body = futures::stream::empty().boxed();
+    }
+}
+
+/// Parses the JSON payload of a data line; malformed JSON is a protocol error.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(data: &str) -> Result<T, LlmError> {
+    serde_json::from_str(data).map_err(|e| {
+        tracing::warn!(error = %e, data = %truncate(data, MAX_LOGGED_BODY_CHARS), "malformed stream data");
+        LlmError::Protocol(format!("malformed JSON in stream: {e}"))
+    })
+}
+
+/// Parses accumulated tool-call arguments. An empty string means "no arguments" (some servers
+/// send nothing for argument-less functions).
+pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<serde_json::Value, LlmError> {
+    if raw.trim().is_empty() {
+        return Ok(serde_json::Value::Object(Default::default()));
+    }
+    serde_json::from_str(raw).map_err(|e| {
+        LlmError::Protocol(format!("arguments of tool call `{tool}` are not valid JSON: {e}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn status_table() {
+        let s = |code| StatusCode::from_u16(code).unwrap();
+        assert!(matches!(
+            classify_status(s(429), Some(Duration::from_secs(2)), ""),
+            LlmError::RateLimited { retry_after: Some(d) } if d == Duration::from_secs(2)
+        ));
+        assert!(matches!(classify_status(s(401), None, ""), LlmError::Unauthorized));
+        assert!(matches!(classify_status(s(403), None, ""), LlmError::Unauthorized));
+        assert!(matches!(classify_status(s(529), None, ""), LlmError::Overloaded));
+        assert!(matches!(
+            classify_status(
+                s(503),
+                None,
+                r#"{"error":{"message":"The engine is currently overloaded","type":"server_error"}}"#
+            ),
+            LlmError::Overloaded
+        ));
+        assert!(matches!(
+            classify_status(s(500), None, r#"{"type":"error","error":{"type":"api_error"}}"#),
+            LlmError::Upstream { status: 500 }
+        ));
+        assert!(matches!(
+            classify_status(s(400), None, "not json"),
+            LlmError::Upstream { status: 400 }
+        ));
+    }
+
+    #[test]
+    fn retry_after_headers() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(3)));
+        headers.insert("retry-after", HeaderValue::from_static("0.5"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(500)));
+        headers.insert("retry-after-ms", HeaderValue::from_static("250"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(250)));
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn url_joining() {
+        assert_eq!(join_url("http://x/v1/", "/chat"), "http://x/v1/chat");
+        assert_eq!(join_url("http://x/v1", "chat"), "http://x/v1/chat");
+    }
+
+    #[test]
+    fn empty_arguments_are_an_empty_object() {
+        assert_eq!(parse_arguments("t", " ").unwrap(), serde_json::json!({}));
+        assert!(matches!(parse_arguments("t", "{\"a\":"), Err(LlmError::Protocol(_))));
+    }
+}

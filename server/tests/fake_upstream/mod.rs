@@ -1,0 +1,207 @@
+//! A scripted fake HTTP server for the provider tests, bound to 127.0.0.1:0.
+//!
+//! Each incoming request is recorded and answered with the next scripted [`Reply`]. A reply's body
+//! is a list of [`Step`]s, so a test decides exactly which bytes go out in which HTTP chunk, and
+//! when the server pauses, stalls or drops the connection.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, Bytes},
+    extract::State,
+    http::{HeaderMap, StatusCode, Uri},
+    response::Response,
+};
+use futures::{Stream, StreamExt};
+use quire::llm::{EventStream, LlmError, StreamEvent};
+
+/// One step of a streamed response body.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Send these bytes as one HTTP chunk.
+    Bytes(Vec<u8>),
+    /// Wait before the next step.
+    Pause(Duration),
+    /// Drop the connection without finishing the body.
+    Cut,
+    /// Send nothing more, never finish.
+    Stall,
+}
+
+/// A scripted answer to one request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    steps: Vec<Step>,
+    head_delay: Option<Duration>,
+}
+
+impl Reply {
+    /// `200 OK` with an event-stream body made of `steps`.
+    pub fn sse(steps: Vec<Step>) -> Self {
+        Self {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            steps,
+            head_delay: None,
+        }
+    }
+
+    /// A complete event-stream body, sent in chunks of `chunk_size` bytes (so chunk boundaries
+    /// fall inside lines, CRLFs and UTF-8 characters).
+    pub fn sse_chunked(body: &str, chunk_size: usize) -> Self {
+        Self::sse(chunks(body.as_bytes(), chunk_size))
+    }
+
+    /// A non-streamed answer with a JSON body.
+    pub fn status(status: u16, json_body: &str) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            steps: vec![Step::Bytes(json_body.as_bytes().to_vec())],
+            head_delay: None,
+        }
+    }
+
+    /// Adds a response header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Waits this long before sending the status line.
+    pub fn head_delay(mut self, delay: Duration) -> Self {
+        self.head_delay = Some(delay);
+        self
+    }
+}
+
+/// Splits `bytes` into steps of `size` bytes each.
+pub fn chunks(bytes: &[u8], size: usize) -> Vec<Step> {
+    bytes.chunks(size).map(|chunk| Step::Bytes(chunk.to_vec())).collect()
+}
+
+/// What the fake received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub path: String,
+    pub headers: HeaderMap,
+    pub body: serde_json::Value,
+}
+
+#[derive(Default)]
+struct Shared {
+    replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Recorded>>,
+}
+
+/// A running fake server; it lives as long as the test's runtime.
+pub struct FakeServer {
+    /// `http://127.0.0.1:PORT`
+    pub url: String,
+    shared: Arc<Shared>,
+}
+
+impl FakeServer {
+    /// Starts a server answering requests with `replies`, in order.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let shared =
+            Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::default() });
+        let app = axum::Router::new().fallback(handle).with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Self { url, shared }
+    }
+
+    /// Requests received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Number of requests received so far.
+    pub fn request_count(&self) -> usize {
+        self.shared.requests.lock().unwrap().len()
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Shared>>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    shared.requests.lock().unwrap().push(Recorded {
+        path: uri.path().to_owned(),
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+    });
+    let reply = shared.replies.lock().unwrap().pop_front();
+    let Some(reply) = reply else {
+        return Response::builder()
+            .status(StatusCode::INTERNAL_SERVER_ERROR)
+            .body(Body::from("no scripted reply left"))
+            .unwrap();
+    };
+    if let Some(delay) = reply.head_delay {
+        tokio::time::sleep(delay).await;
+    }
+    let mut response = Response::builder().status(reply.status);
+    for (name, value) in &reply.headers {
+        response = response.header(name, value);
+    }
+    response.body(Body::from_stream(body_stream(reply.steps))).unwrap()
+}
+
+fn body_stream(steps: Vec<Step>) -> impl Stream<Item = Result<Bytes, std::io::Error>> + Send {
+    futures::stream::unfold(VecDeque::from(steps), |mut steps| async move {
+        loop {
+            match steps.pop_front()? {
+                Step::Bytes(bytes) => return Some((Ok(Bytes::from(bytes)), steps)),
+                Step::Pause(delay) => tokio::time::sleep(delay).await,
+                Step::Cut => {
+                    // Give hyper a moment to flush what was sent, then fail the body, which makes
+                    // it close the connection without the final chunk.
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    return Some((Err(std::io::Error::other("cut")), steps));
+                }
+                Step::Stall => futures::future::pending::<()>().await,
+            }
+        }
+    })
+}
+
+/// Neutral events, with errors reduced to their stable code for easy comparison.
+pub type Collected = Vec<Result<StreamEvent, &'static str>>;
+
+/// Drains a stream (failing the test if it hangs).
+pub async fn collect(stream: EventStream) -> Collected {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        stream.map(|item| item.map_err(|e| e.code())).collect(),
+    )
+    .await
+    .expect("stream did not end")
+}
+
+/// Short form of `Err(code)` for expected error items.
+pub fn err(code: &'static str) -> Result<StreamEvent, &'static str> {
+    Err(code)
+}
+
+/// The error's code, for `Result<_, LlmError>` returned by `Provider::stream`.
+pub fn code_of<T>(result: Result<T, LlmError>) -> &'static str {
+    match result {
+        Ok(_) => "ok",
+        Err(e) => e.code(),
+    }
+}

@@ -1,0 +1,400 @@
+//! The Anthropic adapter against a local fake speaking the Messages streaming format.
+
+mod fake_upstream;
+
+use std::time::Duration;
+
+use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use quire::llm::{
+    anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
+    retry::{RetryPolicy, RetryingProvider},
+    types::{
+        ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall,
+        ToolSpec, Usage,
+    },
+    ApiKey, HttpTimeouts,
+};
+use serde_json::json;
+
+const KEY: &str = "sk-ant-api03-test-secret";
+
+/// One SSE event as Anthropic frames it: `event:` line repeating the payload's `type`.
+fn event(payload: serde_json::Value) -> String {
+    let name = payload["type"].as_str().unwrap().to_owned();
+    format!("event: {name}\ndata: {payload}\n\n")
+}
+
+fn message_start(input_tokens: u64) -> String {
+    event(json!({"type": "message_start", "message": {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL", "type": "message", "role": "assistant",
+        "content": [], "model": "claude-sonnet-4-5", "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "output_tokens": 1}}}))
+}
+
+fn text_block_start(index: u32) -> String {
+    event(json!({"type": "content_block_start", "index": index,
+                 "content_block": {"type": "text", "text": ""}}))
+}
+
+fn text_delta(index: u32, text: &str) -> String {
+    event(json!({"type": "content_block_delta", "index": index,
+                 "delta": {"type": "text_delta", "text": text}}))
+}
+
+fn json_delta(index: u32, partial: &str) -> String {
+    event(json!({"type": "content_block_delta", "index": index,
+                 "delta": {"type": "input_json_delta", "partial_json": partial}}))
+}
+
+fn block_stop(index: u32) -> String {
+    event(json!({"type": "content_block_stop", "index": index}))
+}
+
+fn message_end(stop_reason: &str, output_tokens: u64) -> String {
+    event(json!({"type": "message_delta",
+                 "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                 "usage": {"output_tokens": output_tokens}}))
+        + &event(json!({"type": "message_stop"}))
+}
+
+fn ping() -> String {
+    event(json!({"type": "ping"}))
+}
+
+fn overloaded_event() -> String {
+    event(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+}
+
+fn text_body(pieces: &[&str]) -> String {
+    let mut body = message_start(25) + &text_block_start(0) + &ping();
+    for piece in pieces {
+        body += &text_delta(0, piece);
+    }
+    body + &block_stop(0) + &message_end("end_turn", 15)
+}
+
+fn provider(server: &FakeServer) -> AnthropicProvider {
+    let mut config = AnthropicConfig::with_base_url(&server.url, "claude-test");
+    config.api_key = Some(ApiKey::new(KEY));
+    config.timeouts = HttpTimeouts {
+        connect: Duration::from_secs(5),
+        first_byte: Duration::from_secs(5),
+        idle: Duration::from_secs(5),
+    };
+    AnthropicProvider::new(config).unwrap()
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retry_after: Duration::from_millis(10),
+    }
+}
+
+fn hello() -> ChatRequest {
+    ChatRequest { messages: vec![Message::user("Say hello")], ..Default::default() }
+}
+
+#[tokio::test]
+async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
+    let body = text_body(&["Héllo", " wörld", " 🦀"]);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 5)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![
+            Ok(StreamEvent::TextDelta("Héllo".into())),
+            Ok(StreamEvent::TextDelta(" wörld".into())),
+            Ok(StreamEvent::TextDelta(" 🦀".into())),
+            Ok(StreamEvent::Usage(Usage { input_tokens: 25, output_tokens: 15 })),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn tool_use_input_fragments_are_parsed_at_block_stop() {
+    let mut body = message_start(472) + &text_block_start(0);
+    body += &text_delta(0, "Let me check.");
+    body += &block_stop(0);
+    body += &event(json!({"type": "content_block_start", "index": 1, "content_block":
+        {"type": "tool_use", "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "name": "get_weather", "input": {}}}));
+    body += &json_delta(1, "");
+    body += &json_delta(1, "{\"location\": \"San Fra");
+    body += &ping();
+    body += &json_delta(1, "ncisco, CA\", \"unit\": \"fah");
+    body += &json_delta(1, "renheit\"}");
+    body += &block_stop(1);
+    // A tool without arguments: no deltas at all.
+    body += &event(json!({"type": "content_block_start", "index": 2, "content_block":
+        {"type": "tool_use", "id": "toolu_02", "name": "get_time", "input": {}}}));
+    body += &block_stop(2);
+    body += &message_end("tool_use", 89);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 13)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![
+            Ok(StreamEvent::TextDelta("Let me check.".into())),
+            Ok(StreamEvent::ToolCall(ToolCall {
+                id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
+                name: "get_weather".into(),
+                arguments: json!({"location": "San Francisco, CA", "unit": "fahrenheit"}),
+            })),
+            Ok(StreamEvent::ToolCall(ToolCall {
+                id: "toolu_02".into(),
+                name: "get_time".into(),
+                arguments: json!({}),
+            })),
+            Ok(StreamEvent::Usage(Usage { input_tokens: 472, output_tokens: 89 })),
+            Ok(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unparsable_tool_input_is_a_protocol_error() {
+    let mut body = message_start(1);
+    body += &event(json!({"type": "content_block_start", "index": 0, "content_block":
+        {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}));
+    body += &json_delta(0, "{\"a\": tru");
+    body += &block_stop(0);
+    body += &message_end("tool_use", 3);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![err("upstream_protocol")]);
+}
+
+#[tokio::test]
+async fn max_tokens_stop_reason_and_unknown_events_are_tolerated() {
+    let mut body = message_start(3) + &text_block_start(0);
+    body += &event(json!({"type": "some_future_event", "x": 1}));
+    body += &text_delta(0, "abc");
+    body += &block_stop(0);
+    body += &message_end("max_tokens", 1);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
+}
+
+#[tokio::test]
+async fn request_body_and_headers() {
+    let server = FakeServer::start(vec![Reply::sse_chunked(&text_body(&["ok"]), 64)]).await;
+    let request = ChatRequest {
+        system: "You are Quire.".into(),
+        messages: vec![
+            Message::user("Weather in Paris?"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Text { text: "Checking.".into() },
+                    Part::ToolCall(ToolCall {
+                        id: "toolu_1".into(),
+                        name: "get_weather".into(),
+                        arguments: json!({"city": "Paris"}),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::User,
+                parts: vec![Part::ToolResult {
+                    call_id: "toolu_1".into(),
+                    content: "city not found".into(),
+                    is_error: true,
+                }],
+            },
+        ],
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "Current weather for a city".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+        }],
+        max_tokens: 1024,
+    };
+    collect(provider(&server).stream(request).await.unwrap()).await;
+
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.path, "/v1/messages");
+    assert_eq!(recorded.headers["x-api-key"], KEY);
+    assert_eq!(recorded.headers["anthropic-version"], API_VERSION);
+    assert_eq!(recorded.headers["content-type"], "application/json");
+    assert!(recorded.headers.get("authorization").is_none());
+    assert_eq!(
+        recorded.body,
+        json!({
+            "model": "claude-test",
+            "max_tokens": 1024,
+            "stream": true,
+            "system": "You are Quire.",
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "get_weather",
+                     "input": {"city": "Paris"}}
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1",
+                     "content": "city not found", "is_error": true}
+                ]}
+            ],
+            "tools": [{
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}
+            }]
+        })
+    );
+}
+
+#[tokio::test]
+async fn rate_limited_then_success_is_retried_and_counted() {
+    let limited = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#;
+    let server =
+        FakeServer::start(vec![Reply::status(429, limited).header("retry-after", "7")]).await;
+    assert!(matches!(
+        provider(&server).stream(hello()).await,
+        Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(7)
+    ));
+
+    let server = FakeServer::start(vec![
+        Reply::status(429, limited).header("retry-after", "7"),
+        Reply::sse_chunked(&text_body(&["hi"]), 64),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn http_500_and_529() {
+    let server = FakeServer::start(vec![
+        Reply::status(
+            500,
+            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
+        ),
+        Reply::status(
+            529,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+        ),
+    ])
+    .await;
+    let provider = provider(&server);
+    assert!(matches!(provider.stream(hello()).await, Err(LlmError::Upstream { status: 500 })));
+    assert!(matches!(provider.stream(hello()).await, Err(LlmError::Overloaded)));
+}
+
+#[tokio::test]
+async fn overloaded_error_event_before_any_token_is_retried() {
+    let server = FakeServer::start(vec![
+        Reply::sse_chunked(&(message_start(10) + &ping() + &overloaded_event()), 64),
+        Reply::sse_chunked(&text_body(&["second try"]), 64),
+    ])
+    .await;
+
+    // The bare provider yields the error as the stream's only item.
+    let bare =
+        FakeServer::start(vec![Reply::sse_chunked(&(message_start(10) + &overloaded_event()), 64)])
+            .await;
+    let events = collect(provider(&bare).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![err("overloaded")]);
+
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(events[0], Ok(StreamEvent::TextDelta("second try".into())));
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn overloaded_error_event_after_a_token_is_not_retried() {
+    let body =
+        message_start(10) + &text_block_start(0) + &text_delta(0, "Hel") + &overloaded_event();
+    let server = FakeServer::start(vec![
+        Reply::sse_chunked(&body, 64),
+        Reply::sse_chunked(&text_body(&["never"]), 64),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("Hel".into())), err("overloaded")]);
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn malformed_json_is_a_protocol_error() {
+    let body = message_start(1)
+        + &text_block_start(0)
+        + &text_delta(0, "ok")
+        + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("ok".into())), err("upstream_protocol")]);
+}
+
+#[tokio::test]
+async fn connection_cut_mid_stream_is_a_network_error() {
+    let head = message_start(5) + &text_block_start(0) + &text_delta(0, "partial");
+    let mut steps = chunks(head.as_bytes(), 1000);
+    steps.push(Step::Cut);
+    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]
+    );
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn end_without_message_stop_is_an_error() {
+    // Everything but message_stop.
+    let body = message_start(5)
+        + &text_block_start(0)
+        + &text_delta(0, "almost")
+        + &block_stop(0)
+        + &event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                        "usage": {"output_tokens": 2}}));
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("almost".into())), err("upstream_protocol")]);
+}
+
+#[tokio::test]
+async fn stalled_stream_times_out() {
+    let head = message_start(5) + &text_block_start(0) + &text_delta(0, "hmm");
+    let mut steps = chunks(head.as_bytes(), 1000);
+    steps.push(Step::Stall);
+    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
+    let mut config = provider(&server).config().clone();
+    config.timeouts.idle = Duration::from_millis(200);
+    let provider = AnthropicProvider::new(config).unwrap();
+    let events = collect(provider.stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("hmm".into())), err("upstream_timeout")]);
+}
+
+#[tokio::test]
+async fn unauthorized_is_not_retried() {
+    let server = FakeServer::start(vec![Reply::status(
+        401,
+        r#"{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}"#,
+    )])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    assert_eq!(code_of(retrying.stream(hello()).await), "upstream_unauthorized");
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn debug_output_does_not_reveal_the_key() {
+    let server = FakeServer::start(vec![]).await;
+    let provider = provider(&server);
+    let printed = format!("{provider:?} {:?}", provider.config());
+    assert!(!printed.contains(KEY), "{printed}");
+    assert!(printed.contains("[redacted]"), "{printed}");
+}

@@ -1,0 +1,430 @@
+//! The OpenAI adapter against a local fake speaking the Chat Completions streaming format.
+
+mod fake_upstream;
+
+use std::time::Duration;
+
+use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use quire::llm::{
+    openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
+    retry::{RetryPolicy, RetryingProvider},
+    types::{
+        ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall,
+        ToolSpec, Usage,
+    },
+    ApiKey, HttpTimeouts,
+};
+use serde_json::json;
+
+const KEY: &str = "sk-test-0123456789-secret";
+
+/// `data:` line of a chunk whose only choice carries `delta` / `finish_reason`, the way OpenAI
+/// frames it (including the `null`s it sends).
+fn chunk(delta: serde_json::Value, finish_reason: Option<&str>) -> String {
+    let body = json!({
+        "id": "chatcmpl-9xYz", "object": "chat.completion.chunk", "created": 1_718_000_000,
+        "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0aa8d3e20b",
+        "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish_reason}],
+        "usage": null
+    });
+    format!("data: {body}\n\n")
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> String {
+    let body = json!({
+        "id": "chatcmpl-9xYz", "object": "chat.completion.chunk", "created": 1_718_000_000,
+        "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_0aa8d3e20b", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}}
+    });
+    format!("data: {body}\n\n")
+}
+
+fn text_body(pieces: &[&str]) -> String {
+    let mut body = chunk(json!({"role": "assistant", "content": "", "refusal": null}), None);
+    for piece in pieces {
+        body += &chunk(json!({"content": piece}), None);
+    }
+    body += &chunk(json!({}), Some("stop"));
+    body += &usage_chunk(21, 4);
+    body += "data: [DONE]\n\n";
+    body
+}
+
+fn tool_fragment(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+    let mut call = json!({"index": index, "function": {"arguments": args}});
+    if let Some(id) = id {
+        call["id"] = json!(id);
+        call["type"] = json!("function");
+    }
+    if let Some(name) = name {
+        call["function"]["name"] = json!(name);
+    }
+    chunk(json!({"tool_calls": [call]}), None)
+}
+
+fn provider(server: &FakeServer) -> OpenAiProvider {
+    let mut config = OpenAiConfig::with_base_url(format!("{}/v1", server.url), "gpt-test");
+    config.api_key = Some(ApiKey::new(KEY));
+    config.timeouts = HttpTimeouts {
+        connect: Duration::from_secs(5),
+        first_byte: Duration::from_secs(5),
+        idle: Duration::from_secs(5),
+    };
+    OpenAiProvider::new(config).unwrap()
+}
+
+fn fast_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retry_after: Duration::from_millis(10),
+    }
+}
+
+fn hello() -> ChatRequest {
+    ChatRequest { messages: vec![Message::user("Say hello")], ..Default::default() }
+}
+
+#[tokio::test]
+async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
+    // 7-byte HTTP chunks split lines, JSON and the multi-byte characters.
+    let body = text_body(&["Héllo", " wörld", " 🦀"]);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 7)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![
+            Ok(StreamEvent::TextDelta("Héllo".into())),
+            Ok(StreamEvent::TextDelta(" wörld".into())),
+            Ok(StreamEvent::TextDelta(" 🦀".into())),
+            Ok(StreamEvent::Usage(Usage { input_tokens: 21, output_tokens: 4 })),
+            Ok(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn crlf_framing_and_keepalive_comments_are_accepted() {
+    let body = format!(": keep-alive\n\n{}", text_body(&["ok"])).replace('\n', "\r\n");
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 3)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events.first(), Some(&Ok(StreamEvent::TextDelta("ok".into()))));
+    assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::EndTurn))));
+}
+
+#[tokio::test]
+async fn parallel_tool_calls_interleaved_by_index_are_parsed_once_complete() {
+    let mut body = chunk(json!({"role": "assistant", "content": null, "refusal": null}), None);
+    body += &tool_fragment(0, Some("call_weather"), Some("get_weather"), "");
+    body += &tool_fragment(0, None, None, "{\"ci");
+    body += &tool_fragment(1, Some("call_time"), Some("get_time"), "");
+    body += &tool_fragment(1, None, None, "{\"tz\":");
+    body += &tool_fragment(0, None, None, "ty\": \"Par");
+    body += &tool_fragment(1, None, None, " \"UTC\"}");
+    body += &tool_fragment(0, None, None, "is\"}");
+    body += &chunk(json!({}), Some("tool_calls"));
+    body += &usage_chunk(80, 40);
+    body += "data: [DONE]\n\n";
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 11)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![
+            Ok(StreamEvent::ToolCall(ToolCall {
+                id: "call_weather".into(),
+                name: "get_weather".into(),
+                arguments: json!({"city": "Paris"}),
+            })),
+            Ok(StreamEvent::ToolCall(ToolCall {
+                id: "call_time".into(),
+                name: "get_time".into(),
+                arguments: json!({"tz": "UTC"}),
+            })),
+            Ok(StreamEvent::Usage(Usage { input_tokens: 80, output_tokens: 40 })),
+            Ok(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn unparsable_tool_arguments_are_a_protocol_error() {
+    let mut body = tool_fragment(0, Some("call_1"), Some("f"), "{\"a\": ");
+    body += &tool_fragment(0, None, None, "nope}");
+    body += &chunk(json!({}), Some("tool_calls"));
+    body += "data: [DONE]\n\n";
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![err("upstream_protocol")]);
+}
+
+#[tokio::test]
+async fn length_finish_reason_maps_to_max_tokens() {
+    let mut body = chunk(json!({"content": "cut sh"}), None);
+    body += &chunk(json!({}), Some("length"));
+    body += "data: [DONE]\n\n";
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
+}
+
+#[tokio::test]
+async fn request_body_and_headers() {
+    let server = FakeServer::start(vec![Reply::sse_chunked(&text_body(&["ok"]), 64)]).await;
+    let request = ChatRequest {
+        system: "You are Quire.".into(),
+        messages: vec![
+            Message::user("Weather in Paris?"),
+            Message {
+                role: Role::Assistant,
+                parts: vec![
+                    Part::Text { text: "Checking.".into() },
+                    Part::ToolCall(ToolCall {
+                        id: "call_1".into(),
+                        name: "get_weather".into(),
+                        arguments: json!({"city": "Paris"}),
+                    }),
+                ],
+            },
+            Message {
+                role: Role::User,
+                parts: vec![Part::ToolResult {
+                    call_id: "call_1".into(),
+                    content: "18°C, sunny".into(),
+                    is_error: false,
+                }],
+            },
+        ],
+        tools: vec![ToolSpec {
+            name: "get_weather".into(),
+            description: "Current weather for a city".into(),
+            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}},
+                                 "required": ["city"]}),
+        }],
+        max_tokens: 256,
+    };
+    collect(provider(&server).stream(request).await.unwrap()).await;
+
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.path, "/v1/chat/completions");
+    assert_eq!(recorded.headers["authorization"], format!("Bearer {KEY}").as_str());
+    assert_eq!(recorded.headers["content-type"], "application/json");
+    assert_eq!(recorded.headers["accept"], "text/event-stream");
+    assert_eq!(
+        recorded.body,
+        json!({
+            "model": "gpt-test",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            // A non-OpenAI base URL gets the widely supported field.
+            "max_tokens": 256,
+            "messages": [
+                {"role": "system", "content": "You are Quire."},
+                {"role": "user", "content": "Weather in Paris?"},
+                {"role": "assistant", "content": "Checking.", "tool_calls": [
+                    {"id": "call_1", "type": "function",
+                     "function": {"name": "get_weather", "arguments": "{\"city\":\"Paris\"}"}}
+                ]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "18°C, sunny"}
+            ],
+            "tools": [{"type": "function", "function": {
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                               "required": ["city"]}
+            }}]
+        })
+    );
+}
+
+#[tokio::test]
+async fn max_completion_tokens_when_configured_and_no_key_no_header() {
+    let server = FakeServer::start(vec![Reply::sse_chunked(&text_body(&["ok"]), 64)]).await;
+    let mut config = OpenAiConfig::with_base_url(&server.url, "local-model");
+    config.max_tokens_field = MaxTokensField::MaxCompletionTokens;
+    let provider = OpenAiProvider::new(config).unwrap();
+    let request = ChatRequest { max_tokens: 99, ..hello() };
+    collect(provider.stream(request).await.unwrap()).await;
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.path, "/chat/completions");
+    assert!(recorded.headers.get("authorization").is_none());
+    assert_eq!(recorded.body["max_completion_tokens"], json!(99));
+    assert!(recorded.body.get("max_tokens").is_none());
+    assert!(recorded.body.get("tools").is_none());
+}
+
+#[tokio::test]
+async fn rate_limited_then_success_is_retried_and_counted() {
+    let server = FakeServer::start(vec![
+        Reply::status(
+            429,
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+        )
+        .header("retry-after", "1"),
+        Reply::sse_chunked(&text_body(&["hi"]), 64),
+    ])
+    .await;
+
+    // Without retries the caller sees the rate limit and its retry-after.
+    let direct = provider(&server).stream(hello()).await;
+    assert!(matches!(
+        direct,
+        Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(1)
+    ));
+
+    let server = FakeServer::start(vec![
+        Reply::status(429, r#"{"error":{"message":"Rate limit reached"}}"#)
+            .header("retry-after", "1"),
+        Reply::sse_chunked(&text_body(&["hi"]), 64),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_up_to_max_attempts() {
+    let error = r#"{"error":{"message":"The server had an error","type":"server_error"}}"#;
+    let server = FakeServer::start(vec![
+        Reply::status(500, error),
+        Reply::status(500, error),
+        Reply::status(500, error),
+        Reply::sse_chunked(&text_body(&["never"]), 64),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let result = retrying.stream(hello()).await;
+    assert!(matches!(result, Err(LlmError::Upstream { status: 500 })));
+    assert_eq!(server.request_count(), 3);
+}
+
+#[tokio::test]
+async fn overloaded_statuses_and_bodies() {
+    let server = FakeServer::start(vec![
+        Reply::status(529, r#"{"error":{"message":"busy"}}"#),
+        Reply::status(
+            503,
+            r#"{"error":{"message":"The engine is currently overloaded, please try again later","type":"server_error"}}"#,
+        ),
+        Reply::status(503, r#"{"error":{"message":"maintenance"}}"#),
+    ])
+    .await;
+    let provider = provider(&server);
+    assert_eq!(code_of(provider.stream(hello()).await), "overloaded");
+    assert_eq!(code_of(provider.stream(hello()).await), "overloaded");
+    assert!(matches!(provider.stream(hello()).await, Err(LlmError::Upstream { status: 503 })));
+}
+
+#[tokio::test]
+async fn auth_and_client_errors_are_not_retried() {
+    let server = FakeServer::start(vec![
+        Reply::status(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+        ),
+        Reply::status(400, r#"{"error":{"message":"bad request"}}"#),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    assert_eq!(code_of(retrying.stream(hello()).await), "upstream_unauthorized");
+    assert_eq!(server.request_count(), 1);
+    assert!(matches!(retrying.stream(hello()).await, Err(LlmError::Upstream { status: 400 })));
+    assert_eq!(server.request_count(), 2);
+}
+
+#[tokio::test]
+async fn malformed_json_line_is_a_protocol_error_after_earlier_text() {
+    let mut body = chunk(json!({"content": "fine"}), None);
+    body += "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n";
+    body += &chunk(json!({"content": "never seen"}), None);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("fine".into())), err("upstream_protocol")]);
+}
+
+#[tokio::test]
+async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
+    let mut steps = chunks(chunk(json!({"content": "one"}), None).as_bytes(), 1000);
+    steps.extend(chunks(chunk(json!({"content": "two"}), None).as_bytes(), 1000));
+    steps.push(Step::Cut);
+    let server = FakeServer::start(vec![
+        Reply::sse(steps),
+        Reply::sse_chunked(&text_body(&["second attempt"]), 64),
+    ])
+    .await;
+    let retrying = RetryingProvider::new(provider(&server), fast_retries());
+    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![
+            Ok(StreamEvent::TextDelta("one".into())),
+            Ok(StreamEvent::TextDelta("two".into())),
+            err("upstream_unreachable"),
+        ]
+    );
+    assert_eq!(server.request_count(), 1, "no retry after the first token");
+}
+
+#[tokio::test]
+async fn clean_end_without_finish_or_done_is_an_error() {
+    let body = chunk(json!({"content": "half an answ"}), None);
+    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
+    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]
+    );
+}
+
+#[tokio::test]
+async fn stalled_stream_times_out() {
+    let mut steps = chunks(chunk(json!({"content": "thinking"}), None).as_bytes(), 1000);
+    steps.push(Step::Stall);
+    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
+    let mut config = provider(&server).config().clone();
+    config.timeouts.idle = Duration::from_millis(200);
+    let provider = OpenAiProvider::new(config).unwrap();
+    let events = collect(provider.stream(hello()).await.unwrap()).await;
+    assert_eq!(
+        events,
+        vec![Ok(StreamEvent::TextDelta("thinking".into())), err("upstream_timeout")]
+    );
+}
+
+#[tokio::test]
+async fn slow_response_head_is_a_first_byte_timeout() {
+    let server = FakeServer::start(vec![
+        Reply::sse_chunked(&text_body(&["late"]), 64).head_delay(Duration::from_secs(30))
+    ])
+    .await;
+    let mut config = provider(&server).config().clone();
+    config.timeouts.first_byte = Duration::from_millis(200);
+    let provider = OpenAiProvider::new(config).unwrap();
+    assert_eq!(code_of(provider.stream(hello()).await), "upstream_timeout");
+}
+
+#[tokio::test]
+async fn unreachable_server_is_a_network_error() {
+    // Bind then drop a listener to get a port where nothing listens.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let provider = OpenAiProvider::new(OpenAiConfig::with_base_url(url, "m")).unwrap();
+    assert_eq!(code_of(provider.stream(hello()).await), "upstream_unreachable");
+}
+
+#[tokio::test]
+async fn debug_output_does_not_reveal_the_key() {
+    let server = FakeServer::start(vec![]).await;
+    let provider = provider(&server);
+    let printed = format!("{provider:?} {:?}", provider.config());
+    assert!(!printed.contains(KEY), "{printed}");
+    assert!(printed.contains("[redacted]"), "{printed}");
+    let wrapped = format!("{:?}", RetryingProvider::new(provider, fast_retries()));
+    assert!(!wrapped.contains(KEY), "{wrapped}");
+}
