@@ -13,7 +13,7 @@ use leptos_router::{
 };
 
 use crate::components::sidebar::Sidebar;
-use crate::routes::chat::ChatPage;
+use crate::routes::chat::{ChatPage, ChatState};
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -50,6 +50,13 @@ impl ThreadsChanged {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(ThreadsChanged(RwSignal::new(0)));
+    provide_context(ChatState::new());
+    // Effects run only in the browser, once the page is hydrated: mark it so tests and styles can tell.
+    Effect::new(|_| {
+        if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
 
     view! {
         <Stylesheet id="leptos" href="/pkg/quire.css"/>

@@ -8,10 +8,7 @@ use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::{RetryPolicy, RetryingProvider},
-    types::{
-        ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall,
-        ToolSpec, Usage,
-    },
+    types::{ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
     ApiKey, HttpTimeouts,
 };
 use serde_json::json;
@@ -253,8 +250,7 @@ async fn request_body_and_headers() {
 #[tokio::test]
 async fn rate_limited_then_success_is_retried_and_counted() {
     let limited = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#;
-    let server =
-        FakeServer::start(vec![Reply::status(429, limited).header("retry-after", "7")]).await;
+    let server = FakeServer::start(vec![Reply::status(429, limited).header("retry-after", "7")]).await;
     assert!(matches!(
         provider(&server).stream(hello()).await,
         Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(7)
@@ -274,14 +270,8 @@ async fn rate_limited_then_success_is_retried_and_counted() {
 #[tokio::test]
 async fn http_500_and_529() {
     let server = FakeServer::start(vec![
-        Reply::status(
-            500,
-            r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#,
-        ),
-        Reply::status(
-            529,
-            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
-        ),
+        Reply::status(500, r#"{"type":"error","error":{"type":"api_error","message":"Internal server error"}}"#),
+        Reply::status(529, r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
     ])
     .await;
     let provider = provider(&server);
@@ -298,9 +288,7 @@ async fn overloaded_error_event_before_any_token_is_retried() {
     .await;
 
     // The bare provider yields the error as the stream's only item.
-    let bare =
-        FakeServer::start(vec![Reply::sse_chunked(&(message_start(10) + &overloaded_event()), 64)])
-            .await;
+    let bare = FakeServer::start(vec![Reply::sse_chunked(&(message_start(10) + &overloaded_event()), 64)]).await;
     let events = collect(provider(&bare).stream(hello()).await.unwrap()).await;
     assert_eq!(events, vec![err("overloaded")]);
 
@@ -312,13 +300,9 @@ async fn overloaded_error_event_before_any_token_is_retried() {
 
 #[tokio::test]
 async fn overloaded_error_event_after_a_token_is_not_retried() {
-    let body =
-        message_start(10) + &text_block_start(0) + &text_delta(0, "Hel") + &overloaded_event();
-    let server = FakeServer::start(vec![
-        Reply::sse_chunked(&body, 64),
-        Reply::sse_chunked(&text_body(&["never"]), 64),
-    ])
-    .await;
+    let body = message_start(10) + &text_block_start(0) + &text_delta(0, "Hel") + &overloaded_event();
+    let server =
+        FakeServer::start(vec![Reply::sse_chunked(&body, 64), Reply::sse_chunked(&text_body(&["never"]), 64)]).await;
     let retrying = RetryingProvider::new(provider(&server), fast_retries());
     let events = collect(retrying.stream(hello()).await.unwrap()).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("Hel".into())), err("overloaded")]);
@@ -344,10 +328,7 @@ async fn connection_cut_mid_stream_is_a_network_error() {
     let server = FakeServer::start(vec![Reply::sse(steps)]).await;
     let retrying = RetryingProvider::new(provider(&server), fast_retries());
     let events = collect(retrying.stream(hello()).await.unwrap()).await;
-    assert_eq!(
-        events,
-        vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]
-    );
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]);
     assert_eq!(server.request_count(), 1);
 }
 

@@ -3,12 +3,10 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use quire::llm::builtin::{delay_from, input_tokens, split_tokens, DEFAULT_DELAY_MS};
-use quire::tokens::count_tokens;
-use quire::llm::{
-    ChatRequest, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage,
-};
 use quire::llm::builtin::Builtin;
+use quire::llm::builtin::{delay_from, input_tokens, split_tokens, DEFAULT_DELAY_MS};
+use quire::llm::{ChatRequest, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage};
+use quire::tokens::count_tokens;
 use serde_json::{json, Value};
 
 const REQUIREMENTS: &str = "We're building a mobile app for booking yoga classes. \
@@ -30,12 +28,7 @@ fn all_tools() -> Vec<ToolSpec> {
 }
 
 fn request(messages: Vec<Message>, tools: Vec<ToolSpec>) -> ChatRequest {
-    ChatRequest {
-        system: "You are Quire, a helpful workspace assistant.".to_string(),
-        messages,
-        tools,
-        max_tokens: 0,
-    }
+    ChatRequest { system: "You are Quire, a helpful workspace assistant.".to_string(), messages, tools, max_tokens: 0 }
 }
 
 fn users(texts: &[&str]) -> Vec<Message> {
@@ -105,9 +98,7 @@ async fn generates_user_stories() {
     let doc = content(call);
     assert!(doc.starts_with("# User Stories: Mobile App for Booking Yoga Classes"));
     assert!(doc.contains("As a customer, I want to book a class in two taps"));
-    assert!(doc.contains(
-        "As a studio manager, I want to see weekly attendance reports, so that I can plan staffing."
-    ));
+    assert!(doc.contains("As a studio manager, I want to see weekly attendance reports, so that I can plan staffing."));
     assert!(doc.contains("I want the app to send a reminder 24 hours before each class"));
     assert!(doc.contains("Customers should be able to book a class in two taps."));
     assert!(doc.contains("**Given**") && doc.contains("**When**") && doc.contains("**Then**"));
@@ -134,13 +125,9 @@ async fn generates_business_requirements_document() {
     ] {
         assert!(doc.contains(section), "missing {section}");
     }
-    assert!(
-        doc.contains("**FR-1** (Should): Customers should be able to book a class in two taps.")
-    );
+    assert!(doc.contains("**FR-1** (Should): Customers should be able to book a class in two taps."));
     assert!(doc.contains("**FR-2**"));
-    assert!(
-        doc.contains("**FR-3** (Must): The app must send a reminder 24 hours before each class.")
-    );
+    assert!(doc.contains("**FR-3** (Must): The app must send a reminder 24 hours before each class."));
     assert!(doc.contains("**NFR-1** (Performance, Must): Pages must load in under 2 seconds."));
     assert!(doc.contains("| Studio manager |"));
 }
@@ -150,20 +137,13 @@ async fn generates_requirements_document_with_priorities() {
     let calls = generate("Draft the requirements document").await;
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].arguments["artifact_type"], "requirements_doc");
-    assert_eq!(
-        calls[0].arguments["title"],
-        "Requirements Document: Mobile App for Booking Yoga Classes"
-    );
+    assert_eq!(calls[0].arguments["title"], "Requirements Document: Mobile App for Booking Yoga Classes");
     let doc = content(&calls[0]);
     assert!(doc.contains("## 1. Introduction"));
     assert!(doc.contains("## 2. Overall Description"));
     assert!(doc.contains("| ID | Requirement | Priority |"));
-    assert!(
-        doc.contains("| REQ-1 | Customers should be able to book a class in two taps. | Should |")
-    );
-    assert!(
-        doc.contains("| REQ-3 | The app must send a reminder 24 hours before each class. | Must |")
-    );
+    assert!(doc.contains("| REQ-1 | Customers should be able to book a class in two taps. | Should |"));
+    assert!(doc.contains("| REQ-3 | The app must send a reminder 24 hours before each class. | Must |"));
 }
 
 #[tokio::test]
@@ -185,8 +165,7 @@ async fn generates_meeting_summary() {
         Tom said the payment provider contract ends in June.\n\
         We agreed to launch the waitlist before the summer.\n\
         Lena will draft the waitlist designs by Friday.";
-    let events =
-        run(request(users(&[transcript, "Give me a summary of the meeting"]), all_tools())).await;
+    let events = run(request(users(&[transcript, "Give me a summary of the meeting"]), all_tools())).await;
     let calls = calls_of(&events);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].arguments["artifact_type"], "meeting_summary");
@@ -204,9 +183,7 @@ async fn two_types_in_one_message_make_two_calls() {
     assert_eq!(kinds, vec!["user_stories", "business_requirements"]);
     assert_ne!(calls[0].id, calls[1].id);
 
-    let calls =
-        generate("Generate the acceptance criteria, the user stories and again the user stories")
-            .await;
+    let calls = generate("Generate the acceptance criteria, the user stories and again the user stories").await;
     let kinds: Vec<&Value> = calls.iter().map(|c| &c.arguments["artifact_type"]).collect();
     assert_eq!(kinds, vec!["acceptance_criteria", "user_stories"]);
 }
@@ -253,13 +230,7 @@ async fn same_request_gives_same_output() {
 }
 
 /// The conversation after the assistant called `name` with `arguments`, answered by `result`.
-fn after_tool(
-    earlier: &[&str],
-    name: &str,
-    arguments: Value,
-    result: &str,
-    is_error: bool,
-) -> ChatRequest {
+fn after_tool(earlier: &[&str], name: &str, arguments: Value, result: &str, is_error: bool) -> ChatRequest {
     let mut messages = users(earlier);
     messages.push(Message {
         role: Role::Assistant,
@@ -270,11 +241,7 @@ fn after_tool(
     });
     messages.push(Message {
         role: Role::User,
-        parts: vec![Part::ToolResult {
-            call_id: "call_1".into(),
-            content: result.into(),
-            is_error,
-        }],
+        parts: vec![Part::ToolResult { call_id: "call_1".into(), content: result.into(), is_error }],
     });
     request(messages, all_tools())
 }
@@ -326,11 +293,8 @@ async fn asks_document_search_for_questions_about_attachments() {
     assert_eq!(calls[0].arguments, json!({"query": "contract refund policy", "limit": 3}));
 
     // Without the tool there is nothing to call.
-    let events = run(request(
-        users(&["What does the attached contract say about refunds?"]),
-        vec![tool("save_artifact")],
-    ))
-    .await;
+    let events =
+        run(request(users(&["What does the attached contract say about refunds?"]), vec![tool("save_artifact")])).await;
     assert!(calls_of(&events).is_empty());
     assert!(text_of(&events).contains("can't search attached documents"));
 }
@@ -338,8 +302,7 @@ async fn asks_document_search_for_questions_about_attachments() {
 #[tokio::test]
 async fn answers_from_search_results_with_citations() {
     let question = "What does the attached contract say about the refund policy?";
-    let result =
-        "[source: contract.pdf]\nThe term is 12 months. Refunds are issued within 14 days \
+    let result = "[source: contract.pdf]\nThe term is 12 months. Refunds are issued within 14 days \
                   of a written request. Late payments incur a 2% fee.\n\n[source: faq.md]\n\
                   Our support team answers within one business day.";
     let req = after_tool(
@@ -406,10 +369,7 @@ async fn chat_answer_restates_requirements() {
     assert!(text.contains("user stories"));
     assert!(text.split_whitespace().count() < 200);
 
-    let other = text_of(
-        &run(request(users(&["Admins need to approve every expense over $500."]), all_tools()))
-            .await,
-    );
+    let other = text_of(&run(request(users(&["Admins need to approve every expense over $500."]), all_tools())).await);
     assert_ne!(text, other);
     assert!(other.contains("- Admins need to approve every expense over $500."));
 }
@@ -428,11 +388,7 @@ async fn chat_answer_without_requirements_refers_to_the_message() {
 
 #[tokio::test]
 async fn without_save_artifact_the_document_is_inline() {
-    let events = run(request(
-        users(&[REQUIREMENTS, "Generate user stories"]),
-        vec![tool("document_search")],
-    ))
-    .await;
+    let events = run(request(users(&[REQUIREMENTS, "Generate user stories"]), vec![tool("document_search")])).await;
     assert!(calls_of(&events).is_empty());
     assert_eq!(stop_of(&events), StopReason::EndTurn);
     let text = text_of(&events);
@@ -456,9 +412,7 @@ async fn documents_without_requirements_are_still_valid() {
 #[tokio::test]
 async fn token_counts_are_honest() {
     let req = request(users(&[REQUIREMENTS, "Generate user stories"]), all_tools());
-    let expected_input = count_tokens(&req.system)
-        + count_tokens(REQUIREMENTS)
-        + count_tokens("Generate user stories");
+    let expected_input = count_tokens(&req.system) + count_tokens(REQUIREMENTS) + count_tokens("Generate user stories");
     assert_eq!(input_tokens(&req), expected_input as u64);
     let events = run(req).await;
     let usage = usage_of(&events);

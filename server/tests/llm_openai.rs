@@ -8,10 +8,7 @@ use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::{RetryPolicy, RetryingProvider},
-    types::{
-        ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall,
-        ToolSpec, Usage,
-    },
+    types::{ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
     ApiKey, HttpTimeouts,
 };
 use serde_json::json;
@@ -276,8 +273,7 @@ async fn rate_limited_then_success_is_retried_and_counted() {
     ));
 
     let server = FakeServer::start(vec![
-        Reply::status(429, r#"{"error":{"message":"Rate limit reached"}}"#)
-            .header("retry-after", "1"),
+        Reply::status(429, r#"{"error":{"message":"Rate limit reached"}}"#).header("retry-after", "1"),
         Reply::sse_chunked(&text_body(&["hi"]), 64),
     ])
     .await;
@@ -352,11 +348,8 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
     let mut steps = chunks(chunk(json!({"content": "one"}), None).as_bytes(), 1000);
     steps.extend(chunks(chunk(json!({"content": "two"}), None).as_bytes(), 1000));
     steps.push(Step::Cut);
-    let server = FakeServer::start(vec![
-        Reply::sse(steps),
-        Reply::sse_chunked(&text_body(&["second attempt"]), 64),
-    ])
-    .await;
+    let server =
+        FakeServer::start(vec![Reply::sse(steps), Reply::sse_chunked(&text_body(&["second attempt"]), 64)]).await;
     let retrying = RetryingProvider::new(provider(&server), fast_retries());
     let events = collect(retrying.stream(hello()).await.unwrap()).await;
     assert_eq!(
@@ -375,10 +368,7 @@ async fn clean_end_without_finish_or_done_is_an_error() {
     let body = chunk(json!({"content": "half an answ"}), None);
     let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
     let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
-    assert_eq!(
-        events,
-        vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]
-    );
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]);
 }
 
 #[tokio::test]
@@ -390,18 +380,14 @@ async fn stalled_stream_times_out() {
     config.timeouts.idle = Duration::from_millis(200);
     let provider = OpenAiProvider::new(config).unwrap();
     let events = collect(provider.stream(hello()).await.unwrap()).await;
-    assert_eq!(
-        events,
-        vec![Ok(StreamEvent::TextDelta("thinking".into())), err("upstream_timeout")]
-    );
+    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("thinking".into())), err("upstream_timeout")]);
 }
 
 #[tokio::test]
 async fn slow_response_head_is_a_first_byte_timeout() {
-    let server = FakeServer::start(vec![
-        Reply::sse_chunked(&text_body(&["late"]), 64).head_delay(Duration::from_secs(30))
-    ])
-    .await;
+    let server =
+        FakeServer::start(vec![Reply::sse_chunked(&text_body(&["late"]), 64).head_delay(Duration::from_secs(30))])
+            .await;
     let mut config = provider(&server).config().clone();
     config.timeouts.first_byte = Duration::from_millis(200);
     let provider = OpenAiProvider::new(config).unwrap();

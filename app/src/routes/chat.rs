@@ -12,8 +12,39 @@ use crate::ThreadsChanged;
 
 /// The answer being written right now.
 #[derive(Clone, Debug, Default)]
-struct LiveAnswer {
+pub struct LiveAnswer {
     text: String,
+}
+
+/// The conversation on screen. It lives above the router, so a stream that is running keeps its state when
+/// the address changes from `/` to `/c/<id>` after the first message.
+#[derive(Clone, Copy)]
+pub struct ChatState {
+    current: RwSignal<Option<Uuid>>,
+    messages: RwSignal<Vec<Message>>,
+    live: RwSignal<Option<LiveAnswer>>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    title: RwSignal<String>,
+}
+
+impl ChatState {
+    pub fn new() -> Self {
+        Self {
+            current: RwSignal::new(None),
+            messages: RwSignal::new(Vec::new()),
+            live: RwSignal::new(None),
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None),
+            title: RwSignal::new(String::new()),
+        }
+    }
+}
+
+impl Default for ChatState {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// Shows a conversation (`/c/:id`) or an empty one (`/`) that is created on the first message.
@@ -24,14 +55,9 @@ pub fn ChatPage() -> impl IntoView {
     let changed = expect_context::<ThreadsChanged>();
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
-    // The thread shown; set before navigating to a thread this page just created, so it is not reloaded.
-    let current = RwSignal::new(None::<Uuid>);
-    let messages = RwSignal::new(Vec::<Message>::new());
-    let live = RwSignal::new(None::<LiveAnswer>);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    // `current` is set before navigating to a thread this page just created, so it is not reloaded.
+    let ChatState { current, messages, live, busy, error, title } = expect_context::<ChatState>();
     let draft = RwSignal::new(String::new());
-    let title = RwSignal::new(String::new());
 
     Effect::new(move |_| {
         let id = route_id();
@@ -87,36 +113,42 @@ pub fn ChatPage() -> impl IntoView {
             messages.update(|m| m.push(local_message(id, Role::User, content.clone())));
             live.set(Some(LiveAnswer::default()));
             let request = ChatRequest { content: content.clone(), artifact_generation: None };
-            let result = client::chat(id, &request, |event| match event {
-                ChatEvent::TextDelta { text } => live.update(|a| {
-                    if let Some(a) = a {
-                        a.text.push_str(&text)
-                    }
-                }),
-                ChatEvent::ThreadName { title: t, .. } => {
-                    title.set(t);
-                    changed.notify();
+            let result = client::chat(id, &request, |event| {
+                // The person may have opened another conversation meanwhile: only the one on screen changes.
+                if current.get_untracked() != Some(id) {
+                    return;
                 }
-                ChatEvent::MessageComplete { message_id, .. } => {
-                    let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
-                    live.set(None);
-                    if message_id.is_some() {
-                        let mut message = local_message(id, Role::Assistant, text);
-                        message.id = message_id.unwrap_or(message.id);
-                        messages.update(|m| m.push(message));
+                match event {
+                    ChatEvent::TextDelta { text } => live.update(|a| {
+                        if let Some(a) = a {
+                            a.text.push_str(&text)
+                        }
+                    }),
+                    ChatEvent::ThreadName { title: t, .. } => {
+                        title.set(t);
+                        changed.notify();
                     }
-                }
-                ChatEvent::Error { message, .. } => {
-                    let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
-                    live.set(None);
-                    if !text.is_empty() {
-                        let mut message = local_message(id, Role::Assistant, text);
-                        message.status = MessageStatus::Interrupted;
-                        messages.update(|m| m.push(message));
+                    ChatEvent::MessageComplete { message_id, .. } => {
+                        let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
+                        live.set(None);
+                        if message_id.is_some() {
+                            let mut message = local_message(id, Role::Assistant, text);
+                            message.id = message_id.unwrap_or(message.id);
+                            messages.update(|m| m.push(message));
+                        }
                     }
-                    error.set(Some(message));
+                    ChatEvent::Error { message, .. } => {
+                        let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
+                        live.set(None);
+                        if !text.is_empty() {
+                            let mut message = local_message(id, Role::Assistant, text);
+                            message.status = MessageStatus::Interrupted;
+                            messages.update(|m| m.push(message));
+                        }
+                        error.set(Some(message));
+                    }
+                    ChatEvent::ToolExecuting { .. } | ChatEvent::ArtifactCreated { .. } => {}
                 }
-                ChatEvent::ToolExecuting { .. } | ChatEvent::ArtifactCreated { .. } => {}
             })
             .await;
             if let Err(e) = result {

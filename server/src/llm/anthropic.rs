@@ -10,8 +10,7 @@ use crate::llm::{
     sse::SseEvent,
     transport::{self, HttpTimeouts, Progress, SseDecoder},
     types::{
-        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent,
-        ToolCall, Usage,
+        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
     },
 };
 
@@ -62,10 +61,7 @@ impl AnthropicConfig {
             .map(|url| url.trim().to_owned())
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self {
-            api_key: ApiKey::from_env("ANTHROPIC_API_KEY"),
-            ..Self::with_base_url(base_url, model)
-        }
+        Self { api_key: ApiKey::from_env("ANTHROPIC_API_KEY"), ..Self::with_base_url(base_url, model) }
     }
 }
 
@@ -178,21 +174,13 @@ struct WireTool<'a> {
 fn wire_request<'a>(config: &'a AnthropicConfig, request: &'a ChatRequest) -> WireRequest<'a> {
     WireRequest {
         model: &config.model,
-        max_tokens: if request.max_tokens > 0 {
-            request.max_tokens
-        } else {
-            config.default_max_tokens
-        },
+        max_tokens: if request.max_tokens > 0 { request.max_tokens } else { config.default_max_tokens },
         system: &request.system,
         messages: request.messages.iter().filter_map(wire_message).collect(),
         tools: request
             .tools
             .iter()
-            .map(|tool| WireTool {
-                name: &tool.name,
-                description: &tool.description,
-                input_schema: &tool.input_schema,
-            })
+            .map(|tool| WireTool { name: &tool.name, description: &tool.description, input_schema: &tool.input_schema })
             .collect(),
         stream: true,
     }
@@ -208,11 +196,7 @@ fn wire_message(message: &Message) -> Option<WireMessage<'_>> {
                 tracing::warn!("dropping a tool result found in an assistant message");
                 continue;
             }
-            content.push(WireBlock::ToolResult {
-                tool_use_id: call_id,
-                content: result,
-                is_error: *is_error,
-            });
+            content.push(WireBlock::ToolResult { tool_use_id: call_id, content: result, is_error: *is_error });
         }
     }
     for part in &message.parts {
@@ -220,11 +204,7 @@ fn wire_message(message: &Message) -> Option<WireMessage<'_>> {
             // Empty text blocks are rejected by the API.
             Part::Text { text } if !text.is_empty() => content.push(WireBlock::Text { text }),
             Part::ToolCall(call) if message.role == Role::Assistant => {
-                content.push(WireBlock::ToolUse {
-                    id: &call.id,
-                    name: &call.name,
-                    input: &call.arguments,
-                })
+                content.push(WireBlock::ToolUse { id: &call.id, name: &call.name, input: &call.arguments })
             }
             Part::ToolCall(call) => {
                 tracing::warn!(tool = %call.name, "dropping a tool call found in a user message");
@@ -365,11 +345,7 @@ struct Decoder {
 }
 
 impl SseDecoder for Decoder {
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Progress, LlmError> {
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError> {
         if event.data.trim().is_empty() {
             return Ok(Progress::Continue);
         }
@@ -385,15 +361,8 @@ impl SseDecoder for Decoder {
                     out.push(StreamEvent::TextDelta(text));
                 }
                 BlockStart::ToolUse { id, name, input } => {
-                    self.tool_blocks.insert(
-                        index,
-                        PartialToolUse {
-                            id,
-                            name,
-                            initial_input: input,
-                            partial_json: String::new(),
-                        },
-                    );
+                    self.tool_blocks
+                        .insert(index, PartialToolUse { id, name, initial_input: input, partial_json: String::new() });
                 }
                 _ => {}
             },
@@ -521,22 +490,14 @@ mod tests {
                     role: Role::Assistant,
                     parts: vec![
                         Part::Text { text: "".into() },
-                        Part::ToolCall(ToolCall {
-                            id: "t1".into(),
-                            name: "f".into(),
-                            arguments: json!({"a": 1}),
-                        }),
+                        Part::ToolCall(ToolCall { id: "t1".into(), name: "f".into(), arguments: json!({"a": 1}) }),
                     ],
                 },
                 Message {
                     role: Role::User,
                     parts: vec![
                         Part::Text { text: "thanks".into() },
-                        Part::ToolResult {
-                            call_id: "t1".into(),
-                            content: "ok".into(),
-                            is_error: false,
-                        },
+                        Part::ToolResult { call_id: "t1".into(), content: "ok".into(), is_error: false },
                     ],
                 },
                 Message { role: Role::User, parts: vec![] },
@@ -565,9 +526,7 @@ mod tests {
 
     #[test]
     fn error_types() {
-        let e = |kind: &str| {
-            stream_error(&WireError { kind: kind.into(), message: String::new() }).code()
-        };
+        let e = |kind: &str| stream_error(&WireError { kind: kind.into(), message: String::new() }).code();
         assert_eq!(e("overloaded_error"), "overloaded");
         assert_eq!(e("rate_limit_error"), "rate_limited");
         assert_eq!(e("authentication_error"), "upstream_unauthorized");

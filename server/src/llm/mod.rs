@@ -23,7 +23,8 @@ use crate::config::{Config, ProviderKind};
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Provider>> {
     Ok(match config.llm_provider {
         ProviderKind::Builtin => {
-            let mut builtin = builtin::Builtin::new().with_delay(std::time::Duration::from_millis(config.builtin_delay_ms));
+            let mut builtin =
+                builtin::Builtin::new().with_delay(std::time::Duration::from_millis(config.builtin_delay_ms));
             if let Some(model) = &config.model {
                 builtin = builtin.with_model(model.clone());
             }

@@ -13,8 +13,7 @@ use crate::llm::{
     sse::SseEvent,
     transport::{self, HttpTimeouts, Progress, SseDecoder},
     types::{
-        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent,
-        ToolCall, Usage,
+        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
     },
 };
 
@@ -128,11 +127,8 @@ impl Provider for OpenAiProvider {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let url = transport::join_url(&self.config.base_url, "chat/completions");
         tracing::debug!(provider = "openai", model = %self.config.model, %url, "starting completion");
-        let mut builder = self
-            .client
-            .post(url)
-            .header(ACCEPT, "text/event-stream")
-            .json(&wire_request(&self.config, &request));
+        let mut builder =
+            self.client.post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
         if let Some(key) = &self.config.api_key {
             builder = builder.header(AUTHORIZATION, bearer(key)?);
         }
@@ -270,11 +266,7 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<WireMessage<'a>>) {
                         out.push(WireMessage::Tool {
                             tool_call_id: call_id,
                             // The API has no error flag for tool results; say it in the content.
-                            content: if *is_error {
-                                format!("Error: {content}")
-                            } else {
-                                content.clone()
-                            },
+                            content: if *is_error { format!("Error: {content}") } else { content.clone() },
                         })
                     }
                     Part::ToolCall(call) => {
@@ -284,8 +276,7 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<WireMessage<'a>>) {
                 }
             }
             let text = message.text();
-            let has_tool_results =
-                message.parts.iter().any(|part| matches!(part, Part::ToolResult { .. }));
+            let has_tool_results = message.parts.iter().any(|part| matches!(part, Part::ToolResult { .. }));
             if !text.is_empty() || !has_tool_results {
                 out.push(WireMessage::User { content: text });
             }
@@ -298,10 +289,7 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<WireMessage<'a>>) {
                     Part::ToolCall(call) => Some(WireToolCall {
                         id: &call.id,
                         kind: "function",
-                        function: WireFunctionCall {
-                            name: &call.name,
-                            arguments: call.arguments.to_string(),
-                        },
+                        function: WireFunctionCall { name: &call.name, arguments: call.arguments.to_string() },
                     }),
                     _ => None,
                 })
@@ -397,11 +385,7 @@ struct Decoder {
 }
 
 impl SseDecoder for Decoder {
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Progress, LlmError> {
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError> {
         let data = event.data.trim();
         if data == "[DONE]" {
             self.complete(out)?;
@@ -415,10 +399,7 @@ impl SseDecoder for Decoder {
             return Err(stream_error(&error));
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
-            });
+            self.usage = Some(Usage { input_tokens: usage.prompt_tokens, output_tokens: usage.completion_tokens });
         }
         // Only one choice is requested; ignore any other (`n > 1` is never sent).
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
@@ -499,9 +480,7 @@ impl Decoder {
     fn flush_calls(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         for (index, call) in std::mem::take(&mut self.calls) {
             if call.name.is_empty() {
-                return Err(LlmError::Protocol(format!(
-                    "tool call at index {index} has no function name"
-                )));
+                return Err(LlmError::Protocol(format!("tool call at index {index} has no function name")));
             }
             let arguments = transport::parse_arguments(&call.name, &call.arguments)?;
             out.push(StreamEvent::ToolCall(ToolCall {
@@ -521,8 +500,7 @@ impl Decoder {
         if let Some(usage) = self.usage.take() {
             out.push(StreamEvent::Usage(usage));
         }
-        let stop =
-            self.stop.unwrap_or(if had_calls { StopReason::ToolUse } else { StopReason::Other });
+        let stop = self.stop.unwrap_or(if had_calls { StopReason::ToolUse } else { StopReason::Other });
         out.push(StreamEvent::Stop(stop));
         Ok(())
     }
@@ -539,9 +517,7 @@ fn stop_reason(reason: &str) -> StopReason {
 
 /// Maps an `{"error": {...}}` object sent inside the stream.
 fn stream_error(error: &serde_json::Value) -> LlmError {
-    let field = |name: &str| {
-        error.get(name).and_then(|v| v.as_str()).unwrap_or_default().to_ascii_lowercase()
-    };
+    let field = |name: &str| error.get(name).and_then(|v| v.as_str()).unwrap_or_default().to_ascii_lowercase();
     let (kind, code, message) = (field("type"), field("code"), field("message"));
     tracing::warn!(%kind, %code, %message, "model provider reported an error mid-stream");
     let says = |needle: &str| [&kind, &code, &message].iter().any(|s| s.contains(needle));
@@ -574,8 +550,7 @@ mod tests {
         let mut results = Vec::new();
         for line in lines {
             let mut out = Vec::new();
-            let step = decoder
-                .on_event(SseEvent { event: "message".into(), data: (*line).into() }, &mut out);
+            let step = decoder.on_event(SseEvent { event: "message".into(), data: (*line).into() }, &mut out);
             results.extend(out.into_iter().map(Ok));
             match step {
                 Ok(Progress::Done) => return results,
@@ -607,16 +582,8 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                Ok(StreamEvent::ToolCall(ToolCall {
-                    id: "a".into(),
-                    name: "f".into(),
-                    arguments: json!({})
-                })),
-                Ok(StreamEvent::ToolCall(ToolCall {
-                    id: "b".into(),
-                    name: "g".into(),
-                    arguments: json!({"x": 1})
-                })),
+                Ok(StreamEvent::ToolCall(ToolCall { id: "a".into(), name: "f".into(), arguments: json!({}) })),
+                Ok(StreamEvent::ToolCall(ToolCall { id: "b".into(), name: "g".into(), arguments: json!({"x": 1}) })),
                 Ok(StreamEvent::Stop(StopReason::ToolUse)),
             ]
         );
@@ -633,16 +600,8 @@ mod tests {
 
     #[test]
     fn finish_without_done_is_complete_but_bare_eof_is_not() {
-        let events = decode(&[
-            r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}"#,
-        ]);
-        assert_eq!(
-            events,
-            vec![
-                Ok(StreamEvent::TextDelta("hi".into())),
-                Ok(StreamEvent::Stop(StopReason::MaxTokens))
-            ]
-        );
+        let events = decode(&[r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"length"}]}"#]);
+        assert_eq!(events, vec![Ok(StreamEvent::TextDelta("hi".into())), Ok(StreamEvent::Stop(StopReason::MaxTokens))]);
         let events = decode(&[r#"{"choices":[{"index":0,"delta":{"content":"hi"}}]}"#]);
         assert_eq!(events.last(), Some(&Err("upstream_protocol".to_owned())));
     }
@@ -651,8 +610,7 @@ mod tests {
     fn in_stream_errors() {
         let events = decode(&[r#"{"error":{"message":"Overloaded","type":"server_error"}}"#]);
         assert_eq!(events, vec![Err("overloaded".to_owned())]);
-        let events =
-            decode(&[r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#]);
+        let events = decode(&[r#"{"error":{"message":"bad","type":"BadRequestError","code":400}}"#]);
         assert_eq!(events, vec![Err("upstream_error".to_owned())]);
     }
 
@@ -664,11 +622,7 @@ mod tests {
                 role: Role::User,
                 parts: vec![
                     Part::Text { text: "and now?".into() },
-                    Part::ToolResult {
-                        call_id: "c1".into(),
-                        content: "boom".into(),
-                        is_error: true,
-                    },
+                    Part::ToolResult { call_id: "c1".into(), content: "boom".into(), is_error: true },
                 ],
             }],
             tools: vec![],

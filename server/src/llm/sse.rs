@@ -210,10 +210,7 @@ mod tests {
     #[test]
     fn data_lines_and_event_names() {
         let input = b"data: {\"a\":1}\n\nevent: ping\ndata: {}\n\ndata: [DONE]\n\n";
-        assert_split_invariant(
-            input,
-            &[ev("message", "{\"a\":1}"), ev("ping", "{}"), ev("message", "[DONE]")],
-        );
+        assert_split_invariant(input, &[ev("message", "{\"a\":1}"), ev("ping", "{}"), ev("message", "[DONE]")]);
     }
 
     #[test]

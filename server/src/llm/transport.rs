@@ -31,11 +31,7 @@ pub struct HttpTimeouts {
 
 impl Default for HttpTimeouts {
     fn default() -> Self {
-        Self {
-            connect: Duration::from_secs(10),
-            first_byte: Duration::from_secs(60),
-            idle: Duration::from_secs(60),
-        }
+        Self { connect: Duration::from_secs(10), first_byte: Duration::from_secs(60), idle: Duration::from_secs(60) }
     }
 }
 
@@ -54,10 +50,7 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 
 /// Sends `request`, waiting at most `timeouts.first_byte` for the response head, and maps any
 /// non-success status to an error.
-pub(crate) async fn send(
-    request: RequestBuilder,
-    timeouts: &HttpTimeouts,
-) -> Result<Response, LlmError> {
+pub(crate) async fn send(request: RequestBuilder, timeouts: &HttpTimeouts) -> Result<Response, LlmError> {
     let response = match tokio::time::timeout(timeouts.first_byte, request.send()).await {
         Err(_) => return Err(LlmError::Timeout),
         Ok(Err(e)) if e.is_timeout() => return Err(LlmError::Timeout),
@@ -86,11 +79,7 @@ async fn error_from_response(response: Response, timeouts: &HttpTimeouts) -> Llm
 }
 
 /// The status-to-error table shared by every provider.
-pub(crate) fn classify_status(
-    status: StatusCode,
-    retry_after: Option<Duration>,
-    body: &str,
-) -> LlmError {
+pub(crate) fn classify_status(status: StatusCode, retry_after: Option<Duration>, body: &str) -> LlmError {
     match status.as_u16() {
         429 => LlmError::RateLimited { retry_after },
         401 | 403 => LlmError::Unauthorized,
@@ -111,10 +100,7 @@ fn body_says_overloaded(body: &str) -> bool {
     };
     let error = json.get("error").unwrap_or(&json);
     ["type", "code", "message"].iter().any(|field| {
-        error
-            .get(field)
-            .and_then(|v| v.as_str())
-            .is_some_and(|s| s.to_ascii_lowercase().contains("overloaded"))
+        error.get(field).and_then(|v| v.as_str()).is_some_and(|s| s.to_ascii_lowercase().contains("overloaded"))
     })
 }
 
@@ -176,11 +162,7 @@ pub(crate) enum Progress {
 pub(crate) trait SseDecoder: Send + 'static {
     /// Handles one event, pushing what it produced to `out`. An error ends the stream, after the
     /// events already pushed.
-    fn on_event(
-        &mut self,
-        event: SseEvent,
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Progress, LlmError>;
+    fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError>;
 
     /// The body ended before the decoder reported [`Progress::Done`]. Returns the error to end the
     /// stream with, or pushes final events if the provider's protocol allows ending here.
@@ -200,11 +182,7 @@ struct Driver<D> {
 /// Decodes the SSE body of `response` with `decoder`. The stream ends after the decoder's
 /// [`Progress::Done`] or after the first error, which is always reported: a body that stalls for
 /// `idle`, breaks off, or ends early never looks like a complete answer.
-pub(crate) fn decode_stream<D: SseDecoder>(
-    response: Response,
-    decoder: D,
-    idle: Duration,
-) -> EventStream {
+pub(crate) fn decode_stream<D: SseDecoder>(response: Response, decoder: D, idle: Duration) -> EventStream {
     let driver = Driver {
         body: response.bytes_stream().boxed(),
         parser: SseParser::new(),
@@ -258,11 +236,7 @@ impl<D: SseDecoder> Driver<D> {
         }
     }
 
-    fn decode_chunk(
-        &mut self,
-        chunk: &[u8],
-        out: &mut Vec<StreamEvent>,
-    ) -> Result<Progress, LlmError> {
+    fn decode_chunk(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError> {
         let events = self.parser.feed(chunk).map_err(|e| LlmError::Protocol(e.to_string()))?;
         for event in events {
             if self.decoder.on_event(event, out)? == Progress::Done {
@@ -293,9 +267,8 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<serde_json::Value
     if raw.trim().is_empty() {
         return Ok(serde_json::Value::Object(Default::default()));
     }
-    serde_json::from_str(raw).map_err(|e| {
-        LlmError::Protocol(format!("arguments of tool call `{tool}` are not valid JSON: {e}"))
-    })
+    serde_json::from_str(raw)
+        .map_err(|e| LlmError::Protocol(format!("arguments of tool call `{tool}` are not valid JSON: {e}")))
 }
 
 #[cfg(test)]
@@ -325,10 +298,7 @@ mod tests {
             classify_status(s(500), None, r#"{"type":"error","error":{"type":"api_error"}}"#),
             LlmError::Upstream { status: 500 }
         ));
-        assert!(matches!(
-            classify_status(s(400), None, "not json"),
-            LlmError::Upstream { status: 400 }
-        ));
+        assert!(matches!(classify_status(s(400), None, "not json"), LlmError::Upstream { status: 400 }));
     }
 
     #[test]

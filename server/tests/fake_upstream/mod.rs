@@ -112,8 +112,7 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts a server answering requests with `replies`, in order.
     pub async fn start(replies: Vec<Reply>) -> Self {
-        let shared =
-            Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::default() });
+        let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::default() });
         let app = axum::Router::new().fallback(handle).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -134,12 +133,7 @@ impl FakeServer {
     }
 }
 
-async fn handle(
-    State(shared): State<Arc<Shared>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     shared.requests.lock().unwrap().push(Recorded {
         path: uri.path().to_owned(),
         headers,
@@ -185,12 +179,9 @@ pub type Collected = Vec<Result<StreamEvent, &'static str>>;
 
 /// Drains a stream (failing the test if it hangs).
 pub async fn collect(stream: EventStream) -> Collected {
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        stream.map(|item| item.map_err(|e| e.code())).collect(),
-    )
-    .await
-    .expect("stream did not end")
+    tokio::time::timeout(Duration::from_secs(20), stream.map(|item| item.map_err(|e| e.code())).collect())
+        .await
+        .expect("stream did not end")
 }
 
 /// Short form of `Err(code)` for expected error items.

@@ -87,18 +87,15 @@ pub(crate) fn table_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-const SMALL_TITLE_WORDS: &[&str] = &[
-    "a", "an", "the", "and", "or", "for", "of", "to", "in", "on", "with", "that", "at", "by",
-    "from", "which", "as",
-];
+const SMALL_TITLE_WORDS: &[&str] =
+    &["a", "an", "the", "and", "or", "for", "of", "to", "in", "on", "with", "that", "at", "by", "from", "which", "as"];
 
 /// Title-cases a phrase, keeping small words lowercase and words with capitals as written.
 pub(crate) fn title_case(text: &str) -> String {
     text.split_whitespace()
         .enumerate()
         .map(|(i, w)| {
-            let keep =
-                w.chars().any(|c| c.is_uppercase()) || (i > 0 && SMALL_TITLE_WORDS.contains(&w));
+            let keep = w.chars().any(|c| c.is_uppercase()) || (i > 0 && SMALL_TITLE_WORDS.contains(&w));
             if keep {
                 w.to_string()
             } else {
@@ -164,8 +161,7 @@ fn split_line(line: &str, out: &mut Vec<String>) {
         if at_end || chars[j].1.is_whitespace() {
             let end = if at_end { line.len() } else { chars[j].0 };
             let before = &line[start..pos];
-            let last =
-                before.rsplit(|ch: char| ch.is_whitespace()).next().unwrap_or("").to_lowercase();
+            let last = before.rsplit(|ch: char| ch.is_whitespace()).next().unwrap_or("").to_lowercase();
             let is_abbreviation = c == '.'
                 && (ABBREVIATIONS.contains(&last.as_str())
                     || (last.len() == 1 && last.chars().all(|ch| ch.is_alphabetic())));
@@ -186,17 +182,13 @@ fn push_sentence(s: &str, out: &mut Vec<String>) {
     }
 }
 
-static LABEL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"^(?P<label>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2})\s*:\s+(?P<rest>.+)$")
-});
+static LABEL_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"^(?P<label>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2})\s*:\s+(?P<rest>.+)$"));
 
 /// Splits a leading "Label: " (a speaker name or a heading word) from a sentence.
 pub(crate) fn split_label(sentence: &str) -> (Option<&str>, &str) {
     match LABEL_RE.captures(sentence) {
-        Some(c) => (
-            Some(c.name("label").map_or("", |m| m.as_str())),
-            c.name("rest").map_or(sentence, |m| m.as_str()),
-        ),
+        Some(c) => (Some(c.name("label").map_or("", |m| m.as_str())), c.name("rest").map_or(sentence, |m| m.as_str())),
         None => (None, sentence),
     }
 }
@@ -228,27 +220,20 @@ const FILLER_STARTS: &[&str] = &[
 /// Removes a leading speaker name or note label ("Alice: ...", "Note: ...") from a sentence.
 pub(crate) fn strip_speaker(sentence: &str) -> &str {
     match split_label(sentence) {
-        (Some(label), rest)
-            if looks_like_person(label) || is_known_label(&label.to_lowercase()) =>
-        {
-            rest
-        }
+        (Some(label), rest) if looks_like_person(label) || is_known_label(&label.to_lowercase()) => rest,
         _ => sentence,
     }
 }
 
 fn is_known_label(label: &str) -> bool {
-    [ATTENDEE_LABELS, DECISION_LABELS, ACTION_LABELS, NOTE_LABELS]
-        .iter()
-        .any(|list| list.contains(&label))
+    [ATTENDEE_LABELS, DECISION_LABELS, ACTION_LABELS, NOTE_LABELS].iter().any(|list| list.contains(&label))
 }
 
 /// Removes leading connective words ("Also,", "And then", "OK so") from a clause.
 pub(crate) fn strip_fillers(text: &str) -> &str {
     let mut rest = text.trim_start();
     loop {
-        let word_end =
-            rest.find(|c: char| !(c.is_alphanumeric() || c == '\'')).unwrap_or(rest.len());
+        let word_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '\'')).unwrap_or(rest.len());
         let word = rest[..word_end].to_lowercase();
         if word_end > 0 && word_end < rest.len() && FILLER_STARTS.contains(&word.as_str()) {
             rest = rest[word_end..].trim_start_matches([',', ' ', '-', ':']);
@@ -477,8 +462,8 @@ const ROLES: &[&str] = &[
 ];
 
 const DETERMINERS: &[&str] = &[
-    "the", "a", "an", "our", "all", "every", "each", "any", "some", "my", "their", "its", "your",
-    "his", "her", "other", "only",
+    "the", "a", "an", "our", "all", "every", "each", "any", "some", "my", "their", "its", "your", "his", "her",
+    "other", "only",
 ];
 
 /// Singular form of a (role) noun.
@@ -501,8 +486,7 @@ pub(crate) fn singular(word: &str) -> String {
 
 /// The role named by a noun phrase ("our store managers" -> "store manager"), if it names one.
 pub(crate) fn role_of(phrase: &str) -> Option<String> {
-    let ws: Vec<String> =
-        words(phrase).into_iter().skip_while(|w| DETERMINERS.contains(&w.as_str())).collect();
+    let ws: Vec<String> = words(phrase).into_iter().skip_while(|w| DETERMINERS.contains(&w.as_str())).collect();
     if ws.is_empty() || ws.len() > 3 {
         return None;
     }
@@ -510,8 +494,7 @@ pub(crate) fn role_of(phrase: &str) -> Option<String> {
         return Some("user".into());
     }
     let last = singular(ws.last()?);
-    let head_is_role =
-        ROLES.contains(&last.as_str()) || ROLES.iter().any(|r| r.ends_with(&format!(" {last}")));
+    let head_is_role = ROLES.contains(&last.as_str()) || ROLES.iter().any(|r| r.ends_with(&format!(" {last}")));
     if !head_is_role {
         return None;
     }
@@ -536,8 +519,7 @@ static PRONOUNS: &[(&str, &str)] = &[
 ];
 
 static PRONOUN_RE: LazyLock<Regex> = LazyLock::new(|| {
-    let alternatives: Vec<String> =
-        PRONOUNS.iter().map(|(from, _)| from.replace(' ', r"\s+")).collect();
+    let alternatives: Vec<String> = PRONOUNS.iter().map(|(from, _)| from.replace(' ', r"\s+")).collect();
     re(&format!(r"(?i)\b(?:{})\b", alternatives.join("|")))
 });
 
@@ -556,9 +538,8 @@ pub(crate) fn first_person(text: &str) -> String {
         .into_owned()
 }
 
-static BENEFIT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)(?:,\s*|\s+)\b(?P<k>so\s+that|in\s+order\s+to|in\s+order\s+that|so)\s+(?P<b>\S.*)$")
-});
+static BENEFIT_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)(?:,\s*|\s+)\b(?P<k>so\s+that|in\s+order\s+to|in\s+order\s+that|so)\s+(?P<b>\S.*)$"));
 
 const SO_FOLLOWERS: &[&str] = &[
     "i",
@@ -604,15 +585,11 @@ fn split_benefit(clause: &str) -> (&str, Option<String>) {
     (clause[..whole.start()].trim_end(), Some(benefit))
 }
 
-static AS_ROLE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^\s*as\s+(?:an?|the)\s+(?P<role>[\w\- ]{1,40}?)\s*(?:,\s*|\s+(?P<subj>i|we)\b)")
-});
+static AS_ROLE_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^\s*as\s+(?:an?|the)\s+(?P<role>[\w\- ]{1,40}?)\s*(?:,\s*|\s+(?P<subj>i|we)\b)"));
 
-static ENABLER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:allows?|allowing|lets?|letting|enables?|enabling|helps?|permits?)\s+(?P<rest>.+)$",
-    )
-});
+static ENABLER_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)\b(?:allows?|allowing|lets?|letting|enables?|enabling|helps?|permits?)\s+(?P<rest>.+)$"));
 
 static PASSIVE_NEED_RE: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -644,14 +621,11 @@ static ADVERBS_RE: LazyLock<Regex> = LazyLock::new(|| {
     )
 });
 
-static TRAILING_ADVERBS_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)(?:\s+(?:also|really|definitely|ideally|probably|still|all|just|then))+$")
-});
+static TRAILING_ADVERBS_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)(?:\s+(?:also|really|definitely|ideally|probably|still|all|just|then))+$"));
 
-const SUBJECT_STARTERS: &[&str] = &[
-    "when", "if", "after", "before", "once", "whenever", "during", "while", "for", "on", "in",
-    "at", "until",
-];
+const SUBJECT_STARTERS: &[&str] =
+    &["when", "if", "after", "before", "once", "whenever", "during", "while", "for", "on", "in", "at", "until"];
 
 fn goal_from_enabler(clause: &str) -> Option<(String, Goal)> {
     let c = ENABLER_RE.captures(clause)?;
@@ -724,10 +698,8 @@ fn parse_goal(clause: &str) -> (Option<String>, Goal) {
             format!("{text} {lead}")
         }
     };
-    let object_cue = matches!(
-        cue.as_str(),
-        "want" | "wants" | "need" | "needs" | "would like" | "'d like" | "require" | "requires"
-    );
+    let object_cue =
+        matches!(cue.as_str(), "want" | "wants" | "need" | "needs" | "would like" | "'d like" | "require" | "requires");
     let lowered = subject.to_lowercase();
     let person = matches!(lowered.as_str(), "" | "i" | "we" | "you" | "i really" | "we really");
     let role = if person { None } else { role_of(&subject) };
@@ -800,15 +772,11 @@ static QUALITY_RES: LazyLock<Vec<(Quality, Regex)>> = LazyLock::new(|| {
         ),
         (
             Quality::Privacy,
-            re(
-                r"(?i)\b(?:privacy|private|gdpr|ccpa|personal\s+data|pii|anonymi[sz]\w*|consent|data\s+protection)\b",
-            ),
+            re(r"(?i)\b(?:privacy|private|gdpr|ccpa|personal\s+data|pii|anonymi[sz]\w*|consent|data\s+protection)\b"),
         ),
         (
             Quality::Compliance,
-            re(
-                r"(?i)\b(?:complian\w*|regulat\w*|hipaa|sox|pci(?:-dss)?|iso\s*27001|legal(?:ly)?)\b",
-            ),
+            re(r"(?i)\b(?:complian\w*|regulat\w*|hipaa|sox|pci(?:-dss)?|iso\s*27001|legal(?:ly)?)\b"),
         ),
         (
             Quality::Availability,
@@ -830,9 +798,7 @@ static QUALITY_RES: LazyLock<Vec<(Quality, Regex)>> = LazyLock::new(|| {
         ),
         (
             Quality::Accessibility,
-            re(
-                r"(?i)\b(?:accessib\w*|wcag|screen\s+readers?|keyboard\s+navigation|colou?r[\s-]?blind\w*|a11y)\b",
-            ),
+            re(r"(?i)\b(?:accessib\w*|wcag|screen\s+readers?|keyboard\s+navigation|colou?r[\s-]?blind\w*|a11y)\b"),
         ),
         (
             Quality::Usability,
@@ -862,14 +828,12 @@ pub(crate) fn parse_requirement(sentence: &str) -> Requirement {
         Some(c) => {
             let role = c["role"].trim().to_lowercase();
             // "As a manager I want ..." keeps "I" as the subject of the rest.
-            let rest_start =
-                c.name("subj").map_or_else(|| c.get(0).expect("match").end(), |m| m.start());
+            let rest_start = c.name("subj").map_or_else(|| c.get(0).expect("match").end(), |m| m.start());
             (Some(role), main[rest_start..].trim_start())
         }
         None => (None, main),
     };
-    let (named_role, goal) =
-        if nice_to_have { (None, Goal::Thing(main.to_string())) } else { parse_goal(main) };
+    let (named_role, goal) = if nice_to_have { (None, Goal::Thing(main.to_string())) } else { parse_goal(main) };
     let third_person = named_role.is_some();
     let role = explicit_role.or(named_role).unwrap_or_else(|| "user".to_string());
     let benefit = benefit.map(|b| {
@@ -880,14 +844,7 @@ pub(crate) fn parse_requirement(sentence: &str) -> Requirement {
             b
         }
     });
-    Requirement {
-        priority: priority_of(&text),
-        quality: quality_of(&text),
-        text,
-        role,
-        goal,
-        benefit,
-    }
+    Requirement { priority: priority_of(&text), quality: quality_of(&text), text, role, goal, benefit }
 }
 
 /// Requirement sentences of several texts, in order, without duplicates, skipping sentences for
@@ -915,10 +872,7 @@ pub(crate) fn collect_requirements<'a>(
 static BENEFIT_HINTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     vec![
         (re(r"(?i)\b(?:export|download|csv|excel|pdf)"), "I can use the data in other tools"),
-        (
-            re(r"(?i)\b(?:notif|remind|alert|email|sms|push)"),
-            "I stay informed without checking manually",
-        ),
+        (re(r"(?i)\b(?:notif|remind|alert|email|sms|push)"), "I stay informed without checking manually"),
         (re(r"(?i)\b(?:search|filter|find|sort|look\s+up)"), "I can quickly find what I need"),
         (
             re(
@@ -930,25 +884,13 @@ static BENEFIT_HINTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             re(r"(?i)\b(?:track|monitor|status|progress|dashboard|report|analytics|chart|history)"),
             "I always know where things stand",
         ),
-        (
-            re(r"(?i)\b(?:pay|checkout|purchase|order|book|reserv|subscribe)"),
-            "I can complete it without friction",
-        ),
-        (
-            re(r"(?i)\b(?:share|collaborat|comment|invite|team|assign|chat|message)"),
-            "I can work together with others",
-        ),
-        (
-            re(r"(?i)\b(?:approve|review|sign\s+off|audit)"),
-            "decisions are made and recorded consistently",
-        ),
+        (re(r"(?i)\b(?:pay|checkout|purchase|order|book|reserv|subscribe)"), "I can complete it without friction"),
+        (re(r"(?i)\b(?:share|collaborat|comment|invite|team|assign|chat|message)"), "I can work together with others"),
+        (re(r"(?i)\b(?:approve|review|sign\s+off|audit)"), "decisions are made and recorded consistently"),
         (re(r"(?i)\b(?:schedul|calendar|appointment|slot|availability)"), "I can plan my time"),
         (re(r"(?i)\b(?:fast|quick|speed|performance|load|slow)"), "I don't waste time waiting"),
         (re(r"(?i)\b(?:mobile|offline|phone|tablet|anywhere)"), "I can use it wherever I am"),
-        (
-            re(r"(?i)\b(?:dark\s+mode|theme|colou?r|font|layout|accessib)"),
-            "the product is comfortable for me to use",
-        ),
+        (re(r"(?i)\b(?:dark\s+mode|theme|colou?r|font|layout|accessib)"), "the product is comfortable for me to use"),
         (
             re(r"(?i)\b(?:edit|update|delete|remove|manage|create|add|upload|import)"),
             "my information stays accurate and up to date",
@@ -961,11 +903,7 @@ pub(crate) fn benefit_of(req: &Requirement) -> String {
     if let Some(b) = &req.benefit {
         return b.clone();
     }
-    BENEFIT_HINTS
-        .iter()
-        .find(|(r, _)| r.is_match(&req.text))
-        .map_or("I can get my work done", |(_, b)| b)
-        .to_string()
+    BENEFIT_HINTS.iter().find(|(r, _)| r.is_match(&req.text)).map_or("I can get my work done", |(_, b)| b).to_string()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -987,26 +925,23 @@ static PRODUCT_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 const WEAK_MODIFIERS: &[&str] = &[
-    "new", "simple", "basic", "small", "whole", "entire", "same", "existing", "current", "good",
-    "great", "nice", "better", "first", "web", "online", "internal", "custom", "little", "big",
-    "full", "complete", "proper", "this", "that", "the", "a", "an", "our", "my",
+    "new", "simple", "basic", "small", "whole", "entire", "same", "existing", "current", "good", "great", "nice",
+    "better", "first", "web", "online", "internal", "custom", "little", "big", "full", "complete", "proper", "this",
+    "that", "the", "a", "an", "our", "my",
 ];
 
 const CLAUSE_STOPS: &[&str] = &[
-    "and", "so", "where", "that", "which", "with", "because", "but", "while", "who", "when",
-    "using", "in", "if", "by", "via", "must", "should", "will", "can", "could", "to", "as",
+    "and", "so", "where", "that", "which", "with", "because", "but", "while", "who", "when", "using", "in", "if", "by",
+    "via", "must", "should", "will", "can", "could", "to", "as",
 ];
 
 /// Derives the name of the product or project the conversation is about, if it names one
 /// ("an app called FitBook", "a mobile app for booking yoga classes", "our expense tracker").
-pub(crate) fn derive_subject<'a>(
-    texts: impl IntoIterator<Item = &'a str> + Clone,
-) -> Option<String> {
+pub(crate) fn derive_subject<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<String> {
     for text in texts.clone() {
         let text = normalize_quotes(text);
         if let Some(c) = CALLED_RE.captures(&text) {
-            let name =
-                c.name("q").or(c.name("s")).or(c.name("n")).map_or("", |m| m.as_str()).trim();
+            let name = c.name("q").or(c.name("s")).or(c.name("n")).map_or("", |m| m.as_str()).trim();
             if !name.is_empty() {
                 return Some(name.to_string());
             }
@@ -1019,10 +954,8 @@ pub(crate) fn derive_subject<'a>(
         for c in PRODUCT_RE.captures_iter(&text) {
             let np_words: Vec<String> = c["np"].split_whitespace().map(str::to_lowercase).collect();
             let head = np_words.last().cloned().unwrap_or_default();
-            let modifiers: Vec<&String> = np_words[..np_words.len() - 1]
-                .iter()
-                .skip_while(|w| WEAK_MODIFIERS.contains(&w.as_str()))
-                .collect();
+            let modifiers: Vec<&String> =
+                np_words[..np_words.len() - 1].iter().skip_while(|w| WEAK_MODIFIERS.contains(&w.as_str())).collect();
             let rel = c.name("rel").map(|m| m.as_str().to_lowercase());
             let rest: Vec<String> = c
                 .name("rest")
@@ -1039,13 +972,9 @@ pub(crate) fn derive_subject<'a>(
             np.push(head);
             let np = np.join(" ");
             let candidate = match rel.as_deref() {
-                Some("for") if !rest.is_empty() => {
-                    Some((0, format!("{np} for {}", rest.join(" "))))
-                }
+                Some("for") if !rest.is_empty() => Some((0, format!("{np} for {}", rest.join(" ")))),
                 _ if !modifiers.is_empty() => Some((1, np)),
-                Some("that" | "which" | "to") if !rest.is_empty() => {
-                    Some((2, format!("{np} that {}", rest.join(" "))))
-                }
+                Some("that" | "which" | "to") if !rest.is_empty() => Some((2, format!("{np} that {}", rest.join(" ")))),
                 _ => None,
             };
             if let Some((rank, name)) = candidate {
@@ -1160,8 +1089,7 @@ const ATTENDEE_LABELS: &[&str] = &[
     "people",
     "invitees",
 ];
-const DECISION_LABELS: &[&str] =
-    &["decision", "decisions", "agreed", "resolution", "resolved", "outcome"];
+const DECISION_LABELS: &[&str] = &["decision", "decisions", "agreed", "resolution", "resolved", "outcome"];
 const ACTION_LABELS: &[&str] = &[
     "action",
     "actions",
@@ -1230,9 +1158,8 @@ static NAMED_ACTION_RE: LazyLock<Regex> = LazyLock::new(|| {
         r"^(?P<who>[A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+)?)\s+(?P<verb>will|'ll|is\s+going\s+to|is\s+to|to|should|needs\s+to|has\s+to|must|agreed\s+to|volunteered\s+to|offered\s+to)\s+(?P<task>.+)$",
     )
 });
-static SELF_ACTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^(?:i\s+will|i'll|i\s+am\s+going\s+to|i'm\s+going\s+to)\s+(?P<task>.+)$")
-});
+static SELF_ACTION_RE: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)^(?:i\s+will|i'll|i\s+am\s+going\s+to|i'm\s+going\s+to)\s+(?P<task>.+)$"));
 static ACTION_HINT_RE: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)\b(?:action\s+items?|todo|to-do|follow\s+up|follow-up|by\s+(?:monday|tuesday|wednesday|thursday|friday|tomorrow|next\s+week|end\s+of\s+(?:day|week|month)|eod|eow))\b",
@@ -1285,14 +1212,7 @@ fn is_owner(who: &str, verb: &str, known: &[String]) -> bool {
     let verb = verb.split_whitespace().collect::<Vec<_>>().join(" ");
     let firm = matches!(
         verb.as_str(),
-        "will"
-            | "'ll"
-            | "is going to"
-            | "is to"
-            | "to"
-            | "agreed to"
-            | "volunteered to"
-            | "offered to"
+        "will" | "'ll" | "is going to" | "is to" | "to" | "agreed to" | "volunteered to" | "offered to"
     );
     firm && looks_like_person(who) && !who.ends_with('s')
 }
@@ -1347,10 +1267,7 @@ pub(crate) fn analyse_meeting(sentences: &[String]) -> Meeting {
             }
         }
         if let Some(c) = SELF_ACTION_RE.captures(body) {
-            m.actions.push(ActionItem {
-                owner: speaker.clone(),
-                task: strip_terminal(&c["task"]).to_string(),
-            });
+            m.actions.push(ActionItem { owner: speaker.clone(), task: strip_terminal(&c["task"]).to_string() });
             continue;
         }
         if DECISION_RE.is_match(body) {
@@ -1379,10 +1296,7 @@ fn action_from(text: &str, speaker: Option<&str>, known: &[String]) -> ActionIte
     let text = strip_terminal(strip_fillers(text));
     if let Some(c) = NAMED_ACTION_RE.captures(text) {
         if is_owner(&c["who"], &c["verb"], known) || looks_like_person(&c["who"]) {
-            return ActionItem {
-                owner: Some(c["who"].to_string()),
-                task: strip_terminal(&c["task"]).to_string(),
-            };
+            return ActionItem { owner: Some(c["who"].to_string()), task: strip_terminal(&c["task"]).to_string() };
         }
     }
     ActionItem { owner: speaker.map(str::to_string), task: text.to_string() }
@@ -1593,13 +1507,8 @@ mod tests {
 
     #[test]
     fn splits_sentences_lines_and_bullets() {
-        let s = split_sentences(
-            "Hello there. Users must log in!\n- Admins need reports, e.g. sales.\n2) Done?",
-        );
-        assert_eq!(
-            s,
-            vec!["Hello there.", "Users must log in!", "Admins need reports, e.g. sales.", "Done?"]
-        );
+        let s = split_sentences("Hello there. Users must log in!\n- Admins need reports, e.g. sales.\n2) Done?");
+        assert_eq!(s, vec!["Hello there.", "Users must log in!", "Admins need reports, e.g. sales.", "Done?"]);
     }
 
     #[test]
@@ -1614,9 +1523,8 @@ mod tests {
 
     #[test]
     fn parses_roles_goals_and_benefits() {
-        let r = parse_requirement(
-            "Customers should be able to track their orders so that they know when to expect them.",
-        );
+        let r =
+            parse_requirement("Customers should be able to track their orders so that they know when to expect them.");
         assert_eq!(r.role, "customer");
         assert_eq!(r.goal, Goal::Action("track my orders".into()));
         assert_eq!(r.benefit.as_deref(), Some("I know when to expect them"));
@@ -1639,9 +1547,7 @@ mod tests {
         assert_eq!(r.goal, Goal::Thing("a dark mode".into()));
         assert_eq!(r.priority, Priority::Could);
 
-        let r = parse_requirement(
-            "It would be nice if employees could see the status of their claims.",
-        );
+        let r = parse_requirement("It would be nice if employees could see the status of their claims.");
         assert_eq!(r.role, "employee");
         assert_eq!(r.goal, Goal::Action("see the status of my claims".into()));
         assert_eq!(r.priority, Priority::Could);
@@ -1655,13 +1561,9 @@ mod tests {
 
     #[test]
     fn derives_subjects() {
+        assert_eq!(derive_subject(["We are building an app called FitBook."]).as_deref(), Some("FitBook"));
         assert_eq!(
-            derive_subject(["We are building an app called FitBook."]).as_deref(),
-            Some("FitBook")
-        );
-        assert_eq!(
-            derive_subject(["I want a mobile app for booking yoga classes and paying online."])
-                .as_deref(),
+            derive_subject(["I want a mobile app for booking yoga classes and paying online."]).as_deref(),
             Some("Mobile App for Booking Yoga Classes")
         );
         assert_eq!(derive_subject(["The system must be fast."]), None);

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::analysis::{
-    article, benefit_of, capitalize_first, strip_terminal, table_cell, words, ActionItem, Goal,
-    Meeting, Priority, Quality, Requirement,
+    article, benefit_of, capitalize_first, strip_terminal, table_cell, words, ActionItem, Goal, Meeting, Priority,
+    Quality, Requirement,
 };
 use super::intent::ArtifactKind;
 
@@ -89,8 +89,8 @@ fn short_title(req: &Requirement) -> String {
         Goal::Statement => req.text.clone(),
     };
     const TRAILING: &[&str] = &[
-        "the", "a", "an", "of", "to", "in", "for", "and", "with", "on", "my", "their", "our", "by",
-        "that", "so", "when", "at", "or",
+        "the", "a", "an", "of", "to", "in", "for", "and", "with", "on", "my", "their", "our", "by", "that", "so",
+        "when", "at", "or",
     ];
     let mut ws: Vec<&str> = strip_terminal(&source)
         .split_whitespace()
@@ -122,11 +122,7 @@ fn gwt(req: &Requirement, subject: &str) -> [String; 3] {
                 first.as_str(),
                 "see" | "view" | "get" | "receive" | "have" | "know" | "access" | "find" | "read"
             ) {
-                [
-                    format!("I am signed in as {a} {role}"),
-                    format!("I open {subject}"),
-                    format!("I can {action}"),
-                ]
+                [format!("I am signed in as {a} {role}"), format!("I open {subject}"), format!("I can {action}")]
             } else {
                 [
                     format!("I am signed in as {a} {role} with the necessary permissions"),
@@ -150,11 +146,7 @@ fn gwt(req: &Requirement, subject: &str) -> [String; 3] {
                 }
                 _ => format!("{a} {role} uses the related feature"),
             };
-            [
-                format!("{subject} is in normal operation"),
-                when,
-                format!("{actor} {}", strip_terminal(finite)),
-            ]
+            [format!("{subject} is in normal operation"), when, format!("{actor} {}", strip_terminal(finite))]
         }
         Goal::Statement => [
             format!("{subject} is in normal operation"),
@@ -252,12 +244,7 @@ fn brd(ctx: &DocContext, md: &mut String) {
         roles.push("user");
     }
     for role in roles {
-        let _ = writeln!(
-            md,
-            "| {} | Uses {} day to day |",
-            table_cell(&capitalize_first(role)),
-            table_cell(subject)
-        );
+        let _ = writeln!(md, "| {} | Uses {} day to day |", table_cell(&capitalize_first(role)), table_cell(subject));
     }
     md.push_str("| Product owner | Prioritises and accepts the requirements |\n");
     md.push_str("| Delivery team | Designs, builds and supports the solution |\n\n");
@@ -285,14 +272,12 @@ fn brd(ctx: &DocContext, md: &mut String) {
     }
     for (i, req) in quality.iter().enumerate() {
         let label = req.quality.map_or("Quality", Quality::label);
-        let _ =
-            writeln!(md, "- **NFR-{}** ({label}, {}): {}", i + 1, req.priority.label(), req.text);
+        let _ = writeln!(md, "- **NFR-{}** ({label}, {}): {}", i + 1, req.priority.label(), req.text);
     }
 
     md.push_str("\n## 6. Assumptions\n\n");
     md.push_str("- The requirements above come from a conversation and still need confirmation by all stakeholders.\n");
-    let _ =
-        writeln!(md, "- Users of {subject} have a modern web browser and an internet connection.");
+    let _ = writeln!(md, "- Users of {subject} have a modern web browser and an internet connection.");
     md.push_str("- Existing data, if any, can be migrated or imported.\n");
 
     md.push_str("\n## 7. Constraints and Risks\n\n");
@@ -302,13 +287,9 @@ fn brd(ctx: &DocContext, md: &mut String) {
         md.push_str("| Too few requirements captured to estimate reliably | Hold a short discovery session to complete the list |\n");
     }
     if functional.len() > 8 {
-        md.push_str(
-            "| Large scope for a first release | Deliver the *Must* requirements first |\n",
-        );
+        md.push_str("| Large scope for a first release | Deliver the *Must* requirements first |\n");
     }
-    md.push_str(
-        "| Dependencies on third-party services | Identify them early and agree on fallbacks |\n",
-    );
+    md.push_str("| Dependencies on third-party services | Identify them early and agree on fallbacks |\n");
 }
 
 fn requirements_doc(ctx: &DocContext, md: &mut String) {
@@ -333,10 +314,8 @@ fn requirements_doc(ctx: &DocContext, md: &mut String) {
     }
 
     md.push_str("## 2. Overall Description\n\n### 2.1 Product perspective\n\n");
-    let _ = writeln!(
-        md,
-        "{subject} is described from the perspective of its users, as captured in the conversation.\n"
-    );
+    let _ =
+        writeln!(md, "{subject} is described from the perspective of its users, as captured in the conversation.\n");
     md.push_str("### 2.2 User classes\n\n");
     let mut roles: Vec<&str> = Vec::new();
     for req in &ctx.requirements {
@@ -359,33 +338,22 @@ fn requirements_doc(ctx: &DocContext, md: &mut String) {
         md.push_str("**REQ-1** (Must): _To be defined._\n\n");
     }
     for (i, req) in all.iter().enumerate() {
-        let kind = req
-            .quality
-            .map_or_else(|| "Functional".to_string(), |q| format!("Non-functional, {}", q.label()));
-        let _ =
-            writeln!(md, "**REQ-{}** ({}; {kind}): {}\n", i + 1, req.priority.label(), req.text);
+        let kind = req.quality.map_or_else(|| "Functional".to_string(), |q| format!("Non-functional, {}", q.label()));
+        let _ = writeln!(md, "**REQ-{}** ({}; {kind}): {}\n", i + 1, req.priority.label(), req.text);
     }
 
-    md.push_str(
-        "## 4. Requirements Summary\n\n| ID | Requirement | Priority |\n| --- | --- | --- |\n",
-    );
+    md.push_str("## 4. Requirements Summary\n\n| ID | Requirement | Priority |\n| --- | --- | --- |\n");
     if all.is_empty() {
         md.push_str("| REQ-1 | _To be defined_ | Must |\n");
     }
     for (i, req) in all.iter().enumerate() {
-        let _ = writeln!(
-            md,
-            "| REQ-{} | {} | {} |",
-            i + 1,
-            table_cell(&req.text),
-            req.priority.label()
-        );
+        let _ = writeln!(md, "| REQ-{} | {} | {} |", i + 1, table_cell(&req.text), req.priority.label());
     }
     md.push_str("\n## 5. Priority Legend (MoSCoW)\n\n");
-    md.push_str("- **Must**: required for the release.\n- **Should**: important, but the release can go ahead without it.\n");
     md.push_str(
-        "- **Could**: desirable if time allows.\n- **Won't**: agreed to be out of scope for now.\n",
+        "- **Must**: required for the release.\n- **Should**: important, but the release can go ahead without it.\n",
     );
+    md.push_str("- **Could**: desirable if time allows.\n- **Won't**: agreed to be out of scope for now.\n");
 }
 
 fn acceptance_criteria(ctx: &DocContext, md: &mut String) {
@@ -393,7 +361,9 @@ fn acceptance_criteria(ctx: &DocContext, md: &mut String) {
     let reqs: Vec<&Requirement> = in_scope(ctx).collect();
     if reqs.is_empty() {
         let _ = writeln!(md, "{NONE_CAPTURED}\n");
-        md.push_str("## AC-1: _To be defined_\n\n- **Given** [context]\n- **When** [action]\n- **Then** [expected outcome]\n");
+        md.push_str(
+            "## AC-1: _To be defined_\n\n- **Given** [context]\n- **When** [action]\n- **Then** [expected outcome]\n",
+        );
         return;
     }
     for (i, req) in reqs.iter().enumerate() {
@@ -406,11 +376,8 @@ fn acceptance_criteria(ctx: &DocContext, md: &mut String) {
                 let role = &req.role;
                 md.push_str("\n**Scenario: invalid or incomplete input**\n\n");
                 let _ = writeln!(md, "- **Given** I am signed in as {} {role}", article(role));
-                let _ = writeln!(
-                    md,
-                    "- **When** I try to {} with missing or invalid information",
-                    strip_terminal(action)
-                );
+                let _ =
+                    writeln!(md, "- **When** I try to {} with missing or invalid information", strip_terminal(action));
                 md.push_str("- **Then** I see a clear error message and nothing is changed\n");
             }
         }
@@ -420,8 +387,7 @@ fn acceptance_criteria(ctx: &DocContext, md: &mut String) {
 
 fn meeting_summary(ctx: &DocContext, md: &mut String) {
     let m = &ctx.meeting;
-    let attendees =
-        if m.attendees.is_empty() { "_Not recorded_".to_string() } else { m.attendees.join(", ") };
+    let attendees = if m.attendees.is_empty() { "_Not recorded_".to_string() } else { m.attendees.join(", ") };
     let _ = writeln!(md, "**Attendees:** {attendees}\n");
 
     md.push_str("## Discussion Points\n\n");
@@ -493,10 +459,8 @@ mod tests {
 
     #[test]
     fn user_story_wording() {
-        let doc = render(
-            ArtifactKind::UserStories,
-            &ctx(&["Customers should be able to track their orders in real time."]),
-        );
+        let doc =
+            render(ArtifactKind::UserStories, &ctx(&["Customers should be able to track their orders in real time."]));
         assert_eq!(doc.title, "User Stories: Test App");
         assert!(doc.markdown.contains(
             "As a customer, I want to track my orders in real time, so that I always know where things stand."
@@ -505,8 +469,7 @@ mod tests {
 
     #[test]
     fn short_titles_drop_trailing_small_words() {
-        let req =
-            parse_requirement("Users must be able to export the monthly report to a spreadsheet.");
+        let req = parse_requirement("Users must be able to export the monthly report to a spreadsheet.");
         assert_eq!(short_title(&req), "Export monthly report to spreadsheet");
     }
 }

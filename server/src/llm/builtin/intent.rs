@@ -152,13 +152,11 @@ const PRODUCT_NOUNS: &[&str] = &[
 
 /// Words before a mention (articles skipped) showing it names a source, not a target.
 const SOURCE_PREPOSITIONS: &[&str] = &[
-    "from", "for", "in", "on", "using", "with", "turn", "convert", "based", "per", "against",
-    "about", "use", "read", "reading", "attached", "uploaded", "existing", "above", "previous",
-    "current", "old",
+    "from", "for", "in", "on", "using", "with", "turn", "convert", "based", "per", "against", "about", "use", "read",
+    "reading", "attached", "uploaded", "existing", "above", "previous", "current", "old",
 ];
-const SKIPPABLE: &[&str] = &[
-    "the", "a", "an", "our", "my", "this", "these", "that", "those", "your", "its", "their", "same",
-];
+const SKIPPABLE: &[&str] =
+    &["the", "a", "an", "our", "my", "this", "these", "that", "those", "your", "its", "their", "same"];
 
 fn mentions(sentence: &str) -> Vec<Mention> {
     ARTIFACT_RE
@@ -179,9 +177,7 @@ fn mentions(sentence: &str) -> Vec<Mention> {
             let before = words(&sentence[..m.start()]);
             if m.as_str().eq_ignore_ascii_case("minutes") {
                 let prev = before.last().map(String::as_str).unwrap_or("");
-                if prev.chars().all(|ch| ch.is_ascii_digit()) && !prev.is_empty()
-                    || NUMBER_WORDS.contains(&prev)
-                {
+                if prev.chars().all(|ch| ch.is_ascii_digit()) && !prev.is_empty() || NUMBER_WORDS.contains(&prev) {
                     return None;
                 }
             }
@@ -212,9 +208,9 @@ static VERB_RE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Words that may stand between "I need" / "I'd like" and the document.
 const WISH_FILLERS: &[&str] = &[
-    "a", "an", "the", "some", "me", "us", "both", "full", "complete", "first", "draft", "short",
-    "brief", "detailed", "proper", "formal", "new", "set", "of", "list", "quick", "initial",
-    "simple", "few", "clear", "good", "nice", "to", "see", "get", "have", "also",
+    "a", "an", "the", "some", "me", "us", "both", "full", "complete", "first", "draft", "short", "brief", "detailed",
+    "proper", "formal", "new", "set", "of", "list", "quick", "initial", "simple", "few", "clear", "good", "nice", "to",
+    "see", "get", "have", "also",
 ];
 
 /// Words that may not stand between a verb and the document it acts on.
@@ -241,23 +237,20 @@ const BLOCKERS: &[&str] = &[
     "people",
 ];
 
-const MODALS: &[&str] =
-    &["can", "could", "will", "would", "should", "must", "may", "might", "shall"];
+const MODALS: &[&str] = &["can", "could", "will", "would", "should", "must", "may", "might", "shall"];
 const BEFORE_TO_OK: &[&str] =
     &["you", "u", "want", "need", "like", "love", "have", "going", "please", "me", "us", "help"];
 const FOLLOWERS_AFTER_WISH: &[&str] =
     &["to", "that", "which", "should", "must", "can", "is", "are", "will", "feature", "be"];
 
 static QUESTION_START_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^\s*(?:how|why|what\s+(?:is|are|does|do)|what's|whats|is\s+it|are\s+there|do\s+you\s+know)\b",
-    )
+    re(r"(?i)^\s*(?:how|why|what\s+(?:is|are|does|do)|what's|whats|is\s+it|are\s+there|do\s+you\s+know)\b")
 });
 
 const SHORT_FORM_WORDS: &[&str] = &[
-    "please", "pls", "now", "ok", "okay", "great", "thanks", "thank", "you", "the", "a", "an",
-    "some", "and", "also", "then", "next", "too", "as", "well", "both", "me", "it", "them", "this",
-    "now", "finally", "lastly", "perfect", "cool", "nice",
+    "please", "pls", "now", "ok", "okay", "great", "thanks", "thank", "you", "the", "a", "an", "some", "and", "also",
+    "then", "next", "too", "as", "well", "both", "me", "it", "them", "this", "now", "finally", "lastly", "perfect",
+    "cool", "nice",
 ];
 
 /// Whether a sentence asks to generate documents; returns the kinds it asks for, in order.
@@ -280,9 +273,7 @@ fn generation_in_sentence(sentence: &str) -> Vec<ArtifactKind> {
     rest.push_str(&sentence[last..]);
     let rest_words = words(&rest);
     if rest_words.iter().all(|w| SHORT_FORM_WORDS.contains(&w.as_str()))
-        && rest_words
-            .iter()
-            .any(|w| matches!(w.as_str(), "please" | "pls" | "now" | "next" | "too" | "also"))
+        && rest_words.iter().any(|w| matches!(w.as_str(), "please" | "pls" | "now" | "next" | "too" | "also"))
     {
         return kinds();
     }
@@ -316,10 +307,10 @@ fn generation_in_sentence(sentence: &str) -> Vec<ArtifactKind> {
                 continue;
             }
         }
-        let negated = before.iter().rev().take(3).any(|w| {
-            w.ends_with("n't")
-                || matches!(w.as_str(), "not" | "never" | "no" | "dont" | "without" | "stop")
-        });
+        let negated =
+            before.iter().rev().take(3).any(|w| {
+                w.ends_with("n't") || matches!(w.as_str(), "not" | "never" | "no" | "dont" | "without" | "stop")
+            });
         if negated {
             continue;
         }
@@ -462,14 +453,8 @@ mod tests {
             requested_artifacts("Can you create a BRD and the user stories?"),
             vec![BusinessRequirements, UserStories]
         );
-        assert_eq!(
-            requested_artifacts("Write the business requirements document"),
-            vec![BusinessRequirements]
-        );
-        assert_eq!(
-            requested_artifacts("Draft a requirements specification"),
-            vec![RequirementsDoc]
-        );
+        assert_eq!(requested_artifacts("Write the business requirements document"), vec![BusinessRequirements]);
+        assert_eq!(requested_artifacts("Draft a requirements specification"), vec![RequirementsDoc]);
         assert_eq!(requested_artifacts("Give me the SRS"), vec![RequirementsDoc]);
         assert_eq!(
             requested_artifacts("Prepare the minutes, then the acceptance criteria."),
@@ -478,10 +463,7 @@ mod tests {
         assert_eq!(requested_artifacts("Make a summary of the meeting"), vec![MeetingSummary]);
         assert_eq!(requested_artifacts("I need a BRD"), vec![BusinessRequirements]);
         assert_eq!(requested_artifacts("User stories please"), vec![UserStories]);
-        assert_eq!(
-            requested_artifacts("Generate user stories and user stories again"),
-            vec![UserStories]
-        );
+        assert_eq!(requested_artifacts("Generate user stories and user stories again"), vec![UserStories]);
     }
 
     #[test]
@@ -489,10 +471,7 @@ mod tests {
         assert!(requested_artifacts("What are user stories?").is_empty());
         assert!(requested_artifacts("How do I write good user stories?").is_empty());
         assert!(requested_artifacts("Don't generate the BRD yet.").is_empty());
-        assert!(requested_artifacts(
-            "I want to build a tool where product managers can write user stories."
-        )
-        .is_empty());
+        assert!(requested_artifacts("I want to build a tool where product managers can write user stories.").is_empty());
         assert!(requested_artifacts("Users should be able to create meeting notes.").is_empty());
         assert!(requested_artifacts("Generate user stories in 5 minutes").len() == 1);
         assert!(requested_artifacts("We need a meeting notes app").is_empty());
@@ -500,18 +479,12 @@ mod tests {
 
     #[test]
     fn sources_are_not_targets() {
-        assert_eq!(
-            requested_artifacts("Write acceptance criteria for the user stories"),
-            vec![AcceptanceCriteria]
-        );
+        assert_eq!(requested_artifacts("Write acceptance criteria for the user stories"), vec![AcceptanceCriteria]);
         assert_eq!(
             requested_artifacts("Generate user stories from the attached requirements document"),
             vec![UserStories]
         );
-        assert_eq!(
-            requested_artifacts("Turn the meeting notes into user stories"),
-            vec![UserStories]
-        );
+        assert_eq!(requested_artifacts("Turn the meeting notes into user stories"), vec![UserStories]);
     }
 
     #[test]
@@ -525,13 +498,7 @@ mod tests {
 
     #[test]
     fn builds_search_queries() {
-        assert_eq!(
-            search_query("What does the attached document say about the refund policy?"),
-            "refund policy"
-        );
-        assert_eq!(
-            search_query("Generate user stories from the attached requirements document"),
-            "requirements"
-        );
+        assert_eq!(search_query("What does the attached document say about the refund policy?"), "refund policy");
+        assert_eq!(search_query("Generate user stories from the attached requirements document"), "requirements");
     }
 }

@@ -18,11 +18,9 @@ use std::time::Duration;
 
 use futures::{stream, StreamExt};
 
-use reply::{plan, Plan};
+use crate::llm::types::{ChatRequest, EventStream, LlmError, Part, Provider, StopReason, StreamEvent, ToolCall, Usage};
 use crate::tokens::count_tokens;
-use crate::llm::types::{
-    ChatRequest, EventStream, LlmError, Part, Provider, StopReason, StreamEvent, ToolCall, Usage,
-};
+use reply::{plan, Plan};
 
 /// Model name reported when none is configured.
 pub const DEFAULT_MODEL: &str = "quire-builtin-1";
@@ -83,8 +81,7 @@ impl Builtin {
     /// This is what [`Provider::stream`] streams; it is deterministic.
     pub fn events(&self, request: &ChatRequest) -> Vec<StreamEvent> {
         let Plan { text, tool_calls } = plan(request);
-        let mut stop =
-            if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+        let mut stop = if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
         let mut pieces = split_tokens(&text);
         if tool_calls.is_empty() && request.max_tokens > 0 {
             let limit = request.max_tokens as usize;
@@ -104,10 +101,9 @@ impl Builtin {
                 arguments,
             })
             .collect();
-        let output_tokens = count_tokens(&streamed)
-            + calls.iter().map(|c| count_tokens(&c.arguments.to_string())).sum::<usize>();
-        let usage =
-            Usage { input_tokens: input_tokens(request), output_tokens: output_tokens as u64 };
+        let output_tokens =
+            count_tokens(&streamed) + calls.iter().map(|c| count_tokens(&c.arguments.to_string())).sum::<usize>();
+        let usage = Usage { input_tokens: input_tokens(request), output_tokens: output_tokens as u64 };
         let mut events: Vec<StreamEvent> = pieces.into_iter().map(StreamEvent::TextDelta).collect();
         events.extend(calls.into_iter().map(StreamEvent::ToolCall));
         events.push(StreamEvent::Usage(usage));
@@ -129,13 +125,12 @@ impl Provider for Builtin {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let events = self.events(&request);
         let delay = self.delay;
-        let stream =
-            stream::iter(events.into_iter().enumerate()).then(move |(i, event)| async move {
-                if i > 0 && !delay.is_zero() && matches!(event, StreamEvent::TextDelta(_)) {
-                    tokio::time::sleep(delay).await;
-                }
-                Ok(event)
-            });
+        let stream = stream::iter(events.into_iter().enumerate()).then(move |(i, event)| async move {
+            if i > 0 && !delay.is_zero() && matches!(event, StreamEvent::TextDelta(_)) {
+                tokio::time::sleep(delay).await;
+            }
+            Ok(event)
+        });
         Ok(stream.boxed())
     }
 }

@@ -6,13 +6,12 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::analysis::{
-    analyse_meeting, capitalize_first, collect_requirements, derive_subject, first_words, keywords,
-    re, split_sentences, stem, strip_terminal, words,
+    analyse_meeting, capitalize_first, collect_requirements, derive_subject, first_words, keywords, re,
+    split_sentences, stem, strip_terminal, words,
 };
 use super::documents::{render, DocContext};
 use super::intent::{
-    asks_about_documents, is_document_question, is_generation_sentence, requested_artifacts,
-    search_query, ArtifactKind,
+    asks_about_documents, is_document_question, is_generation_sentence, requested_artifacts, search_query, ArtifactKind,
 };
 use crate::llm::types::{ChatRequest, Part, Role};
 
@@ -47,9 +46,8 @@ pub(crate) fn plan(request: &ChatRequest) -> Plan {
     }
     let kinds = requested_artifacts(&latest);
     if !kinds.is_empty() {
-        let wants_sources = split_sentences(&latest)
-            .iter()
-            .any(|s| is_generation_sentence(s) && super::intent::mentions_document(s));
+        let wants_sources =
+            split_sentences(&latest).iter().any(|s| is_generation_sentence(s) && super::intent::mentions_document(s));
         if wants_sources && has_tool(request, DOCUMENT_SEARCH) && has_tool(request, SAVE_ARTIFACT) {
             return search_call(&latest);
         }
@@ -103,10 +101,7 @@ fn is_instruction(sentence: &str) -> bool {
 fn search_call(latest: &str) -> Plan {
     Plan {
         text: "Let me search your documents for that.".to_string(),
-        tool_calls: vec![(
-            DOCUMENT_SEARCH.to_string(),
-            json!({ "query": search_query(latest), "limit": 3 }),
-        )],
+        tool_calls: vec![(DOCUMENT_SEARCH.to_string(), json!({ "query": search_query(latest), "limit": 3 }))],
     }
 }
 
@@ -123,10 +118,8 @@ fn doc_context(request: &ChatRequest, extra: &[String], sources: Vec<String>) ->
     let mut texts = user_texts(request);
     texts.extend(extra.iter().cloned());
     let requirements = collect_requirements(texts.iter().map(String::as_str), is_instruction);
-    let subject = derive_subject(texts.iter().map(String::as_str))
-        .unwrap_or_else(|| DEFAULT_SUBJECT.to_string());
-    let sentences: Vec<String> =
-        texts.iter().flat_map(|t| split_sentences(t)).filter(|s| !is_instruction(s)).collect();
+    let subject = derive_subject(texts.iter().map(String::as_str)).unwrap_or_else(|| DEFAULT_SUBJECT.to_string());
+    let sentences: Vec<String> = texts.iter().flat_map(|t| split_sentences(t)).filter(|s| !is_instruction(s)).collect();
     DocContext { subject, requirements, meeting: analyse_meeting(&sentences), sources }
 }
 
@@ -172,20 +165,8 @@ fn generate(
 
 const GREETINGS: &[&str] =
     &["hi", "hello", "hey", "hiya", "howdy", "greetings", "yo", "morning", "evening", "afternoon"];
-const THANKS: &[&str] = &[
-    "thanks",
-    "thank",
-    "thx",
-    "great",
-    "perfect",
-    "cool",
-    "awesome",
-    "nice",
-    "ok",
-    "okay",
-    "excellent",
-    "brilliant",
-];
+const THANKS: &[&str] =
+    &["thanks", "thank", "thx", "great", "perfect", "cool", "awesome", "nice", "ok", "okay", "excellent", "brilliant"];
 
 static ASK_RE: LazyLock<Regex> = LazyLock::new(|| {
     re(
@@ -196,11 +177,7 @@ static ASK_RE: LazyLock<Regex> = LazyLock::new(|| {
 /// The gist of a message to quote back: its first substantial sentence, shortened.
 fn key_phrase(text: &str) -> String {
     let sentences = split_sentences(text);
-    let chosen = sentences
-        .iter()
-        .find(|s| words(s).len() >= 3)
-        .or(sentences.first())
-        .map_or("", String::as_str);
+    let chosen = sentences.iter().find(|s| words(s).len() >= 3).or(sentences.first()).map_or("", String::as_str);
     first_words(strip_terminal(chosen), 15)
 }
 
@@ -215,10 +192,7 @@ fn chat_answer(request: &ChatRequest, latest: &str) -> String {
 
     if latest_words.is_empty() {
         out.push_str("I didn't find any text in your message.");
-    } else if latest_words.len() <= 4
-        && GREETINGS.contains(&latest_words[0].as_str())
-        && requirements.is_empty()
-    {
+    } else if latest_words.len() <= 4 && GREETINGS.contains(&latest_words[0].as_str()) && requirements.is_empty() {
         return format!(
             "{}! I'm Quire's built-in assistant. I work offline, so I can't browse or look \
              things up, but I can help you capture requirements and turn them into documents \
@@ -339,8 +313,7 @@ fn infer_tool(content: &str) -> String {
 }
 
 fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Plan {
-    let searches: Vec<&Outcome> =
-        outcomes.iter().filter(|o| o.name == DOCUMENT_SEARCH && !o.is_error).collect();
+    let searches: Vec<&Outcome> = outcomes.iter().filter(|o| o.name == DOCUMENT_SEARCH && !o.is_error).collect();
     let saved_now = outcomes.iter().any(|o| o.name == SAVE_ARTIFACT);
     let kinds = requested_artifacts(latest);
 
@@ -354,8 +327,7 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
             }
         }
         let preface = if chunks.is_empty() {
-            "I found nothing relevant in your documents, so I'm working from our conversation."
-                .to_string()
+            "I found nothing relevant in your documents, so I'm working from our conversation.".to_string()
         } else {
             let files: Vec<String> = sources.iter().map(|s| format!("**{s}**")).collect();
             format!(
@@ -395,11 +367,7 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
         } else if o.name == DOCUMENT_SEARCH {
             paragraphs.push(answer_from_search(latest, o));
         } else if o.name != SAVE_ARTIFACT {
-            paragraphs.push(format!(
-                "The `{}` tool returned: {}",
-                o.name,
-                excerpt(&o.content, 300)
-            ));
+            paragraphs.push(format!("The `{}` tool returned: {}", o.name, excerpt(&o.content, 300)));
         }
     }
     Plan::text(paragraphs.join("\n\n"))
@@ -507,13 +475,10 @@ pub(crate) fn parse_chunks(content: &str) -> Vec<Chunk> {
                 .filter_map(|item| {
                     let obj = item.as_object()?;
                     let text = json_str(obj, &["text", "content", "chunk", "snippet", "excerpt"])?;
-                    let source = json_str(
-                        obj,
-                        &["source", "file", "filename", "file_name", "document", "name", "title"],
-                    )
-                    .map_or_else(|| "the document".to_string(), clean_source);
-                    (!text.trim().is_empty())
-                        .then(|| Chunk { source, text: text.trim().to_string() })
+                    let source =
+                        json_str(obj, &["source", "file", "filename", "file_name", "document", "name", "title"])
+                            .map_or_else(|| "the document".to_string(), clean_source);
+                    (!text.trim().is_empty()).then(|| Chunk { source, text: text.trim().to_string() })
                 })
                 .collect();
         }
@@ -581,8 +546,7 @@ fn answer_from_search(question: &str, outcome: &Outcome) -> String {
              relevant part here."
         );
     }
-    let wanted: Vec<String> =
-        keywords(&format!("{question} {query}"), QUESTION_STOP).iter().map(|w| stem(w)).collect();
+    let wanted: Vec<String> = keywords(&format!("{question} {query}"), QUESTION_STOP).iter().map(|w| stem(w)).collect();
     // (score, chunk index, sentence index, sentence)
     let mut scored: Vec<(usize, usize, usize, String)> = Vec::new();
     for (ci, chunk) in chunks.iter().enumerate() {
@@ -594,8 +558,7 @@ fn answer_from_search(question: &str, outcome: &Outcome) -> String {
         }
     }
     scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-    let relevant: Vec<&(usize, usize, usize, String)> =
-        scored.iter().filter(|s| s.0 > 0).take(3).collect();
+    let relevant: Vec<&(usize, usize, usize, String)> = scored.iter().filter(|s| s.0 > 0).take(3).collect();
     let mut out = String::new();
     let picked: Vec<&(usize, usize, usize, String)> = if relevant.is_empty() {
         out.push_str(&format!(
@@ -616,11 +579,7 @@ fn answer_from_search(question: &str, outcome: &Outcome) -> String {
         relevant
     };
     for (_, ci, _, sentence) in &picked {
-        out.push_str(&format!(
-            "> {}\n>\n> — *{}*\n\n",
-            first_words(sentence, 60),
-            chunks[*ci].source
-        ));
+        out.push_str(&format!("> {}\n>\n> — *{}*\n\n", first_words(sentence, 60), chunks[*ci].source));
     }
     let mut sources: Vec<&str> = Vec::new();
     for c in &chunks {
@@ -661,10 +620,7 @@ mod tests {
     #[test]
     fn reads_saved_titles() {
         assert_eq!(
-            saved_title(
-                "Artifact saved successfully: 'User Stories: Bob's App' (ID: 42)",
-                &Value::Null
-            ),
+            saved_title("Artifact saved successfully: 'User Stories: Bob's App' (ID: 42)", &Value::Null),
             "User Stories: Bob's App"
         );
         assert_eq!(saved_title("Artifact saved successfully: BRD (ID: 1)", &Value::Null), "BRD");

@@ -1,0 +1,44 @@
+import { expect, test } from '@playwright/test';
+import { openHydrated, snapshot } from './helpers';
+
+test('the page hydrates: a click handled by WASM changes the page', async ({ page }) => {
+  await openHydrated(page);
+  const toggle = page.getByRole('button', { name: /Switch to (dark|light) theme/ });
+  const before = await toggle.getAttribute('aria-pressed');
+  await toggle.click();
+  await expect(toggle).not.toHaveAttribute('aria-pressed', before ?? '');
+  const theme = await page.locator('html').getAttribute('data-theme');
+  expect(theme === 'dark' || theme === 'light').toBeTruthy();
+});
+
+test('a message streams an answer and both survive a reload', async ({ page }) => {
+  await openHydrated(page);
+  const text = 'We need a field service app. Technicians must see their jobs offline. Managers want a daily report.';
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+
+  const user = page.getByTestId('message-user');
+  await expect(user).toHaveCount(1);
+  await expect(user).toContainText('Technicians must see their jobs offline');
+
+  // The answer is visible while it is still being written, and grows word by word.
+  const streaming = page.locator('[data-testid="message-assistant"][aria-busy="true"]');
+  await expect(streaming).toBeVisible();
+  const early = (await streaming.innerText()).length;
+  const assistant = page.getByTestId('message-assistant');
+  await expect(assistant).toHaveAttribute('aria-busy', 'false');
+  await expect(assistant).toContainText('Managers want a daily report');
+  const final = (await assistant.innerText()).length;
+  expect(final).toBeGreaterThan(early);
+
+  await expect(page).toHaveURL(/\/c\/[0-9a-f-]{36}$/);
+  await expect(page.getByTestId('thread-item').first()).toContainText('We need a field service');
+  await snapshot(page, 'chat-light');
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByTestId('message-user')).toHaveCount(1);
+  await expect(page.getByTestId('message-user')).toContainText('Technicians must see their jobs offline');
+  await expect(page.getByTestId('message-assistant')).toHaveCount(1);
+  await expect(page.getByTestId('message-assistant')).toContainText('Managers want a daily report');
+});
