@@ -1,5 +1,6 @@
 //! One chat turn, from the person's message to a saved answer: context, the model, tools, events.
 
+pub mod context;
 pub mod hub;
 pub mod prompt;
 pub mod tools;

@@ -10,11 +10,12 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::context::{self, ContextInput, ContextRecord};
 use super::hub::LiveTurn;
 use super::prompt;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
-use crate::llm::{self, LlmError, Part, StopReason, StreamEvent};
+use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{self, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep};
 use crate::AppState;
 
@@ -141,6 +142,7 @@ struct Turn<'a> {
     artifacts: Vec<Artifact>,
     trace: Vec<TraceStep>,
     assistant_id: Option<Uuid>,
+    context: Option<ContextRecord>,
     flushed_events: i64,
     last_flush: Instant,
     flushed_text_len: usize,
@@ -157,6 +159,7 @@ impl<'a> Turn<'a> {
             artifacts: Vec::new(),
             trace: Vec::new(),
             assistant_id: None,
+            context: None,
             flushed_events: 0,
             last_flush: Instant::now(),
             flushed_text_len: 0,
@@ -251,7 +254,6 @@ impl<'a> Turn<'a> {
             messages.push(llm::Message { role: llm::Role::User, parts: results });
             self.checkpoint(true).await;
         }
-        let _ = StopReason::MaxTokens;
         Ending::Done
     }
 
@@ -289,47 +291,29 @@ impl<'a> Turn<'a> {
         (result, is_error)
     }
 
-    /// The conversation as the model sees it. Requests that already produced a document are left out,
-    /// together with their answers, so nothing is generated twice.
-    async fn history(&self) -> Result<Vec<llm::Message>, StoreError> {
+    /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
+    /// rest fits the token budget; a silent request adds its instruction without storing it.
+    async fn history(&mut self) -> Result<Vec<llm::Message>, StoreError> {
         let (messages, artifacts) = tokio::try_join!(
             self.state.store.list_messages(self.plan.user, self.plan.thread),
             self.state.store.list_artifacts(self.plan.user, self.plan.thread),
         )?;
-        let fulfilled: std::collections::HashSet<Uuid> =
-            artifacts.iter().filter_map(|a| a.request_message_id).collect();
-        let mut out: Vec<llm::Message> = Vec::new();
-        let mut skipping = false;
-        for m in messages {
-            if m.role == ApiRole::User {
-                skipping = fulfilled.contains(&m.id) && Some(m.id) != self.plan.request_message;
-            }
-            if skipping || m.content.trim().is_empty() {
-                continue;
-            }
-            let role = match m.role {
-                ApiRole::User => llm::Role::User,
-                ApiRole::Assistant => llm::Role::Assistant,
-            };
-            match out.last_mut() {
-                Some(last) if last.role == role => last.parts.push(Part::Text { text: format!("\n\n{}", m.content) }),
-                _ => out.push(llm::Message { role, parts: vec![Part::Text { text: m.content }] }),
-            }
-        }
-        if out.first().is_some_and(|m| m.role == llm::Role::Assistant) {
-            out.remove(0);
-        }
-        if self.plan.silent {
-            let instruction =
-                format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested"));
-            match out.last_mut() {
-                Some(last) if last.role == llm::Role::User => {
-                    last.parts.push(Part::Text { text: format!("\n\n{instruction}") })
-                }
-                _ => out.push(llm::Message::user(instruction)),
-            }
-        }
-        Ok(out)
+        let ephemeral = self
+            .plan
+            .silent
+            .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
+        let built = context::build(ContextInput {
+            messages: &messages,
+            artifacts: &artifacts,
+            summary: None,
+            budget: self.state.config.context_tokens,
+            ephemeral: ephemeral.as_deref(),
+        });
+        let mut record = built.record;
+        record.provider = self.state.provider.name().to_string();
+        record.model = self.model();
+        self.context = Some(record);
+        Ok(built.messages)
     }
 
     /// Writes progress: the events so far and, for a typed turn, the answer so far (as `interrupted`, which is
@@ -374,7 +358,7 @@ impl<'a> Turn<'a> {
                     status,
                     usage: self.usage,
                     model: Some(self.model()),
-                    context: None,
+                    context: self.context.as_ref().and_then(|c| serde_json::to_value(c).ok()),
                 };
                 self.state.store.update_message(self.plan.user, id, &update).await?;
                 Ok(id)
@@ -396,6 +380,10 @@ impl<'a> Turn<'a> {
                     )
                     .await?;
                 self.assistant_id = Some(message.id);
+                if self.context.is_some() {
+                    // The context record travels with updates only: write it now too.
+                    return Box::pin(self.save_answer(status)).await;
+                }
                 Ok(message.id)
             }
         }

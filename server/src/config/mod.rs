@@ -43,6 +43,10 @@ pub struct Config {
     #[arg(long, env = "QUIRE_BUILTIN_DELAY_MS", default_value_t = 20)]
     pub builtin_delay_ms: u64,
 
+    /// Token budget of the conversation sent to the model (older turns are left out beyond it).
+    #[arg(long, env = "QUIRE_CONTEXT_TOKENS", default_value_t = 24_000)]
+    pub context_tokens: usize,
+
     /// Directory of the built site (wasm, js, css, assets).
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: String,
@@ -63,6 +67,7 @@ impl Config {
             llm_provider: ProviderKind::Builtin,
             model: None,
             builtin_delay_ms: 0,
+            context_tokens: 24_000,
             site_root: "target/site".into(),
         }
     }

@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod error;
 pub mod extract;
+pub mod messages;
 pub mod threads;
 
 use app::api::Health;
@@ -20,6 +21,7 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/health", get(health))
         .merge(threads::router())
         .merge(chat::router())
+        .merge(messages::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 

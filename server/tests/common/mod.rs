@@ -101,3 +101,189 @@ pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
     }
     frames
 }
+
+/// A model that follows a script: each call to `stream` takes the next list of steps.
+#[derive(Debug, Default)]
+pub struct ScriptedModel {
+    scripts: std::sync::Mutex<std::collections::VecDeque<Vec<Step>>>,
+    pub calls: std::sync::atomic::AtomicUsize,
+    pub requests: std::sync::Mutex<Vec<quire::llm::ChatRequest>>,
+}
+
+/// One step of a scripted answer.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Emit(quire::llm::StreamEvent),
+    Fail(quire::llm::LlmError),
+    Sleep(std::time::Duration),
+    /// Never finishes (until the turn is stopped).
+    Hang,
+}
+
+impl ScriptedModel {
+    pub fn new(scripts: Vec<Vec<Step>>) -> Arc<Self> {
+        Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), ..Default::default() })
+    }
+
+    /// Text deltas, usage and a normal stop.
+    pub fn text(words: &[&str]) -> Vec<Step> {
+        use quire::llm::{StopReason, StreamEvent, Usage};
+        let mut steps: Vec<Step> = words.iter().map(|w| Step::Emit(StreamEvent::TextDelta(w.to_string()))).collect();
+        steps.push(Step::Emit(StreamEvent::Usage(Usage { input_tokens: 10, output_tokens: words.len() as u64 })));
+        steps.push(Step::Emit(StreamEvent::Stop(StopReason::EndTurn)));
+        steps
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for ScriptedModel {
+    fn name(&self) -> &str {
+        "scripted"
+    }
+
+    fn model(&self) -> &str {
+        "scripted-1"
+    }
+
+    async fn stream(&self, request: quire::llm::ChatRequest) -> Result<quire::llm::EventStream, quire::llm::LlmError> {
+        use futures::StreamExt;
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.requests.lock().unwrap().push(request);
+        let script = self.scripts.lock().unwrap().pop_front().unwrap_or_else(|| Self::text(&["(no script)"]));
+        let stream = futures::stream::iter(script)
+            .then(|step| async move {
+                match step {
+                    Step::Emit(e) => Some(Ok(e)),
+                    Step::Fail(e) => Some(Err(e)),
+                    Step::Sleep(d) => {
+                        tokio::time::sleep(d).await;
+                        None
+                    }
+                    Step::Hang => {
+                        std::future::pending::<()>().await;
+                        None
+                    }
+                }
+            })
+            .filter_map(|x| async move { x });
+        Ok(Box::pin(stream))
+    }
+}
+
+/// A SQLite store in its own temporary directory (kept alive by the returned guard).
+pub async fn sqlite_store() -> (DynStore, TempDir) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+    (quire::store::connect(&url).await.expect("store"), dir)
+}
+
+impl TestServer {
+    /// Waits until the thread has no running turn.
+    pub async fn wait_idle(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
+        for _ in 0..400 {
+            let detail: app::api::ThreadDetail = self
+                .client
+                .get(self.url(&format!("/api/threads/{thread}")))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            if !detail.running {
+                return detail;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+        }
+        panic!("the turn never finished");
+    }
+
+    pub async fn detail(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
+        self.client.get(self.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap()
+    }
+}
+
+/// A model that acts on every document request it can see in the conversation, as careless models do:
+/// without Quire's filtering, N requests would make up to N(N+1)/2 documents.
+#[derive(Debug, Default)]
+pub struct GreedyModel {
+    pub requests: std::sync::Mutex<Vec<quire::llm::ChatRequest>>,
+}
+
+impl GreedyModel {
+    /// The document type a message asks for, if any.
+    pub fn requested_type(text: &str) -> Option<&'static str> {
+        let lower = text.to_lowercase();
+        if !lower.contains("generate") && !lower.contains("write") {
+            return None;
+        }
+        [
+            ("user stories", "user_stories"),
+            ("brd", "business_requirements"),
+            ("requirements doc", "requirements_doc"),
+            ("acceptance criteria", "acceptance_criteria"),
+            ("meeting summary", "meeting_summary"),
+        ]
+        .into_iter()
+        .find(|(phrase, _)| lower.contains(phrase))
+        .map(|(_, t)| t)
+    }
+
+    /// The tool calls this model makes for a request.
+    pub fn calls_for(request: &quire::llm::ChatRequest) -> Vec<quire::llm::ToolCall> {
+        use quire::llm::{Part, Role};
+        let answering_tools =
+            request.messages.last().is_some_and(|m| m.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })));
+        if answering_tools {
+            return Vec::new();
+        }
+        request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .flat_map(|text| text.split("\n\n"))
+            .filter_map(Self::requested_type)
+            .enumerate()
+            .map(|(i, kind)| quire::llm::ToolCall {
+                id: format!("call_{i}"),
+                name: "save_artifact".into(),
+                arguments: serde_json::json!({
+                    "artifact_type": kind,
+                    "title": format!("Document {kind} #{i}"),
+                    "content": format!("# {kind}\n\nGenerated from the conversation."),
+                }),
+            })
+            .collect()
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for GreedyModel {
+    fn name(&self) -> &str {
+        "greedy"
+    }
+
+    fn model(&self) -> &str {
+        "greedy-1"
+    }
+
+    async fn stream(&self, request: quire::llm::ChatRequest) -> Result<quire::llm::EventStream, quire::llm::LlmError> {
+        use quire::llm::{StopReason, StreamEvent, Usage};
+        self.requests.lock().unwrap().push(request.clone());
+        let calls = Self::calls_for(&request);
+        let mut events = vec![Ok(StreamEvent::TextDelta("Working on it. ".into()))];
+        let stop = if calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
+        if calls.is_empty() {
+            events.push(Ok(StreamEvent::TextDelta("Done.".into())));
+        }
+        events.extend(calls.into_iter().map(|c| Ok(StreamEvent::ToolCall(c))));
+        events.push(Ok(StreamEvent::Usage(Usage { input_tokens: 50, output_tokens: 20 })));
+        events.push(Ok(StreamEvent::Stop(stop)));
+        Ok(Box::pin(futures::stream::iter(events)))
+    }
+}

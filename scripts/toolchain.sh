@@ -1,0 +1,58 @@
+# Shared by scripts/run and scripts/test: installs what building Quire needs, skipping what is there.
+# Versions are pinned to ones that work together with rustc 1.95 (see README).
+
+CARGO_LEPTOS_VERSION=0.3.10
+WASM_BINDGEN_VERSION=0.2.130
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export PATH="$ROOT/end2end/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+ensure_wasm_target() {
+  if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+    step "adding the wasm32-unknown-unknown target"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_cargo_leptos() {
+  if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    # A debug build of the tool installs in half the time and works the same.
+    step "installing cargo-leptos $CARGO_LEPTOS_VERSION (about 10 minutes, once)"
+    cargo install --locked --debug cargo-leptos --version "$CARGO_LEPTOS_VERSION"
+  fi
+}
+
+ensure_wasm_bindgen() {
+  if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
+    # Not --locked: its lockfile pins a crate version the registry no longer serves.
+    step "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 4 minutes, once)"
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+  fi
+}
+
+# npm packages: wasm-opt (binaryen) for release builds, Playwright for the browser tests. Browsers are never
+# downloaded: the tests use Debian's Chromium.
+ensure_node_packages() {
+  local stamp="$ROOT/end2end/node_modules/.quire-lock"
+  if [ ! -f "$stamp" ] || ! cmp -s "$ROOT/end2end/package-lock.json" "$stamp"; then
+    step "installing npm packages (wasm-opt, Playwright)"
+    (cd "$ROOT/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
+    cp "$ROOT/end2end/package-lock.json" "$stamp"
+  fi
+}
+
+apt_install() {
+  step "installing Debian packages: $*"
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
+}
+
+ensure_build_tools() {
+  ensure_wasm_target
+  ensure_cargo_leptos
+  ensure_wasm_bindgen
+  ensure_node_packages
+}

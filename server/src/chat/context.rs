@@ -1,0 +1,325 @@
+//! What the model sees of a conversation.
+//!
+//! Filter first, then truncate: a request that already produced a document (an artifact points at it through
+//! `request_message_id`) is removed together with the answer(s) of its turn, so the model can never act on it
+//! again. What is left is cut to the token budget from the newest turn backwards; the latest request is always
+//! kept, a short note stands in for what was dropped, and the roles stay valid for every provider (the first
+//! message is the user's, consecutive messages of one role are merged). The database is never changed.
+
+use std::collections::HashSet;
+
+use app::api::{Artifact, Message, Role};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::llm::{self, Part};
+use crate::tokens::count_tokens;
+
+/// Default token budget for the conversation sent to the model.
+pub const DEFAULT_BUDGET: usize = 24_000;
+
+/// The record of what the model saw for one answer, kept with the answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ContextRecord {
+    /// Messages sent, in order.
+    pub included: Vec<Uuid>,
+    /// Messages left out because their request was already fulfilled (or, for answers without a request,
+    /// because they cannot start a conversation).
+    pub filtered: Vec<Uuid>,
+    /// Messages left out to fit the budget.
+    pub truncated: Vec<Uuid>,
+    /// Tokens of the messages sent (system prompt and tools not counted).
+    pub tokens: usize,
+    pub budget: usize,
+    pub provider: String,
+    pub model: String,
+    /// The note that stood in for dropped turns, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What the context is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct ContextInput<'a> {
+    /// The thread's messages in order.
+    pub messages: &'a [Message],
+    /// The thread's live artifacts.
+    pub artifacts: &'a [Artifact],
+    /// The thread summary, used in the note for dropped turns.
+    pub summary: Option<&'a str>,
+    pub budget: usize,
+    /// Text appended to the last user message and never stored (silent generation).
+    pub ephemeral: Option<&'a str>,
+}
+
+/// The built context: messages for the model and the record of how they were chosen.
+#[derive(Debug, Clone)]
+pub struct BuiltContext {
+    pub messages: Vec<llm::Message>,
+    pub record: ContextRecord,
+}
+
+/// A user message and the answers that followed it.
+struct Turn<'a> {
+    messages: Vec<&'a Message>,
+    tokens: usize,
+}
+
+/// Builds the model's view of the conversation.
+pub fn build(input: ContextInput<'_>) -> BuiltContext {
+    let fulfilled: HashSet<Uuid> = input.artifacts.iter().filter_map(|a| a.request_message_id).collect();
+    let mut record = ContextRecord { budget: input.budget, ..Default::default() };
+
+    // 1. Group into turns; drop fulfilled turns whole, and answers with no request before them.
+    let mut turns: Vec<Turn<'_>> = Vec::new();
+    let mut skipping = true;
+    for message in input.messages {
+        match message.role {
+            Role::User => {
+                skipping = fulfilled.contains(&message.id);
+                if skipping {
+                    record.filtered.push(message.id);
+                } else {
+                    turns.push(Turn { messages: vec![message], tokens: 0 });
+                }
+            }
+            Role::Assistant => {
+                if skipping {
+                    record.filtered.push(message.id);
+                } else if let Some(turn) = turns.last_mut() {
+                    turn.messages.push(message);
+                }
+            }
+        }
+    }
+    for turn in &mut turns {
+        turn.messages.retain(|m| !m.content.trim().is_empty());
+        turn.tokens = turn.messages.iter().map(|m| count_tokens(&m.content)).sum();
+    }
+    turns.retain(|t| !t.messages.is_empty());
+
+    // 2. Keep turns from the newest while they fit; the newest is kept whatever its size.
+    let ephemeral_tokens = input.ephemeral.map(count_tokens).unwrap_or(0);
+    let mut used = ephemeral_tokens;
+    let mut keep_from = turns.len();
+    for (i, turn) in turns.iter().enumerate().rev() {
+        if keep_from < turns.len() && used + turn.tokens > input.budget {
+            break;
+        }
+        used += turn.tokens;
+        keep_from = i;
+    }
+    for turn in &turns[..keep_from] {
+        record.truncated.extend(turn.messages.iter().map(|m| m.id));
+    }
+    let kept = &turns[keep_from..];
+    let note = (!record.truncated.is_empty()).then(|| {
+        let mut note = format!("[{} earlier messages of this conversation are not shown.", record.truncated.len());
+        if let Some(summary) = input.summary.filter(|s| !s.trim().is_empty()) {
+            note.push_str(&format!(" Summary of the conversation so far: {}", summary.trim()));
+        }
+        note.push(']');
+        note
+    });
+
+    // 3. Messages with valid roles: consecutive messages of one role merged.
+    let mut messages: Vec<llm::Message> = Vec::new();
+    let mut push = |role: llm::Role, text: String| match messages.last_mut() {
+        Some(last) if last.role == role => last.parts.push(Part::Text { text: format!("\n\n{text}") }),
+        _ => messages.push(llm::Message { role, parts: vec![Part::Text { text }] }),
+    };
+    if let Some(note) = &note {
+        push(llm::Role::User, note.clone());
+    }
+    for turn in kept {
+        for m in &turn.messages {
+            record.included.push(m.id);
+            let role = match m.role {
+                Role::User => llm::Role::User,
+                Role::Assistant => llm::Role::Assistant,
+            };
+            push(role, m.content.clone());
+        }
+    }
+    if let Some(extra) = input.ephemeral {
+        push(llm::Role::User, extra.to_string());
+    }
+    record.tokens = used + note.as_deref().map(count_tokens).unwrap_or(0);
+    record.note = note;
+    BuiltContext { messages, record }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::api::{ArtifactType, MessageStatus};
+    use chrono::Utc;
+
+    fn message(seq: i64, role: Role, content: &str) -> Message {
+        Message {
+            id: Uuid::from_u128(seq as u128),
+            thread_id: Uuid::nil(),
+            seq,
+            role,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    fn artifact(request: Option<Uuid>) -> Artifact {
+        Artifact {
+            id: Uuid::new_v4(),
+            thread_id: Uuid::nil(),
+            artifact_type: ArtifactType::UserStories,
+            title: "Stories".into(),
+            content: "# Stories".into(),
+            version: 1,
+            request_message_id: request,
+            assistant_message_id: None,
+            created_at: Utc::now(),
+        }
+    }
+
+    fn conversation(pairs: &[(&str, &str)], last: &str) -> Vec<Message> {
+        let mut out = Vec::new();
+        let mut seq = 1;
+        for (q, a) in pairs {
+            out.push(message(seq, Role::User, q));
+            out.push(message(seq + 1, Role::Assistant, a));
+            seq += 2;
+        }
+        out.push(message(seq, Role::User, last));
+        out
+    }
+
+    fn texts(built: &BuiltContext) -> Vec<String> {
+        built.messages.iter().map(|m| m.text()).collect()
+    }
+
+    fn input<'a>(messages: &'a [Message], artifacts: &'a [Artifact], budget: usize) -> ContextInput<'a> {
+        ContextInput { messages, artifacts, summary: None, budget, ephemeral: None }
+    }
+
+    #[test]
+    fn a_fulfilled_request_and_its_answer_are_removed_together() {
+        let messages = conversation(
+            &[("We need a shop.", "Noted."), ("Generate user stories", "Saved the stories."), ("Add payments.", "Noted payments.")],
+            "Generate a BRD",
+        );
+        let artifacts = [artifact(Some(messages[2].id))];
+        let built = build(input(&messages, &artifacts, DEFAULT_BUDGET));
+        let all = texts(&built).join("|");
+        assert!(!all.contains("Generate user stories"));
+        assert!(!all.contains("Saved the stories."));
+        assert!(all.contains("We need a shop.") && all.contains("Add payments.") && all.contains("Generate a BRD"));
+        assert_eq!(built.record.filtered, vec![messages[2].id, messages[3].id]);
+        assert_eq!(built.messages.first().unwrap().role, llm::Role::User);
+        assert_eq!(built.messages.last().unwrap().text(), "Generate a BRD");
+    }
+
+    #[test]
+    fn an_unfulfilled_request_stays_so_it_can_be_retried() {
+        let messages = conversation(&[("Generate user stories", "Sorry, something failed.")], "Generate user stories");
+        let built = build(input(&messages, &[], DEFAULT_BUDGET));
+        assert_eq!(built.record.included.len(), 3);
+        assert!(built.record.filtered.is_empty());
+    }
+
+    #[test]
+    fn deleting_the_artifact_brings_the_pair_back() {
+        let messages = conversation(&[("Generate user stories", "Done.")], "Thanks");
+        let with = build(input(&messages, &[artifact(Some(messages[0].id))], DEFAULT_BUDGET));
+        assert_eq!(with.record.included, vec![messages[2].id]);
+        let without = build(input(&messages, &[], DEFAULT_BUDGET));
+        assert_eq!(without.record.included, vec![messages[0].id, messages[1].id, messages[2].id]);
+    }
+
+    #[test]
+    fn several_artifacts_of_one_turn_remove_it_once() {
+        let messages = conversation(&[("Generate user stories and a BRD", "Saved both.")], "Now acceptance criteria");
+        let artifacts = [artifact(Some(messages[0].id)), artifact(Some(messages[0].id))];
+        let built = build(input(&messages, &artifacts, DEFAULT_BUDGET));
+        assert_eq!(built.record.filtered, vec![messages[0].id, messages[1].id]);
+        assert_eq!(texts(&built), vec!["Now acceptance criteria".to_string()]);
+    }
+
+    #[test]
+    fn filtering_happens_before_truncation_on_a_long_thread() {
+        let filler = "The warehouse team needs accurate stock counts every morning. ".repeat(20);
+        let mut pairs: Vec<(String, String)> = (0..8).map(|i| (format!("Requirement {i}: {filler}"), format!("Noted {i}."))).collect();
+        pairs[1] = ("Generate user stories".into(), "Saved stories.".into());
+        pairs[4] = ("Generate a BRD".into(), "Saved BRD.".into());
+        pairs[6] = ("Write acceptance criteria".into(), "Saved criteria.".into());
+        let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+        let messages = conversation(&borrowed, "Generate a requirements document");
+        assert!(messages.len() >= 15);
+        let artifacts = [artifact(Some(messages[2].id)), artifact(Some(messages[8].id)), artifact(Some(messages[12].id))];
+        let per_turn = count_tokens(&format!("Requirement 0: {filler}")) + count_tokens("Noted 0.");
+        let budget = per_turn * 3;
+        let built = build(ContextInput {
+            messages: &messages,
+            artifacts: &artifacts,
+            summary: Some("A stock-keeping app for a warehouse."),
+            budget,
+            ephemeral: None,
+        });
+        // Fulfilled pairs are gone and never counted against the budget.
+        assert_eq!(built.record.filtered.len(), 6);
+        let all = texts(&built).join("|");
+        for gone in ["Generate user stories", "Generate a BRD", "Write acceptance criteria"] {
+            assert!(!all.contains(gone), "{gone} should be filtered");
+        }
+        assert!(!built.record.truncated.is_empty());
+        assert!(built.record.tokens <= budget + count_tokens(built.record.note.as_deref().unwrap()));
+        assert!(texts(&built)[0].contains("earlier messages of this conversation are not shown"));
+        assert!(texts(&built)[0].contains("A stock-keeping app"));
+        assert!(all.ends_with("Generate a requirements document"));
+        // Every message is accounted for exactly once.
+        let mut seen: Vec<Uuid> =
+            built.record.included.iter().chain(&built.record.filtered).chain(&built.record.truncated).copied().collect();
+        seen.sort();
+        let mut all_ids: Vec<Uuid> = messages.iter().map(|m| m.id).collect();
+        all_ids.sort();
+        assert_eq!(seen, all_ids);
+        // Roles alternate and start with the user.
+        assert_eq!(built.messages[0].role, llm::Role::User);
+        assert!(built.messages.windows(2).all(|w| w[0].role != w[1].role));
+    }
+
+    #[test]
+    fn the_latest_request_is_kept_even_over_budget() {
+        let messages = conversation(&[("Old question", "Old answer")], &"very long request ".repeat(200));
+        let built = build(input(&messages, &[], 10));
+        assert_eq!(built.record.included, vec![messages[2].id]);
+        assert_eq!(built.record.truncated, vec![messages[0].id, messages[1].id]);
+    }
+
+    #[test]
+    fn a_manually_deleted_request_leaves_a_sane_context() {
+        // The user message of the first turn was deleted: its answer cannot open the conversation.
+        let mut messages = conversation(&[("First", "Answer one"), ("Second", "Answer two")], "Third");
+        messages.remove(0);
+        let built = build(input(&messages, &[], DEFAULT_BUDGET));
+        assert_eq!(built.messages[0].role, llm::Role::User);
+        assert_eq!(built.messages[0].text(), "Second");
+        assert_eq!(built.record.filtered, vec![messages[0].id]);
+        // Two user messages in a row (an answer was deleted) are merged.
+        let mut gap = conversation(&[("One", "Reply")], "Two");
+        gap.remove(1);
+        let merged = build(input(&gap, &[], DEFAULT_BUDGET));
+        assert_eq!(merged.messages.len(), 1);
+        assert_eq!(merged.messages[0].text(), "One\n\nTwo");
+    }
+
+    #[test]
+    fn the_ephemeral_instruction_goes_last_and_is_not_a_stored_message() {
+        let messages = conversation(&[("We need a CRM.", "Noted.")], "Thanks");
+        let built = build(ContextInput { ephemeral: Some("Generate the document now."), ..input(&messages, &[], DEFAULT_BUDGET) });
+        assert!(built.messages.last().unwrap().text().ends_with("Generate the document now."));
+        assert_eq!(built.record.included.len(), 3);
+    }
+}

@@ -1,0 +1,218 @@
+//! Chat turns over real HTTP: tools, closed tabs, stop, resume, one turn at a time, model failures.
+
+mod common;
+
+use std::{sync::Arc, time::Duration};
+
+use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
+use common::{read_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
+use futures::StreamExt;
+use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
+
+fn names(frames: &[Frame]) -> Vec<&'static str> {
+    frames.iter().map(|f| f.event.name()).collect()
+}
+
+fn seq_of(frame: &Frame) -> i64 {
+    frame.id.as_deref().and_then(|id| id.rsplit_once(':')).and_then(|(_, n)| n.parse().ok()).expect("event id")
+}
+
+async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
+    let (store, dir) = sqlite_store().await;
+    let server = TestServer::with(store, Arc::new(Builtin::new().with_delay(Duration::from_millis(delay_ms)))).await;
+    (server, dir)
+}
+
+#[tokio::test]
+async fn a_tool_call_saves_the_document_and_events_come_in_order() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "We are building a library app. Members must be able to reserve books.").await;
+    let frames = server.chat(thread, "Generate user stories from this conversation").await;
+    let order = names(&frames);
+    let executing = order.iter().position(|n| *n == "tool_executing").expect("tool_executing");
+    let created = order.iter().position(|n| *n == "artifact_created").expect("artifact_created");
+    assert!(executing < created, "{order:?}");
+    assert_eq!(order.last(), Some(&"message_complete"));
+    assert!(order[created + 1..].contains(&"text_delta"), "the model confirms after the tool result: {order:?}");
+
+    let ChatEvent::ArtifactCreated { artifact } = &frames[created].event else { unreachable!() };
+    assert_eq!(artifact.artifact_type.as_str(), "user_stories");
+    assert!(artifact.content.contains("As a"), "{}", artifact.content);
+    assert!(artifact.content.contains("reserve books"), "{}", artifact.content);
+
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.messages.len(), 4);
+    assert_eq!(detail.artifacts.len(), 1);
+    let saved = &detail.artifacts[0];
+    assert_eq!(saved.request_message_id, Some(detail.messages[2].id), "linked to the request");
+    assert_eq!(saved.assistant_message_id, Some(detail.messages[3].id), "linked to the answer");
+    let ChatEvent::MessageComplete { message_id, .. } = &frames.last().unwrap().event else { unreachable!() };
+    assert_eq!(*message_id, Some(detail.messages[3].id));
+}
+
+#[tokio::test]
+async fn closing_the_tab_still_saves_the_whole_answer() {
+    let (server, _dir) = slow_builtin_server(15).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "The system must send reminders. Users should pick the time."}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    let _first = body.next().await.expect("some bytes");
+    drop(body);
+
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages.len(), 2);
+    let answer = &detail.messages[1];
+    assert_eq!(answer.role, Role::Assistant);
+    assert_eq!(answer.status, MessageStatus::Complete);
+    assert!(answer.content.contains("Users should pick the time"), "{}", answer.content);
+}
+
+#[tokio::test]
+async fn stop_keeps_the_partial_answer_as_stopped() {
+    let (store, _dir) = sqlite_store().await;
+    let mut script = vec![
+        Step::Emit(StreamEvent::TextDelta("Partial ".into())),
+        Step::Emit(StreamEvent::TextDelta("answer".into())),
+    ];
+    script.push(Step::Hang);
+    let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me a long story"}))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(read_frames(response));
+    // Wait for the partial text to be on its way, then stop.
+    for _ in 0..200 {
+        if server.detail(thread).await.running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let stop = server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    assert_eq!(stop.status(), 202);
+    let frames = reader.await.unwrap();
+    assert_eq!(names(&frames).last(), Some(&"message_complete"));
+
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages.len(), 2);
+    assert_eq!(detail.messages[1].status, MessageStatus::Stopped);
+    assert_eq!(detail.messages[1].content, "Partial answer");
+}
+
+#[tokio::test]
+async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
+    let (server, _dir) = slow_builtin_server(10).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Customers need invoices by email. Admins must export reports monthly."}))
+        .send()
+        .await
+        .unwrap();
+    let mut decoder = app::api::sse::SseDecoder::new();
+    let mut seen = Vec::new();
+    let mut body = response.bytes_stream();
+    while seen.len() < 4 {
+        let chunk = body.next().await.expect("more").unwrap();
+        for f in decoder.push(&chunk) {
+            seen.push(Frame {
+                id: f.id.clone(),
+                event: ChatEvent::from_parts(f.event.as_deref().unwrap(), &f.data).unwrap(),
+            });
+        }
+    }
+    drop(body);
+    let last_id = seen.last().unwrap().id.clone().unwrap();
+
+    let resumed = server
+        .client
+        .get(server.url(&format!("/api/threads/{thread}/stream")))
+        .header("Last-Event-ID", &last_id)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resumed.status(), 200);
+    let rest = read_frames(resumed).await;
+    assert_eq!(seq_of(&rest[0]), seq_of(seen.last().unwrap()) + 1, "continues right after the last seen event");
+
+    // The whole turn, replayed from the store once it is over, equals what the two reads got together.
+    server.wait_idle(thread).await;
+    let full = read_frames(server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap()).await;
+    let mut joined: Vec<i64> = seen.iter().map(seq_of).collect();
+    joined.extend(rest.iter().map(seq_of));
+    assert_eq!(joined, full.iter().map(seq_of).collect::<Vec<_>>(), "no event lost or duplicated");
+    let joined_events: Vec<ChatEvent> = seen.iter().chain(rest.iter()).map(|f| f.event.clone()).collect();
+    let full_events: Vec<ChatEvent> = full.iter().map(|f| f.event.clone()).collect();
+    assert_eq!(joined_events, full_events);
+    assert_eq!(full.last().unwrap().event.name(), "message_complete");
+}
+
+#[tokio::test]
+async fn a_second_concurrent_message_gets_409() {
+    let (store, _dir) = sqlite_store().await;
+    let script = vec![Step::Emit(StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+    let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
+    let thread = server.create_thread().await;
+    let first = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "first"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(first.status(), 200);
+    let second = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "second"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(second.status(), 409);
+    assert_eq!(second.json::<ErrorBody>().await.unwrap().error.code, "conflict");
+    server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    let detail = server.wait_idle(thread).await;
+    let users: Vec<&str> =
+        detail.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
+    assert_eq!(users, vec!["first"], "the refused message was not saved");
+}
+
+#[tokio::test]
+async fn a_model_failure_mid_answer_keeps_the_partial_answer_as_interrupted() {
+    let (store, _dir) = sqlite_store().await;
+    let script = vec![
+        Step::Emit(StreamEvent::TextDelta("The first ".into())),
+        Step::Emit(StreamEvent::TextDelta("half".into())),
+        Step::Fail(LlmError::Upstream { status: 500 }),
+    ];
+    let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
+    let thread = server.create_thread().await;
+    let frames = server.chat(thread, "Explain the plan").await;
+    let ChatEvent::Error { code, message } = &frames.last().unwrap().event else {
+        panic!("expected an error event, got {:?}", names(&frames));
+    };
+    assert_eq!(code, "upstream_error");
+    assert!(message.contains("500"));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages.len(), 2);
+    assert_eq!(detail.messages[0].content, "Explain the plan");
+    assert_eq!(detail.messages[1].status, MessageStatus::Interrupted);
+    assert_eq!(detail.messages[1].content, "The first half");
+
+    // The person can simply send again.
+    let again = server.chat(thread, "Explain the plan").await;
+    assert_eq!(names(&again).last(), Some(&"message_complete"));
+}
