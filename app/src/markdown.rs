@@ -9,25 +9,25 @@ use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd
 pub fn to_safe_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let mut image_depth = 0usize;
-    let events = Parser::new_ext(markdown, options).filter_map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Some(Event::Text(raw)),
+    let events = Parser::new_ext(markdown, options).map(|event| match event {
+        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
         Event::Start(Tag::Image { dest_url, title, .. }) => {
             image_depth += 1;
-            Some(Event::Start(Tag::Link {
+            Event::Start(Tag::Link {
                 link_type: LinkType::Inline,
                 dest_url: safe_url(dest_url),
                 title,
                 id: CowStr::Borrowed(""),
-            }))
+            })
         }
         Event::End(TagEnd::Image) => {
             image_depth = image_depth.saturating_sub(1);
-            Some(Event::End(TagEnd::Link))
+            Event::End(TagEnd::Link)
         }
         Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
-            Some(Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id }))
+            Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id })
         }
-        other => Some(other),
+        other => other,
     });
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut out, events);

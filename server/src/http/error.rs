@@ -113,6 +113,11 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound => ApiError::NotFound,
             StoreError::Conflict(message) => ApiError::Conflict(message),
+            StoreError::InvalidCursor => ApiError::BadRequest {
+                code: "invalid_cursor",
+                message: "The cursor is not valid.".into(),
+                field: Some("cursor".into()),
+            },
             other => ApiError::Internal(other.into()),
         }
     }

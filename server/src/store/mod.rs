@@ -29,6 +29,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// A listing cursor whose sort key does not fit the requested sort (e.g. a title cursor for a time sort).
+    #[error("the cursor does not match the sort order")]
+    InvalidCursor,
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -160,7 +163,7 @@ pub struct TraceStep {
 }
 
 /// What a search hit points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HitKind {
     Message,
@@ -180,6 +183,8 @@ pub struct SearchHit {
     /// HTML-escaped text with the matching words wrapped in `<mark>`.
     pub snippet: String,
     pub created_at: DateTime<Utc>,
+    /// Relevance on the backend's own scale, lower is better on both (SQLite's bm25 is negative, PostgreSQL's
+    /// `ts_rank` is negated); hits come ordered by it, then newest first. Not comparable across backends.
     pub rank: f64,
 }
 
@@ -231,21 +236,26 @@ pub trait Store: Send + Sync + 'static {
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
     /// Rewrites an answer's text, status, usage and context (streaming progress and the final state).
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
+    /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
 
     // Artifacts.
+    /// `NotFound` when the thread, or a message it points at, is missing or another user's.
     async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact>;
+    /// The thread's documents, oldest first; `NotFound` when the thread is missing or another user's.
     async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>>;
     async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
     async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
-    /// Links the artifacts of a turn to the answer saved for it.
+    /// Links the artifacts of a turn to the answer saved for it. Other users' artifacts are left alone;
+    /// `NotFound` when the answer is missing or another user's.
     async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()>;
 
     // Traces.
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()>;
+    /// The answer's steps in order; `NotFound` when the message is missing or another user's.
     async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>>;
 
     // Usage.
@@ -253,6 +263,7 @@ pub trait Store: Send + Sync + 'static {
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
 
     // Search.
+    /// The user's messages, thread titles and documents matching the query (see [`search_query`]), best first.
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
 
     // Turns.
@@ -277,7 +288,7 @@ pub async fn connect(url: &str) -> Result<DynStore> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(sqlite::Sqlite::connect(url).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Err(StoreError::InvalidUrl("the PostgreSQL backend is not part of this build yet".into()))
+        Ok(Arc::new(postgres::Postgres::connect(url).await?))
     } else {
         let scheme = url.split(':').next().unwrap_or_default();
         Err(StoreError::InvalidUrl(format!(
@@ -302,12 +313,70 @@ pub fn title_from_message(content: &str) -> String {
     if title.chars().count() > 80 {
         title = title.chars().take(80).collect();
     }
-    let title = title.trim_end_matches(|c: char| matches!(c, ',' | ';' | ':' | '-')).to_string();
+    let title = title.trim_end_matches([',', ';', ':', '-']).to_string();
     if title.is_empty() {
         "New conversation".to_string()
     } else {
         title
     }
+}
+
+/// A stored role name.
+pub(crate) fn parse_role(text: &str) -> Result<Role> {
+    match text {
+        "user" => Ok(Role::User),
+        "assistant" => Ok(Role::Assistant),
+        other => Err(StoreError::Corrupt(format!("role {other}"))),
+    }
+}
+
+/// Whether a cursor's key has the type of the sort column; anything else is a forged or stale cursor, and
+/// comparing it with the column would give an arbitrary page (SQLite) or a type error (PostgreSQL).
+pub(crate) fn cursor_fits(sort: ThreadSort, key: &CursorKey) -> bool {
+    matches!(
+        (sort, key),
+        (ThreadSort::Title, CursorKey::Text(_)) | (ThreadSort::UpdatedAt | ThreadSort::CreatedAt, CursorKey::Time(_))
+    )
+}
+
+/// Start and end markers of a hit inside a raw snippet, replaced by `<mark>` and `</mark>` after HTML escaping.
+/// Control characters, so they survive the database's snippet functions and never need escaping themselves.
+pub(crate) const MARK_START: char = '\u{2}';
+pub(crate) const MARK_END: char = '\u{3}';
+
+/// Escapes a raw snippet for HTML and turns the hit markers into `<mark>` and `</mark>`.
+///
+/// Stored text may itself contain the marker characters; the output stays well formed anyway: a start inside
+/// a mark or an end outside one is dropped, and an open mark is closed at the end.
+pub(crate) fn snippet_html(raw: &str, start: char, end: char) -> String {
+    let mut out = String::with_capacity(raw.len() + 16);
+    let mut open = false;
+    for c in raw.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c == start => {
+                if !open {
+                    out.push_str("<mark>");
+                    open = true;
+                }
+            }
+            c if c == end => {
+                if open {
+                    out.push_str("</mark>");
+                    open = false;
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    if open {
+        out.push_str("</mark>");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -319,5 +388,12 @@ mod tests {
         assert_eq!(title_from_message("  We need a  mobile app for field staff, please "), "We need a mobile app");
         assert_eq!(title_from_message(""), "New conversation");
         assert_eq!(title_from_message("Hello,"), "Hello");
+    }
+
+    #[test]
+    fn snippets_are_escaped_and_marks_balanced() {
+        let html = snippet_html("a <b> & \u{2}rust\u{3} 'q\"", MARK_START, MARK_END);
+        assert_eq!(html, "a &lt;b&gt; &amp; <mark>rust</mark> &#39;q&quot;");
+        assert_eq!(snippet_html("\u{3}x\u{2}\u{2}y", MARK_START, MARK_END), "x<mark>y</mark>");
     }
 }

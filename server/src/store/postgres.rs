@@ -1,1 +1,857 @@
-//! PostgreSQL backend (in progress).
+//! The server backend: PostgreSQL 15 or newer through one connection pool. Every method has the semantics of
+//! the SQLite backend (the shared story suite runs against both); concurrency comes from row locks instead of
+//! a single writer: appending a message locks its thread row while taking the next sequence number.
+
+use std::{str::FromStr, time::Duration};
+
+use app::api::{Artifact, ArtifactType, Message, MessageStatus, Thread, Usage};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{
+    postgres::{PgConnectOptions, PgPoolOptions, PgRow},
+    PgPool, Postgres as Pg, QueryBuilder, Row,
+};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{
+    cursor_fits, micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, MessageUpdate,
+    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
+    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+};
+
+/// Most connections one server process opens.
+const MAX_CONNECTIONS: u32 = 16;
+
+/// How long a request waits for a free connection before failing.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `ts_headline` options: the hit markers of [`snippet_html`] and a window about as long as SQLite's
+/// 16-token `snippet()`.
+fn headline_options() -> String {
+    format!("StartSel={MARK_START}, StopSel={MARK_END}, MaxWords=16, MinWords=8")
+}
+
+/// PostgreSQL storage.
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    pool: PgPool,
+}
+
+impl Postgres {
+    /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
+    /// comes back empty, to tell an empty thread from one that is missing or another user's.
+    async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+        let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
+        Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&self.pool).await?)
+    }
+
+    /// Connects to the database named by a `postgres://` or `postgresql://` URL and runs the migrations.
+    pub async fn connect(url: &str) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url)?;
+        let pool = PgPoolOptions::new()
+            .max_connections(MAX_CONNECTIONS)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_with(options)
+            .await?;
+        // sqlx takes an advisory lock around migrations, so several instances may start at once.
+        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
+    array(select g.tag from thread_tags g where g.thread_id = t.id order by g.position) as tags,
+    (select left(m.content, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1)
+        as first_message";
+
+fn thread_from_row(row: &PgRow) -> Result<Thread> {
+    Ok(Thread {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        tags: row.try_get("tags")?,
+        pinned: row.try_get("pinned")?,
+        archived: row.try_get("archived")?,
+        message_count: row.try_get("message_count")?,
+        first_message: row.try_get("first_message")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+const MESSAGE_COLUMNS: &str =
+    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";
+
+fn message_from_row(row: &PgRow) -> Result<Message> {
+    let status: String = row.try_get("status")?;
+    Ok(Message {
+        id: row.try_get("id")?,
+        thread_id: row.try_get("thread_id")?,
+        seq: row.try_get("seq")?,
+        role: parse_role(row.try_get("role")?)?,
+        content: row.try_get("content")?,
+        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
+        input_tokens: row.try_get::<i64, _>("input_tokens")? as u64,
+        output_tokens: row.try_get::<i64, _>("output_tokens")? as u64,
+        model: row.try_get("model")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+const ARTIFACT_COLUMNS: &str =
+    "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
+
+fn artifact_from_row(row: &PgRow) -> Result<Artifact> {
+    let kind: String = row.try_get("artifact_type")?;
+    Ok(Artifact {
+        id: row.try_get("id")?,
+        thread_id: row.try_get("thread_id")?,
+        artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
+        title: row.try_get("title")?,
+        content: row.try_get("content")?,
+        version: row.try_get("version")?,
+        request_message_id: row.try_get("request_message_id")?,
+        assistant_message_id: row.try_get("assistant_message_id")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn user_from_row(row: &PgRow) -> Result<User> {
+    Ok(User {
+        id: row.try_get("id")?,
+        email: row.try_get("email")?,
+        password_hash: row.try_get("password_hash")?,
+        display_name: row.try_get("display_name")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn is_unique_violation(err: &sqlx::Error) -> bool {
+    matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// Replaces a thread's tags, keeping their order; a repeated tag keeps its first position.
+async fn write_tags(tx: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
+    sqlx::query("delete from thread_tags where thread_id = $1").bind(thread).execute(&mut *tx).await?;
+    if tags.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "insert into thread_tags (thread_id, user_id, tag, position)
+         select $1, $2, wanted.tag, wanted.position - 1
+         from unnest($3::text[]) with ordinality as wanted (tag, position)
+         order by wanted.position
+         on conflict (thread_id, tag) do nothing",
+    )
+    .bind(thread)
+    .bind(user)
+    .bind(tags)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
+async fn owned_in(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+    let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
+    Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
+}
+
+#[async_trait]
+impl Store for Postgres {
+    fn backend(&self) -> &'static str {
+        "postgres"
+    }
+
+    #[instrument(skip_all)]
+    async fn create_user(&self, user: NewUser) -> Result<User> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let result = sqlx::query(
+            "insert into users (id, email, password_hash, display_name, created_at) values ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(&user.display_name)
+        .bind(created)
+        .execute(&self.pool)
+        .await;
+        match result {
+            Ok(_) => Ok(User {
+                id,
+                email: user.email,
+                password_hash: user.password_hash,
+                display_name: user.display_name,
+                created_at: created,
+            }),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    #[instrument(skip_all)]
+    async fn user_by_email(&self, email: &str) -> Result<User> {
+        let row = sqlx::query("select * from users where lower(email) = lower($1)")
+            .bind(email)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn user_by_id(&self, id: Uuid) -> Result<User> {
+        let row = sqlx::query("select * from users where id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self, title, tags))]
+    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)")
+            .bind(id)
+            .bind(user)
+            .bind(title)
+            .bind(created)
+            .execute(&mut *tx)
+            .await?;
+        write_tags(&mut tx, user, id, tags).await?;
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
+        let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self, query))]
+    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+        if query.cursor.as_ref().is_some_and(|c| !cursor_fits(query.sort, &c.key)) {
+            return Err(StoreError::InvalidCursor);
+        }
+        // Titles compare byte-wise ("C" collation), as SQLite's BINARY does, so both backends page alike and
+        // the order does not depend on the database's locale.
+        let (key_column, text_key) = match query.sort {
+            ThreadSort::UpdatedAt => ("t.updated_at", false),
+            ThreadSort::CreatedAt => ("t.created_at", false),
+            ThreadSort::Title => ("t.title collate \"C\"", true),
+        };
+        let (cmp, dir) = if query.descending { ("<", "desc") } else { (">", "asc") };
+        let mut q = QueryBuilder::<Pg>::new(format!(
+            "select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = "
+        ));
+        q.push_bind(user).push(" and t.archived = ").push_bind(query.archived);
+        if !query.tags.is_empty() {
+            // No requested tag may be missing from the thread.
+            q.push(" and not exists (select 1 from unnest(")
+                .push_bind(query.tags.clone())
+                .push("::text[]) as wanted (tag) where not exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = wanted.tag))");
+        }
+        if let Some(cursor) = &query.cursor {
+            q.push(" and (t.pinned < ")
+                .push_bind(cursor.pinned)
+                .push(" or (t.pinned = ")
+                .push_bind(cursor.pinned)
+                .push(format!(" and ({key_column} {cmp} "));
+            match &cursor.key {
+                CursorKey::Time(t) => q.push_bind(micros_to_time(*t)),
+                CursorKey::Text(s) => q.push_bind(s.clone()),
+            };
+            q.push(format!(" or ({key_column} = "));
+            match &cursor.key {
+                CursorKey::Time(t) => q.push_bind(micros_to_time(*t)),
+                CursorKey::Text(s) => q.push_bind(s.clone()),
+            };
+            q.push(format!(" and t.id {cmp} ")).push_bind(cursor.id).push("))))");
+        }
+        let limit = query.limit.clamp(1, 100);
+        q.push(format!(" order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ")).push_bind(limit as i64 + 1);
+        let rows = q.build().fetch_all(&self.pool).await?;
+        let mut threads = Vec::with_capacity(rows.len());
+        let mut last_key = None;
+        for row in rows.iter().take(limit as usize) {
+            threads.push(thread_from_row(row)?);
+            last_key = Some(if text_key {
+                CursorKey::Text(row.try_get("sort_key")?)
+            } else {
+                CursorKey::Time(row.try_get::<DateTime<Utc>, _>("sort_key")?.timestamp_micros())
+            });
+        }
+        let next = match (rows.len() > limit as usize, threads.last(), last_key) {
+            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id }),
+            _ => None,
+        };
+        Ok(ThreadPage { threads, next })
+    }
+
+    #[instrument(skip(self))]
+    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1 and t.user_id = $2");
+        let row =
+            sqlx::query(&sql).bind(thread).bind(user).fetch_optional(&self.pool).await?.ok_or(StoreError::NotFound)?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self, patch))]
+    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
+        let mut tx = self.pool.begin().await?;
+        let updated = sqlx::query(
+            "update threads set title = coalesce($1, title), pinned = coalesce($2, pinned),
+             archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = greatest(updated_at, $5)
+             where id = $6 and user_id = $7",
+        )
+        .bind(&patch.title)
+        .bind(patch.pinned)
+        .bind(patch.archived)
+        .bind(&patch.summary)
+        .bind(now())
+        .bind(thread)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        if let Some(tags) = &patch.tags {
+            write_tags(&mut tx, user, thread, tags).await?;
+        }
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
+        let row = sqlx::query(&sql).bind(thread).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        thread_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
+        let deleted = sqlx::query("delete from threads where id = $1 and user_id = $2")
+            .bind(thread)
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        // The update locks the thread row until commit, so concurrent appends take consecutive numbers.
+        let seq: i64 = sqlx::query_scalar(
+            "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+             updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 returning last_seq",
+        )
+        .bind(created)
+        .bind(message.thread_id)
+        .bind(user)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        sqlx::query(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+             model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+        )
+        .bind(id)
+        .bind(message.thread_id)
+        .bind(user)
+        .bind(seq)
+        .bind(message.role.as_str())
+        .bind(&message.content)
+        .bind(message.status.as_str())
+        .bind(message.usage.input_tokens as i64)
+        .bind(message.usage.output_tokens as i64)
+        .bind(&message.model)
+        .bind(created)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Message {
+            id,
+            thread_id: message.thread_id,
+            seq,
+            role: message.role,
+            content: message.content,
+            status: message.status,
+            input_tokens: message.usage.input_tokens,
+            output_tokens: message.usage.output_tokens,
+            model: message.model,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self, update))]
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
+        let updated = sqlx::query(
+            "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4,
+             model = coalesce($5, model), context = coalesce($6, context) where id = $7 and user_id = $8",
+        )
+        .bind(&update.content)
+        .bind(update.status.as_str())
+        .bind(update.usage.input_tokens as i64)
+        .bind(update.usage.output_tokens as i64)
+        .bind(&update.model)
+        .bind(&update.context)
+        .bind(message)
+        .bind(user)
+        .execute(&self.pool)
+        .await?;
+        if updated.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 order by seq");
+        let rows = sqlx::query(&sql).bind(thread).bind(user).fetch_all(&self.pool).await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(message_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
+        let row =
+            sqlx::query(&sql).bind(message).bind(user).fetch_optional(&self.pool).await?.ok_or(StoreError::NotFound)?;
+        message_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
+        let context: Option<serde_json::Value> =
+            sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
+                .bind(message)
+                .bind(user)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+        Ok(context)
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let deleted = sqlx::query("delete from messages where id = $1 and thread_id = $2 and user_id = $3")
+            .bind(message)
+            .bind(thread)
+            .bind(user)
+            .execute(&mut *tx)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("update threads set message_count = message_count - 1 where id = $1")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, artifact), fields(thread = %artifact.thread_id))]
+    async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        if !owned_in(&mut tx, "threads", user, artifact.thread_id).await? {
+            return Err(StoreError::NotFound);
+        }
+        // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
+        for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
+            if !owned_in(&mut tx, "messages", user, message).await? {
+                return Err(StoreError::NotFound);
+            }
+        }
+        sqlx::query(
+            "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
+             assistant_message_id, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)",
+        )
+        .bind(id)
+        .bind(artifact.thread_id)
+        .bind(user)
+        .bind(artifact.artifact_type.as_str())
+        .bind(&artifact.title)
+        .bind(&artifact.content)
+        .bind(artifact.request_message_id)
+        .bind(artifact.assistant_message_id)
+        .bind(created)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "insert into artifact_versions (artifact_id, version, title, content, created_at) values ($1, 1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(&artifact.title)
+        .bind(&artifact.content)
+        .bind(created)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(Artifact {
+            id,
+            thread_id: artifact.thread_id,
+            artifact_type: artifact.artifact_type,
+            title: artifact.title,
+            content: artifact.content,
+            version: 1,
+            request_message_id: artifact.request_message_id,
+            assistant_message_id: artifact.assistant_message_id,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>> {
+        let sql = format!(
+            "select {ARTIFACT_COLUMNS} from artifacts where thread_id = $1 and user_id = $2 order by created_at, pk"
+        );
+        let rows = sqlx::query(&sql).bind(thread).bind(user).fetch_all(&self.pool).await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(artifact_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact> {
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1 and user_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(artifact)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        artifact_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()> {
+        let deleted = sqlx::query("delete from artifacts where id = $1 and user_id = $2")
+            .bind(artifact)
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, artifacts))]
+    async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        if !owned_in(&mut tx, "messages", user, assistant_message).await? {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("update artifacts set assistant_message_id = $1 where id = any($2) and user_id = $3")
+            .bind(assistant_message)
+            .bind(artifacts)
+            .bind(user)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, steps))]
+    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        if !owned_in(&mut tx, "messages", user, message).await? {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query("delete from traces where message_id = $1").bind(message).execute(&mut *tx).await?;
+        for (step, s) in steps.iter().enumerate() {
+            sqlx::query(
+                "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(message)
+            .bind(step as i64)
+            .bind(&s.kind)
+            .bind(&s.tool)
+            .bind(&s.input)
+            .bind(&s.result)
+            .bind(&s.error)
+            .bind(s.started_at)
+            .bind(s.duration_ms)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>> {
+        let rows = sqlx::query(
+            "select s.* from traces s join messages m on m.id = s.message_id
+             where s.message_id = $1 and m.user_id = $2 order by s.step",
+        )
+        .bind(message)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() && !self.owns("messages", user, message).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(TraceStep {
+                    kind: row.try_get("kind")?,
+                    tool: row.try_get("tool")?,
+                    input: row.try_get("input")?,
+                    result: row.try_get("result")?,
+                    error: row.try_get("error")?,
+                    started_at: row.try_get("started_at")?,
+                    duration_ms: row.try_get("duration_ms")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
+             where id = $3 and user_id = $4",
+        )
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64)
+        .bind(thread)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query(
+            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values ($1, $2, $3, $4, $5)
+             on conflict (user_id, day, model) do update
+             set input_tokens = usage_ledger.input_tokens + excluded.input_tokens,
+                 output_tokens = usage_ledger.output_tokens + excluded.output_tokens",
+        )
+        .bind(user)
+        // The UTC day, as SQLite stores it; `current_date` would follow the session's time zone.
+        .bind(Utc::now().date_naive())
+        .bind(model)
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, query))]
+    async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
+        let Some(tsquery) = search_query::to_tsquery(&search_query::parse(query)) else {
+            return Ok(SearchPage { hits: Vec::new(), total: 0 });
+        };
+        // The owner filter and the match are both index conditions (user_id btree, search GIN). Snippets are
+        // made only for the page: ts_headline re-parses the whole text.
+        const HITS: &str = "q as (select to_tsquery('simple', $2) as q),
+            hits as (
+                select 'message' as kind, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
+                       m.content as body, m.created_at, ts_rank(m.search, q.q) as score
+                from q cross join messages m join threads t on t.id = m.thread_id
+                where m.user_id = $1 and m.search @@ q.q
+                union all
+                select 'thread', t.id, t.id, t.title, null, t.title, t.created_at, ts_rank(t.search, q.q)
+                from q cross join threads t
+                where t.user_id = $1 and t.search @@ q.q
+                union all
+                select 'artifact', a.id, a.thread_id, t.title, null, a.title || E'\\n' || a.content, a.created_at,
+                       ts_rank(a.search, q.q)
+                from q cross join artifacts a join threads t on t.id = a.thread_id
+                where a.user_id = $1 and a.search @@ q.q
+            )";
+        let sql = format!(
+            "with {HITS}
+             select page.kind, page.ref_id, page.thread_id, page.thread_title, page.role, page.created_at,
+                    -page.score::float8 as rank, ts_headline('simple', page.body, q.q, $5) as snippet
+             from (select * from hits order by score desc, created_at desc, ref_id desc limit $3 offset $4) page
+             cross join q
+             order by page.score desc, page.created_at desc, page.ref_id desc"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(user)
+            .bind(&tsquery)
+            .bind(limit.clamp(1, 100) as i64)
+            .bind(offset as i64)
+            .bind(headline_options())
+            .fetch_all(&self.pool)
+            .await?;
+        let total: i64 = sqlx::query_scalar(&format!("with {HITS} select count(*) from hits"))
+            .bind(user)
+            .bind(&tsquery)
+            .fetch_one(&self.pool)
+            .await?;
+        let hits = rows
+            .iter()
+            .map(|row| {
+                let kind: String = row.try_get("kind")?;
+                let kind = match kind.as_str() {
+                    "message" => HitKind::Message,
+                    "thread" => HitKind::Thread,
+                    _ => HitKind::Artifact,
+                };
+                let ref_id: Uuid = row.try_get("ref_id")?;
+                let role_text: Option<String> = row.try_get("role")?;
+                Ok(SearchHit {
+                    kind,
+                    thread_id: row.try_get("thread_id")?,
+                    thread_title: row.try_get("thread_title")?,
+                    message_id: (kind == HitKind::Message).then_some(ref_id),
+                    artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
+                    role: role_text.as_deref().map(parse_role).transpose()?,
+                    snippet: snippet_html(&row.try_get::<String, _>("snippet")?, MARK_START, MARK_END),
+                    created_at: row.try_get("created_at")?,
+                    rank: row.try_get("rank")?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(SearchPage { hits, total: total as u64 })
+    }
+
+    #[instrument(skip(self))]
+    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        if !owned_in(&mut tx, "threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        sqlx::query(
+            "update turns set status = 'done' where thread_id = $1 and status = 'running' and heartbeat_at < $2",
+        )
+        .bind(thread)
+        .bind(now - chrono::Duration::milliseconds(stale_after_ms))
+        .execute(&mut *tx)
+        .await?;
+        // A concurrent begin blocks here on the partial unique index until the other commits, then fails.
+        let inserted = sqlx::query(
+            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
+             values ($1, $2, $3, 'running', $4, $4)",
+        )
+        .bind(turn)
+        .bind(thread)
+        .bind(user)
+        .bind(now)
+        .execute(&mut *tx)
+        .await;
+        match inserted {
+            Ok(_) => {}
+            Err(e) if is_unique_violation(&e) => {
+                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // Only the newest turn's events are kept for re-attaching.
+        sqlx::query(
+            "delete from turn_events where turn_id in (select id from turns where thread_id = $1 and id <> $2)",
+        )
+        .bind(thread)
+        .bind(turn)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool> {
+        let stop: Option<bool> =
+            sqlx::query_scalar("update turns set heartbeat_at = $1 where id = $2 returning stop_requested")
+                .bind(now())
+                .bind(turn)
+                .fetch_optional(&self.pool)
+                .await?;
+        stop.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self))]
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        let updated = sqlx::query(
+            "update turns set stop_requested = true where thread_id = $1 and user_id = $2 and status = 'running'",
+        )
+        .bind(thread)
+        .bind(user)
+        .execute(&self.pool)
+        .await?;
+        Ok(updated.rows_affected() > 0)
+    }
+
+    #[instrument(skip(self))]
+    async fn finish_turn(&self, turn: Uuid) -> Result<()> {
+        sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
+        let row = sqlx::query(
+            "select id, thread_id, status, stop_requested, heartbeat_at from turns
+             where thread_id = $1 and user_id = $2 order by started_at desc, pk desc limit 1",
+        )
+        .bind(thread)
+        .bind(user)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let status: String = row.try_get("status")?;
+            Ok(TurnRecord {
+                id: row.try_get("id")?,
+                thread_id: row.try_get("thread_id")?,
+                running: status == "running",
+                stop_requested: row.try_get("stop_requested")?,
+                heartbeat_at: row.try_get("heartbeat_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    #[instrument(skip(self, events))]
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        // One statement for the whole batch: events arrive at streaming speed.
+        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        sqlx::query(
+            "insert into turn_events (turn_id, seq, name, data)
+             select $1, e.seq, e.name, e.data from unnest($2::bigint[], $3::text[], $4::text[]) as e (seq, name, data)
+             on conflict (turn_id, seq) do nothing",
+        )
+        .bind(turn)
+        .bind(&seqs)
+        .bind(&names)
+        .bind(&data)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
+            .bind(turn)
+            .bind(after_seq)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
+            })
+            .collect()
+    }
+}

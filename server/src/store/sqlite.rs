@@ -3,7 +3,7 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use app::api::{Artifact, ArtifactType, Message, MessageStatus, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{
@@ -14,14 +14,10 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    micros_to_time, now, search_query, CursorKey, HitKind, NewArtifact, NewMessage, NewUser, Result, SearchHit,
-    SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort,
-    TraceStep, TurnRecord, User,
+    cursor_fits, micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind, NewArtifact,
+    NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage,
+    ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
 };
-
-/// Start and end markers of a hit inside a snippet, replaced by `<mark>` after HTML escaping.
-const MARK_START: char = '\u{2}';
-const MARK_END: char = '\u{3}';
 
 /// SQLite storage.
 #[derive(Debug, Clone)]
@@ -50,6 +46,13 @@ impl Sqlite {
         Ok(Self { writer, reader })
     }
 
+    /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
+    /// comes back empty, to tell an empty thread from one that is missing or another user's.
+    async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+        let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
+        Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&self.reader).await?)
+    }
+
     /// Runs `PRAGMA integrity_check` (used by the crash tests).
     pub async fn integrity_check(&self) -> Result<String> {
         Ok(sqlx::query_scalar("pragma integrity_check").fetch_one(&self.reader).await?)
@@ -68,14 +71,6 @@ fn opt_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>> {
 
 fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>> {
     Ok(micros_to_time(row.try_get(column)?))
-}
-
-fn role(text: &str) -> Result<Role> {
-    match text {
-        "user" => Ok(Role::User),
-        "assistant" => Ok(Role::Assistant),
-        other => Err(StoreError::Corrupt(format!("role {other}"))),
-    }
 }
 
 fn owner_token(user: Uuid) -> String {
@@ -152,26 +147,14 @@ fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
-/// Escapes a snippet for HTML and turns the hit markers into `<mark>`.
-pub(crate) fn snippet_html(raw: &str, start: char, end: char) -> String {
-    let mut out = String::with_capacity(raw.len() + 16);
-    for c in raw.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c == start => out.push_str("<mark>"),
-            c if c == end => out.push_str("</mark>"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn today() -> String {
     Utc::now().format("%Y-%m-%d").to_string()
+}
+
+/// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
+async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+    let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
+    Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
 }
 
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
@@ -263,6 +246,9 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, query))]
     async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+        if query.cursor.as_ref().is_some_and(|c| !cursor_fits(query.sort, &c.key)) {
+            return Err(StoreError::InvalidCursor);
+        }
         let (key_column, text_key) = match query.sort {
             ThreadSort::UpdatedAt => ("t.updated_at", false),
             ThreadSort::CreatedAt => ("t.created_at", false),
@@ -439,6 +425,9 @@ impl Store for Sqlite {
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? order by seq");
         let rows = sqlx::query(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
         rows.iter().map(message_from_row).collect()
     }
 
@@ -496,6 +485,12 @@ impl Store for Sqlite {
             .fetch_optional(&mut *tx)
             .await?;
         owned.ok_or(StoreError::NotFound)?;
+        // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
+        for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
+            if !owned_in(&mut tx, "messages", user, message).await? {
+                return Err(StoreError::NotFound);
+            }
+        }
         sqlx::query(
             "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
              assistant_message_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
@@ -541,6 +536,9 @@ impl Store for Sqlite {
             "select {ARTIFACT_COLUMNS} from artifacts where thread_id = ? and user_id = ? order by created_at, pk"
         );
         let rows = sqlx::query(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
         rows.iter().map(artifact_from_row).collect()
     }
 
@@ -572,6 +570,9 @@ impl Store for Sqlite {
     #[instrument(skip(self, artifacts))]
     async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
         let mut tx = self.writer.begin().await?;
+        if !owned_in(&mut tx, "messages", user, assistant_message).await? {
+            return Err(StoreError::NotFound);
+        }
         for artifact in artifacts {
             sqlx::query("update artifacts set assistant_message_id = ? where id = ? and user_id = ?")
                 .bind(assistant_message.to_string())
@@ -625,6 +626,9 @@ impl Store for Sqlite {
         .bind(user.to_string())
         .fetch_all(&self.reader)
         .await?;
+        if rows.is_empty() && !self.owns("messages", user, message).await? {
+            return Err(StoreError::NotFound);
+        }
         rows.iter()
             .map(|row| {
                 let input: Option<String> = row.try_get("input")?;
@@ -691,7 +695,7 @@ impl Store for Sqlite {
                select 'artifact', a.id, a.thread_id, t.title, null, {as_}, a.created_at, bm25(artifacts_fts, 0.0, 1.0)
                from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
                where artifacts_fts match ?1
-             ) order by rank, created_at desc limit ?2 offset ?3",
+             ) order by rank, created_at desc, ref_id desc limit ?2 offset ?3",
             ms = snippet("messages_fts"),
             ts = snippet("threads_fts"),
             as_ = snippet("artifacts_fts"),
