@@ -70,15 +70,15 @@ mod tests {
 
     #[test]
     fn dangerous_schemes_are_dropped() {
-        for src in [
-            "[x](javascript:alert(1))",
-            "[x](JaVaScRiPt:alert(1))",
-            "[x](java\tscript:alert(1))",
-            "[x](data:text/html,hi)",
-        ] {
+        for src in
+            ["[x](javascript:alert(1))", "[x](JaVaScRiPt:alert(1))", "[x](data:text/html,hi)", "<javascript:alert(1)>"]
+        {
             let html = to_safe_html(src);
             assert!(html.contains(r##"href="#""##), "{src} -> {html}");
         }
+        // Not a link at all, so nothing to follow.
+        let html = to_safe_html("[x](java\tscript:alert(1))").to_lowercase();
+        assert!(!html.contains("href="), "{html}");
         assert!(to_safe_html("[x](/threads/1)").contains(r#"href="/threads/1""#));
         assert!(to_safe_html("[x](mailto:a@b.c)").contains("mailto:a@b.c"));
     }

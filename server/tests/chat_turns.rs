@@ -150,7 +150,9 @@ async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
 
     // The whole turn, replayed from the store once it is over, equals what the two reads got together.
     server.wait_idle(thread).await;
-    let full = read_frames(server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap()).await;
+    let full =
+        read_frames(server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap())
+            .await;
     let mut joined: Vec<i64> = seen.iter().map(seq_of).collect();
     joined.extend(rest.iter().map(seq_of));
     assert_eq!(joined, full.iter().map(seq_of).collect::<Vec<_>>(), "no event lost or duplicated");

@@ -1024,7 +1024,7 @@ async fn turns(db: Db) {
     assert!(s.turn_events_after(first, 4).await.unwrap().is_empty());
     assert!(s.turn_events_after(Uuid::now_v7(), 0).await.unwrap().is_empty());
 
-    s.finish_turn(first).await.unwrap();
+    s.finish_turn(first, &[]).await.unwrap();
     assert!(!s.latest_turn(u, t.id).await.unwrap().unwrap().running);
     assert!(!s.request_stop(u, t.id).await.unwrap());
 
@@ -1281,7 +1281,7 @@ fn thread_delete_leaves_no_orphans(backend: Backend, test: &str) {
                 (1..=events).map(|seq| StoredEvent { seq, name: "delta".into(), data: seq.to_string() }).collect();
             s.append_turn_events(turn, &batch).await.unwrap();
             if !running {
-                s.finish_turn(turn).await.unwrap();
+                s.finish_turn(turn, &[]).await.unwrap();
             }
 
             s.delete_thread(u, t.id).await.unwrap();

@@ -207,7 +207,11 @@ mod tests {
     #[test]
     fn a_fulfilled_request_and_its_answer_are_removed_together() {
         let messages = conversation(
-            &[("We need a shop.", "Noted."), ("Generate user stories", "Saved the stories."), ("Add payments.", "Noted payments.")],
+            &[
+                ("We need a shop.", "Noted."),
+                ("Generate user stories", "Saved the stories."),
+                ("Add payments.", "Noted payments."),
+            ],
             "Generate a BRD",
         );
         let artifacts = [artifact(Some(messages[2].id))];
@@ -250,14 +254,16 @@ mod tests {
     #[test]
     fn filtering_happens_before_truncation_on_a_long_thread() {
         let filler = "The warehouse team needs accurate stock counts every morning. ".repeat(20);
-        let mut pairs: Vec<(String, String)> = (0..8).map(|i| (format!("Requirement {i}: {filler}"), format!("Noted {i}."))).collect();
+        let mut pairs: Vec<(String, String)> =
+            (0..8).map(|i| (format!("Requirement {i}: {filler}"), format!("Noted {i}."))).collect();
         pairs[1] = ("Generate user stories".into(), "Saved stories.".into());
         pairs[4] = ("Generate a BRD".into(), "Saved BRD.".into());
         pairs[6] = ("Write acceptance criteria".into(), "Saved criteria.".into());
         let borrowed: Vec<(&str, &str)> = pairs.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
         let messages = conversation(&borrowed, "Generate a requirements document");
         assert!(messages.len() >= 15);
-        let artifacts = [artifact(Some(messages[2].id)), artifact(Some(messages[8].id)), artifact(Some(messages[12].id))];
+        let artifacts =
+            [artifact(Some(messages[2].id)), artifact(Some(messages[8].id)), artifact(Some(messages[12].id))];
         let per_turn = count_tokens(&format!("Requirement 0: {filler}")) + count_tokens("Noted 0.");
         let budget = per_turn * 3;
         let built = build(ContextInput {
@@ -279,8 +285,14 @@ mod tests {
         assert!(texts(&built)[0].contains("A stock-keeping app"));
         assert!(all.ends_with("Generate a requirements document"));
         // Every message is accounted for exactly once.
-        let mut seen: Vec<Uuid> =
-            built.record.included.iter().chain(&built.record.filtered).chain(&built.record.truncated).copied().collect();
+        let mut seen: Vec<Uuid> = built
+            .record
+            .included
+            .iter()
+            .chain(&built.record.filtered)
+            .chain(&built.record.truncated)
+            .copied()
+            .collect();
         seen.sort();
         let mut all_ids: Vec<Uuid> = messages.iter().map(|m| m.id).collect();
         all_ids.sort();
@@ -318,7 +330,10 @@ mod tests {
     #[test]
     fn the_ephemeral_instruction_goes_last_and_is_not_a_stored_message() {
         let messages = conversation(&[("We need a CRM.", "Noted.")], "Thanks");
-        let built = build(ContextInput { ephemeral: Some("Generate the document now."), ..input(&messages, &[], DEFAULT_BUDGET) });
+        let built = build(ContextInput {
+            ephemeral: Some("Generate the document now."),
+            ..input(&messages, &[], DEFAULT_BUDGET)
+        });
         assert!(built.messages.last().unwrap().text().ends_with("Generate the document now."));
         assert_eq!(built.record.included.len(), 3);
     }

@@ -43,6 +43,11 @@ impl LiveTurn {
         len as i64
     }
 
+    /// The number the next event will get.
+    pub fn next_seq(&self) -> i64 {
+        self.events.lock().unwrap_or_else(|e| e.into_inner()).len() as i64 + 1
+    }
+
     /// Events after `after` (a sequence number), with their numbers.
     pub fn events_after(&self, after: i64) -> Vec<(i64, ChatEvent)> {
         let events = self.events.lock().unwrap_or_else(|e| e.into_inner());

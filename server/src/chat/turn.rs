@@ -76,7 +76,7 @@ pub async fn start(
         match saved {
             Ok(m) => Some(m),
             Err(e) => {
-                let _ = state.store.finish_turn(turn_id).await;
+                let _ = state.store.finish_turn(turn_id, &[]).await;
                 return Err(e.into());
             }
         }
@@ -435,10 +435,23 @@ impl<'a> Turn<'a> {
             },
             Ending::Done | Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage },
         };
-        self.live.push(last_event);
+        // Stored and closed before anyone is told, so a client that sends its next message right after
+        // `message_complete` finds the thread free, and a listener elsewhere finds the last event.
         self.flush_events().await;
-        if let Err(e) = self.state.store.finish_turn(self.live.id).await {
+        let mut last: Vec<StoredEvent> = self
+            .live
+            .events_after(self.flushed_events)
+            .into_iter()
+            .map(|(seq, e)| StoredEvent { seq, name: e.name().to_string(), data: e.data_json() })
+            .collect();
+        last.push(StoredEvent {
+            seq: self.live.next_seq(),
+            name: last_event.name().to_string(),
+            data: last_event.data_json(),
+        });
+        if let Err(e) = self.state.store.finish_turn(self.live.id, &last).await {
             tracing::error!(error = %e, "closing the turn failed");
         }
+        self.live.push(last_event);
     }
 }

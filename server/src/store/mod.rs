@@ -273,7 +273,8 @@ pub trait Store: Send + Sync + 'static {
     /// Keeps a turn alive; returns whether a stop was requested.
     async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
-    async fn finish_turn(&self, turn: Uuid) -> Result<()>;
+    /// Stores the turn's last events and closes it, in one transaction: whoever sees it closed can read them.
+    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;

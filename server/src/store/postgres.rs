@@ -790,8 +790,11 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn finish_turn(&self, turn: Uuid) -> Result<()> {
-        sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&self.pool).await?;
+    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        insert_turn_events(&mut tx, turn, last_events).await?;
+        sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(())
     }
 
@@ -820,25 +823,8 @@ impl Store for Postgres {
 
     #[instrument(skip(self, events))]
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
-        if events.is_empty() {
-            return Ok(());
-        }
-        // One statement for the whole batch: events arrive at streaming speed.
-        let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-        let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
-        sqlx::query(
-            "insert into turn_events (turn_id, seq, name, data)
-             select $1, e.seq, e.name, e.data from unnest($2::bigint[], $3::text[], $4::text[]) as e (seq, name, data)
-             on conflict (turn_id, seq) do nothing",
-        )
-        .bind(turn)
-        .bind(&seqs)
-        .bind(&names)
-        .bind(&data)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        insert_turn_events(&mut conn, turn, events).await
     }
 
     #[instrument(skip(self))]
@@ -854,4 +840,26 @@ impl Store for Postgres {
             })
             .collect()
     }
+}
+
+/// Inserts a batch of turn events in one statement (they arrive at streaming speed); repeats are ignored.
+async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
+    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
+    let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+    sqlx::query(
+        "insert into turn_events (turn_id, seq, name, data)
+         select $1, e.seq, e.name, e.data from unnest($2::bigint[], $3::text[], $4::text[]) as e (seq, name, data)
+         on conflict (turn_id, seq) do nothing",
+    )
+    .bind(turn)
+    .bind(&seqs)
+    .bind(&names)
+    .bind(&data)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }

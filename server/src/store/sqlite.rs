@@ -807,11 +807,19 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn finish_turn(&self, turn: Uuid) -> Result<()> {
-        sqlx::query("update turns set status = 'done' where id = ?")
-            .bind(turn.to_string())
-            .execute(&self.writer)
-            .await?;
+    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        for event in last_events {
+            sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
+                .bind(turn.to_string())
+                .bind(event.seq)
+                .bind(&event.name)
+                .bind(&event.data)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
+        tx.commit().await?;
         Ok(())
     }
 
