@@ -287,3 +287,20 @@ impl Provider for GreedyModel {
         Ok(Box::pin(futures::stream::iter(events)))
     }
 }
+
+/// A fresh, empty PostgreSQL database on the cluster named by `QUIRE_TEST_POSTGRES_URL`, or `None` (with a
+/// "skipped" line) when the variable is not set. `scripts/test` always sets it.
+pub async fn fresh_postgres_url(test: &str) -> Option<String> {
+    use sqlx::postgres::PgPoolOptions;
+    let Ok(base) = std::env::var("QUIRE_TEST_POSTGRES_URL") else {
+        eprintln!("{test}: skipped: QUIRE_TEST_POSTGRES_URL not set");
+        return None;
+    };
+    let name = format!("quire_{}", uuid::Uuid::new_v4().simple());
+    let maintenance = PgPoolOptions::new().max_connections(1).connect(&base).await.expect("connect to PostgreSQL");
+    sqlx::query(&format!("create database {name}")).execute(&maintenance).await.expect("create database");
+    maintenance.close().await;
+    let (prefix, rest) = base.rsplit_once('/').expect("database url");
+    let query = rest.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
+    Some(format!("{prefix}/{name}{query}"))
+}
