@@ -218,3 +218,44 @@ async fn a_model_failure_mid_answer_keeps_the_partial_answer_as_interrupted() {
     let again = server.chat(thread, "Explain the plan").await;
     assert_eq!(names(&again).last(), Some(&"message_complete"));
 }
+
+#[tokio::test]
+async fn an_idempotent_retry_replays_the_first_result_and_saves_once() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let post = |content: &str| {
+        server
+            .client
+            .post(server.url(&format!("/api/threads/{thread}/chat")))
+            .header("Idempotency-Key", "retry-42")
+            .json(&serde_json::json!({ "content": content }))
+    };
+    let first = read_frames(post("The app must work offline.").send().await.unwrap()).await;
+    assert_eq!(first.last().unwrap().event.name(), "message_complete");
+    let retry = post("The app must work offline.").send().await.unwrap();
+    assert_eq!(retry.status(), 200);
+    let replay = read_frames(retry).await;
+    let ids = |frames: &[Frame]| frames.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&replay), ids(&first), "the same events, from the same turn");
+    assert_eq!(
+        replay.iter().map(|f| f.event.clone()).collect::<Vec<_>>(),
+        first.iter().map(|f| f.event.clone()).collect::<Vec<_>>()
+    );
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.messages.len(), 2, "saved once");
+
+    let other = post("Something else entirely").send().await.unwrap();
+    assert_eq!(other.status(), 422);
+    assert_eq!(other.json::<ErrorBody>().await.unwrap().error.code, "idempotency_key_reused");
+    assert_eq!(server.detail(thread).await.messages.len(), 2, "nothing changed");
+
+    let bad = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .header("Idempotency-Key", "")
+        .json(&serde_json::json!({ "content": "hi" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+}

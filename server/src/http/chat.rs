@@ -17,10 +17,10 @@ use axum::{
 use futures::{stream, Stream, StreamExt};
 use uuid::Uuid;
 
-use super::error::Result;
+use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
-use crate::chat::turn;
-use crate::store::DynStore;
+use crate::chat::{hub::LiveTurn, turn};
+use crate::store::{DynStore, IdempotencyClaim};
 use crate::AppState;
 
 /// How often a listener on another instance looks for new stored events.
@@ -49,15 +49,76 @@ fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response 
     response
 }
 
+/// How long an `Idempotency-Key` is remembered.
+const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
+
 async fn chat(
     State(state): State<AppState>,
     user: AuthUser,
     Path(thread): Path<Uuid>,
+    headers: HeaderMap,
     Json(body): Json<ChatRequest>,
 ) -> Result<Response> {
-    let live = turn::start(&state, user.id, thread, body).await?;
+    let Some(key) = idempotency_key(&headers)? else {
+        let live = turn::start(&state, user.id, thread, body).await?;
+        return Ok(live_response(&live, 0));
+    };
+    // The same key with the same request replays the first result; with another request it is refused.
+    let fingerprint = fingerprint(&format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default()));
+    match state.store.claim_idempotency_key(user.id, &key, &fingerprint, IDEMPOTENCY_TTL_SECS).await? {
+        IdempotencyClaim::Fresh => match turn::start(&state, user.id, thread, body).await {
+            Ok(live) => {
+                state.store.complete_idempotency_key(user.id, &key, &live.id.to_string()).await?;
+                Ok(live_response(&live, 0))
+            }
+            Err(e) => {
+                state.store.release_idempotency_key(user.id, &key).await?;
+                Err(e)
+            }
+        },
+        IdempotencyClaim::Existing { fingerprint: first, .. } if first != fingerprint => Err(ApiError::Unprocessable {
+            code: "idempotency_key_reused",
+            message: "This Idempotency-Key was already used for a different request.".into(),
+            field: None,
+        }),
+        IdempotencyClaim::Existing { response: None, .. } => {
+            Err(ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into()))
+        }
+        IdempotencyClaim::Existing { response: Some(turn), .. } => {
+            let turn = Uuid::parse_str(&turn).map_err(|e| ApiError::Internal(e.into()))?;
+            Ok(turn_response(&state, user.id, thread, turn, 0))
+        }
+    }
+}
+
+/// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+    let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
+    let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()));
+    key.map(|k| Some(k.to_string())).ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_idempotency_key",
+            "The Idempotency-Key must be 1 to 255 visible ASCII characters.",
+        )
+    })
+}
+
+fn fingerprint(request: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(request.as_bytes()))
+}
+
+fn live_response(live: &std::sync::Arc<LiveTurn>, after: i64) -> Response {
     let id = live.id;
-    Ok(sse_response(live.subscribe(0).map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json()))))
+    sse_response(live.subscribe(after).map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json())))
+}
+
+/// The events of one turn after `after`: from this process while it runs here, else from the store.
+fn turn_response(state: &AppState, user: Uuid, thread: Uuid, turn: Uuid, after: i64) -> Response {
+    match state.hub.get(thread).filter(|l| l.id == turn) {
+        Some(live) => live_response(&live, after),
+        None => sse_response(stored_events(state.store.clone(), user, thread, turn, after)),
+    }
 }
 
 /// Parses `Last-Event-ID` (`<turn>:<seq>`).
@@ -82,13 +143,7 @@ async fn resume(
         Some((id, seq)) if id == turn.id => seq,
         _ => 0,
     };
-    if let Some(live) = state.hub.get(thread).filter(|l| l.id == turn.id) {
-        let id = live.id;
-        return Ok(sse_response(
-            live.subscribe(after).map(move |(seq, e)| sse_event(id, seq, e.name(), e.data_json())),
-        ));
-    }
-    Ok(sse_response(stored_events(state.store.clone(), user.id, thread, turn.id, after)))
+    Ok(turn_response(&state, user.id, thread, turn.id, after))
 }
 
 /// Replays a turn's stored events after `after`, following it while it runs on another instance.

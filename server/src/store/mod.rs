@@ -205,6 +205,16 @@ pub struct TurnRecord {
     pub heartbeat_at: DateTime<Utc>,
 }
 
+/// What claiming an idempotency key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdempotencyClaim {
+    /// The key is ours: do the work, then complete it.
+    Fresh,
+    /// The key was used before, for the request with this fingerprint; `response` is `None` while that
+    /// request is still running.
+    Existing { fingerprint: String, response: Option<String> },
+}
+
 /// One stored event of a turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
@@ -261,6 +271,21 @@ pub trait Store: Send + Sync + 'static {
     // Usage.
     /// Adds tokens to the thread totals and the user's ledger for today and this model.
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
+
+    // Idempotency.
+    /// Claims `key` for a request with `fingerprint`: a new (or expired) key is taken for `ttl_secs`;
+    /// otherwise what was stored under it comes back.
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim>;
+    /// Stores the outcome of the request that claimed `key`.
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()>;
+    /// Frees `key` (the request failed before doing anything), so a retry may run.
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()>;
 
     // Search.
     /// The user's messages, thread titles and documents matching the query (see [`search_query`]), best first.

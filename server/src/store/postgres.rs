@@ -15,9 +15,9 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    cursor_fits, micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, MessageUpdate,
-    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
-    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    cursor_fits, micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim,
+    MessageUpdate, NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent,
+    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
 };
 
 /// Most connections one server process opens.
@@ -648,6 +648,68 @@ impl Store for Postgres {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key, fingerprint))]
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim> {
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and expires_at < $3")
+            .bind(user)
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "insert into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
+             values ($1, $2, $3, $4, $5) on conflict (user_id, key) do nothing",
+        )
+        .bind(user)
+        .bind(key)
+        .bind(fingerprint)
+        .bind(now)
+        .bind(now + chrono::Duration::seconds(ttl_secs))
+        .execute(&mut *tx)
+        .await?;
+        let claim = if inserted.rows_affected() == 1 {
+            IdempotencyClaim::Fresh
+        } else {
+            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
+                .bind(user)
+                .bind(key)
+                .fetch_one(&mut *tx)
+                .await?;
+            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
+        };
+        tx.commit().await?;
+        Ok(claim)
+    }
+
+    #[instrument(skip(self, key, response))]
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
+        sqlx::query("update idempotency_keys set response = $1 where user_id = $2 and key = $3")
+            .bind(response)
+            .bind(user)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key))]
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
+        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and response is null")
+            .bind(user)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 

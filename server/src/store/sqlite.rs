@@ -14,9 +14,9 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    cursor_fits, micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind, NewArtifact,
-    NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage,
-    ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    cursor_fits, micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind,
+    IdempotencyClaim, NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent,
+    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
 };
 
 /// SQLite storage.
@@ -670,6 +670,67 @@ impl Store for Sqlite {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key, fingerprint))]
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim> {
+        let now = now().timestamp_micros();
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
+            .bind(user.to_string())
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at) values (?, ?, ?, ?, ?)",
+        )
+        .bind(user.to_string())
+        .bind(key)
+        .bind(fingerprint)
+        .bind(now)
+        .bind(now + ttl_secs * 1_000_000)
+        .execute(&mut *tx)
+        .await?;
+        let claim = if inserted.rows_affected() == 1 {
+            IdempotencyClaim::Fresh
+        } else {
+            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
+                .bind(user.to_string())
+                .bind(key)
+                .fetch_one(&mut *tx)
+                .await?;
+            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
+        };
+        tx.commit().await?;
+        Ok(claim)
+    }
+
+    #[instrument(skip(self, key, response))]
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
+        sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?")
+            .bind(response)
+            .bind(user.to_string())
+            .bind(key)
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key))]
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
+        sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null")
+            .bind(user.to_string())
+            .bind(key)
+            .execute(&self.writer)
+            .await?;
         Ok(())
     }
 
