@@ -5,30 +5,38 @@
 
 use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
+/// Our own markup around code blocks: a copy button. Added after the source's HTML was turned into text.
+const CODE_BLOCK_START: &str =
+    "<div class=\"code-block\"><button type=\"button\" class=\"copy-code\" aria-label=\"Copy code\">Copy</button>";
+const CODE_BLOCK_END: &str = "</div>";
+
 /// Renders Markdown (CommonMark + tables, strikethrough, task lists) to HTML that executes nothing.
 pub fn to_safe_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let mut image_depth = 0usize;
-    let events = Parser::new_ext(markdown, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        Event::Start(Tag::Image { dest_url, title, .. }) => {
-            image_depth += 1;
-            Event::Start(Tag::Link {
+    let events = Parser::new_ext(markdown, options)
+        .map(|event| match event {
+            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+            Event::Start(Tag::Image { dest_url, title, .. }) => Event::Start(Tag::Link {
                 link_type: LinkType::Inline,
                 dest_url: safe_url(dest_url),
                 title,
                 id: CowStr::Borrowed(""),
-            })
-        }
-        Event::End(TagEnd::Image) => {
-            image_depth = image_depth.saturating_sub(1);
-            Event::End(TagEnd::Link)
-        }
-        Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
-            Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id })
-        }
-        other => other,
-    });
+            }),
+            Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+            Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
+                Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id })
+            }
+            other => other,
+        })
+        .flat_map(|event| match event {
+            Event::Start(Tag::CodeBlock(kind)) => {
+                vec![Event::Html(CowStr::Borrowed(CODE_BLOCK_START)), Event::Start(Tag::CodeBlock(kind))]
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                vec![Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed(CODE_BLOCK_END))]
+            }
+            other => vec![other],
+        });
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut out, events);
     out
@@ -88,5 +96,6 @@ mod tests {
         let html = to_safe_html("| a | b |\n|---|---|\n| 1 | 2 |\n\n```rust\nfn main() {}\n```");
         assert!(html.contains("<table>"));
         assert!(html.contains("<code class=\"language-rust\">"));
+        assert!(html.contains("class=\"copy-code\""), "code blocks carry a copy button");
     }
 }

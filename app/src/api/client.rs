@@ -66,13 +66,47 @@ pub async fn get_thread(id: Uuid) -> ApiResult<ThreadDetail> {
 }
 
 /// `POST /api/threads/{id}/chat`: calls `on_event` for each event as it arrives. Returns once the stream ends.
-pub async fn chat(id: Uuid, body: &ChatRequest, mut on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
+pub async fn chat(id: Uuid, body: &ChatRequest, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     let response = Request::post(&format!("/api/threads/{id}/chat"))
         .json(body)
         .map_err(network_error)?
         .send()
         .await
         .map_err(network_error)?;
+    read_events(response, on_event).await
+}
+
+/// `GET /api/threads/{id}/stream`: re-attaches to the running (or last) turn from its first event.
+pub async fn resume(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
+    let response = Request::get(&format!("/api/threads/{id}/stream")).send().await.map_err(network_error)?;
+    if response.status() == 204 {
+        return Ok(());
+    }
+    read_events(response, on_event).await
+}
+
+/// `POST /api/threads/{id}/stop`.
+pub async fn stop(id: Uuid) -> ApiResult<()> {
+    let response = Request::post(&format!("/api/threads/{id}/stop")).send().await.map_err(network_error)?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(error_of(response).await)
+    }
+}
+
+/// `DELETE /api/artifacts/{id}`.
+pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
+    let response = Request::delete(&format!("/api/artifacts/{id}")).send().await.map_err(network_error)?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(error_of(response).await)
+    }
+}
+
+/// Reads a `text/event-stream` response incrementally (fetch + readable stream: EventSource cannot POST).
+async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     if !response.ok() {
         return Err(error_of(response).await);
     }

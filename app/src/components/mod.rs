@@ -1,5 +1,7 @@
 //! Reusable pieces of the interface, named after what people see.
 
+pub mod artifact_card;
+pub mod generate_menu;
 pub mod message_bubble;
 pub mod sidebar;
 pub mod theme_toggle;

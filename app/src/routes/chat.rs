@@ -1,31 +1,48 @@
-//! The chat page: the conversation's bubbles, the live answer, and the message box.
+//! The chat page: bubbles, document cards, the live answer, the message box, Stop and Generate.
 
+use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_navigate, use_params_map};
 use leptos_router::NavigateOptions;
 use uuid::Uuid;
 
-use crate::api::{client, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role};
+use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role};
+use crate::components::artifact_card::{ArtifactCard, ArtifactViewer};
+use crate::components::generate_menu::GenerateMenu;
 use crate::components::message_bubble::MessageBubble;
 use crate::ThreadsChanged;
 
 /// The answer being written right now.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveAnswer {
     text: String,
+    /// The tool running now, for the status line.
+    tool: Option<String>,
 }
 
-/// The conversation on screen. It lives above the router, so a stream that is running keeps its state when
-/// the address changes from `/` to `/c/<id>` after the first message.
+/// An error shown in place, with what "Retry" sends again.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorNote {
+    message: String,
+    retry: Option<String>,
+}
+
+/// The conversation on screen. It lives above the router, so a running stream keeps its state when the
+/// address changes from `/` to `/c/<id>` after the first message.
 #[derive(Clone, Copy)]
 pub struct ChatState {
     current: RwSignal<Option<Uuid>>,
     messages: RwSignal<Vec<Message>>,
+    artifacts: RwSignal<Vec<Artifact>>,
     live: RwSignal<Option<LiveAnswer>>,
+    /// Documents made by the running turn, linked to its answer when it completes.
+    turn_artifacts: RwSignal<Vec<Uuid>>,
     busy: RwSignal<bool>,
-    error: RwSignal<Option<String>>,
+    generating: RwSignal<Option<ArtifactType>>,
+    error: RwSignal<Option<ErrorNote>>,
     title: RwSignal<String>,
+    open: RwSignal<Option<Artifact>>,
 }
 
 impl ChatState {
@@ -33,10 +50,82 @@ impl ChatState {
         Self {
             current: RwSignal::new(None),
             messages: RwSignal::new(Vec::new()),
+            artifacts: RwSignal::new(Vec::new()),
             live: RwSignal::new(None),
+            turn_artifacts: RwSignal::new(Vec::new()),
             busy: RwSignal::new(false),
+            generating: RwSignal::new(None),
             error: RwSignal::new(None),
             title: RwSignal::new(String::new()),
+            open: RwSignal::new(None),
+        }
+    }
+
+    fn reset(&self, id: Option<Uuid>) {
+        self.current.set(id);
+        self.messages.set(Vec::new());
+        self.artifacts.set(Vec::new());
+        self.live.set(None);
+        self.turn_artifacts.set(Vec::new());
+        self.error.set(None);
+        self.title.set(String::new());
+        self.open.set(None);
+    }
+
+    /// Applies one event of a typed turn of thread `id`.
+    fn apply(&self, id: Uuid, event: ChatEvent, retry: &str, changed: ThreadsChanged) {
+        // The person may have opened another conversation meanwhile: only the one on screen changes.
+        if self.current.get_untracked() != Some(id) {
+            return;
+        }
+        match event {
+            ChatEvent::TextDelta { text } => self.live.update(|a| {
+                let answer = a.get_or_insert_with(LiveAnswer::default);
+                answer.text.push_str(&text);
+                answer.tool = None;
+            }),
+            ChatEvent::ThreadName { title, .. } => {
+                self.title.set(title);
+                changed.notify();
+            }
+            ChatEvent::ToolExecuting { tool, .. } => {
+                self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).tool = Some(tool))
+            }
+            ChatEvent::ArtifactCreated { artifact } => {
+                self.turn_artifacts.update(|t| t.push(artifact.id));
+                self.upsert_artifact(artifact);
+            }
+            ChatEvent::MessageComplete { message_id, .. } => self.end_turn(id, message_id, MessageStatus::Complete),
+            ChatEvent::Error { message, .. } => {
+                let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));
+                self.end_turn(id, partial.then(|| Uuid::from_u128(js_random_u128())), MessageStatus::Interrupted);
+                self.error.set(Some(ErrorNote { message, retry: Some(retry.to_string()) }));
+            }
+        }
+    }
+
+    fn upsert_artifact(&self, artifact: Artifact) {
+        self.artifacts.update(|list| match list.iter_mut().find(|a| a.id == artifact.id) {
+            Some(existing) => *existing = artifact,
+            None => list.push(artifact),
+        });
+    }
+
+    /// Turns the live answer into a message (when one was saved) and links the turn's documents to it.
+    fn end_turn(&self, thread: Uuid, message_id: Option<Uuid>, status: MessageStatus) {
+        let text = self.live.get_untracked().map(|a| a.text).unwrap_or_default();
+        self.live.set(None);
+        let made = std::mem::take(&mut *self.turn_artifacts.write());
+        if let Some(id) = message_id {
+            let mut message = local_message(thread, Role::Assistant, text);
+            message.id = id;
+            message.status = status;
+            self.messages.update(|m| m.push(message));
+            self.artifacts.update(|list| {
+                for a in list.iter_mut().filter(|a| made.contains(&a.id)) {
+                    a.assistant_message_id = Some(id);
+                }
+            });
         }
     }
 }
@@ -47,116 +136,183 @@ impl Default for ChatState {
     }
 }
 
+/// One row of the conversation.
+#[derive(Clone, Debug, PartialEq)]
+enum Row {
+    Message(Message),
+    Document(Artifact),
+}
+
+impl Row {
+    fn key(&self) -> (Uuid, i64, MessageStatus, usize) {
+        match self {
+            Row::Message(m) => (m.id, 0, m.status, m.content.len()),
+            Row::Document(a) => (a.id, a.version, MessageStatus::Complete, a.title.len()),
+        }
+    }
+}
+
+/// Messages in order, each answer followed by the documents its turn made. Documents made silently (or not
+/// yet linked) sit where their time puts them.
+fn rows(messages: &[Message], artifacts: &[Artifact], live_ids: &[Uuid]) -> Vec<Row> {
+    let mut rows = Vec::with_capacity(messages.len() + artifacts.len());
+    let unlinked: Vec<&Artifact> = artifacts
+        .iter()
+        .filter(|a| {
+            !live_ids.contains(&a.id) && a.assistant_message_id.is_none_or(|m| !messages.iter().any(|msg| msg.id == m))
+        })
+        .collect();
+    let mut pending = unlinked.into_iter().peekable();
+    for message in messages {
+        while let Some(a) = pending.next_if(|a| message.seq > 0 && a.created_at < message.created_at) {
+            rows.push(Row::Document(a.clone()));
+        }
+        rows.push(Row::Message(message.clone()));
+        if message.role == Role::Assistant {
+            rows.extend(
+                artifacts.iter().filter(|a| a.assistant_message_id == Some(message.id)).cloned().map(Row::Document),
+            );
+        }
+    }
+    rows.extend(pending.cloned().map(Row::Document));
+    rows
+}
+
 /// Shows a conversation (`/c/:id`) or an empty one (`/`) that is created on the first message.
 #[component]
 pub fn ChatPage() -> impl IntoView {
     let params = use_params_map();
     let navigate = use_navigate();
     let changed = expect_context::<ThreadsChanged>();
+    let state = expect_context::<ChatState>();
+    let ChatState { current, messages, artifacts, live, turn_artifacts, busy, generating, error, title, open } = state;
+    let draft = RwSignal::new(String::new());
+    let scroller = NodeRef::<html::Div>::new();
+    let follow = RwSignal::new(true);
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // `current` is set before navigating to a thread this page just created, so it is not reloaded.
-    let ChatState { current, messages, live, busy, error, title } = expect_context::<ChatState>();
-    let draft = RwSignal::new(String::new());
-
     Effect::new(move |_| {
         let id = route_id();
         if id == current.get_untracked() && id.is_some() {
             return;
         }
-        current.set(id);
-        messages.set(Vec::new());
-        live.set(None);
-        error.set(None);
-        title.set(String::new());
-        if let Some(id) = id {
-            spawn_local(async move {
-                match client::get_thread(id).await {
-                    Ok(detail) if current.get_untracked() == Some(id) => {
-                        title.set(detail.thread.title);
-                        messages.set(detail.messages);
+        state.reset(id);
+        let Some(id) = id else { return };
+        spawn_local(async move {
+            match client::get_thread(id).await {
+                Ok(detail) if current.get_untracked() == Some(id) => {
+                    title.set(detail.thread.title);
+                    let mut list = detail.messages;
+                    if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
+                        // The answer being written is replayed below from the turn's events.
+                        list.pop();
                     }
-                    Ok(_) => {}
-                    Err(e) => error.set(Some(e.message)),
+                    messages.set(list);
+                    artifacts.set(detail.artifacts);
+                    if detail.running {
+                        busy.set(true);
+                        live.set(Some(LiveAnswer::default()));
+                        let result = client::resume(id, |event| state.apply(id, event, "", changed)).await;
+                        if let Err(e) = result {
+                            error.set(Some(ErrorNote { message: e.message, retry: None }));
+                        }
+                        live.set(None);
+                        busy.set(false);
+                    }
                 }
-            });
-        }
+                Ok(_) => {}
+                Err(e) => error.set(Some(ErrorNote { message: e.message, retry: None })),
+            }
+        });
     });
 
-    let send = move || {
-        let content = draft.get_untracked().trim().to_string();
-        if content.is_empty() || busy.get_untracked() {
-            return;
-        }
-        busy.set(true);
-        error.set(None);
-        draft.set(String::new());
-        let navigate = navigate.clone();
-        spawn_local(async move {
-            let id = match current.get_untracked() {
-                Some(id) => id,
-                None => match client::create_thread(&CreateThread::default()).await {
-                    Ok(thread) => {
-                        current.set(Some(thread.id));
-                        navigate(&format!("/c/{}", thread.id), NavigateOptions { replace: true, ..Default::default() });
-                        changed.notify();
-                        thread.id
-                    }
-                    Err(e) => {
-                        error.set(Some(e.message));
-                        draft.set(content);
-                        busy.set(false);
-                        return;
-                    }
-                },
-            };
-            messages.update(|m| m.push(local_message(id, Role::User, content.clone())));
-            live.set(Some(LiveAnswer::default()));
-            let request = ChatRequest { content: content.clone(), artifact_generation: None };
-            let result = client::chat(id, &request, |event| {
-                // The person may have opened another conversation meanwhile: only the one on screen changes.
-                if current.get_untracked() != Some(id) {
-                    return;
-                }
-                match event {
-                    ChatEvent::TextDelta { text } => live.update(|a| {
-                        if let Some(a) = a {
-                            a.text.push_str(&text)
-                        }
-                    }),
-                    ChatEvent::ThreadName { title: t, .. } => {
-                        title.set(t);
-                        changed.notify();
-                    }
-                    ChatEvent::MessageComplete { message_id, .. } => {
-                        let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
-                        live.set(None);
-                        if message_id.is_some() {
-                            let mut message = local_message(id, Role::Assistant, text);
-                            message.id = message_id.unwrap_or(message.id);
-                            messages.update(|m| m.push(message));
-                        }
-                    }
-                    ChatEvent::Error { message, .. } => {
-                        let text = live.get_untracked().map(|a| a.text).unwrap_or_default();
-                        live.set(None);
-                        if !text.is_empty() {
-                            let mut message = local_message(id, Role::Assistant, text);
-                            message.status = MessageStatus::Interrupted;
-                            messages.update(|m| m.push(message));
-                        }
-                        error.set(Some(message));
-                    }
-                    ChatEvent::ToolExecuting { .. } | ChatEvent::ArtifactCreated { .. } => {}
-                }
-            })
-            .await;
-            if let Err(e) = result {
-                live.set(None);
-                error.set(Some(e.message));
+    // Follow the stream while the person is at the bottom; leave them alone once they scroll up.
+    Effect::new(move |_| {
+        live.track();
+        messages.track();
+        artifacts.track();
+        if follow.get_untracked() {
+            if let Some(el) = scroller.get_untracked() {
+                el.set_scroll_top(el.scroll_height());
             }
-            busy.set(false);
-        });
+        }
+    });
+    let on_scroll = move |_| {
+        if let Some(el) = scroller.get_untracked() {
+            follow.set(el.scroll_height() - el.scroll_top() - el.client_height() < 80);
+        }
+    };
+
+    // Makes sure there is a thread to talk in: creates one on the first message.
+    let ensure_thread = move || {
+        let navigate = navigate.clone();
+        async move {
+            if let Some(id) = current.get_untracked() {
+                return Some(id);
+            }
+            match client::create_thread(&CreateThread::default()).await {
+                Ok(thread) => {
+                    current.set(Some(thread.id));
+                    navigate(&format!("/c/{}", thread.id), NavigateOptions { replace: true, ..Default::default() });
+                    changed.notify();
+                    Some(thread.id)
+                }
+                Err(e) => {
+                    error.set(Some(ErrorNote { message: e.message, retry: None }));
+                    None
+                }
+            }
+        }
+    };
+
+    let send_text = {
+        let ensure_thread = ensure_thread.clone();
+        move |content: String| {
+            if content.trim().is_empty() || busy.get_untracked() || generating.get_untracked().is_some() {
+                return;
+            }
+            busy.set(true);
+            error.set(None);
+            follow.set(true);
+            let ensure_thread = ensure_thread.clone();
+            spawn_local(async move {
+                let Some(id) = ensure_thread().await else {
+                    draft.set(content);
+                    busy.set(false);
+                    return;
+                };
+                messages.update(|m| m.push(local_message(id, Role::User, content.clone())));
+                live.set(Some(LiveAnswer::default()));
+                turn_artifacts.set(Vec::new());
+                let request = ChatRequest { content: content.clone(), artifact_generation: None };
+                let result = client::chat(id, &request, |event| state.apply(id, event, &content, changed)).await;
+                if let Err(e) = result {
+                    if live.get_untracked().is_some() {
+                        state.end_turn(id, None, MessageStatus::Interrupted);
+                    }
+                    if e.status == 409 || e.status == 422 {
+                        // Not saved: drop the optimistic bubble and give the text back.
+                        messages.update(|m| {
+                            m.pop();
+                        });
+                        draft.set(content.clone());
+                    }
+                    error.set(Some(ErrorNote { message: e.message, retry: (e.status != 422).then_some(content) }));
+                }
+                busy.set(false);
+            });
+        }
+    };
+    let send = {
+        let send_text = send_text.clone();
+        move || {
+            let content = draft.get_untracked().trim().to_string();
+            if !content.is_empty() && !busy.get_untracked() {
+                draft.set(String::new());
+                send_text(content);
+            }
+        }
     };
     let send_click = {
         let send = send.clone();
@@ -168,25 +324,127 @@ pub fn ChatPage() -> impl IntoView {
             send();
         }
     };
+    let stop = move |_| {
+        if let Some(id) = current.get_untracked() {
+            spawn_local(async move {
+                if let Err(e) = client::stop(id).await {
+                    error.set(Some(ErrorNote { message: e.message, retry: None }));
+                }
+            });
+        }
+    };
+    let retry = {
+        let send_text = send_text.clone();
+        move |_| {
+            if let Some(content) = error.get_untracked().and_then(|e| e.retry) {
+                error.set(None);
+                send_text(content);
+            }
+        }
+    };
+
+    // Silent generation: no bubbles, only the indicator and then the card.
+    let generate = Callback::new(move |kind: ArtifactType| {
+        if busy.get_untracked() || generating.get_untracked().is_some() {
+            return;
+        }
+        let Some(id) = current.get_untracked() else { return };
+        generating.set(Some(kind));
+        error.set(None);
+        spawn_local(async move {
+            let request = ChatRequest {
+                content: format!("Generate {} from this conversation", kind.label()),
+                artifact_generation: Some(true),
+            };
+            let mut made = false;
+            let mut failure = None;
+            let result = client::chat(id, &request, |event| match event {
+                ChatEvent::ArtifactCreated { artifact } if current.get_untracked() == Some(id) => {
+                    made = true;
+                    state.upsert_artifact(artifact);
+                }
+                ChatEvent::Error { message, .. } => failure = Some(message),
+                _ => {}
+            })
+            .await;
+            generating.set(None);
+            let failure = failure.or_else(|| result.err().map(|e| e.message));
+            if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string()))
+            {
+                if current.get_untracked() == Some(id) {
+                    error.set(Some(ErrorNote { message, retry: None }));
+                }
+            }
+        });
+    });
+
+    let open_card = Callback::new(move |a: Artifact| open.set(Some(a)));
+    let close_viewer = Callback::new(move |_| open.set(None));
+    let delete_artifact = Callback::new(move |a: Artifact| {
+        spawn_local(async move {
+            match client::delete_artifact(a.id).await {
+                Ok(()) => {
+                    artifacts.update(|list| list.retain(|x| x.id != a.id));
+                    open.set(None);
+                }
+                Err(e) => error.set(Some(ErrorNote { message: e.message, retry: None })),
+            }
+        });
+    });
+
+    let timeline = move || {
+        let live_ids = turn_artifacts.get();
+        messages.with(|m| artifacts.with(|a| rows(m, a, &live_ids)))
+    };
+    let live_cards = move || {
+        let ids = turn_artifacts.get();
+        artifacts.with(|list| list.iter().filter(|a| ids.contains(&a.id)).cloned().collect::<Vec<_>>())
+    };
+    let no_thread = Signal::derive(move || current.get().is_none() || busy.get() || generating.get().is_some());
 
     view! {
         <section class="chat" aria-label="Conversation">
             <header class="chat-head">
                 <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
             </header>
-            <div class="messages" role="log" aria-live="polite">
-                {move || (messages.with(Vec::is_empty) && live.with(Option::is_none)).then(|| view! {
+            <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
+                {move || (messages.with(Vec::is_empty) && live.with(Option::is_none) && artifacts.with(Vec::is_empty)).then(|| view! {
                     <p class="empty">"Describe what you are building. Quire keeps track of your requirements and drafts documents from them."</p>
                 })}
-                <For each=move || messages.get() key=|m| m.id let:message>
-                    <MessageBubble role=message.role content=message.content.clone() status=message.status/>
+                <For each=timeline key=Row::key let:row>
+                    {match row {
+                        Row::Message(m) => view! { <MessageBubble role=m.role content=m.content.clone() status=m.status/> }.into_any(),
+                        Row::Document(a) => view! { <ArtifactCard artifact=a on_open=open_card/> }.into_any(),
+                    }}
                 </For>
-                {move || live.get().map(|answer| view! {
-                    <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
+                {move || live.get().map(|answer| {
+                    let status = answer.tool.as_deref().map(tool_status);
+                    view! {
+                        <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
+                        {status.map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
+                    }
+                })}
+                <For each=live_cards key=|a| (a.id, a.version) let:a>
+                    <ArtifactCard artifact=a on_open=open_card/>
+                </For>
+                {move || generating.get().map(|kind| view! {
+                    <div class="generating" role="status" data-testid="generating-indicator">
+                        <span class="spinner" aria-hidden="true"></span>
+                        {format!("Generating {}…", kind.label())}
+                    </div>
                 })}
             </div>
-            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            {move || error.get().map(|e| {
+                let can_retry = e.retry.is_some();
+                view! {
+                    <div class="error" role="alert">
+                        <span>{e.message}</span>
+                        {can_retry.then(|| view! { <button type="button" on:click=retry.clone()>"Retry"</button> })}
+                    </div>
+                }
+            })}
             <form class="composer" on:submit=move |ev| ev.prevent_default()>
+                <GenerateMenu disabled=no_thread on_pick=generate/>
                 <textarea
                     aria-label="Message"
                     placeholder="Message Quire (Enter to send, Shift+Enter for a new line)"
@@ -196,9 +454,49 @@ pub fn ChatPage() -> impl IntoView {
                     on:input=move |ev| draft.set(event_target_value(&ev))
                     on:keydown=on_keydown
                 ></textarea>
-                <button type="button" class="primary" on:click=send_click disabled=move || busy.get()>"Send"</button>
+                {move || if busy.get() {
+                    view! { <button type="button" class="stop" on:click=stop>"Stop"</button> }.into_any()
+                } else {
+                    view! { <button type="button" class="primary" on:click=send_click.clone()>"Send"</button> }.into_any()
+                }}
             </form>
+            {move || open.get().map(|a| view! {
+                <ArtifactViewer artifact=a on_close=close_viewer on_delete=delete_artifact/>
+            })}
         </section>
+    }
+}
+
+/// Copies a code block when its "Copy" button (rendered with the Markdown) is clicked.
+fn copy_code(ev: leptos::ev::MouseEvent) {
+    use wasm_bindgen::JsCast;
+    let Some(button) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return };
+    if !button.class_list().contains("copy-code") {
+        return;
+    }
+    let Some(code) = button.parent_element().and_then(|block| block.query_selector("pre").ok().flatten()) else {
+        return;
+    };
+    let text = code.text_content().unwrap_or_default();
+    let Some(window) = web_sys::window() else { return };
+    // navigator.clipboard.writeText(text), looked up dynamically (the Clipboard API is not in web-sys's stable set).
+    let clipboard = js_sys::Reflect::get(&window.navigator(), &"clipboard".into()).ok();
+    let write = clipboard
+        .as_ref()
+        .and_then(|c| js_sys::Reflect::get(c, &"writeText".into()).ok())
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+    if let (Some(clipboard), Some(write)) = (clipboard, write) {
+        let _ = write.call1(&clipboard, &text.into());
+        button.set_text_content(Some("Copied"));
+    }
+}
+
+/// The status line shown while a tool runs.
+fn tool_status(tool: &str) -> String {
+    match tool {
+        "save_artifact" => "Saving artifact…".to_string(),
+        "document_search" => "Searching your documents…".to_string(),
+        other => format!("Running {other}…"),
     }
 }
 

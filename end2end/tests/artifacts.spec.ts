@@ -1,0 +1,74 @@
+import { expect, Page, test } from '@playwright/test';
+import { openHydrated, snapshot } from './helpers';
+
+async function send(page: Page, text: string) {
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.getByRole('button', { name: 'Send' }).click();
+  // The turn is over once Send is back (Stop shows while it runs).
+  await expect(page.getByRole('button', { name: 'Send' })).toBeVisible();
+}
+
+test('a typed request makes exactly one document card', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We are building a recipe app. Cooks want to save favourite recipes. Users must be able to share lists.');
+  await send(page, 'Generate user stories from this conversation');
+  const cards = page.getByTestId('artifact-card');
+  await expect(cards).toHaveCount(1);
+  await expect(cards.first()).toContainText('User Stories');
+  await expect(page.getByTestId('message-assistant')).toHaveCount(2);
+
+  await cards.first().getByRole('button').click();
+  const viewer = page.getByRole('dialog');
+  await expect(viewer).toBeVisible();
+  await expect(viewer).toContainText('As a');
+  await expect(viewer.getByRole('link', { name: 'Export Markdown' })).toHaveAttribute('href', /format=md/);
+  await snapshot(page, 'document-viewer-light');
+  await viewer.getByRole('button', { name: 'Close' }).click();
+  await expect(viewer).toHaveCount(0);
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+});
+
+test('Generate makes a card silently: an indicator, no new bubble', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'Our team needs a shared calendar. Managers must approve leave requests.');
+  const users = page.getByTestId('message-user');
+  const assistants = page.getByTestId('message-assistant');
+  await expect(users).toHaveCount(1);
+  await expect(assistants).toHaveCount(1);
+
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('menuitem', { name: 'Business Requirements' }).click();
+  const indicator = page.getByTestId('generating-indicator');
+  await expect(indicator).toBeVisible();
+  await expect(indicator).toHaveAttribute('role', 'status');
+  await expect(indicator).toContainText('Business Requirements');
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  await expect(indicator).toHaveCount(0);
+  await expect(page.getByTestId('artifact-card')).toContainText('Business Requirements');
+  await expect(users).toHaveCount(1);
+  await expect(assistants).toHaveCount(1);
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  await expect(page.getByTestId('message-user')).toHaveCount(1);
+  await expect(page.getByTestId('message-assistant')).toHaveCount(1);
+});
+
+test('raw HTML in a message renders inert', async ({ page }) => {
+  await openHydrated(page);
+  let dialogs = 0;
+  page.on('dialog', async (d) => {
+    dialogs += 1;
+    await d.dismiss();
+  });
+  await send(page, 'We need this: <img src=x onerror="alert(1)"> and <script>alert(2)</script> must be safe.');
+  await expect(page.getByTestId('message-assistant')).toHaveCount(1);
+  await expect(page.locator('.messages img')).toHaveCount(0);
+  await expect(page.locator('.messages script')).toHaveCount(0);
+  await expect(page.getByTestId('message-user')).toContainText('<script>alert(2)</script>');
+  expect(dialogs).toBe(0);
+});
