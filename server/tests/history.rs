@@ -109,22 +109,30 @@ async fn walking_pages_over_http_survives_new_and_changed_threads() {
     for i in 0..7 {
         ids.push(create(&server, json!({ "title": format!("t{i}") })).await.id);
     }
-    let first = list(&server, "limit=3").await;
-    assert_eq!(first.threads.len(), 3);
-    // Meanwhile: a new thread, and an unseen one gets a message (it moves to the top).
+    // Oldest activity first: a changed thread would otherwise come again at the end (if seen) or out of order.
+    let first = list(&server, "limit=3&order=asc").await;
+    assert_eq!(first.threads.iter().map(|t| t.id).collect::<Vec<_>>(), ids[..3]);
+    // Meanwhile: a new thread, a seen one and an unseen one get messages, another unseen one is renamed.
     create(&server, json!({"title": "new"})).await;
-    let moved = ids[0];
-    say(&server, moved, Role::User, "bump").await;
+    let changed = [ids[1], ids[4], ids[5]];
+    say(&server, ids[1], Role::User, "bump").await;
+    say(&server, ids[4], Role::User, "bump").await;
+    patch(&server, ids[5], json!({"title": "renamed"})).await;
     let mut seen: Vec<Uuid> = first.threads.iter().map(|t| t.id).collect();
     let mut cursor = first.next_cursor;
     while let Some(c) = cursor {
-        let page = list(&server, &format!("limit=3&cursor={c}")).await;
+        let page = list(&server, &format!("limit=3&order=asc&cursor={c}")).await;
         seen.extend(page.threads.iter().map(|t| t.id));
         cursor = page.next_cursor;
     }
-    let expected: Vec<Uuid> = ids.iter().rev().copied().filter(|id| *id != moved).collect();
+    let expected = [ids[0], ids[1], ids[2], ids[3], ids[6]];
     assert_eq!(seen, expected, "every unchanged thread once, in order; nothing twice");
-    assert_eq!(list(&server, "limit=1").await.threads[0].id, moved, "the changed thread leads a fresh walk");
+    // A fresh walk shows the changed and new threads, where they now belong.
+    let fresh = list(&server, "limit=1").await;
+    assert_eq!(fresh.threads[0].title, "renamed");
+    let all = list(&server, "limit=100").await;
+    assert_eq!(all.threads.len(), 8);
+    assert!(changed.iter().all(|id| all.threads[..4].iter().any(|t| t.id == *id)));
 }
 
 #[tokio::test]
