@@ -536,6 +536,11 @@ fn pages_stay_exact_while_threads_change(backend: Backend, test: &str) {
     });
 }
 
+/// (assistant?, text, status, input tokens, output tokens, model)
+type MessageSpec = (bool, String, MessageStatus, u32, u32, Option<String>);
+/// (type, title, content, request message position, answer position)
+type DocumentSpec = (ArtifactType, String, String, Option<usize>, Option<usize>);
+
 /// A conversation to build through the store.
 #[derive(Debug, Clone)]
 struct Conversation {
@@ -543,12 +548,10 @@ struct Conversation {
     tags: Vec<String>,
     pinned: bool,
     archived: bool,
-    /// (assistant?, text, status, input tokens, output tokens, model)
-    messages: Vec<(bool, String, MessageStatus, u32, u32, Option<String>)>,
+    messages: Vec<MessageSpec>,
     /// Positions of messages to delete afterwards (leaving gaps in the numbers).
     deletions: Vec<usize>,
-    /// (type, title, content, request message position, answer position)
-    documents: Vec<(ArtifactType, String, String, Option<usize>, Option<usize>)>,
+    documents: Vec<DocumentSpec>,
 }
 
 fn conversation() -> impl Strategy<Value = Conversation> {
