@@ -484,3 +484,51 @@ async fn chatgpt_conversations_import_along_the_current_branch() {
     let response = server.client.post(server.url("/api/threads/import")).json(&single).send().await.unwrap();
     assert_eq!(response.status(), 201);
 }
+
+/// Over HTTP, `tags=a,b` lists exactly the conversations carrying every one of the tags, across pages.
+#[test]
+fn tag_filter_lists_exactly_the_tagged_threads() {
+    const TAGS: &[&str] = &["red", "green", "blue"];
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let server = runtime.block_on(TestServer::start());
+    let case = std::sync::atomic::AtomicUsize::new(0);
+    let tag_set = || prop::collection::btree_set(prop::sample::select(TAGS), 0..4);
+    let strategy =
+        (prop::collection::vec(tag_set(), 0..8), tag_set().prop_filter("a filter", |s| !s.is_empty()), 1u32..4);
+    let config = ProptestConfig { cases: 16, failure_persistence: None, ..ProptestConfig::default() };
+    proptest::test_runner::TestRunner::new(config)
+        .run(&strategy, |(threads, wanted, limit)| {
+            // Tags of this case only, so cases never see each other's threads.
+            let n = case.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let name = |tag: &str| format!("c{n}-{tag}");
+            runtime.block_on(async {
+                let mut expected = Vec::new();
+                for tags in &threads {
+                    let names: Vec<String> = tags.iter().map(|t| name(t)).collect();
+                    let t = create(&server, json!({ "title": "tagged", "tags": names })).await;
+                    if wanted.is_subset(tags) {
+                        expected.push(t.id);
+                    }
+                }
+                let filter: Vec<String> = wanted.iter().map(|t| name(t)).collect();
+                let mut seen = Vec::new();
+                let mut cursor = String::new();
+                loop {
+                    let query = format!("limit={limit}&order=asc&sort=created_at&tags={}{cursor}", filter.join(","));
+                    let page = list(&server, &query).await;
+                    for thread in &page.threads {
+                        assert!(filter.iter().all(|f| thread.tags.contains(f)), "{thread:?} lacks one of {filter:?}");
+                    }
+                    seen.extend(page.threads.iter().map(|t| t.id));
+                    match page.next_cursor {
+                        Some(next) => cursor = format!("&cursor={next}"),
+                        None => break,
+                    }
+                }
+                assert_eq!(seen, expected);
+            });
+            Ok(())
+        })
+        .unwrap();
+    runtime.block_on(async move { drop(server) });
+}
