@@ -1095,10 +1095,10 @@ async fn listing_order_and_cursors(db: Db) {
     assert_eq!(newest.len(), 7);
 
     // A cursor of one sort does not fit another.
-    let cursor = ThreadCursor { pinned: false, key: CursorKey::Time(0), id: Uuid::now_v7() };
+    let cursor = ThreadCursor { pinned: false, key: CursorKey::Time(0), id: Uuid::now_v7(), as_of: None };
     let wrong = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..query.clone() }).await;
     assert!(matches!(wrong, Err(StoreError::InvalidCursor)), "{wrong:?}");
-    let cursor = ThreadCursor { pinned: false, key: CursorKey::Text("a".into()), id: Uuid::now_v7() };
+    let cursor = ThreadCursor { pinned: false, key: CursorKey::Text("a".into()), id: Uuid::now_v7(), as_of: None };
     let wrong = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..ThreadQuery::default() }).await;
     assert!(matches!(wrong, Err(StoreError::InvalidCursor)), "{wrong:?}");
 

@@ -2,8 +2,10 @@
 
 pub mod client;
 pub mod events;
+pub mod history;
 pub mod sse;
 pub use events::*;
+pub use history::*;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

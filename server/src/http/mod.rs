@@ -2,8 +2,11 @@
 
 pub mod chat;
 pub mod error;
+pub mod export;
 pub mod extract;
 pub mod messages;
+pub mod search;
+pub mod stats;
 pub mod threads;
 
 use app::api::Health;
@@ -22,6 +25,9 @@ pub fn api_router() -> Router<AppState> {
         .merge(threads::router())
         .merge(chat::router())
         .merge(messages::router())
+        .merge(search::router())
+        .merge(stats::router())
+        .merge(export::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 

@@ -2,6 +2,7 @@
 //! start-up from the database URL. Every method that reads or changes a user's data takes the owner's id and
 //! scopes the query itself, so another user's row is indistinguishable from a missing one.
 
+pub mod history;
 pub mod postgres;
 pub mod search_query;
 pub mod sqlite;
@@ -86,12 +87,21 @@ pub enum ThreadSort {
     Title,
 }
 
-/// Where the previous page ended: the sort key of its last thread and its id (a total order).
+/// Where the previous page ended: the sort key of its last thread and its id (a total order), and when the
+/// walk began.
+///
+/// Pages after the first only show threads unchanged since `as_of` (microseconds): their sort keys are the
+/// ones the walk started with, so every such thread comes exactly once and in order. A thread created or
+/// changed during the walk (a message, a rename, a pin) has moved, usually to the top; it is left out of the
+/// later pages and shows on a fresh first page. No thread ever comes twice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadCursor {
     pub pinned: bool,
     pub key: CursorKey,
     pub id: Uuid,
+    /// Start of the walk; `None` for cursors made before snapshots existed (no filter then).
+    #[serde(default)]
+    pub as_of: Option<i64>,
 }
 
 /// The sort value of the last thread of a page.
@@ -304,6 +314,17 @@ pub trait Store: Send + Sync + 'static {
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
+
+    // History: stats, export, import.
+    /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
+    /// type, over the user's own rows.
+    async fn history_stats(&self, user: Uuid, today: chrono::NaiveDate) -> Result<app::api::HistoryStats>;
+    /// Every thread id of the user, archived ones too, oldest first.
+    async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
+    /// The metadata of the user's attachments, oldest first.
+    async fn list_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
+    /// Creates the threads with their messages and documents in one transaction: all of them or none.
+    async fn import_threads(&self, user: Uuid, threads: &[history::ImportThread]) -> Result<Vec<Thread>>;
 }
 
 /// The store as the rest of the server holds it.

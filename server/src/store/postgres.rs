@@ -4,9 +4,12 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{Artifact, ArtifactType, Message, MessageStatus, Thread, Usage};
+use app::api::{
+    Artifact, ArtifactType, AttachmentMeta, DayTokens, HistoryStats, Message, MessageStatus, TagCount, Thread,
+    TypeCount, Usage,
+};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     postgres::{PgConnectOptions, PgPoolOptions, PgRow},
     PgPool, Postgres as Pg, QueryBuilder, Row,
@@ -15,9 +18,11 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    cursor_fits, micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim,
-    MessageUpdate, NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent,
-    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    cursor_fits,
+    history::{self, ImportThread},
+    micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim, MessageUpdate,
+    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
+    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
 };
 
 /// Most connections one server process opens.
@@ -252,6 +257,11 @@ impl Store for Postgres {
                 .push_bind(query.tags.clone())
                 .push("::text[]) as wanted (tag) where not exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = wanted.tag))");
         }
+        // The walk's start: taken before the first page is read, carried by every cursor after it.
+        let as_of = query.cursor.as_ref().map_or_else(|| Some(now().timestamp_micros()), |c| c.as_of);
+        if let Some(snapshot) = query.cursor.as_ref().and_then(|c| c.as_of) {
+            q.push(" and t.updated_at <= ").push_bind(micros_to_time(snapshot));
+        }
         if let Some(cursor) = &query.cursor {
             q.push(" and (t.pinned < ")
                 .push_bind(cursor.pinned)
@@ -283,7 +293,7 @@ impl Store for Postgres {
             });
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id }),
+            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of }),
             _ => None,
         };
         Ok(ThreadPage { threads, next })
@@ -901,6 +911,205 @@ impl Store for Postgres {
                 Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
             })
             .collect()
+    }
+
+    // History: stats, export, import.
+
+    #[instrument(skip(self))]
+    async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
+        let totals = sqlx::query(
+            "select count(*) as threads, coalesce(sum(message_count), 0)::bigint as messages, min(created_at) as first,
+             max(updated_at) as last from threads where user_id = $1",
+        )
+        .bind(user)
+        .fetch_one(&self.pool)
+        .await?;
+        let threads: i64 = totals.try_get("threads")?;
+        let messages: i64 = totals.try_get("messages")?;
+        let first: Option<DateTime<Utc>> = totals.try_get("first")?;
+        let last: Option<DateTime<Utc>> = totals.try_get("last")?;
+        // Tags compare byte-wise, as SQLite's BINARY does, so ties break alike on both backends.
+        let tags = sqlx::query(
+            "select tag, count(*) as n from thread_tags where user_id = $1
+             group by tag order by n desc, tag collate \"C\" limit $2",
+        )
+        .bind(user)
+        .bind(history::TOP_TAGS)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| Ok(TagCount { tag: row.try_get("tag")?, count: row.try_get::<i64, _>("n")? as u64 }))
+        .collect::<Result<Vec<_>>>()?;
+        let tokens = sqlx::query(
+            "select coalesce(sum(input_tokens), 0)::bigint as input, coalesce(sum(output_tokens), 0)::bigint as output
+             from usage_ledger where user_id = $1",
+        )
+        .bind(user)
+        .fetch_one(&self.pool)
+        .await?;
+        let used = sqlx::query(
+            "select day, sum(input_tokens)::bigint as input, sum(output_tokens)::bigint as output from usage_ledger
+             where user_id = $1 and day >= $2 and day <= $3 group by day",
+        )
+        .bind(user)
+        .bind(history::stats_window_start(today))
+        .bind(today)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            Ok(DayTokens {
+                day: row.try_get("day")?,
+                input_tokens: row.try_get::<i64, _>("input")? as u64,
+                output_tokens: row.try_get::<i64, _>("output")? as u64,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let artifacts = sqlx::query(
+            "select artifact_type, count(*) as n from artifacts where user_id = $1
+             group by artifact_type order by n desc, artifact_type collate \"C\"",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| {
+            let kind: String = row.try_get("artifact_type")?;
+            Ok(TypeCount {
+                artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
+                count: row.try_get::<i64, _>("n")? as u64,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        Ok(HistoryStats {
+            total_threads: threads as u64,
+            total_messages: messages as u64,
+            average_messages_per_thread: if threads == 0 { 0.0 } else { messages as f64 / threads as f64 },
+            first_conversation_at: first,
+            last_conversation_at: last,
+            top_tags: tags,
+            input_tokens: tokens.try_get::<i64, _>("input")? as u64,
+            output_tokens: tokens.try_get::<i64, _>("output")? as u64,
+            tokens_per_day: history::fill_days(today, &used),
+            artifacts_by_type: artifacts,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>> {
+        Ok(sqlx::query_scalar("select id from threads where user_id = $1 order by created_at, id")
+            .bind(user)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    #[instrument(skip(self))]
+    async fn list_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
+        let rows = sqlx::query(
+            "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = $1
+             order by created_at, id",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AttachmentMeta {
+                    id: row.try_get("id")?,
+                    thread_id: row.try_get("thread_id")?,
+                    filename: row.try_get("filename")?,
+                    content_type: row.try_get("content_type")?,
+                    size: row.try_get("size")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip_all, fields(count = threads.len()))]
+    async fn import_threads(&self, user: Uuid, threads: &[ImportThread]) -> Result<Vec<Thread>> {
+        let mut tx = self.pool.begin().await?;
+        let mut created = Vec::with_capacity(threads.len());
+        for thread in threads {
+            let id = Uuid::now_v7();
+            let count = thread.messages.len() as i64;
+            let last_seq = thread.messages.iter().map(|m| m.seq).max().unwrap_or(0);
+            sqlx::query(
+                "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(id)
+            .bind(user)
+            .bind(&thread.title)
+            .bind(thread.pinned)
+            .bind(thread.archived)
+            .bind(count)
+            .bind(last_seq)
+            .bind(thread.created_at)
+            .bind(thread.updated_at.max(thread.created_at))
+            .execute(&mut *tx)
+            .await?;
+            write_tags(&mut tx, user, id, &thread.tags).await?;
+            let mut message_ids = Vec::with_capacity(thread.messages.len());
+            for message in &thread.messages {
+                let message_id = Uuid::now_v7();
+                sqlx::query(
+                    "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+                     model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                )
+                .bind(message_id)
+                .bind(id)
+                .bind(user)
+                .bind(message.seq)
+                .bind(message.role.as_str())
+                .bind(&message.content)
+                .bind(message.status.as_str())
+                .bind(message.usage.input_tokens as i64)
+                .bind(message.usage.output_tokens as i64)
+                .bind(&message.model)
+                .bind(message.created_at)
+                .execute(&mut *tx)
+                .await?;
+                message_ids.push(message_id);
+            }
+            for artifact in &thread.artifacts {
+                let artifact_id = Uuid::now_v7();
+                let link = |index: Option<usize>| index.and_then(|i| message_ids.get(i)).copied();
+                sqlx::query(
+                    "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
+                     request_message_id, assistant_message_id, created_at, updated_at)
+                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
+                )
+                .bind(artifact_id)
+                .bind(id)
+                .bind(user)
+                .bind(artifact.artifact_type.as_str())
+                .bind(&artifact.title)
+                .bind(&artifact.content)
+                .bind(artifact.version)
+                .bind(link(artifact.request_message))
+                .bind(link(artifact.assistant_message))
+                .bind(artifact.created_at)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "insert into artifact_versions (artifact_id, version, title, content, created_at)
+                     values ($1, $2, $3, $4, $5)",
+                )
+                .bind(artifact_id)
+                .bind(artifact.version)
+                .bind(&artifact.title)
+                .bind(&artifact.content)
+                .bind(artifact.created_at)
+                .execute(&mut *tx)
+                .await?;
+            }
+            let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
+            let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
+            created.push(thread_from_row(&row)?);
+        }
+        tx.commit().await?;
+        Ok(created)
     }
 }
 

@@ -3,9 +3,12 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{Artifact, ArtifactType, Message, MessageStatus, Thread, Usage};
+use app::api::{
+    Artifact, ArtifactType, AttachmentMeta, DayTokens, HistoryStats, Message, MessageStatus, TagCount, Thread,
+    TypeCount, Usage,
+};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
     Row, SqlitePool,
@@ -14,9 +17,11 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    cursor_fits, micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind,
-    IdempotencyClaim, NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent,
-    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    cursor_fits,
+    history::{self, ImportThread},
+    micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim,
+    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
+    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
 };
 
 /// SQLite storage.
@@ -261,6 +266,12 @@ impl Store for Sqlite {
         for _ in &query.tags {
             sql.push_str(" and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)");
         }
+        // The walk's start: taken before the first page is read, carried by every cursor after it.
+        let as_of = query.cursor.as_ref().map_or_else(|| Some(now().timestamp_micros()), |c| c.as_of);
+        let snapshot = query.cursor.as_ref().and_then(|c| c.as_of);
+        if snapshot.is_some() {
+            sql.push_str(" and t.updated_at <= ?");
+        }
         if query.cursor.is_some() {
             sql.push_str(&format!(
                 " and (t.pinned < ? or (t.pinned = ? and ({key_column} {cmp} ? or ({key_column} = ? and t.id {cmp} ?))))"
@@ -270,6 +281,9 @@ impl Store for Sqlite {
         let mut q = sqlx::query(&sql).bind(user.to_string()).bind(query.archived);
         for tag in &query.tags {
             q = q.bind(tag);
+        }
+        if let Some(snapshot) = snapshot {
+            q = q.bind(snapshot);
         }
         if let Some(cursor) = &query.cursor {
             q = q.bind(cursor.pinned).bind(cursor.pinned);
@@ -292,7 +306,7 @@ impl Store for Sqlite {
             });
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id }),
+            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of }),
             _ => None,
         };
         Ok(ThreadPage { threads, next })
@@ -938,5 +952,209 @@ impl Store for Sqlite {
                 Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
             })
             .collect()
+    }
+
+    // History: stats, export, import.
+
+    #[instrument(skip(self))]
+    async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
+        let user_id = user.to_string();
+        let totals = sqlx::query(
+            "select count(*) as threads, coalesce(sum(message_count), 0) as messages, min(created_at) as first,
+             max(updated_at) as last from threads where user_id = ?",
+        )
+        .bind(&user_id)
+        .fetch_one(&self.reader)
+        .await?;
+        let threads: i64 = totals.try_get("threads")?;
+        let messages: i64 = totals.try_get("messages")?;
+        let first: Option<i64> = totals.try_get("first")?;
+        let last: Option<i64> = totals.try_get("last")?;
+        let tags = sqlx::query(
+            "select tag, count(*) as n from thread_tags where user_id = ? group by tag order by n desc, tag limit ?",
+        )
+        .bind(&user_id)
+        .bind(history::TOP_TAGS)
+        .fetch_all(&self.reader)
+        .await?
+        .iter()
+        .map(|row| Ok(TagCount { tag: row.try_get("tag")?, count: row.try_get::<i64, _>("n")? as u64 }))
+        .collect::<Result<Vec<_>>>()?;
+        let tokens = sqlx::query(
+            "select coalesce(sum(input_tokens), 0) as input, coalesce(sum(output_tokens), 0) as output
+             from usage_ledger where user_id = ?",
+        )
+        .bind(&user_id)
+        .fetch_one(&self.reader)
+        .await?;
+        let start = history::stats_window_start(today);
+        let used = sqlx::query(
+            "select day, sum(input_tokens) as input, sum(output_tokens) as output from usage_ledger
+             where user_id = ? and day >= ? and day <= ? group by day",
+        )
+        .bind(&user_id)
+        .bind(start.format("%Y-%m-%d").to_string())
+        .bind(today.format("%Y-%m-%d").to_string())
+        .fetch_all(&self.reader)
+        .await?
+        .iter()
+        .map(|row| {
+            let day: String = row.try_get("day")?;
+            Ok(DayTokens {
+                day: NaiveDate::parse_from_str(&day, "%Y-%m-%d")
+                    .map_err(|e| StoreError::Corrupt(format!("day: {e}")))?,
+                input_tokens: row.try_get::<i64, _>("input")? as u64,
+                output_tokens: row.try_get::<i64, _>("output")? as u64,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let artifacts = sqlx::query(
+            "select artifact_type, count(*) as n from artifacts where user_id = ?
+             group by artifact_type order by n desc, artifact_type",
+        )
+        .bind(&user_id)
+        .fetch_all(&self.reader)
+        .await?
+        .iter()
+        .map(|row| {
+            let kind: String = row.try_get("artifact_type")?;
+            Ok(TypeCount {
+                artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
+                count: row.try_get::<i64, _>("n")? as u64,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        Ok(HistoryStats {
+            total_threads: threads as u64,
+            total_messages: messages as u64,
+            average_messages_per_thread: if threads == 0 { 0.0 } else { messages as f64 / threads as f64 },
+            first_conversation_at: first.map(micros_to_time),
+            last_conversation_at: last.map(micros_to_time),
+            top_tags: tags,
+            input_tokens: tokens.try_get::<i64, _>("input")? as u64,
+            output_tokens: tokens.try_get::<i64, _>("output")? as u64,
+            tokens_per_day: history::fill_days(today, &used),
+            artifacts_by_type: artifacts,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>> {
+        let rows = sqlx::query("select id from threads where user_id = ? order by created_at, pk")
+            .bind(user.to_string())
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(|row| uuid(row, "id")).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn list_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
+        let rows = sqlx::query(
+            "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = ?
+             order by created_at, id",
+        )
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(AttachmentMeta {
+                    id: uuid(row, "id")?,
+                    thread_id: uuid(row, "thread_id")?,
+                    filename: row.try_get("filename")?,
+                    content_type: row.try_get("content_type")?,
+                    size: row.try_get("size")?,
+                    created_at: time(row, "created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip_all, fields(count = threads.len()))]
+    async fn import_threads(&self, user: Uuid, threads: &[ImportThread]) -> Result<Vec<Thread>> {
+        let mut tx = self.writer.begin().await?;
+        let mut created = Vec::with_capacity(threads.len());
+        for thread in threads {
+            let id = Uuid::now_v7();
+            let created_at = thread.created_at.timestamp_micros();
+            let updated_at = thread.updated_at.timestamp_micros().max(created_at);
+            let count = thread.messages.len() as i64;
+            let last_seq = thread.messages.iter().map(|m| m.seq).max().unwrap_or(0);
+            sqlx::query(
+                "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at)
+                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(id.to_string())
+            .bind(user.to_string())
+            .bind(&thread.title)
+            .bind(thread.pinned)
+            .bind(thread.archived)
+            .bind(count)
+            .bind(last_seq)
+            .bind(created_at)
+            .bind(updated_at)
+            .execute(&mut *tx)
+            .await?;
+            write_tags(&mut tx, user, id, &thread.tags).await?;
+            let mut message_ids = Vec::with_capacity(thread.messages.len());
+            for message in &thread.messages {
+                let message_id = Uuid::now_v7();
+                sqlx::query(
+                    "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+                     model, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(message_id.to_string())
+                .bind(id.to_string())
+                .bind(user.to_string())
+                .bind(message.seq)
+                .bind(message.role.as_str())
+                .bind(&message.content)
+                .bind(message.status.as_str())
+                .bind(message.usage.input_tokens as i64)
+                .bind(message.usage.output_tokens as i64)
+                .bind(&message.model)
+                .bind(message.created_at.timestamp_micros())
+                .execute(&mut *tx)
+                .await?;
+                message_ids.push(message_id);
+            }
+            for artifact in &thread.artifacts {
+                let artifact_id = Uuid::now_v7();
+                let link = |index: Option<usize>| index.and_then(|i| message_ids.get(i)).map(|m| m.to_string());
+                let at = artifact.created_at.timestamp_micros();
+                sqlx::query(
+                    "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
+                     request_message_id, assistant_message_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(artifact_id.to_string())
+                .bind(id.to_string())
+                .bind(user.to_string())
+                .bind(artifact.artifact_type.as_str())
+                .bind(&artifact.title)
+                .bind(&artifact.content)
+                .bind(artifact.version)
+                .bind(link(artifact.request_message))
+                .bind(link(artifact.assistant_message))
+                .bind(at)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query(
+                    "insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, ?, ?, ?, ?)",
+                )
+                .bind(artifact_id.to_string())
+                .bind(artifact.version)
+                .bind(&artifact.title)
+                .bind(&artifact.content)
+                .bind(at)
+                .execute(&mut *tx)
+                .await?;
+            }
+            let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
+            let row = sqlx::query(&sql).bind(id.to_string()).fetch_one(&mut *tx).await?;
+            created.push(thread_from_row(&row)?);
+        }
+        tx.commit().await?;
+        Ok(created)
     }
 }

@@ -1,0 +1,642 @@
+//! The history features on every storage backend: pages that stay exact while threads change, statistics of
+//! a known data set, and export -> import -> export round trips. Each story and property runs on SQLite (always)
+//! and on PostgreSQL when `QUIRE_TEST_POSTGRES_URL` is set, on a database of its own (the harness is the one of
+//! `store_story.rs`).
+
+use std::{
+    collections::HashSet, fmt::Debug, future::Future, io::Write, panic::AssertUnwindSafe, str::FromStr, sync::Arc,
+};
+
+use app::api::{ArtifactType, MessageStatus, Role, TagCount, ThreadExport, TypeCount, Usage};
+use chrono::Utc;
+use futures::FutureExt;
+use proptest::{
+    prelude::*,
+    test_runner::{Config as ProptestConfig, TestRunner},
+};
+use quire::http::export::{import_plan, thread_export};
+use quire::store::{
+    self,
+    history::{ImportMessage, ImportThread},
+    DynStore, NewArtifact, NewMessage, NewUser, StoreError, ThreadPatch, ThreadQuery, ThreadSort,
+};
+use serde_json::json;
+use sqlx::{
+    postgres::PgPoolOptions,
+    sqlite::{SqliteConnectOptions, SqlitePoolOptions},
+    PgPool, SqlitePool,
+};
+use tempfile::TempDir;
+use uuid::Uuid;
+
+const POSTGRES_URL_VAR: &str = "QUIRE_TEST_POSTGRES_URL";
+
+// ---------------------------------------------------------------------------------------------------------------
+// Harness
+// ---------------------------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A fresh store, plus a plain connection to the same database for checks the trait cannot make (orphan rows,
+/// token totals).
+#[derive(Clone)]
+struct Db {
+    store: DynStore,
+    raw: Raw,
+    /// Keeps the SQLite file's directory alive.
+    _dir: Option<Arc<TempDir>>,
+    /// The maintenance URL and name of the PostgreSQL database to drop at the end.
+    drop_database: Option<(String, String)>,
+}
+
+#[derive(Clone)]
+enum Raw {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Raw {
+    /// One integer from `sql`, whose only parameter (written `?`) is the id.
+    async fn int(&self, sql: &str, id: Uuid) -> i64 {
+        let result = match self {
+            Raw::Sqlite(pool) => sqlx::query_scalar(sql).bind(id.to_string()).fetch_one(pool).await,
+            Raw::Postgres(pool) => sqlx::query_scalar(&sql.replace('?', "$1")).bind(id).fetch_one(pool).await,
+        };
+        result.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// How many rows of `table` have `column` equal to the id.
+    async fn count(&self, table: &str, column: &str, id: Uuid) -> i64 {
+        self.int(&format!("select count(*) from {table} where {column} = ?"), id).await
+    }
+}
+
+/// The URL with its database name replaced.
+fn with_database(url: &str, name: &str) -> String {
+    let (base, params) = match url.split_once('?') {
+        Some((base, params)) => (base, Some(params)),
+        None => (url, None),
+    };
+    let host_start = base.find("://").map_or(0, |i| i + 3);
+    let server = match base[host_start..].find('/') {
+        Some(slash) => &base[..host_start + slash],
+        None => base,
+    };
+    match params {
+        Some(params) => format!("{server}/{name}?{params}"),
+        None => format!("{server}/{name}"),
+    }
+}
+
+impl Db {
+    /// A store on an empty database, or `None` (after saying so) when PostgreSQL is not configured.
+    async fn open(backend: Backend, test: &str) -> Option<Db> {
+        match backend {
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+                let store = store::connect(&url).await.expect("open the SQLite store");
+                assert_eq!(store.backend(), "sqlite");
+                let options = SqliteConnectOptions::from_str(&url).expect("sqlite url").read_only(true);
+                let raw = SqlitePoolOptions::new().max_connections(2).connect_with(options).await.expect("raw sqlite");
+                Some(Db { store, raw: Raw::Sqlite(raw), _dir: Some(Arc::new(dir)), drop_database: None })
+            }
+            Backend::Postgres => {
+                let Ok(base) = std::env::var(POSTGRES_URL_VAR) else {
+                    // Straight to stderr: the test harness would swallow println! of a passing test.
+                    let _ = writeln!(std::io::stderr(), "{test}: skipped: {POSTGRES_URL_VAR} not set");
+                    return None;
+                };
+                let name = format!("quire_{}", Uuid::new_v4().simple());
+                let maintenance = PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect(&base)
+                    .await
+                    .unwrap_or_else(|e| panic!("connect to {POSTGRES_URL_VAR}: {e}"));
+                sqlx::query(&format!("create database {name}")).execute(&maintenance).await.expect("create database");
+                maintenance.close().await;
+                let url = with_database(&base, &name);
+                let store = store::connect(&url).await.expect("open the PostgreSQL store");
+                assert_eq!(store.backend(), "postgres");
+                let raw = PgPoolOptions::new().max_connections(2).connect(&url).await.expect("raw postgres");
+                Some(Db { store, raw: Raw::Postgres(raw), _dir: None, drop_database: Some((base, name)) })
+            }
+        }
+    }
+
+    /// Drops the PostgreSQL database (its pools may still be open: `with (force)` ends them).
+    async fn close(self) {
+        if let Raw::Postgres(pool) = &self.raw {
+            pool.close().await;
+        }
+        if let Some((base, name)) = &self.drop_database {
+            if let Ok(pool) = PgPoolOptions::new().max_connections(1).connect(base).await {
+                let _ = sqlx::query(&format!("drop database if exists {name} with (force)")).execute(&pool).await;
+                pool.close().await;
+            }
+        }
+    }
+}
+
+/// Runs one story on a fresh store of the backend and cleans up even when it fails.
+async fn run_story<F, Fut>(backend: Backend, test: &str, story: F)
+where
+    F: FnOnce(Db) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let Some(db) = Db::open(backend, test).await else { return };
+    let keep = db.clone();
+    let outcome = AssertUnwindSafe(story(db)).catch_unwind().await;
+    keep.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Declares `<story>::sqlite` and `<story>::postgres` for each story function.
+macro_rules! stories {
+    ($($story:ident),+ $(,)?) => {$(
+        mod $story {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::run_story(super::Backend::Sqlite, concat!(stringify!($story), "::sqlite"), super::$story).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::run_story(super::Backend::Postgres, concat!(stringify!($story), "::postgres"), super::$story)
+                    .await;
+            }
+        }
+    )+};
+}
+
+/// Runs a property on a fresh store of the backend: proptest generates the inputs, a runtime of our own runs
+/// the async check (a failed assertion panics; proptest catches it and shrinks).
+fn check_property<S, F, Fut>(backend: Backend, test: &str, cases: u32, strategy: S, property: F)
+where
+    S: Strategy,
+    S::Value: Debug,
+    F: Fn(Db, S::Value) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let Some(db) = runtime.block_on(Db::open(backend, test)) else { return };
+    // PROPTEST_CASES still wins, for a deeper run by hand.
+    let cases = std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(cases);
+    let config = ProptestConfig { cases, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() };
+    let outcome = TestRunner::new(config).run(&strategy, |input| {
+        runtime.block_on(property(db.clone(), input));
+        Ok(())
+    });
+    runtime.block_on(db.close());
+    if let Err(failure) = outcome {
+        panic!("{test}: {failure}");
+    }
+}
+
+/// Declares `<property>::sqlite` and `<property>::postgres` for each `fn property(backend, test_name)`.
+macro_rules! properties {
+    ($($property:ident),+ $(,)?) => {$(
+        mod $property {
+            #[test]
+            fn sqlite() {
+                super::$property(super::Backend::Sqlite, concat!(stringify!($property), "::sqlite"));
+            }
+
+            #[test]
+            fn postgres() {
+                super::$property(super::Backend::Postgres, concat!(stringify!($property), "::postgres"));
+            }
+        }
+    )+};
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------------------
+
+async fn new_user(store: &DynStore) -> Uuid {
+    let email = format!("{}@example.test", Uuid::new_v4().simple());
+    store
+        .create_user(NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
+        .await
+        .expect("create user")
+        .id
+}
+
+fn tags(names: &[&str]) -> Vec<String> {
+    names.iter().map(|t| t.to_string()).collect()
+}
+
+async fn append(store: &DynStore, user: Uuid, thread: Uuid, role: Role, content: &str) -> app::api::Message {
+    let message = NewMessage {
+        thread_id: thread,
+        role,
+        content: content.to_string(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+    };
+    store.append_message(user, message).await.expect("append message")
+}
+
+fn artifact(thread: Uuid, kind: ArtifactType, title: &str) -> NewArtifact {
+    NewArtifact {
+        thread_id: thread,
+        artifact_type: kind,
+        title: title.to_string(),
+        content: format!("# {title}"),
+        request_message_id: None,
+        assistant_message_id: None,
+    }
+}
+
+/// An export without what an import may change: ids (links become message positions) and the export time.
+fn comparable(export: &ThreadExport) -> serde_json::Value {
+    let position = |id: Option<Uuid>| id.and_then(|id| export.messages.iter().position(|m| m.id == id));
+    json!({
+        "title": export.thread.title,
+        "tags": export.thread.tags,
+        "pinned": export.thread.pinned,
+        "archived": export.thread.archived,
+        "messages": export.messages.iter().map(|m| json!([
+            m.seq, m.role, m.content, m.status, m.input_tokens, m.output_tokens, m.model,
+        ])).collect::<Vec<_>>(),
+        "artifacts": export.artifacts.iter().map(|a| json!([
+            a.artifact_type, a.title, a.content, a.version,
+            position(a.request_message_id), position(a.assistant_message_id),
+        ])).collect::<Vec<_>>(),
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Stories
+// ---------------------------------------------------------------------------------------------------------------
+
+stories!(stats_of_a_known_data_set, import_is_all_or_nothing, import_keeps_numbers_links_and_times);
+
+async fn stats_of_a_known_data_set(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let other = new_user(s).await;
+
+    let empty = s.history_stats(u, Utc::now().date_naive()).await.unwrap();
+    assert_eq!((empty.total_threads, empty.total_messages, empty.average_messages_per_thread), (0, 0, 0.0));
+    assert_eq!(empty.first_conversation_at, None);
+    assert_eq!(empty.tokens_per_day.len(), 30);
+
+    let a = s.create_thread(u, "Alpha", &tags(&["work", "rust"])).await.unwrap();
+    let b = s.create_thread(u, "Beta", &tags(&["work"])).await.unwrap();
+    let c = s.create_thread(u, "Gamma", &tags(&["home"])).await.unwrap();
+    s.update_thread(u, c.id, &ThreadPatch { archived: Some(true), ..Default::default() }).await.unwrap();
+    for text in ["one", "two", "three"] {
+        append(s, u, a.id, Role::User, text).await;
+    }
+    let doomed = append(s, u, b.id, Role::User, "four").await;
+    append(s, u, b.id, Role::Assistant, "five").await;
+    s.delete_message(u, b.id, doomed.id).await.unwrap();
+    s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 1")).await.unwrap();
+    s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 2")).await.unwrap();
+    s.create_artifact(u, artifact(b.id, ArtifactType::MeetingSummary, "Summary")).await.unwrap();
+    s.record_usage(u, a.id, "model-a", Usage { input_tokens: 100, output_tokens: 20 }).await.unwrap();
+    s.record_usage(u, b.id, "model-b", Usage { input_tokens: 5, output_tokens: 7 }).await.unwrap();
+    // Someone else's rows never count.
+    let theirs = s.create_thread(other, "Theirs", &tags(&["work", "secret"])).await.unwrap();
+    append(s, other, theirs.id, Role::User, "not yours").await;
+    s.create_artifact(other, artifact(theirs.id, ArtifactType::Custom, "Not yours")).await.unwrap();
+    s.record_usage(other, theirs.id, "model-a", Usage { input_tokens: 1000, output_tokens: 1000 }).await.unwrap();
+
+    let today = Utc::now().date_naive();
+    let stats = s.history_stats(u, today).await.unwrap();
+    assert_eq!(stats.total_threads, 3);
+    assert_eq!(stats.total_messages, 4);
+    assert!((stats.average_messages_per_thread - 4.0 / 3.0).abs() < 1e-9);
+    let mine = [
+        s.get_thread(u, a.id).await.unwrap(),
+        s.get_thread(u, b.id).await.unwrap(),
+        s.get_thread(u, c.id).await.unwrap(),
+    ];
+    assert_eq!(stats.first_conversation_at, mine.iter().map(|t| t.created_at).min());
+    assert_eq!(stats.last_conversation_at, mine.iter().map(|t| t.updated_at).max());
+    assert_eq!(
+        stats.top_tags,
+        vec![
+            TagCount { tag: "work".into(), count: 2 },
+            TagCount { tag: "home".into(), count: 1 },
+            TagCount { tag: "rust".into(), count: 1 },
+        ]
+    );
+    assert_eq!((stats.input_tokens, stats.output_tokens), (105, 27));
+    assert_eq!(stats.tokens_per_day.len(), 30);
+    assert_eq!(stats.tokens_per_day.last().unwrap().day, today);
+    assert!(stats.tokens_per_day.windows(2).all(|w| w[0].day.succ_opt() == Some(w[1].day)));
+    // Recorded "today" by the ledger's clock, which is inside the window even across a midnight.
+    assert_eq!(stats.tokens_per_day.iter().map(|d| d.input_tokens).sum::<u64>(), 105);
+    assert_eq!(stats.tokens_per_day.iter().map(|d| d.output_tokens).sum::<u64>(), 27);
+    assert_eq!(
+        stats.artifacts_by_type,
+        vec![
+            TypeCount { artifact_type: ArtifactType::UserStories, count: 2 },
+            TypeCount { artifact_type: ArtifactType::MeetingSummary, count: 1 },
+        ]
+    );
+}
+
+fn import_message(seq: i64, role: Role, content: &str) -> ImportMessage {
+    ImportMessage {
+        seq,
+        role,
+        content: content.into(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+        created_at: store::now(),
+    }
+}
+
+fn import_thread(title: &str, messages: Vec<ImportMessage>) -> ImportThread {
+    ImportThread {
+        title: title.into(),
+        tags: Vec::new(),
+        pinned: false,
+        archived: false,
+        created_at: store::now(),
+        updated_at: store::now(),
+        messages,
+        artifacts: Vec::new(),
+    }
+}
+
+async fn import_is_all_or_nothing(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let good = import_thread("Good", vec![import_message(1, Role::User, "kept only if all are")]);
+    // Two messages with one number break the schema's uniqueness in the middle of the import.
+    let bad = import_thread(
+        "Bad",
+        vec![import_message(1, Role::User, "first"), import_message(1, Role::Assistant, "same number")],
+    );
+    let result = s.import_threads(u, &[good.clone(), bad]).await;
+    assert!(result.is_err(), "{result:?}");
+    assert!(s.all_thread_ids(u).await.unwrap().is_empty(), "a failed import left threads behind");
+    assert_eq!(db.raw.count("threads", "user_id", u).await, 0);
+    assert_eq!(db.raw.int("select count(*) from messages where user_id = ?", u).await, 0, "orphan messages");
+    assert_eq!(s.search(u, "kept", 10, 0).await.unwrap().total, 0);
+
+    let made = s.import_threads(u, &[good]).await.unwrap();
+    assert_eq!(made.len(), 1);
+    assert_eq!(s.all_thread_ids(u).await.unwrap(), vec![made[0].id]);
+    assert_eq!(s.search(u, "kept", 10, 0).await.unwrap().total, 1, "imported text is searchable");
+    let other = new_user(s).await;
+    assert!(matches!(s.get_thread(other, made[0].id).await, Err(StoreError::NotFound)));
+}
+
+async fn import_keeps_numbers_links_and_times(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Source", &tags(&["b", "a"])).await.unwrap();
+    let ask = append(s, u, t.id, Role::User, "write stories").await;
+    let gone = append(s, u, t.id, Role::User, "deleted").await;
+    let reply = append(s, u, t.id, Role::Assistant, "done").await;
+    s.delete_message(u, t.id, gone.id).await.unwrap();
+    let mut doc = artifact(t.id, ArtifactType::UserStories, "Stories");
+    doc.request_message_id = Some(ask.id);
+    doc.assistant_message_id = Some(reply.id);
+    s.create_artifact(u, doc).await.unwrap();
+
+    let first = thread_export(s, u, t.id).await.unwrap();
+    let plan = import_plan(serde_json::to_value(&first).unwrap()).expect("plan");
+    let made = s.import_threads(u, &plan).await.unwrap();
+    let second = thread_export(s, u, made[0].id).await.unwrap();
+    assert_eq!(second.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(second.thread.created_at, first.thread.created_at);
+    assert_eq!(second.thread.updated_at, first.thread.updated_at);
+    let times = |e: &ThreadExport| e.messages.iter().map(|m| m.created_at).collect::<Vec<_>>();
+    assert_eq!(times(&second), times(&first));
+    assert_eq!(second.artifacts[0].request_message_id, Some(second.messages[0].id));
+    assert_eq!(second.artifacts[0].assistant_message_id, Some(second.messages[1].id));
+    assert_eq!(comparable(&second), comparable(&first));
+    // The next message continues after the highest number.
+    assert_eq!(append(s, u, made[0].id, Role::User, "next").await.seq, 4);
+    assert_eq!(s.get_thread(u, made[0].id).await.unwrap().message_count, 3);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Properties
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Cases per property: each case is a few dozen round trips to a real database.
+const CASES: u32 = 16;
+
+/// Any text PostgreSQL can store (it has no NUL in text).
+fn any_text() -> impl Strategy<Value = String> {
+    "[^\u{0}]{0,40}"
+}
+
+properties!(pages_stay_exact_while_threads_change, export_import_export_is_identity);
+
+/// What happens between two pages of a walk.
+#[derive(Debug, Clone)]
+enum Change {
+    Insert,
+    Message(usize),
+    Rename(usize),
+    Pin(usize),
+    Archive(usize),
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        Just(Change::Insert),
+        (0usize..64).prop_map(Change::Message),
+        (0usize..64).prop_map(Change::Rename),
+        (0usize..64).prop_map(Change::Pin),
+        (0usize..64).prop_map(Change::Archive),
+    ]
+}
+
+/// (1) While threads are added, get messages, are renamed, pinned or archived between pages, a walk never
+/// shows a thread twice, shows every thread that did not change exactly once and in the order of the listing
+/// it started from, and never shows a thread created after it started.
+fn pages_stay_exact_while_threads_change(backend: Backend, test: &str) {
+    let thread = (prop::sample::select(&["a", "b", "B", "é"][..]), prop::bool::weighted(0.2));
+    let sort = prop::sample::select(&[ThreadSort::UpdatedAt, ThreadSort::CreatedAt, ThreadSort::Title][..]);
+    let strategy = (
+        prop::collection::vec(thread, 1..20),
+        1u32..6,
+        sort,
+        any::<bool>(),
+        prop::collection::vec(prop::collection::vec(change(), 0..4), 0..8),
+    );
+    check_property(backend, test, CASES, strategy, |db, (threads, page_size, sort, descending, changes)| async move {
+        let s = &db.store;
+        let u = new_user(s).await;
+        let mut ids = Vec::new();
+        for (title, pinned) in &threads {
+            let t = s.create_thread(u, title, &[]).await.unwrap();
+            if *pinned {
+                s.update_thread(u, t.id, &ThreadPatch { pinned: Some(true), ..Default::default() }).await.unwrap();
+            }
+            ids.push(t.id);
+        }
+        let base = ThreadQuery { sort, descending, ..Default::default() };
+        let initial: Vec<Uuid> = s
+            .list_threads(u, &ThreadQuery { limit: 100, ..base.clone() })
+            .await
+            .unwrap()
+            .threads
+            .iter()
+            .map(|t| t.id)
+            .collect();
+
+        let mut query = ThreadQuery { limit: page_size, ..base };
+        let mut seen = Vec::new();
+        let mut changed = HashSet::new();
+        let mut batches = changes.iter();
+        loop {
+            let page = s.list_threads(u, &query).await.unwrap();
+            seen.extend(page.threads.iter().map(|t| t.id));
+            let Some(next) = page.next else { break };
+            query.cursor = Some(next);
+            for change in batches.next().into_iter().flatten() {
+                let pick = |i: &usize| ids[i % ids.len()];
+                match change {
+                    Change::Insert => drop(s.create_thread(u, "a", &[]).await.unwrap()),
+                    Change::Message(i) => drop(append(s, u, pick(i), Role::User, "news").await),
+                    Change::Rename(i) => {
+                        let patch = ThreadPatch { title: Some("B".into()), ..Default::default() };
+                        s.update_thread(u, pick(i), &patch).await.unwrap();
+                    }
+                    Change::Pin(i) => {
+                        let pinned = !s.get_thread(u, pick(i)).await.unwrap().pinned;
+                        let patch = ThreadPatch { pinned: Some(pinned), ..Default::default() };
+                        s.update_thread(u, pick(i), &patch).await.unwrap();
+                    }
+                    Change::Archive(i) => {
+                        let patch = ThreadPatch { archived: Some(true), ..Default::default() };
+                        s.update_thread(u, pick(i), &patch).await.unwrap();
+                    }
+                }
+                if let Change::Message(i) | Change::Rename(i) | Change::Pin(i) | Change::Archive(i) = change {
+                    changed.insert(ids[i % ids.len()]);
+                }
+            }
+        }
+        let unique: HashSet<Uuid> = seen.iter().copied().collect();
+        assert_eq!(unique.len(), seen.len(), "a thread came twice");
+        let originals: HashSet<Uuid> = initial.iter().copied().collect();
+        assert!(unique.is_subset(&originals), "a thread created during the walk came on a later page");
+        let steady = |list: &[Uuid]| list.iter().copied().filter(|id| !changed.contains(id)).collect::<Vec<_>>();
+        assert_eq!(steady(&seen), steady(&initial), "unchanged threads missing or out of order");
+    });
+}
+
+/// (assistant?, text, status, input tokens, output tokens, model)
+type MessageSpec = (bool, String, MessageStatus, u32, u32, Option<String>);
+/// (type, title, content, request message position, answer position)
+type DocumentSpec = (ArtifactType, String, String, Option<usize>, Option<usize>);
+
+/// A conversation to build through the store.
+#[derive(Debug, Clone)]
+struct Conversation {
+    title: String,
+    tags: Vec<String>,
+    pinned: bool,
+    archived: bool,
+    messages: Vec<MessageSpec>,
+    /// Positions of messages to delete afterwards (leaving gaps in the numbers).
+    deletions: Vec<usize>,
+    documents: Vec<DocumentSpec>,
+}
+
+fn conversation() -> impl Strategy<Value = Conversation> {
+    let status = prop::sample::select(
+        &[MessageStatus::Complete, MessageStatus::Interrupted, MessageStatus::Stopped, MessageStatus::Error][..],
+    );
+    let message = (any::<bool>(), any_text(), status, 0u32..5000, 0u32..5000, prop::option::of("[a-z0-9-]{1,12}"));
+    let document = (
+        prop::sample::select(&ArtifactType::ALL[..]),
+        "[A-Za-z0-9][A-Za-z0-9 ]{0,20}",
+        any_text(),
+        prop::option::of(0usize..8),
+        prop::option::of(0usize..8),
+    );
+    (
+        "[A-Za-z0-9][A-Za-z0-9 ]{0,30}[A-Za-z0-9]",
+        prop::collection::btree_set("[a-z]{1,8}", 0..4),
+        any::<bool>(),
+        any::<bool>(),
+        prop::collection::vec(message, 0..8),
+        prop::collection::vec(0usize..8, 0..3),
+        prop::collection::vec(document, 0..4),
+    )
+        .prop_map(|(title, tags, pinned, archived, messages, deletions, documents)| Conversation {
+            title,
+            tags: tags.into_iter().collect(),
+            pinned,
+            archived,
+            messages,
+            deletions,
+            documents,
+        })
+}
+
+/// (2) Export -> import -> export gives the same conversation but for ids and the export time, on the JSON
+/// text itself, for every kind of message, gaps in numbering and document links.
+fn export_import_export_is_identity(backend: Backend, test: &str) {
+    check_property(backend, test, CASES, conversation(), |db, c| async move {
+        let s = &db.store;
+        let u = new_user(s).await;
+        let t = s.create_thread(u, &c.title, &c.tags).await.unwrap();
+        let patch = ThreadPatch { pinned: Some(c.pinned), archived: Some(c.archived), ..Default::default() };
+        s.update_thread(u, t.id, &patch).await.unwrap();
+        let mut messages = Vec::new();
+        for (assistant, text, status, input, output, model) in &c.messages {
+            let message = NewMessage {
+                thread_id: t.id,
+                role: if *assistant { Role::Assistant } else { Role::User },
+                content: text.clone(),
+                status: *status,
+                usage: Usage { input_tokens: u64::from(*input), output_tokens: u64::from(*output) },
+                model: model.clone(),
+            };
+            messages.push(s.append_message(u, message).await.unwrap().id);
+        }
+        for (kind, title, content, request, answer) in &c.documents {
+            let link = |i: &Option<usize>| i.and_then(|i| messages.get(i).copied());
+            let doc = NewArtifact {
+                thread_id: t.id,
+                artifact_type: *kind,
+                title: title.clone(),
+                content: content.clone(),
+                request_message_id: link(request),
+                assistant_message_id: link(answer),
+            };
+            s.create_artifact(u, doc).await.unwrap();
+        }
+        for position in &c.deletions {
+            if let Some(id) = messages.get(*position).copied() {
+                if s.delete_message(u, t.id, id).await.is_ok() {
+                    messages.retain(|m| *m != id);
+                }
+            }
+        }
+
+        let first = thread_export(s, u, t.id).await.unwrap();
+        let text = serde_json::to_string(&first).unwrap();
+        let plan = import_plan(serde_json::from_str(&text).unwrap()).expect("an export imports");
+        let made = s.import_threads(u, &plan).await.unwrap();
+        assert_eq!(made.len(), 1);
+        assert_ne!(made[0].id, t.id);
+        assert_eq!(made[0].message_count, first.messages.len() as i64);
+        let second = thread_export(s, u, made[0].id).await.unwrap();
+        assert_eq!(comparable(&second), comparable(&first));
+        let old_ids: HashSet<Uuid> = first.messages.iter().map(|m| m.id).collect();
+        assert!(second.messages.iter().all(|m| !old_ids.contains(&m.id)), "ids are new");
+    });
+}
