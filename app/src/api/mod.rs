@@ -1,8 +1,10 @@
 //! Wire types shared by the server and the browser client: requests, responses and the chat event stream.
 
 pub mod client;
+pub mod documents;
 pub mod events;
 pub mod sse;
+pub use documents::*;
 pub use events::*;
 
 use chrono::{DateTime, Utc};

@@ -1,5 +1,7 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
+pub mod artifacts;
+pub mod attachments;
 pub mod chat;
 pub mod error;
 pub mod extract;
@@ -15,6 +17,11 @@ use error::ApiError;
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
+pub fn large_body_router() -> Router<AppState> {
+    attachments::upload_router()
+}
+
 /// Every `/api` route.
 pub fn api_router() -> Router<AppState> {
     Router::new()
@@ -22,6 +29,8 @@ pub fn api_router() -> Router<AppState> {
         .merge(threads::router())
         .merge(chat::router())
         .merge(messages::router())
+        .merge(artifacts::router())
+        .merge(attachments::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 
