@@ -317,8 +317,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         let model4 = ScriptedModel::new(tool_turn("save_artifact", bogus));
         let server = server_on(server.state.store.clone(), model4.clone()).await;
         assert!(created(&server.chat(thread, "Revise the other one").await).is_empty());
-        let requests = model4.requests.lock().unwrap();
-        let result = requests[1].messages.last().unwrap().parts.iter().find_map(|p| match p {
+        let result = model4.requests.lock().unwrap()[1].messages.last().unwrap().parts.iter().find_map(|p| match p {
             Part::ToolResult { content, is_error, .. } => Some((content.clone(), *is_error)),
             _ => None,
         });
