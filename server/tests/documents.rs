@@ -99,6 +99,16 @@ fn unescape_xml(text: &str) -> String {
     text.replace("&quot;", "\"").replace("&apos;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 }
 
+/// The font table of a PDF, by poppler's `pdffonts` (name, type, encoding, embedded, subset, unicode map).
+fn pdffonts(bytes: &[u8]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("export.pdf");
+    std::fs::write(&path, bytes).unwrap();
+    let output = std::process::Command::new("pdffonts").arg(&path).output().expect("pdffonts (poppler-utils)");
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap()
+}
+
 /// `word/document.xml`, and its paragraphs (`<w:p>` elements) with their text joined.
 fn docx_paragraphs(bytes: &[u8]) -> (String, Vec<(String, String)>) {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("a zip archive");
@@ -156,12 +166,20 @@ async fn a_rich_document_exports_to_markdown_pdf_and_word() {
         "Feature",
         "Owner",
         "Zoë",
+        "日本チーム",
         "Planned",
         "println!(\"hello\");",
     ] {
         assert!(text.contains(expected), "the PDF lacks {expected:?}:\n{text}");
     }
     assert!(!text.contains("**") && !text.contains("|---"), "Markdown syntax is rendered, not printed:\n{text}");
+    let fonts = pdffonts(&bytes);
+    for font in ["DejaVuSans", "DejaVuSans-Bold", "DejaVuSans-Oblique", "DejaVuSansMono", "DroidSansFallback"] {
+        assert!(
+            fonts.lines().any(|l| l.contains(&format!("+{font} ")) && l.contains(" yes yes yes ")),
+            "{font} embedded:\n{fonts}"
+        );
+    }
 
     // Word: headings as heading styles, list items as numbered paragraphs, table cells, code in a monospace font.
     let (kind, disposition, bytes) =

@@ -1,5 +1,6 @@
-//! The PDF export: the document's blocks laid out on A4 pages with the embedded DejaVu fonts (subset by
-//! krilla, with a text map so the PDF's text can be selected, searched and extracted).
+//! The PDF export: the document's blocks laid out on A4 pages with embedded fonts (DejaVu, and Droid Sans
+//! Fallback for CJK), subset by krilla with a text map so the PDF's text can be selected, searched and
+//! extracted.
 //!
 //! Layout first (pure, into positioned text runs and rectangles), drawing second.
 
@@ -19,6 +20,8 @@ static SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 static SANS_BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
 static SANS_OBLIQUE: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Oblique.ttf");
 static MONO: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
+/// Chinese, Japanese and Korean, which DejaVu lacks.
+static FALLBACK: &[u8] = include_bytes!("../../assets/fonts/DroidSansFallback.ttf");
 
 const PAGE_W: f32 = 595.28;
 const PAGE_H: f32 = 841.89;
@@ -39,6 +42,8 @@ enum Face {
     Bold,
     Italic,
     Mono,
+    /// Characters the other faces lack (CJK).
+    Fallback,
 }
 
 impl Face {
@@ -65,6 +70,7 @@ struct Fonts {
     bold: LoadedFont,
     italic: LoadedFont,
     mono: LoadedFont,
+    fallback: LoadedFont,
 }
 
 fn load(bytes: &'static [u8]) -> Option<LoadedFont> {
@@ -72,7 +78,13 @@ fn load(bytes: &'static [u8]) -> Option<LoadedFont> {
 }
 
 static FONTS: LazyLock<Option<Fonts>> = LazyLock::new(|| {
-    Some(Fonts { regular: load(SANS)?, bold: load(SANS_BOLD)?, italic: load(SANS_OBLIQUE)?, mono: load(MONO)? })
+    Some(Fonts {
+        regular: load(SANS)?,
+        bold: load(SANS_BOLD)?,
+        italic: load(SANS_OBLIQUE)?,
+        mono: load(MONO)?,
+        fallback: load(FALLBACK)?,
+    })
 });
 
 impl Fonts {
@@ -82,6 +94,17 @@ impl Fonts {
             Face::Bold => &self.bold,
             Face::Italic => &self.italic,
             Face::Mono => &self.mono,
+            Face::Fallback => &self.fallback,
+        }
+    }
+
+    /// The face that draws a piece of text: the wanted one, or the fallback when only it has the glyphs.
+    fn face_for(&self, wanted: Face, text: &str) -> Face {
+        let has = |face: Face| text.chars().all(|c| self.get(face).metrics.glyph_index(c).is_some());
+        if has(wanted) || !has(Face::Fallback) {
+            wanted
+        } else {
+            Face::Fallback
         }
     }
 
@@ -148,6 +171,7 @@ fn wrap(fonts: &Fonts, spans: &[Span], size: f32, width: f32, force_face: Option
         _ => line.push((x, face, text.to_string())),
     };
     for (face, text, is_space) in pieces {
+        let face = if is_space { face } else { fonts.face_for(face, &text) };
         if is_space {
             if text == "\n" {
                 lines.push(std::mem::take(&mut line));
@@ -439,6 +463,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn characters_dejavu_lacks_use_the_fallback_face() {
+        let span = Span { text: "Zoë 日本チーム".into(), ..Default::default() };
+        let lines = wrap(fonts(), &[span], BODY, 400.0, None);
+        let faces: Vec<(Face, String)> = lines[0].iter().map(|(_, f, t)| (*f, t.clone())).collect();
+        assert_eq!(faces, vec![(Face::Regular, "Zoë ".into()), (Face::Fallback, "日本チーム".into())]);
     }
 
     #[test]
