@@ -497,6 +497,11 @@ async fn uploads_have_limits_and_unsupported_types_are_refused() {
     let response = upload(&server, thread, "big.txt", "text/plain", text.into_bytes()).await;
     assert_eq!(response.status(), 201);
 
+    // Other routes keep the global 1 MiB limit.
+    let big_json = serde_json::json!({ "title": "x".repeat(2 * 1024 * 1024) });
+    let response = server.client.post(server.url("/api/threads")).json(&big_json).send().await.unwrap();
+    assert_eq!(response.status(), 413);
+
     let response = upload(&server, thread, "photo.png", "image/png", b"\x89PNG\r\n\x1a\n....".to_vec()).await;
     assert_eq!(response.status(), 415);
     let body: ErrorBody = response.json().await.unwrap();
