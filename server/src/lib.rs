@@ -1,5 +1,7 @@
 //! The Quire server: HTTP API, server-side rendering of the Leptos app, storage and the chat engine.
 
+pub mod artifacts;
+pub mod attachments;
 pub mod chat;
 pub mod config;
 pub mod http;
@@ -87,6 +89,8 @@ pub fn app(state: AppState) -> Router {
         .leptos_routes(&state, routes, move || shell(leptos.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         .layer(RequestBodyLimitLayer::new(http::MAX_BODY_BYTES))
+        // Merged after the global limit so it applies its own (uploads).
+        .merge(http::large_body_router())
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

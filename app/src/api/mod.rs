@@ -1,9 +1,11 @@
 //! Wire types shared by the server and the browser client: requests, responses and the chat event stream.
 
 pub mod client;
+pub mod documents;
 pub mod events;
 pub mod history;
 pub mod sse;
+pub use documents::*;
 pub use events::*;
 pub use history::*;
 

@@ -193,7 +193,7 @@ impl<'a> Turn<'a> {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
-        let tools = vec![tools::save_artifact_spec()];
+        let tools = tools::offered(&self.state.store, self.plan.user, self.plan.thread).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: prompt::system_prompt(),
@@ -273,6 +273,17 @@ impl<'a> Turn<'a> {
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
                 (outcome.result, outcome.is_error, created)
+            }
+            tools::DOCUMENT_SEARCH => {
+                let ctx = ToolContext {
+                    store: &self.state.store,
+                    user: self.plan.user,
+                    thread: self.plan.thread,
+                    request_message: self.plan.request_message,
+                    saved: &mut self.artifacts,
+                };
+                let outcome = tools::document_search(&ctx, input).await;
+                (outcome.result, outcome.is_error, None)
             }
             other => (format!("Unknown tool '{other}'."), true, None),
         };

@@ -101,7 +101,7 @@ pub async fn account_export(store: &DynStore, user: Uuid) -> Result<AccountExpor
         version: EXPORT_VERSION,
         exported_at: store::now(),
         threads,
-        attachments: store.list_attachments(user).await?,
+        attachments: store.list_user_attachments(user).await?,
     })
 }
 

@@ -1,5 +1,7 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
+pub mod artifacts;
+pub mod attachments;
 pub mod chat;
 pub mod error;
 pub mod export;
@@ -18,6 +20,11 @@ use error::ApiError;
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 
+/// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
+pub fn large_body_router() -> Router<AppState> {
+    attachments::upload_router()
+}
+
 /// Every `/api` route.
 pub fn api_router() -> Router<AppState> {
     Router::new()
@@ -28,6 +35,8 @@ pub fn api_router() -> Router<AppState> {
         .merge(search::router())
         .merge(stats::router())
         .merge(export::router())
+        .merge(artifacts::router())
+        .merge(attachments::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 

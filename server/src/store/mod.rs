@@ -2,6 +2,7 @@
 //! start-up from the database URL. Every method that reads or changes a user's data takes the owner's id and
 //! scopes the query itself, so another user's row is indistinguishable from a missing one.
 
+pub mod documents;
 pub mod history;
 pub mod postgres;
 pub mod search_query;
@@ -9,11 +10,13 @@ pub mod sqlite;
 
 use std::sync::Arc;
 
-use app::api::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use app::api::{Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+pub use documents::{ArtifactRevision, ChunkHit, NewAttachment};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
 #[derive(Debug, thiserror::Error)]
@@ -273,6 +276,28 @@ pub trait Store: Send + Sync + 'static {
     /// `NotFound` when the answer is missing or another user's.
     async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()>;
 
+    // Documents: versions and attachments.
+    /// Saves the next version of a document and makes it the current one, in one transaction; returns the
+    /// document at its new version. `NotFound` when it is missing or another user's.
+    async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
+    /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
+    async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
+    async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
+    /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`
+    /// when the thread is missing or another user's; `Conflict` when the thread already has `max_per_thread`.
+    async fn create_attachment(
+        &self,
+        user: Uuid,
+        attachment: NewAttachment,
+        max_per_thread: usize,
+    ) -> Result<Attachment>;
+    /// The thread's attachments, oldest first; `NotFound` when the thread is missing or another user's.
+    async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>>;
+    /// Removes an attachment of the thread and its chunks.
+    async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()>;
+    /// The thread's chunks that match any word of the query, best first.
+    async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>>;
+
     // Traces.
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()>;
     /// The answer's steps in order; `NotFound` when the message is missing or another user's.
@@ -322,7 +347,7 @@ pub trait Store: Send + Sync + 'static {
     /// Every thread id of the user, archived ones too, oldest first.
     async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
     /// The metadata of the user's attachments, oldest first.
-    async fn list_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
+    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
     /// Creates the threads with their messages and documents in one transaction: all of them or none.
     async fn import_threads(&self, user: Uuid, threads: &[history::ImportThread]) -> Result<Vec<Thread>>;
 }

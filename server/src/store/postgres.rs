@@ -5,8 +5,8 @@
 use std::{str::FromStr, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, AttachmentMeta, DayTokens, HistoryStats, Message, MessageStatus, TagCount, Thread,
-    TypeCount, Usage,
+    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
+    MessageStatus, TagCount, Thread, TypeCount, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -17,12 +17,14 @@ use sqlx::{
 use tracing::instrument;
 use uuid::Uuid;
 
+use super::documents::chunk_query_words;
 use super::{
     cursor_fits,
     history::{self, ImportThread},
-    micros_to_time, now, parse_role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim, MessageUpdate,
-    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
-    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    micros_to_time, now, parse_role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey, HitKind,
+    IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage,
+    Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
+    TurnRecord, User, MARK_END, MARK_START,
 };
 
 /// Most connections one server process opens.
@@ -117,6 +119,17 @@ fn artifact_from_row(row: &PgRow) -> Result<Artifact> {
         version: row.try_get("version")?,
         request_message_id: row.try_get("request_message_id")?,
         assistant_message_id: row.try_get("assistant_message_id")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+fn version_from_row(row: &PgRow) -> Result<ArtifactVersion> {
+    Ok(ArtifactVersion {
+        artifact_id: row.try_get("artifact_id")?,
+        version: row.try_get("version")?,
+        title: row.try_get("title")?,
+        content: row.try_get("content")?,
+        request_message_id: row.try_get("request_message_id")?,
         created_at: row.try_get("created_at")?,
     })
 }
@@ -574,6 +587,224 @@ impl Store for Postgres {
         Ok(())
     }
 
+    // Documents: versions and attachments.
+
+    #[instrument(skip(self, revision))]
+    async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
+        let updated = now();
+        let mut tx = self.pool.begin().await?;
+        // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
+        if let Some(message) = revision.request_message_id {
+            if !owned_in(&mut tx, "messages", user, message).await? {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let version: Option<i64> = sqlx::query_scalar(
+            "update artifacts set title = $1, content = $2, version = version + 1, updated_at = greatest(updated_at, $3)
+             where id = $4 and user_id = $5 returning version",
+        )
+        .bind(&revision.title)
+        .bind(&revision.content)
+        .bind(updated)
+        .bind(artifact)
+        .bind(user)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let version = version.ok_or(StoreError::NotFound)?;
+        sqlx::query(
+            "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id)
+             values ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(artifact)
+        .bind(version)
+        .bind(&revision.title)
+        .bind(&revision.content)
+        .bind(updated)
+        .bind(revision.request_message_id)
+        .execute(&mut *tx)
+        .await?;
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
+        let row = sqlx::query(&sql).bind(artifact).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        artifact_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>> {
+        let rows = sqlx::query(
+            "select v.artifact_id, v.version, v.title, v.content, v.created_at,
+                    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+             from artifact_versions v
+             join artifacts a on a.id = v.artifact_id where a.id = $1 and a.user_id = $2 order by v.version",
+        )
+        .bind(artifact)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(version_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion> {
+        let row = sqlx::query(
+            "select v.artifact_id, v.version, v.title, v.content, v.created_at,
+                    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+             from artifact_versions v
+             join artifacts a on a.id = v.artifact_id where a.id = $1 and a.user_id = $2 and v.version = $3",
+        )
+        .bind(artifact)
+        .bind(user)
+        .bind(version)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        version_from_row(&row)
+    }
+
+    #[instrument(skip(self, attachment), fields(thread = %attachment.thread_id, chunks = attachment.chunks.len()))]
+    async fn create_attachment(
+        &self,
+        user: Uuid,
+        attachment: NewAttachment,
+        max_per_thread: usize,
+    ) -> Result<Attachment> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        // The thread row's lock makes the count and the insert one step for concurrent uploads.
+        let owned: Option<Uuid> =
+            sqlx::query_scalar("select id from threads where id = $1 and user_id = $2 for update")
+                .bind(attachment.thread_id)
+                .bind(user)
+                .fetch_optional(&mut *tx)
+                .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        let count: i64 = sqlx::query_scalar("select count(*) from attachments where thread_id = $1")
+            .bind(attachment.thread_id)
+            .fetch_one(&mut *tx)
+            .await?;
+        if count as usize >= max_per_thread {
+            return Err(StoreError::Conflict(format!("a conversation holds at most {max_per_thread} files")));
+        }
+        sqlx::query(
+            "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(id)
+        .bind(attachment.thread_id)
+        .bind(user)
+        .bind(&attachment.filename)
+        .bind(&attachment.content_type)
+        .bind(attachment.size)
+        .bind(created)
+        .execute(&mut *tx)
+        .await?;
+        if !attachment.chunks.is_empty() {
+            let seqs: Vec<i64> = (0..attachment.chunks.len() as i64).collect();
+            sqlx::query(
+                "insert into attachment_chunks (attachment_id, thread_id, seq, content)
+                 select $1, $2, s, c from unnest($3::bigint[], $4::text[]) as t (s, c)",
+            )
+            .bind(id)
+            .bind(attachment.thread_id)
+            .bind(&seqs)
+            .bind(&attachment.chunks)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(Attachment {
+            id,
+            thread_id: attachment.thread_id,
+            filename: attachment.filename,
+            content_type: attachment.content_type,
+            size: attachment.size,
+            chunks: attachment.chunks.len() as i64,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>> {
+        let rows = sqlx::query(
+            "select a.id, a.thread_id, a.filename, a.content_type, a.size, a.created_at,
+                    (select count(*) from attachment_chunks c where c.attachment_id = a.id) as chunks
+             from attachments a where a.thread_id = $1 and a.user_id = $2 order by a.created_at, a.id",
+        )
+        .bind(thread)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(Attachment {
+                    id: row.try_get("id")?,
+                    thread_id: row.try_get("thread_id")?,
+                    filename: row.try_get("filename")?,
+                    content_type: row.try_get("content_type")?,
+                    size: row.try_get("size")?,
+                    chunks: row.try_get("chunks")?,
+                    created_at: row.try_get("created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()> {
+        let deleted = sqlx::query("delete from attachments where id = $1 and thread_id = $2 and user_id = $3")
+            .bind(attachment)
+            .bind(thread)
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, query))]
+    async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>> {
+        if !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        let words = chunk_query_words(query);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let any: Vec<String> = words.iter().map(|w| format!("'{}'", w.replace('\'', "''").replace('\\', ""))).collect();
+        let rows = sqlx::query(
+            "with q as (select to_tsquery('simple', $1) as q)
+             select c.attachment_id, a.filename, c.seq, c.content
+             from attachment_chunks c join attachments a on a.id = c.attachment_id, q
+             where c.thread_id = $2 and a.user_id = $3 and c.search @@ q.q
+             order by ts_rank(c.search, q.q) desc, c.attachment_id, c.seq limit $4",
+        )
+        .bind(any.join(" | "))
+        .bind(thread)
+        .bind(user)
+        .bind(limit.clamp(1, 20) as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ChunkHit {
+                    attachment_id: row.try_get("attachment_id")?,
+                    filename: row.try_get("filename")?,
+                    seq: row.try_get("seq")?,
+                    content: row.try_get("content")?,
+                })
+            })
+            .collect()
+    }
+
     #[instrument(skip(self, steps))]
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
@@ -1004,7 +1235,7 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn list_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
+    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
         let rows = sqlx::query(
             "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = $1
              order by created_at, id",

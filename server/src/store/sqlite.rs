@@ -4,8 +4,8 @@
 use std::{str::FromStr, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, AttachmentMeta, DayTokens, HistoryStats, Message, MessageStatus, TagCount, Thread,
-    TypeCount, Usage,
+    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
+    MessageStatus, TagCount, Thread, TypeCount, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -16,12 +16,14 @@ use sqlx::{
 use tracing::instrument;
 use uuid::Uuid;
 
+use super::documents::chunk_query_words;
 use super::{
     cursor_fits,
     history::{self, ImportThread},
-    micros_to_time, now, parse_role as role, search_query, snippet_html, CursorKey, HitKind, IdempotencyClaim,
-    NewArtifact, NewMessage, NewUser, Result, SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor,
-    ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord, User, MARK_END, MARK_START,
+    micros_to_time, now, parse_role as role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey,
+    HitKind, IdempotencyClaim, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage, Store,
+    StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord,
+    User, MARK_END, MARK_START,
 };
 
 /// SQLite storage.
@@ -134,6 +136,17 @@ fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
         version: row.try_get("version")?,
         request_message_id: opt_uuid(row, "request_message_id")?,
         assistant_message_id: opt_uuid(row, "assistant_message_id")?,
+        created_at: time(row, "created_at")?,
+    })
+}
+
+fn version_from_row(row: &SqliteRow) -> Result<ArtifactVersion> {
+    Ok(ArtifactVersion {
+        artifact_id: uuid(row, "artifact_id")?,
+        version: row.try_get("version")?,
+        title: row.try_get("title")?,
+        content: row.try_get("content")?,
+        request_message_id: opt_uuid(row, "request_message_id")?,
         created_at: time(row, "created_at")?,
     })
 }
@@ -599,6 +612,217 @@ impl Store for Sqlite {
         Ok(())
     }
 
+    // Documents: versions and attachments.
+
+    #[instrument(skip(self, revision))]
+    async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
+        let updated = now();
+        let mut tx = self.writer.begin().await?;
+        // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
+        if let Some(message) = revision.request_message_id {
+            if !owned_in(&mut tx, "messages", user, message).await? {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let version: Option<i64> = sqlx::query_scalar(
+            "update artifacts set title = ?, content = ?, version = version + 1, updated_at = max(updated_at, ?)
+             where id = ? and user_id = ? returning version",
+        )
+        .bind(&revision.title)
+        .bind(&revision.content)
+        .bind(updated.timestamp_micros())
+        .bind(artifact.to_string())
+        .bind(user.to_string())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let version = version.ok_or(StoreError::NotFound)?;
+        sqlx::query(
+            "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id)
+             values (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(artifact.to_string())
+        .bind(version)
+        .bind(&revision.title)
+        .bind(&revision.content)
+        .bind(updated.timestamp_micros())
+        .bind(revision.request_message_id.map(|m| m.to_string()))
+        .execute(&mut *tx)
+        .await?;
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
+        let row = sqlx::query(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        artifact_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>> {
+        let rows = sqlx::query(
+            "select v.artifact_id, v.version, v.title, v.content, v.created_at,
+                    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+             from artifact_versions v
+             join artifacts a on a.id = v.artifact_id where a.id = ? and a.user_id = ? order by v.version",
+        )
+        .bind(artifact.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        if rows.is_empty() {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(version_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion> {
+        let row = sqlx::query(
+            "select v.artifact_id, v.version, v.title, v.content, v.created_at,
+                    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+             from artifact_versions v
+             join artifacts a on a.id = v.artifact_id where a.id = ? and a.user_id = ? and v.version = ?",
+        )
+        .bind(artifact.to_string())
+        .bind(user.to_string())
+        .bind(version)
+        .fetch_optional(&self.reader)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        version_from_row(&row)
+    }
+
+    #[instrument(skip(self, attachment), fields(thread = %attachment.thread_id, chunks = attachment.chunks.len()))]
+    async fn create_attachment(
+        &self,
+        user: Uuid,
+        attachment: NewAttachment,
+        max_per_thread: usize,
+    ) -> Result<Attachment> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.writer.begin().await?;
+        if !owned_in(&mut tx, "threads", user, attachment.thread_id).await? {
+            return Err(StoreError::NotFound);
+        }
+        let count: i64 = sqlx::query_scalar("select count(*) from attachments where thread_id = ?")
+            .bind(attachment.thread_id.to_string())
+            .fetch_one(&mut *tx)
+            .await?;
+        if count as usize >= max_per_thread {
+            return Err(StoreError::Conflict(format!("a conversation holds at most {max_per_thread} files")));
+        }
+        sqlx::query(
+            "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
+             values (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(attachment.thread_id.to_string())
+        .bind(user.to_string())
+        .bind(&attachment.filename)
+        .bind(&attachment.content_type)
+        .bind(attachment.size)
+        .bind(created.timestamp_micros())
+        .execute(&mut *tx)
+        .await?;
+        for (seq, chunk) in attachment.chunks.iter().enumerate() {
+            sqlx::query("insert into attachment_chunks (attachment_id, thread_id, seq, content) values (?, ?, ?, ?)")
+                .bind(id.to_string())
+                .bind(attachment.thread_id.to_string())
+                .bind(seq as i64)
+                .bind(chunk)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await?;
+        Ok(Attachment {
+            id,
+            thread_id: attachment.thread_id,
+            filename: attachment.filename,
+            content_type: attachment.content_type,
+            size: attachment.size,
+            chunks: attachment.chunks.len() as i64,
+            created_at: created,
+        })
+    }
+
+    #[instrument(skip(self))]
+    async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>> {
+        let rows = sqlx::query(
+            "select a.id, a.thread_id, a.filename, a.content_type, a.size, a.created_at,
+                    (select count(*) from attachment_chunks c where c.attachment_id = a.id) as chunks
+             from attachments a where a.thread_id = ? and a.user_id = ? order by a.created_at, a.id",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(Attachment {
+                    id: uuid(row, "id")?,
+                    thread_id: uuid(row, "thread_id")?,
+                    filename: row.try_get("filename")?,
+                    content_type: row.try_get("content_type")?,
+                    size: row.try_get("size")?,
+                    chunks: row.try_get("chunks")?,
+                    created_at: time(row, "created_at")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()> {
+        // The chunks (and their index rows, through the trigger) go with it by the foreign key's cascade.
+        let deleted = sqlx::query("delete from attachments where id = ? and thread_id = ? and user_id = ?")
+            .bind(attachment.to_string())
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .execute(&self.writer)
+            .await?;
+        if deleted.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    #[instrument(skip(self, query))]
+    async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>> {
+        if !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        let words = chunk_query_words(query);
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let any: Vec<String> = words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
+        // The thread token is part of the MATCH (see the schema), so only this thread's chunks are read.
+        let expression = format!("owner : \"t{}\" AND body : ({})", thread.simple(), any.join(" OR "));
+        let rows = sqlx::query(
+            "select c.attachment_id, a.filename, c.seq, c.content
+             from chunks_fts join attachment_chunks c on c.id = chunks_fts.rowid
+             join attachments a on a.id = c.attachment_id
+             where chunks_fts match ? and a.user_id = ?
+             order by bm25(chunks_fts, 0.0, 1.0), c.attachment_id, c.seq limit ?",
+        )
+        .bind(&expression)
+        .bind(user.to_string())
+        .bind(limit.clamp(1, 20) as i64)
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ChunkHit {
+                    attachment_id: uuid(row, "attachment_id")?,
+                    filename: row.try_get("filename")?,
+                    seq: row.try_get("seq")?,
+                    content: row.try_get("content")?,
+                })
+            })
+            .collect()
+    }
+
     #[instrument(skip(self, steps))]
     async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
@@ -1048,7 +1272,7 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn list_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
+    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
         let rows = sqlx::query(
             "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = ?
              order by created_at, id",

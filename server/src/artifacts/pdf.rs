@@ -1,0 +1,481 @@
+//! The PDF export: the document's blocks laid out on A4 pages with embedded fonts (DejaVu, and Droid Sans
+//! Fallback for CJK), subset by krilla with a text map so the PDF's text can be selected, searched and
+//! extracted.
+//!
+//! Layout first (pure, into positioned text runs and rectangles), drawing second.
+
+use std::sync::LazyLock;
+
+use krilla::color::luma;
+use krilla::geom::{PathBuilder, Point, Rect};
+use krilla::metadata::Metadata;
+use krilla::page::PageSettings;
+use krilla::paint::Fill;
+use krilla::text::{Font, TextDirection};
+use krilla::{Data, Document};
+
+use super::{parse_markdown, Block, Span};
+
+static SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
+static SANS_BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
+static SANS_OBLIQUE: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Oblique.ttf");
+static MONO: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono.ttf");
+/// Chinese, Japanese and Korean, which DejaVu lacks.
+static FALLBACK: &[u8] = include_bytes!("../../assets/fonts/DroidSansFallback.ttf");
+
+const PAGE_W: f32 = 595.28;
+const PAGE_H: f32 = 841.89;
+const MARGIN: f32 = 56.0;
+const CONTENT_W: f32 = PAGE_W - 2.0 * MARGIN;
+const BODY: f32 = 10.5;
+const LEADING: f32 = 1.4;
+
+/// Why a PDF could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("pdf export failed: {0}")]
+pub struct PdfError(String);
+
+/// The face a run is drawn with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Face {
+    Regular,
+    Bold,
+    Italic,
+    Mono,
+    /// Characters the other faces lack (CJK).
+    Fallback,
+}
+
+impl Face {
+    fn of(span: &Span) -> Face {
+        if span.code {
+            Face::Mono
+        } else if span.bold {
+            Face::Bold
+        } else if span.italic {
+            Face::Italic
+        } else {
+            Face::Regular
+        }
+    }
+}
+
+struct LoadedFont {
+    font: Font,
+    metrics: ttf_parser::Face<'static>,
+}
+
+struct Fonts {
+    regular: LoadedFont,
+    bold: LoadedFont,
+    italic: LoadedFont,
+    mono: LoadedFont,
+    fallback: LoadedFont,
+}
+
+fn load(bytes: &'static [u8]) -> Option<LoadedFont> {
+    Some(LoadedFont { font: Font::new(Data::from(bytes), 0)?, metrics: ttf_parser::Face::parse(bytes, 0).ok()? })
+}
+
+static FONTS: LazyLock<Option<Fonts>> = LazyLock::new(|| {
+    Some(Fonts {
+        regular: load(SANS)?,
+        bold: load(SANS_BOLD)?,
+        italic: load(SANS_OBLIQUE)?,
+        mono: load(MONO)?,
+        fallback: load(FALLBACK)?,
+    })
+});
+
+impl Fonts {
+    fn get(&self, face: Face) -> &LoadedFont {
+        match face {
+            Face::Regular => &self.regular,
+            Face::Bold => &self.bold,
+            Face::Italic => &self.italic,
+            Face::Mono => &self.mono,
+            Face::Fallback => &self.fallback,
+        }
+    }
+
+    /// The face that draws a piece of text: the wanted one, or the fallback when only it has the glyphs.
+    fn face_for(&self, wanted: Face, text: &str) -> Face {
+        let has = |face: Face| text.chars().all(|c| self.get(face).metrics.glyph_index(c).is_some());
+        if has(wanted) || !has(Face::Fallback) {
+            wanted
+        } else {
+            Face::Fallback
+        }
+    }
+
+    /// Width of text in points, from the font's advances (missing glyphs count as the fallback glyph).
+    fn width(&self, face: Face, size: f32, text: &str) -> f32 {
+        let metrics = &self.get(face).metrics;
+        let units: f32 = text
+            .chars()
+            .map(|c| {
+                let glyph = metrics.glyph_index(c).unwrap_or(ttf_parser::GlyphId(0));
+                f32::from(metrics.glyph_hor_advance(glyph).unwrap_or(0))
+            })
+            .sum();
+        units * size / f32::from(metrics.units_per_em())
+    }
+}
+
+/// Something to draw on a page; `y` is the baseline (text) or the top (rectangles), from the page's top.
+#[derive(Debug, Clone, PartialEq)]
+enum Op {
+    Text { x: f32, y: f32, face: Face, size: f32, text: String },
+    Rect { x: f32, y: f32, w: f32, h: f32, gray: u8 },
+}
+
+/// A laid-out line: runs of one face each, with their x offsets from the line's start.
+type Line = Vec<(f32, Face, String)>;
+
+/// Scripts written without spaces, where a line may break between any two characters.
+fn breaks_anywhere(c: char) -> bool {
+    matches!(c as u32, 0x2E80..=0x9FFF | 0xAC00..=0xD7AF | 0xF900..=0xFAFF | 0xFF00..=0xFFEF | 0x20000..=0x2FA1F)
+}
+
+/// Breaks spans into lines no wider than `width`.
+fn wrap(fonts: &Fonts, spans: &[Span], size: f32, width: f32, force_face: Option<Face>) -> Vec<Line> {
+    // Pieces: (face, text, is_space); a `\n` piece forces a break.
+    let mut pieces: Vec<(Face, String, bool)> = Vec::new();
+    for span in spans {
+        let face = force_face.unwrap_or_else(|| Face::of(span));
+        let mut word = String::new();
+        for c in span.text.chars() {
+            if c == '\n' || c.is_whitespace() || breaks_anywhere(c) {
+                if !word.is_empty() {
+                    pieces.push((face, std::mem::take(&mut word), false));
+                }
+                match c {
+                    '\n' => pieces.push((face, "\n".into(), true)),
+                    c if c.is_whitespace() => pieces.push((face, " ".into(), true)),
+                    c => pieces.push((face, c.to_string(), false)),
+                }
+            } else {
+                word.push(c);
+            }
+        }
+        if !word.is_empty() {
+            pieces.push((face, word, false));
+        }
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    let mut line: Line = Vec::new();
+    let mut x = 0.0_f32;
+    let mut pending_space: Option<(Face, f32)> = None;
+    let push = |line: &mut Line, x: f32, face: Face, text: &str| match line.last_mut() {
+        Some((_, f, t)) if *f == face => t.push_str(text),
+        _ => line.push((x, face, text.to_string())),
+    };
+    for (face, text, is_space) in pieces {
+        let face = if is_space { face } else { fonts.face_for(face, &text) };
+        if is_space {
+            if text == "\n" {
+                lines.push(std::mem::take(&mut line));
+                x = 0.0;
+                pending_space = None;
+            } else if !line.is_empty() {
+                pending_space = Some((face, fonts.width(face, size, " ")));
+            }
+            continue;
+        }
+        let mut w = fonts.width(face, size, &text);
+        let space = pending_space.map_or(0.0, |(_, w)| w);
+        if !line.is_empty() && x + space + w > width {
+            lines.push(std::mem::take(&mut line));
+            x = 0.0;
+            pending_space = None;
+        }
+        if let Some((space_face, space_w)) = pending_space.take() {
+            push(&mut line, x, space_face, " ");
+            x += space_w;
+        }
+        // A word wider than the whole line is cut where it must be.
+        let mut rest = text;
+        while w > width && rest.chars().count() > 1 {
+            let mut cut = String::new();
+            for c in rest.chars() {
+                let mut next = cut.clone();
+                next.push(c);
+                if !cut.is_empty() && x + fonts.width(face, size, &next) > width {
+                    break;
+                }
+                cut = next;
+            }
+            push(&mut line, x, face, &cut);
+            lines.push(std::mem::take(&mut line));
+            x = 0.0;
+            rest = rest[cut.len()..].to_string();
+            w = fonts.width(face, size, &rest);
+        }
+        push(&mut line, x, face, &rest);
+        x += w;
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+struct Layout<'f> {
+    fonts: &'f Fonts,
+    pages: Vec<Vec<Op>>,
+    /// Distance of the next line's top from the page's top.
+    y: f32,
+}
+
+impl<'f> Layout<'f> {
+    fn new(fonts: &'f Fonts) -> Self {
+        Self { fonts, pages: vec![Vec::new()], y: MARGIN }
+    }
+
+    fn ops(&mut self) -> &mut Vec<Op> {
+        self.pages.last_mut().expect("a page")
+    }
+
+    /// Starts a new page unless `height` still fits on this one.
+    fn room(&mut self, height: f32) {
+        if self.y + height > PAGE_H - MARGIN && self.y > MARGIN {
+            self.pages.push(Vec::new());
+            self.y = MARGIN;
+        }
+    }
+
+    fn lines(&mut self, lines: &[Line], x: f32, size: f32) {
+        let height = size * LEADING;
+        for line in lines {
+            self.room(height);
+            let baseline = self.y + size;
+            for (dx, face, text) in line {
+                if !text.trim().is_empty() {
+                    self.ops().push(Op::Text { x: x + dx, y: baseline, face: *face, size, text: text.clone() });
+                }
+            }
+            self.y += height;
+        }
+    }
+
+    fn block(&mut self, block: &Block) {
+        let fonts = self.fonts;
+        match block {
+            Block::Heading(level, spans) => {
+                let size = match level {
+                    1 => 20.0,
+                    2 => 16.0,
+                    3 => 13.5,
+                    _ => 12.0,
+                };
+                self.y += if *level == 1 { 4.0 } else { 10.0 };
+                let lines = wrap(fonts, spans, size, CONTENT_W, Some(Face::Bold));
+                // Keep a heading with the first line after it.
+                self.room(size * LEADING * lines.len() as f32 + BODY * LEADING);
+                self.lines(&lines, MARGIN, size);
+                self.y += 4.0;
+            }
+            Block::Paragraph(spans) => {
+                let lines = wrap(fonts, spans, BODY, CONTENT_W, None);
+                self.lines(&lines, MARGIN, BODY);
+                self.y += 6.0;
+            }
+            Block::Quote(spans) => {
+                let lines = wrap(fonts, spans, BODY, CONTENT_W - 16.0, Some(Face::Italic));
+                let top = self.y;
+                self.lines(&lines, MARGIN + 16.0, BODY);
+                if self.y > top {
+                    let (y, h) = (top, self.y - top);
+                    self.ops().push(Op::Rect { x: MARGIN + 4.0, y, w: 2.0, h, gray: 170 });
+                }
+                self.y += 6.0;
+            }
+            Block::ListItem { depth, marker, spans, .. } => {
+                let indent = 18.0 * (*depth as f32 + 1.0);
+                let lines = wrap(fonts, spans, BODY, CONTENT_W - indent, None);
+                self.room(BODY * LEADING);
+                if !marker.is_empty() {
+                    let w = fonts.width(Face::Regular, BODY, marker);
+                    let op = Op::Text {
+                        x: MARGIN + indent - 5.0 - w,
+                        y: self.y + BODY,
+                        face: Face::Regular,
+                        size: BODY,
+                        text: marker.clone(),
+                    };
+                    self.ops().push(op);
+                }
+                self.lines(&lines, MARGIN + indent, BODY);
+                self.y += 2.0;
+            }
+            Block::Table { header, rows } => self.table(*header, rows),
+            Block::Code(code) => {
+                let size = 9.0;
+                let span = Span { text: code.clone(), code: true, ..Default::default() };
+                // Keep the code's own line breaks and indentation.
+                for source_line in span.text.split('\n') {
+                    let indent: String = source_line.chars().take_while(|c| *c == ' ').collect();
+                    let rest = &source_line[indent.len()..];
+                    let dx = fonts.width(Face::Mono, size, &indent);
+                    let piece = Span { text: rest.to_string(), code: true, ..Default::default() };
+                    let lines = wrap(fonts, &[piece], size, CONTENT_W - 12.0 - dx, None);
+                    for line in lines {
+                        self.room(size * LEADING);
+                        let h = size * LEADING;
+                        let y = self.y;
+                        self.ops().push(Op::Rect { x: MARGIN, y, w: CONTENT_W, h, gray: 240 });
+                        self.lines(&[line], MARGIN + 6.0 + dx, size);
+                    }
+                }
+                self.y += 8.0;
+            }
+            Block::Rule => {
+                self.room(12.0);
+                let y = self.y + 5.0;
+                self.ops().push(Op::Rect { x: MARGIN, y, w: CONTENT_W, h: 0.8, gray: 160 });
+                self.y += 12.0;
+            }
+        }
+    }
+
+    fn table(&mut self, header: bool, rows: &[Vec<Vec<Span>>]) {
+        let columns = rows.iter().map(Vec::len).max().unwrap_or(0).max(1);
+        let col_w = CONTENT_W / columns as f32;
+        let pad = 4.0;
+        for (r, row) in rows.iter().enumerate() {
+            let face = (header && r == 0).then_some(Face::Bold);
+            let cells: Vec<Vec<Line>> =
+                row.iter().map(|cell| wrap(self.fonts, cell, BODY, col_w - 2.0 * pad, face)).collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(1).max(1) as f32 * BODY * LEADING + 2.0 * pad;
+            self.room(height);
+            let top = self.y;
+            if face.is_some() {
+                self.ops().push(Op::Rect { x: MARGIN, y: top, w: CONTENT_W, h: height, gray: 230 });
+            }
+            for (c, lines) in cells.iter().enumerate() {
+                self.y = top + pad;
+                let x = MARGIN + c as f32 * col_w + pad;
+                for line in lines {
+                    for (dx, face, text) in line {
+                        if !text.trim().is_empty() {
+                            let op =
+                                Op::Text { x: x + dx, y: self.y + BODY, face: *face, size: BODY, text: text.clone() };
+                            self.ops().push(op);
+                        }
+                    }
+                    self.y += BODY * LEADING;
+                }
+            }
+            // Cell borders: the top of the row and every column edge.
+            self.ops().push(Op::Rect { x: MARGIN, y: top, w: CONTENT_W, h: 0.6, gray: 150 });
+            for c in 0..=columns {
+                let x = MARGIN + c as f32 * col_w;
+                self.ops().push(Op::Rect { x: x - 0.3, y: top, w: 0.6, h: height, gray: 150 });
+            }
+            self.y = top + height;
+        }
+        let y = self.y;
+        self.ops().push(Op::Rect { x: MARGIN, y, w: CONTENT_W, h: 0.6, gray: 150 });
+        self.y += 8.0;
+    }
+}
+
+/// Lays the document out into pages of drawing operations.
+fn layout(fonts: &Fonts, title: &str, markdown: &str) -> Vec<Vec<Op>> {
+    let mut blocks = parse_markdown(markdown);
+    // A document that does not open with a heading gets its title as one.
+    if !matches!(blocks.first(), Some(Block::Heading(..))) {
+        blocks.insert(0, Block::Heading(1, vec![Span { text: title.to_string(), ..Default::default() }]));
+    }
+    let mut layout = Layout::new(fonts);
+    for block in &blocks {
+        layout.block(block);
+    }
+    layout.pages
+}
+
+/// The PDF file of a document.
+pub fn render(title: &str, markdown: &str) -> Result<Vec<u8>, PdfError> {
+    let fonts = FONTS.as_ref().ok_or_else(|| PdfError("the embedded fonts could not be read".into()))?;
+    let pages = layout(fonts, title, markdown);
+    let mut document = Document::new();
+    document.set_metadata(Metadata::new().title(title.to_string()));
+    let settings = PageSettings::from_wh(PAGE_W, PAGE_H).ok_or_else(|| PdfError("page size".into()))?;
+    for ops in pages {
+        let mut page = document.start_page_with(settings.clone());
+        let mut surface = page.surface();
+        for op in ops {
+            match op {
+                Op::Text { x, y, face, size, text } => {
+                    surface.set_fill(Some(Fill::default()));
+                    let font = fonts.get(face).font.clone();
+                    surface.draw_text(Point::from_xy(x, y), font, size, &text, false, TextDirection::Auto);
+                }
+                Op::Rect { x, y, w, h, gray } => {
+                    let Some(rect) = Rect::from_xywh(x, y, w.max(0.1), h.max(0.1)) else { continue };
+                    let mut path = PathBuilder::new();
+                    path.push_rect(rect);
+                    if let Some(path) = path.finish() {
+                        surface.set_fill(Some(Fill { paint: luma::Color::new(gray).into(), ..Fill::default() }));
+                        surface.draw_path(&path);
+                    }
+                }
+            }
+        }
+        surface.finish();
+        page.finish();
+    }
+    document.finish().map_err(|e| PdfError(format!("{e:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fonts() -> &'static Fonts {
+        FONTS.as_ref().expect("fonts")
+    }
+
+    #[test]
+    fn lines_never_exceed_the_width() {
+        let text = "Ünïcödé words wrap across lines when the paragraph is longer than the column is wide, \
+                    and a verylongwordwithoutanyspacesthatcannotfitonasinglelineatallinthiscolumn is cut.";
+        let lines = wrap(fonts(), &[Span { text: text.into(), ..Default::default() }], BODY, 200.0, None);
+        assert!(lines.len() > 3, "{lines:?}");
+        for line in &lines {
+            let (x, face, text) = line.last().unwrap();
+            assert!(x + fonts().width(*face, BODY, text.trim_end()) <= 200.5, "{line:?}");
+        }
+        let joined: String =
+            lines.iter().flat_map(|l| l.iter().map(|(_, _, t)| t.clone())).collect::<Vec<_>>().join(" ");
+        assert!(joined.contains("Ünïcödé"));
+    }
+
+    #[test]
+    fn long_documents_get_more_pages() {
+        let markdown: String = (0..200).map(|i| format!("Paragraph number {i} of a long document.\n\n")).collect();
+        let pages = layout(fonts(), "Long", &markdown);
+        assert!(pages.len() > 3);
+        for page in &pages {
+            for op in page {
+                if let Op::Text { y, .. } = op {
+                    assert!(*y <= PAGE_H - MARGIN + BODY, "{y}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn characters_dejavu_lacks_use_the_fallback_face() {
+        let span = Span { text: "Zoë 日本チーム".into(), ..Default::default() };
+        let lines = wrap(fonts(), &[span], BODY, 400.0, None);
+        let faces: Vec<(Face, String)> = lines[0].iter().map(|(_, f, t)| (*f, t.clone())).collect();
+        assert_eq!(faces, vec![(Face::Regular, "Zoë ".into()), (Face::Fallback, "日本チーム".into())]);
+    }
+
+    #[test]
+    fn renders_a_pdf() {
+        let bytes = render("T", "# Hello\n\nWorld").unwrap();
+        assert!(bytes.starts_with(b"%PDF-"));
+    }
+}

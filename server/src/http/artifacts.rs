@@ -1,0 +1,138 @@
+//! Documents: list, open, delete, their versions, and downloads as Markdown, PDF or Word.
+
+use app::api::{Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, ExportFormat};
+use axum::{
+    extract::State,
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::get,
+    Router,
+};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::error::{ApiError, Result};
+use super::extract::{AuthUser, Json, Path, Query};
+use crate::artifacts::{docx, file_stem, md, pdf};
+use crate::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/threads/{id}/artifacts", get(list))
+        .route("/api/artifacts/{id}", get(show).delete(remove))
+        .route("/api/artifacts/{id}/versions", get(versions))
+        .route("/api/artifacts/{id}/versions/{version}", get(version))
+        .route("/api/artifacts/{id}/export", get(export))
+}
+
+async fn list(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Json<ArtifactList>> {
+    Ok(Json(ArtifactList { artifacts: state.store.list_artifacts(user.id, thread).await? }))
+}
+
+async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
+    Ok(Json(state.store.get_artifact(user.id, id).await?))
+}
+
+async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
+    state.store.delete_artifact(user.id, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn versions(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+) -> Result<Json<ArtifactVersionList>> {
+    Ok(Json(ArtifactVersionList { versions: state.store.list_artifact_versions(user.id, id).await? }))
+}
+
+async fn version(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((id, version)): Path<(Uuid, i64)>,
+) -> Result<Json<ArtifactVersion>> {
+    Ok(Json(state.store.get_artifact_version(user.id, id, version).await?))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExportParams {
+    format: Option<String>,
+    version: Option<i64>,
+}
+
+/// `GET /api/artifacts/{id}/export?format=md|pdf|docx[&version=n]`: a download named after the title.
+async fn export(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+    Query(params): Query<ExportParams>,
+) -> Result<Response> {
+    let format = match params.format.as_deref() {
+        None => ExportFormat::Md,
+        Some(f) => {
+            ExportFormat::parse(f).ok_or_else(|| ApiError::invalid("format", "The format is md, pdf or docx."))?
+        }
+    };
+    let (title, content) = match params.version {
+        Some(v) => {
+            let version = state.store.get_artifact_version(user.id, id, v).await?;
+            (version.title, version.content)
+        }
+        None => {
+            let artifact = state.store.get_artifact(user.id, id).await?;
+            (artifact.title, artifact.content)
+        }
+    };
+    let filename = format!("{}.{}", file_stem(&title), format.as_str());
+    let bytes = match format {
+        ExportFormat::Md => md::render(&content),
+        ExportFormat::Pdf => tokio::task::spawn_blocking(move || pdf::render(&title, &content))
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))?
+            .map_err(|e| ApiError::Internal(e.into()))?,
+        ExportFormat::Docx => tokio::task::spawn_blocking(move || docx::render(&title, &content))
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))?
+            .map_err(|e| ApiError::Internal(e.into()))?,
+    };
+    let mut response = bytes.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&filename)) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    Ok(response)
+}
+
+/// `attachment` with an ASCII `filename` for old clients and the exact UTF-8 name in `filename*` (RFC 6266).
+pub fn content_disposition(filename: &str) -> String {
+    let ascii: String = filename
+        .chars()
+        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '_' })
+        .filter(|c| *c != '"' && *c != '\\')
+        .collect();
+    let mut encoded = String::new();
+    for byte in filename.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_disposition_carries_both_names() {
+        assert_eq!(
+            content_disposition("Café plan.pdf"),
+            "attachment; filename=\"Caf_ plan.pdf\"; filename*=UTF-8''Caf%C3%A9%20plan.pdf"
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! Files attached to a conversation: upload (text, Markdown, PDF), list, delete.
+
+use app::api::{Attachment, AttachmentList, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES};
+use axum::{
+    extract::{multipart::MultipartRejection, DefaultBodyLimit, Multipart, State},
+    http::StatusCode,
+    response::IntoResponse,
+    routing::{delete, get},
+    Router,
+};
+use tower_http::limit::RequestBodyLimitLayer;
+use uuid::Uuid;
+
+use super::error::{ApiError, Result};
+use super::extract::{AuthUser, Json, Path};
+use crate::attachments::{chunk_text, extract_text, FileKind};
+use crate::store::{NewAttachment, StoreError};
+use crate::AppState;
+
+/// Room for the multipart framing around a file of the largest accepted size.
+const MULTIPART_OVERHEAD: usize = 64 * 1024;
+
+/// Upload and listing. Kept out of the global 1 MiB body limit: it has its own, sized for one file.
+pub fn upload_router() -> Router<AppState> {
+    Router::new()
+        .route("/api/threads/{id}/attachments", get(list).post(upload))
+        .layer(DefaultBodyLimit::disable())
+        .layer(RequestBodyLimitLayer::new(MAX_ATTACHMENT_BYTES + MULTIPART_OVERHEAD))
+}
+
+/// Deletion (no body, so under the global limit like every other route).
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/threads/{id}/attachments/{attachment_id}", delete(remove))
+}
+
+fn unsupported() -> ApiError {
+    ApiError::UnsupportedMediaType(
+        "This kind of file can't be attached: attach plain text (.txt), Markdown (.md) or PDF (.pdf) files.".into(),
+    )
+}
+
+/// The last path component of a client's file name, without control characters, at most 255 characters.
+fn clean_filename(name: &str) -> String {
+    let base = name.rsplit(['/', '\\']).next().unwrap_or("");
+    let cleaned: String = base.chars().filter(|c| !c.is_control()).take(255).collect();
+    let cleaned = cleaned.trim();
+    if cleaned.is_empty() {
+        "file".to_string()
+    } else {
+        cleaned.to_string()
+    }
+}
+
+async fn upload(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+    multipart: std::result::Result<Multipart, MultipartRejection>,
+) -> Result<impl IntoResponse> {
+    let mut multipart = multipart.map_err(|_| {
+        ApiError::UnsupportedMediaType("Send the file as multipart/form-data with a `file` field.".into())
+    })?;
+    // The thread first: another user's thread is a 404 whatever the body holds.
+    state.store.get_thread(user.id, thread).await?;
+    let too_large = |status: StatusCode| {
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge
+        } else {
+            ApiError::bad_request("invalid_multipart", "The upload could not be read.")
+        }
+    };
+    let mut file = None;
+    while let Some(field) = multipart.next_field().await.map_err(|e| too_large(e.status()))? {
+        let Some(name) = field.file_name().map(clean_filename) else { continue };
+        let content_type = field.content_type().map(str::to_string);
+        let bytes = field.bytes().await.map_err(|e| too_large(e.status()))?;
+        file = Some((name, content_type, bytes));
+        break;
+    }
+    let (filename, content_type, bytes) =
+        file.ok_or_else(|| ApiError::invalid("file", "Attach a file in the `file` field."))?;
+    if bytes.len() > MAX_ATTACHMENT_BYTES {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    let kind = FileKind::detect(content_type.as_deref(), &filename, &bytes).ok_or_else(unsupported)?;
+    let size = bytes.len() as i64;
+    let text = extract_text(kind, bytes.to_vec()).await.map_err(|e| ApiError::invalid("file", format!("{e}.")))?;
+    let chunks = chunk_text(&text);
+    if chunks.is_empty() {
+        return Err(ApiError::invalid("file", "No text could be read from this file."));
+    }
+    let new = NewAttachment { thread_id: thread, filename, content_type: kind.content_type().into(), size, chunks };
+    let attachment =
+        state.store.create_attachment(user.id, new, MAX_ATTACHMENTS_PER_THREAD).await.map_err(|e| match e {
+            StoreError::Conflict(_) => ApiError::Conflict(format!(
+                "This conversation already has {MAX_ATTACHMENTS_PER_THREAD} files; delete one to attach another."
+            )),
+            other => other.into(),
+        })?;
+    Ok((StatusCode::CREATED, Json::<Attachment>(attachment)))
+}
+
+async fn list(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Json<AttachmentList>> {
+    Ok(Json(AttachmentList { attachments: state.store.list_attachments(user.id, thread).await? }))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((thread, attachment)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode> {
+    state.store.delete_attachment(user.id, thread, attachment).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_lose_paths_and_control_characters() {
+        assert_eq!(clean_filename("C:\\Users\\me\\notes.pdf"), "notes.pdf");
+        assert_eq!(clean_filename("../../etc/pass\nwd"), "passwd");
+        assert_eq!(clean_filename("  "), "file");
+    }
+}
