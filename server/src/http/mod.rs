@@ -1,9 +1,12 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
+pub mod auth;
 pub mod chat;
 pub mod error;
 pub mod extract;
 pub mod messages;
+pub mod openapi;
+pub mod rate_limit;
 pub mod threads;
 
 use app::api::Health;
@@ -14,17 +17,23 @@ use error::ApiError;
 
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest accepted upload (10 MiB), for upload routes, which lift the body limit to this on their own route.
+pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 
 /// Every `/api` route.
 pub fn api_router() -> Router<AppState> {
     Router::new()
         .route("/api/health", get(health))
+        .route("/api/openapi.json", get(openapi::document))
+        .merge(auth::router())
         .merge(threads::router())
         .merge(chat::router())
         .merge(messages::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 
-async fn health() -> axum::Json<Health> {
+/// `GET /api/health`.
+#[utoipa::path(get, path = "/api/health", tag = "meta", responses((status = 200, body = Health)))]
+pub async fn health() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }
