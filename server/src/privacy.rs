@@ -64,7 +64,7 @@ pub fn luhn_valid(text: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// The ISO 13616 check (mod 97) of an IBAN, spaces ignored.
