@@ -52,6 +52,9 @@ export default defineConfig({
       QUIRE_DATA_DIR: dataDir,
       QUIRE_BUILTIN_DELAY_MS: process.env.QUIRE_BUILTIN_DELAY_MS ?? '25',
       RUST_LOG: 'warn',
+      // Every test signs up from the same address; the limits themselves are covered by the server's tests.
+      QUIRE_RATE_LIMIT_AUTH: '1000',
+      QUIRE_RATE_LIMIT_GENERAL: '10000',
     },
   },
 });

@@ -6,13 +6,17 @@ pub mod markdown;
 pub mod routes;
 
 use leptos::prelude::*;
+use leptos::task::spawn_local;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
+    hooks::{use_location, use_navigate},
     path,
 };
 
+use crate::api::UserProfile;
 use crate::components::sidebar::Sidebar;
+use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::{ChatPage, ChatState};
 
 /// The HTML document the server renders around the app.
@@ -45,12 +49,22 @@ impl ThreadsChanged {
     }
 }
 
-/// The application: sidebar of conversations and the chat view.
+/// The signed-in account, once known (`None` before `/api/auth/me` answered, and after signing out).
+#[derive(Clone, Copy)]
+pub struct CurrentUser(pub RwSignal<Option<UserProfile>>);
+
+/// Whether a path is one of the pages open to people who are not signed in.
+fn is_auth_page(path: &str) -> bool {
+    matches!(path, "/signin" | "/signup")
+}
+
+/// The application: sidebar of conversations and the chat view; sign-in and sign-up pages.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(ThreadsChanged(RwSignal::new(0)));
     provide_context(ChatState::new());
+    provide_context(CurrentUser(RwSignal::new(None)));
     // Effects run only in the browser, once the page is hydrated: mark it so tests and styles can tell.
     Effect::new(|_| {
         if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
@@ -62,15 +76,48 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="leptos" href="/pkg/quire.css"/>
         <Title text="Quire"/>
         <Router>
-            <div class="layout">
-                <Sidebar/>
-                <main class="main">
-                    <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
-                        <Route path=path!("/") view=ChatPage/>
-                        <Route path=path!("/c/:id") view=ChatPage/>
-                    </Routes>
-                </main>
-            </div>
+            <Layout/>
         </Router>
+    }
+}
+
+/// The page frame. Outside the sign-in pages it checks the session and sends people without one to `/signin`.
+#[component]
+fn Layout() -> impl IntoView {
+    let location = use_location();
+    let navigate = use_navigate();
+    let user = expect_context::<CurrentUser>();
+    let auth_page = move || is_auth_page(&location.pathname.get());
+
+    Effect::new(move |_| {
+        if auth_page() || user.0.with(Option::is_some) {
+            return;
+        }
+        let navigate = navigate.clone();
+        spawn_local(async move {
+            match api::client::me().await {
+                Ok(profile) => user.0.set(Some(profile)),
+                Err(e) if e.status == 401 => {
+                    navigate("/signin", leptos_router::NavigateOptions { replace: true, ..Default::default() })
+                }
+                Err(_) => {}
+            }
+        });
+    });
+
+    view! {
+        <div class="layout" class:auth-layout=auth_page>
+            <Show when=move || !auth_page()>
+                <Sidebar/>
+            </Show>
+            <main class="main">
+                <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
+                    <Route path=path!("/") view=ChatPage/>
+                    <Route path=path!("/c/:id") view=ChatPage/>
+                    <Route path=path!("/signin") view=SignInPage/>
+                    <Route path=path!("/signup") view=SignUpPage/>
+                </Routes>
+            </main>
+        </div>
     }
 }

@@ -1,5 +1,9 @@
 import { expect, test } from '@playwright/test';
-import { openHydrated, snapshot } from './helpers';
+import { openHydrated, signUp, snapshot } from './helpers';
+
+test.beforeEach(async ({ page }) => {
+  await signUp(page);
+});
 
 test('the page hydrates: a click handled by WASM changes the page', async ({ page }) => {
   await openHydrated(page);

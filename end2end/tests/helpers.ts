@@ -10,3 +10,20 @@ export async function openHydrated(page: Page, path = '/') {
 export async function snapshot(page: Page, name: string) {
   await page.screenshot({ path: `test-results/screens/${name}.png`, fullPage: true });
 }
+
+/** An e-mail address no other test uses. */
+export function uniqueEmail(prefix = 'user') {
+  return `${prefix}-${Date.now()}-${Math.floor(Math.random() * 1e9)}@example.com`;
+}
+
+export const PASSWORD = 'correct horse battery';
+
+/**
+ * Signs up a fresh account through the API. The page's request context shares the browser's cookies, so the
+ * HttpOnly session cookie the server sets signs the page in.
+ */
+export async function signUp(page: Page, email = uniqueEmail()) {
+  const response = await page.request.post('/api/auth/register', { data: { email, password: PASSWORD } });
+  expect(response.status()).toBe(201);
+  return email;
+}

@@ -2,27 +2,31 @@
 
 pub mod artifacts;
 pub mod attachments;
+pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod http;
 pub mod llm;
+pub mod privacy;
 pub mod store;
 pub mod tokens;
 
 use std::{future::Future, sync::Arc};
 
+use crate::auth::{JwtKeys, JwtSecret};
+use crate::chat::hub::TurnHub;
+use crate::config::Config;
+use crate::http::rate_limit::RateLimits;
+use crate::llm::Provider;
+use crate::store::DynStore;
 use app::{shell, App};
-use axum::{extract::FromRef, Router};
+use axum::{
+    extract::{DefaultBodyLimit, FromRef},
+    Router,
+};
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 use tokio::net::TcpListener;
-use tower_http::limit::RequestBodyLimitLayer;
-use uuid::Uuid;
-
-use crate::chat::hub::TurnHub;
-use crate::config::Config;
-use crate::llm::Provider;
-use crate::store::{DynStore, NewUser, StoreError};
 
 /// What every handler can reach.
 #[derive(Clone)]
@@ -32,8 +36,10 @@ pub struct AppState {
     pub hub: Arc<TurnHub>,
     pub config: Arc<Config>,
     pub leptos: LeptosOptions,
-    /// The account every request acts as until sign-in exists.
-    pub local_user: Uuid,
+    /// Signs and checks session tokens.
+    pub jwt: Arc<JwtKeys>,
+    /// Rate limiters of this instance.
+    pub limits: Arc<RateLimits>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -41,9 +47,6 @@ impl FromRef<AppState> for LeptosOptions {
         state.leptos.clone()
     }
 }
-
-/// E-mail of the account used before sign-in exists.
-const LOCAL_EMAIL: &str = "local@quire.invalid";
 
 impl AppState {
     /// Opens the store named by the configuration and builds the provider.
@@ -56,27 +59,16 @@ impl AppState {
 
     /// Builds the state around an opened store and a provider (tests pass fakes here).
     pub async fn new(config: Config, store: DynStore, provider: Arc<dyn Provider>) -> anyhow::Result<Self> {
-        let local_user = match store.user_by_email(LOCAL_EMAIL).await {
-            Ok(user) => user.id,
-            Err(StoreError::NotFound) => {
-                let new =
-                    NewUser { email: LOCAL_EMAIL.into(), password_hash: String::new(), display_name: "You".into() };
-                match store.create_user(new).await {
-                    Ok(user) => user.id,
-                    // Another instance created it meanwhile.
-                    Err(StoreError::Conflict(_)) => store.user_by_email(LOCAL_EMAIL).await?.id,
-                    Err(e) => return Err(e.into()),
-                }
-            }
-            Err(e) => return Err(e.into()),
-        };
+        let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
+        let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
+        let limits = RateLimits::new(&config.limits);
         let leptos = LeptosOptions::builder()
             .output_name("quire")
             .site_root(config.site_root.clone())
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
             .build();
-        Ok(Self { store, provider, hub: Arc::new(TurnHub::default()), config: Arc::new(config), leptos, local_user })
+        Ok(Self { store, provider, hub: Arc::new(TurnHub::default()), config: Arc::new(config), leptos, jwt, limits })
     }
 }
 
@@ -88,8 +80,10 @@ pub fn app(state: AppState) -> Router {
         .merge(http::api_router())
         .leptos_routes(&state, routes, move || shell(leptos.clone()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(RequestBodyLimitLayer::new(http::MAX_BODY_BYTES))
-        // Merged after the global limit so it applies its own (uploads).
+        // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
+        // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
+        .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
+        // Merged after the global limit so the upload route keeps its own.
         .merge(http::large_body_router())
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
@@ -104,7 +98,8 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let hub = state.hub.clone();
     let router = app(state);
-    axum::serve(listener, router)
+    // The peer address feeds the per-IP limits of sign-in and sign-up.
+    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.await;
             hub.cancel_all();

@@ -9,7 +9,10 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::ReadableStreamDefaultReader;
 
 use super::sse::SseDecoder;
-use super::{ChatEvent, ChatRequest, CreateThread, ErrorBody, Thread, ThreadDetail, ThreadList};
+use super::{
+    AuthResponse, ChatEvent, ChatRequest, CreateThread, ErrorBody, LoginRequest, RegisterRequest, Thread, ThreadDetail,
+    ThreadList, UserProfile,
+};
 
 /// A failed call, with a message fit to show.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +47,36 @@ async fn error_of(response: Response) -> ApiError {
         Ok(body) => ApiError { status, code: body.error.code, message: body.error.message },
         Err(_) => ApiError { status, code: "http".into(), message: format!("The server answered {status}.") },
     }
+}
+
+/// `POST /api/auth/register`: the server sets the HttpOnly session cookie; the token is not kept here.
+pub async fn register(body: &RegisterRequest) -> ApiResult<UserProfile> {
+    let response =
+        Request::post("/api/auth/register").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
+    read_json::<AuthResponse>(response).await.map(|r| r.user)
+}
+
+/// `POST /api/auth/login`.
+pub async fn login(body: &LoginRequest) -> ApiResult<UserProfile> {
+    let response =
+        Request::post("/api/auth/login").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
+    read_json::<AuthResponse>(response).await.map(|r| r.user)
+}
+
+/// `POST /api/auth/logout`: ends the session (the server clears the cookie).
+pub async fn logout() -> ApiResult<()> {
+    let response = Request::post("/api/auth/logout").send().await.map_err(network_error)?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(error_of(response).await)
+    }
+}
+
+/// `GET /api/auth/me`: the signed-in account; status 401 when there is none.
+pub async fn me() -> ApiResult<UserProfile> {
+    let response = Request::get("/api/auth/me").send().await.map_err(network_error)?;
+    read_json(response).await
 }
 
 /// `GET /api/threads`.

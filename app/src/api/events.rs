@@ -8,6 +8,7 @@ use super::{Artifact, Usage};
 /// One event of a chat turn. On the wire the SSE `event:` line carries [`ChatEvent::name`] and the
 /// `data:` line the JSON of the variant's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
 pub enum ChatEvent {
     /// The thread got its title (first message of a thread).

@@ -1,11 +1,13 @@
 //! Wire types shared by the server and the browser client: requests, responses and the chat event stream.
 
+pub mod auth;
 pub mod client;
 pub mod documents;
 pub mod events;
 pub mod history;
 pub mod sse;
 pub use documents::*;
+pub use auth::*;
 pub use events::*;
 pub use history::*;
 
@@ -24,12 +26,14 @@ pub const MAX_TAG_CHARS: usize = 50;
 
 /// The body of every error response: `{"error": {"code", "message", "field"?}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
 /// What went wrong, for people (`message`) and programs (`code`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
@@ -39,12 +43,14 @@ pub struct ErrorDetail {
 
 /// `GET /api/health`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Health {
     pub status: String,
 }
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     User,
@@ -62,6 +68,7 @@ impl Role {
 
 /// How an answer ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum MessageStatus {
     /// Finished normally.
@@ -97,6 +104,7 @@ impl MessageStatus {
 
 /// Token counts of one answer (or a sum of them).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Usage {
     pub input_tokens: u64,
     pub output_tokens: u64,
@@ -104,6 +112,7 @@ pub struct Usage {
 
 /// A conversation as listed and shown.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Thread {
     pub id: Uuid,
     pub title: String,
@@ -119,6 +128,7 @@ pub struct Thread {
 
 /// One message of a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Message {
     pub id: Uuid,
     pub thread_id: Uuid,
@@ -135,6 +145,7 @@ pub struct Message {
 
 /// The kinds of document the assistant writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ArtifactType {
     UserStories,
@@ -186,6 +197,7 @@ impl ArtifactType {
 
 /// A document written by the assistant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Artifact {
     pub id: Uuid,
     pub thread_id: Uuid,
@@ -204,6 +216,7 @@ pub struct Artifact {
 
 /// `POST /api/threads`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateThread {
     #[serde(default)]
@@ -214,6 +227,7 @@ pub struct CreateThread {
 
 /// `GET /api/threads`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ThreadList {
     pub threads: Vec<Thread>,
     #[serde(default)]
@@ -222,6 +236,7 @@ pub struct ThreadList {
 
 /// `GET /api/threads/{id}`: the thread with its messages in order and its documents.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ThreadDetail {
     pub thread: Thread,
     pub messages: Vec<Message>,
@@ -234,6 +249,7 @@ pub struct ThreadDetail {
 
 /// `POST /api/threads/{id}/chat`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChatRequest {
     pub content: String,

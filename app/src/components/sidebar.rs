@@ -6,7 +6,8 @@ use leptos_router::hooks::{use_location, use_navigate};
 
 use crate::api::{client, Thread};
 use crate::components::theme_toggle::ThemeToggle;
-use crate::ThreadsChanged;
+use crate::routes::chat::ChatState;
+use crate::{CurrentUser, ThreadsChanged};
 
 /// The sidebar: brand, "New chat", the conversations.
 #[component]
@@ -29,7 +30,23 @@ pub fn Sidebar() -> impl IntoView {
     });
 
     let navigate = use_navigate();
-    let new_chat = move |_| navigate("/", Default::default());
+    let new_chat = {
+        let navigate = navigate.clone();
+        move |_| navigate("/", Default::default())
+    };
+    let user = expect_context::<CurrentUser>();
+    let chat = expect_context::<ChatState>();
+    let sign_out = move |_| {
+        let navigate = navigate.clone();
+        spawn_local(async move {
+            // Whatever the server answers, this browser forgets the account and its conversations.
+            let _ = client::logout().await;
+            user.0.set(None);
+            chat.clear();
+            threads.set(Vec::new());
+            navigate("/signin", Default::default());
+        });
+    };
     let location = use_location();
 
     view! {
@@ -58,6 +75,12 @@ pub fn Sidebar() -> impl IntoView {
                     }
                 </For>
             </ul>
+            <div class="account">
+                <span class="account-email" data-testid="account-email">
+                    {move || user.0.get().map(|u| u.email).unwrap_or_default()}
+                </span>
+                <button type="button" class="sign-out" on:click=sign_out>"Sign out"</button>
+            </div>
         </nav>
     }
 }

@@ -130,6 +130,18 @@ impl ChatState {
     }
 }
 
+impl ChatState {
+    /// Forgets the conversation on screen (after signing out).
+    pub fn clear(&self) {
+        self.current.set(None);
+        self.messages.set(Vec::new());
+        self.live.set(None);
+        self.busy.set(false);
+        self.error.set(None);
+        self.title.set(String::new());
+    }
+}
+
 impl Default for ChatState {
     fn default() -> Self {
         Self::new()

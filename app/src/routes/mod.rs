@@ -1,3 +1,4 @@
 //! One module per page.
 
+pub mod auth;
 pub mod chat;

@@ -19,7 +19,7 @@ use crate::tokens::count_tokens;
 pub const DEFAULT_BUDGET: usize = 24_000;
 
 /// The record of what the model saw for one answer, kept with the answer.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ContextRecord {
     /// Messages sent, in order.
     pub included: Vec<Uuid>,

@@ -47,6 +47,8 @@ pub async fn start(
             format!("The message is longer than {MAX_MESSAGE_CHARS} characters."),
         ));
     }
+    // Personal data is replaced before the message is stored or reaches a model.
+    let content = if state.config.redact_pii { crate::privacy::redact(&content) } else { content };
     let silent = request.artifact_generation.unwrap_or(false);
     let thread_row = state.store.get_thread(user, thread).await?;
     let turn_id = Uuid::now_v7();

@@ -4,6 +4,8 @@ use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
 
+use crate::auth::JwtSecret;
+
 /// Which model answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
@@ -50,6 +52,58 @@ pub struct Config {
     /// Directory of the built site (wasm, js, css, assets).
     #[arg(long, env = "LEPTOS_SITE_ROOT", default_value = "target/site")]
     pub site_root: String,
+
+    /// Key that signs session tokens (at least 32 characters). Unset: a random key is generated once and kept
+    /// in `<data dir>/jwt_secret` (mode 0600). Instances sharing a database must share this key.
+    #[arg(long, env = "QUIRE_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: Option<JwtSecret>,
+
+    /// How long a session lasts, in hours.
+    #[arg(long, env = "QUIRE_SESSION_HOURS", default_value_t = 168)]
+    pub session_hours: u32,
+
+    /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS).
+    #[arg(long, env = "QUIRE_COOKIE_SECURE", default_value_t = false)]
+    pub cookie_secure: bool,
+
+    /// Replace e-mail addresses, phone numbers, IBANs and card numbers in people's messages with placeholders
+    /// before they are stored or sent to a model.
+    #[arg(long, env = "QUIRE_REDACT_PII", default_value_t = false)]
+    pub redact_pii: bool,
+
+    /// Rate limits; `off` disables them all.
+    #[command(flatten)]
+    pub limits: RateLimitConfig,
+}
+
+/// Requests allowed per minute; 0 turns one limit off.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
+pub struct RateLimitConfig {
+    /// `on` or `off`: whether any rate limit applies.
+    #[arg(long = "rate-limits", env = "QUIRE_RATE_LIMITS", default_value = "on", value_parser = ["on", "off"])]
+    pub enabled: String,
+    /// Requests per minute and user, over the whole API.
+    #[arg(long = "rate-limit-general", env = "QUIRE_RATE_LIMIT_GENERAL", default_value_t = 100)]
+    pub general: u32,
+    /// Searches per minute and user.
+    #[arg(long = "rate-limit-search", env = "QUIRE_RATE_LIMIT_SEARCH", default_value_t = 10)]
+    pub search: u32,
+    /// Exports per minute and user.
+    #[arg(long = "rate-limit-export", env = "QUIRE_RATE_LIMIT_EXPORT", default_value_t = 5)]
+    pub export: u32,
+    /// Chat turns per minute and user.
+    #[arg(long = "rate-limit-chat", env = "QUIRE_RATE_LIMIT_CHAT", default_value_t = 30)]
+    pub chat: u32,
+    /// Sign-in and sign-up attempts per minute and client IP address.
+    #[arg(long = "rate-limit-auth", env = "QUIRE_RATE_LIMIT_AUTH", default_value_t = 10)]
+    pub auth: u32,
+}
+
+impl RateLimitConfig {
+    /// Limits high enough that no test meets them (the rate-limit tests set their own).
+    pub fn generous() -> Self {
+        Self { enabled: "on".into(), general: 100_000, search: 100_000, export: 100_000, chat: 100_000, auth: 100_000 }
+    }
 }
 
 impl Config {
@@ -69,6 +123,11 @@ impl Config {
             builtin_delay_ms: 0,
             context_tokens: 24_000,
             site_root: "target/site".into(),
+            jwt_secret: None,
+            session_hours: 168,
+            cookie_secure: false,
+            redact_pii: false,
+            limits: RateLimitConfig::generous(),
         }
     }
 }
@@ -87,7 +146,16 @@ mod tests {
     #[test]
     fn help_documents_the_environment() {
         let help = <Config as clap::CommandFactory>::command().render_long_help().to_string();
-        for var in ["LEPTOS_SITE_ADDR", "QUIRE_DATA_DIR", "QUIRE_DATABASE_URL", "QUIRE_LLM_PROVIDER"] {
+        for var in [
+            "LEPTOS_SITE_ADDR",
+            "QUIRE_DATA_DIR",
+            "QUIRE_DATABASE_URL",
+            "QUIRE_LLM_PROVIDER",
+            "QUIRE_JWT_SECRET",
+            "QUIRE_REDACT_PII",
+            "QUIRE_RATE_LIMITS",
+            "QUIRE_RATE_LIMIT_CHAT",
+        ] {
             assert!(help.contains(var), "{var} missing from --help");
         }
     }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
+use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::{hub::LiveTurn, turn};
 use crate::store::{DynStore, IdempotencyClaim};
 use crate::AppState;
@@ -52,9 +53,17 @@ fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response 
 /// How long an `Idempotency-Key` is remembered.
 const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
 
-async fn chat(
+/// `POST /api/threads/{id}/chat`: saves the message, starts the turn and streams its events.
+#[utoipa::path(post, path = "/api/threads/{id}/chat", tag = "chat", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body = ChatRequest,
+    responses((status = 200, content_type = "text/event-stream", body = ChatEvent,
+            description = "Named SSE events (`event:` is the variant name, `data:` its fields), each with `id: <turn>:<n>`"),
+        (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "An answer is already being written"),
+        (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub async fn chat(
     State(state): State<AppState>,
     user: AuthUser,
+    _: Quota<ChatTurns>,
     Path(thread): Path<Uuid>,
     headers: HeaderMap,
     Json(body): Json<ChatRequest>,
@@ -128,7 +137,14 @@ fn last_event_id(headers: &HeaderMap) -> Option<(Uuid, i64)> {
     Some((Uuid::parse_str(turn).ok()?, seq.parse().ok()?))
 }
 
-async fn resume(
+/// `GET /api/threads/{id}/stream`: re-attaches to the running or last turn.
+#[utoipa::path(get, path = "/api/threads/{id}/stream", tag = "chat", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id"),
+        ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>:<n>`)")),
+    responses((status = 200, content_type = "text/event-stream", body = ChatEvent, description = "The turn's events"),
+        (status = 204, description = "The conversation has no turn"), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody)))]
+pub async fn resume(
     State(state): State<AppState>,
     user: AuthUser,
     Path(thread): Path<Uuid>,
@@ -207,7 +223,11 @@ fn stored_events(
     .flatten()
 }
 
-async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
+/// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.
+#[utoipa::path(post, path = "/api/threads/{id}/stop", tag = "chat", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
+    responses((status = 202, description = "Stop requested"), (status = 204, description = "Nothing was running"),
+        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
     state.store.get_thread(user.id, thread).await?;
     if let Some(live) = state.hub.get(thread).filter(|l| l.user_id == user.id) {
         live.cancel();

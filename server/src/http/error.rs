@@ -20,6 +20,8 @@ pub enum ApiError {
     Unprocessable { code: &'static str, message: String, field: Option<String> },
     #[error("authentication required")]
     Unauthorized,
+    #[error("wrong e-mail or password")]
+    InvalidCredentials,
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -51,7 +53,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unauthorized | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -65,6 +67,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
             ApiError::Unauthorized => "unauthorized",
+            ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::NotFound => "not_found",
             ApiError::Conflict(_) => "conflict",
             ApiError::PayloadTooLarge => "payload_too_large",
@@ -78,6 +81,7 @@ impl ApiError {
         match self {
             ApiError::NotFound => "Not found.".into(),
             ApiError::Unauthorized => "Sign in to continue.".into(),
+            ApiError::InvalidCredentials => "Wrong e-mail or password.".into(),
             ApiError::PayloadTooLarge => "The request body is too large.".into(),
             ApiError::TooManyRequests { retry_after_secs } => {
                 format!("Too many requests; try again in {retry_after_secs} s.")

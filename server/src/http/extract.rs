@@ -2,11 +2,13 @@
 
 use axum::{
     extract::{FromRequest, FromRequestParts},
-    http::request::Parts,
+    http::{header, request::Parts},
 };
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ApiError;
+use crate::auth::SESSION_COOKIE;
 use crate::AppState;
 
 /// `axum::Json`, rejecting with [`ApiError`].
@@ -30,17 +32,49 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-/// The person making the request. Until accounts exist every request acts as the single local user that
-/// Quire creates at start-up.
+/// The signed-in person making the request: a valid session token (cookie `quire_session` or
+/// `Authorization: Bearer`) that was not signed out. Anything else is a 401. Also counts the request against
+/// the person's general rate limit.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthUser {
     pub id: Uuid,
+    /// The session token's id and expiry, for signing out.
+    pub jti: Uuid,
+    pub expires_at: DateTime<Utc>,
+}
+
+/// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie.
+pub fn session_token(parts: &Parts) -> Option<&str> {
+    if let Some(value) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let (scheme, token) = value.split_once(' ')?;
+        return scheme.eq_ignore_ascii_case("bearer").then(|| token.trim());
+    }
+    parts
+        .headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == SESSION_COOKIE)
+        .map(|(_, value)| value.trim())
 }
 
 impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
-    async fn from_request_parts(_parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(AuthUser { id: state.local_user })
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        // A rate-limit extractor may have identified the caller already.
+        if let Some(user) = parts.extensions.get::<AuthUser>() {
+            return Ok(*user);
+        }
+        let claims = session_token(parts).and_then(|t| state.jwt.verify(t)).ok_or(ApiError::Unauthorized)?;
+        if state.store.is_token_revoked(claims.jti).await? {
+            return Err(ApiError::Unauthorized);
+        }
+        state.limits.check_general(claims.sub)?;
+        let user = AuthUser { id: claims.sub, jti: claims.jti, expires_at: claims.expires_at() };
+        parts.extensions.insert(user);
+        Ok(user)
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod artifacts;
 pub mod attachments;
+pub mod auth;
 pub mod chat;
 pub mod error;
 pub mod export;
@@ -9,6 +10,8 @@ pub mod extract;
 pub mod messages;
 pub mod search;
 pub mod stats;
+pub mod openapi;
+pub mod rate_limit;
 pub mod threads;
 
 use app::api::Health;
@@ -19,6 +22,8 @@ use error::ApiError;
 
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Largest accepted upload (10 MiB), for upload routes, which lift the body limit to this on their own route.
+pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 
 /// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
 pub fn large_body_router() -> Router<AppState> {
@@ -29,6 +34,8 @@ pub fn large_body_router() -> Router<AppState> {
 pub fn api_router() -> Router<AppState> {
     Router::new()
         .route("/api/health", get(health))
+        .route("/api/openapi.json", get(openapi::document))
+        .merge(auth::router())
         .merge(threads::router())
         .merge(chat::router())
         .merge(messages::router())
@@ -40,6 +47,8 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
 }
 
-async fn health() -> axum::Json<Health> {
+/// `GET /api/health`.
+#[utoipa::path(get, path = "/api/health", tag = "meta", responses((status = 200, body = Health)))]
+pub async fn health() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }

@@ -1,6 +1,6 @@
 //! Conversations: create, list, show, change, delete.
 
-use app::api::{CreateThread, ThreadDetail, ThreadList, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use app::api::{CreateThread, Thread, ThreadDetail, ThreadList, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
 use axum::{
     http::StatusCode,
     response::IntoResponse,
@@ -56,7 +56,10 @@ pub fn validate_tags(tags: &[String]) -> Result<Vec<String>> {
     Ok(clean)
 }
 
-async fn create_thread(
+/// `POST /api/threads`.
+#[utoipa::path(post, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), request_body = CreateThread,
+    responses((status = 201, body = Thread), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+pub async fn create_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Json(body): Json<CreateThread>,
@@ -70,14 +73,22 @@ async fn create_thread(
     Ok((StatusCode::CREATED, Json(thread)))
 }
 
-#[derive(Debug, Deserialize)]
+/// Query of `GET /api/threads`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
-struct ListParams {
+pub struct ListParams {
+    /// Page size, 1 to 100 (default 50).
     limit: Option<u32>,
+    /// `next_cursor` of the previous page.
     cursor: Option<String>,
+    /// Comma-separated tags; a thread must have all of them.
     tags: Option<String>,
+    /// `updated_at` (default), `created_at` or `title`.
     sort: Option<String>,
+    /// `desc` (default) or `asc`.
     order: Option<String>,
+    /// List archived conversations instead of active ones.
     archived: Option<bool>,
 }
 
@@ -95,7 +106,11 @@ fn decode_cursor(text: &str) -> Result<ThreadCursor> {
     })
 }
 
-async fn list_threads(
+/// `GET /api/threads`.
+#[utoipa::path(get, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), params(ListParams),
+    responses((status = 200, body = ThreadList), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody)))]
+pub async fn list_threads(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Query(params): Query<ListParams>,
@@ -132,7 +147,11 @@ async fn list_threads(
     Ok(Json(ThreadList { threads: page.threads, next_cursor: page.next.as_ref().map(encode_cursor) }))
 }
 
-async fn get_thread(
+/// `GET /api/threads/{id}`.
+#[utoipa::path(get, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
+    responses((status = 200, body = ThreadDetail), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody)))]
+pub async fn get_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path(id): Path<Uuid>,
@@ -147,16 +166,20 @@ async fn get_thread(
 }
 
 /// `PATCH /api/threads/{id}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct UpdateThread {
+pub struct UpdateThread {
     title: Option<String>,
     tags: Option<Vec<String>>,
     pinned: Option<bool>,
     archived: Option<bool>,
 }
 
-async fn update_thread(
+/// `PATCH /api/threads/{id}`.
+#[utoipa::path(patch, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body = UpdateThread,
+    responses((status = 200, body = Thread), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+pub async fn update_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path(id): Path<Uuid>,
@@ -172,7 +195,11 @@ async fn update_thread(
     Ok(Json(state.store.update_thread(user.id, id, &patch).await?))
 }
 
-async fn delete_thread(
+/// `DELETE /api/threads/{id}`.
+#[utoipa::path(delete, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
+    responses((status = 204, description = "Deleted with everything in it"), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody)))]
+pub async fn delete_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path(id): Path<Uuid>,
@@ -181,7 +208,11 @@ async fn delete_thread(
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn delete_message(
+/// `DELETE /api/threads/{id}/messages/{message_id}`.
+#[utoipa::path(delete, path = "/api/threads/{id}/messages/{message_id}", tag = "messages", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id"), ("message_id" = Uuid, Path, description = "Message id")),
+    responses((status = 204, description = "Deleted"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn delete_message(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path((id, message_id)): Path<(Uuid, Uuid)>,

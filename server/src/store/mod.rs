@@ -246,6 +246,10 @@ pub trait Store: Send + Sync + 'static {
     async fn create_user(&self, user: NewUser) -> Result<User>;
     async fn user_by_email(&self, email: &str) -> Result<User>;
     async fn user_by_id(&self, id: Uuid) -> Result<User>;
+    /// Marks a session token as signed out until it would have expired anyway (older entries are purged).
+    async fn revoke_token(&self, jti: Uuid, expires_at: DateTime<Utc>) -> Result<()>;
+    /// Whether a session token was signed out.
+    async fn is_token_revoked(&self, jti: Uuid) -> Result<bool>;
 
     // Threads.
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread>;

@@ -10,7 +10,12 @@ use tokio::{net::TcpListener, sync::oneshot};
 
 pub struct TestServer {
     pub base: String,
+    /// Sends the token of [`TestServer::user`] with every request.
     pub client: reqwest::Client,
+    /// The account signed up when the server started.
+    pub user: app::api::UserProfile,
+    /// Its session token.
+    pub token: String,
     pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
     _dir: Option<TempDir>,
@@ -19,15 +24,33 @@ pub struct TestServer {
 impl TestServer {
     /// A server on SQLite in a fresh temporary directory, with the built-in assistant.
     pub async fn start() -> Self {
+        Self::start_with(|_| {}).await
+    }
+
+    /// Like [`TestServer::start`], with the test configuration changed by `configure` first.
+    pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let state = AppState::from_config(Config::for_tests(dir.path())).await.expect("state");
+        let mut config = Config::for_tests(dir.path());
+        configure(&mut config);
+        let state = AppState::from_config(config).await.expect("state");
         Self::with_state(state, Some(dir)).await
     }
 
     /// A server over a given store and provider.
     pub async fn with(store: DynStore, provider: Arc<dyn Provider>) -> Self {
+        Self::with_configured(store, provider, |_| {}).await
+    }
+
+    /// A server over a given store and provider, with the test configuration changed by `configure` first.
+    pub async fn with_configured(
+        store: DynStore,
+        provider: Arc<dyn Provider>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let state = AppState::new(Config::for_tests(dir.path()), store, provider).await.expect("state");
+        let mut config = Config::for_tests(dir.path());
+        configure(&mut config);
+        let state = AppState::new(config, store, provider).await.expect("state");
         Self::with_state(state, Some(dir)).await
     }
 
@@ -43,7 +66,19 @@ impl TestServer {
             .await
             .expect("serve");
         });
-        Self { base, client: reqwest::Client::new(), state, shutdown: Some(tx), _dir: dir }
+        // On a database shared with another instance the account may exist already: sign in to it then.
+        let (client, session) = sign_up_or_in(&base, "owner@example.com").await;
+        Self { base, client, user: session.user, token: session.token, state, shutdown: Some(tx), _dir: dir }
+    }
+
+    /// Signs up another account; its client sends that account's token by default.
+    pub async fn second_user(&self, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+        sign_up(&self.base, email).await
+    }
+
+    /// A client without any session.
+    pub fn anonymous(&self) -> reqwest::Client {
+        reqwest::Client::new()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -77,6 +112,45 @@ impl Drop for TestServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// Registers `email` (password `correct horse battery`) and returns a client carrying its token.
+pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+    let response = reqwest::Client::new()
+        .post(format!("{base}/api/auth/register"))
+        .json(&serde_json::json!({ "email": email, "password": PASSWORD }))
+        .send()
+        .await
+        .expect("register");
+    assert_eq!(response.status(), 201, "register {email}");
+    let session: app::api::AuthResponse = response.json().await.expect("auth response");
+    (bearer_client(&session.token), session)
+}
+
+/// Signs up `email`, or signs in when that account exists (instances sharing one database).
+pub async fn sign_up_or_in(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+    let body = serde_json::json!({ "email": email, "password": PASSWORD });
+    let client = reqwest::Client::new();
+    let registered = client.post(format!("{base}/api/auth/register")).json(&body).send().await.expect("register");
+    let response = if registered.status() == 409 {
+        client.post(format!("{base}/api/auth/login")).json(&body).send().await.expect("login")
+    } else {
+        registered
+    };
+    assert!(response.status().is_success(), "sign up or in {email}: {}", response.status());
+    let session: app::api::AuthResponse = response.json().await.expect("auth response");
+    (bearer_client(&session.token), session)
+}
+
+/// The password of every account the harness signs up.
+pub const PASSWORD: &str = "correct horse battery";
+
+/// A client that sends `Authorization: Bearer <token>` with every request.
+pub fn bearer_client(token: &str) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let value = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).expect("header");
+    headers.insert(reqwest::header::AUTHORIZATION, value);
+    reqwest::Client::builder().default_headers(headers).build().expect("client")
 }
 
 /// One SSE frame as received.

@@ -1,10 +1,9 @@
 //! The Anthropic adapter against a local fake speaking the Messages streaming format.
 
-mod fake_upstream;
 
 use std::time::Duration;
 
-use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::{RetryPolicy, RetryingProvider},

@@ -1,19 +1,22 @@
 //! Several stateless Quire instances on one PostgreSQL: the slice works unchanged, each instance sees the
 //! others' conversations, and a running turn can be followed and stopped from any of them.
 
-mod common;
 
 use std::{sync::Arc, time::Duration};
 
 use app::api::{ChatEvent, MessageStatus, ThreadList};
-use common::{fresh_postgres_url, read_frames, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{fresh_postgres_url, read_frames, Frame, ScriptedModel, Step, TestServer};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
     let store = quire::store::connect(url).await.expect("connect");
     assert_eq!(store.backend(), "postgres");
-    TestServer::with(store, provider).await
+    // Instances sharing a database share the session key, as the README says they must.
+    TestServer::with_configured(store, provider, |config| {
+        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+    })
+    .await
 }
 
 #[tokio::test]

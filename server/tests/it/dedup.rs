@@ -1,12 +1,11 @@
 //! Exactly one document per request, whatever the model does: structural filtering, the per-turn guard and
 //! silent generation, through the HTTP API.
 
-mod common;
 
 use std::sync::Arc;
 
 use app::api::{ChatEvent, Role};
-use common::{read_frames, sqlite_store, GreedyModel, TestServer};
+use crate::common::{read_frames, sqlite_store, GreedyModel, TestServer};
 
 async fn greedy_server() -> (TestServer, Arc<GreedyModel>, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -119,7 +118,7 @@ async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
 
 #[tokio::test]
 async fn parallel_duplicate_calls_in_one_turn_make_one_document() {
-    use common::{ScriptedModel, Step};
+    use crate::common::{ScriptedModel, Step};
     use quire::llm::{StopReason, StreamEvent, ToolCall};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, kind: &str, title: &str| {

@@ -1,10 +1,9 @@
 //! The OpenAI adapter against a local fake speaking the Chat Completions streaming format.
 
-mod fake_upstream;
 
 use std::time::Duration;
 
-use fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::{RetryPolicy, RetryingProvider},

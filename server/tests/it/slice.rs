@@ -1,9 +1,8 @@
 //! The first vertical slice over real HTTP: health, threads, a streamed chat turn, persistence.
 
-mod common;
 
 use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
-use common::TestServer;
+use crate::common::TestServer;
 
 #[tokio::test]
 async fn health_answers_ok() {

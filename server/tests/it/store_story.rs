@@ -317,6 +317,7 @@ fn assert_ordered(page: &SearchPage) {
 
 stories!(
     users,
+    revoked_tokens,
     threads,
     other_users_rows_are_not_found,
     messages_in_order,
@@ -367,6 +368,23 @@ async fn users(db: Db) {
         .unwrap();
     assert_ne!(bob.id, alice.id);
     assert_eq!(s.user_by_email("BOB@example.com").await.unwrap(), bob);
+}
+
+async fn revoked_tokens(db: Db) {
+    let s = &db.store;
+    let (signed_out, other) = (Uuid::new_v4(), Uuid::new_v4());
+    assert!(!s.is_token_revoked(signed_out).await.unwrap());
+    let later = chrono::Utc::now() + chrono::Duration::hours(1);
+    s.revoke_token(signed_out, later).await.unwrap();
+    s.revoke_token(signed_out, later).await.unwrap();
+    assert!(s.is_token_revoked(signed_out).await.unwrap(), "revoking twice is harmless");
+    assert!(!s.is_token_revoked(other).await.unwrap());
+    // Entries past their token's expiry are purged by the next revocation: the token is refused by its `exp`.
+    let expired = Uuid::new_v4();
+    s.revoke_token(expired, chrono::Utc::now() - chrono::Duration::hours(1)).await.unwrap();
+    s.revoke_token(other, later).await.unwrap();
+    assert!(!s.is_token_revoked(expired).await.unwrap());
+    assert!(s.is_token_revoked(signed_out).await.unwrap() && s.is_token_revoked(other).await.unwrap());
 }
 
 async fn threads(db: Db) {

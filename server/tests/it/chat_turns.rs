@@ -1,11 +1,10 @@
 //! Chat turns over real HTTP: tools, closed tabs, stop, resume, one turn at a time, model failures.
 
-mod common;
 
 use std::{sync::Arc, time::Duration};
 
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
-use common::{read_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{read_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
 

@@ -3,7 +3,6 @@
 //! isolation between users. Stories that touch storage run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is
 //! set (`scripts/with-postgres`), on PostgreSQL too.
 
-mod common;
 
 use std::{io::Read, sync::Arc};
 
@@ -11,7 +10,7 @@ use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
-use common::{ScriptedModel, Step, TestServer};
+use crate::common::{ScriptedModel, Step, TestServer};
 use quire::llm::{builtin::Builtin, Part, Provider, StopReason, StreamEvent, ToolCall};
 use quire::store::{DynStore, NewArtifact, NewAttachment, NewUser};
 use tempfile::TempDir;
@@ -19,7 +18,7 @@ use uuid::Uuid;
 
 /// A fresh store of every configured backend (SQLite always).
 async fn stores() -> Vec<(DynStore, Option<TempDir>)> {
-    let (sqlite, dir) = common::sqlite_store().await;
+    let (sqlite, dir) = crate::common::sqlite_store().await;
     let mut all = vec![(sqlite, Some(dir))];
     if let Ok(base) = std::env::var("QUIRE_TEST_POSTGRES_URL") {
         let name = format!("quire_docs_{}", Uuid::new_v4().simple());
@@ -69,7 +68,7 @@ async fn save_document(server: &TestServer, thread: Uuid, title: &str, content: 
         request_message_id: None,
         assistant_message_id: None,
     };
-    server.state.store.create_artifact(server.state.local_user, new).await.expect("artifact")
+    server.state.store.create_artifact(server.user.id, new).await.expect("artifact")
 }
 
 async fn download(server: &TestServer, path: &str) -> (String, String, Vec<u8>) {
@@ -226,7 +225,7 @@ fn tool_turn(name: &str, arguments: serde_json::Value) -> Vec<Vec<Step>> {
     ]
 }
 
-fn created(frames: &[common::Frame]) -> Vec<Artifact> {
+fn created(frames: &[crate::common::Frame]) -> Vec<Artifact> {
     frames
         .iter()
         .filter_map(|f| match &f.event {
@@ -365,7 +364,7 @@ The refund window for annual plans is forty-five days after purchase, and refund
 Support answers billing questions within two working days.
 ";
 
-fn answer_text(frames: &[common::Frame]) -> String {
+fn answer_text(frames: &[crate::common::Frame]) -> String {
     frames
         .iter()
         .filter_map(|f| match &f.event {
@@ -457,7 +456,7 @@ async fn deleting_an_attachment_removes_its_chunks() {
         let thread = server.create_thread().await;
         let attachment: Attachment =
             upload(&server, thread, "notes.txt", "text/plain", NOTES.as_bytes().to_vec()).await.json().await.unwrap();
-        let user = server.state.local_user;
+        let user = server.user.id;
         let hits = server.state.store.search_chunks(user, thread, "refund window", 5).await.unwrap();
         assert!(hits.iter().any(|h| h.filename == "notes.txt" && h.content.contains("forty-five days")), "{hits:?}");
 
@@ -585,7 +584,7 @@ async fn another_users_documents_and_files_are_not_found() {
         let response = upload(&server, thread, "mine.txt", "text/plain", b"Mine.".to_vec()).await;
         assert_eq!(response.status(), 404);
         // The local user's search never reaches the other's chunks.
-        let me = server.state.local_user;
+        let me = server.user.id;
         assert!(store.search_chunks(me, thread, "secret plans", 5).await.is_err());
 
         // Nothing of theirs was touched.

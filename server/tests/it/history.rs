@@ -1,12 +1,11 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-mod common;
 
 use app::api::{
     AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
     Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
 };
-use common::TestServer;
+use crate::common::TestServer;
 use proptest::{prelude::*, test_runner::Config as ProptestConfig};
 use quire::store::{NewArtifact, NewMessage};
 use serde_json::{json, Value};
@@ -38,7 +37,7 @@ async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> ap
         usage: Usage { input_tokens: 3, output_tokens: 4 },
         model: (role == Role::Assistant).then(|| "test-model".to_string()),
     };
-    server.state.store.append_message(server.state.local_user, message).await.unwrap()
+    server.state.store.append_message(server.user.id, message).await.unwrap()
 }
 
 async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> app::api::Artifact {
@@ -50,7 +49,7 @@ async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str)
         request_message_id: None,
         assistant_message_id: None,
     };
-    server.state.store.create_artifact(server.state.local_user, artifact).await.unwrap()
+    server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }
 
 async fn search(server: &TestServer, q: &str) -> SearchResults {
@@ -60,7 +59,7 @@ async fn search(server: &TestServer, q: &str) -> SearchResults {
 }
 
 async fn thread_count(server: &TestServer) -> usize {
-    let user = server.state.local_user;
+    let user = server.user.id;
     server.state.store.all_thread_ids(user).await.unwrap().len()
 }
 
@@ -261,7 +260,7 @@ async fn stats_describe_a_known_data_set() {
     say(&server, a.id, Role::Assistant, "two").await;
     say(&server, b.id, Role::User, "three").await;
     document(&server, a.id, "Doc", "text").await;
-    let user = server.state.local_user;
+    let user = server.user.id;
     server.state.store.record_usage(user, a.id, "m", Usage { input_tokens: 40, output_tokens: 2 }).await.unwrap();
 
     let response = server.client.get(server.url("/api/stats")).send().await.unwrap();

@@ -1,0 +1,53 @@
+//! Wire types of accounts and sessions.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Shortest accepted password, in characters.
+pub const MIN_PASSWORD_CHARS: usize = 8;
+/// Longest accepted password, in characters.
+pub const MAX_PASSWORD_CHARS: usize = 1024;
+/// Longest accepted e-mail address, in characters.
+pub const MAX_EMAIL_CHARS: usize = 254;
+/// Longest accepted display name, in characters.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
+
+/// `POST /api/auth/register`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RegisterRequest {
+    pub email: String,
+    /// At least 8 characters.
+    pub password: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// `POST /api/auth/login`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct LoginRequest {
+    pub email: String,
+    pub password: String,
+}
+
+/// A signed-in person as the API shows them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct UserProfile {
+    pub id: Uuid,
+    pub email: String,
+    pub display_name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The answer to sign-up and sign-in: the account and its new session token (also set as an HttpOnly cookie).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct AuthResponse {
+    pub user: UserProfile,
+    pub token: String,
+}

@@ -1,0 +1,106 @@
+//! Sign-in and sign-up pages. The session lives in an HttpOnly cookie the server sets; the browser code never
+//! sees the token.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::{components::A, hooks::use_navigate};
+
+use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
+use crate::{CurrentUser, ThreadsChanged};
+
+/// Whether the form signs in to an account or creates one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    SignIn,
+    SignUp,
+}
+
+/// `/signin`.
+#[component]
+pub fn SignInPage() -> impl IntoView {
+    view! { <AuthForm mode=Mode::SignIn/> }
+}
+
+/// `/signup`.
+#[component]
+pub fn SignUpPage() -> impl IntoView {
+    view! { <AuthForm mode=Mode::SignUp/> }
+}
+
+#[component]
+fn AuthForm(mode: Mode) -> impl IntoView {
+    let email = RwSignal::new(String::new());
+    let password = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let user = expect_context::<CurrentUser>();
+    let changed = expect_context::<ThreadsChanged>();
+    let navigate = use_navigate();
+
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        let (e, p) = (email.get_untracked(), password.get_untracked());
+        let navigate = navigate.clone();
+        spawn_local(async move {
+            let result: Result<UserProfile, _> = match mode {
+                Mode::SignIn => client::login(&LoginRequest { email: e, password: p }).await,
+                Mode::SignUp => client::register(&RegisterRequest { email: e, password: p, display_name: None }).await,
+            };
+            busy.set(false);
+            match result {
+                Ok(profile) => {
+                    user.0.set(Some(profile));
+                    changed.notify();
+                    navigate("/", Default::default());
+                }
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+
+    let (heading, button, other_text, other_href, other_label) = match mode {
+        Mode::SignIn => ("Sign in to Quire", "Sign in", "No account yet?", "/signup", "Create one"),
+        Mode::SignUp => {
+            ("Create your Quire account", "Create account", "Already have an account?", "/signin", "Sign in instead")
+        }
+    };
+    let password_hint = (mode == Mode::SignUp).then(|| format!("At least {MIN_PASSWORD_CHARS} characters."));
+
+    view! {
+        <section class="auth" aria-labelledby="auth-heading">
+            <h1 id="auth-heading">{heading}</h1>
+            <form class="auth-form" on:submit=submit>
+                <label for="auth-email">"Email"</label>
+                <input
+                    id="auth-email"
+                    type="email"
+                    name="email"
+                    autocomplete="email"
+                    required
+                    prop:value=move || email.get()
+                    on:input=move |ev| email.set(event_target_value(&ev))
+                />
+                <label for="auth-password">"Password"</label>
+                <input
+                    id="auth-password"
+                    type="password"
+                    name="password"
+                    autocomplete={if mode == Mode::SignUp { "new-password" } else { "current-password" }}
+                    required
+                    minlength={if mode == Mode::SignUp { MIN_PASSWORD_CHARS } else { 1 }.to_string()}
+                    prop:value=move || password.get()
+                    on:input=move |ev| password.set(event_target_value(&ev))
+                />
+                {password_hint.map(|hint| view! { <p class="hint">{hint}</p> })}
+                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+                <button type="submit" class="primary" disabled=move || busy.get()>{button}</button>
+            </form>
+            <p class="auth-switch">{other_text} " " <A href=other_href>{other_label}</A></p>
+        </section>
+    }
+}

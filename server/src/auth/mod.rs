@@ -1,0 +1,8 @@
+//! Accounts and sessions: password hashing, signed session tokens and the key that signs them.
+
+pub mod jwt;
+pub mod password;
+pub mod secret;
+
+pub use jwt::{Claims, JwtKeys, SESSION_COOKIE};
+pub use secret::JwtSecret;

@@ -1,0 +1,161 @@
+//! Accounts and sessions: sign up, sign in, sign out, and who am I.
+
+use app::api::{
+    AuthResponse, LoginRequest, RegisterRequest, UserProfile, MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS,
+    MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS,
+};
+use axum::{
+    extract::State,
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+    Router,
+};
+
+use super::error::{ApiError, Result};
+use super::extract::{AuthUser, Json};
+use super::rate_limit::{Quota, SignIn};
+use crate::auth::{password, SESSION_COOKIE};
+use crate::store::{NewUser, StoreError, User};
+use crate::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/auth/register", post(register))
+        .route("/api/auth/login", post(login))
+        .route("/api/auth/logout", post(logout))
+        .route("/api/auth/me", get(me))
+}
+
+fn profile(user: User) -> UserProfile {
+    UserProfile { id: user.id, email: user.email, display_name: user.display_name, created_at: user.created_at }
+}
+
+/// Trims an e-mail address and checks that it looks like one (`local@domain.tld`, no spaces).
+pub fn validate_email(email: &str) -> Result<String> {
+    let email = email.trim();
+    let valid = email.chars().count() <= MAX_EMAIL_CHARS
+        && !email.chars().any(char::is_whitespace)
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && !domain.contains('@')
+                && domain.split('.').count() >= 2
+                && domain.split('.').all(|label| !label.is_empty())
+        });
+    if valid {
+        Ok(email.to_string())
+    } else {
+        Err(ApiError::invalid("email", "Enter a valid e-mail address."))
+    }
+}
+
+fn validate_password(password: &str) -> Result<()> {
+    let n = password.chars().count();
+    if n < MIN_PASSWORD_CHARS {
+        return Err(ApiError::invalid(
+            "password",
+            format!("The password needs at least {MIN_PASSWORD_CHARS} characters."),
+        ));
+    }
+    if n > MAX_PASSWORD_CHARS {
+        return Err(ApiError::invalid(
+            "password",
+            format!("The password is longer than {MAX_PASSWORD_CHARS} characters."),
+        ));
+    }
+    Ok(())
+}
+
+/// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
+fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
+    let (token, _) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
+    let max_age = state.jwt.lifetime.num_seconds();
+    let cookie = session_cookie(state, &token, max_age)?;
+    let body = AuthResponse { user: profile(user), token };
+    Ok((status, [(header::SET_COOKIE, cookie)], Json(body)).into_response())
+}
+
+fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderValue> {
+    let secure = if state.config.cookie_secure { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!(
+        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
+    ))
+    .map_err(|e| ApiError::Internal(e.into()))
+}
+
+/// `POST /api/auth/register`: creates the account and signs it in.
+#[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterRequest,
+    responses((status = 201, body = AuthResponse, description = "Signed up and in; sets the session cookie"),
+        (status = 409, body = app::api::ErrorBody, description = "E-mail already registered"),
+        (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub async fn register(
+    State(state): State<AppState>,
+    _: Quota<SignIn>,
+    Json(body): Json<RegisterRequest>,
+) -> Result<Response> {
+    let email = validate_email(&body.email)?;
+    validate_password(&body.password)?;
+    let display_name = body.display_name.as_deref().map(str::trim).unwrap_or_default().to_string();
+    if display_name.chars().count() > MAX_DISPLAY_NAME_CHARS {
+        return Err(ApiError::invalid(
+            "display_name",
+            format!("The display name is longer than {MAX_DISPLAY_NAME_CHARS} characters."),
+        ));
+    }
+    let display_name =
+        if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
+    let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
+    let user = match state.store.create_user(NewUser { email, password_hash, display_name }).await {
+        Ok(user) => user,
+        Err(StoreError::Conflict(_)) => {
+            return Err(ApiError::Conflict("An account with this e-mail address already exists.".into()))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tracing::info!(user = %user.id, "account created");
+    signed_in(&state, StatusCode::CREATED, user)
+}
+
+/// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong.
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, body = AuthResponse, description = "Signed in; sets the session cookie"),
+        (status = 401, body = app::api::ErrorBody, description = "Wrong e-mail or password"),
+        (status = 429, body = app::api::ErrorBody)))]
+pub async fn login(
+    State(state): State<AppState>,
+    _: Quota<SignIn>,
+    Json(body): Json<LoginRequest>,
+) -> Result<Response> {
+    let user = match state.store.user_by_email(body.email.trim()).await {
+        Ok(user) => Some(user),
+        Err(StoreError::NotFound) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
+    let matches = password::verify(body.password, hash).await.map_err(ApiError::Internal)?;
+    match user {
+        Some(user) if matches => signed_in(&state, StatusCode::OK, user),
+        _ => Err(ApiError::InvalidCredentials),
+    }
+}
+
+/// `POST /api/auth/logout`: the session's token stops working at once, on every instance.
+#[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 204, description = "Signed out; clears the session cookie"),
+        (status = 401, body = app::api::ErrorBody)))]
+pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    state.store.revoke_token(user.jti, user.expires_at).await?;
+    let cookie = session_cookie(&state, "", 0)?;
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
+}
+
+/// `GET /api/auth/me`: the signed-in account.
+#[utoipa::path(get, path = "/api/auth/me", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 200, body = UserProfile), (status = 401, body = app::api::ErrorBody)))]
+pub async fn me(State(state): State<AppState>, user: AuthUser) -> Result<Json<UserProfile>> {
+    match state.store.user_by_id(user.id).await {
+        Ok(found) => Ok(Json(profile(found))),
+        Err(StoreError::NotFound) => Err(ApiError::Unauthorized),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,114 @@
+//! Personal data redaction (`QUIRE_REDACT_PII`): e-mail addresses, phone numbers, IBANs and card numbers in a
+//! person's message become typed placeholders before the message is stored or sent to a model.
+
+use std::sync::LazyLock;
+
+use regex::{Captures, Regex};
+
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b").expect("regex"));
+static IBAN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b").expect("regex"));
+static CARD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[0-9](?:[ -]?[0-9]){12,18}\b").expect("regex"));
+static PHONE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,4}\)[ .-]?)?[0-9]{2,4}(?:[ .-]?[0-9]{2,4}){1,5}").expect("regex")
+});
+
+/// Replaces personal data in `text` with `[EMAIL]`, `[IBAN]`, `[CARD]` and `[PHONE]`.
+pub fn redact(text: &str) -> String {
+    let text = EMAIL.replace_all(text, "[EMAIL]");
+    let text = IBAN.replace_all(&text, |c: &Captures| keep_unless(&c[0], iban_valid(&c[0]), "[IBAN]"));
+    let text = CARD.replace_all(&text, |c: &Captures| keep_unless(&c[0], luhn_valid(&c[0]), "[CARD]"));
+    let text = PHONE.replace_all(&text, |c: &Captures| keep_unless(&c[0], looks_like_phone(&c[0]), "[PHONE]"));
+    text.into_owned()
+}
+
+fn keep_unless(original: &str, replace: bool, placeholder: &str) -> String {
+    if replace {
+        placeholder.to_string()
+    } else {
+        original.to_string()
+    }
+}
+
+/// An international (`+`) or area-code (`(`) number has 7 to 15 digits; without those it needs 9 to 15 digits
+/// and a leading 0 or grouping, so counts, years and order numbers are left alone.
+fn looks_like_phone(text: &str) -> bool {
+    let digits = text.chars().filter(char::is_ascii_digit).count();
+    if text.starts_with('+') || text.starts_with('(') {
+        (7..=15).contains(&digits)
+    } else {
+        (9..=15).contains(&digits) && (text.starts_with('0') || text.contains([' ', '-', '.']))
+    }
+}
+
+/// The Luhn checksum of the digits in `text` (13 to 19 of them), as card numbers carry.
+pub fn luhn_valid(text: &str) -> bool {
+    let digits: Vec<u32> = text.chars().filter_map(|c| c.to_digit(10)).collect();
+    if !(13..=19).contains(&digits.len()) {
+        return false;
+    }
+    let sum: u32 = digits
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &d)| {
+            if i % 2 == 1 {
+                if d * 2 > 9 {
+                    d * 2 - 9
+                } else {
+                    d * 2
+                }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
+
+/// The ISO 13616 check (mod 97) of an IBAN, spaces ignored.
+pub fn iban_valid(text: &str) -> bool {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_uppercase();
+    if !(15..=34).contains(&compact.len()) {
+        return false;
+    }
+    let (head, tail) = compact.split_at(4);
+    let mut remainder: u32 = 0;
+    for c in tail.chars().chain(head.chars()) {
+        let value = match c.to_digit(36) {
+            Some(v) => v,
+            None => return false,
+        };
+        remainder = if value < 10 { (remainder * 10 + value) % 97 } else { (remainder * 100 + value) % 97 };
+    }
+    remainder == 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_becomes_its_placeholder() {
+        let text = "Mail jane.doe@example.co.uk or call +44 20 7946 0958, IBAN DE89 3704 0044 0532 0130 00, \
+                    card 4111 1111 1111 1111.";
+        assert_eq!(redact(text), "Mail [EMAIL] or call [PHONE], IBAN [IBAN], card [CARD].");
+    }
+
+    #[test]
+    fn ordinary_numbers_stay() {
+        let text = "We expect 1200 users in 2026, order 12345, version 1.2.3, on 2026-11-25, card 4111 1111 1111 1112.";
+        assert_eq!(redact(text), text);
+        assert!(redact(text).contains("4111 1111 1111 1112"), "a number failing Luhn is not a card");
+        assert!(redact(text).contains("1200 users in 2026"));
+    }
+
+    #[test]
+    fn checksums() {
+        assert!(luhn_valid("4111-1111-1111-1111"));
+        assert!(!luhn_valid("4111-1111-1111-1112"));
+        assert!(iban_valid("GB82 WEST 1234 5698 7654 32"));
+        assert!(!iban_valid("GB82 WEST 1234 5698 7654 33"));
+    }
+}

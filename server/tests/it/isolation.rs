@@ -1,0 +1,104 @@
+//! Two users on one server: every object route answers another user's id with 404, exactly as a missing id,
+//! listings hold only the caller's data, and the owner's data is unchanged afterwards.
+
+
+use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
+use crate::common::TestServer;
+use serde_json::json;
+use uuid::Uuid;
+
+/// The owner's conversation with a finished turn (so it has messages, a context record and stored events).
+async fn owner_with_a_conversation(server: &TestServer) -> (Uuid, ThreadDetail) {
+    let thread = server.create_thread().await;
+    server
+        .client
+        .patch(server.url(&format!("/api/threads/{thread}")))
+        .json(&json!({"title": "Private plans", "tags": ["secret"]}))
+        .send()
+        .await
+        .unwrap();
+    server.chat(thread, "We need a payroll system. Please write the user stories.").await;
+    (thread, server.wait_idle(thread).await)
+}
+
+async fn assert_not_found(response: reqwest::Response, what: &str) {
+    assert_eq!(response.status(), 404, "{what}");
+    assert_eq!(response.json::<ErrorBody>().await.unwrap().error.code, "not_found", "{what}");
+}
+
+#[tokio::test]
+async fn another_users_objects_answer_404_like_missing_ones() {
+    let server = TestServer::start().await;
+    let (thread, before) = owner_with_a_conversation(&server).await;
+    let question = before.messages.iter().find(|m| m.role == Role::User).unwrap().id;
+    let answer = before.messages.iter().find(|m| m.role == Role::Assistant).unwrap().id;
+    let owner_context = server.client.get(server.url(&format!("/api/messages/{answer}/context"))).send().await.unwrap();
+    assert_eq!(owner_context.status(), 200, "the owner sees the context record");
+
+    let (mallory, _) = server.second_user("mallory@example.com").await;
+    let missing = Uuid::new_v4();
+    for target in [thread, missing] {
+        let label = if target == thread { "other user's" } else { "missing" };
+        let requests = [
+            ("GET thread", mallory.get(server.url(&format!("/api/threads/{target}")))),
+            (
+                "PATCH thread",
+                mallory.patch(server.url(&format!("/api/threads/{target}"))).json(&json!({"title": "Mine now"})),
+            ),
+            ("DELETE thread", mallory.delete(server.url(&format!("/api/threads/{target}")))),
+            ("DELETE message", mallory.delete(server.url(&format!("/api/threads/{target}/messages/{question}")))),
+            ("chat", mallory.post(server.url(&format!("/api/threads/{target}/chat"))).json(&json!({"content": "Hi"}))),
+            ("stream", mallory.get(server.url(&format!("/api/threads/{target}/stream")))),
+            ("stop", mallory.post(server.url(&format!("/api/threads/{target}/stop")))),
+        ];
+        for (what, request) in requests {
+            assert_not_found(request.send().await.unwrap(), &format!("{what} ({label})")).await;
+        }
+    }
+    // Message-level routes: the owner's message ids under the attacker's own thread, and directly.
+    let own_thread = {
+        let response = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
+        response.json::<app::api::Thread>().await.unwrap().id
+    };
+    for message in [question, answer] {
+        let delete = mallory.delete(server.url(&format!("/api/threads/{own_thread}/messages/{message}")));
+        assert_not_found(delete.send().await.unwrap(), "DELETE message via own thread").await;
+    }
+    for message in [answer, missing] {
+        let context = mallory.get(server.url(&format!("/api/messages/{message}/context")));
+        assert_not_found(context.send().await.unwrap(), "message context").await;
+    }
+
+    // Listings hold only the caller's data.
+    let list: ThreadList = mallory.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![own_thread]);
+    let archived: ThreadList =
+        mallory.get(server.url("/api/threads?archived=true")).send().await.unwrap().json().await.unwrap();
+    assert!(archived.threads.is_empty());
+    let tagged: ThreadList =
+        mallory.get(server.url("/api/threads?tags=secret")).send().await.unwrap().json().await.unwrap();
+    assert!(tagged.threads.is_empty());
+
+    // The owner's conversation, messages, documents and context are exactly as before.
+    let after = server.detail(thread).await;
+    assert_eq!(after, before);
+    assert_eq!(after.thread.title, "Private plans");
+    let owner_list: ThreadList =
+        server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(owner_list.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![thread]);
+    let context = server.client.get(server.url(&format!("/api/messages/{answer}/context"))).send().await.unwrap();
+    assert_eq!(context.status(), 200);
+}
+
+#[tokio::test]
+async fn documents_stay_with_their_owner() {
+    let server = TestServer::start().await;
+    let (thread, before) = owner_with_a_conversation(&server).await;
+    let (mallory, _) = server.second_user("mallory@example.com").await;
+    let own = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
+    let own: app::api::Thread = own.json().await.unwrap();
+    let mine: ThreadDetail =
+        mallory.get(server.url(&format!("/api/threads/{}", own.id))).send().await.unwrap().json().await.unwrap();
+    assert!(mine.artifacts.is_empty() && mine.messages.is_empty());
+    assert_eq!(server.detail(thread).await.artifacts, before.artifacts);
+}

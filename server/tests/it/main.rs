@@ -1,0 +1,20 @@
+//! Quire's integration tests, one binary (linking the server once keeps builds quick and small).
+//! Each module is a suite; `common` starts real servers, `fake_upstream` replays model providers' wire formats.
+
+mod common;
+mod fake_upstream;
+
+mod auth;
+mod chat_turns;
+mod dedup;
+mod documents;
+mod history;
+mod history_story;
+mod isolation;
+mod llm_anthropic;
+mod llm_builtin;
+mod llm_openai;
+mod multi_instance;
+mod protection;
+mod slice;
+mod store_story;
