@@ -1,5 +1,9 @@
 import { expect, Page, test } from '@playwright/test';
-import { openHydrated, snapshot } from './helpers';
+import { openHydrated, signUp, snapshot } from './helpers';
+
+test.beforeEach(async ({ page }) => {
+  await signUp(page);
+});
 
 async function send(page: Page, text: string) {
   await page.getByRole('textbox', { name: 'Message' }).fill(text);
