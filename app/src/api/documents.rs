@@ -11,6 +11,7 @@ pub const MAX_ATTACHMENTS_PER_THREAD: usize = 20;
 
 /// One saved version of a document. Version 1 is the first; the artifact itself shows the latest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ArtifactVersion {
     pub artifact_id: Uuid,
     pub version: i64,
@@ -24,18 +25,21 @@ pub struct ArtifactVersion {
 
 /// `GET /api/artifacts/{id}/versions`: every version, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ArtifactVersionList {
     pub versions: Vec<ArtifactVersion>,
 }
 
 /// `GET /api/threads/{id}/artifacts`: the thread's documents (latest versions), oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ArtifactList {
     pub artifacts: Vec<super::Artifact>,
 }
 
 /// A download format of `GET /api/artifacts/{id}/export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum ExportFormat {
     Md,
@@ -80,6 +84,7 @@ impl ExportFormat {
 
 /// A file attached to a conversation; its text is searchable by the assistant in every later turn.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct Attachment {
     pub id: Uuid,
     pub thread_id: Uuid,
@@ -94,6 +99,7 @@ pub struct Attachment {
 
 /// `GET /api/threads/{id}/attachments`: oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AttachmentList {
     pub attachments: Vec<Attachment>,
 }

@@ -15,6 +15,7 @@ pub const EXPORT_VERSION: u32 = 1;
 
 /// What a search hit points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchKind {
     Message,
@@ -24,6 +25,7 @@ pub enum SearchKind {
 
 /// One hit of `GET /api/search`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SearchResult {
     pub kind: SearchKind,
     pub thread_id: Uuid,
@@ -41,6 +43,7 @@ pub struct SearchResult {
 
 /// `GET /api/search`: a page of hits, best first, and how many there are in all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SearchResults {
     pub results: Vec<SearchResult>,
     pub total: u64,
@@ -50,6 +53,7 @@ pub struct SearchResults {
 
 /// A tag and how many conversations carry it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TagCount {
     pub tag: String,
     pub count: u64,
@@ -57,6 +61,7 @@ pub struct TagCount {
 
 /// Tokens metered on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DayTokens {
     pub day: NaiveDate,
     pub input_tokens: u64,
@@ -65,6 +70,7 @@ pub struct DayTokens {
 
 /// How many documents of one type exist.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct TypeCount {
     pub artifact_type: ArtifactType,
     pub count: u64,
@@ -72,6 +78,7 @@ pub struct TypeCount {
 
 /// `GET /api/stats`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct HistoryStats {
     pub total_threads: u64,
     pub total_messages: u64,
@@ -94,6 +101,7 @@ pub struct HistoryStats {
 
 /// A conversation's own fields in an export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExportedThreadInfo {
     pub id: Uuid,
     pub title: String,
@@ -109,6 +117,7 @@ pub struct ExportedThreadInfo {
 
 /// A message in an export, with its metadata.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExportedMessage {
     pub id: Uuid,
     pub seq: i64,
@@ -126,6 +135,7 @@ pub struct ExportedMessage {
 
 /// A document in an export; its message links point at messages of the same export.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExportedArtifact {
     pub id: Uuid,
     pub artifact_type: ArtifactType,
@@ -146,6 +156,7 @@ fn first_version() -> i64 {
 
 /// `GET /api/threads/{id}/export?format=json`, and what `POST /api/threads/import` takes back.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ThreadExport {
     /// Always [`THREAD_EXPORT_FORMAT`].
@@ -160,6 +171,7 @@ pub struct ThreadExport {
 
 /// An attachment's metadata (its content is not exported).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AttachmentMeta {
     pub id: Uuid,
     pub thread_id: Uuid,
@@ -171,6 +183,7 @@ pub struct AttachmentMeta {
 
 /// `GET /api/export`: everything the caller has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct AccountExport {
     /// Always [`ACCOUNT_EXPORT_FORMAT`].
     pub format: String,
@@ -183,6 +196,7 @@ pub struct AccountExport {
 
 /// `POST /api/threads/import`: the conversations created.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ImportResult {
     pub threads: Vec<Thread>,
 }

@@ -6,8 +6,8 @@ pub mod documents;
 pub mod events;
 pub mod history;
 pub mod sse;
-pub use documents::*;
 pub use auth::*;
+pub use documents::*;
 pub use events::*;
 pub use history::*;
 

@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
+use super::rate_limit::{Export, Quota};
 use crate::artifacts::{docx, file_stem, md, pdf};
 use crate::AppState;
 
@@ -25,20 +26,32 @@ pub fn router() -> Router<AppState> {
         .route("/api/artifacts/{id}/export", get(export))
 }
 
-async fn list(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Json<ArtifactList>> {
+#[utoipa::path(get, path = "/api/threads/{id}/artifacts", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
+    responses((status = 200, body = app::api::ArtifactList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+) -> Result<Json<ArtifactList>> {
     Ok(Json(ArtifactList { artifacts: state.store.list_artifacts(user.id, thread).await? }))
 }
 
-async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
+#[utoipa::path(get, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+    responses((status = 200, body = app::api::Artifact), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
     Ok(Json(state.store.get_artifact(user.id, id).await?))
 }
 
-async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
+#[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+    responses((status = 204, description = "Deleted with all its versions"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
     state.store.delete_artifact(user.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn versions(
+#[utoipa::path(get, path = "/api/artifacts/{id}/versions", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+    responses((status = 200, body = app::api::ArtifactVersionList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn versions(
     State(state): State<AppState>,
     user: AuthUser,
     Path(id): Path<Uuid>,
@@ -46,7 +59,9 @@ async fn versions(
     Ok(Json(ArtifactVersionList { versions: state.store.list_artifact_versions(user.id, id).await? }))
 }
 
-async fn version(
+#[utoipa::path(get, path = "/api/artifacts/{id}/versions/{version}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "Version number")), 
+    responses((status = 200, body = app::api::ArtifactVersion), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn version(
     State(state): State<AppState>,
     user: AuthUser,
     Path((id, version)): Path<(Uuid, i64)>,
@@ -56,15 +71,18 @@ async fn version(
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ExportParams {
+pub(crate) struct ExportParams {
     format: Option<String>,
     version: Option<i64>,
 }
 
 /// `GET /api/artifacts/{id}/export?format=md|pdf|docx[&version=n]`: a download named after the title.
-async fn export(
+#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = String, Query, description = "md, pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
+    responses((status = 200, description = "A download in the asked format"), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub(crate) async fn export(
     State(state): State<AppState>,
     user: AuthUser,
+    _: Quota<Export>,
     Path(id): Path<Uuid>,
     Query(params): Query<ExportParams>,
 ) -> Result<Response> {

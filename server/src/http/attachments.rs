@@ -51,7 +51,9 @@ fn clean_filename(name: &str) -> String {
     }
 }
 
-async fn upload(
+#[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
+    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody), (status = 415, body = app::api::ErrorBody)))]
+pub async fn upload(
     State(state): State<AppState>,
     user: AuthUser,
     Path(thread): Path<Uuid>,
@@ -100,11 +102,19 @@ async fn upload(
     Ok((StatusCode::CREATED, Json::<Attachment>(attachment)))
 }
 
-async fn list(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Json<AttachmentList>> {
+#[utoipa::path(get, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
+    responses((status = 200, body = app::api::AttachmentList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+) -> Result<Json<AttachmentList>> {
     Ok(Json(AttachmentList { attachments: state.store.list_attachments(user.id, thread).await? }))
 }
 
-async fn remove(
+#[utoipa::path(delete, path = "/api/threads/{id}/attachments/{attachment_id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ("attachment_id" = Uuid, Path, description = "File id")), 
+    responses((status = 204, description = "Removed with its indexed text"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+pub async fn remove(
     State(state): State<AppState>,
     user: AuthUser,
     Path((thread, attachment)): Path<(Uuid, Uuid)>,

@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
+use super::rate_limit::{Export, Quota};
 use super::threads::{validate_tags, validate_title};
 use crate::store::{
     self,
@@ -177,13 +178,16 @@ fn download(body: String, content_type: &'static str, name: &str) -> Response {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ExportParams {
+pub(crate) struct ExportParams {
     format: Option<String>,
 }
 
-async fn export_thread(
+#[utoipa::path(get, path = "/api/threads/{id}/export", tag = "history", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ("format" = Option<String>, Query, description = "json (default) or markdown")), 
+    responses((status = 200, description = "A download (Content-Disposition)", content_type = "application/json"), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub(crate) async fn export_thread(
     State(state): State<AppState>,
     user: AuthUser,
+    _: Quota<Export>,
     Path(id): Path<Uuid>,
     Query(params): Query<ExportParams>,
 ) -> Result<Response> {
@@ -201,14 +205,22 @@ async fn export_thread(
     })
 }
 
-async fn export_account(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+#[utoipa::path(get, path = "/api/export", tag = "history", security(("session" = []), ("bearer" = [])), 
+    responses((status = 200, description = "All of the caller's data as one JSON download", content_type = "application/json"), (status = 401, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub async fn export_account(State(state): State<AppState>, user: AuthUser, _: Quota<Export>) -> Result<Response> {
     let export = account_export(&state.store, user.id).await?;
     let body = serde_json::to_string(&export).map_err(|e| ApiError::Internal(e.into()))?;
     let name = format!("quire-export-{}.json", export.exported_at.format("%Y-%m-%d"));
     Ok(download(body, "application/json", &name))
 }
 
-async fn import(State(state): State<AppState>, user: AuthUser, Json(body): Json<Value>) -> Result<impl IntoResponse> {
+#[utoipa::path(post, path = "/api/threads/import", tag = "history", security(("session" = []), ("bearer" = [])), request_body(content = Object, description = "A Quire export (one conversation or a whole account) or a ChatGPT conversations.json"),
+    responses((status = 201, body = app::api::ImportResult), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+pub async fn import(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<Value>,
+) -> Result<impl IntoResponse> {
     let plan = import_plan(body)?;
     let threads = state.store.import_threads(user.id, &plan).await?;
     Ok((StatusCode::CREATED, Json(ImportResult { threads })))

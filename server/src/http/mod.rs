@@ -8,10 +8,10 @@ pub mod error;
 pub mod export;
 pub mod extract;
 pub mod messages;
-pub mod search;
-pub mod stats;
 pub mod openapi;
 pub mod rate_limit;
+pub mod search;
+pub mod stats;
 pub mod threads;
 
 use app::api::Health;

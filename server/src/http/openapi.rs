@@ -7,7 +7,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{auth, chat, messages, threads};
+use super::{artifacts, attachments, auth, chat, export, messages, search, stats, threads};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -29,12 +29,27 @@ use super::{auth, chat, messages, threads};
         chat::resume,
         chat::stop,
         messages::context,
+        search::search,
+        stats::stats,
+        export::export_thread,
+        export::export_account,
+        export::import,
+        artifacts::list,
+        artifacts::show,
+        artifacts::remove,
+        artifacts::versions,
+        artifacts::version,
+        artifacts::export,
+        attachments::upload,
+        attachments::list,
+        attachments::remove,
     ),
     components(schemas(app::api::ErrorBody, app::api::ErrorDetail, app::api::ChatEvent)),
     modifiers(&SessionSchemes),
     tags((name = "auth", description = "Accounts and sessions"), (name = "threads", description = "Conversations"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
-        (name = "meta", description = "Service"))
+        (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
+        (name = "documents", description = "Documents, versions, exports and attachments"))
 )]
 pub struct ApiDoc;
 

@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Query};
+use super::rate_limit::{Quota, Search};
 use crate::store::{HitKind, SearchHit};
 use crate::AppState;
 
@@ -23,7 +24,7 @@ pub fn router() -> Router<AppState> {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SearchParams {
+pub(crate) struct SearchParams {
     #[serde(default)]
     q: String,
     limit: Option<u32>,
@@ -65,9 +66,12 @@ fn result(hit: SearchHit) -> SearchResult {
     }
 }
 
-async fn search(
+#[utoipa::path(get, path = "/api/search", tag = "history", security(("session" = []), ("bearer" = [])), params(("q" = String, Query, description = "Words, \"phrases\" and prefix*"), ("limit" = Option<u32>, Query, description = "1-100, default 20"), ("cursor" = Option<String>, Query, description = "From next_cursor")), 
+    responses((status = 200, body = app::api::SearchResults), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+pub(crate) async fn search(
     State(state): State<AppState>,
     user: AuthUser,
+    _: Quota<Search>,
     Query(params): Query<SearchParams>,
 ) -> Result<Json<SearchResults>> {
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);

@@ -12,7 +12,9 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/stats", get(stats))
 }
 
-async fn stats(State(state): State<AppState>, user: AuthUser) -> Result<Json<HistoryStats>> {
+#[utoipa::path(get, path = "/api/stats", tag = "history", security(("session" = []), ("bearer" = [])), 
+    responses((status = 200, body = app::api::HistoryStats), (status = 401, body = app::api::ErrorBody)))]
+pub async fn stats(State(state): State<AppState>, user: AuthUser) -> Result<Json<HistoryStats>> {
     // Days are UTC days, as the usage ledger records them.
     Ok(Json(state.store.history_stats(user.id, Utc::now().date_naive()).await?))
 }

@@ -1,9 +1,8 @@
 //! Accounts and sessions over real HTTP: sign-up, sign-in, sign-out, who am I, and every kind of bad token.
 
-
+use crate::common::{bearer_client, TestServer, PASSWORD};
 use app::api::{AuthResponse, ErrorBody, ThreadList, UserProfile};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use crate::common::{bearer_client, TestServer, PASSWORD};
 use quire::auth::{Claims, JwtKeys, JwtSecret};
 use serde_json::json;
 

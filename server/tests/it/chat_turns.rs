@@ -1,10 +1,9 @@
 //! Chat turns over real HTTP: tools, closed tabs, stop, resume, one turn at a time, model failures.
 
-
 use std::{sync::Arc, time::Duration};
 
-use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use crate::common::{read_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
+use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
 

@@ -1,11 +1,10 @@
 //! Exactly one document per request, whatever the model does: structural filtering, the per-turn guard and
 //! silent generation, through the HTTP API.
 
-
 use std::sync::Arc;
 
-use app::api::{ChatEvent, Role};
 use crate::common::{read_frames, sqlite_store, GreedyModel, TestServer};
+use app::api::{ChatEvent, Role};
 
 async fn greedy_server() -> (TestServer, Arc<GreedyModel>, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;

@@ -3,14 +3,13 @@
 //! isolation between users. Stories that touch storage run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is
 //! set (`scripts/with-postgres`), on PostgreSQL too.
 
-
 use std::{io::Read, sync::Arc};
 
+use crate::common::{ScriptedModel, Step, TestServer};
 use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
-use crate::common::{ScriptedModel, Step, TestServer};
 use quire::llm::{builtin::Builtin, Part, Provider, StopReason, StreamEvent, ToolCall};
 use quire::store::{DynStore, NewArtifact, NewAttachment, NewUser};
 use tempfile::TempDir;

@@ -1,11 +1,10 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-
+use crate::common::TestServer;
 use app::api::{
     AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
     Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
 };
-use crate::common::TestServer;
 use proptest::{prelude::*, test_runner::Config as ProptestConfig};
 use quire::store::{NewArtifact, NewMessage};
 use serde_json::{json, Value};

@@ -1,9 +1,8 @@
 //! Two users on one server: every object route answers another user's id with 404, exactly as a missing id,
 //! listings hold only the caller's data, and the owner's data is unchanged afterwards.
 
-
-use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use crate::common::TestServer;
+use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use serde_json::json;
 use uuid::Uuid;
 

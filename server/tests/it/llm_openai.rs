@@ -1,6 +1,5 @@
 //! The OpenAI adapter against a local fake speaking the Chat Completions streaming format.
 
-
 use std::time::Duration;
 
 use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};

@@ -1,11 +1,10 @@
 //! Several stateless Quire instances on one PostgreSQL: the slice works unchanged, each instance sees the
 //! others' conversations, and a running turn can be followed and stopped from any of them.
 
-
 use std::{sync::Arc, time::Duration};
 
-use app::api::{ChatEvent, MessageStatus, ThreadList};
 use crate::common::{fresh_postgres_url, read_frames, Frame, ScriptedModel, Step, TestServer};
+use app::api::{ChatEvent, MessageStatus, ThreadList};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
 

@@ -1,8 +1,7 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
-
-use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use crate::common::{TestServer, PASSWORD};
+use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use serde_json::json;
 
 async fn error_of(response: reqwest::Response) -> (u16, ErrorBody) {
@@ -240,6 +239,20 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/stream", "get"),
         ("/api/threads/{id}/stop", "post"),
         ("/api/messages/{id}/context", "get"),
+        ("/api/search", "get"),
+        ("/api/stats", "get"),
+        ("/api/threads/{id}/export", "get"),
+        ("/api/export", "get"),
+        ("/api/threads/import", "post"),
+        ("/api/threads/{id}/artifacts", "get"),
+        ("/api/artifacts/{id}", "get"),
+        ("/api/artifacts/{id}", "delete"),
+        ("/api/artifacts/{id}/versions", "get"),
+        ("/api/artifacts/{id}/versions/{version}", "get"),
+        ("/api/artifacts/{id}/export", "get"),
+        ("/api/threads/{id}/attachments", "post"),
+        ("/api/threads/{id}/attachments", "get"),
+        ("/api/threads/{id}/attachments/{attachment_id}", "delete"),
     ];
     for (path, method) in expected {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");

@@ -1,8 +1,7 @@
 //! The first vertical slice over real HTTP: health, threads, a streamed chat turn, persistence.
 
-
-use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
 use crate::common::TestServer;
+use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
 
 #[tokio::test]
 async fn health_answers_ok() {
