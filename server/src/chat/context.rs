@@ -45,6 +45,8 @@ pub struct ContextInput<'a> {
     pub messages: &'a [Message],
     /// The thread's live artifacts.
     pub artifacts: &'a [Artifact],
+    /// Requests that produced a later version of a document (revisions): fulfilled too.
+    pub revision_requests: &'a [Uuid],
     /// The thread summary, used in the note for dropped turns.
     pub summary: Option<&'a str>,
     pub budget: usize,
@@ -67,7 +69,12 @@ struct Turn<'a> {
 
 /// Builds the model's view of the conversation.
 pub fn build(input: ContextInput<'_>) -> BuiltContext {
-    let fulfilled: HashSet<Uuid> = input.artifacts.iter().filter_map(|a| a.request_message_id).collect();
+    let fulfilled: HashSet<Uuid> = input
+        .artifacts
+        .iter()
+        .filter_map(|a| a.request_message_id)
+        .chain(input.revision_requests.iter().copied())
+        .collect();
     let mut record = ContextRecord { budget: input.budget, ..Default::default() };
 
     // 1. Group into turns; drop fulfilled turns whole, and answers with no request before them.
@@ -201,7 +208,7 @@ mod tests {
     }
 
     fn input<'a>(messages: &'a [Message], artifacts: &'a [Artifact], budget: usize) -> ContextInput<'a> {
-        ContextInput { messages, artifacts, summary: None, budget, ephemeral: None }
+        ContextInput { messages, artifacts, revision_requests: &[], summary: None, budget, ephemeral: None }
     }
 
     #[test]
@@ -223,6 +230,19 @@ mod tests {
         assert_eq!(built.record.filtered, vec![messages[2].id, messages[3].id]);
         assert_eq!(built.messages.first().unwrap().role, llm::Role::User);
         assert_eq!(built.messages.last().unwrap().text(), "Generate a BRD");
+    }
+
+    #[test]
+    fn a_request_that_revised_a_document_is_fulfilled_too() {
+        let messages =
+            conversation(&[("Generate user stories", "Saved."), ("Add a story about refunds", "Revised.")], "Thanks");
+        let artifacts = [artifact(Some(messages[0].id))];
+        let built = build(ContextInput {
+            revision_requests: &[messages[2].id],
+            ..input(&messages, &artifacts, DEFAULT_BUDGET)
+        });
+        assert_eq!(built.record.filtered, vec![messages[0].id, messages[1].id, messages[2].id, messages[3].id]);
+        assert_eq!(texts(&built), vec!["Thanks".to_string()]);
     }
 
     #[test]
@@ -269,6 +289,7 @@ mod tests {
         let built = build(ContextInput {
             messages: &messages,
             artifacts: &artifacts,
+            revision_requests: &[],
             summary: Some("A stock-keeping app for a warehouse."),
             budget,
             ephemeral: None,

@@ -27,6 +27,29 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 pub const STALE_AFTER_MS: i64 = 30_000;
 /// Most provider -> tools rounds in one turn.
 pub const MAX_ROUNDS: usize = 5;
+/// How long naming a conversation may take before the first words of the message are used instead.
+const TITLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The instruction for naming a conversation.
+const TITLE_PROMPT: &str =
+    "Write a title of at most five words for a conversation that starts with the user's message. \
+                            Answer with the title only: no quotes, no punctuation at the end.";
+
+/// A model's title answer reduced to at most five words (and 80 characters); `None` if nothing is left.
+pub fn clean_title(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let line = line.trim_start_matches(|c: char| c == '#' || c.is_whitespace());
+    let line = line.strip_prefix("Title:").unwrap_or(line);
+    let words: Vec<&str> = line
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, '"' | '\'' | '*' | '`' | '“' | '”')))
+        .filter(|w| !w.is_empty())
+        .take(5)
+        .collect();
+    let title: String = words.join(" ").chars().take(80).collect();
+    let title = title.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '!' | '-')).trim().to_string();
+    (!title.is_empty()).then_some(title)
+}
+
 /// Default title of a thread that has not been named yet.
 pub const DEFAULT_TITLE: &str = "New conversation";
 
@@ -181,12 +204,49 @@ impl<'a> Turn<'a> {
     }
 
     async fn name_thread(&mut self, current: String) {
-        let title = if current == DEFAULT_TITLE { store::title_from_message(&self.plan.content) } else { current };
+        let title = if current != DEFAULT_TITLE {
+            current
+        } else if self.state.provider.names_threads() {
+            match self.model_title().await {
+                Some(title) => title,
+                None => store::title_from_message(&self.plan.content),
+            }
+        } else {
+            store::title_from_message(&self.plan.content)
+        };
         let patch = ThreadPatch { title: Some(title.clone()), ..Default::default() };
         if let Err(e) = self.state.store.update_thread(self.plan.user, self.plan.thread, &patch).await {
             tracing::warn!(error = %e, "naming the thread failed");
         }
         self.live.push(ChatEvent::ThreadName { thread_id: self.plan.thread, title });
+    }
+
+    /// Asks the model for a title of at most five words; `None` when it fails or says nothing usable.
+    async fn model_title(&mut self) -> Option<String> {
+        let request = llm::ChatRequest {
+            system: TITLE_PROMPT.to_string(),
+            messages: vec![llm::Message::user(self.plan.content.clone())],
+            tools: Vec::new(),
+            max_tokens: 24,
+        };
+        let collect = async {
+            let mut stream = self.state.provider.stream(request).await.ok()?;
+            let (mut text, mut usage) = (String::new(), llm::Usage::default());
+            while let Some(event) = stream.next().await {
+                match event.ok()? {
+                    StreamEvent::TextDelta(t) => text.push_str(&t),
+                    StreamEvent::Usage(u) => usage = u,
+                    _ => {}
+                }
+            }
+            Some((text, usage))
+        };
+        let (text, usage) = tokio::time::timeout(TITLE_TIMEOUT, collect).await.ok()??;
+        let usage = Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+        if let Err(e) = self.state.store.record_usage(self.plan.user, self.plan.thread, &self.model(), usage).await {
+            tracing::warn!(error = %e, "recording title usage failed");
+        }
+        clean_title(&text)
     }
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
@@ -311,6 +371,12 @@ impl<'a> Turn<'a> {
             self.state.store.list_messages(self.plan.user, self.plan.thread),
             self.state.store.list_artifacts(self.plan.user, self.plan.thread),
         )?;
+        // Requests that revised a document (version 2 and later) were fulfilled as well.
+        let mut revision_requests = Vec::new();
+        for artifact in artifacts.iter().filter(|a| a.version > 1) {
+            let versions = self.state.store.list_artifact_versions(self.plan.user, artifact.id).await?;
+            revision_requests.extend(versions.iter().filter(|v| v.version > 1).filter_map(|v| v.request_message_id));
+        }
         let ephemeral = self
             .plan
             .silent
@@ -318,6 +384,7 @@ impl<'a> Turn<'a> {
         let built = context::build(ContextInput {
             messages: &messages,
             artifacts: &artifacts,
+            revision_requests: &revision_requests,
             summary: None,
             budget: self.state.config.context_tokens,
             ephemeral: ephemeral.as_deref(),
@@ -466,5 +533,21 @@ impl<'a> Turn<'a> {
             tracing::error!(error = %e, "closing the turn failed");
         }
         self.live.push(last_event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean_title;
+
+    #[test]
+    fn model_titles_are_cleaned_to_five_words() {
+        assert_eq!(
+            clean_title("\"Quarterly Warehouse Audit Plan.\"").as_deref(),
+            Some("Quarterly Warehouse Audit Plan")
+        );
+        assert_eq!(clean_title("Title: One two three four five six seven").as_deref(), Some("One two three four five"));
+        assert_eq!(clean_title("\n\n## Booking app\nmore").as_deref(), Some("Booking app"));
+        assert_eq!(clean_title("  \"\"  "), None);
     }
 }

@@ -101,6 +101,10 @@ impl Provider for AnthropicProvider {
         &self.config.model
     }
 
+    fn names_threads(&self) -> bool {
+        true
+    }
+
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let url = transport::join_url(&self.config.base_url, "v1/messages");
         tracing::debug!(provider = "anthropic", model = %self.config.model, %url, "starting completion");

@@ -124,6 +124,10 @@ impl Provider for OpenAiProvider {
         &self.config.model
     }
 
+    fn names_threads(&self) -> bool {
+        true
+    }
+
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let url = transport::join_url(&self.config.base_url, "chat/completions");
         tracing::debug!(provider = "openai", model = %self.config.model, %url, "starting completion");

@@ -135,6 +135,10 @@ impl<P: Provider> Provider for RetryingProvider<P> {
         self.inner.model()
     }
 
+    fn names_threads(&self) -> bool {
+        self.inner.names_threads()
+    }
+
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         stream_with_retry(&self.inner, request, &self.policy).await
     }

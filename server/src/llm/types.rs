@@ -159,4 +159,9 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// Starts one streamed completion. Errors before the first event are returned here;
     /// errors after it come through the stream.
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError>;
+    /// Whether conversations are named by asking this model (real models); otherwise a title is taken from the
+    /// first words of the first message.
+    fn names_threads(&self) -> bool {
+        false
+    }
 }

@@ -180,6 +180,8 @@ pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
 #[derive(Debug, Default)]
 pub struct ScriptedModel {
     scripts: std::sync::Mutex<std::collections::VecDeque<Vec<Step>>>,
+    /// Behaves as a real model that names conversations (its first script is then the title request).
+    pub names: bool,
     pub calls: std::sync::atomic::AtomicUsize,
     pub requests: std::sync::Mutex<Vec<quire::llm::ChatRequest>>,
 }
@@ -197,6 +199,11 @@ pub enum Step {
 impl ScriptedModel {
     pub fn new(scripts: Vec<Vec<Step>>) -> Arc<Self> {
         Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), ..Default::default() })
+    }
+
+    /// A scripted model that names conversations, as real models do.
+    pub fn naming(scripts: Vec<Vec<Step>>) -> Arc<Self> {
+        Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), names: true, ..Default::default() })
     }
 
     /// Text deltas, usage and a normal stop.
@@ -217,6 +224,10 @@ impl Provider for ScriptedModel {
 
     fn model(&self) -> &str {
         "scripted-1"
+    }
+
+    fn names_threads(&self) -> bool {
+        self.names
     }
 
     async fn stream(&self, request: quire::llm::ChatRequest) -> Result<quire::llm::EventStream, quire::llm::LlmError> {
