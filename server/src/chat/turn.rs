@@ -46,7 +46,7 @@ pub fn clean_title(text: &str) -> Option<String> {
         .take(5)
         .collect();
     let title: String = words.join(" ").chars().take(80).collect();
-    let title = title.trim_end_matches(|c: char| matches!(c, '.' | ',' | ';' | ':' | '!' | '-')).trim().to_string();
+    let title = title.trim_end_matches(['.', ',', ';', ':', '!', '-']).trim().to_string();
     (!title.is_empty()).then_some(title)
 }
 
