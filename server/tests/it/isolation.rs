@@ -101,3 +101,72 @@ async fn documents_stay_with_their_owner() {
     assert!(mine.artifacts.is_empty() && mine.messages.is_empty());
     assert_eq!(server.detail(thread).await.artifacts, before.artifacts);
 }
+
+#[tokio::test]
+async fn history_documents_and_files_stay_with_their_owner() {
+    let server = TestServer::start().await;
+    let (thread, before) = owner_with_a_conversation(&server).await;
+    let artifact = before.artifacts.first().expect("the conversation made a document").id;
+    let form = reqwest::multipart::Form::new().part(
+        "file",
+        reqwest::multipart::Part::text("Payroll runs on the last Friday of each month.")
+            .file_name("payroll.txt")
+            .mime_str("text/plain")
+            .unwrap(),
+    );
+    let uploaded = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/attachments")))
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(uploaded.status(), 201);
+    let attachment = uploaded.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_string();
+
+    let (mallory, _) = server.second_user("mallory@example.com").await;
+    let form = || {
+        reqwest::multipart::Form::new()
+            .part("file", reqwest::multipart::Part::text("mine").file_name("x.txt").mime_str("text/plain").unwrap())
+    };
+    let requests = [
+        ("thread documents", mallory.get(server.url(&format!("/api/threads/{thread}/artifacts")))),
+        ("document", mallory.get(server.url(&format!("/api/artifacts/{artifact}")))),
+        ("document versions", mallory.get(server.url(&format!("/api/artifacts/{artifact}/versions")))),
+        ("document version", mallory.get(server.url(&format!("/api/artifacts/{artifact}/versions/1")))),
+        ("document export", mallory.get(server.url(&format!("/api/artifacts/{artifact}/export?format=md")))),
+        ("document delete", mallory.delete(server.url(&format!("/api/artifacts/{artifact}")))),
+        ("files", mallory.get(server.url(&format!("/api/threads/{thread}/attachments")))),
+        ("file upload", mallory.post(server.url(&format!("/api/threads/{thread}/attachments"))).multipart(form())),
+        ("file delete", mallory.delete(server.url(&format!("/api/threads/{thread}/attachments/{attachment}")))),
+        ("conversation export", mallory.get(server.url(&format!("/api/threads/{thread}/export?format=json")))),
+    ];
+    for (what, request) in requests {
+        assert_not_found(request.send().await.unwrap(), what).await;
+    }
+
+    let search: serde_json::Value =
+        mallory.get(server.url("/api/search?q=payroll")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(search["total"], 0, "{search}");
+    let stats: serde_json::Value = mallory.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(stats["total_threads"], 0, "{stats}");
+    let everything: serde_json::Value =
+        mallory.get(server.url("/api/export")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(everything["threads"].as_array().map(Vec::len), Some(0), "{everything}");
+
+    // The owner still has it all, unchanged.
+    assert_eq!(server.detail(thread).await, before);
+    let files: serde_json::Value = server
+        .client
+        .get(server.url(&format!("/api/threads/{thread}/attachments")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(files["attachments"].as_array().unwrap().len(), 1);
+    let owner_search: serde_json::Value =
+        server.client.get(server.url("/api/search?q=payroll")).send().await.unwrap().json().await.unwrap();
+    assert!(owner_search["total"].as_u64().unwrap() > 0);
+}
