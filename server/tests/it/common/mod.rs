@@ -1,6 +1,8 @@
 //! A real Quire server on port 0 with a temporary data directory, and a small SSE client.
 #![allow(dead_code)]
 
+pub mod backends;
+
 use std::sync::Arc;
 
 use app::api::ChatEvent;
