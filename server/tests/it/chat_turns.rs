@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use crate::common::{read_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{read_frames, read_some_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
@@ -120,19 +120,7 @@ async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
         .send()
         .await
         .unwrap();
-    let mut decoder = app::api::sse::SseDecoder::new();
-    let mut seen = Vec::new();
-    let mut body = response.bytes_stream();
-    while seen.len() < 4 {
-        let chunk = body.next().await.expect("more").unwrap();
-        for f in decoder.push(&chunk) {
-            seen.push(Frame {
-                id: f.id.clone(),
-                event: ChatEvent::from_parts(f.event.as_deref().unwrap(), &f.data).unwrap(),
-            });
-        }
-    }
-    drop(body);
+    let seen = read_some_frames(response, 4).await;
     let last_id = seen.last().unwrap().id.clone().unwrap();
 
     let resumed = server

@@ -3,9 +3,8 @@
 
 use std::{sync::Arc, time::Duration};
 
-use crate::common::{fresh_postgres_url, read_frames, Frame, ScriptedModel, Step, TestServer};
-use app::api::{ChatEvent, MessageStatus, ThreadList};
-use futures::StreamExt;
+use crate::common::{fresh_postgres_url, read_frames, read_some_frames, ScriptedModel, Step, TestServer};
+use app::api::{MessageStatus, ThreadList};
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
@@ -52,18 +51,7 @@ async fn two_instances_see_each_others_threads_and_turns() {
         .send()
         .await
         .unwrap();
-    let mut decoder = app::api::sse::SseDecoder::new();
-    let mut seen = Vec::new();
-    let mut body = response.bytes_stream();
-    while seen.len() < 3 {
-        for f in decoder.push(&body.next().await.unwrap().unwrap()) {
-            seen.push(Frame {
-                id: f.id.clone(),
-                event: ChatEvent::from_parts(f.event.as_deref().unwrap(), &f.data).unwrap(),
-            });
-        }
-    }
-    drop(body);
+    let seen = read_some_frames(response, 3).await;
     let resumed = b
         .client
         .get(b.url(&format!("/api/threads/{thread}/stream")))

@@ -162,6 +162,23 @@ pub struct Frame {
     pub event: ChatEvent,
 }
 
+/// Reads at least `n` frames, then drops the connection (a client that goes away mid-answer).
+pub async fn read_some_frames(response: reqwest::Response, n: usize) -> Vec<Frame> {
+    use futures::StreamExt;
+    let mut decoder = app::api::sse::SseDecoder::new();
+    let mut frames = Vec::new();
+    let mut body = response.bytes_stream();
+    while frames.len() < n {
+        let chunk = body.next().await.expect("the stream ended early").expect("chunk");
+        for f in decoder.push(&chunk) {
+            let name = f.event.clone().unwrap_or_default();
+            let event = ChatEvent::from_parts(&name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
+            frames.push(Frame { id: f.id, event });
+        }
+    }
+    frames
+}
+
 /// Reads SSE frames until the stream ends.
 pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
     use futures::StreamExt;
