@@ -285,15 +285,7 @@ impl TestServer {
     /// Waits until the thread has no running turn.
     pub async fn wait_idle(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
         for _ in 0..400 {
-            let detail: app::api::ThreadDetail = self
-                .client
-                .get(self.url(&format!("/api/threads/{thread}")))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let detail = self.detail(thread).await;
             if !detail.running {
                 return detail;
             }
