@@ -83,8 +83,8 @@ pub fn app(state: AppState) -> Router {
         // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
         // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
-        // Merged after the global limit so the upload route keeps its own.
-        .merge(http::large_body_router())
+        // Merged after the global limit so the upload and import routes keep their own.
+        .merge(http::large_body_router(&state.config))
         .layer(tower_http::trace::TraceLayer::new_for_http())
         .with_state(state)
 }

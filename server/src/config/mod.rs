@@ -71,6 +71,11 @@ pub struct Config {
     #[arg(long, env = "QUIRE_REDACT_PII", default_value_t = false)]
     pub redact_pii: bool,
 
+    /// Largest accepted import body in MiB (`POST /api/threads/import`): a ChatGPT `conversations.json` of a
+    /// long history is far larger than the 1 MiB every other request is held to.
+    #[arg(long, env = "QUIRE_MAX_IMPORT_MB", default_value_t = 64)]
+    pub max_import_mb: u32,
+
     /// Rate limits; `off` disables them all.
     #[command(flatten)]
     pub limits: RateLimitConfig,
@@ -107,6 +112,11 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// Largest accepted import body in bytes.
+    pub fn max_import_bytes(&self) -> usize {
+        usize::try_from(self.max_import_mb).unwrap_or(usize::MAX).saturating_mul(1024 * 1024)
+    }
+
     /// The database URL in force.
     pub fn database_url(&self) -> String {
         self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("quire.db").display()))
@@ -127,6 +137,7 @@ impl Config {
             session_hours: 168,
             cookie_secure: false,
             redact_pii: false,
+            max_import_mb: 64,
             limits: RateLimitConfig::generous(),
         }
     }

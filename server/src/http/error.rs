@@ -122,6 +122,11 @@ impl From<StoreError> for ApiError {
                 message: "The cursor is not valid.".into(),
                 field: Some("cursor".into()),
             },
+            StoreError::ExpiredCursor => ApiError::BadRequest {
+                code: "cursor_expired",
+                message: "The cursor has expired; list again from the first page.".into(),
+                field: Some("cursor".into()),
+            },
             other => ApiError::Internal(other.into()),
         }
     }

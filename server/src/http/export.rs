@@ -6,7 +6,7 @@ use app::api::{
     ThreadExport, Usage, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
 };
 use axum::{
-    extract::State,
+    extract::{DefaultBodyLimit, State},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -32,10 +32,15 @@ use crate::AppState;
 const IMPORTED_TITLE: &str = "Imported conversation";
 
 pub fn router() -> Router<AppState> {
+    Router::new().route("/api/threads/{id}/export", get(export_thread)).route("/api/export", get(export_account))
+}
+
+/// The import route, outside the global body limit: it has its own (`QUIRE_MAX_IMPORT_MB`).
+pub fn import_router(max_bytes: usize) -> Router<AppState> {
     Router::new()
-        .route("/api/threads/{id}/export", get(export_thread))
         .route("/api/threads/import", post(import))
-        .route("/api/export", get(export_account))
+        // Enforced by the JSON extractor, so a refusal is the API's own 413 body.
+        .layer(DefaultBodyLimit::max(max_bytes))
 }
 
 /// One conversation of the user as exported: the thread, every message with its metadata, every document.

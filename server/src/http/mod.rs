@@ -17,7 +17,7 @@ pub mod threads;
 use app::api::Health;
 use axum::{routing::get, Router};
 
-use crate::AppState;
+use crate::{config::Config, AppState};
 use error::ApiError;
 
 /// Largest accepted request body (1 MiB).
@@ -26,8 +26,8 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 
 /// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
-pub fn large_body_router() -> Router<AppState> {
-    attachments::upload_router()
+pub fn large_body_router(config: &Config) -> Router<AppState> {
+    attachments::upload_router().merge(export::import_router(config.max_import_bytes()))
 }
 
 /// Every `/api` route.

@@ -36,6 +36,9 @@ pub enum StoreError {
     /// A listing cursor whose sort key does not fit the requested sort (e.g. a title cursor for a time sort).
     #[error("the cursor does not match the sort order")]
     InvalidCursor,
+    /// A listing cursor from a walk that began too long ago (see [`WALK_LIFETIME_DAYS`]).
+    #[error("the cursor has expired")]
+    ExpiredCursor,
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -90,21 +93,50 @@ pub enum ThreadSort {
     Title,
 }
 
-/// Where the previous page ended: the sort key of its last thread and its id (a total order), and when the
+/// Where the previous page ended: the sort key of its last thread and its id (a total order), and where the
 /// walk began.
 ///
-/// Pages after the first only show threads unchanged since `as_of` (microseconds): their sort keys are the
-/// ones the walk started with, so every such thread comes exactly once and in order. A thread created or
-/// changed during the walk (a message, a rename, a pin) has moved, usually to the top; it is left out of the
-/// later pages and shows on a fresh first page. No thread ever comes twice.
+/// Later pages place every thread where it was when the first page was read: a thread renamed, pinned,
+/// archived, re-tagged or given a message since then is ordered (and filtered) by its state at that moment,
+/// taken from the `thread_versions` history, while the page shows its current data. So a walk returns every
+/// thread that existed at its start exactly once, in order, however many change between pages; threads
+/// created meanwhile show on a fresh first page. The history is kept for [`WALK_LIFETIME_DAYS`] days; an
+/// older cursor is refused with [`StoreError::ExpiredCursor`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadCursor {
     pub pinned: bool,
     pub key: CursorKey,
     pub id: Uuid,
-    /// Start of the walk; `None` for cursors made before snapshots existed (no filter then).
+    /// When the walk began (microseconds).
     #[serde(default)]
     pub as_of: Option<i64>,
+    /// The backend's mark of the walk's start: the highest history id it saw (SQLite) or its snapshot
+    /// (PostgreSQL). `None` only in hand-made cursors, which are refused.
+    #[serde(default)]
+    pub walk: Option<String>,
+}
+
+/// How long a walk through the thread pages may last before its cursor is refused.
+pub const WALK_LIFETIME_DAYS: i64 = 1;
+
+impl ThreadCursor {
+    /// Refuses a cursor that fits another sort (comparing its key with the column would give an arbitrary
+    /// page on SQLite and a type error on PostgreSQL), lacks its walk mark or has outlived
+    /// [`WALK_LIFETIME_DAYS`]; returns the walk mark.
+    pub(crate) fn check(&self, sort: ThreadSort) -> Result<&str> {
+        let fits = matches!(
+            (sort, &self.key),
+            (ThreadSort::UpdatedAt | ThreadSort::CreatedAt, CursorKey::Time(_))
+                | (ThreadSort::Title, CursorKey::Text(_))
+        );
+        let (true, Some(walk), Some(as_of)) = (fits, self.walk.as_deref(), self.as_of) else {
+            return Err(StoreError::InvalidCursor);
+        };
+        if now().timestamp_micros() - as_of > WALK_LIFETIME_DAYS * 86_400_000_000 {
+            return Err(StoreError::ExpiredCursor);
+        }
+        Ok(walk)
+    }
 }
 
 /// The sort value of the last thread of a page.
@@ -404,15 +436,6 @@ pub(crate) fn parse_role(text: &str) -> Result<Role> {
         "assistant" => Ok(Role::Assistant),
         other => Err(StoreError::Corrupt(format!("role {other}"))),
     }
-}
-
-/// Whether a cursor's key has the type of the sort column; anything else is a forged or stale cursor, and
-/// comparing it with the column would give an arbitrary page (SQLite) or a type error (PostgreSQL).
-pub(crate) fn cursor_fits(sort: ThreadSort, key: &CursorKey) -> bool {
-    matches!(
-        (sort, key),
-        (ThreadSort::Title, CursorKey::Text(_)) | (ThreadSort::UpdatedAt | ThreadSort::CreatedAt, CursorKey::Time(_))
-    )
 }
 
 /// Start and end markers of a hit inside a raw snippet, replaced by `<mark>` and `</mark>` after HTML escaping.

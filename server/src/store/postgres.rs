@@ -19,7 +19,6 @@ use uuid::Uuid;
 
 use super::documents::chunk_query_words;
 use super::{
-    cursor_fits,
     history::{self, ImportThread},
     micros_to_time, now, parse_role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey, HitKind,
     IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage,
@@ -71,6 +70,20 @@ const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_cou
     array(select g.tag from thread_tags g where g.thread_id = t.id order by g.position) as tags,
     (select left(m.content, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1)
         as first_message";
+
+/// A snapshot mark from a cursor, checked to be `xmin:xmax:xip,...` (all numbers) before PostgreSQL parses it,
+/// so a forged cursor is a bad request rather than a database error.
+fn valid_snapshot(text: &str) -> Result<&str> {
+    let mut parts = text.split(':');
+    let numbers = |part: Option<&str>| part.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let in_progress = |part: Option<&str>| part.is_some_and(|p| p.is_empty() || p.split(',').all(|n| numbers(Some(n))));
+    let ok = numbers(parts.next()) && numbers(parts.next()) && in_progress(parts.next()) && parts.next().is_none();
+    if ok && text.len() <= 4096 {
+        Ok(text)
+    } else {
+        Err(StoreError::InvalidCursor)
+    }
+}
 
 fn thread_from_row(row: &PgRow) -> Result<Thread> {
     Ok(Thread {
@@ -270,36 +283,69 @@ impl Store for Postgres {
 
     #[instrument(skip(self, query))]
     async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
-        if query.cursor.as_ref().is_some_and(|c| !cursor_fits(query.sort, &c.key)) {
-            return Err(StoreError::InvalidCursor);
-        }
+        // Later pages order and filter by each thread's state when the walk began (`s`, see ThreadCursor):
+        // the versions written by transactions the first page's snapshot could not see tell what changed.
+        // The first page reads the current state, straight from `threads` and its indexes.
+        let walk = match &query.cursor {
+            Some(cursor) => Some(valid_snapshot(cursor.check(query.sort)?)?.to_owned()),
+            None => None,
+        };
+        let state = if walk.is_some() { "s" } else { "t" };
         // Titles compare byte-wise ("C" collation), as SQLite's BINARY does, so both backends page alike and
         // the order does not depend on the database's locale.
         let (key_column, text_key) = match query.sort {
-            ThreadSort::UpdatedAt => ("t.updated_at", false),
-            ThreadSort::CreatedAt => ("t.created_at", false),
-            ThreadSort::Title => ("t.title collate \"C\"", true),
+            ThreadSort::UpdatedAt => (format!("{state}.updated_at"), false),
+            ThreadSort::CreatedAt => ("t.created_at".to_owned(), false),
+            ThreadSort::Title => (format!("{state}.title collate \"C\""), true),
         };
         let (cmp, dir) = if query.descending { ("<", "desc") } else { (">", "asc") };
-        let mut q = QueryBuilder::<Pg>::new(format!(
-            "select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = "
-        ));
-        q.push_bind(user).push(" and t.archived = ").push_bind(query.archived);
-        if !query.tags.is_empty() {
-            // No requested tag may be missing from the thread.
-            q.push(" and not exists (select 1 from unnest(")
-                .push_bind(query.tags.clone())
-                .push("::text[]) as wanted (tag) where not exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = wanted.tag))");
+        let mut q = QueryBuilder::<Pg>::new("");
+        match &walk {
+            Some(walk) => {
+                q.push("with walk as (select ").push_bind(walk.clone()).push(
+                    "::pg_snapshot as snap), changed as (
+                        select v.thread_id, min(v.id) as first from thread_versions v, walk
+                        where v.user_id = ",
+                );
+                q.push_bind(user).push(
+                    " and v.xid >= pg_snapshot_xmin(walk.snap) and not pg_visible_in_snapshot(v.xid, walk.snap)
+                        group by v.thread_id
+                    ), s as (
+                        select t.id, t.pinned, t.archived, t.title, t.updated_at, null::text[] as tags, true as existed
+                            from threads t where t.user_id = ",
+                );
+                q.push_bind(user).push(format!(
+                    " and t.id not in (select thread_id from changed)
+                        union all
+                        select v.thread_id, v.pinned, v.archived, v.title, v.updated_at, v.tags, v.existed
+                            from changed c join thread_versions v on v.id = c.first
+                    )
+                    select {THREAD_COLUMNS}, {key_column} as sort_key, '' as walk
+                    from s join threads t on t.id = s.id where s.existed and s.archived = "
+                ));
+            }
+            None => {
+                q.push(format!(
+                    "select {THREAD_COLUMNS}, {key_column} as sort_key, pg_current_snapshot()::text as walk
+                    from threads t where t.user_id = "
+                ));
+                q.push_bind(user).push(" and t.archived = ");
+            }
         }
-        // The walk's start: taken before the first page is read, carried by every cursor after it.
-        let as_of = query.cursor.as_ref().map_or_else(|| Some(now().timestamp_micros()), |c| c.as_of);
-        if let Some(snapshot) = query.cursor.as_ref().and_then(|c| c.as_of) {
-            q.push(" and t.updated_at <= ").push_bind(micros_to_time(snapshot));
+        q.push_bind(query.archived);
+        if !query.tags.is_empty() {
+            // No requested tag may be missing from the thread (as it was when the walk began).
+            let tags_then = if walk.is_some() {
+                "coalesce(s.tags, array(select g.tag from thread_tags g where g.thread_id = t.id))"
+            } else {
+                "array(select g.tag from thread_tags g where g.thread_id = t.id)"
+            };
+            q.push(" and ").push_bind(query.tags.clone()).push(format!("::text[] <@ {tags_then}"));
         }
         if let Some(cursor) = &query.cursor {
-            q.push(" and (t.pinned < ")
+            q.push(format!(" and ({state}.pinned < "))
                 .push_bind(cursor.pinned)
-                .push(" or (t.pinned = ")
+                .push(format!(" or ({state}.pinned = "))
                 .push_bind(cursor.pinned)
                 .push(format!(" and ({key_column} {cmp} "));
             match &cursor.key {
@@ -314,7 +360,8 @@ impl Store for Postgres {
             q.push(format!(" and t.id {cmp} ")).push_bind(cursor.id).push("))))");
         }
         let limit = query.limit.clamp(1, 100);
-        q.push(format!(" order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ")).push_bind(limit as i64 + 1);
+        q.push(format!(" order by {state}.pinned desc, {key_column} {dir}, t.id {dir} limit "))
+            .push_bind(limit as i64 + 1);
         let rows = q.build().fetch_all(&self.pool).await?;
         let mut threads = Vec::with_capacity(rows.len());
         let mut last_key = None;
@@ -327,7 +374,13 @@ impl Store for Postgres {
             });
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of }),
+            (true, Some(last), Some(key)) => {
+                let (as_of, walk) = match &query.cursor {
+                    Some(cursor) => (cursor.as_of, cursor.walk.clone()),
+                    None => (Some(now().timestamp_micros()), Some(rows[0].try_get::<String, _>("walk")?)),
+                };
+                Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of, walk })
+            }
             _ => None,
         };
         Ok(ThreadPage { threads, next })

@@ -18,7 +18,6 @@ use uuid::Uuid;
 
 use super::documents::chunk_query_words;
 use super::{
-    cursor_fits,
     history::{self, ImportThread},
     micros_to_time, now, parse_role as role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey,
     HitKind, IdempotencyClaim, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage, Store,
@@ -288,39 +287,65 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, query))]
     async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
-        if query.cursor.as_ref().is_some_and(|c| !cursor_fits(query.sort, &c.key)) {
-            return Err(StoreError::InvalidCursor);
-        }
+        // Later pages order and filter by each thread's state when the walk began (`s`, see ThreadCursor);
+        // the first page by the current one, straight from `threads` and its indexes.
+        let walk = match &query.cursor {
+            Some(cursor) => Some(cursor.check(query.sort)?.parse::<i64>().map_err(|_| StoreError::InvalidCursor)?),
+            None => None,
+        };
+        let state = if walk.is_some() { "s" } else { "t" };
         let (key_column, text_key) = match query.sort {
-            ThreadSort::UpdatedAt => ("t.updated_at", false),
-            ThreadSort::CreatedAt => ("t.created_at", false),
-            ThreadSort::Title => ("t.title", true),
+            ThreadSort::UpdatedAt => (format!("{state}.updated_at"), false),
+            ThreadSort::CreatedAt => ("t.created_at".to_owned(), false),
+            ThreadSort::Title => (format!("{state}.title"), true),
         };
         let (cmp, dir) = if query.descending { ("<", "desc") } else { (">", "asc") };
-        let mut sql = format!(
-            "select {THREAD_COLUMNS}, {key_column} as sort_key from threads t where t.user_id = ? and t.archived = ?"
-        );
+        let mut sql = if walk.is_some() {
+            format!(
+                "with changed as (
+                    select thread_id, min(id) as first from thread_versions where user_id = ? and id > ? group by thread_id
+                ), s as (
+                    select t.id, t.pinned, t.archived, t.title, t.updated_at, null as tags, 1 as existed
+                        from threads t where t.user_id = ? and t.id not in (select thread_id from changed)
+                    union all
+                    select v.thread_id, v.pinned, v.archived, v.title, v.updated_at, v.tags, v.existed
+                        from changed c join thread_versions v on v.id = c.first
+                )
+                select {THREAD_COLUMNS}, {key_column} as sort_key, 0 as walk
+                from s join threads t on t.id = s.id where s.existed = 1 and s.archived = ?"
+            )
+        } else {
+            format!(
+                "select {THREAD_COLUMNS}, {key_column} as sort_key,
+                    (select coalesce(max(id), 0) from thread_versions) as walk
+                from threads t where t.user_id = ? and t.archived = ?"
+            )
+        };
         for _ in &query.tags {
-            sql.push_str(" and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)");
-        }
-        // The walk's start: taken before the first page is read, carried by every cursor after it.
-        let as_of = query.cursor.as_ref().map_or_else(|| Some(now().timestamp_micros()), |c| c.as_of);
-        let snapshot = query.cursor.as_ref().and_then(|c| c.as_of);
-        if snapshot.is_some() {
-            sql.push_str(" and t.updated_at <= ?");
+            sql.push_str(if walk.is_some() {
+                " and (case when s.tags is null
+                    then exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)
+                    else exists (select 1 from json_each(s.tags) where json_each.value = ?) end)"
+            } else {
+                " and exists (select 1 from thread_tags g where g.thread_id = t.id and g.tag = ?)"
+            });
         }
         if query.cursor.is_some() {
             sql.push_str(&format!(
-                " and (t.pinned < ? or (t.pinned = ? and ({key_column} {cmp} ? or ({key_column} = ? and t.id {cmp} ?))))"
+                " and ({state}.pinned < ? or ({state}.pinned = ? and ({key_column} {cmp} ? or ({key_column} = ? and t.id {cmp} ?))))"
             ));
         }
-        sql.push_str(&format!(" order by t.pinned desc, {key_column} {dir}, t.id {dir} limit ?"));
-        let mut q = sqlx::query(&sql).bind(user.to_string()).bind(query.archived);
+        sql.push_str(&format!(" order by {state}.pinned desc, {key_column} {dir}, t.id {dir} limit ?"));
+        let mut q = sqlx::query(&sql);
+        if let Some(walk) = walk {
+            q = q.bind(user.to_string()).bind(walk);
+        }
+        q = q.bind(user.to_string()).bind(query.archived);
         for tag in &query.tags {
             q = q.bind(tag);
-        }
-        if let Some(snapshot) = snapshot {
-            q = q.bind(snapshot);
+            if walk.is_some() {
+                q = q.bind(tag);
+            }
         }
         if let Some(cursor) = &query.cursor {
             q = q.bind(cursor.pinned).bind(cursor.pinned);
@@ -343,7 +368,13 @@ impl Store for Sqlite {
             });
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of }),
+            (true, Some(last), Some(key)) => {
+                let (as_of, walk) = match &query.cursor {
+                    Some(cursor) => (cursor.as_of, cursor.walk.clone()),
+                    None => (Some(now().timestamp_micros()), Some(rows[0].try_get::<i64, _>("walk")?.to_string())),
+                };
+                Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of, walk })
+            }
             _ => None,
         };
         Ok(ThreadPage { threads, next })

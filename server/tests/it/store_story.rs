@@ -913,12 +913,25 @@ async fn listing_order_and_cursors(db: Db) {
     assert_eq!(newest.len(), 7);
 
     // A cursor of one sort does not fit another.
-    let cursor = ThreadCursor { pinned: false, key: CursorKey::Time(0), id: Uuid::now_v7(), as_of: None };
+    let real = s.list_threads(u, &ThreadQuery { limit: 1, ..ThreadQuery::default() }).await.unwrap().next.unwrap();
+    let cursor = ThreadCursor { key: CursorKey::Time(0), ..real.clone() };
     let wrong = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..query.clone() }).await;
     assert!(matches!(wrong, Err(StoreError::InvalidCursor)), "{wrong:?}");
-    let cursor = ThreadCursor { pinned: false, key: CursorKey::Text("a".into()), id: Uuid::now_v7(), as_of: None };
+    let cursor = ThreadCursor { key: CursorKey::Text("a".into()), ..real.clone() };
     let wrong = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..ThreadQuery::default() }).await;
     assert!(matches!(wrong, Err(StoreError::InvalidCursor)), "{wrong:?}");
+    // A forged walk mark or none at all is refused too, never a database error.
+    for walk in [None, Some(""), Some("x"), Some("1:2:3:4"), Some("'; drop table threads; --")] {
+        let cursor = ThreadCursor { walk: walk.map(str::to_owned), ..real.clone() };
+        let wrong = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..ThreadQuery::default() }).await;
+        assert!(matches!(wrong, Err(StoreError::InvalidCursor)), "{walk:?}: {wrong:?}");
+    }
+    // A walk that began too long ago has expired.
+    let old = chrono::Utc::now().timestamp_micros() - (store::WALK_LIFETIME_DAYS * 86_400_000_000 + 1_000_000);
+    let cursor = ThreadCursor { as_of: Some(old), ..real.clone() };
+    let expired = s.list_threads(u, &ThreadQuery { cursor: Some(cursor), ..ThreadQuery::default() }).await;
+    assert!(matches!(expired, Err(StoreError::ExpiredCursor)), "{expired:?}");
+    assert!(s.list_threads(u, &ThreadQuery { cursor: Some(real), ..ThreadQuery::default() }).await.is_ok());
 
     // Limits are clamped to 1..=100.
     let one = s.list_threads(u, &ThreadQuery { limit: 0, ..ThreadQuery::default() }).await.unwrap();
@@ -1339,43 +1352,79 @@ fn message_count_is_the_real_count(backend: Backend, test: &str) {
     });
 }
 
+/// A change made to the listing while a walk through its pages goes on.
+#[derive(Debug, Clone)]
+enum Change {
+    Create(&'static str),
+    Message(usize),
+    Rename(usize, &'static str),
+    Pin(usize, bool),
+    Archive(usize, bool),
+    Tag(usize, bool),
+    Delete(usize),
+}
+
 #[derive(Debug, Clone)]
 struct Paging {
-    /// Title (few distinct ones, so sort keys tie) and pinned flag of each thread.
-    threads: Vec<(String, bool)>,
+    /// Title (few distinct ones, so sort keys tie), pinned flag and whether it carries the tag "x", per thread.
+    threads: Vec<(String, bool, bool)>,
     page_size: u32,
     sort: ThreadSort,
     descending: bool,
-    /// How many threads to add before fetching each page after the first.
-    inserts: Vec<usize>,
+    /// List only the threads tagged "x".
+    filter: bool,
+    /// The changes made before fetching each page after the first; indexes pick an original thread.
+    changes: Vec<Vec<Change>>,
 }
 
 fn paging() -> impl Strategy<Value = Paging> {
-    let thread = (prop::sample::select(&["a", "b", "B", "é", "a b"][..]), prop::bool::weighted(0.2));
+    const TITLES: &[&str] = &["a", "b", "B", "é", "a b"];
+    let thread = (prop::sample::select(TITLES), prop::bool::weighted(0.2), any::<bool>());
     let sort = prop::sample::select(&[ThreadSort::UpdatedAt, ThreadSort::CreatedAt, ThreadSort::Title][..]);
-    (prop::collection::vec(thread, 0..20), 1u32..8, sort, any::<bool>(), prop::collection::vec(0usize..3, 0..8))
-        .prop_map(|(threads, page_size, sort, descending, inserts)| Paging {
-            threads: threads.into_iter().map(|(t, p)| (t.to_string(), p)).collect(),
+    let change = prop_oneof![
+        1 => prop::sample::select(TITLES).prop_map(Change::Create),
+        3 => any::<usize>().prop_map(Change::Message),
+        1 => (any::<usize>(), prop::sample::select(TITLES)).prop_map(|(i, t)| Change::Rename(i, t)),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(i, b)| Change::Pin(i, b)),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(i, b)| Change::Archive(i, b)),
+        1 => (any::<usize>(), any::<bool>()).prop_map(|(i, b)| Change::Tag(i, b)),
+        1 => any::<usize>().prop_map(Change::Delete),
+    ];
+    let changes = prop::collection::vec(prop::collection::vec(change, 0..4), 0..8);
+    (prop::collection::vec(thread, 0..20), 1u32..8, sort, any::<bool>(), prop::bool::weighted(0.3), changes).prop_map(
+        |(threads, page_size, sort, descending, filter, changes)| Paging {
+            threads: threads.into_iter().map(|(t, p, x)| (t.to_string(), p, x)).collect(),
             page_size,
             sort,
             descending,
-            inserts,
-        })
+            filter,
+            changes,
+        },
+    )
 }
 
 /// (10) Walking the pages gives exactly the unpaginated listing, in order, without duplicates or gaps; with
-/// threads added between pages, every original thread still comes exactly once.
+/// threads added, given messages, renamed, pinned, archived, re-tagged or deleted between pages, the walk
+/// still gives the listing as it was when it began, in that order, less the deleted threads.
 fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
-    check_property(backend, test, 24, paging(), |db, paging| async move {
+    check_property(backend, test, 32, paging(), |db, paging| async move {
         let s = &db.store;
         let u = new_user(s).await;
-        for (title, pinned) in &paging.threads {
-            let t = s.create_thread(u, title, &[]).await.unwrap();
+        let mut ids = Vec::new();
+        for (title, pinned, x) in &paging.threads {
+            let tags = if *x { tags(&["x"]) } else { Vec::new() };
+            let t = s.create_thread(u, title, &tags).await.unwrap();
             if *pinned {
                 s.update_thread(u, t.id, &ThreadPatch { pinned: Some(true), ..Default::default() }).await.unwrap();
             }
+            ids.push(t.id);
         }
-        let base = ThreadQuery { sort: paging.sort, descending: paging.descending, ..Default::default() };
+        let base = ThreadQuery {
+            sort: paging.sort,
+            descending: paging.descending,
+            tags: if paging.filter { tags(&["x"]) } else { Vec::new() },
+            ..Default::default()
+        };
         let everything = s.list_threads(u, &ThreadQuery { limit: 100, ..base.clone() }).await.unwrap();
         assert!(everything.next.is_none());
         let expected: Vec<Uuid> = everything.threads.iter().map(|t| t.id).collect();
@@ -1388,22 +1437,57 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
             .collect();
         assert_eq!(paged, expected);
 
-        // With new threads between pages: the originals all come, once each.
+        // With changes between pages: the listing as it was, less what was deleted.
         let mut query = ThreadQuery { limit: paging.page_size, ..base.clone() };
         let mut seen = Vec::new();
-        let mut inserts = paging.inserts.iter();
+        let mut deleted = HashSet::new();
+        let mut changes = paging.changes.iter();
         loop {
             let page = s.list_threads(u, &query).await.unwrap();
             assert!(page.threads.len() <= paging.page_size as usize);
             seen.extend(page.threads.iter().map(|t| t.id));
             let Some(next) = page.next else { break };
             query.cursor = Some(next);
-            for i in 0..inserts.next().copied().unwrap_or(0) {
-                s.create_thread(u, ["a", "b", "c"][i % 3], &[]).await.unwrap();
+            for change in changes.next().into_iter().flatten() {
+                let pick = |i: &usize| (!ids.is_empty()).then(|| ids[i % ids.len()]).filter(|id| !deleted.contains(id));
+                let patch = |i: &usize, patch: ThreadPatch| pick(i).map(|id| (id, patch));
+                let update = match change {
+                    Change::Create(title) => {
+                        s.create_thread(u, title, &tags(&["x"])).await.unwrap();
+                        None
+                    }
+                    Change::Message(i) => {
+                        if let Some(id) = pick(i) {
+                            say(s, u, id, "between pages").await;
+                        }
+                        None
+                    }
+                    Change::Rename(i, title) => {
+                        patch(i, ThreadPatch { title: Some(title.to_string()), ..Default::default() })
+                    }
+                    Change::Pin(i, on) => patch(i, ThreadPatch { pinned: Some(*on), ..Default::default() }),
+                    Change::Archive(i, on) => patch(i, ThreadPatch { archived: Some(*on), ..Default::default() }),
+                    Change::Tag(i, on) => {
+                        let tags = if *on { tags(&["x", "y"]) } else { tags(&["y"]) };
+                        patch(i, ThreadPatch { tags: Some(tags), ..Default::default() })
+                    }
+                    Change::Delete(i) => {
+                        if let Some(id) = pick(i) {
+                            s.delete_thread(u, id).await.unwrap();
+                            deleted.insert(id);
+                        }
+                        None
+                    }
+                };
+                if let Some((id, patch)) = update {
+                    s.update_thread(u, id, &patch).await.unwrap();
+                }
             }
         }
-        let unique: HashSet<Uuid> = seen.iter().copied().collect();
-        assert_eq!(unique.len(), seen.len(), "a thread came twice");
-        assert!(expected.iter().all(|id| unique.contains(id)), "a thread was skipped");
+        // A thread deleted after its page was read has come already; all others come iff not deleted.
+        let mut rest = expected.iter();
+        assert!(seen.iter().all(|id| rest.any(|e| e == id)), "not the start's listing in its order: {seen:?}");
+        let alive = |ids: &[Uuid]| ids.iter().copied().filter(|id| !deleted.contains(id)).collect::<Vec<_>>();
+        assert_eq!(alive(&seen), alive(&expected), "the walk differs from the listing at its start");
     });
 }
