@@ -320,13 +320,13 @@ impl Store for Postgres {
                         select v.thread_id, v.pinned, v.archived, v.title, v.updated_at, v.tags, v.existed
                             from changed c join thread_versions v on v.id = c.first
                     )
-                    select {THREAD_COLUMNS}, {key_column} as sort_key, '' as walk
+                    select {THREAD_COLUMNS}, {key_column} as sort_key, {state}.pinned as sort_pinned, '' as walk
                     from s join threads t on t.id = s.id where s.existed and s.archived = "
                 ));
             }
             None => {
                 q.push(format!(
-                    "select {THREAD_COLUMNS}, {key_column} as sort_key, pg_current_snapshot()::text as walk
+                    "select {THREAD_COLUMNS}, {key_column} as sort_key, {state}.pinned as sort_pinned, pg_current_snapshot()::text as walk
                     from threads t where t.user_id = "
                 ));
                 q.push_bind(user).push(" and t.archived = ");
@@ -367,19 +367,23 @@ impl Store for Postgres {
         let mut last_key = None;
         for row in rows.iter().take(limit as usize) {
             threads.push(thread_from_row(row)?);
-            last_key = Some(if text_key {
-                CursorKey::Text(row.try_get("sort_key")?)
-            } else {
-                CursorKey::Time(row.try_get::<DateTime<Utc>, _>("sort_key")?.timestamp_micros())
-            });
+            // The page shows current data, but the walk goes on from the state it was ordered by.
+            last_key = Some((
+                row.try_get::<bool, _>("sort_pinned")?,
+                if text_key {
+                    CursorKey::Text(row.try_get("sort_key")?)
+                } else {
+                    CursorKey::Time(row.try_get::<DateTime<Utc>, _>("sort_key")?.timestamp_micros())
+                },
+            ));
         }
         let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some(key)) => {
+            (true, Some(last), Some((pinned, key))) => {
                 let (as_of, walk) = match &query.cursor {
                     Some(cursor) => (cursor.as_of, cursor.walk.clone()),
                     None => (Some(now().timestamp_micros()), Some(rows[0].try_get::<String, _>("walk")?)),
                 };
-                Some(ThreadCursor { pinned: last.pinned, key, id: last.id, as_of, walk })
+                Some(ThreadCursor { pinned, key, id: last.id, as_of, walk })
             }
             _ => None,
         };

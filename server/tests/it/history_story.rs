@@ -12,7 +12,7 @@ use quire::http::export::{import_plan, thread_export};
 use quire::store::{
     self,
     history::{ImportMessage, ImportThread},
-    DynStore, NewArtifact, NewMessage, NewUser, StoreError, ThreadPatch, ThreadQuery, ThreadSort,
+    DynStore, NewArtifact, NewMessage, NewUser, StoreError, ThreadPatch,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -241,103 +241,8 @@ fn any_text() -> impl Strategy<Value = String> {
     "[^\u{0}]{0,40}"
 }
 
-properties!(pages_stay_exact_while_threads_change, export_import_export_is_identity);
-
-/// What happens between two pages of a walk.
-#[derive(Debug, Clone)]
-enum Change {
-    Insert,
-    Message(usize),
-    Rename(usize),
-    Pin(usize),
-    Archive(usize),
-}
-
-fn change() -> impl Strategy<Value = Change> {
-    prop_oneof![
-        Just(Change::Insert),
-        (0usize..64).prop_map(Change::Message),
-        (0usize..64).prop_map(Change::Rename),
-        (0usize..64).prop_map(Change::Pin),
-        (0usize..64).prop_map(Change::Archive),
-    ]
-}
-
-/// (1) While threads are added, get messages, are renamed, pinned or archived between pages, a walk never
-/// shows a thread twice, shows every thread that did not change exactly once and in the order of the listing
-/// it started from, and never shows a thread created after it started.
-fn pages_stay_exact_while_threads_change(backend: Backend, test: &str) {
-    let thread = (prop::sample::select(&["a", "b", "B", "é"][..]), prop::bool::weighted(0.2));
-    let sort = prop::sample::select(&[ThreadSort::UpdatedAt, ThreadSort::CreatedAt, ThreadSort::Title][..]);
-    let strategy = (
-        prop::collection::vec(thread, 1..20),
-        1u32..6,
-        sort,
-        any::<bool>(),
-        prop::collection::vec(prop::collection::vec(change(), 0..4), 0..8),
-    );
-    check_property(backend, test, CASES, strategy, |db, (threads, page_size, sort, descending, changes)| async move {
-        let s = &db.store;
-        let u = new_user(s).await;
-        let mut ids = Vec::new();
-        for (title, pinned) in &threads {
-            let t = s.create_thread(u, title, &[]).await.unwrap();
-            if *pinned {
-                s.update_thread(u, t.id, &ThreadPatch { pinned: Some(true), ..Default::default() }).await.unwrap();
-            }
-            ids.push(t.id);
-        }
-        let base = ThreadQuery { sort, descending, ..Default::default() };
-        let initial: Vec<Uuid> = s
-            .list_threads(u, &ThreadQuery { limit: 100, ..base.clone() })
-            .await
-            .unwrap()
-            .threads
-            .iter()
-            .map(|t| t.id)
-            .collect();
-
-        let mut query = ThreadQuery { limit: page_size, ..base };
-        let mut seen = Vec::new();
-        let mut changed = HashSet::new();
-        let mut batches = changes.iter();
-        loop {
-            let page = s.list_threads(u, &query).await.unwrap();
-            seen.extend(page.threads.iter().map(|t| t.id));
-            let Some(next) = page.next else { break };
-            query.cursor = Some(next);
-            for change in batches.next().into_iter().flatten() {
-                let pick = |i: &usize| ids[i % ids.len()];
-                match change {
-                    Change::Insert => drop(s.create_thread(u, "a", &[]).await.unwrap()),
-                    Change::Message(i) => drop(append(s, u, pick(i), Role::User, "news").await),
-                    Change::Rename(i) => {
-                        let patch = ThreadPatch { title: Some("B".into()), ..Default::default() };
-                        s.update_thread(u, pick(i), &patch).await.unwrap();
-                    }
-                    Change::Pin(i) => {
-                        let pinned = !s.get_thread(u, pick(i)).await.unwrap().pinned;
-                        let patch = ThreadPatch { pinned: Some(pinned), ..Default::default() };
-                        s.update_thread(u, pick(i), &patch).await.unwrap();
-                    }
-                    Change::Archive(i) => {
-                        let patch = ThreadPatch { archived: Some(true), ..Default::default() };
-                        s.update_thread(u, pick(i), &patch).await.unwrap();
-                    }
-                }
-                if let Change::Message(i) | Change::Rename(i) | Change::Pin(i) | Change::Archive(i) = change {
-                    changed.insert(ids[i % ids.len()]);
-                }
-            }
-        }
-        let unique: HashSet<Uuid> = seen.iter().copied().collect();
-        assert_eq!(unique.len(), seen.len(), "a thread came twice");
-        let originals: HashSet<Uuid> = initial.iter().copied().collect();
-        assert!(unique.is_subset(&originals), "a thread created during the walk came on a later page");
-        let steady = |list: &[Uuid]| list.iter().copied().filter(|id| !changed.contains(id)).collect::<Vec<_>>();
-        assert_eq!(steady(&seen), steady(&initial), "unchanged threads missing or out of order");
-    });
-}
+// Pages under changes: `store_story::pages_cover_the_listing_exactly`.
+properties!(export_import_export_is_identity);
 
 /// (assistant?, text, status, input tokens, output tokens, model)
 type MessageSpec = (bool, String, MessageStatus, u32, u32, Option<String>);
