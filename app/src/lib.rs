@@ -18,6 +18,7 @@ use crate::api::UserProfile;
 use crate::components::sidebar::Sidebar;
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::{ChatPage, ChatState};
+use crate::routes::search::SearchPage;
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -58,7 +59,7 @@ fn is_auth_page(path: &str) -> bool {
     matches!(path, "/signin" | "/signup")
 }
 
-/// The application: sidebar of conversations and the chat view; sign-in and sign-up pages.
+/// The application: sidebar of conversations, the chat view and the search page; sign-in and sign-up pages.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -114,6 +115,7 @@ fn Layout() -> impl IntoView {
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
                     <Route path=path!("/") view=ChatPage/>
                     <Route path=path!("/c/:id") view=ChatPage/>
+                    <Route path=path!("/search") view=SearchPage/>
                     <Route path=path!("/signin") view=SignInPage/>
                     <Route path=path!("/signup") view=SignUpPage/>
                 </Routes>

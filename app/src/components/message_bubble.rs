@@ -1,19 +1,24 @@
 //! One chat message as a bubble.
 
 use leptos::prelude::*;
+use uuid::Uuid;
 
 use crate::api::{MessageStatus, Role};
 use crate::markdown::to_safe_html;
 
 /// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
+/// `id` is the saved message's id (search results point at it); `highlighted` marks the message a search opened.
 #[component]
 pub fn MessageBubble(
     role: Role,
     #[prop(into)] content: Signal<String>,
     #[prop(into, optional)] status: Option<Signal<MessageStatus>>,
     #[prop(optional)] streaming: bool,
+    #[prop(optional)] id: Option<Uuid>,
+    #[prop(into, optional)] highlighted: Option<Signal<bool>>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
+    let highlighted = highlighted.unwrap_or_else(|| Signal::stored(false));
     let (testid, label) = match role {
         Role::User => ("message-user", "You"),
         Role::Assistant => ("message-assistant", "Assistant"),
@@ -37,6 +42,9 @@ pub fn MessageBubble(
             data-testid=testid
             aria-label=label
             aria-busy=move || streaming.to_string()
+            data-message-id=id.map(|id| id.to_string())
+            class:highlighted=move || highlighted.get()
+            aria-current=move || highlighted.get().then_some("true")
         >
             {body}
             {move || note().map(|n| view! { <p class="bubble-note">{n}</p> })}

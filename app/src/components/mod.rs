@@ -3,5 +3,8 @@
 pub mod artifact_card;
 pub mod generate_menu;
 pub mod message_bubble;
+pub mod modal;
+pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;
+pub mod thread_item;
