@@ -123,7 +123,9 @@ pub fn ThreadItem(
             <a href=href class="thread-link" aria-current=move || current.get().then_some("page")>
                 <span class="thread-title">
                     {pinned.then(|| view! {
-                        <span class="pin-mark" aria-hidden="true" title="Pinned">"📌"</span>
+                        <svg class="pin-mark" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
+                            <path fill="currentColor" d="M5 1h6v1.5l-1 1V7l2.5 2.5V11H8.75v4L8 16l-.75-1v-4H3.5V9.5L6 7V3.5l-1-1z"/>
+                        </svg>
                         <span class="visually-hidden">"Pinned: "</span>
                     })}
                     {title.clone()}

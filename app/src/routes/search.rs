@@ -220,7 +220,7 @@ pub fn SearchPage() -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
+    use chrono::{DateTime, Utc};
 
     #[test]
     fn snippets_keep_only_marks_as_markup() {
@@ -247,7 +247,7 @@ mod tests {
             artifact_id: None,
             role: Some(Role::User),
             snippet: String::new(),
-            created_at: Utc::now(),
+            created_at: DateTime::<Utc>::default(),
         }
     }
 
