@@ -148,7 +148,10 @@ pub fn ThreadItem(
                 <span aria-hidden="true">"⋯"</span>
             </button>
             <Show when=open>
-                <div class="menu-backdrop" on:click=move |_| menu.set(None)></div>
+                <div class="menu-backdrop" on:click={
+                    let close_to_button = close_to_button.clone();
+                    move |_| close_to_button()
+                }></div>
                 <ul class="thread-menu" role="menu" aria-label=menu_label.clone() node_ref=menu_ref on:keydown=on_menu_key.clone()>
                     {entries
                         .into_iter()
