@@ -120,7 +120,15 @@ test('rename, tag, pin, archive and delete a conversation from its menu', async 
   const items = page.getByTestId('thread-item');
   await expect(items).toHaveCount(3);
 
-  // Rename, by keyboard: the menu focuses its first entry; Escape in the dialog would cancel.
+  // Escape closes a dialog without change and gives focus back to the conversation's options button.
+  await openMenu(page, 'Beta plan');
+  await choose(page, 'Rename');
+  await expect(page.getByRole('dialog', { name: 'Rename conversation' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(page.getByRole('dialog')).toHaveCount(0);
+  await expect(item(page, 'Beta plan').getByRole('button', { name: /Conversation options/ })).toBeFocused();
+
+  // Rename, by keyboard: the menu focuses its first entry, arrows move between entries.
   await item(page, 'Beta plan').getByRole('button', { name: /Conversation options/ }).focus();
   await page.keyboard.press('Enter');
   await expect(page.getByRole('menuitem', { name: 'Rename' })).toBeFocused();
@@ -216,6 +224,9 @@ test('the list of conversations loads more as it is scrolled', async ({ page }) 
   await expect(items).toHaveCount(50);
   await expect(items.first()).toContainText('Topic 01');
   await expect(items.last()).toContainText('Topic 50');
+  // Nothing more comes before the list is scrolled.
+  await expect(page.getByRole('status').filter({ hasText: 'Loading' })).toHaveCount(0);
+  expect(await items.count()).toBe(50);
 
   await page.locator('.thread-scroll').hover();
   await page.mouse.wheel(0, 10_000);
