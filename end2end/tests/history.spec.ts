@@ -71,8 +71,8 @@ test('search finds an earlier message and opens it, scrolled into view and highl
   const filler = (i: number) =>
     `Point ${i}: the dispatch board lists every open job with its address, its due time and who takes it. ` +
     'Managers reassign jobs by dragging them; technicians confirm on their phones.';
-  const long = Array.from({ length: 24 }, (_, i) => filler(i));
-  long[2] = 'The forklift telemetry must use the zephyrine protocol on every charging dock.';
+  const long = Array.from({ length: 48 }, (_, i) => filler(i));
+  long[24] = 'The forklift telemetry must use the zephyrine protocol on every charging dock.';
   await importConversations(page, [
     conversation('Warehouse robots', long, { minutesAgo: 30 }),
     conversation('Vendor shortlist', ['Ask the vendors whether they support zephyrine.', 'Noted.'], { minutesAgo: 5 }),
@@ -103,12 +103,14 @@ test('search finds an earlier message and opens it, scrolled into view and highl
 
   await warehouse.getByTestId('search-result').click();
   await expect(page).toHaveURL(/\/c\/[0-9a-f-]{36}\?m=[0-9a-f-]{36}$/);
-  await expect(page.getByTestId('message-user')).toHaveCount(12);
+  await expect(page.getByTestId('message-user')).toHaveCount(24);
   const highlighted = page.locator('[data-testid="message-user"][aria-current="true"]');
   await expect(highlighted).toHaveCount(1);
   await expect(highlighted).toContainText('zephyrine protocol');
   await expect(highlighted).toBeInViewport();
-  // The conversation is taller than the window: the view went to the hit, not to the end.
+  // The hit is in the middle of a conversation much taller than the window: the view went to it, neither staying
+  // at the start nor following to the end.
+  await expect(page.getByTestId('message-user').first()).not.toBeInViewport();
   await expect(page.getByTestId('message-assistant').last()).not.toBeInViewport();
 });
 
