@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod components;
+pub mod format;
 pub mod markdown;
 pub mod routes;
 
@@ -15,9 +16,11 @@ use leptos_router::{
 };
 
 use crate::api::UserProfile;
+use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::{ChatPage, ChatState};
+use crate::routes::stats::StatsPage;
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -58,7 +61,7 @@ fn is_auth_page(path: &str) -> bool {
     matches!(path, "/signin" | "/signup")
 }
 
-/// The application: sidebar of conversations and the chat view; sign-in and sign-up pages.
+/// The application: sidebar of conversations, the chat view and the stats page; sign-in and sign-up pages.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -111,9 +114,13 @@ fn Layout() -> impl IntoView {
                 <Sidebar/>
             </Show>
             <main class="main">
+                <Show when=move || !auth_page()>
+                    <AppBar/>
+                </Show>
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
                     <Route path=path!("/") view=ChatPage/>
                     <Route path=path!("/c/:id") view=ChatPage/>
+                    <Route path=path!("/stats") view=StatsPage/>
                     <Route path=path!("/signin") view=SignInPage/>
                     <Route path=path!("/signup") view=SignUpPage/>
                 </Routes>

@@ -2,16 +2,21 @@
 
 use leptos::prelude::*;
 
+use uuid::Uuid;
+
 use crate::api::{MessageStatus, Role};
+use crate::components::model_context::ModelContext;
 use crate::markdown::to_safe_html;
 
-/// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
+/// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain. A saved
+/// answer (`saved`: its id and its thread's) offers "What the model saw".
 #[component]
 pub fn MessageBubble(
     role: Role,
     #[prop(into)] content: Signal<String>,
     #[prop(into, optional)] status: Option<Signal<MessageStatus>>,
     #[prop(optional)] streaming: bool,
+    #[prop(optional)] saved: Option<(Uuid, Uuid)>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
     let (testid, label) = match role {
@@ -40,6 +45,9 @@ pub fn MessageBubble(
         >
             {body}
             {move || note().map(|n| view! { <p class="bubble-note">{n}</p> })}
+            {saved.filter(|_| role == Role::Assistant && !streaming).map(|(message_id, thread_id)| view! {
+                <ModelContext message_id thread_id/>
+            })}
         </article>
     }
 }

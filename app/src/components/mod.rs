@@ -1,7 +1,10 @@
 //! Reusable pieces of the interface, named after what people see.
 
+pub mod app_bar;
 pub mod artifact_card;
+pub mod day_chart;
 pub mod generate_menu;
 pub mod message_bubble;
+pub mod model_context;
 pub mod sidebar;
 pub mod theme_toggle;

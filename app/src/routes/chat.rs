@@ -131,6 +131,11 @@ impl ChatState {
 }
 
 impl ChatState {
+    /// The conversation open in the chat view (it stays open while another page is shown).
+    pub fn open_thread(&self) -> Option<Uuid> {
+        self.current.get()
+    }
+
     /// Forgets the conversation on screen (after signing out).
     pub fn clear(&self) {
         self.current.set(None);
@@ -418,6 +423,12 @@ pub fn ChatPage() -> impl IntoView {
         <section class="chat" aria-label="Conversation">
             <header class="chat-head">
                 <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
+                {move || current.get().map(|id| view! {
+                    <div class="chat-actions" role="group" aria-label="Export conversation">
+                        <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
+                        <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>
+                    </div>
+                })}
             </header>
             <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
                 {move || (messages.with(Vec::is_empty) && live.with(Option::is_none) && artifacts.with(Vec::is_empty)).then(|| view! {
@@ -425,7 +436,9 @@ pub fn ChatPage() -> impl IntoView {
                 })}
                 <For each=timeline key=Row::key let:row>
                     {match row {
-                        Row::Message(m) => view! { <MessageBubble role=m.role content=m.content.clone() status=m.status/> }.into_any(),
+                        Row::Message(m) => view! {
+                            <MessageBubble role=m.role content=m.content.clone() status=m.status saved=(m.id, m.thread_id)/>
+                        }.into_any(),
                         Row::Document(a) => view! { <ArtifactCard artifact=a on_open=open_card/> }.into_any(),
                     }}
                 </For>

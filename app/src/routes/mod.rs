@@ -2,3 +2,4 @@
 
 pub mod auth;
 pub mod chat;
+pub mod stats;
