@@ -10,8 +10,8 @@ use web_sys::ReadableStreamDefaultReader;
 
 use super::sse::SseDecoder;
 use super::{
-    AuthResponse, ChatEvent, ChatRequest, CreateThread, ErrorBody, LoginRequest, RegisterRequest, SearchResults,
-    Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
+    AuthResponse, ChatEvent, ChatRequest, ContextRecord, CreateThread, ErrorBody, HistoryStats, ImportResult,
+    LoginRequest, RegisterRequest, SearchResults, Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
 };
 
 /// Conversations per page of the sidebar.
@@ -181,6 +181,35 @@ pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
     } else {
         Err(error_of(response).await)
     }
+}
+
+/// `GET /api/stats`.
+pub async fn stats() -> ApiResult<HistoryStats> {
+    let response = Request::get("/api/stats").send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `GET /api/messages/{id}/context`: what the model saw for an answer.
+pub async fn message_context(id: Uuid) -> ApiResult<ContextRecord> {
+    let response = Request::get(&format!("/api/messages/{id}/context")).send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `POST /api/threads/import` with the text of an export file, sent as it is.
+pub async fn import_threads(json: String) -> ApiResult<ImportResult> {
+    let response = Request::post("/api/threads/import")
+        .header("Content-Type", "application/json")
+        .body(json)
+        .map_err(network_error)?
+        .send()
+        .await
+        .map_err(network_error)?;
+    read_json(response).await
+}
+
+/// Where a conversation's export downloads from (`format` is `json` or `markdown`).
+pub fn thread_export_url(id: Uuid, format: &str) -> String {
+    format!("/api/threads/{id}/export?format={format}")
 }
 
 /// Reads a `text/event-stream` response incrementally (fetch + readable stream: EventSource cannot POST).

@@ -140,6 +140,11 @@ impl ChatState {
         }
     }
 
+    /// The conversation open in the chat view (it stays open while another page is shown).
+    pub fn open_thread(&self) -> Option<Uuid> {
+        self.current.get()
+    }
+
     /// Forgets the conversation on screen (after signing out).
     pub fn clear(&self) {
         self.current.set(None);
@@ -449,9 +454,7 @@ pub fn ChatPage() -> impl IntoView {
 
     view! {
         <section class="chat" aria-label="Conversation">
-            <header class="chat-head">
-                <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
-            </header>
+            <ChatHeader title current/>
             <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
                 {move || (messages.with(Vec::is_empty) && live.with(Option::is_none) && artifacts.with(Vec::is_empty)).then(|| view! {
                     <p class="empty">"Describe what you are building. Quire keeps track of your requirements and drafts documents from them."</p>
@@ -461,7 +464,9 @@ pub fn ChatPage() -> impl IntoView {
                         Row::Message(m) => {
                             let id = m.id;
                             let highlighted = Signal::derive(move || target.get() == Some(id));
-                            view! { <MessageBubble role=m.role content=m.content.clone() status=m.status id highlighted/> }.into_any()
+                            view! {
+                                <MessageBubble role=m.role content=m.content.clone() status=m.status saved=(m.id, m.thread_id) highlighted/>
+                            }.into_any()
                         }
                         Row::Document(a) => view! { <ArtifactCard artifact=a on_open=open_card/> }.into_any(),
                     }}
@@ -514,6 +519,24 @@ pub fn ChatPage() -> impl IntoView {
             })}
         </section>
     }
+}
+
+/// The conversation's title and its downloads (once it exists).
+#[component]
+fn ChatHeader(title: RwSignal<String>, current: RwSignal<Option<Uuid>>) -> impl IntoView {
+    // Erased: the chat page's view type is deep enough without this one nested in it.
+    view! {
+        <header class="chat-head">
+            <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
+            {move || current.get().map(|id| view! {
+                <div class="chat-actions" role="group" aria-label="Export conversation">
+                    <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
+                    <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>
+                </div>
+            })}
+        </header>
+    }
+    .into_any()
 }
 
 /// Copies a code block when its "Copy" button (rendered with the Markdown) is clicked.

@@ -3,3 +3,4 @@
 pub mod auth;
 pub mod chat;
 pub mod search;
+pub mod stats;
