@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod components;
+pub mod format;
 pub mod markdown;
 pub mod routes;
 
@@ -15,9 +16,12 @@ use leptos_router::{
 };
 
 use crate::api::UserProfile;
+use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::{ChatPage, ChatState};
+use crate::routes::search::SearchPage;
+use crate::routes::stats::StatsPage;
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -58,7 +62,7 @@ fn is_auth_page(path: &str) -> bool {
     matches!(path, "/signin" | "/signup")
 }
 
-/// The application: sidebar of conversations and the chat view; sign-in and sign-up pages.
+/// The application: sidebar of conversations, the chat view, the search and stats pages; sign-in and sign-up pages.
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
@@ -111,9 +115,14 @@ fn Layout() -> impl IntoView {
                 <Sidebar/>
             </Show>
             <main class="main">
+                <Show when=move || !auth_page()>
+                    <AppBar/>
+                </Show>
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
                     <Route path=path!("/") view=ChatPage/>
                     <Route path=path!("/c/:id") view=ChatPage/>
+                    <Route path=path!("/search") view=SearchPage/>
+                    <Route path=path!("/stats") view=StatsPage/>
                     <Route path=path!("/signin") view=SignInPage/>
                     <Route path=path!("/signup") view=SignUpPage/>
                 </Routes>

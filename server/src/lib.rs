@@ -1,5 +1,9 @@
 //! The Quire server: HTTP API, server-side rendering of the Leptos app, storage and the chat engine.
 
+// Rendering the chat page on the server nests deep view types (Leptos' typed views); the default limit of
+// 128 is just too small for it in test builds.
+#![recursion_limit = "256"]
+
 pub mod artifacts;
 pub mod attachments;
 pub mod auth;

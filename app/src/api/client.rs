@@ -10,9 +10,14 @@ use web_sys::ReadableStreamDefaultReader;
 
 use super::sse::SseDecoder;
 use super::{
-    AuthResponse, ChatEvent, ChatRequest, CreateThread, ErrorBody, LoginRequest, RegisterRequest, Thread, ThreadDetail,
-    ThreadList, UserProfile,
+    AuthResponse, ChatEvent, ChatRequest, ContextRecord, CreateThread, ErrorBody, HistoryStats, ImportResult,
+    LoginRequest, RegisterRequest, SearchResults, Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
 };
+
+/// Conversations per page of the sidebar.
+pub const THREAD_PAGE: u32 = 50;
+/// Search hits per page.
+pub const SEARCH_PAGE: u32 = 20;
 
 /// A failed call, with a message fit to show.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,9 +84,49 @@ pub async fn me() -> ApiResult<UserProfile> {
     read_json(response).await
 }
 
-/// `GET /api/threads`.
-pub async fn list_threads() -> ApiResult<ThreadList> {
-    let response = Request::get("/api/threads").send().await.map_err(network_error)?;
+/// `GET /api/threads`: one page of the active (or the archived) conversations; `cursor` continues a walk.
+pub async fn list_threads(archived: bool, cursor: Option<&str>) -> ApiResult<ThreadList> {
+    let limit = THREAD_PAGE.to_string();
+    let mut query = vec![("limit", limit.as_str())];
+    if archived {
+        query.push(("archived", "true"));
+    }
+    if let Some(cursor) = cursor {
+        query.push(("cursor", cursor));
+    }
+    let response = Request::get("/api/threads").query(query).send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `PATCH /api/threads/{id}`.
+pub async fn update_thread(id: Uuid, body: &UpdateThread) -> ApiResult<Thread> {
+    let response = Request::patch(&format!("/api/threads/{id}"))
+        .json(body)
+        .map_err(network_error)?
+        .send()
+        .await
+        .map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `DELETE /api/threads/{id}`.
+pub async fn delete_thread(id: Uuid) -> ApiResult<()> {
+    let response = Request::delete(&format!("/api/threads/{id}")).send().await.map_err(network_error)?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(error_of(response).await)
+    }
+}
+
+/// `GET /api/search`: one page of hits for `q`; `cursor` asks for the next one.
+pub async fn search(q: &str, cursor: Option<&str>) -> ApiResult<SearchResults> {
+    let limit = SEARCH_PAGE.to_string();
+    let mut query = vec![("q", q), ("limit", limit.as_str())];
+    if let Some(cursor) = cursor {
+        query.push(("cursor", cursor));
+    }
+    let response = Request::get("/api/search").query(query).send().await.map_err(network_error)?;
     read_json(response).await
 }
 
@@ -136,6 +181,35 @@ pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
     } else {
         Err(error_of(response).await)
     }
+}
+
+/// `GET /api/stats`.
+pub async fn stats() -> ApiResult<HistoryStats> {
+    let response = Request::get("/api/stats").send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `GET /api/messages/{id}/context`: what the model saw for an answer.
+pub async fn message_context(id: Uuid) -> ApiResult<ContextRecord> {
+    let response = Request::get(&format!("/api/messages/{id}/context")).send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `POST /api/threads/import` with the text of an export file, sent as it is.
+pub async fn import_threads(json: String) -> ApiResult<ImportResult> {
+    let response = Request::post("/api/threads/import")
+        .header("Content-Type", "application/json")
+        .body(json)
+        .map_err(network_error)?
+        .send()
+        .await
+        .map_err(network_error)?;
+    read_json(response).await
+}
+
+/// Where a conversation's export downloads from (`format` is `json` or `markdown`).
+pub fn thread_export_url(id: Uuid, format: &str) -> String {
+    format!("/api/threads/{id}/export?format={format}")
 }
 
 /// Reads a `text/event-stream` response incrementally (fetch + readable stream: EventSource cannot POST).

@@ -1,4 +1,4 @@
-//! Wire types of the conversation history: search, stats, export and import.
+//! Wire types of the conversation history: search, stats, export and import, and what the model saw.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
@@ -59,13 +59,16 @@ pub struct TagCount {
     pub count: u64,
 }
 
-/// Tokens metered on one UTC day.
+/// Activity and tokens metered on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct DayTokens {
     pub day: NaiveDate,
     pub input_tokens: u64,
     pub output_tokens: u64,
+    /// Messages (the person's and the assistant's) written that day.
+    #[serde(default)]
+    pub messages: u64,
 }
 
 /// How many documents of one type exist.
@@ -93,7 +96,7 @@ pub struct HistoryStats {
     /// Tokens sent to and received from models, as metered (imported history costs none).
     pub input_tokens: u64,
     pub output_tokens: u64,
-    /// The last 30 UTC days, oldest first, today last; days without use are zero.
+    /// The last 30 UTC days, oldest first, today last: tokens and messages; days without use are zero.
     pub tokens_per_day: Vec<DayTokens>,
     /// Documents by type, most first (ties by type name).
     pub artifacts_by_type: Vec<TypeCount>,
@@ -199,4 +202,25 @@ pub struct AccountExport {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ImportResult {
     pub threads: Vec<Thread>,
+}
+
+/// `GET /api/messages/{id}/context`: what the model saw for one answer, kept with the answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ContextRecord {
+    /// Messages sent, in order.
+    pub included: Vec<Uuid>,
+    /// Messages left out because their request was already fulfilled (or, for answers without a request,
+    /// because they cannot start a conversation).
+    pub filtered: Vec<Uuid>,
+    /// Messages left out to fit the budget.
+    pub truncated: Vec<Uuid>,
+    /// Tokens of the messages sent (system prompt and tools not counted).
+    pub tokens: usize,
+    pub budget: usize,
+    pub provider: String,
+    pub model: String,
+    /// The note that stood in for dropped turns, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }

@@ -1,19 +1,26 @@
 //! One chat message as a bubble.
 
 use leptos::prelude::*;
+use uuid::Uuid;
 
 use crate::api::{MessageStatus, Role};
+use crate::components::model_context::ModelContext;
 use crate::markdown::to_safe_html;
 
 /// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
+/// `saved` is the saved message's id and its thread's: search results point at the message, and a saved answer
+/// offers "What the model saw"; `highlighted` marks the message a search opened.
 #[component]
 pub fn MessageBubble(
     role: Role,
     #[prop(into)] content: Signal<String>,
     #[prop(into, optional)] status: Option<Signal<MessageStatus>>,
     #[prop(optional)] streaming: bool,
+    #[prop(optional)] saved: Option<(Uuid, Uuid)>,
+    #[prop(into, optional)] highlighted: Option<Signal<bool>>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
+    let highlighted = highlighted.unwrap_or_else(|| Signal::stored(false));
     let (testid, label) = match role {
         Role::User => ("message-user", "You"),
         Role::Assistant => ("message-assistant", "Assistant"),
@@ -37,9 +44,15 @@ pub fn MessageBubble(
             data-testid=testid
             aria-label=label
             aria-busy=move || streaming.to_string()
+            data-message-id=saved.map(|(id, _)| id.to_string())
+            class:highlighted=move || highlighted.get()
+            aria-current=move || highlighted.get().then_some("true")
         >
             {body}
             {move || note().map(|n| view! { <p class="bubble-note">{n}</p> })}
+            {saved.filter(|_| role == Role::Assistant && !streaming).map(|(message_id, thread_id)| view! {
+                <ModelContext message_id thread_id/>
+            })}
         </article>
     }
 }

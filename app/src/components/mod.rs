@@ -1,7 +1,13 @@
 //! Reusable pieces of the interface, named after what people see.
 
+pub mod app_bar;
 pub mod artifact_card;
+pub mod day_chart;
 pub mod generate_menu;
 pub mod message_bubble;
+pub mod modal;
+pub mod model_context;
+pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;
+pub mod thread_item;

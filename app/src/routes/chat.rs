@@ -3,11 +3,13 @@
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::{use_navigate, use_params_map};
+use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use leptos_router::NavigateOptions;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role};
+use crate::api::{
+    client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role, Thread,
+};
 use crate::components::artifact_card::{ArtifactCard, ArtifactViewer};
 use crate::components::generate_menu::GenerateMenu;
 use crate::components::message_bubble::MessageBubble;
@@ -131,6 +133,18 @@ impl ChatState {
 }
 
 impl ChatState {
+    /// Shows a new title when the conversation on screen was renamed elsewhere (the sidebar).
+    pub fn renamed(&self, thread: &Thread) {
+        if self.current.get_untracked() == Some(thread.id) {
+            self.title.set(thread.title.clone());
+        }
+    }
+
+    /// The conversation open in the chat view (it stays open while another page is shown).
+    pub fn open_thread(&self) -> Option<Uuid> {
+        self.current.get()
+    }
+
     /// Forgets the conversation on screen (after signing out).
     pub fn clear(&self) {
         self.current.set(None);
@@ -194,6 +208,7 @@ fn rows(messages: &[Message], artifacts: &[Artifact], live_ids: &[Uuid]) -> Vec<
 #[component]
 pub fn ChatPage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let navigate = use_navigate();
     let changed = expect_context::<ThreadsChanged>();
     let state = expect_context::<ChatState>();
@@ -203,10 +218,15 @@ pub fn ChatPage() -> impl IntoView {
     let follow = RwSignal::new(true);
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
-    // `current` is set before navigating to a thread this page just created, so it is not reloaded.
+    // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
+    let target = Memo::new(move |_| query.with(|q| q.get("m").and_then(|s| Uuid::parse_str(&s).ok())));
+    // `current` is set before navigating to a thread this page just created, so it is not reloaded (unless the
+    // message asked for is not among those on screen, e.g. one sent from this page before the server named it).
     Effect::new(move |_| {
         let id = route_id();
-        if id == current.get_untracked() && id.is_some() {
+        let wanted = target.get();
+        let on_screen = wanted.is_none_or(|m| messages.with_untracked(|list| list.iter().any(|x| x.id == m)));
+        if id == current.get_untracked() && id.is_some() && on_screen {
             return;
         }
         state.reset(id);
@@ -249,6 +269,24 @@ pub fn ChatPage() -> impl IntoView {
                 el.set_scroll_top(el.scroll_height());
             }
         }
+    });
+    // Bring the message a search opened into view once it is drawn (after the follow effect's scroll).
+    Effect::new(move |_| {
+        let Some(wanted) = target.get() else { return };
+        if !messages.with(|list| list.iter().any(|m| m.id == wanted)) {
+            return;
+        }
+        follow.set(false);
+        request_animation_frame(move || {
+            let selector = format!("[data-message-id=\"{wanted}\"]");
+            let element =
+                web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(&selector).ok().flatten());
+            if let Some(element) = element {
+                let options = web_sys::ScrollIntoViewOptions::new();
+                options.set_block(web_sys::ScrollLogicalPosition::Center);
+                element.scroll_into_view_with_scroll_into_view_options(&options);
+            }
+        });
     });
     let on_scroll = move |_| {
         if let Some(el) = scroller.get_untracked() {
@@ -416,16 +454,20 @@ pub fn ChatPage() -> impl IntoView {
 
     view! {
         <section class="chat" aria-label="Conversation">
-            <header class="chat-head">
-                <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
-            </header>
+            <ChatHeader title current/>
             <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
                 {move || (messages.with(Vec::is_empty) && live.with(Option::is_none) && artifacts.with(Vec::is_empty)).then(|| view! {
                     <p class="empty">"Describe what you are building. Quire keeps track of your requirements and drafts documents from them."</p>
                 })}
                 <For each=timeline key=Row::key let:row>
                     {match row {
-                        Row::Message(m) => view! { <MessageBubble role=m.role content=m.content.clone() status=m.status/> }.into_any(),
+                        Row::Message(m) => {
+                            let id = m.id;
+                            let highlighted = Signal::derive(move || target.get() == Some(id));
+                            view! {
+                                <MessageBubble role=m.role content=m.content.clone() status=m.status saved=(m.id, m.thread_id) highlighted/>
+                            }.into_any()
+                        }
                         Row::Document(a) => view! { <ArtifactCard artifact=a on_open=open_card/> }.into_any(),
                     }}
                 </For>
@@ -477,6 +519,24 @@ pub fn ChatPage() -> impl IntoView {
             })}
         </section>
     }
+}
+
+/// The conversation's title and its downloads (once it exists).
+#[component]
+fn ChatHeader(title: RwSignal<String>, current: RwSignal<Option<Uuid>>) -> impl IntoView {
+    // Erased: the chat page's view type is deep enough without this one nested in it.
+    view! {
+        <header class="chat-head">
+            <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
+            {move || current.get().map(|id| view! {
+                <div class="chat-actions" role="group" aria-label="Export conversation">
+                    <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
+                    <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>
+                </div>
+            })}
+        </header>
+    }
+    .into_any()
 }
 
 /// Copies a code block when its "Copy" button (rendered with the Markdown) is clicked.

@@ -2,3 +2,5 @@
 
 pub mod auth;
 pub mod chat;
+pub mod search;
+pub mod stats;

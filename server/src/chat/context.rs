@@ -8,8 +8,8 @@
 
 use std::collections::HashSet;
 
+pub use app::api::ContextRecord;
 use app::api::{Artifact, Message, Role};
-use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::llm::{self, Part};
@@ -17,26 +17,6 @@ use crate::tokens::count_tokens;
 
 /// Default token budget for the conversation sent to the model.
 pub const DEFAULT_BUDGET: usize = 24_000;
-
-/// The record of what the model saw for one answer, kept with the answer.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct ContextRecord {
-    /// Messages sent, in order.
-    pub included: Vec<Uuid>,
-    /// Messages left out because their request was already fulfilled (or, for answers without a request,
-    /// because they cannot start a conversation).
-    pub filtered: Vec<Uuid>,
-    /// Messages left out to fit the budget.
-    pub truncated: Vec<Uuid>,
-    /// Tokens of the messages sent (system prompt and tools not counted).
-    pub tokens: usize,
-    pub budget: usize,
-    pub provider: String,
-    pub model: String,
-    /// The note that stood in for dropped turns, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-}
 
 /// What the context is built from.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,8 @@
 //! Conversations: create, list, show, change, delete.
 
-use app::api::{CreateThread, Thread, ThreadDetail, ThreadList, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS};
+use app::api::{
+    CreateThread, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS,
+};
 use axum::{
     http::StatusCode,
     response::IntoResponse,
@@ -163,16 +165,6 @@ pub async fn get_thread(
         state.store.latest_turn(user.id, id),
     )?;
     Ok(Json(ThreadDetail { thread, messages, artifacts, running: turn.is_some_and(|t| t.running) }))
-}
-
-/// `PATCH /api/threads/{id}`.
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateThread {
-    title: Option<String>,
-    tags: Option<Vec<String>>,
-    pinned: Option<bool>,
-    archived: Option<bool>,
 }
 
 /// `PATCH /api/threads/{id}`.

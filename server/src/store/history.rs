@@ -2,7 +2,7 @@
 //! for statistics.
 
 use app::api::{ArtifactType, DayTokens, MessageStatus, Role, Usage};
-use chrono::{DateTime, Days, NaiveDate, Utc};
+use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
 
 /// How many days of token use the statistics show.
 pub const STATS_DAYS: u64 = 30;
@@ -55,14 +55,30 @@ pub fn stats_window_start(today: NaiveDate) -> NaiveDate {
     today.checked_sub_days(Days::new(STATS_DAYS - 1)).unwrap_or(today)
 }
 
-/// One entry per day of the window ending `today`, oldest first, from the days that had use.
-pub fn fill_days(today: NaiveDate, used: &[DayTokens]) -> Vec<DayTokens> {
+/// The window ending `today` as times: from its first midnight (UTC, inclusive) to the midnight after `today`
+/// (exclusive).
+pub fn stats_window_bounds(today: NaiveDate) -> (DateTime<Utc>, DateTime<Utc>) {
+    let from = stats_window_start(today).and_time(NaiveTime::MIN).and_utc();
+    let until = today.succ_opt().unwrap_or(today).and_time(NaiveTime::MIN).and_utc();
+    (from, until)
+}
+
+/// One entry per day of the window ending `today`, oldest first, from the days that had use (`used`) and the
+/// number of messages written on each day that had any (`messages`).
+pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u64)]) -> Vec<DayTokens> {
     let start = stats_window_start(today);
     start
         .iter_days()
         .take_while(|day| *day <= today)
         .map(|day| {
-            used.iter().find(|u| u.day == day).cloned().unwrap_or(DayTokens { day, input_tokens: 0, output_tokens: 0 })
+            let mut entry = used.iter().find(|u| u.day == day).cloned().unwrap_or(DayTokens {
+                day,
+                input_tokens: 0,
+                output_tokens: 0,
+                messages: 0,
+            });
+            entry.messages = messages.iter().filter(|(d, _)| *d == day).map(|(_, n)| n).sum();
+            entry
         })
         .collect()
 }
@@ -74,13 +90,16 @@ mod tests {
     #[test]
     fn thirty_days_end_today() {
         let today = NaiveDate::from_ymd_opt(2026, 3, 1).unwrap();
-        let used =
-            [DayTokens { day: NaiveDate::from_ymd_opt(2026, 2, 28).unwrap(), input_tokens: 5, output_tokens: 7 }];
-        let days = fill_days(today, &used);
+        let yesterday = NaiveDate::from_ymd_opt(2026, 2, 28).unwrap();
+        let used = [DayTokens { day: yesterday, input_tokens: 5, output_tokens: 7, messages: 0 }];
+        let too_old = NaiveDate::from_ymd_opt(2026, 1, 30).unwrap();
+        let days = fill_days(today, &used, &[(today, 3), (too_old, 9)]);
         assert_eq!(days.len(), 30);
         assert_eq!(days.last().unwrap().day, today);
         assert_eq!(days[0].day, NaiveDate::from_ymd_opt(2026, 1, 31).unwrap());
         assert_eq!(days[28], used[0]);
         assert_eq!(days.iter().map(|d| d.input_tokens).sum::<u64>(), 5);
+        assert_eq!(days[29].messages, 3);
+        assert_eq!(days.iter().map(|d| d.messages).sum::<u64>(), 3);
     }
 }

@@ -1271,8 +1271,22 @@ impl Store for Postgres {
                 day: row.try_get("day")?,
                 input_tokens: row.try_get::<i64, _>("input")? as u64,
                 output_tokens: row.try_get::<i64, _>("output")? as u64,
+                messages: 0,
             })
         })
+        .collect::<Result<Vec<_>>>()?;
+        let (from, until) = history::stats_window_bounds(today);
+        let written = sqlx::query(
+            "select (created_at at time zone 'UTC')::date as day, count(*) as n from messages
+             where user_id = $1 and created_at >= $2 and created_at < $3 group by day",
+        )
+        .bind(user)
+        .bind(from)
+        .bind(until)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| Ok((row.try_get::<NaiveDate, _>("day")?, row.try_get::<i64, _>("n")? as u64)))
         .collect::<Result<Vec<_>>>()?;
         let artifacts = sqlx::query(
             "select artifact_type, count(*) as n from artifacts where user_id = $1
@@ -1299,7 +1313,7 @@ impl Store for Postgres {
             top_tags: tags,
             input_tokens: tokens.try_get::<i64, _>("input")? as u64,
             output_tokens: tokens.try_get::<i64, _>("output")? as u64,
-            tokens_per_day: history::fill_days(today, &used),
+            tokens_per_day: history::fill_days(today, &used, &written),
             artifacts_by_type: artifacts,
         })
     }

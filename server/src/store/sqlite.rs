@@ -1288,7 +1288,26 @@ impl Store for Sqlite {
                     .map_err(|e| StoreError::Corrupt(format!("day: {e}")))?,
                 input_tokens: row.try_get::<i64, _>("input")? as u64,
                 output_tokens: row.try_get::<i64, _>("output")? as u64,
+                messages: 0,
             })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let (from, until) = history::stats_window_bounds(today);
+        let written = sqlx::query(
+            "select date(created_at / 1000000, 'unixepoch') as day, count(*) as n from messages
+             where user_id = ? and created_at >= ? and created_at < ? group by day",
+        )
+        .bind(&user_id)
+        .bind(from.timestamp_micros())
+        .bind(until.timestamp_micros())
+        .fetch_all(&self.reader)
+        .await?
+        .iter()
+        .map(|row| {
+            let day: String = row.try_get("day")?;
+            let day =
+                NaiveDate::parse_from_str(&day, "%Y-%m-%d").map_err(|e| StoreError::Corrupt(format!("day: {e}")))?;
+            Ok((day, row.try_get::<i64, _>("n")? as u64))
         })
         .collect::<Result<Vec<_>>>()?;
         let artifacts = sqlx::query(
@@ -1316,7 +1335,7 @@ impl Store for Sqlite {
             top_tags: tags,
             input_tokens: tokens.try_get::<i64, _>("input")? as u64,
             output_tokens: tokens.try_get::<i64, _>("output")? as u64,
-            tokens_per_day: history::fill_days(today, &used),
+            tokens_per_day: history::fill_days(today, &used, &written),
             artifacts_by_type: artifacts,
         })
     }

@@ -141,6 +141,8 @@ async fn stats_of_a_known_data_set(db: Db) {
     // Recorded "today" by the ledger's clock, which is inside the window even across a midnight.
     assert_eq!(stats.tokens_per_day.iter().map(|d| d.input_tokens).sum::<u64>(), 105);
     assert_eq!(stats.tokens_per_day.iter().map(|d| d.output_tokens).sum::<u64>(), 27);
+    // Four messages are left (one was deleted), all inside the window; the other person's never count.
+    assert_eq!(stats.tokens_per_day.iter().map(|d| d.messages).sum::<u64>(), 4);
     assert_eq!(
         stats.artifacts_by_type,
         vec![

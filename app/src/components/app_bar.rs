@@ -1,0 +1,113 @@
+//! The bar above every signed-in page: links to the pages and the import of a conversation.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::{use_location, use_navigate};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::api::client;
+use crate::routes::chat::ChatState;
+use crate::ThreadsChanged;
+
+/// What the last import did, shown under the bar.
+#[derive(Clone, Debug, PartialEq)]
+enum ImportNote {
+    Done(String),
+    Failed(String),
+}
+
+/// Links to the chat (the conversation last open) and the stats page, and "Import conversation".
+#[component]
+pub fn AppBar() -> impl IntoView {
+    let pathname = use_location().pathname;
+    let current = move |path: &'static str| {
+        move || {
+            let here = pathname.get();
+            let on = if path == "/" { here == "/" || here.starts_with("/c/") } else { here == path };
+            on.then_some("page")
+        }
+    };
+    let note = RwSignal::new(None::<ImportNote>);
+    // "Chat" goes back to the conversation that was open.
+    let chat = expect_context::<ChatState>();
+    let chat_href = move || chat.open_thread().map(|id| format!("/c/{id}")).unwrap_or_else(|| "/".to_string());
+    view! {
+        <header class="app-bar">
+            <nav aria-label="Pages" class="page-links">
+                <a href=chat_href aria-current=current("/")>"Chat"</a>
+                <a href="/stats" aria-current=current("/stats")>"Stats"</a>
+            </nav>
+            <ImportConversation note/>
+        </header>
+        {move || note.get().map(|n| {
+            let (class, role, text) = match n {
+                ImportNote::Done(text) => ("notice", "status", text),
+                ImportNote::Failed(text) => ("error app-bar-error", "alert", text),
+            };
+            view! {
+                <div class=class role=role>
+                    <span>{text}</span>
+                    <button type="button" class="icon-button" aria-label="Dismiss" on:click=move |_| note.set(None)>"✕"</button>
+                </div>
+            }
+        })}
+    }
+}
+
+/// A file picker for a Quire JSON export (or a ChatGPT `conversations.json`); the first imported conversation
+/// opens and the list of conversations reloads.
+#[component]
+fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
+    let changed = expect_context::<ThreadsChanged>();
+    let navigate = use_navigate();
+    let busy = RwSignal::new(false);
+    let on_change = move |ev: leptos::ev::Event| {
+        let input: web_sys::HtmlInputElement = event_target(&ev);
+        let Some(file) = input.files().and_then(|files| files.get(0)) else { return };
+        // Cleared so that picking the same file again imports it again.
+        input.set_value("");
+        let name = file.name();
+        busy.set(true);
+        note.set(None);
+        let navigate = navigate.clone();
+        spawn_local(async move {
+            let text = JsFuture::from(file.text()).await.ok().and_then(|v| v.as_string());
+            let result = match text {
+                Some(text) => client::import_threads(text).await.map_err(|e| match e.status {
+                    413 => "The file is larger than the import limit of 1 MiB.".to_string(),
+                    _ => e.message,
+                }),
+                None => Err("The file could not be read.".to_string()),
+            };
+            busy.set(false);
+            match result {
+                Ok(imported) => {
+                    changed.notify();
+                    let count = imported.threads.len();
+                    let text = match imported.threads.first() {
+                        Some(t) if count == 1 => format!("Imported “{}”.", t.title),
+                        _ => format!("Imported {count} conversations."),
+                    };
+                    note.set(Some(ImportNote::Done(text)));
+                    if let Some(first) = imported.threads.first() {
+                        navigate(&format!("/c/{}", first.id), Default::default());
+                    }
+                }
+                Err(message) => note.set(Some(ImportNote::Failed(format!("Could not import {name}: {message}")))),
+            }
+        });
+    };
+    view! {
+        <label class="button import" class:busy=move || busy.get()>
+            {move || if busy.get() { "Importing…" } else { "Import conversation" }}
+            <input
+                type="file"
+                class="visually-hidden"
+                accept=".json,application/json"
+                aria-label="Import conversation"
+                disabled=move || busy.get()
+                on:change=on_change
+            />
+        </label>
+    }
+}

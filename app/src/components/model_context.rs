@@ -1,0 +1,273 @@
+//! "What the model saw" under an answer: the context record, told in terms of the conversation's messages.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use uuid::Uuid;
+
+use crate::api::{client, Artifact, ContextRecord, Message, Role};
+use crate::format::grouped;
+
+/// Longest excerpt of a message shown in the record, in characters.
+const EXCERPT_CHARS: usize = 160;
+
+/// One message named by the record, as people read it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeenMessage {
+    pub who: &'static str,
+    pub excerpt: String,
+    /// Why it was left out (empty for messages that were sent).
+    pub reason: String,
+}
+
+/// The record of one answer with its messages looked up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContextView {
+    pub included: Vec<SeenMessage>,
+    pub filtered: Vec<SeenMessage>,
+    pub truncated: Vec<SeenMessage>,
+    pub tokens: usize,
+    pub budget: usize,
+    pub provider: String,
+    pub model: String,
+    pub note: Option<String>,
+    /// Tokens metered for the answer itself (input, output), when it is still there.
+    pub metered: Option<(u64, u64)>,
+}
+
+fn excerpt(text: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if text.chars().count() <= EXCERPT_CHARS {
+        return text;
+    }
+    let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
+    short.push('…');
+    short
+}
+
+fn who(role: Role) -> &'static str {
+    match role {
+        Role::User => "You",
+        Role::Assistant => "Assistant",
+    }
+}
+
+/// Why a filtered message was left out: the context builder drops a request once a document was made from it
+/// (or from a revision it asked for), together with its answers, and answers that no request comes before.
+fn filtered_reason(id: Uuid, messages: &[Message], artifacts: &[Artifact], filtered: &[Uuid]) -> String {
+    let Some(position) = messages.iter().position(|m| m.id == id) else {
+        return "Already fulfilled; the message has since been deleted.".to_string();
+    };
+    match messages[position].role {
+        Role::User => match artifacts.iter().find(|a| a.request_message_id == Some(id)) {
+            Some(a) => format!("Already fulfilled: “{}” ({}) was made from it.", a.title, a.artifact_type.label()),
+            None => "Already fulfilled: a document was revised from it.".to_string(),
+        },
+        Role::Assistant => {
+            let request = messages[..position].iter().rev().find(|m| m.role == Role::User);
+            match request {
+                Some(r) if filtered.contains(&r.id) => "The answer to a request already fulfilled.".to_string(),
+                Some(_) => "Left out with its request.".to_string(),
+                None => "An answer with no request before it.".to_string(),
+            }
+        }
+    }
+}
+
+/// Puts the record's message ids next to the messages of the conversation (`messages`, `artifacts`).
+pub fn describe(answer: Uuid, record: ContextRecord, messages: &[Message], artifacts: &[Artifact]) -> ContextView {
+    let seen = |id: &Uuid, reason: String| match messages.iter().find(|m| m.id == *id) {
+        Some(m) => SeenMessage { who: who(m.role), excerpt: excerpt(&m.content), reason },
+        None => SeenMessage { who: "Deleted", excerpt: "(this message has since been deleted)".to_string(), reason },
+    };
+    ContextView {
+        included: record.included.iter().map(|id| seen(id, String::new())).collect(),
+        filtered: record
+            .filtered
+            .iter()
+            .map(|id| seen(id, filtered_reason(*id, messages, artifacts, &record.filtered)))
+            .collect(),
+        truncated: record
+            .truncated
+            .iter()
+            .map(|id| seen(id, "Older than what fitted in the token budget.".to_string()))
+            .collect(),
+        tokens: record.tokens,
+        budget: record.budget,
+        provider: record.provider,
+        model: record.model,
+        note: record.note,
+        metered: messages.iter().find(|m| m.id == answer).map(|m| (m.input_tokens, m.output_tokens)),
+    }
+}
+
+async fn load(answer: Uuid, thread: Uuid) -> Result<ContextView, String> {
+    let record = client::message_context(answer).await.map_err(|e| {
+        if e.status == 404 {
+            "Quire kept no record of what the model saw for this answer.".to_string()
+        } else {
+            e.message
+        }
+    })?;
+    let detail = client::get_thread(thread).await.map_err(|e| e.message)?;
+    Ok(describe(answer, record, &detail.messages, &detail.artifacts))
+}
+
+/// A button under an answer that opens the record of what the model saw for it.
+#[component]
+pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
+    let open = RwSignal::new(false);
+    let loaded = RwSignal::new(None::<Result<ContextView, String>>);
+    let panel_id = format!("context-{message_id}");
+    let toggle = move |_| {
+        let opening = !open.get_untracked();
+        open.set(opening);
+        if opening && !matches!(loaded.get_untracked(), Some(Ok(_))) {
+            loaded.set(None);
+            spawn_local(async move { loaded.set(Some(load(message_id, thread_id).await)) });
+        }
+    };
+    view! {
+        <div class="model-context">
+            <button
+                type="button"
+                class="link-button"
+                aria-expanded=move || open.get().to_string()
+                aria-controls=panel_id.clone()
+                on:click=toggle
+            >
+                "What the model saw"
+            </button>
+            <Show when=move || open.get()>
+                <section class="context-panel" id=panel_id.clone() aria-label="What the model saw">
+                    {move || match loaded.get() {
+                        None => view! { <p class="muted" role="status">"Loading…"</p> }.into_any(),
+                        Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
+                        Some(Ok(view)) => view! { <ContextDetails view/> }.into_any(),
+                    }}
+                </section>
+            </Show>
+        </div>
+    }
+}
+
+#[component]
+fn ContextDetails(view: ContextView) -> impl IntoView {
+    let ContextView { included, filtered, truncated, tokens, budget, provider, model, note, metered } = view;
+    view! {
+        <dl class="context-numbers">
+            <dt>"Tokens sent"</dt>
+            <dd data-testid="context-tokens">{format!("{} of {} budget", grouped(tokens as u64), grouped(budget as u64))}</dd>
+            <dt>"Model"</dt>
+            <dd>{format!("{model} ({provider})")}</dd>
+            {metered.map(|(input, output)| view! {
+                <dt>"This answer"</dt>
+                <dd>{format!("{} tokens in, {} out", grouped(input), grouped(output))}</dd>
+            })}
+        </dl>
+        <p class="muted context-hint">"Token counts cover the conversation; the instructions and tools are not counted."</p>
+        <MessageGroup heading="Included" empty="No messages." items=included ordered=true/>
+        <MessageGroup heading="Left out: already fulfilled" empty="None." items=filtered ordered=false/>
+        <MessageGroup heading="Left out: over the token budget" empty="None." items=truncated ordered=false/>
+        {note.map(|n| view! {
+            <p class="context-note"><strong>"Note sent in their place: "</strong>{n}</p>
+        })}
+    }
+}
+
+#[component]
+fn MessageGroup(heading: &'static str, empty: &'static str, items: Vec<SeenMessage>, ordered: bool) -> impl IntoView {
+    let count = items.len();
+    let rows = items
+        .into_iter()
+        .map(|m| {
+            view! {
+                <li>
+                    <span class="context-who">{m.who}</span>
+                    " "
+                    <span class="context-excerpt">{m.excerpt}</span>
+                    {(!m.reason.is_empty()).then(|| view! { <span class="context-reason">{m.reason}</span> })}
+                </li>
+            }
+        })
+        .collect_view();
+    let list = if count == 0 {
+        view! { <p class="muted">{empty}</p> }.into_any()
+    } else if ordered {
+        view! { <ol class="context-list">{rows}</ol> }.into_any()
+    } else {
+        view! { <ul class="context-list">{rows}</ul> }.into_any()
+    };
+    view! {
+        <h3 class="context-heading">{format!("{heading} ({count})")}</h3>
+        {list}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{ArtifactType, MessageStatus};
+
+    fn message(seq: i64, role: Role, content: &str) -> Message {
+        Message {
+            id: Uuid::from_u128(seq as u128),
+            thread_id: Uuid::nil(),
+            seq,
+            role,
+            content: content.to_string(),
+            status: MessageStatus::Complete,
+            input_tokens: 10 * seq as u64,
+            output_tokens: seq as u64,
+            model: None,
+            created_at: Default::default(),
+        }
+    }
+
+    #[test]
+    fn names_each_message_and_why_it_was_left_out() {
+        let messages = vec![
+            message(1, Role::User, "Write user stories"),
+            message(2, Role::Assistant, "Done."),
+            message(3, Role::User, "Old   question\nwith lines"),
+            message(4, Role::Assistant, "Old answer"),
+            message(5, Role::User, "Latest"),
+            message(6, Role::Assistant, "Reply"),
+        ];
+        let artifact = Artifact {
+            id: Uuid::from_u128(99),
+            thread_id: Uuid::nil(),
+            artifact_type: ArtifactType::UserStories,
+            title: "Stories".into(),
+            content: String::new(),
+            version: 1,
+            request_message_id: Some(messages[0].id),
+            assistant_message_id: Some(messages[1].id),
+            created_at: Default::default(),
+        };
+        let record = ContextRecord {
+            included: vec![messages[4].id],
+            filtered: vec![messages[0].id, messages[1].id],
+            truncated: vec![messages[2].id, messages[3].id, Uuid::from_u128(42)],
+            tokens: 1234,
+            budget: 24000,
+            provider: "builtin".into(),
+            model: "quire-builtin-1".into(),
+            note: None,
+        };
+        let view = describe(messages[5].id, record, &messages, &[artifact]);
+        assert_eq!(view.included, vec![SeenMessage { who: "You", excerpt: "Latest".into(), reason: String::new() }]);
+        assert_eq!(view.filtered[0].reason, "Already fulfilled: “Stories” (User Stories) was made from it.");
+        assert_eq!(view.filtered[1].reason, "The answer to a request already fulfilled.");
+        assert_eq!(view.truncated[0].excerpt, "Old question with lines");
+        assert_eq!(view.truncated[2].who, "Deleted");
+        assert_eq!(view.metered, Some((60, 6)));
+    }
+
+    #[test]
+    fn long_messages_are_shortened() {
+        let long = "word ".repeat(100);
+        let short = excerpt(&long);
+        assert_eq!(short.chars().count(), EXCERPT_CHARS + 1);
+        assert!(short.ends_with('…'));
+    }
+}

@@ -1,0 +1,137 @@
+//! The stats page: how much the person has talked, about what, and the last 30 days in two small charts.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api::{client, HistoryStats};
+use crate::components::day_chart::{DayChart, Series};
+use crate::format::{day, grouped, moment};
+
+/// `/stats`.
+#[component]
+pub fn StatsPage() -> impl IntoView {
+    let stats = RwSignal::new(None::<Result<HistoryStats, String>>);
+    Effect::new(move |_| {
+        spawn_local(async move { stats.set(Some(client::stats().await.map_err(|e| e.message))) });
+    });
+    view! {
+        <section class="page stats" aria-labelledby="stats-title">
+            <h1 id="stats-title">"Stats"</h1>
+            {move || match stats.get() {
+                None => view! { <p class="muted" role="status">"Loading…"</p> }.into_any(),
+                Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
+                Some(Ok(stats)) => view! { <StatsView stats/> }.into_any(),
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn StatsView(stats: HistoryStats) -> impl IntoView {
+    let days: Vec<_> = stats.tokens_per_day.iter().map(|d| d.day).collect();
+    let messages = Series {
+        name: "Messages",
+        class: "bar-messages",
+        values: stats.tokens_per_day.iter().map(|d| d.messages).collect(),
+    };
+    let tokens = vec![
+        Series {
+            name: "Tokens in",
+            class: "bar-in",
+            values: stats.tokens_per_day.iter().map(|d| d.input_tokens).collect(),
+        },
+        Series {
+            name: "Tokens out",
+            class: "bar-out",
+            values: stats.tokens_per_day.iter().map(|d| d.output_tokens).collect(),
+        },
+    ];
+    let month_messages: u64 = messages.values.iter().sum();
+    let month_tokens: u64 = tokens.iter().flat_map(|s| s.values.iter()).sum();
+    let when = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(moment).unwrap_or_else(|| "—".to_string());
+    let rows = stats
+        .tokens_per_day
+        .iter()
+        .rev()
+        .map(|d| {
+            view! {
+                <tr>
+                    <th scope="row">{day(d.day)}</th>
+                    <td>{grouped(d.messages)}</td>
+                    <td>{grouped(d.input_tokens)}</td>
+                    <td>{grouped(d.output_tokens)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let tags = stats
+        .top_tags
+        .iter()
+        .map(|t| view! { <li><span class="stat-tag">{t.tag.clone()}</span>" "<span class="count">{grouped(t.count)}</span></li> })
+        .collect_view();
+    let documents = stats
+        .artifacts_by_type
+        .iter()
+        .map(|t| view! { <li>{t.artifact_type.label()}" "<span class="count">{grouped(t.count)}</span></li> })
+        .collect_view();
+    view! {
+        <dl class="stat-tiles">
+            <div><dt>"Conversations"</dt><dd data-testid="stat-threads">{grouped(stats.total_threads)}</dd></div>
+            <div><dt>"Messages"</dt><dd data-testid="stat-messages">{grouped(stats.total_messages)}</dd></div>
+            <div><dt>"Messages per conversation"</dt><dd>{format!("{:.1}", stats.average_messages_per_thread)}</dd></div>
+            <div><dt>"Tokens in"</dt><dd data-testid="stat-tokens-in">{grouped(stats.input_tokens)}</dd></div>
+            <div><dt>"Tokens out"</dt><dd data-testid="stat-tokens-out">{grouped(stats.output_tokens)}</dd></div>
+            <div><dt>"First conversation"</dt><dd class="stat-date">{when(stats.first_conversation_at)}</dd></div>
+            <div><dt>"Latest activity"</dt><dd class="stat-date">{when(stats.last_conversation_at)}</dd></div>
+        </dl>
+        <h2>"Last 30 days"</h2>
+        <div class="charts">
+            <div>
+                <h3>"Messages per day"</h3>
+                <DayChart
+                    label=format!("Bar chart of messages per day over the last 30 days: {} in all.", grouped(month_messages))
+                    days=days.clone()
+                    series=vec![messages]
+                />
+            </div>
+            <div>
+                <h3>"Tokens per day"</h3>
+                <DayChart
+                    label=format!("Bar chart of tokens per day over the last 30 days, in and out stacked: {} in all.", grouped(month_tokens))
+                    days=days
+                    series=tokens
+                />
+            </div>
+        </div>
+        <details class="chart-table">
+            <summary>"The last 30 days as a table"</summary>
+            <div class="table-scroll">
+                <table>
+                    <caption>"Messages and tokens per day, newest first (UTC days)"</caption>
+                    <thead>
+                        <tr><th scope="col">"Day"</th><th scope="col">"Messages"</th><th scope="col">"Tokens in"</th><th scope="col">"Tokens out"</th></tr>
+                    </thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
+        </details>
+        <div class="stat-lists">
+            <section aria-labelledby="top-tags">
+                <h2 id="top-tags">"Top tags"</h2>
+                {if stats.top_tags.is_empty() {
+                    view! { <p class="muted">"No tags yet."</p> }.into_any()
+                } else {
+                    view! { <ol class="count-list">{tags}</ol> }.into_any()
+                }}
+            </section>
+            <section aria-labelledby="documents-by-type">
+                <h2 id="documents-by-type">"Documents by type"</h2>
+                {if stats.artifacts_by_type.is_empty() {
+                    view! { <p class="muted">"No documents yet."</p> }.into_any()
+                } else {
+                    view! { <ul class="count-list" data-testid="stat-documents">{documents}</ul> }.into_any()
+                }}
+            </section>
+        </div>
+    }
+}
