@@ -16,5 +16,6 @@ mod llm_builtin;
 mod llm_openai;
 mod multi_instance;
 mod protection;
+mod reliability;
 mod slice;
 mod store_story;
