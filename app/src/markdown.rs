@@ -59,8 +59,34 @@ fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
 
 /// Tags the renderer may produce (pulldown-cmark's own, the task-list checkbox and our code-block frame).
 const ALLOWED_TAGS: &[&str] = &[
-    "p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "code", "ul", "ol", "li", "em", "strong", "del", "a",
-    "hr", "br", "table", "thead", "tbody", "tr", "th", "td", "input", "div", "button",
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "pre",
+    "code",
+    "ul",
+    "ol",
+    "li",
+    "em",
+    "strong",
+    "del",
+    "a",
+    "hr",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "input",
+    "div",
+    "button",
 ];
 /// Attributes the renderer may produce; `href` and `style` are checked further.
 const ALLOWED_ATTRIBUTES: &[&str] =
@@ -85,7 +111,9 @@ pub fn markup_problem(html: &str) -> Option<String> {
             if attributes.is_empty() {
                 break;
             }
-            let Some((attribute, after)) = attributes.split_once("=\"") else { return Some(format!("attribute in <{tag}>")) };
+            let Some((attribute, after)) = attributes.split_once("=\"") else {
+                return Some(format!("attribute in <{tag}>"));
+            };
             let Some((value, after)) = after.split_once('"') else { return Some(format!("unquoted value in <{tag}>")) };
             attributes = after;
             let problem = match attribute {
@@ -103,7 +131,12 @@ pub fn markup_problem(html: &str) -> Option<String> {
 
 /// Whether a browser would follow `href` (as written in HTML) to an http(s) or mailto address or a relative one.
 fn is_safe_link(href: &str) -> bool {
-    let decoded = href.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&");
+    let decoded = href
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
     // Browsers drop tabs and newlines anywhere in a URL, and leading spaces and control characters.
     let url: String = decoded.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
     let url = url.trim_start_matches(|c: char| c <= ' ').to_ascii_lowercase();

@@ -28,10 +28,8 @@ fn iterations(default: usize) -> usize {
 
 /// A random source that tells its seed.
 fn rng(test: &str) -> fastrand::Rng {
-    let seed = std::env::var("QUIRE_RELIABILITY_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| fastrand::u64(..));
+    let seed =
+        std::env::var("QUIRE_RELIABILITY_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
     eprintln!("{test}: QUIRE_RELIABILITY_SEED={seed}");
     fastrand::Rng::with_seed(seed)
 }
@@ -220,7 +218,10 @@ const ATTEMPTS: u32 = 3;
 enum Outcome {
     Complete(String),
     /// An `error` event with this code; the text that came before it is kept as `interrupted`.
-    Failed { code: &'static str, partial: String },
+    Failed {
+        code: &'static str,
+        partial: String,
+    },
 }
 
 fn openai_line(delta: serde_json::Value, finish: Option<&str>) -> String {
@@ -252,8 +253,11 @@ fn script(fault: Fault, turn: usize) -> (Vec<Reply>, Outcome) {
     let head = || bytes(openai_text(&pieces[..2]));
     let partial = pieces[..2].concat();
     let times = |reply: Reply| vec![reply; ATTEMPTS as usize];
-    let rate_limited = || Reply::status(429, r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#).header("retry-after", "0");
-    let server_error = || Reply::status(500, r#"{"error":{"message":"The server had an error","type":"server_error"}}"#);
+    let rate_limited = || {
+        Reply::status(429, r#"{"error":{"message":"Rate limit reached","type":"requests"}}"#).header("retry-after", "0")
+    };
+    let server_error =
+        || Reply::status(500, r#"{"error":{"message":"The server had an error","type":"server_error"}}"#);
     let failed = |code, partial: &str| Outcome::Failed { code, partial: partial.to_string() };
     match fault {
         Fault::None => (vec![ok()], Outcome::Complete(whole)),
@@ -262,12 +266,16 @@ fn script(fault: Fault, turn: usize) -> (Vec<Reply>, Outcome) {
         Fault::ServerErrorThenOk => (vec![server_error(), server_error(), ok()], Outcome::Complete(whole)),
         Fault::ServerError => (times(server_error()), failed("upstream_error", "")),
         Fault::Overloaded => (
-            times(Reply::status(503, r#"{"error":{"message":"The engine is currently overloaded","type":"server_error"}}"#)),
+            times(Reply::status(
+                503,
+                r#"{"error":{"message":"The engine is currently overloaded","type":"server_error"}}"#,
+            )),
             failed("overloaded", ""),
         ),
-        Fault::MalformedFirstLine => {
-            (times(Reply::sse(vec![bytes("data: {\"choices\": [{\"delta\"\n\n".into())])), failed("upstream_protocol", ""))
-        }
+        Fault::MalformedFirstLine => (
+            times(Reply::sse(vec![bytes("data: {\"choices\": [{\"delta\"\n\n".into())])),
+            failed("upstream_protocol", ""),
+        ),
         Fault::MalformedMidway => (
             vec![Reply::sse(vec![head(), bytes("data: {not json at all\n\n".into()), bytes(openai_end())])],
             failed("upstream_protocol", &partial),
@@ -280,8 +288,11 @@ fn script(fault: Fault, turn: usize) -> (Vec<Reply>, Outcome) {
 
 async fn faulty_provider_server(fake: &FakeServer) -> (TestServer, tempfile::TempDir) {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", fake.url), "gpt-test");
-    config.timeouts =
-        HttpTimeouts { connect: Duration::from_secs(5), first_byte: Duration::from_secs(5), idle: Duration::from_millis(400) };
+    config.timeouts = HttpTimeouts {
+        connect: Duration::from_secs(5),
+        first_byte: Duration::from_secs(5),
+        idle: Duration::from_millis(400),
+    };
     let policy = RetryPolicy {
         max_attempts: ATTEMPTS,
         base_delay: Duration::from_millis(1),
@@ -295,7 +306,8 @@ async fn faulty_provider_server(fake: &FakeServer) -> (TestServer, tempfile::Tem
 
 /// A conversation with a title of its own, so the model is not asked to name it.
 async fn titled_thread(server: &TestServer, title: &str) -> Uuid {
-    let response = server.client.post(server.url("/api/threads")).json(&json!({ "title": title })).send().await.unwrap();
+    let response =
+        server.client.post(server.url("/api/threads")).json(&json!({ "title": title })).send().await.unwrap();
     assert_eq!(response.status(), 201);
     response.json::<app::api::Thread>().await.unwrap().id
 }
@@ -355,11 +367,18 @@ async fn every_provider_fault_ends_the_turn_cleanly_and_loses_nothing_saved() {
                     assert_eq!(new.len(), 1, "turn {turn} ({fault:?}): no empty answer saved");
                 } else {
                     assert_eq!(new.len(), 2, "turn {turn} ({fault:?})");
-                    assert_eq!((new[1].status, new[1].content.as_str()), (MessageStatus::Interrupted, partial.as_str()));
+                    assert_eq!(
+                        (new[1].status, new[1].content.as_str()),
+                        (MessageStatus::Interrupted, partial.as_str())
+                    );
                 }
             }
         }
-        assert_eq!(text_of(&frames), new.get(1).map(|m| m.content.clone()).unwrap_or_default(), "turn {turn}: streamed = saved");
+        assert_eq!(
+            text_of(&frames),
+            new.get(1).map(|m| m.content.clone()).unwrap_or_default(),
+            "turn {turn}: streamed = saved"
+        );
         assert_eq!(detail.thread.message_count, detail.messages.len() as i64, "turn {turn}");
         saved.last_mut().expect("a thread").1 = detail.messages;
     }
@@ -373,7 +392,8 @@ async fn every_provider_fault_ends_the_turn_cleanly_and_loses_nothing_saved() {
 /// What must hold of a conversation after parallel sends: each accepted message once, answered once, in
 /// order, and the counts agree.
 fn check_consistent(detail: &ThreadDetail, accepted: &HashSet<String>) {
-    let users: Vec<&str> = detail.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
+    let users: Vec<&str> =
+        detail.messages.iter().filter(|m| m.role == Role::User).map(|m| m.content.as_str()).collect();
     let unique: HashSet<String> = users.iter().map(|s| s.to_string()).collect();
     assert_eq!(users.len(), unique.len(), "no message saved twice: {users:?}");
     assert_eq!(&unique, accepted, "exactly the accepted messages are saved");
@@ -401,7 +421,8 @@ async fn send_all_at_once(server: &TestServer, threads: &[Uuid], per_thread: usi
             sends.push(tokio::spawn(async move {
                 let response = client.post(url).json(&json!({ "content": content })).send().await.expect("send");
                 let status = response.status().as_u16();
-                let ended = if status == 200 { read_frames(response).await.last().map(|f| f.event.clone()) } else { None };
+                let ended =
+                    if status == 200 { read_frames(response).await.last().map(|f| f.event.clone()) } else { None };
                 (t, content, status, ended)
             }));
         }
