@@ -1,11 +1,13 @@
 # Sourced by the reliability scripts: start, stop and talk to a real `quire` binary on a temporary data
 # directory. Needs curl, jq and python3 (for a free port).
 
+QUIRE_BIN_GIVEN="${QUIRE_BIN:+yes}"
 QUIRE_BIN="${QUIRE_BIN:-$ROOT/target/debug/quire}"
 
-# Builds the debug binary unless QUIRE_BIN points at one already (cargo skips the work when it is current).
+# Builds the debug binary unless QUIRE_BIN names one (cargo skips the work when it is current).
 ensure_quire_bin() {
-  if [ "$QUIRE_BIN" = "$ROOT/target/debug/quire" ]; then
+  if [ -z "$QUIRE_BIN_GIVEN" ]; then
+    step "building target/debug/quire"
     cargo build -q -p server --bin quire
   fi
   [ -x "$QUIRE_BIN" ] || { echo "no quire binary at $QUIRE_BIN" >&2; exit 1; }
