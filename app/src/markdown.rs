@@ -57,6 +57,99 @@ fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
     }
 }
 
+/// Tags the renderer may produce (pulldown-cmark's own, the task-list checkbox and our code-block frame).
+const ALLOWED_TAGS: &[&str] = &[
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "blockquote",
+    "pre",
+    "code",
+    "ul",
+    "ol",
+    "li",
+    "em",
+    "strong",
+    "del",
+    "a",
+    "hr",
+    "br",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "input",
+    "div",
+    "button",
+];
+/// Attributes the renderer may produce; `href` and `style` are checked further.
+const ALLOWED_ATTRIBUTES: &[&str] =
+    &["href", "title", "class", "type", "disabled", "checked", "start", "style", "aria-label"];
+
+/// The first piece of `html` that [`to_safe_html`] must never produce (a tag or attribute outside its
+/// vocabulary, a link with a scheme other than http, https or mailto), or `None`. For property tests and fuzzing.
+pub fn markup_problem(html: &str) -> Option<String> {
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>') else { return Some(format!("unclosed tag: {}", &rest[open..])) };
+        let tag = &rest[open + 1..open + close];
+        rest = &rest[open + close + 1..];
+        let inner = tag.strip_prefix('/').unwrap_or(tag);
+        let inner = inner.strip_suffix('/').unwrap_or(inner);
+        let (name, mut attributes) = inner.split_once(' ').unwrap_or((inner, ""));
+        if !ALLOWED_TAGS.contains(&name) {
+            return Some(format!("tag <{tag}>"));
+        }
+        loop {
+            attributes = attributes.trim_start();
+            if attributes.is_empty() {
+                break;
+            }
+            let Some((attribute, after)) = attributes.split_once("=\"") else {
+                return Some(format!("attribute in <{tag}>"));
+            };
+            let Some((value, after)) = after.split_once('"') else { return Some(format!("unquoted value in <{tag}>")) };
+            attributes = after;
+            let problem = match attribute {
+                "href" => !is_safe_link(value),
+                "style" => !value.starts_with("text-align:"),
+                other => !ALLOWED_ATTRIBUTES.contains(&other),
+            };
+            if problem {
+                return Some(format!("{attribute}=\"{value}\" in <{tag}>"));
+            }
+        }
+    }
+    None
+}
+
+/// Whether a browser would follow `href` (as written in HTML) to an http(s) or mailto address or a relative one.
+fn is_safe_link(href: &str) -> bool {
+    let decoded = href
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    // Browsers drop tabs and newlines anywhere in a URL, and leading spaces and control characters.
+    let url: String = decoded.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    let url = url.trim_start_matches(|c: char| c <= ' ').to_ascii_lowercase();
+    let scheme_end = url.find(':');
+    let path_start = url.find(['/', '?', '#']);
+    let has_scheme = match (scheme_end, path_start) {
+        (Some(colon), Some(path)) => colon < path,
+        (Some(_), None) => true,
+        _ => false,
+    };
+    !has_scheme || ["http:", "https:", "mailto:"].iter().any(|s| url.starts_with(s))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,5 +190,40 @@ mod tests {
         assert!(html.contains("<table>"));
         assert!(html.contains("<code class=\"language-rust\">"));
         assert!(html.contains("class=\"copy-code\""), "code blocks carry a copy button");
+    }
+
+    #[test]
+    fn the_checker_spots_unsafe_markup() {
+        assert_eq!(markup_problem("<p>a &lt;script&gt;</p><a href=\"https://x\">x</a>"), None);
+        assert!(markup_problem("<script>alert(1)</script>").is_some());
+        assert!(markup_problem("<a href=\"java&#9;script:alert(1)\">x</a>").is_none(), "an entity is not a tab");
+        assert!(markup_problem("<a href=\"java\tscript:alert(1)\">x</a>").is_some());
+        assert!(markup_problem("<a href=\" JAVASCRIPT:alert(1)\">x</a>").is_some());
+        assert!(markup_problem("<a onclick=\"x\">x</a>").is_some());
+        assert!(markup_problem("<img src=\"x\"/>").is_some());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rendered_markdown_never_carries_unsafe_markup(
+            parts in proptest::collection::vec(proptest::prop_oneof![
+                proptest::strategy::Just("[a](javascript:alert(1))".to_string()),
+                proptest::strategy::Just("![i](data:image/png;base64,AAAA)".to_string()),
+                proptest::strategy::Just("<script>alert(1)</script>".to_string()),
+                proptest::strategy::Just("<img src=x onerror=alert(1)>".to_string()),
+                proptest::strategy::Just("<a href=\"javascript:x\">".to_string()),
+                proptest::strategy::Just("[r]: vbscript:msgbox\n\n[r]".to_string()),
+                proptest::strategy::Just("&#106;avascript:".to_string()),
+                proptest::strategy::Just("\n```js\n<b>\n```\n".to_string()),
+                proptest::strategy::Just("\n| a | b |\n|:-|-:|\n| <i> | x |\n".to_string()),
+                proptest::strategy::Just("- [x] done\n".to_string()),
+                "[\\[\\]()<>!:\"'&#;a-z \t\n`*_|-]{0,12}",
+                "\\PC{0,8}",
+            ], 0..12),
+        ) {
+            let markdown = parts.concat();
+            let html = to_safe_html(&markdown);
+            proptest::prop_assert_eq!(markup_problem(&html), None, "{:?} -> {}", markdown, html);
+        }
     }
 }

@@ -52,7 +52,8 @@ fn clean_filename(name: &str) -> String {
 }
 
 #[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
-    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody), (status = 415, body = app::api::ErrorBody)))]
+    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody), (status = 415, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "No `file` field, or no text could be read from the file")))]
 pub async fn upload(
     State(state): State<AppState>,
     user: AuthUser,

@@ -50,13 +50,26 @@ fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response 
     response
 }
 
+/// One event of a chat stream as it travels (the OpenAPI description of the `text/event-stream` answers).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // documentation only: the events are written by `sse_event`
+pub struct ChatStreamEvent {
+    /// `<turn id>:<n>`: send the last one received as `Last-Event-ID` to resume after it.
+    id: String,
+    /// The event's name.
+    #[schema(pattern = "^(thread_name|text_delta|tool_executing|artifact_created|message_complete|error)$")]
+    event: String,
+    /// The event's fields as JSON: the `data` of the `ChatEvent` variant of that name.
+    data: String,
+}
+
 /// How long an `Idempotency-Key` is remembered.
 const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
 
 /// `POST /api/threads/{id}/chat`: saves the message, starts the turn and streams its events.
 #[utoipa::path(post, path = "/api/threads/{id}/chat", tag = "chat", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body = ChatRequest,
-    responses((status = 200, content_type = "text/event-stream", body = ChatEvent,
-            description = "Named SSE events (`event:` is the variant name, `data:` its fields), each with `id: <turn>:<n>`"),
+    responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent,
+            description = "Named SSE events (`event:` is the `ChatEvent` variant name, `data:` its fields), each with `id: <turn>:<n>`"),
         (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
         (status = 409, body = app::api::ErrorBody, description = "An answer is already being written"),
         (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
@@ -141,7 +154,7 @@ fn last_event_id(headers: &HeaderMap) -> Option<(Uuid, i64)> {
 #[utoipa::path(get, path = "/api/threads/{id}/stream", tag = "chat", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id"),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>:<n>`)")),
-    responses((status = 200, content_type = "text/event-stream", body = ChatEvent, description = "The turn's events"),
+    responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent, description = "The turn's events"),
         (status = 204, description = "The conversation has no turn"), (status = 401, body = app::api::ErrorBody),
         (status = 404, body = app::api::ErrorBody)))]
 pub async fn resume(

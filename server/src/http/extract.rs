@@ -1,8 +1,11 @@
 //! Extractors whose rejections speak the API's error format, and the caller's identity.
 
+use std::any::TypeId;
+
 use axum::{
-    extract::{FromRequest, FromRequestParts},
-    http::{header, request::Parts},
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Request},
+    http::{header, request::Parts, HeaderMap},
 };
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -11,10 +14,45 @@ use super::error::ApiError;
 use crate::auth::SESSION_COOKIE;
 use crate::AppState;
 
-/// `axum::Json`, rejecting with [`ApiError`].
-#[derive(Debug, FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// `axum::Json`, rejecting with [`ApiError`]. Request bodies must be JSON objects (serde would also read a
+/// struct from an array of its field values, which the API does not document); `Json<serde_json::Value>`
+/// takes any JSON.
+#[derive(Debug)]
 pub struct Json<T>(pub T);
+
+impl<T, S> FromRequest<S> for Json<T>
+where
+    T: serde::de::DeserializeOwned + 'static,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(request.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "Expected a JSON body with `Content-Type: application/json`.".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(request, state).await.map_err(|_| ApiError::PayloadTooLarge)?;
+        let any_json = TypeId::of::<T>() == TypeId::of::<serde_json::Value>();
+        let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        if !any_json && !starts_object && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() {
+            return Err(ApiError::Unprocessable {
+                code: "invalid_body",
+                message: "The body must be a JSON object.".into(),
+                field: None,
+            });
+        }
+        axum::Json::<T>::from_bytes(&bytes).map(|axum::Json(value)| Json(value)).map_err(ApiError::from)
+    }
+}
+
+/// `Content-Type: application/json` or another `application/*+json` type.
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else { return false };
+    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
 
 impl<T: serde::Serialize> axum::response::IntoResponse for Json<T> {
     fn into_response(self) -> axum::response::Response {

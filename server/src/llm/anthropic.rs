@@ -338,6 +338,12 @@ struct PartialToolUse {
     partial_json: String,
 }
 
+/// Decodes a whole streamed Messages API body, given as the chunks it arrived in, as a live completion would be:
+/// the neutral events, then the error that ended the stream, if any. For property tests and fuzzing.
+pub fn decode_body(chunks: &[&[u8]]) -> Vec<Result<StreamEvent, LlmError>> {
+    transport::decode_chunks(Decoder::default(), chunks)
+}
+
 /// Decoder state for one message.
 #[derive(Debug, Default)]
 struct Decoder {

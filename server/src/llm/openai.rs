@@ -377,6 +377,12 @@ struct PartialCall {
     arguments: String,
 }
 
+/// Decodes a whole streamed Chat Completions body, given as the chunks it arrived in, as a live completion would be:
+/// the neutral events, then the error that ended the stream, if any. For property tests and fuzzing.
+pub fn decode_body(chunks: &[&[u8]]) -> Vec<Result<StreamEvent, LlmError>> {
+    transport::decode_chunks(Decoder::default(), chunks)
+}
+
 /// Decoder state for one completion.
 #[derive(Debug, Default)]
 struct Decoder {

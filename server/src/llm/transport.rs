@@ -237,13 +237,7 @@ impl<D: SseDecoder> Driver<D> {
     }
 
     fn decode_chunk(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError> {
-        let events = self.parser.feed(chunk).map_err(|e| LlmError::Protocol(e.to_string()))?;
-        for event in events {
-            if self.decoder.on_event(event, out)? == Progress::Done {
-                return Ok(Progress::Done);
-            }
-        }
-        Ok(Progress::Continue)
+        feed(&mut self.parser, &mut self.decoder, chunk, out)
     }
 
     /// Stops reading and releases the connection.
@@ -251,6 +245,45 @@ impl<D: SseDecoder> Driver<D> {
         self.finished = true;
         self.body = futures::stream::empty().boxed();
     }
+}
+
+/// Parses one chunk of a body and hands the events it completes to `decoder`.
+fn feed<D: SseDecoder>(
+    parser: &mut SseParser,
+    decoder: &mut D,
+    chunk: &[u8],
+    out: &mut Vec<StreamEvent>,
+) -> Result<Progress, LlmError> {
+    let events = parser.feed(chunk).map_err(|e| LlmError::Protocol(e.to_string()))?;
+    for event in events {
+        if decoder.on_event(event, out)? == Progress::Done {
+            return Ok(Progress::Done);
+        }
+    }
+    Ok(Progress::Continue)
+}
+
+/// Decodes a whole body, given as the chunks it arrived in, exactly as [`decode_stream`] does (without the
+/// network and its timeouts): the neutral events, then the error that ended the stream, if any.
+pub(crate) fn decode_chunks<D: SseDecoder>(mut decoder: D, chunks: &[&[u8]]) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    let mut outcome = Ok(Progress::Continue);
+    for chunk in chunks {
+        outcome = feed(&mut parser, &mut decoder, chunk, &mut out);
+        if !matches!(outcome, Ok(Progress::Continue)) {
+            break;
+        }
+    }
+    if matches!(outcome, Ok(Progress::Continue)) {
+        parser.finish();
+        outcome = decoder.on_eof(&mut out).map(|()| Progress::Done);
+    }
+    let mut items: Vec<Result<StreamEvent, LlmError>> = out.into_iter().map(Ok).collect();
+    if let Err(error) = outcome {
+        items.push(Err(error));
+    }
+    items
 }
 
 /// Parses the JSON payload of a data line; malformed JSON is a protocol error.

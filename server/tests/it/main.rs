@@ -15,6 +15,8 @@ mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;
 mod multi_instance;
+mod parser_properties;
 mod protection;
+mod reliability;
 mod slice;
 mod store_story;

@@ -82,6 +82,13 @@ async fn malformed_requests_name_the_problem() {
     assert_eq!(status, 422);
     assert!(error.error.message.contains("owner"), "{}", error.error.message);
 
+    // serde alone would read a request struct from an array of its field values; bodies are objects only.
+    for body in [json!([null, null]), json!(["title", ["tag"]]), json!(null), json!(7)] {
+        let response = server.client.post(server.url("/api/threads")).json(&body).send().await.unwrap();
+        let (status, error) = error_of(response).await;
+        assert_eq!((status, error.error.code.as_str()), (422, "invalid_body"), "{body}");
+    }
+
     let not_json = server.client.patch(&url).body("title=x").send().await.unwrap();
     assert_eq!(not_json.status(), 415);
 

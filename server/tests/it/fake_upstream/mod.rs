@@ -122,6 +122,16 @@ impl FakeServer {
         Self { url, shared }
     }
 
+    /// Queues more replies after the ones still waiting.
+    pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.shared.replies.lock().unwrap().extend(replies);
+    }
+
+    /// Drops the replies no request has taken yet.
+    pub fn clear(&self) {
+        self.shared.replies.lock().unwrap().clear();
+    }
+
     /// Requests received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap().clone()
