@@ -72,9 +72,8 @@ fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
 fn context_benches(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = rt
-        .block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display())))
-        .expect("store");
+    let store =
+        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store");
     let user = rt
         .block_on(store.create_user(NewUser {
             email: "bench@example.com".into(),

@@ -233,7 +233,11 @@ struct Timing {
 }
 
 /// Reads a server-sent event stream; `is_delta` says which events carry a delta.
-async fn read_events(response: reqwest::Response, sent: Instant, is_delta: impl Fn(&str) -> bool) -> anyhow::Result<Timing> {
+async fn read_events(
+    response: reqwest::Response,
+    sent: Instant,
+    is_delta: impl Fn(&str) -> bool,
+) -> anyhow::Result<Timing> {
     let mut timing = Timing { deltas: Vec::new() };
     let mut buffer = String::new();
     let mut body = response.bytes_stream();
@@ -331,7 +335,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let (release_tx, release_rx) = watch::channel(0u64);
     let stall = Arc::new(AtomicBool::new(false));
-    let fake = Fake { deltas: args.deltas, gap: Duration::from_millis(args.gap_ms), stall: stall.clone(), release: release_rx };
+    let fake = Fake {
+        deltas: args.deltas,
+        gap: Duration::from_millis(args.gap_ms),
+        stall: stall.clone(),
+        release: release_rx,
+    };
     let upstream = start_fake(fake).await?;
     let quire = start_quire(upstream).await?;
     let pid = quire.child.id();
@@ -346,7 +355,13 @@ async fn main() -> anyhow::Result<()> {
     }
     let limit = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let open_files = limit.lines().find(|l| l.starts_with("Max open files")).unwrap_or("").to_string();
-    println!("relay: {} deltas {} ms apart, {} rounds per client; {}", args.deltas, args.gap_ms, args.rounds, open_files.split_whitespace().collect::<Vec<_>>().join(" "));
+    println!(
+        "relay: {} deltas {} ms apart, {} rounds per client; {}",
+        args.deltas,
+        args.gap_ms,
+        args.rounds,
+        open_files.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
     println!(
         "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9}",
         "streams", "path", "ttft p50", "ttft p99", "gap p50", "gap p99", "+ttft p50", "+ttft p99", "+gap p50", "+gap p99",
@@ -391,7 +406,12 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn make_threads(client: &reqwest::Client, base: &str, accounts: &[Account], count: usize) -> anyhow::Result<Vec<String>> {
+async fn make_threads(
+    client: &reqwest::Client,
+    base: &str,
+    accounts: &[Account],
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
     let mut threads = Vec::with_capacity(count);
     for i in 0..count {
         threads.push(new_thread(client, base, &accounts[i % accounts.len()]).await?);
@@ -408,7 +428,11 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
     let diff = |a: Duration, b: Duration| {
         let d = a.as_secs_f64() - b.as_secs_f64();
         let text = fmt(Duration::from_secs_f64(d.abs()));
-        if d < 0.0 { format!("-{text}") } else { format!("+{text}") }
+        if d < 0.0 {
+            format!("-{text}")
+        } else {
+            format!("+{text}")
+        }
     };
     let (added, extra) = match reference {
         Some(r) => {
@@ -425,7 +449,9 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
                     diff(p(&gaps, 99.0), p(&rg, 99.0))
                 ),
                 proc_
-                    .map(|(cpu, rss, peak)| format!("{:>8.0}% {:>9.1} {:>9.1}", cpu * 100.0, rss as f64 / 1024.0, peak as f64 / 1024.0))
+                    .map(|(cpu, rss, peak)| {
+                        format!("{:>8.0}% {:>9.1} {:>9.1}", cpu * 100.0, rss as f64 / 1024.0, peak as f64 / 1024.0)
+                    })
                     .unwrap_or_default(),
             )
         }

@@ -89,7 +89,10 @@ async fn main() -> anyhow::Result<()> {
         ("rare", RARE_RANKS.iter().map(|r| gen.word(*r).to_string()).collect()),
         ("phrase", text::PHRASES[..3].iter().map(|p| format!("\"{p}\"")).collect()),
         ("prefix", vec!["pay*".into(), "req*".into(), "dro*".into()]),
-        ("two words", vec![format!("{} {}", gen.word(20), gen.word(400)), format!("{} {}", gen.word(60), gen.word(900))]),
+        (
+            "two words",
+            vec![format!("{} {}", gen.word(20), gen.word(400)), format!("{} {}", gen.word(60), gen.word(900))],
+        ),
     ];
     // Warm the caches once with every query, as a running server would be.
     for (_, queries) in &kinds {
@@ -106,17 +109,23 @@ async fn main() -> anyhow::Result<()> {
         threads,
         args.users
     );
-    println!("{:<10} {:>8} {:>10} {:>10} {:>10} {:>10}  hits per user (median)", "kind", "samples", "p50", "p95", "p99", "max");
+    println!(
+        "{:<10} {:>8} {:>10} {:>10} {:>10} {:>10} | {:>10} {:>10} {:>10} {:>10} | hits per user (median)",
+        "kind", "samples", "p50", "p95", "p99", "max", "cpu p50", "cpu p95", "cpu p99", "cpu max"
+    );
     let mut all = Vec::new();
+    let mut all_cpu = Vec::new();
     for (kind, queries) in kinds.iter_mut() {
         let mut samples = Vec::new();
+        let mut cpu = Vec::new();
         let mut totals = Vec::new();
         for _ in 0..args.repeat {
             for q in queries.iter() {
                 for user in &seeded.users {
-                    let start = Instant::now();
+                    let (start, cpu_start) = (Instant::now(), stats::process_cpu());
                     let page = seeded.store.search(*user, q, 20, 0).await?;
                     samples.push(start.elapsed());
+                    cpu.push(stats::process_cpu().saturating_sub(cpu_start));
                     totals.push(page.total);
                     assert!(page.total == 0 || !page.hits.is_empty());
                 }
@@ -124,11 +133,20 @@ async fn main() -> anyhow::Result<()> {
         }
         totals.sort_unstable();
         let summary = Summary::of(&mut samples);
-        println!("{:<10} {:>8} {}  {}", kind, samples.len(), summary.row(), totals[totals.len() / 2]);
+        let cpu_summary = Summary::of(&mut cpu);
+        println!(
+            "{:<10} {:>8} {} | {} | {}",
+            kind,
+            samples.len(),
+            summary.row(),
+            cpu_summary.row(),
+            totals[totals.len() / 2]
+        );
         all.extend(samples);
+        all_cpu.extend(cpu);
     }
     let summary = Summary::of(&mut all);
-    println!("{:<10} {:>8} {}", "all", all.len(), summary.row());
+    println!("{:<10} {:>8} {} | {}", "all", all.len(), summary.row(), Summary::of(&mut all_cpu).row());
     Ok(())
 }
 
@@ -195,8 +213,10 @@ async fn seed_sqlite(args: &Args, threads: usize, per_thread: usize) -> anyhow::
     }
     let users_text: Vec<String> = users.iter().map(Uuid::to_string).collect();
     let row = "(?, ?, ?, ?, ?, ?, 'complete', ?)";
-    let full_batch =
-        format!("insert into messages (id, thread_id, user_id, seq, role, content, status, created_at) values {}", vec![row; BATCH].join(", "));
+    let full_batch = format!(
+        "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at) values {}",
+        vec![row; BATCH].join(", ")
+    );
     let base = chrono::Utc::now().timestamp_micros() - (per_thread * threads) as i64 * 1_000;
     let mut in_tx = 0;
     conn.execute("begin").await?;
@@ -239,10 +259,19 @@ async fn seed_sqlite(args: &Args, threads: usize, per_thread: usize) -> anyhow::
             eprint!("\rseeded {} messages ({:.0?})", seq * threads, started.elapsed());
         }
     }
-    sqlx::query("update threads set message_count = ?, last_seq = ?").bind(per_thread as i64).bind(per_thread as i64).execute(&mut conn).await?;
+    sqlx::query("update threads set message_count = ?, last_seq = ?")
+        .bind(per_thread as i64)
+        .bind(per_thread as i64)
+        .execute(&mut conn)
+        .await?;
     conn.execute("commit").await?;
     conn.execute("pragma wal_checkpoint(truncate)").await?;
-    eprintln!("\rseeded {} messages in {:.1?}; database {} MB", per_thread * threads, started.elapsed(), file_mb(&path));
+    eprintln!(
+        "\rseeded {} messages in {:.1?}; database {} MB",
+        per_thread * threads,
+        started.elapsed(),
+        file_mb(&path)
+    );
     Ok(Seeded { store, users, _dir: dir })
 }
 
@@ -251,7 +280,8 @@ fn file_mb(path: &std::path::Path) -> u64 {
 }
 
 async fn seed_postgres(args: &Args, threads: usize, per_thread: usize) -> anyhow::Result<Seeded> {
-    let url = args.postgres_url.clone().ok_or_else(|| anyhow::anyhow!("--backend postgres needs QUIRE_TEST_POSTGRES_URL"))?;
+    let url =
+        args.postgres_url.clone().ok_or_else(|| anyhow::anyhow!("--backend postgres needs QUIRE_TEST_POSTGRES_URL"))?;
     let store = store::connect(&url).await?;
     let mut conn = sqlx::PgConnection::connect(&url).await?;
     let started = Instant::now();
@@ -306,7 +336,10 @@ async fn seed_postgres(args: &Args, threads: usize, per_thread: usize) -> anyhow
             eprint!("\rseeded {} messages ({:.0?})", seq * threads, started.elapsed());
         }
     }
-    sqlx::query("update threads set message_count = $1, last_seq = $1").bind(per_thread as i64).execute(&mut *tx).await?;
+    sqlx::query("update threads set message_count = $1, last_seq = $1")
+        .bind(per_thread as i64)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     // What autovacuum would have done by the time such a history exists.
     conn.execute("vacuum analyze").await?;

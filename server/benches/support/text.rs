@@ -47,7 +47,8 @@ pub struct TextGen {
 impl TextGen {
     pub fn new(seed: u64) -> Self {
         let mut seen = std::collections::HashSet::new();
-        let mut words: Vec<String> = HEAD.split_whitespace().filter(|w| seen.insert(w.to_string())).map(str::to_string).collect();
+        let mut words: Vec<String> =
+            HEAD.split_whitespace().filter(|w| seen.insert(w.to_string())).map(str::to_string).collect();
         let mut i = 0usize;
         while words.len() < VOCABULARY {
             // Two to four syllables, picked by the digits of i in base 24: distinct for every i.

@@ -77,7 +77,8 @@ pub async fn load(
     budget: usize,
     ephemeral: Option<&str>,
 ) -> Result<BuiltContext, StoreError> {
-    let (messages, artifacts) = tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
+    let (messages, artifacts) =
+        tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
     let mut revision_requests = Vec::new();
     for artifact in artifacts.iter().filter(|a| a.version > 1) {
         let versions = store.list_artifact_versions(user, artifact.id).await?;
