@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use crate::llm::{self, Part};
 use crate::store::{Store, StoreError};
-use crate::tokens::count_tokens;
+use crate::tokens::{count_message_tokens, count_tokens};
 
 /// Default token budget for the conversation sent to the model.
 pub const DEFAULT_BUDGET: usize = 24_000;
@@ -138,7 +138,7 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     let total = turns.len();
     let mut keep_from = total;
     for (i, turn) in turns.iter_mut().enumerate().rev() {
-        turn.tokens = turn.messages.iter().map(|m| count_tokens(&m.content)).sum();
+        turn.tokens = turn.messages.iter().map(|m| count_message_tokens(m.id, &m.content)).sum();
         if keep_from < total && used + turn.tokens > input.budget {
             break;
         }
