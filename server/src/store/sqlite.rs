@@ -1045,7 +1045,8 @@ impl Store for Sqlite {
                 .await?
             }
         };
-        // 2. Details and snippets for the page only (the pks are integers read from the database).
+        // 2. Details and snippets for the page only (the pks are integers read from the database). Every part
+        //    names its columns: any of them may come first in the union.
         let pks =
             |kind: &str| page.iter().filter(|p| p.0 == kind).map(|p| p.1.to_string()).collect::<Vec<_>>().join(", ");
         let snippet = |table: &str| format!("snippet({table}, 1, char(2), char(3), '…', 16)");
@@ -1062,7 +1063,8 @@ impl Store for Sqlite {
         }
         if !threads.is_empty() {
             parts.push(format!(
-                "select 'thread', threads_fts.rowid, t.id, t.id, t.title, null, {}, t.created_at
+                "select 'thread' as kind, threads_fts.rowid as pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
+                        null as role, {} as snippet, t.created_at
                  from threads_fts join threads t on t.pk = threads_fts.rowid
                  where threads_fts match ?1 and threads_fts.rowid in ({threads})",
                 snippet("threads_fts")
@@ -1070,7 +1072,8 @@ impl Store for Sqlite {
         }
         if !artifacts.is_empty() {
             parts.push(format!(
-                "select 'artifact', artifacts_fts.rowid, a.id, a.thread_id, t.title, null, {}, a.created_at
+                "select 'artifact' as kind, artifacts_fts.rowid as pk, a.id as ref_id, a.thread_id, t.title as thread_title,
+                        null as role, {} as snippet, a.created_at
                  from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
                  where artifacts_fts match ?1 and artifacts_fts.rowid in ({artifacts})",
                 snippet("artifacts_fts")
