@@ -27,6 +27,11 @@ use text::TextGen;
 
 const SIZES: [usize; 3] = [100, 1_000, 10_000];
 
+/// Under `cargo test --benches` (no `--bench` argument) criterion runs each benchmark once: small inputs then.
+fn smoke() -> bool {
+    !std::env::args().any(|a| a == "--bench")
+}
+
 /// A conversation of `n` messages: requests of 10-60 words, answers of 40-300 words.
 fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
     let start = Utc::now() - Duration::days(30);
@@ -85,7 +90,8 @@ fn context_benches(c: &mut Criterion) {
     let mut gen = TextGen::new(1);
     let mut group = c.benchmark_group("context");
     group.sample_size(20);
-    for n in SIZES {
+    let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
+    for &n in sizes {
         let thread = rt.block_on(store.import_threads(user, &[conversation(n, &mut gen)])).expect("import")[0].id;
         let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None)).expect("load");
         assert!(!built.record.included.is_empty() && !built.record.filtered.is_empty());
@@ -117,8 +123,9 @@ fn context_benches(c: &mut Criterion) {
 }
 
 fn token_benches(c: &mut Criterion) {
-    let prose = TextGen::new(2).prose(500 * 1024);
-    let repeated = "a".repeat(100 * 1024);
+    let scale = if smoke() { 100 } else { 1 };
+    let prose = TextGen::new(2).prose(500 * 1024 / scale);
+    let repeated = "a".repeat(100 * 1024 / scale);
     quire::tokens::warm_up();
     let mut group = c.benchmark_group("tokens");
     group.sample_size(20);

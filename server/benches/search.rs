@@ -48,7 +48,7 @@ struct Args {
     /// Smoke mode: a tiny history and one search each (what `cargo test --benches` runs).
     #[arg(long)]
     smoke: bool,
-    /// Passed by `cargo bench` / `cargo test`; ignored.
+    /// Passed by `cargo bench`; without it (as under `cargo test --benches`) the smoke version runs.
     #[arg(long, hide = true)]
     bench: bool,
     #[arg(long, hide = true)]
@@ -69,7 +69,8 @@ struct Seeded {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = Args::parse();
-    if args.smoke || args.test {
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing: the smoke version then.
+    if args.smoke || args.test || !args.bench {
         args.messages = 2_000;
         args.threads = 20;
         args.users = 2;
