@@ -4,9 +4,12 @@
 //! linear-time BPE implementation: the vocabulary ships inside the crate (no network) and
 //! counting stays linear even on pathological input such as one character repeated 100 KB.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::{LazyLock, Mutex};
 
 use bpe_openai::Tokenizer;
+use uuid::Uuid;
 
 /// The process-wide tokenizer, deserialised from the embedded vocabulary on first use.
 static TOKENIZER: LazyLock<&'static Tokenizer> = LazyLock::new(bpe_openai::o200k_base);
@@ -29,6 +32,33 @@ pub fn count_tokens(text: &str) -> usize {
         return 0;
     }
     tokenizer().count(text)
+}
+
+/// Most message counts kept; the cache starts over when full.
+const CACHED_MESSAGES: usize = 200_000;
+
+/// Token counts of stored messages by id, with a fingerprint of the text they were counted from.
+static MESSAGE_COUNTS: LazyLock<Mutex<HashMap<Uuid, (u64, usize)>>> = LazyLock::new(Default::default);
+
+/// [`count_tokens`] of a stored message, remembered per message: building the context of a long conversation
+/// again at every turn then only counts what is new. A message whose text changed is counted again.
+pub fn count_message_tokens(id: Uuid, text: &str) -> usize {
+    let mut hasher = DefaultHasher::new();
+    text.hash(&mut hasher);
+    let fingerprint = hasher.finish();
+    let cached = MESSAGE_COUNTS.lock().unwrap_or_else(|e| e.into_inner()).get(&id).copied();
+    if let Some((seen, count)) = cached {
+        if seen == fingerprint {
+            return count;
+        }
+    }
+    let count = count_tokens(text);
+    let mut counts = MESSAGE_COUNTS.lock().unwrap_or_else(|e| e.into_inner());
+    if counts.len() >= CACHED_MESSAGES {
+        counts.clear();
+    }
+    counts.insert(id, (fingerprint, count));
+    count
 }
 
 #[cfg(test)]
@@ -55,5 +85,13 @@ mod tests {
         let spaces = " ".repeat(100 * 1024);
         let n = count_tokens(&spaces);
         assert!(n > 0 && n <= spaces.len(), "implausible count {n}");
+    }
+
+    #[test]
+    fn message_counts_follow_the_text() {
+        let id = Uuid::new_v4();
+        assert_eq!(count_message_tokens(id, "Hello, world!"), 4);
+        assert_eq!(count_message_tokens(id, "Hello, world!"), 4);
+        assert_eq!(count_message_tokens(id, "Hello"), 1, "an edited message is counted again");
     }
 }

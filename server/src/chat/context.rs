@@ -13,7 +13,8 @@ use app::api::{Artifact, Message, Role};
 use uuid::Uuid;
 
 use crate::llm::{self, Part};
-use crate::tokens::count_tokens;
+use crate::store::{Store, StoreError};
+use crate::tokens::{count_message_tokens, count_tokens};
 
 /// Default token budget for the conversation sent to the model.
 pub const DEFAULT_BUDGET: usize = 24_000;
@@ -45,6 +46,32 @@ pub struct BuiltContext {
 struct Turn<'a> {
     messages: Vec<&'a Message>,
     tokens: usize,
+}
+
+/// Loads a thread's messages and documents (and the requests that revised a document, fulfilled as well) and
+/// builds the model's view of it with [`build`]. No summary; `ephemeral` as in [`ContextInput`].
+pub async fn load(
+    store: &dyn Store,
+    user: Uuid,
+    thread: Uuid,
+    budget: usize,
+    ephemeral: Option<&str>,
+) -> Result<BuiltContext, StoreError> {
+    let (messages, artifacts) =
+        tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
+    let mut revision_requests = Vec::new();
+    for artifact in artifacts.iter().filter(|a| a.version > 1) {
+        let versions = store.list_artifact_versions(user, artifact.id).await?;
+        revision_requests.extend(versions.iter().filter(|v| v.version > 1).filter_map(|v| v.request_message_id));
+    }
+    Ok(build(ContextInput {
+        messages: &messages,
+        artifacts: &artifacts,
+        revision_requests: &revision_requests,
+        summary: None,
+        budget,
+        ephemeral,
+    }))
 }
 
 /// Builds the model's view of the conversation.
@@ -81,16 +108,18 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     }
     for turn in &mut turns {
         turn.messages.retain(|m| !m.content.trim().is_empty());
-        turn.tokens = turn.messages.iter().map(|m| count_tokens(&m.content)).sum();
     }
     turns.retain(|t| !t.messages.is_empty());
 
-    // 2. Keep turns from the newest while they fit; the newest is kept whatever its size.
+    // 2. Keep turns from the newest while they fit; the newest is kept whatever its size. Tokens are counted
+    // only for the turns looked at here, so a long history costs no more than its newest part.
     let ephemeral_tokens = input.ephemeral.map(count_tokens).unwrap_or(0);
     let mut used = ephemeral_tokens;
-    let mut keep_from = turns.len();
-    for (i, turn) in turns.iter().enumerate().rev() {
-        if keep_from < turns.len() && used + turn.tokens > input.budget {
+    let total = turns.len();
+    let mut keep_from = total;
+    for (i, turn) in turns.iter_mut().enumerate().rev() {
+        turn.tokens = turn.messages.iter().map(|m| count_message_tokens(m.id, &m.content)).sum();
+        if keep_from < total && used + turn.tokens > input.budget {
             break;
         }
         used += turn.tokens;

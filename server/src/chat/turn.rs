@@ -10,7 +10,7 @@ use futures::StreamExt;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::context::{self, ContextInput, ContextRecord};
+use super::context::{self, ContextRecord};
 use super::hub::LiveTurn;
 use super::prompt;
 use super::tools::{self, ToolContext};
@@ -367,28 +367,18 @@ impl<'a> Turn<'a> {
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
     /// rest fits the token budget; a silent request adds its instruction without storing it.
     async fn history(&mut self) -> Result<Vec<llm::Message>, StoreError> {
-        let (messages, artifacts) = tokio::try_join!(
-            self.state.store.list_messages(self.plan.user, self.plan.thread),
-            self.state.store.list_artifacts(self.plan.user, self.plan.thread),
-        )?;
-        // Requests that revised a document (version 2 and later) were fulfilled as well.
-        let mut revision_requests = Vec::new();
-        for artifact in artifacts.iter().filter(|a| a.version > 1) {
-            let versions = self.state.store.list_artifact_versions(self.plan.user, artifact.id).await?;
-            revision_requests.extend(versions.iter().filter(|v| v.version > 1).filter_map(|v| v.request_message_id));
-        }
         let ephemeral = self
             .plan
             .silent
             .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
-        let built = context::build(ContextInput {
-            messages: &messages,
-            artifacts: &artifacts,
-            revision_requests: &revision_requests,
-            summary: None,
-            budget: self.state.config.context_tokens,
-            ephemeral: ephemeral.as_deref(),
-        });
+        let built = context::load(
+            self.state.store.as_ref(),
+            self.plan.user,
+            self.plan.thread,
+            self.state.config.context_tokens,
+            ephemeral.as_deref(),
+        )
+        .await?;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
         record.model = self.model();

@@ -25,6 +25,9 @@ use super::{
     User, MARK_END, MARK_START,
 };
 
+/// Hits of one kind ranked per search, newest first (see `search`).
+const RANKED_CANDIDATES: u32 = 1_000;
+
 /// SQLite storage.
 #[derive(Debug, Clone)]
 pub struct Sqlite {
@@ -1038,43 +1041,98 @@ impl Store for Sqlite {
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
-        let snippet = |table: &str| format!("snippet({table}, 1, char(2), char(3), '…', 16)");
+        // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. bm25 costs a few
+        //    microseconds a row, so ranking a word found in thousands of a person's messages would take tens of
+        //    milliseconds: only the newest RANKED_CANDIDATES hits of each kind (or as many as the page reaches)
+        //    are ranked; FTS5 walks its rowids newest first without sorting. Among equal ranks the newer row
+        //    comes first.
+        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit.clamp(1, 100)));
+        let candidates_sql = |table: &str, kind: &str| {
+            format!(
+                "select * from (select '{kind}' as kind, rowid as pk, bm25({table}, 0.0, 1.0) as rank from {table}
+                 where {table} match ?1 order by rowid desc limit {candidates})"
+            )
+        };
         let sql = format!(
-            "select * from (
-               select 'message' as kind, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
-                      {ms} as snippet, m.created_at, bm25(messages_fts, 0.0, 1.0) as rank
-               from messages_fts join messages m on m.pk = messages_fts.rowid join threads t on t.id = m.thread_id
-               where messages_fts match ?1
-               union all
-               select 'thread', t.id, t.id, t.title, null, {ts}, t.created_at, bm25(threads_fts, 0.0, 1.0)
-               from threads_fts join threads t on t.pk = threads_fts.rowid
-               where threads_fts match ?1
-               union all
-               select 'artifact', a.id, a.thread_id, t.title, null, {as_}, a.created_at, bm25(artifacts_fts, 0.0, 1.0)
-               from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
-               where artifacts_fts match ?1
-             ) order by rank, created_at desc, ref_id desc limit ?2 offset ?3",
-            ms = snippet("messages_fts"),
-            ts = snippet("threads_fts"),
-            as_ = snippet("artifacts_fts"),
+            "select kind, pk, rank, count(*) over () as ranked from ({} union all {} union all {})
+             order by rank, pk desc, kind limit ?2 offset ?3",
+            candidates_sql("messages_fts", "message"),
+            candidates_sql("threads_fts", "thread"),
+            candidates_sql("artifacts_fts", "artifact"),
         );
-        let rows = sqlx::query(&sql)
+        let page: Vec<(String, i64, f64, i64)> = sqlx::query_as(&sql)
             .bind(&expression)
             .bind(limit.clamp(1, 100) as i64)
             .bind(offset as i64)
             .fetch_all(&self.reader)
             .await?;
-        let total: i64 = sqlx::query_scalar(
-            "select (select count(*) from messages_fts where messages_fts match ?1)
-                  + (select count(*) from threads_fts where threads_fts match ?1)
-                  + (select count(*) from artifacts_fts where artifacts_fts match ?1)",
-        )
-        .bind(&expression)
-        .fetch_one(&self.reader)
-        .await?;
+        // Fewer hits than one kind's candidates: none was cut, so they were all counted already.
+        let total: i64 = match page.first() {
+            Some(first) if first.3 < i64::from(candidates) => first.3,
+            _ => {
+                sqlx::query_scalar(
+                    "select (select count(*) from messages_fts where messages_fts match ?1)
+                          + (select count(*) from threads_fts where threads_fts match ?1)
+                          + (select count(*) from artifacts_fts where artifacts_fts match ?1)",
+                )
+                .bind(&expression)
+                .fetch_one(&self.reader)
+                .await?
+            }
+        };
+        // 2. Details and snippets for the page only (the pks are integers read from the database). Every part
+        //    names its columns: any of them may come first in the union.
+        let pks =
+            |kind: &str| page.iter().filter(|p| p.0 == kind).map(|p| p.1.to_string()).collect::<Vec<_>>().join(", ");
+        let snippet = |table: &str| format!("snippet({table}, 1, char(2), char(3), '…', 16)");
+        let mut parts = Vec::new();
+        let (messages, threads, artifacts) = (pks("message"), pks("thread"), pks("artifact"));
+        if !messages.is_empty() {
+            parts.push(format!(
+                "select 'message' as kind, messages_fts.rowid as pk, m.id as ref_id, m.thread_id, t.title as thread_title,
+                        m.role, {} as snippet, m.created_at
+                 from messages_fts join messages m on m.pk = messages_fts.rowid join threads t on t.id = m.thread_id
+                 where messages_fts match ?1 and messages_fts.rowid in ({messages})",
+                snippet("messages_fts")
+            ));
+        }
+        if !threads.is_empty() {
+            parts.push(format!(
+                "select 'thread' as kind, threads_fts.rowid as pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
+                        null as role, {} as snippet, t.created_at
+                 from threads_fts join threads t on t.pk = threads_fts.rowid
+                 where threads_fts match ?1 and threads_fts.rowid in ({threads})",
+                snippet("threads_fts")
+            ));
+        }
+        if !artifacts.is_empty() {
+            parts.push(format!(
+                "select 'artifact' as kind, artifacts_fts.rowid as pk, a.id as ref_id, a.thread_id, t.title as thread_title,
+                        null as role, {} as snippet, a.created_at
+                 from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
+                 where artifacts_fts match ?1 and artifacts_fts.rowid in ({artifacts})",
+                snippet("artifacts_fts")
+            ));
+        }
+        let details = if parts.is_empty() {
+            Vec::new()
+        } else {
+            sqlx::query(&parts.join(" union all ")).bind(&expression).fetch_all(&self.reader).await?
+        };
+        let mut rows = Vec::with_capacity(page.len());
+        for (kind, pk, rank, _) in &page {
+            let found = details.iter().find(|row| {
+                row.try_get::<String, _>("kind").is_ok_and(|k| k == *kind)
+                    && row.try_get::<i64, _>("pk").is_ok_and(|p| p == *pk)
+            });
+            // A row deleted between the two reads is left out.
+            if let Some(row) = found {
+                rows.push((row, *rank));
+            }
+        }
         let hits = rows
             .iter()
-            .map(|row| {
+            .map(|(row, rank)| {
                 let kind: String = row.try_get("kind")?;
                 let kind = match kind.as_str() {
                     "message" => HitKind::Message,
@@ -1092,7 +1150,7 @@ impl Store for Sqlite {
                     role: role_text.as_deref().map(role).transpose()?,
                     snippet: snippet_html(&row.try_get::<String, _>("snippet")?, MARK_START, MARK_END),
                     created_at: time(row, "created_at")?,
-                    rank: row.try_get("rank")?,
+                    rank: *rank,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -1,0 +1,140 @@
+//! Context building and token counting (criterion).
+//!
+//! - `context/load_build/N`: a thread of N messages (alternating request and answer, a document created by
+//!   every tenth request, every fifth document at version 2) in a SQLite store; one iteration loads the messages,
+//!   documents and revisions and builds the model's view (filter, count, truncate to the default budget),
+//!   exactly as a chat turn does (`quire::chat::context::load`).
+//! - `context/build_only/N`: the same without the database (the messages already in memory).
+//! - `context/count_all/N`: counting the tokens of every message of the thread, for comparison.
+//! - `tokens/prose_500k` and `tokens/repeated_100k`: `count_tokens` of 500 KB of prose and of 100 KB of one
+//!   character.
+//!
+//!     cargo bench --profile server-release -p server --bench context
+//!
+//! `cargo test -p server --benches` runs each benchmark once (criterion's test mode).
+
+#[path = "support/text.rs"]
+mod text;
+
+use app::api::{ArtifactType, MessageStatus, Role, Usage};
+use chrono::{Duration, Utc};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
+use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
+use quire::store::{self, NewUser};
+use quire::tokens::count_tokens;
+use text::TextGen;
+
+const SIZES: [usize; 3] = [100, 1_000, 10_000];
+
+/// Under `cargo test --benches` (no `--bench` argument) criterion runs each benchmark once: small inputs then.
+fn smoke() -> bool {
+    !std::env::args().any(|a| a == "--bench")
+}
+
+/// A conversation of `n` messages: requests of 10-60 words, answers of 40-300 words.
+fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
+    let start = Utc::now() - Duration::days(30);
+    let messages: Vec<ImportMessage> = (0..n)
+        .map(|i| {
+            let (role, content) =
+                if i % 2 == 0 { (Role::User, gen.text(10, 60)) } else { (Role::Assistant, gen.text(40, 300)) };
+            ImportMessage {
+                seq: i as i64 + 1,
+                role,
+                content,
+                status: MessageStatus::Complete,
+                usage: Usage::default(),
+                model: None,
+                created_at: start + Duration::seconds(i as i64),
+            }
+        })
+        .collect();
+    let mut artifacts = Vec::new();
+    for (k, request) in (0..n).step_by(20).enumerate() {
+        artifacts.push(ImportArtifact {
+            artifact_type: ArtifactType::UserStories,
+            title: format!("Stories {k}"),
+            content: gen.prose(2_000),
+            version: if k % 5 == 0 { 2 } else { 1 },
+            request_message: Some(request),
+            assistant_message: Some((request + 1).min(n - 1)),
+            created_at: start + Duration::seconds(request as i64),
+        });
+    }
+    ImportThread {
+        title: "Benchmark conversation".into(),
+        tags: Vec::new(),
+        pinned: false,
+        archived: false,
+        created_at: start,
+        updated_at: start,
+        messages,
+        artifacts,
+    }
+}
+
+fn context_benches(c: &mut Criterion) {
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store =
+        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store");
+    let user = rt
+        .block_on(store.create_user(NewUser {
+            email: "bench@example.com".into(),
+            password_hash: "not a hash".into(),
+            display_name: "Bench".into(),
+        }))
+        .expect("user")
+        .id;
+    let mut gen = TextGen::new(1);
+    let mut group = c.benchmark_group("context");
+    group.sample_size(20);
+    let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
+    for &n in sizes {
+        let thread = rt.block_on(store.import_threads(user, &[conversation(n, &mut gen)])).expect("import")[0].id;
+        let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None)).expect("load");
+        assert!(!built.record.included.is_empty() && !built.record.filtered.is_empty());
+        group.bench_with_input(BenchmarkId::new("load_build", n), &n, |b, _| {
+            b.to_async(&rt).iter(|| async {
+                context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None).await.expect("load")
+            })
+        });
+        let messages = rt.block_on(store.list_messages(user, thread)).expect("messages");
+        let artifacts = rt.block_on(store.list_artifacts(user, thread)).expect("artifacts");
+        group.bench_with_input(BenchmarkId::new("build_only", n), &n, |b, _| {
+            b.iter(|| {
+                context::build(ContextInput {
+                    messages: &messages,
+                    artifacts: &artifacts,
+                    revision_requests: &[],
+                    summary: None,
+                    budget: DEFAULT_BUDGET,
+                    ephemeral: None,
+                })
+            })
+        });
+        // What counting every message costs (the build counts only the turns it looks at).
+        group.bench_with_input(BenchmarkId::new("count_all", n), &n, |b, _| {
+            b.iter(|| messages.iter().map(|m| count_tokens(&m.content)).sum::<usize>())
+        });
+    }
+    group.finish();
+}
+
+fn token_benches(c: &mut Criterion) {
+    let scale = if smoke() { 100 } else { 1 };
+    let prose = TextGen::new(2).prose(500 * 1024 / scale);
+    let repeated = "a".repeat(100 * 1024 / scale);
+    quire::tokens::warm_up();
+    let mut group = c.benchmark_group("tokens");
+    group.sample_size(20);
+    group.throughput(Throughput::Bytes(prose.len() as u64));
+    group.bench_function("prose_500k", |b| b.iter(|| count_tokens(std::hint::black_box(&prose))));
+    group.throughput(Throughput::Bytes(repeated.len() as u64));
+    group.bench_function("repeated_100k", |b| b.iter(|| count_tokens(std::hint::black_box(&repeated))));
+    group.finish();
+}
+
+criterion_group!(benches, context_benches, token_benches);
+criterion_main!(benches);

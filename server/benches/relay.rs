@@ -1,0 +1,553 @@
+//! Relay overhead and idle streams, Quire side by side with a fake upstream.
+//!
+//! A fake OpenAI-compatible upstream (in this process) streams `--deltas` deltas `--gap-ms` apart. The real
+//! `quire` binary (a child process: SQLite, accounts, rate limits off) is configured with the OpenAI provider
+//! pointing at it. For each concurrency level the load client first runs the streams straight from the fake,
+//! then the same number of chats through Quire, and prints time to first token and inter-delta gaps
+//! (p50/p99) of both, their difference, and Quire's CPU and memory (from /proc).
+//!
+//! With `--idle 1000,5000` it then opens that many chats whose upstream stalls after the first delta and
+//! reports Quire's memory per open stream.
+//!
+//!     ulimit -n 65536
+//!     cargo bench --profile server-release -p server --bench relay -- --streams 1,100,500 --idle 1000,5000
+//!
+//! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
+
+#[path = "support/stats.rs"]
+mod stats;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use clap::Parser;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use stats::fmt;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+#[derive(Parser, Debug, Clone)]
+struct Args {
+    /// Concurrency levels of the relay measurement.
+    #[arg(long, value_delimiter = ',', default_value = "1,100,500")]
+    streams: Vec<usize>,
+    /// Chats run one after another by each concurrent client.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    #[arg(long, default_value_t = 64)]
+    deltas: usize,
+    #[arg(long, default_value_t = 20)]
+    gap_ms: u64,
+    /// Numbers of idle streams to hold open (empty: skip).
+    #[arg(long, value_delimiter = ',')]
+    idle: Vec<usize>,
+    /// Smoke mode (what `cargo test --benches` runs).
+    #[arg(long)]
+    smoke: bool,
+    #[arg(long, hide = true)]
+    bench: bool,
+    #[arg(long, hide = true)]
+    test: bool,
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The fake upstream.
+
+#[derive(Clone)]
+struct Fake {
+    deltas: usize,
+    gap: Duration,
+    /// While set, streams stop after their first delta until `release` changes.
+    stall: Arc<AtomicBool>,
+    release: watch::Receiver<u64>,
+}
+
+fn chunk(delta: Value, finish: Option<&str>) -> String {
+    let body = json!({
+        "id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "bench-model",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    });
+    format!("data: {body}\n\n")
+}
+
+async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Response {
+    let _request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let stall = fake.stall.load(Ordering::SeqCst);
+    let mut release = fake.release.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        for i in 0..fake.deltas {
+            tokio::time::sleep_until(start + fake.gap * i as u32).await;
+            let mut text = chunk(json!({"content": format!("w{i} ")}), None);
+            if i == 0 {
+                text = chunk(json!({"role": "assistant", "content": ""}), None) + &text;
+            }
+            if tx.send(Ok(text)).await.is_err() {
+                return;
+            }
+            if stall && i == 0 {
+                // Held open: a comment every 10 s keeps Quire's idle timeout away.
+                loop {
+                    tokio::select! {
+                        _ = release.changed() => break,
+                        _ = tokio::time::sleep(Duration::from_secs(10)) => {
+                            if tx.send(Ok(": waiting\n\n".into())).await.is_err() { return; }
+                        }
+                    }
+                }
+                break;
+            }
+        }
+        let usage = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000,
+            "model": "bench-model", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": fake.deltas, "total_tokens": 10 + fake.deltas}});
+        let tail = chunk(json!({}), Some("stop")) + &format!("data: {usage}\n\n") + "data: [DONE]\n\n";
+        let _ = tx.send(Ok(tail)).await;
+    });
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx)))
+        .expect("response")
+}
+
+async fn start_fake(fake: Fake) -> anyhow::Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(fake);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(addr)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Quire as a child process.
+
+struct Quire {
+    child: Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Quire {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn start_quire(upstream: SocketAddr) -> anyhow::Result<Quire> {
+    let dir = tempfile::tempdir()?;
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let child = Command::new(env!("CARGO_BIN_EXE_quire"))
+        .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
+        .env("QUIRE_DATA_DIR", dir.path())
+        .env("QUIRE_LLM_PROVIDER", "openai")
+        .env("QUIRE_MODEL", "bench-model")
+        .env("OPENAI_BASE_URL", format!("http://{upstream}/v1"))
+        .env("OPENAI_API_KEY", "bench")
+        .env("QUIRE_RATE_LIMITS", "off")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()?;
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        if client.get(format!("{base}/api/health")).send().await.is_ok() {
+            return Ok(Quire { child, base, _dir: dir });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    anyhow::bail!("quire did not start")
+}
+
+/// Resident memory now and at its peak (VmRSS, VmHWM), in KiB.
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// CPU time used so far (user + system), from /proc/PID/stat.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    // Fields 14 and 15 of stat (utime, stime) are the 12th and 13th after the command name.
+    let ticks: u64 = fields.get(11).and_then(|v| v.parse().ok()).unwrap_or(0)
+        + fields.get(12).and_then(|v| v.parse().ok()).unwrap_or(0);
+    Duration::from_millis(ticks * 10) // USER_HZ is 100 on Linux
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The load client.
+
+#[derive(Clone)]
+struct Account {
+    token: String,
+}
+
+async fn register(client: &reqwest::Client, base: &str, i: usize) -> anyhow::Result<Account> {
+    let reply: Value = client
+        .post(format!("{base}/api/auth/register"))
+        .json(&json!({"email": format!("bench{i}@example.com"), "password": "bench-password-1234", "display_name": "Bench"}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    Ok(Account { token: reply["token"].as_str().unwrap_or_default().to_string() })
+}
+
+async fn new_thread(client: &reqwest::Client, base: &str, account: &Account) -> anyhow::Result<String> {
+    // A title of its own, so the first turn does not ask the model for one.
+    let reply: Value = client
+        .post(format!("{base}/api/threads"))
+        .bearer_auth(&account.token)
+        .json(&json!({"title": "Relay benchmark"}))
+        .send()
+        .await?
+        .error_for_status()?
+        .json()
+        .await?;
+    Ok(reply["id"].as_str().unwrap_or_default().to_string())
+}
+
+/// Arrival times of the deltas of one stream, from the moment the request was sent.
+struct Timing {
+    deltas: Vec<Duration>,
+}
+
+/// Reads a server-sent event stream; `is_delta` says which events carry a delta.
+async fn read_events(
+    response: reqwest::Response,
+    sent: Instant,
+    is_delta: impl Fn(&str) -> bool,
+) -> anyhow::Result<Timing> {
+    let mut timing = Timing { deltas: Vec::new() };
+    let mut buffer = String::new();
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk?;
+        let now = sent.elapsed();
+        buffer.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buffer.find("\n\n") {
+            let event: String = buffer.drain(..end + 2).collect();
+            if is_delta(&event) {
+                timing.deltas.push(now);
+            }
+        }
+    }
+    Ok(timing)
+}
+
+async fn direct_stream(client: &reqwest::Client, upstream: SocketAddr) -> anyhow::Result<Timing> {
+    let sent = Instant::now();
+    let response = client
+        .post(format!("http://{upstream}/v1/chat/completions"))
+        .json(&json!({"model": "bench-model", "stream": true, "messages": [{"role": "user", "content": "hello"}]}))
+        .send()
+        .await?
+        .error_for_status()?;
+    read_events(response, sent, |e| e.contains("\"content\":\"w")).await
+}
+
+async fn quire_stream(client: &reqwest::Client, base: &str, account: &Account, thread: &str) -> anyhow::Result<Timing> {
+    let sent = Instant::now();
+    let response = client
+        .post(format!("{base}/api/threads/{thread}/chat"))
+        .bearer_auth(&account.token)
+        .json(&json!({"content": "Tell me about the project plan."}))
+        .send()
+        .await?
+        .error_for_status()?;
+    read_events(response, sent, |e| e.contains("event: text_delta")).await
+}
+
+#[derive(Default)]
+struct Samples {
+    ttft: Vec<Duration>,
+    gaps: Vec<Duration>,
+    streams: usize,
+}
+
+impl Samples {
+    fn add(&mut self, timing: &Timing, expected: usize) -> anyhow::Result<()> {
+        anyhow::ensure!(timing.deltas.len() == expected, "{} deltas instead of {expected}", timing.deltas.len());
+        self.ttft.push(timing.deltas[0]);
+        self.gaps.extend(timing.deltas.windows(2).map(|w| w[1] - w[0]));
+        self.streams += 1;
+        Ok(())
+    }
+}
+
+/// Runs `streams` clients of `rounds` chats each, started evenly over 500 ms.
+async fn run_level<F, Fut>(streams: usize, rounds: usize, expected: usize, one: F) -> anyhow::Result<Samples>
+where
+    F: Fn(usize) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<Timing>> + Send,
+{
+    let mut tasks = Vec::new();
+    for i in 0..streams {
+        let one = one.clone();
+        let offset = Duration::from_micros(500_000 * i as u64 / streams.max(1) as u64);
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep(offset).await;
+            let mut timings = Vec::new();
+            for _ in 0..rounds {
+                timings.push(one(i).await?);
+            }
+            anyhow::Ok(timings)
+        }));
+    }
+    let mut samples = Samples::default();
+    for task in tasks {
+        for timing in task.await?? {
+            samples.add(&timing, expected)?;
+        }
+    }
+    Ok(samples)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut args = Args::parse();
+    // `cargo bench` passes --bench; `cargo test --benches` passes nothing: the smoke version then.
+    if args.smoke || args.test || !args.bench {
+        args.streams = vec![2];
+        args.rounds = 1;
+        args.deltas = 4;
+        args.gap_ms = 5;
+        args.idle = vec![10];
+    }
+    let (release_tx, release_rx) = watch::channel(0u64);
+    let stall = Arc::new(AtomicBool::new(false));
+    let fake = Fake {
+        deltas: args.deltas,
+        gap: Duration::from_millis(args.gap_ms),
+        stall: stall.clone(),
+        release: release_rx,
+    };
+    let upstream = start_fake(fake).await?;
+    let quire = start_quire(upstream).await?;
+    let pid = quire.child.id();
+    let base = quire.base.clone();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build()?;
+
+    let max_streams = args.streams.iter().chain(&args.idle).copied().max().unwrap_or(1);
+    let accounts_wanted = max_streams.clamp(1, 10);
+    let mut accounts = Vec::new();
+    for i in 0..accounts_wanted {
+        accounts.push(register(&client, &base, i).await?);
+    }
+    let limit = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let open_files = limit.lines().find(|l| l.starts_with("Max open files")).unwrap_or("").to_string();
+    println!(
+        "relay: {} deltas {} ms apart, {} rounds per client; {}",
+        args.deltas,
+        args.gap_ms,
+        args.rounds,
+        open_files.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    println!(
+        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9}",
+        "streams", "path", "ttft p50", "ttft p99", "gap p50", "gap p99", "+ttft p50", "+ttft p99", "+gap p50", "+gap p99",
+        "gap p1", "gap max", "cpu", "rss MiB", "peak MiB"
+    );
+    for &streams in &args.streams {
+        let threads = make_threads(&client, &base, &accounts, streams).await?;
+        let direct = {
+            let client = client.clone();
+            run_level(streams, args.rounds, args.deltas, move |_| {
+                let client = client.clone();
+                async move { direct_stream(&client, upstream).await }
+            })
+            .await?
+        };
+        let cpu_before = cpu_time(pid);
+        let wall = Instant::now();
+        let through = {
+            let client = client.clone();
+            let base = base.clone();
+            let accounts = accounts.clone();
+            let threads = threads.clone();
+            run_level(streams, args.rounds, args.deltas, move |i| {
+                let client = client.clone();
+                let base = base.clone();
+                let account = accounts[i % accounts.len()].clone();
+                let thread = threads[i].clone();
+                async move { quire_stream(&client, &base, &account, &thread).await }
+            })
+            .await?
+        };
+        let cpu = (cpu_time(pid) - cpu_before).as_secs_f64() / wall.elapsed().as_secs_f64();
+        let (rss, peak) = memory_kib(pid);
+        print_row(streams, "direct", &direct, None, None);
+        print_row(streams, "quire", &through, Some(&direct), Some((cpu, rss, peak)));
+    }
+
+    if !args.idle.is_empty() {
+        idle_streams(&args, &client, &base, &accounts, pid, &stall, &release_tx).await?;
+    }
+    drop(quire);
+    Ok(())
+}
+
+async fn make_threads(
+    client: &reqwest::Client,
+    base: &str,
+    accounts: &[Account],
+    count: usize,
+) -> anyhow::Result<Vec<String>> {
+    let mut threads = Vec::with_capacity(count);
+    for i in 0..count {
+        threads.push(new_thread(client, base, &accounts[i % accounts.len()]).await?);
+    }
+    Ok(threads)
+}
+
+fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples>, proc_: Option<(f64, u64, u64)>) {
+    let mut ttft = s.ttft.clone();
+    let mut gaps = s.gaps.clone();
+    ttft.sort_unstable();
+    gaps.sort_unstable();
+    let p = |v: &[Duration], q: f64| if v.is_empty() { Duration::ZERO } else { stats::rank(v, q) };
+    let diff = |a: Duration, b: Duration| {
+        let d = a.as_secs_f64() - b.as_secs_f64();
+        let text = fmt(Duration::from_secs_f64(d.abs()));
+        if d < 0.0 {
+            format!("-{text}")
+        } else {
+            format!("+{text}")
+        }
+    };
+    let (added, extra) = match reference {
+        Some(r) => {
+            let mut rt = r.ttft.clone();
+            let mut rg = r.gaps.clone();
+            rt.sort_unstable();
+            rg.sort_unstable();
+            (
+                format!(
+                    "{:>10} {:>10} | {:>10} {:>10}",
+                    diff(p(&ttft, 50.0), p(&rt, 50.0)),
+                    diff(p(&ttft, 99.0), p(&rt, 99.0)),
+                    diff(p(&gaps, 50.0), p(&rg, 50.0)),
+                    diff(p(&gaps, 99.0), p(&rg, 99.0))
+                ),
+                proc_
+                    .map(|(cpu, rss, peak)| {
+                        format!("{:>8.0}% {:>9.1} {:>9.1}", cpu * 100.0, rss as f64 / 1024.0, peak as f64 / 1024.0)
+                    })
+                    .unwrap_or_default(),
+            )
+        }
+        None => (format!("{:>10} {:>10} | {:>10} {:>10}", "", "", "", ""), String::new()),
+    };
+    println!(
+        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {} | {:>10} {:>10} | {}",
+        streams,
+        path,
+        fmt(p(&ttft, 50.0)),
+        fmt(p(&ttft, 99.0)),
+        fmt(p(&gaps, 50.0)),
+        fmt(p(&gaps, 99.0)),
+        added,
+        fmt(p(&gaps, 1.0)),
+        fmt(gaps.last().copied().unwrap_or_default()),
+        extra
+    );
+}
+
+/// Opens `n` chats whose upstream answers one delta and then waits, and measures Quire's memory with them
+/// all open against before; then lets them finish.
+async fn idle_streams(
+    args: &Args,
+    client: &reqwest::Client,
+    base: &str,
+    accounts: &[Account],
+    pid: u32,
+    stall: &AtomicBool,
+    release: &watch::Sender<u64>,
+) -> anyhow::Result<()> {
+    println!("idle streams (each a running chat whose model has sent one delta and waits):");
+    println!("{:>7} | {:>12} {:>12} {:>14} | {:>10}", "streams", "rss before", "rss open", "per stream", "open took");
+    for &n in &args.idle {
+        let threads = make_threads(client, base, accounts, n).await?;
+        stall.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (before, _) = memory_kib(pid);
+        let started = Instant::now();
+        let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<()>(n);
+        let mut tasks = Vec::new();
+        for (i, thread) in threads.iter().enumerate() {
+            let client = client.clone();
+            let url = format!("{base}/api/threads/{thread}/chat");
+            let token = accounts[i % accounts.len()].token.clone();
+            let opened = opened_tx.clone();
+            tasks.push(tokio::spawn(async move {
+                let response = client
+                    .post(url)
+                    .bearer_auth(token)
+                    .json(&json!({"content": "Hello"}))
+                    .send()
+                    .await?
+                    .error_for_status()?;
+                let mut body = response.bytes_stream();
+                let mut seen = String::new();
+                let mut signalled = false;
+                while let Some(chunk) = body.next().await {
+                    seen.push_str(&String::from_utf8_lossy(&chunk?));
+                    if !signalled && seen.contains("event: text_delta") {
+                        signalled = true;
+                        let _ = opened.send(()).await;
+                    }
+                    if seen.len() > 4096 {
+                        seen.drain(..seen.len() - 64);
+                    }
+                }
+                anyhow::Ok(())
+            }));
+            // Opening thousands at once would only measure the queue in front of SQLite's single writer.
+            if i % 50 == 49 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        drop(opened_tx);
+        for _ in 0..n {
+            opened_rx.recv().await.ok_or_else(|| anyhow::anyhow!("a stream ended before its first delta"))?;
+        }
+        let took = started.elapsed();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let (open, _) = memory_kib(pid);
+        let per = (open.saturating_sub(before)) as f64 * 1024.0 / n as f64;
+        println!(
+            "{:>7} | {:>9.1} MiB {:>9.1} MiB {:>10.1} KiB | {:>10}",
+            n,
+            before as f64 / 1024.0,
+            open as f64 / 1024.0,
+            per / 1024.0,
+            fmt(took)
+        );
+        stall.store(false, Ordering::SeqCst);
+        release.send_modify(|v| *v += 1);
+        for task in tasks {
+            task.await??;
+        }
+    }
+    Ok(())
+}
