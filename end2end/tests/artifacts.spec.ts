@@ -62,6 +62,37 @@ test('Generate makes a card silently: an indicator, no new bubble', async ({ pag
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
 });
 
+test('the documents panel lists every document of the conversation and opens it', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We run a library. Members borrow books. Librarians must see overdue loans.');
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('menuitem', { name: 'User Stories' }).click();
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('menuitem', { name: 'Meeting Summary' }).click();
+  await expect(page.getByTestId('artifact-card')).toHaveCount(2);
+
+  const toggle = page.getByRole('button', { name: 'Documents (2)' });
+  await expect(toggle).toHaveAttribute('aria-expanded', 'false');
+  await toggle.click();
+  await expect(toggle).toHaveAttribute('aria-expanded', 'true');
+  const panel = page.getByTestId('artifacts-panel');
+  await expect(panel.getByRole('listitem')).toHaveCount(2);
+  await expect(panel).toContainText('User Stories');
+  await expect(panel).toContainText('Meeting Summary');
+  await snapshot(page, 'documents-panel-light');
+
+  await panel.getByRole('button', { name: /^Open / }).last().click();
+  const viewer = page.getByRole('dialog');
+  await expect(viewer).toContainText('Meeting Summary');
+  await expect(panel).toHaveCount(0);
+  await viewer.getByRole('button', { name: 'Close' }).click();
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByRole('button', { name: 'Documents (2)' })).toBeVisible();
+});
+
 test('raw HTML in a message renders inert', async ({ page }) => {
   await openHydrated(page);
   let dialogs = 0;

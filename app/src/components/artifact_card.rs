@@ -27,6 +27,53 @@ pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact
     }
 }
 
+/// The conversation's documents in one list, behind a toggle in the chat header; each opens the viewer.
+#[component]
+pub fn DocumentsPanel(
+    #[prop(into)] artifacts: Signal<Vec<Artifact>>,
+    #[prop(into)] on_open: Callback<Artifact>,
+) -> impl IntoView {
+    let expanded = RwSignal::new(false);
+    let count = move || artifacts.with(Vec::len);
+    view! {
+        <div class="documents-panel">
+            <button
+                type="button"
+                class="button"
+                aria-expanded=move || expanded.get().to_string()
+                aria-controls="documents-list"
+                on:click=move |_| expanded.update(|e| *e = !*e)
+            >
+                {move || format!("Documents ({})", count())}
+            </button>
+            <Show when=move || expanded.get()>
+                <div id="documents-list" class="documents-list" role="region" aria-label="Documents of this conversation"
+                    data-testid="artifacts-panel">
+                    {move || (count() == 0).then(|| view! { <p class="empty">"No documents yet."</p> })}
+                    <ul>
+                        <For each=move || artifacts.get() key=|a| (a.id, a.version) let:a>
+                            <li>
+                                <button type="button" class="document-entry" aria-label=format!("Open {}", a.title)
+                                    on:click={
+                                        let a = a.clone();
+                                        move |_| {
+                                            expanded.set(false);
+                                            on_open.run(a.clone());
+                                        }
+                                    }>
+                                    <span class="artifact-type">{a.artifact_type.label()}</span>
+                                    <span class="artifact-title">{a.title.clone()}</span>
+                                    {(a.version > 1).then(|| view! { <span class="artifact-version">{format!("v{}", a.version)}</span> })}
+                                </button>
+                            </li>
+                        </For>
+                    </ul>
+                </div>
+            </Show>
+        </div>
+    }
+}
+
 /// The open document: rendered Markdown, exports, delete.
 #[component]
 pub fn ArtifactViewer(

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::api::{
     client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role, Thread,
 };
-use crate::components::artifact_card::{ArtifactCard, ArtifactViewer};
+use crate::components::artifact_card::{ArtifactCard, ArtifactViewer, DocumentsPanel};
 use crate::components::generate_menu::GenerateMenu;
 use crate::components::message_bubble::MessageBubble;
 use crate::ThreadsChanged;
@@ -454,7 +454,7 @@ pub fn ChatPage() -> impl IntoView {
 
     view! {
         <section class="chat" aria-label="Conversation">
-            <ChatHeader title current/>
+            <ChatHeader title current artifacts on_open=open_card/>
             <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
                 {move || (messages.with(Vec::is_empty) && live.with(Option::is_none) && artifacts.with(Vec::is_empty)).then(|| view! {
                     <p class="empty">"Describe what you are building. Quire keeps track of your requirements and drafts documents from them."</p>
@@ -521,14 +521,20 @@ pub fn ChatPage() -> impl IntoView {
     }
 }
 
-/// The conversation's title and its downloads (once it exists).
+/// The conversation's title, its documents and its downloads (once it exists).
 #[component]
-fn ChatHeader(title: RwSignal<String>, current: RwSignal<Option<Uuid>>) -> impl IntoView {
+fn ChatHeader(
+    title: RwSignal<String>,
+    current: RwSignal<Option<Uuid>>,
+    artifacts: RwSignal<Vec<Artifact>>,
+    on_open: Callback<Artifact>,
+) -> impl IntoView {
     // Erased: the chat page's view type is deep enough without this one nested in it.
     view! {
         <header class="chat-head">
             <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
             {move || current.get().map(|id| view! {
+                <DocumentsPanel artifacts on_open/>
                 <div class="chat-actions" role="group" aria-label="Export conversation">
                     <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
                     <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>
