@@ -31,7 +31,11 @@ pub fn GenerateMenu(
                 disabled=move || disabled.get()
                 on:click=move |_| open.update(|o| *o = !*o)
             >
-                <span aria-hidden="true">"✨"</span>
+                // Drawn rather than an emoji: not every system has a colour-emoji font.
+                <svg class="sparkles" viewBox="0 0 24 24" width="16" height="16" aria-hidden="true" focusable="false">
+                    <path fill="currentColor" d="M10 3l2 7 7 2-7 2-2 7-2-7-7-2 7-2z"/>
+                    <path fill="currentColor" d="M19 1l1 3 3 1-3 1-1 3-1-3-3-1 3-1z"/>
+                </svg>
                 <span class="generate-text">"Generate"</span>
             </button>
             <Show when=move || open.get()>
