@@ -95,3 +95,28 @@ test('at phone width the chat and the stats page need no sideways scrolling', as
   expect(await sidewaysOverflow(page, ['.main', '.page', '.stat-tiles', '.charts'])).toEqual([]);
   await snapshot(page, 'phone/stats');
 });
+
+test('at phone width the conversations fold behind a button and fold again once one is opened', async ({ page }) => {
+  await signUp(page);
+  await page.setViewportSize({ width: 390, height: 844 });
+  await openHydrated(page);
+  await send(page, 'A packing list app: travellers tick off what they packed.');
+  const toggle = page.getByRole('button', { name: 'Conversations', exact: true });
+  await expect(toggle).toHaveAttribute('aria-expanded', 'false');
+  await expect(page.getByTestId('thread-item')).toBeHidden();
+  await expect(page.getByRole('button', { name: 'Send' })).toBeInViewport();
+
+  await toggle.click();
+  await expect(toggle).toHaveAttribute('aria-expanded', 'true');
+  await expect(page.getByTestId('thread-item')).toBeVisible();
+  await snapshot(page, 'phone/conversations');
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await expect(toggle).toHaveAttribute('aria-expanded', 'false');
+  await expect(page.getByTestId('message-user')).toHaveCount(0);
+
+  await toggle.click();
+  await page.getByTestId('thread-item').getByRole('link').click();
+  await expect(page.getByTestId('message-user')).toHaveCount(1);
+  await expect(toggle).toHaveAttribute('aria-expanded', 'false');
+  await expect(page.getByTestId('thread-item')).toBeHidden();
+});

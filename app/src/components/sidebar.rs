@@ -281,12 +281,33 @@ pub fn Sidebar() -> impl IntoView {
         })
     };
 
+    // On a phone the list folds away behind a "Conversations" button (CSS shows the button and hides the body
+    // there); it folds again once a conversation or page is opened.
+    let unfolded = RwSignal::new(false);
+    Effect::new(move |_| {
+        location.pathname.track();
+        location.search.track();
+        unfolded.set(false);
+    });
+
     view! {
         <nav class="sidebar" aria-label="Conversations">
             <div class="sidebar-head">
                 <span class="brand">"Quire"</span>
-                <ThemeToggle/>
+                <div class="sidebar-head-actions">
+                    <button
+                        type="button"
+                        class="sidebar-toggle"
+                        aria-controls="sidebar-body"
+                        aria-expanded=move || unfolded.get().to_string()
+                        on:click=move |_| unfolded.update(|u| *u = !*u)
+                    >
+                        "Conversations"
+                    </button>
+                    <ThemeToggle/>
+                </div>
             </div>
+            <div id="sidebar-body" class="sidebar-body" class:unfolded=move || unfolded.get()>
             <button type="button" id=NEW_CHAT_ID class="primary new-chat" on:click=new_chat>"New chat"</button>
             <SearchBox/>
             <div class="list-head">
@@ -331,6 +352,7 @@ pub fn Sidebar() -> impl IntoView {
                     {move || user.0.get().map(|u| u.email).unwrap_or_default()}
                 </span>
                 <button type="button" class="sign-out" on:click=sign_out>"Sign out"</button>
+            </div>
             </div>
             {dialog}
         </nav>
