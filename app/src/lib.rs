@@ -1,5 +1,8 @@
 //! Quire's shared crate: the wire types (`api`) used by server and browser, and the Leptos components.
 
+// The chat page's typed views nest deeper than the default limit of 128 allows in test builds.
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod components;
 pub mod format;
