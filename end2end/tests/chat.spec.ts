@@ -46,3 +46,22 @@ test('a message streams an answer and both survive a reload', async ({ page }) =
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
   await expect(page.getByTestId('message-assistant')).toContainText('Managers want a daily report');
 });
+
+test('the composer and the title stay put while an answer streams in', async ({ page }) => {
+  await openHydrated(page);
+  const box = page.getByRole('textbox', { name: 'Message' });
+  const title = page.getByRole('heading', { level: 1 });
+  const place = async () => ({ box: await box.boundingBox(), title: await title.boundingBox() });
+  await box.fill('A bike repair shop wants online booking. Customers must get a reminder the day before.');
+  const before = await place();
+  await page.getByRole('button', { name: 'Send' }).click();
+
+  await expect(page.locator('[data-testid="message-assistant"][aria-busy="true"]')).toBeVisible();
+  const streaming = await place();
+  await expect(page.getByTestId('message-assistant')).toHaveAttribute('aria-busy', 'false');
+  const done = await place();
+  expect(streaming.box).toEqual(before.box);
+  expect(done.box).toEqual(before.box);
+  expect(streaming.title?.y).toEqual(before.title?.y);
+  expect(done.title?.y).toEqual(before.title?.y);
+});
