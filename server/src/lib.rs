@@ -18,7 +18,7 @@ pub mod tokens;
 use std::{future::Future, sync::Arc};
 
 use crate::auth::{JwtKeys, JwtSecret};
-use crate::chat::hub::TurnHub;
+use crate::chat::{hub::TurnHub, progress::ProgressWriter};
 use crate::config::Config;
 use crate::http::rate_limit::RateLimits;
 use crate::llm::Provider;
@@ -38,6 +38,8 @@ pub struct AppState {
     pub store: DynStore,
     pub provider: Arc<dyn Provider>,
     pub hub: Arc<TurnHub>,
+    /// Commits the progress of running turns in batches.
+    pub progress: Arc<ProgressWriter>,
     pub config: Arc<Config>,
     pub leptos: LeptosOptions,
     /// Signs and checks session tokens.
@@ -72,7 +74,10 @@ impl AppState {
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
             .build();
-        Ok(Self { store, provider, hub: Arc::new(TurnHub::default()), config: Arc::new(config), leptos, jwt, limits })
+        let hub = Arc::new(TurnHub::default());
+        tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
+        let progress = ProgressWriter::start(store.clone());
+        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits })
     }
 }
 

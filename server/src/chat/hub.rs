@@ -10,6 +10,9 @@ use futures::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
 
+use super::turn::HEARTBEAT_EVERY;
+use crate::store::DynStore;
+
 /// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
 #[derive(Debug)]
 pub struct LiveTurn {
@@ -132,10 +135,41 @@ impl TurnHub {
         }
     }
 
+    /// The ids of the turns running here.
+    pub fn turn_ids(&self) -> Vec<Uuid> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner()).values().map(|t| t.id).collect()
+    }
+
     /// Asks every running turn to stop (shutdown).
     pub fn cancel_all(&self) {
         for turn in self.live.lock().unwrap_or_else(|e| e.into_inner()).values() {
             turn.cancel();
+        }
+    }
+}
+
+/// Keeps the turns running here alive in the store, all in one statement every [`HEARTBEAT_EVERY`], and
+/// stops those for which a stop was requested (possibly through another instance).
+pub async fn keep_alive(hub: Arc<TurnHub>, store: DynStore) {
+    let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let running = hub.turn_ids();
+        if running.is_empty() {
+            continue;
+        }
+        match store.heartbeat_turns(&running).await {
+            Ok(stopped) if !stopped.is_empty() => {
+                for turn in hub.live.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    if stopped.contains(&turn.id) {
+                        turn.cancel();
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "turn heartbeat failed"),
         }
     }
 }

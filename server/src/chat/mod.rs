@@ -2,6 +2,7 @@
 
 pub mod context;
 pub mod hub;
+pub mod progress;
 pub mod prompt;
 pub mod tools;
 pub mod turn;

@@ -1,7 +1,8 @@
 //! One chat turn. The person's message is saved before the model is called; the turn then runs detached from
-//! the HTTP connection, so closing the tab never loses the answer. Progress (text so far and events) is written
-//! to the store every [`FLUSH_EVERY`], so a crash keeps the partial answer (as `interrupted`) and any instance
-//! can replay the events to a client that re-attaches.
+//! the HTTP connection, so closing the tab never loses the answer. Progress (text so far and events) is handed
+//! to the [`ProgressWriter`](super::progress::ProgressWriter) every [`FLUSH_EVERY`], which commits it with other
+//! turns' progress, so a crash keeps the partial answer (as `interrupted`) and any instance can replay the
+//! events to a client that re-attaches, while the relay itself never waits for the store.
 
 use std::{sync::Arc, time::Duration};
 
@@ -16,10 +17,12 @@ use super::prompt;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
-use crate::store::{self, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep};
+use crate::store::{
+    self, AnswerDraft, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep, TurnProgress,
+};
 use crate::AppState;
 
-/// How often progress is written to the store while a turn runs.
+/// How often a running turn hands its progress over to be written.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
 /// How often a running turn proves it is alive (and learns about stop requests from other instances).
 pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
@@ -119,26 +122,12 @@ pub async fn start(
     };
     let state = state.clone();
     let task_live = live.clone();
+    // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it runs.
     tokio::spawn(async move {
-        let heartbeat = tokio::spawn(heartbeat(state.store.clone(), task_live.clone()));
         Turn::new(&state, task_live.clone(), plan).run().await;
-        heartbeat.abort();
         state.hub.remove(&task_live);
     });
     Ok(live)
-}
-
-async fn heartbeat(store: store::DynStore, live: Arc<LiveTurn>) {
-    let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
-    ticker.tick().await;
-    loop {
-        ticker.tick().await;
-        match store.heartbeat_turn(live.id).await {
-            Ok(true) => live.cancel(),
-            Ok(false) => {}
-            Err(e) => tracing::warn!(error = %e, "turn heartbeat failed"),
-        }
-    }
 }
 
 struct Plan {
@@ -166,8 +155,12 @@ struct Turn<'a> {
     usage: Usage,
     artifacts: Vec<Artifact>,
     trace: Vec<TraceStep>,
+    /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
     context: Option<ContextRecord>,
+    /// Whether the context record went out with a draft (it is sent once, and again with the final answer).
+    context_sent: bool,
+    /// The last event handed over to be written.
     flushed_events: i64,
     last_flush: Instant,
     flushed_text_len: usize,
@@ -185,6 +178,7 @@ impl<'a> Turn<'a> {
             trace: Vec::new(),
             assistant_id: None,
             context: None,
+            context_sent: false,
             flushed_events: 0,
             last_flush: Instant::now(),
             flushed_text_len: 0,
@@ -288,7 +282,7 @@ impl<'a> Turn<'a> {
                         if !self.plan.silent {
                             self.live.push(ChatEvent::TextDelta { text: delta });
                         }
-                        self.checkpoint(false).await;
+                        self.checkpoint(false);
                     }
                     Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
                     Some(Ok(StreamEvent::Usage(u))) => {
@@ -314,7 +308,7 @@ impl<'a> Turn<'a> {
             }
             messages.push(llm::Message { role: llm::Role::Assistant, parts: assistant_parts });
             messages.push(llm::Message { role: llm::Role::User, parts: results });
-            self.checkpoint(true).await;
+            self.checkpoint(true);
         }
         Ending::Done
     }
@@ -386,76 +380,56 @@ impl<'a> Turn<'a> {
         Ok(built.messages)
     }
 
-    /// Writes progress: the events so far and, for a typed turn, the answer so far (as `interrupted`, which is
-    /// what it stays if this process dies now).
-    async fn checkpoint(&mut self, force: bool) {
+    /// Hands progress over to be written: the events so far and, for a typed turn, the answer so far (as
+    /// `interrupted`, which is what it stays if this process dies now). Never waits for the store.
+    fn checkpoint(&mut self, force: bool) {
         if !force && self.last_flush.elapsed() < FLUSH_EVERY {
             return;
         }
         self.last_flush = Instant::now();
-        self.flush_events().await;
-        if self.plan.silent || self.text.len() == self.flushed_text_len {
+        let events = self.fresh_events();
+        let answer = (!self.plan.silent && self.text.len() != self.flushed_text_len).then(|| {
+            self.flushed_text_len = self.text.len();
+            let with_context = !std::mem::replace(&mut self.context_sent, true);
+            self.draft(MessageStatus::Interrupted, with_context)
+        });
+        if events.is_empty() && answer.is_none() {
             return;
         }
-        self.flushed_text_len = self.text.len();
-        let status = MessageStatus::Interrupted;
-        if let Err(e) = self.save_answer(status).await {
-            tracing::warn!(error = %e, "saving partial answer failed");
-        }
+        self.state.progress.submit(TurnProgress { turn: self.live.id, user: self.plan.user, events, answer });
     }
 
-    async fn flush_events(&mut self) {
+    /// The events not handed over yet, as stored.
+    fn fresh_events(&mut self) -> Vec<StoredEvent> {
         let fresh: Vec<StoredEvent> = self
             .live
             .events_after(self.flushed_events)
             .into_iter()
             .map(|(seq, e)| StoredEvent { seq, name: e.name().to_string(), data: e.data_json() })
             .collect();
-        let Some(last) = fresh.last().map(|e| e.seq) else {
-            return;
-        };
-        match self.state.store.append_turn_events(self.live.id, &fresh).await {
-            Ok(()) => self.flushed_events = last,
-            Err(e) => tracing::warn!(error = %e, "saving turn events failed"),
+        if let Some(last) = fresh.last() {
+            self.flushed_events = last.seq;
         }
+        fresh
     }
 
-    async fn save_answer(&mut self, status: MessageStatus) -> Result<Uuid, StoreError> {
-        match self.assistant_id {
-            Some(id) => {
-                let update = MessageUpdate {
-                    content: self.text.clone(),
-                    status,
-                    usage: self.usage,
-                    model: Some(self.model()),
-                    context: self.context.as_ref().and_then(|c| serde_json::to_value(c).ok()),
-                };
-                self.state.store.update_message(self.plan.user, id, &update).await?;
-                Ok(id)
-            }
-            None => {
-                let message = self
-                    .state
-                    .store
-                    .append_message(
-                        self.plan.user,
-                        NewMessage {
-                            thread_id: self.plan.thread,
-                            role: ApiRole::Assistant,
-                            content: self.text.clone(),
-                            status,
-                            usage: self.usage,
-                            model: Some(self.model()),
-                        },
-                    )
-                    .await?;
-                self.assistant_id = Some(message.id);
-                if self.context.is_some() {
-                    // The context record travels with updates only: write it now too.
-                    return Box::pin(self.save_answer(status)).await;
-                }
-                Ok(message.id)
-            }
+    /// The answer as it stands, under the id it is (or will be) saved with.
+    fn draft(&mut self, status: MessageStatus, with_context: bool) -> AnswerDraft {
+        let id = *self.assistant_id.get_or_insert_with(Uuid::now_v7);
+        AnswerDraft {
+            id,
+            thread_id: self.plan.thread,
+            update: MessageUpdate {
+                content: self.text.clone(),
+                status,
+                usage: self.usage,
+                model: Some(self.model()),
+                context: if with_context {
+                    self.context.as_ref().and_then(|c| serde_json::to_value(c).ok())
+                } else {
+                    None
+                },
+            },
         }
     }
 
@@ -469,10 +443,16 @@ impl<'a> Turn<'a> {
         // A silent turn saves no message; a failed turn that produced nothing saves none either.
         let keep_answer = !self.plan.silent
             && (matches!(ending, Ending::Done) || !self.text.is_empty() || self.assistant_id.is_some());
+        // Whatever was handed over and not written yet comes back: the final state is written here, after
+        // any batch that held older progress of this turn.
+        let unwritten = self.state.progress.settle(self.live.id).await;
         let mut message_id = None;
         if keep_answer {
-            match self.save_answer(status).await {
-                Ok(id) => message_id = Some(id),
+            let answer = self.draft(status, true);
+            let id = answer.id;
+            let last = TurnProgress { turn: self.live.id, user, events: Vec::new(), answer: Some(answer) };
+            match self.state.store.save_progress(&[last]).await {
+                Ok(()) => message_id = Some(id),
                 Err(e) => tracing::error!(error = %e, "saving the answer failed"),
             }
         }
@@ -507,13 +487,8 @@ impl<'a> Turn<'a> {
         };
         // Stored and closed before anyone is told, so a client that sends its next message right after
         // `message_complete` finds the thread free, and a listener elsewhere finds the last event.
-        self.flush_events().await;
-        let mut last: Vec<StoredEvent> = self
-            .live
-            .events_after(self.flushed_events)
-            .into_iter()
-            .map(|(seq, e)| StoredEvent { seq, name: e.name().to_string(), data: e.data_json() })
-            .collect();
+        let mut last: Vec<StoredEvent> = unwritten.map(|p| p.events).unwrap_or_default();
+        last.extend(self.fresh_events());
         last.push(StoredEvent {
             seq: self.live.next_seq(),
             name: last_event.name().to_string(),

@@ -184,6 +184,25 @@ pub struct MessageUpdate {
     pub context: Option<serde_json::Value>,
 }
 
+/// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
+/// the answer as it stands.
+#[derive(Debug, Clone)]
+pub struct TurnProgress {
+    pub turn: Uuid,
+    pub user: Uuid,
+    pub events: Vec<StoredEvent>,
+    pub answer: Option<AnswerDraft>,
+}
+
+/// An answer being written. Its first save creates the message under `id` (with the thread's next number);
+/// later saves rewrite it.
+#[derive(Debug, Clone)]
+pub struct AnswerDraft {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub update: MessageUpdate,
+}
+
 /// A document to save.
 #[derive(Debug, Clone)]
 pub struct NewArtifact {
@@ -366,14 +385,18 @@ pub trait Store: Send + Sync + 'static {
     /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
     /// heartbeat is older than `stale_after_ms` is considered dead and released.
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()>;
-    /// Keeps a turn alive; returns whether a stop was requested.
-    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool>;
+    /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
+    /// Unknown ids are ignored.
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
     /// Stores the turn's last events and closes it, in one transaction: whoever sees it closed can read them.
     async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
+    /// Saves the progress of several turns in one transaction (events already stored are kept). Events of a
+    /// turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
 
     // History: stats, export, import.

@@ -445,34 +445,7 @@ impl Store for Postgres {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.pool.begin().await?;
-        // The update locks the thread row until commit, so concurrent appends take consecutive numbers.
-        let seq: i64 = sqlx::query_scalar(
-            "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-             updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 returning last_seq",
-        )
-        .bind(created)
-        .bind(message.thread_id)
-        .bind(user)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        sqlx::query(
-            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-        )
-        .bind(id)
-        .bind(message.thread_id)
-        .bind(user)
-        .bind(seq)
-        .bind(message.role.as_str())
-        .bind(&message.content)
-        .bind(message.status.as_str())
-        .bind(message.usage.input_tokens as i64)
-        .bind(message.usage.output_tokens as i64)
-        .bind(&message.model)
-        .bind(created)
-        .execute(&mut *tx)
-        .await?;
+        let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(Message {
             id,
@@ -490,21 +463,8 @@ impl Store for Postgres {
 
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
-        let updated = sqlx::query(
-            "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4,
-             model = coalesce($5, model), context = coalesce($6, context) where id = $7 and user_id = $8",
-        )
-        .bind(&update.content)
-        .bind(update.status.as_str())
-        .bind(update.usage.input_tokens as i64)
-        .bind(update.usage.output_tokens as i64)
-        .bind(&update.model)
-        .bind(&update.context)
-        .bind(message)
-        .bind(user)
-        .execute(&self.pool)
-        .await?;
-        if updated.rows_affected() == 0 {
+        let mut conn = self.pool.acquire().await?;
+        if !rewrite_message(&mut conn, user, message, update).await? {
             return Err(StoreError::NotFound);
         }
         Ok(())
@@ -1147,15 +1107,18 @@ impl Store for Postgres {
         Ok(())
     }
 
-    #[instrument(skip(self))]
-    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool> {
-        let stop: Option<bool> =
-            sqlx::query_scalar("update turns set heartbeat_at = $1 where id = $2 returning stop_requested")
+    #[instrument(skip_all, fields(turns = turns.len()))]
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let beaten: Vec<(Uuid, bool)> =
+            sqlx::query_as("update turns set heartbeat_at = $1 where id = any($2) returning id, stop_requested")
                 .bind(now())
-                .bind(turn)
-                .fetch_optional(&self.pool)
+                .bind(turns)
+                .fetch_all(&self.pool)
                 .await?;
-        stop.ok_or(StoreError::NotFound)
+        Ok(beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id)).collect())
     }
 
     #[instrument(skip(self))]
@@ -1206,6 +1169,46 @@ impl Store for Postgres {
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
         insert_turn_events(&mut conn, turn, events).await
+    }
+
+    #[instrument(skip_all, fields(turns = progress.len()))]
+    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
+        if progress.is_empty() {
+            return Ok(());
+        }
+        // Thread rows are locked in one order, so two batches never wait on each other in a circle.
+        let mut items: Vec<&super::TurnProgress> = progress.iter().collect();
+        items.sort_by_key(|p| p.answer.as_ref().map(|a| a.thread_id));
+        let mut tx = self.pool.begin().await?;
+        for item in items {
+            if !item.events.is_empty() {
+                let exists: bool = sqlx::query_scalar("select exists (select 1 from turns where id = $1)")
+                    .bind(item.turn)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if exists {
+                    insert_turn_events(&mut tx, item.turn, &item.events).await?;
+                }
+            }
+            if let Some(answer) = &item.answer {
+                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
+                    let first = NewMessage {
+                        thread_id: answer.thread_id,
+                        role: app::api::Role::Assistant,
+                        content: answer.update.content.clone(),
+                        status: answer.update.status,
+                        usage: answer.update.usage,
+                        model: answer.update.model.clone(),
+                    };
+                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+                    if insert_message(&mut tx, item.user, answer.id, &first, now()).await?.is_some() {
+                        rewrite_message(&mut tx, item.user, answer.id, &answer.update).await?;
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
     }
 
     #[instrument(skip(self))]
@@ -1437,6 +1440,72 @@ impl Store for Postgres {
 }
 
 /// Inserts a batch of turn events in one statement (they arrive at streaming speed); repeats are ignored.
+/// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
+/// thread is missing or another user's. The update locks the thread row until commit, so concurrent appends
+/// take consecutive numbers.
+async fn insert_message(
+    conn: &mut sqlx::PgConnection,
+    user: Uuid,
+    id: Uuid,
+    message: &NewMessage,
+    created: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let Some(seq): Option<i64> = sqlx::query_scalar(
+        "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+         updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 returning last_seq",
+    )
+    .bind(created)
+    .bind(message.thread_id)
+    .bind(user)
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    sqlx::query(
+        "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+         model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    )
+    .bind(id)
+    .bind(message.thread_id)
+    .bind(user)
+    .bind(seq)
+    .bind(message.role.as_str())
+    .bind(&message.content)
+    .bind(message.status.as_str())
+    .bind(message.usage.input_tokens as i64)
+    .bind(message.usage.output_tokens as i64)
+    .bind(&message.model)
+    .bind(created)
+    .execute(&mut *conn)
+    .await?;
+    Ok(Some(seq))
+}
+
+/// Rewrites an answer's text, status, usage, and model and context when given; whether it exists.
+async fn rewrite_message(
+    conn: &mut sqlx::PgConnection,
+    user: Uuid,
+    message: Uuid,
+    update: &MessageUpdate,
+) -> Result<bool> {
+    let updated = sqlx::query(
+        "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4,
+         model = coalesce($5, model), context = coalesce($6, context) where id = $7 and user_id = $8",
+    )
+    .bind(&update.content)
+    .bind(update.status.as_str())
+    .bind(update.usage.input_tokens as i64)
+    .bind(update.usage.output_tokens as i64)
+    .bind(&update.model)
+    .bind(&update.context)
+    .bind(message)
+    .bind(user)
+    .execute(&mut *conn)
+    .await?;
+    Ok(updated.rows_affected() > 0)
+}
+
 async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());

@@ -172,6 +172,86 @@ fn today() -> String {
 }
 
 /// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
+/// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
+/// thread is missing or another user's.
+async fn insert_message(
+    tx: &mut sqlx::SqliteConnection,
+    user: Uuid,
+    id: Uuid,
+    message: &NewMessage,
+    created: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let Some(seq): Option<i64> = sqlx::query_scalar(
+        "update threads set message_count = message_count + 1, last_seq = last_seq + 1, updated_at = max(updated_at, ?)
+         where id = ? and user_id = ? returning last_seq",
+    )
+    .bind(created.timestamp_micros())
+    .bind(message.thread_id.to_string())
+    .bind(user.to_string())
+    .fetch_optional(&mut *tx)
+    .await?
+    else {
+        return Ok(None);
+    };
+    sqlx::query(
+        "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(id.to_string())
+    .bind(message.thread_id.to_string())
+    .bind(user.to_string())
+    .bind(seq)
+    .bind(message.role.as_str())
+    .bind(&message.content)
+    .bind(message.status.as_str())
+    .bind(message.usage.input_tokens as i64)
+    .bind(message.usage.output_tokens as i64)
+    .bind(&message.model)
+    .bind(created.timestamp_micros())
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some(seq))
+}
+
+/// Rewrites an answer's text, status, usage, and model and context when given; whether it exists.
+async fn rewrite_message(
+    conn: &mut sqlx::SqliteConnection,
+    user: Uuid,
+    message: Uuid,
+    update: &super::MessageUpdate,
+) -> Result<bool> {
+    let context = update.context.as_ref().map(|c| c.to_string());
+    let updated = sqlx::query(
+        "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?,
+         model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
+    )
+    .bind(&update.content)
+    .bind(update.status.as_str())
+    .bind(update.usage.input_tokens as i64)
+    .bind(update.usage.output_tokens as i64)
+    .bind(&update.model)
+    .bind(context)
+    .bind(message.to_string())
+    .bind(user.to_string())
+    .execute(&mut *conn)
+    .await?;
+    Ok(updated.rows_affected() > 0)
+}
+
+/// Stores events of a turn; a number already stored keeps its first event.
+async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+    for event in events {
+        sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
+            .bind(turn.to_string())
+            .bind(event.seq)
+            .bind(&event.name)
+            .bind(&event.data)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
 async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
     let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
     Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
@@ -445,33 +525,7 @@ impl Store for Sqlite {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.writer.begin().await?;
-        let seq: i64 = sqlx::query_scalar(
-            "update threads set message_count = message_count + 1, last_seq = last_seq + 1, updated_at = max(updated_at, ?)
-             where id = ? and user_id = ? returning last_seq",
-        )
-        .bind(created.timestamp_micros())
-        .bind(message.thread_id.to_string())
-        .bind(user.to_string())
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        sqlx::query(
-            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model, created_at)
-             values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id.to_string())
-        .bind(message.thread_id.to_string())
-        .bind(user.to_string())
-        .bind(seq)
-        .bind(message.role.as_str())
-        .bind(&message.content)
-        .bind(message.status.as_str())
-        .bind(message.usage.input_tokens as i64)
-        .bind(message.usage.output_tokens as i64)
-        .bind(&message.model)
-        .bind(created.timestamp_micros())
-        .execute(&mut *tx)
-        .await?;
+        let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(Message {
             id,
@@ -489,22 +543,8 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
-        let context = update.context.as_ref().map(|c| c.to_string());
-        let updated = sqlx::query(
-            "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?,
-             model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
-        )
-        .bind(&update.content)
-        .bind(update.status.as_str())
-        .bind(update.usage.input_tokens as i64)
-        .bind(update.usage.output_tokens as i64)
-        .bind(&update.model)
-        .bind(context)
-        .bind(message.to_string())
-        .bind(user.to_string())
-        .execute(&self.writer)
-        .await?;
-        if updated.rows_affected() == 0 {
+        let mut conn = self.writer.acquire().await?;
+        if !rewrite_message(&mut conn, user, message, update).await? {
             return Err(StoreError::NotFound);
         }
         Ok(())
@@ -1199,15 +1239,22 @@ impl Store for Sqlite {
         Ok(())
     }
 
-    #[instrument(skip(self))]
-    async fn heartbeat_turn(&self, turn: Uuid) -> Result<bool> {
-        let stop: Option<bool> =
-            sqlx::query_scalar("update turns set heartbeat_at = ? where id = ? returning stop_requested")
-                .bind(now().timestamp_micros())
-                .bind(turn.to_string())
-                .fetch_optional(&self.writer)
-                .await?;
-        stop.ok_or(StoreError::NotFound)
+    #[instrument(skip_all, fields(turns = turns.len()))]
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = serde_json::to_string(&turns.iter().map(Uuid::to_string).collect::<Vec<_>>())
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let beaten: Vec<(String, bool)> = sqlx::query_as(
+            "update turns set heartbeat_at = ? where id in (select value from json_each(?)) returning id, stop_requested",
+        )
+        .bind(now().timestamp_micros())
+        .bind(ids)
+        .fetch_all(&self.writer)
+        .await?;
+        let stopped = beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id));
+        stopped.map(|id| Uuid::parse_str(&id).map_err(|e| StoreError::Corrupt(format!("turn id: {e}")))).collect()
     }
 
     #[instrument(skip(self))]
@@ -1225,15 +1272,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        for event in last_events {
-            sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
-                .bind(turn.to_string())
-                .bind(event.seq)
-                .bind(&event.name)
-                .bind(&event.data)
-                .execute(&mut *tx)
-                .await?;
-        }
+        insert_turn_events(&mut tx, turn, last_events).await?;
         sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
@@ -1268,14 +1307,43 @@ impl Store for Sqlite {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        for event in events {
-            sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
-                .bind(turn.to_string())
-                .bind(event.seq)
-                .bind(&event.name)
-                .bind(&event.data)
-                .execute(&mut *tx)
-                .await?;
+        insert_turn_events(&mut tx, turn, events).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all, fields(turns = progress.len()))]
+    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
+        if progress.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.writer.begin().await?;
+        for item in progress {
+            if !item.events.is_empty() {
+                let exists: bool = sqlx::query_scalar("select exists (select 1 from turns where id = ?)")
+                    .bind(item.turn.to_string())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                if exists {
+                    insert_turn_events(&mut tx, item.turn, &item.events).await?;
+                }
+            }
+            if let Some(answer) = &item.answer {
+                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
+                    let first = NewMessage {
+                        thread_id: answer.thread_id,
+                        role: app::api::Role::Assistant,
+                        content: answer.update.content.clone(),
+                        status: answer.update.status,
+                        usage: answer.update.usage,
+                        model: answer.update.model.clone(),
+                    };
+                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+                    if insert_message(&mut tx, item.user, answer.id, &first, now()).await?.is_some() {
+                        rewrite_message(&mut tx, item.user, answer.id, &answer.update).await?;
+                    }
+                }
+            }
         }
         tx.commit().await?;
         Ok(())

@@ -133,6 +133,7 @@ stories!(
     search_sees_only_the_callers_rows,
     search_follows_changes_at_once,
     turns,
+    progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
     listing_order_and_cursors,
 );
@@ -818,13 +819,15 @@ async fn turns(db: Db) {
     let other = s.create_thread(u, "Parallel", &[]).await.unwrap();
     s.begin_turn(u, other.id, Uuid::now_v7(), 60_000).await.unwrap();
 
-    assert!(!s.heartbeat_turn(first).await.unwrap());
+    assert_eq!(s.heartbeat_turns(&[first]).await.unwrap(), Vec::<Uuid>::new());
     let beat = s.latest_turn(u, t.id).await.unwrap().unwrap().heartbeat_at;
     assert!(beat >= latest.heartbeat_at);
     assert!(s.request_stop(u, t.id).await.unwrap());
-    assert!(s.heartbeat_turn(first).await.unwrap(), "the heartbeat sees the stop request");
+    let unknown = Uuid::now_v7();
+    assert_eq!(s.heartbeat_turns(&[unknown, first]).await.unwrap(), vec![first], "the heartbeat sees the stop request");
     assert!(s.latest_turn(u, t.id).await.unwrap().unwrap().stop_requested);
-    assert_not_found(s.heartbeat_turn(Uuid::now_v7()).await);
+    assert_eq!(s.heartbeat_turns(&[unknown]).await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(s.heartbeat_turns(&[]).await.unwrap(), Vec::<Uuid>::new());
 
     let event = |seq: i64, name: &str, data: &str| StoredEvent { seq, name: name.into(), data: data.into() };
     s.append_turn_events(first, &[event(1, "start", "{}"), event(2, "delta", "a"), event(3, "delta", "b")])
@@ -859,10 +862,103 @@ async fn turns(db: Db) {
     assert_conflict(s.begin_turn(u, t.id, third, 60_000).await);
     s.begin_turn(u, t.id, third, 10).await.unwrap();
     assert_eq!(s.latest_turn(u, t.id).await.unwrap().unwrap().id, third);
-    assert!(!s.heartbeat_turn(second).await.unwrap(), "the dead turn still answers heartbeats");
-    s.heartbeat_turn(third).await.unwrap();
+    assert_eq!(
+        s.heartbeat_turns(&[second, third]).await.unwrap(),
+        Vec::<Uuid>::new(),
+        "the dead turn still answers heartbeats"
+    );
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
+}
+
+async fn progress_of_several_turns_is_saved_together(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let event = |seq: i64, data: &str| StoredEvent { seq, name: "text_delta".into(), data: data.into() };
+    let draft = |thread: Uuid, id: Uuid, content: &str, context: Option<serde_json::Value>| store::AnswerDraft {
+        id,
+        thread_id: thread,
+        update: MessageUpdate {
+            content: content.into(),
+            status: MessageStatus::Interrupted,
+            usage: Usage { input_tokens: 3, output_tokens: content.len() as u64 },
+            model: Some("model-a".into()),
+            context,
+        },
+    };
+    let (a, b, gone) = (
+        s.create_thread(u, "A", &[]).await.unwrap(),
+        s.create_thread(u, "B", &[]).await.unwrap(),
+        s.create_thread(u, "Deleted", &[]).await.unwrap(),
+    );
+    say(s, u, a.id, "Question A").await;
+    let (turn_a, turn_b, turn_gone) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    for (thread, turn) in [(a.id, turn_a), (b.id, turn_b), (gone.id, turn_gone)] {
+        s.begin_turn(u, thread, turn, 60_000).await.unwrap();
+    }
+    let (answer_a, answer_gone) = (Uuid::now_v7(), Uuid::now_v7());
+    s.delete_thread(u, gone.id).await.unwrap();
+
+    // One batch: A's first draft (created with the next number), B's events only, and a turn whose thread was
+    // deleted meanwhile (skipped without failing the others).
+    let batch = vec![
+        store::TurnProgress {
+            turn: turn_a,
+            user: u,
+            events: vec![event(1, "He")],
+            answer: Some(draft(a.id, answer_a, "He", Some(json!({"included": 1})))),
+        },
+        store::TurnProgress { turn: turn_b, user: u, events: vec![event(1, "x"), event(2, "y")], answer: None },
+        store::TurnProgress {
+            turn: turn_gone,
+            user: u,
+            events: vec![event(1, "lost")],
+            answer: Some(draft(gone.id, answer_gone, "lost", None)),
+        },
+    ];
+    s.save_progress(&batch).await.unwrap();
+    let messages = s.list_messages(u, a.id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    let saved = &messages[1];
+    assert_eq!((saved.id, saved.seq, saved.role, saved.content.as_str()), (answer_a, 2, Role::Assistant, "He"));
+    assert_eq!(
+        (saved.status, saved.output_tokens, saved.model.as_deref()),
+        (MessageStatus::Interrupted, 2, Some("model-a"))
+    );
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    assert_eq!(s.get_thread(u, a.id).await.unwrap().message_count, 2);
+    assert_eq!(s.turn_events_after(turn_b, 0).await.unwrap(), vec![event(1, "x"), event(2, "y")]);
+    assert!(s.turn_events_after(turn_gone, 0).await.unwrap().is_empty());
+    assert_not_found(s.get_message(u, answer_gone).await);
+
+    // The next batch rewrites the same answer in place; a repeated event keeps its first text; a draft without
+    // a context record keeps the saved one.
+    let next = store::TurnProgress {
+        turn: turn_a,
+        user: u,
+        events: vec![event(1, "again?"), event(2, "llo")],
+        answer: Some(draft(a.id, answer_a, "Hello", None)),
+    };
+    s.save_progress(&[next]).await.unwrap();
+    let messages = s.list_messages(u, a.id).await.unwrap();
+    assert_eq!(messages.len(), 2, "no second answer");
+    assert_eq!((messages[1].content.as_str(), messages[1].seq), ("Hello", 2));
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    assert_eq!(s.turn_events_after(turn_a, 0).await.unwrap(), vec![event(1, "He"), event(2, "llo")]);
+    assert_eq!(s.get_thread(u, a.id).await.unwrap().message_count, 2);
+
+    // Another user's draft never lands in this user's thread.
+    let intruder = new_user(s).await;
+    let forged = store::TurnProgress {
+        turn: Uuid::now_v7(),
+        user: intruder,
+        events: Vec::new(),
+        answer: Some(draft(a.id, answer_a, "overwritten", None)),
+    };
+    s.save_progress(&[forged]).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello");
+    assert_eq!(s.list_messages(u, a.id).await.unwrap().len(), 2);
+    s.save_progress(&[]).await.unwrap();
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
