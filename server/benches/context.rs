@@ -101,13 +101,12 @@ fn context_benches(c: &mut Criterion) {
             })
         });
         let messages = rt.block_on(store.list_messages(user, thread)).expect("messages");
-        let artifacts = rt.block_on(store.list_artifacts(user, thread)).expect("artifacts");
+        let fulfilled = rt.block_on(store.fulfilled_requests(user, thread)).expect("fulfilled requests");
         group.bench_with_input(BenchmarkId::new("build_only", n), &n, |b, _| {
             b.iter(|| {
                 context::build(ContextInput {
                     messages: &messages,
-                    artifacts: &artifacts,
-                    revision_requests: &[],
+                    fulfilled: &fulfilled,
                     summary: None,
                     budget: DEFAULT_BUDGET,
                     ephemeral: None,

@@ -24,10 +24,8 @@ pub const DEFAULT_BUDGET: usize = 24_000;
 pub struct ContextInput<'a> {
     /// The thread's messages in order.
     pub messages: &'a [Message],
-    /// The thread's live artifacts.
-    pub artifacts: &'a [Artifact],
-    /// Requests that produced a later version of a document (revisions): fulfilled too.
-    pub revision_requests: &'a [Uuid],
+    /// Requests that produced a document or a later version of one (see [`fulfilled_by`]).
+    pub fulfilled: &'a [Uuid],
     /// The thread summary, used in the note for dropped turns.
     pub summary: Option<&'a str>,
     pub budget: usize,
@@ -48,7 +46,13 @@ struct Turn<'a> {
     tokens: usize,
 }
 
-/// Loads a thread's messages and documents (and the requests that revised a document, fulfilled as well) and
+/// The requests these documents were made from: what [`ContextInput::fulfilled`] holds for a thread whose
+/// documents have no later versions.
+pub fn fulfilled_by(artifacts: &[Artifact]) -> Vec<Uuid> {
+    artifacts.iter().filter_map(|a| a.request_message_id).collect()
+}
+
+/// Loads a thread's messages and the requests its documents (and their later versions) were made from, and
 /// builds the model's view of it with [`build`]. No summary; `ephemeral` as in [`ContextInput`].
 pub async fn load(
     store: &dyn Store,
@@ -57,31 +61,14 @@ pub async fn load(
     budget: usize,
     ephemeral: Option<&str>,
 ) -> Result<BuiltContext, StoreError> {
-    let (messages, artifacts) =
-        tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
-    let mut revision_requests = Vec::new();
-    for artifact in artifacts.iter().filter(|a| a.version > 1) {
-        let versions = store.list_artifact_versions(user, artifact.id).await?;
-        revision_requests.extend(versions.iter().filter(|v| v.version > 1).filter_map(|v| v.request_message_id));
-    }
-    Ok(build(ContextInput {
-        messages: &messages,
-        artifacts: &artifacts,
-        revision_requests: &revision_requests,
-        summary: None,
-        budget,
-        ephemeral,
-    }))
+    let (messages, fulfilled) =
+        tokio::try_join!(store.list_messages(user, thread), store.fulfilled_requests(user, thread))?;
+    Ok(build(ContextInput { messages: &messages, fulfilled: &fulfilled, summary: None, budget, ephemeral }))
 }
 
 /// Builds the model's view of the conversation.
 pub fn build(input: ContextInput<'_>) -> BuiltContext {
-    let fulfilled: HashSet<Uuid> = input
-        .artifacts
-        .iter()
-        .filter_map(|a| a.request_message_id)
-        .chain(input.revision_requests.iter().copied())
-        .collect();
+    let fulfilled: HashSet<Uuid> = input.fulfilled.iter().copied().collect();
     let mut record = ContextRecord { budget: input.budget, ..Default::default() };
 
     // 1. Group into turns; drop fulfilled turns whole, and answers with no request before them.
@@ -216,8 +203,8 @@ mod tests {
         built.messages.iter().map(|m| m.text()).collect()
     }
 
-    fn input<'a>(messages: &'a [Message], artifacts: &'a [Artifact], budget: usize) -> ContextInput<'a> {
-        ContextInput { messages, artifacts, revision_requests: &[], summary: None, budget, ephemeral: None }
+    fn input<'a>(messages: &'a [Message], fulfilled: &'a [Uuid], budget: usize) -> ContextInput<'a> {
+        ContextInput { messages, fulfilled, summary: None, budget, ephemeral: None }
     }
 
     #[test]
@@ -231,7 +218,7 @@ mod tests {
             "Generate a BRD",
         );
         let artifacts = [artifact(Some(messages[2].id))];
-        let built = build(input(&messages, &artifacts, DEFAULT_BUDGET));
+        let built = build(input(&messages, &fulfilled_by(&artifacts), DEFAULT_BUDGET));
         let all = texts(&built).join("|");
         assert!(!all.contains("Generate user stories"));
         assert!(!all.contains("Saved the stories."));
@@ -247,8 +234,8 @@ mod tests {
             conversation(&[("Generate user stories", "Saved."), ("Add a story about refunds", "Revised.")], "Thanks");
         let artifacts = [artifact(Some(messages[0].id))];
         let built = build(ContextInput {
-            revision_requests: &[messages[2].id],
-            ..input(&messages, &artifacts, DEFAULT_BUDGET)
+            fulfilled: &[fulfilled_by(&artifacts), vec![messages[2].id]].concat(),
+            ..input(&messages, &[], DEFAULT_BUDGET)
         });
         assert_eq!(built.record.filtered, vec![messages[0].id, messages[1].id, messages[2].id, messages[3].id]);
         assert_eq!(texts(&built), vec!["Thanks".to_string()]);
@@ -265,7 +252,7 @@ mod tests {
     #[test]
     fn deleting_the_artifact_brings_the_pair_back() {
         let messages = conversation(&[("Generate user stories", "Done.")], "Thanks");
-        let with = build(input(&messages, &[artifact(Some(messages[0].id))], DEFAULT_BUDGET));
+        let with = build(input(&messages, &[messages[0].id], DEFAULT_BUDGET));
         assert_eq!(with.record.included, vec![messages[2].id]);
         let without = build(input(&messages, &[], DEFAULT_BUDGET));
         assert_eq!(without.record.included, vec![messages[0].id, messages[1].id, messages[2].id]);
@@ -275,7 +262,7 @@ mod tests {
     fn several_artifacts_of_one_turn_remove_it_once() {
         let messages = conversation(&[("Generate user stories and a BRD", "Saved both.")], "Now acceptance criteria");
         let artifacts = [artifact(Some(messages[0].id)), artifact(Some(messages[0].id))];
-        let built = build(input(&messages, &artifacts, DEFAULT_BUDGET));
+        let built = build(input(&messages, &fulfilled_by(&artifacts), DEFAULT_BUDGET));
         assert_eq!(built.record.filtered, vec![messages[0].id, messages[1].id]);
         assert_eq!(texts(&built), vec!["Now acceptance criteria".to_string()]);
     }
@@ -297,8 +284,7 @@ mod tests {
         let budget = per_turn * 3;
         let built = build(ContextInput {
             messages: &messages,
-            artifacts: &artifacts,
-            revision_requests: &[],
+            fulfilled: &fulfilled_by(&artifacts),
             summary: Some("A stock-keeping app for a warehouse."),
             budget,
             ephemeral: None,

@@ -337,6 +337,9 @@ pub trait Store: Send + Sync + 'static {
     async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
     /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
     async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
+    /// The thread's requests that produced a document or a later version of one (what the model no longer
+    /// sees), in no particular order; empty for a thread that is missing or another user's.
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
     /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`
     /// when the thread is missing or another user's; `Conflict` when the thread already has `max_per_thread`.

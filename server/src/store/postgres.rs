@@ -686,6 +686,21 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self))]
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
+        Ok(sqlx::query_scalar(
+            "select request_message_id from artifacts
+             where thread_id = $1 and user_id = $2 and request_message_id is not null
+             union
+             select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
+             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null",
+        )
+        .bind(thread)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    #[instrument(skip(self))]
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion> {
         let row = sqlx::query(
             "select v.artifact_id, v.version, v.title, v.content, v.created_at,

@@ -775,6 +775,22 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "select request_message_id from artifacts
+             where thread_id = ?1 and user_id = ?2 and request_message_id is not null
+             union
+             select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
+             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        ids.iter().map(|id| Uuid::parse_str(id).map_err(|e| StoreError::Corrupt(format!("request id: {e}")))).collect()
+    }
+
+    #[instrument(skip(self))]
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion> {
         let row = sqlx::query(
             "select v.artifact_id, v.version, v.title, v.content, v.created_at,

@@ -495,7 +495,22 @@ async fn artifacts(db: Db) {
     assert_eq!(listed[1].assistant_message_id, Some(reply.id));
     assert_eq!(listed[2].assistant_message_id, None);
 
+    // The requests the model no longer sees: the one a document was made from and the one that revised another.
+    assert_eq!(s.fulfilled_requests(u, t.id).await.unwrap(), vec![question.id]);
+    let change = say(s, u, t.id, "shorten doc 1").await;
+    let revision = store::ArtifactRevision {
+        title: "Doc 1".into(),
+        content: "shorter".into(),
+        request_message_id: Some(change.id),
+    };
+    s.revise_artifact(u, created[1].id, revision).await.unwrap();
+    let mut fulfilled = s.fulfilled_requests(u, t.id).await.unwrap();
+    fulfilled.sort();
+    assert_eq!(fulfilled, vec![question.id, change.id]);
+    assert!(s.fulfilled_requests(new_user(s).await, t.id).await.unwrap().is_empty(), "another user sees none");
+
     s.delete_artifact(u, created[0].id).await.unwrap();
+    assert_eq!(s.fulfilled_requests(u, t.id).await.unwrap(), vec![change.id], "a deleted document frees its request");
     assert_not_found(s.get_artifact(u, created[0].id).await);
     assert_not_found(s.delete_artifact(u, created[0].id).await);
     assert_eq!(s.list_artifacts(u, t.id).await.unwrap().len(), created.len() - 1);
