@@ -190,57 +190,28 @@ impl<'a> Turn<'a> {
     }
 
     async fn run(mut self) {
-        if let Some(title) = self.plan.name_thread.clone() {
-            self.name_thread(title).await;
-        }
+        let naming = Naming {
+            state: self.state,
+            live: self.live.clone(),
+            user: self.plan.user,
+            thread: self.plan.thread,
+            content: self.plan.content.clone(),
+        };
+        // A title the model has to write is asked for after the answer, so it never delays the answer's first
+        // words; any other is known at once.
+        let ask_model = match self.plan.name_thread.take() {
+            Some(current) if current == DEFAULT_TITLE && self.state.provider.names_threads() => true,
+            Some(current) => {
+                naming.known(current).await;
+                false
+            }
+            None => false,
+        };
         let ending = self.converse().await;
+        if ask_model {
+            naming.by_model().await;
+        }
         self.finish(ending).await;
-    }
-
-    async fn name_thread(&mut self, current: String) {
-        let title = if current != DEFAULT_TITLE {
-            current
-        } else if self.state.provider.names_threads() {
-            match self.model_title().await {
-                Some(title) => title,
-                None => store::title_from_message(&self.plan.content),
-            }
-        } else {
-            store::title_from_message(&self.plan.content)
-        };
-        let patch = ThreadPatch { title: Some(title.clone()), ..Default::default() };
-        if let Err(e) = self.state.store.update_thread(self.plan.user, self.plan.thread, &patch).await {
-            tracing::warn!(error = %e, "naming the thread failed");
-        }
-        self.live.push(ChatEvent::ThreadName { thread_id: self.plan.thread, title });
-    }
-
-    /// Asks the model for a title of at most five words; `None` when it fails or says nothing usable.
-    async fn model_title(&mut self) -> Option<String> {
-        let request = llm::ChatRequest {
-            system: TITLE_PROMPT.to_string(),
-            messages: vec![llm::Message::user(self.plan.content.clone())],
-            tools: Vec::new(),
-            max_tokens: 24,
-        };
-        let collect = async {
-            let mut stream = self.state.provider.stream(request).await.ok()?;
-            let (mut text, mut usage) = (String::new(), llm::Usage::default());
-            while let Some(event) = stream.next().await {
-                match event.ok()? {
-                    StreamEvent::TextDelta(t) => text.push_str(&t),
-                    StreamEvent::Usage(u) => usage = u,
-                    _ => {}
-                }
-            }
-            Some((text, usage))
-        };
-        let (text, usage) = tokio::time::timeout(TITLE_TIMEOUT, collect).await.ok()??;
-        let usage = Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
-        if let Err(e) = self.state.store.record_usage(self.plan.user, self.plan.thread, &self.model(), usage).await {
-            tracing::warn!(error = %e, "recording title usage failed");
-        }
-        clean_title(&text)
     }
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
@@ -498,6 +469,69 @@ impl<'a> Turn<'a> {
             tracing::error!(error = %e, "closing the turn failed");
         }
         self.live.push(last_event);
+    }
+}
+
+/// Names a conversation at its first message.
+struct Naming<'a> {
+    state: &'a AppState,
+    live: Arc<LiveTurn>,
+    user: Uuid,
+    thread: Uuid,
+    content: String,
+}
+
+impl Naming<'_> {
+    /// The thread keeps a title the person gave it; a new one is named after the first words of the message.
+    async fn known(&self, current: String) {
+        if current != DEFAULT_TITLE {
+            self.live.push(ChatEvent::ThreadName { thread_id: self.thread, title: current });
+            return;
+        }
+        self.save(store::title_from_message(&self.content)).await;
+    }
+
+    /// Asks the model for a title; the first words of the message when that fails.
+    async fn by_model(&self) {
+        let title = self.model_title().await.unwrap_or_else(|| store::title_from_message(&self.content));
+        self.save(title).await;
+    }
+
+    async fn save(&self, title: String) {
+        let patch = ThreadPatch { title: Some(title.clone()), ..Default::default() };
+        if let Err(e) = self.state.store.update_thread(self.user, self.thread, &patch).await {
+            tracing::warn!(error = %e, "naming the thread failed");
+        }
+        self.live.push(ChatEvent::ThreadName { thread_id: self.thread, title });
+    }
+
+    /// Asks the model for a title of at most five words; `None` when it fails or says nothing usable.
+    async fn model_title(&self) -> Option<String> {
+        let request = llm::ChatRequest {
+            system: TITLE_PROMPT.to_string(),
+            messages: vec![llm::Message::user(self.content.clone())],
+            tools: Vec::new(),
+            max_tokens: 24,
+        };
+        let collect = async {
+            let mut stream = self.state.provider.stream(request).await.ok()?;
+            let (mut text, mut usage) = (String::new(), llm::Usage::default());
+            while let Some(event) = stream.next().await {
+                match event.ok()? {
+                    StreamEvent::TextDelta(t) => text.push_str(&t),
+                    StreamEvent::Usage(u) => usage = u,
+                    _ => {}
+                }
+            }
+            Some((text, usage))
+        };
+        let (text, usage) = tokio::time::timeout(TITLE_TIMEOUT, collect).await.ok()??;
+        let usage = Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
+        let model = self.state.provider.model().to_string();
+        if let Err(e) = self.state.store.record_usage(self.user, self.thread, &model, usage).await {
+            tracing::warn!(error = %e, "recording title usage failed");
+        }
+        clean_title(&text)
     }
 }
 

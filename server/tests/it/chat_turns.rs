@@ -250,23 +250,28 @@ async fn an_idempotent_retry_replays_the_first_result_and_saves_once() {
 async fn a_real_model_names_the_conversation_and_a_failure_falls_back_to_the_first_words() {
     let (store, _dir) = sqlite_store().await;
     let title = ScriptedModel::text(&["\"Warehouse ", "Audit ", "Planning ", "For ", "Q3 ", "Season\""]);
+    // The title is asked for once the answer is written (so it never delays it), before the turn ends.
     let model = ScriptedModel::naming(vec![
-        title,
         ScriptedModel::text(&["Sure."]),
-        vec![Step::Fail(LlmError::Upstream { status: 500 })],
+        title,
         ScriptedModel::text(&["Fine."]),
+        vec![Step::Fail(LlmError::Upstream { status: 500 })],
     ]);
     let server = TestServer::with(store, model.clone()).await;
     let thread = server.create_thread().await;
     let frames = server.chat(thread, "Help me plan the stock count in our warehouse").await;
-    let ChatEvent::ThreadName { title, .. } = &frames[0].event else { panic!("{:?}", names(&frames)) };
+    assert_eq!(names(&frames), vec!["text_delta", "thread_name", "message_complete"]);
+    let ChatEvent::ThreadName { title, .. } = &frames[1].event else { unreachable!() };
     assert_eq!(title, "Warehouse Audit Planning For Q3");
     assert_eq!(server.detail(thread).await.thread.title, "Warehouse Audit Planning For Q3");
-    assert!(model.requests.lock().unwrap()[0].tools.is_empty(), "the title request offers no tools");
+    assert!(model.requests.lock().unwrap()[1].tools.is_empty(), "the title request offers no tools");
 
     let other = server.create_thread().await;
     let frames = server.chat(other, "Draft the onboarding checklist for new drivers please").await;
-    let ChatEvent::ThreadName { title, .. } = &frames[0].event else { panic!("{:?}", names(&frames)) };
+    let [.., ChatEvent::ThreadName { title, .. }, _] = &frames.iter().map(|f| f.event.clone()).collect::<Vec<_>>()[..]
+    else {
+        panic!("{:?}", names(&frames))
+    };
     assert_eq!(title, "Draft the onboarding checklist for");
     assert_eq!(names(&frames).last(), Some(&"message_complete"));
 }
