@@ -24,6 +24,7 @@ use crate::http::rate_limit::RateLimits;
 use crate::llm::Provider;
 use crate::store::DynStore;
 use app::{shell, App};
+use axum::serve::ListenerExt;
 use axum::{
     extract::{DefaultBodyLimit, FromRef},
     Router,
@@ -107,6 +108,13 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let hub = state.hub.clone();
     let router = app(state);
+    // Small writes (each event of a stream) go out at once: with Nagle's algorithm on, an event written right
+    // after the response head waits for the peer's delayed acknowledgement, up to 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+    });
     // The peer address feeds the per-IP limits of sign-in and sign-up.
     axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {

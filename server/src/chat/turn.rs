@@ -78,37 +78,22 @@ pub async fn start(
     let silent = request.artifact_generation.unwrap_or(false);
     let thread_row = state.store.get_thread(user, thread).await?;
     let turn_id = Uuid::now_v7();
-    state.store.begin_turn(user, thread, turn_id, STALE_AFTER_MS).await.map_err(|e| match e {
-        StoreError::Conflict(_) => ApiError::Conflict(
-            "An answer is already being written in this conversation; wait for it or stop it.".into(),
-        ),
-        other => other.into(),
-    })?;
-    let request_message = if silent {
-        None
-    } else {
-        let saved = state
-            .store
-            .append_message(
-                user,
-                NewMessage {
-                    thread_id: thread,
-                    role: ApiRole::User,
-                    content: content.clone(),
-                    status: MessageStatus::Complete,
-                    usage: Usage::default(),
-                    model: None,
-                },
-            )
-            .await;
-        match saved {
-            Ok(m) => Some(m),
-            Err(e) => {
-                let _ = state.store.finish_turn(turn_id, &[]).await;
-                return Err(e.into());
-            }
-        }
-    };
+    // The turn row and the person's message are one transaction: one commit before the model is called.
+    let request = (!silent).then(|| NewMessage {
+        thread_id: thread,
+        role: ApiRole::User,
+        content: content.clone(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+    });
+    let request_message =
+        state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, request).await.map_err(|e| match e {
+            StoreError::Conflict(_) => ApiError::Conflict(
+                "An answer is already being written in this conversation; wait for it or stop it.".into(),
+            ),
+            other => other.into(),
+        })?;
     let live = LiveTurn::new(turn_id, thread, user);
     state.hub.insert(live.clone());
     let first_message = request_message.as_ref().is_some_and(|m| m.seq == 1);

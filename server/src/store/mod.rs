@@ -174,6 +174,24 @@ pub struct NewMessage {
     pub model: Option<String>,
 }
 
+impl NewMessage {
+    /// The message as saved under `id`, number `seq`, at `created`.
+    pub fn saved(self, id: Uuid, seq: i64, created: DateTime<Utc>) -> Message {
+        Message {
+            id,
+            thread_id: self.thread_id,
+            seq,
+            role: self.role,
+            content: self.content,
+            status: self.status,
+            input_tokens: self.usage.input_tokens,
+            output_tokens: self.usage.output_tokens,
+            model: self.model,
+            created_at: created,
+        }
+    }
+}
+
 /// The final or partial state of an answer being written.
 #[derive(Debug, Clone)]
 pub struct MessageUpdate {
@@ -387,7 +405,19 @@ pub trait Store: Send + Sync + 'static {
     // Turns.
     /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
     /// heartbeat is older than `stale_after_ms` is considered dead and released.
-    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()>;
+    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
+        self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
+    }
+    /// [`begin_turn`](Store::begin_turn) and, in the same transaction, appends the person's message that starts
+    /// it (returned as saved): one commit where a turn starts.
+    async fn begin_turn_with(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+    ) -> Result<Option<Message>>;
     /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
     /// Unknown ids are ignored.
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;

@@ -447,18 +447,7 @@ impl Store for Postgres {
         let mut tx = self.pool.begin().await?;
         let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
-        Ok(Message {
-            id,
-            thread_id: message.thread_id,
-            seq,
-            role: message.role,
-            content: message.content,
-            status: message.status,
-            input_tokens: message.usage.input_tokens,
-            output_tokens: message.usage.output_tokens,
-            model: message.model,
-            created_at: created,
-        })
+        Ok(message.saved(id, seq, created))
     }
 
     #[instrument(skip(self, update))]
@@ -1079,7 +1068,14 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
+    async fn begin_turn_with(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+    ) -> Result<Option<Message>> {
         let now = now();
         let mut tx = self.pool.begin().await?;
         if !owned_in(&mut tx, "threads", user, thread).await? {
@@ -1118,8 +1114,16 @@ impl Store for Postgres {
         .bind(turn)
         .execute(&mut *tx)
         .await?;
+        let saved = match request {
+            Some(message) => {
+                let (id, created) = (Uuid::now_v7(), super::now());
+                let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                Some(message.saved(id, seq, created))
+            }
+            None => None,
+        };
         tx.commit().await?;
-        Ok(())
+        Ok(saved)
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]

@@ -830,9 +830,19 @@ async fn turns(db: Db) {
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_conflict(s.begin_turn(u, t.id, first, 60_000).await);
 
-    // Another thread is not held by it.
+    // A refused turn saves nothing of its message.
+    let refused =
+        s.begin_turn_with(u, t.id, Uuid::now_v7(), 60_000, Some(new_message(t.id, Role::User, "again?"))).await;
+    assert_conflict(refused);
+    assert!(s.list_messages(u, t.id).await.unwrap().is_empty());
+
+    // Another thread is not held by it; its turn starts with the person's message, saved in the same step.
     let other = s.create_thread(u, "Parallel", &[]).await.unwrap();
-    s.begin_turn(u, other.id, Uuid::now_v7(), 60_000).await.unwrap();
+    let request = new_message(other.id, Role::User, "Start here");
+    let saved = s.begin_turn_with(u, other.id, Uuid::now_v7(), 60_000, Some(request)).await.unwrap().unwrap();
+    assert_eq!((saved.seq, saved.role, saved.content.as_str()), (1, Role::User, "Start here"));
+    assert_eq!(s.list_messages(u, other.id).await.unwrap(), vec![saved]);
+    assert_eq!(s.get_thread(u, other.id).await.unwrap().message_count, 1);
 
     assert_eq!(s.heartbeat_turns(&[first]).await.unwrap(), Vec::<Uuid>::new());
     let beat = s.latest_turn(u, t.id).await.unwrap().unwrap().heartbeat_at;
