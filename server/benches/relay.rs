@@ -123,6 +123,10 @@ async fn start_fake(fake: Fake) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(fake);
+    // As a real provider's front end would, and as Quire does: no small write waits for a delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move { axum::serve(listener, app).await });
     Ok(addr)
 }
