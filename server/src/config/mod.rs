@@ -17,6 +17,19 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+/// When a SQLite commit counts as done (PostgreSQL follows its own `synchronous_commit`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum SqliteSync {
+    /// Once it is in the write-ahead log; the log reaches the disk at checkpoints. Nothing is lost when Quire
+    /// crashes or is killed; a power cut or an operating-system crash may lose the last commits, never the
+    /// database's integrity. SQLite's recommended setting in WAL mode.
+    #[default]
+    Normal,
+    /// Once it is on the disk: nothing acknowledged is lost even on a power cut, at the price of an fsync per
+    /// commit (a turn's start waits for it).
+    Full,
+}
+
 /// Quire: a self-hosted AI chat workspace.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "quire", version, about)]
@@ -32,6 +45,10 @@ pub struct Config {
     /// Database URL: `sqlite://path/to/file.db` or `postgres://user@host/db`. Default: `sqlite://<data dir>/quire.db`.
     #[arg(long, env = "QUIRE_DATABASE_URL")]
     pub database_url: Option<String>,
+
+    /// When a SQLite commit counts as done: `normal` (in the write-ahead log) or `full` (on the disk).
+    #[arg(long, env = "QUIRE_SQLITE_SYNC", value_enum, default_value = "normal")]
+    pub sqlite_sync: SqliteSync,
 
     /// Model provider.
     #[arg(long, env = "QUIRE_LLM_PROVIDER", value_enum, default_value = "builtin")]
@@ -128,6 +145,7 @@ impl Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: data_dir.into(),
             database_url: None,
+            sqlite_sync: SqliteSync::Normal,
             llm_provider: ProviderKind::Builtin,
             model: None,
             builtin_delay_ms: 0,
@@ -152,6 +170,10 @@ mod tests {
         let config = Config::try_parse_from(["quire", "--data-dir", "/tmp/q"]).unwrap();
         assert_eq!(config.database_url(), "sqlite:///tmp/q/quire.db");
         assert_eq!(config.llm_provider, ProviderKind::Builtin);
+        assert_eq!(config.sqlite_sync, SqliteSync::Normal);
+        let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
+        assert_eq!(full.sqlite_sync, SqliteSync::Full);
+        assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());
     }
 
     #[test]
@@ -161,6 +183,7 @@ mod tests {
             "LEPTOS_SITE_ADDR",
             "QUIRE_DATA_DIR",
             "QUIRE_DATABASE_URL",
+            "QUIRE_SQLITE_SYNC",
             "QUIRE_LLM_PROVIDER",
             "QUIRE_JWT_SECRET",
             "QUIRE_REDACT_PII",

@@ -16,6 +16,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use crate::config::SqliteSync;
+
 pub use documents::{ArtifactRevision, ChunkHit, NewAttachment};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
@@ -449,8 +451,13 @@ pub type DynStore = Arc<dyn Store>;
 
 /// Opens the backend named by the URL's scheme and runs its migrations.
 pub async fn connect(url: &str) -> Result<DynStore> {
+    connect_with(url, SqliteSync::default()).await
+}
+
+/// [`connect`], with SQLite's commits made durable as `sync` says.
+pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DynStore> {
     if url.starts_with("sqlite:") {
-        Ok(Arc::new(sqlite::Sqlite::connect(url).await?))
+        Ok(Arc::new(sqlite::Sqlite::connect(url, sync).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         Ok(Arc::new(postgres::Postgres::connect(url).await?))
     } else {

@@ -37,11 +37,15 @@ pub struct Sqlite {
 
 impl Sqlite {
     /// Opens (creating if needed) the database file and runs the migrations.
-    pub async fn connect(url: &str) -> Result<Self> {
+    pub async fn connect(url: &str, sync: super::SqliteSync) -> Result<Self> {
+        let synchronous = match sync {
+            super::SqliteSync::Normal => SqliteSynchronous::Normal,
+            super::SqliteSync::Full => SqliteSynchronous::Full,
+        };
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(synchronous)
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(10));
         if let Some(parent) = options.get_filename().parent() {
@@ -1604,5 +1608,25 @@ impl Store for Sqlite {
         }
         tx.commit().await?;
         Ok(created)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::SqliteSync;
+
+    #[tokio::test]
+    async fn commits_are_as_durable_as_configured() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (sync, expected) in [(SqliteSync::Normal, 1), (SqliteSync::Full, 2)] {
+            let url = format!("sqlite://{}", dir.path().join("sync.db").display());
+            let store = Sqlite::connect(&url, sync).await.expect("open");
+            let level: i64 = sqlx::query_scalar("pragma synchronous").fetch_one(&store.writer).await.expect("pragma");
+            assert_eq!(level, expected, "{sync:?}");
+            let mode: String =
+                sqlx::query_scalar("pragma journal_mode").fetch_one(&store.writer).await.expect("pragma");
+            assert_eq!(mode, "wal");
+        }
     }
 }
