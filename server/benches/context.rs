@@ -130,6 +130,17 @@ fn token_benches(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Bytes(prose.len() as u64));
     group.bench_function("prose_500k", |b| b.iter(|| count_tokens(std::hint::black_box(&prose))));
+    // From cold: no piece count remembered (what a first count of a long paste costs).
+    group.bench_function("prose_500k_cold", |b| {
+        b.iter(|| {
+            quire::tokens::forget_pieces();
+            count_tokens(std::hint::black_box(&prose))
+        })
+    });
+    // The tokenizer's own count, without remembered pieces: the reference the two above are compared with.
+    group.bench_function("prose_500k_tokenizer", |b| {
+        b.iter(|| quire::tokens::tokenizer().count(std::hint::black_box(prose.as_str())))
+    });
     group.throughput(Throughput::Bytes(repeated.len() as u64));
     group.bench_function("repeated_100k", |b| b.iter(|| count_tokens(std::hint::black_box(&repeated))));
     group.finish();

@@ -39,6 +39,11 @@ thread_local! {
     static PIECES: RefCell<HashMap<Box<str>, u32, BuildHasherDefault<FxHasher>>> = RefCell::default();
 }
 
+/// Forgets the piece counts remembered on this thread (benchmarks measure counting from cold with it).
+pub fn forget_pieces() {
+    PIECES.with_borrow_mut(HashMap::clear);
+}
+
 /// Number of `o200k_base` tokens in `text` (0 for the empty string): the same as the tokenizer's own
 /// `count`, which splits the text into pieces with OpenAI's pattern and counts each piece.
 pub fn count_tokens(text: &str) -> usize {
