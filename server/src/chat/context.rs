@@ -13,7 +13,7 @@ use app::api::{Artifact, Message, Role};
 use uuid::Uuid;
 
 use crate::llm::{self, Part};
-use crate::store::{Store, StoreError};
+use crate::store::{MessageHead, Store, StoreError};
 use crate::tokens::{count_message_tokens, count_tokens};
 
 /// Default token budget for the conversation sent to the model.
@@ -52,8 +52,17 @@ pub fn fulfilled_by(artifacts: &[Artifact]) -> Vec<Uuid> {
     artifacts.iter().filter_map(|a| a.request_message_id).collect()
 }
 
-/// Loads a thread's messages and the requests its documents (and their later versions) were made from, and
-/// builds the model's view of it with [`build`]. No summary; `ephemeral` as in [`ContextInput`].
+/// Messages read with their text at first when the context of a long thread is built; the window grows
+/// fourfold until the budget runs out inside it.
+const FIRST_WINDOW: usize = 256;
+
+/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary;
+/// `ephemeral` as in [`ContextInput`].
+///
+/// A long thread is not read whole: every message's id and role (what the filter and the record need), and the
+/// text only of the newest messages, a window starting at a request. Older messages stand in with a placeholder
+/// text; the result is kept only if the budget ran out inside the window (the newest turn left out is a real
+/// one), so no placeholder was ever counted or sent. Otherwise the window grows and the build runs again.
 pub async fn load(
     store: &dyn Store,
     user: Uuid,
@@ -61,9 +70,45 @@ pub async fn load(
     budget: usize,
     ephemeral: Option<&str>,
 ) -> Result<BuiltContext, StoreError> {
-    let (messages, fulfilled) =
-        tokio::try_join!(store.list_messages(user, thread), store.fulfilled_requests(user, thread))?;
-    Ok(build(ContextInput { messages: &messages, fulfilled: &fulfilled, summary: None, budget, ephemeral }))
+    let (heads, fulfilled) =
+        tokio::try_join!(store.list_message_heads(user, thread), store.fulfilled_requests(user, thread))?;
+    let mut window = FIRST_WINDOW;
+    loop {
+        let mut from = heads.len().saturating_sub(window);
+        while from > 0 && heads[from].role != Role::User {
+            from -= 1;
+        }
+        let recent = if from == 0 {
+            store.list_messages(user, thread).await?
+        } else {
+            store.list_messages_from(user, thread, heads[from].seq).await?
+        };
+        let read: HashSet<Uuid> = recent.iter().map(|m| m.id).collect();
+        let messages: Vec<Message> = heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).collect();
+        let built =
+            build(ContextInput { messages: &messages, fulfilled: &fulfilled, summary: None, budget, ephemeral });
+        let inside = from == 0 || built.record.truncated.last().is_some_and(|id| read.contains(id));
+        if inside {
+            return Ok(built);
+        }
+        window = window.saturating_mul(4);
+    }
+}
+
+/// A message whose text was not read: a placeholder (blank if the text is).
+fn stand_in(head: &MessageHead, thread: Uuid) -> Message {
+    Message {
+        id: head.id,
+        thread_id: thread,
+        seq: head.seq,
+        role: head.role,
+        content: if head.blank { String::new() } else { "\u{2026}".into() },
+        status: app::api::MessageStatus::Complete,
+        input_tokens: 0,
+        output_tokens: 0,
+        model: None,
+        created_at: chrono::DateTime::UNIX_EPOCH,
+    }
 }
 
 /// Builds the model's view of the conversation.

@@ -194,6 +194,16 @@ impl NewMessage {
     }
 }
 
+/// A message without its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageHead {
+    pub id: Uuid,
+    pub seq: i64,
+    pub role: Role,
+    /// Whether the text is empty or only spaces, tabs and line breaks.
+    pub blank: bool,
+}
+
 /// The final or partial state of an answer being written.
 #[derive(Debug, Clone)]
 pub struct MessageUpdate {
@@ -336,6 +346,12 @@ pub trait Store: Send + Sync + 'static {
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
     /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
+    /// The thread's messages without their text, by sequence number (what the context needs of every message
+    /// of a long thread); `NotFound` when the thread is missing or another user's.
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>>;
+    /// The thread's messages numbered `from_seq` or later, by sequence number; empty when there are none or
+    /// the thread is missing or another user's.
+    async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>>;
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;

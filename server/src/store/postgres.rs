@@ -470,6 +470,41 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self))]
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<super::MessageHead>> {
+        // `octet_length` of a stored text is read from its header: a long (TOASTed) text is never fetched.
+        let rows = sqlx::query(
+            "select id, seq, role, (octet_length(content) < 64 and btrim(content, E' \\t\\r\\n') = '') as blank
+             from messages where thread_id = $1 and user_id = $2 order by seq",
+        )
+        .bind(thread)
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(super::MessageHead {
+                    id: row.try_get("id")?,
+                    seq: row.try_get("seq")?,
+                    role: parse_role(row.try_get::<&str, _>("role")?)?,
+                    blank: row.try_get("blank")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
+        );
+        let rows = sqlx::query(&sql).bind(thread).bind(user).bind(from_seq).fetch_all(&self.pool).await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
         let row =

@@ -554,6 +554,46 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self))]
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<super::MessageHead>> {
+        // `octet_length` is read from the row's header, so a long text is never loaded just to be measured.
+        let rows = sqlx::query(
+            "select id, seq, role, (octet_length(content) < 64 and trim(content, ' ' || char(9, 10, 13)) = '') as blank
+             from messages where thread_id = ? and user_id = ? order by seq",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(super::MessageHead {
+                    id: uuid(row, "id")?,
+                    seq: row.try_get("seq")?,
+                    role: role(row.try_get("role")?)?,
+                    blank: row.try_get("blank")?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? and seq >= ? order by seq"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(from_seq)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = ? and user_id = ?");
         let row = sqlx::query(&sql)

@@ -133,6 +133,7 @@ stories!(
     search_sees_only_the_callers_rows,
     search_follows_changes_at_once,
     turns,
+    message_heads_and_tails,
     progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
     listing_order_and_cursors,
@@ -896,6 +897,34 @@ async fn turns(db: Db) {
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
 }
 
+async fn message_heads_and_tails(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Heads", &[]).await.unwrap();
+    assert!(s.list_message_heads(u, t.id).await.unwrap().is_empty());
+    let long = "A long answer. ".repeat(200);
+    let texts = ["Question", "", " \t\n ", long.as_str(), "Next"];
+    let mut saved = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+        saved.push(s.append_message(u, new_message(t.id, role, text)).await.unwrap());
+    }
+    let heads = s.list_message_heads(u, t.id).await.unwrap();
+    let expected: Vec<store::MessageHead> = saved
+        .iter()
+        .map(|m| store::MessageHead { id: m.id, seq: m.seq, role: m.role, blank: m.content.trim().is_empty() })
+        .collect();
+    assert_eq!(heads, expected);
+    assert_eq!(heads.iter().map(|h| h.blank).collect::<Vec<_>>(), vec![false, true, true, false, false]);
+
+    assert_eq!(s.list_messages_from(u, t.id, 4).await.unwrap(), saved[3..].to_vec());
+    assert_eq!(s.list_messages_from(u, t.id, 1).await.unwrap(), saved);
+    assert!(s.list_messages_from(u, t.id, 6).await.unwrap().is_empty());
+    let intruder = new_user(s).await;
+    assert_not_found(s.list_message_heads(intruder, t.id).await);
+    assert!(s.list_messages_from(intruder, t.id, 1).await.unwrap().is_empty());
+}
+
 async fn progress_of_several_turns_is_saved_together(db: Db) {
     let s = &db.store;
     let u = new_user(s).await;
@@ -1125,6 +1154,7 @@ properties!(
     tag_filter_requires_every_tag,
     message_count_is_the_real_count,
     pages_cover_the_listing_exactly,
+    context_read_by_window_equals_building_from_every_message,
 );
 
 /// (1) Listings and searches only ever show the caller's rows.
@@ -1617,5 +1647,80 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
         assert!(seen.iter().all(|id| rest.any(|e| e == id)), "not the start's listing in its order: {seen:?}");
         let alive = |ids: &[Uuid]| ids.iter().copied().filter(|id| !deleted.contains(id)).collect::<Vec<_>>();
         assert_eq!(alive(&seen), alive(&expected), "the walk differs from the listing at its start");
+    });
+}
+
+/// (10) The model's view of a long thread, read from a window of its newest messages (the rest by id and role
+/// only), is exactly the view built from every message: the same messages sent, the same record.
+fn context_read_by_window_equals_building_from_every_message(backend: Backend, test: &str) {
+    use quire::chat::context::{self, ContextInput};
+    use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
+    // Per turn: words of the answer, a blank answer, a fulfilled request (a document was made from it).
+    let turn = (1usize..150, prop::bool::weighted(0.05), prop::bool::weighted(0.1));
+    let strategy = (prop::collection::vec(turn, 100..700), 50usize..60_000);
+    check_property(backend, test, 6, strategy, |db, (turns, budget)| async move {
+        let s = &db.store;
+        let u = new_user(s).await;
+        let start = chrono::Utc::now() - chrono::Duration::days(1);
+        let mut messages = Vec::new();
+        let mut artifacts = Vec::new();
+        let words =
+            |n: usize, seed: usize| (0..n).map(|k| format!("w{}", (k * 7 + seed) % 97)).collect::<Vec<_>>().join(" ");
+        for (i, (answer_words, blank, fulfilled)) in turns.iter().enumerate() {
+            let at = start + chrono::Duration::seconds(i as i64);
+            let request = messages.len();
+            for (role, content) in [
+                (Role::User, words(5 + i % 40, i)),
+                (Role::Assistant, if *blank { String::new() } else { words(*answer_words, i + 1) }),
+            ] {
+                messages.push(ImportMessage {
+                    seq: messages.len() as i64 + 1,
+                    role,
+                    content,
+                    status: MessageStatus::Complete,
+                    usage: Usage::default(),
+                    model: None,
+                    created_at: at,
+                });
+            }
+            if *fulfilled {
+                artifacts.push(ImportArtifact {
+                    artifact_type: ArtifactType::UserStories,
+                    title: format!("Stories {i}"),
+                    content: "# Stories".into(),
+                    version: 1,
+                    request_message: Some(request),
+                    assistant_message: Some(request + 1),
+                    created_at: at,
+                });
+            }
+        }
+        let thread = ImportThread {
+            title: "Long".into(),
+            tags: Vec::new(),
+            pinned: false,
+            archived: false,
+            created_at: start,
+            updated_at: start,
+            messages,
+            artifacts,
+        };
+        let id = s.import_threads(u, &[thread]).await.unwrap()[0].id;
+
+        let read = context::load(s.as_ref(), u, id, budget, None).await.unwrap();
+        let every = s.list_messages(u, id).await.unwrap();
+        let fulfilled = s.fulfilled_requests(u, id).await.unwrap();
+        let whole = context::build(ContextInput {
+            messages: &every,
+            fulfilled: &fulfilled,
+            summary: None,
+            budget,
+            ephemeral: None,
+        });
+        assert_eq!(read.record, whole.record, "budget {budget}");
+        let sent =
+            |built: &context::BuiltContext| built.messages.iter().map(|m| (m.role, m.text())).collect::<Vec<_>>();
+        assert_eq!(sent(&read), sent(&whole), "budget {budget}");
+        assert!(!sent(&read).iter().any(|(_, text)| text.contains('\u{2026}')), "no placeholder reaches the model");
     });
 }
