@@ -95,20 +95,24 @@ pub async fn load(
     }
 }
 
-/// A message whose text was not read: a placeholder (blank if the text is).
+/// A message whose text was not read: a placeholder.
 fn stand_in(head: &MessageHead, thread: Uuid) -> Message {
     Message {
         id: head.id,
         thread_id: thread,
         seq: head.seq,
         role: head.role,
-        content: if head.blank { String::new() } else { "\u{2026}".into() },
+        content: "\u{2026}".into(),
         status: app::api::MessageStatus::Complete,
         input_tokens: 0,
         output_tokens: 0,
         model: None,
         created_at: chrono::DateTime::UNIX_EPOCH,
     }
+}
+
+fn blank(message: &Message) -> bool {
+    message.content.trim().is_empty()
 }
 
 /// Builds the model's view of the conversation.
@@ -138,10 +142,6 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
             }
         }
     }
-    for turn in &mut turns {
-        turn.messages.retain(|m| !m.content.trim().is_empty());
-    }
-    turns.retain(|t| !t.messages.is_empty());
 
     // 2. Keep turns from the newest while they fit; the newest is kept whatever its size. Tokens are counted
     // only for the turns looked at here, so a long history costs no more than its newest part.
@@ -150,7 +150,7 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     let total = turns.len();
     let mut keep_from = total;
     for (i, turn) in turns.iter_mut().enumerate().rev() {
-        turn.tokens = turn.messages.iter().map(|m| count_message_tokens(m.id, &m.content)).sum();
+        turn.tokens = turn.messages.iter().filter(|m| !blank(m)).map(|m| count_message_tokens(m.id, &m.content)).sum();
         if keep_from < total && used + turn.tokens > input.budget {
             break;
         }
@@ -180,7 +180,8 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
         push(llm::Role::User, note.clone());
     }
     for turn in kept {
-        for m in &turn.messages {
+        // A blank message (an answer that only made a document) is neither sent nor listed as seen.
+        for m in turn.messages.iter().filter(|m| !blank(m)) {
             record.included.push(m.id);
             let role = match m.role {
                 Role::User => llm::Role::User,
@@ -250,6 +251,18 @@ mod tests {
 
     fn input<'a>(messages: &'a [Message], fulfilled: &'a [Uuid], budget: usize) -> ContextInput<'a> {
         ContextInput { messages, fulfilled, summary: None, budget, ephemeral: None }
+    }
+
+    #[test]
+    fn blank_answers_are_never_sent_and_are_left_out_with_their_turn() {
+        let old = "an old question that is long enough to be dropped ".repeat(20);
+        let messages = conversation(&[(old.as_str(), " "), ("Recent question", "\n")], "Now");
+        let budget = count_tokens("Recent question") + count_tokens("Now") + 2;
+        let built = build(input(&messages, &[], budget));
+        let note = "[2 earlier messages of this conversation are not shown.]";
+        assert_eq!(texts(&built), vec![format!("{note}\n\nRecent question\n\nNow")], "one user message: nothing blank");
+        assert_eq!(built.record.truncated, vec![messages[0].id, messages[1].id], "the blank answer goes with its turn");
+        assert_eq!(built.record.included, vec![messages[2].id, messages[4].id], "a blank answer is not seen");
     }
 
     #[test]

@@ -200,8 +200,6 @@ pub struct MessageHead {
     pub id: Uuid,
     pub seq: i64,
     pub role: Role,
-    /// Whether the text is empty or only spaces, tabs and line breaks.
-    pub blank: bool,
 }
 
 /// The final or partial state of an answer being written.

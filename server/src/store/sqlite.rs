@@ -555,10 +555,10 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<super::MessageHead>> {
-        // `octet_length` is read from the row's header, so a long text is never loaded just to be measured.
+        // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
         let rows = sqlx::query(
-            "select id, seq, role, (octet_length(content) < 64 and trim(content, ' ' || char(9, 10, 13)) = '') as blank
-             from messages where thread_id = ? and user_id = ? order by seq",
+            "select id, seq, role from messages indexed by messages_heads
+             where thread_id = ? and user_id = ? order by seq",
         )
         .bind(thread.to_string())
         .bind(user.to_string())
@@ -573,7 +573,6 @@ impl Store for Sqlite {
                     id: uuid(row, "id")?,
                     seq: row.try_get("seq")?,
                     role: role(row.try_get("role")?)?,
-                    blank: row.try_get("blank")?,
                 })
             })
             .collect()
