@@ -3,7 +3,7 @@
 use chrono::NaiveDate;
 use leptos::prelude::*;
 
-use crate::format::{day, grouped};
+use crate::format::{day, grouped, svg_number as n};
 
 /// Drawing area, in the SVG's own units; the SVG scales to its container.
 const WIDTH: f64 = 600.0;
@@ -85,25 +85,31 @@ pub fn DayChart(label: String, days: Vec<NaiveDate>, series: Vec<Series>) -> imp
     view! {
         <figure class="day-chart">
             <svg
-                viewBox=format!("0 0 {WIDTH} {HEIGHT}")
+                viewBox=format!("0 0 {} {}", n(WIDTH), n(HEIGHT))
                 role="img"
                 aria-label=label
                 preserveAspectRatio="xMidYMid meet"
             >
-                <line class="grid" x1=LEFT y1=TOP x2=WIDTH - RIGHT y2=TOP></line>
-                <line class="grid" x1=LEFT y1=(TOP + baseline) / 2.0 x2=WIDTH - RIGHT y2=(TOP + baseline) / 2.0></line>
-                <line class="axis" x1=LEFT y1=baseline x2=WIDTH - RIGHT y2=baseline></line>
-                <text class="tick" x=LEFT - 6.0 y=TOP + 5.0 text-anchor="end">{grouped(top)}</text>
-                <text class="tick" x=LEFT - 6.0 y=baseline + 5.0 text-anchor="end">"0"</text>
-                <text class="tick" x=LEFT y=HEIGHT - 6.0 text-anchor="start">{first}</text>
-                <text class="tick" x=WIDTH - RIGHT y=HEIGHT - 6.0 text-anchor="end">{last}</text>
+                <line class="grid" x1=n(LEFT) y1=n(TOP) x2=n(WIDTH - RIGHT) y2=n(TOP)></line>
+                <line
+                    class="grid"
+                    x1=n(LEFT)
+                    y1=n((TOP + baseline) / 2.0)
+                    x2=n(WIDTH - RIGHT)
+                    y2=n((TOP + baseline) / 2.0)
+                ></line>
+                <line class="axis" x1=n(LEFT) y1=n(baseline) x2=n(WIDTH - RIGHT) y2=n(baseline)></line>
+                <text class="tick" x=n(LEFT - 6.0) y=n(TOP + 5.0) text-anchor="end">{grouped(top)}</text>
+                <text class="tick" x=n(LEFT - 6.0) y=n(baseline + 5.0) text-anchor="end">"0"</text>
+                <text class="tick" x=n(LEFT) y=n(HEIGHT - 6.0) text-anchor="start">{first}</text>
+                <text class="tick" x=n(WIDTH - RIGHT) y=n(HEIGHT - 6.0) text-anchor="end">{last}</text>
                 {bars
                     .into_iter()
                     .map(|bar| {
                         bar.parts
                             .into_iter()
                             .map(|(class, y, height)| view! {
-                                <rect class=class x=bar.x y=y width=bar.width height=height rx="1.5"></rect>
+                                <rect class=class x=n(bar.x) y=n(y) width=n(bar.width) height=n(height) rx="1.5"></rect>
                             })
                             .collect_view()
                     })

@@ -5,7 +5,7 @@ use leptos::task::spawn_local;
 
 use crate::api::{client, HistoryStats};
 use crate::components::day_chart::{DayChart, Series};
-use crate::format::{day, grouped, moment};
+use crate::format::{day, grouped, moment, one_decimal};
 
 /// `/stats`.
 #[component]
@@ -78,7 +78,7 @@ fn StatsView(stats: HistoryStats) -> impl IntoView {
         <dl class="stat-tiles">
             <div><dt>"Conversations"</dt><dd data-testid="stat-threads">{grouped(stats.total_threads)}</dd></div>
             <div><dt>"Messages"</dt><dd data-testid="stat-messages">{grouped(stats.total_messages)}</dd></div>
-            <div><dt>"Messages per conversation"</dt><dd>{format!("{:.1}", stats.average_messages_per_thread)}</dd></div>
+            <div><dt>"Messages per conversation"</dt><dd>{one_decimal(stats.average_messages_per_thread)}</dd></div>
             <div><dt>"Tokens in"</dt><dd data-testid="stat-tokens-in">{grouped(stats.input_tokens)}</dd></div>
             <div><dt>"Tokens out"</dt><dd data-testid="stat-tokens-out">{grouped(stats.output_tokens)}</dd></div>
             <div><dt>"First conversation"</dt><dd class="stat-date">{when(stats.first_conversation_at)}</dd></div>
