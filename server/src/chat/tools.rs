@@ -192,14 +192,31 @@ fn saved_message(artifact: &Artifact) -> String {
 }
 
 /// The tools offered in a turn: `save_artifact` always, `document_search` when the thread has attachments.
-pub async fn offered(store: &DynStore, user: Uuid, thread: Uuid) -> Vec<ToolSpec> {
-    let mut tools = vec![save_artifact_spec()];
-    match store.list_attachments(user, thread).await {
-        Ok(attachments) if !attachments.is_empty() => tools.push(document_search_spec()),
-        Ok(_) => {}
-        Err(e) => tracing::warn!(error = %e, "listing attachments failed; document_search not offered"),
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offered {
+    document_search: bool,
+}
+
+impl Offered {
+    pub async fn for_thread(store: &DynStore, user: Uuid, thread: Uuid) -> Self {
+        let document_search = match store.list_attachments(user, thread).await {
+            Ok(attachments) => !attachments.is_empty(),
+            Err(e) => {
+                tracing::warn!(error = %e, "listing attachments failed; document_search not offered");
+                false
+            }
+        };
+        Self { document_search }
     }
-    tools
+
+    /// The specs, built for each request: a turn holds none of them while the model streams.
+    pub fn specs(self) -> Vec<ToolSpec> {
+        let mut tools = vec![save_artifact_spec()];
+        if self.document_search {
+            tools.push(document_search_spec());
+        }
+        tools
+    }
 }
 
 /// Passages returned by default and at most.

@@ -205,12 +205,12 @@ impl<'a> Turn<'a> {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
-        let tools = tools::offered(&self.state.store, self.plan.user, self.plan.thread).await;
+        let tools = tools::Offered::for_thread(&self.state.store, self.plan.user, self.plan.thread).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: prompt::system_prompt(),
                 messages: messages.clone(),
-                tools: tools.clone(),
+                tools: tools.specs(),
                 max_tokens: 4096,
             };
             let started = tokio::select! {
