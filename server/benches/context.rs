@@ -13,6 +13,8 @@
 //!
 //! `cargo test -p server --benches` runs each benchmark once (criterion's test mode).
 
+#[path = "support/mode.rs"]
+mod mode;
 #[path = "support/text.rs"]
 mod text;
 
@@ -29,7 +31,7 @@ const SIZES: [usize; 3] = [100, 1_000, 10_000];
 
 /// Under `cargo test --benches` (no `--bench` argument) criterion runs each benchmark once: small inputs then.
 fn smoke() -> bool {
-    !std::env::args().any(|a| a == "--bench")
+    mode::smoke_run()
 }
 
 /// A conversation of `n` messages: requests of 10-60 words, answers of 40-300 words.

@@ -14,6 +14,8 @@
 //!
 //! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
 
+#[path = "support/mode.rs"]
+mod mode;
 #[path = "support/stats.rs"]
 mod stats;
 
@@ -50,13 +52,8 @@ struct Args {
     /// Numbers of idle streams to hold open (empty: skip).
     #[arg(long, value_delimiter = ',')]
     idle: Vec<usize>,
-    /// Smoke mode (what `cargo test --benches` runs).
-    #[arg(long)]
-    smoke: bool,
-    #[arg(long, hide = true)]
-    bench: bool,
-    #[arg(long, hide = true)]
-    test: bool,
+    #[command(flatten)]
+    mode: mode::Mode,
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -330,8 +327,7 @@ where
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = Args::parse();
-    // `cargo bench` passes --bench; `cargo test --benches` passes nothing: the smoke version then.
-    if args.smoke || args.test || !args.bench {
+    if args.mode.smoke() {
         args.streams = vec![2];
         args.rounds = 1;
         args.deltas = 4;

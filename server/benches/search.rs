@@ -8,6 +8,8 @@
 //! `--db PATH` keeps the SQLite file; a later run with the same path skips the seeding. Without size
 //! arguments under `cargo test --benches` it runs a tiny version (a few thousand messages) as a smoke test.
 
+#[path = "support/mode.rs"]
+mod mode;
 #[path = "support/stats.rs"]
 mod stats;
 #[path = "support/text.rs"]
@@ -45,14 +47,8 @@ struct Args {
     /// SQLite file to use (and keep); a temporary one otherwise.
     #[arg(long)]
     db: Option<std::path::PathBuf>,
-    /// Smoke mode: a tiny history and one search each (what `cargo test --benches` runs).
-    #[arg(long)]
-    smoke: bool,
-    /// Passed by `cargo bench`; without it (as under `cargo test --benches`) the smoke version runs.
-    #[arg(long, hide = true)]
-    bench: bool,
-    #[arg(long, hide = true)]
-    test: bool,
+    #[command(flatten)]
+    mode: mode::Mode,
 }
 
 /// Words of the Zipf vocabulary by rank: common ones (in a good share of all messages), rare ones (a handful
@@ -69,8 +65,7 @@ struct Seeded {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = Args::parse();
-    // `cargo bench` passes --bench; `cargo test --benches` passes nothing: the smoke version then.
-    if args.smoke || args.test || !args.bench {
+    if args.mode.smoke() {
         args.messages = 2_000;
         args.threads = 20;
         args.users = 2;
