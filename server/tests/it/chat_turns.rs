@@ -2,18 +2,12 @@
 
 use std::{sync::Arc, time::Duration};
 
-use crate::common::{read_frames, read_some_frames, sqlite_store, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{
+    names, read_frames, read_some_frames, seq_of, sqlite_store, Frame, ScriptedModel, Step, TestServer,
+};
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
-
-fn names(frames: &[Frame]) -> Vec<&'static str> {
-    frames.iter().map(|f| f.event.name()).collect()
-}
-
-fn seq_of(frame: &Frame) -> i64 {
-    frame.id.as_deref().and_then(|id| id.rsplit_once(':')).and_then(|(_, n)| n.parse().ok()).expect("event id")
-}
 
 async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;

@@ -5,7 +5,7 @@
 
 use std::{io::Read, sync::Arc};
 
-use crate::common::{ScriptedModel, Step, TestServer};
+use crate::common::{created, text_of, ScriptedModel, Step, TestServer};
 use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
@@ -224,16 +224,6 @@ fn tool_turn(name: &str, arguments: serde_json::Value) -> Vec<Vec<Step>> {
     ]
 }
 
-fn created(frames: &[crate::common::Frame]) -> Vec<Artifact> {
-    frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            ChatEvent::ArtifactCreated { artifact } => Some(artifact.clone()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
     for (store, _guard) in stores().await {
@@ -363,16 +353,6 @@ The refund window for annual plans is forty-five days after purchase, and refund
 Support answers billing questions within two working days.
 ";
 
-fn answer_text(frames: &[crate::common::Frame]) -> String {
-    frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            ChatEvent::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn an_attached_document_is_searched_and_cited_turns_later() {
     for (store, _guard) in stores().await {
@@ -391,7 +371,7 @@ async fn an_attached_document_is_searched_and_cited_turns_later() {
             .iter()
             .any(|f| matches!(&f.event, ChatEvent::ToolExecuting { tool, .. } if tool == "document_search"));
         assert!(searched, "the assistant searched the attachment: {frames:?}");
-        let answer = answer_text(&frames);
+        let answer = text_of(&frames);
         assert!(answer.contains("forty-five days"), "{answer}");
         assert!(answer.contains("billing-notes.md"), "the file is cited: {answer}");
 

@@ -18,7 +18,7 @@ use quire::llm::{
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::{read_frames, sqlite_store, Frame, TestServer};
+use crate::common::{read_frames, seq_of, sqlite_store, text_of, Frame, TestServer};
 use crate::fake_upstream::{FakeServer, Reply, Step};
 
 /// How many times a check runs: `QUIRE_RELIABILITY_ITERATIONS`, else `default`.
@@ -40,10 +40,6 @@ const REQUIREMENTS: &str = "We are building a booking system for a chain of clim
     The system should send a reminder two hours before each slot. Admins want a monthly usage report. \
     Payments must be refunded automatically when a gym closes early.";
 
-fn seq_of(frame: &Frame) -> i64 {
-    frame.id.as_deref().and_then(|id| id.rsplit_once(':')).and_then(|(_, n)| n.parse().ok()).expect("event id")
-}
-
 /// The event without what differs from one conversation to the next (ids).
 fn normalized(event: &ChatEvent) -> ChatEvent {
     match event {
@@ -51,16 +47,6 @@ fn normalized(event: &ChatEvent) -> ChatEvent {
         ChatEvent::MessageComplete { usage, .. } => ChatEvent::MessageComplete { message_id: None, usage: *usage },
         other => other.clone(),
     }
-}
-
-fn text_of(frames: &[Frame]) -> String {
-    frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            ChatEvent::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Reads frames until at least `n` arrived or the stream ended, then drops the connection.

@@ -23,13 +23,7 @@ async fn chat_streams_deltas_before_completion() {
     let first_delta = names.iter().position(|n| *n == "text_delta").unwrap();
     assert!(first_delta < names.len() - 1);
     assert!(frames.iter().all(|f| f.id.is_some()), "every event has an id");
-    let text: String = frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            ChatEvent::TextDelta { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = crate::common::text_of(&frames);
     assert!(text.contains("Customers must be able to cancel online"), "answer restates the requirement: {text}");
     let ChatEvent::MessageComplete { message_id: Some(id), usage } = &frames.last().unwrap().event else {
         panic!("no message id");

@@ -162,6 +162,38 @@ pub struct Frame {
     pub event: ChatEvent,
 }
 
+/// The number of a frame's event in its turn (its id is `<turn>:<n>`).
+pub fn seq_of(frame: &Frame) -> i64 {
+    frame.id.as_deref().and_then(|id| id.rsplit_once(':')).and_then(|(_, n)| n.parse().ok()).expect("event id")
+}
+
+/// The answer text the frames carry.
+pub fn text_of(frames: &[Frame]) -> String {
+    frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            ChatEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The names of the frames' events, in order.
+pub fn names(frames: &[Frame]) -> Vec<&'static str> {
+    frames.iter().map(|f| f.event.name()).collect()
+}
+
+/// The documents the frames announce.
+pub fn created(frames: &[Frame]) -> Vec<app::api::Artifact> {
+    frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            ChatEvent::ArtifactCreated { artifact } => Some(artifact.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Reads at least `n` frames, then drops the connection (a client that goes away mid-answer).
 pub async fn read_some_frames(response: reqwest::Response, n: usize) -> Vec<Frame> {
     use futures::StreamExt;
