@@ -231,6 +231,20 @@ pub struct AnswerDraft {
     pub update: MessageUpdate,
 }
 
+impl AnswerDraft {
+    /// The message its first save creates.
+    pub fn first_save(&self) -> NewMessage {
+        NewMessage {
+            thread_id: self.thread_id,
+            role: Role::Assistant,
+            content: self.update.content.clone(),
+            status: self.update.status,
+            usage: self.update.usage,
+            model: self.update.model.clone(),
+        }
+    }
+}
+
 /// A document to save.
 #[derive(Debug, Clone)]
 pub struct NewArtifact {

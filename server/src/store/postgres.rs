@@ -1242,15 +1242,8 @@ impl Store for Postgres {
             }
             if let Some(answer) = &item.answer {
                 if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
-                    let first = NewMessage {
-                        thread_id: answer.thread_id,
-                        role: app::api::Role::Assistant,
-                        content: answer.update.content.clone(),
-                        status: answer.update.status,
-                        usage: answer.update.usage,
-                        model: answer.update.model.clone(),
-                    };
                     // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+                    let first = answer.first_save();
                     if insert_message(&mut tx, item.user, answer.id, &first, now()).await?.is_some() {
                         rewrite_message(&mut tx, item.user, answer.id, &answer.update).await?;
                     }
