@@ -5,9 +5,12 @@
 
 use std::{
     collections::{hash_map::Entry, HashMap, HashSet},
+    panic::AssertUnwindSafe,
     sync::{Arc, Mutex},
     time::Duration,
 };
+
+use futures::FutureExt;
 
 use tokio::sync::{watch, Notify};
 use uuid::Uuid;
@@ -111,10 +114,16 @@ impl ProgressWriter {
             if batch.is_empty() {
                 continue;
             }
-            let failed = match self.store.save_progress(&batch).await {
-                Ok(()) => false,
-                Err(e) => {
+            // A panic below must not end this task: turns settling on this batch would wait for ever.
+            let saved = AssertUnwindSafe(self.store.save_progress(&batch)).catch_unwind().await;
+            let failed = match saved {
+                Ok(Ok(())) => false,
+                Ok(Err(e)) => {
                     tracing::warn!(error = %e, turns = batch.len(), "saving the progress of running turns failed");
+                    true
+                }
+                Err(_) => {
+                    tracing::error!(turns = batch.len(), "saving the progress of running turns panicked");
                     true
                 }
             };

@@ -269,3 +269,61 @@ async fn a_real_model_names_the_conversation_and_a_failure_falls_back_to_the_fir
     assert_eq!(title, "Draft the onboarding checklist for");
     assert_eq!(names(&frames).last(), Some(&"message_complete"));
 }
+
+#[tokio::test]
+async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
+    use quire::chat::progress::ProgressWriter;
+    use quire::store::{AnswerDraft, MessageUpdate, NewUser, StoredEvent, TurnProgress};
+
+    let (store, _dir) = sqlite_store().await;
+    let user = store
+        .create_user(NewUser { email: "p@example.com".into(), password_hash: "x".into(), display_name: "P".into() })
+        .await
+        .unwrap()
+        .id;
+    let thread = store.create_thread(user, "Progress", &[]).await.unwrap().id;
+    let turn = uuid::Uuid::now_v7();
+    store.begin_turn(user, thread, turn, 60_000).await.unwrap();
+    let answer = uuid::Uuid::now_v7();
+    let progress = |seq: i64, text: &str| TurnProgress {
+        turn,
+        user,
+        events: vec![StoredEvent { seq, name: "text_delta".into(), data: format!("{{\"text\":\"{text}\"}}") }],
+        answer: Some(AnswerDraft {
+            id: answer,
+            thread_id: thread,
+            update: MessageUpdate {
+                content: text.into(),
+                status: MessageStatus::Interrupted,
+                usage: Default::default(),
+                model: None,
+                context: None,
+            },
+        }),
+    };
+    let writer = ProgressWriter::start(store.clone());
+    writer.submit(progress(1, "He"));
+    writer.submit(progress(2, "Hello"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while store.turn_events_after(turn, 0).await.unwrap().len() < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "the progress was never written");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(store.get_message(user, answer).await.unwrap().content, "Hello");
+    assert!(writer.settle(turn).await.is_none(), "everything was written");
+
+    // Settling right after handing over: what comes back was not written, and what was written does not come
+    // back; either way nothing of the turn is written after `settle` returns.
+    writer.submit(progress(3, "Hello there"));
+    let taken = writer.settle(turn).await;
+    let stored = store.turn_events_after(turn, 2).await.unwrap();
+    match taken {
+        Some(back) => {
+            assert_eq!(back.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3]);
+            assert!(stored.is_empty());
+        }
+        None => assert_eq!(stored.len(), 1),
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(store.turn_events_after(turn, 2).await.unwrap(), stored, "nothing lands after settling");
+}
