@@ -1032,45 +1032,60 @@ impl Store for Postgres {
         let Some(tsquery) = search_query::to_tsquery(&search_query::parse(query)) else {
             return Ok(SearchPage { hits: Vec::new(), total: 0 });
         };
-        // The owner filter and the match are both index conditions (user_id btree, search GIN). Snippets are
-        // made only for the page: ts_headline re-parses the whole text.
-        const HITS: &str = "q as (select to_tsquery('simple', $2) as q),
-            hits as (
-                select 'message' as kind, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
-                       m.content as body, m.created_at, ts_rank(m.search, q.q) as score
-                from q cross join messages m join threads t on t.id = m.thread_id
-                where m.user_id = $1 and m.search @@ q.q
+        // The owner filter and the match are both index conditions (user_id btree, search GIN). Hits are ranked
+        // from their ids, times and scores alone, counted in the same pass, and only the page is joined to its
+        // conversation and text; snippets too, as ts_headline re-parses the whole text.
+        const RANKED: &str = "q as (select to_tsquery('simple', $2) as q),
+            ranked as (
+                select 'message' as kind, m.id as ref_id, m.created_at, ts_rank(m.search, q.q) as score
+                from q cross join messages m where m.user_id = $1 and m.search @@ q.q
                 union all
-                select 'thread', t.id, t.id, t.title, null, t.title, t.created_at, ts_rank(t.search, q.q)
-                from q cross join threads t
-                where t.user_id = $1 and t.search @@ q.q
+                select 'thread', t.id, t.created_at, ts_rank(t.search, q.q)
+                from q cross join threads t where t.user_id = $1 and t.search @@ q.q
                 union all
-                select 'artifact', a.id, a.thread_id, t.title, null, a.title || E'\\n' || a.content, a.created_at,
-                       ts_rank(a.search, q.q)
-                from q cross join artifacts a join threads t on t.id = a.thread_id
-                where a.user_id = $1 and a.search @@ q.q
+                select 'artifact', a.id, a.created_at, ts_rank(a.search, q.q)
+                from q cross join artifacts a where a.user_id = $1 and a.search @@ q.q
             )";
         let sql = format!(
-            "with {HITS}
-             select page.kind, page.ref_id, page.thread_id, page.thread_title, page.role, page.created_at,
-                    -page.score::float8 as rank, ts_headline('simple', page.body, q.q, $5) as snippet
-             from (select * from hits order by score desc, created_at desc, ref_id desc limit $3 offset $4) page
-             cross join q
+            "with {RANKED},
+             page as (
+                select kind, ref_id, created_at, score, count(*) over () as total from ranked
+                order by score desc, created_at desc, ref_id desc limit $3 offset $4
+             )
+             select page.kind, page.ref_id, page.total, t.id as thread_id, t.title as thread_title, m.role,
+                    page.created_at, -page.score::float8 as rank,
+                    ts_headline('simple', case page.kind when 'message' then m.content when 'thread' then t.title
+                        else a.title || E'\\n' || a.content end, q.q, $5) as snippet
+             from page cross join q
+             left join messages m on page.kind = 'message' and m.id = page.ref_id
+             left join artifacts a on page.kind = 'artifact' and a.id = page.ref_id
+             join threads t on t.id = coalesce(m.thread_id, a.thread_id, page.ref_id)
              order by page.score desc, page.created_at desc, page.ref_id desc"
         );
+        // Enough memory that the bitmap of a common word's hits stays exact instead of going lossy (and every
+        // heap page of the person's messages being read again to recheck).
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("set local work_mem = '32MB'").execute(&mut *tx).await?;
         let rows = sqlx::query(&sql)
             .bind(user)
             .bind(&tsquery)
             .bind(limit.clamp(1, 100) as i64)
             .bind(offset as i64)
             .bind(headline_options())
-            .fetch_all(&self.pool)
+            .fetch_all(&mut *tx)
             .await?;
-        let total: i64 = sqlx::query_scalar(&format!("with {HITS} select count(*) from hits"))
-            .bind(user)
-            .bind(&tsquery)
-            .fetch_one(&self.pool)
-            .await?;
+        let total: i64 = match rows.first() {
+            Some(row) => row.try_get("total")?,
+            // A page past the end: the count on its own.
+            None => {
+                sqlx::query_scalar(&format!("with {RANKED} select count(*) from ranked"))
+                    .bind(user)
+                    .bind(&tsquery)
+                    .fetch_one(&mut *tx)
+                    .await?
+            }
+        };
+        tx.commit().await?;
         let hits = rows
             .iter()
             .map(|row| {

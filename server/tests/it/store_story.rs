@@ -637,7 +637,9 @@ async fn search_phrases_prefixes_and_ranking(db: Db) {
     assert_eq!((first.total, second.total), (2, 2));
     assert_eq!(first.hits[0].message_id, Some(dense.id));
     assert_eq!(second.hits[0].message_id, Some(sparse.id));
-    assert!(s.search(u, "rust", 10, 2).await.unwrap().hits.is_empty());
+    let past_the_end = s.search(u, "rust", 10, 2).await.unwrap();
+    assert!(past_the_end.hits.is_empty());
+    assert_eq!(past_the_end.total, 2, "a page past the end still tells how many there are");
 
     let title = s.search(u, "roadmap", 20, 0).await.unwrap();
     assert_eq!(title.total, 1);
