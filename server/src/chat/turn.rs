@@ -107,12 +107,25 @@ pub async fn start(
     };
     let state = state.clone();
     let task_live = live.clone();
-    // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it runs.
+    // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it however
+    // the task ends (a panic too), so a dead turn never holds its conversation for longer than the stale limit.
     tokio::spawn(async move {
-        Turn::new(&state, task_live.clone(), plan).run().await;
-        state.hub.remove(&task_live);
+        let _registered = Registered { state: state.clone(), live: task_live.clone() };
+        Turn::new(&state, task_live, plan).run().await;
     });
     Ok(live)
+}
+
+/// A turn's place in the hub, given up when dropped.
+struct Registered {
+    state: AppState,
+    live: Arc<LiveTurn>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.state.hub.remove(&self.live);
+    }
 }
 
 struct Plan {

@@ -1,5 +1,6 @@
-//! The embedded backend: one SQLite file in WAL mode. Writes go through a single-connection pool, so writers
-//! queue inside Quire instead of failing with "database is locked"; reads use a pool of their own.
+//! The embedded backend: one SQLite file in WAL mode, owned by one Quire process. Writes go through a
+//! single-connection pool, so writers queue inside Quire instead of failing with "database is locked"; reads use
+//! a pool of their own.
 
 use std::{str::FromStr, time::Duration};
 
@@ -55,6 +56,9 @@ impl Sqlite {
         }
         let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
         sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
+        // One process owns a SQLite database: a turn still marked running was cut off when the last one
+        // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once.
+        sqlx::query("update turns set status = 'done' where status = 'running'").execute(&writer).await?;
         let reader = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
         Ok(Self { writer, reader })
     }

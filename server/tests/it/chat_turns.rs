@@ -327,3 +327,25 @@ async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(store.turn_events_after(turn, 2).await.unwrap(), stored, "nothing lands after settling");
 }
+
+#[tokio::test]
+async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
+    use quire::store::NewUser;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+    let store = quire::store::connect(&url).await.unwrap();
+    let user = store
+        .create_user(NewUser { email: "r@example.com".into(), password_hash: "x".into(), display_name: "R".into() })
+        .await
+        .unwrap()
+        .id;
+    let thread = store.create_thread(user, "Cut off", &[]).await.unwrap().id;
+    store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
+    assert!(store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.is_err(), "held while running");
+    drop(store);
+
+    // The process that ran it is gone (killed): opening the database again frees the conversation at once.
+    let store = quire::store::connect(&url).await.unwrap();
+    assert!(!store.latest_turn(user, thread).await.unwrap().unwrap().running);
+    store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
+}

@@ -94,3 +94,23 @@ async fn a_turn_can_be_stopped_from_another_instance() {
     assert_eq!(detail.messages[1].status, MessageStatus::Stopped);
     assert_eq!(detail.messages[1].content, "Half an answer");
 }
+
+#[tokio::test]
+async fn following_a_turn_whose_instance_died_ends_instead_of_waiting() {
+    let Some(url) = fresh_postgres_url("following_a_turn_whose_instance_died_ends").await else { return };
+    let server = instance(&url, Arc::new(Builtin::new())).await;
+    let thread = server.create_thread().await;
+    // A turn left running by an instance that died an hour ago: its heartbeat stopped then.
+    let turn = uuid::Uuid::now_v7();
+    server.state.store.begin_turn(server.user.id, thread, turn, 60_000).await.unwrap();
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query("update turns set heartbeat_at = now() - interval '1 hour' where id = $1")
+        .bind(turn)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    assert_eq!(resumed.status(), 200);
+    let frames = tokio::time::timeout(Duration::from_secs(10), read_frames(resumed)).await;
+    assert!(frames.expect("the stream ends instead of waiting for a dead turn").is_empty());
+}
