@@ -78,11 +78,9 @@ pub async fn load(
         while from > 0 && heads[from].role != Role::User {
             from -= 1;
         }
-        let recent = if from == 0 {
-            store.list_messages(user, thread).await?
-        } else {
-            store.list_messages_from(user, thread, heads[from].seq).await?
-        };
+        // From the window's first request; the whole thread (and whatever came since the heads) at `from` 0.
+        let from_seq = if from == 0 { i64::MIN } else { heads[from].seq };
+        let recent = store.list_messages_from(user, thread, from_seq).await?;
         let read: HashSet<Uuid> = recent.iter().map(|m| m.id).collect();
         let messages: Vec<Message> = heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).collect();
         let built =

@@ -217,12 +217,8 @@ fn stored_events(
                 s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
                 return Some((stream::iter(batch), s));
             }
-            // A turn whose heartbeat went quiet died with its instance: nothing more will come.
-            let alive = |t: &crate::store::TurnRecord| {
-                (crate::store::now() - t.heartbeat_at).num_milliseconds() < turn::STALE_AFTER_MS
-            };
             let running = matches!(s.store.latest_turn(s.user, s.thread).await,
-                Ok(Some(t)) if t.id == s.turn && t.running && alive(&t));
+                Ok(Some(t)) if t.id == s.turn && t.alive(turn::STALE_AFTER_MS));
             if !running {
                 // One last look: the final events may have landed just before the turn closed.
                 let tail = s.store.turn_events_after(s.turn, s.after).await.unwrap_or_default();

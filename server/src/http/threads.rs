@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
+use crate::chat::turn::STALE_AFTER_MS;
 use crate::store::{ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort};
 use crate::AppState;
 
@@ -164,7 +165,7 @@ pub async fn get_thread(
         state.store.list_artifacts(user.id, id),
         state.store.latest_turn(user.id, id),
     )?;
-    Ok(Json(ThreadDetail { thread, messages, artifacts, running: turn.is_some_and(|t| t.running) }))
+    Ok(Json(ThreadDetail { thread, messages, artifacts, running: turn.is_some_and(|t| t.alive(STALE_AFTER_MS)) }))
 }
 
 /// `PATCH /api/threads/{id}`.

@@ -311,6 +311,14 @@ pub struct TurnRecord {
     pub heartbeat_at: DateTime<Utc>,
 }
 
+impl TurnRecord {
+    /// Whether the turn is still being written: marked running and heard from within `stale_after_ms` (one
+    /// whose heartbeat went quiet died with its instance).
+    pub fn alive(&self, stale_after_ms: i64) -> bool {
+        self.running && (now() - self.heartbeat_at).num_milliseconds() < stale_after_ms
+    }
+}
+
 /// What claiming an idempotency key found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdempotencyClaim {

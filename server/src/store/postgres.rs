@@ -461,12 +461,11 @@ impl Store for Postgres {
 
     #[instrument(skip(self))]
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
-        let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 order by seq");
-        let rows = sqlx::query(&sql).bind(thread).bind(user).fetch_all(&self.pool).await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+        let messages = self.list_messages_from(user, thread, i64::MIN).await?;
+        if messages.is_empty() && !self.owns("threads", user, thread).await? {
             return Err(StoreError::NotFound);
         }
-        rows.iter().map(message_from_row).collect()
+        Ok(messages)
     }
 
     #[instrument(skip(self))]

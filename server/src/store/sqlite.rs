@@ -549,12 +549,11 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
-        let sql = format!("select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? order by seq");
-        let rows = sqlx::query(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+        let messages = self.list_messages_from(user, thread, i64::MIN).await?;
+        if messages.is_empty() && !self.owns("threads", user, thread).await? {
             return Err(StoreError::NotFound);
         }
-        rows.iter().map(message_from_row).collect()
+        Ok(messages)
     }
 
     #[instrument(skip(self))]

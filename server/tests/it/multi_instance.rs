@@ -109,6 +109,7 @@ async fn following_a_turn_whose_instance_died_ends_instead_of_waiting() {
         .execute(&pool)
         .await
         .unwrap();
+    assert!(!server.detail(thread).await.running, "the conversation is not shown as being answered");
     let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
     assert_eq!(resumed.status(), 200);
     let frames = tokio::time::timeout(Duration::from_secs(10), read_frames(resumed)).await;
