@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# Builds the release site and prints the size of the wasm bundle: raw, gzip -9 and brotli (quality 11).
+# Builds the release wasm (split as `scripts/run` builds it) and prints its sizes: raw, gzip -9 and brotli
+# (quality 11), for the main module the page loads and for the lazily loaded pieces together.
 # Usage: bench/wasm-size.sh   (needs the build tools scripts/run installs; brotli from Debian's `brotli` package)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/toolchain.sh"
 cd "$ROOT"
 ensure_build_tools
 command -v brotli >/dev/null || apt_install brotli
-cargo leptos build --release >/dev/null
-wasm=target/site/pkg/quire.wasm
-raw=$(stat -c %s "$wasm")
-gz=$(gzip -9 -c "$wasm" | wc -c)
-br=$(brotli -q 11 -c "$wasm" | wc -c)
-printf 'wasm raw %d bytes, gzip %d bytes, brotli %d bytes (%s)\n' "$raw" "$gz" "$br" "$(git rev-parse --short HEAD)"
+cargo leptos build --release --split --frontend-only >/dev/null
+pkg=target/site/pkg
+sizes() { # files...
+  local raw=0 gz=0 br=0 f
+  for f in "$@"; do
+    raw=$((raw + $(stat -c %s "$f")))
+    gz=$((gz + $(gzip -9 -c "$f" | wc -c)))
+    br=$((br + $(brotli -q 11 -c "$f" | wc -c)))
+  done
+  printf 'raw %d bytes, gzip %d bytes, brotli %d bytes' "$raw" "$gz" "$br"
+}
+lazy=()
+for f in "$pkg"/*.wasm; do [ "$f" = "$pkg/quire.wasm" ] || lazy+=("$f"); done
+printf 'main module (loaded with the page): %s (%s)\n' "$(sizes "$pkg/quire.wasm")" "$(git rev-parse --short HEAD)"
+printf 'lazily loaded pieces (%d files): %s\n' "${#lazy[@]}" "$(sizes "${lazy[@]}")"

@@ -15,7 +15,7 @@ use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     hooks::{use_location, use_navigate},
-    path,
+    lazy_route, path, Lazy, LazyRoute,
 };
 
 use crate::api::UserProfile;
@@ -72,6 +72,7 @@ pub fn App() -> impl IntoView {
     provide_context(ThreadsChanged(RwSignal::new(0)));
     provide_context(ChatState::new());
     provide_context(CurrentUser(RwSignal::new(None)));
+    markdown::load_renderer();
     // Effects run only in the browser, once the page is hydrated: mark it so tests and styles can tell.
     Effect::new(|_| {
         if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
@@ -124,12 +125,72 @@ fn Layout() -> impl IntoView {
                 <Routes fallback=|| view! { <p class="empty">"Page not found."</p> }>
                     <Route path=path!("/") view=ChatPage/>
                     <Route path=path!("/c/:id") view=ChatPage/>
-                    <Route path=path!("/search") view=SearchPage/>
-                    <Route path=path!("/stats") view=StatsPage/>
-                    <Route path=path!("/signin") view=SignInPage/>
-                    <Route path=path!("/signup") view=SignUpPage/>
+                    <Route path=path!("/search") view={Lazy::<SearchRoute>::new()}/>
+                    <Route path=path!("/stats") view={Lazy::<StatsRoute>::new()}/>
+                    <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()}/>
+                    <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()}/>
                 </Routes>
             </main>
         </div>
+    }
+}
+
+// The pages besides the chat are loaded when first visited: their code is split out of the main wasm bundle (built
+// with `cargo leptos build --split`), so the chat page, where people spend their time, becomes interactive sooner.
+// Each page fetches its own data once shown, so the routes carry none.
+
+/// `/search`, loaded on first visit.
+struct SearchRoute;
+
+#[lazy_route]
+impl LazyRoute for SearchRoute {
+    fn data() -> Self {
+        SearchRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SearchPage/> }.into_any()
+    }
+}
+
+/// `/stats`, loaded on first visit.
+struct StatsRoute;
+
+#[lazy_route]
+impl LazyRoute for StatsRoute {
+    fn data() -> Self {
+        StatsRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <StatsPage/> }.into_any()
+    }
+}
+
+/// `/signin`, loaded on first visit.
+struct SignInRoute;
+
+#[lazy_route]
+impl LazyRoute for SignInRoute {
+    fn data() -> Self {
+        SignInRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SignInPage/> }.into_any()
+    }
+}
+
+/// `/signup`, loaded on first visit.
+struct SignUpRoute;
+
+#[lazy_route]
+impl LazyRoute for SignUpRoute {
+    fn data() -> Self {
+        SignUpRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SignUpPage/> }.into_any()
     }
 }

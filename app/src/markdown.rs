@@ -3,6 +3,7 @@
 //! Safety comes from construction rather than from cleaning afterwards: raw HTML in the source is shown as
 //! text, images become plain links (nothing remote is loaded), and links keep only safe schemes.
 
+use leptos::prelude::*;
 use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 /// Our own markup around code blocks: a copy button. Added after the source's HTML was turned into text.
@@ -39,6 +40,93 @@ pub fn to_safe_html(markdown: &str) -> String {
         });
     let mut out = String::with_capacity(markdown.len() * 3 / 2);
     html::push_html(&mut out, events);
+    out
+}
+
+/// Whether the browser has the Markdown renderer's code: it is split out of the main wasm bundle in release builds
+/// and fetched right after the page starts (see [`load_renderer`]), so it never delays the first interaction. The
+/// server always has it.
+#[derive(Clone, Copy)]
+pub struct Renderer {
+    ready: Signal<bool>,
+}
+
+/// Starts fetching the renderer's code in the browser and provides the [`Renderer`] to the app.
+pub fn load_renderer() {
+    #[cfg(feature = "hydrate")]
+    let ready = {
+        let ready = RwSignal::new(false);
+        fetch_renderer(ready, 0);
+        ready.into()
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let ready = Signal::stored(true);
+    provide_context(Renderer { ready });
+}
+
+/// Fetches the renderer's module; a failed fetch is tried again after 1, 2, 4, 8 and 16 s (until then answers
+/// show as plain text). Declared `fallible`: a failed load must not abort the whole wasm module.
+#[cfg(feature = "hydrate")]
+fn fetch_renderer(ready: RwSignal<bool>, attempt: u32) {
+    leptos::task::spawn_local(async move {
+        if renderer_module().await.is_ok() {
+            ready.set(true);
+        } else if attempt < 5 {
+            set_timeout(move || fetch_renderer(ready, attempt + 1), std::time::Duration::from_secs(1 << attempt));
+        }
+    });
+}
+
+/// The renderer behind the split point, called once its module is there.
+#[cfg(feature = "hydrate")]
+#[leptos::wasm_split::wasm_split(
+    quire_markdown_renderer,
+    wasm_split_path = ::leptos::wasm_split,
+    preload(renderer_module),
+    fallible
+)]
+fn render_split(markdown: String) -> Result<String, leptos::wasm_split::SplitLoaderError> {
+    Ok(to_safe_html(&markdown))
+}
+
+impl Renderer {
+    /// `markdown` as safe HTML, or, while the renderer's code is still on its way, as escaped plain text (in a
+    /// `pre-wrap` paragraph so lines keep their place). Reactive: it renders again once the code arrives. A page
+    /// rendered on the server keeps the server's HTML while it hydrates.
+    pub fn html(&self, markdown: &str) -> String {
+        if !self.ready.get() {
+            return plain_html(markdown);
+        }
+        #[cfg(feature = "hydrate")]
+        {
+            use std::future::Future;
+            use std::task::{Context, Poll, Waker};
+            // The module is loaded, so the split function answers on its first poll.
+            let mut render = std::pin::pin!(render_split(markdown.to_string()));
+            match render.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                Poll::Ready(Ok(html)) => html,
+                Poll::Ready(Err(_)) | Poll::Pending => plain_html(markdown),
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        to_safe_html(markdown)
+    }
+}
+
+/// Text shown as it is, escaped, until the renderer arrives.
+fn plain_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 32);
+    out.push_str("<p class=\"md-pending\">");
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c => out.push(c),
+        }
+    }
+    out.push_str("</p>");
     out
 }
 
@@ -224,6 +312,15 @@ mod tests {
             let markdown = parts.concat();
             let html = to_safe_html(&markdown);
             proptest::prop_assert_eq!(markup_problem(&html), None, "{:?} -> {}", markdown, html);
+        }
+
+        #[test]
+        fn text_waiting_for_the_renderer_is_inert_and_kept_whole(text in "[<>&\"'a-z /=\n]{0,40}|\\PC{0,12}") {
+            let html = plain_html(&text);
+            proptest::prop_assert_eq!(markup_problem(&html), None, "{:?} -> {}", text, html);
+            let inner = html.strip_prefix("<p class=\"md-pending\">").and_then(|h| h.strip_suffix("</p>")).unwrap();
+            let back = inner.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&");
+            proptest::prop_assert_eq!(back, text);
         }
     }
 }

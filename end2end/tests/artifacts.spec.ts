@@ -85,6 +85,9 @@ test('the documents panel lists every document of the conversation and opens it'
   await panel.getByRole('button', { name: /^Open / }).last().click();
   const viewer = page.getByRole('dialog');
   await expect(viewer).toContainText('Meeting Summary');
+  // The document is rendered Markdown, not its source.
+  await expect(viewer.locator('.viewer-body').locator('h1, h2, h3, li, strong').first()).toBeVisible();
+  await expect(viewer.locator('.viewer-body')).not.toContainText('**');
   await expect(panel).toHaveCount(0);
   await viewer.getByRole('button', { name: 'Close' }).click();
 

@@ -1,4 +1,5 @@
 import { expect, test } from '@playwright/test';
+import { send } from './conversation';
 import { openHydrated, signUp, snapshot } from './helpers';
 
 test.beforeEach(async ({ page }) => {
@@ -64,4 +65,31 @@ test('the composer and the title stay put while an answer streams in', async ({ 
   expect(done.box).toEqual(before.box);
   expect(streaming.title?.y).toEqual(before.title?.y);
   expect(done.title?.y).toEqual(before.title?.y);
+});
+
+// The Markdown renderer reaches the browser after the page is interactive (it is loaded lazily): answers must be
+// rendered whether they stream in, come with the page, or arrive with another conversation opened in the page.
+test('answers render as Markdown as they stream, after a reload and in a conversation opened in the page', async ({ page }) => {
+  await openHydrated(page);
+  const rendered = async () => {
+    const answer = page.getByTestId('message-assistant').last();
+    await expect(answer.locator('strong').first()).toBeVisible();
+    await expect(answer.getByRole('listitem').first()).toBeVisible();
+    await expect(page.locator('.md-pending')).toHaveCount(0);
+  };
+  await send(page, 'We need a booking app. Guests must pay online. Staff want a weekly report.');
+  await rendered();
+  const first = page.url();
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await rendered();
+
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await send(page, 'We need a parking app. Drivers must find free spaces. Owners want monthly invoices.');
+  await rendered();
+  await page.getByTestId('thread-item').filter({ hasText: 'We need a booking app' }).getByRole('link').first().click();
+  await expect(page).toHaveURL(first);
+  await expect(page.getByTestId('message-assistant')).toContainText('Staff want a weekly report');
+  await rendered();
 });

@@ -6,5 +6,6 @@
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    // Lazily loaded pages hydrate once their code has arrived.
+    leptos::mount::hydrate_lazy(app::App);
 }

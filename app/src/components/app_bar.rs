@@ -5,7 +5,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::api::client;
+use crate::api::{client, ImportResult};
 use crate::routes::chat::ChatState;
 use crate::ThreadsChanged;
 
@@ -54,6 +54,20 @@ pub fn AppBar() -> impl IntoView {
     }
 }
 
+/// Reads the picked file and sends it to the import endpoint. Its code is loaded on the first import (split out of
+/// the main wasm bundle in release builds).
+#[lazy]
+async fn import_file(file: web_sys::File) -> Result<ImportResult, String> {
+    let text = JsFuture::from(file.text()).await.ok().and_then(|v| v.as_string());
+    match text {
+        Some(text) => client::import_threads(text).await.map_err(|e| match e.status {
+            413 => "The file is larger than the import limit of 1 MiB.".to_string(),
+            _ => e.message,
+        }),
+        None => Err("The file could not be read.".to_string()),
+    }
+}
+
 /// A file picker for a Quire JSON export (or a ChatGPT `conversations.json`); the first imported conversation
 /// opens and the list of conversations reloads.
 #[component]
@@ -71,14 +85,7 @@ fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
         note.set(None);
         let navigate = navigate.clone();
         spawn_local(async move {
-            let text = JsFuture::from(file.text()).await.ok().and_then(|v| v.as_string());
-            let result = match text {
-                Some(text) => client::import_threads(text).await.map_err(|e| match e.status {
-                    413 => "The file is larger than the import limit of 1 MiB.".to_string(),
-                    _ => e.message,
-                }),
-                None => Err("The file could not be read.".to_string()),
-            };
+            let result = import_file(file).await;
             busy.set(false);
             match result {
                 Ok(imported) => {

@@ -74,9 +74,16 @@ pub fn DocumentsPanel(
     }
 }
 
+/// The document viewer, whose code is loaded when a document is first opened (split out of the main wasm bundle in
+/// release builds).
+#[lazy]
+pub fn artifact_viewer(artifact: Artifact, on_close: Callback<()>, on_delete: Callback<Artifact>) -> AnyView {
+    view! { <ArtifactViewer artifact on_close on_delete/> }.into_any()
+}
+
 /// The open document: rendered Markdown, exports, delete.
 #[component]
-pub fn ArtifactViewer(
+fn ArtifactViewer(
     artifact: Artifact,
     #[prop(into)] on_close: Callback<()>,
     #[prop(into)] on_delete: Callback<Artifact>,

@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use crate::api::{MessageStatus, Role};
 use crate::components::model_context::ModelContext;
-use crate::markdown::to_safe_html;
+use crate::markdown::Renderer;
 
 /// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
 /// `saved` is the saved message's id and its thread's: search results point at the message, and a saved answer
@@ -31,10 +31,12 @@ pub fn MessageBubble(
         MessageStatus::Error => Some("The answer failed."),
         MessageStatus::Complete => None,
     };
+    let markdown = expect_context::<Renderer>();
     let body = move || match role {
         Role::User => view! { <div class="bubble-text plain">{content.get()}</div> }.into_any(),
         Role::Assistant => {
-            view! { <div class="bubble-text md" inner_html=move || to_safe_html(&content.get())></div> }.into_any()
+            view! { <div class="bubble-text md" inner_html=move || content.with(|text| markdown.html(text))></div> }
+                .into_any()
         }
     };
     view! {

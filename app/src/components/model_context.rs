@@ -1,7 +1,7 @@
 //! "What the model saw" under an answer: the context record, told in terms of the conversation's messages.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
+use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
 use crate::api::{client, Artifact, ContextRecord, Message, Role};
@@ -112,20 +112,21 @@ async fn load(answer: Uuid, thread: Uuid) -> Result<ContextView, String> {
     Ok(describe(answer, record, &detail.messages, &detail.artifacts))
 }
 
+/// The record's panel, fetched and described when first opened. Its code is loaded then too (it is split out of
+/// the main wasm bundle in release builds).
+#[lazy]
+async fn context_panel(answer: Uuid, thread: Uuid) -> AnyView {
+    match load(answer, thread).await {
+        Ok(view) => view! { <ContextDetails view/> }.into_any(),
+        Err(message) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
+    }
+}
+
 /// A button under an answer that opens the record of what the model saw for it.
 #[component]
 pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
     let open = RwSignal::new(false);
-    let loaded = RwSignal::new(None::<Result<ContextView, String>>);
     let panel_id = format!("context-{message_id}");
-    let toggle = move |_| {
-        let opening = !open.get_untracked();
-        open.set(opening);
-        if opening && !matches!(loaded.get_untracked(), Some(Ok(_))) {
-            loaded.set(None);
-            spawn_local(async move { loaded.set(Some(load(message_id, thread_id).await)) });
-        }
-    };
     view! {
         <div class="model-context">
             <button
@@ -133,17 +134,16 @@ pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
                 class="link-button"
                 aria-expanded=move || open.get().to_string()
                 aria-controls=panel_id.clone()
-                on:click=toggle
+                on:click=move |_| open.update(|o| *o = !*o)
             >
                 "What the model saw"
             </button>
             <Show when=move || open.get()>
                 <section class="context-panel" id=panel_id.clone() aria-label="What the model saw">
-                    {move || match loaded.get() {
-                        None => view! { <p class="muted" role="status">"Loading…"</p> }.into_any(),
-                        Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
-                        Some(Ok(view)) => view! { <ContextDetails view/> }.into_any(),
-                    }}
+                    <Suspense fallback=|| view! { <p class="muted" role="status">"Loading…"</p> }>
+                        // Opened by a click, so only ever awaited in the browser, on its one thread.
+                        {Suspend::new(SendWrapper::new(context_panel(message_id, thread_id)))}
+                    </Suspense>
                 </section>
             </Show>
         </div>

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use crate::api::{
     client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, Message, MessageStatus, Role, Thread,
 };
-use crate::components::artifact_card::{ArtifactCard, ArtifactViewer, DocumentsPanel};
+use crate::components::artifact_card::{artifact_viewer, ArtifactCard, DocumentsPanel};
 use crate::components::generate_menu::GenerateMenu;
 use crate::components::message_bubble::MessageBubble;
 use crate::ThreadsChanged;
@@ -515,7 +515,7 @@ pub fn ChatPage() -> impl IntoView {
                 }}
             </form>
             {move || open.get().map(|a| view! {
-                <ArtifactViewer artifact=a on_close=close_viewer on_delete=delete_artifact/>
+                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact))}</Suspense>
             })}
         </section>
     }
