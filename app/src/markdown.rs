@@ -11,6 +11,10 @@ const CODE_BLOCK_START: &str =
     "<div class=\"code-block\"><button type=\"button\" class=\"copy-code\" aria-label=\"Copy code\">Copy</button>";
 const CODE_BLOCK_END: &str = "</div>";
 
+/// A task-list item's checkbox, done or not, with a name for screen readers.
+const TASK_DONE: &str = "<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"Done\"/>";
+const TASK_OPEN: &str = "<input type=\"checkbox\" disabled=\"\" aria-label=\"Not done\"/>";
+
 /// Renders Markdown (CommonMark + tables, strikethrough, task lists) to HTML that executes nothing.
 pub fn to_safe_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
@@ -24,6 +28,8 @@ pub fn to_safe_html(markdown: &str) -> String {
                 id: CowStr::Borrowed(""),
             }),
             Event::End(TagEnd::Image) => Event::End(TagEnd::Link),
+            // pulldown-cmark's task-list checkbox has no label; ours says what it shows.
+            Event::TaskListMarker(done) => Event::Html(CowStr::Borrowed(if done { TASK_DONE } else { TASK_OPEN })),
             Event::Start(Tag::Link { link_type, dest_url, title, id }) => {
                 Event::Start(Tag::Link { link_type, dest_url: safe_url(dest_url), title, id })
             }
@@ -278,6 +284,14 @@ mod tests {
         assert!(html.contains("<table>"));
         assert!(html.contains("<code class=\"language-rust\">"));
         assert!(html.contains("class=\"copy-code\""), "code blocks carry a copy button");
+    }
+
+    #[test]
+    fn task_list_checkboxes_are_named() {
+        let html = to_safe_html("- [x] shipped\n- [ ] tested\n");
+        assert!(html.contains(r#"<input type="checkbox" disabled="" checked="" aria-label="Done"/>"#), "{html}");
+        assert!(html.contains(r#"<input type="checkbox" disabled="" aria-label="Not done"/>"#), "{html}");
+        assert_eq!(markup_problem(&html), None);
     }
 
     #[test]
