@@ -97,7 +97,10 @@ impl ChatState {
                 self.turn_artifacts.update(|t| t.push(artifact.id));
                 self.upsert_artifact(artifact);
             }
-            ChatEvent::MessageComplete { message_id, .. } => self.end_turn(id, message_id, MessageStatus::Complete),
+            ChatEvent::MessageComplete { message_id, stopped, .. } => {
+                let status = if stopped { MessageStatus::Stopped } else { MessageStatus::Complete };
+                self.end_turn(id, message_id, status)
+            }
             ChatEvent::Error { message, .. } => {
                 let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));
                 self.end_turn(id, partial.then(|| Uuid::from_u128(js_random_u128())), MessageStatus::Interrupted);
