@@ -219,6 +219,8 @@ pub fn ChatPage() -> impl IntoView {
     let draft = RwSignal::new(String::new());
     let scroller = NodeRef::<html::Div>::new();
     let follow = RwSignal::new(true);
+    // Where following last put the view: the view stops following only when it is moved up from there.
+    let followed_to = StoredValue::new(0);
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
@@ -267,11 +269,17 @@ pub fn ChatPage() -> impl IntoView {
         live.track();
         messages.track();
         artifacts.track();
-        if follow.get_untracked() {
-            if let Some(el) = scroller.get_untracked() {
-                el.set_scroll_top(el.scroll_height());
-            }
+        if !follow.get_untracked() {
+            return;
         }
+        let Some(el) = scroller.get_untracked() else { return };
+        // Once the change is drawn: scrolling now would stop short of what it adds.
+        request_animation_frame(move || {
+            if follow.try_get_untracked() == Some(true) {
+                el.set_scroll_top(el.scroll_height());
+                followed_to.try_set_value(el.scroll_top());
+            }
+        });
     });
     // Bring the message a search opened into view once it is drawn (after the follow effect's scroll).
     Effect::new(move |_| {
@@ -293,7 +301,11 @@ pub fn ChatPage() -> impl IntoView {
     });
     let on_scroll = move |_| {
         if let Some(el) = scroller.get_untracked() {
-            follow.set(el.scroll_height() - el.scroll_top() - el.client_height() < 80);
+            let at_bottom = el.scroll_height() - el.scroll_top() - el.client_height() < 80;
+            // Rows added below (a long message of the person's own) leave the view where it was: only moving it up
+            // stops following.
+            let kept = follow.get_untracked() && el.scroll_top() >= followed_to.get_value();
+            follow.set(at_bottom || kept);
         }
     };
 
