@@ -19,8 +19,14 @@ pub enum ChatEvent {
     ToolExecuting { tool: String, input: serde_json::Value },
     /// A document was saved.
     ArtifactCreated { artifact: Artifact },
-    /// The turn ended; `message_id` is `None` when no message was saved.
-    MessageComplete { message_id: Option<Uuid>, usage: Usage },
+    /// The turn ended; `message_id` is `None` when no message was saved. `stopped`: the person stopped it, so the
+    /// answer was cut short (sent only when true).
+    MessageComplete {
+        message_id: Option<Uuid>,
+        usage: Usage,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stopped: bool,
+    },
     /// The turn failed; text so far is kept.
     Error { code: String, message: String },
 }
@@ -74,6 +80,8 @@ impl ChatEvent {
         struct MessageComplete {
             message_id: Option<Uuid>,
             usage: Usage,
+            #[serde(default)]
+            stopped: bool,
         }
         #[derive(Deserialize)]
         struct Error {
@@ -99,8 +107,8 @@ impl ChatEvent {
                 ChatEvent::ArtifactCreated { artifact }
             }
             "message_complete" => {
-                let MessageComplete { message_id, usage } = from_str(data).ok()?;
-                ChatEvent::MessageComplete { message_id, usage }
+                let MessageComplete { message_id, usage, stopped } = from_str(data).ok()?;
+                ChatEvent::MessageComplete { message_id, usage, stopped }
             }
             "error" => {
                 let Error { code, message } = from_str(data).ok()?;
@@ -149,8 +157,10 @@ mod tests {
             ChatEvent::MessageComplete {
                 message_id: Some(Uuid::from_u128(9)),
                 usage: Usage { input_tokens: 3, output_tokens: 4 },
+                stopped: false,
             },
-            ChatEvent::MessageComplete { message_id: None, usage: Usage::default() },
+            ChatEvent::MessageComplete { message_id: Some(Uuid::from_u128(8)), usage: Usage::default(), stopped: true },
+            ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false },
             ChatEvent::Error { code: "c".into(), message: "m".into() },
         ];
         for event in &events {
@@ -188,7 +198,11 @@ mod tests {
         );
         assert_eq!(
             ChatEvent::from_parts("message_complete", r#"{"usage":{"input_tokens":1,"output_tokens":2}}"#),
-            Some(ChatEvent::MessageComplete { message_id: None, usage: Usage { input_tokens: 1, output_tokens: 2 } })
+            Some(ChatEvent::MessageComplete {
+                message_id: None,
+                usage: Usage { input_tokens: 1, output_tokens: 2 },
+                stopped: false
+            })
         );
         assert_eq!(ChatEvent::from_parts("unknown", r#"{"text":"a"}"#), None);
         assert_eq!(ChatEvent::from_parts("error", r#"{"code":"x"}"#), None, "a field is missing");
@@ -197,8 +211,13 @@ mod tests {
 
     #[test]
     fn message_complete_keeps_null_id() {
-        let event = ChatEvent::MessageComplete { message_id: None, usage: Usage::default() };
+        let event = ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false };
         assert_eq!(event.data_json(), r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0}}"#);
         assert!(event.is_terminal());
+        let stopped = ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: true };
+        assert_eq!(
+            stopped.data_json(),
+            r#"{"message_id":null,"stopped":true,"usage":{"input_tokens":0,"output_tokens":0}}"#
+        );
     }
 }

@@ -28,6 +28,14 @@ pub struct LiveAnswer {
 pub struct ErrorNote {
     message: String,
     retry: Option<String>,
+    /// The bubble of a message the server refused before saving it: "Retry" sends it again in its place.
+    unsent: Option<Uuid>,
+}
+
+impl ErrorNote {
+    fn new(message: String) -> Self {
+        Self { message, retry: None, unsent: None }
+    }
 }
 
 /// The conversation on screen. It lives above the router, so a running stream keeps its state when the
@@ -97,11 +105,14 @@ impl ChatState {
                 self.turn_artifacts.update(|t| t.push(artifact.id));
                 self.upsert_artifact(artifact);
             }
-            ChatEvent::MessageComplete { message_id, .. } => self.end_turn(id, message_id, MessageStatus::Complete),
+            ChatEvent::MessageComplete { message_id, stopped, .. } => {
+                let status = if stopped { MessageStatus::Stopped } else { MessageStatus::Complete };
+                self.end_turn(id, message_id, status)
+            }
             ChatEvent::Error { message, .. } => {
                 let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));
                 self.end_turn(id, partial.then(|| Uuid::from_u128(js_random_u128())), MessageStatus::Interrupted);
-                self.error.set(Some(ErrorNote { message, retry: Some(retry.to_string()) }));
+                self.error.set(Some(ErrorNote { message, retry: Some(retry.to_string()), unsent: None }));
             }
         }
     }
@@ -216,6 +227,8 @@ pub fn ChatPage() -> impl IntoView {
     let draft = RwSignal::new(String::new());
     let scroller = NodeRef::<html::Div>::new();
     let follow = RwSignal::new(true);
+    // Where following last put the view: the view stops following only when it is moved up from there.
+    let followed_to = StoredValue::new(0);
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
@@ -247,14 +260,14 @@ pub fn ChatPage() -> impl IntoView {
                         live.set(Some(LiveAnswer::default()));
                         let result = client::resume(id, |event| state.apply(id, event, "", changed)).await;
                         if let Err(e) = result {
-                            error.set(Some(ErrorNote { message: e.message, retry: None }));
+                            error.set(Some(ErrorNote::new(e.message)));
                         }
                         live.set(None);
                         busy.set(false);
                     }
                 }
                 Ok(_) => {}
-                Err(e) => error.set(Some(ErrorNote { message: e.message, retry: None })),
+                Err(e) => error.set(Some(ErrorNote::new(e.message))),
             }
         });
     });
@@ -264,11 +277,17 @@ pub fn ChatPage() -> impl IntoView {
         live.track();
         messages.track();
         artifacts.track();
-        if follow.get_untracked() {
-            if let Some(el) = scroller.get_untracked() {
-                el.set_scroll_top(el.scroll_height());
-            }
+        if !follow.get_untracked() {
+            return;
         }
+        let Some(el) = scroller.get_untracked() else { return };
+        // Once the change is drawn: scrolling now would stop short of what it adds.
+        request_animation_frame(move || {
+            if follow.try_get_untracked() == Some(true) {
+                el.set_scroll_top(el.scroll_height());
+                followed_to.try_set_value(el.scroll_top());
+            }
+        });
     });
     // Bring the message a search opened into view once it is drawn (after the follow effect's scroll).
     Effect::new(move |_| {
@@ -290,7 +309,11 @@ pub fn ChatPage() -> impl IntoView {
     });
     let on_scroll = move |_| {
         if let Some(el) = scroller.get_untracked() {
-            follow.set(el.scroll_height() - el.scroll_top() - el.client_height() < 80);
+            let at_bottom = el.scroll_height() - el.scroll_top() - el.client_height() < 80;
+            // Rows added below (a long message of the person's own) leave the view where it was: only moving it up
+            // stops following.
+            let kept = follow.get_untracked() && el.scroll_top() >= followed_to.get_value();
+            follow.set(at_bottom || kept);
         }
     };
 
@@ -309,7 +332,7 @@ pub fn ChatPage() -> impl IntoView {
                     Some(thread.id)
                 }
                 Err(e) => {
-                    error.set(Some(ErrorNote { message: e.message, retry: None }));
+                    error.set(Some(ErrorNote::new(e.message)));
                     None
                 }
             }
@@ -332,7 +355,9 @@ pub fn ChatPage() -> impl IntoView {
                     busy.set(false);
                     return;
                 };
-                messages.update(|m| m.push(local_message(id, Role::User, content.clone())));
+                let sent = local_message(id, Role::User, content.clone());
+                let sent_id = sent.id;
+                messages.update(|m| m.push(sent));
                 live.set(Some(LiveAnswer::default()));
                 turn_artifacts.set(Vec::new());
                 let request = ChatRequest { content: content.clone(), artifact_generation: None };
@@ -341,14 +366,19 @@ pub fn ChatPage() -> impl IntoView {
                     if live.get_untracked().is_some() {
                         state.end_turn(id, None, MessageStatus::Interrupted);
                     }
+                    // An answer with an error status: the server did not save the message (a network failure
+                    // may have come after it did).
+                    let refused = e.status != 0;
                     if e.status == 409 || e.status == 422 {
                         // Not saved: drop the optimistic bubble and give the text back.
-                        messages.update(|m| {
-                            m.pop();
-                        });
+                        messages.update(|m| m.retain(|x| x.id != sent_id));
                         draft.set(content.clone());
                     }
-                    error.set(Some(ErrorNote { message: e.message, retry: (e.status != 422).then_some(content) }));
+                    error.set(Some(ErrorNote {
+                        message: e.message,
+                        retry: (e.status != 422).then_some(content),
+                        unsent: refused.then_some(sent_id),
+                    }));
                 }
                 busy.set(false);
             });
@@ -378,7 +408,7 @@ pub fn ChatPage() -> impl IntoView {
         if let Some(id) = current.get_untracked() {
             spawn_local(async move {
                 if let Err(e) = client::stop(id).await {
-                    error.set(Some(ErrorNote { message: e.message, retry: None }));
+                    error.set(Some(ErrorNote::new(e.message)));
                 }
             });
         }
@@ -386,8 +416,16 @@ pub fn ChatPage() -> impl IntoView {
     let retry = {
         let send_text = send_text.clone();
         move |_| {
-            if let Some(content) = error.get_untracked().and_then(|e| e.retry) {
+            if busy.get_untracked() || generating.get_untracked().is_some() {
+                return;
+            }
+            let Some(note) = error.get_untracked() else { return };
+            if let Some(content) = note.retry {
                 error.set(None);
+                if let Some(unsent) = note.unsent {
+                    // Sent again in its place, so it shows once.
+                    messages.update(|m| m.retain(|x| x.id != unsent));
+                }
                 send_text(content);
             }
         }
@@ -422,7 +460,7 @@ pub fn ChatPage() -> impl IntoView {
             if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string()))
             {
                 if current.get_untracked() == Some(id) {
-                    error.set(Some(ErrorNote { message, retry: None }));
+                    error.set(Some(ErrorNote::new(message)));
                 }
             }
         });
@@ -437,7 +475,7 @@ pub fn ChatPage() -> impl IntoView {
                     artifacts.update(|list| list.retain(|x| x.id != a.id));
                     open.set(None);
                 }
-                Err(e) => error.set(Some(ErrorNote { message: e.message, retry: None })),
+                Err(e) => error.set(Some(ErrorNote::new(e.message))),
             }
         });
     });

@@ -452,7 +452,8 @@ impl<'a> Turn<'a> {
                 code: "no_artifact".into(),
                 message: "The assistant did not produce a document. Try again, or ask for it in the chat.".into(),
             },
-            Ending::Done | Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage },
+            Ending::Done => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: false },
+            Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: true },
         };
         // Stored and closed before anyone is told, so a client that sends its next message right after
         // `message_complete` finds the thread free, and a listener elsewhere finds the last event.

@@ -96,9 +96,14 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
     assert_eq!(stop.status(), 202);
     let frames = reader.await.unwrap();
     assert_eq!(names(&frames).last(), Some(&"message_complete"));
+    let ChatEvent::MessageComplete { message_id: Some(id), stopped, .. } = &frames.last().unwrap().event else {
+        panic!("the stopped answer is saved");
+    };
+    assert!(*stopped, "the last event says the turn was stopped");
 
     let detail = server.wait_idle(thread).await;
     assert_eq!(detail.messages.len(), 2);
+    assert_eq!(detail.messages[1].id, *id);
     assert_eq!(detail.messages[1].status, MessageStatus::Stopped);
     assert_eq!(detail.messages[1].content, "Partial answer");
 }

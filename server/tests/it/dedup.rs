@@ -73,7 +73,7 @@ async fn a_silent_request_adds_a_document_and_no_message() {
     assert!(!names.contains(&"text_delta"), "no text reaches the client: {names:?}");
     assert!(names.contains(&"tool_executing"));
     assert!(names.contains(&"artifact_created"));
-    let ChatEvent::MessageComplete { message_id, usage } = &frames.last().unwrap().event else {
+    let ChatEvent::MessageComplete { message_id, usage, .. } = &frames.last().unwrap().event else {
         panic!("ends with message_complete: {names:?}");
     };
     assert_eq!(*message_id, None);

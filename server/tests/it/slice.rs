@@ -25,7 +25,7 @@ async fn chat_streams_deltas_before_completion() {
     assert!(frames.iter().all(|f| f.id.is_some()), "every event has an id");
     let text = crate::common::text_of(&frames);
     assert!(text.contains("Customers must be able to cancel online"), "answer restates the requirement: {text}");
-    let ChatEvent::MessageComplete { message_id: Some(id), usage } = &frames.last().unwrap().event else {
+    let ChatEvent::MessageComplete { message_id: Some(id), usage, .. } = &frames.last().unwrap().event else {
         panic!("no message id");
     };
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
