@@ -1,4 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
+import { readFileSync } from 'node:fs';
 import { openHydrated, signUp, snapshot } from './helpers';
 
 test.beforeEach(async ({ page }) => {
@@ -109,4 +110,37 @@ test('raw HTML in a message renders inert', async ({ page }) => {
   await expect(page.locator('.messages script')).toHaveCount(0);
   await expect(page.getByTestId('message-user')).toContainText('<script>alert(2)</script>');
   expect(dialogs).toBe(0);
+});
+
+test('a document downloads as Markdown, PDF and Word from its viewer, and can be deleted', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We run a bike rental. Riders must unlock bikes with the app. Staff want a daily repair list.');
+  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('menuitem', { name: 'Requirements Document' }).click();
+  const card = page.getByTestId('artifact-card');
+  await expect(card).toHaveCount(1);
+  await card.getByRole('button').click();
+  const viewer = page.getByRole('dialog');
+
+  const downloads: Array<[string, RegExp, string]> = [
+    ['Export Markdown', /\.md$/, '# '],
+    ['Export PDF', /\.pdf$/, '%PDF-'],
+    ['Export Word', /\.docx$/, 'PK'],
+  ];
+  for (const [name, extension, start] of downloads) {
+    const [download] = await Promise.all([page.waitForEvent('download'), viewer.getByRole('link', { name }).click()]);
+    expect(download.suggestedFilename()).toMatch(extension);
+    const body = readFileSync(await download.path());
+    expect(body.length).toBeGreaterThan(100);
+    expect(body.subarray(0, start.length).toString('latin1')).toBe(start);
+  }
+
+  await viewer.getByRole('button', { name: 'Delete', exact: true }).click();
+  await viewer.getByRole('button', { name: 'Delete document' }).click();
+  await expect(viewer).toHaveCount(0);
+  await expect(card).toHaveCount(0);
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByTestId('message-assistant').first()).toBeVisible();
+  await expect(page.getByTestId('artifact-card')).toHaveCount(0);
 });
