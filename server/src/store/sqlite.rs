@@ -246,16 +246,25 @@ async fn rewrite_message(
     Ok(updated.rows_affected() > 0)
 }
 
-/// Stores events of a turn; a number already stored keeps its first event.
-async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
-    for event in events {
-        sqlx::query("insert or ignore into turn_events (turn_id, seq, name, data) values (?, ?, ?, ?)")
-            .bind(turn.to_string())
-            .bind(event.seq)
-            .bind(&event.name)
-            .bind(&event.data)
-            .execute(&mut *conn)
-            .await?;
+/// Rows of `turn_events` per insert statement (four parameters each, far below SQLite's limit of 32,766).
+const EVENT_ROWS_PER_STATEMENT: usize = 250;
+
+/// Stores events of turns, many rows per statement (one statement per event cost a round trip to the connection's
+/// thread each: with hundreds of turns streaming, most of the writer's time). Events of a turn that no longer
+/// exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
+async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
+    let rows: Vec<(String, &StoredEvent)> = events.iter().map(|(turn, e)| (turn.to_string(), *e)).collect();
+    for chunk in rows.chunks(EVENT_ROWS_PER_STATEMENT) {
+        let mut insert = sqlx::QueryBuilder::new(
+            "insert or ignore into turn_events (turn_id, seq, name, data)
+             select v.column1, v.column2, v.column3, v.column4 from (",
+        );
+        insert.push_values(chunk, |mut row, (turn, event)| {
+            row.push_bind(turn).push_bind(event.seq).push_bind(&event.name).push_bind(&event.data);
+        });
+        insert.push(") as v where exists (select 1 from turns where turns.id = v.column1)");
+        // Statements of every length would crowd out the connection's cache of prepared statements.
+        insert.build().persistent(false).execute(&mut *conn).await?;
     }
     Ok(())
 }
@@ -1338,7 +1347,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        insert_turn_events(&mut tx, turn, last_events).await?;
+        insert_turn_events(&mut tx, &last_events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
         sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
@@ -1373,7 +1382,7 @@ impl Store for Sqlite {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        insert_turn_events(&mut tx, turn, events).await?;
+        insert_turn_events(&mut tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1384,16 +1393,10 @@ impl Store for Sqlite {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
+        let events: Vec<(Uuid, &StoredEvent)> =
+            progress.iter().flat_map(|item| item.events.iter().map(|e| (item.turn, e))).collect();
+        insert_turn_events(&mut tx, &events).await?;
         for item in progress {
-            if !item.events.is_empty() {
-                let exists: bool = sqlx::query_scalar("select exists (select 1 from turns where id = ?)")
-                    .bind(item.turn.to_string())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                if exists {
-                    insert_turn_events(&mut tx, item.turn, &item.events).await?;
-                }
-            }
             if let Some(answer) = &item.answer {
                 if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
                     // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.

@@ -1012,6 +1012,21 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
     assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello");
     assert_eq!(s.list_messages(u, a.id).await.unwrap().len(), 2);
     s.save_progress(&[]).await.unwrap();
+
+    // A batch with more events than one insert statement takes keeps every one of them, in order, for each turn.
+    let many =
+        |from: i64, tag: &str| (from..from + 601).map(|seq| event(seq, &format!("{tag}{seq}"))).collect::<Vec<_>>();
+    let (more_a, more_b) = (many(3, "a"), many(3, "b"));
+    s.save_progress(&[
+        store::TurnProgress { turn: turn_a, user: u, events: more_a.clone(), answer: None },
+        store::TurnProgress { turn: turn_b, user: u, events: more_b.clone(), answer: None },
+        store::TurnProgress { turn: turn_gone, user: u, events: many(2, "lost"), answer: None },
+    ])
+    .await
+    .unwrap();
+    assert_eq!(s.turn_events_after(turn_a, 2).await.unwrap(), more_a);
+    assert_eq!(s.turn_events_after(turn_b, 2).await.unwrap(), more_b);
+    assert!(s.turn_events_after(turn_gone, 0).await.unwrap().is_empty());
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
