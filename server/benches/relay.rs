@@ -7,7 +7,10 @@
 //! (p50/p99) of both, their difference, and Quire's CPU and memory (from /proc).
 //!
 //! With `--idle 1000,5000` it then opens that many chats whose upstream stalls after the first delta and
-//! reports Quire's memory per open stream.
+//! reports Quire's memory per open stream: the growth of its resident memory (VmRSS) from before the streams
+//! were opened to when they are all open and settled, divided by their number. Each measurement runs in a
+//! fresh Quire process (`--idle-runs` of them per level, the median reported), so memory that an earlier level
+//! or phase freed but kept (and the connections it left open for reuse) does not make a level look cheaper.
 //!
 //!     ulimit -n 65536
 //!     cargo bench --profile server-release -p server --bench relay -- --streams 1,100,500 --idle 1000,5000
@@ -52,6 +55,9 @@ struct Args {
     /// Numbers of idle streams to hold open (empty: skip).
     #[arg(long, value_delimiter = ',')]
     idle: Vec<usize>,
+    /// Fresh Quire processes measured per number of idle streams (the median is reported).
+    #[arg(long, default_value_t = 3)]
+    idle_runs: usize,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -147,7 +153,9 @@ impl Drop for Quire {
 async fn start_quire(upstream: SocketAddr) -> anyhow::Result<Quire> {
     let dir = tempfile::tempdir()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let child = Command::new(env!("CARGO_BIN_EXE_quire"))
+    // `QUIRE_BIN` measures another build of the server (for a before/after comparison).
+    let binary = std::env::var_os("QUIRE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_quire").into());
+    let child = Command::new(binary)
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("QUIRE_DATA_DIR", dir.path())
         .env("QUIRE_LLM_PROVIDER", "openai")
@@ -333,6 +341,7 @@ async fn main() -> anyhow::Result<()> {
         args.deltas = 4;
         args.gap_ms = 5;
         args.idle = vec![10];
+        args.idle_runs = 1;
     }
     let (release_tx, release_rx) = watch::channel(0u64);
     let stall = Arc::new(AtomicBool::new(false));
@@ -400,10 +409,10 @@ async fn main() -> anyhow::Result<()> {
         print_row(streams, "quire", &through, Some(&direct), Some((cpu, rss, peak)));
     }
 
-    if !args.idle.is_empty() {
-        idle_streams(&args, &client, &base, &accounts, pid, &stall, &release_tx).await?;
-    }
     drop(quire);
+    if !args.idle.is_empty() {
+        idle_streams(&args, &client, upstream, &stall, &release_tx).await?;
+    }
     Ok(())
 }
 
@@ -473,81 +482,134 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
     );
 }
 
-/// Opens `n` chats whose upstream answers one delta and then waits, and measures Quire's memory with them
-/// all open against before; then lets them finish.
+/// For each number of idle streams, measures [`idle_run`] in `--idle-runs` fresh Quire processes and prints
+/// every run and the median.
 async fn idle_streams(
     args: &Args,
     client: &reqwest::Client,
-    base: &str,
-    accounts: &[Account],
-    pid: u32,
+    upstream: SocketAddr,
     stall: &AtomicBool,
     release: &watch::Sender<u64>,
 ) -> anyhow::Result<()> {
-    println!("idle streams (each a running chat whose model has sent one delta and waits):");
-    println!("{:>7} | {:>12} {:>12} {:>14} | {:>10}", "streams", "rss before", "rss open", "per stream", "open took");
+    println!("idle streams (each a running chat whose model has sent one delta and waits), a fresh Quire per run:");
+    println!(
+        "{:>7} | {:>12} {:>12} {:>14} | {:>10} | {}",
+        "streams", "rss before", "rss open", "per stream", "open took", "per stream in each run"
+    );
     for &n in &args.idle {
-        let threads = make_threads(client, base, accounts, n).await?;
-        stall.store(true, Ordering::SeqCst);
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let (before, _) = memory_kib(pid);
-        let started = Instant::now();
-        let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<()>(n);
-        let mut tasks = Vec::new();
-        for (i, thread) in threads.iter().enumerate() {
-            let client = client.clone();
-            let url = format!("{base}/api/threads/{thread}/chat");
-            let token = accounts[i % accounts.len()].token.clone();
-            let opened = opened_tx.clone();
-            tasks.push(tokio::spawn(async move {
-                let response = client
-                    .post(url)
-                    .bearer_auth(token)
-                    .json(&json!({"content": "Hello"}))
-                    .send()
-                    .await?
-                    .error_for_status()?;
-                let mut body = response.bytes_stream();
-                let mut seen = String::new();
-                let mut signalled = false;
-                while let Some(chunk) = body.next().await {
-                    seen.push_str(&String::from_utf8_lossy(&chunk?));
-                    if !signalled && seen.contains("event: text_delta") {
-                        signalled = true;
-                        let _ = opened.send(()).await;
-                    }
-                    if seen.len() > 4096 {
-                        seen.drain(..seen.len() - 64);
-                    }
-                }
-                anyhow::Ok(())
-            }));
-            // Opening thousands at once would only measure the queue in front of SQLite's single writer.
-            if i % 50 == 49 {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
+        let mut runs = Vec::new();
+        for _ in 0..args.idle_runs.max(1) {
+            let quire = start_quire(upstream).await?;
+            runs.push(idle_run(n, client, &quire, stall, release).await?);
         }
-        drop(opened_tx);
-        for _ in 0..n {
-            opened_rx.recv().await.ok_or_else(|| anyhow::anyhow!("a stream ended before its first delta"))?;
-        }
-        let took = started.elapsed();
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        let (open, _) = memory_kib(pid);
-        let per = (open.saturating_sub(before)) as f64 * 1024.0 / n as f64;
+        let mut per: Vec<f64> = runs.iter().map(IdleRun::per_stream_kib).collect();
+        per.sort_by(f64::total_cmp);
+        let median = &runs[runs
+            .iter()
+            .position(|r| r.per_stream_kib() == per[per.len() / 2])
+            .expect("the median is one of the runs")];
         println!(
-            "{:>7} | {:>9.1} MiB {:>9.1} MiB {:>10.1} KiB | {:>10}",
+            "{:>7} | {:>9.1} MiB {:>9.1} MiB {:>10.1} KiB | {:>10} | {}",
             n,
-            before as f64 / 1024.0,
-            open as f64 / 1024.0,
-            per / 1024.0,
-            fmt(took)
+            median.before_kib as f64 / 1024.0,
+            median.open_kib as f64 / 1024.0,
+            median.per_stream_kib(),
+            fmt(median.took),
+            runs.iter().map(|r| format!("{:.1}", r.per_stream_kib())).collect::<Vec<_>>().join(" / ")
         );
-        stall.store(false, Ordering::SeqCst);
-        release.send_modify(|v| *v += 1);
-        for task in tasks {
-            task.await??;
-        }
     }
     Ok(())
+}
+
+/// One measurement of idle streams.
+struct IdleRun {
+    streams: usize,
+    before_kib: u64,
+    open_kib: u64,
+    took: Duration,
+}
+
+impl IdleRun {
+    fn per_stream_kib(&self) -> f64 {
+        self.open_kib.saturating_sub(self.before_kib) as f64 / self.streams as f64
+    }
+}
+
+/// Resident memory once it has settled: the median of five readings 200 ms apart.
+async fn settled_rss_kib(pid: u32) -> u64 {
+    let mut readings = Vec::new();
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        readings.push(memory_kib(pid).0);
+    }
+    readings.sort_unstable();
+    readings[readings.len() / 2]
+}
+
+/// Opens `n` chats in `quire` whose upstream answers one delta and then waits, and measures Quire's memory
+/// with them all open against before; then lets them finish.
+async fn idle_run(
+    n: usize,
+    client: &reqwest::Client,
+    quire: &Quire,
+    stall: &AtomicBool,
+    release: &watch::Sender<u64>,
+) -> anyhow::Result<IdleRun> {
+    let base = quire.base.as_str();
+    let pid = quire.child.id();
+    let mut accounts = Vec::new();
+    for i in 0..n.clamp(1, 10) {
+        accounts.push(register(client, base, i).await?);
+    }
+    let threads = make_threads(client, base, &accounts, n).await?;
+    stall.store(true, Ordering::SeqCst);
+    let before = settled_rss_kib(pid).await;
+    let started = Instant::now();
+    let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<()>(n);
+    let mut tasks = Vec::new();
+    for (i, thread) in threads.iter().enumerate() {
+        let client = client.clone();
+        let url = format!("{base}/api/threads/{thread}/chat");
+        let token = accounts[i % accounts.len()].token.clone();
+        let opened = opened_tx.clone();
+        tasks.push(tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .bearer_auth(token)
+                .json(&json!({"content": "Hello"}))
+                .send()
+                .await?
+                .error_for_status()?;
+            let mut body = response.bytes_stream();
+            let mut seen = String::new();
+            let mut signalled = false;
+            while let Some(chunk) = body.next().await {
+                seen.push_str(&String::from_utf8_lossy(&chunk?));
+                if !signalled && seen.contains("event: text_delta") {
+                    signalled = true;
+                    let _ = opened.send(()).await;
+                }
+                if seen.len() > 4096 {
+                    seen.drain(..seen.len() - 64);
+                }
+            }
+            anyhow::Ok(())
+        }));
+        // Opening thousands at once would only measure the queue in front of SQLite's single writer.
+        if i % 50 == 49 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    drop(opened_tx);
+    for _ in 0..n {
+        opened_rx.recv().await.ok_or_else(|| anyhow::anyhow!("a stream ended before its first delta"))?;
+    }
+    let took = started.elapsed();
+    let open = settled_rss_kib(pid).await;
+    stall.store(false, Ordering::SeqCst);
+    release.send_modify(|v| *v += 1);
+    for task in tasks {
+        task.await??;
+    }
+    Ok(IdleRun { streams: n, before_kib: before, open_kib: open, took })
 }
