@@ -9,8 +9,9 @@
 //! With `--idle 1000,5000` it then opens that many chats whose upstream stalls after the first delta and
 //! reports Quire's memory per open stream: the growth of its resident memory (VmRSS) from before the streams
 //! were opened to when they are all open and settled, divided by their number. Each measurement runs in a
-//! fresh Quire process (`--idle-runs` of them per level, the median reported), so memory that an earlier level
-//! or phase freed but kept (and the connections it left open for reuse) does not make a level look cheaper.
+//! fresh Quire process (`--idle-runs` of them per level, the median reported) after one warm-up chat, so memory
+//! that an earlier level or phase freed but kept (and the connections it left open for reuse) does not make a
+//! level look cheaper, and what the first chat builds once does not make it look dearer.
 //!
 //!     ulimit -n 65536
 //!     cargo bench --profile server-release -p server --bench relay -- --streams 1,100,500 --idle 1000,5000
@@ -150,7 +151,8 @@ impl Drop for Quire {
     }
 }
 
-async fn start_quire(upstream: SocketAddr) -> anyhow::Result<Quire> {
+/// Starts Quire; `environment` is added to its environment.
+async fn start_quire(upstream: SocketAddr, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
     let dir = tempfile::tempdir()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     // `QUIRE_BIN` measures another build of the server (for a before/after comparison).
@@ -164,6 +166,7 @@ async fn start_quire(upstream: SocketAddr) -> anyhow::Result<Quire> {
         .env("OPENAI_API_KEY", "bench")
         .env("QUIRE_RATE_LIMITS", "off")
         .env("RUST_LOG", "warn")
+        .envs(environment.iter().copied())
         .stdout(Stdio::null())
         .spawn()?;
     let base = format!("http://127.0.0.1:{port}");
@@ -352,7 +355,7 @@ async fn main() -> anyhow::Result<()> {
         release: release_rx,
     };
     let upstream = start_fake(fake).await?;
-    let quire = start_quire(upstream).await?;
+    let quire = start_quire(upstream, &[]).await?;
     let pid = quire.child.id();
     let base = quire.base.clone();
     let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build()?;
@@ -499,7 +502,10 @@ async fn idle_streams(
     for &n in &args.idle {
         let mut runs = Vec::new();
         for _ in 0..args.idle_runs.max(1) {
-            let quire = start_quire(upstream).await?;
+            // A fixed mmap threshold (glibc's starting value) keeps the allocator from raising it after the
+            // password hashes of sign-up (19 MiB each) are freed and then serving such blocks from the heap,
+            // where the freed memory would stay resident and be reused by the streams, making them look cheaper.
+            let quire = start_quire(upstream, &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")]).await?;
             runs.push(idle_run(n, client, &quire, stall, release).await?);
         }
         let mut per: Vec<f64> = runs.iter().map(IdleRun::per_stream_kib).collect();
@@ -561,6 +567,10 @@ async fn idle_run(
     for i in 0..n.clamp(1, 10) {
         accounts.push(register(client, base, i).await?);
     }
+    // One chat first, so what the first chat of a process builds once (the tokenizer, prepared statements) is
+    // not counted as the streams' memory.
+    let warm_up = new_thread(client, base, &accounts[0]).await?;
+    quire_stream(client, base, &accounts[0], &warm_up).await?;
     let threads = make_threads(client, base, &accounts, n).await?;
     stall.store(true, Ordering::SeqCst);
     let before = settled_rss_kib(pid).await;
