@@ -496,8 +496,8 @@ async fn idle_streams(
 ) -> anyhow::Result<()> {
     println!("idle streams (each a running chat whose model has sent one delta and waits), a fresh Quire per run:");
     println!(
-        "{:>7} | {:>12} {:>12} {:>14} | {:>10} | {}",
-        "streams", "rss before", "rss open", "per stream", "open took", "per stream in each run"
+        "{:>7} | {:>12} {:>12} {:>14} | {:>10} | per stream in each run",
+        "streams", "rss before", "rss open", "per stream", "open took"
     );
     for &n in &args.idle {
         let mut runs = Vec::new();
