@@ -42,8 +42,8 @@ thread_local! {
 /// Remembered token counts of short pieces.
 ///
 /// The pieces are kept one after the other in one string rather than each in its own allocation: counting
-/// 500 KB of prose from cold remembers about 12,000 pieces, and allocating and freeing each cost about 0.5 ms
-/// of the 9-10 ms the count takes (BENCHMARKS.md).
+/// 500 KB of prose from cold remembers about 12,000 pieces, and allocating and freeing each took about 0.5 ms
+/// more (of 9-10 ms) than this.
 #[derive(Default)]
 struct PieceCounts {
     /// The remembered pieces, one after the other.
@@ -107,11 +107,11 @@ pub fn count_tokens(text: &str) -> usize {
 
 /// The pieces `tokenizer.split` cuts `text` into (`o200k_base`'s pattern), found faster.
 ///
-/// The tokenizer matches a many-branch Unicode regex at every piece: about a third of counting 500 KB of prose
-/// from cold (4.3 ms of 13.5 ms, see BENCHMARKS.md). Most text is ASCII, where the pattern reduces to a few
-/// byte classes, so [`ascii_piece`] cuts such pieces by hand; wherever a byte outside ASCII could change where a
-/// piece ends, that piece is cut by the tokenizer's own regex instead. The result is the same sequence of pieces
-/// (tests compare them on varied text).
+/// The tokenizer matches a many-branch Unicode regex at every piece: splitting 500 KB of prose took 4.3 ms, a
+/// third of counting it from cold, and takes 1.2 ms cut by hand (see BENCHMARKS.md). Most text is ASCII, where
+/// the pattern reduces to a few byte classes, so [`ascii_piece`] cuts such pieces; wherever a byte outside ASCII
+/// could change where a piece ends, that piece is cut by the tokenizer's own regex instead. The result is the
+/// same sequence of pieces (property tests compare them on varied text).
 fn split<'a>(tokenizer: &'a Tokenizer, text: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     let mut start = 0;
     std::iter::from_fn(move || {
@@ -169,6 +169,7 @@ static CLASSES: [Class; 256] = {
 };
 
 /// The class of the byte at `i`, [`Class::End`] past the end.
+#[inline]
 fn class_at(text: &[u8], i: usize) -> Class {
     text.get(i).map_or(Class::End, |&b| CLASSES[b as usize])
 }
@@ -188,6 +189,7 @@ fn class_at(text: &[u8], i: usize) -> Class {
 ///
 /// In ASCII, upper and lower case are disjoint, so 1 and 2 together are: an optional prefix, upper case letters
 /// then lower case letters (at least one letter), an optional contraction.
+#[inline]
 fn ascii_piece(text: &[u8], start: usize) -> Option<usize> {
     let class = |i: usize| class_at(text, i);
     match class(start) {
@@ -218,6 +220,7 @@ fn ascii_piece(text: &[u8], start: usize) -> Option<usize> {
 
 /// Branches 1 and 2 after the optional prefix, from `from`: the end of the word and its contraction (`from`
 /// itself when no letter is there), or `None` when a byte outside ASCII could be a letter or change a contraction.
+#[inline]
 fn word(text: &[u8], from: usize) -> Option<usize> {
     let class = |i: usize| class_at(text, i);
     let mut end = from;
@@ -250,6 +253,7 @@ fn word(text: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Branch 4 from the first symbol at `from`: symbols, then any run of `\r`, `\n` and `/`.
+#[inline]
 fn symbols(text: &[u8], from: usize) -> Option<usize> {
     let class = |i: usize| class_at(text, i);
     let mut end = from;
@@ -266,6 +270,7 @@ fn symbols(text: &[u8], from: usize) -> Option<usize> {
 }
 
 /// Branches 5 to 8 at a run of white space starting at `start`.
+#[inline]
 fn white_space(text: &[u8], start: usize) -> Option<usize> {
     let class = |i: usize| class_at(text, i);
     let mut end = start;
