@@ -3,6 +3,9 @@
 //! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's
 //! linear-time BPE implementation: the vocabulary ships inside the crate (no network) and
 //! counting stays linear even on pathological input such as one character repeated 100 KB.
+//! Two parts are our own because they were measured to matter (BENCHMARKS.md, token counting from cold):
+//! cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`); both give exactly
+//! the crate's results, which property tests check.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -21,9 +24,9 @@ pub fn tokenizer() -> &'static Tokenizer {
     *TOKENIZER
 }
 
-/// Builds the tokenizer now, so that the first request does not pay for it.
+/// Builds the tokenizer and the table of token ranks now, so that the first request does not pay for them.
 ///
-/// Calling it is optional: [`count_tokens`] builds the tokenizer lazily.
+/// Calling it is optional: [`count_tokens`] builds both lazily.
 pub fn warm_up() {
     LazyLock::force(&TOKENIZER);
     LazyLock::force(&RANKS);
@@ -40,7 +43,7 @@ static RANKS: LazyLock<HashMap<&'static [u8], u32, FxBuildHasher>> = LazyLock::n
 /// the same encoding another way; tests compare the two counts.
 ///
 /// Why not `tokenizer.bpe.count`: from cold, counting the distinct pieces of 500 KB of prose is most of the
-/// time (6.3 ms of 9-10 ms, two thirds of it in `bpe`'s checks of token pairs), and this loop counts the
+/// time (6.3 ms of 9-10 ms, about half of it in `bpe`'s checks of token pairs), and this loop counts the
 /// same pieces in 4.3 ms. Its cost grows with the square of the length, so it is used only up to
 /// [`CACHED_PIECE_BYTES`]; longer pieces go to `bpe`, which stays linear. Tests compare both.
 fn merge_count(piece: &[u8]) -> usize {
