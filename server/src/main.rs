@@ -16,6 +16,9 @@ async fn main() -> anyhow::Result<()> {
     let addr = config.addr;
     let state = AppState::from_config(config).await?;
     let listener = TcpListener::bind(addr).await?;
+    // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
+    // first conversation.
+    tokio::task::spawn_blocking(quire::tokens::warm_up);
     tracing::info!(addr = %listener.local_addr()?, store = state.store.backend(), provider = state.provider.name(), "Quire is listening");
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
