@@ -246,6 +246,40 @@ async fn rewrite_message(
     Ok(updated.rows_affected() > 0)
 }
 
+/// Answer drafts per update statement (eight parameters each).
+const DRAFT_ROWS_PER_STATEMENT: usize = 100;
+
+/// Rewrites answer drafts saved before, many per statement, as [`rewrite_message`] does one by one; gives back
+/// the drafts that matched no message of their user (first saves, and answers whose thread is gone).
+async fn rewrite_drafts<'a>(
+    conn: &mut sqlx::SqliteConnection,
+    drafts: &[(Uuid, &'a super::AnswerDraft)],
+) -> Result<Vec<(Uuid, &'a super::AnswerDraft)>> {
+    let mut rewritten = std::collections::HashSet::new();
+    for chunk in drafts.chunks(DRAFT_ROWS_PER_STATEMENT) {
+        let mut update = sqlx::QueryBuilder::new(
+            "update messages set content = v.column3, status = v.column4, input_tokens = v.column5,
+             output_tokens = v.column6, model = coalesce(v.column7, messages.model),
+             context = coalesce(v.column8, messages.context) from (",
+        );
+        update.push_values(chunk, |mut row, (user, draft)| {
+            let change = &draft.update;
+            row.push_bind(draft.id.to_string())
+                .push_bind(user.to_string())
+                .push_bind(&change.content)
+                .push_bind(change.status.as_str())
+                .push_bind(change.usage.input_tokens as i64)
+                .push_bind(change.usage.output_tokens as i64)
+                .push_bind(&change.model)
+                .push_bind(change.context.as_ref().map(|c| c.to_string()));
+        });
+        update.push(") as v where messages.id = v.column1 and messages.user_id = v.column2 returning messages.id");
+        let ids: Vec<String> = update.build_query_scalar().persistent(false).fetch_all(&mut *conn).await?;
+        rewritten.extend(ids);
+    }
+    Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
+}
+
 /// Rows of `turn_events` per insert statement (four parameters each, far below SQLite's limit of 32,766).
 const EVENT_ROWS_PER_STATEMENT: usize = 250;
 
@@ -1396,14 +1430,18 @@ impl Store for Sqlite {
         let events: Vec<(Uuid, &StoredEvent)> =
             progress.iter().flat_map(|item| item.events.iter().map(|e| (item.turn, e))).collect();
         insert_turn_events(&mut tx, &events).await?;
-        for item in progress {
-            if let Some(answer) = &item.answer {
-                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
-                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
-                    let first = answer.first_save();
-                    if insert_message(&mut tx, item.user, answer.id, &first, now()).await?.is_some() {
-                        rewrite_message(&mut tx, item.user, answer.id, &answer.update).await?;
-                    }
+        let answers: Vec<(Uuid, &super::AnswerDraft)> =
+            progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
+        let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
+        // Answers saved before are rewritten many per statement; one answer twice in a batch (never from the
+        // progress writer, which keeps one entry per turn) is written in order instead.
+        let unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
+        for (user, answer) in unsaved {
+            if !rewrite_message(&mut tx, user, answer.id, &answer.update).await? {
+                // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+                let first = answer.first_save();
+                if insert_message(&mut tx, user, answer.id, &first, now()).await?.is_some() {
+                    rewrite_message(&mut tx, user, answer.id, &answer.update).await?;
                 }
             }
         }

@@ -1027,6 +1027,39 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
     assert_eq!(s.turn_events_after(turn_a, 2).await.unwrap(), more_a);
     assert_eq!(s.turn_events_after(turn_b, 2).await.unwrap(), more_b);
     assert!(s.turn_events_after(turn_gone, 0).await.unwrap().is_empty());
+
+    // Several saved answers rewritten in one batch, beside a first save; then one answer twice in a batch, which
+    // ends as its second draft says.
+    let answer_b = Uuid::now_v7();
+    let drafts = |a_text: &str, b_text: &str| {
+        vec![
+            store::TurnProgress {
+                turn: turn_a,
+                user: u,
+                events: vec![],
+                answer: Some(draft(a.id, answer_a, a_text, None)),
+            },
+            store::TurnProgress {
+                turn: turn_b,
+                user: u,
+                events: vec![],
+                answer: Some(draft(b.id, answer_b, b_text, None)),
+            },
+        ]
+    };
+    s.save_progress(&drafts("Hello, w", "Fir")).await.unwrap();
+    s.save_progress(&drafts("Hello, world", "First")).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello, world");
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    let b_messages = s.list_messages(u, b.id).await.unwrap();
+    assert_eq!(b_messages.len(), 1);
+    assert_eq!((b_messages[0].id, b_messages[0].content.as_str(), b_messages[0].output_tokens), (answer_b, "First", 5));
+    let mut twice = drafts("Hello, world!", "First draft");
+    twice.extend(drafts("Hello, world! Bye", "First draft, longer"));
+    s.save_progress(&twice).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello, world! Bye");
+    assert_eq!(s.get_message(u, answer_b).await.unwrap().content, "First draft, longer");
+    assert_eq!(s.list_messages(u, b.id).await.unwrap().len(), 1);
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
