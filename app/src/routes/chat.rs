@@ -19,8 +19,52 @@ use crate::ThreadsChanged;
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveAnswer {
     text: String,
-    /// The tool running now, for the status line.
-    tool: Option<String>,
+}
+
+/// Shortest time a tool's status line stays on screen. A quick tool (saving a document takes a few
+/// milliseconds) would otherwise come and go within one frame, and people would never see what happened.
+const MIN_STATUS_MS: f64 = 700.0;
+
+/// The status line of the tool a turn runs ("Saving artifact…").
+#[derive(Clone, Copy)]
+struct ToolStatus {
+    text: RwSignal<Option<String>>,
+    /// When the line appeared (`Date.now()`), and which line it is, so a late clear never hides a newer one.
+    shown_at: RwSignal<f64>,
+    shown: RwSignal<u64>,
+}
+
+impl ToolStatus {
+    fn new() -> Self {
+        Self { text: RwSignal::new(None), shown_at: RwSignal::new(0.0), shown: RwSignal::new(0) }
+    }
+
+    fn show(&self, tool: &str) {
+        self.shown.update(|n| *n += 1);
+        self.shown_at.set(js_sys::Date::now());
+        self.text.set(Some(tool_status(tool)));
+    }
+
+    /// Hides the line once it has been on screen for [`MIN_STATUS_MS`].
+    fn clear(&self) {
+        if self.text.with_untracked(Option::is_none) {
+            return;
+        }
+        let left = MIN_STATUS_MS - (js_sys::Date::now() - self.shown_at.get_untracked());
+        if left <= 0.0 {
+            self.text.set(None);
+            return;
+        }
+        let (this, line) = (*self, self.shown.get_untracked());
+        set_timeout(
+            move || {
+                if this.shown.get_untracked() == line {
+                    this.text.set(None);
+                }
+            },
+            std::time::Duration::from_millis(left as u64),
+        );
+    }
 }
 
 /// An error shown in place, with what "Retry" sends again.
@@ -46,6 +90,7 @@ pub struct ChatState {
     messages: RwSignal<Vec<Message>>,
     artifacts: RwSignal<Vec<Artifact>>,
     live: RwSignal<Option<LiveAnswer>>,
+    tool: ToolStatus,
     /// Documents made by the running turn, linked to its answer when it completes.
     turn_artifacts: RwSignal<Vec<Uuid>>,
     busy: RwSignal<bool>,
@@ -62,6 +107,7 @@ impl ChatState {
             messages: RwSignal::new(Vec::new()),
             artifacts: RwSignal::new(Vec::new()),
             live: RwSignal::new(None),
+            tool: ToolStatus::new(),
             turn_artifacts: RwSignal::new(Vec::new()),
             busy: RwSignal::new(false),
             generating: RwSignal::new(None),
@@ -76,6 +122,7 @@ impl ChatState {
         self.messages.set(Vec::new());
         self.artifacts.set(Vec::new());
         self.live.set(None);
+        self.tool.text.set(None);
         self.turn_artifacts.set(Vec::new());
         self.error.set(None);
         self.title.set(String::new());
@@ -89,17 +136,19 @@ impl ChatState {
             return;
         }
         match event {
-            ChatEvent::TextDelta { text } => self.live.update(|a| {
-                let answer = a.get_or_insert_with(LiveAnswer::default);
-                answer.text.push_str(&text);
-                answer.tool = None;
-            }),
+            ChatEvent::TextDelta { text } => {
+                self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).text.push_str(&text));
+                self.tool.clear();
+            }
             ChatEvent::ThreadName { title, .. } => {
                 self.title.set(title);
                 changed.notify();
             }
             ChatEvent::ToolExecuting { tool, .. } => {
-                self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).tool = Some(tool))
+                self.live.update(|a| {
+                    a.get_or_insert_with(LiveAnswer::default);
+                });
+                self.tool.show(&tool);
             }
             ChatEvent::ArtifactCreated { artifact } => {
                 self.turn_artifacts.update(|t| t.push(artifact.id));
@@ -128,6 +177,7 @@ impl ChatState {
     fn end_turn(&self, thread: Uuid, message_id: Option<Uuid>, status: MessageStatus) {
         let text = self.live.get_untracked().map(|a| a.text).unwrap_or_default();
         self.live.set(None);
+        self.tool.clear();
         let made = std::mem::take(&mut *self.turn_artifacts.write());
         if let Some(id) = message_id {
             let mut message = local_message(thread, Role::Assistant, text);
@@ -223,7 +273,9 @@ pub fn ChatPage() -> impl IntoView {
     let navigate = use_navigate();
     let changed = expect_context::<ThreadsChanged>();
     let state = expect_context::<ChatState>();
-    let ChatState { current, messages, artifacts, live, turn_artifacts, busy, generating, error, title, open } = state;
+    let ChatState { current, messages, artifacts, live, tool, turn_artifacts, busy, generating, error, title, open } =
+        state;
+    let tool_line = tool.text;
     let draft = RwSignal::new(String::new());
     let scroller = NodeRef::<html::Div>::new();
     let follow = RwSignal::new(true);
@@ -509,13 +561,10 @@ pub fn ChatPage() -> impl IntoView {
                         Row::Document(a) => view! { <ArtifactCard artifact=a on_open=open_card/> }.into_any(),
                     }}
                 </For>
-                {move || live.get().map(|answer| {
-                    let status = answer.tool.as_deref().map(tool_status);
-                    view! {
-                        <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
-                        {status.map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
-                    }
+                {move || live.get().map(|answer| view! {
+                    <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
                 })}
+                {move || tool_line.get().map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
                 <For each=live_cards key=|a| (a.id, a.version) let:a>
                     <ArtifactCard artifact=a on_open=open_card/>
                 </For>
