@@ -30,18 +30,19 @@ const MIN_STATUS_MS: f64 = 700.0;
 struct ToolStatus {
     text: RwSignal<Option<String>>,
     /// When the line appeared (`Date.now()`), and which line it is, so a late clear never hides a newer one.
-    shown_at: RwSignal<f64>,
-    shown: RwSignal<u64>,
+    /// Nothing renders from these, so they are plain stored values rather than signals.
+    shown_at: StoredValue<f64>,
+    shown: StoredValue<u64>,
 }
 
 impl ToolStatus {
     fn new() -> Self {
-        Self { text: RwSignal::new(None), shown_at: RwSignal::new(0.0), shown: RwSignal::new(0) }
+        Self { text: RwSignal::new(None), shown_at: StoredValue::new(0.0), shown: StoredValue::new(0) }
     }
 
     fn show(&self, tool: &str) {
-        self.shown.update(|n| *n += 1);
-        self.shown_at.set(js_sys::Date::now());
+        self.shown.update_value(|n| *n += 1);
+        self.shown_at.set_value(js_sys::Date::now());
         self.text.set(Some(tool_status(tool)));
     }
 
@@ -50,15 +51,15 @@ impl ToolStatus {
         if self.text.with_untracked(Option::is_none) {
             return;
         }
-        let left = MIN_STATUS_MS - (js_sys::Date::now() - self.shown_at.get_untracked());
+        let left = MIN_STATUS_MS - (js_sys::Date::now() - self.shown_at.get_value());
         if left <= 0.0 {
             self.text.set(None);
             return;
         }
-        let (this, line) = (*self, self.shown.get_untracked());
+        let (this, line) = (*self, self.shown.get_value());
         set_timeout(
             move || {
-                if this.shown.get_untracked() == line {
+                if this.shown.get_value() == line {
                     this.text.set(None);
                 }
             },
