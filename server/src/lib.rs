@@ -77,6 +77,7 @@ impl AppState {
             .build();
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
+        tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
         let progress = ProgressWriter::start(store.clone());
         Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits })
     }

@@ -10,7 +10,7 @@ use futures::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use super::turn::HEARTBEAT_EVERY;
+use super::turn::{HEARTBEAT_EVERY, STALE_AFTER_MS};
 use crate::store::DynStore;
 
 /// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
@@ -170,6 +170,22 @@ pub async fn keep_alive(hub: Arc<TurnHub>, store: DynStore) {
             }
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "turn heartbeat failed"),
+        }
+    }
+}
+
+/// Lets answers left marked as being written into the search index: at start-up (what a crashed instance left)
+/// and then every [`STALE_AFTER_MS`], for a turn that died while its instance lives on (a panic, or a final save
+/// and the closing of the turn both failed) and whose conversation gets no new turn.
+pub async fn release_abandoned_answers(store: DynStore) {
+    let mut ticker = tokio::time::interval(std::time::Duration::from_millis(STALE_AFTER_MS as u64));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        match store.release_abandoned_answers(STALE_AFTER_MS).await {
+            Ok(0) => {}
+            Ok(released) => tracing::info!(released, "answers cut off while being written are searchable now"),
+            Err(e) => tracing::warn!(error = %e, "releasing answers cut off while being written failed"),
         }
     }
 }

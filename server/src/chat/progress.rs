@@ -172,6 +172,7 @@ mod tests {
                     model: None,
                     context: context.map(|c| serde_json::json!(c)),
                 },
+                writing: true,
             }),
         }
     }

@@ -350,7 +350,8 @@ impl<'a> Turn<'a> {
     }
 
     /// Hands progress over to be written: the events so far and, for a typed turn, the answer so far (as
-    /// `interrupted`, which is what it stays if this process dies now). Never waits for the store.
+    /// `interrupted`, which is what it stays if this process dies now; kept out of the search index until
+    /// [`finish`](Self::finish) saves it whole). Never waits for the store.
     fn checkpoint(&mut self, force: bool) {
         if !force && self.last_flush.elapsed() < FLUSH_EVERY {
             return;
@@ -360,7 +361,7 @@ impl<'a> Turn<'a> {
         let answer = (!self.plan.silent && self.text.len() != self.flushed_text_len).then(|| {
             self.flushed_text_len = self.text.len();
             let with_context = !std::mem::replace(&mut self.context_sent, true);
-            self.draft(MessageStatus::Interrupted, with_context)
+            self.draft(MessageStatus::Interrupted, with_context, true)
         });
         if events.is_empty() && answer.is_none() {
             return;
@@ -382,8 +383,8 @@ impl<'a> Turn<'a> {
         fresh
     }
 
-    /// The answer as it stands, under the id it is (or will be) saved with.
-    fn draft(&mut self, status: MessageStatus, with_context: bool) -> AnswerDraft {
+    /// The answer as it stands, under the id it is (or will be) saved with; `writing` while more is to come.
+    fn draft(&mut self, status: MessageStatus, with_context: bool, writing: bool) -> AnswerDraft {
         let id = *self.assistant_id.get_or_insert_with(Uuid::now_v7);
         AnswerDraft {
             id,
@@ -399,6 +400,7 @@ impl<'a> Turn<'a> {
                     None
                 },
             },
+            writing,
         }
     }
 
@@ -417,11 +419,13 @@ impl<'a> Turn<'a> {
         let unwritten = self.state.progress.settle(self.live.id).await;
         let mut message_id = None;
         if keep_answer {
-            let answer = self.draft(status, true);
+            // The final save: the answer enters the search index here.
+            let answer = self.draft(status, true, false);
             let id = answer.id;
             let last = TurnProgress { turn: self.live.id, user, events: Vec::new(), answer: Some(answer) };
             match self.state.store.save_progress(&[last]).await {
                 Ok(()) => message_id = Some(id),
+                // Closing the turn below lets the draft saved last into the search index.
                 Err(e) => tracing::error!(error = %e, "saving the answer failed"),
             }
         }

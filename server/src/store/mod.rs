@@ -229,6 +229,9 @@ pub struct AnswerDraft {
     pub id: Uuid,
     pub thread_id: Uuid,
     pub update: MessageUpdate,
+    /// Whether more of the answer is still to come: such a save stays out of the search index, which takes the
+    /// answer in once, at the save that says it is finished.
+    pub writing: bool,
 }
 
 impl AnswerDraft {
@@ -362,7 +365,7 @@ pub trait Store: Send + Sync + 'static {
     // Messages.
     /// Appends with the next sequence number and bumps the thread's count, in one transaction.
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
-    /// Rewrites an answer's text, status, usage and context (streaming progress and the final state).
+    /// Rewrites an answer's text, status, usage and context, as finished (searchable at once).
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
     /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
@@ -442,7 +445,8 @@ pub trait Store: Send + Sync + 'static {
 
     // Turns.
     /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
-    /// heartbeat is older than `stale_after_ms` is considered dead and released.
+    /// heartbeat is older than `stale_after_ms` is considered dead and released, and an answer of the thread
+    /// left marked as being written is let into the search index.
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
         self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
     }
@@ -461,6 +465,8 @@ pub trait Store: Send + Sync + 'static {
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
     /// Stores the turn's last events and closes it, in one transaction: whoever sees it closed can read them.
+    /// An answer of its thread still marked as being written (its final save failed) is let into the search
+    /// index.
     async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
@@ -468,6 +474,10 @@ pub trait Store: Send + Sync + 'static {
     /// Saves the progress of several turns in one transaction (events already stored are kept). Events of a
     /// turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
     async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
+    /// Lets into the search index every answer still marked as being written whose conversation has no running
+    /// turn heard from within `stale_after_ms`: its turn died, or ended without saving its final state. Returns
+    /// how many there were.
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64>;
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
 
     // History: stats, export, import.

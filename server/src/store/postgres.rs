@@ -445,7 +445,7 @@ impl Store for Postgres {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.pool.begin().await?;
-        let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(message.saved(id, seq, created))
     }
@@ -453,7 +453,7 @@ impl Store for Postgres {
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
-        if !rewrite_message(&mut conn, user, message, update).await? {
+        if !rewrite_message(&mut conn, user, message, update, false).await? {
             return Err(StoreError::NotFound);
         }
         Ok(())
@@ -1159,10 +1159,17 @@ impl Store for Postgres {
         .bind(turn)
         .execute(&mut *tx)
         .await?;
+        // No other turn holds the thread now (a dead one was taken over above): an answer still marked as being
+        // written was cut off.
+        sqlx::query("update messages set writing = false where thread_id = $1 and writing")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await?;
         let saved = match request {
             Some(message) => {
                 let (id, created) = (Uuid::now_v7(), super::now());
-                let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                let seq =
+                    insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
                 Some(message.saved(id, seq, created))
             }
             None => None,
@@ -1202,6 +1209,12 @@ impl Store for Postgres {
         let mut tx = self.pool.begin().await?;
         insert_turn_events(&mut tx, turn, last_events).await?;
         sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
+        sqlx::query(
+            "update messages set writing = false where writing and thread_id = (select thread_id from turns where id = $1)",
+        )
+        .bind(turn)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1255,17 +1268,30 @@ impl Store for Postgres {
                 }
             }
             if let Some(answer) = &item.answer {
-                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update).await? {
-                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update, answer.writing).await? {
+                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in. Inserted
+                    // as being written, so a finished answer's search vector is computed once, with the rewrite.
                     let first = answer.first_save();
-                    if insert_message(&mut tx, item.user, answer.id, &first, now()).await?.is_some() {
-                        rewrite_message(&mut tx, item.user, answer.id, &answer.update).await?;
+                    if insert_message(&mut tx, item.user, answer.id, &first, now(), true).await?.is_some() {
+                        rewrite_message(&mut tx, item.user, answer.id, &answer.update, answer.writing).await?;
                     }
                 }
             }
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
+        let released = sqlx::query(
+            "update messages m set writing = false where m.writing and not exists (select 1 from turns t
+             where t.thread_id = m.thread_id and t.status = 'running' and t.heartbeat_at >= $1)",
+        )
+        .bind(now() - chrono::Duration::milliseconds(stale_after_ms))
+        .execute(&self.pool)
+        .await?;
+        Ok(released.rows_affected())
     }
 
     #[instrument(skip(self))]
@@ -1499,13 +1525,14 @@ impl Store for Postgres {
 /// Inserts a batch of turn events in one statement (they arrive at streaming speed); repeats are ignored.
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
 /// thread is missing or another user's. The update locks the thread row until commit, so concurrent appends
-/// take consecutive numbers.
+/// take consecutive numbers. A message inserted as `writing` has no search vector.
 async fn insert_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
     id: Uuid,
     message: &NewMessage,
     created: DateTime<Utc>,
+    writing: bool,
 ) -> Result<Option<i64>> {
     let Some(seq): Option<i64> = sqlx::query_scalar(
         "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
@@ -1521,7 +1548,7 @@ async fn insert_message(
     };
     sqlx::query(
         "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-         model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+         model, created_at, writing) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
     )
     .bind(id)
     .bind(message.thread_id)
@@ -1534,21 +1561,24 @@ async fn insert_message(
     .bind(message.usage.output_tokens as i64)
     .bind(&message.model)
     .bind(created)
+    .bind(writing)
     .execute(&mut *conn)
     .await?;
     Ok(Some(seq))
 }
 
-/// Rewrites an answer's text, status, usage, and model and context when given; whether it exists.
+/// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
+/// given; whether it exists.
 async fn rewrite_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
     message: Uuid,
     update: &MessageUpdate,
+    writing: bool,
 ) -> Result<bool> {
     let updated = sqlx::query(
         "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4,
-         model = coalesce($5, model), context = coalesce($6, context) where id = $7 and user_id = $8",
+         model = coalesce($5, model), context = coalesce($6, context), writing = $9 where id = $7 and user_id = $8",
     )
     .bind(&update.content)
     .bind(update.status.as_str())
@@ -1558,6 +1588,7 @@ async fn rewrite_message(
     .bind(&update.context)
     .bind(message)
     .bind(user)
+    .bind(writing)
     .execute(&mut *conn)
     .await?;
     Ok(updated.rows_affected() > 0)

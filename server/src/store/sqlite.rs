@@ -57,8 +57,12 @@ impl Sqlite {
         let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
         sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
         // One process owns a SQLite database: a turn still marked running was cut off when the last one
-        // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once.
-        sqlx::query("update turns set status = 'done' where status = 'running'").execute(&writer).await?;
+        // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once, and
+        // its answer is searchable.
+        let mut tx = writer.begin().await?;
+        sqlx::query("update turns set status = 'done' where status = 'running'").execute(&mut *tx).await?;
+        sqlx::query("update messages set writing = 0 where writing = 1").execute(&mut *tx).await?;
+        tx.commit().await?;
         let reader = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
         Ok(Self { writer, reader })
     }
@@ -181,13 +185,14 @@ fn today() -> String {
 
 /// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
-/// thread is missing or another user's.
+/// thread is missing or another user's. A message inserted as `writing` stays out of the search index.
 async fn insert_message(
     tx: &mut sqlx::SqliteConnection,
     user: Uuid,
     id: Uuid,
     message: &NewMessage,
     created: DateTime<Utc>,
+    writing: bool,
 ) -> Result<Option<i64>> {
     let Some(seq): Option<i64> = sqlx::query_scalar(
         "update threads set message_count = message_count + 1, last_seq = last_seq + 1, updated_at = max(updated_at, ?)
@@ -202,8 +207,8 @@ async fn insert_message(
         return Ok(None);
     };
     sqlx::query(
-        "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model, created_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model,
+         created_at, writing) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(id.to_string())
     .bind(message.thread_id.to_string())
@@ -216,27 +221,31 @@ async fn insert_message(
     .bind(message.usage.output_tokens as i64)
     .bind(&message.model)
     .bind(created.timestamp_micros())
+    .bind(writing)
     .execute(&mut *tx)
     .await?;
     Ok(Some(seq))
 }
 
-/// Rewrites an answer's text, status, usage, and model and context when given; whether it exists.
+/// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
+/// given; whether it exists.
 async fn rewrite_message(
     conn: &mut sqlx::SqliteConnection,
     user: Uuid,
     message: Uuid,
     update: &super::MessageUpdate,
+    writing: bool,
 ) -> Result<bool> {
     let context = update.context.as_ref().map(|c| c.to_string());
     let updated = sqlx::query(
-        "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?,
+        "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?, writing = ?,
          model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
     )
     .bind(&update.content)
     .bind(update.status.as_str())
     .bind(update.usage.input_tokens as i64)
     .bind(update.usage.output_tokens as i64)
+    .bind(writing)
     .bind(&update.model)
     .bind(context)
     .bind(message.to_string())
@@ -246,7 +255,7 @@ async fn rewrite_message(
     Ok(updated.rows_affected() > 0)
 }
 
-/// Answer drafts per update statement (eight parameters each).
+/// Answer drafts per update statement (nine parameters each).
 const DRAFT_ROWS_PER_STATEMENT: usize = 100;
 
 /// Rewrites answer drafts saved before, many per statement, as [`rewrite_message`] does one by one; gives back
@@ -260,7 +269,7 @@ async fn rewrite_drafts<'a>(
         let mut update = sqlx::QueryBuilder::new(
             "update messages set content = v.column3, status = v.column4, input_tokens = v.column5,
              output_tokens = v.column6, model = coalesce(v.column7, messages.model),
-             context = coalesce(v.column8, messages.context) from (",
+             context = coalesce(v.column8, messages.context), writing = v.column9 from (",
         );
         update.push_values(chunk, |mut row, (user, draft)| {
             let change = &draft.update;
@@ -271,7 +280,8 @@ async fn rewrite_drafts<'a>(
                 .push_bind(change.usage.input_tokens as i64)
                 .push_bind(change.usage.output_tokens as i64)
                 .push_bind(&change.model)
-                .push_bind(change.context.as_ref().map(|c| c.to_string()));
+                .push_bind(change.context.as_ref().map(|c| c.to_string()))
+                .push_bind(draft.writing);
         });
         update.push(") as v where messages.id = v.column1 and messages.user_id = v.column2 returning messages.id");
         let ids: Vec<String> = update.build_query_scalar().persistent(false).fetch_all(&mut *conn).await?;
@@ -576,7 +586,7 @@ impl Store for Sqlite {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.writer.begin().await?;
-        let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(message.saved(id, seq, created))
     }
@@ -584,7 +594,7 @@ impl Store for Sqlite {
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
         let mut conn = self.writer.acquire().await?;
-        if !rewrite_message(&mut conn, user, message, update).await? {
+        if !rewrite_message(&mut conn, user, message, update, false).await? {
             return Err(StoreError::NotFound);
         }
         Ok(())
@@ -1336,10 +1346,16 @@ impl Store for Sqlite {
             .bind(turn.to_string())
             .execute(&mut *tx)
             .await?;
+        // No other turn holds the thread now: an answer still marked as being written was cut off.
+        sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
+            .bind(thread.to_string())
+            .execute(&mut *tx)
+            .await?;
         let saved = match request {
             Some(message) => {
                 let (id, created) = (Uuid::now_v7(), super::now());
-                let seq = insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                let seq =
+                    insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
                 Some(message.saved(id, seq, created))
             }
             None => None,
@@ -1383,6 +1399,12 @@ impl Store for Sqlite {
         let mut tx = self.writer.begin().await?;
         insert_turn_events(&mut tx, &last_events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
         sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
+        sqlx::query(
+            "update messages set writing = 0 where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
+        )
+        .bind(turn.to_string())
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1437,16 +1459,29 @@ impl Store for Sqlite {
         // progress writer, which keeps one entry per turn) is written in order instead.
         let unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
         for (user, answer) in unsaved {
-            if !rewrite_message(&mut tx, user, answer.id, &answer.update).await? {
-                // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in.
+            if !rewrite_message(&mut tx, user, answer.id, &answer.update, answer.writing).await? {
+                // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in. Inserted as
+                // being written, so a finished answer enters the search index once, with the rewrite.
                 let first = answer.first_save();
-                if insert_message(&mut tx, user, answer.id, &first, now()).await?.is_some() {
-                    rewrite_message(&mut tx, user, answer.id, &answer.update).await?;
+                if insert_message(&mut tx, user, answer.id, &first, now(), true).await?.is_some() {
+                    rewrite_message(&mut tx, user, answer.id, &answer.update, answer.writing).await?;
                 }
             }
         }
         tx.commit().await?;
         Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
+        let released = sqlx::query(
+            "update messages set writing = 0 where writing = 1 and not exists (select 1 from turns
+             where turns.thread_id = messages.thread_id and status = 'running' and heartbeat_at >= ?)",
+        )
+        .bind(now().timestamp_micros() - stale_after_ms * 1000)
+        .execute(&self.writer)
+        .await?;
+        Ok(released.rows_affected())
     }
 
     #[instrument(skip(self))]

@@ -304,6 +304,7 @@ async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
                 model: None,
                 context: None,
             },
+            writing: true,
         }),
     };
     let writer = ProgressWriter::start(store.clone());

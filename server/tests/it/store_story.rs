@@ -938,6 +938,7 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
             model: Some("model-a".into()),
             context,
         },
+        writing: true,
     };
     let (a, b, gone) = (
         s.create_thread(u, "A", &[]).await.unwrap(),
