@@ -3,11 +3,13 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::common::{
-    names, read_frames, read_some_frames, seq_of, sqlite_store, Frame, ScriptedModel, Step, TestServer,
+    fresh_postgres_url, names, read_frames, read_some_frames, seq_of, sqlite_store, Frame, ScriptedModel, Step,
+    TestServer,
 };
-use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
+use app::api::{ChatEvent, ErrorBody, MessageStatus, Role, SearchResults};
 use futures::StreamExt;
-use quire::llm::{builtin::Builtin, LlmError, StreamEvent};
+use quire::llm::{builtin::Builtin, LlmError, StopReason, StreamEvent};
+use quire::store::DynStore;
 
 async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -354,4 +356,76 @@ async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
     let store = quire::store::connect(&url).await.unwrap();
     assert!(!store.latest_turn(user, thread).await.unwrap().unwrap().running);
     store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
+}
+
+async fn search(server: &TestServer, q: &str) -> SearchResults {
+    let response = server.client.get(server.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.json().await.unwrap()
+}
+
+/// The message ids a search finds.
+async fn found(server: &TestServer, q: &str) -> Vec<Option<uuid::Uuid>> {
+    search(server, q).await.results.iter().map(|r| r.message_id).collect()
+}
+
+/// An answer is found by search once it is finished (stopped or complete), never while it is being written,
+/// though its draft is saved and shown meanwhile.
+async fn answers_are_found_once_finished(store: DynStore) {
+    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
+    let pause = Step::Sleep(Duration::from_millis(300));
+    let stopped = vec![delta("Quokkas "), pause.clone(), delta("smile"), Step::Hang];
+    let done = vec![delta("Wombats "), pause, delta("dig"), Step::Emit(StreamEvent::Stop(StopReason::EndTurn))];
+    let server = TestServer::with(store, ScriptedModel::new(vec![stopped, done])).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me about marsupials"}))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(read_frames(response));
+    let mut saved = false;
+    for _ in 0..500 {
+        let detail = server.detail(thread).await;
+        if detail.messages.get(1).is_some_and(|m| m.content == "Quokkas smile") {
+            saved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(saved, "the draft was saved while the answer was being written");
+    assert_eq!(found(&server, "quokkas").await, vec![]);
+    assert_eq!(found(&server, "smile").await, vec![]);
+    assert_eq!(found(&server, "marsupials").await.len(), 2, "the question and the conversation's title");
+    assert!(server.detail(thread).await.running, "still being written while searched");
+
+    let stop = server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    assert_eq!(stop.status(), 202);
+    assert_eq!(names(&reader.await.unwrap()).last(), Some(&"message_complete"));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages[1].status, MessageStatus::Stopped);
+    assert_eq!(found(&server, "quokkas smile").await, vec![Some(detail.messages[1].id)]);
+
+    let frames = server.chat(thread, "And the other one?").await;
+    assert_eq!(names(&frames).last(), Some(&"message_complete"));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(
+        (detail.messages[3].content.as_str(), detail.messages[3].status),
+        ("Wombats dig", MessageStatus::Complete)
+    );
+    assert_eq!(found(&server, "wombats").await, vec![Some(detail.messages[3].id)]);
+}
+
+#[tokio::test]
+async fn on_sqlite_answers_are_found_once_finished() {
+    let (store, _dir) = sqlite_store().await;
+    answers_are_found_once_finished(store).await;
+}
+
+#[tokio::test]
+async fn on_postgres_answers_are_found_once_finished() {
+    let Some(url) = fresh_postgres_url("on_postgres_answers_are_found_once_finished").await else { return };
+    answers_are_found_once_finished(quire::store::connect(&url).await.expect("connect")).await;
 }

@@ -21,7 +21,7 @@ use quire::store::{
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
+use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db, Raw};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -136,6 +136,8 @@ stories!(
     message_heads_and_tails,
     progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
+    answers_are_searchable_once_finished,
+    answers_cut_off_while_written_become_searchable,
     listing_order_and_cursors,
 );
 
@@ -1083,6 +1085,133 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
     }
     assert_eq!(won, 1);
     assert_eq!(db.raw.int("select count(*) from turns where thread_id = ? and status = 'running'", t.id).await, 1);
+}
+
+/// A draft of an answer, saved as still being written or as finished.
+fn answer_draft(turn: Uuid, user: Uuid, thread: Uuid, id: Uuid, content: &str, writing: bool) -> store::TurnProgress {
+    store::TurnProgress {
+        turn,
+        user,
+        events: Vec::new(),
+        answer: Some(store::AnswerDraft {
+            id,
+            thread_id: thread,
+            update: MessageUpdate {
+                content: content.into(),
+                status: if writing { MessageStatus::Interrupted } else { MessageStatus::Complete },
+                usage: Usage::default(),
+                model: None,
+                context: None,
+            },
+            writing,
+        }),
+    }
+}
+
+/// The ids of the user's messages that a search for `word` finds.
+async fn found(store: &DynStore, user: Uuid, word: &str) -> Vec<Option<Uuid>> {
+    let page = store.search(user, word, 100, 0).await.unwrap();
+    assert_eq!(page.total, page.hits.len() as u64);
+    page.hits.iter().filter(|h| h.kind == HitKind::Message).map(|h| h.message_id).collect()
+}
+
+async fn answers_are_searchable_once_finished(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let (a, b) = (s.create_thread(u, "One", &[]).await.unwrap(), s.create_thread(u, "Two", &[]).await.unwrap());
+    let question = say(s, u, a.id, "Tell me about quokkas").await;
+    let (turn_a, turn_b, answer_a, answer_b) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    s.begin_turn(u, a.id, turn_a, 60_000).await.unwrap();
+    s.begin_turn(u, b.id, turn_b, 60_000).await.unwrap();
+
+    // First saves, then rewrites (two answers in one batch, then one alone): stored and shown, never found.
+    s.save_progress(&[answer_draft(turn_a, u, a.id, answer_a, "Quokkas live", true)]).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Quokkas live");
+    assert_eq!(found(s, u, "quokkas").await, vec![Some(question.id)], "only the question");
+    s.save_progress(&[
+        answer_draft(turn_a, u, a.id, answer_a, "Quokkas live on Rottnest", true),
+        answer_draft(turn_b, u, b.id, answer_b, "Wombats dig", true),
+    ])
+    .await
+    .unwrap();
+    s.save_progress(&[answer_draft(turn_a, u, a.id, answer_a, "Quokkas live on Rottnest Island", true)]).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Quokkas live on Rottnest Island");
+    assert_eq!(found(s, u, "rottnest").await, vec![]);
+    assert_eq!(found(s, u, "wombats").await, vec![]);
+    assert_eq!(found(s, u, "quokkas").await, vec![Some(question.id)]);
+
+    // The final save lets the whole answer in, once.
+    s.save_progress(&[answer_draft(turn_a, u, a.id, answer_a, "Quokkas live on Rottnest Island.", false)])
+        .await
+        .unwrap();
+    assert_eq!(found(s, u, "rottnest").await, vec![Some(answer_a)]);
+    assert_eq!(found(s, u, "quokkas").await.len(), 2);
+    assert_eq!(found(s, u, "wombats").await, vec![], "the other answer is still being written");
+
+    // An answer finished at its first save is found at once; an edited answer is found by its new words only.
+    let short = Uuid::now_v7();
+    s.save_progress(&[answer_draft(turn_b, u, b.id, short, "Echidnas lay eggs", false)]).await.unwrap();
+    assert_eq!(found(s, u, "echidnas").await, vec![Some(short)]);
+    let edit = MessageUpdate {
+        content: "Platypuses too".into(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+        context: None,
+    };
+    s.update_message(u, short, &edit).await.unwrap();
+    assert_eq!(found(s, u, "echidnas").await, vec![]);
+    assert_eq!(found(s, u, "platypuses").await, vec![Some(short)]);
+}
+
+async fn answers_cut_off_while_written_become_searchable(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let thread = |title: &'static str| async move { s.create_thread(u, title, &[]).await.unwrap().id };
+    let (live, taken_over, closed, swept) =
+        (thread("Live").await, thread("Taken over").await, thread("Closed").await, thread("Swept").await);
+    let ids: Vec<(Uuid, Uuid)> = (0..4).map(|_| (Uuid::now_v7(), Uuid::now_v7())).collect();
+    let words = ["aardvark", "bandicoot", "cassowary", "dingo"];
+    for ((thread, (turn, answer)), word) in [live, taken_over, closed, swept].into_iter().zip(&ids).zip(words) {
+        s.begin_turn(u, thread, *turn, 60_000).await.unwrap();
+        s.save_progress(&[answer_draft(*turn, u, thread, *answer, word, true)]).await.unwrap();
+        assert_eq!(found(s, u, word).await, vec![]);
+    }
+    // Every turn goes quiet but the live one.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    s.heartbeat_turns(&[ids[0].0]).await.unwrap();
+
+    // Closing a turn whose final save never came: its last draft is found.
+    s.finish_turn(ids[2].0, &[]).await.unwrap();
+    assert_eq!(found(s, u, "cassowary").await, vec![Some(ids[2].1)]);
+
+    // A new turn taking over a dead one: the dead one's draft is found.
+    s.begin_turn(u, taken_over, Uuid::now_v7(), 300).await.unwrap();
+    assert_eq!(found(s, u, "bandicoot").await, vec![Some(ids[1].1)]);
+
+    // The sweep leaves the drafts of turns heard from lately alone and releases the rest.
+    assert_eq!(s.release_abandoned_answers(60_000).await.unwrap(), 0);
+    assert_eq!(found(s, u, "dingo").await, vec![]);
+    assert_eq!(s.release_abandoned_answers(300).await.unwrap(), 1, "only the turn that went quiet");
+    assert_eq!(found(s, u, "dingo").await, vec![Some(ids[3].1)]);
+    assert_eq!(found(s, u, "aardvark").await, vec![], "a live turn's draft stays out");
+
+    // A process that died while writing: opening the database again (SQLite) or the sweep at start-up
+    // (PostgreSQL, several instances: only once no live turn holds the thread) lets the draft in.
+    match &db.raw {
+        Raw::Sqlite(_) => {
+            let dir = db._dir.as_ref().expect("the SQLite file's directory");
+            let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+            let reopened = store::connect(&url).await.expect("reopen");
+            assert_eq!(found(&reopened, u, "aardvark").await, vec![Some(ids[0].1)]);
+        }
+        Raw::Postgres(_) => {
+            tokio::time::sleep(Duration::from_millis(350)).await;
+            assert_eq!(s.release_abandoned_answers(300).await.unwrap(), 1);
+            assert_eq!(found(s, u, "aardvark").await, vec![Some(ids[0].1)]);
+        }
+    }
+    assert_eq!(db.raw.int("select count(*) from messages where user_id = ? and writing", u).await, 0);
 }
 
 async fn listing_order_and_cursors(db: Db) {
