@@ -1,0 +1,124 @@
+//! Saving the drafts of answers being written (criterion): what the progress writer does every few dozen
+//! milliseconds while turns stream.
+//!
+//! - `drafts/<backend>/writing`: one `Store::save_progress` batch rewriting 500 saved drafts (one per running
+//!   turn, 2,000 characters each, the text changed every batch), marked as still being written: kept out of the
+//!   search index.
+//! - `drafts/<backend>/finished`: the same batch marked finished, so every draft is indexed again: what each batch
+//!   cost before drafts were kept out of the index.
+//!
+//! SQLite always; PostgreSQL too when `QUIRE_TEST_POSTGRES_URL` names a database (`scripts/with-postgres`).
+//!
+//!     cargo bench --profile server-release -p server --bench drafts
+//!     scripts/with-postgres cargo bench --profile server-release -p server --bench drafts
+//!
+//! `cargo test -p server --benches` runs each benchmark once, with 5 drafts (criterion's test mode).
+
+#[path = "support/mode.rs"]
+mod mode;
+#[path = "support/text.rs"]
+mod text;
+
+use app::api::{MessageStatus, Usage};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use quire::store::{self, AnswerDraft, DynStore, MessageUpdate, NewUser, TurnProgress};
+use text::TextGen;
+use uuid::Uuid;
+
+/// Running turns whose drafts one batch rewrites.
+const TURNS: usize = 500;
+/// Characters of each draft.
+const DRAFT_CHARS: usize = 2_000;
+
+/// One running turn: its id, its thread, its answer's id and the answer's text so far.
+struct Running {
+    turn: Uuid,
+    thread: Uuid,
+    answer: Uuid,
+    text: String,
+}
+
+/// A batch of every turn's draft, each text changed by `round` (as a longer text would change it).
+fn batch(user: Uuid, turns: &[Running], round: u64, writing: bool) -> Vec<TurnProgress> {
+    turns
+        .iter()
+        .map(|t| TurnProgress {
+            turn: t.turn,
+            user,
+            events: Vec::new(),
+            answer: Some(AnswerDraft {
+                id: t.answer,
+                thread_id: t.thread,
+                update: MessageUpdate {
+                    content: format!("{} round{round}", t.text),
+                    status: MessageStatus::Interrupted,
+                    usage: Usage::default(),
+                    model: Some("bench".into()),
+                    context: None,
+                },
+                writing,
+            }),
+        })
+        .collect()
+}
+
+/// A user with `n` running turns, each with its first draft saved (as being written or not).
+async fn running_turns(store: &DynStore, n: usize, writing: bool, gen: &mut TextGen) -> (Uuid, Vec<Running>) {
+    let user = store
+        .create_user(NewUser {
+            email: format!("{}@example.com", Uuid::new_v4().simple()),
+            password_hash: "not a hash".into(),
+            display_name: "Bench".into(),
+        })
+        .await
+        .expect("user")
+        .id;
+    let mut turns = Vec::with_capacity(n);
+    for i in 0..n {
+        let thread = store.create_thread(user, &format!("Thread {i}"), &[]).await.expect("thread").id;
+        let turn = Uuid::now_v7();
+        store.begin_turn(user, thread, turn, 3_600_000).await.expect("turn");
+        turns.push(Running { turn, thread, answer: Uuid::now_v7(), text: gen.prose(DRAFT_CHARS) });
+    }
+    store.save_progress(&batch(user, &turns, 0, writing)).await.expect("first save");
+    (user, turns)
+}
+
+fn draft_benches(c: &mut Criterion) {
+    let smoke = mode::smoke_run();
+    let n = if smoke { 5 } else { TURNS };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut stores = vec![(
+        "sqlite",
+        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store"),
+    )];
+    if let Ok(url) = std::env::var("QUIRE_TEST_POSTGRES_URL") {
+        stores.push(("postgres", rt.block_on(store::connect(&url)).expect("postgres store")));
+    }
+    let mut gen = TextGen::new(7);
+    let mut group = c.benchmark_group("drafts");
+    group.sample_size(20);
+    group.throughput(Throughput::Elements(n as u64));
+    for (backend, store) in &stores {
+        for writing in [true, false] {
+            let (user, turns) = rt.block_on(running_turns(store, n, writing, &mut gen));
+            let round = std::cell::Cell::new(0);
+            let name = format!("{backend}/{}", if writing { "writing" } else { "finished" });
+            group.bench_function(name, |b| {
+                b.to_async(&rt).iter_batched(
+                    || {
+                        round.set(round.get() + 1);
+                        batch(user, &turns, round.get(), writing)
+                    },
+                    |progress| async move { store.save_progress(&progress).await.expect("save") },
+                    BatchSize::LargeInput,
+                )
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, draft_benches);
+criterion_main!(benches);
