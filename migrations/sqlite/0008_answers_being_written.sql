@@ -1,7 +1,7 @@
 -- An answer is saved again and again while it is written (every 250 ms); re-indexing its whole growing text each
 -- time cost more than anything else its saves do. A message marked `writing` stays out of the search index and
--- enters it once, when it is saved as finished (or found cut off: see `Sqlite::connect` and
--- `release_abandoned_answers`).
+-- enters it once, when it is saved as finished (or found cut off: see `Sqlite::connect`, and `begin_turn_with`,
+-- `finish_turn` and `release_abandoned_answers` in the store).
 alter table messages add column writing integer not null default 0 check (writing in (0, 1));
 
 -- The answers still being written: a few at any time, found without reading the others.
