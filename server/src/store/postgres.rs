@@ -1126,13 +1126,15 @@ impl Store for Postgres {
         if !owned_in(&mut tx, "threads", user, thread).await? {
             return Err(StoreError::NotFound);
         }
-        sqlx::query(
+        let taken_over = sqlx::query(
             "update turns set status = 'done' where thread_id = $1 and status = 'running' and heartbeat_at < $2",
         )
         .bind(thread)
         .bind(now - chrono::Duration::milliseconds(stale_after_ms))
         .execute(&mut *tx)
-        .await?;
+        .await?
+        .rows_affected()
+            > 0;
         // A concurrent begin blocks here on the partial unique index until the other commits, then fails.
         let inserted = sqlx::query(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
@@ -1159,12 +1161,14 @@ impl Store for Postgres {
         .bind(turn)
         .execute(&mut *tx)
         .await?;
-        // No other turn holds the thread now (a dead one was taken over above): an answer still marked as being
-        // written was cut off.
-        sqlx::query("update messages set writing = false where thread_id = $1 and writing")
-            .bind(thread)
-            .execute(&mut *tx)
-            .await?;
+        // A dead turn was taken over above: its answer, still marked as being written, was cut off. (Only then; a
+        // turn that ended otherwise had its answer released by `finish_turn` or `release_abandoned_answers`.)
+        if taken_over {
+            sqlx::query("update messages set writing = false where thread_id = $1 and writing")
+                .bind(thread)
+                .execute(&mut *tx)
+                .await?;
+        }
         let saved = match request {
             Some(message) => {
                 let (id, created) = (Uuid::now_v7(), super::now());

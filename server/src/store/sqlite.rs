@@ -1318,11 +1318,15 @@ impl Store for Sqlite {
             .fetch_optional(&mut *tx)
             .await?;
         owned.ok_or(StoreError::NotFound)?;
-        sqlx::query("update turns set status = 'done' where thread_id = ? and status = 'running' and heartbeat_at < ?")
-            .bind(thread.to_string())
-            .bind(now - stale_after_ms * 1000)
-            .execute(&mut *tx)
-            .await?;
+        let taken_over = sqlx::query(
+            "update turns set status = 'done' where thread_id = ? and status = 'running' and heartbeat_at < ?",
+        )
+        .bind(thread.to_string())
+        .bind(now - stale_after_ms * 1000)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
         let inserted = sqlx::query(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at) values (?, ?, ?, 'running', ?, ?)",
         )
@@ -1346,11 +1350,15 @@ impl Store for Sqlite {
             .bind(turn.to_string())
             .execute(&mut *tx)
             .await?;
-        // No other turn holds the thread now: an answer still marked as being written was cut off.
-        sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
-            .bind(thread.to_string())
-            .execute(&mut *tx)
-            .await?;
+        // A dead turn was taken over: its answer, still marked as being written, was cut off. (Only then: every
+        // statement here is a round trip to the writer, which every conversation's start waits for. A turn that
+        // ended otherwise had its answer released by `finish_turn`, or by `release_abandoned_answers`.)
+        if taken_over {
+            sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
+                .bind(thread.to_string())
+                .execute(&mut *tx)
+                .await?;
+        }
         let saved = match request {
             Some(message) => {
                 let (id, created) = (Uuid::now_v7(), super::now());
