@@ -22,8 +22,9 @@
 mod mode;
 #[path = "support/stats.rs"]
 mod stats;
+#[path = "../tests/it/common/tls.rs"]
+mod tls;
 
-use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -59,12 +60,47 @@ struct Args {
     /// Fresh Quire processes measured per number of idle streams (the median is reported).
     #[arg(long, default_value_t = 3)]
     idle_runs: usize,
+    /// How the fake provider is reached: `http` (plain HTTP/1.1, a connection per stream, as a model server on
+    /// the local network) or `https` (TLS with a certificate of its own authority and HTTP/2, as the hosted
+    /// providers; Quire trusts the authority through `QUIRE_LLM_CA_FILE`).
+    #[arg(long, default_value = "http")]
+    upstream: Scheme,
     #[command(flatten)]
     mode: mode::Mode,
 }
 
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Scheme {
+    Http,
+    Https,
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The fake upstream.
+
+/// Where the fake upstream listens.
+#[derive(Clone)]
+struct Upstream {
+    /// `http://127.0.0.1:port` or `https://localhost:port`.
+    origin: String,
+    /// The authority's certificate (HTTPS only), in a file for Quire.
+    ca: Option<(String, Arc<tempfile::TempDir>)>,
+}
+
+impl Upstream {
+    fn ca_file(&self) -> Option<std::path::PathBuf> {
+        self.ca.as_ref().map(|(_, dir)| dir.path().join("ca.pem"))
+    }
+
+    /// A load client that trusts the upstream's authority.
+    fn client(&self) -> anyhow::Result<reqwest::Client> {
+        let mut builder = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX);
+        if let Some((pem, _)) = &self.ca {
+            builder = builder.add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes())?);
+        }
+        Ok(builder.build()?)
+    }
+}
 
 #[derive(Clone)]
 struct Fake {
@@ -123,16 +159,27 @@ async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Respo
         .expect("response")
 }
 
-async fn start_fake(fake: Fake) -> anyhow::Result<SocketAddr> {
+async fn start_fake(fake: Fake, scheme: Scheme) -> anyhow::Result<Upstream> {
+    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(fake);
+    if scheme == Scheme::Https {
+        // Streams per connection are not limited here: Quire spreads its streams over connections by itself,
+        // and the direct path (one load client) should not queue behind a limit.
+        let front = tls::serve(app, u32::MAX).await?;
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("ca.pem"), &front.ca_pem)?;
+        return Ok(Upstream {
+            origin: format!("https://localhost:{}", front.addr.port()),
+            ca: Some((front.ca_pem, Arc::new(dir))),
+        });
+    }
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let app = Router::new().route("/v1/chat/completions", post(completions)).with_state(fake);
     // As a real provider's front end would, and as Quire does: no small write waits for a delayed ACK.
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
         let _ = tcp.set_nodelay(true);
     });
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(addr)
+    Ok(Upstream { origin: format!("http://{addr}"), ca: None })
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -152,17 +199,21 @@ impl Drop for Quire {
 }
 
 /// Starts Quire; `environment` is added to its environment.
-async fn start_quire(upstream: SocketAddr, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
+async fn start_quire(upstream: &Upstream, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
     let dir = tempfile::tempdir()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     // `QUIRE_BIN` measures another build of the server (for a before/after comparison).
     let binary = std::env::var_os("QUIRE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_quire").into());
-    let child = Command::new(binary)
+    let mut command = Command::new(binary);
+    if let Some(ca_file) = upstream.ca_file() {
+        command.env("QUIRE_LLM_CA_FILE", ca_file);
+    }
+    let child = command
         .env("LEPTOS_SITE_ADDR", format!("127.0.0.1:{port}"))
         .env("QUIRE_DATA_DIR", dir.path())
         .env("QUIRE_LLM_PROVIDER", "openai")
         .env("QUIRE_MODEL", "bench-model")
-        .env("OPENAI_BASE_URL", format!("http://{upstream}/v1"))
+        .env("OPENAI_BASE_URL", format!("{}/v1", upstream.origin))
         .env("OPENAI_API_KEY", "bench")
         .env("QUIRE_RATE_LIMITS", "off")
         .env("RUST_LOG", "warn")
@@ -267,10 +318,10 @@ async fn read_events(
     Ok(timing)
 }
 
-async fn direct_stream(client: &reqwest::Client, upstream: SocketAddr) -> anyhow::Result<Timing> {
+async fn direct_stream(client: &reqwest::Client, upstream: &str) -> anyhow::Result<Timing> {
     let sent = Instant::now();
     let response = client
-        .post(format!("http://{upstream}/v1/chat/completions"))
+        .post(format!("{upstream}/v1/chat/completions"))
         .json(&json!({"model": "bench-model", "stream": true, "messages": [{"role": "user", "content": "hello"}]}))
         .send()
         .await?
@@ -354,11 +405,11 @@ async fn main() -> anyhow::Result<()> {
         stall: stall.clone(),
         release: release_rx,
     };
-    let upstream = start_fake(fake).await?;
-    let quire = start_quire(upstream, &[]).await?;
+    let upstream = start_fake(fake, args.upstream).await?;
+    let quire = start_quire(&upstream, &[]).await?;
     let pid = quire.child.id();
     let base = quire.base.clone();
-    let client = reqwest::Client::builder().pool_max_idle_per_host(usize::MAX).build()?;
+    let client = upstream.client()?;
 
     let max_streams = args.streams.iter().chain(&args.idle).copied().max().unwrap_or(1);
     let accounts_wanted = max_streams.clamp(1, 10);
@@ -369,7 +420,8 @@ async fn main() -> anyhow::Result<()> {
     let limit = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
     let open_files = limit.lines().find(|l| l.starts_with("Max open files")).unwrap_or("").to_string();
     println!(
-        "relay: {} deltas {} ms apart, {} rounds per client; {}",
+        "relay: upstream {}, {} deltas {} ms apart, {} rounds per client; {}",
+        upstream.origin,
         args.deltas,
         args.gap_ms,
         args.rounds,
@@ -384,9 +436,11 @@ async fn main() -> anyhow::Result<()> {
         let threads = make_threads(&client, &base, &accounts, streams).await?;
         let direct = {
             let client = client.clone();
+            let origin = upstream.origin.clone();
             run_level(streams, args.rounds, args.deltas, move |_| {
                 let client = client.clone();
-                async move { direct_stream(&client, upstream).await }
+                let origin = origin.clone();
+                async move { direct_stream(&client, &origin).await }
             })
             .await?
         };
@@ -414,7 +468,7 @@ async fn main() -> anyhow::Result<()> {
 
     drop(quire);
     if !args.idle.is_empty() {
-        idle_streams(&args, &client, upstream, &stall, &release_tx).await?;
+        idle_streams(&args, &client, &upstream, &stall, &release_tx).await?;
     }
     Ok(())
 }
@@ -490,7 +544,7 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
 async fn idle_streams(
     args: &Args,
     client: &reqwest::Client,
-    upstream: SocketAddr,
+    upstream: &Upstream,
     stall: &AtomicBool,
     release: &watch::Sender<u64>,
 ) -> anyhow::Result<()> {

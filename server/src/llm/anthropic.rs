@@ -1,6 +1,6 @@
 //! Provider for the Anthropic Messages API (`POST {base}/v1/messages`, streamed).
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, path::PathBuf};
 
 use reqwest::header::{HeaderValue, ACCEPT};
 use serde::{Deserialize, Serialize};
@@ -32,6 +32,8 @@ pub struct AnthropicConfig {
     pub model: String,
     /// Connect, first-byte and idle timeouts.
     pub timeouts: HttpTimeouts,
+    /// A PEM file of certificates trusted besides the public roots (`QUIRE_LLM_CA_FILE`).
+    pub ca_file: Option<PathBuf>,
     /// `max_tokens` sent when the request leaves it at 0.
     pub default_max_tokens: u32,
 }
@@ -49,6 +51,7 @@ impl AnthropicConfig {
             api_key: None,
             model: model.into(),
             timeouts: HttpTimeouts::default(),
+            ca_file: None,
             default_max_tokens: DEFAULT_MAX_TOKENS,
         }
     }
@@ -61,28 +64,32 @@ impl AnthropicConfig {
             .map(|url| url.trim().to_owned())
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self { api_key: ApiKey::from_env("ANTHROPIC_API_KEY"), ..Self::with_base_url(base_url, model) }
+        Self {
+            api_key: ApiKey::from_env("ANTHROPIC_API_KEY"),
+            ca_file: transport::ca_file_from_env(),
+            ..Self::with_base_url(base_url, model)
+        }
     }
 }
 
 /// A [`Provider`] speaking the Messages API with `stream: true`.
 pub struct AnthropicProvider {
     config: AnthropicConfig,
-    client: reqwest::Client,
+    clients: transport::Clients,
 }
 
 impl fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The config's Debug redacts the key; the client is left out as noise.
+        // The config's Debug redacts the key; the clients are left out as noise.
         f.debug_struct("AnthropicProvider").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
 impl AnthropicProvider {
-    /// Creates the provider and its HTTP client.
+    /// Creates the provider and its first HTTP client.
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        let client = transport::build_client(&config.timeouts)?;
-        Ok(Self { config, client })
+        let clients = transport::Clients::new(&config.timeouts, config.ca_file.as_deref())?;
+        Ok(Self { config, clients })
     }
 
     /// The configuration in use.
@@ -108,8 +115,9 @@ impl Provider for AnthropicProvider {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let url = transport::join_url(&self.config.base_url, "v1/messages");
         tracing::debug!(provider = "anthropic", model = %self.config.model, %url, "starting completion");
-        let mut builder = self
-            .client
+        let lease = self.clients.lease()?;
+        let mut builder = lease
+            .client()
             .post(url)
             .header("anthropic-version", API_VERSION)
             .header(ACCEPT, "text/event-stream")
@@ -124,7 +132,7 @@ impl Provider for AnthropicProvider {
             builder = builder.header("x-api-key", value);
         }
         let response = transport::send(builder, &self.config.timeouts).await?;
-        Ok(transport::decode_stream(response, Decoder::default(), self.config.timeouts.idle))
+        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))
     }
 }
 

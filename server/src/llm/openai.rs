@@ -3,7 +3,7 @@
 //! The same wire format is spoken by most local servers (Ollama, llama.cpp, vLLM), so the API
 //! key is optional and the base URL configurable.
 
-use std::{collections::BTreeMap, fmt};
+use std::{collections::BTreeMap, fmt, path::PathBuf};
 
 use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
@@ -54,6 +54,8 @@ pub struct OpenAiConfig {
     pub model: String,
     /// Connect, first-byte and idle timeouts.
     pub timeouts: HttpTimeouts,
+    /// A PEM file of certificates trusted besides the public roots (`QUIRE_LLM_CA_FILE`).
+    pub ca_file: Option<PathBuf>,
     /// Field name used for the output token limit.
     pub max_tokens_field: MaxTokensField,
 }
@@ -73,6 +75,7 @@ impl OpenAiConfig {
             api_key: None,
             model: model.into(),
             timeouts: HttpTimeouts::default(),
+            ca_file: None,
         }
     }
 
@@ -84,28 +87,32 @@ impl OpenAiConfig {
             .map(|url| url.trim().to_owned())
             .filter(|url| !url.is_empty())
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-        Self { api_key: ApiKey::from_env("OPENAI_API_KEY"), ..Self::with_base_url(base_url, model) }
+        Self {
+            api_key: ApiKey::from_env("OPENAI_API_KEY"),
+            ca_file: transport::ca_file_from_env(),
+            ..Self::with_base_url(base_url, model)
+        }
     }
 }
 
 /// A [`Provider`] speaking the Chat Completions API with `stream: true`.
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    client: reqwest::Client,
+    clients: transport::Clients,
 }
 
 impl fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The config's Debug redacts the key; the client is left out as noise.
+        // The config's Debug redacts the key; the clients are left out as noise.
         f.debug_struct("OpenAiProvider").field("config", &self.config).finish_non_exhaustive()
     }
 }
 
 impl OpenAiProvider {
-    /// Creates the provider and its HTTP client.
+    /// Creates the provider and its first HTTP client.
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        let client = transport::build_client(&config.timeouts)?;
-        Ok(Self { config, client })
+        let clients = transport::Clients::new(&config.timeouts, config.ca_file.as_deref())?;
+        Ok(Self { config, clients })
     }
 
     /// The configuration in use.
@@ -131,13 +138,14 @@ impl Provider for OpenAiProvider {
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let url = transport::join_url(&self.config.base_url, "chat/completions");
         tracing::debug!(provider = "openai", model = %self.config.model, %url, "starting completion");
+        let lease = self.clients.lease()?;
         let mut builder =
-            self.client.post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
+            lease.client().post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
         if let Some(key) = &self.config.api_key {
             builder = builder.header(AUTHORIZATION, bearer(key)?);
         }
         let response = transport::send(builder, &self.config.timeouts).await?;
-        Ok(transport::decode_stream(response, Decoder::default(), self.config.timeouts.idle))
+        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))
     }
 }
 

@@ -1,7 +1,16 @@
 //! HTTP plumbing shared by the providers: timeouts, sending a request, turning a failed response
 //! into an [`LlmError`], and driving an SSE body through a provider-specific decoder.
 
-use std::{collections::VecDeque, error::Error as _, time::Duration};
+use std::{
+    collections::VecDeque,
+    error::Error as _,
+    path::{Path, PathBuf},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use bytes::Bytes;
 use futures::{stream::BoxStream, StreamExt};
@@ -35,12 +44,96 @@ impl Default for HttpTimeouts {
     }
 }
 
-/// Builds the HTTP client used by one provider.
-pub(crate) fn build_client(timeouts: &HttpTimeouts) -> Result<reqwest::Client, LlmError> {
-    reqwest::Client::builder()
-        .connect_timeout(timeouts.connect)
-        .build()
-        .map_err(|e| LlmError::Network(format!("could not build HTTP client: {}", describe(&e))))
+/// Streams sent through one HTTP client at a time. Over TLS a provider is spoken to in HTTP/2 when it offers it
+/// (one connection carries many streams, so an open stream costs no connection of its own), and HTTP/2 servers
+/// limit the streams open on one connection, commonly to 100 (RFC 9113 asks for no fewer). hyper's pool never opens
+/// a second connection to an origin whose connection is full: streams over the limit would wait for others to end.
+/// So no client carries more than this many, and more streams spread over more clients (each with its own pool).
+pub(crate) const STREAMS_PER_CLIENT: usize = 100;
+
+/// The certificates (PEM) in `path`, trusted besides the usual public roots: a provider behind a private
+/// certificate authority (`QUIRE_LLM_CA_FILE`).
+fn extra_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, LlmError> {
+    let pem = std::fs::read(path)
+        .map_err(|e| LlmError::Network(format!("could not read the certificate file {}: {e}", path.display())))?;
+    let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+        LlmError::Network(format!("the certificate file {} is not PEM: {}", path.display(), describe(&e)))
+    })?;
+    if roots.is_empty() {
+        return Err(LlmError::Network(format!("the certificate file {} holds no certificate", path.display())));
+    }
+    Ok(roots)
+}
+
+/// Reads the optional path of extra trusted certificates for the model provider.
+pub(crate) fn ca_file_from_env() -> Option<PathBuf> {
+    std::env::var_os("QUIRE_LLM_CA_FILE").filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
+/// The HTTP clients of one provider, each carrying at most [`STREAMS_PER_CLIENT`] streams at a time.
+pub(crate) struct Clients {
+    connect_timeout: Duration,
+    extra_roots: Vec<reqwest::Certificate>,
+    lanes: std::sync::Mutex<Vec<Arc<Lane>>>,
+}
+
+struct Lane {
+    client: reqwest::Client,
+    streams: AtomicUsize,
+}
+
+/// One stream's claim on a client, given back when dropped.
+pub(crate) struct Lease(Arc<Lane>);
+
+impl Lease {
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.0.client
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.0.streams.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Clients {
+    /// Builds the first client, so a configuration that cannot work fails at start-up.
+    pub(crate) fn new(timeouts: &HttpTimeouts, ca_file: Option<&Path>) -> Result<Self, LlmError> {
+        let extra_roots = ca_file.map(extra_roots).transpose()?.unwrap_or_default();
+        let clients = Self { connect_timeout: timeouts.connect, extra_roots, lanes: Default::default() };
+        let first = clients.build()?;
+        clients.lanes.lock().expect("lanes").push(Arc::new(Lane { client: first, streams: AtomicUsize::new(0) }));
+        Ok(clients)
+    }
+
+    fn build(&self) -> Result<reqwest::Client, LlmError> {
+        let mut builder = reqwest::Client::builder().connect_timeout(self.connect_timeout);
+        for root in &self.extra_roots {
+            builder = builder.add_root_certificate(root.clone());
+        }
+        builder.build().map_err(|e| LlmError::Network(format!("could not build HTTP client: {}", describe(&e))))
+    }
+
+    /// A client with room for one more stream: the first that has some, so streams gather on few connections;
+    /// a new client when all are full. Clients are kept once made (an idle one holds no connection for long).
+    pub(crate) fn lease(&self) -> Result<Lease, LlmError> {
+        let mut lanes = self.lanes.lock().expect("lanes");
+        // Leases are only taken under the lock, so a lane seen with room keeps it until the increment below.
+        if let Some(lane) = lanes.iter().find(|lane| lane.streams.load(Ordering::Relaxed) < STREAMS_PER_CLIENT) {
+            lane.streams.fetch_add(1, Ordering::Relaxed);
+            return Ok(Lease(lane.clone()));
+        }
+        let lane = Arc::new(Lane { client: self.build()?, streams: AtomicUsize::new(1) });
+        lanes.push(lane.clone());
+        Ok(Lease(lane))
+    }
+
+    /// How many clients there are (for tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lanes.lock().expect("lanes").len()
+    }
 }
 
 /// Joins a URL base and a path without doubling or dropping the slash between them.
@@ -171,6 +264,8 @@ pub(crate) trait SseDecoder: Send + 'static {
 
 /// State of one streamed body being decoded.
 struct Driver<D> {
+    /// The client's room for this stream, held until the body is dropped.
+    _lease: Lease,
     body: BoxStream<'static, reqwest::Result<Bytes>>,
     parser: SseParser,
     decoder: D,
@@ -182,8 +277,14 @@ struct Driver<D> {
 /// Decodes the SSE body of `response` with `decoder`. The stream ends after the decoder's
 /// [`Progress::Done`] or after the first error, which is always reported: a body that stalls for
 /// `idle`, breaks off, or ends early never looks like a complete answer.
-pub(crate) fn decode_stream<D: SseDecoder>(response: Response, decoder: D, idle: Duration) -> EventStream {
+pub(crate) fn decode_stream<D: SseDecoder>(
+    lease: Lease,
+    response: Response,
+    decoder: D,
+    idle: Duration,
+) -> EventStream {
     let driver = Driver {
+        _lease: lease,
         body: response.bytes_stream().boxed(),
         parser: SseParser::new(),
         decoder,
@@ -308,6 +409,25 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<serde_json::Value
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn streams_spread_over_clients_and_give_their_room_back() {
+        let clients = Clients::new(&HttpTimeouts::default(), None).unwrap();
+        let mut leases: Vec<Lease> = (0..STREAMS_PER_CLIENT).map(|_| clients.lease().unwrap()).collect();
+        assert_eq!(clients.len(), 1);
+        leases.push(clients.lease().unwrap());
+        assert_eq!(clients.len(), 2, "a full client takes no more streams");
+        // A stream that ends frees its room: the next one goes to the first client again.
+        drop(leases.swap_remove(7));
+        let next = clients.lease().unwrap();
+        assert!(Arc::ptr_eq(&next.0, &leases[0].0));
+        assert_eq!(clients.len(), 2);
+        // Everything ended: all of the first client's room is back, and nothing was left counted.
+        drop(next);
+        drop(leases);
+        let lanes = clients.lanes.lock().unwrap();
+        assert!(lanes.iter().all(|lane| lane.streams.load(Ordering::Relaxed) == 0));
+    }
 
     #[test]
     fn status_table() {

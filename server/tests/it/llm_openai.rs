@@ -1,5 +1,6 @@
 //! The OpenAI adapter against a local fake speaking the Chat Completions streaming format.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
@@ -411,4 +412,80 @@ async fn debug_output_does_not_reveal_the_key() {
     assert!(printed.contains("[redacted]"), "{printed}");
     let wrapped = format!("{:?}", RetryingProvider::new(provider, fast_retries()));
     assert!(!wrapped.contains(KEY), "{wrapped}");
+}
+
+/// A provider's front end over TLS whose every answer waits until `expected` requests are open at once, and
+/// records the HTTP version each came in.
+async fn gathering_front_end(
+    expected: usize,
+) -> (crate::common::tls::TlsFrontEnd, Arc<Mutex<Vec<axum::http::Version>>>) {
+    let versions = Arc::new(Mutex::new(Vec::new()));
+    let (all_open, _) = tokio::sync::watch::channel(false);
+    let all_open = Arc::new(all_open);
+    let seen = versions.clone();
+    let router = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move |version: axum::http::Version| {
+            let (seen, all_open) = (seen.clone(), all_open.clone());
+            async move {
+                let mut opened = all_open.subscribe();
+                {
+                    let mut seen = seen.lock().unwrap();
+                    seen.push(version);
+                    if seen.len() >= expected {
+                        all_open.send_replace(true);
+                    }
+                }
+                let _ = opened.wait_for(|open| *open).await;
+                ([("content-type", "text/event-stream")], text_body(&["Hi"]))
+            }
+        }),
+    );
+    (crate::common::tls::serve(router, 100).await.unwrap(), versions)
+}
+
+#[tokio::test]
+async fn more_streams_than_one_http2_connection_allows_all_run_at_once() {
+    // The front end allows 100 streams per connection and answers none until 150 are open: streams queued behind
+    // a full connection would never be answered.
+    const STREAMS: usize = 150;
+    let (front, versions) = gathering_front_end(STREAMS).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, &front.ca_pem).unwrap();
+    let mut config = OpenAiConfig::with_base_url(format!("https://localhost:{}/v1", front.addr.port()), "m");
+    config.ca_file = Some(ca_file);
+    let provider = Arc::new(OpenAiProvider::new(config).unwrap());
+    let streams = (0..STREAMS).map(|_| {
+        let provider = provider.clone();
+        tokio::spawn(async move { collect(provider.stream(hello()).await.unwrap()).await })
+    });
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(streams))
+        .await
+        .expect("streams beyond one connection's limit waited for the others");
+    for events in all {
+        assert!(events.unwrap().contains(&Ok(StreamEvent::TextDelta("Hi".into()))));
+    }
+    let versions = versions.lock().unwrap();
+    assert_eq!(versions.len(), STREAMS);
+    assert!(versions.iter().all(|v| *v == axum::http::Version::HTTP_2), "{versions:?}");
+}
+
+#[tokio::test]
+async fn a_provider_of_an_authority_not_trusted_is_refused() {
+    let (front, versions) = gathering_front_end(1).await;
+    let url = format!("https://localhost:{}/v1", front.addr.port());
+    let provider = OpenAiProvider::new(OpenAiConfig::with_base_url(&url, "m")).unwrap();
+    assert_eq!(code_of(provider.stream(hello()).await), "upstream_unreachable");
+    assert!(versions.lock().unwrap().is_empty());
+
+    // A file that is not a certificate is refused when the provider is made, not at the first message.
+    let dir = tempfile::tempdir().unwrap();
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, "not a certificate").unwrap();
+    let mut config = OpenAiConfig::with_base_url(&url, "m");
+    config.ca_file = Some(ca_file.clone());
+    assert!(OpenAiProvider::new(config.clone()).is_err());
+    config.ca_file = Some(dir.path().join("missing.pem"));
+    assert!(OpenAiProvider::new(config).is_err());
 }
