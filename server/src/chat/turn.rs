@@ -76,7 +76,6 @@ pub async fn start(
     // Personal data is replaced before the message is stored or reaches a model.
     let content = if state.config.redact_pii { crate::privacy::redact(&content) } else { content };
     let silent = request.artifact_generation.unwrap_or(false);
-    let thread_row = state.store.get_thread(user, thread).await?;
     let turn_id = Uuid::now_v7();
     // The turn row and the person's message are one transaction: one commit before the model is called.
     let request = (!silent).then(|| NewMessage {
@@ -96,15 +95,20 @@ pub async fn start(
         })?;
     let live = LiveTurn::new(turn_id, thread, user);
     state.hub.insert(live.clone());
-    let first_message = request_message.as_ref().is_some_and(|m| m.seq == 1);
-    let plan = Plan {
-        user,
-        thread,
-        silent,
-        content,
-        request_message: request_message.map(|m| m.id),
-        name_thread: first_message.then_some(thread_row.title),
+    // A conversation is named at its first message, unless it already has a title of its own. (Read only then:
+    // the start above already refused a conversation that is missing or another person's.)
+    let name_thread = if request_message.as_ref().is_some_and(|m| m.seq == 1) {
+        match state.store.get_thread(user, thread).await {
+            Ok(row) => Some(row.title),
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the conversation's title failed; it is not named");
+                None
+            }
+        }
+    } else {
+        None
     };
+    let plan = Plan { user, thread, silent, content, request_message: request_message.map(|m| m.id), name_thread };
     let state = state.clone();
     let task_live = live.clone();
     // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it however

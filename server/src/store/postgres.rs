@@ -1123,22 +1123,23 @@ impl Store for Postgres {
     ) -> Result<Option<Message>> {
         let now = now();
         let mut tx = self.pool.begin().await?;
-        if !owned_in(&mut tx, "threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
+        // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
         let taken_over = sqlx::query(
-            "update turns set status = 'done' where thread_id = $1 and status = 'running' and heartbeat_at < $2",
+            "update turns set status = 'done'
+             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at < $3",
         )
         .bind(thread)
+        .bind(user)
         .bind(now - chrono::Duration::milliseconds(stale_after_ms))
         .execute(&mut *tx)
         .await?
         .rows_affected()
             > 0;
-        // A concurrent begin blocks here on the partial unique index until the other commits, then fails.
+        // The thread's ownership is checked by the insert itself (one statement less for every start). A concurrent
+        // begin blocks here on the partial unique index until the other commits, then fails.
         let inserted = sqlx::query(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             values ($1, $2, $3, 'running', $4, $4)",
+             select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)",
         )
         .bind(turn)
         .bind(thread)
@@ -1147,6 +1148,7 @@ impl Store for Postgres {
         .execute(&mut *tx)
         .await;
         match inserted {
+            Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
             Ok(_) => {}
             Err(e) if is_unique_violation(&e) => {
                 return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
