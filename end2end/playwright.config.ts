@@ -7,11 +7,15 @@ import { join, resolve } from 'node:path';
 const root = resolve(__dirname, '..');
 const port = process.env.QUIRE_E2E_PORT ?? '3917';
 const baseURL = `http://127.0.0.1:${port}`;
-const dataDir = mkdtempSync(join(tmpdir(), 'quire-e2e-'));
+// Workers load this file too: they inherit the runner's directory rather than each making one of their own.
+// `teardown.ts` removes it at the end.
+process.env.QUIRE_E2E_OWN_DATA_DIR ??= mkdtempSync(join(tmpdir(), 'quire-e2e-'));
+const dataDir = process.env.QUIRE_E2E_OWN_DATA_DIR;
 const binary = process.env.QUIRE_E2E_BIN ?? join(root, 'target', 'debug', 'quire');
 
 export default defineConfig({
   testDir: './tests',
+  globalTeardown: './teardown.ts',
   timeout: 60_000,
   expect: { timeout: 15_000 },
   fullyParallel: false,
