@@ -445,8 +445,8 @@ pub trait Store: Send + Sync + 'static {
 
     // Turns.
     /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
-    /// heartbeat is older than `stale_after_ms` is considered dead and released, and an answer of the thread
-    /// left marked as being written is let into the search index.
+    /// heartbeat is older than `stale_after_ms` is considered dead and released, and its answer, left marked as
+    /// being written, is let into the search index.
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
         self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
     }
