@@ -7,6 +7,9 @@
 //! - `drafts/<backend>/finished`: the same batch marked finished, so every draft is indexed again: what each batch
 //!   cost before drafts were kept out of the index.
 //!
+//! - `drafts/<backend>/events`: one batch of the events 500 running turns streamed in 250 ms (12 each, a text
+//!   delta of a few words with its JSON), without drafts: what every batch stores for re-attaching clients.
+//!
 //! SQLite always; PostgreSQL too when `QUIRE_TEST_POSTGRES_URL` names a database (`scripts/with-postgres`).
 //!
 //!     cargo bench --profile server-release -p server --bench drafts
@@ -21,7 +24,7 @@ mod text;
 
 use app::api::{MessageStatus, Usage};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use quire::store::{self, AnswerDraft, DynStore, MessageUpdate, NewUser, TurnProgress};
+use quire::store::{self, AnswerDraft, DynStore, MessageUpdate, NewUser, StoredEvent, TurnProgress};
 use text::TextGen;
 use uuid::Uuid;
 
@@ -58,6 +61,27 @@ fn batch(user: Uuid, turns: &[Running], round: u64, writing: bool) -> Vec<TurnPr
                 },
                 writing,
             }),
+        })
+        .collect()
+}
+
+/// Events streamed per turn between two batches (deltas 20 ms apart, a batch every 250 ms).
+const EVENTS_PER_TURN: i64 = 12;
+
+/// A batch of `EVENTS_PER_TURN` new events for every turn, numbered after those of earlier rounds.
+fn events(user: Uuid, turns: &[Running], round: i64) -> Vec<TurnProgress> {
+    turns
+        .iter()
+        .map(|t| TurnProgress {
+            turn: t.turn,
+            user,
+            events: (0..EVENTS_PER_TURN)
+                .map(|k| {
+                    let seq = round * EVENTS_PER_TURN + k + 1;
+                    StoredEvent { seq, name: "text_delta".into(), data: format!(r#"{{"text":"word{seq} and more "}}"#) }
+                })
+                .collect(),
+            answer: None,
         })
         .collect()
 }
@@ -116,6 +140,18 @@ fn draft_benches(c: &mut Criterion) {
                 )
             });
         }
+        let (user, turns) = rt.block_on(running_turns(store, n, true, &mut gen));
+        let round = std::cell::Cell::new(0);
+        group.bench_function(format!("{backend}/events"), |b| {
+            b.to_async(&rt).iter_batched(
+                || {
+                    round.set(round.get() + 1);
+                    events(user, &turns, round.get())
+                },
+                |progress| async move { store.save_progress(&progress).await.expect("save") },
+                BatchSize::LargeInput,
+            )
+        });
     }
     group.finish();
 }
