@@ -11,7 +11,8 @@
 //! were opened to when they are all open and settled, divided by their number. Each measurement runs in a
 //! fresh Quire process (`--idle-runs` of them per level, the median reported) after one warm-up chat, so memory
 //! that an earlier level or phase freed but kept (and the connections it left open for reuse) does not make a
-//! level look cheaper, and what the first chat builds once does not make it look dearer.
+//! level look cheaper, and what the first chat builds once does not make it look dearer. `--idle-clients h2c`
+//! opens them over HTTP/2 without TLS, 100 per connection, as a proxy speaking HTTP/2 to Quire would.
 //!
 //!     ulimit -n 65536
 //!     cargo bench --profile server-release -p server --bench relay -- --streams 1,100,500 --idle 1000,5000
@@ -65,8 +66,18 @@ struct Args {
     /// providers; Quire trusts the authority through `QUIRE_LLM_CA_FILE`).
     #[arg(long, default_value = "http")]
     upstream: Scheme,
+    /// How the idle streams' clients reach Quire: `h1` (a connection per stream, as browsers on HTTP/1.1) or
+    /// `h2c` (HTTP/2 without TLS, 100 streams per connection, as a proxy that speaks HTTP/2 to Quire).
+    #[arg(long, default_value = "h1")]
+    idle_clients: ClientProtocol,
     #[command(flatten)]
     mode: mode::Mode,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientProtocol {
+    H1,
+    H2c,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -548,7 +559,11 @@ async fn idle_streams(
     stall: &AtomicBool,
     release: &watch::Sender<u64>,
 ) -> anyhow::Result<()> {
-    println!("idle streams (each a running chat whose model has sent one delta and waits), a fresh Quire per run:");
+    println!(
+        "idle streams (each a running chat whose model has sent one delta and waits; clients over {:?}), a fresh \
+         Quire per run:",
+        args.idle_clients
+    );
     println!(
         "{:>7} | {:>12} {:>12} {:>14} | {:>10} | per stream in each run",
         "streams", "rss before", "rss open", "per stream", "open took"
@@ -560,7 +575,7 @@ async fn idle_streams(
             // password hashes of sign-up (19 MiB each) are freed and then serving such blocks from the heap,
             // where the freed memory would stay resident and be reused by the streams, making them look cheaper.
             let quire = start_quire(upstream, &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")]).await?;
-            runs.push(idle_run(n, client, &quire, stall, release).await?);
+            runs.push(idle_run(n, args.idle_clients, client, &quire, stall, release).await?);
         }
         let mut per: Vec<f64> = runs.iter().map(IdleRun::per_stream_kib).collect();
         per.sort_by(f64::total_cmp);
@@ -610,6 +625,7 @@ async fn settled_rss_kib(pid: u32) -> u64 {
 /// with them all open against before; then lets them finish.
 async fn idle_run(
     n: usize,
+    protocol: ClientProtocol,
     client: &reqwest::Client,
     quire: &Quire,
     stall: &AtomicBool,
@@ -631,8 +647,14 @@ async fn idle_run(
     let started = Instant::now();
     let (opened_tx, mut opened_rx) = tokio::sync::mpsc::channel::<()>(n);
     let mut tasks = Vec::new();
+    // Over HTTP/2 a connection carries 100 streams, each connection from its own client (hyper's pool never opens
+    // a second connection to a full one).
+    let h2c = (protocol == ClientProtocol::H2c)
+        .then(|| (0..n.div_ceil(100)).map(|_| reqwest::Client::builder().http2_prior_knowledge().build()).collect())
+        .transpose()?
+        .unwrap_or_else(Vec::new);
     for (i, thread) in threads.iter().enumerate() {
-        let client = client.clone();
+        let client = h2c.get(i / 100).unwrap_or(client).clone();
         let url = format!("{base}/api/threads/{thread}/chat");
         let token = accounts[i % accounts.len()].token.clone();
         let opened = opened_tx.clone();

@@ -107,3 +107,23 @@ async fn errors_use_the_error_format() {
         server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
     assert!(detail.messages.is_empty(), "rejected requests saved nothing");
 }
+
+#[tokio::test]
+async fn a_proxy_speaking_http2_without_tls_is_served_streams_included() {
+    // As a reverse proxy that speaks HTTP/2 to Quire (many streams sharing one connection) would connect.
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let h2c = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+    let health = h2c.get(server.url("/api/health")).send().await.unwrap();
+    assert_eq!((health.status().as_u16(), health.version()), (200, reqwest::Version::HTTP_2));
+    let chat = h2c
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .bearer_auth(&server.token)
+        .json(&serde_json::json!({"content": "We need a booking system."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!((chat.status().as_u16(), chat.version()), (200, reqwest::Version::HTTP_2));
+    let body = chat.text().await.unwrap();
+    assert!(body.contains("event: text_delta") && body.contains("event: message_complete"), "{body}");
+}
