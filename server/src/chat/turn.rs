@@ -18,7 +18,8 @@ use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
-    self, AnswerDraft, MessageUpdate, NewMessage, StoreError, StoredEvent, ThreadPatch, TraceStep, TurnProgress,
+    self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, StoreError, StoredEvent, ThreadPatch,
+    TraceStep, TurnEnd, TurnProgress,
 };
 use crate::AppState;
 
@@ -421,61 +422,59 @@ impl<'a> Turn<'a> {
         // Whatever was handed over and not written yet comes back: the final state is written here, after
         // any batch that held older progress of this turn.
         let unwritten = self.state.progress.settle(self.live.id).await;
-        let mut message_id = None;
-        if keep_answer {
-            // The final save: the answer enters the search index here.
-            let answer = self.draft(status, true, false);
-            let id = answer.id;
-            let last = TurnProgress { turn: self.live.id, user, events: Vec::new(), answer: Some(answer) };
-            match self.state.store.save_progress(&[last]).await {
-                Ok(()) => message_id = Some(id),
-                // Closing the turn below lets the draft saved last into the search index.
-                Err(e) => tracing::error!(error = %e, "saving the answer failed"),
+        // The final save: the answer enters the search index here.
+        let answer = keep_answer.then(|| self.draft(status, true, false));
+        let message_id = answer.as_ref().map(|a| a.id);
+        let artifacts: Vec<Uuid> = self.artifacts.iter().map(|a| a.id).collect();
+        let model = self.model();
+        if let Ending::Failed(e) = &ending {
+            tracing::warn!(code = e.code(), error = %e, "model failed during a turn");
+        }
+        let mut last_event = self.ending_event(&ending, message_id);
+        let mut events: Vec<StoredEvent> = unwritten.map(|p| p.events).unwrap_or_default();
+        events.extend(self.fresh_events());
+        let seq = self.live.next_seq();
+        let stored = |event: &ChatEvent| StoredEvent { seq, name: event.name().to_string(), data: event.data_json() };
+        events.push(stored(&last_event));
+        // The answer, its documents and trace, the tokens spent, the last events and the turn's closing are one
+        // commit, stored before anyone is told: a client that sends its next message right after
+        // `message_complete` finds the thread free, and a listener elsewhere finds all of it.
+        let end = TurnEnd {
+            events: &events,
+            answer: answer.as_ref().map(|draft| FinalAnswer { user, draft, artifacts: &artifacts, trace: &self.trace }),
+            usage: (self.usage != Usage::default()).then(|| SpentTokens {
+                user,
+                thread: self.plan.thread,
+                model: &model,
+                usage: self.usage,
+            }),
+        };
+        if let Err(e) = self.state.store.finish_turn(self.live.id, end).await {
+            // The turn is closed all the same, so its conversation is free: the answer keeps its last saved draft
+            // (`interrupted`), which closing lets into the search index.
+            tracing::error!(error = %e, "saving the end of a turn failed");
+            last_event = self.ending_event(&ending, None);
+            events.pop();
+            events.push(stored(&last_event));
+            let bare = TurnEnd { events: &events, ..TurnEnd::default() };
+            if let Err(e) = self.state.store.finish_turn(self.live.id, bare).await {
+                tracing::error!(error = %e, "closing the turn failed");
             }
         }
-        if let Some(id) = message_id {
-            let ids: Vec<Uuid> = self.artifacts.iter().map(|a| a.id).collect();
-            if !ids.is_empty() {
-                if let Err(e) = self.state.store.link_artifacts(user, &ids, id).await {
-                    tracing::error!(error = %e, "linking artifacts failed");
-                }
-            }
-            if !self.trace.is_empty() {
-                if let Err(e) = self.state.store.save_trace(user, id, &self.trace).await {
-                    tracing::error!(error = %e, "saving the trace failed");
-                }
-            }
-        }
-        if self.usage != Usage::default() {
-            if let Err(e) = self.state.store.record_usage(user, self.plan.thread, &self.model(), self.usage).await {
-                tracing::error!(error = %e, "recording usage failed");
-            }
-        }
-        let last_event = match ending {
-            Ending::Failed(e) => {
-                tracing::warn!(code = e.code(), error = %e, "model failed during a turn");
-                ChatEvent::Error { code: e.code().to_string(), message: e.to_string() }
-            }
+        self.live.push(last_event);
+    }
+
+    /// The event that tells how the turn ended; `message_id` is the answer's, when it was saved.
+    fn ending_event(&self, ending: &Ending, message_id: Option<Uuid>) -> ChatEvent {
+        match ending {
+            Ending::Failed(e) => ChatEvent::Error { code: e.code().to_string(), message: e.to_string() },
             Ending::Done if self.plan.silent && self.artifacts.is_empty() => ChatEvent::Error {
                 code: "no_artifact".into(),
                 message: "The assistant did not produce a document. Try again, or ask for it in the chat.".into(),
             },
             Ending::Done => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: false },
             Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: true },
-        };
-        // Stored and closed before anyone is told, so a client that sends its next message right after
-        // `message_complete` finds the thread free, and a listener elsewhere finds the last event.
-        let mut last: Vec<StoredEvent> = unwritten.map(|p| p.events).unwrap_or_default();
-        last.extend(self.fresh_events());
-        last.push(StoredEvent {
-            seq: self.live.next_seq(),
-            name: last_event.name().to_string(),
-            data: last_event.data_json(),
-        });
-        if let Err(e) = self.state.store.finish_turn(self.live.id, &last).await {
-            tracing::error!(error = %e, "closing the turn failed");
         }
-        self.live.push(last_event);
     }
 }
 

@@ -248,6 +248,36 @@ impl AnswerDraft {
     }
 }
 
+/// What a turn leaves behind, stored by [`Store::finish_turn`] in the transaction that closes it.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct TurnEnd<'a> {
+    /// Its last events; the final one says how it ended.
+    pub events: &'a [StoredEvent],
+    /// The answer's final state, if one is kept.
+    pub answer: Option<FinalAnswer<'a>>,
+    /// The tokens it spent.
+    pub usage: Option<SpentTokens<'a>>,
+}
+
+/// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it and
+/// the steps it took as its trace.
+#[derive(Debug, Clone, Copy)]
+pub struct FinalAnswer<'a> {
+    pub user: Uuid,
+    pub draft: &'a AnswerDraft,
+    pub artifacts: &'a [Uuid],
+    pub trace: &'a [TraceStep],
+}
+
+/// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
+#[derive(Debug, Clone, Copy)]
+pub struct SpentTokens<'a> {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub model: &'a str,
+    pub usage: Usage,
+}
+
 /// A document to save.
 #[derive(Debug, Clone)]
 pub struct NewArtifact {
@@ -464,10 +494,11 @@ pub trait Store: Send + Sync + 'static {
     /// Unknown ids are ignored.
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
-    /// Stores the turn's last events and closes it, in one transaction: whoever sees it closed can read them.
-    /// An answer of its thread still marked as being written (its final save failed) is let into the search
-    /// index.
-    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()>;
+    /// Closes a turn in one transaction with what it leaves (see [`TurnEnd`]): whoever sees it closed can read
+    /// all of it. An answer of its thread still marked as being written (a turn ending without a final answer) is
+    /// let into the search index. The events of the thread's earlier turns are dropped: only the newest turn's
+    /// are kept for re-attaching.
+    async fn finish_turn(&self, turn: Uuid, end: TurnEnd<'_>) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;

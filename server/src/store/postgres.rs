@@ -634,12 +634,7 @@ impl Store for Postgres {
         if !owned_in(&mut tx, "messages", user, assistant_message).await? {
             return Err(StoreError::NotFound);
         }
-        sqlx::query("update artifacts set assistant_message_id = $1 where id = any($2) and user_id = $3")
-            .bind(assistant_message)
-            .bind(artifacts)
-            .bind(user)
-            .execute(&mut *tx)
-            .await?;
+        link_artifacts_to(&mut tx, user, artifacts, assistant_message).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -883,24 +878,7 @@ impl Store for Postgres {
         if !owned_in(&mut tx, "messages", user, message).await? {
             return Err(StoreError::NotFound);
         }
-        sqlx::query("delete from traces where message_id = $1").bind(message).execute(&mut *tx).await?;
-        for (step, s) in steps.iter().enumerate() {
-            sqlx::query(
-                "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .bind(message)
-            .bind(step as i64)
-            .bind(&s.kind)
-            .bind(&s.tool)
-            .bind(&s.input)
-            .bind(&s.result)
-            .bind(&s.error)
-            .bind(s.started_at)
-            .bind(s.duration_ms)
-            .execute(&mut *tx)
-            .await?;
-        }
+        write_trace(&mut tx, message, steps).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -936,30 +914,7 @@ impl Store for Postgres {
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
-             where id = $3 and user_id = $4",
-        )
-        .bind(usage.input_tokens as i64)
-        .bind(usage.output_tokens as i64)
-        .bind(thread)
-        .bind(user)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values ($1, $2, $3, $4, $5)
-             on conflict (user_id, day, model) do update
-             set input_tokens = usage_ledger.input_tokens + excluded.input_tokens,
-                 output_tokens = usage_ledger.output_tokens + excluded.output_tokens",
-        )
-        .bind(user)
-        // The UTC day, as SQLite stores it; `current_date` would follow the session's time zone.
-        .bind(Utc::now().date_naive())
-        .bind(model)
-        .bind(usage.input_tokens as i64)
-        .bind(usage.output_tokens as i64)
-        .execute(&mut *tx)
-        .await?;
+        add_usage(&mut tx, super::SpentTokens { user, thread, model, usage }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1155,14 +1110,6 @@ impl Store for Postgres {
             }
             Err(e) => return Err(e.into()),
         }
-        // Only the newest turn's events are kept for re-attaching.
-        sqlx::query(
-            "delete from turn_events where turn_id in (select id from turns where thread_id = $1 and id <> $2)",
-        )
-        .bind(thread)
-        .bind(turn)
-        .execute(&mut *tx)
-        .await?;
         // A dead turn was taken over above: its answer, still marked as being written, was cut off. (Only then; a
         // turn that ended otherwise had its answer released by `finish_turn` or `release_abandoned_answers`.)
         if taken_over {
@@ -1210,13 +1157,38 @@ impl Store for Postgres {
         Ok(updated.rows_affected() > 0)
     }
 
-    #[instrument(skip(self))]
-    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
+    #[instrument(skip(self, end))]
+    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd<'_>) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        insert_turn_events(&mut tx, turn, last_events).await?;
+        let mut answer_saved = false;
+        if let Some(answer) = end.answer {
+            answer_saved = save_answer(&mut tx, answer.user, answer.draft).await?;
+            if answer_saved {
+                link_artifacts_to(&mut tx, answer.user, answer.artifacts, answer.draft.id).await?;
+                if !answer.trace.is_empty() {
+                    write_trace(&mut tx, answer.draft.id, answer.trace).await?;
+                }
+            }
+        }
+        if let Some(spent) = end.usage {
+            add_usage(&mut tx, spent).await?;
+        }
+        insert_turn_events(&mut tx, turn, end.events).await?;
         sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
+        // A turn saves one answer: saved just now, it left nothing else being written in the thread.
+        if !answer_saved {
+            sqlx::query(
+                "update messages set writing = false
+                 where writing and thread_id = (select thread_id from turns where id = $1)",
+            )
+            .bind(turn)
+            .execute(&mut *tx)
+            .await?;
+        }
+        // Only the newest turn's events are kept for re-attaching.
         sqlx::query(
-            "update messages set writing = false where writing and thread_id = (select thread_id from turns where id = $1)",
+            "delete from turn_events where turn_id in
+             (select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1)",
         )
         .bind(turn)
         .execute(&mut *tx)
@@ -1264,24 +1236,9 @@ impl Store for Postgres {
         items.sort_by_key(|p| p.answer.as_ref().map(|a| a.thread_id));
         let mut tx = self.pool.begin().await?;
         for item in items {
-            if !item.events.is_empty() {
-                let exists: bool = sqlx::query_scalar("select exists (select 1 from turns where id = $1)")
-                    .bind(item.turn)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                if exists {
-                    insert_turn_events(&mut tx, item.turn, &item.events).await?;
-                }
-            }
+            insert_turn_events(&mut tx, item.turn, &item.events).await?;
             if let Some(answer) = &item.answer {
-                if !rewrite_message(&mut tx, item.user, answer.id, &answer.update, answer.writing).await? {
-                    // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in. Inserted
-                    // as being written, so a finished answer's search vector is computed once, with the rewrite.
-                    let first = answer.first_save();
-                    if insert_message(&mut tx, item.user, answer.id, &first, now(), true).await?.is_some() {
-                        rewrite_message(&mut tx, item.user, answer.id, &answer.update, answer.writing).await?;
-                    }
-                }
+                save_answer(&mut tx, item.user, answer).await?;
             }
         }
         tx.commit().await?;
@@ -1600,6 +1557,88 @@ async fn rewrite_message(
     Ok(updated.rows_affected() > 0)
 }
 
+/// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
+/// (deleted meanwhile): there is nothing to keep it in.
+async fn save_answer(conn: &mut sqlx::PgConnection, user: Uuid, answer: &super::AnswerDraft) -> Result<bool> {
+    if rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await? {
+        return Ok(true);
+    }
+    // Inserted as being written, so a finished answer's search vector is computed once, with the rewrite.
+    if insert_message(conn, user, answer.id, &answer.first_save(), now(), true).await?.is_none() {
+        return Ok(false);
+    }
+    rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
+}
+
+/// Links the user's documents to the answer that wrote them, in one statement.
+async fn link_artifacts_to(conn: &mut sqlx::PgConnection, user: Uuid, artifacts: &[Uuid], message: Uuid) -> Result<()> {
+    if artifacts.is_empty() {
+        return Ok(());
+    }
+    sqlx::query("update artifacts set assistant_message_id = $1 where id = any($2) and user_id = $3")
+        .bind(message)
+        .bind(artifacts)
+        .bind(user)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Replaces a message's trace.
+async fn write_trace(conn: &mut sqlx::PgConnection, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+    sqlx::query("delete from traces where message_id = $1").bind(message).execute(&mut *conn).await?;
+    for (step, s) in steps.iter().enumerate() {
+        sqlx::query(
+            "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        )
+        .bind(message)
+        .bind(step as i64)
+        .bind(&s.kind)
+        .bind(&s.tool)
+        .bind(&s.input)
+        .bind(&s.result)
+        .bind(&s.error)
+        .bind(s.started_at)
+        .bind(s.duration_ms)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
+async fn add_usage(conn: &mut sqlx::PgConnection, spent: super::SpentTokens<'_>) -> Result<()> {
+    let super::SpentTokens { user, thread, model, usage } = spent;
+    sqlx::query(
+        "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
+         where id = $3 and user_id = $4",
+    )
+    .bind(usage.input_tokens as i64)
+    .bind(usage.output_tokens as i64)
+    .bind(thread)
+    .bind(user)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values ($1, $2, $3, $4, $5)
+         on conflict (user_id, day, model) do update
+         set input_tokens = usage_ledger.input_tokens + excluded.input_tokens,
+             output_tokens = usage_ledger.output_tokens + excluded.output_tokens",
+    )
+    .bind(user)
+    // The UTC day, as SQLite stores it; `current_date` would follow the session's time zone.
+    .bind(Utc::now().date_naive())
+    .bind(model)
+    .bind(usage.input_tokens as i64)
+    .bind(usage.output_tokens as i64)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Stores a turn's events in one statement. Skipped when the turn is gone (its thread was deleted meanwhile); a
+/// number already stored keeps its first event.
 async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
@@ -1610,6 +1649,7 @@ async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &
     sqlx::query(
         "insert into turn_events (turn_id, seq, name, data)
          select $1, e.seq, e.name, e.data from unnest($2::bigint[], $3::text[], $4::text[]) as e (seq, name, data)
+         where exists (select 1 from turns where id = $1)
          on conflict (turn_id, seq) do nothing",
     )
     .bind(turn)

@@ -54,7 +54,13 @@ impl Sqlite {
                 std::fs::create_dir_all(parent).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
             }
         }
-        let writer = SqlitePoolOptions::new().max_connections(1).connect_with(options.clone()).await?;
+        // A connection to a file in this process cannot go stale, so none is pinged before use: with the
+        // default check, every query paid a second round trip to its connection's thread.
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await?;
         sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
         // One process owns a SQLite database: a turn still marked running was cut off when the last one
         // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once, and
@@ -63,7 +69,11 @@ impl Sqlite {
         sqlx::query("update turns set status = 'done' where status = 'running'").execute(&mut *tx).await?;
         sqlx::query("update messages set writing = 0 where writing = 1").execute(&mut *tx).await?;
         tx.commit().await?;
-        let reader = SqlitePoolOptions::new().max_connections(8).connect_with(options.read_only(true)).await?;
+        let reader = SqlitePoolOptions::new()
+            .max_connections(8)
+            .test_before_acquire(false)
+            .connect_with(options.read_only(true))
+            .await?;
         Ok(Self { writer, reader })
     }
 
@@ -288,6 +298,92 @@ async fn rewrite_drafts<'a>(
         rewritten.extend(ids);
     }
     Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
+}
+
+/// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
+/// (deleted meanwhile): there is nothing to keep it in.
+async fn save_answer(conn: &mut sqlx::SqliteConnection, user: Uuid, answer: &super::AnswerDraft) -> Result<bool> {
+    if rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await? {
+        return Ok(true);
+    }
+    // Inserted as being written, so a finished answer enters the search index once, with the rewrite.
+    if insert_message(conn, user, answer.id, &answer.first_save(), now(), true).await?.is_none() {
+        return Ok(false);
+    }
+    rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
+}
+
+/// Links the user's documents to the answer that wrote them, in one statement.
+async fn link_artifacts_to(
+    conn: &mut sqlx::SqliteConnection,
+    user: Uuid,
+    artifacts: &[Uuid],
+    message: Uuid,
+) -> Result<()> {
+    if artifacts.is_empty() {
+        return Ok(());
+    }
+    let ids = serde_json::to_string(&artifacts.iter().map(Uuid::to_string).collect::<Vec<_>>())
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    sqlx::query(
+        "update artifacts set assistant_message_id = ? where user_id = ? and id in (select value from json_each(?))",
+    )
+    .bind(message.to_string())
+    .bind(user.to_string())
+    .bind(ids)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Replaces a message's trace.
+async fn write_trace(conn: &mut sqlx::SqliteConnection, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+    sqlx::query("delete from traces where message_id = ?").bind(message.to_string()).execute(&mut *conn).await?;
+    for (step, s) in steps.iter().enumerate() {
+        sqlx::query(
+            "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
+             values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(message.to_string())
+        .bind(step as i64)
+        .bind(&s.kind)
+        .bind(&s.tool)
+        .bind(s.input.as_ref().map(|v| v.to_string()))
+        .bind(&s.result)
+        .bind(&s.error)
+        .bind(s.started_at.timestamp_micros())
+        .bind(s.duration_ms)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
+async fn add_usage(conn: &mut sqlx::SqliteConnection, spent: super::SpentTokens<'_>) -> Result<()> {
+    let super::SpentTokens { user, thread, model, usage } = spent;
+    sqlx::query(
+        "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
+    )
+    .bind(usage.input_tokens as i64)
+    .bind(usage.output_tokens as i64)
+    .bind(thread.to_string())
+    .bind(user.to_string())
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
+         on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
+         output_tokens = output_tokens + excluded.output_tokens",
+    )
+    .bind(user.to_string())
+    .bind(today())
+    .bind(model)
+    .bind(usage.input_tokens as i64)
+    .bind(usage.output_tokens as i64)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Rows of `turn_events` per insert statement (four parameters each, far below SQLite's limit of 32,766).
@@ -790,14 +886,7 @@ impl Store for Sqlite {
         if !owned_in(&mut tx, "messages", user, assistant_message).await? {
             return Err(StoreError::NotFound);
         }
-        for artifact in artifacts {
-            sqlx::query("update artifacts set assistant_message_id = ? where id = ? and user_id = ?")
-                .bind(assistant_message.to_string())
-                .bind(artifact.to_string())
-                .bind(user.to_string())
-                .execute(&mut *tx)
-                .await?;
-        }
+        link_artifacts_to(&mut tx, user, artifacts, assistant_message).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1038,24 +1127,7 @@ impl Store for Sqlite {
             .fetch_optional(&mut *tx)
             .await?;
         owned.ok_or(StoreError::NotFound)?;
-        sqlx::query("delete from traces where message_id = ?").bind(message.to_string()).execute(&mut *tx).await?;
-        for (step, s) in steps.iter().enumerate() {
-            sqlx::query(
-                "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
-                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(message.to_string())
-            .bind(step as i64)
-            .bind(&s.kind)
-            .bind(&s.tool)
-            .bind(s.input.as_ref().map(|v| v.to_string()))
-            .bind(&s.result)
-            .bind(&s.error)
-            .bind(s.started_at.timestamp_micros())
-            .bind(s.duration_ms)
-            .execute(&mut *tx)
-            .await?;
-        }
+        write_trace(&mut tx, message, steps).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1092,27 +1164,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        sqlx::query(
-            "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
-        )
-        .bind(usage.input_tokens as i64)
-        .bind(usage.output_tokens as i64)
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
-             on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
-             output_tokens = output_tokens + excluded.output_tokens",
-        )
-        .bind(user.to_string())
-        .bind(today())
-        .bind(model)
-        .bind(usage.input_tokens as i64)
-        .bind(usage.output_tokens as i64)
-        .execute(&mut *tx)
-        .await?;
+        add_usage(&mut tx, super::SpentTokens { user, thread, model, usage }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1312,52 +1364,53 @@ impl Store for Sqlite {
     ) -> Result<Option<Message>> {
         let now = now().timestamp_micros();
         let mut tx = self.writer.begin().await?;
-        // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
-        let taken_over = sqlx::query(
-            "update turns set status = 'done'
-             where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
-        )
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .bind(now - stale_after_ms * 1000)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            > 0;
-        // The thread's ownership is checked by the insert itself: one statement, one round trip to the writer's
-        // thread, less for every start.
-        let inserted = sqlx::query(
-            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
-        )
-        .bind(turn.to_string())
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
-            Ok(_) => {}
-            Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
-            }
-            Err(e) => return Err(e.into()),
-        }
-        // Only the newest turn's events are kept for re-attaching.
-        sqlx::query("delete from turn_events where turn_id in (select id from turns where thread_id = ? and id <> ?)")
-            .bind(thread.to_string())
+        // Every statement here is a round trip to the writer's thread, which every conversation's start waits
+        // for: the common case (no other turn marked running) is one insert, which also checks the thread's
+        // owner. Only a conflict looks at the running turn, taken over if its heartbeat went quiet.
+        let mut taken_over = false;
+        loop {
+            let inserted = sqlx::query(
+                "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
+                 select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
+            )
             .bind(turn.to_string())
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(now)
             .execute(&mut *tx)
-            .await?;
-        // A dead turn was taken over: its answer, still marked as being written, was cut off. (Only then: every
-        // statement here is a round trip to the writer, which every conversation's start waits for. A turn that
-        // ended otherwise had its answer released by `finish_turn`, or by `release_abandoned_answers`.)
-        if taken_over {
-            sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
-                .bind(thread.to_string())
-                .execute(&mut *tx)
-                .await?;
+            .await;
+            match inserted {
+                Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
+                Ok(_) => break,
+                Err(e) if is_unique_violation(&e) && !taken_over => {
+                    // Turns carry their thread's owner, so another person's thread matches nothing here.
+                    taken_over = sqlx::query(
+                        "update turns set status = 'done'
+                         where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
+                    )
+                    .bind(thread.to_string())
+                    .bind(user.to_string())
+                    .bind(now - stale_after_ms * 1000)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected()
+                        > 0;
+                    if !taken_over {
+                        return Err(StoreError::Conflict(
+                            "an answer is already being written in this conversation".into(),
+                        ));
+                    }
+                    // The dead turn's answer, still marked as being written, was cut off.
+                    sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
+                        .bind(thread.to_string())
+                        .execute(&mut *tx)
+                        .await?;
+                }
+                Err(e) if is_unique_violation(&e) => {
+                    return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         let saved = match request {
             Some(message) => {
@@ -1402,13 +1455,37 @@ impl Store for Sqlite {
         Ok(updated.rows_affected() > 0)
     }
 
-    #[instrument(skip(self))]
-    async fn finish_turn(&self, turn: Uuid, last_events: &[StoredEvent]) -> Result<()> {
+    #[instrument(skip(self, end))]
+    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd<'_>) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        insert_turn_events(&mut tx, &last_events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
+        let mut answer_saved = false;
+        if let Some(answer) = end.answer {
+            answer_saved = save_answer(&mut tx, answer.user, answer.draft).await?;
+            if answer_saved {
+                link_artifacts_to(&mut tx, answer.user, answer.artifacts, answer.draft.id).await?;
+                if !answer.trace.is_empty() {
+                    write_trace(&mut tx, answer.draft.id, answer.trace).await?;
+                }
+            }
+        }
+        if let Some(spent) = end.usage {
+            add_usage(&mut tx, spent).await?;
+        }
+        insert_turn_events(&mut tx, &end.events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
         sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
+        // A turn saves one answer: saved just now, it left nothing else being written in the thread.
+        if !answer_saved {
+            sqlx::query(
+                "update messages set writing = 0
+                 where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
+            )
+            .bind(turn.to_string())
+            .execute(&mut *tx)
+            .await?;
+        }
         sqlx::query(
-            "update messages set writing = 0 where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
+            "delete from turn_events where turn_id in
+             (select id from turns where thread_id = (select thread_id from turns where id = ?1) and id <> ?1)",
         )
         .bind(turn.to_string())
         .execute(&mut *tx)
@@ -1467,14 +1544,7 @@ impl Store for Sqlite {
         // progress writer, which keeps one entry per turn) is written in order instead.
         let unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
         for (user, answer) in unsaved {
-            if !rewrite_message(&mut tx, user, answer.id, &answer.update, answer.writing).await? {
-                // `None`: the thread was deleted meanwhile; there is nothing to keep the answer in. Inserted as
-                // being written, so a finished answer enters the search index once, with the rewrite.
-                let first = answer.first_save();
-                if insert_message(&mut tx, user, answer.id, &first, now(), true).await?.is_some() {
-                    rewrite_message(&mut tx, user, answer.id, &answer.update, answer.writing).await?;
-                }
-            }
+            save_answer(&mut tx, user, answer).await?;
         }
         tx.commit().await?;
         Ok(())

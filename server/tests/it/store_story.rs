@@ -15,8 +15,9 @@ use std::{
 use app::api::{ArtifactType, Message, MessageStatus, Role, Usage};
 use proptest::prelude::*;
 use quire::store::{
-    self, search_query, CursorKey, DynStore, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser, SearchPage,
-    StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
+    self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
+    SearchPage, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
+    TurnEnd,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -133,6 +134,7 @@ stories!(
     search_sees_only_the_callers_rows,
     search_follows_changes_at_once,
     turns,
+    a_turn_ends_in_one_commit,
     message_heads_and_tails,
     progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
@@ -875,14 +877,14 @@ async fn turns(db: Db) {
     assert!(s.turn_events_after(first, 4).await.unwrap().is_empty());
     assert!(s.turn_events_after(Uuid::now_v7(), 0).await.unwrap().is_empty());
 
-    s.finish_turn(first, &[]).await.unwrap();
+    s.finish_turn(first, TurnEnd::default()).await.unwrap();
     assert!(!s.latest_turn(u, t.id).await.unwrap().unwrap().running);
     assert!(!s.request_stop(u, t.id).await.unwrap());
 
-    // The next turn takes over and only its events are kept.
+    // The next turn takes over; once it ends, only its events are kept.
     let second = Uuid::now_v7();
     s.begin_turn(u, t.id, second, 60_000).await.unwrap();
-    assert!(s.turn_events_after(first, 0).await.unwrap().is_empty());
+    assert_eq!(s.turn_events_after(first, 0).await.unwrap(), all, "dropped when the next turn ends");
     let latest = s.latest_turn(u, t.id).await.unwrap().unwrap();
     assert_eq!((latest.id, latest.running, latest.stop_requested), (second, true, false));
 
@@ -899,6 +901,92 @@ async fn turns(db: Db) {
     );
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
+    s.append_turn_events(second, &[event(1, "start", "{}")]).await.unwrap();
+    s.finish_turn(third, TurnEnd { events: &[event(1, "done", "{}")], ..TurnEnd::default() }).await.unwrap();
+    assert!(s.turn_events_after(first, 0).await.unwrap().is_empty());
+    assert!(s.turn_events_after(second, 0).await.unwrap().is_empty());
+    assert_eq!(s.turn_events_after(third, 0).await.unwrap(), vec![event(1, "done", "{}")]);
+}
+
+async fn a_turn_ends_in_one_commit(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let intruder = new_user(s).await;
+    let t = s.create_thread(u, "Ends", &[]).await.unwrap();
+    let turn = Uuid::now_v7();
+    s.begin_turn_with(u, t.id, turn, 60_000, Some(new_message(t.id, Role::User, "Write the plan"))).await.unwrap();
+    let doc = s.create_artifact(u, new_artifact(t.id, "Plan", "steps")).await.unwrap();
+    let elsewhere = s.create_thread(intruder, "Theirs", &[]).await.unwrap();
+    let theirs = s.create_artifact(intruder, new_artifact(elsewhere.id, "Theirs", "x")).await.unwrap();
+    let answer_id = Uuid::now_v7();
+    s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "Quokkas need a pl", true)]).await.unwrap();
+    assert!(found(s, u, "quokkas").await.is_empty(), "not searchable while written");
+
+    let finished = answer_draft(turn, u, t.id, answer_id, "Quokkas need a plan", false).answer.unwrap();
+    let step = TraceStep {
+        kind: "tool".into(),
+        tool: Some("save_artifact".into()),
+        input: Some(json!({"title": "Plan"})),
+        result: Some("saved".into()),
+        error: None,
+        started_at: store::now(),
+        duration_ms: 3,
+    };
+    let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
+    let end = TurnEnd {
+        events: &[event(1, "text_delta"), event(2, "message_complete")],
+        answer: Some(FinalAnswer {
+            user: u,
+            draft: &finished,
+            artifacts: &[doc.id, theirs.id],
+            trace: std::slice::from_ref(&step),
+        }),
+        usage: Some(SpentTokens {
+            user: u,
+            thread: t.id,
+            model: "model-a",
+            usage: Usage { input_tokens: 7, output_tokens: 3 },
+        }),
+    };
+    s.finish_turn(turn, end).await.unwrap();
+
+    let messages = s.list_messages(u, t.id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!((messages[1].id, messages[1].content.as_str()), (answer_id, "Quokkas need a plan"));
+    assert_eq!(messages[1].status, MessageStatus::Complete);
+    assert_eq!(found(s, u, "quokkas").await, vec![Some(answer_id)], "searchable once finished");
+    assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id));
+    assert_eq!(s.get_artifact(intruder, theirs.id).await.unwrap().assistant_message_id, None, "not another's");
+    assert_eq!(s.trace(u, answer_id).await.unwrap(), vec![step.clone()]);
+    let raw = &db.raw;
+    assert_eq!(raw.int("select input_tokens from threads where id = ?", t.id).await, 7);
+    assert_eq!(raw.int("select output_tokens from threads where id = ?", t.id).await, 3);
+    assert_eq!(raw.count("usage_ledger", "user_id", u).await, 1);
+    assert!(!s.latest_turn(u, t.id).await.unwrap().unwrap().running);
+    assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![event(1, "text_delta"), event(2, "message_complete")]);
+
+    // A conversation deleted while its turn ran: nothing to keep the answer in, the turn is gone with it, and the
+    // tokens spent are still metered on the owner's ledger.
+    let gone = s.create_thread(u, "Gone", &[]).await.unwrap();
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, gone.id, turn, 60_000).await.unwrap();
+    s.delete_thread(u, gone.id).await.unwrap();
+    let draft = answer_draft(turn, u, gone.id, Uuid::now_v7(), "Lost words", false).answer.unwrap();
+    let end = TurnEnd {
+        events: &[event(1, "message_complete")],
+        answer: Some(FinalAnswer { user: u, draft: &draft, artifacts: &[doc.id], trace: std::slice::from_ref(&step) }),
+        usage: Some(SpentTokens {
+            user: u,
+            thread: gone.id,
+            model: "model-b",
+            usage: Usage { input_tokens: 2, output_tokens: 1 },
+        }),
+    };
+    s.finish_turn(turn, end).await.unwrap();
+    assert!(found(s, u, "lost").await.is_empty());
+    assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id), "left as it was");
+    assert_eq!(raw.count("usage_ledger", "user_id", u).await, 2);
+    assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![]);
 }
 
 async fn message_heads_and_tails(db: Db) {
@@ -1182,7 +1270,7 @@ async fn answers_cut_off_while_written_become_searchable(db: Db) {
     s.heartbeat_turns(&[ids[0].0]).await.unwrap();
 
     // Closing a turn whose final save never came: its last draft is found.
-    s.finish_turn(ids[2].0, &[]).await.unwrap();
+    s.finish_turn(ids[2].0, TurnEnd::default()).await.unwrap();
     assert_eq!(found(s, u, "cassowary").await, vec![Some(ids[2].1)]);
 
     // A new turn taking over a dead one: the dead one's draft is found.
@@ -1440,7 +1528,7 @@ fn thread_delete_leaves_no_orphans(backend: Backend, test: &str) {
                 (1..=events).map(|seq| StoredEvent { seq, name: "delta".into(), data: seq.to_string() }).collect();
             s.append_turn_events(turn, &batch).await.unwrap();
             if !running {
-                s.finish_turn(turn, &[]).await.unwrap();
+                s.finish_turn(turn, TurnEnd::default()).await.unwrap();
             }
 
             s.delete_thread(u, t.id).await.unwrap();
