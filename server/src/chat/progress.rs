@@ -1,7 +1,8 @@
 //! Progress of running turns reaches the store in batches. A turn hands over what it produced (new events, the
 //! answer so far) and goes straight back to relaying the model's stream; one task per process commits what all
-//! turns handed over in a single transaction, then gathers again. With hundreds of turns streaming, the store
-//! sees a few transactions a second instead of several per turn, and no delta ever waits for a disk.
+//! turns handed over in a few transactions (at most [`TURNS_PER_COMMIT`] turns each), then gathers again. With
+//! hundreds of turns streaming, the store sees tens of transactions a second instead of several per turn, and no
+//! delta ever waits for a disk.
 
 use std::{
     collections::{hash_map::Entry, HashMap, HashSet},
@@ -21,6 +22,10 @@ use crate::store::{DynStore, TurnProgress};
 const GATHER: Duration = Duration::from_millis(20);
 /// After a failed batch, how long before it is tried again (with whatever came since).
 const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// Turns per transaction. SQLite has one writer: a batch of hundreds of turns in one transaction held it for
+/// hundreds of milliseconds under load, and every conversation starting meanwhile waited behind it. Between
+/// chunks, whoever waited for the writer goes first (the pool hands connections out in order of asking).
+const TURNS_PER_COMMIT: usize = 32;
 
 /// Collects the progress of running turns and commits it together.
 pub struct ProgressWriter {
@@ -105,7 +110,7 @@ impl ProgressWriter {
     async fn run(self: Arc<Self>) {
         loop {
             self.wake.notified().await;
-            let batch: Vec<TurnProgress> = {
+            let mut batch: Vec<TurnProgress> = {
                 let mut queue = self.queue();
                 let batch: Vec<TurnProgress> = queue.pending.drain().map(|(_, p)| p).collect();
                 queue.writing = batch.iter().map(|p| p.turn).collect();
@@ -114,38 +119,53 @@ impl ProgressWriter {
             if batch.is_empty() {
                 continue;
             }
-            // A panic below must not end this task: turns settling on this batch would wait for ever.
-            let saved = AssertUnwindSafe(self.store.save_progress(&batch)).catch_unwind().await;
-            let failed = match saved {
-                Ok(Ok(())) => false,
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, turns = batch.len(), "saving the progress of running turns failed");
-                    true
-                }
-                Err(_) => {
-                    tracing::error!(turns = batch.len(), "saving the progress of running turns panicked");
-                    true
-                }
-            };
-            {
-                let mut queue = self.queue();
-                if failed {
-                    // Back in the queue, before whatever the turns handed over since.
-                    for mut older in batch {
-                        if let Some(newer) = queue.pending.remove(&older.turn) {
-                            merge(&mut older, newer);
+            let mut failed = false;
+            while !batch.is_empty() {
+                let rest = batch.split_off(batch.len().min(TURNS_PER_COMMIT));
+                let chunk = std::mem::replace(&mut batch, rest);
+                let saved = self.save(&chunk).await;
+                {
+                    let mut queue = self.queue();
+                    if saved {
+                        for progress in &chunk {
+                            queue.writing.remove(&progress.turn);
                         }
-                        queue.pending.insert(older.turn, older);
+                    } else {
+                        // Back in the queue with what is left of the batch, before whatever the turns handed
+                        // over since.
+                        for mut older in chunk.into_iter().chain(std::mem::take(&mut batch)) {
+                            if let Some(newer) = queue.pending.remove(&older.turn) {
+                                merge(&mut older, newer);
+                            }
+                            queue.pending.insert(older.turn, older);
+                        }
+                        queue.writing.clear();
+                        failed = true;
                     }
                 }
-                queue.writing.clear();
+                self.batches.send_modify(|n| *n += 1);
             }
-            self.batches.send_modify(|n| *n += 1);
             if failed {
                 self.wake.notify_one();
                 tokio::time::sleep(RETRY_AFTER).await;
             } else {
                 tokio::time::sleep(GATHER).await;
+            }
+        }
+    }
+
+    /// Commits one chunk of progress; whether it was saved.
+    async fn save(&self, chunk: &[TurnProgress]) -> bool {
+        // A panic below must not end the writing task: turns settling on this chunk would wait for ever.
+        match AssertUnwindSafe(self.store.save_progress(chunk)).catch_unwind().await {
+            Ok(Ok(())) => true,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, turns = chunk.len(), "saving the progress of running turns failed");
+                false
+            }
+            Err(_) => {
+                tracing::error!(turns = chunk.len(), "saving the progress of running turns panicked");
+                false
             }
         }
     }

@@ -1,8 +1,9 @@
 //! One chat turn. The person's message is saved before the model is called; the turn then runs detached from
 //! the HTTP connection, so closing the tab never loses the answer. Progress (text so far and events) is handed
 //! to the [`ProgressWriter`](super::progress::ProgressWriter) every [`FLUSH_EVERY`], which commits it with other
-//! turns' progress, so a crash keeps the partial answer (as `interrupted`) and any instance can replay the
-//! events to a client that re-attaches, while the relay itself never waits for the store.
+//! turns' progress, so a crash keeps the partial answer (as `interrupted`) and, on a store shared by several
+//! instances, any of them can replay the events to a client that re-attaches, while the relay itself never waits
+//! for the store.
 
 use std::{sync::Arc, time::Duration};
 
@@ -362,7 +363,9 @@ impl<'a> Turn<'a> {
             return;
         }
         self.last_flush = Instant::now();
-        let events = self.fresh_events();
+        // Events wait for the turn's end where no other process can follow it: at hundreds of streaming turns,
+        // storing them as they came was most of the single writer's work, and what every start waited behind.
+        let events = if self.state.store.one_process() { Vec::new() } else { self.fresh_events() };
         let answer = (!self.plan.silent && self.text.len() != self.flushed_text_len).then(|| {
             self.flushed_text_len = self.text.len();
             let with_context = !std::mem::replace(&mut self.context_sent, true);

@@ -375,6 +375,12 @@ pub struct StoredEvent {
 pub trait Store: Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+    /// Whether one process owns the store (SQLite). Then a running turn is only ever followed in that process's
+    /// memory, and its events are stored when it ends; with several instances sharing the store (PostgreSQL),
+    /// they are stored as they come, for a listener on another instance.
+    fn one_process(&self) -> bool {
+        false
+    }
 
     // Users.
     async fn create_user(&self, user: NewUser) -> Result<User>;

@@ -434,6 +434,10 @@ impl Store for Sqlite {
         "sqlite"
     }
 
+    fn one_process(&self) -> bool {
+        true
+    }
+
     #[instrument(skip_all)]
     async fn create_user(&self, user: NewUser) -> Result<User> {
         let id = Uuid::now_v7();

@@ -429,3 +429,71 @@ async fn on_postgres_answers_are_found_once_finished() {
     let Some(url) = fresh_postgres_url("on_postgres_answers_are_found_once_finished").await else { return };
     answers_are_found_once_finished(quire::store::connect(&url).await.expect("connect")).await;
 }
+
+/// A running turn's events are stored as they come where another instance may follow it (PostgreSQL), and only
+/// when it ends where one process owns the store (SQLite, which follows it in memory); either way the answer so
+/// far is saved as it comes, and once the turn is over every event is stored and replays after any of them.
+async fn a_running_turns_events_are_stored_for_other_instances(store: DynStore, shared: bool) {
+    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
+    let script = vec![delta("Koalas "), Step::Sleep(Duration::from_millis(300)), delta("sleep"), Step::Hang];
+    let server = TestServer::with(store.clone(), ScriptedModel::new(vec![script])).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me about koalas"}))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(read_frames(response));
+    let mut saved = false;
+    for _ in 0..500 {
+        if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == "Koalas sleep") {
+            saved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(saved, "the draft was saved while the answer was being written");
+    let user = server.user.id;
+    let turn = store.latest_turn(user, thread).await.unwrap().expect("a turn").id;
+    let stored = store.turn_events_after(turn, 0).await.unwrap();
+    if shared {
+        assert!(stored.iter().any(|e| e.name == "text_delta"), "stored with the draft: {stored:?}");
+    } else {
+        assert_eq!(stored, vec![], "kept in memory while the turn runs");
+    }
+
+    let stop = server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    assert_eq!(stop.status(), 202);
+    let live = reader.await.unwrap();
+    server.wait_idle(thread).await;
+    let stored = store.turn_events_after(turn, 0).await.unwrap();
+    assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), live.iter().map(seq_of).collect::<Vec<_>>());
+    assert_eq!(stored.last().map(|e| e.name.as_str()), Some("message_complete"));
+    let after_first = live[0].id.clone().expect("an id");
+    let replayed = server
+        .client
+        .get(server.url(&format!("/api/threads/{thread}/stream")))
+        .header("Last-Event-ID", &after_first)
+        .send()
+        .await
+        .unwrap();
+    let replayed: Vec<ChatEvent> = read_frames(replayed).await.into_iter().map(|f| f.event).collect();
+    assert_eq!(replayed, live[1..].iter().map(|f| f.event.clone()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn on_sqlite_a_running_turns_events_are_stored_when_it_ends() {
+    let (store, _dir) = sqlite_store().await;
+    a_running_turns_events_are_stored_for_other_instances(store, false).await;
+}
+
+#[tokio::test]
+async fn on_postgres_a_running_turns_events_are_stored_as_they_come() {
+    let Some(url) = fresh_postgres_url("on_postgres_a_running_turns_events_are_stored_as_they_come").await else {
+        return;
+    };
+    a_running_turns_events_are_stored_for_other_instances(quire::store::connect(&url).await.expect("connect"), true)
+        .await;
+}
