@@ -7,6 +7,7 @@ pub mod history;
 pub mod postgres;
 pub mod search_query;
 pub mod sqlite;
+mod write_queue;
 
 use std::sync::Arc;
 

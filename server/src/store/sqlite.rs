@@ -2,7 +2,7 @@
 //! single-connection pool, so writers queue inside Quire instead of failing with "database is locked"; reads use
 //! a pool of their own.
 
-use std::{str::FromStr, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
@@ -18,6 +18,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::documents::chunk_query_words;
+use super::write_queue::{Urgency, WriteQueue};
 use super::{
     history::{self, ImportThread},
     micros_to_time, now, parse_role as role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey,
@@ -34,6 +35,8 @@ const RANKED_CANDIDATES: u32 = 1_000;
 pub struct Sqlite {
     writer: SqlitePool,
     reader: SqlitePool,
+    /// Who gets the writer next, where turns start, end and save their progress.
+    queue: Arc<WriteQueue>,
 }
 
 impl Sqlite {
@@ -74,7 +77,7 @@ impl Sqlite {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader })
+        Ok(Self { writer, reader, queue: Arc::default() })
     }
 
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
@@ -1367,6 +1370,7 @@ impl Store for Sqlite {
         request: Option<NewMessage>,
     ) -> Result<Option<Message>> {
         let now = now().timestamp_micros();
+        let _turn = self.queue.enter(Urgency::Start).await;
         let mut tx = self.writer.begin().await?;
         // Every statement here is a round trip to the writer's thread, which every conversation's start waits
         // for: the common case (no other turn marked running) is one insert, which also checks the thread's
@@ -1461,6 +1465,7 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, end))]
     async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd<'_>) -> Result<()> {
+        let _turn = self.queue.enter(Urgency::Finish).await;
         let mut tx = self.writer.begin().await?;
         let mut answer_saved = false;
         if let Some(answer) = end.answer {
@@ -1537,6 +1542,7 @@ impl Store for Sqlite {
         if progress.is_empty() {
             return Ok(());
         }
+        let _turn = self.queue.enter(Urgency::Progress).await;
         let mut tx = self.writer.begin().await?;
         let events: Vec<(Uuid, &StoredEvent)> =
             progress.iter().flat_map(|item| item.events.iter().map(|e| (item.turn, e))).collect();
