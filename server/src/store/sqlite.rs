@@ -2,7 +2,11 @@
 //! single-connection pool, so writers queue inside Quire instead of failing with "database is locked"; reads use
 //! a pool of their own.
 
-use std::{str::FromStr, sync::Arc, time::Duration};
+use std::{
+    str::FromStr,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
@@ -26,6 +30,7 @@ use super::{
     StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord,
     User, MARK_END, MARK_START,
 };
+use tokio::sync::oneshot;
 
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
@@ -37,6 +42,8 @@ pub struct Sqlite {
     reader: SqlitePool,
     /// Who gets the writer next, where turns start, end and save their progress.
     queue: Arc<WriteQueue>,
+    /// Turns' starts waiting for the writer.
+    starts: Arc<Mutex<Vec<PendingStart>>>,
 }
 
 impl Sqlite {
@@ -77,7 +84,55 @@ impl Sqlite {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader, queue: Arc::default() })
+        Ok(Self { writer, reader, queue: Arc::default(), starts: Arc::default() })
+    }
+
+    fn pending_starts(&self) -> MutexGuard<'_, Vec<PendingStart>> {
+        self.starts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the turns of a group whose callers still wait: all in one transaction (one commit, two round trips
+    /// to the writer's thread less for each but the first), or, if that fails, each in its own, so one start's
+    /// failure is only its own.
+    async fn start_turns(&self, group: Vec<PendingStart>) {
+        let group: Vec<PendingStart> = group.into_iter().filter(|start| !start.reply.is_closed()).collect();
+        if group.len() > 1 {
+            match self.start_together(&group).await {
+                Ok(outcomes) => {
+                    for (start, outcome) in group.into_iter().zip(outcomes) {
+                        let _ = start.reply.send(outcome);
+                    }
+                    return;
+                }
+                Err(e) => tracing::warn!(error = %e, starts = group.len(), "starting turns together failed"),
+            }
+        }
+        for start in group {
+            let outcome = async {
+                let mut tx = self.writer.begin().await?;
+                let saved = start_turn(&mut tx, &start).await?;
+                tx.commit().await?;
+                Ok(saved)
+            }
+            .await;
+            let _ = start.reply.send(outcome);
+        }
+    }
+
+    /// Each start's outcome; an error of the store (not a refusal) fails them all, with nothing saved.
+    async fn start_together(&self, group: &[PendingStart]) -> Result<Vec<Result<Option<Message>>>> {
+        let mut tx = self.writer.begin().await?;
+        let mut outcomes = Vec::with_capacity(group.len());
+        for start in group {
+            match start_turn(&mut tx, start).await {
+                // Refused before writing anything of its own.
+                Err(refused @ (StoreError::NotFound | StoreError::Conflict(_))) => outcomes.push(Err(refused)),
+                Err(e) => return Err(e),
+                Ok(saved) => outcomes.push(Ok(saved)),
+            }
+        }
+        tx.commit().await?;
+        Ok(outcomes)
     }
 
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
@@ -301,6 +356,78 @@ async fn rewrite_drafts<'a>(
         rewritten.extend(ids);
     }
     Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
+}
+
+/// A turn's start waiting for the writer (see `begin_turn_with`).
+#[derive(Debug)]
+struct PendingStart {
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    stale_after_ms: i64,
+    request: Option<NewMessage>,
+    reply: oneshot::Sender<Result<Option<Message>>>,
+}
+
+/// Takes the thread for a new turn and saves the person's message that starts it (see `begin_turn_with`).
+async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &PendingStart) -> Result<Option<Message>> {
+    let PendingStart { user, thread, turn, stale_after_ms, .. } = *start;
+    let now = now().timestamp_micros();
+    // Every statement here is a round trip to the writer's thread, which every conversation's start waits
+    // for: the common case (no other turn marked running) is one insert, which also checks the thread's
+    // owner. Only a conflict looks at the running turn, taken over if its heartbeat went quiet.
+    let mut taken_over = false;
+    loop {
+        let inserted = sqlx::query(
+            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
+             select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
+        )
+        .bind(turn.to_string())
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .bind(now)
+        .execute(&mut *conn)
+        .await;
+        match inserted {
+            Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
+            Ok(_) => break,
+            Err(e) if is_unique_violation(&e) && !taken_over => {
+                // Turns carry their thread's owner, so another person's thread matches nothing here.
+                taken_over = sqlx::query(
+                    "update turns set status = 'done'
+                     where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
+                )
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .bind(now - stale_after_ms * 1000)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                    > 0;
+                if !taken_over {
+                    return Err(StoreError::Conflict("an answer is already being written in this conversation".into()));
+                }
+                // The dead turn's answer, still marked as being written, was cut off.
+                sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
+                    .bind(thread.to_string())
+                    .execute(&mut *conn)
+                    .await?;
+            }
+            Err(e) if is_unique_violation(&e) => {
+                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let saved = match &start.request {
+        Some(message) => {
+            let (id, created) = (Uuid::now_v7(), super::now());
+            let seq = insert_message(conn, user, id, message, created, false).await?.ok_or(StoreError::NotFound)?;
+            Some(message.clone().saved(id, seq, created))
+        }
+        None => None,
+    };
+    Ok(saved)
 }
 
 /// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
@@ -1369,68 +1496,18 @@ impl Store for Sqlite {
         stale_after_ms: i64,
         request: Option<NewMessage>,
     ) -> Result<Option<Message>> {
-        let now = now().timestamp_micros();
-        let _turn = self.queue.enter(Urgency::Start).await;
-        let mut tx = self.writer.begin().await?;
-        // Every statement here is a round trip to the writer's thread, which every conversation's start waits
-        // for: the common case (no other turn marked running) is one insert, which also checks the thread's
-        // owner. Only a conflict looks at the running turn, taken over if its heartbeat went quiet.
-        let mut taken_over = false;
-        loop {
-            let inserted = sqlx::query(
-                "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-                 select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
-            )
-            .bind(turn.to_string())
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .bind(now)
-            .execute(&mut *tx)
-            .await;
-            match inserted {
-                Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
-                Ok(_) => break,
-                Err(e) if is_unique_violation(&e) && !taken_over => {
-                    // Turns carry their thread's owner, so another person's thread matches nothing here.
-                    taken_over = sqlx::query(
-                        "update turns set status = 'done'
-                         where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
-                    )
-                    .bind(thread.to_string())
-                    .bind(user.to_string())
-                    .bind(now - stale_after_ms * 1000)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected()
-                        > 0;
-                    if !taken_over {
-                        return Err(StoreError::Conflict(
-                            "an answer is already being written in this conversation".into(),
-                        ));
-                    }
-                    // The dead turn's answer, still marked as being written, was cut off.
-                    sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
-                        .bind(thread.to_string())
-                        .execute(&mut *tx)
-                        .await?;
-                }
-                Err(e) if is_unique_violation(&e) => {
-                    return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
-        let saved = match request {
-            Some(message) => {
-                let (id, created) = (Uuid::now_v7(), super::now());
-                let seq =
-                    insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
-                Some(message.saved(id, seq, created))
-            }
-            None => None,
-        };
-        tx.commit().await?;
-        Ok(saved)
+        let (reply, outcome) = oneshot::channel();
+        self.pending_starts().push(PendingStart { user, thread, turn, stale_after_ms, request, reply });
+        // Whoever gets the writer starts every turn waiting by then, in one transaction. Run apart from the
+        // caller, so a request cancelled meanwhile never cuts a group short (its own start is skipped if it has
+        // not run yet).
+        let store = self.clone();
+        tokio::spawn(async move {
+            let _turn = store.queue.enter(Urgency::Start).await;
+            let group = std::mem::take(&mut *store.pending_starts());
+            store.start_turns(group).await;
+        });
+        outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]

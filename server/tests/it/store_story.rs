@@ -1173,6 +1173,42 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
     }
     assert_eq!(won, 1);
     assert_eq!(db.raw.int("select count(*) from turns where thread_id = ? and status = 'running'", t.id).await, 1);
+
+    // Many conversations starting at once (on SQLite, those waiting for the writer start together): each start
+    // gets its own outcome, and a refused one leaves nothing behind.
+    let intruder = new_user(s).await;
+    let mut threads = Vec::new();
+    for i in 0..12 {
+        threads.push(s.create_thread(u, &format!("Crowd {i}"), &[]).await.unwrap().id);
+    }
+    let mut tasks = Vec::new();
+    for (i, &thread) in threads.iter().enumerate() {
+        for (who, attempt) in [(u, 0), (u, 1), (intruder, 2)] {
+            let store = s.clone();
+            let message = new_message(thread, Role::User, &format!("Question {i}.{attempt}"));
+            tasks.push(tokio::spawn(async move {
+                (thread, who, store.begin_turn_with(who, thread, Uuid::now_v7(), 60_000, Some(message)).await)
+            }));
+        }
+    }
+    let mut started = std::collections::HashMap::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            (thread, who, Ok(Some(saved))) if who == u => {
+                assert_eq!((saved.thread_id, saved.seq), (thread, 1));
+                assert!(started.insert(thread, saved.content).is_none(), "one start per conversation");
+            }
+            (_, who, Err(StoreError::Conflict(_))) if who == u => {}
+            (_, who, Err(StoreError::NotFound)) if who == intruder => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), threads.len());
+    for thread in &threads {
+        let messages = s.list_messages(u, *thread).await.unwrap();
+        assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), vec![started[thread].as_str()]);
+        assert_eq!(db.raw.int("select count(*) from turns where thread_id = ?", *thread).await, 1);
+    }
 }
 
 /// A draft of an answer, saved as still being written or as finished.
