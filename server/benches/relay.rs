@@ -304,6 +304,9 @@ async fn new_thread(client: &reqwest::Client, base: &str, account: &Account) -> 
 /// Arrival times of the deltas of one stream, from the moment the request was sent.
 struct Timing {
     deltas: Vec<Duration>,
+    /// From the last delta to the stream's last bytes (Quire: its `message_complete`, sent once the answer is
+    /// stored; the fake: `[DONE]`).
+    end: Duration,
 }
 
 /// Reads a server-sent event stream; `is_delta` says which events carry a delta.
@@ -312,12 +315,14 @@ async fn read_events(
     sent: Instant,
     is_delta: impl Fn(&str) -> bool,
 ) -> anyhow::Result<Timing> {
-    let mut timing = Timing { deltas: Vec::new() };
+    let mut timing = Timing { deltas: Vec::new(), end: Duration::ZERO };
     let mut buffer = String::new();
     let mut body = response.bytes_stream();
+    let mut last_bytes = Duration::ZERO;
     while let Some(chunk) = body.next().await {
         let chunk = chunk?;
         let now = sent.elapsed();
+        last_bytes = now;
         buffer.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(end) = buffer.find("\n\n") {
             let event: String = buffer.drain(..end + 2).collect();
@@ -326,6 +331,7 @@ async fn read_events(
             }
         }
     }
+    timing.end = last_bytes.saturating_sub(timing.deltas.last().copied().unwrap_or_default());
     Ok(timing)
 }
 
@@ -356,6 +362,7 @@ async fn quire_stream(client: &reqwest::Client, base: &str, account: &Account, t
 struct Samples {
     ttft: Vec<Duration>,
     gaps: Vec<Duration>,
+    ends: Vec<Duration>,
     streams: usize,
 }
 
@@ -364,6 +371,7 @@ impl Samples {
         anyhow::ensure!(timing.deltas.len() == expected, "{} deltas instead of {expected}", timing.deltas.len());
         self.ttft.push(timing.deltas[0]);
         self.gaps.extend(timing.deltas.windows(2).map(|w| w[1] - w[0]));
+        self.ends.push(timing.end);
         self.streams += 1;
         Ok(())
     }
@@ -439,9 +447,9 @@ async fn main() -> anyhow::Result<()> {
         open_files.split_whitespace().collect::<Vec<_>>().join(" ")
     );
     println!(
-        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9}",
+        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9}",
         "streams", "path", "ttft p50", "ttft p99", "gap p50", "gap p99", "+ttft p50", "+ttft p99", "+gap p50", "+gap p99",
-        "gap p1", "gap max", "cpu", "rss MiB", "peak MiB"
+        "gap p1", "gap max", "end p50", "end p99", "cpu", "rss MiB", "peak MiB"
     );
     for &streams in &args.streams {
         let threads = make_threads(&client, &base, &accounts, streams).await?;
@@ -500,8 +508,10 @@ async fn make_threads(
 fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples>, proc_: Option<(f64, u64, u64)>) {
     let mut ttft = s.ttft.clone();
     let mut gaps = s.gaps.clone();
+    let mut ends = s.ends.clone();
     ttft.sort_unstable();
     gaps.sort_unstable();
+    ends.sort_unstable();
     let p = |v: &[Duration], q: f64| if v.is_empty() { Duration::ZERO } else { stats::rank(v, q) };
     let diff = |a: Duration, b: Duration| {
         let d = a.as_secs_f64() - b.as_secs_f64();
@@ -536,7 +546,7 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
         None => (format!("{:>10} {:>10} | {:>10} {:>10}", "", "", "", ""), String::new()),
     };
     println!(
-        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {} | {:>10} {:>10} | {}",
+        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {} | {:>10} {:>10} | {:>10} {:>10} | {}",
         streams,
         path,
         fmt(p(&ttft, 50.0)),
@@ -546,6 +556,8 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
         added,
         fmt(p(&gaps, 1.0)),
         fmt(gaps.last().copied().unwrap_or_default()),
+        fmt(p(&ends, 50.0)),
+        fmt(p(&ends, 99.0)),
         extra
     );
 }

@@ -5,10 +5,7 @@ use std::{
     collections::VecDeque,
     error::Error as _,
     path::{Path, PathBuf},
-    sync::{
-        atomic::{AtomicUsize, Ordering},
-        Arc,
-    },
+    sync::Arc,
     time::Duration,
 };
 
@@ -74,27 +71,22 @@ pub(crate) fn ca_file_from_env() -> Option<PathBuf> {
 pub(crate) struct Clients {
     connect_timeout: Duration,
     extra_roots: Vec<reqwest::Certificate>,
-    lanes: std::sync::Mutex<Vec<Arc<Lane>>>,
-}
-
-struct Lane {
-    client: reqwest::Client,
-    streams: AtomicUsize,
+    /// Each client with its leases: the list holds one reference, every open stream one more.
+    lanes: std::sync::Mutex<Vec<Arc<reqwest::Client>>>,
 }
 
 /// One stream's claim on a client, given back when dropped.
-pub(crate) struct Lease(Arc<Lane>);
+pub(crate) struct Lease(Arc<reqwest::Client>);
 
 impl Lease {
     pub(crate) fn client(&self) -> &reqwest::Client {
-        &self.0.client
+        &self.0
     }
 }
 
-impl Drop for Lease {
-    fn drop(&mut self) {
-        self.0.streams.fetch_sub(1, Ordering::Relaxed);
-    }
+/// Streams open on a client of the list.
+fn streams(lane: &Arc<reqwest::Client>) -> usize {
+    Arc::strong_count(lane) - 1
 }
 
 impl Clients {
@@ -103,7 +95,7 @@ impl Clients {
         let extra_roots = ca_file.map(extra_roots).transpose()?.unwrap_or_default();
         let clients = Self { connect_timeout: timeouts.connect, extra_roots, lanes: Default::default() };
         let first = clients.build()?;
-        clients.lanes.lock().expect("lanes").push(Arc::new(Lane { client: first, streams: AtomicUsize::new(0) }));
+        clients.lanes.lock().expect("lanes").push(Arc::new(first));
         Ok(clients)
     }
 
@@ -119,12 +111,12 @@ impl Clients {
     /// a new client when all are full. Clients are kept once made (an idle one holds no connection for long).
     pub(crate) fn lease(&self) -> Result<Lease, LlmError> {
         let mut lanes = self.lanes.lock().expect("lanes");
-        // Leases are only taken under the lock, so a lane seen with room keeps it until the increment below.
-        if let Some(lane) = lanes.iter().find(|lane| lane.streams.load(Ordering::Relaxed) < STREAMS_PER_CLIENT) {
-            lane.streams.fetch_add(1, Ordering::Relaxed);
+        // Leases are only made under the lock, so a count read here can only fall (a stream ending) before the
+        // lease below: a client seen with room keeps it.
+        if let Some(lane) = lanes.iter().find(|lane| streams(lane) < STREAMS_PER_CLIENT) {
             return Ok(Lease(lane.clone()));
         }
-        let lane = Arc::new(Lane { client: self.build()?, streams: AtomicUsize::new(1) });
+        let lane = Arc::new(self.build()?);
         lanes.push(lane.clone());
         Ok(Lease(lane))
     }
@@ -426,7 +418,7 @@ mod tests {
         drop(next);
         drop(leases);
         let lanes = clients.lanes.lock().unwrap();
-        assert!(lanes.iter().all(|lane| lane.streams.load(Ordering::Relaxed) == 0));
+        assert!(lanes.iter().all(|lane| streams(lane) == 0));
     }
 
     #[test]
