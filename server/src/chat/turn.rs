@@ -428,8 +428,6 @@ impl<'a> Turn<'a> {
         // The final save: the answer enters the search index here.
         let answer = keep_answer.then(|| self.draft(status, true, false));
         let message_id = answer.as_ref().map(|a| a.id);
-        let artifacts: Vec<Uuid> = self.artifacts.iter().map(|a| a.id).collect();
-        let model = self.model();
         if let Ending::Failed(e) = &ending {
             tracing::warn!(code = e.code(), error = %e, "model failed during a turn");
         }
@@ -443,12 +441,17 @@ impl<'a> Turn<'a> {
         // commit, stored before anyone is told: a client that sends its next message right after
         // `message_complete` finds the thread free, and a listener elsewhere finds all of it.
         let end = TurnEnd {
-            events: &events,
-            answer: answer.as_ref().map(|draft| FinalAnswer { user, draft, artifacts: &artifacts, trace: &self.trace }),
+            events: events.clone(),
+            answer: answer.map(|draft| FinalAnswer {
+                user,
+                draft,
+                artifacts: self.artifacts.iter().map(|a| a.id).collect(),
+                trace: self.trace.clone(),
+            }),
             usage: (self.usage != Usage::default()).then(|| SpentTokens {
                 user,
                 thread: self.plan.thread,
-                model: &model,
+                model: self.model(),
                 usage: self.usage,
             }),
         };
@@ -459,8 +462,7 @@ impl<'a> Turn<'a> {
             last_event = self.ending_event(&ending, None);
             events.pop();
             events.push(stored(&last_event));
-            let bare = TurnEnd { events: &events, ..TurnEnd::default() };
-            if let Err(e) = self.state.store.finish_turn(self.live.id, bare).await {
+            if let Err(e) = self.state.store.finish_turn(self.live.id, TurnEnd { events, ..TurnEnd::default() }).await {
                 tracing::error!(error = %e, "closing the turn failed");
             }
         }

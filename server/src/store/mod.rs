@@ -250,32 +250,32 @@ impl AnswerDraft {
 }
 
 /// What a turn leaves behind, stored by [`Store::finish_turn`] in the transaction that closes it.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct TurnEnd<'a> {
+#[derive(Debug, Default, Clone)]
+pub struct TurnEnd {
     /// Its last events; the final one says how it ended.
-    pub events: &'a [StoredEvent],
+    pub events: Vec<StoredEvent>,
     /// The answer's final state, if one is kept.
-    pub answer: Option<FinalAnswer<'a>>,
+    pub answer: Option<FinalAnswer>,
     /// The tokens it spent.
-    pub usage: Option<SpentTokens<'a>>,
+    pub usage: Option<SpentTokens>,
 }
 
 /// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it and
 /// the steps it took as its trace.
-#[derive(Debug, Clone, Copy)]
-pub struct FinalAnswer<'a> {
+#[derive(Debug, Clone)]
+pub struct FinalAnswer {
     pub user: Uuid,
-    pub draft: &'a AnswerDraft,
-    pub artifacts: &'a [Uuid],
-    pub trace: &'a [TraceStep],
+    pub draft: AnswerDraft,
+    pub artifacts: Vec<Uuid>,
+    pub trace: Vec<TraceStep>,
 }
 
 /// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
-#[derive(Debug, Clone, Copy)]
-pub struct SpentTokens<'a> {
+#[derive(Debug, Clone)]
+pub struct SpentTokens {
     pub user: Uuid,
     pub thread: Uuid,
-    pub model: &'a str,
+    pub model: String,
     pub usage: Usage,
 }
 
@@ -505,7 +505,7 @@ pub trait Store: Send + Sync + 'static {
     /// all of it. An answer of its thread still marked as being written (a turn ending without a final answer) is
     /// let into the search index. The events of the thread's earlier turns are dropped: only the newest turn's
     /// are kept for re-attaching.
-    async fn finish_turn(&self, turn: Uuid, end: TurnEnd<'_>) -> Result<()>;
+    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;

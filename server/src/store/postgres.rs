@@ -914,7 +914,7 @@ impl Store for Postgres {
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        add_usage(&mut tx, super::SpentTokens { user, thread, model, usage }).await?;
+        add_usage(&mut tx, &super::SpentTokens { user, thread, model: model.to_string(), usage }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1158,22 +1158,22 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd<'_>) -> Result<()> {
+    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         let mut answer_saved = false;
-        if let Some(answer) = end.answer {
-            answer_saved = save_answer(&mut tx, answer.user, answer.draft).await?;
+        if let Some(answer) = &end.answer {
+            answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
             if answer_saved {
-                link_artifacts_to(&mut tx, answer.user, answer.artifacts, answer.draft.id).await?;
+                link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
                 if !answer.trace.is_empty() {
-                    write_trace(&mut tx, answer.draft.id, answer.trace).await?;
+                    write_trace(&mut tx, answer.draft.id, &answer.trace).await?;
                 }
             }
         }
-        if let Some(spent) = end.usage {
+        if let Some(spent) = &end.usage {
             add_usage(&mut tx, spent).await?;
         }
-        insert_turn_events(&mut tx, turn, end.events).await?;
+        insert_turn_events(&mut tx, turn, &end.events).await?;
         sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
         // A turn saves one answer: saved just now, it left nothing else being written in the thread.
         if !answer_saved {
@@ -1608,8 +1608,8 @@ async fn write_trace(conn: &mut sqlx::PgConnection, message: Uuid, steps: &[Trac
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
-async fn add_usage(conn: &mut sqlx::PgConnection, spent: super::SpentTokens<'_>) -> Result<()> {
-    let super::SpentTokens { user, thread, model, usage } = spent;
+async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) -> Result<()> {
+    let super::SpentTokens { user, thread, ref model, usage } = *spent;
     sqlx::query(
         "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
          where id = $3 and user_id = $4",

@@ -30,6 +30,7 @@ use super::{
     StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord,
     User, MARK_END, MARK_START,
 };
+use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 
 /// Hits of one kind ranked per search, newest first (see `search`).
@@ -43,7 +44,9 @@ pub struct Sqlite {
     /// Who gets the writer next, where turns start, end and save their progress.
     queue: Arc<WriteQueue>,
     /// Turns' starts waiting for the writer.
-    starts: Arc<Mutex<Vec<PendingStart>>>,
+    starts: Waiting<StartTurn, Option<Message>>,
+    /// Turns' ends waiting for the writer.
+    ends: Waiting<(Uuid, super::TurnEnd), ()>,
 }
 
 impl Sqlite {
@@ -84,51 +87,72 @@ impl Sqlite {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader, queue: Arc::default(), starts: Arc::default() })
+        Ok(Self { writer, reader, queue: Arc::default(), starts: Arc::default(), ends: Arc::default() })
     }
 
-    fn pending_starts(&self) -> MutexGuard<'_, Vec<PendingStart>> {
-        self.starts.lock().unwrap_or_else(|e| e.into_inner())
+    /// Runs `work` through the writer together with every write of its kind waiting by the time the writer is
+    /// free: in one transaction (one commit, and two round trips to the writer's thread less for each but the
+    /// first), or, if that fails, each in its own, so one write's failure is only its own. The group runs apart
+    /// from the caller, so a request cancelled meanwhile never cuts it short (its own write is skipped if it has
+    /// not run yet).
+    async fn write_grouped<T, R>(
+        &self,
+        waiting: &Waiting<T, R>,
+        urgency: Urgency,
+        work: T,
+        write: WriteFn<T, R>,
+    ) -> Result<R>
+    where
+        T: Send + Sync + 'static,
+        R: Send + 'static,
+    {
+        let (reply, outcome) = oneshot::channel();
+        lock(waiting).push(Pending { work, reply });
+        let (store, waiting) = (self.clone(), waiting.clone());
+        tokio::spawn(async move {
+            let _turn = store.queue.enter(urgency).await;
+            let group = std::mem::take(&mut *lock(&waiting));
+            store.run_group(group, write).await;
+        });
+        outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 
-    /// Starts the turns of a group whose callers still wait: all in one transaction (one commit, two round trips
-    /// to the writer's thread less for each but the first), or, if that fails, each in its own, so one start's
-    /// failure is only its own.
-    async fn start_turns(&self, group: Vec<PendingStart>) {
-        let group: Vec<PendingStart> = group.into_iter().filter(|start| !start.reply.is_closed()).collect();
+    async fn run_group<T, R>(&self, group: Vec<Pending<T, R>>, write: WriteFn<T, R>) {
+        let group: Vec<Pending<T, R>> = group.into_iter().filter(|p| !p.reply.is_closed()).collect();
         if group.len() > 1 {
-            match self.start_together(&group).await {
+            match self.run_together(&group, write).await {
                 Ok(outcomes) => {
-                    for (start, outcome) in group.into_iter().zip(outcomes) {
-                        let _ = start.reply.send(outcome);
+                    for (pending, outcome) in group.into_iter().zip(outcomes) {
+                        let _ = pending.reply.send(outcome);
                     }
                     return;
                 }
-                Err(e) => tracing::warn!(error = %e, starts = group.len(), "starting turns together failed"),
+                Err(e) => tracing::warn!(error = %e, writes = group.len(), "writing a group together failed"),
             }
         }
-        for start in group {
+        for pending in group {
             let outcome = async {
                 let mut tx = self.writer.begin().await?;
-                let saved = start_turn(&mut tx, &start).await?;
+                let done = write(&mut tx, &pending.work).await?;
                 tx.commit().await?;
-                Ok(saved)
+                Ok(done)
             }
             .await;
-            let _ = start.reply.send(outcome);
+            let _ = pending.reply.send(outcome);
         }
     }
 
-    /// Each start's outcome; an error of the store (not a refusal) fails them all, with nothing saved.
-    async fn start_together(&self, group: &[PendingStart]) -> Result<Vec<Result<Option<Message>>>> {
+    /// Each write's outcome; an error of the store (not a refusal: missing, or in conflict) fails them all, with
+    /// nothing saved.
+    async fn run_together<T, R>(&self, group: &[Pending<T, R>], write: WriteFn<T, R>) -> Result<Vec<Result<R>>> {
         let mut tx = self.writer.begin().await?;
         let mut outcomes = Vec::with_capacity(group.len());
-        for start in group {
-            match start_turn(&mut tx, start).await {
+        for pending in group {
+            match write(&mut tx, &pending.work).await {
                 // Refused before writing anything of its own.
                 Err(refused @ (StoreError::NotFound | StoreError::Conflict(_))) => outcomes.push(Err(refused)),
                 Err(e) => return Err(e),
-                Ok(saved) => outcomes.push(Ok(saved)),
+                Ok(done) => outcomes.push(Ok(done)),
             }
         }
         tx.commit().await?;
@@ -358,20 +382,50 @@ async fn rewrite_drafts<'a>(
     Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
 }
 
-/// A turn's start waiting for the writer (see `begin_turn_with`).
+/// A write waiting for the writer, and where its outcome goes.
 #[derive(Debug)]
-struct PendingStart {
+struct Pending<T, R> {
+    work: T,
+    reply: oneshot::Sender<Result<R>>,
+}
+
+/// Writes of one kind waiting for the writer (see `Sqlite::write_grouped`).
+type Waiting<T, R> = Arc<Mutex<Vec<Pending<T, R>>>>;
+
+/// A write that can share a transaction with others of its kind.
+type WriteFn<T, R> = for<'c> fn(&'c mut sqlx::SqliteConnection, &'c T) -> BoxFuture<'c, Result<R>>;
+
+fn lock<T, R>(waiting: &Waiting<T, R>) -> MutexGuard<'_, Vec<Pending<T, R>>> {
+    waiting.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A turn's start (see `begin_turn_with`).
+#[derive(Debug)]
+struct StartTurn {
     user: Uuid,
     thread: Uuid,
     turn: Uuid,
     stale_after_ms: i64,
     request: Option<NewMessage>,
-    reply: oneshot::Sender<Result<Option<Message>>>,
+}
+
+fn start_turn_boxed<'c>(
+    conn: &'c mut sqlx::SqliteConnection,
+    start: &'c StartTurn,
+) -> BoxFuture<'c, Result<Option<Message>>> {
+    Box::pin(start_turn(conn, start))
+}
+
+fn end_turn_boxed<'c>(
+    conn: &'c mut sqlx::SqliteConnection,
+    end: &'c (Uuid, super::TurnEnd),
+) -> BoxFuture<'c, Result<()>> {
+    Box::pin(end_turn(conn, end.0, &end.1))
 }
 
 /// Takes the thread for a new turn and saves the person's message that starts it (see `begin_turn_with`).
-async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &PendingStart) -> Result<Option<Message>> {
-    let PendingStart { user, thread, turn, stale_after_ms, .. } = *start;
+async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &StartTurn) -> Result<Option<Message>> {
+    let StartTurn { user, thread, turn, stale_after_ms, .. } = *start;
     let now = now().timestamp_micros();
     // Every statement here is a round trip to the writer's thread, which every conversation's start waits
     // for: the common case (no other turn marked running) is one insert, which also checks the thread's
@@ -428,6 +482,43 @@ async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &PendingStart) -> 
         None => None,
     };
     Ok(saved)
+}
+
+/// Stores what a turn leaves and closes it (see `Store::finish_turn`).
+async fn end_turn(conn: &mut sqlx::SqliteConnection, turn: Uuid, end: &super::TurnEnd) -> Result<()> {
+    let mut answer_saved = false;
+    if let Some(answer) = &end.answer {
+        answer_saved = save_answer(conn, answer.user, &answer.draft).await?;
+        if answer_saved {
+            link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
+            if !answer.trace.is_empty() {
+                write_trace(conn, answer.draft.id, &answer.trace).await?;
+            }
+        }
+    }
+    if let Some(spent) = &end.usage {
+        add_usage(conn, spent).await?;
+    }
+    insert_turn_events(conn, &end.events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
+    sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *conn).await?;
+    // A turn saves one answer: saved just now, it left nothing else being written in the thread.
+    if !answer_saved {
+        sqlx::query(
+            "update messages set writing = 0
+             where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
+        )
+        .bind(turn.to_string())
+        .execute(&mut *conn)
+        .await?;
+    }
+    sqlx::query(
+        "delete from turn_events where turn_id in
+         (select id from turns where thread_id = (select thread_id from turns where id = ?1) and id <> ?1)",
+    )
+    .bind(turn.to_string())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
@@ -490,8 +581,8 @@ async fn write_trace(conn: &mut sqlx::SqliteConnection, message: Uuid, steps: &[
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
-async fn add_usage(conn: &mut sqlx::SqliteConnection, spent: super::SpentTokens<'_>) -> Result<()> {
-    let super::SpentTokens { user, thread, model, usage } = spent;
+async fn add_usage(conn: &mut sqlx::SqliteConnection, spent: &super::SpentTokens) -> Result<()> {
+    let super::SpentTokens { user, thread, ref model, usage } = *spent;
     sqlx::query(
         "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
     )
@@ -1298,7 +1389,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        add_usage(&mut tx, super::SpentTokens { user, thread, model, usage }).await?;
+        add_usage(&mut tx, &super::SpentTokens { user, thread, model: model.to_string(), usage }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1496,18 +1587,9 @@ impl Store for Sqlite {
         stale_after_ms: i64,
         request: Option<NewMessage>,
     ) -> Result<Option<Message>> {
-        let (reply, outcome) = oneshot::channel();
-        self.pending_starts().push(PendingStart { user, thread, turn, stale_after_ms, request, reply });
-        // Whoever gets the writer starts every turn waiting by then, in one transaction. Run apart from the
-        // caller, so a request cancelled meanwhile never cuts a group short (its own start is skipped if it has
-        // not run yet).
-        let store = self.clone();
-        tokio::spawn(async move {
-            let _turn = store.queue.enter(Urgency::Start).await;
-            let group = std::mem::take(&mut *store.pending_starts());
-            store.start_turns(group).await;
-        });
-        outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
+        // Turns starting while the writer is busy start together.
+        let start = StartTurn { user, thread, turn, stale_after_ms, request };
+        self.write_grouped(&self.starts, Urgency::Start, start, start_turn_boxed).await
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]
@@ -1541,43 +1623,9 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd<'_>) -> Result<()> {
-        let _turn = self.queue.enter(Urgency::Finish).await;
-        let mut tx = self.writer.begin().await?;
-        let mut answer_saved = false;
-        if let Some(answer) = end.answer {
-            answer_saved = save_answer(&mut tx, answer.user, answer.draft).await?;
-            if answer_saved {
-                link_artifacts_to(&mut tx, answer.user, answer.artifacts, answer.draft.id).await?;
-                if !answer.trace.is_empty() {
-                    write_trace(&mut tx, answer.draft.id, answer.trace).await?;
-                }
-            }
-        }
-        if let Some(spent) = end.usage {
-            add_usage(&mut tx, spent).await?;
-        }
-        insert_turn_events(&mut tx, &end.events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
-        sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *tx).await?;
-        // A turn saves one answer: saved just now, it left nothing else being written in the thread.
-        if !answer_saved {
-            sqlx::query(
-                "update messages set writing = 0
-                 where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
-            )
-            .bind(turn.to_string())
-            .execute(&mut *tx)
-            .await?;
-        }
-        sqlx::query(
-            "delete from turn_events where turn_id in
-             (select id from turns where thread_id = (select thread_id from turns where id = ?1) and id <> ?1)",
-        )
-        .bind(turn.to_string())
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
+    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd) -> Result<()> {
+        // Turns ending while the writer is busy end together.
+        self.write_grouped(&self.ends, Urgency::Finish, (turn, end), end_turn_boxed).await
     }
 
     #[instrument(skip(self))]

@@ -902,7 +902,7 @@ async fn turns(db: Db) {
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
     s.append_turn_events(second, &[event(1, "start", "{}")]).await.unwrap();
-    s.finish_turn(third, TurnEnd { events: &[event(1, "done", "{}")], ..TurnEnd::default() }).await.unwrap();
+    s.finish_turn(third, TurnEnd { events: vec![event(1, "done", "{}")], ..TurnEnd::default() }).await.unwrap();
     assert!(s.turn_events_after(first, 0).await.unwrap().is_empty());
     assert!(s.turn_events_after(second, 0).await.unwrap().is_empty());
     assert_eq!(s.turn_events_after(third, 0).await.unwrap(), vec![event(1, "done", "{}")]);
@@ -934,17 +934,17 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     };
     let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
     let end = TurnEnd {
-        events: &[event(1, "text_delta"), event(2, "message_complete")],
+        events: vec![event(1, "text_delta"), event(2, "message_complete")],
         answer: Some(FinalAnswer {
             user: u,
-            draft: &finished,
-            artifacts: &[doc.id, theirs.id],
-            trace: std::slice::from_ref(&step),
+            draft: finished,
+            artifacts: vec![doc.id, theirs.id],
+            trace: vec![step.clone()],
         }),
         usage: Some(SpentTokens {
             user: u,
             thread: t.id,
-            model: "model-a",
+            model: "model-a".into(),
             usage: Usage { input_tokens: 7, output_tokens: 3 },
         }),
     };
@@ -973,12 +973,12 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     s.delete_thread(u, gone.id).await.unwrap();
     let draft = answer_draft(turn, u, gone.id, Uuid::now_v7(), "Lost words", false).answer.unwrap();
     let end = TurnEnd {
-        events: &[event(1, "message_complete")],
-        answer: Some(FinalAnswer { user: u, draft: &draft, artifacts: &[doc.id], trace: std::slice::from_ref(&step) }),
+        events: vec![event(1, "message_complete")],
+        answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id], trace: vec![step.clone()] }),
         usage: Some(SpentTokens {
             user: u,
             thread: gone.id,
-            model: "model-b",
+            model: "model-b".into(),
             usage: Usage { input_tokens: 2, output_tokens: 1 },
         }),
     };
@@ -1187,19 +1187,22 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
             let store = s.clone();
             let message = new_message(thread, Role::User, &format!("Question {i}.{attempt}"));
             tasks.push(tokio::spawn(async move {
-                (thread, who, store.begin_turn_with(who, thread, Uuid::now_v7(), 60_000, Some(message)).await)
+                let turn = Uuid::now_v7();
+                (thread, who, turn, store.begin_turn_with(who, thread, turn, 60_000, Some(message)).await)
             }));
         }
     }
     let mut started = std::collections::HashMap::new();
+    let mut turns = Vec::new();
     for task in tasks {
         match task.await.unwrap() {
-            (thread, who, Ok(Some(saved))) if who == u => {
+            (thread, who, turn, Ok(Some(saved))) if who == u => {
                 assert_eq!((saved.thread_id, saved.seq), (thread, 1));
                 assert!(started.insert(thread, saved.content).is_none(), "one start per conversation");
+                turns.push((thread, turn));
             }
-            (_, who, Err(StoreError::Conflict(_))) if who == u => {}
-            (_, who, Err(StoreError::NotFound)) if who == intruder => {}
+            (_, who, _, Err(StoreError::Conflict(_))) if who == u => {}
+            (_, who, _, Err(StoreError::NotFound)) if who == intruder => {}
             other => panic!("unexpected {other:?}"),
         }
     }
@@ -1208,6 +1211,39 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
         let messages = s.list_messages(u, *thread).await.unwrap();
         assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), vec![started[thread].as_str()]);
         assert_eq!(db.raw.int("select count(*) from turns where thread_id = ?", *thread).await, 1);
+    }
+
+    // And ending at once (on SQLite, those waiting for the writer end together): every answer, its tokens and
+    // its last event are stored, and every conversation is free again.
+    let ends: Vec<_> = turns
+        .iter()
+        .map(|&(thread, turn)| {
+            let store = s.clone();
+            tokio::spawn(async move {
+                let draft = answer_draft(turn, u, thread, Uuid::now_v7(), "Crowded answer", false).answer.unwrap();
+                let end = TurnEnd {
+                    events: vec![StoredEvent { seq: 1, name: "message_complete".into(), data: "{}".into() }],
+                    answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new(), trace: Vec::new() }),
+                    usage: Some(SpentTokens {
+                        user: u,
+                        thread,
+                        model: "crowd".into(),
+                        usage: Usage { input_tokens: 2, output_tokens: 1 },
+                    }),
+                };
+                store.finish_turn(turn, end).await
+            })
+        })
+        .collect();
+    for end in ends {
+        end.await.unwrap().unwrap();
+    }
+    for &(thread, turn) in &turns {
+        let messages = s.list_messages(u, thread).await.unwrap();
+        assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>()[1..], ["Crowded answer"]);
+        assert!(!s.latest_turn(u, thread).await.unwrap().unwrap().running);
+        assert_eq!(s.turn_events_after(turn, 0).await.unwrap().len(), 1);
+        assert_eq!(db.raw.int("select input_tokens from threads where id = ?", thread).await, 2);
     }
 }
 
