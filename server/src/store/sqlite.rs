@@ -99,6 +99,7 @@ impl Sqlite {
         &self,
         waiting: &Waiting<T, R>,
         urgency: Urgency,
+        at_most: usize,
         work: T,
         write: WriteFn<T, R>,
     ) -> Result<R>
@@ -111,7 +112,12 @@ impl Sqlite {
         let (store, waiting) = (self.clone(), waiting.clone());
         tokio::spawn(async move {
             let _turn = store.queue.enter(urgency).await;
-            let group = std::mem::take(&mut *lock(&waiting));
+            // The rest stays for the next in line (every write has a task of its own waiting for the writer).
+            let group: Vec<Pending<T, R>> = {
+                let mut waiting = lock(&waiting);
+                let take = waiting.len().min(at_most);
+                waiting.drain(..take).collect()
+            };
             store.run_group(group, write).await;
         });
         outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
@@ -381,6 +387,12 @@ async fn rewrite_drafts<'a>(
     }
     Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
 }
+
+/// Turns' starts run in one transaction at most: they come first, and each is a few small statements.
+const STARTS_TOGETHER: usize = 64;
+/// Turns' ends run in one transaction at most: an end writes much more (the answer into the search index, its
+/// events), and starts arriving meanwhile wait for the whole group.
+const ENDS_TOGETHER: usize = 8;
 
 /// A write waiting for the writer, and where its outcome goes.
 #[derive(Debug)]
@@ -1589,7 +1601,7 @@ impl Store for Sqlite {
     ) -> Result<Option<Message>> {
         // Turns starting while the writer is busy start together.
         let start = StartTurn { user, thread, turn, stale_after_ms, request };
-        self.write_grouped(&self.starts, Urgency::Start, start, start_turn_boxed).await
+        self.write_grouped(&self.starts, Urgency::Start, STARTS_TOGETHER, start, start_turn_boxed).await
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]
@@ -1625,7 +1637,7 @@ impl Store for Sqlite {
     #[instrument(skip(self, end))]
     async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd) -> Result<()> {
         // Turns ending while the writer is busy end together.
-        self.write_grouped(&self.ends, Urgency::Finish, (turn, end), end_turn_boxed).await
+        self.write_grouped(&self.ends, Urgency::Finish, ENDS_TOGETHER, (turn, end), end_turn_boxed).await
     }
 
     #[instrument(skip(self))]
