@@ -369,6 +369,31 @@ async fn found(server: &TestServer, q: &str) -> Vec<Option<uuid::Uuid>> {
     search(server, q).await.results.iter().map(|r| r.message_id).collect()
 }
 
+/// Sends a message and waits until the answer's draft reads `draft` (saved while the answer is being written);
+/// the stream's frames come from the returned task.
+async fn chat_until_draft(
+    server: &TestServer,
+    thread: uuid::Uuid,
+    content: &str,
+    draft: &str,
+) -> tokio::task::JoinHandle<Vec<Frame>> {
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({ "content": content }))
+        .send()
+        .await
+        .unwrap();
+    let reader = tokio::spawn(read_frames(response));
+    for _ in 0..500 {
+        if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == draft) {
+            return reader;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the draft was never saved while the answer was being written");
+}
+
 /// An answer is found by search once it is finished (stopped or complete), never while it is being written,
 /// though its draft is saved and shown meanwhile.
 async fn answers_are_found_once_finished(store: DynStore) {
@@ -378,24 +403,7 @@ async fn answers_are_found_once_finished(store: DynStore) {
     let done = vec![delta("Wombats "), pause, delta("dig"), Step::Emit(StreamEvent::Stop(StopReason::EndTurn))];
     let server = TestServer::with(store, ScriptedModel::new(vec![stopped, done])).await;
     let thread = server.create_thread().await;
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me about marsupials"}))
-        .send()
-        .await
-        .unwrap();
-    let reader = tokio::spawn(read_frames(response));
-    let mut saved = false;
-    for _ in 0..500 {
-        let detail = server.detail(thread).await;
-        if detail.messages.get(1).is_some_and(|m| m.content == "Quokkas smile") {
-            saved = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(saved, "the draft was saved while the answer was being written");
+    let reader = chat_until_draft(&server, thread, "Tell me about marsupials", "Quokkas smile").await;
     assert_eq!(found(&server, "quokkas").await, vec![]);
     assert_eq!(found(&server, "smile").await, vec![]);
     assert_eq!(found(&server, "marsupials").await.len(), 2, "the question and the conversation's title");
@@ -438,23 +446,7 @@ async fn a_running_turns_events_are_stored_for_other_instances(store: DynStore, 
     let script = vec![delta("Koalas "), Step::Sleep(Duration::from_millis(300)), delta("sleep"), Step::Hang];
     let server = TestServer::with(store.clone(), ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me about koalas"}))
-        .send()
-        .await
-        .unwrap();
-    let reader = tokio::spawn(read_frames(response));
-    let mut saved = false;
-    for _ in 0..500 {
-        if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == "Koalas sleep") {
-            saved = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(saved, "the draft was saved while the answer was being written");
+    let reader = chat_until_draft(&server, thread, "Tell me about koalas", "Koalas sleep").await;
     let user = server.user.id;
     let turn = store.latest_turn(user, thread).await.unwrap().expect("a turn").id;
     let stored = store.turn_events_after(turn, 0).await.unwrap();
