@@ -9,6 +9,7 @@ use std::{sync::Arc, time::Duration};
 
 use app::api::{Artifact, ChatEvent, ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 use futures::StreamExt;
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -88,38 +89,49 @@ pub async fn start(
         usage: Usage::default(),
         model: None,
     });
-    let request_message =
-        state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, request).await.map_err(|e| match e {
-            StoreError::Conflict(_) => ApiError::Conflict(
-                "An answer is already being written in this conversation; wait for it or stop it.".into(),
-            ),
-            other => other.into(),
-        })?;
-    let live = LiveTurn::new(turn_id, thread, user);
-    state.hub.insert(live.clone());
-    // A conversation is named at its first message, unless it already has a title of its own. (Read only then:
-    // the start above already refused a conversation that is missing or another person's.)
-    let name_thread = if request_message.as_ref().is_some_and(|m| m.seq == 1) {
-        match state.store.get_thread(user, thread).await {
-            Ok(row) => Some(row.title),
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the conversation's title failed; it is not named");
-                None
-            }
-        }
-    } else {
-        None
-    };
-    let plan = Plan { user, thread, silent, content, request_message: request_message.map(|m| m.id), name_thread };
+    // The start and the turn run in a task of their own, which the request going away (a client disconnecting
+    // while it waits) never cuts short: a conversation taken for a turn always gets the turn, which frees it when
+    // it ends.
+    let (started, on_start) = oneshot::channel();
     let state = state.clone();
-    let task_live = live.clone();
-    // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it however
-    // the task ends (a panic too), so a dead turn never holds its conversation for longer than the stale limit.
     tokio::spawn(async move {
-        let _registered = Registered { state: state.clone(), live: task_live.clone() };
-        Turn::new(&state, task_live, plan).run().await;
+        let begun = state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, request).await;
+        let request_message = match begun {
+            Ok(message) => message,
+            Err(e) => {
+                let _ = started.send(Err(match e {
+                    StoreError::Conflict(_) => ApiError::Conflict(
+                        "An answer is already being written in this conversation; wait for it or stop it.".into(),
+                    ),
+                    other => other.into(),
+                }));
+                return;
+            }
+        };
+        let live = LiveTurn::new(turn_id, thread, user);
+        state.hub.insert(live.clone());
+        // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it
+        // however the task ends (a panic too), so a dead turn never holds its conversation for longer than the
+        // stale limit.
+        let _registered = Registered { state: state.clone(), live: live.clone() };
+        let _ = started.send(Ok(live.clone()));
+        // A conversation is named at its first message, unless it already has a title of its own. (Read only
+        // then: the start above already refused a conversation that is missing or another person's.)
+        let name_thread = if request_message.as_ref().is_some_and(|m| m.seq == 1) {
+            match state.store.get_thread(user, thread).await {
+                Ok(row) => Some(row.title),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the conversation's title failed; it is not named");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let plan = Plan { user, thread, silent, content, request_message: request_message.map(|m| m.id), name_thread };
+        Turn::new(&state, live, plan).run().await;
     });
-    Ok(live)
+    on_start.await.map_err(|_| ApiError::Internal(anyhow::anyhow!("the turn ended before it started")))?
 }
 
 /// A turn's place in the hub, given up when dropped.

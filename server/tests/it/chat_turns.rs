@@ -3,8 +3,8 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::common::{
-    fresh_postgres_url, names, read_frames, read_some_frames, seq_of, sqlite_store, Frame, ScriptedModel, Step,
-    TestServer,
+    bearer_client, fresh_postgres_url, names, read_frames, read_some_frames, seq_of, sqlite_store, Frame,
+    ScriptedModel, Step, TestServer,
 };
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role, SearchResults};
 use futures::StreamExt;
@@ -488,4 +488,33 @@ async fn on_postgres_a_running_turns_events_are_stored_as_they_come() {
     };
     a_running_turns_events_are_stored_for_other_instances(quire::store::connect(&url).await.expect("connect"), true)
         .await;
+}
+
+/// A request that goes away while its turn starts (the client gives up after a few milliseconds) never leaves
+/// the conversation taken: either no turn started, or it runs to its end, and the next message is answered.
+#[tokio::test]
+async fn a_request_abandoned_while_its_turn_starts_leaves_the_conversation_usable() {
+    let (server, _dir) = slow_builtin_server(1).await;
+    let thread = server.create_thread().await;
+    let impatient = bearer_client(&server.token);
+    for attempt in 0..20u64 {
+        let sent = impatient
+            .post(server.url(&format!("/api/threads/{thread}/chat")))
+            .timeout(Duration::from_micros(500 + attempt * 250))
+            .json(&serde_json::json!({"content": format!("Question {attempt}")}))
+            .send()
+            .await;
+        if let Ok(response) = sent {
+            drop(response);
+        }
+        server.wait_idle(thread).await;
+    }
+    let frames = server.chat(thread, "Are you still there?").await;
+    assert_eq!(names(&frames).last(), Some(&"message_complete"));
+    let detail = server.wait_idle(thread).await;
+    // Every question that was saved has its answer right after it.
+    for pair in detail.messages.chunks(2) {
+        assert_eq!(pair.len(), 2, "{:?}", detail.messages);
+        assert_eq!((pair[0].role, pair[1].role), (Role::User, Role::Assistant));
+    }
 }
