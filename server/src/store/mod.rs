@@ -44,6 +44,13 @@ pub enum StoreError {
     ExpiredCursor,
 }
 
+impl StoreError {
+    /// A turn is already running in the conversation.
+    pub fn thread_busy() -> Self {
+        Self::Conflict("an answer is already being written in this conversation".into())
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// A registered person.

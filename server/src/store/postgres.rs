@@ -1105,9 +1105,7 @@ impl Store for Postgres {
         match inserted {
             Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
             Ok(_) => {}
-            Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
-            }
+            Err(e) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
             Err(e) => return Err(e.into()),
         }
         // A dead turn was taken over above: its answer, still marked as being written, was cut off. (Only then; a

@@ -442,9 +442,8 @@ async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &StartTurn) -> Res
     // Every statement here is a round trip to the writer's thread, which every conversation's start waits
     // for: the common case (no other turn marked running) is one insert, which also checks the thread's
     // owner. Only a conflict looks at the running turn, taken over if its heartbeat went quiet.
-    let mut taken_over = false;
-    loop {
-        let inserted = sqlx::query(
+    let insert = || {
+        sqlx::query(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
         )
@@ -452,38 +451,38 @@ async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &StartTurn) -> Res
         .bind(thread.to_string())
         .bind(user.to_string())
         .bind(now)
-        .execute(&mut *conn)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
-            Ok(_) => break,
-            Err(e) if is_unique_violation(&e) && !taken_over => {
-                // Turns carry their thread's owner, so another person's thread matches nothing here.
-                taken_over = sqlx::query(
-                    "update turns set status = 'done'
-                     where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
-                )
+    };
+    let inserted = match insert().execute(&mut *conn).await {
+        Err(e) if is_unique_violation(&e) => {
+            // Turns carry their thread's owner, so another person's thread matches nothing here.
+            let taken_over = sqlx::query(
+                "update turns set status = 'done'
+                 where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
+            )
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(now - stale_after_ms * 1000)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+                > 0;
+            if !taken_over {
+                return Err(StoreError::thread_busy());
+            }
+            // The dead turn's answer, still marked as being written, was cut off.
+            sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
                 .bind(thread.to_string())
-                .bind(user.to_string())
-                .bind(now - stale_after_ms * 1000)
                 .execute(&mut *conn)
-                .await?
-                .rows_affected()
-                    > 0;
-                if !taken_over {
-                    return Err(StoreError::Conflict("an answer is already being written in this conversation".into()));
-                }
-                // The dead turn's answer, still marked as being written, was cut off.
-                sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
-                    .bind(thread.to_string())
-                    .execute(&mut *conn)
-                    .await?;
-            }
-            Err(e) if is_unique_violation(&e) => {
-                return Err(StoreError::Conflict("an answer is already being written in this conversation".into()))
-            }
-            Err(e) => return Err(e.into()),
+                .await?;
+            insert().execute(&mut *conn).await
         }
+        other => other,
+    };
+    match inserted {
+        Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
+        Ok(_) => {}
+        Err(e) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
+        Err(e) => return Err(e.into()),
     }
     let saved = match &start.request {
         Some(message) => {
