@@ -134,6 +134,9 @@ async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Respo
     let _request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let stall = fake.stall.load(Ordering::SeqCst);
     let mut release = fake.release.clone();
+    // A clone starts from what the original receiver has seen, which is never updated: without this, every
+    // release sent before this request (an earlier run's) would count as new and end the stall at once.
+    release.mark_unchanged();
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     tokio::spawn(async move {
         let start = tokio::time::Instant::now();
@@ -704,6 +707,9 @@ async fn idle_run(
     }
     let took = started.elapsed();
     let open = settled_rss_kib(pid).await;
+    // Every stream must still be open when it is measured: one that ended would make the figure a lie.
+    let ended = tasks.iter().filter(|t| t.is_finished()).count();
+    anyhow::ensure!(ended == 0, "{ended} of {n} streams ended while they were to be held open");
     stall.store(false, Ordering::SeqCst);
     release.send_modify(|v| *v += 1);
     for task in tasks {
