@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::context::{self, ContextRecord};
-use super::hub::LiveTurn;
+use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
@@ -113,7 +113,7 @@ pub async fn start(
         // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it
         // however the task ends (a panic too), so a dead turn never holds its conversation for longer than the
         // stale limit.
-        let _registered = Registered { state: state.clone(), live: live.clone() };
+        let _registered = Registered { hub: state.hub.clone(), live: live.clone() };
         let _ = started.send(Ok(live.clone()));
         // A conversation is named at its first message, unless it already has a title of its own. (Read only
         // then: the start above already refused a conversation that is missing or another person's.)
@@ -136,13 +136,13 @@ pub async fn start(
 
 /// A turn's place in the hub, given up when dropped.
 struct Registered {
-    state: AppState,
+    hub: Arc<TurnHub>,
     live: Arc<LiveTurn>,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.state.hub.remove(&self.live);
+        self.hub.remove(&self.live);
     }
 }
 
@@ -205,6 +205,9 @@ impl<'a> Turn<'a> {
         self.state.provider.model().to_string()
     }
 
+    /// The steps a turn takes once (naming, loading the conversation, running a tool, saving the end) are boxed
+    /// where they are awaited: a future is as large as its largest step, and a turn spends nearly all its life
+    /// waiting for the model's next words, thousands of turns at once (this halves a waiting turn's task).
     async fn run(mut self) {
         let naming = Naming {
             state: self.state,
@@ -218,25 +221,25 @@ impl<'a> Turn<'a> {
         let ask_model = match self.plan.name_thread.take() {
             Some(current) if current == DEFAULT_TITLE && self.state.provider.names_threads() => true,
             Some(current) => {
-                naming.known(current).await;
+                Box::pin(naming.known(current)).await;
                 false
             }
             None => false,
         };
         let ending = self.converse().await;
         if ask_model {
-            naming.by_model().await;
+            Box::pin(naming.by_model()).await;
         }
-        self.finish(ending).await;
+        Box::pin(self.finish(ending)).await;
     }
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
     async fn converse(&mut self) -> Ending {
-        let mut messages = match self.history().await {
+        let mut messages = match Box::pin(self.history()).await {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
-        let tools = tools::Offered::for_thread(&self.state.store, self.plan.user, self.plan.thread).await;
+        let tools = Box::pin(tools::Offered::for_thread(&self.state.store, self.plan.user, self.plan.thread)).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: prompt::system_prompt(),
@@ -290,7 +293,7 @@ impl<'a> Turn<'a> {
             let mut results = Vec::new();
             for call in calls {
                 assistant_parts.push(Part::ToolCall(call.clone()));
-                let (result, is_error) = self.run_tool(&call.name, &call.arguments).await;
+                let (result, is_error) = Box::pin(self.run_tool(&call.name, &call.arguments)).await;
                 results.push(Part::ToolResult { call_id: call.id.clone(), content: result, is_error });
             }
             messages.push(llm::Message { role: llm::Role::Assistant, parts: assistant_parts });
