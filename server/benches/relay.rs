@@ -70,6 +70,11 @@ struct Args {
     /// `h2c` (HTTP/2 without TLS, 100 streams per connection, as a proxy that speaks HTTP/2 to Quire).
     #[arg(long, default_value = "h1")]
     idle_clients: ClientProtocol,
+    /// Idle streams opened per second (at most: in groups of 50). What the streams' starts allocate and free is
+    /// kept by the allocator for later, so the resident memory with all of them open also depends on how many
+    /// started at once.
+    #[arg(long, default_value_t = 2500)]
+    idle_open_rate: u32,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -417,7 +422,8 @@ async fn main() -> anyhow::Result<()> {
         args.deltas = 4;
         args.gap_ms = 5;
         args.idle = vec![10];
-        args.idle_runs = 1;
+        // Two, so that the second run's streams are held open after the first run's were let go.
+        args.idle_runs = 2;
     }
     let (release_tx, release_rx) = watch::channel(0u64);
     let stall = Arc::new(AtomicBool::new(false));
@@ -575,9 +581,9 @@ async fn idle_streams(
     release: &watch::Sender<u64>,
 ) -> anyhow::Result<()> {
     println!(
-        "idle streams (each a running chat whose model has sent one delta and waits; clients over {:?}), a fresh \
-         Quire per run:",
-        args.idle_clients
+        "idle streams (each a running chat whose model has sent one delta and waits; clients over {:?}, at most {} \
+         opened a second), a fresh Quire per run:",
+        args.idle_clients, args.idle_open_rate
     );
     println!(
         "{:>7} | {:>12} {:>12} {:>14} | {:>10} | per stream in each run",
@@ -590,7 +596,7 @@ async fn idle_streams(
             // password hashes of sign-up (19 MiB each) are freed and then serving such blocks from the heap,
             // where the freed memory would stay resident and be reused by the streams, making them look cheaper.
             let quire = start_quire(upstream, &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")]).await?;
-            runs.push(idle_run(n, args.idle_clients, client, &quire, stall, release).await?);
+            runs.push(idle_run(n, args, client, &quire, stall, release).await?);
         }
         let mut per: Vec<f64> = runs.iter().map(IdleRun::per_stream_kib).collect();
         per.sort_by(f64::total_cmp);
@@ -640,12 +646,13 @@ async fn settled_rss_kib(pid: u32) -> u64 {
 /// with them all open against before; then lets them finish.
 async fn idle_run(
     n: usize,
-    protocol: ClientProtocol,
+    args: &Args,
     client: &reqwest::Client,
     quire: &Quire,
     stall: &AtomicBool,
     release: &watch::Sender<u64>,
 ) -> anyhow::Result<IdleRun> {
+    let (protocol, open_rate) = (args.idle_clients, args.idle_open_rate);
     let base = quire.base.as_str();
     let pid = quire.child.id();
     let mut accounts = Vec::new();
@@ -698,7 +705,7 @@ async fn idle_run(
         }));
         // Opening thousands at once would only measure the queue in front of SQLite's single writer.
         if i % 50 == 49 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::time::sleep(Duration::from_secs(50).div_f64(f64::from(open_rate.max(1)))).await;
         }
     }
     drop(opened_tx);
