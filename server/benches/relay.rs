@@ -70,14 +70,17 @@ struct Args {
     /// `h2c` (HTTP/2 without TLS, 100 streams per connection, as a proxy that speaks HTTP/2 to Quire).
     #[arg(long, default_value = "h1")]
     idle_clients: ClientProtocol,
-    /// Idle streams opened per second (at most: in groups of 50). What the streams' starts allocate and free is
-    /// kept by the allocator for later, so the resident memory with all of them open also depends on how many
-    /// started at once.
-    #[arg(long, default_value_t = 2500)]
+    /// Idle streams opened per second (at most: in groups of [`OPEN_TOGETHER`]). What the streams' starts
+    /// allocate and free is kept by the allocator for later, so the resident memory with all of them open also
+    /// depends on how many started at once.
+    #[arg(long, default_value_t = 2500, value_parser = clap::value_parser!(u32).range(1..))]
     idle_open_rate: u32,
     #[command(flatten)]
     mode: mode::Mode,
 }
+
+/// Idle streams opened one right after another before a pause (see `--idle-open-rate`).
+const OPEN_TOGETHER: usize = 50;
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
 enum ClientProtocol {
@@ -704,8 +707,8 @@ async fn idle_run(
             anyhow::Ok(())
         }));
         // Opening thousands at once would only measure the queue in front of SQLite's single writer.
-        if i % 50 == 49 {
-            tokio::time::sleep(Duration::from_secs(50).div_f64(f64::from(open_rate.max(1)))).await;
+        if i % OPEN_TOGETHER == OPEN_TOGETHER - 1 {
+            tokio::time::sleep(Duration::from_secs(OPEN_TOGETHER as u64).div_f64(f64::from(open_rate))).await;
         }
     }
     drop(opened_tx);
