@@ -32,9 +32,12 @@ use super::{
 };
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
+use turn_writes::{Script, StartTurn};
 
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
+
+mod turn_writes;
 
 /// SQLite storage.
 #[derive(Debug, Clone)]
@@ -95,6 +98,10 @@ impl Sqlite {
     /// first), or, if that fails, each in its own, so one write's failure is only its own. The group runs apart
     /// from the caller, so a request cancelled meanwhile never cuts it short (its own write is skipped if it has
     /// not run yet).
+    ///
+    /// One task per kind waits in the writer's line for all the writes of that kind (see [`lead`]): with a task
+    /// per write, the many whose write an earlier group had already taken each still came to the front, one
+    /// after another, and the writer stood idle while each of them was woken only to find nothing to do.
     async fn write_grouped<T, R>(
         &self,
         waiting: &Waiting<T, R>,
@@ -108,18 +115,14 @@ impl Sqlite {
         R: Send + 'static,
     {
         let (reply, outcome) = oneshot::channel();
-        lock(waiting).push(Pending { work, reply });
-        let (store, waiting) = (self.clone(), waiting.clone());
-        tokio::spawn(async move {
-            let _turn = store.queue.enter(urgency).await;
-            // The rest stays for the next in line (every write has a task of its own waiting for the writer).
-            let group: Vec<Pending<T, R>> = {
-                let mut waiting = lock(&waiting);
-                let take = waiting.len().min(at_most);
-                waiting.drain(..take).collect()
-            };
-            store.run_group(group, write).await;
-        });
+        let leader_needed = {
+            let mut line = lock(waiting);
+            line.pending.push(Pending { work, reply });
+            !std::mem::replace(&mut line.led, true)
+        };
+        if leader_needed {
+            tokio::spawn(lead(self.clone(), waiting.clone(), urgency, at_most, write));
+        }
         outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
     }
 
@@ -402,147 +405,84 @@ struct Pending<T, R> {
 }
 
 /// Writes of one kind waiting for the writer (see `Sqlite::write_grouped`).
-type Waiting<T, R> = Arc<Mutex<Vec<Pending<T, R>>>>;
+type Waiting<T, R> = Arc<Mutex<Line<T, R>>>;
+
+#[derive(Debug)]
+struct Line<T, R> {
+    pending: Vec<Pending<T, R>>,
+    /// Whether a task is in the writer's line for these writes (it takes them all, group after group).
+    led: bool,
+}
+
+impl<T, R> Default for Line<T, R> {
+    fn default() -> Self {
+        Self { pending: Vec::new(), led: false }
+    }
+}
 
 /// A write that can share a transaction with others of its kind.
 type WriteFn<T, R> = for<'c> fn(&'c mut sqlx::SqliteConnection, &'c T) -> BoxFuture<'c, Result<R>>;
 
-fn lock<T, R>(waiting: &Waiting<T, R>) -> MutexGuard<'_, Vec<Pending<T, R>>> {
+fn lock<T, R>(waiting: &Waiting<T, R>) -> MutexGuard<'_, Line<T, R>> {
     waiting.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A turn's start (see `begin_turn_with`).
-#[derive(Debug)]
-struct StartTurn {
-    user: Uuid,
-    thread: Uuid,
-    turn: Uuid,
-    stale_after_ms: i64,
-    request: Option<NewMessage>,
+/// Takes the writes of one kind through the writer, at most `at_most` per turn of the writer, until none is
+/// left; then the next write of the kind starts another leader. Between groups it gives the writer up, so
+/// more urgent writes go first.
+async fn lead<T, R>(store: Sqlite, waiting: Waiting<T, R>, urgency: Urgency, at_most: usize, write: WriteFn<T, R>)
+where
+    T: Send + Sync + 'static,
+    R: Send + 'static,
+{
+    // Should this task end any other way (a panic), the writes still waiting fail instead of waiting for ever,
+    // and the next write starts a new leader.
+    let mut stepping_down = StepDown { waiting: &waiting, done: false };
+    loop {
+        let turn = store.queue.enter(urgency).await;
+        let group: Vec<Pending<T, R>> = {
+            let mut line = lock(&waiting);
+            let take = line.pending.len().min(at_most);
+            line.pending.drain(..take).collect()
+        };
+        store.run_group(group, write).await;
+        drop(turn);
+        let mut line = lock(&waiting);
+        if line.pending.is_empty() {
+            line.led = false;
+            stepping_down.done = true;
+            return;
+        }
+    }
+}
+
+struct StepDown<'a, T, R> {
+    waiting: &'a Waiting<T, R>,
+    done: bool,
+}
+
+impl<T, R> Drop for StepDown<'_, T, R> {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut line = lock(self.waiting);
+            line.pending.clear();
+            line.led = false;
+        }
+    }
 }
 
 fn start_turn_boxed<'c>(
     conn: &'c mut sqlx::SqliteConnection,
     start: &'c StartTurn,
 ) -> BoxFuture<'c, Result<Option<Message>>> {
-    Box::pin(start_turn(conn, start))
+    Box::pin(turn_writes::start_turn(conn, start))
 }
 
 fn end_turn_boxed<'c>(
     conn: &'c mut sqlx::SqliteConnection,
     end: &'c (Uuid, super::TurnEnd),
 ) -> BoxFuture<'c, Result<()>> {
-    Box::pin(end_turn(conn, end.0, &end.1))
-}
-
-/// Takes the thread for a new turn and saves the person's message that starts it (see `begin_turn_with`).
-async fn start_turn(conn: &mut sqlx::SqliteConnection, start: &StartTurn) -> Result<Option<Message>> {
-    let StartTurn { user, thread, turn, stale_after_ms, .. } = *start;
-    let now = now().timestamp_micros();
-    // Every statement here is a round trip to the writer's thread, which every conversation's start waits
-    // for: the common case (no other turn marked running) is one insert, which also checks the thread's
-    // owner. Only a conflict looks at the running turn, taken over if its heartbeat went quiet.
-    let insert = || {
-        sqlx::query(
-            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             select ?1, ?2, ?3, 'running', ?4, ?4 where exists (select 1 from threads where id = ?2 and user_id = ?3)",
-        )
-        .bind(turn.to_string())
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .bind(now)
-    };
-    let inserted = match insert().execute(&mut *conn).await {
-        Err(e) if is_unique_violation(&e) => {
-            // Turns carry their thread's owner, so another person's thread matches nothing here.
-            let taken_over = sqlx::query(
-                "update turns set status = 'done'
-                 where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
-            )
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .bind(now - stale_after_ms * 1000)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected()
-                > 0;
-            if !taken_over {
-                return Err(StoreError::thread_busy());
-            }
-            // The dead turn's answer, still marked as being written, was cut off.
-            sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
-                .bind(thread.to_string())
-                .execute(&mut *conn)
-                .await?;
-            insert().execute(&mut *conn).await
-        }
-        other => other,
-    };
-    match inserted {
-        Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
-        Ok(_) => {}
-        Err(e) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
-        Err(e) => return Err(e.into()),
-    }
-    let saved = match &start.request {
-        Some(message) => {
-            let (id, created) = (Uuid::now_v7(), super::now());
-            let seq = insert_message(conn, user, id, message, created, false).await?.ok_or(StoreError::NotFound)?;
-            Some(message.clone().saved(id, seq, created))
-        }
-        None => None,
-    };
-    Ok(saved)
-}
-
-/// Stores what a turn leaves and closes it (see `Store::finish_turn`).
-async fn end_turn(conn: &mut sqlx::SqliteConnection, turn: Uuid, end: &super::TurnEnd) -> Result<()> {
-    let mut answer_saved = false;
-    if let Some(answer) = &end.answer {
-        answer_saved = save_answer(conn, answer.user, &answer.draft).await?;
-        if answer_saved {
-            link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
-            if !answer.trace.is_empty() {
-                write_trace(conn, answer.draft.id, &answer.trace).await?;
-            }
-        }
-    }
-    if let Some(spent) = &end.usage {
-        add_usage(conn, spent).await?;
-    }
-    insert_turn_events(conn, &end.events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
-    sqlx::query("update turns set status = 'done' where id = ?").bind(turn.to_string()).execute(&mut *conn).await?;
-    // A turn saves one answer: saved just now, it left nothing else being written in the thread.
-    if !answer_saved {
-        sqlx::query(
-            "update messages set writing = 0
-             where writing = 1 and thread_id = (select thread_id from turns where id = ?)",
-        )
-        .bind(turn.to_string())
-        .execute(&mut *conn)
-        .await?;
-    }
-    sqlx::query(
-        "delete from turn_events where turn_id in
-         (select id from turns where thread_id = (select thread_id from turns where id = ?1) and id <> ?1)",
-    )
-    .bind(turn.to_string())
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
-/// (deleted meanwhile): there is nothing to keep it in.
-async fn save_answer(conn: &mut sqlx::SqliteConnection, user: Uuid, answer: &super::AnswerDraft) -> Result<bool> {
-    if rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await? {
-        return Ok(true);
-    }
-    // Inserted as being written, so a finished answer enters the search index once, with the rewrite.
-    if insert_message(conn, user, answer.id, &answer.first_save(), now(), true).await?.is_none() {
-        return Ok(false);
-    }
-    rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
+    Box::pin(turn_writes::end_turn(conn, end.0, &end.1))
 }
 
 /// Links the user's documents to the answer that wrote them, in one statement.
@@ -593,51 +533,17 @@ async fn write_trace(conn: &mut sqlx::SqliteConnection, message: Uuid, steps: &[
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
 async fn add_usage(conn: &mut sqlx::SqliteConnection, spent: &super::SpentTokens) -> Result<()> {
-    let super::SpentTokens { user, thread, ref model, usage } = *spent;
-    sqlx::query(
-        "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ? where id = ? and user_id = ?",
-    )
-    .bind(usage.input_tokens as i64)
-    .bind(usage.output_tokens as i64)
-    .bind(thread.to_string())
-    .bind(user.to_string())
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
-         on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
-         output_tokens = output_tokens + excluded.output_tokens",
-    )
-    .bind(user.to_string())
-    .bind(today())
-    .bind(model)
-    .bind(usage.input_tokens as i64)
-    .bind(usage.output_tokens as i64)
-    .execute(&mut *conn)
-    .await?;
+    let mut script = Script::default();
+    turn_writes::push_usage(&mut script, spent);
+    script.fetch_all(conn).await?;
     Ok(())
 }
 
-/// Rows of `turn_events` per insert statement (four parameters each, far below SQLite's limit of 32,766).
-const EVENT_ROWS_PER_STATEMENT: usize = 250;
-
-/// Stores events of turns, many rows per statement (one statement per event cost a round trip to the connection's
-/// thread each: with hundreds of turns streaming, most of the writer's time). Events of a turn that no longer
-/// exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
-async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
-    let rows: Vec<(String, &StoredEvent)> = events.iter().map(|(turn, e)| (turn.to_string(), *e)).collect();
-    for chunk in rows.chunks(EVENT_ROWS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::new(
-            "insert or ignore into turn_events (turn_id, seq, name, data)
-             select v.column1, v.column2, v.column3, v.column4 from (",
-        );
-        insert.push_values(chunk, |mut row, (turn, event)| {
-            row.push_bind(turn).push_bind(event.seq).push_bind(&event.name).push_bind(&event.data);
-        });
-        insert.push(") as v where exists (select 1 from turns where turns.id = v.column1)");
-        // Statements of every length would crowd out the connection's cache of prepared statements.
-        insert.build().persistent(false).execute(&mut *conn).await?;
-    }
+/// Stores events of turns (see [`turn_writes::push_turn_events`]).
+async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, events: &[(String, &StoredEvent)]) -> Result<()> {
+    let mut script = Script::default();
+    turn_writes::push_turn_events(&mut script, events);
+    script.fetch_all(conn).await?;
     Ok(())
 }
 
@@ -1668,7 +1574,8 @@ impl Store for Sqlite {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        insert_turn_events(&mut tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
+        let turn = turn.to_string();
+        insert_turn_events(&mut tx, &events.iter().map(|e| (turn.clone(), e)).collect::<Vec<_>>()).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1680,8 +1587,13 @@ impl Store for Sqlite {
         }
         let _turn = self.queue.enter(Urgency::Progress).await;
         let mut tx = self.writer.begin().await?;
-        let events: Vec<(Uuid, &StoredEvent)> =
-            progress.iter().flat_map(|item| item.events.iter().map(|e| (item.turn, e))).collect();
+        let events: Vec<(String, &StoredEvent)> = progress
+            .iter()
+            .flat_map(|item| {
+                let turn = item.turn.to_string();
+                item.events.iter().map(move |e| (turn.clone(), e))
+            })
+            .collect();
         insert_turn_events(&mut tx, &events).await?;
         let answers: Vec<(Uuid, &super::AnswerDraft)> =
             progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
@@ -1690,7 +1602,7 @@ impl Store for Sqlite {
         // progress writer, which keeps one entry per turn) is written in order instead.
         let unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
         for (user, answer) in unsaved {
-            save_answer(&mut tx, user, answer).await?;
+            turn_writes::save_answer(&mut tx, user, answer).await?;
         }
         tx.commit().await?;
         Ok(())

@@ -874,7 +874,12 @@ async fn turns(db: Db) {
         vec![event(1, "start", "{}"), event(2, "delta", "a"), event(3, "delta", "b"), event(4, "done", "{}")]
     );
     assert_eq!(s.turn_events_after(first, 2).await.unwrap(), all[2..].to_vec());
-    assert!(s.turn_events_after(first, 4).await.unwrap().is_empty());
+    // Stored as given, whatever the text holds.
+    let odd = event(9, "text_delta", "{\"text\":\"a \\\"quoted\\\" line\\nnext — ✓ \\u0000 ' ; --\"}");
+    s.append_turn_events(first, std::slice::from_ref(&odd)).await.unwrap();
+    assert_eq!(s.turn_events_after(first, 4).await.unwrap(), vec![odd.clone()]);
+    let all = [all, vec![odd]].concat();
+    assert!(s.turn_events_after(first, 9).await.unwrap().is_empty());
     assert!(s.turn_events_after(Uuid::now_v7(), 0).await.unwrap().is_empty());
 
     s.finish_turn(first, TurnEnd::default()).await.unwrap();

@@ -1,0 +1,391 @@
+//! The writes of conversations' turns on SQLite: starts, ends and the answers' drafts.
+//!
+//! Every statement sent to a SQLite connection is a round trip to the connection's own thread, and the
+//! writer's round trips are what every conversation's start and end wait for; on a busy machine a round trip
+//! (waking that thread, then the task waiting for its answer) costs more than the statement. So each of these
+//! writes is a [`Script`]: sqlx hands the whole text over at once and the connection's thread runs its
+//! statements one after the other. Whatever a statement needs to know of an earlier one (whether the thread
+//! was there, whether the answer was saved) it asks the database itself. A script's text depends only on which
+//! parts a write has, so each is prepared once and kept (preparing the statements anew each time, which
+//! writing a whole group of starts or ends as one script would take, measured slower than the round trips it
+//! saves).
+
+use chrono::{DateTime, Utc};
+use sqlx::{
+    sqlite::{SqliteArguments, SqliteRow},
+    Arguments, Encode, Row, Sqlite as Db, SqliteConnection, Type,
+};
+use uuid::Uuid;
+
+use super::is_unique_violation;
+use crate::store::{now, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError, StoredEvent, TurnEnd};
+
+/// Statements run in one round trip to the connection's thread. sqlx binds the `?` of all of them, in order,
+/// to the values added; a statement that writes and should say so ends in `returning`.
+#[derive(Default)]
+pub(super) struct Script<'q> {
+    sql: String,
+    args: SqliteArguments<'q>,
+    /// `?` written and values added so far: they must match (SQLite would take a missing value as null).
+    parameters: usize,
+    values: usize,
+    error: Option<sqlx::error::BoxDynError>,
+}
+
+impl<'q> Script<'q> {
+    /// Appends a statement; its `?` take the next values [`bind`](Self::bind) adds.
+    pub(super) fn statement(&mut self, sql: &str) -> &mut Self {
+        if !self.sql.is_empty() {
+            self.sql.push_str(";\n");
+        }
+        self.sql.push_str(sql);
+        self.parameters += sql.matches('?').count();
+        self
+    }
+
+    /// The value of the next `?`.
+    pub(super) fn bind<T: Encode<'q, Db> + Type<Db> + 'q>(&mut self, value: T) -> &mut Self {
+        if let Err(e) = self.args.add(value) {
+            self.error.get_or_insert(e);
+        }
+        self.values += 1;
+        self
+    }
+
+    fn is_empty(&self) -> bool {
+        self.sql.is_empty()
+    }
+
+    /// Runs it; the rows of its `returning` statements, in order.
+    pub(super) async fn fetch_all(self, conn: &mut SqliteConnection) -> Result<Vec<SqliteRow>> {
+        if self.is_empty() {
+            return Ok(Vec::new());
+        }
+        if let Some(e) = self.error {
+            return Err(StoreError::Database(sqlx::Error::Encode(e)));
+        }
+        if self.parameters != self.values {
+            return Err(StoreError::Corrupt(format!(
+                "a script of {} parameters was given {} values",
+                self.parameters, self.values
+            )));
+        }
+        Ok(sqlx::query_with(&self.sql, self.args).fetch_all(conn).await?)
+    }
+}
+
+/// A turn's start (see `Store::begin_turn_with`).
+#[derive(Debug)]
+pub(super) struct StartTurn {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub turn: Uuid,
+    pub stale_after_ms: i64,
+    pub request: Option<NewMessage>,
+}
+
+/// Takes the thread for one new turn and saves the person's message that starts it.
+pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &StartTurn) -> Result<Option<Message>> {
+    let created = now();
+    // The common case (no other turn marked running) is one script. Only a conflict looks at the running turn,
+    // taken over if its heartbeat went quiet.
+    let taken = match take_thread(conn, start, created).await {
+        Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+            // Turns carry their thread's owner, so another person's thread matches nothing here.
+            let taken_over = sqlx::query(
+                "update turns set status = 'done'
+                 where thread_id = ?1 and user_id = ?2 and status = 'running' and heartbeat_at < ?3",
+            )
+            .bind(start.thread.to_string())
+            .bind(start.user.to_string())
+            .bind(created.timestamp_micros() - start.stale_after_ms * 1000)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected()
+                > 0;
+            if !taken_over {
+                return Err(StoreError::thread_busy());
+            }
+            // The dead turn's answer, still marked as being written, was cut off.
+            sqlx::query("update messages set writing = 0 where thread_id = ? and writing = 1")
+                .bind(start.thread.to_string())
+                .execute(&mut *conn)
+                .await?;
+            match take_thread(conn, start, created).await {
+                Err(StoreError::Database(e)) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
+                other => other?,
+            }
+        }
+        other => other?,
+    };
+    started(start, taken, created)
+}
+
+/// What [`take_thread`] did.
+#[derive(Debug)]
+enum Taken {
+    /// The thread is missing or another person's: nothing was written.
+    Missing,
+    /// The turn is marked running; the person's message, if any, was saved under this id and number.
+    Taken { message: Option<(Uuid, i64)> },
+}
+
+fn started(start: &StartTurn, taken: Taken, created: DateTime<Utc>) -> Result<Option<Message>> {
+    match (taken, &start.request) {
+        (Taken::Missing, _) => Err(StoreError::NotFound),
+        (Taken::Taken { message: Some((id, seq)) }, Some(request)) => Ok(Some(request.clone().saved(id, seq, created))),
+        (Taken::Taken { .. }, _) => Ok(None),
+    }
+}
+
+/// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
+/// one, with the thread's next number. Each statement that writes returns a row: the turn's, then the
+/// message's number.
+async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: DateTime<Utc>) -> Result<Taken> {
+    let at = created.timestamp_micros();
+    let (thread, user) = (start.thread.to_string(), start.user.to_string());
+    let mut script = Script::default();
+    script
+        .statement(
+            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
+             select ?, ?, ?, 'running', ?, ? where exists (select 1 from threads where id = ? and user_id = ?)
+             returning null",
+        )
+        .bind(start.turn.to_string())
+        .bind(thread.clone())
+        .bind(user.clone())
+        .bind(at)
+        .bind(at)
+        .bind(thread.clone())
+        .bind(user.clone());
+    let id = Uuid::now_v7();
+    if let Some(message) = &start.request {
+        // A missing thread matches nothing here either.
+        script
+            .statement(
+                "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+                 updated_at = max(updated_at, ?) where id = ? and user_id = ?",
+            )
+            .bind(at)
+            .bind(thread.clone())
+            .bind(user.clone())
+            .statement(
+                "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
+                 output_tokens, model, created_at, writing)
+                 select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, 0 from threads where id = ? and user_id = ?
+                 returning seq",
+            )
+            .bind(id.to_string())
+            .bind(message.role.as_str())
+            .bind(message.content.as_str())
+            .bind(message.status.as_str())
+            .bind(message.usage.input_tokens as i64)
+            .bind(message.usage.output_tokens as i64)
+            .bind(message.model.as_deref())
+            .bind(at)
+            .bind(thread)
+            .bind(user);
+    }
+    Ok(match script.fetch_all(conn).await?.as_slice() {
+        [] => Taken::Missing,
+        [_turn] => Taken::Taken { message: None },
+        [_turn, message, ..] => Taken::Taken { message: Some((id, message.try_get(0)?)) },
+    })
+}
+
+/// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
+/// spent, its events and its closing; then the answer's documents and trace (turns that ran tools). A turn
+/// whose thread was deleted meanwhile keeps nothing but its tokens on the ledger.
+pub(super) async fn end_turn(conn: &mut SqliteConnection, turn: Uuid, end: &TurnEnd) -> Result<()> {
+    let at = now().timestamp_micros();
+    let turn = turn.to_string();
+    let mut closing = Script::default();
+    let answer = end.answer.as_ref();
+    if let Some(answer) = answer {
+        push_save_answer(&mut closing, answer.user, &answer.draft, at);
+    }
+    if let Some(spent) = &end.usage {
+        push_usage(&mut closing, spent);
+    }
+    let events: Vec<(String, &StoredEvent)> = end.events.iter().map(|e| (turn.clone(), e)).collect();
+    push_turn_events(&mut closing, &events);
+    closing
+        .statement("update turns set status = 'done' where id = ?")
+        .bind(turn.clone())
+        // A turn saves one answer: saved, it left nothing else being written in the thread; otherwise whatever
+        // it left is cut off.
+        .statement(
+            "update messages set writing = 0 where writing = 1
+             and thread_id = (select thread_id from turns where id = ?)
+             and not exists (select 1 from messages where id = ? and user_id = ?)",
+        )
+        .bind(turn.clone())
+        .bind(answer.map(|a| a.draft.id.to_string()))
+        .bind(answer.map(|a| a.user.to_string()))
+        // Events of the thread's earlier turns are let go.
+        .statement(
+            "delete from turn_events where turn_id in
+             (select id from turns where thread_id = (select thread_id from turns where id = ?) and id <> ?)",
+        )
+        .bind(turn.clone())
+        .bind(turn);
+    let saved = !closing.fetch_all(conn).await?.is_empty();
+    if let (Some(answer), true) = (answer, saved) {
+        super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
+        if !answer.trace.is_empty() {
+            super::write_trace(conn, answer.draft.id, &answer.trace).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Saves an answer's state in one round trip (see [`push_save_answer`]); `false` when its thread is gone.
+pub(super) async fn save_answer(conn: &mut SqliteConnection, user: Uuid, answer: &AnswerDraft) -> Result<bool> {
+    let mut script = Script::default();
+    push_save_answer(&mut script, user, answer, now().timestamp_micros());
+    Ok(!script.fetch_all(conn).await?.is_empty())
+}
+
+/// Saves an answer's state: rewrites it, or creates it at its first save; returns its id unless its thread is
+/// gone (deleted meanwhile: there is nothing to keep it in). A first save inserts the answer as being written
+/// and the rewrite after it says whether it still is, so a finished answer enters the search index once.
+pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: &'q AnswerDraft, at: i64) {
+    let (id, user, thread) = (answer.id.to_string(), user.to_string(), answer.thread_id.to_string());
+    let update = &answer.update;
+    script
+        .statement(
+            "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+             updated_at = max(updated_at, ?)
+             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
+        )
+        .bind(at)
+        .bind(thread.clone())
+        .bind(user.clone())
+        .bind(id.clone())
+        .statement(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+             model, created_at, writing)
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, 1 from threads
+             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
+        )
+        .bind(id.clone())
+        .bind(app::api::Role::Assistant.as_str())
+        .bind(update.content.as_str())
+        .bind(update.status.as_str())
+        .bind(update.usage.input_tokens as i64)
+        .bind(update.usage.output_tokens as i64)
+        .bind(update.model.as_deref())
+        .bind(at)
+        .bind(thread)
+        .bind(user.clone())
+        .bind(id.clone())
+        .statement(
+            "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?, writing = ?,
+             model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ? returning id",
+        )
+        .bind(update.content.as_str())
+        .bind(update.status.as_str())
+        .bind(update.usage.input_tokens as i64)
+        .bind(update.usage.output_tokens as i64)
+        .bind(answer.writing)
+        .bind(update.model.as_deref())
+        .bind(update.context.as_ref().map(|c| c.to_string()))
+        .bind(id)
+        .bind(user);
+}
+
+/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
+pub(super) fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
+    let (user, usage) = (spent.user.to_string(), spent.usage);
+    script
+        .statement(
+            "update threads set input_tokens = input_tokens + ?, output_tokens = output_tokens + ?
+             where id = ? and user_id = ?",
+        )
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64)
+        .bind(spent.thread.to_string())
+        .bind(user.clone())
+        .statement(
+            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
+             on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
+             output_tokens = output_tokens + excluded.output_tokens",
+        )
+        .bind(user)
+        .bind(super::today())
+        .bind(spent.model.as_str())
+        .bind(usage.input_tokens as i64)
+        .bind(usage.output_tokens as i64);
+}
+
+/// Stores events of turns in one statement of fixed text, the rows passed as one JSON array (a statement with
+/// a value per field would have a text for every number of rows, each prepared anew). Events of a turn that no
+/// longer exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
+pub(super) fn push_turn_events<'q>(script: &mut Script<'q>, events: &[(String, &'q StoredEvent)]) {
+    if events.is_empty() {
+        return;
+    }
+    let rows: Vec<(&str, i64, &str, &str)> =
+        events.iter().map(|(turn, e)| (turn.as_str(), e.seq, e.name.as_str(), e.data.as_str())).collect();
+    let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
+    script
+        .statement(
+            "insert or ignore into turn_events (turn_id, seq, name, data)
+             select e.value ->> 0, e.value ->> 1, e.value ->> 2, e.value ->> 3 from json_each(?) as e
+             where exists (select 1 from turns where turns.id = e.value ->> 0)",
+        )
+        .bind(rows);
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Connection;
+
+    use super::*;
+
+    async fn table() -> SqliteConnection {
+        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        sqlx::query("create table t (k text primary key, v integer)").execute(&mut conn).await.unwrap();
+        conn
+    }
+
+    #[tokio::test]
+    async fn a_script_runs_its_statements_in_order_each_with_its_values() {
+        let mut conn = table().await;
+        let mut script = Script::default();
+        script
+            .statement("insert into t (k, v) values (?, ?)")
+            .bind("a")
+            .bind(1_i64)
+            .statement("update t set v = v + ? where k = ? returning v")
+            .bind(10_i64)
+            .bind("a")
+            .statement("insert into t (k, v) select ?, v * ? from t where k = ? returning v")
+            .bind("b")
+            .bind(2_i64)
+            .bind("a");
+        let rows = script.fetch_all(&mut conn).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.get::<i64, _>(0)).collect::<Vec<_>>(), vec![11, 22]);
+        // Run again from the cache of prepared statements, with other values.
+        let mut again = Script::default();
+        again.statement("insert into t (k, v) values (?, ?)").bind("c").bind(3_i64);
+        again.fetch_all(&mut conn).await.unwrap();
+        let all: Vec<(String, i64)> =
+            sqlx::query_as("select k, v from t order by k").fetch_all(&mut conn).await.unwrap();
+        assert_eq!(all, vec![("a".into(), 11), ("b".into(), 22), ("c".into(), 3)]);
+    }
+
+    #[tokio::test]
+    async fn a_script_with_values_missing_or_left_over_is_refused_before_it_runs() {
+        let mut conn = table().await;
+        let mut short = Script::default();
+        short.statement("insert into t (k, v) values (?, ?)").bind("a").statement("delete from t");
+        assert!(matches!(short.fetch_all(&mut conn).await, Err(StoreError::Corrupt(_))));
+        let mut long = Script::default();
+        long.statement("insert into t (k, v) values (?, ?)").bind("a").bind(1_i64).bind(2_i64);
+        assert!(matches!(long.fetch_all(&mut conn).await, Err(StoreError::Corrupt(_))));
+        let count: i64 = sqlx::query_scalar("select count(*) from t").fetch_one(&mut conn).await.unwrap();
+        assert_eq!(count, 0, "nothing ran");
+        assert!(Script::default().fetch_all(&mut conn).await.unwrap().is_empty());
+    }
+}
