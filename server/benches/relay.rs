@@ -459,9 +459,9 @@ async fn main() -> anyhow::Result<()> {
         open_files.split_whitespace().collect::<Vec<_>>().join(" ")
     );
     println!(
-        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9}",
+        "{:>7} {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>10} {:>10} | {:>9} {:>9} {:>9} {:>9}",
         "streams", "path", "ttft p50", "ttft p99", "gap p50", "gap p99", "+ttft p50", "+ttft p99", "+gap p50", "+gap p99",
-        "gap p1", "gap max", "end p50", "end p99", "cpu", "rss MiB", "peak MiB"
+        "gap p1", "gap max", "end p50", "end p99", "cpu", "cpu/turn", "rss MiB", "peak MiB"
     );
     for &streams in &args.streams {
         let threads = make_threads(&client, &base, &accounts, streams).await?;
@@ -491,10 +491,14 @@ async fn main() -> anyhow::Result<()> {
             })
             .await?
         };
-        let cpu = (cpu_time(pid) - cpu_before).as_secs_f64() / wall.elapsed().as_secs_f64();
-        let (rss, peak) = memory_kib(pid);
+        let cpu = cpu_time(pid) - cpu_before;
+        let load = Load {
+            share: cpu.as_secs_f64() / wall.elapsed().as_secs_f64(),
+            per_turn: cpu / through.streams.max(1) as u32,
+            memory_kib: memory_kib(pid),
+        };
         print_row(streams, "direct", &direct, None, None);
-        print_row(streams, "quire", &through, Some(&direct), Some((cpu, rss, peak)));
+        print_row(streams, "quire", &through, Some(&direct), Some(load));
     }
 
     drop(quire);
@@ -517,7 +521,14 @@ async fn make_threads(
     Ok(threads)
 }
 
-fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples>, proc_: Option<(f64, u64, u64)>) {
+/// Quire's share of a core over a phase, its CPU time per chat, and its memory (VmRSS, VmHWM) at the end.
+struct Load {
+    share: f64,
+    per_turn: Duration,
+    memory_kib: (u64, u64),
+}
+
+fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples>, load: Option<Load>) {
     let mut ttft = s.ttft.clone();
     let mut gaps = s.gaps.clone();
     let mut ends = s.ends.clone();
@@ -548,11 +559,16 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
                     diff(p(&gaps, 50.0), p(&rg, 50.0)),
                     diff(p(&gaps, 99.0), p(&rg, 99.0))
                 ),
-                proc_
-                    .map(|(cpu, rss, peak)| {
-                        format!("{:>8.0}% {:>9.1} {:>9.1}", cpu * 100.0, rss as f64 / 1024.0, peak as f64 / 1024.0)
-                    })
-                    .unwrap_or_default(),
+                load.map(|Load { share, per_turn, memory_kib: (rss, peak) }| {
+                    format!(
+                        "{:>8.0}% {:>9} {:>9.1} {:>9.1}",
+                        share * 100.0,
+                        fmt(per_turn),
+                        rss as f64 / 1024.0,
+                        peak as f64 / 1024.0
+                    )
+                })
+                .unwrap_or_default(),
             )
         }
         None => (format!("{:>10} {:>10} | {:>10} {:>10}", "", "", "", ""), String::new()),

@@ -427,9 +427,9 @@ fn lock<T, R>(waiting: &Waiting<T, R>) -> MutexGuard<'_, Line<T, R>> {
     waiting.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Takes the writes of one kind through the writer, at most `at_most` per turn of the writer, until none is
-/// left; then the next write of the kind starts another leader. Between groups it gives the writer up, so
-/// more urgent writes go first.
+/// Takes the writes of one kind through the writer, at most `at_most` per transaction, until none is left;
+/// then the next write of the kind starts another leader. It keeps the writer from group to group unless a
+/// more urgent write waits for it.
 async fn lead<T, R>(store: Sqlite, waiting: Waiting<T, R>, urgency: Urgency, at_most: usize, write: WriteFn<T, R>)
 where
     T: Send + Sync + 'static,
@@ -438,20 +438,25 @@ where
     // Should this task end any other way (a panic), the writes still waiting fail instead of waiting for ever,
     // and the next write starts a new leader.
     let mut stepping_down = StepDown { waiting: &waiting, done: false };
+    let mut turn = store.queue.enter(urgency).await;
     loop {
-        let turn = store.queue.enter(urgency).await;
         let group: Vec<Pending<T, R>> = {
             let mut line = lock(&waiting);
             let take = line.pending.len().min(at_most);
             line.pending.drain(..take).collect()
         };
         store.run_group(group, write).await;
-        drop(turn);
-        let mut line = lock(&waiting);
-        if line.pending.is_empty() {
-            line.led = false;
-            stepping_down.done = true;
-            return;
+        {
+            let mut line = lock(&waiting);
+            if line.pending.is_empty() {
+                line.led = false;
+                stepping_down.done = true;
+                return;
+            }
+        }
+        if turn.more_urgent_waiting(urgency) {
+            drop(turn);
+            turn = store.queue.enter(urgency).await;
         }
     }
 }

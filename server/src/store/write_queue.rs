@@ -39,6 +39,13 @@ pub struct WriterTurn<'a> {
     queue: &'a WriteQueue,
 }
 
+impl WriterTurn<'_> {
+    /// Whether a write more urgent than `urgency` waits for the writer.
+    pub fn more_urgent_waiting(&self, urgency: Urgency) -> bool {
+        self.queue.state().waiting[..urgency as usize].iter().any(|line| !line.is_empty())
+    }
+}
+
 impl Drop for WriterTurn<'_> {
     fn drop(&mut self) {
         self.queue.hand_on();
@@ -152,5 +159,29 @@ mod tests {
         drop(pending);
         let again = tokio::time::timeout(Duration::from_secs(1), queue.enter(Urgency::Finish)).await;
         assert!(again.is_ok(), "the writer was handed on");
+    }
+
+    #[tokio::test]
+    async fn a_turn_knows_when_a_more_urgent_write_waits() {
+        let queue = Arc::new(WriteQueue::default());
+        let turn = queue.enter(Urgency::Finish).await;
+        assert!(!turn.more_urgent_waiting(Urgency::Finish));
+        let in_line = |urgency| {
+            let queue = queue.clone();
+            tokio::spawn(async move {
+                let _turn = queue.enter(urgency).await;
+            })
+        };
+        let progress = in_line(Urgency::Progress);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!turn.more_urgent_waiting(Urgency::Finish), "a less urgent one does not count");
+        let start = in_line(Urgency::Start);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(turn.more_urgent_waiting(Urgency::Finish));
+        assert!(turn.more_urgent_waiting(Urgency::Progress));
+        assert!(!turn.more_urgent_waiting(Urgency::Start), "nothing is more urgent than a start");
+        drop(turn);
+        start.await.unwrap();
+        progress.await.unwrap();
     }
 }
