@@ -1077,6 +1077,12 @@ impl Store for Postgres {
         request: Option<NewMessage>,
     ) -> Result<Option<Message>> {
         let now = now();
+        // The common case, no other turn marked running in the thread, is one statement: one round trip, and a
+        // pooled connection held for no longer. Only a conflict looks at the running turn.
+        match take_thread(&self.pool, user, thread, turn, now, request.as_ref()).await {
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {}
+            other => return other,
+        }
         let mut tx = self.pool.begin().await?;
         // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
         let taken_over = sqlx::query(
@@ -1090,40 +1096,18 @@ impl Store for Postgres {
         .await?
         .rows_affected()
             > 0;
-        // The thread's ownership is checked by the insert itself (one statement less for every start). A concurrent
-        // begin blocks here on the partial unique index until the other commits, then fails.
-        let inserted = sqlx::query(
-            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)",
-        )
-        .bind(turn)
-        .bind(thread)
-        .bind(user)
-        .bind(now)
-        .execute(&mut *tx)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 0 => return Err(StoreError::NotFound),
-            Ok(_) => {}
-            Err(e) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
-            Err(e) => return Err(e.into()),
+        if !taken_over {
+            return Err(StoreError::thread_busy());
         }
-        // A dead turn was taken over above: its answer, still marked as being written, was cut off. (Only then; a
-        // turn that ended otherwise had its answer released by `finish_turn` or `release_abandoned_answers`.)
-        if taken_over {
-            sqlx::query("update messages set writing = false where thread_id = $1 and writing")
-                .bind(thread)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let saved = match request {
-            Some(message) => {
-                let (id, created) = (Uuid::now_v7(), super::now());
-                let seq =
-                    insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
-                Some(message.saved(id, seq, created))
-            }
-            None => None,
+        // The dead turn's answer, still marked as being written, was cut off.
+        sqlx::query("update messages set writing = false where thread_id = $1 and writing")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await?;
+        // A concurrent begin blocks on the partial unique index until the other commits, then fails.
+        let saved = match take_thread(&mut *tx, user, thread, turn, now, request.as_ref()).await {
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
+            other => other?,
         };
         tx.commit().await?;
         Ok(saved)
@@ -1168,9 +1152,6 @@ impl Store for Postgres {
                 }
             }
         }
-        if let Some(spent) = &end.usage {
-            add_usage(&mut tx, spent).await?;
-        }
         insert_turn_events(&mut tx, turn, &end.events).await?;
         sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
         // A turn saves one answer: saved just now, it left nothing else being written in the thread.
@@ -1183,14 +1164,21 @@ impl Store for Postgres {
             .execute(&mut *tx)
             .await?;
         }
-        // Only the newest turn's events are kept for re-attaching.
+        // Only the newest turn's events are kept for re-attaching. Written as a list of turns, which the planner
+        // looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan of
+        // every turn's events (a few milliseconds per turn's end with hundreds streaming).
         sqlx::query(
-            "delete from turn_events where turn_id in
-             (select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1)",
+            "delete from turn_events where turn_id = any(array(
+             select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1))",
         )
         .bind(turn)
         .execute(&mut *tx)
         .await?;
+        // Last before the commit: the owner's ledger row for the day is shared by all their turns, and whoever
+        // updates it holds it until the commit, so each of their other turns ending meanwhile waits that long.
+        if let Some(spent) = &end.usage {
+            add_usage(&mut tx, spent).await?;
+        }
         tx.commit().await?;
         Ok(())
     }
@@ -1481,6 +1469,58 @@ impl Store for Postgres {
         tx.commit().await?;
         Ok(created)
     }
+}
+
+/// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
+/// one, with the thread's next number: one statement, so one round trip. `NotFound` when the thread is missing
+/// or another person's; a unique violation when another turn is marked running in it.
+async fn take_thread<'c>(
+    conn: impl sqlx::PgExecutor<'c>,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    now: DateTime<Utc>,
+    request: Option<&NewMessage>,
+) -> Result<Option<Message>> {
+    let id = Uuid::now_v7();
+    let (taken, seq): (i64, Option<i64>) = sqlx::query_as(
+        "with taken as (
+             insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
+             select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
+             returning thread_id
+         ), counted as (
+             update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+             updated_at = greatest(updated_at, $4)
+             where $5::uuid is not null and id = (select thread_id from taken) and user_id = $3
+             returning id, user_id, last_seq
+         ), saved as (
+             insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+             model, created_at, writing)
+             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false from counted
+             returning seq
+         )
+         select (select count(*) from taken), (select seq from saved)",
+    )
+    .bind(turn)
+    .bind(thread)
+    .bind(user)
+    .bind(now)
+    .bind(request.map(|_| id))
+    .bind(request.map(|m| m.role.as_str()))
+    .bind(request.map(|m| m.content.as_str()))
+    .bind(request.map(|m| m.status.as_str()))
+    .bind(request.map(|m| m.usage.input_tokens as i64))
+    .bind(request.map(|m| m.usage.output_tokens as i64))
+    .bind(request.and_then(|m| m.model.as_deref()))
+    .fetch_one(conn)
+    .await?;
+    if taken == 0 {
+        return Err(StoreError::NotFound);
+    }
+    Ok(match (request, seq) {
+        (Some(message), Some(seq)) => Some(message.clone().saved(id, seq, now)),
+        _ => None,
+    })
 }
 
 /// Inserts a batch of turn events in one statement (they arrive at streaming speed); repeats are ignored.
