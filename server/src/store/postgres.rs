@@ -1217,15 +1217,24 @@ impl Store for Postgres {
         if progress.is_empty() {
             return Ok(());
         }
-        // Thread rows are locked in one order, so two batches never wait on each other in a circle.
-        let mut items: Vec<&super::TurnProgress> = progress.iter().collect();
-        items.sort_by_key(|p| p.answer.as_ref().map(|a| a.thread_id));
+        // Every statement is a round trip, and a batch's transaction holds its answers' rows until it commits
+        // (a turn ending meanwhile waits for them): the events of all its turns are one statement, and so are
+        // the answers saved before; only first saves go one by one.
         let mut tx = self.pool.begin().await?;
-        for item in items {
-            insert_turn_events(&mut tx, item.turn, &item.events).await?;
-            if let Some(answer) = &item.answer {
-                save_answer(&mut tx, item.user, answer).await?;
-            }
+        let events: Vec<(Uuid, &StoredEvent)> =
+            progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
+        insert_events(&mut tx, &events).await?;
+        let answers: Vec<(Uuid, &super::AnswerDraft)> =
+            progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
+        let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
+        // One answer twice in a batch (never from the progress writer, which keeps one entry per turn) is written
+        // in order instead.
+        let mut unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
+        // Thread rows (a first save counts the message) are locked in one order, so two batches never wait on
+        // each other in a circle.
+        unsaved.sort_by_key(|(_, a)| a.thread_id);
+        for (user, answer) in unsaved {
+            save_answer(&mut tx, user, answer).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -1678,23 +1687,75 @@ async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) ->
 /// Stores a turn's events in one statement. Skipped when the turn is gone (its thread was deleted meanwhile); a
 /// number already stored keeps its first event.
 async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+    insert_events(conn, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await
+}
+
+/// Stores events of turns in one statement. Events of a turn that no longer exists (its thread was deleted
+/// meanwhile) are skipped; a number already stored keeps its first event.
+async fn insert_events(conn: &mut sqlx::PgConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
-    let seqs: Vec<i64> = events.iter().map(|e| e.seq).collect();
-    let names: Vec<&str> = events.iter().map(|e| e.name.as_str()).collect();
-    let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+    let turns: Vec<Uuid> = events.iter().map(|(turn, _)| *turn).collect();
+    let seqs: Vec<i64> = events.iter().map(|(_, e)| e.seq).collect();
+    let names: Vec<&str> = events.iter().map(|(_, e)| e.name.as_str()).collect();
+    let data: Vec<&str> = events.iter().map(|(_, e)| e.data.as_str()).collect();
     sqlx::query(
         "insert into turn_events (turn_id, seq, name, data)
-         select $1, e.seq, e.name, e.data from unnest($2::bigint[], $3::text[], $4::text[]) as e (seq, name, data)
-         where exists (select 1 from turns where id = $1)
+         select e.turn_id, e.seq, e.name, e.data
+         from unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) as e (turn_id, seq, name, data)
+         where exists (select 1 from turns where id = e.turn_id)
          on conflict (turn_id, seq) do nothing",
     )
-    .bind(turn)
+    .bind(&turns)
     .bind(&seqs)
     .bind(&names)
     .bind(&data)
     .execute(&mut *conn)
     .await?;
     Ok(())
+}
+
+/// Rewrites answer drafts saved before, all in one statement, as [`rewrite_message`] does one by one (their ids
+/// distinct); gives back the drafts that matched no message of their user (first saves, and answers whose
+/// thread is gone).
+async fn rewrite_drafts<'a>(
+    conn: &mut sqlx::PgConnection,
+    drafts: &[(Uuid, &'a super::AnswerDraft)],
+) -> Result<Vec<(Uuid, &'a super::AnswerDraft)>> {
+    if drafts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.id).collect();
+    let users: Vec<Uuid> = drafts.iter().map(|(user, _)| *user).collect();
+    let contents: Vec<&str> = drafts.iter().map(|(_, d)| d.update.content.as_str()).collect();
+    let statuses: Vec<&str> = drafts.iter().map(|(_, d)| d.update.status.as_str()).collect();
+    let inputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.input_tokens as i64).collect();
+    let outputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.output_tokens as i64).collect();
+    let models: Vec<Option<&str>> = drafts.iter().map(|(_, d)| d.update.model.as_deref()).collect();
+    let contexts: Vec<Option<&serde_json::Value>> = drafts.iter().map(|(_, d)| d.update.context.as_ref()).collect();
+    let writing: Vec<bool> = drafts.iter().map(|(_, d)| d.writing).collect();
+    let rewritten: Vec<Uuid> = sqlx::query_scalar(
+        "update messages m set content = v.content, status = v.status, input_tokens = v.input_tokens,
+         output_tokens = v.output_tokens, model = coalesce(v.model, m.model), context = coalesce(v.context, m.context),
+         writing = v.writing
+         from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
+                     $8::jsonb[], $9::bool[])
+              as v (id, user_id, content, status, input_tokens, output_tokens, model, context, writing)
+         where m.id = v.id and m.user_id = v.user_id
+         returning m.id",
+    )
+    .bind(&ids)
+    .bind(&users)
+    .bind(&contents)
+    .bind(&statuses)
+    .bind(&inputs)
+    .bind(&outputs)
+    .bind(&models)
+    .bind(&contexts)
+    .bind(&writing)
+    .fetch_all(&mut *conn)
+    .await?;
+    let rewritten: std::collections::HashSet<Uuid> = rewritten.into_iter().collect();
+    Ok(drafts.iter().filter(|(_, d)| !rewritten.contains(&d.id)).copied().collect())
 }
