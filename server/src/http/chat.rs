@@ -242,9 +242,12 @@ fn stored_events(
         (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
 pub async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
     state.store.get_thread(user.id, thread).await?;
-    if let Some(live) = state.hub.get(thread).filter(|l| l.user_id == user.id) {
+    // A turn running here stops at once; one running elsewhere stops at its next heartbeat. A turn stopped here
+    // may have closed before the request below reaches the store: it was stopped all the same.
+    let here = state.hub.get(thread).filter(|l| l.user_id == user.id);
+    if let Some(live) = &here {
         live.cancel();
     }
     let requested = state.store.request_stop(user.id, thread).await?;
-    Ok(if requested { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })
+    Ok(if here.is_some() || requested { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })
 }
