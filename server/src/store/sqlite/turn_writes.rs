@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use super::is_unique_violation;
 use crate::store::{now, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError, StoredEvent, TurnEnd};
+use app::api::{Role, Usage};
 
 /// Statements run in one round trip to the connection's thread. sqlx binds the `?` of all of them, in order,
 /// to the values added; a statement that writes and should say so ends in `returning`.
@@ -161,30 +162,14 @@ async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: Da
     let id = Uuid::now_v7();
     if let Some(message) = &start.request {
         // A missing thread matches nothing here either.
-        script
-            .statement(
-                "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-                 updated_at = max(updated_at, ?) where id = ? and user_id = ?",
-            )
-            .bind(at)
-            .bind(thread.clone())
-            .bind(user.clone())
-            .statement(
-                "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
-                 output_tokens, model, created_at, writing)
-                 select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, 0 from threads where id = ? and user_id = ?
-                 returning seq",
-            )
-            .bind(id.to_string())
-            .bind(message.role.as_str())
-            .bind(message.content.as_str())
-            .bind(message.status.as_str())
-            .bind(message.usage.input_tokens as i64)
-            .bind(message.usage.output_tokens as i64)
-            .bind(message.model.as_deref())
-            .bind(at)
-            .bind(thread)
-            .bind(user);
+        let row = NewRow {
+            role: message.role.as_str(),
+            content: &message.content,
+            status: message.status.as_str(),
+            usage: message.usage,
+            model: message.model.as_deref(),
+        };
+        push_new_message(&mut script, &id.to_string(), &thread, &user, row, at, false);
     }
     Ok(match script.fetch_all(conn).await?.as_slice() {
         [] => Taken::Missing,
@@ -246,39 +231,21 @@ pub(super) async fn save_answer(conn: &mut SqliteConnection, user: Uuid, answer:
     Ok(!script.fetch_all(conn).await?.is_empty())
 }
 
-/// Saves an answer's state: rewrites it, or creates it at its first save; returns its id unless its thread is
+/// Saves an answer's state: rewrites it, or creates it at its first save; returns rows unless its thread is
 /// gone (deleted meanwhile: there is nothing to keep it in). A first save inserts the answer as being written
 /// and the rewrite after it says whether it still is, so a finished answer enters the search index once.
 pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: &'q AnswerDraft, at: i64) {
     let (id, user, thread) = (answer.id.to_string(), user.to_string(), answer.thread_id.to_string());
     let update = &answer.update;
+    let row = NewRow {
+        role: Role::Assistant.as_str(),
+        content: &update.content,
+        status: update.status.as_str(),
+        usage: update.usage,
+        model: update.model.as_deref(),
+    };
+    push_new_message(script, &id, &thread, &user, row, at, true);
     script
-        .statement(
-            "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-             updated_at = max(updated_at, ?)
-             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
-        )
-        .bind(at)
-        .bind(thread.clone())
-        .bind(user.clone())
-        .bind(id.clone())
-        .statement(
-            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing)
-             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, 1 from threads
-             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
-        )
-        .bind(id.clone())
-        .bind(app::api::Role::Assistant.as_str())
-        .bind(update.content.as_str())
-        .bind(update.status.as_str())
-        .bind(update.usage.input_tokens as i64)
-        .bind(update.usage.output_tokens as i64)
-        .bind(update.model.as_deref())
-        .bind(at)
-        .bind(thread)
-        .bind(user.clone())
-        .bind(id.clone())
         .statement(
             "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?, writing = ?,
              model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ? returning id",
@@ -292,6 +259,57 @@ pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: 
         .bind(update.context.as_ref().map(|c| c.to_string()))
         .bind(id)
         .bind(user);
+}
+
+/// A message to insert.
+struct NewRow<'q> {
+    role: &'static str,
+    content: &'q str,
+    status: &'static str,
+    usage: Usage,
+    model: Option<&'q str>,
+}
+
+/// Counts a new message in its thread and inserts it with the thread's next number, which it returns; nothing
+/// when the thread is missing or another person's, or a message with this id exists already.
+fn push_new_message<'q>(
+    script: &mut Script<'q>,
+    id: &str,
+    thread: &str,
+    user: &str,
+    row: NewRow<'q>,
+    at: i64,
+    writing: bool,
+) {
+    script
+        .statement(
+            "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+             updated_at = max(updated_at, ?)
+             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
+        )
+        .bind(at)
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .bind(id.to_string())
+        .statement(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+             model, created_at, writing)
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ? from threads
+             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)
+             returning seq",
+        )
+        .bind(id.to_string())
+        .bind(row.role)
+        .bind(row.content)
+        .bind(row.status)
+        .bind(row.usage.input_tokens as i64)
+        .bind(row.usage.output_tokens as i64)
+        .bind(row.model)
+        .bind(at)
+        .bind(writing)
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .bind(id.to_string());
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
