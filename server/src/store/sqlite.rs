@@ -284,50 +284,6 @@ fn today() -> String {
     Utc::now().format("%Y-%m-%d").to_string()
 }
 
-/// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
-/// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
-/// thread is missing or another user's. A message inserted as `writing` stays out of the search index.
-async fn insert_message(
-    tx: &mut sqlx::SqliteConnection,
-    user: Uuid,
-    id: Uuid,
-    message: &NewMessage,
-    created: DateTime<Utc>,
-    writing: bool,
-) -> Result<Option<i64>> {
-    let Some(seq): Option<i64> = sqlx::query_scalar(
-        "update threads set message_count = message_count + 1, last_seq = last_seq + 1, updated_at = max(updated_at, ?)
-         where id = ? and user_id = ? returning last_seq",
-    )
-    .bind(created.timestamp_micros())
-    .bind(message.thread_id.to_string())
-    .bind(user.to_string())
-    .fetch_optional(&mut *tx)
-    .await?
-    else {
-        return Ok(None);
-    };
-    sqlx::query(
-        "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model,
-         created_at, writing) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(id.to_string())
-    .bind(message.thread_id.to_string())
-    .bind(user.to_string())
-    .bind(seq)
-    .bind(message.role.as_str())
-    .bind(&message.content)
-    .bind(message.status.as_str())
-    .bind(message.usage.input_tokens as i64)
-    .bind(message.usage.output_tokens as i64)
-    .bind(&message.model)
-    .bind(created.timestamp_micros())
-    .bind(writing)
-    .execute(&mut *tx)
-    .await?;
-    Ok(Some(seq))
-}
-
 /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
 /// given; whether it exists.
 async fn rewrite_message(
@@ -829,7 +785,8 @@ impl Store for Sqlite {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.writer.begin().await?;
-        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
+        let seq =
+            turn_writes::insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(message.saved(id, seq, created))
     }

@@ -162,14 +162,7 @@ async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: Da
     let id = Uuid::now_v7();
     if let Some(message) = &start.request {
         // A missing thread matches nothing here either.
-        let row = NewRow {
-            role: message.role.as_str(),
-            content: &message.content,
-            status: message.status.as_str(),
-            usage: message.usage,
-            model: message.model.as_deref(),
-        };
-        push_new_message(&mut script, &id.to_string(), &thread, &user, row, at, false);
+        push_new_message(&mut script, &id.to_string(), &thread, &user, NewRow::of(message), at, false);
     }
     Ok(match script.fetch_all(conn).await?.as_slice() {
         [] => Taken::Missing,
@@ -268,6 +261,34 @@ struct NewRow<'q> {
     status: &'static str,
     usage: Usage,
     model: Option<&'q str>,
+}
+
+impl<'q> NewRow<'q> {
+    fn of(message: &'q NewMessage) -> Self {
+        Self {
+            role: message.role.as_str(),
+            content: &message.content,
+            status: message.status.as_str(),
+            usage: message.usage,
+            model: message.model.as_deref(),
+        }
+    }
+}
+
+/// Inserts a message under `id` with the thread's next number, which it returns, and counts it in the thread;
+/// `None` when the thread is missing or another person's. One round trip.
+pub(super) async fn insert_message(
+    conn: &mut SqliteConnection,
+    user: Uuid,
+    id: Uuid,
+    message: &NewMessage,
+    created: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    let mut script = Script::default();
+    let (id, thread, user) = (id.to_string(), message.thread_id.to_string(), user.to_string());
+    push_new_message(&mut script, &id, &thread, &user, NewRow::of(message), created.timestamp_micros(), false);
+    let rows = script.fetch_all(conn).await?;
+    Ok(rows.first().map(|row| row.try_get(0)).transpose()?)
 }
 
 /// Counts a new message in its thread and inserts it with the thread's next number, which it returns; nothing
