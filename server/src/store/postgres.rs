@@ -1218,8 +1218,8 @@ impl Store for Postgres {
             return Ok(());
         }
         // Every statement is a round trip, and a batch's transaction holds its answers' rows until it commits
-        // (a turn ending meanwhile waits for them): the events of all its turns are one statement, and so are
-        // the answers saved before; only first saves go one by one.
+        // (a turn ending meanwhile waits for them): the events of all its turns are one statement, the answers
+        // saved before one more, and their first saves a third.
         let mut tx = self.pool.begin().await?;
         let events: Vec<(Uuid, &StoredEvent)> =
             progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
@@ -1229,12 +1229,13 @@ impl Store for Postgres {
         let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
         // One answer twice in a batch (never from the progress writer, which keeps one entry per turn) is written
         // in order instead.
-        let mut unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
-        // Thread rows (a first save counts the message) are locked in one order, so two batches never wait on
-        // each other in a circle.
-        unsaved.sort_by_key(|(_, a)| a.thread_id);
-        for (user, answer) in unsaved {
-            save_answer(&mut tx, user, answer).await?;
+        if distinct == answers.len() {
+            let unsaved = rewrite_drafts(&mut tx, &answers).await?;
+            insert_first_drafts(&mut tx, &unsaved).await?;
+        } else {
+            for (user, answer) in answers {
+                save_answer(&mut tx, user, answer).await?;
+            }
         }
         tx.commit().await?;
         Ok(())
@@ -1711,6 +1712,66 @@ async fn insert_events(conn: &mut sqlx::PgConnection, events: &[(Uuid, &StoredEv
     .bind(&seqs)
     .bind(&names)
     .bind(&data)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Inserts answers at their first save, all in one statement, each with its thread's next number (their
+/// threads distinct, as a batch of running turns' progress has them: one running turn per thread); an answer
+/// whose thread is gone is left out. Drafts of one thread twice go one by one instead.
+async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &super::AnswerDraft)]) -> Result<()> {
+    let threads: std::collections::HashSet<Uuid> = drafts.iter().map(|(_, d)| d.thread_id).collect();
+    if threads.len() != drafts.len() {
+        for (user, draft) in drafts {
+            save_answer(conn, *user, draft).await?;
+        }
+        return Ok(());
+    }
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.id).collect();
+    let users: Vec<Uuid> = drafts.iter().map(|(user, _)| *user).collect();
+    let thread_ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.thread_id).collect();
+    let contents: Vec<&str> = drafts.iter().map(|(_, d)| d.update.content.as_str()).collect();
+    let statuses: Vec<&str> = drafts.iter().map(|(_, d)| d.update.status.as_str()).collect();
+    let inputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.input_tokens as i64).collect();
+    let outputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.output_tokens as i64).collect();
+    let models: Vec<Option<&str>> = drafts.iter().map(|(_, d)| d.update.model.as_deref()).collect();
+    let contexts: Vec<Option<&serde_json::Value>> = drafts.iter().map(|(_, d)| d.update.context.as_ref()).collect();
+    let writing: Vec<bool> = drafts.iter().map(|(_, d)| d.writing).collect();
+    // The search vector is computed from the values inserted, so a finished one enters the index once here.
+    sqlx::query(
+        "with v as (
+             select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[],
+                                  $7::bigint[], $8::text[], $9::jsonb[], $10::bool[])
+             as v (id, user_id, thread_id, content, status, input_tokens, output_tokens, model, context, writing)
+         ), counted as (
+             update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
+             updated_at = greatest(t.updated_at, $11)
+             from v where t.id = v.thread_id and t.user_id = v.user_id
+             and not exists (select 1 from messages m where m.id = v.id)
+             returning t.id, t.last_seq
+         )
+         insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model,
+         context, created_at, writing)
+         select v.id, v.thread_id, v.user_id, c.last_seq, $12, v.content, v.status, v.input_tokens, v.output_tokens,
+         v.model, v.context, $11, v.writing
+         from v join counted c on c.id = v.thread_id",
+    )
+    .bind(&ids)
+    .bind(&users)
+    .bind(&thread_ids)
+    .bind(&contents)
+    .bind(&statuses)
+    .bind(&inputs)
+    .bind(&outputs)
+    .bind(&models)
+    .bind(&contexts)
+    .bind(&writing)
+    .bind(now())
+    .bind(app::api::Role::Assistant.as_str())
     .execute(&mut *conn)
     .await?;
     Ok(())
