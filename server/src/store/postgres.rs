@@ -1717,6 +1717,56 @@ async fn insert_events(conn: &mut sqlx::PgConnection, events: &[(Uuid, &StoredEv
     Ok(())
 }
 
+/// Answer drafts as columns, one array each, for statements that `unnest` them.
+struct DraftColumns<'a> {
+    ids: Vec<Uuid>,
+    users: Vec<Uuid>,
+    threads: Vec<Uuid>,
+    contents: Vec<&'a str>,
+    statuses: Vec<&'a str>,
+    inputs: Vec<i64>,
+    outputs: Vec<i64>,
+    models: Vec<Option<&'a str>>,
+    contexts: Vec<Option<&'a serde_json::Value>>,
+    writing: Vec<bool>,
+}
+
+impl<'a> DraftColumns<'a> {
+    /// Binds `$1` to `$10`: ids, owners, threads, contents, statuses, input and output tokens, models, context
+    /// records, whether still being written.
+    fn bind<'q>(
+        &'q self,
+        query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(&self.ids)
+            .bind(&self.users)
+            .bind(&self.threads)
+            .bind(&self.contents)
+            .bind(&self.statuses)
+            .bind(&self.inputs)
+            .bind(&self.outputs)
+            .bind(&self.models)
+            .bind(&self.contexts)
+            .bind(&self.writing)
+    }
+
+    fn of(drafts: &[(Uuid, &'a super::AnswerDraft)]) -> Self {
+        Self {
+            ids: drafts.iter().map(|(_, d)| d.id).collect(),
+            users: drafts.iter().map(|(user, _)| *user).collect(),
+            threads: drafts.iter().map(|(_, d)| d.thread_id).collect(),
+            contents: drafts.iter().map(|(_, d)| d.update.content.as_str()).collect(),
+            statuses: drafts.iter().map(|(_, d)| d.update.status.as_str()).collect(),
+            inputs: drafts.iter().map(|(_, d)| d.update.usage.input_tokens as i64).collect(),
+            outputs: drafts.iter().map(|(_, d)| d.update.usage.output_tokens as i64).collect(),
+            models: drafts.iter().map(|(_, d)| d.update.model.as_deref()).collect(),
+            contexts: drafts.iter().map(|(_, d)| d.update.context.as_ref()).collect(),
+            writing: drafts.iter().map(|(_, d)| d.writing).collect(),
+        }
+    }
+}
+
 /// Inserts answers at their first save, all in one statement, each with its thread's next number (their
 /// threads distinct, as a batch of running turns' progress has them: one running turn per thread); an answer
 /// whose thread is gone is left out. Drafts of one thread twice go one by one instead.
@@ -1731,18 +1781,9 @@ async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &su
     if drafts.is_empty() {
         return Ok(());
     }
-    let ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.id).collect();
-    let users: Vec<Uuid> = drafts.iter().map(|(user, _)| *user).collect();
-    let thread_ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.thread_id).collect();
-    let contents: Vec<&str> = drafts.iter().map(|(_, d)| d.update.content.as_str()).collect();
-    let statuses: Vec<&str> = drafts.iter().map(|(_, d)| d.update.status.as_str()).collect();
-    let inputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.input_tokens as i64).collect();
-    let outputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.output_tokens as i64).collect();
-    let models: Vec<Option<&str>> = drafts.iter().map(|(_, d)| d.update.model.as_deref()).collect();
-    let contexts: Vec<Option<&serde_json::Value>> = drafts.iter().map(|(_, d)| d.update.context.as_ref()).collect();
-    let writing: Vec<bool> = drafts.iter().map(|(_, d)| d.writing).collect();
+    let c = DraftColumns::of(drafts);
     // The search vector is computed from the values inserted, so a finished one enters the index once here.
-    sqlx::query(
+    c.bind(sqlx::query(
         "with v as (
              select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[],
                                   $7::bigint[], $8::text[], $9::jsonb[], $10::bool[])
@@ -1759,17 +1800,7 @@ async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &su
          select v.id, v.thread_id, v.user_id, c.last_seq, $12, v.content, v.status, v.input_tokens, v.output_tokens,
          v.model, v.context, $11, v.writing
          from v join counted c on c.id = v.thread_id",
-    )
-    .bind(&ids)
-    .bind(&users)
-    .bind(&thread_ids)
-    .bind(&contents)
-    .bind(&statuses)
-    .bind(&inputs)
-    .bind(&outputs)
-    .bind(&models)
-    .bind(&contexts)
-    .bind(&writing)
+    ))
     .bind(now())
     .bind(app::api::Role::Assistant.as_str())
     .execute(&mut *conn)
@@ -1787,36 +1818,22 @@ async fn rewrite_drafts<'a>(
     if drafts.is_empty() {
         return Ok(Vec::new());
     }
-    let ids: Vec<Uuid> = drafts.iter().map(|(_, d)| d.id).collect();
-    let users: Vec<Uuid> = drafts.iter().map(|(user, _)| *user).collect();
-    let contents: Vec<&str> = drafts.iter().map(|(_, d)| d.update.content.as_str()).collect();
-    let statuses: Vec<&str> = drafts.iter().map(|(_, d)| d.update.status.as_str()).collect();
-    let inputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.input_tokens as i64).collect();
-    let outputs: Vec<i64> = drafts.iter().map(|(_, d)| d.update.usage.output_tokens as i64).collect();
-    let models: Vec<Option<&str>> = drafts.iter().map(|(_, d)| d.update.model.as_deref()).collect();
-    let contexts: Vec<Option<&serde_json::Value>> = drafts.iter().map(|(_, d)| d.update.context.as_ref()).collect();
-    let writing: Vec<bool> = drafts.iter().map(|(_, d)| d.writing).collect();
-    let rewritten: Vec<Uuid> = sqlx::query_scalar(
-        "update messages m set content = v.content, status = v.status, input_tokens = v.input_tokens,
-         output_tokens = v.output_tokens, model = coalesce(v.model, m.model), context = coalesce(v.context, m.context),
-         writing = v.writing
-         from unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::bigint[], $6::bigint[], $7::text[],
-                     $8::jsonb[], $9::bool[])
-              as v (id, user_id, content, status, input_tokens, output_tokens, model, context, writing)
-         where m.id = v.id and m.user_id = v.user_id
-         returning m.id",
-    )
-    .bind(&ids)
-    .bind(&users)
-    .bind(&contents)
-    .bind(&statuses)
-    .bind(&inputs)
-    .bind(&outputs)
-    .bind(&models)
-    .bind(&contexts)
-    .bind(&writing)
-    .fetch_all(&mut *conn)
-    .await?;
-    let rewritten: std::collections::HashSet<Uuid> = rewritten.into_iter().collect();
+    let c = DraftColumns::of(drafts);
+    let rewritten = c
+        .bind(sqlx::query(
+            "update messages m set content = v.content, status = v.status, input_tokens = v.input_tokens,
+             output_tokens = v.output_tokens, model = coalesce(v.model, m.model),
+             context = coalesce(v.context, m.context), writing = v.writing
+             from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+                         $8::text[], $9::jsonb[], $10::bool[])
+                  as v (id, user_id, thread_id, content, status, input_tokens, output_tokens, model, context, writing)
+             where m.id = v.id and m.user_id = v.user_id
+             returning m.id",
+        ))
+        .fetch_all(&mut *conn)
+        .await?
+        .iter()
+        .map(|row| row.try_get("id"))
+        .collect::<std::result::Result<std::collections::HashSet<Uuid>, _>>()?;
     Ok(drafts.iter().filter(|(_, d)| !rewritten.contains(&d.id)).copied().collect())
 }
