@@ -1533,7 +1533,6 @@ async fn take_thread<'c>(
     })
 }
 
-/// Inserts a batch of turn events in one statement (they arrive at streaming speed); repeats are ignored.
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
 /// thread is missing or another user's. The update locks the thread row until commit, so concurrent appends
 /// take consecutive numbers. A message inserted as `writing` has no search vector.
@@ -1771,14 +1770,14 @@ impl<'a> DraftColumns<'a> {
 /// threads distinct, as a batch of running turns' progress has them: one running turn per thread); an answer
 /// whose thread is gone is left out. Drafts of one thread twice go one by one instead.
 async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &super::AnswerDraft)]) -> Result<()> {
+    if drafts.is_empty() {
+        return Ok(());
+    }
     let threads: std::collections::HashSet<Uuid> = drafts.iter().map(|(_, d)| d.thread_id).collect();
     if threads.len() != drafts.len() {
         for (user, draft) in drafts {
             save_answer(conn, *user, draft).await?;
         }
-        return Ok(());
-    }
-    if drafts.is_empty() {
         return Ok(());
     }
     let c = DraftColumns::of(drafts);

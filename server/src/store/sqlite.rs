@@ -32,7 +32,7 @@ use super::{
 };
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
-use turn_writes::{Script, StartTurn};
+use turn_writes::StartTurn;
 
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
@@ -489,22 +489,6 @@ async fn write_trace(conn: &mut sqlx::SqliteConnection, message: Uuid, steps: &[
         .execute(&mut *conn)
         .await?;
     }
-    Ok(())
-}
-
-/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
-async fn add_usage(conn: &mut sqlx::SqliteConnection, spent: &super::SpentTokens) -> Result<()> {
-    let mut script = Script::default();
-    turn_writes::push_usage(&mut script, spent);
-    script.fetch_all(conn).await?;
-    Ok(())
-}
-
-/// Stores events of turns (see [`turn_writes::push_turn_events`]).
-async fn insert_turn_events(conn: &mut sqlx::SqliteConnection, events: &[(String, &StoredEvent)]) -> Result<()> {
-    let mut script = Script::default();
-    turn_writes::push_turn_events(&mut script, events);
-    script.fetch_all(conn).await?;
     Ok(())
 }
 
@@ -1268,7 +1252,7 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        add_usage(&mut tx, &super::SpentTokens { user, thread, model: model.to_string(), usage }).await?;
+        turn_writes::add_usage(&mut tx, &super::SpentTokens { user, thread, model: model.to_string(), usage }).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1536,8 +1520,7 @@ impl Store for Sqlite {
             return Ok(());
         }
         let mut tx = self.writer.begin().await?;
-        let turn = turn.to_string();
-        insert_turn_events(&mut tx, &events.iter().map(|e| (turn.clone(), e)).collect::<Vec<_>>()).await?;
+        turn_writes::insert_turn_events(&mut tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -1549,14 +1532,9 @@ impl Store for Sqlite {
         }
         let _turn = self.queue.enter(Urgency::Progress).await;
         let mut tx = self.writer.begin().await?;
-        let events: Vec<(String, &StoredEvent)> = progress
-            .iter()
-            .flat_map(|item| {
-                let turn = item.turn.to_string();
-                item.events.iter().map(move |e| (turn.clone(), e))
-            })
-            .collect();
-        insert_turn_events(&mut tx, &events).await?;
+        let events: Vec<(Uuid, &StoredEvent)> =
+            progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
+        turn_writes::insert_turn_events(&mut tx, &events).await?;
         let answers: Vec<(Uuid, &super::AnswerDraft)> =
             progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
         let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();

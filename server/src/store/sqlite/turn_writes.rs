@@ -174,9 +174,9 @@ async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: Da
 /// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
 /// spent, its events and its closing; then the answer's documents and trace (turns that ran tools). A turn
 /// whose thread was deleted meanwhile keeps nothing but its tokens on the ledger.
-pub(super) async fn end_turn(conn: &mut SqliteConnection, turn: Uuid, end: &TurnEnd) -> Result<()> {
+pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEnd) -> Result<()> {
     let at = now().timestamp_micros();
-    let turn = turn.to_string();
+    let turn = id.to_string();
     let mut closing = Script::default();
     let answer = end.answer.as_ref();
     if let Some(answer) = answer {
@@ -185,8 +185,7 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, turn: Uuid, end: &Turn
     if let Some(spent) = &end.usage {
         push_usage(&mut closing, spent);
     }
-    let events: Vec<(String, &StoredEvent)> = end.events.iter().map(|e| (turn.clone(), e)).collect();
-    push_turn_events(&mut closing, &events);
+    push_turn_events(&mut closing, &end.events.iter().map(|e| (id, e)).collect::<Vec<_>>());
     closing
         .statement("update turns set status = 'done' where id = ?")
         .bind(turn.clone())
@@ -334,7 +333,7 @@ fn push_new_message<'q>(
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
-pub(super) fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
+fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
     let (user, usage) = (spent.user.to_string(), spent.usage);
     script
         .statement(
@@ -360,12 +359,13 @@ pub(super) fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
 /// Stores events of turns in one statement of fixed text, the rows passed as one JSON array (a statement with
 /// a value per field would have a text for every number of rows, each prepared anew). Events of a turn that no
 /// longer exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
-pub(super) fn push_turn_events<'q>(script: &mut Script<'q>, events: &[(String, &'q StoredEvent)]) {
+fn push_turn_events(script: &mut Script<'_>, events: &[(Uuid, &StoredEvent)]) {
     if events.is_empty() {
         return;
     }
-    let rows: Vec<(&str, i64, &str, &str)> =
-        events.iter().map(|(turn, e)| (turn.as_str(), e.seq, e.name.as_str(), e.data.as_str())).collect();
+    // A turn's id goes in as it is stored, in its hyphenated text form.
+    let rows: Vec<(Uuid, i64, &str, &str)> =
+        events.iter().map(|(turn, e)| (*turn, e.seq, e.name.as_str(), e.data.as_str())).collect();
     let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
     script
         .statement(
@@ -374,6 +374,22 @@ pub(super) fn push_turn_events<'q>(script: &mut Script<'q>, events: &[(String, &
              where exists (select 1 from turns where turns.id = e.value ->> 0)",
         )
         .bind(rows);
+}
+
+/// Stores events of turns in one round trip (see [`push_turn_events`]).
+pub(super) async fn insert_turn_events(conn: &mut SqliteConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
+    let mut script = Script::default();
+    push_turn_events(&mut script, events);
+    script.fetch_all(conn).await?;
+    Ok(())
+}
+
+/// Adds spent tokens to the thread's totals and to its owner's ledger, in one round trip (see [`push_usage`]).
+pub(super) async fn add_usage(conn: &mut SqliteConnection, spent: &SpentTokens) -> Result<()> {
+    let mut script = Script::default();
+    push_usage(&mut script, spent);
+    script.fetch_all(conn).await?;
+    Ok(())
 }
 
 #[cfg(test)]
