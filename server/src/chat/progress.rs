@@ -11,12 +11,12 @@ use std::{
     time::Duration,
 };
 
-use futures::FutureExt;
+use futures::{future::BoxFuture, FutureExt};
 
 use tokio::sync::{watch, Notify};
 use uuid::Uuid;
 
-use crate::store::{DynStore, TurnProgress};
+use crate::store::{self, DynStore, TurnProgress};
 
 /// After a batch, how long progress gathers before the next one (unless a turn is settling).
 const GATHER: Duration = Duration::from_millis(20);
@@ -27,20 +27,23 @@ const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// chunks, whoever waited for the writer goes first (the pool hands connections out in order of asking).
 const TURNS_PER_COMMIT: usize = 32;
 
+/// Commits a chunk of progress (the store's `save_progress`).
+type Save = Box<dyn for<'a> Fn(&'a [TurnProgress]) -> BoxFuture<'a, store::Result<()>> + Send + Sync>;
+
 /// Collects the progress of running turns and commits it together.
 pub struct ProgressWriter {
-    store: DynStore,
+    save: Save,
     queue: Mutex<Queue>,
     wake: Notify,
-    /// Counts finished batches; `settle` waits on it.
-    batches: watch::Sender<u64>,
+    /// Counts finished chunks; `settle` waits on it.
+    chunks: watch::Sender<u64>,
 }
 
 #[derive(Default)]
 struct Queue {
-    /// Handed over, not yet in a batch; one entry per turn.
+    /// Handed over, not yet in a chunk being written; one entry per turn.
     pending: HashMap<Uuid, TurnProgress>,
-    /// Turns in the batch being written.
+    /// Turns in the chunk being written.
     writing: HashSet<Uuid>,
 }
 
@@ -65,11 +68,18 @@ fn merge(into: &mut TurnProgress, newer: TurnProgress) {
 impl ProgressWriter {
     /// Starts the writing task on the current runtime.
     pub fn start(store: DynStore) -> Arc<Self> {
+        Self::start_with(Box::new(move |chunk| {
+            let store = store.clone();
+            Box::pin(async move { store.save_progress(chunk).await })
+        }))
+    }
+
+    fn start_with(save: Save) -> Arc<Self> {
         let writer = Arc::new(Self {
-            store,
+            save,
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
-            batches: watch::channel(0).0,
+            chunks: watch::channel(0).0,
         });
         tokio::spawn(writer.clone().run());
         writer
@@ -90,10 +100,10 @@ impl ProgressWriter {
         self.wake.notify_one();
     }
 
-    /// Takes back what `turn` handed over and is not written yet, once no batch holding its progress is being
+    /// Takes back what `turn` handed over and is not written yet, once no chunk holding its progress is being
     /// written: the turn then writes its final state itself, and nothing older can land after it.
     pub async fn settle(&self, turn: Uuid) -> Option<TurnProgress> {
-        let mut batches = self.batches.subscribe();
+        let mut chunks = self.chunks.subscribe();
         loop {
             {
                 let mut queue = self.queue();
@@ -101,7 +111,7 @@ impl ProgressWriter {
                     return queue.pending.remove(&turn);
                 }
             }
-            if batches.changed().await.is_err() {
+            if chunks.changed().await.is_err() {
                 return None;
             }
         }
@@ -110,40 +120,43 @@ impl ProgressWriter {
     async fn run(self: Arc<Self>) {
         loop {
             self.wake.notified().await;
-            let mut batch: Vec<TurnProgress> = {
-                let mut queue = self.queue();
-                let batch: Vec<TurnProgress> = queue.pending.drain().map(|(_, p)| p).collect();
-                queue.writing = batch.iter().map(|p| p.turn).collect();
-                batch
-            };
-            if batch.is_empty() {
-                continue;
-            }
+            // The turns to write in this batch, in chunks. A chunk takes its turns' progress only when its
+            // time comes, with whatever they handed over meanwhile: until then a turn that ends takes its
+            // progress back at once instead of waiting for the chunks before it, each of which waits for the
+            // writer behind starts and ends (one batch of 500 turns kept an ending turn waiting 11 s).
+            let mut turns: Vec<Uuid> = self.queue().pending.keys().copied().collect();
             let mut failed = false;
-            while !batch.is_empty() {
-                let rest = batch.split_off(batch.len().min(TURNS_PER_COMMIT));
-                let chunk = std::mem::replace(&mut batch, rest);
+            while !turns.is_empty() {
+                let rest = turns.split_off(turns.len().min(TURNS_PER_COMMIT));
+                let chunk: Vec<TurnProgress> = {
+                    let mut queue = self.queue();
+                    let chunk: Vec<TurnProgress> = turns.iter().filter_map(|turn| queue.pending.remove(turn)).collect();
+                    queue.writing = chunk.iter().map(|p| p.turn).collect();
+                    chunk
+                };
+                turns = rest;
+                if chunk.is_empty() {
+                    continue;
+                }
                 let saved = self.save(&chunk).await;
                 {
                     let mut queue = self.queue();
-                    if saved {
-                        for progress in &chunk {
-                            queue.writing.remove(&progress.turn);
-                        }
-                    } else {
-                        // Back in the queue with what is left of the batch, before whatever the turns handed
-                        // over since.
-                        for mut older in chunk.into_iter().chain(std::mem::take(&mut batch)) {
+                    queue.writing.clear();
+                    if !saved {
+                        // Back in the queue, before whatever the turns handed over since.
+                        for mut older in chunk {
                             if let Some(newer) = queue.pending.remove(&older.turn) {
                                 merge(&mut older, newer);
                             }
                             queue.pending.insert(older.turn, older);
                         }
-                        queue.writing.clear();
                         failed = true;
                     }
                 }
-                self.batches.send_modify(|n| *n += 1);
+                self.chunks.send_modify(|n| *n += 1);
+                if failed {
+                    break;
+                }
             }
             if failed {
                 self.wake.notify_one();
@@ -157,7 +170,7 @@ impl ProgressWriter {
     /// Commits one chunk of progress; whether it was saved.
     async fn save(&self, chunk: &[TurnProgress]) -> bool {
         // A panic below must not end the writing task: turns settling on this chunk would wait for ever.
-        match AssertUnwindSafe(self.store.save_progress(chunk)).catch_unwind().await {
+        match AssertUnwindSafe((self.save)(chunk)).catch_unwind().await {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, turns = chunk.len(), "saving the progress of running turns failed");
@@ -208,5 +221,55 @@ mod tests {
         let answer = first.answer.expect("answer");
         assert_eq!(answer.update.content, "Hello");
         assert_eq!(answer.update.context, Some(serde_json::json!("record")));
+    }
+
+    #[tokio::test]
+    async fn an_ending_turn_waits_only_for_the_chunk_that_holds_its_progress() {
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<Vec<Uuid>>();
+        // Each chunk is written only once the test lets it through.
+        let gate = Arc::new(tokio::sync::Semaphore::new(0));
+        let writer = ProgressWriter::start_with({
+            let gate = gate.clone();
+            Box::new(move |chunk| {
+                let (seen_tx, gate) = (seen_tx.clone(), gate.clone());
+                let turns: Vec<Uuid> = chunk.iter().map(|p| p.turn).collect();
+                Box::pin(async move {
+                    let _ = seen_tx.send(turns);
+                    gate.acquire().await.expect("open").forget();
+                    Ok(())
+                })
+            })
+        });
+        let turns: Vec<Uuid> = (0..TURNS_PER_COMMIT + 8).map(|_| Uuid::now_v7()).collect();
+        for &turn in &turns {
+            writer.submit(progress(turn, &[1], Some("a"), None));
+        }
+        let first = seen.recv().await.expect("a first chunk");
+        assert_eq!(first.len(), TURNS_PER_COMMIT);
+
+        // A turn of a later chunk ends while the first is waiting to be written: it takes its progress back.
+        let later = *turns.iter().find(|t| !first.contains(t)).expect("a turn in no chunk yet");
+        let back = tokio::time::timeout(Duration::from_secs(5), writer.settle(later))
+            .await
+            .expect("not held up by a chunk it is not in")
+            .expect("its progress, not written");
+        assert_eq!(back.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1]);
+
+        // A turn of the chunk being written waits for it, and gets nothing back: it was written.
+        let held = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.settle(first[0]).await }
+        });
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!held.is_finished(), "the chunk holding it is not written yet");
+        gate.add_permits(2);
+        assert!(held.await.expect("settled").is_none());
+
+        // The next chunk has the other turns, and not the one that took its progress back.
+        let second = seen.recv().await.expect("a second chunk");
+        assert_eq!(second.len(), 7);
+        assert!(!second.contains(&later));
     }
 }

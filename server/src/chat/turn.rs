@@ -438,7 +438,7 @@ impl<'a> Turn<'a> {
         let keep_answer = !self.plan.silent
             && (matches!(ending, Ending::Done) || !self.text.is_empty() || self.assistant_id.is_some());
         // Whatever was handed over and not written yet comes back: the final state is written here, after
-        // any batch that held older progress of this turn.
+        // the commit of any older progress of this turn that was being written.
         let unwritten = self.state.progress.settle(self.live.id).await;
         // The final save: the answer enters the search index here.
         let answer = keep_answer.then(|| self.draft(status, true, false));
