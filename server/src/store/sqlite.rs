@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
-    Row, SqlitePool,
+    ConnectOptions, Row, SqliteConnection, SqlitePool,
 };
 use tracing::instrument;
 use uuid::Uuid;
@@ -33,6 +33,9 @@ use super::{
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
 use turn_writes::StartTurn;
+
+/// How often the write-ahead log is copied back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
@@ -64,7 +67,10 @@ impl Sqlite {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(synchronous)
             .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(10));
+            .busy_timeout(Duration::from_secs(10))
+            // The log is copied back into the database file by a connection of its own (see
+            // `checkpoint_in_background`), never by the commit that happens to fill it.
+            .pragma("wal_autocheckpoint", "0");
         if let Some(parent) = options.get_filename().parent() {
             if !parent.as_os_str().is_empty() {
                 std::fs::create_dir_all(parent).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
@@ -85,12 +91,14 @@ impl Sqlite {
         sqlx::query("update turns set status = 'done' where status = 'running'").execute(&mut *tx).await?;
         sqlx::query("update messages set writing = 0 where writing = 1").execute(&mut *tx).await?;
         tx.commit().await?;
+        let queue: Arc<WriteQueue> = Arc::default();
+        tokio::spawn(checkpoint_in_background(options.clone().connect().await?, Arc::downgrade(&queue)));
         let reader = SqlitePoolOptions::new()
             .max_connections(8)
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader, queue: Arc::default(), starts: Arc::default(), ends: Arc::default() })
+        Ok(Self { writer, reader, queue, starts: Arc::default(), ends: Arc::default() })
     }
 
     /// Runs `work` through the writer together with every write of its kind waiting by the time the writer is
@@ -413,6 +421,25 @@ where
         if turn.more_urgent_waiting(urgency) {
             drop(turn);
             turn = store.queue.enter(urgency).await;
+        }
+    }
+}
+
+/// Copies the write-ahead log back into the database file every [`CHECKPOINT_EVERY`], on a connection of its
+/// own, for as long as the store is open (`alive`). Left to SQLite, a checkpoint runs inside whichever commit
+/// fills the log past 1,000 pages: that commit (usually a turn's end, the largest write) then held the only
+/// writer while it copied about 4 MB and synced the file, and every start and end waited behind it. A passive
+/// checkpoint takes no write lock: it copies what no reader still needs, and the next one the rest.
+async fn checkpoint_in_background(mut conn: SqliteConnection, alive: std::sync::Weak<WriteQueue>) {
+    let mut every = tokio::time::interval(CHECKPOINT_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if alive.strong_count() == 0 {
+            return;
+        }
+        if let Err(e) = sqlx::query("pragma wal_checkpoint(passive)").execute(&mut conn).await {
+            tracing::warn!(error = %e, "copying the write-ahead log into the database failed");
         }
     }
 }
@@ -1814,6 +1841,23 @@ mod tests {
             let mode: String =
                 sqlx::query_scalar("pragma journal_mode").fetch_one(&store.writer).await.expect("pragma");
             assert_eq!(mode, "wal");
+        }
+    }
+
+    #[tokio::test]
+    async fn the_log_reaches_the_database_file_without_a_commit_copying_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("checkpoint.db");
+        let store = Sqlite::connect(&format!("sqlite://{}", path.display()), SqliteSync::Normal).await.expect("open");
+        let every: i64 =
+            sqlx::query_scalar("pragma wal_autocheckpoint").fetch_one(&store.writer).await.expect("pragma");
+        assert_eq!(every, 0, "no commit copies the log");
+        // The schema went to the log; until a checkpoint the file itself holds only its first page.
+        let file_pages = || std::fs::metadata(&path).map(|m| m.len() / 4096).unwrap_or(0);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while file_pages() < 10 {
+            assert!(tokio::time::Instant::now() < deadline, "the log never reached the file ({} pages)", file_pages());
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }
