@@ -11,12 +11,12 @@ use std::{
     time::Duration,
 };
 
-use futures::{future::BoxFuture, FutureExt};
+use futures::FutureExt;
 
 use tokio::sync::{watch, Notify};
 use uuid::Uuid;
 
-use crate::store::{self, DynStore, TurnProgress};
+use crate::store::{DynStore, ProgressTurn, TurnProgress};
 
 /// After a batch, how long progress gathers before the next one (unless a turn is settling).
 const GATHER: Duration = Duration::from_millis(20);
@@ -27,12 +27,9 @@ const RETRY_AFTER: Duration = Duration::from_millis(500);
 /// chunks, whoever waited for the writer goes first (the pool hands connections out in order of asking).
 const TURNS_PER_COMMIT: usize = 32;
 
-/// Commits a chunk of progress (the store's `save_progress`).
-type Save = Box<dyn for<'a> Fn(&'a [TurnProgress]) -> BoxFuture<'a, store::Result<()>> + Send + Sync>;
-
 /// Collects the progress of running turns and commits it together.
 pub struct ProgressWriter {
-    save: Save,
+    store: DynStore,
     queue: Mutex<Queue>,
     wake: Notify,
     /// Counts finished chunks; `settle` waits on it.
@@ -68,15 +65,8 @@ fn merge(into: &mut TurnProgress, newer: TurnProgress) {
 impl ProgressWriter {
     /// Starts the writing task on the current runtime.
     pub fn start(store: DynStore) -> Arc<Self> {
-        Self::start_with(Box::new(move |chunk| {
-            let store = store.clone();
-            Box::pin(async move { store.save_progress(chunk).await })
-        }))
-    }
-
-    fn start_with(save: Save) -> Arc<Self> {
         let writer = Arc::new(Self {
-            save,
+            store,
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
             chunks: watch::channel(0).0,
@@ -120,14 +110,15 @@ impl ProgressWriter {
     async fn run(self: Arc<Self>) {
         loop {
             self.wake.notified().await;
-            // The turns to write in this batch, in chunks. A chunk takes its turns' progress only when its
-            // time comes, with whatever they handed over meanwhile: until then a turn that ends takes its
-            // progress back at once instead of waiting for the chunks before it, each of which waits for the
-            // writer behind starts and ends (one batch of 500 turns kept an ending turn waiting 11 s).
+            // The turns to write in this batch, in chunks. A chunk takes its turns' progress only once it can be
+            // written at once (on SQLite, progress waits for the writer behind every start and end), with
+            // whatever they handed over meanwhile: until then a turn that ends takes its progress back instead
+            // of waiting for it to be written (taking a whole batch at once kept an ending turn waiting 11 s).
             let mut turns: Vec<Uuid> = self.queue().pending.keys().copied().collect();
             let mut failed = false;
             while !turns.is_empty() {
                 let rest = turns.split_off(turns.len().min(TURNS_PER_COMMIT));
+                let ready = self.store.progress_turn().await;
                 let chunk: Vec<TurnProgress> = {
                     let mut queue = self.queue();
                     let chunk: Vec<TurnProgress> = turns.iter().filter_map(|turn| queue.pending.remove(turn)).collect();
@@ -138,7 +129,7 @@ impl ProgressWriter {
                 if chunk.is_empty() {
                     continue;
                 }
-                let saved = self.save(&chunk).await;
+                let saved = self.save(ready, &chunk).await;
                 {
                     let mut queue = self.queue();
                     queue.writing.clear();
@@ -168,9 +159,9 @@ impl ProgressWriter {
     }
 
     /// Commits one chunk of progress; whether it was saved.
-    async fn save(&self, chunk: &[TurnProgress]) -> bool {
+    async fn save(&self, ready: ProgressTurn<'_>, chunk: &[TurnProgress]) -> bool {
         // A panic below must not end the writing task: turns settling on this chunk would wait for ever.
-        match AssertUnwindSafe((self.save)(chunk)).catch_unwind().await {
+        match AssertUnwindSafe(self.store.save_progress_in(ready, chunk)).catch_unwind().await {
             Ok(Ok(())) => true,
             Ok(Err(e)) => {
                 tracing::warn!(error = %e, turns = chunk.len(), "saving the progress of running turns failed");
@@ -221,55 +212,5 @@ mod tests {
         let answer = first.answer.expect("answer");
         assert_eq!(answer.update.content, "Hello");
         assert_eq!(answer.update.context, Some(serde_json::json!("record")));
-    }
-
-    #[tokio::test]
-    async fn an_ending_turn_waits_only_for_the_chunk_that_holds_its_progress() {
-        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel::<Vec<Uuid>>();
-        // Each chunk is written only once the test lets it through.
-        let gate = Arc::new(tokio::sync::Semaphore::new(0));
-        let writer = ProgressWriter::start_with({
-            let gate = gate.clone();
-            Box::new(move |chunk| {
-                let (seen_tx, gate) = (seen_tx.clone(), gate.clone());
-                let turns: Vec<Uuid> = chunk.iter().map(|p| p.turn).collect();
-                Box::pin(async move {
-                    let _ = seen_tx.send(turns);
-                    gate.acquire().await.expect("open").forget();
-                    Ok(())
-                })
-            })
-        });
-        let turns: Vec<Uuid> = (0..TURNS_PER_COMMIT + 8).map(|_| Uuid::now_v7()).collect();
-        for &turn in &turns {
-            writer.submit(progress(turn, &[1], Some("a"), None));
-        }
-        let first = seen.recv().await.expect("a first chunk");
-        assert_eq!(first.len(), TURNS_PER_COMMIT);
-
-        // A turn of a later chunk ends while the first is waiting to be written: it takes its progress back.
-        let later = *turns.iter().find(|t| !first.contains(t)).expect("a turn in no chunk yet");
-        let back = tokio::time::timeout(Duration::from_secs(5), writer.settle(later))
-            .await
-            .expect("not held up by a chunk it is not in")
-            .expect("its progress, not written");
-        assert_eq!(back.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1]);
-
-        // A turn of the chunk being written waits for it, and gets nothing back: it was written.
-        let held = tokio::spawn({
-            let writer = writer.clone();
-            async move { writer.settle(first[0]).await }
-        });
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        assert!(!held.is_finished(), "the chunk holding it is not written yet");
-        gate.add_permits(2);
-        assert!(held.await.expect("settled").is_none());
-
-        // The next chunk has the other turns, and not the one that took its progress back.
-        let second = seen.recv().await.expect("a second chunk");
-        assert_eq!(second.len(), 7);
-        assert!(!second.contains(&later));
     }
 }

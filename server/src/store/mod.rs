@@ -220,6 +220,9 @@ pub struct MessageUpdate {
     pub context: Option<serde_json::Value>,
 }
 
+/// The right to write progress now (see [`Store::progress_turn`]); the writer is handed on when it is dropped.
+pub struct ProgressTurn<'a>(Option<write_queue::WriterTurn<'a>>);
+
 /// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
 /// the answer as it stands.
 #[derive(Debug, Clone)]
@@ -516,9 +519,21 @@ pub trait Store: Send + Sync + 'static {
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
-    /// Saves the progress of several turns in one transaction (events already stored are kept). Events of a
-    /// turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
-    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
+    /// Waits until progress can be written at once: on SQLite for the writer, which serves progress after
+    /// every start and end waiting; elsewhere it never waits. What to write is best taken only then: a turn that
+    /// ends meanwhile takes its own back instead of waiting for it to be written.
+    async fn progress_turn(&self) -> ProgressTurn<'_> {
+        ProgressTurn(None)
+    }
+    /// Saves the progress of several turns in one transaction, in the turn [`progress_turn`](Self::progress_turn)
+    /// gave (events already stored are kept). Events of a turn that is gone and answers whose thread is gone
+    /// (deleted while the turn ran) are skipped.
+    async fn save_progress_in(&self, turn: ProgressTurn<'_>, progress: &[TurnProgress]) -> Result<()>;
+    /// Waits for [`progress_turn`](Self::progress_turn) and saves `progress` in it.
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()> {
+        let turn = self.progress_turn().await;
+        self.save_progress_in(turn, progress).await
+    }
     /// Lets into the search index every answer still marked as being written whose conversation has no running
     /// turn heard from within `stale_after_ms`: its turn died, or ended without saving its final state. Returns
     /// how many there were.

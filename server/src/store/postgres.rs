@@ -1213,7 +1213,7 @@ impl Store for Postgres {
     }
 
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
+    async fn save_progress_in(&self, _turn: super::ProgressTurn<'_>, progress: &[super::TurnProgress]) -> Result<()> {
         if progress.is_empty() {
             return Ok(());
         }

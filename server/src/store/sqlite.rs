@@ -1552,12 +1552,20 @@ impl Store for Sqlite {
         Ok(())
     }
 
+    async fn progress_turn(&self) -> super::ProgressTurn<'_> {
+        super::ProgressTurn(Some(self.queue.enter(Urgency::Progress).await))
+    }
+
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
+    async fn save_progress_in(&self, turn: super::ProgressTurn<'_>, progress: &[super::TurnProgress]) -> Result<()> {
         if progress.is_empty() {
             return Ok(());
         }
-        let _turn = self.queue.enter(Urgency::Progress).await;
+        // Progress waits behind every start and end; it goes only in the writer's turn.
+        let _turn = match turn.0 {
+            Some(turn) => turn,
+            None => self.queue.enter(Urgency::Progress).await,
+        };
         let mut tx = self.writer.begin().await?;
         let events: Vec<(Uuid, &StoredEvent)> =
             progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();

@@ -336,6 +336,106 @@ async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
     assert_eq!(store.turn_events_after(turn, 2).await.unwrap(), stored, "nothing lands after settling");
 }
 
+/// Forty running turns, each in a conversation of its own, on a SQLite store at `url`.
+async fn running_turns(url: &str) -> (DynStore, uuid::Uuid, Vec<uuid::Uuid>) {
+    use quire::store::NewUser;
+    let store = quire::store::connect(url).await.unwrap();
+    let user = store
+        .create_user(NewUser { email: "w@example.com".into(), password_hash: "x".into(), display_name: "W".into() })
+        .await
+        .unwrap()
+        .id;
+    let mut turns = Vec::new();
+    for i in 0..40 {
+        let thread = store.create_thread(user, &format!("Running {i}"), &[]).await.unwrap().id;
+        let turn = uuid::Uuid::now_v7();
+        store.begin_turn(user, thread, turn, 60_000).await.unwrap();
+        turns.push(turn);
+    }
+    (store, user, turns)
+}
+
+fn one_event(turn: uuid::Uuid, user: uuid::Uuid) -> quire::store::TurnProgress {
+    let event = quire::store::StoredEvent { seq: 1, name: "text_delta".into(), data: "{\"text\":\"a\"}".into() };
+    quire::store::TurnProgress { turn, user, events: vec![event], answer: None }
+}
+
+#[tokio::test]
+async fn progress_waiting_for_the_writer_is_not_taken_yet() {
+    use quire::chat::progress::ProgressWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+    let (store, user, turns) = running_turns(&url).await;
+    // The writer is busy (as behind a stream of starts and ends): progress handed over now waits for it.
+    let busy = store.progress_turn().await;
+    let writer = ProgressWriter::start(store.clone());
+    for &turn in &turns {
+        writer.submit(one_event(turn, user));
+    }
+    tokio::task::yield_now().await;
+    // Every turn ending meanwhile takes its progress back at once: none of it was taken to be written.
+    for &turn in &turns {
+        let back = tokio::time::timeout(Duration::from_secs(5), writer.settle(turn))
+            .await
+            .expect("an ending turn does not wait for progress still in line")
+            .expect("its progress, back");
+        assert_eq!(back.events.len(), 1);
+    }
+    drop(busy);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for &turn in &turns {
+        assert!(store.turn_events_after(turn, 0).await.unwrap().is_empty(), "nothing lands after settling");
+    }
+}
+
+#[tokio::test]
+async fn an_ending_turn_waits_only_for_the_chunk_that_holds_its_progress() {
+    use quire::chat::progress::ProgressWriter;
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+    let (store, user, turns) = running_turns(&url).await;
+    // Another connection holds the database's write lock: the first chunk of progress is taken, and its commit
+    // waits.
+    let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
+    sqlx::query("begin immediate").execute(&mut other).await.unwrap();
+    let writer = ProgressWriter::start(store.clone());
+    for &turn in &turns {
+        writer.submit(one_event(turn, user));
+    }
+    let mut settling: futures::stream::FuturesUnordered<_> = turns
+        .iter()
+        .map(|&turn| {
+            let writer = writer.clone();
+            tokio::spawn(async move { (turn, writer.settle(turn).await) })
+        })
+        .collect();
+    // The turns of the next chunk (40 = 32 + 8) get theirs back without waiting for the first.
+    let mut back = Vec::new();
+    while back.len() < 8 {
+        let (turn, progress) = tokio::time::timeout(Duration::from_secs(5), settling.next())
+            .await
+            .expect("not held up by a chunk it is not in")
+            .unwrap()
+            .unwrap();
+        assert!(progress.is_some(), "its progress was not being written");
+        back.push(turn);
+    }
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(settling.len(), 32, "the first chunk's turns wait for its commit");
+    sqlx::query("rollback").execute(&mut other).await.unwrap();
+    while let Some(settled) = settling.next().await {
+        let (turn, progress) = settled.unwrap();
+        assert!(progress.is_none(), "written, so nothing comes back");
+        assert_eq!(store.turn_events_after(turn, 0).await.unwrap().len(), 1);
+    }
+    for turn in back {
+        assert!(store.turn_events_after(turn, 0).await.unwrap().is_empty());
+    }
+}
+
 #[tokio::test]
 async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
     use quire::store::NewUser;
