@@ -240,11 +240,6 @@ impl<'a> Turn<'a> {
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
         let tools = Box::pin(tools::Offered::for_thread(&self.state.store, self.plan.user, self.plan.thread)).await;
-        // One wait for a stop for the whole turn, polled beside each step of the stream: a new one for every
-        // delta subscribed to the stop signal and let go of it again each time.
-        let live = self.live.clone();
-        let stopped = live.cancelled();
-        tokio::pin!(stopped);
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: prompt::system_prompt(),
@@ -254,7 +249,7 @@ impl<'a> Turn<'a> {
             };
             let started = tokio::select! {
                 biased;
-                _ = &mut stopped => return Ending::Stopped,
+                _ = self.live.cancelled() => return Ending::Stopped,
                 r = self.state.provider.stream(request) => r,
             };
             let mut stream = match started {
@@ -266,7 +261,7 @@ impl<'a> Turn<'a> {
             loop {
                 let next = tokio::select! {
                     biased;
-                    _ = &mut stopped => return Ending::Stopped,
+                    _ = self.live.cancelled() => return Ending::Stopped,
                     n = stream.next() => n,
                 };
                 match next {
