@@ -220,8 +220,26 @@ pub struct MessageUpdate {
     pub context: Option<serde_json::Value>,
 }
 
+/// Answer drafts with their owners.
+pub(crate) type Answers<'a> = Vec<(Uuid, &'a AnswerDraft)>;
+
+/// A batch of progress as both backends write it: every event with its turn, and every answer with its owner,
+/// `Ok` when each answer comes once (they can be rewritten many per statement) and `Err` when one comes twice
+/// (written one by one, in order; the progress writer, which keeps one entry per turn, never sends one twice).
+pub(crate) fn progress_parts(
+    progress: &[TurnProgress],
+) -> (Vec<(Uuid, &StoredEvent)>, Result<Answers<'_>, Answers<'_>>) {
+    let events = progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
+    let answers: Answers<'_> =
+        progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
+    let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
+    (events, if distinct == answers.len() { Ok(answers) } else { Err(answers) })
+}
+
 /// The right to write progress now (see [`Store::progress_turn`]); the writer is handed on when it is dropped.
-pub struct ProgressTurn<'a>(Option<write_queue::WriterTurn<'a>>);
+pub struct ProgressTurn<'a> {
+    _writer: Option<write_queue::WriterTurn<'a>>,
+}
 
 /// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
 /// the answer as it stands.
@@ -523,7 +541,7 @@ pub trait Store: Send + Sync + 'static {
     /// every start and end waiting; elsewhere it never waits. What to write is best taken only then: a turn that
     /// ends meanwhile takes its own back instead of waiting for it to be written.
     async fn progress_turn(&self) -> ProgressTurn<'_> {
-        ProgressTurn(None)
+        ProgressTurn { _writer: None }
     }
     /// Saves the progress of several turns in one transaction, in the turn [`progress_turn`](Self::progress_turn)
     /// gave (events already stored are kept). Events of a turn that is gone and answers whose thread is gone

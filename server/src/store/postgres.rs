@@ -1221,20 +1221,17 @@ impl Store for Postgres {
         // (a turn ending meanwhile waits for them): the events of all its turns are one statement, the answers
         // saved before one more, and their first saves a third.
         let mut tx = self.pool.begin().await?;
-        let events: Vec<(Uuid, &StoredEvent)> =
-            progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
+        let (events, answers) = super::progress_parts(progress);
         insert_events(&mut tx, &events).await?;
-        let answers: Vec<(Uuid, &super::AnswerDraft)> =
-            progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
-        let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
-        // One answer twice in a batch (never from the progress writer, which keeps one entry per turn) is written
-        // in order instead.
-        if distinct == answers.len() {
-            let unsaved = rewrite_drafts(&mut tx, &answers).await?;
-            insert_first_drafts(&mut tx, &unsaved).await?;
-        } else {
-            for (user, answer) in answers {
-                save_answer(&mut tx, user, answer).await?;
+        match answers {
+            Ok(answers) => {
+                let unsaved = rewrite_drafts(&mut tx, &answers).await?;
+                insert_first_drafts(&mut tx, &unsaved).await?;
+            }
+            Err(in_order) => {
+                for (user, answer) in in_order {
+                    save_answer(&mut tx, user, answer).await?;
+                }
             }
         }
         tx.commit().await?;

@@ -1553,7 +1553,7 @@ impl Store for Sqlite {
     }
 
     async fn progress_turn(&self) -> super::ProgressTurn<'_> {
-        super::ProgressTurn(Some(self.queue.enter(Urgency::Progress).await))
+        super::ProgressTurn { _writer: Some(self.queue.enter(Urgency::Progress).await) }
     }
 
     #[instrument(skip_all, fields(turns = progress.len()))]
@@ -1561,21 +1561,16 @@ impl Store for Sqlite {
         if progress.is_empty() {
             return Ok(());
         }
-        // Progress waits behind every start and end; it goes only in the writer's turn.
-        let _turn = match turn.0 {
-            Some(turn) => turn,
-            None => self.queue.enter(Urgency::Progress).await,
-        };
+        // Held to the commit: progress goes only in the writer's turn (see `progress_turn`).
+        let _turn = turn;
         let mut tx = self.writer.begin().await?;
-        let events: Vec<(Uuid, &StoredEvent)> =
-            progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
+        let (events, answers) = super::progress_parts(progress);
         turn_writes::insert_turn_events(&mut tx, &events).await?;
-        let answers: Vec<(Uuid, &super::AnswerDraft)> =
-            progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();
-        let distinct = answers.iter().map(|(_, a)| a.id).collect::<std::collections::HashSet<_>>().len();
-        // Answers saved before are rewritten many per statement; one answer twice in a batch (never from the
-        // progress writer, which keeps one entry per turn) is written in order instead.
-        let unsaved = if distinct == answers.len() { rewrite_drafts(&mut tx, &answers).await? } else { answers };
+        // Answers saved before are rewritten many per statement; what is left (first saves) is saved one by one.
+        let unsaved = match answers {
+            Ok(answers) => rewrite_drafts(&mut tx, &answers).await?,
+            Err(in_order) => in_order,
+        };
         for (user, answer) in unsaved {
             turn_writes::save_answer(&mut tx, user, answer).await?;
         }
