@@ -9,6 +9,7 @@ pub mod attachments;
 pub mod auth;
 pub mod chat;
 pub mod config;
+pub mod heavy;
 pub mod http;
 pub mod llm;
 pub mod privacy;
@@ -17,9 +18,11 @@ pub mod tokens;
 
 use std::{future::Future, sync::Arc};
 
+use crate::attachments::Extractor;
 use crate::auth::{JwtKeys, JwtSecret};
 use crate::chat::{hub::TurnHub, progress::ProgressWriter};
 use crate::config::Config;
+use crate::heavy::HeavyQueue;
 use crate::http::rate_limit::RateLimits;
 use crate::llm::Provider;
 use crate::store::DynStore;
@@ -47,6 +50,10 @@ pub struct AppState {
     pub jwt: Arc<JwtKeys>,
     /// Rate limiters of this instance.
     pub limits: Arc<RateLimits>,
+    /// The bounded queue for extraction, export rendering and imports.
+    pub heavy: Arc<HeavyQueue>,
+    /// Reads uploaded files' text (PDF in a confined child process).
+    pub extractor: Extractor,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -69,6 +76,11 @@ impl AppState {
         let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
         let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
         let limits = RateLimits::new(&config.limits);
+        let heavy = HeavyQueue::new(config.heavy_workers, config.heavy_queue);
+        let extractor = match &config.extract_program {
+            Some(program) => Extractor::new(program),
+            None => Extractor::current()?,
+        };
         let leptos = LeptosOptions::builder()
             .output_name("quire")
             .site_root(config.site_root.clone())
@@ -79,7 +91,7 @@ impl AppState {
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
         let progress = ProgressWriter::start(store.clone());
-        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits })
+        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits, heavy, extractor })
     }
 }
 

@@ -1,18 +1,33 @@
 //! `quire`: starts the server with the configuration from flags and environment.
 
+use std::process::ExitCode;
+
 use clap::Parser;
-use quire::{config::Config, serve, AppState};
+use quire::{
+    config::{Command, Config},
+    serve, AppState,
+};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<ExitCode> {
+    let config = Config::parse();
+    match config.command {
+        // The extraction child stays single-threaded and small: no runtime, no logging.
+        Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
+        None => {
+            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+async fn run(config: Config) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info")),
         )
         .init();
-    let config = Config::parse();
     let addr = config.addr;
     let state = AppState::from_config(config).await?;
     let listener = TcpListener::bind(addr).await?;

@@ -5,4 +5,4 @@ pub mod chunk;
 pub mod extract;
 
 pub use chunk::chunk_text;
-pub use extract::{extract_text, FileKind};
+pub use extract::{ExtractError, Extractor, FileKind};

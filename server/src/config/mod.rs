@@ -93,9 +93,41 @@ pub struct Config {
     #[arg(long, env = "QUIRE_MAX_IMPORT_MB", default_value_t = 64)]
     pub max_import_mb: u32,
 
+    /// Attachments one account may keep, in MiB of uploaded files (0 = no limit).
+    #[arg(long, env = "QUIRE_USER_STORAGE_MB", default_value_t = 200)]
+    pub user_storage_mb: u32,
+
+    /// Heavy jobs (file extraction, export rendering, imports) running at once; more wait in a bounded queue.
+    #[arg(long, env = "QUIRE_HEAVY_WORKERS", default_value_t = 2)]
+    pub heavy_workers: usize,
+
+    /// Heavy jobs that may wait for a worker; beyond them a request is refused with 429.
+    #[arg(long, env = "QUIRE_HEAVY_QUEUE", default_value_t = 16)]
+    pub heavy_queue: usize,
+
+    /// The Quire binary that parses uploaded PDFs in a child process (default: this one).
+    #[arg(long, env = "QUIRE_EXTRACT_PROGRAM", hide = true)]
+    pub extract_program: Option<PathBuf>,
+
     /// Rate limits; `off` disables them all.
     #[command(flatten)]
     pub limits: RateLimitConfig,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// What the binary does besides serving.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+pub enum Command {
+    /// Reads a file on stdin and writes its text to stdout, confined by resource limits. The server runs this
+    /// for every uploaded PDF; it is not meant to be run by hand.
+    #[command(hide = true)]
+    Extract {
+        /// The kind of file: `pdf`.
+        #[arg(value_parser = ["pdf"])]
+        kind: String,
+    },
 }
 
 /// Requests allowed per minute; 0 turns one limit off.
@@ -116,6 +148,9 @@ pub struct RateLimitConfig {
     /// Chat turns per minute and user.
     #[arg(long = "rate-limit-chat", env = "QUIRE_RATE_LIMIT_CHAT", default_value_t = 30)]
     pub chat: u32,
+    /// File uploads per minute and user.
+    #[arg(long = "rate-limit-upload", env = "QUIRE_RATE_LIMIT_UPLOAD", default_value_t = 20)]
+    pub upload: u32,
     /// Sign-in and sign-up attempts per minute and client IP address.
     #[arg(long = "rate-limit-auth", env = "QUIRE_RATE_LIMIT_AUTH", default_value_t = 10)]
     pub auth: u32,
@@ -124,7 +159,15 @@ pub struct RateLimitConfig {
 impl RateLimitConfig {
     /// Limits high enough that no test meets them (the rate-limit tests set their own).
     pub fn generous() -> Self {
-        Self { enabled: "on".into(), general: 100_000, search: 100_000, export: 100_000, chat: 100_000, auth: 100_000 }
+        Self {
+            enabled: "on".into(),
+            general: 100_000,
+            search: 100_000,
+            export: 100_000,
+            chat: 100_000,
+            upload: 100_000,
+            auth: 100_000,
+        }
     }
 }
 
@@ -132,6 +175,11 @@ impl Config {
     /// Largest accepted import body in bytes.
     pub fn max_import_bytes(&self) -> usize {
         usize::try_from(self.max_import_mb).unwrap_or(usize::MAX).saturating_mul(1024 * 1024)
+    }
+
+    /// The attachment storage allowed per account in bytes; `None` for no limit.
+    pub fn user_storage_bytes(&self) -> Option<i64> {
+        (self.user_storage_mb > 0).then(|| i64::from(self.user_storage_mb) * 1024 * 1024)
     }
 
     /// The database URL in force.
@@ -156,7 +204,12 @@ impl Config {
             cookie_secure: false,
             redact_pii: false,
             max_import_mb: 64,
+            user_storage_mb: 200,
+            heavy_workers: 2,
+            heavy_queue: 16,
+            extract_program: None,
             limits: RateLimitConfig::generous(),
+            command: None,
         }
     }
 }
@@ -189,6 +242,9 @@ mod tests {
             "QUIRE_REDACT_PII",
             "QUIRE_RATE_LIMITS",
             "QUIRE_RATE_LIMIT_CHAT",
+            "QUIRE_RATE_LIMIT_UPLOAD",
+            "QUIRE_USER_STORAGE_MB",
+            "QUIRE_HEAVY_WORKERS",
         ] {
             assert!(help.contains(var), "{var} missing from --help");
         }

@@ -13,8 +13,9 @@ use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
-use crate::attachments::{chunk_text, extract_text, FileKind};
-use crate::store::{NewAttachment, StoreError};
+use super::rate_limit::{Quota, Upload};
+use crate::attachments::{chunk_text, ExtractError, FileKind};
+use crate::store::{AttachmentLimits, NewAttachment, StoreError};
 use crate::AppState;
 
 /// Room for the multipart framing around a file of the largest accepted size.
@@ -52,11 +53,14 @@ fn clean_filename(name: &str) -> String {
 }
 
 #[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
-    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody), (status = 415, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "No `file` field, or no text could be read from the file")))]
+    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody),
+        (status = 413, body = app::api::ErrorBody, description = "The file is larger than 10 MiB, or the account's files would pass its storage allowance (`storage_quota_exceeded`)"), (status = 415, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "No `file` field, text that is not UTF-8, or a file that could not be read (`unreadable_file`)"),
+        (status = 429, body = app::api::ErrorBody, description = "Too many uploads, or too much file work under way; `Retry-After` says when to try again")))]
 pub async fn upload(
     State(state): State<AppState>,
     user: AuthUser,
+    _: Quota<Upload>,
     Path(thread): Path<Uuid>,
     multipart: std::result::Result<Multipart, MultipartRejection>,
 ) -> Result<impl IntoResponse> {
@@ -65,6 +69,8 @@ pub async fn upload(
     })?;
     // The thread first: another user's thread is a 404 whatever the body holds.
     state.store.get_thread(user.id, thread).await?;
+    // A place in the heavy-work queue before the body is read: at most that many files are held in memory.
+    let ticket = state.heavy.admit(user.id)?;
     let too_large = |status: StatusCode| {
         if status == StatusCode::PAYLOAD_TOO_LARGE {
             ApiError::PayloadTooLarge
@@ -87,19 +93,43 @@ pub async fn upload(
     }
     let kind = FileKind::detect(content_type.as_deref(), &filename, &bytes).ok_or_else(unsupported)?;
     let size = bytes.len() as i64;
-    let text = extract_text(kind, bytes.to_vec()).await.map_err(|e| ApiError::invalid("file", format!("{e}.")))?;
-    let chunks = chunk_text(&text);
+    let text = {
+        let _running = ticket.start().await;
+        state.extractor.extract(kind, bytes.into()).await.map_err(|e| match e {
+            ExtractError::NotUtf8 => ApiError::invalid("file", "The file is not valid UTF-8 text."),
+            ExtractError::Unreadable => ApiError::Unprocessable {
+                code: "unreadable_file",
+                message: "This file could not be read: it may be damaged, encrypted or too complex.".into(),
+                field: Some("file".into()),
+            },
+            ExtractError::Spawn(e) => ApiError::Internal(e.into()),
+        })?
+    };
+    let redact = state.config.redact_pii;
+    let chunks = ticket
+        .run_blocking(move || {
+            let text = if redact { crate::privacy::redact(&text) } else { text };
+            chunk_text(&text)
+        })
+        .await
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("chunking a file failed")))?;
+    drop(ticket);
     if chunks.is_empty() {
         return Err(ApiError::invalid("file", "No text could be read from this file."));
     }
     let new = NewAttachment { thread_id: thread, filename, content_type: kind.content_type().into(), size, chunks };
-    let attachment =
-        state.store.create_attachment(user.id, new, MAX_ATTACHMENTS_PER_THREAD).await.map_err(|e| match e {
-            StoreError::Conflict(_) => ApiError::Conflict(format!(
-                "This conversation already has {MAX_ATTACHMENTS_PER_THREAD} files; delete one to attach another."
-            )),
-            other => other.into(),
-        })?;
+    let limits =
+        AttachmentLimits { per_thread: MAX_ATTACHMENTS_PER_THREAD, user_bytes: state.config.user_storage_bytes() };
+    let attachment = state.store.create_attachment(user.id, new, limits).await.map_err(|e| match e {
+        StoreError::Conflict(_) => ApiError::Conflict(format!(
+            "This conversation already has {MAX_ATTACHMENTS_PER_THREAD} files; delete one to attach another."
+        )),
+        StoreError::QuotaExceeded => ApiError::QuotaExceeded(format!(
+            "Your files would use more than your {} MiB of storage; delete some to attach this one.",
+            state.config.user_storage_mb
+        )),
+        other => other.into(),
+    })?;
     Ok((StatusCode::CREATED, Json::<Attachment>(attachment)))
 }
 

@@ -28,6 +28,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("the request body is too large")]
     PayloadTooLarge,
+    /// A storage allowance would be passed (413 like a body too large, with its own code and message).
+    #[error("{0}")]
+    QuotaExceeded(String),
     #[error("{0}")]
     UnsupportedMediaType(String),
     #[error("too many requests")]
@@ -56,7 +59,7 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
-            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::PayloadTooLarge | ApiError::QuotaExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -71,6 +74,7 @@ impl ApiError {
             ApiError::NotFound => "not_found",
             ApiError::Conflict(_) => "conflict",
             ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::QuotaExceeded(_) => "storage_quota_exceeded",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::TooManyRequests { .. } => "rate_limited",
             ApiError::Internal(_) => "internal",
@@ -117,6 +121,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound => ApiError::NotFound,
             StoreError::Conflict(message) => ApiError::Conflict(message),
+            StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),
             StoreError::InvalidCursor => ApiError::BadRequest {
                 code: "invalid_cursor",
                 message: "The cursor is not valid.".into(),
@@ -129,6 +134,12 @@ impl From<StoreError> for ApiError {
             },
             other => ApiError::Internal(other.into()),
         }
+    }
+}
+
+impl From<crate::heavy::Busy> for ApiError {
+    fn from(busy: crate::heavy::Busy) -> Self {
+        ApiError::TooManyRequests { retry_after_secs: busy.retry_after_secs }
     }
 }
 

@@ -51,6 +51,7 @@ pub struct RateLimits {
     search: Limit<Uuid>,
     export: Limit<Uuid>,
     chat: Limit<Uuid>,
+    upload: Limit<Uuid>,
     sign_in: Limit<IpAddr>,
 }
 
@@ -69,6 +70,7 @@ impl RateLimits {
             search: Limit::per_minute(on, config.search),
             export: Limit::per_minute(on, config.export),
             chat: Limit::per_minute(on, config.chat),
+            upload: Limit::per_minute(on, config.upload),
             sign_in: Limit::per_minute(on, config.auth),
         })
     }
@@ -93,6 +95,8 @@ pub struct ChatTurns;
 pub struct Search;
 /// Exports per user.
 pub struct Export;
+/// File uploads per user.
+pub struct Upload;
 /// Sign-in and sign-up attempts per client IP address.
 pub struct SignIn;
 
@@ -111,6 +115,12 @@ impl LimitKind for Search {
 impl LimitKind for Export {
     fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
         limits.export.check(&user.ok_or(ApiError::Unauthorized)?)
+    }
+}
+
+impl LimitKind for Upload {
+    fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
+        limits.upload.check(&user.ok_or(ApiError::Unauthorized)?)
     }
 }
 

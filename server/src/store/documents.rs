@@ -2,6 +2,8 @@
 
 use uuid::Uuid;
 
+use super::StoreError;
+
 /// A new version of an existing document.
 #[derive(Debug, Clone)]
 pub struct ArtifactRevision {
@@ -19,6 +21,26 @@ pub struct NewAttachment {
     pub content_type: String,
     pub size: i64,
     pub chunks: Vec<String>,
+}
+
+/// Bounds one upload must keep, checked in the transaction that saves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachmentLimits {
+    /// Files one conversation holds at most.
+    pub per_thread: usize,
+    /// Bytes of files one account keeps at most, this one included; `None` for no limit.
+    pub user_bytes: Option<i64>,
+}
+
+/// Refuses a file of `size` bytes for a thread holding `count` files and an account holding `used` bytes.
+pub(crate) fn check_attachment_limits(limits: AttachmentLimits, count: i64, used: i64, size: i64) -> super::Result<()> {
+    if usize::try_from(count).unwrap_or(usize::MAX) >= limits.per_thread {
+        return Err(StoreError::Conflict(format!("a conversation holds at most {} files", limits.per_thread)));
+    }
+    if limits.user_bytes.is_some_and(|max| used.saturating_add(size) > max) {
+        return Err(StoreError::QuotaExceeded);
+    }
+    Ok(())
 }
 
 /// One chunk found by [`super::Store::search_chunks`].

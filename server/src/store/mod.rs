@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 pub use crate::config::SqliteSync;
 
-pub use documents::{ArtifactRevision, ChunkHit, NewAttachment};
+pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +36,9 @@ pub enum StoreError {
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// The account's files would exceed its storage allowance.
+    #[error("the storage allowance is used up")]
+    QuotaExceeded,
     /// A listing cursor whose sort key does not fit the requested sort (e.g. a title cursor for a time sort).
     #[error("the cursor does not match the sort order")]
     InvalidCursor,
@@ -466,12 +469,13 @@ pub trait Store: Send + Sync + 'static {
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
     /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`
-    /// when the thread is missing or another user's; `Conflict` when the thread already has `max_per_thread`.
+    /// when the thread is missing or another user's; `Conflict` when the thread already has `per_thread` files;
+    /// `QuotaExceeded` when the account's files would pass `user_bytes`.
     async fn create_attachment(
         &self,
         user: Uuid,
         attachment: NewAttachment,
-        max_per_thread: usize,
+        limits: AttachmentLimits,
     ) -> Result<Attachment>;
     /// The thread's attachments, oldest first; `NotFound` when the thread is missing or another user's.
     async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>>;

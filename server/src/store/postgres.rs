@@ -17,7 +17,7 @@ use sqlx::{
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::documents::chunk_query_words;
+use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::{
     history::{self, ImportThread},
     micros_to_time, now, parse_role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey, HitKind,
@@ -736,7 +736,7 @@ impl Store for Postgres {
         &self,
         user: Uuid,
         attachment: NewAttachment,
-        max_per_thread: usize,
+        limits: AttachmentLimits,
     ) -> Result<Attachment> {
         let id = Uuid::now_v7();
         let created = now();
@@ -749,13 +749,18 @@ impl Store for Postgres {
                 .fetch_optional(&mut *tx)
                 .await?;
         owned.ok_or(StoreError::NotFound)?;
-        let count: i64 = sqlx::query_scalar("select count(*) from attachments where thread_id = $1")
-            .bind(attachment.thread_id)
-            .fetch_one(&mut *tx)
-            .await?;
-        if count as usize >= max_per_thread {
-            return Err(StoreError::Conflict(format!("a conversation holds at most {max_per_thread} files")));
-        }
+        // The account's row lock makes the allowance check and the insert one step for uploads to several of
+        // its conversations at once.
+        sqlx::query("select 1 from users where id = $1 for update").bind(user).execute(&mut *tx).await?;
+        let (count, used): (i64, i64) = sqlx::query_as(
+            "select (select count(*) from attachments where thread_id = $1),
+                    (select coalesce(sum(size), 0)::bigint from attachments where user_id = $2)",
+        )
+        .bind(attachment.thread_id)
+        .bind(user)
+        .fetch_one(&mut *tx)
+        .await?;
+        check_attachment_limits(limits, count, used, attachment.size)?;
         sqlx::query(
             "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
              values ($1, $2, $3, $4, $5, $6, $7)",

@@ -21,7 +21,7 @@ use sqlx::{
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::documents::chunk_query_words;
+use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::write_queue::{Urgency, WriteQueue};
 use super::{
     history::{self, ImportThread},
@@ -1104,7 +1104,7 @@ impl Store for Sqlite {
         &self,
         user: Uuid,
         attachment: NewAttachment,
-        max_per_thread: usize,
+        limits: AttachmentLimits,
     ) -> Result<Attachment> {
         let id = Uuid::now_v7();
         let created = now();
@@ -1112,13 +1112,15 @@ impl Store for Sqlite {
         if !owned_in(&mut tx, "threads", user, attachment.thread_id).await? {
             return Err(StoreError::NotFound);
         }
-        let count: i64 = sqlx::query_scalar("select count(*) from attachments where thread_id = ?")
-            .bind(attachment.thread_id.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
-        if count as usize >= max_per_thread {
-            return Err(StoreError::Conflict(format!("a conversation holds at most {max_per_thread} files")));
-        }
+        let (count, used): (i64, i64) = sqlx::query_as(
+            "select (select count(*) from attachments where thread_id = ?),
+                    (select coalesce(sum(size), 0) from attachments where user_id = ?)",
+        )
+        .bind(attachment.thread_id.to_string())
+        .bind(user.to_string())
+        .fetch_one(&mut *tx)
+        .await?;
+        check_attachment_limits(limits, count, used, attachment.size)?;
         sqlx::query(
             "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
              values (?, ?, ?, ?, ?, ?, ?)",
@@ -1132,15 +1134,18 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
-        for (seq, chunk) in attachment.chunks.iter().enumerate() {
-            sqlx::query("insert into attachment_chunks (attachment_id, thread_id, seq, content) values (?, ?, ?, ?)")
-                .bind(id.to_string())
-                .bind(attachment.thread_id.to_string())
-                .bind(seq as i64)
-                .bind(chunk)
-                .execute(&mut *tx)
-                .await?;
-        }
+        // Every chunk in one statement (one hand-off to the connection's thread instead of one per chunk, which
+        // held the writer for a second on a large file).
+        let chunks = serde_json::to_string(&attachment.chunks).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        sqlx::query(
+            "insert into attachment_chunks (attachment_id, thread_id, seq, content)
+             select ?, ?, key, value from json_each(?)",
+        )
+        .bind(id.to_string())
+        .bind(attachment.thread_id.to_string())
+        .bind(chunks)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(Attachment {
             id,

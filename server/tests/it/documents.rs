@@ -541,7 +541,8 @@ async fn another_users_documents_and_files_are_not_found() {
             size: 12,
             chunks: vec!["Secret plans.".into()],
         };
-        let attachment = store.create_attachment(other, file, 20).await.unwrap().id;
+        let limits = quire::store::AttachmentLimits { per_thread: 20, user_bytes: None };
+        let attachment = store.create_attachment(other, file, limits).await.unwrap().id;
 
         for path in [
             format!("/api/threads/{thread}/artifacts"),

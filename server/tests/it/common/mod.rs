@@ -33,7 +33,7 @@ impl TestServer {
     /// Like [`TestServer::start`], with the test configuration changed by `configure` first.
     pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::for_tests(dir.path());
+        let mut config = test_config(dir.path());
         configure(&mut config);
         let state = AppState::from_config(config).await.expect("state");
         Self::with_state(state, Some(dir)).await
@@ -51,7 +51,7 @@ impl TestServer {
         configure: impl FnOnce(&mut Config),
     ) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::for_tests(dir.path());
+        let mut config = test_config(dir.path());
         configure(&mut config);
         let state = AppState::new(config, store, provider).await.expect("state");
         Self::with_state(state, Some(dir)).await
@@ -115,6 +115,13 @@ impl Drop for TestServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// The test configuration, with uploaded PDFs parsed by the `quire` binary built beside the tests.
+pub fn test_config(dir: &std::path::Path) -> Config {
+    let mut config = Config::for_tests(dir);
+    config.extract_program = Some(env!("CARGO_BIN_EXE_quire").into());
+    config
 }
 
 /// Registers `email` (password `correct horse battery`) and returns a client carrying its token.

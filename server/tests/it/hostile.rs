@@ -1,0 +1,244 @@
+//! Hostile uploads: crafted files that attack the PDF parser (a form that draws itself, a Flate bomb, nesting
+//! deeper than any stack, 100,000 pages, truncation, encryption) or the text path (nothing, not UTF-8, 8 MiB
+//! without a space, a million lines). Each gets a clear answer, nothing of a refused file is stored, the server
+//! stays up, and a chat streaming meanwhile on another conversation loses nothing. Also the bounds around
+//! that work: the heavy-work queue, the storage allowance and the upload rate.
+
+use std::time::Duration;
+
+use app::api::{AttachmentList, ErrorBody};
+use uuid::Uuid;
+
+use crate::common::{read_frames, text_of, TestServer};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hostile");
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{FIXTURES}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+async fn upload(
+    client: &reqwest::Client,
+    base: &str,
+    thread: Uuid,
+    name: &str,
+    mime: &str,
+    bytes: Vec<u8>,
+) -> reqwest::Response {
+    let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()).mime_str(mime).unwrap();
+    let form = reqwest::multipart::Form::new().part("file", part);
+    client.post(format!("{base}/api/threads/{thread}/attachments")).multipart(form).send().await.unwrap()
+}
+
+/// What a crafted file must get.
+#[derive(Debug, Clone, Copy)]
+enum Expect {
+    /// Exactly this status and error code.
+    Refused(u16, &'static str),
+    /// Stored, with its text readable.
+    Readable,
+    /// Either stored or refused as unreadable (the parser's limits decide; both are clear answers).
+    ReadableOrUnreadable,
+}
+
+fn cases() -> Vec<(&'static str, &'static str, Vec<u8>, Expect)> {
+    let no_whitespace: Vec<u8> = b"abcdefghij".iter().copied().cycle().take(8 * 1024 * 1024).collect();
+    let million_lines: Vec<u8> = b"ab\n".iter().copied().cycle().take(3 * 1_000_000).collect();
+    let pdf = "application/pdf";
+    let unreadable = Expect::Refused(422, "unreadable_file");
+    vec![
+        ("self_drawing_xobject.pdf", pdf, fixture("self_drawing_xobject.pdf"), unreadable),
+        ("deep_nesting.pdf", pdf, fixture("deep_nesting.pdf"), Expect::ReadableOrUnreadable),
+        ("flate_bomb.pdf", pdf, fixture("flate_bomb.pdf"), Expect::ReadableOrUnreadable),
+        ("hundred_thousand_pages.pdf", pdf, fixture("hundred_thousand_pages.pdf"), Expect::ReadableOrUnreadable),
+        ("truncated.pdf", pdf, fixture("truncated.pdf"), Expect::ReadableOrUnreadable),
+        ("encrypted.pdf", pdf, fixture("encrypted.pdf"), unreadable),
+        ("zero_bytes.pdf", pdf, fixture("zero_bytes.pdf"), Expect::Refused(415, "unsupported_media_type")),
+        ("zero_bytes.txt", "text/plain", fixture("zero_bytes.txt"), Expect::Refused(422, "validation_failed")),
+        ("latin1.txt", "text/plain", fixture("latin1.txt"), Expect::Refused(422, "validation_failed")),
+        ("no-whitespace.txt", "text/plain", no_whitespace, Expect::Readable),
+        ("million-lines.txt", "text/plain", million_lines, Expect::Readable),
+        ("readable.pdf", pdf, fixture("readable.pdf"), Expect::Readable),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
+    let server = TestServer::start_with(|config| config.builtin_delay_ms = 15).await;
+    let files = server.create_thread().await;
+    let chatting = server.create_thread().await;
+
+    // A chat on another conversation, streaming all the while.
+    let client = server.client.clone();
+    let chat_url = server.url(&format!("/api/threads/{chatting}/chat"));
+    let chat = tokio::spawn(async move {
+        let body = serde_json::json!({ "content": "Members must be able to book a court, cancel a booking and \
+            see their bookings. Please describe how the booking flow should work in detail." });
+        let response = client.post(chat_url).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        read_frames(response).await
+    });
+
+    // Two uploads at a time from two accounts (each person may run two at once).
+    let (other_client, _) = server.second_user("hostile-two@example.com").await;
+    let other_files = {
+        let response = other_client.post(server.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
+        response.json::<app::api::Thread>().await.unwrap().id
+    };
+    let mut kept = [Vec::new(), Vec::new()];
+    let mut pending = Vec::new();
+    for (i, (name, mime, bytes, expect)) in cases().into_iter().enumerate() {
+        let (client, thread) =
+            if i % 2 == 0 { (server.client.clone(), files) } else { (other_client.clone(), other_files) };
+        let base = server.base.clone();
+        pending.push(tokio::spawn(async move {
+            let response = upload(&client, &base, thread, name, mime, bytes).await;
+            (i % 2, name, expect, response.status().as_u16(), response.text().await.unwrap())
+        }));
+        if pending.len() == 4 {
+            for done in std::mem::take(&mut pending) {
+                check(done.await.unwrap(), &mut kept);
+            }
+            let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+            assert_eq!(health.status(), 200, "the server answers between hostile uploads");
+        }
+    }
+    for done in pending {
+        check(done.await.unwrap(), &mut kept);
+    }
+
+    // Only the files that were read are stored.
+    for (client, thread, kept) in [(&server.client, files, &kept[0]), (&other_client, other_files, &kept[1])] {
+        let list: AttachmentList = client
+            .get(server.url(&format!("/api/threads/{thread}/attachments")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let mut stored: Vec<&str> = list.attachments.iter().map(|a| a.filename.as_str()).collect();
+        stored.sort_unstable();
+        let mut expected: Vec<&str> = kept.to_vec();
+        expected.sort_unstable();
+        assert_eq!(stored, expected);
+        assert!(list.attachments.iter().all(|a| a.chunks >= 1 && a.chunks <= 2000));
+    }
+
+    // The chat lost nothing: every delta arrived and the stored answer is their sum.
+    let frames = tokio::time::timeout(Duration::from_secs(120), chat).await.expect("the chat finished").unwrap();
+    let streamed = text_of(&frames);
+    assert!(!streamed.is_empty());
+    assert!(frames.iter().all(|f| f.event.name() != "error"), "{frames:?}");
+    assert_eq!(frames.last().map(|f| f.event.name()), Some("message_complete"));
+    let detail = server.wait_idle(chatting).await;
+    assert_eq!(detail.messages.last().unwrap().content, streamed);
+    let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+}
+
+fn check(
+    (account, name, expect, status, body): (usize, &'static str, Expect, u16, String),
+    kept: &mut [Vec<&'static str>; 2],
+) {
+    let error = || serde_json::from_str::<ErrorBody>(&body).unwrap_or_else(|_| panic!("{name}: {status} {body}"));
+    match expect {
+        Expect::Refused(want, code) => {
+            assert_eq!(status, want, "{name}: {body}");
+            assert_eq!(error().error.code, code, "{name}");
+        }
+        Expect::Readable => {
+            assert_eq!(status, 201, "{name}: {body}");
+            kept[account].push(name);
+        }
+        Expect::ReadableOrUnreadable => {
+            if status == 201 {
+                kept[account].push(name);
+            } else {
+                assert_eq!(status, 422, "{name}: {body}");
+                let code = error().error.code;
+                assert!(code == "unreadable_file" || code == "validation_failed", "{name}: {body}");
+            }
+        }
+    }
+    if status >= 400 {
+        // A plain message, nothing of the parser's internals.
+        let message = error().error.message;
+        assert!(!message.contains("lopdf") && !message.contains("panicked"), "{name}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
+    let server = TestServer::start_with(|config| {
+        config.heavy_workers = 1;
+        config.heavy_queue = 0;
+    })
+    .await;
+    let thread = server.create_thread().await;
+    // Someone else's job holds the only place.
+    let held = server.state.heavy.admit(Uuid::new_v4()).unwrap();
+    let response = upload(&server.client, &server.base, thread, "a.txt", "text/plain", b"Hello.".to_vec()).await;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().get("retry-after").is_some());
+    drop(held);
+    let response = upload(&server.client, &server.base, thread, "a.txt", "text/plain", b"Hello.".to_vec()).await;
+    assert_eq!(response.status(), 201);
+
+    // One person holds at most two places.
+    let server2 = TestServer::start().await;
+    let thread2 = server2.create_thread().await;
+    let _one = server2.state.heavy.admit(server2.user.id).unwrap();
+    let _two = server2.state.heavy.admit(server2.user.id).unwrap();
+    let response = upload(&server2.client, &server2.base, thread2, "b.txt", "text/plain", b"Hi.".to_vec()).await;
+    assert_eq!(response.status(), 429);
+    let list: AttachmentList = server2
+        .client
+        .get(server2.url(&format!("/api/threads/{thread2}/attachments")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(list.attachments.is_empty());
+}
+
+#[tokio::test]
+async fn the_storage_allowance_and_the_upload_rate_hold() {
+    let server = TestServer::start_with(|config| {
+        config.user_storage_mb = 1;
+        config.limits.upload = 4;
+    })
+    .await;
+    let thread = server.create_thread().await;
+    let text = |n: usize| "Plain words for the index. ".repeat(n / 27).into_bytes();
+    let response = upload(&server.client, &server.base, thread, "one.txt", "text/plain", text(600_000)).await;
+    assert_eq!(response.status(), 201);
+    let response = upload(&server.client, &server.base, thread, "two.txt", "text/plain", text(600_000)).await;
+    assert_eq!(response.status(), 413);
+    let body: ErrorBody = response.json().await.unwrap();
+    assert_eq!(body.error.code, "storage_quota_exceeded");
+    assert!(body.error.message.contains("1 MiB"), "{}", body.error.message);
+    // A smaller one still fits.
+    let response = upload(&server.client, &server.base, thread, "three.txt", "text/plain", text(100_000)).await;
+    assert_eq!(response.status(), 201);
+    let list: AttachmentList = server
+        .client
+        .get(server.url(&format!("/api/threads/{thread}/attachments")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = list.attachments.iter().map(|a| a.filename.as_str()).collect();
+    assert_eq!(names, ["one.txt", "three.txt"]);
+
+    // Four uploads a minute: the fifth is refused.
+    let response = upload(&server.client, &server.base, thread, "four.txt", "text/plain", text(100)).await;
+    assert_eq!(response.status(), 201);
+    let response = upload(&server.client, &server.base, thread, "five.txt", "text/plain", text(100)).await;
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().get("retry-after").is_some());
+}
