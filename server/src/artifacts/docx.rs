@@ -85,19 +85,20 @@ fn abstract_numbering(id: usize, ordered: bool) -> AbstractNumbering {
     })
 }
 
+/// A table with the rows' own cells: the parser fills short rows with empty cells, but only so many (past that,
+/// filling each row to the widest would make the file grow with rows times columns).
 fn table(header: bool, rows: &[Vec<Vec<Span>>]) -> Table {
-    let columns = rows.iter().map(Vec::len).max().unwrap_or(1).max(1);
     let rows: Vec<TableRow> = rows
         .iter()
         .enumerate()
         .map(|(r, row)| {
-            let cells = (0..columns)
-                .map(|c| {
-                    let spans = row.get(c).cloned().unwrap_or_default();
+            let mut cells: Vec<TableCell> = row
+                .iter()
+                .map(|spans| {
                     let spans: Vec<Span> = if header && r == 0 {
-                        spans.into_iter().map(|s| Span { bold: true, ..s }).collect()
+                        spans.iter().cloned().map(|s| Span { bold: true, ..s }).collect()
                     } else {
-                        spans
+                        spans.clone()
                     };
                     let cell = TableCell::new().add_paragraph(paragraph(&spans));
                     if header && r == 0 {
@@ -107,6 +108,9 @@ fn table(header: bool, rows: &[Vec<Vec<Span>>]) -> Table {
                     }
                 })
                 .collect();
+            if cells.is_empty() {
+                cells.push(TableCell::new().add_paragraph(Paragraph::new()));
+            }
             TableRow::new(cells)
         })
         .collect();
@@ -182,4 +186,41 @@ pub fn render(title: &str, markdown: &str) -> Result<Vec<u8>, DocxError> {
     let mut out = Cursor::new(Vec::new());
     docx.pack(&mut out).map_err(|e| DocxError(e.to_string()))?;
     Ok(out.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use docx_rs::BuildXML;
+
+    use super::*;
+
+    fn cell(text: &str) -> Vec<Span> {
+        vec![Span { text: text.into(), ..Default::default() }]
+    }
+
+    /// The cells of a table as written in the file.
+    fn cells(header: bool, rows: &[Vec<Vec<Span>>]) -> usize {
+        String::from_utf8(table(header, rows).build()).expect("utf-8").matches("<w:tc>").count()
+    }
+
+    #[test]
+    fn table_rows_keep_their_own_cells() {
+        assert_eq!(cells(true, &[vec![cell("a"), cell("b")], vec![cell("x"), cell("y")]]), 4);
+        assert_eq!(cells(true, &[vec![cell("a"), cell("b"), cell("c")], vec![cell("x")], vec![]]), 5);
+        // A header of thousands of columns over thousands of short rows: no row is filled to the header's width.
+        let header: Vec<Vec<Span>> = (0..5_000).map(|i| cell(&i.to_string())).collect();
+        let rows: Vec<Vec<Vec<Span>>> = std::iter::once(header).chain((0..5_000).map(|_| vec![cell("x")])).collect();
+        assert_eq!(cells(true, &rows), 10_000);
+    }
+
+    #[test]
+    fn renders_a_document_with_a_word_longer_than_a_page() {
+        let markdown = format!("# Notes\n\n{}\n\n| a | b |\n|---|---|\n| 1 | 2 |\n", "x".repeat(200_000));
+        let bytes = render("Notes", &markdown).unwrap();
+        let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).unwrap();
+        let mut xml = String::new();
+        std::io::Read::read_to_string(&mut archive.by_name("word/document.xml").unwrap(), &mut xml).unwrap();
+        assert!(xml.contains(&"x".repeat(200_000)));
+        assert_eq!(xml.matches("<w:tc>").count(), 4);
+    }
 }

@@ -63,6 +63,23 @@ impl Face {
 struct LoadedFont {
     font: Font,
     metrics: ttf_parser::Face<'static>,
+    /// [`glyph`] of the first 256 code points, which most text is made of: looked up once, not once a character.
+    latin1: [(bool, u16); 256],
+}
+
+impl LoadedFont {
+    fn glyph(&self, c: char) -> (bool, u16) {
+        match u8::try_from(c) {
+            Ok(byte) => self.latin1[usize::from(byte)],
+            Err(_) => glyph(&self.metrics, c),
+        }
+    }
+}
+
+/// Whether a font has a glyph for a character, and the advance it is drawn with (the missing glyph's if not).
+fn glyph(metrics: &ttf_parser::Face<'_>, c: char) -> (bool, u16) {
+    let id = metrics.glyph_index(c);
+    (id.is_some(), metrics.glyph_hor_advance(id.unwrap_or(ttf_parser::GlyphId(0))).unwrap_or(0))
 }
 
 struct Fonts {
@@ -74,7 +91,9 @@ struct Fonts {
 }
 
 fn load(bytes: &'static [u8]) -> Option<LoadedFont> {
-    Some(LoadedFont { font: Font::new(Data::from(bytes), 0)?, metrics: ttf_parser::Face::parse(bytes, 0).ok()? })
+    let metrics = ttf_parser::Face::parse(bytes, 0).ok()?;
+    let latin1 = std::array::from_fn(|i| glyph(&metrics, char::from(i as u8)));
+    Some(LoadedFont { font: Font::new(Data::from(bytes), 0)?, metrics, latin1 })
 }
 
 static FONTS: LazyLock<Option<Fonts>> = LazyLock::new(|| {
@@ -100,7 +119,7 @@ impl Fonts {
 
     /// The face that draws a piece of text: the wanted one, or the fallback when only it has the glyphs.
     fn face_for(&self, wanted: Face, text: &str) -> Face {
-        let has = |face: Face| text.chars().all(|c| self.get(face).metrics.glyph_index(c).is_some());
+        let has = |face: Face| text.chars().all(|c| self.get(face).glyph(c).0);
         if has(wanted) || !has(Face::Fallback) {
             wanted
         } else {
@@ -110,15 +129,18 @@ impl Fonts {
 
     /// Width of text in points, from the font's advances (missing glyphs count as the fallback glyph).
     fn width(&self, face: Face, size: f32, text: &str) -> f32 {
-        let metrics = &self.get(face).metrics;
-        let units: f32 = text
-            .chars()
-            .map(|c| {
-                let glyph = metrics.glyph_index(c).unwrap_or(ttf_parser::GlyphId(0));
-                f32::from(metrics.glyph_hor_advance(glyph).unwrap_or(0))
-            })
-            .sum();
-        units * size / f32::from(metrics.units_per_em())
+        let units: f32 = text.chars().map(|c| self.advance(face, c)).sum();
+        self.points(face, size, units)
+    }
+
+    /// The advance of one character, in font units.
+    fn advance(&self, face: Face, c: char) -> f32 {
+        f32::from(self.get(face).glyph(c).1)
+    }
+
+    /// Font units in points at a size.
+    fn points(&self, face: Face, size: f32, units: f32) -> f32 {
+        units * size / f32::from(self.get(face).metrics.units_per_em())
     }
 }
 
@@ -193,25 +215,28 @@ fn wrap(fonts: &Fonts, spans: &[Span], size: f32, width: f32, force_face: Option
             push(&mut line, x, space_face, " ");
             x += space_w;
         }
-        // A word wider than the whole line is cut where it must be.
-        let mut rest = text;
-        while w > width && rest.chars().count() > 1 {
-            let mut cut = String::new();
-            for c in rest.chars() {
-                let mut next = cut.clone();
-                next.push(c);
-                if !cut.is_empty() && x + fonts.width(face, size, &next) > width {
-                    break;
+        // A word wider than the whole line is cut where it must be: each piece ends before the character
+        // that would overflow the line, read once from start to end.
+        let mut rest = text.as_str();
+        if w > width {
+            let mut start = 0;
+            let mut units = 0.0_f32;
+            for (i, c) in text.char_indices() {
+                let next = units + fonts.advance(face, c);
+                if i > start && x + fonts.points(face, size, next) > width {
+                    push(&mut line, x, face, &text[start..i]);
+                    lines.push(std::mem::take(&mut line));
+                    x = 0.0;
+                    start = i;
+                    units = fonts.advance(face, c);
+                } else {
+                    units = next;
                 }
-                cut = next;
             }
-            push(&mut line, x, face, &cut);
-            lines.push(std::mem::take(&mut line));
-            x = 0.0;
-            rest = rest[cut.len()..].to_string();
-            w = fonts.width(face, size, &rest);
+            rest = &text[start..];
+            w = fonts.points(face, size, units);
         }
-        push(&mut line, x, face, &rest);
+        push(&mut line, x, face, rest);
         x += w;
     }
     if !line.is_empty() || lines.is_empty() {
@@ -366,9 +391,10 @@ impl<'f> Layout<'f> {
                     self.y += BODY * LEADING;
                 }
             }
-            // Cell borders: the top of the row and every column edge.
+            // Cell borders: the top of the row, the edges of its cells and the table's right edge. The parser
+            // fills short rows with empty cells, but only so many: past that a row is drawn as long as it is.
             self.ops().push(Op::Rect { x: MARGIN, y: top, w: CONTENT_W, h: 0.6, gray: 150 });
-            for c in 0..=columns {
+            for c in (0..=row.len()).chain((row.len() < columns).then_some(columns)) {
                 let x = MARGIN + c as f32 * col_w;
                 self.ops().push(Op::Rect { x: x - 0.3, y: top, w: 0.6, h: height, gray: 150 });
             }
@@ -471,6 +497,49 @@ mod tests {
         let lines = wrap(fonts(), &[span], BODY, 400.0, None);
         let faces: Vec<(Face, String)> = lines[0].iter().map(|(_, f, t)| (*f, t.clone())).collect();
         assert_eq!(faces, vec![(Face::Regular, "Zoë ".into()), (Face::Fallback, "日本チーム".into())]);
+    }
+
+    /// A cell holding one word.
+    fn cell(text: &str) -> Vec<Span> {
+        vec![Span { text: text.into(), ..Default::default() }]
+    }
+
+    /// The vertical edges a table's rows are drawn with.
+    fn edges(ops: &[Op]) -> usize {
+        ops.iter().filter(|op| matches!(op, Op::Rect { w, h, .. } if *w == 0.6 && *h > 1.0)).count()
+    }
+
+    #[test]
+    fn table_rows_draw_the_edges_of_their_own_cells_and_the_tables_right_edge() {
+        let mut layout = Layout::new(fonts());
+        layout.table(true, &[vec![cell("a"), cell("b"), cell("c")], vec![cell("x"), cell("y"), cell("z")]]);
+        assert_eq!(edges(&layout.pages.concat()), 8);
+        let mut layout = Layout::new(fonts());
+        layout.table(true, &[vec![cell("a"), cell("b"), cell("c")], vec![cell("x")]]);
+        assert_eq!(edges(&layout.pages.concat()), 4 + 3);
+        // A header of thousands of columns over thousands of short rows: edges for the cells there are.
+        let header: Vec<Vec<Span>> = (0..5_000).map(|i| cell(&i.to_string())).collect();
+        let rows: Vec<Vec<Vec<Span>>> = std::iter::once(header).chain((0..5_000).map(|_| vec![cell("x")])).collect();
+        let mut layout = Layout::new(fonts());
+        layout.table(true, &rows);
+        assert_eq!(edges(&layout.pages.concat()), 5_001 + 5_000 * 3);
+    }
+
+    #[test]
+    fn a_word_longer_than_many_lines_is_cut_into_full_lines_in_order() {
+        let word: String = "abcdefghij".repeat(5_000);
+        let lines = wrap(fonts(), &cell(&word), BODY, 200.0, None);
+        assert!(lines.len() > 100, "{}", lines.len());
+        let texts: Vec<&str> = lines.iter().map(|line| line[0].2.as_str()).collect();
+        assert_eq!(texts.concat(), word);
+        for (i, text) in texts.iter().enumerate() {
+            let w = fonts().width(Face::Regular, BODY, text);
+            assert!(w <= 200.0, "line {i} is {w} wide");
+            // Every line but the last is full: its next character would not have fit.
+            if let Some(next) = texts.get(i + 1).and_then(|t| t.chars().next()) {
+                assert!(fonts().width(Face::Regular, BODY, &format!("{text}{next}")) > 200.0, "line {i}");
+            }
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod documents;
 pub mod history;
 pub mod postgres;
 pub mod search_query;
+mod snippet;
 pub mod sqlite;
 mod write_queue;
 
@@ -45,6 +46,9 @@ pub enum StoreError {
     /// A listing cursor from a walk that began too long ago (see [`WALK_LIFETIME_DAYS`]).
     #[error("the cursor has expired")]
     ExpiredCursor,
+    /// Work handed to the blocking pool (making snippets) panicked.
+    #[error("background work failed: {0}")]
+    Blocking(#[from] tokio::task::JoinError),
 }
 
 impl StoreError {
@@ -629,46 +633,6 @@ pub(crate) fn parse_role(text: &str) -> Result<Role> {
     }
 }
 
-/// Start and end markers of a hit inside a raw snippet, replaced by `<mark>` and `</mark>` after HTML escaping.
-/// Control characters, so they survive the database's snippet functions and never need escaping themselves.
-pub(crate) const MARK_START: char = '\u{2}';
-pub(crate) const MARK_END: char = '\u{3}';
-
-/// Escapes a raw snippet for HTML and turns the hit markers into `<mark>` and `</mark>`.
-///
-/// Stored text may itself contain the marker characters; the output stays well formed anyway: a start inside
-/// a mark or an end outside one is dropped, and an open mark is closed at the end.
-pub(crate) fn snippet_html(raw: &str, start: char, end: char) -> String {
-    let mut out = String::with_capacity(raw.len() + 16);
-    let mut open = false;
-    for c in raw.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c == start => {
-                if !open {
-                    out.push_str("<mark>");
-                    open = true;
-                }
-            }
-            c if c == end => {
-                if open {
-                    out.push_str("</mark>");
-                    open = false;
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    if open {
-        out.push_str("</mark>");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -678,12 +642,5 @@ mod tests {
         assert_eq!(title_from_message("  We need a  mobile app for field staff, please "), "We need a mobile app");
         assert_eq!(title_from_message(""), "New conversation");
         assert_eq!(title_from_message("Hello,"), "Hello");
-    }
-
-    #[test]
-    fn snippets_are_escaped_and_marks_balanced() {
-        let html = snippet_html("a <b> & \u{2}rust\u{3} 'q\"", MARK_START, MARK_END);
-        assert_eq!(html, "a &lt;b&gt; &amp; <mark>rust</mark> &#39;q&quot;");
-        assert_eq!(snippet_html("\u{3}x\u{2}\u{2}y", MARK_START, MARK_END), "x<mark>y</mark>");
     }
 }

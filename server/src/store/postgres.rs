@@ -20,10 +20,10 @@ use uuid::Uuid;
 use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::{
     history::{self, ImportThread},
-    micros_to_time, now, parse_role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey, HitKind,
+    micros_to_time, now, parse_role, search_query, snippet, ArtifactRevision, ChunkHit, CursorKey, HitKind,
     IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage,
     Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
-    TurnRecord, User, MARK_END, MARK_START,
+    TurnRecord, User,
 };
 
 /// Most connections one server process opens.
@@ -31,12 +31,6 @@ const MAX_CONNECTIONS: u32 = 16;
 
 /// How long a request waits for a free connection before failing.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// `ts_headline` options: the hit markers of [`snippet_html`] and a window about as long as SQLite's
-/// 16-token `snippet()`.
-fn headline_options() -> String {
-    format!("StartSel={MARK_START}, StopSel={MARK_END}, MaxWords=16, MinWords=8")
-}
 
 /// PostgreSQL storage.
 #[derive(Debug, Clone)]
@@ -988,12 +982,14 @@ impl Store for Postgres {
 
     #[instrument(skip(self, query))]
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
-        let Some(tsquery) = search_query::to_tsquery(&search_query::parse(query)) else {
+        let terms = search_query::parse(query);
+        let Some(tsquery) = search_query::to_tsquery(&terms) else {
             return Ok(SearchPage { hits: Vec::new(), total: 0 });
         };
         // The owner filter and the match are both index conditions (user_id btree, search GIN). Hits are ranked
         // from their ids, times and scores alone, counted in the same pass, and only the page is joined to its
-        // conversation and text; snippets too, as ts_headline re-parses the whole text.
+        // conversation and text. Snippets are made from the texts: ts_headline takes time that grows with the
+        // square of a phrase's hits in one text.
         const RANKED: &str = "q as (select to_tsquery('simple', $2) as q),
             ranked as (
                 select 'message' as kind, m.id as ref_id, m.created_at, ts_rank(m.search, q.q) as score
@@ -1013,9 +1009,9 @@ impl Store for Postgres {
              )
              select page.kind, page.ref_id, page.total, t.id as thread_id, t.title as thread_title, m.role,
                     page.created_at, -page.score::float8 as rank,
-                    ts_headline('simple', case page.kind when 'message' then m.content when 'thread' then t.title
-                        else a.title || E'\\n' || a.content end, q.q, $5) as snippet
-             from page cross join q
+                    case page.kind when 'message' then m.content when 'thread' then t.title
+                        else a.title || E'\\n' || a.content end as body
+             from page
              left join messages m on page.kind = 'message' and m.id = page.ref_id
              left join artifacts a on page.kind = 'artifact' and a.id = page.ref_id
              join threads t on t.id = coalesce(m.thread_id, a.thread_id, page.ref_id)
@@ -1030,7 +1026,6 @@ impl Store for Postgres {
             .bind(&tsquery)
             .bind(limit.clamp(1, 100) as i64)
             .bind(offset as i64)
-            .bind(headline_options())
             .fetch_all(&mut *tx)
             .await?;
         let total: i64 = match rows.first() {
@@ -1045,9 +1040,12 @@ impl Store for Postgres {
             }
         };
         tx.commit().await?;
+        let texts = rows.iter().map(|row| row.try_get("body")).collect::<Result<Vec<String>, _>>()?;
+        let snippets = snippet::snippets(terms, texts).await?;
         let hits = rows
             .iter()
-            .map(|row| {
+            .zip(snippets)
+            .map(|(row, snippet)| {
                 let kind: String = row.try_get("kind")?;
                 let kind = match kind.as_str() {
                     "message" => HitKind::Message,
@@ -1063,7 +1061,7 @@ impl Store for Postgres {
                     message_id: (kind == HitKind::Message).then_some(ref_id),
                     artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
                     role: role_text.as_deref().map(parse_role).transpose()?,
-                    snippet: snippet_html(&row.try_get::<String, _>("snippet")?, MARK_START, MARK_END),
+                    snippet,
                     created_at: row.try_get("created_at")?,
                     rank: row.try_get("rank")?,
                 })

@@ -16,10 +16,12 @@ const MAX_TERMS: usize = 16;
 
 /// Splits text into lower-case words the way the indexes do (letters and digits).
 pub fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .map(|w| w.to_lowercase().chars().filter(|c| c.is_alphanumeric()).collect::<String>())
-        .filter(|w| !w.is_empty())
-        .collect()
+    text.split(|c: char| !c.is_alphanumeric()).map(fold).filter(|w| !w.is_empty()).collect()
+}
+
+/// A run of letters and digits as the indexes compare it: lower case.
+pub fn fold(word: &str) -> String {
+    word.to_lowercase().chars().filter(|c| c.is_alphanumeric()).collect()
 }
 
 /// Parses a query. Returns no terms when nothing searchable is left.

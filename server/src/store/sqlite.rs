@@ -25,10 +25,10 @@ use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLim
 use super::write_queue::{Urgency, WriteQueue};
 use super::{
     history::{self, ImportThread},
-    micros_to_time, now, parse_role as role, search_query, snippet_html, ArtifactRevision, ChunkHit, CursorKey,
-    HitKind, IdempotencyClaim, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage, Store,
+    micros_to_time, now, parse_role as role, search_query, snippet, ArtifactRevision, ChunkHit, CursorKey, HitKind,
+    IdempotencyClaim, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage, Store,
     StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord,
-    User, MARK_END, MARK_START,
+    User,
 };
 use futures::future::BoxFuture;
 use tokio::sync::oneshot;
@@ -1352,7 +1352,8 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, query))]
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
-        let Some(body) = search_query::to_fts5(&search_query::parse(query)) else {
+        let terms = search_query::parse(query);
+        let Some(body) = search_query::to_fts5(&terms) else {
             return Ok(SearchPage { hits: Vec::new(), total: 0 });
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
@@ -1396,44 +1397,41 @@ impl Store for Sqlite {
                 .await?
             }
         };
-        // 2. Details and snippets for the page only (the pks are integers read from the database). Every part
-        //    names its columns: any of them may come first in the union.
+        // 2. Details and texts for the page only (the pks are integers read from the database). Every part
+        //    names its columns: any of them may come first in the union. Snippets are made from the texts:
+        //    FTS5's snippet() and highlight() take time that grows with the square of the hits in one text.
         let pks =
             |kind: &str| page.iter().filter(|p| p.0 == kind).map(|p| p.1.to_string()).collect::<Vec<_>>().join(", ");
-        let snippet = |table: &str| format!("snippet({table}, 1, char(2), char(3), '…', 16)");
         let mut parts = Vec::new();
         let (messages, threads, artifacts) = (pks("message"), pks("thread"), pks("artifact"));
         if !messages.is_empty() {
             parts.push(format!(
-                "select 'message' as kind, messages_fts.rowid as pk, m.id as ref_id, m.thread_id, t.title as thread_title,
-                        m.role, {} as snippet, m.created_at
-                 from messages_fts join messages m on m.pk = messages_fts.rowid join threads t on t.id = m.thread_id
-                 where messages_fts match ?1 and messages_fts.rowid in ({messages})",
-                snippet("messages_fts")
+                "select 'message' as kind, m.pk, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
+                        m.content as body, m.created_at
+                 from messages m join threads t on t.id = m.thread_id
+                 where m.pk in ({messages})"
             ));
         }
         if !threads.is_empty() {
             parts.push(format!(
-                "select 'thread' as kind, threads_fts.rowid as pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
-                        null as role, {} as snippet, t.created_at
-                 from threads_fts join threads t on t.pk = threads_fts.rowid
-                 where threads_fts match ?1 and threads_fts.rowid in ({threads})",
-                snippet("threads_fts")
+                "select 'thread' as kind, t.pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
+                        null as role, t.title as body, t.created_at
+                 from threads t
+                 where t.pk in ({threads})"
             ));
         }
         if !artifacts.is_empty() {
             parts.push(format!(
-                "select 'artifact' as kind, artifacts_fts.rowid as pk, a.id as ref_id, a.thread_id, t.title as thread_title,
-                        null as role, {} as snippet, a.created_at
-                 from artifacts_fts join artifacts a on a.pk = artifacts_fts.rowid join threads t on t.id = a.thread_id
-                 where artifacts_fts match ?1 and artifacts_fts.rowid in ({artifacts})",
-                snippet("artifacts_fts")
+                "select 'artifact' as kind, a.pk, a.id as ref_id, a.thread_id, t.title as thread_title,
+                        null as role, a.title || char(10) || a.content as body, a.created_at
+                 from artifacts a join threads t on t.id = a.thread_id
+                 where a.pk in ({artifacts})"
             ));
         }
         let details = if parts.is_empty() {
             Vec::new()
         } else {
-            sqlx::query(&parts.join(" union all ")).bind(&expression).fetch_all(&self.reader).await?
+            sqlx::query(&parts.join(" union all ")).fetch_all(&self.reader).await?
         };
         let mut rows = Vec::with_capacity(page.len());
         for (kind, pk, rank, _) in &page {
@@ -1446,9 +1444,12 @@ impl Store for Sqlite {
                 rows.push((row, *rank));
             }
         }
+        let texts = rows.iter().map(|(row, _)| row.try_get("body")).collect::<Result<Vec<String>, _>>()?;
+        let snippets = snippet::snippets(terms, texts).await?;
         let hits = rows
             .iter()
-            .map(|(row, rank)| {
+            .zip(snippets)
+            .map(|((row, rank), snippet)| {
                 let kind: String = row.try_get("kind")?;
                 let kind = match kind.as_str() {
                     "message" => HitKind::Message,
@@ -1464,7 +1465,7 @@ impl Store for Sqlite {
                     message_id: (kind == HitKind::Message).then_some(ref_id),
                     artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
                     role: role_text.as_deref().map(role).transpose()?,
-                    snippet: snippet_html(&row.try_get::<String, _>("snippet")?, MARK_START, MARK_END),
+                    snippet,
                     created_at: time(row, "created_at")?,
                     rank: *rank,
                 })
