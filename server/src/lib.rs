@@ -9,6 +9,7 @@ pub mod attachments;
 pub mod auth;
 pub mod chat;
 pub mod config;
+pub mod history;
 pub mod http;
 pub mod llm;
 pub mod privacy;

@@ -91,7 +91,7 @@ pub trait LimitKind: Send + Sync + 'static {
 pub struct ChatTurns;
 /// Searches per user.
 pub struct Search;
-/// Exports per user.
+/// Exports and imports per user.
 pub struct Export;
 /// Sign-in and sign-up attempts per client IP address.
 pub struct SignIn;

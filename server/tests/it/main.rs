@@ -10,6 +10,7 @@ mod dedup;
 mod documents;
 mod history;
 mod history_story;
+mod imports;
 mod isolation;
 mod llm_anthropic;
 mod llm_builtin;
