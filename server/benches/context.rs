@@ -94,7 +94,7 @@ fn context_benches(c: &mut Criterion) {
     group.sample_size(20);
     let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
     for &n in sizes {
-        let thread = rt.block_on(store.import_threads(user, &[conversation(n, &mut gen)])).expect("import")[0].id;
+        let thread = rt.block_on(store.import_threads(user, vec![conversation(n, &mut gen)])).expect("import")[0].id;
         let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None)).expect("load");
         assert!(!built.record.included.is_empty() && !built.record.filtered.is_empty());
         group.bench_with_input(BenchmarkId::new("load_build", n), &n, |b, _| {

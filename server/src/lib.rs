@@ -10,6 +10,7 @@ pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod heavy;
+pub mod history;
 pub mod http;
 pub mod llm;
 pub mod privacy;

@@ -18,10 +18,13 @@ pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct RegisterRequest {
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Email, inline))]
     pub email: String,
-    /// At least 8 characters.
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::NewPassword, inline))]
     pub password: String,
+    /// The part of the address before `@` when left out or blank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::DisplayName>, inline))]
     pub display_name: Option<String>,
 }
 
@@ -30,7 +33,11 @@ pub struct RegisterRequest {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct LoginRequest {
+    /// Longer than any address an account can have: answered like a wrong password.
+    #[cfg_attr(feature = "ssr", schema(max_length = 254))]
     pub email: String,
+    /// Longer than any password an account can have: answered like a wrong password.
+    #[cfg_attr(feature = "ssr", schema(max_length = 1024))]
     pub password: String,
 }
 

@@ -13,6 +13,25 @@ pub const ACCOUNT_EXPORT_FORMAT: &str = "quire.export";
 /// The version of both export formats.
 pub const EXPORT_VERSION: u32 = 1;
 
+/// Most conversations one import creates.
+pub const MAX_IMPORT_THREADS: usize = 10_000;
+/// Most messages one imported conversation holds.
+pub const MAX_IMPORT_MESSAGES: usize = 10_000;
+/// Most documents one imported conversation holds.
+pub const MAX_IMPORT_DOCUMENTS: usize = 1_000;
+/// Longest imported message or document, in characters. Longer than a typed message
+/// ([`MAX_MESSAGE_CHARS`](super::MAX_MESSAGE_CHARS)): other apps' long answers and pasted texts import whole.
+pub const MAX_IMPORTED_TEXT_CHARS: usize = 100_000;
+/// Highest message number (`seq`) an import may carry: far below the largest number a conversation can count
+/// to, so it keeps room for every message written after it.
+pub const MAX_IMPORTED_SEQ: i64 = i32::MAX as i64;
+/// Highest document version an import may carry, for the same reason.
+pub const MAX_IMPORTED_VERSION: i64 = i32::MAX as i64;
+/// Most tokens one imported message may have cost (far beyond any model's window), so sums stay in range.
+pub const MAX_IMPORTED_TOKENS: u64 = 10_000_000;
+/// Longest model name, in characters.
+pub const MAX_MODEL_CHARS: usize = 200;
+
 /// What a search hit points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
@@ -107,8 +126,10 @@ pub struct HistoryStats {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExportedThreadInfo {
     pub id: Uuid,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Title, inline))]
     pub title: String,
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Tags, inline))]
     pub tags: Vec<String>,
     #[serde(default)]
     pub pinned: bool,
@@ -123,15 +144,20 @@ pub struct ExportedThreadInfo {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ExportedMessage {
     pub id: Uuid,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::MessageNumber, inline))]
     pub seq: i64,
     pub role: Role,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ImportedText, inline))]
     pub content: String,
     pub status: MessageStatus,
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::TokenCount, inline))]
     pub input_tokens: u64,
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::TokenCount, inline))]
     pub output_tokens: u64,
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::ModelName>, inline))]
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
 }
@@ -142,9 +168,12 @@ pub struct ExportedMessage {
 pub struct ExportedArtifact {
     pub id: Uuid,
     pub artifact_type: ArtifactType,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Title, inline))]
     pub title: String,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ImportedText, inline))]
     pub content: String,
     #[serde(default = "first_version")]
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::DocumentVersion, inline))]
     pub version: i64,
     #[serde(default)]
     pub request_message_id: Option<Uuid>,
@@ -163,12 +192,20 @@ fn first_version() -> i64 {
 #[serde(deny_unknown_fields)]
 pub struct ThreadExport {
     /// Always [`THREAD_EXPORT_FORMAT`].
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ThreadFormat, inline))]
     pub format: String,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ExportVersion, inline))]
     pub version: u32,
     pub exported_at: DateTime<Utc>,
+    #[serde(deserialize_with = "super::objects::one")]
     pub thread: ExportedThreadInfo,
+    /// An import takes at most 10000 (`MAX_IMPORT_MESSAGES`).
+    #[serde(deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 10000))]
     pub messages: Vec<ExportedMessage>,
-    #[serde(default)]
+    /// An import takes at most 1000 (`MAX_IMPORT_DOCUMENTS`).
+    #[serde(default, deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 1000))]
     pub artifacts: Vec<ExportedArtifact>,
 }
 
@@ -187,13 +224,19 @@ pub struct AttachmentMeta {
 /// `GET /api/export`: everything the caller has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct AccountExport {
     /// Always [`ACCOUNT_EXPORT_FORMAT`].
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::AccountFormat, inline))]
     pub format: String,
+    #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ExportVersion, inline))]
     pub version: u32,
     pub exported_at: DateTime<Utc>,
+    /// An import takes at most 10000 (`MAX_IMPORT_THREADS`).
+    #[serde(deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "ssr", schema(max_items = 10000))]
     pub threads: Vec<ThreadExport>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::objects::many")]
     pub attachments: Vec<AttachmentMeta>,
 }
 

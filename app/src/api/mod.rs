@@ -5,7 +5,11 @@ pub mod client;
 pub mod documents;
 pub mod events;
 pub mod history;
+pub mod objects;
+#[cfg(feature = "ssr")]
+pub mod schema;
 pub mod sse;
+pub mod validate;
 pub use auth::*;
 pub use documents::*;
 pub use events::*;
@@ -219,9 +223,12 @@ pub struct Artifact {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct CreateThread {
+    /// "New conversation" when left out.
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<schema::Title>, inline))]
     pub title: Option<String>,
     #[serde(default)]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<schema::Tags>, inline))]
     pub tags: Option<Vec<String>>,
 }
 
@@ -231,8 +238,10 @@ pub struct CreateThread {
 #[serde(deny_unknown_fields)]
 pub struct UpdateThread {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<schema::Title>, inline))]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<schema::Tags>, inline))]
     pub tags: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pinned: Option<bool>,
@@ -267,6 +276,7 @@ pub struct ThreadDetail {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct ChatRequest {
+    #[cfg_attr(feature = "ssr", schema(value_type = schema::MessageText, inline))]
     pub content: String,
     /// Silent generation: make the document without saving any chat message.
     #[serde(default, skip_serializing_if = "Option::is_none")]

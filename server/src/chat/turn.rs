@@ -66,16 +66,7 @@ pub async fn start(
     thread: Uuid,
     request: ChatRequest,
 ) -> Result<Arc<LiveTurn>, ApiError> {
-    let content = request.content.trim().to_string();
-    if content.is_empty() {
-        return Err(ApiError::invalid("content", "The message must not be empty."));
-    }
-    if content.chars().count() > MAX_MESSAGE_CHARS {
-        return Err(ApiError::invalid(
-            "content",
-            format!("The message is longer than {MAX_MESSAGE_CHARS} characters."),
-        ));
-    }
+    let content = app::api::validate::message(&request.content, MAX_MESSAGE_CHARS)?;
     // Personal data is replaced before the message is stored or reaches a model.
     let content = if state.config.redact_pii { crate::privacy::redact(&content) } else { content };
     let silent = request.artifact_generation.unwrap_or(false);

@@ -142,7 +142,7 @@ pub struct RateLimitConfig {
     /// Searches per minute and user.
     #[arg(long = "rate-limit-search", env = "QUIRE_RATE_LIMIT_SEARCH", default_value_t = 10)]
     pub search: u32,
-    /// Exports per minute and user.
+    /// Exports and imports per minute and user.
     #[arg(long = "rate-limit-export", env = "QUIRE_RATE_LIMIT_EXPORT", default_value_t = 5)]
     pub export: u32,
     /// Chat turns per minute and user.

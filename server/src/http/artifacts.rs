@@ -77,7 +77,7 @@ pub(crate) struct ExportParams {
 }
 
 /// `GET /api/artifacts/{id}/export?format=md|pdf|docx[&version=n]`: a download named after the title.
-#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = String, Query, description = "md, pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
+#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = Option<app::api::ExportFormat>, Query, description = "md (the default), pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
     responses((status = 200, description = "A download in the asked format"), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,

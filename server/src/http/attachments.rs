@@ -9,6 +9,10 @@ use axum::{
     Router,
 };
 use tower_http::limit::RequestBodyLimitLayer;
+use utoipa::openapi::{
+    schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type},
+    RefOr, Schema,
+};
 use uuid::Uuid;
 
 use super::error::{ApiError, Result};
@@ -52,7 +56,24 @@ fn clean_filename(name: &str) -> String {
     }
 }
 
-#[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
+/// The form of an upload (documentation only: the handler reads the multipart stream itself).
+struct UploadForm;
+
+impl utoipa::PartialSchema for UploadForm {
+    fn schema() -> RefOr<Schema> {
+        let file = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Binary)))
+            .description(Some("A .txt, .md or .pdf file of at most 10 MiB"));
+        // Other fields are skipped; their names travel in part headers, which hold no control characters.
+        let names = ObjectBuilder::new().schema_type(Type::String).pattern(Some(r"^[^\u0000-\u001f\u007f]*$"));
+        ObjectBuilder::new().property("file", file).required("file").property_names(Some(names)).into()
+    }
+}
+
+impl utoipa::ToSchema for UploadForm {}
+
+#[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content = UploadForm, content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
     responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody),
         (status = 413, body = app::api::ErrorBody, description = "The file is larger than 10 MiB, or the account's files would pass its storage allowance (`storage_quota_exceeded`)"), (status = 415, body = app::api::ErrorBody),
         (status = 422, body = app::api::ErrorBody, description = "No `file` field, text that is not UTF-8, or a file that could not be read (`unreadable_file`)"),

@@ -1,9 +1,6 @@
 //! Accounts and sessions: sign up, sign in, sign out, and who am I.
 
-use app::api::{
-    AuthResponse, LoginRequest, RegisterRequest, UserProfile, MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS,
-    MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS,
-};
+use app::api::{validate, AuthResponse, LoginRequest, RegisterRequest, UserProfile, MAX_EMAIL_CHARS};
 use axum::{
     extract::State,
     http::{header, HeaderValue, StatusCode},
@@ -29,41 +26,6 @@ pub fn router() -> Router<AppState> {
 
 fn profile(user: User) -> UserProfile {
     UserProfile { id: user.id, email: user.email, display_name: user.display_name, created_at: user.created_at }
-}
-
-/// Trims an e-mail address and checks that it looks like one (`local@domain.tld`, no spaces).
-pub fn validate_email(email: &str) -> Result<String> {
-    let email = email.trim();
-    let valid = email.chars().count() <= MAX_EMAIL_CHARS
-        && !email.chars().any(char::is_whitespace)
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && !domain.contains('@')
-                && domain.split('.').count() >= 2
-                && domain.split('.').all(|label| !label.is_empty())
-        });
-    if valid {
-        Ok(email.to_string())
-    } else {
-        Err(ApiError::invalid("email", "Enter a valid e-mail address."))
-    }
-}
-
-fn validate_password(password: &str) -> Result<()> {
-    let n = password.chars().count();
-    if n < MIN_PASSWORD_CHARS {
-        return Err(ApiError::invalid(
-            "password",
-            format!("The password needs at least {MIN_PASSWORD_CHARS} characters."),
-        ));
-    }
-    if n > MAX_PASSWORD_CHARS {
-        return Err(ApiError::invalid(
-            "password",
-            format!("The password is longer than {MAX_PASSWORD_CHARS} characters."),
-        ));
-    }
-    Ok(())
 }
 
 /// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
@@ -93,15 +55,9 @@ pub async fn register(
     _: Quota<SignIn>,
     Json(body): Json<RegisterRequest>,
 ) -> Result<Response> {
-    let email = validate_email(&body.email)?;
-    validate_password(&body.password)?;
-    let display_name = body.display_name.as_deref().map(str::trim).unwrap_or_default().to_string();
-    if display_name.chars().count() > MAX_DISPLAY_NAME_CHARS {
-        return Err(ApiError::invalid(
-            "display_name",
-            format!("The display name is longer than {MAX_DISPLAY_NAME_CHARS} characters."),
-        ));
-    }
+    let email = validate::email(&body.email)?;
+    validate::password(&body.password)?;
+    let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
     let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
@@ -126,7 +82,11 @@ pub async fn login(
     _: Quota<SignIn>,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response> {
-    let user = match state.store.user_by_email(body.email.trim()).await {
+    let email = body.email.trim();
+    // No account has an address that long or with a NUL in it (nor could the database compare one).
+    let possible = email.chars().count() <= MAX_EMAIL_CHARS && !validate::has_nul(email);
+    let found = if possible { state.store.user_by_email(email).await } else { Err(StoreError::NotFound) };
+    let user = match found {
         Ok(user) => Some(user),
         Err(StoreError::NotFound) => None,
         Err(e) => return Err(e.into()),

@@ -1,7 +1,7 @@
 //! The one error type of the HTTP boundary. Every failure leaves as `{"error":{"code","message","field"?}}`
 //! with the right status; internal causes are logged, never sent.
 
-use app::api::{ErrorBody, ErrorDetail};
+use app::api::{validate, ErrorBody, ErrorDetail};
 use axum::{
     extract::rejection::{JsonRejection, PathRejection, QueryRejection},
     http::{header, HeaderValue, StatusCode},
@@ -9,6 +9,7 @@ use axum::{
     Json,
 };
 
+use crate::history;
 use crate::store::StoreError;
 
 /// An error answered to a client.
@@ -50,6 +51,20 @@ impl ApiError {
     /// A 400 with a code and message.
     pub fn bad_request(code: &'static str, message: impl Into<String>) -> Self {
         ApiError::BadRequest { code, message: message.into(), field: None }
+    }
+
+    /// A 400 about one query parameter, beyond the limits the API states for it.
+    pub fn invalid_query(field: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest { code: "invalid_query", message: message.into(), field: Some(field.to_string()) }
+    }
+
+    /// A 400 for a listing cursor that is not one the API gave out (or no longer fits the listing).
+    pub fn invalid_cursor() -> Self {
+        ApiError::BadRequest {
+            code: "invalid_cursor",
+            message: "The cursor is not valid.".into(),
+            field: Some("cursor".into()),
+        }
     }
 
     pub fn status_code(&self) -> StatusCode {
@@ -122,11 +137,7 @@ impl From<StoreError> for ApiError {
             StoreError::NotFound => ApiError::NotFound,
             StoreError::Conflict(message) => ApiError::Conflict(message),
             StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),
-            StoreError::InvalidCursor => ApiError::BadRequest {
-                code: "invalid_cursor",
-                message: "The cursor is not valid.".into(),
-                field: Some("cursor".into()),
-            },
+            StoreError::InvalidCursor => ApiError::invalid_cursor(),
             StoreError::ExpiredCursor => ApiError::BadRequest {
                 code: "cursor_expired",
                 message: "The cursor has expired; list again from the first page.".into(),
@@ -140,6 +151,26 @@ impl From<StoreError> for ApiError {
 impl From<crate::heavy::Busy> for ApiError {
     fn from(busy: crate::heavy::Busy) -> Self {
         ApiError::TooManyRequests { retry_after_secs: busy.retry_after_secs }
+    }
+}
+
+impl From<validate::Invalid> for ApiError {
+    fn from(invalid: validate::Invalid) -> Self {
+        ApiError::invalid(invalid.field, invalid.message)
+    }
+}
+
+impl From<history::Error> for ApiError {
+    fn from(err: history::Error) -> Self {
+        match err {
+            history::Error::Malformed(message) => ApiError::bad_request("malformed_json", message),
+            history::Error::Unsupported(message) => {
+                ApiError::Unprocessable { code: "unsupported_import", message, field: None }
+            }
+            history::Error::Invalid { field, message } => ApiError::invalid(&field, message),
+            history::Error::Store(e) => e.into(),
+            other @ (history::Error::Render(_) | history::Error::Task(_)) => ApiError::Internal(other.into()),
+        }
     }
 }
 

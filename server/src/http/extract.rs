@@ -28,12 +28,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        if !is_json(request.headers()) {
-            return Err(ApiError::UnsupportedMediaType(
-                "Expected a JSON body with `Content-Type: application/json`.".into(),
-            ));
-        }
-        let bytes = Bytes::from_request(request, state).await.map_err(|_| ApiError::PayloadTooLarge)?;
+        let JsonBytes(bytes) = JsonBytes::from_request(request, state).await?;
         let any_json = TypeId::of::<T>() == TypeId::of::<serde_json::Value>();
         let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if !any_json && !starts_object && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() {
@@ -44,6 +39,24 @@ where
             });
         }
         axum::Json::<T>::from_bytes(&bytes).map(|axum::Json(value)| Json(value)).map_err(ApiError::from)
+    }
+}
+
+/// The raw body of a request declared as JSON (`415` otherwise), within the route's body limit (`413`
+/// beyond it), for a handler that parses it itself: off the async workers, when its size is up to the client.
+#[derive(Debug)]
+pub struct JsonBytes(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        if !is_json(request.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "Expected a JSON body with `Content-Type: application/json`.".into(),
+            ));
+        }
+        Bytes::from_request(request, state).await.map(JsonBytes).map_err(|_| ApiError::PayloadTooLarge)
     }
 }
 

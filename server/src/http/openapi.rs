@@ -48,7 +48,9 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
         attachments::list,
         attachments::remove,
     ),
-    components(schemas(app::api::ErrorBody, app::api::ErrorDetail, app::api::ChatEvent)),
+    components(schemas(
+        app::api::ErrorBody, app::api::ErrorDetail, app::api::ChatEvent, app::api::ExportFormat
+    )),
     modifiers(&SessionSchemes, &ExtractorErrors),
     tags((name = "auth", description = "Accounts and sessions"), (name = "threads", description = "Conversations"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
@@ -119,4 +121,112 @@ impl Modify for ExtractorErrors {
 /// `GET /api/openapi.json`.
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::api::{
+        validate, MAX_EMAIL_CHARS, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_PASSWORD_CHARS,
+    };
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn document() -> Value {
+        serde_json::to_value(ApiDoc::openapi()).expect("the document is JSON")
+    }
+
+    fn schema<'a>(doc: &'a Value, name: &str) -> &'a Value {
+        &doc["components"]["schemas"][name]
+    }
+
+    fn parameter<'a>(doc: &'a Value, path: &str, name: &str) -> &'a Value {
+        let parameters = doc["paths"][path]["get"]["parameters"].as_array().expect("parameters");
+        &parameters.iter().find(|p| p["name"] == name).unwrap_or_else(|| panic!("{path} {name}"))["schema"]
+    }
+
+    fn regex(pattern: &Value) -> regex::Regex {
+        regex::Regex::new(pattern.as_str().expect("a pattern")).expect("the pattern compiles")
+    }
+
+    /// The limits of the document are the server's own (its attributes have to spell them as literals).
+    #[test]
+    fn the_document_states_the_limits_the_server_enforces() {
+        let doc = document();
+        let limits = [
+            (&schema(&doc, "ThreadExport")["properties"]["messages"]["maxItems"], MAX_IMPORT_MESSAGES),
+            (&schema(&doc, "ThreadExport")["properties"]["artifacts"]["maxItems"], MAX_IMPORT_DOCUMENTS),
+            (&schema(&doc, "AccountExport")["properties"]["threads"]["maxItems"], MAX_IMPORT_THREADS),
+            (&schema(&doc, "ImportBody")["oneOf"][3]["maxItems"], MAX_IMPORT_THREADS),
+            (&schema(&doc, "LoginRequest")["properties"]["email"]["maxLength"], MAX_EMAIL_CHARS),
+            (&schema(&doc, "LoginRequest")["properties"]["password"]["maxLength"], MAX_PASSWORD_CHARS),
+            (&parameter(&doc, "/api/threads", "cursor")["maxLength"], super::super::threads::MAX_CURSOR_CHARS),
+            (&parameter(&doc, "/api/search", "q")["maxLength"], super::super::search::MAX_QUERY_CHARS),
+        ];
+        for (stated, enforced) in limits {
+            assert_eq!(stated.as_u64(), Some(enforced as u64));
+        }
+        for path in ["/api/threads", "/api/search"] {
+            let limit = parameter(&doc, path, "limit");
+            assert_eq!((limit["minimum"].as_u64(), limit["maximum"].as_u64()), (Some(1), Some(100)), "{path}");
+        }
+    }
+
+    #[test]
+    fn every_reference_resolves() {
+        fn references<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+            match value {
+                Value::Object(map) => {
+                    if let Some(Value::String(target)) = map.get("$ref") {
+                        found.push(target);
+                    }
+                    map.values().for_each(|v| references(v, found));
+                }
+                Value::Array(items) => items.iter().for_each(|v| references(v, found)),
+                _ => {}
+            }
+        }
+        let doc = document();
+        let mut found = Vec::new();
+        references(&doc, &mut found);
+        assert!(!found.is_empty());
+        for target in found {
+            let name = target.strip_prefix("#/components/schemas/").expect("a schema reference");
+            assert!(schema(&doc, name).is_object(), "{target} is not in the document");
+        }
+    }
+
+    /// Text with what the rules care about: whitespace of every kind, NUL, commas, `@` and dots.
+    fn tricky_text(max: usize) -> impl Strategy<Value = String> {
+        let chars = prop::sample::select(vec![
+            'a', 'Z', '7', 'é', '語', '🦀', ' ', '\t', '\n', '\r', '\u{b}', '\u{c}', '\u{1c}', '\u{85}', '\u{a0}',
+            '\u{2003}', '\u{200b}', '\u{3000}', '\0', ',', '@', '.',
+        ]);
+        prop::collection::vec(chars, 0..max).prop_map(|chars| chars.into_iter().collect())
+    }
+
+    proptest! {
+        /// The document's patterns accept exactly what the rules accept.
+        #[test]
+        fn the_patterns_accept_what_the_rules_accept(text in tricky_text(24)) {
+            let doc = document();
+            let create = &schema(&doc, "CreateThread")["properties"];
+            let title = regex(&create["title"]["oneOf"][1]["pattern"]);
+            prop_assert_eq!(title.is_match(&text), validate::title(&text).is_ok());
+            let tag = regex(&create["tags"]["oneOf"][1]["items"]["pattern"]);
+            prop_assert_eq!(tag.is_match(&text), validate::tag(&text).is_ok());
+            let email = regex(&schema(&doc, "RegisterRequest")["properties"]["email"]["pattern"]);
+            prop_assert_eq!(email.is_match(&text), validate::email(&text).is_ok());
+            let filter = regex(&parameter(&doc, "/api/threads", "tags")["pattern"]);
+            prop_assert_eq!(filter.is_match(&text), super::super::threads::tag_filter(&text).is_ok());
+        }
+
+        #[test]
+        fn the_tag_filter_pattern_counts_tags_and_characters(tags in prop::collection::vec(tricky_text(60), 0..14)) {
+            let doc = document();
+            let filter = regex(&parameter(&doc, "/api/threads", "tags")["pattern"]);
+            let text = tags.join(",");
+            prop_assert_eq!(filter.is_match(&text), super::super::threads::tag_filter(&text).is_ok());
+        }
+    }
 }

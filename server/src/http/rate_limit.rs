@@ -93,7 +93,7 @@ pub trait LimitKind: Send + Sync + 'static {
 pub struct ChatTurns;
 /// Searches per user.
 pub struct Search;
-/// Exports per user.
+/// Exports and imports per user.
 pub struct Export;
 /// File uploads per user.
 pub struct Upload;

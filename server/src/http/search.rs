@@ -15,19 +15,30 @@ use crate::AppState;
 const DEFAULT_LIMIT: u32 = 20;
 /// Most hits per page.
 const MAX_LIMIT: u32 = 100;
-/// Longest query looked at, in characters; the rest is ignored (only the first terms are used anyway).
-const MAX_QUERY_CHARS: usize = 1000;
+/// Longest query, in characters (only its first terms are used anyway).
+pub const MAX_QUERY_CHARS: usize = 1000;
+/// How deep the pages of one search go: hits past this many are not offered (each page ranks every hit
+/// before it).
+pub const MAX_SEARCH_DEPTH: u32 = 10_000;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/search", get(search))
 }
 
-#[derive(Debug, Deserialize)]
+/// Query of `GET /api/search`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct SearchParams {
+    /// Words, "phrases" and prefix*; at most 1000 characters.
     #[serde(default)]
+    #[param(max_length = 1000)]
     q: String,
+    /// 1 to 100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
+    /// `next_cursor` of the previous page.
+    #[param(max_length = 64, pattern = "^[A-Za-z0-9_-]*$")]
     cursor: Option<String>,
 }
 
@@ -36,17 +47,15 @@ fn encode_cursor(offset: u32) -> String {
     URL_SAFE_NO_PAD.encode(format!("o{offset}"))
 }
 
+/// The offset a cursor holds: one this API could have given out, within [`MAX_SEARCH_DEPTH`].
 fn decode_cursor(text: &str) -> Result<u32> {
     URL_SAFE_NO_PAD
         .decode(text)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .and_then(|s| s.strip_prefix('o').and_then(|n| n.parse().ok()))
-        .ok_or_else(|| ApiError::BadRequest {
-            code: "invalid_cursor",
-            message: "The cursor is not valid.".into(),
-            field: Some("cursor".into()),
-        })
+        .filter(|offset| *offset < MAX_SEARCH_DEPTH)
+        .ok_or_else(ApiError::invalid_cursor)
 }
 
 fn result(hit: SearchHit) -> SearchResult {
@@ -66,8 +75,9 @@ fn result(hit: SearchHit) -> SearchResult {
     }
 }
 
-#[utoipa::path(get, path = "/api/search", tag = "history", security(("session" = []), ("bearer" = [])), params(("q" = String, Query, description = "Words, \"phrases\" and prefix*"), ("limit" = Option<u32>, Query, description = "1-100, default 20"), ("cursor" = Option<String>, Query, description = "From next_cursor")), 
-    responses((status = 200, body = app::api::SearchResults), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+#[utoipa::path(get, path = "/api/search", tag = "history", security(("session" = []), ("bearer" = [])), params(SearchParams),
+    responses((status = 200, body = app::api::SearchResults), (status = 400, body = app::api::ErrorBody, description = "A malformed parameter, a query too long, or a cursor that is not one of ours"),
+        (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
 pub(crate) async fn search(
     State(state): State<AppState>,
     user: AuthUser,
@@ -78,10 +88,13 @@ pub(crate) async fn search(
     if !(1..=MAX_LIMIT).contains(&limit) {
         return Err(ApiError::invalid("limit", format!("The limit must be between 1 and {MAX_LIMIT}.")));
     }
+    if params.q.chars().count() > MAX_QUERY_CHARS {
+        return Err(ApiError::invalid_query("q", format!("The query is longer than {MAX_QUERY_CHARS} characters.")));
+    }
     let offset = params.cursor.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
-    let query: String = params.q.chars().take(MAX_QUERY_CHARS).collect();
-    let page = state.store.search(user.id, &query, limit, offset).await?;
+    let page = state.store.search(user.id, &params.q, limit, offset).await?;
     let end = u64::from(offset) + page.hits.len() as u64;
-    let next_cursor = (end < page.total && !page.hits.is_empty()).then(|| encode_cursor(end as u32));
+    let next_cursor =
+        (end < page.total.min(u64::from(MAX_SEARCH_DEPTH)) && !page.hits.is_empty()).then(|| encode_cursor(end as u32));
     Ok(Json(SearchResults { results: page.hits.into_iter().map(result).collect(), total: page.total, next_cursor }))
 }

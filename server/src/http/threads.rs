@@ -1,8 +1,6 @@
 //! Conversations: create, list, show, change, delete.
 
-use app::api::{
-    CreateThread, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS,
-};
+use app::api::{validate, CreateThread, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS};
 use axum::{
     http::StatusCode,
     response::IntoResponse,
@@ -26,39 +24,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/messages/{message_id}", delete(delete_message))
 }
 
-/// Trims a title and checks its length.
-pub fn validate_title(title: &str) -> Result<String> {
-    let title = title.trim();
-    if title.is_empty() {
-        return Err(ApiError::invalid("title", "The title must not be empty."));
-    }
-    if title.chars().count() > MAX_TITLE_CHARS {
-        return Err(ApiError::invalid("title", format!("The title is longer than {MAX_TITLE_CHARS} characters.")));
-    }
-    Ok(title.to_string())
-}
-
-/// Trims tags, drops duplicates, and checks their number and length.
-pub fn validate_tags(tags: &[String]) -> Result<Vec<String>> {
-    let mut clean: Vec<String> = Vec::new();
-    for tag in tags {
-        let tag = tag.trim();
-        if tag.is_empty() {
-            return Err(ApiError::invalid("tags", "Tags must not be empty."));
-        }
-        if tag.chars().count() > MAX_TAG_CHARS {
-            return Err(ApiError::invalid("tags", format!("A tag is longer than {MAX_TAG_CHARS} characters.")));
-        }
-        if !clean.iter().any(|t| t == tag) {
-            clean.push(tag.to_string());
-        }
-    }
-    if clean.len() > MAX_TAGS {
-        return Err(ApiError::invalid("tags", format!("A conversation has at most {MAX_TAGS} tags.")));
-    }
-    Ok(clean)
-}
-
 /// `POST /api/threads`.
 #[utoipa::path(post, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), request_body = CreateThread,
     responses((status = 201, body = Thread), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
@@ -68,13 +33,18 @@ pub async fn create_thread(
     Json(body): Json<CreateThread>,
 ) -> Result<impl IntoResponse> {
     let title = match body.title.as_deref() {
-        Some(t) => validate_title(t)?,
+        Some(t) => validate::title(t)?,
         None => "New conversation".to_string(),
     };
-    let tags = validate_tags(body.tags.as_deref().unwrap_or_default())?;
+    let tags = validate::tags(body.tags.as_deref().unwrap_or_default())?;
     let thread = state.store.create_thread(user.id, &title, &tags).await?;
     Ok((StatusCode::CREATED, Json(thread)))
 }
+
+/// Most tags of a `tags` filter (a conversation has no more).
+pub const MAX_FILTER_TAGS: usize = MAX_TAGS;
+/// Longest `cursor` accepted, in characters (a real one is far shorter).
+pub const MAX_CURSOR_CHARS: usize = 16_384;
 
 /// Query of `GET /api/threads`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -82,37 +52,83 @@ pub async fn create_thread(
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
     /// Page size, 1 to 100 (default 50).
+    #[param(minimum = 1, maximum = 100)]
     limit: Option<u32>,
     /// `next_cursor` of the previous page.
+    #[param(max_length = 16384, pattern = "^[A-Za-z0-9_-]*$")]
     cursor: Option<String>,
-    /// Comma-separated tags; a thread must have all of them.
+    /// Comma-separated tags, at most 10 of at most 50 characters each; a thread must have all of them.
+    #[param(pattern = r"^[^,\u0000]{0,50}(,[^,\u0000]{0,50}){0,9}$")]
     tags: Option<String>,
     /// `updated_at` (default), `created_at` or `title`.
+    #[param(value_type = Option<SortName>, inline)]
     sort: Option<String>,
     /// `desc` (default) or `asc`.
+    #[param(value_type = Option<OrderName>, inline)]
     order: Option<String>,
     /// List archived conversations instead of active ones.
     archived: Option<bool>,
+}
+
+/// The values of `sort` (documentation only: others are answered with a 422).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum SortName {
+    UpdatedAt,
+    CreatedAt,
+    Title,
+}
+
+/// The values of `order` (documentation only: others are answered with a 422).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum OrderName {
+    Desc,
+    Asc,
 }
 
 fn encode_cursor(cursor: &ThreadCursor) -> String {
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(cursor).unwrap_or_default())
 }
 
+/// The cursor as a client sent it, read but not yet checked against the listing (the store does that).
 fn decode_cursor(text: &str) -> Result<ThreadCursor> {
-    URL_SAFE_NO_PAD.decode(text).ok().and_then(|bytes| serde_json::from_slice(&bytes).ok()).ok_or_else(|| {
-        ApiError::BadRequest {
-            code: "invalid_cursor",
-            message: "The cursor is not valid.".into(),
-            field: Some("cursor".into()),
+    if text.len() > MAX_CURSOR_CHARS {
+        return Err(ApiError::invalid_cursor());
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(text).map_err(|_| ApiError::invalid_cursor())?;
+    serde_json::from_slice(&bytes).map_err(|_| ApiError::invalid_cursor())
+}
+
+/// The tags of a `tags` filter: at most [`MAX_FILTER_TAGS`] parts between commas, each of at most
+/// [`MAX_TAG_CHARS`] characters (both counted as sent), trimmed, the empty ones dropped.
+pub fn tag_filter(text: &str) -> Result<Vec<String>> {
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > MAX_FILTER_TAGS {
+        return Err(ApiError::invalid_query("tags", format!("Filter by at most {MAX_FILTER_TAGS} tags.")));
+    }
+    let mut tags = Vec::with_capacity(parts.len());
+    for part in parts {
+        if part.chars().count() > MAX_TAG_CHARS {
+            return Err(ApiError::invalid_query("tags", format!("A tag is longer than {MAX_TAG_CHARS} characters.")));
         }
-    })
+        if validate::has_nul(part) {
+            return Err(ApiError::invalid_query("tags", "Tags must not contain NUL characters."));
+        }
+        let tag = part.trim();
+        if !tag.is_empty() {
+            tags.push(tag.to_string());
+        }
+    }
+    Ok(tags)
 }
 
 /// `GET /api/threads`.
 #[utoipa::path(get, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), params(ListParams),
-    responses((status = 200, body = ThreadList), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ThreadList), (status = 400, body = app::api::ErrorBody, description = "A malformed parameter, a cursor that is not one of ours or has expired, too many tags"),
+        (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
 pub async fn list_threads(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -133,15 +149,10 @@ pub async fn list_threads(
         Some("asc") => false,
         Some(_) => return Err(ApiError::invalid("order", "The order is asc or desc.")),
     };
-    let tags = params
-        .tags
-        .as_deref()
-        .map(|t| t.split(',').map(str::trim).filter(|t| !t.is_empty()).map(String::from).collect())
-        .unwrap_or_default();
     let query = ThreadQuery {
         limit,
         cursor: params.cursor.as_deref().map(decode_cursor).transpose()?,
-        tags,
+        tags: params.tags.as_deref().map(tag_filter).transpose()?.unwrap_or_default(),
         sort,
         descending,
         archived: params.archived.unwrap_or(false),
@@ -180,8 +191,8 @@ pub async fn update_thread(
     Json(body): Json<UpdateThread>,
 ) -> Result<impl IntoResponse> {
     let patch = ThreadPatch {
-        title: body.title.as_deref().map(validate_title).transpose()?,
-        tags: body.tags.as_deref().map(validate_tags).transpose()?,
+        title: body.title.as_deref().map(validate::title).transpose()?,
+        tags: body.tags.as_deref().map(validate::tags).transpose()?,
         pinned: body.pinned,
         archived: body.archived,
         summary: None,

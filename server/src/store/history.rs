@@ -1,8 +1,11 @@
 //! Storage types of the conversation history: what an import creates, and the helpers both backends share
-//! for statistics.
+//! for statistics and for writing imports.
+
+use std::ops::Range;
 
 use app::api::{ArtifactType, DayTokens, MessageStatus, Role, Usage};
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
+use uuid::Uuid;
 
 /// How many days of token use the statistics show.
 pub const STATS_DAYS: u64 = 30;
@@ -50,6 +53,112 @@ pub struct ImportArtifact {
     pub created_at: DateTime<Utc>,
 }
 
+/// A conversation of an import with the ids its rows get.
+pub(crate) struct Prepared<'a> {
+    pub id: Uuid,
+    pub thread: &'a ImportThread,
+    /// One per message, in order.
+    pub message_ids: Vec<Uuid>,
+    /// One per document, in order.
+    pub artifact_ids: Vec<Uuid>,
+}
+
+impl<'a> Prepared<'a> {
+    /// Ids for every row of the conversations.
+    pub fn all(threads: &'a [ImportThread]) -> Vec<Self> {
+        threads
+            .iter()
+            .map(|thread| Prepared {
+                id: Uuid::now_v7(),
+                thread,
+                message_ids: thread.messages.iter().map(|_| Uuid::now_v7()).collect(),
+                artifact_ids: thread.artifacts.iter().map(|_| Uuid::now_v7()).collect(),
+            })
+            .collect()
+    }
+
+    /// The highest message number, where the next message's count goes on from.
+    pub fn last_seq(&self) -> i64 {
+        self.thread.messages.iter().map(|m| m.seq).max().unwrap_or(0)
+    }
+
+    /// The last activity, never before the start.
+    pub fn updated_at(&self) -> DateTime<Utc> {
+        self.thread.updated_at.max(self.thread.created_at)
+    }
+
+    /// The id of the message at `index`, for a document's link.
+    pub fn link(&self, index: Option<usize>) -> Option<Uuid> {
+        index.and_then(|i| self.message_ids.get(i)).copied()
+    }
+}
+
+/// One statement's worth of an import.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Part {
+    /// The conversation (an index into the prepared ones) with its tags.
+    Thread(usize),
+    /// Consecutive messages of a conversation.
+    Messages(usize, Range<usize>),
+    /// Consecutive documents of a conversation, with their first versions.
+    Artifacts(usize, Range<usize>),
+}
+
+/// How much one group of an import's writes may hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Rows in all.
+    pub rows: usize,
+    /// Bytes of text in all (a single larger row makes a group of its own).
+    pub bytes: usize,
+    /// Rows of one statement.
+    pub rows_per_statement: usize,
+}
+
+/// The statements of an import in an order they can be written in (a conversation before its messages, the
+/// messages before the documents that point at them), in groups within `budget`.
+pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Vec<Part>> {
+    let mut groups = Vec::new();
+    let mut group: Vec<Part> = Vec::new();
+    let (mut rows, mut bytes) = (0, 0);
+    let mut add = |part: Part, size: usize| {
+        if !group.is_empty() && (rows + 1 > budget.rows || bytes + size > budget.bytes) {
+            groups.push(std::mem::take(&mut group));
+            (rows, bytes) = (0, 0);
+        }
+        rows += 1;
+        bytes += size;
+        let extends = match (group.last_mut(), &part) {
+            (Some(Part::Messages(t, range)), Part::Messages(u, next))
+            | (Some(Part::Artifacts(t, range)), Part::Artifacts(u, next))
+                if *t == *u && range.end == next.start && range.len() < budget.rows_per_statement =>
+            {
+                range.end = next.end;
+                true
+            }
+            _ => false,
+        };
+        if !extends {
+            group.push(part);
+        }
+    };
+    for (t, p) in prepared.iter().enumerate() {
+        let tags: usize = p.thread.tags.iter().map(String::len).sum();
+        add(Part::Thread(t), p.thread.title.len() + tags);
+        for (i, message) in p.thread.messages.iter().enumerate() {
+            add(Part::Messages(t, i..i + 1), message.content.len());
+        }
+        for (i, artifact) in p.thread.artifacts.iter().enumerate() {
+            // The document's row and its first version's.
+            add(Part::Artifacts(t, i..i + 1), 2 * (artifact.title.len() + artifact.content.len()));
+        }
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
+}
+
 /// The first day of the statistics window that ends `today`.
 pub fn stats_window_start(today: NaiveDate) -> NaiveDate {
     today.checked_sub_days(Days::new(STATS_DAYS - 1)).unwrap_or(today)
@@ -86,6 +195,61 @@ pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn thread(messages: &[usize], artifacts: usize) -> ImportThread {
+        let now = chrono::Utc::now();
+        ImportThread {
+            title: "t".into(),
+            tags: Vec::new(),
+            pinned: false,
+            archived: false,
+            created_at: now,
+            updated_at: now,
+            messages: messages
+                .iter()
+                .enumerate()
+                .map(|(i, size)| ImportMessage {
+                    seq: i as i64 + 1,
+                    role: Role::User,
+                    content: "x".repeat(*size),
+                    status: MessageStatus::Complete,
+                    usage: Usage::default(),
+                    model: None,
+                    created_at: now,
+                })
+                .collect(),
+            artifacts: (0..artifacts)
+                .map(|_| ImportArtifact {
+                    artifact_type: ArtifactType::Custom,
+                    title: "d".into(),
+                    content: "y".into(),
+                    version: 1,
+                    request_message: Some(0),
+                    assistant_message: None,
+                    created_at: now,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn import_groups_keep_the_order_and_the_budget() {
+        let threads = [thread(&[10; 7], 2), thread(&[1_000, 10], 0)];
+        let prepared = Prepared::all(&threads);
+        let budget = Budget { rows: 4, bytes: 500, rows_per_statement: 2 };
+        let groups = import_groups(&prepared, budget);
+        assert_eq!(
+            groups,
+            [
+                vec![Part::Thread(0), Part::Messages(0, 0..2), Part::Messages(0, 2..3)],
+                vec![Part::Messages(0, 3..5), Part::Messages(0, 5..7)],
+                vec![Part::Artifacts(0, 0..2), Part::Thread(1)],
+                // Larger than the budget alone.
+                vec![Part::Messages(1, 0..1)],
+                vec![Part::Messages(1, 1..2)],
+            ]
+        );
+    }
 
     #[test]
     fn thirty_days_end_today() {

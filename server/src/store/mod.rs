@@ -140,16 +140,30 @@ impl ThreadCursor {
     /// Refuses a cursor that fits another sort (comparing its key with the column would give an arbitrary
     /// page on SQLite and a type error on PostgreSQL), lacks its walk mark or has outlived
     /// [`WALK_LIFETIME_DAYS`]; returns the walk mark.
+    ///
+    /// Cursors come back from clients, so every part is checked as something a client may have made up: a time
+    /// key must be one a conversation can have (see [`storable_time`]), a text key a title.
     pub(crate) fn check(&self, sort: ThreadSort) -> Result<&str> {
-        let fits = matches!(
-            (sort, &self.key),
-            (ThreadSort::UpdatedAt | ThreadSort::CreatedAt, CursorKey::Time(_))
-                | (ThreadSort::Title, CursorKey::Text(_))
-        );
+        let fits = match (sort, &self.key) {
+            (ThreadSort::UpdatedAt | ThreadSort::CreatedAt, CursorKey::Time(micros)) => {
+                DateTime::from_timestamp_micros(*micros).is_some_and(storable_time)
+            }
+            (ThreadSort::Title, CursorKey::Text(title)) => {
+                title.chars().count() <= app::api::MAX_TITLE_CHARS && !app::api::validate::has_nul(title)
+            }
+            _ => false,
+        };
         let (true, Some(walk), Some(as_of)) = (fits, self.walk.as_deref(), self.as_of) else {
             return Err(StoreError::InvalidCursor);
         };
-        if now().timestamp_micros() - as_of > WALK_LIFETIME_DAYS * 86_400_000_000 {
+        let lifetime = WALK_LIFETIME_DAYS * 86_400_000_000;
+        let age = now().timestamp_micros().saturating_sub(as_of);
+        // A walk that began in the future (beyond a clock a little ahead on another instance) or at no time a
+        // walk can have begun was made up.
+        if age < -lifetime || !DateTime::from_timestamp_micros(as_of).is_some_and(storable_time) {
+            return Err(StoreError::InvalidCursor);
+        }
+        if age > lifetime {
             return Err(StoreError::ExpiredCursor);
         }
         Ok(walk)
@@ -574,8 +588,10 @@ pub trait Store: Send + Sync + 'static {
     async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
     /// The metadata of the user's attachments, oldest first.
     async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
-    /// Creates the threads with their messages and documents in one transaction: all of them or none.
-    async fn import_threads(&self, user: Uuid, threads: &[history::ImportThread]) -> Result<Vec<Thread>>;
+    /// Creates the threads with their messages and documents, all of them or none, and returns them in order.
+    /// PostgreSQL writes them in one transaction; SQLite in many short ones, so that an import never holds its
+    /// only writer for long, and removes what it wrote if one fails.
+    async fn import_threads(&self, user: Uuid, threads: Vec<history::ImportThread>) -> Result<Vec<Thread>>;
 }
 
 /// The store as the rest of the server holds it.
@@ -603,6 +619,12 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DynStore> {
 /// Microseconds since the epoch, the resolution every stored time has.
 pub fn now() -> DateTime<Utc> {
     micros_to_time(Utc::now().timestamp_micros())
+}
+
+/// Whether both backends keep this time as it is: the years -1 to 10000 (UTC), which is what an RFC 3339 time
+/// can be with any offset. Every stored time is one (imports check theirs).
+pub fn storable_time(time: DateTime<Utc>) -> bool {
+    (-1..=10_000).contains(&chrono::Datelike::year(&time))
 }
 
 pub(crate) fn micros_to_time(micros: i64) -> DateTime<Utc> {

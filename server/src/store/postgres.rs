@@ -65,18 +65,35 @@ const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_cou
     (select left(m.content, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1)
         as first_message";
 
-/// A snapshot mark from a cursor, checked to be `xmin:xmax:xip,...` (all numbers) before PostgreSQL parses it,
-/// so a forged cursor is a bad request rather than a database error.
+/// A snapshot mark from a cursor, checked as PostgreSQL checks a `pg_snapshot` before it parses it, so a forged
+/// cursor is a bad request rather than a database error: `xmin:xmax:xip,...`, all numbers of 64 bits, `xmin` not
+/// 0 nor above `xmax`, and the in-progress ids in order between them.
 fn valid_snapshot(text: &str) -> Result<&str> {
-    let mut parts = text.split(':');
-    let numbers = |part: Option<&str>| part.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let in_progress = |part: Option<&str>| part.is_some_and(|p| p.is_empty() || p.split(',').all(|n| numbers(Some(n))));
-    let ok = numbers(parts.next()) && numbers(parts.next()) && in_progress(parts.next()) && parts.next().is_none();
-    if ok && text.len() <= 4096 {
-        Ok(text)
-    } else {
-        Err(StoreError::InvalidCursor)
-    }
+    let number = |part: &str| part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse::<u64>().ok()).flatten();
+    let check = || -> Option<()> {
+        if text.len() > 4096 {
+            return None;
+        }
+        let mut parts = text.split(':');
+        let xmin = number(parts.next()?)?;
+        let xmax = number(parts.next()?)?;
+        let in_progress = parts.next()?;
+        if parts.next().is_some() || xmin == 0 || xmax < xmin {
+            return None;
+        }
+        let mut last = xmin;
+        if !in_progress.is_empty() {
+            for id in in_progress.split(',') {
+                let id = number(id)?;
+                if id < last || id >= xmax {
+                    return None;
+                }
+                last = id;
+            }
+        }
+        Some(())
+    };
+    check().map(|()| text).ok_or(StoreError::InvalidCursor)
 }
 
 fn thread_from_row(row: &PgRow) -> Result<Thread> {
@@ -1395,90 +1412,116 @@ impl Store for Postgres {
     }
 
     #[instrument(skip_all, fields(count = threads.len()))]
-    async fn import_threads(&self, user: Uuid, threads: &[ImportThread]) -> Result<Vec<Thread>> {
+    async fn import_threads(&self, user: Uuid, threads: Vec<ImportThread>) -> Result<Vec<Thread>> {
+        // One transaction: other writers are not held up by it (it locks only rows of its own), and a failure
+        // leaves nothing. Rows go in many per statement.
+        let prepared = history::Prepared::all(&threads);
         let mut tx = self.pool.begin().await?;
-        let mut created = Vec::with_capacity(threads.len());
-        for thread in threads {
-            let id = Uuid::now_v7();
-            let count = thread.messages.len() as i64;
-            let last_seq = thread.messages.iter().map(|m| m.seq).max().unwrap_or(0);
+        for group in history::import_groups(&prepared, IMPORT_STATEMENTS) {
+            for part in &group {
+                write_import_part(&mut tx, user, &prepared, part).await?;
+            }
+        }
+        let ids: Vec<Uuid> = prepared.iter().map(|p| p.id).collect();
+        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = any($1)");
+        let rows = sqlx::query(&sql).bind(&ids).fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        let mut found = rows
+            .iter()
+            .map(|row| thread_from_row(row).map(|t| (t.id, t)))
+            .collect::<Result<std::collections::HashMap<_, _>>>()?;
+        Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+    }
+}
+
+/// How an import's rows are cut into statements (in one transaction: the groups do not matter).
+const IMPORT_STATEMENTS: history::Budget =
+    history::Budget { rows: usize::MAX, bytes: 4 * 1024 * 1024, rows_per_statement: 500 };
+
+async fn write_import_part(
+    tx: &mut sqlx::PgConnection,
+    user: Uuid,
+    prepared: &[history::Prepared<'_>],
+    part: &history::Part,
+) -> Result<()> {
+    match part {
+        history::Part::Thread(t) => {
+            let p = &prepared[*t];
             sqlx::query(
                 "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at)
                  values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
-            .bind(id)
+            .bind(p.id)
             .bind(user)
-            .bind(&thread.title)
-            .bind(thread.pinned)
-            .bind(thread.archived)
-            .bind(count)
-            .bind(last_seq)
-            .bind(thread.created_at)
-            .bind(thread.updated_at.max(thread.created_at))
+            .bind(&p.thread.title)
+            .bind(p.thread.pinned)
+            .bind(p.thread.archived)
+            .bind(p.thread.messages.len() as i64)
+            .bind(p.last_seq())
+            .bind(p.thread.created_at)
+            .bind(p.updated_at())
             .execute(&mut *tx)
             .await?;
-            write_tags(&mut tx, user, id, &thread.tags).await?;
-            let mut message_ids = Vec::with_capacity(thread.messages.len());
-            for message in &thread.messages {
-                let message_id = Uuid::now_v7();
-                sqlx::query(
-                    "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-                     model, created_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                )
-                .bind(message_id)
-                .bind(id)
-                .bind(user)
-                .bind(message.seq)
-                .bind(message.role.as_str())
-                .bind(&message.content)
-                .bind(message.status.as_str())
-                .bind(message.usage.input_tokens as i64)
-                .bind(message.usage.output_tokens as i64)
-                .bind(&message.model)
-                .bind(message.created_at)
-                .execute(&mut *tx)
-                .await?;
-                message_ids.push(message_id);
-            }
-            for artifact in &thread.artifacts {
-                let artifact_id = Uuid::now_v7();
-                let link = |index: Option<usize>| index.and_then(|i| message_ids.get(i)).copied();
-                sqlx::query(
-                    "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
-                     request_message_id, assistant_message_id, created_at, updated_at)
-                     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)",
-                )
-                .bind(artifact_id)
-                .bind(id)
-                .bind(user)
-                .bind(artifact.artifact_type.as_str())
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(artifact.version)
-                .bind(link(artifact.request_message))
-                .bind(link(artifact.assistant_message))
-                .bind(artifact.created_at)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    "insert into artifact_versions (artifact_id, version, title, content, created_at)
-                     values ($1, $2, $3, $4, $5)",
-                )
-                .bind(artifact_id)
-                .bind(artifact.version)
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(artifact.created_at)
-                .execute(&mut *tx)
-                .await?;
-            }
-            let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
-            let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
-            created.push(thread_from_row(&row)?);
+            write_tags(tx, user, p.id, &p.thread.tags).await?;
         }
-        tx.commit().await?;
-        Ok(created)
+        history::Part::Messages(t, range) => {
+            let p = &prepared[*t];
+            let mut insert = QueryBuilder::<Pg>::new(
+                "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
+                 output_tokens, model, created_at) ",
+            );
+            insert.push_values(range.clone(), |mut row, i| {
+                let message = &p.thread.messages[i];
+                row.push_bind(p.message_ids[i])
+                    .push_bind(p.id)
+                    .push_bind(user)
+                    .push_bind(message.seq)
+                    .push_bind(message.role.as_str())
+                    .push_bind(message.content.as_str())
+                    .push_bind(message.status.as_str())
+                    .push_bind(message.usage.input_tokens as i64)
+                    .push_bind(message.usage.output_tokens as i64)
+                    .push_bind(message.model.as_deref())
+                    .push_bind(message.created_at);
+            });
+            insert.build().persistent(false).execute(&mut *tx).await?;
+        }
+        history::Part::Artifacts(t, range) => {
+            let p = &prepared[*t];
+            let mut insert = QueryBuilder::<Pg>::new(
+                "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
+                 request_message_id, assistant_message_id, created_at, updated_at) ",
+            );
+            insert.push_values(range.clone(), |mut row, i| {
+                let artifact = &p.thread.artifacts[i];
+                row.push_bind(p.artifact_ids[i])
+                    .push_bind(p.id)
+                    .push_bind(user)
+                    .push_bind(artifact.artifact_type.as_str())
+                    .push_bind(artifact.title.as_str())
+                    .push_bind(artifact.content.as_str())
+                    .push_bind(artifact.version)
+                    .push_bind(p.link(artifact.request_message))
+                    .push_bind(p.link(artifact.assistant_message))
+                    .push_bind(artifact.created_at)
+                    .push_bind(artifact.created_at);
+            });
+            insert.build().persistent(false).execute(&mut *tx).await?;
+            let mut versions = QueryBuilder::<Pg>::new(
+                "insert into artifact_versions (artifact_id, version, title, content, created_at) ",
+            );
+            versions.push_values(range.clone(), |mut row, i| {
+                let artifact = &p.thread.artifacts[i];
+                row.push_bind(p.artifact_ids[i])
+                    .push_bind(artifact.version)
+                    .push_bind(artifact.title.as_str())
+                    .push_bind(artifact.content.as_str())
+                    .push_bind(artifact.created_at);
+            });
+            versions.build().persistent(false).execute(&mut *tx).await?;
+        }
     }
+    Ok(())
 }
 
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is

@@ -40,6 +40,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
 
+mod import;
 mod turn_writes;
 
 /// SQLite storage.
@@ -90,6 +91,8 @@ impl Sqlite {
         let mut tx = writer.begin().await?;
         sqlx::query("update turns set status = 'done' where status = 'running'").execute(&mut *tx).await?;
         sqlx::query("update messages set writing = 0 where writing = 1").execute(&mut *tx).await?;
+        // An import cut off part way goes whole (see `import`).
+        sqlx::query("delete from threads where import_id is not null").execute(&mut *tx).await?;
         tx.commit().await?;
         let queue: Arc<WriteQueue> = Arc::default();
         tokio::spawn(checkpoint_in_background(options.clone().connect().await?, Arc::downgrade(&queue)));
@@ -1746,91 +1749,8 @@ impl Store for Sqlite {
     }
 
     #[instrument(skip_all, fields(count = threads.len()))]
-    async fn import_threads(&self, user: Uuid, threads: &[ImportThread]) -> Result<Vec<Thread>> {
-        let mut tx = self.writer.begin().await?;
-        let mut created = Vec::with_capacity(threads.len());
-        for thread in threads {
-            let id = Uuid::now_v7();
-            let created_at = thread.created_at.timestamp_micros();
-            let updated_at = thread.updated_at.timestamp_micros().max(created_at);
-            let count = thread.messages.len() as i64;
-            let last_seq = thread.messages.iter().map(|m| m.seq).max().unwrap_or(0);
-            sqlx::query(
-                "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at)
-                 values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(id.to_string())
-            .bind(user.to_string())
-            .bind(&thread.title)
-            .bind(thread.pinned)
-            .bind(thread.archived)
-            .bind(count)
-            .bind(last_seq)
-            .bind(created_at)
-            .bind(updated_at)
-            .execute(&mut *tx)
-            .await?;
-            write_tags(&mut tx, user, id, &thread.tags).await?;
-            let mut message_ids = Vec::with_capacity(thread.messages.len());
-            for message in &thread.messages {
-                let message_id = Uuid::now_v7();
-                sqlx::query(
-                    "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-                     model, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(message_id.to_string())
-                .bind(id.to_string())
-                .bind(user.to_string())
-                .bind(message.seq)
-                .bind(message.role.as_str())
-                .bind(&message.content)
-                .bind(message.status.as_str())
-                .bind(message.usage.input_tokens as i64)
-                .bind(message.usage.output_tokens as i64)
-                .bind(&message.model)
-                .bind(message.created_at.timestamp_micros())
-                .execute(&mut *tx)
-                .await?;
-                message_ids.push(message_id);
-            }
-            for artifact in &thread.artifacts {
-                let artifact_id = Uuid::now_v7();
-                let link = |index: Option<usize>| index.and_then(|i| message_ids.get(i)).map(|m| m.to_string());
-                let at = artifact.created_at.timestamp_micros();
-                sqlx::query(
-                    "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
-                     request_message_id, assistant_message_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(artifact_id.to_string())
-                .bind(id.to_string())
-                .bind(user.to_string())
-                .bind(artifact.artifact_type.as_str())
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(artifact.version)
-                .bind(link(artifact.request_message))
-                .bind(link(artifact.assistant_message))
-                .bind(at)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    "insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, ?, ?, ?, ?)",
-                )
-                .bind(artifact_id.to_string())
-                .bind(artifact.version)
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(at)
-                .execute(&mut *tx)
-                .await?;
-            }
-            let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-            let row = sqlx::query(&sql).bind(id.to_string()).fetch_one(&mut *tx).await?;
-            created.push(thread_from_row(&row)?);
-        }
-        tx.commit().await?;
-        Ok(created)
+    async fn import_threads(&self, user: Uuid, threads: Vec<ImportThread>) -> Result<Vec<Thread>> {
+        import::import_threads(self, user, threads).await
     }
 }
 
@@ -1851,6 +1771,48 @@ mod tests {
                 sqlx::query_scalar("pragma journal_mode").fetch_one(&store.writer).await.expect("pragma");
             assert_eq!(mode, "wal");
         }
+    }
+
+    #[tokio::test]
+    async fn an_import_cut_off_part_way_is_gone_after_a_restart() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}", dir.path().join("import.db").display());
+        let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open");
+        let user = store
+            .create_user(NewUser {
+                email: "i@example.com".into(),
+                password_hash: String::new(),
+                display_name: "I".into(),
+            })
+            .await
+            .expect("user")
+            .id;
+        let kept = store.create_thread(user, "kept", &[]).await.expect("thread");
+        let cut_off = store.create_thread(user, "cut off", &[]).await.expect("thread");
+        store
+            .append_message(
+                user,
+                NewMessage {
+                    thread_id: cut_off.id,
+                    role: app::api::Role::User,
+                    content: "half an import".into(),
+                    status: MessageStatus::Complete,
+                    usage: Usage::default(),
+                    model: None,
+                },
+            )
+            .await
+            .expect("message");
+        // What a process stopped in the middle of an import leaves: a conversation still marked as its.
+        sqlx::query("update threads set import_id = 'an import' where id = ?")
+            .bind(cut_off.id.to_string())
+            .execute(&store.writer)
+            .await
+            .expect("mark");
+        store.writer.close().await;
+        let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
+        assert_eq!(store.all_thread_ids(user).await.expect("ids"), vec![kept.id]);
+        assert_eq!(store.search(user, "import", 10, 0).await.expect("search").total, 0);
     }
 
     #[tokio::test]

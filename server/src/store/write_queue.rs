@@ -1,7 +1,8 @@
 //! The order in which work reaches SQLite's only writer. A database file has one writer at a time, so with
 //! hundreds of conversations streaming every write waits for the others; what waits is served most urgent first:
-//! a conversation's start (someone is watching for the first words), then a turn's end, then the progress of
-//! running turns (background work that merges whatever it could not write yet). Among equals, in order of asking.
+//! a conversation's start (someone is watching for the first words), then a turn's end, then background work:
+//! the progress of running turns (which merges whatever it could not write yet) and the parts of an import.
+//! Among equals, in order of asking.
 
 use std::{
     collections::VecDeque,
@@ -17,7 +18,7 @@ pub enum Urgency {
     Start = 0,
     /// A turn ending: its `message_complete` waits for it.
     Finish = 1,
-    /// The progress of running turns.
+    /// The progress of running turns, and the parts of an import.
     Progress = 2,
 }
 

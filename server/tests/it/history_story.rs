@@ -8,7 +8,7 @@ use std::{collections::HashSet, fmt::Debug};
 use app::api::{ArtifactType, MessageStatus, Role, TagCount, ThreadExport, TypeCount, Usage};
 use chrono::Utc;
 use proptest::prelude::*;
-use quire::http::export::{import_plan, thread_export};
+use quire::history::{export::thread as thread_export, import::plan as import_plan};
 use quire::store::{
     self,
     history::{ImportMessage, ImportThread},
@@ -186,14 +186,14 @@ async fn import_is_all_or_nothing(db: Db) {
         "Bad",
         vec![import_message(1, Role::User, "first"), import_message(1, Role::Assistant, "same number")],
     );
-    let result = s.import_threads(u, &[good.clone(), bad]).await;
+    let result = s.import_threads(u, vec![good.clone(), bad]).await;
     assert!(result.is_err(), "{result:?}");
     assert!(s.all_thread_ids(u).await.unwrap().is_empty(), "a failed import left threads behind");
     assert_eq!(db.raw.count("threads", "user_id", u).await, 0);
     assert_eq!(db.raw.int("select count(*) from messages where user_id = ?", u).await, 0, "orphan messages");
     assert_eq!(s.search(u, "kept", 10, 0).await.unwrap().total, 0);
 
-    let made = s.import_threads(u, &[good]).await.unwrap();
+    let made = s.import_threads(u, vec![good]).await.unwrap();
     assert_eq!(made.len(), 1);
     assert_eq!(s.all_thread_ids(u).await.unwrap(), vec![made[0].id]);
     assert_eq!(s.search(u, "kept", 10, 0).await.unwrap().total, 1, "imported text is searchable");
@@ -215,8 +215,8 @@ async fn import_keeps_numbers_links_and_times(db: Db) {
     s.create_artifact(u, doc).await.unwrap();
 
     let first = thread_export(s, u, t.id).await.unwrap();
-    let plan = import_plan(serde_json::to_value(&first).unwrap()).expect("plan");
-    let made = s.import_threads(u, &plan).await.unwrap();
+    let plan = import_plan(&serde_json::to_vec(&first).unwrap()).expect("plan");
+    let made = s.import_threads(u, plan).await.unwrap();
     let second = thread_export(s, u, made[0].id).await.unwrap();
     assert_eq!(second.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 3]);
     assert_eq!(second.thread.created_at, first.thread.created_at);
@@ -339,8 +339,8 @@ fn export_import_export_is_identity(backend: Backend, test: &str) {
 
         let first = thread_export(s, u, t.id).await.unwrap();
         let text = serde_json::to_string(&first).unwrap();
-        let plan = import_plan(serde_json::from_str(&text).unwrap()).expect("an export imports");
-        let made = s.import_threads(u, &plan).await.unwrap();
+        let plan = import_plan(text.as_bytes()).expect("an export imports");
+        let made = s.import_threads(u, plan).await.unwrap();
         assert_eq!(made.len(), 1);
         assert_ne!(made[0].id, t.id);
         assert_eq!(made[0].message_count, first.messages.len() as i64);

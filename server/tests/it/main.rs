@@ -11,6 +11,7 @@ mod documents;
 mod history;
 mod history_story;
 mod hostile;
+mod imports;
 mod isolation;
 mod llm_anthropic;
 mod llm_builtin;

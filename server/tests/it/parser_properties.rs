@@ -3,7 +3,8 @@
 //! with cargo-fuzz by `bench/fuzz.sh` (targets in `fuzz/`); here they run on stable with proptest.
 
 use proptest::prelude::*;
-use quire::http::export::import_plan;
+use quire::history::import::plan as import_plan;
+use quire::http::error::ApiError;
 use quire::llm::{anthropic, openai, sse::SseParser, LlmError, StreamEvent};
 use serde_json::{json, Value};
 
@@ -167,8 +168,9 @@ proptest! {
 
     #[test]
     fn any_import_body_is_planned_or_refused_as_the_client_s_fault(body in any_json()) {
-        if let Err(e) = import_plan(body) {
-            prop_assert!(e.status_code().is_client_error(), "{e:?}");
+        if let Err(e) = import_plan(&serde_json::to_vec(&body).unwrap()) {
+            let status = ApiError::from(e).status_code();
+            prop_assert!(status.is_client_error(), "{status}");
         }
     }
 
@@ -185,8 +187,9 @@ proptest! {
             json!([{"title": title, "mapping": {"a": {"message": message, "parent": null, "children": []}}}]),
         ];
         for body in bodies {
-            if let Err(e) = import_plan(body) {
-                prop_assert!(e.status_code().is_client_error(), "{e:?}");
+            if let Err(e) = import_plan(&serde_json::to_vec(&body).unwrap()) {
+                let status = ApiError::from(e).status_code();
+                prop_assert!(status.is_client_error(), "{status}");
             }
         }
     }

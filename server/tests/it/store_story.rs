@@ -2047,7 +2047,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             messages,
             artifacts,
         };
-        let id = s.import_threads(u, &[thread]).await.unwrap()[0].id;
+        let id = s.import_threads(u, vec![thread]).await.unwrap()[0].id;
 
         let read = context::load(s.as_ref(), u, id, budget, None).await.unwrap();
         let every = s.list_messages(u, id).await.unwrap();

@@ -1,0 +1,148 @@
+//! Schemas of the OpenAPI document for values with limits: each states the limit from the constant the server
+//! enforces, so the document and the checks cannot drift apart. Documentation only: fields keep their Rust
+//! types and name one of these as their `value_type`.
+
+use std::borrow::Cow;
+
+use utoipa::{
+    openapi::{
+        schema::{ArrayBuilder, KnownFormat, ObjectBuilder, SchemaFormat, Type},
+        RefOr, Schema,
+    },
+    PartialSchema, ToSchema,
+};
+
+use super::validate::{EMAIL_PATTERN, NOT_BLANK_PATTERN, NO_NUL_PATTERN};
+use super::{
+    ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS, MAX_IMPORTED_SEQ,
+    MAX_IMPORTED_TEXT_CHARS, MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_MESSAGE_CHARS, MAX_MODEL_CHARS,
+    MAX_PASSWORD_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS, MIN_PASSWORD_CHARS, THREAD_EXPORT_FORMAT,
+};
+
+fn text(max_chars: usize, pattern: &str, description: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(max_chars))
+        .pattern(Some(pattern))
+        .description(Some(description))
+        .into()
+}
+
+fn whole_number(minimum: i64, maximum: i64, description: &str) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(minimum))
+        .maximum(Some(maximum))
+        .description(Some(description))
+        .into()
+}
+
+/// Declares a documentation-only schema named `$name`.
+macro_rules! schema {
+    ($(#[$doc:meta])* $name:ident => $schema:expr) => {
+        $(#[$doc])*
+        pub struct $name;
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                $schema
+            }
+        }
+
+        impl ToSchema for $name {
+            fn name() -> Cow<'static, str> {
+                Cow::Borrowed(stringify!($name))
+            }
+        }
+    };
+}
+
+schema!(
+    /// A conversation's or a document's title.
+    Title => text(MAX_TITLE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
+);
+
+schema!(
+    /// One tag of a conversation.
+    Tag => text(MAX_TAG_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
+);
+
+schema!(
+    /// The tags of a conversation.
+    Tags => ArrayBuilder::new()
+        .items(Tag::schema())
+        .max_items(Some(MAX_TAGS))
+        .description(Some("Repeated tags are kept once"))
+        .into()
+);
+
+schema!(
+    /// A message typed into a conversation.
+    MessageText => text(MAX_MESSAGE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
+);
+
+schema!(
+    /// An imported message's text (longer than a typed one may be: other apps' answers can be long).
+    ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is")
+);
+
+schema!(
+    /// The name of the model that wrote an answer.
+    ModelName => text(MAX_MODEL_CHARS, NO_NUL_PATTERN, "As the provider names it")
+);
+
+schema!(
+    /// A message's number in its conversation, as an import may carry it.
+    MessageNumber => whole_number(1, MAX_IMPORTED_SEQ, "Distinct within the conversation")
+);
+
+schema!(
+    /// A document's version, as an import may carry it.
+    DocumentVersion => whole_number(1, MAX_IMPORTED_VERSION, "1 for a first version")
+);
+
+schema!(
+    /// Tokens of one imported message.
+    TokenCount => whole_number(0, MAX_IMPORTED_TOKENS as i64, "As metered when the answer was written")
+);
+
+fn constant(value: impl Into<serde_json::Value>) -> RefOr<Schema> {
+    let value = value.into();
+    let kind = if value.is_string() { Type::String } else { Type::Integer };
+    ObjectBuilder::new().schema_type(kind).enum_values(Some([value])).into()
+}
+
+schema!(
+    /// The `format` of a one-conversation export.
+    ThreadFormat => constant(THREAD_EXPORT_FORMAT)
+);
+
+schema!(
+    /// The `format` of an account export.
+    AccountFormat => constant(ACCOUNT_EXPORT_FORMAT)
+);
+
+schema!(
+    /// The `version` of both export formats.
+    ExportVersion => constant(EXPORT_VERSION)
+);
+
+schema!(
+    /// An e-mail address to sign up with.
+    Email => text(MAX_EMAIL_CHARS, EMAIL_PATTERN, "`local@domain.tld`: no whitespace")
+);
+
+schema!(
+    /// A new account's password.
+    NewPassword => ObjectBuilder::new()
+        .schema_type(Type::String)
+        .min_length(Some(MIN_PASSWORD_CHARS))
+        .max_length(Some(MAX_PASSWORD_CHARS))
+        .into()
+);
+
+schema!(
+    /// A person's name as shown.
+    DisplayName => text(MAX_DISPLAY_NAME_CHARS, NO_NUL_PATTERN, "Trimmed when saved")
+);

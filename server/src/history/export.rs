@@ -1,0 +1,205 @@
+//! Exports: one conversation with everything in it, as JSON (which imports back) or as Markdown people can
+//! read, and everything a person has as one JSON file.
+
+use app::api::{
+    AccountExport, ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role, ThreadExport,
+    ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
+};
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{Error, Result};
+use crate::store::{self, DynStore, StoreError};
+
+/// How a conversation is downloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadFormat {
+    /// Quire's own format, which imports back.
+    Json,
+    /// A document people can read.
+    Markdown,
+}
+
+/// A file to download: its text, its type and the name to save it under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Download {
+    pub body: String,
+    pub content_type: &'static str,
+    pub file_name: String,
+}
+
+/// One conversation of the user as exported: the thread, every message with its metadata, every document.
+pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
+    let info = store.get_thread(user, thread).await?;
+    let (messages, artifacts) =
+        tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
+    Ok(ThreadExport {
+        format: THREAD_EXPORT_FORMAT.into(),
+        version: EXPORT_VERSION,
+        exported_at: store::now(),
+        thread: ExportedThreadInfo {
+            id: info.id,
+            title: info.title,
+            tags: info.tags,
+            pinned: info.pinned,
+            archived: info.archived,
+            created_at: info.created_at,
+            updated_at: info.updated_at,
+        },
+        messages: messages
+            .into_iter()
+            .map(|m| ExportedMessage {
+                id: m.id,
+                seq: m.seq,
+                role: m.role,
+                content: m.content,
+                status: m.status,
+                input_tokens: m.input_tokens,
+                output_tokens: m.output_tokens,
+                model: m.model,
+                created_at: m.created_at,
+            })
+            .collect(),
+        artifacts: artifacts
+            .into_iter()
+            .map(|a| ExportedArtifact {
+                id: a.id,
+                artifact_type: a.artifact_type,
+                title: a.title,
+                content: a.content,
+                version: a.version,
+                request_message_id: a.request_message_id,
+                assistant_message_id: a.assistant_message_id,
+                created_at: a.created_at,
+            })
+            .collect(),
+    })
+}
+
+/// Everything the user has: every conversation (archived too) and the attachments' metadata.
+pub async fn account(store: &DynStore, user: Uuid) -> Result<AccountExport, StoreError> {
+    let mut threads = Vec::new();
+    for id in store.all_thread_ids(user).await? {
+        match thread(store, user, id).await {
+            Ok(export) => threads.push(export),
+            // Deleted while the export ran.
+            Err(StoreError::NotFound) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(AccountExport {
+        format: ACCOUNT_EXPORT_FORMAT.into(),
+        version: EXPORT_VERSION,
+        exported_at: store::now(),
+        threads,
+        attachments: store.list_user_attachments(user).await?,
+    })
+}
+
+/// One conversation as a download in `format`, its text written on a blocking thread.
+pub async fn thread_download(store: &DynStore, user: Uuid, id: Uuid, format: ThreadFormat) -> Result<Download> {
+    let export = thread(store, user, id).await?;
+    tokio::task::spawn_blocking(move || render_thread(&export, format)).await?
+}
+
+/// Everything the user has as one JSON download, its text written on a blocking thread.
+pub async fn account_download(store: &DynStore, user: Uuid) -> Result<Download> {
+    let export = account(store, user).await?;
+    tokio::task::spawn_blocking(move || {
+        Ok(Download {
+            body: serde_json::to_string(&export).map_err(Error::Render)?,
+            content_type: "application/json",
+            file_name: format!("quire-export-{}.json", export.exported_at.format("%Y-%m-%d")),
+        })
+    })
+    .await?
+}
+
+fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download> {
+    Ok(match format {
+        ThreadFormat::Json => Download {
+            body: serde_json::to_string_pretty(export).map_err(Error::Render)?,
+            content_type: "application/json",
+            file_name: file_name(&export.thread.title, "json"),
+        },
+        ThreadFormat::Markdown => Download {
+            body: to_markdown(export),
+            content_type: "text/markdown; charset=utf-8",
+            file_name: file_name(&export.thread.title, "md"),
+        },
+    })
+}
+
+fn stamp(time: DateTime<Utc>) -> String {
+    time.format("%Y-%m-%d %H:%M UTC").to_string()
+}
+
+/// The conversation as a Markdown document people can read.
+pub fn to_markdown(export: &ThreadExport) -> String {
+    use std::fmt::Write;
+    let mut out = format!("# {}\n\n", export.thread.title);
+    // Writing to a String cannot fail.
+    if !export.thread.tags.is_empty() {
+        let _ = writeln!(out, "- Tags: {}", export.thread.tags.join(", "));
+    }
+    let _ = writeln!(out, "- Started: {}", stamp(export.thread.created_at));
+    let _ = writeln!(out, "- Last activity: {}", stamp(export.thread.updated_at));
+    let _ = writeln!(out, "- Messages: {}", export.messages.len());
+    for message in &export.messages {
+        let who = match message.role {
+            Role::User => "You",
+            Role::Assistant => "Assistant",
+        };
+        let _ = write!(out, "\n---\n\n### {who} · {}", stamp(message.created_at));
+        if let Some(model) = &message.model {
+            let _ = write!(out, " · {model}");
+        }
+        if message.status != MessageStatus::Complete {
+            let _ = write!(out, " · {}", message.status.as_str());
+        }
+        let _ = writeln!(out, "\n\n{}", message.content.trim_end());
+    }
+    if !export.artifacts.is_empty() {
+        out.push_str("\n---\n\n## Documents\n");
+        for artifact in &export.artifacts {
+            let _ = writeln!(
+                out,
+                "\n### {} ({})\n\n{}",
+                artifact.title,
+                artifact.artifact_type.label(),
+                artifact.content.trim_end()
+            );
+        }
+    }
+    out
+}
+
+/// A file name made from a title: ASCII letters and digits joined by dashes, never empty.
+pub fn file_name(title: &str, extension: &str) -> String {
+    let mut slug = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+        if slug.len() >= 60 {
+            break;
+        }
+    }
+    let slug = slug.trim_end_matches('-');
+    let slug = if slug.is_empty() { "conversation" } else { slug };
+    format!("{slug}.{extension}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_safe_and_never_empty() {
+        assert_eq!(file_name("Login flow: SSO & \"e-mail\"", "md"), "login-flow-sso-e-mail.md");
+        assert_eq!(file_name("Привет", "json"), "conversation.json");
+        assert_eq!(file_name("../../etc/passwd", "json"), "etc-passwd.json");
+    }
+}
