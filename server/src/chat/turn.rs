@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::context::{self, ContextRecord};
+use super::context::{self, ContextRecord, OpenRequest};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
 use super::tools::{self, ToolContext};
@@ -170,6 +170,8 @@ struct Turn<'a> {
     text: String,
     usage: Usage,
     artifacts: Vec<Artifact>,
+    /// The requests for documents the model sees (what a document made in this turn may answer).
+    open_requests: Vec<OpenRequest>,
     trace: Vec<TraceStep>,
     /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
@@ -191,6 +193,7 @@ impl<'a> Turn<'a> {
             text: String::new(),
             usage: Usage::default(),
             artifacts: Vec::new(),
+            open_requests: Vec::new(),
             trace: Vec::new(),
             assistant_id: None,
             context: None,
@@ -267,7 +270,13 @@ impl<'a> Turn<'a> {
                 match next {
                     None => break,
                     Some(Ok(StreamEvent::TextDelta(delta))) => {
+                        if delta.is_empty() {
+                            continue;
+                        }
+                        // The text of a round after another's starts a paragraph of its own.
+                        let gap = if round_text.is_empty() { paragraph_break(&self.text) } else { "" };
                         round_text.push_str(&delta);
+                        let delta = if gap.is_empty() { delta } else { format!("{gap}{delta}") };
                         self.text.push_str(&delta);
                         if !self.plan.silent {
                             self.live.push(ChatEvent::TextDelta { text: delta });
@@ -314,6 +323,8 @@ impl<'a> Turn<'a> {
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
+                    open_requests: &self.open_requests,
+                    one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
@@ -326,6 +337,8 @@ impl<'a> Turn<'a> {
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
+                    open_requests: &self.open_requests,
+                    one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                 };
                 let outcome = tools::document_search(&ctx, input).await;
@@ -363,6 +376,7 @@ impl<'a> Turn<'a> {
             ephemeral.as_deref(),
         )
         .await?;
+        self.open_requests = built.open_requests;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
         record.model = self.model();
@@ -498,6 +512,18 @@ impl<'a> Turn<'a> {
     }
 }
 
+/// What goes between the text so far and the text of the next round of the answer, so the two are separate
+/// paragraphs: nothing when there is no text yet or it already ends in a blank line.
+fn paragraph_break(text: &str) -> &'static str {
+    if text.is_empty() || text.ends_with("\n\n") {
+        ""
+    } else if text.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    }
+}
+
 /// Names a conversation at its first message.
 struct Naming<'a> {
     state: &'a AppState,
@@ -563,7 +589,18 @@ impl Naming<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::clean_title;
+    use super::{clean_title, paragraph_break};
+
+    #[test]
+    fn a_later_round_starts_a_paragraph_of_its_own() {
+        assert_eq!(paragraph_break(""), "", "nothing to separate from");
+        assert_eq!(
+            format!("I'll draft it now.{}I've saved it.", paragraph_break("I'll draft it now.")),
+            "I'll draft it now.\n\nI've saved it."
+        );
+        assert_eq!(paragraph_break("A list:\n"), "\n");
+        assert_eq!(paragraph_break("Done.\n\n"), "");
+    }
 
     #[test]
     fn model_titles_are_cleaned_to_five_words() {

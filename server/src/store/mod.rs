@@ -316,6 +316,9 @@ pub struct NewArtifact {
     pub content: String,
     pub request_message_id: Option<Uuid>,
     pub assistant_message_id: Option<Uuid>,
+    /// Earlier person's messages of the thread that asked for this document too (one that failed, or whose
+    /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
+    pub answers: Vec<Uuid>,
 }
 
 /// One step of an answer's trace.
@@ -461,8 +464,9 @@ pub trait Store: Send + Sync + 'static {
     async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
     /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
     async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
-    /// The thread's requests that produced a document or a later version of one (what the model no longer
-    /// sees), in no particular order; empty for a thread that is missing or another user's.
+    /// The thread's requests that produced a document or a later version of one, or that one answers besides
+    /// (what the model no longer sees), in no particular order; empty for a thread that is missing or another
+    /// user's.
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
     /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`

@@ -188,6 +188,25 @@ async fn owned_in(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid
     Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
 }
 
+/// Records that a document answers these earlier requests too: the person's messages of its own thread among
+/// them (others are ignored).
+async fn answer_requests(tx: &mut sqlx::PgConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
+    if requests.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "insert into artifact_requests (artifact_id, message_id)
+         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
+         where a.id = $1 and m.role = 'user' and m.id = any($2)
+         on conflict do nothing",
+    )
+    .bind(artifact)
+    .bind(requests)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl Store for Postgres {
     fn backend(&self) -> &'static str {
@@ -577,6 +596,7 @@ impl Store for Postgres {
         .bind(created)
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, id, &artifact.answers).await?;
         tx.commit().await?;
         Ok(Artifact {
             id,
@@ -675,6 +695,7 @@ impl Store for Postgres {
         .bind(revision.request_message_id)
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, artifact, &revision.answers).await?;
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
         let row = sqlx::query(&sql).bind(artifact).fetch_one(&mut *tx).await?;
         tx.commit().await?;
@@ -706,7 +727,10 @@ impl Store for Postgres {
              where thread_id = $1 and user_id = $2 and request_message_id is not null
              union
              select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null",
+             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
+             union
+             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+             where a.thread_id = $1 and a.user_id = $2",
         )
         .bind(thread)
         .bind(user)

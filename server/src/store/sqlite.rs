@@ -524,6 +524,26 @@ async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: 
     Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
 }
 
+/// Records that a document answers these earlier requests too: the person's messages of its own thread among
+/// them (others are ignored).
+async fn answer_requests(tx: &mut sqlx::SqliteConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let ids = serde_json::to_string(&requests.iter().map(Uuid::to_string).collect::<Vec<_>>())
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    sqlx::query(
+        "insert or ignore into artifact_requests (artifact_id, message_id)
+         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
+         where a.id = ? and m.role = 'user' and m.id in (select value from json_each(?))",
+    )
+    .bind(artifact.to_string())
+    .bind(ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
     sqlx::query("delete from thread_tags where thread_id = ?").bind(thread.to_string()).execute(&mut *tx).await?;
     for (position, tag) in tags.iter().enumerate() {
@@ -944,6 +964,7 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, id, &artifact.answers).await?;
         tx.commit().await?;
         Ok(Artifact {
             id,
@@ -1042,6 +1063,7 @@ impl Store for Sqlite {
         .bind(revision.request_message_id.map(|m| m.to_string()))
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, artifact, &revision.answers).await?;
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
         let row = sqlx::query(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
         tx.commit().await?;
@@ -1073,7 +1095,10 @@ impl Store for Sqlite {
              where thread_id = ?1 and user_id = ?2 and request_message_id is not null
              union
              select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null",
+             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null
+             union
+             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+             where a.thread_id = ?1 and a.user_id = ?2",
         )
         .bind(thread.to_string())
         .bind(user.to_string())
