@@ -1,0 +1,131 @@
+//! A person's messages outside the usual turn, on both backends: Retry runs a failed turn again without storing
+//! its message twice.
+
+use std::sync::Arc;
+
+use app::api::{ChatEvent, MessageStatus, Role};
+use quire::llm::{LlmError, StreamEvent};
+use uuid::Uuid;
+
+use crate::common::backends::{run_story, stories, Backend, Db};
+use crate::common::{names, read_frames, text_of, Frame, ScriptedModel, Step, TestServer};
+
+stories!(
+    retry_runs_the_failed_turn_without_storing_the_message_again,
+    retry_replaces_the_partial_answer_of_the_failed_turn,
+    only_the_latest_message_whose_answer_failed_can_be_retried,
+);
+
+async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
+    let model = ScriptedModel::new(scripts);
+    (TestServer::with(db.store.clone(), model.clone()).await, model)
+}
+
+async fn retry(server: &TestServer, thread: Uuid, message: Uuid) -> reqwest::Response {
+    let url = server.url(&format!("/api/threads/{thread}/messages/{message}/retry"));
+    server.client.post(url).send().await.unwrap()
+}
+
+async fn retried(server: &TestServer, thread: Uuid, message: Uuid) -> Vec<Frame> {
+    let response = retry(server, thread, message).await;
+    assert_eq!(response.status(), 200, "retry status");
+    read_frames(response).await
+}
+
+fn ends_with_error(frames: &[Frame]) {
+    assert!(matches!(frames.last().map(|f| &f.event), Some(ChatEvent::Error { .. })), "{:?}", names(frames));
+}
+
+/// The texts of the person's messages the model was sent in its `n`-th request.
+fn sent_to_model(model: &ScriptedModel, n: usize) -> String {
+    model.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
+}
+
+async fn retry_runs_the_failed_turn_without_storing_the_message_again(db: Db) {
+    let (server, model) =
+        server_with(&db, vec![vec![Step::Fail(LlmError::Overloaded)], ScriptedModel::text(&["Here ", "it is."])]).await;
+    let thread = server.create_thread().await;
+    ends_with_error(&server.chat(thread, "Plan the spring launch").await);
+    let request = server.detail(thread).await.messages.pop().unwrap();
+    assert_eq!((request.role, request.content.as_str()), (Role::User, "Plan the spring launch"));
+
+    let frames = retried(&server, thread, request.id).await;
+    let ChatEvent::MessageComplete { message_id: Some(answer), .. } = frames.last().unwrap().event else {
+        panic!("{:?}", names(&frames));
+    };
+    assert_eq!(text_of(&frames), "Here it is.");
+    let detail = server.detail(thread).await;
+    assert_eq!(
+        detail.messages.iter().map(|m| (m.id, m.role)).collect::<Vec<_>>(),
+        vec![(request.id, Role::User), (answer, Role::Assistant)]
+    );
+    assert_eq!(detail.thread.message_count, 2, "the message is stored once");
+    // The model got the message once, in the retried turn as in the failed one.
+    assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    for n in 0..2 {
+        assert_eq!(sent_to_model(&model, n).matches("Plan the spring launch").count(), 1, "request {n}");
+    }
+    // Answered now: there is nothing to run again.
+    assert_eq!(retry(&server, thread, request.id).await.status(), 409);
+}
+
+async fn retry_replaces_the_partial_answer_of_the_failed_turn(db: Db) {
+    let cut_short = vec![
+        Step::Emit(StreamEvent::TextDelta("The first half".into())),
+        Step::Fail(LlmError::Upstream { status: 500 }),
+    ];
+    let (server, model) = server_with(&db, vec![cut_short, ScriptedModel::text(&["The whole answer."])]).await;
+    let thread = server.create_thread().await;
+    ends_with_error(&server.chat(thread, "Explain the plan").await);
+    let before = server.detail(thread).await.messages;
+    assert_eq!(before.len(), 2);
+    assert_eq!(before[1].status, MessageStatus::Interrupted);
+
+    let frames = retried(&server, thread, before[0].id).await;
+    assert_eq!(names(&frames).last(), Some(&"message_complete"));
+    let after = server.detail(thread).await;
+    assert_eq!(after.messages.len(), 2);
+    assert_eq!(after.messages[0], before[0]);
+    assert_eq!(
+        (after.messages[1].content.as_str(), after.messages[1].status),
+        ("The whole answer.", MessageStatus::Complete)
+    );
+    assert_eq!(after.thread.message_count, 2);
+    let seen = sent_to_model(&model, 1);
+    assert!(!seen.contains("The first half"), "the failed attempt is not shown to the model: {seen}");
+    assert_eq!(seen.matches("Explain the plan").count(), 1);
+}
+
+async fn only_the_latest_message_whose_answer_failed_can_be_retried(db: Db) {
+    let scripts = vec![
+        vec![Step::Fail(LlmError::Overloaded)],
+        ScriptedModel::text(&["Noted."]),
+        vec![Step::Fail(LlmError::Overloaded)],
+        vec![Step::Hang],
+    ];
+    let (server, _model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    ends_with_error(&server.chat(thread, "First").await);
+    server.chat(thread, "Second").await;
+    let messages = server.detail(thread).await.messages;
+    let (first, second, answer) = (messages[0].id, messages[1].id, messages[2].id);
+    assert_eq!(retry(&server, thread, first).await.status(), 409, "a later message followed it");
+    assert_eq!(retry(&server, thread, second).await.status(), 409, "its answer is complete");
+    assert_eq!(retry(&server, thread, answer).await.status(), 404, "not a person's message");
+    assert_eq!(retry(&server, thread, Uuid::now_v7()).await.status(), 404);
+    let other = server.create_thread().await;
+    assert_eq!(retry(&server, other, second).await.status(), 404, "a message of another conversation");
+    let (stranger, _) = server.second_user("stranger@example.com").await;
+    let url = server.url(&format!("/api/threads/{thread}/messages/{second}/retry"));
+    assert_eq!(stranger.post(url).send().await.unwrap().status(), 404, "another person's conversation");
+
+    // While an answer is being written, nothing else runs.
+    ends_with_error(&server.chat(thread, "Third").await);
+    let third = server.detail(thread).await.messages.pop().unwrap().id;
+    let hanging = retry(&server, thread, third).await;
+    assert_eq!(hanging.status(), 200);
+    assert_eq!(retry(&server, thread, third).await.status(), 409);
+    server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    read_frames(hanging).await;
+    assert_eq!(server.wait_idle(thread).await.thread.message_count, 4, "every message stored once");
+}
