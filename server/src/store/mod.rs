@@ -433,6 +433,15 @@ pub trait Store: Send + Sync + 'static {
     // Messages.
     /// Appends with the next sequence number and bumps the thread's count, in one transaction.
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
+    /// [`append_message`](Store::append_message) outside any turn: `Conflict` while a turn heard from within
+    /// `stale_after_ms` holds the thread, checked in the same transaction; `NotFound` when the thread is
+    /// missing or another user's.
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message>;
     /// Rewrites an answer's text, status, usage and context, as finished (searchable at once).
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
     /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.

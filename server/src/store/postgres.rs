@@ -469,6 +469,41 @@ impl Store for Postgres {
         Ok(message.saved(id, seq, created))
     }
 
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        // The thread's row is locked first: a turn starting with a message of its own updates that row, so it
+        // either committed before (and is seen below) or waits until this message is in.
+        let owned: Option<i32> = sqlx::query_scalar("select 1 from threads where id = $1 and user_id = $2 for update")
+            .bind(message.thread_id)
+            .bind(user)
+            .fetch_optional(&mut *tx)
+            .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        let busy: bool = sqlx::query_scalar(
+            "select exists (select 1 from turns
+             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)",
+        )
+        .bind(message.thread_id)
+        .bind(user)
+        .bind(created - chrono::Duration::milliseconds(stale_after_ms))
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy {
+            return Err(StoreError::thread_busy());
+        }
+        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        Ok(message.saved(id, seq, created))
+    }
+
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let mut conn = self.pool.acquire().await?;

@@ -822,6 +822,35 @@ impl Store for Sqlite {
         Ok(message.saved(id, seq, created))
     }
 
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        // The one writer connection serialises this with every turn's start.
+        let mut tx = self.writer.begin().await?;
+        let busy: bool = sqlx::query_scalar(
+            "select exists (select 1 from turns
+             where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
+        )
+        .bind(message.thread_id.to_string())
+        .bind(user.to_string())
+        .bind(created.timestamp_micros() - stale_after_ms * 1000)
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy {
+            return Err(StoreError::thread_busy());
+        }
+        let seq =
+            turn_writes::insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        Ok(message.saved(id, seq, created))
+    }
+
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
         let mut conn = self.writer.acquire().await?;

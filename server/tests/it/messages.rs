@@ -1,10 +1,11 @@
 //! A person's messages outside the usual turn, on both backends: Retry runs a failed turn again without storing
-//! its message twice.
+//! its message twice, and a message can be added without asking the model.
 
 use std::sync::Arc;
 
-use app::api::{ChatEvent, MessageStatus, Role};
+use app::api::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
 use quire::llm::{LlmError, StreamEvent};
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
@@ -14,6 +15,8 @@ stories!(
     retry_runs_the_failed_turn_without_storing_the_message_again,
     retry_replaces_the_partial_answer_of_the_failed_turn,
     only_the_latest_message_whose_answer_failed_can_be_retried,
+    a_message_is_added_without_asking_the_model,
+    adding_a_message_waits_for_the_running_answer,
 );
 
 async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
@@ -128,4 +131,82 @@ async fn only_the_latest_message_whose_answer_failed_can_be_retried(db: Db) {
     server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
     read_frames(hanging).await;
     assert_eq!(server.wait_idle(thread).await.thread.message_count, 4, "every message stored once");
+}
+
+async fn add(server: &TestServer, thread: Uuid, body: serde_json::Value) -> reqwest::Response {
+    server.client.post(server.url(&format!("/api/threads/{thread}/messages"))).json(&body).send().await.unwrap()
+}
+
+async fn a_message_is_added_without_asking_the_model(db: Db) {
+    let (server, model) = server_with(&db, vec![ScriptedModel::text(&["Understood."])]).await;
+    let thread = server.create_thread().await;
+    let response = add(&server, thread, json!({"content": "  Stock counts happen every Monday at seven.  "})).await;
+    assert_eq!(response.status(), 201);
+    let message: Message = response.json().await.unwrap();
+    assert_eq!((message.role, message.seq, message.status), (Role::User, 1, MessageStatus::Complete));
+    assert_eq!(message.content, "Stock counts happen every Monday at seven.");
+    assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 0, "the model was not asked");
+
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.messages, vec![message.clone()]);
+    assert_eq!(detail.thread.message_count, 1);
+    assert_eq!(detail.thread.title, "Stock counts happen every Monday", "named after its first words");
+    assert!(!detail.running);
+
+    // Counted, found and exported like any other message.
+    let stats: HistoryStats = server.client.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(stats.total_messages, 1);
+    let search: SearchResults = server
+        .client
+        .get(server.url("/api/search"))
+        .query(&[("q", "Monday")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let hits: Vec<Uuid> = search.results.iter().filter_map(|r| r.message_id).collect();
+    assert_eq!(hits, vec![message.id], "the message (and the title named after it)");
+    for export in [format!("/api/threads/{thread}/export"), "/api/export".to_string()] {
+        let body = server.client.get(server.url(&export)).send().await.unwrap().text().await.unwrap();
+        assert!(body.contains("Stock counts happen every Monday at seven."), "{export}: {body}");
+    }
+
+    // The next turn sees it.
+    server.chat(thread, "What do we know so far?").await;
+    assert!(sent_to_model(&model, 0).contains("Stock counts happen every Monday at seven."));
+    assert_eq!(server.detail(thread).await.thread.message_count, 3);
+}
+
+async fn adding_a_message_waits_for_the_running_answer(db: Db) {
+    let (server, _model) = server_with(&db, vec![vec![Step::Hang]]).await;
+    let thread = server.create_thread().await;
+
+    // Checked as a chat message is.
+    assert_eq!(add(&server, thread, json!({"content": "   "})).await.status(), 422);
+    assert_eq!(add(&server, thread, json!({"content": "x".repeat(MAX_MESSAGE_CHARS + 1)})).await.status(), 422);
+    assert_eq!(add(&server, thread, json!({"content": "Hi", "role": "assistant"})).await.status(), 422);
+    assert_eq!(add(&server, Uuid::now_v7(), json!({"content": "Hi"})).await.status(), 404);
+    let (stranger, _) = server.second_user("stranger@example.com").await;
+    let url = server.url(&format!("/api/threads/{thread}/messages"));
+    assert_eq!(stranger.post(url).json(&json!({"content": "Hi"})).send().await.unwrap().status(), 404);
+    assert_eq!(server.detail(thread).await.thread.message_count, 0);
+
+    let running = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&json!({"content": "Think about it"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(running.status(), 200);
+    let busy = add(&server, thread, json!({"content": "One more thing"})).await;
+    assert_eq!(busy.status(), 409);
+    server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    read_frames(running).await;
+    server.wait_idle(thread).await;
+    assert_eq!(add(&server, thread, json!({"content": "One more thing"})).await.status(), 201);
+    let messages = server.detail(thread).await.messages;
+    assert_eq!(messages.last().map(|m| m.content.as_str()), Some("One more thing"));
 }

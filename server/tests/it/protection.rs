@@ -246,6 +246,7 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/stream", "get"),
         ("/api/threads/{id}/stop", "post"),
         ("/api/threads/{id}/messages/{message_id}/retry", "post"),
+        ("/api/threads/{id}/messages", "post"),
         ("/api/messages/{id}/context", "get"),
         ("/api/search", "get"),
         ("/api/stats", "get"),

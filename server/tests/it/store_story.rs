@@ -123,6 +123,7 @@ stories!(
     threads,
     other_users_rows_are_not_found,
     messages_in_order,
+    messages_between_turns,
     concurrent_appends_take_distinct_numbers,
     delete_message_keeps_the_count_true,
     thread_delete_cascades,
@@ -366,6 +367,33 @@ async fn messages_in_order(db: Db) {
     let thread = s.get_thread(u, t.id).await.unwrap();
     assert_eq!(thread.message_count, 6);
     assert!(thread.updated_at >= thread.created_at);
+}
+
+/// A message added between turns takes the next number and is counted; while a live turn holds the thread it
+/// is refused, and a turn whose heartbeat went quiet holds nothing.
+async fn messages_between_turns(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Notes", &[]).await.unwrap();
+    let note = |text: &str| new_message(t.id, Role::User, text);
+    let first = s.append_message_between_turns(u, note("A note before anything"), 60_000).await.unwrap();
+    assert_eq!((first.seq, first.role, first.content.as_str()), (1, Role::User, "A note before anything"));
+
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
+    assert_conflict(s.append_message_between_turns(u, note("While an answer is written"), 60_000).await);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let late = s.append_message_between_turns(u, note("After it went quiet"), 10).await.unwrap();
+    assert_eq!(late.seq, 2);
+    s.finish_turn(turn, TurnEnd::default()).await.unwrap();
+    let after = s.append_message_between_turns(u, note("After the turn"), 60_000).await.unwrap();
+    assert_eq!(after.seq, 3);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(s.list_messages(u, t.id).await.unwrap(), vec![first, late, after]);
+
+    let intruder = new_user(s).await;
+    assert_not_found(s.append_message_between_turns(intruder, note("Not mine"), 60_000).await);
+    assert_not_found(s.append_message_between_turns(u, new_message(Uuid::now_v7(), Role::User, "x"), 60_000).await);
 }
 
 async fn concurrent_appends_take_distinct_numbers(db: Db) {
