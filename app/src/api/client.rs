@@ -154,6 +154,14 @@ pub async fn chat(id: Uuid, body: &ChatRequest, on_event: impl FnMut(ChatEvent))
     read_events(response, on_event).await
 }
 
+/// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the failed turn of a stored message again, calling
+/// `on_event` for each event as it arrives. Returns once the stream ends.
+pub async fn retry(id: Uuid, message: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
+    let response =
+        Request::post(&format!("/api/threads/{id}/messages/{message}/retry")).send().await.map_err(network_error)?;
+    read_events(response, on_event).await
+}
+
 /// `GET /api/threads/{id}/stream`: re-attaches to the running (or last) turn from its first event.
 pub async fn resume(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     let response = Request::get(&format!("/api/threads/{id}/stream")).send().await.map_err(network_error)?;

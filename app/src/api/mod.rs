@@ -282,3 +282,11 @@ pub struct ChatRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_generation: Option<bool>,
 }
+
+/// `POST /api/threads/{id}/messages`: a person's message added to the conversation without asking the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct AddMessage {
+    pub content: String,
+}

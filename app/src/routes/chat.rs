@@ -68,19 +68,38 @@ impl ToolStatus {
     }
 }
 
-/// An error shown in place, with what "Retry" sends again.
+/// An error shown in place, with what "Retry" does.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ErrorNote {
     message: String,
-    retry: Option<String>,
-    /// The bubble of a message the server refused before saving it: "Retry" sends it again in its place.
-    unsent: Option<Uuid>,
+    retry: Option<Retry>,
 }
 
 impl ErrorNote {
     fn new(message: String) -> Self {
-        Self { message, retry: None, unsent: None }
+        Self { message, retry: None }
     }
+}
+
+/// What "Retry" does after a message failed.
+#[derive(Clone, Debug, PartialEq)]
+enum Retry {
+    /// The server refused the message before saving it: it is sent again, in place of its bubble.
+    Resend { content: String, bubble: Uuid },
+    /// The message may be saved: its turn is run again if it is (the server keeps it once), and it is sent
+    /// again if it is not. `saved`: the turn had started, so the message is the conversation's latest.
+    Rerun { content: String, saved: bool },
+}
+
+/// The person's latest message when every answer after it failed (what Retry runs again), if it is the one
+/// sent as `content` (any text when `content` is `None`).
+fn failed_request<'a>(messages: &'a [Message], content: Option<&str>) -> Option<&'a Message> {
+    let position = messages.iter().rposition(|m| m.role == Role::User)?;
+    let request = &messages[position];
+    let failed = messages[position + 1..]
+        .iter()
+        .all(|m| m.role == Role::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error));
+    (failed && content.is_none_or(|c| c.trim() == request.content)).then_some(request)
 }
 
 /// The conversation on screen. It lives above the router, so a running stream keeps its state when the
@@ -162,7 +181,8 @@ impl ChatState {
             ChatEvent::Error { message, .. } => {
                 let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));
                 self.end_turn(id, partial.then(|| Uuid::from_u128(js_random_u128())), MessageStatus::Interrupted);
-                self.error.set(Some(ErrorNote { message, retry: Some(retry.to_string()), unsent: None }));
+                let retry = Retry::Rerun { content: retry.to_string(), saved: true };
+                self.error.set(Some(ErrorNote { message, retry: Some(retry) }));
             }
         }
     }
@@ -414,24 +434,29 @@ pub fn ChatPage() -> impl IntoView {
                 live.set(Some(LiveAnswer::default()));
                 turn_artifacts.set(Vec::new());
                 let request = ChatRequest { content: content.clone(), artifact_generation: None };
-                let result = client::chat(id, &request, |event| state.apply(id, event, &content, changed)).await;
+                let mut started = false;
+                let result = client::chat(id, &request, |event| {
+                    started = true;
+                    state.apply(id, event, &content, changed)
+                })
+                .await;
                 if let Err(e) = result {
                     if live.get_untracked().is_some() {
                         state.end_turn(id, None, MessageStatus::Interrupted);
                     }
-                    // An answer with an error status: the server did not save the message (a network failure
-                    // may have come after it did).
-                    let refused = e.status != 0;
                     if e.status == 409 || e.status == 422 {
                         // Not saved: drop the optimistic bubble and give the text back.
                         messages.update(|m| m.retain(|x| x.id != sent_id));
                         draft.set(content.clone());
                     }
-                    error.set(Some(ErrorNote {
-                        message: e.message,
-                        retry: (e.status != 422).then_some(content),
-                        unsent: refused.then_some(sent_id),
-                    }));
+                    // An answer with an error status: the server did not save the message. A network failure
+                    // may have come before or after it did.
+                    let retry = match e.status {
+                        422 => None,
+                        0 => Some(Retry::Rerun { content, saved: started }),
+                        _ => Some(Retry::Resend { content, bubble: sent_id }),
+                    };
+                    error.set(Some(ErrorNote { message: e.message, retry }));
                 }
                 busy.set(false);
             });
@@ -466,20 +491,68 @@ pub fn ChatPage() -> impl IntoView {
             });
         }
     };
+    // Runs the failed turn of a saved message again, so the server never stores the message twice; a message it
+    // does not have is sent again.
+    let rerun = {
+        let send_text = send_text.clone();
+        move |content: String, saved: bool| {
+            let Some(id) = current.get_untracked() else { return send_text(content) };
+            busy.set(true);
+            follow.set(true);
+            let send_text = send_text.clone();
+            spawn_local(async move {
+                let detail = match client::get_thread(id).await {
+                    Ok(detail) => detail,
+                    Err(e) => {
+                        busy.set(false);
+                        error.set(Some(ErrorNote { message: e.message, retry: Some(Retry::Rerun { content, saved }) }));
+                        return;
+                    }
+                };
+                if current.get_untracked() != Some(id) {
+                    busy.set(false);
+                    return;
+                }
+                let Some(request) = failed_request(&detail.messages, (!saved).then_some(content.as_str())).cloned()
+                else {
+                    // Never saved: shown as the server has the conversation, then sent again.
+                    messages.set(detail.messages);
+                    busy.set(false);
+                    send_text(content);
+                    return;
+                };
+                // The failed attempt's partial answer makes way for the new one.
+                messages.set(detail.messages.into_iter().filter(|m| m.seq <= request.seq).collect());
+                artifacts.set(detail.artifacts);
+                live.set(Some(LiveAnswer::default()));
+                turn_artifacts.set(Vec::new());
+                let result = client::retry(id, request.id, |event| state.apply(id, event, &content, changed)).await;
+                if let Err(e) = result {
+                    if live.get_untracked().is_some() {
+                        state.end_turn(id, None, MessageStatus::Interrupted);
+                    }
+                    let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
+                    error.set(Some(ErrorNote { message: e.message, retry }));
+                }
+                busy.set(false);
+            });
+        }
+    };
     let retry = {
         let send_text = send_text.clone();
         move |_| {
             if busy.get_untracked() || generating.get_untracked().is_some() {
                 return;
             }
-            let Some(note) = error.get_untracked() else { return };
-            if let Some(content) = note.retry {
-                error.set(None);
-                if let Some(unsent) = note.unsent {
+            let Some(retry) = error.get_untracked().and_then(|note| note.retry) else { return };
+            error.set(None);
+            match retry {
+                Retry::Resend { content, bubble } => {
                     // Sent again in its place, so it shows once.
-                    messages.update(|m| m.retain(|x| x.id != unsent));
+                    messages.update(|m| m.retain(|x| x.id != bubble));
+                    send_text(content);
                 }
-                send_text(content);
+                Retry::Rerun { content, saved } => rerun(content, saved),
             }
         }
     };
@@ -688,4 +761,42 @@ fn js_random_u128() -> u128 {
         value = (value << 32) | (js_sys::Math::random() * u32::MAX as f64) as u128;
     }
     value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(seq: i64, role: Role, content: &str, status: MessageStatus) -> Message {
+        Message {
+            id: Uuid::from_u128(seq as u128),
+            thread_id: Uuid::nil(),
+            seq,
+            role,
+            content: content.into(),
+            status,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: chrono::DateTime::<chrono::Utc>::default(),
+        }
+    }
+
+    #[test]
+    fn retry_runs_the_latest_message_again_only_when_its_answers_failed() {
+        let mut conversation = vec![
+            message(1, Role::User, "Hi", MessageStatus::Complete),
+            message(2, Role::Assistant, "Hello", MessageStatus::Complete),
+            message(3, Role::User, "Plan the launch", MessageStatus::Complete),
+        ];
+        let request = Some(Uuid::from_u128(3));
+        assert_eq!(failed_request(&conversation, None).map(|m| m.id), request, "nothing came back");
+        conversation.push(message(4, Role::Assistant, "The first half", MessageStatus::Interrupted));
+        assert_eq!(failed_request(&conversation, None).map(|m| m.id), request, "cut short");
+        assert_eq!(failed_request(&conversation, Some(" Plan the launch ")).map(|m| m.id), request);
+        assert_eq!(failed_request(&conversation, Some("Another message")), None, "never saved");
+        conversation.push(message(5, Role::Assistant, "All of it", MessageStatus::Complete));
+        assert_eq!(failed_request(&conversation, None), None, "answered");
+        assert_eq!(failed_request(&conversation[..2], None), None);
+    }
 }

@@ -5,14 +5,18 @@
 //! again. What is left is cut to the token budget from the newest turn backwards; the latest request is always
 //! kept, a short note stands in for what was dropped, and the roles stay valid for every provider (the first
 //! message is the user's, consecutive messages of one role are merged). The database is never changed.
+//!
+//! What the model sees may still hold requests for documents that none answers: one whose turn failed, or whose
+//! document was deleted. They are named in [`BuiltContext::open_requests`] with the kinds they ask for, so a
+//! document of such a kind made in this turn answers them too, and no later turn acts on them again.
 
 use std::collections::HashSet;
 
 pub use app::api::ContextRecord;
-use app::api::{Artifact, Message, Role};
+use app::api::{Artifact, ArtifactType, Message, Role};
 use uuid::Uuid;
 
-use crate::llm::{self, Part};
+use crate::llm::{self, builtin::intent, Part};
 use crate::store::{MessageHead, Store, StoreError};
 use crate::tokens::{count_message_tokens, count_tokens};
 
@@ -38,6 +42,22 @@ pub struct ContextInput<'a> {
 pub struct BuiltContext {
     pub messages: Vec<llm::Message>,
     pub record: ContextRecord,
+    /// The requests for documents among the person's messages the model sees, in order.
+    pub open_requests: Vec<OpenRequest>,
+}
+
+/// A person's message the model sees that asks for documents no document answers yet: a request that failed,
+/// or whose document was deleted, or the one of this turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRequest {
+    pub message: Uuid,
+    /// The kinds of document it asks for, in the order it names them.
+    pub types: Vec<ArtifactType>,
+}
+
+/// The kinds of document a person's message asks to be written (read as the built-in assistant reads it).
+fn requested_types(text: &str) -> Vec<ArtifactType> {
+    intent::requested_artifacts(text).into_iter().filter_map(|kind| ArtifactType::parse(kind.as_str())).collect()
 }
 
 /// A user message and the answers that followed it.
@@ -177,10 +197,17 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     if let Some(note) = &note {
         push(llm::Role::User, note.clone());
     }
+    let mut open_requests = Vec::new();
     for turn in kept {
         // A blank message (an answer that only made a document) is neither sent nor listed as seen.
         for m in turn.messages.iter().filter(|m| !blank(m)) {
             record.included.push(m.id);
+            if m.role == Role::User {
+                let types = requested_types(&m.content);
+                if !types.is_empty() {
+                    open_requests.push(OpenRequest { message: m.id, types });
+                }
+            }
             let role = match m.role {
                 Role::User => llm::Role::User,
                 Role::Assistant => llm::Role::Assistant,
@@ -193,7 +220,7 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     }
     record.tokens = used + note.as_deref().map(count_tokens).unwrap_or(0);
     record.note = note;
-    BuiltContext { messages, record }
+    BuiltContext { messages, record, open_requests }
 }
 
 #[cfg(test)]
@@ -397,6 +424,38 @@ mod tests {
         let merged = build(input(&gap, &[], DEFAULT_BUDGET));
         assert_eq!(merged.messages.len(), 1);
         assert_eq!(merged.messages[0].text(), "One\n\nTwo");
+    }
+
+    #[test]
+    fn open_requests_are_the_requests_for_documents_the_model_sees() {
+        let filler = "The warehouse team needs accurate stock counts every morning. ".repeat(40);
+        let messages = conversation(
+            &[
+                ("Generate user stories", "Sorry, something failed."),
+                ("Generate a BRD", "Saved."),
+                ("What else do we need?", "A summary."),
+                (filler.as_str(), "Noted."),
+                ("Write the meeting summary and the acceptance criteria", "Saved both."),
+            ],
+            "Generate a requirements document",
+        );
+        let open =
+            |built: &BuiltContext| built.open_requests.iter().map(|r| (r.message, r.types.clone())).collect::<Vec<_>>();
+        // The BRD request is fulfilled; the rest are open, the latest too.
+        let built = build(input(&messages, &[messages[2].id], DEFAULT_BUDGET));
+        assert_eq!(
+            open(&built),
+            vec![
+                (messages[0].id, vec![ArtifactType::UserStories]),
+                (messages[8].id, vec![ArtifactType::MeetingSummary, ArtifactType::AcceptanceCriteria]),
+                (messages[10].id, vec![ArtifactType::RequirementsDoc]),
+            ]
+        );
+        // A request cut off by the budget is not seen, so it is not open here.
+        let budget = count_tokens(&filler) / 2;
+        let built = build(input(&messages, &[messages[2].id], budget));
+        assert!(built.record.truncated.contains(&messages[0].id));
+        assert_eq!(open(&built).iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![messages[8].id, messages[10].id]);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
 
+use super::context::OpenRequest;
 use crate::llm::ToolSpec;
 use crate::store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError};
 
@@ -77,12 +78,37 @@ pub struct ToolContext<'a> {
     pub thread: Uuid,
     /// The user message of this turn; `None` for silent generation.
     pub request_message: Option<Uuid>,
+    /// The requests for documents the model sees in this turn (see
+    /// [`super::context::BuiltContext::open_requests`]).
+    pub open_requests: &'a [OpenRequest],
+    /// Silent generation: the turn makes one document at most.
+    pub one_document: bool,
     /// Documents saved so far in this turn (the guard against duplicate calls).
     pub saved: &'a mut Vec<Artifact>,
 }
 
-/// Runs `save_artifact`. Within one turn a second call with the same type and title returns the first document.
+impl ToolContext<'_> {
+    /// The requests a document of this type answers besides the turn's own: those that asked for this type
+    /// and are still open, so no later turn acts on them again.
+    fn answered(&self, artifact_type: ArtifactType) -> Vec<Uuid> {
+        self.open_requests
+            .iter()
+            .filter(|r| Some(r.message) != self.request_message && r.types.contains(&artifact_type))
+            .map(|r| r.message)
+            .collect()
+    }
+}
+
+/// Runs `save_artifact`. Within one turn a second call with the same type and title returns the first document;
+/// in silent generation any second call is refused.
 pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
+    if let (true, Some(first)) = (ctx.one_document, ctx.saved.first()) {
+        return ToolOutcome::error(format!(
+            "Only one document is made for this request, and it is saved already: '{}' (ID: {}). Nothing else was \
+             saved; do not call save_artifact again.",
+            first.title, first.id
+        ));
+    }
     let input: SaveArtifactInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
         Err(e) => return ToolOutcome::error(format!("Invalid save_artifact input: {e}")),
@@ -121,7 +147,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 };
             }
             match ctx.store.get_artifact(ctx.user, id).await {
-                Ok(a) if a.thread_id == ctx.thread => Some(a.id),
+                Ok(a) if a.thread_id == ctx.thread => Some((a.id, a.artifact_type)),
                 Ok(_) | Err(StoreError::NotFound) => {
                     return ToolOutcome::error(format!("There is no document with ID {id} in this conversation."))
                 }
@@ -135,15 +161,20 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             Ok(existing) => existing
                 .iter()
                 .find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
-                .map(|a| a.id),
+                .map(|a| (a.id, a.artifact_type)),
             Err(e) => {
                 tracing::error!(error = %e, "listing artifacts failed");
                 return ToolOutcome::error("The document could not be saved.");
             }
         },
     };
-    if let Some(id) = target {
-        let revision = ArtifactRevision { title, content: input.content, request_message_id: ctx.request_message };
+    if let Some((id, revised_type)) = target {
+        let revision = ArtifactRevision {
+            title,
+            content: input.content,
+            request_message_id: ctx.request_message,
+            answers: ctx.answered(revised_type),
+        };
         return match ctx.store.revise_artifact(ctx.user, id, revision).await {
             Ok(artifact) => {
                 ctx.saved.push(artifact.clone());
@@ -167,6 +198,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         content: input.content,
         request_message_id: ctx.request_message,
         assistant_message_id: None,
+        answers: ctx.answered(artifact_type),
     };
     match ctx.store.create_artifact(ctx.user, new).await {
         Ok(artifact) => {

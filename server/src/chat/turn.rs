@@ -7,21 +7,21 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{Artifact, ChatEvent, ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
+use app::api::{Artifact, ChatEvent, ChatRequest, Message, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use super::context::{self, ContextRecord};
+use super::context::{self, ContextRecord, OpenRequest};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
-    self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, StoreError, StoredEvent, ThreadPatch,
-    TraceStep, TurnEnd, TurnProgress,
+    self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, Store, StoreError, StoredEvent,
+    ThreadPatch, TraceStep, TurnEnd, TurnProgress,
 };
 use crate::AppState;
 
@@ -59,6 +59,14 @@ pub fn clean_title(text: &str) -> Option<String> {
 /// Default title of a thread that has not been named yet.
 pub const DEFAULT_TITLE: &str = "New conversation";
 
+/// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
+/// configured, with personal data replaced.
+pub fn person_message(state: &AppState, content: &str) -> Result<String, ApiError> {
+    let content = app::api::validate::message(content, MAX_MESSAGE_CHARS)?;
+    // Personal data is replaced before the message is stored or reaches a model.
+    Ok(if state.config.redact_pii { crate::privacy::redact(&content) } else { content })
+}
+
 /// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
 pub async fn start(
     state: &AppState,
@@ -66,37 +74,121 @@ pub async fn start(
     thread: Uuid,
     request: ChatRequest,
 ) -> Result<Arc<LiveTurn>, ApiError> {
-    let content = app::api::validate::message(&request.content, MAX_MESSAGE_CHARS)?;
-    // Personal data is replaced before the message is stored or reaches a model.
-    let content = if state.config.redact_pii { crate::privacy::redact(&content) } else { content };
-    let silent = request.artifact_generation.unwrap_or(false);
+    let content = person_message(state, &request.content)?;
+    let opening = if request.artifact_generation.unwrap_or(false) {
+        Opening::Silent(content)
+    } else {
+        Opening::Message(NewMessage {
+            thread_id: thread,
+            role: ApiRole::User,
+            content,
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        })
+    };
+    launch(state, user, thread, opening).await
+}
+
+/// A store error of a write that needs the thread free, as the person is told: a conflict means a turn runs.
+pub fn busy_or(error: StoreError) -> ApiError {
+    match error {
+        StoreError::Conflict(_) => ApiError::Conflict(
+            "An answer is already being written in this conversation; wait for it or stop it.".into(),
+        ),
+        other => other.into(),
+    }
+}
+
+/// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
+/// failed attempt's partial answer, if one was kept, makes way for the new one.
+pub async fn retry(state: &AppState, user: Uuid, thread: Uuid, message: Uuid) -> Result<Arc<LiveTurn>, ApiError> {
+    // Checked before the thread is taken, so a refused retry leaves the last turn as it is; and again once it is
+    // taken, against a retry that ran meanwhile.
+    failed_attempt(state.store.as_ref(), user, thread, message).await?;
+    launch(state, user, thread, Opening::Retry(message)).await
+}
+
+/// The message to run again and the failed answers that followed it. Only the person's latest message can be,
+/// when every answer after it failed and it made no document; another thread's message is missing.
+async fn failed_attempt(
+    store: &dyn Store,
+    user: Uuid,
+    thread: Uuid,
+    message: Uuid,
+) -> Result<(Message, Vec<Uuid>), ApiError> {
+    let request = store.get_message(user, message).await?;
+    if request.thread_id != thread || request.role != ApiRole::User {
+        return Err(ApiError::NotFound);
+    }
+    let (after, fulfilled) =
+        tokio::try_join!(store.list_messages_from(user, thread, request.seq), store.fulfilled_requests(user, thread))?;
+    let Some((first, answers)) = after.split_first().filter(|(first, _)| first.id == message) else {
+        return Err(ApiError::NotFound);
+    };
+    let failed = |m: &Message| {
+        m.role == ApiRole::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error)
+    };
+    if !answers.iter().all(failed) {
+        return Err(ApiError::Conflict(
+            "Only the latest message can be sent again, and only when its answer failed.".into(),
+        ));
+    }
+    if fulfilled.contains(&message) {
+        return Err(ApiError::Conflict("This request already made its document.".into()));
+    }
+    Ok((first.clone(), answers.iter().map(|m| m.id).collect()))
+}
+
+/// What a turn starts from.
+enum Opening {
+    /// A message the person sends now, saved in the commit that takes the thread.
+    Message(NewMessage),
+    /// Silent generation: the request is never stored.
+    Silent(String),
+    /// A stored message whose turn failed.
+    Retry(Uuid),
+}
+
+/// Takes the thread and starts the turn in the background.
+async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) -> Result<Arc<LiveTurn>, ApiError> {
     let turn_id = Uuid::now_v7();
-    // The turn row and the person's message are one transaction: one commit before the model is called.
-    let request = (!silent).then(|| NewMessage {
-        thread_id: thread,
-        role: ApiRole::User,
-        content: content.clone(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-    });
     // The start and the turn run in a task of their own, which the request going away (a client disconnecting
     // while it waits) never cuts short: a conversation taken for a turn always gets the turn, which frees it when
     // it ends.
     let (started, on_start) = oneshot::channel();
     let state = state.clone();
     tokio::spawn(async move {
-        let begun = state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, request).await;
-        let request_message = match begun {
+        // The turn row and the person's message are one transaction: one commit before the model is called.
+        let new_message = match &opening {
+            Opening::Message(message) => Some(message.clone()),
+            Opening::Silent(_) | Opening::Retry(_) => None,
+        };
+        let begun = state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, new_message).await;
+        let saved = match begun {
             Ok(message) => message,
             Err(e) => {
-                let _ = started.send(Err(match e {
-                    StoreError::Conflict(_) => ApiError::Conflict(
-                        "An answer is already being written in this conversation; wait for it or stop it.".into(),
-                    ),
-                    other => other.into(),
-                }));
+                let _ = started.send(Err(busy_or(e)));
                 return;
+            }
+        };
+        let (content, silent, request_message, first) = match opening {
+            Opening::Message(message) => {
+                let first = saved.as_ref().is_some_and(|m| m.seq == 1);
+                (message.content, false, saved.map(|m| m.id), first)
+            }
+            Opening::Silent(content) => (content, true, None, false),
+            Opening::Retry(message) => {
+                match Box::pin(take_over_failed(state.store.as_ref(), user, thread, message)).await {
+                    Ok(request) => (request.content, false, Some(request.id), false),
+                    Err(e) => {
+                        if let Err(e) = state.store.finish_turn(turn_id, TurnEnd::default()).await {
+                            tracing::error!(error = %e, "closing a refused retry failed");
+                        }
+                        let _ = started.send(Err(e));
+                        return;
+                    }
+                }
             }
         };
         let live = LiveTurn::new(turn_id, thread, user);
@@ -108,7 +200,7 @@ pub async fn start(
         let _ = started.send(Ok(live.clone()));
         // A conversation is named at its first message, unless it already has a title of its own. (Read only
         // then: the start above already refused a conversation that is missing or another person's.)
-        let name_thread = if request_message.as_ref().is_some_and(|m| m.seq == 1) {
+        let name_thread = if first {
             match state.store.get_thread(user, thread).await {
                 Ok(row) => Some(row.title),
                 Err(e) => {
@@ -119,10 +211,20 @@ pub async fn start(
         } else {
             None
         };
-        let plan = Plan { user, thread, silent, content, request_message: request_message.map(|m| m.id), name_thread };
+        let plan = Plan { user, thread, silent, content, request_message, name_thread };
         Turn::new(&state, live, plan).run().await;
     });
     on_start.await.map_err(|_| ApiError::Internal(anyhow::anyhow!("the turn ended before it started")))?
+}
+
+/// With the thread taken for a retry: checks the message can still be run again and removes what the failed
+/// attempt left; the message to answer.
+async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: Uuid) -> Result<Message, ApiError> {
+    let (request, failed) = failed_attempt(store, user, thread, message).await?;
+    for answer in failed {
+        store.delete_message(user, thread, answer).await?;
+    }
+    Ok(request)
 }
 
 /// A turn's place in the hub, given up when dropped.
@@ -161,6 +263,8 @@ struct Turn<'a> {
     text: String,
     usage: Usage,
     artifacts: Vec<Artifact>,
+    /// The requests for documents the model sees (what a document made in this turn may answer).
+    open_requests: Vec<OpenRequest>,
     trace: Vec<TraceStep>,
     /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
@@ -182,6 +286,7 @@ impl<'a> Turn<'a> {
             text: String::new(),
             usage: Usage::default(),
             artifacts: Vec::new(),
+            open_requests: Vec::new(),
             trace: Vec::new(),
             assistant_id: None,
             context: None,
@@ -258,7 +363,13 @@ impl<'a> Turn<'a> {
                 match next {
                     None => break,
                     Some(Ok(StreamEvent::TextDelta(delta))) => {
+                        if delta.is_empty() {
+                            continue;
+                        }
+                        // The text of a round after another's starts a paragraph of its own.
+                        let gap = if round_text.is_empty() { paragraph_break(&self.text) } else { "" };
                         round_text.push_str(&delta);
+                        let delta = if gap.is_empty() { delta } else { format!("{gap}{delta}") };
                         self.text.push_str(&delta);
                         if !self.plan.silent {
                             self.live.push(ChatEvent::TextDelta { text: delta });
@@ -305,6 +416,8 @@ impl<'a> Turn<'a> {
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
+                    open_requests: &self.open_requests,
+                    one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
@@ -317,6 +430,8 @@ impl<'a> Turn<'a> {
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
+                    open_requests: &self.open_requests,
+                    one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                 };
                 let outcome = tools::document_search(&ctx, input).await;
@@ -354,6 +469,7 @@ impl<'a> Turn<'a> {
             ephemeral.as_deref(),
         )
         .await?;
+        self.open_requests = built.open_requests;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
         record.model = self.model();
@@ -489,6 +605,18 @@ impl<'a> Turn<'a> {
     }
 }
 
+/// What goes between the text so far and the text of the next round of the answer, so the two are separate
+/// paragraphs: nothing when there is no text yet or it already ends in a blank line.
+fn paragraph_break(text: &str) -> &'static str {
+    if text.is_empty() || text.ends_with("\n\n") {
+        ""
+    } else if text.ends_with('\n') {
+        "\n"
+    } else {
+        "\n\n"
+    }
+}
+
 /// Names a conversation at its first message.
 struct Naming<'a> {
     state: &'a AppState,
@@ -554,7 +682,18 @@ impl Naming<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::clean_title;
+    use super::{clean_title, paragraph_break};
+
+    #[test]
+    fn a_later_round_starts_a_paragraph_of_its_own() {
+        assert_eq!(paragraph_break(""), "", "nothing to separate from");
+        assert_eq!(
+            format!("I'll draft it now.{}I've saved it.", paragraph_break("I'll draft it now.")),
+            "I'll draft it now.\n\nI've saved it."
+        );
+        assert_eq!(paragraph_break("A list:\n"), "\n");
+        assert_eq!(paragraph_break("Done.\n\n"), "");
+    }
 
     #[test]
     fn model_titles_are_cleaned_to_five_words() {

@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/chat", post(chat))
         .route("/api/threads/{id}/stream", get(resume))
         .route("/api/threads/{id}/stop", post(stop))
+        .route("/api/threads/{id}/messages/{message_id}/retry", post(retry))
 }
 
 fn sse_event(turn: Uuid, seq: i64, name: &str, data: String) -> Event {
@@ -111,6 +112,27 @@ pub async fn chat(
             Ok(turn_response(&state, user.id, thread, turn, 0))
         }
     }
+}
+
+/// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the turn of the person's latest message again after
+/// its answer failed, without storing the message again, and streams its events.
+#[utoipa::path(post, path = "/api/threads/{id}/messages/{message_id}/retry", tag = "chat", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id"),
+        ("message_id" = Uuid, Path, description = "The person's latest message, whose answer failed")),
+    responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent,
+            description = "The new turn's events, as for `POST .../chat`; a partial answer the failed turn kept is removed"),
+        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody,
+            description = "An answer is being written, or the message is not the latest, its answer did not fail or it made its document"),
+        (status = 429, body = app::api::ErrorBody)))]
+pub async fn retry(
+    State(state): State<AppState>,
+    user: AuthUser,
+    _: Quota<ChatTurns>,
+    Path((thread, message)): Path<(Uuid, Uuid)>,
+) -> Result<Response> {
+    let live = turn::retry(&state, user.id, thread, message).await?;
+    Ok(live_response(&live, 0))
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.

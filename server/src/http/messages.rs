@@ -1,15 +1,58 @@
-//! Per-message views: what the model saw for an answer.
+//! Messages: adding a person's message without a turn, and what the model saw for an answer.
 
-use axum::{extract::State, routing::get, Router};
+use app::api::{AddMessage, Message, MessageStatus, Role, Usage};
+use axum::{
+    extract::State,
+    http::StatusCode,
+    routing::{get, post},
+    Router,
+};
 use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use crate::chat::context::ContextRecord;
+use crate::chat::turn::{self, DEFAULT_TITLE, STALE_AFTER_MS};
+use crate::store::{self, NewMessage, ThreadPatch};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/messages/{id}/context", get(context))
+    Router::new()
+        .route("/api/threads/{id}/messages", post(add_message))
+        .route("/api/messages/{id}/context", get(context))
+}
+
+/// `POST /api/threads/{id}/messages`: adds a person's message without asking the model; checked as a chat
+/// message is, and refused while an answer is being written.
+#[utoipa::path(post, path = "/api/threads/{id}/messages", tag = "messages", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id")), request_body = AddMessage,
+    responses((status = 201, body = Message), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
+        (status = 422, body = app::api::ErrorBody)))]
+pub async fn add_message(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+    Json(body): Json<AddMessage>,
+) -> Result<(StatusCode, Json<Message>)> {
+    let content = turn::person_message(&state, &body.content)?;
+    let message = NewMessage {
+        thread_id: thread,
+        role: Role::User,
+        content,
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+    };
+    let saved =
+        state.store.append_message_between_turns(user.id, message, STALE_AFTER_MS).await.map_err(turn::busy_or)?;
+    // A conversation that starts here is named after the message's first words, as a chat names it when the model
+    // cannot.
+    if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {
+        let patch = ThreadPatch { title: Some(store::title_from_message(&saved.content)), ..Default::default() };
+        state.store.update_thread(user.id, thread, &patch).await?;
+    }
+    Ok((StatusCode::CREATED, Json(saved)))
 }
 
 /// `GET /api/messages/{id}/context`: the owner's answer's context record; 404 for anyone else, and for

@@ -11,6 +11,8 @@ pub struct ArtifactRevision {
     pub content: String,
     /// The user message that asked for the revision; `None` for silent generation.
     pub request_message_id: Option<Uuid>,
+    /// Earlier requests of the thread this version answers too (see [`super::NewArtifact::answers`]).
+    pub answers: Vec<Uuid>,
 }
 
 /// A file to attach, with its text already split into chunks.

@@ -337,6 +337,9 @@ pub struct NewArtifact {
     pub content: String,
     pub request_message_id: Option<Uuid>,
     pub assistant_message_id: Option<Uuid>,
+    /// Earlier person's messages of the thread that asked for this document too (one that failed, or whose
+    /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
+    pub answers: Vec<Uuid>,
 }
 
 /// One step of an answer's trace.
@@ -451,6 +454,15 @@ pub trait Store: Send + Sync + 'static {
     // Messages.
     /// Appends with the next sequence number and bumps the thread's count, in one transaction.
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
+    /// [`append_message`](Store::append_message) outside any turn: `Conflict` while a turn heard from within
+    /// `stale_after_ms` holds the thread, checked in the same transaction; `NotFound` when the thread is
+    /// missing or another user's.
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message>;
     /// Rewrites an answer's text, status, usage and context, as finished (searchable at once).
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
     /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
@@ -482,8 +494,9 @@ pub trait Store: Send + Sync + 'static {
     async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
     /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
     async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
-    /// The thread's requests that produced a document or a later version of one (what the model no longer
-    /// sees), in no particular order; empty for a thread that is missing or another user's.
+    /// The thread's requests that produced a document or a later version of one, or that one answers besides
+    /// (what the model no longer sees), in no particular order; empty for a thread that is missing or another
+    /// user's.
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
     /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`

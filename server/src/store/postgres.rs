@@ -199,6 +199,25 @@ async fn owned_in(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid
     Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
 }
 
+/// Records that a document answers these earlier requests too: the person's messages of its own thread among
+/// them (others are ignored).
+async fn answer_requests(tx: &mut sqlx::PgConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
+    if requests.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "insert into artifact_requests (artifact_id, message_id)
+         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
+         where a.id = $1 and m.role = 'user' and m.id = any($2)
+         on conflict do nothing",
+    )
+    .bind(artifact)
+    .bind(requests)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 #[async_trait]
 impl Store for Postgres {
     fn backend(&self) -> &'static str {
@@ -461,6 +480,41 @@ impl Store for Postgres {
         Ok(message.saved(id, seq, created))
     }
 
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let mut tx = self.pool.begin().await?;
+        // The thread's row is locked first: a turn starting with a message of its own updates that row, so it
+        // either committed before (and is seen below) or waits until this message is in.
+        let owned: Option<i32> = sqlx::query_scalar("select 1 from threads where id = $1 and user_id = $2 for update")
+            .bind(message.thread_id)
+            .bind(user)
+            .fetch_optional(&mut *tx)
+            .await?;
+        owned.ok_or(StoreError::NotFound)?;
+        let busy: bool = sqlx::query_scalar(
+            "select exists (select 1 from turns
+             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)",
+        )
+        .bind(message.thread_id)
+        .bind(user)
+        .bind(created - chrono::Duration::milliseconds(stale_after_ms))
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy {
+            return Err(StoreError::thread_busy());
+        }
+        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        Ok(message.saved(id, seq, created))
+    }
+
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
@@ -588,6 +642,7 @@ impl Store for Postgres {
         .bind(created)
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, id, &artifact.answers).await?;
         tx.commit().await?;
         Ok(Artifact {
             id,
@@ -686,6 +741,7 @@ impl Store for Postgres {
         .bind(revision.request_message_id)
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, artifact, &revision.answers).await?;
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
         let row = sqlx::query(&sql).bind(artifact).fetch_one(&mut *tx).await?;
         tx.commit().await?;
@@ -717,7 +773,10 @@ impl Store for Postgres {
              where thread_id = $1 and user_id = $2 and request_message_id is not null
              union
              select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null",
+             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
+             union
+             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+             where a.thread_id = $1 and a.user_id = $2",
         )
         .bind(thread)
         .bind(user)

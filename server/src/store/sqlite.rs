@@ -527,6 +527,26 @@ async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: 
     Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
 }
 
+/// Records that a document answers these earlier requests too: the person's messages of its own thread among
+/// them (others are ignored).
+async fn answer_requests(tx: &mut sqlx::SqliteConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
+    if requests.is_empty() {
+        return Ok(());
+    }
+    let ids = serde_json::to_string(&requests.iter().map(Uuid::to_string).collect::<Vec<_>>())
+        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    sqlx::query(
+        "insert or ignore into artifact_requests (artifact_id, message_id)
+         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
+         where a.id = ? and m.role = 'user' and m.id in (select value from json_each(?))",
+    )
+    .bind(artifact.to_string())
+    .bind(ids)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
     sqlx::query("delete from thread_tags where thread_id = ?").bind(thread.to_string()).execute(&mut *tx).await?;
     for (position, tag) in tags.iter().enumerate() {
@@ -805,6 +825,35 @@ impl Store for Sqlite {
         Ok(message.saved(id, seq, created))
     }
 
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        // The one writer connection serialises this with every turn's start.
+        let mut tx = self.writer.begin().await?;
+        let busy: bool = sqlx::query_scalar(
+            "select exists (select 1 from turns
+             where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
+        )
+        .bind(message.thread_id.to_string())
+        .bind(user.to_string())
+        .bind(created.timestamp_micros() - stale_after_ms * 1000)
+        .fetch_one(&mut *tx)
+        .await?;
+        if busy {
+            return Err(StoreError::thread_busy());
+        }
+        let seq =
+            turn_writes::insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        Ok(message.saved(id, seq, created))
+    }
+
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
         let mut conn = self.writer.acquire().await?;
@@ -947,6 +996,7 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, id, &artifact.answers).await?;
         tx.commit().await?;
         Ok(Artifact {
             id,
@@ -1045,6 +1095,7 @@ impl Store for Sqlite {
         .bind(revision.request_message_id.map(|m| m.to_string()))
         .execute(&mut *tx)
         .await?;
+        answer_requests(&mut tx, artifact, &revision.answers).await?;
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
         let row = sqlx::query(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
         tx.commit().await?;
@@ -1076,7 +1127,10 @@ impl Store for Sqlite {
              where thread_id = ?1 and user_id = ?2 and request_message_id is not null
              union
              select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null",
+             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null
+             union
+             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+             where a.thread_id = ?1 and a.user_id = ?2",
         )
         .bind(thread.to_string())
         .bind(user.to_string())

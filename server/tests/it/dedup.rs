@@ -1,10 +1,16 @@
 //! Exactly one document per request, whatever the model does: structural filtering, the per-turn guard and
-//! silent generation, through the HTTP API.
+//! silent generation, through the HTTP API; then the same against a greedy model on the OpenAI wire format,
+//! with failing turns and deleted documents, ending in a property over random conversations on both backends.
 
 use std::sync::Arc;
 
-use crate::common::{read_frames, sqlite_store, GreedyModel, TestServer};
-use app::api::{ChatEvent, Role};
+use crate::common::backends::{check_property, properties, Backend};
+use crate::common::{created, read_frames, sqlite_store, text_of, Frame, GreedyModel, TestServer};
+use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
+use app::api::{ArtifactType, ChatEvent, Role};
+use proptest::prelude::*;
+use serde_json::json;
+use uuid::Uuid;
 
 async fn greedy_server() -> (TestServer, Arc<GreedyModel>, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -176,3 +182,310 @@ async fn the_context_record_says_what_the_model_saw() {
         server.client.get(server.url(&format!("/api/messages/{}/context", m[0].id))).send().await.unwrap();
     assert_eq!(user_message.status(), 404);
 }
+
+// ---------------------------------------------------------------------------------------------------------------
+// The greedy model on the OpenAI wire format
+// ---------------------------------------------------------------------------------------------------------------
+
+/// How a person asks for each kind of [`KINDS`] in the chat.
+const ASK: [&str; 5] = [
+    "Generate a BRD",
+    "Generate a requirements document",
+    "Generate user stories",
+    "Write the acceptance criteria",
+    "Generate a meeting summary",
+];
+/// Something that asks for no document.
+const TALK: &str = "What should we look at next?";
+
+/// What the Generate menu sends for a kind of [`KINDS`].
+fn menu_request(kind: usize) -> String {
+    let label = ArtifactType::parse(KINDS[kind].artifact_type).expect("a known type").label();
+    format!("Generate {label} from this conversation")
+}
+
+/// A server over `store` whose model is the greedy one, speaking the OpenAI wire format.
+async fn greedy_openai(store: quire::store::DynStore) -> (TestServer, GreedyUpstream) {
+    let upstream = GreedyUpstream::start().await;
+    (TestServer::with(store, upstream.provider()).await, upstream)
+}
+
+/// A conversation with a title of its own, so the model is never asked to name it.
+async fn titled_thread(server: &TestServer) -> Uuid {
+    let response = server.client.post(server.url("/api/threads")).json(&json!({"title": "Planning"})).send().await;
+    let response = response.unwrap();
+    assert_eq!(response.status(), 201);
+    response.json::<app::api::Thread>().await.unwrap().id
+}
+
+/// Sends a message (typed, or silently from the Generate menu) and reads the turn's events.
+async fn send(server: &TestServer, thread: Uuid, content: &str, silent: bool) -> Vec<Frame> {
+    let body =
+        if silent { json!({"content": content, "artifact_generation": true}) } else { json!({"content": content}) };
+    let response =
+        server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200, "chat status");
+    read_frames(response).await
+}
+
+/// The documents (and versions) a turn made.
+fn made(frames: &[Frame]) -> usize {
+    created(frames).len()
+}
+
+async fn delete_artifact(server: &TestServer, id: Uuid) {
+    let response = server.client.delete(server.url(&format!("/api/artifacts/{id}"))).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+}
+
+#[tokio::test]
+async fn a_request_that_comes_back_is_fulfilled_once_and_then_left_alone() {
+    let (store, _dir) = sqlite_store().await;
+    let (server, upstream) = greedy_openai(store).await;
+    let thread = titled_thread(&server).await;
+    server.chat(thread, "We met with the warehouse team about stock counts.").await;
+
+    // The request fails: it stays open, and the next turn makes its document.
+    upstream.fail_next(1);
+    let failed = send(&server, thread, "Generate a meeting summary", false).await;
+    assert!(matches!(failed.last().unwrap().event, ChatEvent::Error { .. }), "{failed:?}");
+    assert_eq!(made(&send(&server, thread, TALK, false).await), 1, "the request that came back is acted on");
+    // Once: no later turn acts on it again.
+    for _ in 0..3 {
+        assert_eq!(made(&send(&server, thread, TALK, false).await), 0);
+    }
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.artifacts.len(), 1);
+    assert_eq!(detail.artifacts[0].version, 1);
+
+    // Deleting the document brings its requests back: made once more, then left alone again.
+    delete_artifact(&server, detail.artifacts[0].id).await;
+    assert_eq!(made(&send(&server, thread, TALK, false).await), 1);
+    assert_eq!(made(&send(&server, thread, TALK, false).await), 0);
+    let detail = server.detail(thread).await;
+    assert_eq!((detail.artifacts.len(), detail.artifacts[0].version), (1, 1));
+    // The model's last view held no request for it.
+    let last = upstream.seen().pop().unwrap().join("|");
+    assert!(!last.contains("meeting summary"), "{last}");
+}
+
+#[tokio::test]
+async fn a_silent_request_fulfils_an_earlier_one_for_the_same_kind() {
+    let (store, _dir) = sqlite_store().await;
+    let (server, upstream) = greedy_openai(store).await;
+    let thread = titled_thread(&server).await;
+    upstream.fail_next(1);
+    send(&server, thread, "Generate user stories", false).await;
+    assert_eq!(made(&send(&server, thread, &menu_request(2), true).await), 1);
+    assert_eq!(made(&send(&server, thread, TALK, false).await), 0, "the typed request was answered by it");
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.artifacts.len(), 1);
+    assert_eq!(detail.artifacts[0].artifact_type, ArtifactType::UserStories);
+}
+
+#[tokio::test]
+async fn rounds_of_one_answer_are_separate_paragraphs() {
+    let (store, _dir) = sqlite_store().await;
+    let (server, _upstream) = greedy_openai(store).await;
+    let thread = titled_thread(&server).await;
+    let frames = send(&server, thread, "Generate a BRD", false).await;
+    let expected = format!("{BEFORE_TOOLS}\n\n{AFTER_TOOLS}");
+    assert_eq!(text_of(&frames), expected, "as streamed");
+    let answer = server.detail(thread).await.messages.pop().unwrap();
+    assert_eq!(answer.content, expected, "as stored");
+}
+
+#[tokio::test]
+async fn a_silent_turn_makes_one_document_at_most() {
+    use crate::common::{ScriptedModel, Step};
+    use quire::llm::{Part, StopReason, StreamEvent, ToolCall};
+    let (store, _dir) = sqlite_store().await;
+    let call = |id: &str, title: &str| {
+        Step::Emit(StreamEvent::ToolCall(ToolCall {
+            id: id.into(),
+            name: "save_artifact".into(),
+            arguments: json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"}),
+        }))
+    };
+    let first_round =
+        vec![call("a", "Stories"), call("b", "More stories"), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))];
+    let model = ScriptedModel::new(vec![first_round, ScriptedModel::text(&["Saved."])]);
+    let server = TestServer::with(store, model.clone()).await;
+    let thread = server.create_thread().await;
+    let frames = send(&server, thread, &menu_request(2), true).await;
+    assert_eq!(made(&frames), 1);
+    assert!(matches!(frames.last().unwrap().event, ChatEvent::MessageComplete { .. }));
+    let detail = server.detail(thread).await;
+    assert_eq!(detail.artifacts.len(), 1);
+    assert_eq!(detail.artifacts[0].title, "Stories");
+    // The second call was answered with an error, and the model was told nothing more was saved.
+    let requests = model.requests.lock().unwrap();
+    let results: Vec<(String, bool)> = requests[1]
+        .messages
+        .last()
+        .unwrap()
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::ToolResult { content, is_error, .. } => Some((content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(!results[0].1);
+    assert!(results[1].1 && results[1].0.contains("Nothing else was saved"), "{results:?}");
+}
+
+/// One thing a person does in a conversation with the greedy model.
+#[derive(Debug, Clone)]
+enum Act {
+    /// Types a request for a document of `KINDS[kind]`; the provider fails the turn when `fails`.
+    Ask { kind: usize, fails: bool },
+    /// Picks that kind from the Generate menu (silent generation).
+    Generate { kind: usize, fails: bool },
+    /// Says something that asks for no document.
+    Talk { fails: bool },
+    /// Deletes the n-th of the documents left, if there are any.
+    Delete(usize),
+}
+
+/// Three kinds, so requests for the same one meet often.
+const PROPERTY_KINDS: usize = 3;
+
+fn act() -> impl Strategy<Value = Act> {
+    let kind = 0..PROPERTY_KINDS;
+    prop_oneof![
+        3 => (kind.clone(), prop::bool::weighted(0.3)).prop_map(|(kind, fails)| Act::Ask { kind, fails }),
+        2 => (kind, prop::bool::weighted(0.2)).prop_map(|(kind, fails)| Act::Generate { kind, fails }),
+        2 => prop::bool::weighted(0.3).prop_map(|fails| Act::Talk { fails }),
+        2 => (0usize..4).prop_map(Act::Delete),
+    ]
+}
+
+/// What Quire must do, worked out without it: a request needs a document while none that answers it exists,
+/// and the first turn the model answers makes one for each kind asked for (requests for one kind waiting
+/// together share it: a version of the document of that kind, if there is one).
+#[derive(Debug, Default)]
+struct Expected {
+    /// Each stored request: the kind it asks for, if any, and the documents that answer it.
+    requests: Vec<(Option<usize>, Vec<usize>)>,
+    /// Each document ever made: its kind, its versions and whether it still exists.
+    documents: Vec<(usize, i64, bool)>,
+}
+
+impl Expected {
+    fn open(&self, request: usize) -> bool {
+        !self.requests[request].1.iter().any(|&d| self.documents[d].2)
+    }
+
+    fn open_kinds(&self) -> Vec<usize> {
+        let mut kinds: Vec<usize> =
+            (0..self.requests.len()).filter(|&r| self.open(r)).filter_map(|r| self.requests[r].0).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        kinds
+    }
+
+    /// A turn the model answered: a document (or version) per kind; each answers the turn's own request and the
+    /// open requests of its kind. How many it makes.
+    fn answer(&mut self, kinds: &[usize], own: Option<usize>) -> usize {
+        let open: Vec<usize> = (0..self.requests.len()).filter(|&r| self.open(r)).collect();
+        for &kind in kinds {
+            let doc = match self.documents.iter().position(|d| d.2 && d.0 == kind) {
+                Some(doc) => {
+                    self.documents[doc].1 += 1;
+                    doc
+                }
+                None => {
+                    self.documents.push((kind, 1, true));
+                    self.documents.len() - 1
+                }
+            };
+            for &r in &open {
+                if self.requests[r].0 == Some(kind) {
+                    self.requests[r].1.push(doc);
+                }
+            }
+            if let Some(own) = own {
+                self.requests[own].1.push(doc);
+            }
+        }
+        kinds.len()
+    }
+
+    /// A message stored by a turn, answered by the model unless it failed; how many documents it makes.
+    fn message(&mut self, kind: Option<usize>, fails: bool) -> usize {
+        self.requests.push((kind, Vec::new()));
+        if fails {
+            return 0;
+        }
+        let kinds = self.open_kinds();
+        self.answer(&kinds, Some(self.requests.len() - 1))
+    }
+
+    /// The kinds and versions of the documents that exist.
+    fn live(&self) -> Vec<(usize, i64)> {
+        let mut live: Vec<(usize, i64)> = self.documents.iter().filter(|d| d.2).map(|d| (d.0, d.1)).collect();
+        live.sort_unstable();
+        live
+    }
+}
+
+/// (1) Whatever the person does (typed and silent requests, failing turns, deleted documents, small talk) and
+/// however greedy the model is, every request that needs a document gets one once: the documents and versions
+/// made, turn by turn, are what the requests needed, and none is made again later.
+fn each_request_is_fulfilled_once(backend: Backend, test: &str) {
+    let shared: Arc<tokio::sync::OnceCell<(TestServer, GreedyUpstream)>> = Arc::default();
+    let strategy = prop::collection::vec(act(), 1..10);
+    check_property(backend, test, 24, strategy, move |db, acts| {
+        let shared = shared.clone();
+        async move {
+            let (server, upstream) = shared.get_or_init(|| greedy_openai(db.store.clone())).await;
+            let thread = titled_thread(server).await;
+            let mut expected = Expected::default();
+            for (step, act) in acts.iter().enumerate() {
+                let (made_now, should) = match *act {
+                    Act::Ask { kind, fails } => {
+                        upstream.fail_next(usize::from(fails));
+                        (made(&send(server, thread, ASK[kind], false).await), expected.message(Some(kind), fails))
+                    }
+                    Act::Talk { fails } => {
+                        upstream.fail_next(usize::from(fails));
+                        (made(&send(server, thread, TALK, false).await), expected.message(None, fails))
+                    }
+                    Act::Generate { kind, fails } => {
+                        upstream.fail_next(usize::from(fails));
+                        let frames = send(server, thread, &menu_request(kind), true).await;
+                        (made(&frames), if fails { 0 } else { expected.answer(&[kind], None) })
+                    }
+                    Act::Delete(n) => {
+                        let live: Vec<usize> =
+                            (0..expected.documents.len()).filter(|&d| expected.documents[d].2).collect();
+                        if live.is_empty() {
+                            continue;
+                        }
+                        let doc = live[n % live.len()];
+                        expected.documents[doc].2 = false;
+                        let kind = KINDS[expected.documents[doc].0].artifact_type;
+                        let artifacts = server.detail(thread).await.artifacts;
+                        let id = artifacts.iter().find(|a| a.artifact_type.as_str() == kind).expect("the document").id;
+                        delete_artifact(server, id).await;
+                        (0, 0)
+                    }
+                };
+                assert_eq!(made_now, should, "documents made at step {step} ({act:?}) of {acts:?}");
+            }
+            let mut live: Vec<(usize, i64)> = server
+                .detail(thread)
+                .await
+                .artifacts
+                .iter()
+                .map(|a| (KINDS.iter().position(|k| k.artifact_type == a.artifact_type.as_str()).unwrap(), a.version))
+                .collect();
+            live.sort_unstable();
+            assert_eq!(live, expected.live(), "documents and versions after {acts:?}");
+        }
+    });
+}
+
+properties!(each_request_is_fulfilled_once);

@@ -66,6 +66,7 @@ async fn save_document(server: &TestServer, thread: Uuid, title: &str, content: 
         content: content.into(),
         request_message_id: None,
         assistant_message_id: None,
+        answers: Vec::new(),
     };
     server.state.store.create_artifact(server.user.id, new).await.expect("artifact")
 }
@@ -532,6 +533,7 @@ async fn another_users_documents_and_files_are_not_found() {
             content: "# Secret".into(),
             request_message_id: None,
             assistant_message_id: None,
+            answers: Vec::new(),
         };
         let artifact = store.create_artifact(other, new).await.unwrap().id;
         let file = NewAttachment {

@@ -47,6 +47,7 @@ async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str)
         content: content.into(),
         request_message_id: None,
         assistant_message_id: None,
+        answers: Vec::new(),
     };
     server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }

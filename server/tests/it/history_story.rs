@@ -56,6 +56,7 @@ fn artifact(thread: Uuid, kind: ArtifactType, title: &str) -> NewArtifact {
         content: format!("# {title}"),
         request_message_id: None,
         assistant_message_id: None,
+        answers: Vec::new(),
     }
 }
 
@@ -326,6 +327,7 @@ fn export_import_export_is_identity(backend: Backend, test: &str) {
                 content: content.clone(),
                 request_message_id: link(request),
                 assistant_message_id: link(answer),
+                answers: Vec::new(),
             };
             s.create_artifact(u, doc).await.unwrap();
         }

@@ -16,6 +16,7 @@ mod isolation;
 mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;
+mod messages;
 mod multi_instance;
 mod parser_properties;
 mod protection;

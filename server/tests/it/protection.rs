@@ -245,6 +245,8 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/chat", "post"),
         ("/api/threads/{id}/stream", "get"),
         ("/api/threads/{id}/stop", "post"),
+        ("/api/threads/{id}/messages/{message_id}/retry", "post"),
+        ("/api/threads/{id}/messages", "post"),
         ("/api/messages/{id}/context", "get"),
         ("/api/search", "get"),
         ("/api/stats", "get"),

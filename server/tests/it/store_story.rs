@@ -68,6 +68,7 @@ fn new_artifact(thread: Uuid, title: &str, content: &str) -> NewArtifact {
         content: content.to_string(),
         request_message_id: None,
         assistant_message_id: None,
+        answers: Vec::new(),
     }
 }
 
@@ -122,10 +123,12 @@ stories!(
     threads,
     other_users_rows_are_not_found,
     messages_in_order,
+    messages_between_turns,
     concurrent_appends_take_distinct_numbers,
     delete_message_keeps_the_count_true,
     thread_delete_cascades,
     artifacts,
+    documents_answer_earlier_requests,
     traces,
     usage_is_recorded,
     search_phrases_prefixes_and_ranking,
@@ -366,6 +369,33 @@ async fn messages_in_order(db: Db) {
     assert!(thread.updated_at >= thread.created_at);
 }
 
+/// A message added between turns takes the next number and is counted; while a live turn holds the thread it
+/// is refused, and a turn whose heartbeat went quiet holds nothing.
+async fn messages_between_turns(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Notes", &[]).await.unwrap();
+    let note = |text: &str| new_message(t.id, Role::User, text);
+    let first = s.append_message_between_turns(u, note("A note before anything"), 60_000).await.unwrap();
+    assert_eq!((first.seq, first.role, first.content.as_str()), (1, Role::User, "A note before anything"));
+
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
+    assert_conflict(s.append_message_between_turns(u, note("While an answer is written"), 60_000).await);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let late = s.append_message_between_turns(u, note("After it went quiet"), 10).await.unwrap();
+    assert_eq!(late.seq, 2);
+    s.finish_turn(turn, TurnEnd::default()).await.unwrap();
+    let after = s.append_message_between_turns(u, note("After the turn"), 60_000).await.unwrap();
+    assert_eq!(after.seq, 3);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(s.list_messages(u, t.id).await.unwrap(), vec![first, late, after]);
+
+    let intruder = new_user(s).await;
+    assert_not_found(s.append_message_between_turns(intruder, note("Not mine"), 60_000).await);
+    assert_not_found(s.append_message_between_turns(u, new_message(Uuid::now_v7(), Role::User, "x"), 60_000).await);
+}
+
 async fn concurrent_appends_take_distinct_numbers(db: Db) {
     let s = &db.store;
     let u = new_user(s).await;
@@ -507,6 +537,7 @@ async fn artifacts(db: Db) {
         title: "Doc 1".into(),
         content: "shorter".into(),
         request_message_id: Some(change.id),
+        answers: Vec::new(),
     };
     s.revise_artifact(u, created[1].id, revision).await.unwrap();
     let mut fulfilled = s.fulfilled_requests(u, t.id).await.unwrap();
@@ -525,6 +556,65 @@ async fn artifacts(db: Db) {
     s.delete_message(u, t.id, reply.id).await.unwrap();
     assert_eq!(s.get_artifact(u, created[1].id).await.unwrap().assistant_message_id, None);
     assert_not_found(s.create_artifact(u, new_artifact(Uuid::now_v7(), "x", "y")).await);
+}
+
+/// The requests fulfilled in a thread, sorted.
+async fn fulfilled(store: &DynStore, user: Uuid, thread: Uuid) -> Vec<Uuid> {
+    let mut ids = store.fulfilled_requests(user, thread).await.unwrap();
+    ids.sort();
+    ids
+}
+
+fn sorted(mut ids: Vec<Uuid>) -> Vec<Uuid> {
+    ids.sort();
+    ids
+}
+
+/// A document answers earlier requests besides its own turn's, when it is made and when it is revised: they
+/// count as fulfilled until it is deleted. Answers, and messages of another thread or person, are ignored.
+async fn documents_answer_earlier_requests(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Answers", &[]).await.unwrap();
+    let failed = say(s, u, t.id, "Generate a BRD").await;
+    let apology = answer(s, u, t.id, "Something went wrong.").await;
+    let later = say(s, u, t.id, "Generate a BRD, please").await;
+    let other_thread = s.create_thread(u, "Other", &[]).await.unwrap();
+    let elsewhere = say(s, u, other_thread.id, "Generate a BRD").await;
+    let intruder = new_user(s).await;
+    let their_thread = s.create_thread(intruder, "Theirs", &[]).await.unwrap();
+    let theirs = say(s, intruder, their_thread.id, "Generate a BRD").await;
+
+    let doc = NewArtifact {
+        artifact_type: ArtifactType::BusinessRequirements,
+        request_message_id: Some(later.id),
+        answers: vec![failed.id, apology.id, elsewhere.id, theirs.id],
+        ..new_artifact(t.id, "BRD", "# BRD")
+    };
+    let doc = s.create_artifact(u, doc).await.unwrap();
+    assert_eq!(fulfilled(s, u, t.id).await, sorted(vec![failed.id, later.id]));
+    assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 1, "only the request of its thread");
+    assert!(s.fulfilled_requests(u, other_thread.id).await.unwrap().is_empty());
+    assert!(s.fulfilled_requests(intruder, their_thread.id).await.unwrap().is_empty());
+
+    // A version answers the requests it is given too; one answered already is kept once.
+    let again = say(s, u, t.id, "Write the BRD again").await;
+    let revision = store::ArtifactRevision {
+        title: "BRD".into(),
+        content: "# BRD, second".into(),
+        request_message_id: None,
+        answers: vec![again.id, failed.id],
+    };
+    assert_eq!(s.revise_artifact(u, doc.id, revision).await.unwrap().version, 2);
+    assert_eq!(fulfilled(s, u, t.id).await, sorted(vec![failed.id, later.id, again.id]));
+    assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 2);
+
+    // Deleting a request it answers leaves the rest; deleting the document brings every one back.
+    s.delete_message(u, t.id, again.id).await.unwrap();
+    assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 1);
+    s.delete_artifact(u, doc.id).await.unwrap();
+    assert!(s.fulfilled_requests(u, t.id).await.unwrap().is_empty(), "every request is open again");
+    assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 0);
 }
 
 async fn traces(db: Db) {

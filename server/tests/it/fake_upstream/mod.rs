@@ -2,7 +2,8 @@
 //!
 //! Each incoming request is recorded and answered with the next scripted [`Reply`]. A reply's body
 //! is a list of [`Step`]s, so a test decides exactly which bytes go out in which HTTP chunk, and
-//! when the server pauses, stalls or drops the connection.
+//! when the server pauses, stalls or drops the connection. A server may instead answer each request
+//! from what it holds ([`FakeServer::answering`]), as the greedy model of [`greedy`] does.
 
 #![allow(dead_code)] // each test binary uses a different subset
 
@@ -20,6 +21,8 @@ use axum::{
 };
 use futures::{Stream, StreamExt};
 use quire::llm::{EventStream, LlmError, StreamEvent};
+
+pub mod greedy;
 
 /// One step of a streamed response body.
 #[derive(Debug, Clone)]
@@ -96,10 +99,15 @@ pub struct Recorded {
     pub body: serde_json::Value,
 }
 
+/// Makes the answer to a request from the request itself.
+pub type Answer = Box<dyn Fn(&Recorded) -> Reply + Send + Sync>;
+
 #[derive(Default)]
 struct Shared {
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<Recorded>>,
+    /// Answers requests once no scripted reply is left.
+    answer: Option<Answer>,
 }
 
 /// A running fake server; it lives as long as the test's runtime.
@@ -112,7 +120,17 @@ pub struct FakeServer {
 impl FakeServer {
     /// Starts a server answering requests with `replies`, in order.
     pub async fn start(replies: Vec<Reply>) -> Self {
-        let shared = Arc::new(Shared { replies: Mutex::new(replies.into()), requests: Mutex::default() });
+        Self::serve(Shared { replies: Mutex::new(replies.into()), ..Shared::default() }).await
+    }
+
+    /// Starts a server that answers every request with what `answer` makes of it (scripted replies pushed later
+    /// go first).
+    pub async fn answering(answer: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) -> Self {
+        Self::serve(Shared { answer: Some(Box::new(answer)), ..Shared::default() }).await
+    }
+
+    async fn serve(shared: Shared) -> Self {
+        let shared = Arc::new(shared);
         let app = axum::Router::new().fallback(handle).with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
@@ -144,12 +162,14 @@ impl FakeServer {
 }
 
 async fn handle(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    shared.requests.lock().unwrap().push(Recorded {
+    let recorded = Recorded {
         path: uri.path().to_owned(),
         headers,
         body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
-    });
-    let reply = shared.replies.lock().unwrap().pop_front();
+    };
+    let scripted = shared.replies.lock().unwrap().pop_front();
+    let reply = scripted.or_else(|| shared.answer.as_ref().map(|answer| answer(&recorded)));
+    shared.requests.lock().unwrap().push(recorded);
     let Some(reply) = reply else {
         return Response::builder()
             .status(StatusCode::INTERNAL_SERVER_ERROR)
