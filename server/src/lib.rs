@@ -87,17 +87,16 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
-    Router::new()
+    let router = Router::new()
         .merge(http::api_router())
-        .leptos_routes(&state, routes, move || shell(leptos.clone()))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(http::headers::provide_nonce, shell))
         // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
         // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
         // Merged after the global limit so the upload and import routes keep their own.
-        .merge(http::large_body_router(&state.config))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
-        .with_state(state)
+        .merge(http::large_body_router(&state.config));
+    http::headers::apply(router).layer(tower_http::trace::TraceLayer::new_for_http()).with_state(state)
 }
 
 /// Serves until `shutdown` resolves, then lets open requests finish. Running turns are asked to stop so

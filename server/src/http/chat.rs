@@ -45,7 +45,7 @@ fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response 
     let mut response =
         Sse::new(events.map(Ok::<_, Infallible>)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store, no-transform"));
     headers.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
     response
 }

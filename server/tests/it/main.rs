@@ -18,5 +18,6 @@ mod multi_instance;
 mod parser_properties;
 mod protection;
 mod reliability;
+mod security;
 mod slice;
 mod store_story;
