@@ -95,7 +95,8 @@ pub fn app(state: AppState) -> Router {
         // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
         // Merged after the global limit so the upload and import routes keep their own.
-        .merge(http::large_body_router(&state.config));
+        .merge(http::large_body_router(&state.config))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site));
     http::headers::apply(router).layer(tower_http::trace::TraceLayer::new_for_http()).with_state(state)
 }
 

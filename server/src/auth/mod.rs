@@ -4,5 +4,5 @@ pub mod jwt;
 pub mod password;
 pub mod secret;
 
-pub use jwt::{Claims, JwtKeys, SESSION_COOKIE};
+pub use jwt::{Claims, JwtKeys, HOST_SESSION_COOKIE, SESSION_COOKIE};
 pub use secret::JwtSecret;

@@ -30,6 +30,46 @@ pub enum SqliteSync {
     Full,
 }
 
+/// Where people reach Quire: an `http` or `https` URL without a path, kept as its origin
+/// (`scheme://host[:port]`, lower case, the scheme's default port left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrl {
+    origin: String,
+    https: bool,
+}
+
+impl PublicUrl {
+    /// `scheme://host[:port]`, as browsers write it in the `Origin` header.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Whether people reach Quire over HTTPS.
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+}
+
+impl std::str::FromStr for PublicUrl {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let url = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+        let https = match url.scheme() {
+            "https" => true,
+            "http" => false,
+            other => return Err(format!("the scheme must be http or https, not {other}")),
+        };
+        if url.host().is_none() || !url.username().is_empty() || url.password().is_some() {
+            return Err("the URL needs a host and no user name or password".into());
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err("Quire is served at the root of its address: leave out the path".into());
+        }
+        Ok(Self { origin: url.origin().ascii_serialization(), https })
+    }
+}
+
 /// Quire: a self-hosted AI chat workspace.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "quire", version, about)]
@@ -79,9 +119,16 @@ pub struct Config {
     #[arg(long, env = "QUIRE_SESSION_HOURS", default_value_t = 168)]
     pub session_hours: u32,
 
-    /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS).
+    /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS; an `https` public URL does it
+    /// too).
     #[arg(long, env = "QUIRE_COOKIE_SECURE", default_value_t = false)]
     pub cookie_secure: bool,
+
+    /// The address people open Quire at, e.g. `https://quire.example.org`. Its origin is the only one whose pages
+    /// may send signed-in requests; over `https` the session cookie becomes `__Host-quire_session` and `Secure`,
+    /// and browsers are told to use HTTPS only. Unset: a request's own `Host` header names Quire's origin.
+    #[arg(long, env = "QUIRE_PUBLIC_URL")]
+    pub public_url: Option<PublicUrl>,
 
     /// Replace e-mail addresses, phone numbers, IBANs and card numbers in people's messages with placeholders
     /// before they are stored or sent to a model.
@@ -129,6 +176,20 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// Whether the session cookie is marked `Secure`: when asked, and always under an `https` public URL.
+    pub fn secure_cookies(&self) -> bool {
+        self.cookie_secure || self.public_url.as_ref().is_some_and(PublicUrl::is_https)
+    }
+
+    /// The session cookie's name: `__Host-` prefixed under an `https` public URL.
+    pub fn session_cookie_name(&self) -> &'static str {
+        if self.public_url.as_ref().is_some_and(PublicUrl::is_https) {
+            crate::auth::HOST_SESSION_COOKIE
+        } else {
+            crate::auth::SESSION_COOKIE
+        }
+    }
+
     /// Largest accepted import body in bytes.
     pub fn max_import_bytes(&self) -> usize {
         usize::try_from(self.max_import_mb).unwrap_or(usize::MAX).saturating_mul(1024 * 1024)
@@ -154,6 +215,7 @@ impl Config {
             jwt_secret: None,
             session_hours: 168,
             cookie_secure: false,
+            public_url: None,
             redact_pii: false,
             max_import_mb: 64,
             limits: RateLimitConfig::generous(),
@@ -177,6 +239,17 @@ mod tests {
     }
 
     #[test]
+    fn public_urls_are_origins() {
+        let url: PublicUrl = "HTTPS://Quire.Example.org:443/".parse().unwrap();
+        assert_eq!((url.origin(), url.is_https()), ("https://quire.example.org", true));
+        let url: PublicUrl = "http://127.0.0.1:3000".parse().unwrap();
+        assert_eq!((url.origin(), url.is_https()), ("http://127.0.0.1:3000", false));
+        for bad in ["ftp://example.org", "https://example.org/quire", "https://user:pw@example.org", "example.org"] {
+            assert!(bad.parse::<PublicUrl>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn help_documents_the_environment() {
         let help = <Config as clap::CommandFactory>::command().render_long_help().to_string();
         for var in [
@@ -186,6 +259,7 @@ mod tests {
             "QUIRE_SQLITE_SYNC",
             "QUIRE_LLM_PROVIDER",
             "QUIRE_JWT_SECRET",
+            "QUIRE_PUBLIC_URL",
             "QUIRE_REDACT_PII",
             "QUIRE_RATE_LIMITS",
             "QUIRE_RATE_LIMIT_CHAT",

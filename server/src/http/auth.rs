@@ -15,7 +15,7 @@ use axum::{
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json};
 use super::rate_limit::{Quota, SignIn};
-use crate::auth::{password, SESSION_COOKIE};
+use crate::auth::password;
 use crate::store::{NewUser, StoreError, User};
 use crate::AppState;
 
@@ -76,11 +76,10 @@ fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Respons
 }
 
 fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderValue> {
-    let secure = if state.config.cookie_secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
-    ))
-    .map_err(|e| ApiError::Internal(e.into()))
+    let name = state.config.session_cookie_name();
+    let secure = if state.config.secure_cookies() { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!("{name}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"))
+        .map_err(|e| ApiError::Internal(e.into()))
 }
 
 /// `POST /api/auth/register`: creates the account and signs it in.

@@ -22,6 +22,8 @@ pub enum ApiError {
     Unauthorized,
     #[error("wrong e-mail or password")]
     InvalidCredentials,
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -54,6 +56,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthorized | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
@@ -65,7 +68,9 @@ impl ApiError {
 
     fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::BadRequest { code, .. }
+            | ApiError::Unprocessable { code, .. }
+            | ApiError::Forbidden { code, .. } => code,
             ApiError::Unauthorized => "unauthorized",
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::NotFound => "not_found",

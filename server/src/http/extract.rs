@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::auth::SESSION_COOKIE;
+use crate::auth::{HOST_SESSION_COOKIE, SESSION_COOKIE};
 use crate::AppState;
 
 /// `axum::Json`, rejecting with [`ApiError`]. Request bodies must be JSON objects (serde would also read a
@@ -70,7 +70,7 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-/// The signed-in person making the request: a valid session token (cookie `quire_session` or
+/// The signed-in person making the request: a valid session token (the session cookie or
 /// `Authorization: Bearer`) that was not signed out. Anything else is a 401. Also counts the request against
 /// the person's general rate limit.
 #[derive(Debug, Clone, Copy)]
@@ -81,12 +81,18 @@ pub struct AuthUser {
     pub expires_at: DateTime<Utc>,
 }
 
-/// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie.
-pub fn session_token(parts: &Parts) -> Option<&str> {
+/// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie
+/// named `cookie_name`.
+pub fn session_token<'a>(parts: &'a Parts, cookie_name: &str) -> Option<&'a str> {
     if let Some(value) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         let (scheme, token) = value.split_once(' ')?;
         return scheme.eq_ignore_ascii_case("bearer").then(|| token.trim());
     }
+    cookie(parts, cookie_name)
+}
+
+/// The value of the cookie `name`, if the request carries it.
+pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts
         .headers
         .get_all(header::COOKIE)
@@ -94,8 +100,13 @@ pub fn session_token(parts: &Parts) -> Option<&str> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.trim())
+}
+
+/// The session cookie under either of its names, if the request carries one.
+pub fn session_cookie(parts: &Parts) -> Option<&str> {
+    cookie(parts, SESSION_COOKIE).or_else(|| cookie(parts, HOST_SESSION_COOKIE))
 }
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -106,7 +117,9 @@ impl FromRequestParts<AppState> for AuthUser {
         if let Some(user) = parts.extensions.get::<AuthUser>() {
             return Ok(*user);
         }
-        let claims = session_token(parts).and_then(|t| state.jwt.verify(t)).ok_or(ApiError::Unauthorized)?;
+        let claims = session_token(parts, state.config.session_cookie_name())
+            .and_then(|t| state.jwt.verify(t))
+            .ok_or(ApiError::Unauthorized)?;
         if state.store.is_token_revoked(claims.jti).await? {
             return Err(ApiError::Unauthorized);
         }

@@ -4,6 +4,7 @@ pub mod artifacts;
 pub mod attachments;
 pub mod auth;
 pub mod chat;
+pub mod csrf;
 pub mod error;
 pub mod export;
 pub mod extract;

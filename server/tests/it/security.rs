@@ -64,3 +64,121 @@ async fn personal_answers_and_downloads_are_never_cached() {
     let stream = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
     assert!(stream.headers()["cache-control"].to_str().unwrap().contains("no-store"));
 }
+
+/// A request sent the way a browser sends it: with the session cookie, and `Origin` when given.
+fn by_cookie(
+    server: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    origin: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let request = server
+        .anonymous()
+        .request(method, server.url(path))
+        .header("cookie", format!("quire_session={}", server.token));
+    match origin {
+        Some(origin) => request.header("origin", origin),
+        None => request,
+    }
+}
+
+/// The bodies another site can make a browser send without asking first: JSON (sent with a `fetch` in
+/// `no-cors` mode), a multipart form, plain text, a URL-encoded form and nothing at all.
+fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<(&'static str, Vec<u8>)>)> {
+    let multipart = "--x\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--x--\r\n";
+    vec![
+        (
+            "json",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("application/json", br#"{"title":"planted"}"#.to_vec())),
+        ),
+        (
+            "multipart",
+            reqwest::Method::POST,
+            format!("/api/threads/{thread}/attachments"),
+            Some(("multipart/form-data; boundary=x", multipart.as_bytes().to_vec())),
+        ),
+        (
+            "text/plain",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("text/plain", br#"{"title":"planted"}"#.to_vec())),
+        ),
+        (
+            "form",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("application/x-www-form-urlencoded", b"title=planted".to_vec())),
+        ),
+        ("no body", reqwest::Method::DELETE, format!("/api/threads/{thread}"), None),
+        ("sign-out", reqwest::Method::POST, "/api/auth/logout".into(), None),
+    ]
+}
+
+#[tokio::test]
+async fn requests_from_other_sites_are_refused_whatever_their_body() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let before = server.detail(thread).await;
+    for (name, method, path, body) in attacks(thread) {
+        for origin in [Some("https://evil.example"), Some("null"), None] {
+            let mut request = by_cookie(&server, method.clone(), &path, origin);
+            if let Some((content_type, bytes)) = &body {
+                request = request.header("content-type", *content_type).body(bytes.clone());
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 403, "{name} from {origin:?}");
+            let error: app::api::ErrorBody = response.json().await.unwrap();
+            assert_eq!(error.error.code, "cross_site_request", "{name}");
+        }
+        // A browser that sends `Sec-Fetch-Site` but no `Origin` says where the request comes from that way.
+        let cross = by_cookie(&server, method.clone(), &path, None).header("sec-fetch-site", "cross-site");
+        assert_eq!(cross.send().await.unwrap().status(), 403, "{name}, cross-site by Sec-Fetch-Site");
+    }
+    // Nothing changed and the session still works.
+    assert_eq!(server.detail(thread).await, before);
+    let list: app::api::ThreadList =
+        server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list.threads.len(), 1);
+    assert!(server.state.store.list_attachments(server.user.id, thread).await.unwrap().is_empty());
+    assert_eq!(by_cookie(&server, reqwest::Method::GET, "/api/auth/me", None).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn quire_s_own_pages_and_programs_with_a_token_are_let_through() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let own = server.base.clone();
+    let create = by_cookie(&server, reqwest::Method::POST, "/api/threads", Some(&own)).json(&serde_json::json!({}));
+    assert_eq!(create.send().await.unwrap().status(), 201);
+    let same = by_cookie(&server, reqwest::Method::POST, "/api/threads", None)
+        .header("sec-fetch-site", "same-origin")
+        .json(&serde_json::json!({}));
+    assert_eq!(same.send().await.unwrap().status(), 201);
+    // Past the check, a body that is not JSON gets the usual answer.
+    let text = by_cookie(&server, reqwest::Method::POST, "/api/threads", Some(&own))
+        .header("content-type", "text/plain")
+        .body("{}");
+    assert_eq!(text.send().await.unwrap().status(), 415);
+    let part = reqwest::multipart::Part::bytes(b"hello".to_vec()).file_name("a.txt").mime_str("text/plain").unwrap();
+    let upload = by_cookie(&server, reqwest::Method::POST, &format!("/api/threads/{thread}/attachments"), Some(&own))
+        .multipart(reqwest::multipart::Form::new().part("file", part));
+    assert_eq!(upload.send().await.unwrap().status(), 201);
+    // A bearer token is never sent by a browser on another site's behalf: its Origin does not matter.
+    let bearer = server
+        .client
+        .post(server.url("/api/threads"))
+        .header("origin", "https://evil.example")
+        .json(&serde_json::json!({}));
+    assert_eq!(bearer.send().await.unwrap().status(), 201);
+    // Signing up from a program without a session needs no Origin; from another site's page it is refused.
+    let program = server.anonymous().post(server.url("/api/auth/register"));
+    let body = serde_json::json!({"email": "new@example.com", "password": crate::common::PASSWORD});
+    assert_eq!(program.json(&body).send().await.unwrap().status(), 201);
+    let planted =
+        server.anonymous().post(server.url("/api/auth/login")).header("origin", "https://evil.example").json(&body);
+    assert_eq!(planted.send().await.unwrap().status(), 403);
+    let signed_out = by_cookie(&server, reqwest::Method::POST, "/api/auth/logout", Some(&own));
+    assert_eq!(signed_out.send().await.unwrap().status(), 204);
+}
