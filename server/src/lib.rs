@@ -17,7 +17,7 @@ pub mod tokens;
 
 use std::{future::Future, sync::Arc};
 
-use crate::auth::{JwtKeys, JwtSecret};
+use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
 use crate::chat::{hub::TurnHub, progress::ProgressWriter};
 use crate::config::Config;
 use crate::http::rate_limit::RateLimits;
@@ -47,6 +47,8 @@ pub struct AppState {
     pub jwt: Arc<JwtKeys>,
     /// Rate limiters of this instance.
     pub limits: Arc<RateLimits>,
+    /// Sessions with open event streams here, which end with their session.
+    pub sessions: Arc<LiveSessions>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -79,7 +81,11 @@ impl AppState {
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
         let progress = ProgressWriter::start(store.clone());
-        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits })
+        let sessions = Arc::new(LiveSessions::default());
+        if !store.one_process() {
+            tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
+        }
+        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits, sessions })
     }
 }
 

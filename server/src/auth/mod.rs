@@ -3,6 +3,7 @@
 pub mod jwt;
 pub mod password;
 pub mod secret;
+pub mod sessions;
 
 pub use jwt::{Claims, JwtKeys, HOST_SESSION_COOKIE, SESSION_COOKIE};
 pub use secret::JwtSecret;

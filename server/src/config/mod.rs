@@ -119,6 +119,11 @@ pub struct Config {
     #[arg(long, env = "QUIRE_SESSION_HOURS", default_value_t = 168)]
     pub session_hours: u32,
 
+    /// How long a session may go unused before it ends, in hours (the same session lasts at most
+    /// `QUIRE_SESSION_HOURS` however often it is used).
+    #[arg(long, env = "QUIRE_SESSION_IDLE_HOURS", default_value_t = 24)]
+    pub session_idle_hours: u32,
+
     /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS; an `https` public URL does it
     /// too).
     #[arg(long, env = "QUIRE_COOKIE_SECURE", default_value_t = false)]
@@ -181,6 +186,11 @@ impl Config {
         self.cookie_secure || self.public_url.as_ref().is_some_and(PublicUrl::is_https)
     }
 
+    /// How long a session may go unused.
+    pub fn session_idle(&self) -> chrono::Duration {
+        chrono::Duration::hours(i64::from(self.session_idle_hours.max(1)))
+    }
+
     /// The session cookie's name: `__Host-` prefixed under an `https` public URL.
     pub fn session_cookie_name(&self) -> &'static str {
         if self.public_url.as_ref().is_some_and(PublicUrl::is_https) {
@@ -214,6 +224,7 @@ impl Config {
             site_root: "target/site".into(),
             jwt_secret: None,
             session_hours: 168,
+            session_idle_hours: 24,
             cookie_secure: false,
             public_url: None,
             redact_pii: false,
@@ -260,6 +271,7 @@ mod tests {
             "QUIRE_LLM_PROVIDER",
             "QUIRE_JWT_SECRET",
             "QUIRE_PUBLIC_URL",
+            "QUIRE_SESSION_IDLE_HOURS",
             "QUIRE_REDACT_PII",
             "QUIRE_RATE_LIMITS",
             "QUIRE_RATE_LIMIT_CHAT",

@@ -16,7 +16,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json};
 use super::rate_limit::{Quota, SignIn};
 use crate::auth::password;
-use crate::store::{NewUser, StoreError, User};
+use crate::store::{NewUser, Session, StoreError, User};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -24,6 +24,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/register", post(register))
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
+        .route("/api/auth/logout-all", post(logout_all))
         .route("/api/auth/me", get(me))
 }
 
@@ -67,8 +68,9 @@ fn validate_password(password: &str) -> Result<()> {
 }
 
 /// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
-fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
-    let (token, _) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
+async fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
+    let (token, claims) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
+    state.store.create_session(&Session::new(claims.jti, user.id, claims.expires_at())).await?;
     let max_age = state.jwt.lifetime.num_seconds();
     let cookie = session_cookie(state, &token, max_age)?;
     let body = AuthResponse { user: profile(user), token };
@@ -112,7 +114,7 @@ pub async fn register(
         Err(e) => return Err(e.into()),
     };
     tracing::info!(user = %user.id, "account created");
-    signed_in(&state, StatusCode::CREATED, user)
+    signed_in(&state, StatusCode::CREATED, user).await
 }
 
 /// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong.
@@ -133,18 +135,35 @@ pub async fn login(
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
     let matches = password::verify(body.password, hash).await.map_err(ApiError::Internal)?;
     match user {
-        Some(user) if matches => signed_in(&state, StatusCode::OK, user),
+        Some(user) if matches => signed_in(&state, StatusCode::OK, user).await,
         _ => Err(ApiError::InvalidCredentials),
     }
 }
 
-/// `POST /api/auth/logout`: the session's token stops working at once, on every instance.
+/// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Signed out; clears the session cookie"),
-        (status = 401, body = app::api::ErrorBody)))]
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
-    state.store.revoke_token(user.jti, user.expires_at).await?;
-    let cookie = session_cookie(&state, "", 0)?;
+    state.store.end_session(user.id, user.jti).await?;
+    state.sessions.end(&[user.jti]);
+    signed_out(&state)
+}
+
+/// `POST /api/auth/logout-all`: every session of the account ends, this one too (on a lost or shared device).
+#[utoipa::path(post, path = "/api/auth/logout-all", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 204, description = "Every session ended; clears the session cookie"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
+pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    let ended = state.store.end_sessions(user.id, None).await?;
+    state.sessions.end_user(user.id);
+    tracing::info!(user = %user.id, sessions = ended.len(), "signed out everywhere");
+    signed_out(&state)
+}
+
+/// The answer to signing out: no content, and a cookie that replaces the session's with an expired one.
+fn signed_out(state: &AppState) -> Result<Response> {
+    let cookie = session_cookie(state, "", 0)?;
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }
 

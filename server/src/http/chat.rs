@@ -81,7 +81,19 @@ pub async fn chat(
     headers: HeaderMap,
     Json(body): Json<ChatRequest>,
 ) -> Result<Response> {
-    let Some(key) = idempotency_key(&headers)? else {
+    start_or_replay(&state, user, thread, &headers, body).await.map(|r| until_session_ends(&state, &user, r))
+}
+
+/// Starts the turn of `body`, or replays the one its idempotency key started.
+async fn start_or_replay(
+    state: &AppState,
+    user: AuthUser,
+    thread: Uuid,
+    headers: &HeaderMap,
+    body: ChatRequest,
+) -> Result<Response> {
+    let state = state.clone();
+    let Some(key) = idempotency_key(headers)? else {
         let live = turn::start(&state, user.id, thread, body).await?;
         return Ok(live_response(&live, 0));
     };
@@ -172,7 +184,13 @@ pub async fn resume(
         Some((id, seq)) if id == turn.id => seq,
         _ => 0,
     };
-    Ok(turn_response(&state, user.id, thread, turn.id, after))
+    Ok(until_session_ends(&state, &user, turn_response(&state, user.id, thread, turn.id, after)))
+}
+
+/// Ends an event stream when the session that opened it ends (signed out here or on another instance).
+fn until_session_ends(state: &AppState, user: &AuthUser, response: Response) -> Response {
+    let ended = state.sessions.ended(user.jti, user.id);
+    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended)))
 }
 
 /// Replays a turn's stored events after `after`, following it while it runs on another instance.

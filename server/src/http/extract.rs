@@ -71,7 +71,7 @@ pub struct Path<T>(pub T);
 pub struct Query<T>(pub T);
 
 /// The signed-in person making the request: a valid session token (the session cookie or
-/// `Authorization: Bearer`) that was not signed out. Anything else is a 401. Also counts the request against
+/// `Authorization: Bearer`) whose session is live: not ended, not expired, not idle too long. Anything else is a 401. Also counts the request against
 /// the person's general rate limit.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthUser {
@@ -120,8 +120,19 @@ impl FromRequestParts<AppState> for AuthUser {
         let claims = session_token(parts, state.config.session_cookie_name())
             .and_then(|t| state.jwt.verify(t))
             .ok_or(ApiError::Unauthorized)?;
-        if state.store.is_token_revoked(claims.jti).await? {
+        let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
+        let now = crate::store::now();
+        let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
             return Err(ApiError::Unauthorized);
+        };
+        if session.needs_touch(now) {
+            // The request need not wait for it: a lost touch only makes the idle timeout a minute earlier.
+            let store = state.store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.touch_session(session.id).await {
+                    tracing::warn!(error = %e, "recording a session's use failed");
+                }
+            });
         }
         state.limits.check_general(claims.sub)?;
         let user = AuthUser { id: claims.sub, jti: claims.jti, expires_at: claims.expires_at() };

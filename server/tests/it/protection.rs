@@ -235,6 +235,7 @@ async fn openapi_describes_every_route() {
         ("/api/auth/register", "post"),
         ("/api/auth/login", "post"),
         ("/api/auth/logout", "post"),
+        ("/api/auth/logout-all", "post"),
         ("/api/auth/me", "get"),
         ("/api/threads", "get"),
         ("/api/threads", "post"),

@@ -182,3 +182,93 @@ async fn quire_s_own_pages_and_programs_with_a_token_are_let_through() {
     let signed_out = by_cookie(&server, reqwest::Method::POST, "/api/auth/logout", Some(&own));
     assert_eq!(signed_out.send().await.unwrap().status(), 204);
 }
+
+async fn status_of(client: &reqwest::Client, server: &TestServer, path: &str) -> u16 {
+    client.get(server.url(path)).send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn signing_out_everywhere_ends_every_session_of_the_account_only() {
+    let server = TestServer::start().await;
+    let (laptop, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    let (other, _) = server.second_user("other@example.com").await;
+    let out = laptop.post(server.url("/api/auth/logout-all")).send().await.unwrap();
+    assert_eq!(out.status(), 204);
+    assert!(out.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    assert_eq!(status_of(&laptop, &server, "/api/auth/me").await, 401);
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 401, "the first session ended too");
+    assert_eq!(status_of(&other, &server, "/api/auth/me").await, 200, "another account is untouched");
+    let (again, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    assert_eq!(status_of(&again, &server, "/api/auth/me").await, 200, "signing in again works");
+}
+
+#[tokio::test]
+async fn a_session_unused_for_longer_than_the_idle_timeout_ends() {
+    let server = TestServer::start_with(|c| c.session_idle_hours = 1).await;
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200);
+    // Two hours pass without a request: the session's last use is set back as if they had.
+    let Some(mut session) = server.state.store.session(session_id(&server.token)).await.unwrap() else {
+        panic!("no session")
+    };
+    session.last_seen_at -= chrono::Duration::hours(2);
+    set_last_seen(&server, &session).await;
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 401);
+}
+
+/// The session id (`jti`) inside a token.
+fn session_id(token: &str) -> uuid::Uuid {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: quire::auth::Claims =
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    claims.jti
+}
+
+/// Writes a session's `last_seen_at` straight into the test server's SQLite file.
+async fn set_last_seen(server: &TestServer, session: &quire::store::Session) {
+    let url = server.state.config.database_url();
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("update sessions set last_seen_at = ? where id = ?")
+        .bind(session.last_seen_at.timestamp_micros())
+        .bind(session.id.to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
+    use futures::StreamExt;
+    let model = crate::common::ScriptedModel::new(vec![vec![
+        crate::common::Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())),
+        crate::common::Step::Hang,
+    ]]);
+    let (store, _dir) = crate::common::sqlite_store().await;
+    let server = TestServer::with(store, model).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me everything"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    assert!(body.next().await.is_some(), "the stream started");
+    // A second stream of the same session, re-attached.
+    let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let mut resumed = resumed.bytes_stream();
+    assert_eq!(server.client.post(server.url("/api/auth/logout")).send().await.unwrap().status(), 204);
+    for stream in [&mut body, &mut resumed] {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+            while let Some(chunk) = stream.next().await {
+                if chunk.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "the stream is still open a second after signing out");
+    }
+}
