@@ -1,8 +1,8 @@
 //! Accounts and sessions: sign up, sign in, sign out, and who am I.
 
 use app::api::{
-    AuthResponse, LoginRequest, RegisterRequest, UserProfile, MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS,
-    MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS,
+    AuthResponse, ChangePasswordRequest, LoginRequest, RegisterRequest, UserProfile, MAX_DISPLAY_NAME_CHARS,
+    MAX_EMAIL_CHARS,
 };
 use axum::{
     extract::State,
@@ -25,6 +25,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
         .route("/api/auth/logout-all", post(logout_all))
+        .route("/api/auth/password", post(change_password))
         .route("/api/auth/me", get(me))
 }
 
@@ -50,21 +51,13 @@ pub fn validate_email(email: &str) -> Result<String> {
     }
 }
 
-fn validate_password(password: &str) -> Result<()> {
-    let n = password.chars().count();
-    if n < MIN_PASSWORD_CHARS {
-        return Err(ApiError::invalid(
-            "password",
-            format!("The password needs at least {MIN_PASSWORD_CHARS} characters."),
-        ));
-    }
-    if n > MAX_PASSWORD_CHARS {
-        return Err(ApiError::invalid(
-            "password",
-            format!("The password is longer than {MAX_PASSWORD_CHARS} characters."),
-        ));
-    }
-    Ok(())
+/// Checks a new password (off the async workers: it takes a few milliseconds); a refusal names `field`.
+async fn check_new_password(field: &str, password: &str, email: &str, display_name: &str) -> Result<()> {
+    let (password, email, display_name) = (password.to_string(), email.to_string(), display_name.to_string());
+    let checked = tokio::task::spawn_blocking(move || password::check_new(&password, &email, &display_name))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    checked.map_err(|weak| ApiError::invalid(field, weak.to_string()))
 }
 
 /// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
@@ -95,7 +88,6 @@ pub async fn register(
     Json(body): Json<RegisterRequest>,
 ) -> Result<Response> {
     let email = validate_email(&body.email)?;
-    validate_password(&body.password)?;
     let display_name = body.display_name.as_deref().map(str::trim).unwrap_or_default().to_string();
     if display_name.chars().count() > MAX_DISPLAY_NAME_CHARS {
         return Err(ApiError::invalid(
@@ -103,6 +95,7 @@ pub async fn register(
             format!("The display name is longer than {MAX_DISPLAY_NAME_CHARS} characters."),
         ));
     }
+    check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
     let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
@@ -176,4 +169,29 @@ pub async fn me(State(state): State<AppState>, user: AuthUser) -> Result<Json<Us
         Err(StoreError::NotFound) => Err(ApiError::Unauthorized),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `POST /api/auth/password`: the current password, then the new one; every other session of the account ends
+/// (this one goes on).
+#[utoipa::path(post, path = "/api/auth/password", tag = "auth", security(("session" = []), ("bearer" = [])),
+    request_body = ChangePasswordRequest,
+    responses((status = 204, description = "Changed; every other session ended"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "The current password is wrong (`current_password`) or the new one too weak (`new_password`)"),
+        (status = 429, body = app::api::ErrorBody)))]
+pub async fn change_password(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<ChangePasswordRequest>,
+) -> Result<StatusCode> {
+    let account = state.store.user_by_id(user.id).await?;
+    if !password::verify(body.current_password, Some(account.password_hash)).await.map_err(ApiError::Internal)? {
+        return Err(ApiError::invalid("current_password", "The current password is wrong."));
+    }
+    check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
+    let hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;
+    let ended = state.store.set_password(user.id, &hash, user.jti).await?;
+    state.sessions.end(&ended);
+    tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
+    Ok(StatusCode::NO_CONTENT)
 }

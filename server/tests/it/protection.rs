@@ -236,6 +236,7 @@ async fn openapi_describes_every_route() {
         ("/api/auth/login", "post"),
         ("/api/auth/logout", "post"),
         ("/api/auth/logout-all", "post"),
+        ("/api/auth/password", "post"),
         ("/api/auth/me", "get"),
         ("/api/threads", "get"),
         ("/api/threads", "post"),

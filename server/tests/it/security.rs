@@ -272,3 +272,59 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
         assert!(ended.is_ok(), "the stream is still open a second after signing out");
     }
 }
+
+#[tokio::test]
+async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
+    let server = TestServer::start().await;
+    for password in ["password", "12345678", "passwordpassword", "123456789012", "qwertyuiopasdf", "newcomer2024!"] {
+        let response = server
+            .anonymous()
+            .post(server.url("/api/auth/register"))
+            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{password}");
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some("password"), "{password}");
+        assert!(!error.error.message.is_empty());
+    }
+    let good = serde_json::json!({"email": "newcomer@example.com", "password": "lantern orchard velvet"});
+    let response = server.anonymous().post(server.url("/api/auth/register")).json(&good).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+}
+
+#[tokio::test]
+async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() {
+    let server = TestServer::start().await;
+    let (phone, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    let change = |current: &str, new: &str| {
+        server
+            .client
+            .post(server.url("/api/auth/password"))
+            .json(&serde_json::json!({"current_password": current, "new_password": new}))
+            .send()
+    };
+    for (current, new, field) in [
+        ("not the password", "lantern orchard velvet", "current_password"),
+        (crate::common::PASSWORD, "password1234", "new_password"),
+    ] {
+        let response = change(current, new).await.unwrap();
+        assert_eq!(response.status(), 422);
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some(field));
+    }
+    assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 200, "refused changes end nothing");
+    assert_eq!(change(crate::common::PASSWORD, "lantern orchard velvet").await.unwrap().status(), 204);
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200, "this session goes on");
+    assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 401, "the other one ended");
+    let login = |password: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&serde_json::json!({"email": "owner@example.com", "password": password}))
+            .send()
+    };
+    assert_eq!(login(crate::common::PASSWORD).await.unwrap().status(), 401);
+    assert_eq!(login("lantern orchard velvet").await.unwrap().status(), 200);
+}
