@@ -15,7 +15,7 @@ use axum::{
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json};
 use super::rate_limit::{Quota, SignIn};
-use crate::auth::password;
+use crate::auth::{password, throttle};
 use crate::store::{NewUser, Session, StoreError, User};
 use crate::AppState;
 
@@ -110,7 +110,8 @@ pub async fn register(
     signed_in(&state, StatusCode::CREATED, user).await
 }
 
-/// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong.
+/// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong. After a few
+/// failures an account's attempts wait longer and longer (429 with `Retry-After`), from any address.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AuthResponse, description = "Signed in; sets the session cookie"),
         (status = 401, body = app::api::ErrorBody, description = "Wrong e-mail or password"),
@@ -120,6 +121,14 @@ pub async fn login(
     _: Quota<SignIn>,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response> {
+    // Throttled per account as well as per address: many addresses cannot share out the guessing.
+    let account = throttle::account_key(&body.email);
+    if let Some((failures, last)) = state.store.sign_in_failures(&account).await? {
+        if let Some(wait) = throttle::wait(failures, last, crate::store::now()) {
+            let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1);
+            return Err(ApiError::TooManyRequests { retry_after_secs });
+        }
+    }
     let user = match state.store.user_by_email(body.email.trim()).await {
         Ok(user) => Some(user),
         Err(StoreError::NotFound) => None,
@@ -128,8 +137,15 @@ pub async fn login(
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
     let matches = password::verify(body.password, hash).await.map_err(ApiError::Internal)?;
     match user {
-        Some(user) if matches => signed_in(&state, StatusCode::OK, user).await,
-        _ => Err(ApiError::InvalidCredentials),
+        Some(user) if matches => {
+            state.store.clear_sign_in_failures(&account).await?;
+            signed_in(&state, StatusCode::OK, user).await
+        }
+        _ => {
+            let forget_before = crate::store::now() - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
+            state.store.record_sign_in_failure(&account, forget_before).await?;
+            Err(ApiError::InvalidCredentials)
+        }
     }
 }
 

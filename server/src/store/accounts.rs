@@ -59,4 +59,12 @@ pub trait Accounts: Send + Sync {
     /// Replaces the password hash of `user` and ends every other session, in one transaction; returns the ids
     /// of the sessions it ended. `NotFound` when the account is gone.
     async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>>;
+
+    /// How many sign-ins to `account` failed, and when the last did; `None` when none is counted.
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>>;
+    /// Counts a failed sign-in to `account` now, starting again from one when the last was before
+    /// `forget_before`.
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()>;
+    /// Forgets the failures of `account` (it was signed in to).
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()>;
 }

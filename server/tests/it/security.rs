@@ -328,3 +328,40 @@ async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() 
     assert_eq!(login(crate::common::PASSWORD).await.unwrap().status(), 401);
     assert_eq!(login("lantern orchard velvet").await.unwrap().status(), 200);
 }
+
+#[tokio::test]
+async fn failed_sign_ins_slow_down_the_account_from_every_address() {
+    // The per-address limit is out of reach here: only the per-account delays apply.
+    let server = TestServer::start().await;
+    let attempt = |email: &str, password: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&serde_json::json!({"email": email, "password": password}))
+            .send()
+    };
+    for email in ["owner@example.com", "nobody@example.com"] {
+        for _ in 0..quire::auth::throttle::FREE_FAILURES {
+            assert_eq!(attempt(email, "a wrong guess").await.unwrap().status(), 401, "{email}");
+        }
+        let wrong = attempt(email, "a wrong guess").await.unwrap();
+        assert_eq!(wrong.status(), 401, "the first failure past the free ones is answered, then waits begin");
+        // Now even the right password waits: the answer is the same for a known and an unknown address.
+        let held = attempt(email, crate::common::PASSWORD).await.unwrap();
+        assert_eq!(held.status(), 429, "{email}");
+        let retry: u64 = held.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=quire::auth::throttle::MAX_DELAY_SECS as u64).contains(&retry), "{retry}");
+    }
+    // Another account signs in as usual.
+    let (_, other) = server.second_user("other@example.com").await;
+    assert_eq!(attempt(&other.user.email, crate::common::PASSWORD).await.unwrap().status(), 200);
+    // Once the wait is over the owner gets in, and the count starts again.
+    let pool = sqlx::SqlitePool::connect(&server.state.config.database_url()).await.unwrap();
+    sqlx::query("update sign_in_failures set last_failed_at = last_failed_at - 600000000")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(attempt("OWNER@example.com", crate::common::PASSWORD).await.unwrap().status(), 200);
+    assert!(server.state.store.sign_in_failures("owner@example.com").await.unwrap().is_none());
+}

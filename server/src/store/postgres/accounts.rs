@@ -110,4 +110,37 @@ impl Accounts for Postgres {
         tx.commit().await?;
         Ok(ended)
     }
+
+    #[instrument(skip_all)]
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>> {
+        let row: Option<(i64, DateTime<Utc>)> =
+            sqlx::query_as("select failures, last_failed_at from sign_in_failures where account = $1")
+                .bind(account)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(failures, last)| (u32::try_from(failures).unwrap_or(u32::MAX), last)))
+    }
+
+    #[instrument(skip_all)]
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "insert into sign_in_failures (account, failures, last_failed_at) values ($1, 1, $2)
+             on conflict (account) do update set
+                 failures = case when sign_in_failures.last_failed_at < $3 then 1
+                                 else sign_in_failures.failures + 1 end,
+                 last_failed_at = $2",
+        )
+        .bind(account)
+        .bind(now())
+        .bind(forget_before)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
+        sqlx::query("delete from sign_in_failures where account = $1").bind(account).execute(&self.pool).await?;
+        Ok(())
+    }
 }

@@ -120,4 +120,35 @@ impl Accounts for Sqlite {
         tx.commit().await?;
         ids(&rows)
     }
+
+    #[instrument(skip_all)]
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>> {
+        let row: Option<(i64, i64)> =
+            sqlx::query_as("select failures, last_failed_at from sign_in_failures where account = ?")
+                .bind(account)
+                .fetch_optional(&self.reader)
+                .await?;
+        Ok(row.map(|(failures, last)| (u32::try_from(failures).unwrap_or(u32::MAX), micros_to_time(last))))
+    }
+
+    #[instrument(skip_all)]
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
+             on conflict (account) do update set
+                 failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2",
+        )
+        .bind(account)
+        .bind(now().timestamp_micros())
+        .bind(forget_before.timestamp_micros())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
+        sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(&self.writer).await?;
+        Ok(())
+    }
 }
