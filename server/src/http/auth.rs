@@ -1,8 +1,8 @@
 //! Accounts and sessions: sign up, sign in, sign out, and who am I.
 
 use app::api::{
-    AuthResponse, ChangePasswordRequest, LoginRequest, RegisterRequest, UserProfile, MAX_DISPLAY_NAME_CHARS,
-    MAX_EMAIL_CHARS,
+    AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, UserProfile,
+    MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS,
 };
 use axum::{
     extract::State,
@@ -26,7 +26,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/logout", post(logout))
         .route("/api/auth/logout-all", post(logout_all))
         .route("/api/auth/password", post(change_password))
-        .route("/api/auth/me", get(me))
+        .route("/api/auth/me", get(me).delete(delete_account))
 }
 
 fn profile(user: User) -> UserProfile {
@@ -210,4 +210,26 @@ pub async fn change_password(
     state.sessions.end(&ended);
     tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/auth/me`: removes the account and everything it owns, given its password; its sessions and
+/// their open streams end.
+#[utoipa::path(delete, path = "/api/auth/me", tag = "auth", security(("session" = []), ("bearer" = [])),
+    request_body = DeleteAccountRequest,
+    responses((status = 204, description = "The account and all its data are gone; clears the session cookie"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "The password is wrong (`password`)")))]
+pub async fn delete_account(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<DeleteAccountRequest>,
+) -> Result<Response> {
+    let account = state.store.user_by_id(user.id).await?;
+    if !password::verify(body.password, Some(account.password_hash)).await.map_err(ApiError::Internal)? {
+        return Err(ApiError::invalid("password", "The password is wrong."));
+    }
+    state.store.delete_user(user.id).await?;
+    state.sessions.end_user(user.id);
+    tracing::info!(user = %user.id, "account deleted");
+    signed_out(&state)
 }

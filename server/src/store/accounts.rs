@@ -60,6 +60,11 @@ pub trait Accounts: Send + Sync {
     /// of the sessions it ended. `NotFound` when the account is gone.
     async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>>;
 
+    /// Removes the account and everything it owns (conversations, messages, documents and their versions,
+    /// attachments and their chunks, search index rows, traces, turns, usage, idempotency keys, sessions and
+    /// counted sign-in failures), in one transaction. `NotFound` when it is gone already.
+    async fn delete_user(&self, user: Uuid) -> Result<()>;
+
     /// How many sign-ins to `account` failed, and when the last did; `None` when none is counted.
     async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>>;
     /// Counts a failed sign-in to `account` now, starting again from one when the last was before

@@ -238,6 +238,7 @@ async fn openapi_describes_every_route() {
         ("/api/auth/logout-all", "post"),
         ("/api/auth/password", "post"),
         ("/api/auth/me", "get"),
+        ("/api/auth/me", "delete"),
         ("/api/threads", "get"),
         ("/api/threads", "post"),
         ("/api/threads/{id}", "get"),

@@ -365,3 +365,128 @@ async fn failed_sign_ins_slow_down_the_account_from_every_address() {
     assert_eq!(attempt("OWNER@example.com", crate::common::PASSWORD).await.unwrap().status(), 200);
     assert!(server.state.store.sign_in_failures("owner@example.com").await.unwrap().is_none());
 }
+
+mod deletion {
+    use std::collections::BTreeMap;
+
+    use crate::common::backends::{run_story, stories, Backend, Db, Raw};
+    use crate::common::{read_frames, TestServer, PASSWORD};
+
+    stories!(deleting_an_account_removes_every_row_it_owns);
+
+    /// Rows in every table (the search index's own storage tables aside: they are counted through the index).
+    async fn counts(raw: &Raw) -> BTreeMap<String, i64> {
+        let tables: Vec<String> = match raw {
+            Raw::Sqlite(pool) => sqlx::query_scalar(
+                "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'
+                 and name not like '_sqlx%' and name not like '%_fts_%'",
+            )
+            .fetch_all(pool)
+            .await
+            .unwrap(),
+            Raw::Postgres(pool) => sqlx::query_scalar(
+                "select tablename::text from pg_tables where schemaname = current_schema() and tablename not like '_sqlx%'",
+            )
+            .fetch_all(pool)
+            .await
+            .unwrap(),
+        };
+        let mut counts = BTreeMap::new();
+        for table in tables {
+            let sql = format!("select count(*) from {table}");
+            let n: i64 = match raw {
+                Raw::Sqlite(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap(),
+                Raw::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap(),
+            };
+            counts.insert(table, n);
+        }
+        counts
+    }
+
+    /// What an account leaves behind in ordinary use: a conversation with answers, a document and a revision
+    /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
+    async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
+        let thread: app::api::Thread = client
+            .post(server.url("/api/threads"))
+            .json(&serde_json::json!({"tags": ["work"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let chat = |content: &'static str, key: Option<&'static str>| {
+            let mut request = client
+                .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
+                .json(&serde_json::json!({"content": content}));
+            if let Some(key) = key {
+                request = request.header("Idempotency-Key", key);
+            }
+            request.send()
+        };
+        read_frames(chat("We plan a library app. Members renew loans online.", Some("first")).await.unwrap()).await;
+        read_frames(chat("Generate user stories from this conversation", None).await.unwrap()).await;
+        read_frames(chat("Add a story about overdue reminders to the user stories", None).await.unwrap()).await;
+        let part = reqwest::multipart::Part::bytes(b"Loans last three weeks. Renewals are free.".to_vec())
+            .file_name("policy.txt")
+            .mime_str("text/plain")
+            .unwrap();
+        let upload = client
+            .post(server.url(&format!("/api/threads/{}/attachments", thread.id)))
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(upload.status(), 201);
+        let wrong = serde_json::json!({"email": email, "password": "a wrong guess"});
+        server.anonymous().post(server.url("/api/auth/login")).json(&wrong).send().await.unwrap();
+    }
+
+    async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
+        let provider = std::sync::Arc::new(quire::llm::builtin::Builtin::new());
+        let server = TestServer::with(db.store.clone(), provider).await;
+        let (other, _) = server.second_user("other@example.com").await;
+        use_account(&server, &other, "other@example.com").await;
+        let before = counts(&db.raw).await;
+        let (leaver, _) = server.second_user("leaver@example.com").await;
+        use_account(&server, &leaver, "leaver@example.com").await;
+        let during = counts(&db.raw).await;
+        for table in [
+            "users",
+            "sessions",
+            "threads",
+            "messages",
+            "artifacts",
+            "artifact_versions",
+            "attachments",
+            "attachment_chunks",
+            "turns",
+            "turn_events",
+            "usage_ledger",
+            "idempotency_keys",
+            "sign_in_failures",
+        ] {
+            assert!(during[table] > before[table], "the account's use left no row in {table}: {during:?}");
+        }
+
+        let wrong =
+            server.client.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": "nope nope nope"}));
+        assert_eq!(wrong.send().await.unwrap().status(), 422);
+        assert_eq!(counts(&db.raw).await, during, "a wrong password deletes nothing");
+
+        let deleted = leaver.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": PASSWORD}));
+        assert_eq!(deleted.send().await.unwrap().status(), 204);
+        assert_eq!(counts(&db.raw).await, before, "every row of the account is gone, and only those");
+
+        assert_eq!(leaver.get(server.url("/api/auth/me")).send().await.unwrap().status(), 401);
+        let login = serde_json::json!({"email": "leaver@example.com", "password": PASSWORD});
+        let response = server.anonymous().post(server.url("/api/auth/login")).json(&login).send().await.unwrap();
+        assert_eq!(response.status(), 401);
+        let hits: app::api::SearchResults =
+            other.get(server.url("/api/search?q=library")).send().await.unwrap().json().await.unwrap();
+        assert!(!hits.results.is_empty(), "the other account's conversation is still found");
+        // The address can be used again.
+        let again = reqwest::Client::new().post(server.url("/api/auth/register")).json(&login).send().await.unwrap();
+        assert_eq!(again.status(), 201);
+    }
+}

@@ -143,4 +143,18 @@ impl Accounts for Postgres {
         sqlx::query("delete from sign_in_failures where account = $1").bind(account).execute(&self.pool).await?;
         Ok(())
     }
+
+    #[instrument(skip_all)]
+    async fn delete_user(&self, user: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let email: Option<String> =
+            sqlx::query_scalar("select email from users where id = $1").bind(user).fetch_optional(&mut *tx).await?;
+        let email = email.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from sign_in_failures where account = lower($1)").bind(&email).execute(&mut *tx).await?;
+        sqlx::query("delete from idempotency_keys where user_id = $1").bind(user).execute(&mut *tx).await?;
+        // The rest hangs off the account by foreign keys that cascade (the search columns live in the rows).
+        sqlx::query("delete from users where id = $1").bind(user).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 }

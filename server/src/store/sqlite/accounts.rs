@@ -151,4 +151,19 @@ impl Accounts for Sqlite {
         sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(&self.writer).await?;
         Ok(())
     }
+
+    #[instrument(skip_all)]
+    async fn delete_user(&self, user: Uuid) -> Result<()> {
+        let id = user.to_string();
+        let mut tx = self.writer.begin().await?;
+        let email: Option<String> =
+            sqlx::query_scalar("select email from users where id = ?").bind(&id).fetch_optional(&mut *tx).await?;
+        let email = email.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from sign_in_failures where account = lower(?)").bind(&email).execute(&mut *tx).await?;
+        sqlx::query("delete from idempotency_keys where user_id = ?").bind(&id).execute(&mut *tx).await?;
+        // The rest hangs off the account by foreign keys that cascade; the search index follows by triggers.
+        sqlx::query("delete from users where id = ?").bind(&id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
 }
