@@ -60,8 +60,9 @@ impl FromRef<AppState> for LeptosOptions {
 impl AppState {
     /// Opens the store named by the configuration and builds the provider.
     pub async fn from_config(config: Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        let store = store::connect_with(&config.database_url(), config.sqlite_sync).await?;
+        let url = config.database_url();
+        config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
+        let store = store::connect_with(&url, config.sqlite_sync).await?;
         let provider = llm::from_config(&config)?;
         Self::new(config, store, provider).await
     }

@@ -1,5 +1,7 @@
 //! Start-up configuration: command-line flags, each also readable from the environment.
 
+pub mod private;
+
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
@@ -70,6 +72,38 @@ impl std::str::FromStr for PublicUrl {
     }
 }
 
+/// A database URL, which may hold a password: `Debug` shows it with the password replaced.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The URL itself, for connecting. Do not log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self(text.to_string()))
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match url::Url::parse(&self.0) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("redacted"));
+                write!(f, "{:?}", url.as_str())
+            }
+            Ok(_) => write!(f, "{:?}", self.0),
+            Err(_) => f.write_str("[unparsed database URL]"),
+        }
+    }
+}
+
 /// Quire: a self-hosted AI chat workspace.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "quire", version, about)]
@@ -83,8 +117,8 @@ pub struct Config {
     pub data_dir: PathBuf,
 
     /// Database URL: `sqlite://path/to/file.db` or `postgres://user@host/db`. Default: `sqlite://<data dir>/quire.db`.
-    #[arg(long, env = "QUIRE_DATABASE_URL")]
-    pub database_url: Option<String>,
+    #[arg(long, env = "QUIRE_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<DatabaseUrl>,
 
     /// When a SQLite commit counts as done: `normal` (in the write-ahead log) or `full` (on the disk).
     #[arg(long, env = "QUIRE_SQLITE_SYNC", value_enum, default_value = "normal")]
@@ -207,7 +241,10 @@ impl Config {
 
     /// The database URL in force.
     pub fn database_url(&self) -> String {
-        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("quire.db").display()))
+        match &self.database_url {
+            Some(url) => url.expose().to_string(),
+            None => format!("sqlite://{}", self.data_dir.join("quire.db").display()),
+        }
     }
 
     /// A configuration for tests: a data directory, the built-in assistant without delay.
@@ -247,6 +284,21 @@ mod tests {
         let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
         assert_eq!(full.sqlite_sync, SqliteSync::Full);
         assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());
+    }
+
+    #[test]
+    fn the_database_password_never_shows() {
+        let url = "postgres://quire:s3cret-pw@db.internal:5432/quire";
+        let config = Config::try_parse_from(["quire", "--database-url", url]).unwrap();
+        assert_eq!(config.database_url(), url);
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("s3cret-pw") && debug.contains("db.internal"), "{debug}");
+        // `--help` never prints the environment's value of secrets.
+        let command = <Config as clap::CommandFactory>::command();
+        for secret in ["database_url", "jwt_secret"] {
+            let arg = command.get_arguments().find(|a| a.get_id() == secret).unwrap();
+            assert!(arg.is_hide_env_values_set(), "{secret}");
+        }
     }
 
     #[test]

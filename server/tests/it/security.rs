@@ -490,3 +490,17 @@ mod deletion {
         assert_eq!(again.status(), 201);
     }
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_database_and_key_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = TestServer::start().await;
+    server.create_thread().await;
+    let dir = server.state.config.data_dir.clone();
+    let mode = |name: &str| std::fs::metadata(dir.join(name)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    for file in ["quire.db", "quire.db-wal", "quire.db-shm", "jwt_secret"] {
+        assert_eq!(mode(file), 0o600, "{file}");
+    }
+}
