@@ -104,7 +104,17 @@ pub fn app(state: AppState) -> Router {
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site));
-    http::headers::apply(router).layer(tower_http::trace::TraceLayer::new_for_http()).with_state(state)
+    let router = http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)));
+    // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
+    // `x-request-id`: an error's message names it, so a report can be matched with the log.
+    router
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(|request: &axum::extract::Request| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = id)
+        }))
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(tower_http::request_id::MakeRequestUuid))
+        .with_state(state)
 }
 
 /// Serves until `shutdown` resolves, then lets open requests finish. Running turns are asked to stop so

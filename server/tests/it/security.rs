@@ -504,3 +504,49 @@ async fn the_data_directory_database_and_key_are_private_whatever_the_umask() {
         assert_eq!(mode(file), 0o600, "{file}");
     }
 }
+
+#[tokio::test]
+async fn a_failing_model_provider_is_described_plainly_with_a_reference_to_the_log() {
+    use crate::common::{ScriptedModel, Step};
+    let internal = "error sending request for url (http://llm.internal.example:8080/v1/chat/completions): \
+                    tcp connect error: Connection refused (os error 111)";
+    let failures = vec![
+        (
+            quire::llm::LlmError::Network(internal.into()),
+            "The model provider could not be reached. Try again in a minute.",
+        ),
+        (
+            quire::llm::LlmError::Protocol(format!("malformed JSON from {internal}")),
+            "The model provider sent an answer",
+        ),
+    ];
+    for (failure, expected) in failures {
+        let (store, _dir) = crate::common::sqlite_store().await;
+        let server = TestServer::with(store, ScriptedModel::new(vec![vec![Step::Fail(failure)]])).await;
+        let thread = server.create_thread().await;
+        let frames = server.chat(thread, "Hello").await;
+        let last = frames.last().unwrap();
+        let app::api::ChatEvent::Error { message, .. } = &last.event else { panic!("{frames:?}") };
+        assert!(message.starts_with(expected), "{message}");
+        for leak in ["llm.internal", "8080", "os error", "Connection refused", "http"] {
+            assert!(!message.contains(leak), "{leak} shown: {message}");
+        }
+        // The reference is the turn's id, under which the log keeps the details.
+        let turn = last.id.as_deref().unwrap().split(':').next().unwrap();
+        assert!(message.contains(&format!("Reference: {turn}")), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn every_answer_carries_its_request_id() {
+    let server = TestServer::start().await;
+    let mut ids = Vec::new();
+    for path in ["/api/health", "/api/threads", "/signin"] {
+        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let id = response.headers()["x-request-id"].to_str().unwrap().to_string();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{path}: {id}");
+        ids.push(id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+}
