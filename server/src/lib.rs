@@ -104,7 +104,9 @@ pub fn app(state: AppState) -> Router {
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site));
-    let router = http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)));
+    let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);
+    let router =
+        http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)), https_only);
     // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
     // `x-request-id`: an error's message names it, so a report can be matched with the log.
     router

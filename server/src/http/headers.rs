@@ -25,8 +25,9 @@ pub fn page_policy(nonce: &str) -> String {
     )
 }
 
-/// Adds the headers every response carries (outermost layers of the application).
-pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
+/// Adds the headers every response carries (outermost layers of the application). `https_only` (an `https`
+/// public URL) also tells browsers to reach Quire over HTTPS only, for a year.
+pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>, https_only: bool) -> Router<S> {
     let fixed = ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
         .layer(SetResponseHeaderLayer::overriding(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")))
@@ -40,7 +41,15 @@ pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>) -> Router<S> {
             HeaderName::from_static("cross-origin-resource-policy"),
             HeaderValue::from_static("same-origin"),
         ));
-    router.layer(axum::middleware::from_fn(content_security_policy)).layer(fixed)
+    let router = router.layer(axum::middleware::from_fn(content_security_policy)).layer(fixed);
+    if https_only {
+        router.layer(SetResponseHeaderLayer::overriding(
+            header::STRICT_TRANSPORT_SECURITY,
+            HeaderValue::from_static("max-age=31536000"),
+        ))
+    } else {
+        router
+    }
 }
 
 /// The layer of API routes: their answers carry personal data (or could), so no cache keeps them. A route

@@ -550,3 +550,37 @@ async fn every_answer_carries_its_request_id() {
     ids.dedup();
     assert_eq!(ids.len(), 3);
 }
+
+#[tokio::test]
+async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
+    let server = TestServer::start_with(|c| c.public_url = Some("https://quire.example.org".parse().unwrap())).await;
+    let response = server
+        .anonymous()
+        .post(server.url("/api/auth/login"))
+        .json(&serde_json::json!({"email": "owner@example.com", "password": crate::common::PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("__Host-quire_session="), "{cookie}");
+    assert!(cookie.contains("; Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"), "{cookie}");
+    assert!(response.headers()["strict-transport-security"].to_str().unwrap().contains("max-age="));
+    let token = response.json::<app::api::AuthResponse>().await.unwrap().token;
+    // Only the prefixed cookie signs in: a plain one could be planted by a neighbouring subdomain.
+    let me = |cookie: String| server.anonymous().get(server.url("/api/auth/me")).header("cookie", cookie).send();
+    assert_eq!(me(format!("__Host-quire_session={token}")).await.unwrap().status(), 200);
+    assert_eq!(me(format!("quire_session={token}")).await.unwrap().status(), 401);
+    // Changes must come from the public origin.
+    let from = |origin: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/threads"))
+            .header("cookie", format!("__Host-quire_session={token}"))
+            .header("origin", origin)
+            .json(&serde_json::json!({}))
+            .send()
+    };
+    assert_eq!(from(&server.base).await.unwrap().status(), 403, "the listening address is not the public one");
+    assert_eq!(from("https://quire.example.org").await.unwrap().status(), 201);
+}
