@@ -82,9 +82,12 @@ fn by_cookie(
     }
 }
 
+/// A content type and a body of that type.
+type Body = (&'static str, Vec<u8>);
+
 /// The bodies another site can make a browser send without asking first: JSON (sent with a `fetch` in
 /// `no-cors` mode), a multipart form, plain text, a URL-encoded form and nothing at all.
-fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<(&'static str, Vec<u8>)>)> {
+fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<Body>)> {
     let multipart = "--x\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--x--\r\n";
     vec![
         (
