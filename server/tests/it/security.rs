@@ -587,3 +587,40 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
     assert_eq!(from(&server.base).await.unwrap().status(), 403, "the listening address is not the public one");
     assert_eq!(from("https://quire.example.org").await.unwrap().status(), 201);
 }
+
+#[tokio::test]
+async fn signing_out_on_one_instance_ends_the_streams_on_another() {
+    use crate::common::{fresh_postgres_url, ScriptedModel, Step};
+    use futures::StreamExt;
+    let Some(url) = fresh_postgres_url("signing_out_on_one_instance_ends_the_streams_on_another").await else { return };
+    let instance = |provider: std::sync::Arc<dyn quire::llm::Provider>| {
+        let url = url.clone();
+        async move {
+            let store = quire::store::connect(&url).await.unwrap();
+            TestServer::with_configured(store, provider, |c| {
+                c.jwt_secret = Some("a shared session key for every instance of this test".parse().unwrap());
+            })
+            .await
+        }
+    };
+    let hanging = vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+    let a = instance(ScriptedModel::new(vec![])).await;
+    let b = instance(ScriptedModel::new(vec![hanging])).await;
+    let thread = b.create_thread().await;
+    // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
+    let response = a
+        .client
+        .post(b.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me everything"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    assert!(body.next().await.is_some(), "the stream started");
+    assert_eq!(a.client.post(a.url("/api/auth/logout")).send().await.unwrap().status(), 204);
+    let ended =
+        tokio::time::timeout(std::time::Duration::from_secs(2), async { while let Some(Ok(_)) = body.next().await {} })
+            .await;
+    assert!(ended.is_ok(), "the stream on the other instance is still open");
+}
