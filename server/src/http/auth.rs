@@ -121,32 +121,38 @@ pub async fn login(
     _: Quota<SignIn>,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response> {
-    // Throttled per account as well as per address: many addresses cannot share out the guessing.
-    let account = throttle::account_key(&body.email);
-    if let Some((failures, last)) = state.store.sign_in_failures(&account).await? {
-        if let Some(wait) = throttle::wait(failures, last, crate::store::now()) {
-            let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1);
-            return Err(ApiError::TooManyRequests { retry_after_secs });
-        }
-    }
     let user = match state.store.user_by_email(body.email.trim()).await {
         Ok(user) => Some(user),
         Err(StoreError::NotFound) => None,
         Err(e) => return Err(e.into()),
     };
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
-    let matches = password::verify(body.password, hash).await.map_err(ApiError::Internal)?;
+    let matches = verify_throttled(&state, &body.email, body.password, hash).await?;
     match user {
-        Some(user) if matches => {
-            state.store.clear_sign_in_failures(&account).await?;
-            signed_in(&state, StatusCode::OK, user).await
-        }
-        _ => {
-            let forget_before = crate::store::now() - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
-            state.store.record_sign_in_failure(&account, forget_before).await?;
-            Err(ApiError::InvalidCredentials)
+        Some(user) if matches => signed_in(&state, StatusCode::OK, user).await,
+        _ => Err(ApiError::InvalidCredentials),
+    }
+}
+
+/// Checks a password of the account `email` (`hash` is `None` for an unknown one), throttled per account as well
+/// as per address, so that many addresses cannot share out the guessing: after a few failures, an attempt before
+/// its wait is over is refused with 429 unchecked. A failure is counted, a success forgets the count.
+async fn verify_throttled(state: &AppState, email: &str, password: String, hash: Option<String>) -> Result<bool> {
+    let account = throttle::account_key(email);
+    if let Some((failures, last)) = state.store.sign_in_failures(&account).await? {
+        if let Some(wait) = throttle::wait(failures, last, crate::store::now()) {
+            let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1);
+            return Err(ApiError::TooManyRequests { retry_after_secs });
         }
     }
+    let matches = password::verify(password, hash).await.map_err(ApiError::Internal)?;
+    if matches {
+        state.store.clear_sign_in_failures(&account).await?;
+    } else {
+        let forget_before = crate::store::now() - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
+        state.store.record_sign_in_failure(&account, forget_before).await?;
+    }
+    Ok(matches)
 }
 
 /// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
@@ -201,7 +207,7 @@ pub async fn change_password(
     Json(body): Json<ChangePasswordRequest>,
 ) -> Result<StatusCode> {
     let account = state.store.user_by_id(user.id).await?;
-    if !password::verify(body.current_password, Some(account.password_hash)).await.map_err(ApiError::Internal)? {
+    if !verify_throttled(&state, &account.email, body.current_password, Some(account.password_hash.clone())).await? {
         return Err(ApiError::invalid("current_password", "The current password is wrong."));
     }
     check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
@@ -225,7 +231,7 @@ pub async fn delete_account(
     Json(body): Json<DeleteAccountRequest>,
 ) -> Result<Response> {
     let account = state.store.user_by_id(user.id).await?;
-    if !password::verify(body.password, Some(account.password_hash)).await.map_err(ApiError::Internal)? {
+    if !verify_throttled(&state, &account.email, body.password, Some(account.password_hash.clone())).await? {
         return Err(ApiError::invalid("password", "The password is wrong."));
     }
     state.store.delete_user(user.id).await?;

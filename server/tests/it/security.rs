@@ -318,6 +318,10 @@ async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() 
         assert_eq!(error.error.field.as_deref(), Some(field));
     }
     assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 200, "refused changes end nothing");
+    // A wrong current password counts against the account like a failed sign-in.
+    assert_eq!(change("still not it", "lantern orchard velvet").await.unwrap().status(), 422);
+    let failures = server.state.store.sign_in_failures("owner@example.com").await.unwrap();
+    assert_eq!(failures.map(|(n, _)| n), Some(1));
     assert_eq!(change(crate::common::PASSWORD, "lantern orchard velvet").await.unwrap().status(), 204);
     assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200, "this session goes on");
     assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 401, "the other one ended");
@@ -472,8 +476,7 @@ mod deletion {
             assert!(during[table] > before[table], "the account's use left no row in {table}: {during:?}");
         }
 
-        let wrong =
-            server.client.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": "nope nope nope"}));
+        let wrong = leaver.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": "nope nope nope"}));
         assert_eq!(wrong.send().await.unwrap().status(), 422);
         assert_eq!(counts(&db.raw).await, during, "a wrong password deletes nothing");
 
