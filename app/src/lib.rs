@@ -21,6 +21,7 @@ use leptos_router::{
 use crate::api::UserProfile;
 use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
+use crate::routes::account::AccountPage;
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::{ChatPage, ChatState};
 use crate::routes::search::SearchPage;
@@ -127,6 +128,7 @@ fn Layout() -> impl IntoView {
                     <Route path=path!("/c/:id") view=ChatPage/>
                     <Route path=path!("/search") view={Lazy::<SearchRoute>::new()}/>
                     <Route path=path!("/stats") view={Lazy::<StatsRoute>::new()}/>
+                    <Route path=path!("/account") view={Lazy::<AccountRoute>::new()}/>
                     <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()}/>
                     <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()}/>
                 </Routes>
@@ -164,6 +166,20 @@ impl LazyRoute for StatsRoute {
 
     fn view(_this: Self) -> AnyView {
         view! { <StatsPage/> }.into_any()
+    }
+}
+
+/// `/account`, loaded on first visit.
+struct AccountRoute;
+
+#[lazy_route]
+impl LazyRoute for AccountRoute {
+    fn data() -> Self {
+        AccountRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <AccountPage/> }.into_any()
     }
 }
 

@@ -1,4 +1,4 @@
-import { expect, Page } from '@playwright/test';
+import { expect, Page, test } from '@playwright/test';
 
 /** Opens a page and waits until the WASM client has hydrated it. */
 export async function openHydrated(page: Page, path = '/') {
@@ -26,4 +26,13 @@ export async function signUp(page: Page, email = uniqueEmail()) {
   const response = await page.request.post('/api/auth/register', { data: { email, password: PASSWORD } });
   expect(response.status()).toBe(201);
   return email;
+}
+
+/**
+ * The header a browser adds to a request of Quire's own pages. Requests made through `page.request` share the
+ * page's session cookie but are not sent by a page, so they name Quire's origin themselves: Quire refuses a
+ * cookie-authenticated change that does not say where it comes from.
+ */
+export function sameOrigin() {
+  return { origin: new URL(test.info().project.use.baseURL!).origin };
 }

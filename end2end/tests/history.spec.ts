@@ -1,5 +1,5 @@
 import { Browser, expect, Page, test } from '@playwright/test';
-import { openHydrated, signUp, snapshot } from './helpers';
+import { openHydrated, sameOrigin, signUp, snapshot } from './helpers';
 
 /** A conversation as `POST /api/threads/import` takes it (Quire's own export format). */
 function conversation(
@@ -37,6 +37,7 @@ function conversation(
 /** Imports conversations in one request; answers them as the server created them, in order. */
 async function importConversations(page: Page, threads: ReturnType<typeof conversation>[]) {
   const response = await page.request.post('/api/threads/import', {
+    headers: sameOrigin(),
     data: { format: 'quire.export', version: 1, exported_at: new Date().toISOString(), threads, attachments: [] },
   });
   expect(response.status()).toBe(201);
@@ -44,7 +45,7 @@ async function importConversations(page: Page, threads: ReturnType<typeof conver
 }
 
 async function createThread(page: Page, title: string) {
-  const response = await page.request.post('/api/threads', { data: { title } });
+  const response = await page.request.post('/api/threads', { headers: sameOrigin(), data: { title } });
   expect(response.status()).toBe(201);
   return (await response.json()) as { id: string; title: string };
 }

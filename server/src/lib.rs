@@ -20,7 +20,7 @@ pub mod tokens;
 use std::{future::Future, sync::Arc};
 
 use crate::attachments::Extractor;
-use crate::auth::{JwtKeys, JwtSecret};
+use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
 use crate::chat::{hub::TurnHub, progress::ProgressWriter};
 use crate::config::Config;
 use crate::heavy::HeavyQueue;
@@ -55,6 +55,8 @@ pub struct AppState {
     pub heavy: Arc<HeavyQueue>,
     /// Reads uploaded files' text (PDF in a confined child process).
     pub extractor: Extractor,
+    /// Sessions with open event streams here, which end with their session.
+    pub sessions: Arc<LiveSessions>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -66,8 +68,9 @@ impl FromRef<AppState> for LeptosOptions {
 impl AppState {
     /// Opens the store named by the configuration and builds the provider.
     pub async fn from_config(config: Config) -> anyhow::Result<Self> {
-        std::fs::create_dir_all(&config.data_dir)?;
-        let store = store::connect_with(&config.database_url(), config.sqlite_sync).await?;
+        let url = config.database_url();
+        config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
+        let store = store::connect_with(&url, config.sqlite_sync).await?;
         let provider = llm::from_config(&config)?;
         Self::new(config, store, provider).await
     }
@@ -92,7 +95,23 @@ impl AppState {
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
         let progress = ProgressWriter::start(store.clone());
-        Ok(Self { store, provider, hub, progress, config: Arc::new(config), leptos, jwt, limits, heavy, extractor })
+        let sessions = Arc::new(LiveSessions::default());
+        if !store.one_process() {
+            tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
+        }
+        Ok(Self {
+            store,
+            provider,
+            hub,
+            progress,
+            config: Arc::new(config),
+            leptos,
+            jwt,
+            limits,
+            heavy,
+            extractor,
+            sessions,
+        })
     }
 }
 
@@ -100,16 +119,28 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
-    Router::new()
+    let router = Router::new()
         .merge(http::api_router())
-        .leptos_routes(&state, routes, move || shell(leptos.clone()))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
+        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(http::headers::provide_nonce, shell))
         // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
         // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
-        .layer(tower_http::trace::TraceLayer::new_for_http())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site));
+    let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);
+    let router =
+        http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)), https_only);
+    // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
+    // `x-request-id`: an error's message names it, so a report can be matched with the log.
+    router
+        .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(|request: &axum::extract::Request| {
+            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = id)
+        }))
+        .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(tower_http::request_id::MakeRequestUuid))
         .with_state(state)
 }
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// Shortest accepted password, in characters.
-pub const MIN_PASSWORD_CHARS: usize = 8;
+pub const MIN_PASSWORD_CHARS: usize = 12;
 /// Longest accepted password, in characters.
 pub const MAX_PASSWORD_CHARS: usize = 1024;
 /// Longest accepted e-mail address, in characters.
@@ -20,6 +20,7 @@ pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
 pub struct RegisterRequest {
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Email, inline))]
     pub email: String,
+    /// At least 12 characters, and not a common or easily guessed password.
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::NewPassword, inline))]
     pub password: String,
     /// The part of the address before `@` when left out or blank.
@@ -57,4 +58,22 @@ pub struct UserProfile {
 pub struct AuthResponse {
     pub user: UserProfile,
     pub token: String,
+}
+
+/// `POST /api/auth/password`: a new password in place of the current one; every other session ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ChangePasswordRequest {
+    pub current_password: String,
+    /// At least 12 characters, and not a common or easily guessed password.
+    pub new_password: String,
+}
+
+/// `DELETE /api/auth/me`: removes the account and everything it owns, once its password is given again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct DeleteAccountRequest {
+    pub password: String,
 }

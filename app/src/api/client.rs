@@ -10,8 +10,9 @@ use web_sys::ReadableStreamDefaultReader;
 
 use super::sse::SseDecoder;
 use super::{
-    AuthResponse, ChatEvent, ChatRequest, ContextRecord, CreateThread, ErrorBody, HistoryStats, ImportResult,
-    LoginRequest, RegisterRequest, SearchResults, Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
+    AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest, ContextRecord, CreateThread, DeleteAccountRequest,
+    ErrorBody, HistoryStats, ImportResult, LoginRequest, RegisterRequest, SearchResults, Thread, ThreadDetail,
+    ThreadList, UpdateThread, UserProfile,
 };
 
 /// Conversations per page of the sidebar.
@@ -245,4 +246,31 @@ async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) ->
         }
     }
     Ok(())
+}
+
+/// Sends a body-less or JSON request and reads an empty success or the API's error.
+async fn expect_empty(response: Result<Response, gloo_net::Error>) -> ApiResult<()> {
+    let response = response.map_err(network_error)?;
+    if response.ok() {
+        Ok(())
+    } else {
+        Err(error_of(response).await)
+    }
+}
+
+/// `POST /api/auth/logout-all`: ends every session of the account, this one too.
+pub async fn logout_all() -> ApiResult<()> {
+    expect_empty(Request::post("/api/auth/logout-all").send().await).await
+}
+
+/// `POST /api/auth/password`: every other session of the account ends.
+pub async fn change_password(body: &ChangePasswordRequest) -> ApiResult<()> {
+    let request = Request::post("/api/auth/password").json(body).map_err(network_error)?;
+    expect_empty(request.send().await).await
+}
+
+/// `DELETE /api/auth/me`: removes the account and everything it owns.
+pub async fn delete_account(body: &DeleteAccountRequest) -> ApiResult<()> {
+    let request = Request::delete("/api/auth/me").json(body).map_err(network_error)?;
+    expect_empty(request.send().await).await
 }

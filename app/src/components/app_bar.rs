@@ -16,7 +16,7 @@ enum ImportNote {
     Failed(String),
 }
 
-/// Links to the chat (the conversation last open) and the stats page, and "Import conversation".
+/// Links to the chat (the conversation last open), the stats and account pages, and "Import conversation".
 #[component]
 pub fn AppBar() -> impl IntoView {
     let pathname = use_location().pathname;
@@ -36,6 +36,7 @@ pub fn AppBar() -> impl IntoView {
             <nav aria-label="Pages" class="page-links">
                 <a href=chat_href aria-current=current("/")>"Chat"</a>
                 <a href="/stats" aria-current=current("/stats")>"Stats"</a>
+                <a href="/account" aria-current=current("/account")>"Account"</a>
             </nav>
             <ImportConversation note/>
         </header>

@@ -10,6 +10,9 @@ use super::JwtSecret;
 
 /// Name of the session cookie.
 pub const SESSION_COOKIE: &str = "quire_session";
+/// Name of the session cookie over HTTPS: the `__Host-` prefix makes browsers refuse it unless it is `Secure`,
+/// set by Quire's own host and for every path, so a neighbouring subdomain cannot plant one.
+pub const HOST_SESSION_COOKIE: &str = "__Host-quire_session";
 
 /// What a session token says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,6 +3,8 @@
 pub mod jwt;
 pub mod password;
 pub mod secret;
+pub mod sessions;
+pub mod throttle;
 
-pub use jwt::{Claims, JwtKeys, SESSION_COOKIE};
+pub use jwt::{Claims, JwtKeys, HOST_SESSION_COOKIE, SESSION_COOKIE};
 pub use secret::JwtSecret;

@@ -6,15 +6,57 @@ use argon2::{
     Argon2,
 };
 
-/// Shortest accepted password, in characters.
-pub const MIN_PASSWORD_CHARS: usize = 8;
-/// Longest accepted password, in characters (bounds the hashing work an attacker can ask for).
-pub const MAX_PASSWORD_CHARS: usize = 1024;
+pub use app::api::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
+
+/// Why a new password is refused, in words fit to show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WeakPassword {
+    #[error("The password needs at least {MIN_PASSWORD_CHARS} characters.")]
+    TooShort,
+    #[error("The password is longer than {MAX_PASSWORD_CHARS} characters.")]
+    TooLong,
+    /// In the lists of common and breached passwords, or made of a few common words, names, dates, repeats,
+    /// sequences or keyboard rows that guessing tools try early.
+    #[error("This password is too common or too easy to guess. Try a few unrelated words, or a longer phrase.")]
+    Guessable,
+}
+
+/// Checks a new password: its length, then how guessable it is (zxcvbn, whose lists of common and breached
+/// passwords, names and words ship with the crate), also from the account's own e-mail address and name.
+/// Costs a few milliseconds: call it off the async workers.
+pub fn check_new(password: &str, email: &str, display_name: &str) -> Result<(), WeakPassword> {
+    let n = password.chars().count();
+    if n < MIN_PASSWORD_CHARS {
+        return Err(WeakPassword::TooShort);
+    }
+    if n > MAX_PASSWORD_CHARS {
+        return Err(WeakPassword::TooLong);
+    }
+    // Score 3: more than 10^10 guesses, beyond an offline attack on a slow hash such as argon2.
+    let words = account_words(email, display_name);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    if zxcvbn::zxcvbn(password, &words).score() < zxcvbn::Score::Three {
+        return Err(WeakPassword::Guessable);
+    }
+    Ok(())
+}
 
 /// A valid argon2id hash of a random password, checked when the e-mail is unknown, so a failed sign-in takes
 /// as long whether or not the account exists.
 static DECOY_HASH: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| hash_now(&rand::random::<u64>().to_string()).unwrap_or_default());
+
+/// The words of an account that its password should not be built from: the address, its parts and the name.
+fn account_words(email: &str, display_name: &str) -> Vec<String> {
+    let (local, domain) = email.split_once('@').unwrap_or((email, ""));
+    let mut words = vec![email.to_string(), local.to_string(), display_name.to_string()];
+    let parts = [local, domain.split('.').next().unwrap_or_default(), display_name];
+    for part in parts {
+        words.extend(part.split(|c: char| !c.is_alphanumeric()).filter(|w| w.len() > 2).map(str::to_string));
+    }
+    words.retain(|w| !w.is_empty());
+    words
+}
 
 /// Hashes a password (argon2id, random salt) into a PHC string.
 pub async fn hash(password: String) -> anyhow::Result<String> {
@@ -44,6 +86,30 @@ fn verify_now(password: &str, hash: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn new_passwords_are_long_and_hard_to_guess() {
+        for weak in ["password", "12345678", "short horse"] {
+            assert_eq!(check_new(weak, "", ""), Err(WeakPassword::TooShort), "{weak}");
+        }
+        for guessable in [
+            "passwordpassword",
+            "123456789012",
+            "qwertyuiopasdf",
+            "iloveyou12345",
+            "aaaaaaaaaaaaaaaa",
+            "P@ssw0rd12345",
+            "1q2w3e4r5t6y",
+            "jane.doe.1990",
+        ] {
+            let refused = check_new(guessable, "jane.doe@example.com", "Jane Doe");
+            assert_eq!(refused, Err(WeakPassword::Guessable), "{guessable}");
+        }
+        for fine in ["correct horse battery", "analytical engine", "walrus-paperclip-nebula", "Kq8#vT2!pLm9xZ"] {
+            assert_eq!(check_new(fine, "jane.doe@example.com", "Jane Doe"), Ok(()), "{fine}");
+        }
+        assert_eq!(check_new(&"x".repeat(MAX_PASSWORD_CHARS + 1), "", ""), Err(WeakPassword::TooLong));
+    }
 
     #[tokio::test]
     async fn hashes_verify_and_are_argon2id() {

@@ -551,7 +551,7 @@ impl<'a> Turn<'a> {
         let answer = keep_answer.then(|| self.draft(status, true, false));
         let message_id = answer.as_ref().map(|a| a.id);
         if let Ending::Failed(e) = &ending {
-            tracing::warn!(code = e.code(), error = %e, "model failed during a turn");
+            tracing::warn!(code = e.code(), error = %e, reference = %self.live.id, "model failed during a turn");
         }
         let mut last_event = self.ending_event(&ending, message_id);
         let mut events: Vec<StoredEvent> = unwritten.map(|p| p.events).unwrap_or_default();
@@ -594,7 +594,11 @@ impl<'a> Turn<'a> {
     /// The event that tells how the turn ended; `message_id` is the answer's, when it was saved.
     fn ending_event(&self, ending: &Ending, message_id: Option<Uuid>) -> ChatEvent {
         match ending {
-            Ending::Failed(e) => ChatEvent::Error { code: e.code().to_string(), message: e.to_string() },
+            // The details are in the log under the turn's id, which the message gives as its reference.
+            Ending::Failed(e) => ChatEvent::Error {
+                code: e.code().to_string(),
+                message: format!("{} (Reference: {}.)", e.public_message(), self.live.id),
+            },
             Ending::Done if self.plan.silent && self.artifacts.is_empty() => ChatEvent::Error {
                 code: "no_artifact".into(),
                 message: "The assistant did not produce a document. Try again, or ask for it in the chat.".into(),

@@ -1,5 +1,7 @@
 //! Start-up configuration: command-line flags, each also readable from the environment.
 
+pub mod private;
+
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
@@ -30,6 +32,78 @@ pub enum SqliteSync {
     Full,
 }
 
+/// Where people reach Quire: an `http` or `https` URL without a path, kept as its origin
+/// (`scheme://host[:port]`, lower case, the scheme's default port left out).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicUrl {
+    origin: String,
+    https: bool,
+}
+
+impl PublicUrl {
+    /// `scheme://host[:port]`, as browsers write it in the `Origin` header.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// Whether people reach Quire over HTTPS.
+    pub fn is_https(&self) -> bool {
+        self.https
+    }
+}
+
+impl std::str::FromStr for PublicUrl {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let url = url::Url::parse(text.trim()).map_err(|e| format!("not a URL: {e}"))?;
+        let https = match url.scheme() {
+            "https" => true,
+            "http" => false,
+            other => return Err(format!("the scheme must be http or https, not {other}")),
+        };
+        if url.host().is_none() || !url.username().is_empty() || url.password().is_some() {
+            return Err("the URL needs a host and no user name or password".into());
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err("Quire is served at the root of its address: leave out the path".into());
+        }
+        Ok(Self { origin: url.origin().ascii_serialization(), https })
+    }
+}
+
+/// A database URL, which may hold a password: `Debug` shows it with the password replaced.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The URL itself, for connecting. Do not log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for DatabaseUrl {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self(text.to_string()))
+    }
+}
+
+impl std::fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match url::Url::parse(&self.0) {
+            Ok(mut url) if url.password().is_some() => {
+                let _ = url.set_password(Some("redacted"));
+                write!(f, "{:?}", url.as_str())
+            }
+            Ok(_) => write!(f, "{:?}", self.0),
+            Err(_) => f.write_str("[unparsed database URL]"),
+        }
+    }
+}
+
 /// Quire: a self-hosted AI chat workspace.
 #[derive(Debug, Clone, Parser)]
 #[command(name = "quire", version, about)]
@@ -43,8 +117,8 @@ pub struct Config {
     pub data_dir: PathBuf,
 
     /// Database URL: `sqlite://path/to/file.db` or `postgres://user@host/db`. Default: `sqlite://<data dir>/quire.db`.
-    #[arg(long, env = "QUIRE_DATABASE_URL")]
-    pub database_url: Option<String>,
+    #[arg(long, env = "QUIRE_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<DatabaseUrl>,
 
     /// When a SQLite commit counts as done: `normal` (in the write-ahead log) or `full` (on the disk).
     #[arg(long, env = "QUIRE_SQLITE_SYNC", value_enum, default_value = "normal")]
@@ -79,9 +153,21 @@ pub struct Config {
     #[arg(long, env = "QUIRE_SESSION_HOURS", default_value_t = 168)]
     pub session_hours: u32,
 
-    /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS).
+    /// How long a session may go unused before it ends, in hours (the same session lasts at most
+    /// `QUIRE_SESSION_HOURS` however often it is used).
+    #[arg(long, env = "QUIRE_SESSION_IDLE_HOURS", default_value_t = 24)]
+    pub session_idle_hours: u32,
+
+    /// Mark the session cookie `Secure` (set this when Quire is served over HTTPS; an `https` public URL does it
+    /// too).
     #[arg(long, env = "QUIRE_COOKIE_SECURE", default_value_t = false)]
     pub cookie_secure: bool,
+
+    /// The address people open Quire at, e.g. `https://quire.example.org`. Its origin is the only one whose pages
+    /// may send signed-in requests; over `https` the session cookie becomes `__Host-quire_session` and `Secure`,
+    /// and browsers are told to use HTTPS only. Unset: a request's own `Host` header names Quire's origin.
+    #[arg(long, env = "QUIRE_PUBLIC_URL")]
+    pub public_url: Option<PublicUrl>,
 
     /// Replace e-mail addresses, phone numbers, IBANs and card numbers in people's messages with placeholders
     /// before they are stored or sent to a model.
@@ -172,6 +258,25 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// Whether the session cookie is marked `Secure`: when asked, and always under an `https` public URL.
+    pub fn secure_cookies(&self) -> bool {
+        self.cookie_secure || self.public_url.as_ref().is_some_and(PublicUrl::is_https)
+    }
+
+    /// How long a session may go unused.
+    pub fn session_idle(&self) -> chrono::Duration {
+        chrono::Duration::hours(i64::from(self.session_idle_hours.max(1)))
+    }
+
+    /// The session cookie's name: `__Host-` prefixed under an `https` public URL.
+    pub fn session_cookie_name(&self) -> &'static str {
+        if self.public_url.as_ref().is_some_and(PublicUrl::is_https) {
+            crate::auth::HOST_SESSION_COOKIE
+        } else {
+            crate::auth::SESSION_COOKIE
+        }
+    }
+
     /// Largest accepted import body in bytes.
     pub fn max_import_bytes(&self) -> usize {
         usize::try_from(self.max_import_mb).unwrap_or(usize::MAX).saturating_mul(1024 * 1024)
@@ -184,7 +289,10 @@ impl Config {
 
     /// The database URL in force.
     pub fn database_url(&self) -> String {
-        self.database_url.clone().unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("quire.db").display()))
+        match &self.database_url {
+            Some(url) => url.expose().to_string(),
+            None => format!("sqlite://{}", self.data_dir.join("quire.db").display()),
+        }
     }
 
     /// A configuration for tests: a data directory, the built-in assistant without delay.
@@ -201,7 +309,9 @@ impl Config {
             site_root: "target/site".into(),
             jwt_secret: None,
             session_hours: 168,
+            session_idle_hours: 24,
             cookie_secure: false,
+            public_url: None,
             redact_pii: false,
             max_import_mb: 64,
             user_storage_mb: 200,
@@ -230,6 +340,32 @@ mod tests {
     }
 
     #[test]
+    fn the_database_password_never_shows() {
+        let url = "postgres://quire:s3cret-pw@db.internal:5432/quire";
+        let config = Config::try_parse_from(["quire", "--database-url", url]).unwrap();
+        assert_eq!(config.database_url(), url);
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("s3cret-pw") && debug.contains("db.internal"), "{debug}");
+        // `--help` never prints the environment's value of secrets.
+        let command = <Config as clap::CommandFactory>::command();
+        for secret in ["database_url", "jwt_secret"] {
+            let arg = command.get_arguments().find(|a| a.get_id() == secret).unwrap();
+            assert!(arg.is_hide_env_values_set(), "{secret}");
+        }
+    }
+
+    #[test]
+    fn public_urls_are_origins() {
+        let url: PublicUrl = "HTTPS://Quire.Example.org:443/".parse().unwrap();
+        assert_eq!((url.origin(), url.is_https()), ("https://quire.example.org", true));
+        let url: PublicUrl = "http://127.0.0.1:3000".parse().unwrap();
+        assert_eq!((url.origin(), url.is_https()), ("http://127.0.0.1:3000", false));
+        for bad in ["ftp://example.org", "https://example.org/quire", "https://user:pw@example.org", "example.org"] {
+            assert!(bad.parse::<PublicUrl>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn help_documents_the_environment() {
         let help = <Config as clap::CommandFactory>::command().render_long_help().to_string();
         for var in [
@@ -239,6 +375,8 @@ mod tests {
             "QUIRE_SQLITE_SYNC",
             "QUIRE_LLM_PROVIDER",
             "QUIRE_JWT_SECRET",
+            "QUIRE_PUBLIC_URL",
+            "QUIRE_SESSION_IDLE_HOURS",
             "QUIRE_REDACT_PII",
             "QUIRE_RATE_LIMITS",
             "QUIRE_RATE_LIMIT_CHAT",

@@ -1,6 +1,9 @@
 //! Accounts and sessions: sign up, sign in, sign out, and who am I.
 
-use app::api::{validate, AuthResponse, LoginRequest, RegisterRequest, UserProfile, MAX_EMAIL_CHARS};
+use app::api::{
+    validate, AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, UserProfile,
+    MAX_EMAIL_CHARS,
+};
 use axum::{
     extract::State,
     http::{header, HeaderValue, StatusCode},
@@ -12,8 +15,8 @@ use axum::{
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json};
 use super::rate_limit::{Quota, SignIn};
-use crate::auth::{password, SESSION_COOKIE};
-use crate::store::{NewUser, StoreError, User};
+use crate::auth::{password, throttle};
+use crate::store::{NewUser, Session, StoreError, User};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -21,16 +24,46 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/register", post(register))
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout", post(logout))
-        .route("/api/auth/me", get(me))
+        .route("/api/auth/logout-all", post(logout_all))
+        .route("/api/auth/password", post(change_password))
+        .route("/api/auth/me", get(me).delete(delete_account))
 }
 
 fn profile(user: User) -> UserProfile {
     UserProfile { id: user.id, email: user.email, display_name: user.display_name, created_at: user.created_at }
 }
 
+/// Trims an e-mail address and checks that it looks like one (`local@domain.tld`, no spaces).
+pub fn validate_email(email: &str) -> Result<String> {
+    let email = email.trim();
+    let valid = email.chars().count() <= MAX_EMAIL_CHARS
+        && !email.chars().any(char::is_whitespace)
+        && email.split_once('@').is_some_and(|(local, domain)| {
+            !local.is_empty()
+                && !domain.contains('@')
+                && domain.split('.').count() >= 2
+                && domain.split('.').all(|label| !label.is_empty())
+        });
+    if valid {
+        Ok(email.to_string())
+    } else {
+        Err(ApiError::invalid("email", "Enter a valid e-mail address."))
+    }
+}
+
+/// Checks a new password (off the async workers: it takes a few milliseconds); a refusal names `field`.
+async fn check_new_password(field: &str, password: &str, email: &str, display_name: &str) -> Result<()> {
+    let (password, email, display_name) = (password.to_string(), email.to_string(), display_name.to_string());
+    let checked = tokio::task::spawn_blocking(move || password::check_new(&password, &email, &display_name))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    checked.map_err(|weak| ApiError::invalid(field, weak.to_string()))
+}
+
 /// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
-fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
-    let (token, _) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
+async fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
+    let (token, claims) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
+    state.store.create_session(&Session::new(claims.jti, user.id, claims.expires_at())).await?;
     let max_age = state.jwt.lifetime.num_seconds();
     let cookie = session_cookie(state, &token, max_age)?;
     let body = AuthResponse { user: profile(user), token };
@@ -38,11 +71,10 @@ fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Respons
 }
 
 fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderValue> {
-    let secure = if state.config.cookie_secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!(
-        "{SESSION_COOKIE}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"
-    ))
-    .map_err(|e| ApiError::Internal(e.into()))
+    let name = state.config.session_cookie_name();
+    let secure = if state.config.secure_cookies() { "; Secure" } else { "" };
+    HeaderValue::from_str(&format!("{name}={token}; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}"))
+        .map_err(|e| ApiError::Internal(e.into()))
 }
 
 /// `POST /api/auth/register`: creates the account and signs it in.
@@ -58,6 +90,7 @@ pub async fn register(
     let email = validate::email(&body.email)?;
     validate::password(&body.password)?;
     let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
+    check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
     let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
@@ -69,10 +102,11 @@ pub async fn register(
         Err(e) => return Err(e.into()),
     };
     tracing::info!(user = %user.id, "account created");
-    signed_in(&state, StatusCode::CREATED, user)
+    signed_in(&state, StatusCode::CREATED, user).await
 }
 
-/// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong.
+/// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong. After a few
+/// failures an account's attempts wait longer and longer (429 with `Retry-After`), from any address.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AuthResponse, description = "Signed in; sets the session cookie"),
         (status = 401, body = app::api::ErrorBody, description = "Wrong e-mail or password"),
@@ -92,20 +126,58 @@ pub async fn login(
         Err(e) => return Err(e.into()),
     };
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
-    let matches = password::verify(body.password, hash).await.map_err(ApiError::Internal)?;
+    let matches = verify_throttled(&state, &body.email, body.password, hash).await?;
     match user {
-        Some(user) if matches => signed_in(&state, StatusCode::OK, user),
+        Some(user) if matches => signed_in(&state, StatusCode::OK, user).await,
         _ => Err(ApiError::InvalidCredentials),
     }
 }
 
-/// `POST /api/auth/logout`: the session's token stops working at once, on every instance.
+/// Checks a password of the account `email` (`hash` is `None` for an unknown one), throttled per account as well
+/// as per address, so that many addresses cannot share out the guessing: after a few failures, an attempt before
+/// its wait is over is refused with 429 unchecked. A failure is counted, a success forgets the count.
+async fn verify_throttled(state: &AppState, email: &str, password: String, hash: Option<String>) -> Result<bool> {
+    let account = throttle::account_key(email);
+    if let Some((failures, last)) = state.store.sign_in_failures(&account).await? {
+        if let Some(wait) = throttle::wait(failures, last, crate::store::now()) {
+            let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1);
+            return Err(ApiError::TooManyRequests { retry_after_secs });
+        }
+    }
+    let matches = password::verify(password, hash).await.map_err(ApiError::Internal)?;
+    if matches {
+        state.store.clear_sign_in_failures(&account).await?;
+    } else {
+        let forget_before = crate::store::now() - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
+        state.store.record_sign_in_failure(&account, forget_before).await?;
+    }
+    Ok(matches)
+}
+
+/// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Signed out; clears the session cookie"),
-        (status = 401, body = app::api::ErrorBody)))]
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
-    state.store.revoke_token(user.jti, user.expires_at).await?;
-    let cookie = session_cookie(&state, "", 0)?;
+    state.store.end_session(user.id, user.jti).await?;
+    state.sessions.end(&[user.jti]);
+    signed_out(&state)
+}
+
+/// `POST /api/auth/logout-all`: every session of the account ends, this one too (on a lost or shared device).
+#[utoipa::path(post, path = "/api/auth/logout-all", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 204, description = "Every session ended; clears the session cookie"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
+pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    let ended = state.store.end_sessions(user.id, None).await?;
+    state.sessions.end_user(user.id);
+    tracing::info!(user = %user.id, sessions = ended.len(), "signed out everywhere");
+    signed_out(&state)
+}
+
+/// The answer to signing out: no content, and a cookie that replaces the session's with an expired one.
+fn signed_out(state: &AppState) -> Result<Response> {
+    let cookie = session_cookie(state, "", 0)?;
     Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
 }
 
@@ -118,4 +190,51 @@ pub async fn me(State(state): State<AppState>, user: AuthUser) -> Result<Json<Us
         Err(StoreError::NotFound) => Err(ApiError::Unauthorized),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `POST /api/auth/password`: the current password, then the new one; every other session of the account ends
+/// (this one goes on).
+#[utoipa::path(post, path = "/api/auth/password", tag = "auth", security(("session" = []), ("bearer" = [])),
+    request_body = ChangePasswordRequest,
+    responses((status = 204, description = "Changed; every other session ended"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "The current password is wrong (`current_password`) or the new one too weak (`new_password`)"),
+        (status = 429, body = app::api::ErrorBody)))]
+pub async fn change_password(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<ChangePasswordRequest>,
+) -> Result<StatusCode> {
+    let account = state.store.user_by_id(user.id).await?;
+    if !verify_throttled(&state, &account.email, body.current_password, Some(account.password_hash.clone())).await? {
+        return Err(ApiError::invalid("current_password", "The current password is wrong."));
+    }
+    check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
+    let hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;
+    let ended = state.store.set_password(user.id, &hash, user.jti).await?;
+    state.sessions.end(&ended);
+    tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/auth/me`: removes the account and everything it owns, given its password; its sessions and
+/// their open streams end.
+#[utoipa::path(delete, path = "/api/auth/me", tag = "auth", security(("session" = []), ("bearer" = [])),
+    request_body = DeleteAccountRequest,
+    responses((status = 204, description = "The account and all its data are gone; clears the session cookie"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "The password is wrong (`password`)")))]
+pub async fn delete_account(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(body): Json<DeleteAccountRequest>,
+) -> Result<Response> {
+    let account = state.store.user_by_id(user.id).await?;
+    if !verify_throttled(&state, &account.email, body.password, Some(account.password_hash.clone())).await? {
+        return Err(ApiError::invalid("password", "The password is wrong."));
+    }
+    state.store.delete_user(user.id).await?;
+    state.sessions.end_user(user.id);
+    tracing::info!(user = %user.id, "account deleted");
+    signed_out(&state)
 }

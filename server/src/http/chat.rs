@@ -46,7 +46,7 @@ fn sse_response(events: impl Stream<Item = Event> + Send + 'static) -> Response 
     let mut response =
         Sse::new(events.map(Ok::<_, Infallible>)).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, no-transform"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store, no-transform"));
     headers.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
     response
 }
@@ -82,7 +82,19 @@ pub async fn chat(
     headers: HeaderMap,
     Json(body): Json<ChatRequest>,
 ) -> Result<Response> {
-    let Some(key) = idempotency_key(&headers)? else {
+    start_or_replay(&state, user, thread, &headers, body).await.map(|r| until_session_ends(&state, &user, r))
+}
+
+/// Starts the turn of `body`, or replays the one its idempotency key started.
+async fn start_or_replay(
+    state: &AppState,
+    user: AuthUser,
+    thread: Uuid,
+    headers: &HeaderMap,
+    body: ChatRequest,
+) -> Result<Response> {
+    let state = state.clone();
+    let Some(key) = idempotency_key(headers)? else {
         let live = turn::start(&state, user.id, thread, body).await?;
         return Ok(live_response(&live, 0));
     };
@@ -194,7 +206,13 @@ pub async fn resume(
         Some((id, seq)) if id == turn.id => seq,
         _ => 0,
     };
-    Ok(turn_response(&state, user.id, thread, turn.id, after))
+    Ok(until_session_ends(&state, &user, turn_response(&state, user.id, thread, turn.id, after)))
+}
+
+/// Ends an event stream when the session that opened it ends (signed out here or on another instance).
+fn until_session_ends(state: &AppState, user: &AuthUser, response: Response) -> Response {
+    let ended = state.sessions.ended(user.jti, user.id);
+    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended)))
 }
 
 /// Replays a turn's stored events after `after`, following it while it runs on another instance.

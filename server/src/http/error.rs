@@ -23,6 +23,8 @@ pub enum ApiError {
     Unauthorized,
     #[error("wrong e-mail or password")]
     InvalidCredentials,
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -41,6 +43,29 @@ pub enum ApiError {
 }
 
 pub type Result<T, E = ApiError> = std::result::Result<T, E>;
+
+tokio::task_local! {
+    /// The id of the request being answered (`x-request-id`), for the log and the reference people are shown.
+    static REQUEST_ID: String;
+}
+
+/// The layer's function that makes the request's id known to [`ApiError`] while the request is answered.
+pub async fn with_request_id(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    // Our own ids are UUIDs; one sent by a proxy in front is kept only when it is as plain.
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|id| id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+        .unwrap_or_default()
+        .to_string();
+    REQUEST_ID.scope(id, next.run(request)).await
+}
+
+/// The id of the request being answered, if any.
+pub fn request_id() -> Option<String> {
+    REQUEST_ID.try_with(Clone::clone).ok().filter(|id| !id.is_empty())
+}
 
 impl ApiError {
     /// A 422 about one field of the request.
@@ -72,6 +97,7 @@ impl ApiError {
             ApiError::BadRequest { .. } => StatusCode::BAD_REQUEST,
             ApiError::Unprocessable { .. } => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Unauthorized | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge | ApiError::QuotaExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -83,7 +109,9 @@ impl ApiError {
 
     fn code(&self) -> &'static str {
         match self {
-            ApiError::BadRequest { code, .. } | ApiError::Unprocessable { code, .. } => code,
+            ApiError::BadRequest { code, .. }
+            | ApiError::Unprocessable { code, .. }
+            | ApiError::Forbidden { code, .. } => code,
             ApiError::Unauthorized => "unauthorized",
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::NotFound => "not_found",
@@ -105,7 +133,10 @@ impl ApiError {
             ApiError::TooManyRequests { retry_after_secs } => {
                 format!("Too many requests; try again in {retry_after_secs} s.")
             }
-            ApiError::Internal(_) => "Something went wrong on our side.".into(),
+            ApiError::Internal(_) => match request_id() {
+                Some(id) => format!("Something went wrong on our side. (Reference: {id}.)"),
+                None => "Something went wrong on our side.".into(),
+            },
             other => other.to_string(),
         }
     }
@@ -114,7 +145,7 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(err) = &self {
-            tracing::error!(error = ?err, "internal error");
+            tracing::error!(error = ?err, reference = request_id().unwrap_or_default(), "internal error");
         }
         let field = match &self {
             ApiError::BadRequest { field, .. } | ApiError::Unprocessable { field, .. } => field.clone(),

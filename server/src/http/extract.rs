@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::error::ApiError;
-use crate::auth::SESSION_COOKIE;
+use crate::auth::{HOST_SESSION_COOKIE, SESSION_COOKIE};
 use crate::AppState;
 
 /// `axum::Json`, rejecting with [`ApiError`]. Request bodies must be JSON objects (serde would also read a
@@ -83,8 +83,8 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-/// The signed-in person making the request: a valid session token (cookie `quire_session` or
-/// `Authorization: Bearer`) that was not signed out. Anything else is a 401. Also counts the request against
+/// The signed-in person making the request: a valid session token (the session cookie or
+/// `Authorization: Bearer`) whose session is live: not ended, not expired, not idle too long. Anything else is a 401. Also counts the request against
 /// the person's general rate limit.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthUser {
@@ -94,12 +94,18 @@ pub struct AuthUser {
     pub expires_at: DateTime<Utc>,
 }
 
-/// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie.
-pub fn session_token(parts: &Parts) -> Option<&str> {
+/// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie
+/// named `cookie_name`.
+pub fn session_token<'a>(parts: &'a Parts, cookie_name: &str) -> Option<&'a str> {
     if let Some(value) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
         let (scheme, token) = value.split_once(' ')?;
         return scheme.eq_ignore_ascii_case("bearer").then(|| token.trim());
     }
+    cookie(parts, cookie_name)
+}
+
+/// The value of the cookie `name`, if the request carries it.
+pub fn cookie<'a>(parts: &'a Parts, name: &str) -> Option<&'a str> {
     parts
         .headers
         .get_all(header::COOKIE)
@@ -107,8 +113,13 @@ pub fn session_token(parts: &Parts) -> Option<&str> {
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == SESSION_COOKIE)
+        .find(|(found, _)| *found == name)
         .map(|(_, value)| value.trim())
+}
+
+/// The session cookie under either of its names, if the request carries one.
+pub fn session_cookie(parts: &Parts) -> Option<&str> {
+    cookie(parts, SESSION_COOKIE).or_else(|| cookie(parts, HOST_SESSION_COOKIE))
 }
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -119,9 +130,22 @@ impl FromRequestParts<AppState> for AuthUser {
         if let Some(user) = parts.extensions.get::<AuthUser>() {
             return Ok(*user);
         }
-        let claims = session_token(parts).and_then(|t| state.jwt.verify(t)).ok_or(ApiError::Unauthorized)?;
-        if state.store.is_token_revoked(claims.jti).await? {
+        let claims = session_token(parts, state.config.session_cookie_name())
+            .and_then(|t| state.jwt.verify(t))
+            .ok_or(ApiError::Unauthorized)?;
+        let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
+        let now = crate::store::now();
+        let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
             return Err(ApiError::Unauthorized);
+        };
+        if session.needs_touch(now) {
+            // The request need not wait for it: a lost touch only makes the idle timeout a minute earlier.
+            let store = state.store.clone();
+            tokio::spawn(async move {
+                if let Err(e) = store.touch_session(session.id).await {
+                    tracing::warn!(error = %e, "recording a session's use failed");
+                }
+            });
         }
         state.limits.check_general(claims.sub)?;
         let user = AuthUser { id: claims.sub, jti: claims.jti, expires_at: claims.expires_at() };

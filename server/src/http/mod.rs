@@ -4,9 +4,11 @@ pub mod artifacts;
 pub mod attachments;
 pub mod auth;
 pub mod chat;
+pub mod csrf;
 pub mod error;
 pub mod export;
 pub mod extract;
+pub mod headers;
 pub mod messages;
 pub mod openapi;
 pub mod rate_limit;
@@ -27,7 +29,7 @@ pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 
 /// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
 pub fn large_body_router(config: &Config) -> Router<AppState> {
-    attachments::upload_router().merge(export::import_router(config.max_import_bytes()))
+    attachments::upload_router().merge(export::import_router(config.max_import_bytes())).layer(headers::no_store())
 }
 
 /// Every `/api` route.
@@ -45,6 +47,7 @@ pub fn api_router() -> Router<AppState> {
         .merge(artifacts::router())
         .merge(attachments::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
+        .layer(headers::no_store())
 }
 
 /// `GET /api/health`.

@@ -134,6 +134,22 @@ impl LlmError {
         }
     }
 
+    /// A plain, stable sentence for people, the same for every failure of a kind: the details (addresses, host
+    /// names, operating-system errors) go to the log only.
+    pub fn public_message(&self) -> &'static str {
+        match self {
+            LlmError::RateLimited { .. } => "The model provider is receiving too many requests. Try again in a minute.",
+            LlmError::Overloaded => "The model provider is overloaded. Try again in a minute.",
+            LlmError::Upstream { .. } => "The model provider answered with an error. Try again in a minute.",
+            LlmError::Unauthorized => {
+                "The model provider refused Quire's credentials. Ask whoever runs Quire to check its API key."
+            }
+            LlmError::Protocol(_) => "The model provider sent an answer Quire could not read. Try again.",
+            LlmError::Timeout => "The model provider stopped responding. Try again in a minute.",
+            LlmError::Network(_) => "The model provider could not be reached. Try again in a minute.",
+        }
+    }
+
     /// Whether trying again (before any token was streamed) may help.
     pub fn is_retryable(&self) -> bool {
         matches!(

@@ -2,6 +2,7 @@
 //! start-up from the database URL. Every method that reads or changes a user's data takes the owner's id and
 //! scopes the query itself, so another user's row is indistinguishable from a missing one.
 
+pub mod accounts;
 pub mod documents;
 pub mod history;
 pub mod postgres;
@@ -20,6 +21,7 @@ use uuid::Uuid;
 
 pub use crate::config::SqliteSync;
 
+pub use accounts::{Accounts, Session};
 pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
@@ -425,7 +427,7 @@ pub struct StoredEvent {
 
 /// Everything Quire keeps. Both backends pass the same story suite (`server/tests/store_story.rs`).
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: Accounts + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     /// Whether one process owns the store (SQLite). Then a running turn is only ever followed in that process's
@@ -439,10 +441,6 @@ pub trait Store: Send + Sync + 'static {
     async fn create_user(&self, user: NewUser) -> Result<User>;
     async fn user_by_email(&self, email: &str) -> Result<User>;
     async fn user_by_id(&self, id: Uuid) -> Result<User>;
-    /// Marks a session token as signed out until it would have expired anyway (older entries are purged).
-    async fn revoke_token(&self, jti: Uuid, expires_at: DateTime<Utc>) -> Result<()>;
-    /// Whether a session token was signed out.
-    async fn is_token_revoked(&self, jti: Uuid) -> Result<bool>;
 
     // Threads.
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread>;

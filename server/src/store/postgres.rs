@@ -26,6 +26,8 @@ use super::{
     TurnRecord, User,
 };
 
+mod accounts;
+
 /// Most connections one server process opens.
 const MAX_CONNECTIONS: u32 = 16;
 
@@ -269,27 +271,6 @@ impl Store for Postgres {
             .await?
             .ok_or(StoreError::NotFound)?;
         user_from_row(&row)
-    }
-
-    #[instrument(skip_all)]
-    async fn revoke_token(&self, jti: Uuid, expires_at: DateTime<Utc>) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query("delete from revoked_tokens where expires_at < $1").bind(now()).execute(&mut *tx).await?;
-        sqlx::query("insert into revoked_tokens (jti, expires_at) values ($1, $2) on conflict (jti) do nothing")
-            .bind(jti.to_string())
-            .bind(expires_at)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    #[instrument(skip_all)]
-    async fn is_token_revoked(&self, jti: Uuid) -> Result<bool> {
-        Ok(sqlx::query_scalar("select exists (select 1 from revoked_tokens where jti = $1)")
-            .bind(jti.to_string())
-            .fetch_one(&self.pool)
-            .await?)
     }
 
     #[instrument(skip(self, title, tags))]

@@ -40,6 +40,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
 
+mod accounts;
 mod import;
 mod turn_writes;
 
@@ -616,30 +617,6 @@ impl Store for Sqlite {
             .await?
             .ok_or(StoreError::NotFound)?;
         user_from_row(&row)
-    }
-
-    #[instrument(skip_all)]
-    async fn revoke_token(&self, jti: Uuid, expires_at: DateTime<Utc>) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        sqlx::query("delete from revoked_tokens where expires_at < ?")
-            .bind(now().timestamp_micros())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("insert into revoked_tokens (jti, expires_at) values (?, ?) on conflict (jti) do nothing")
-            .bind(jti.to_string())
-            .bind(expires_at.timestamp_micros())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
-    }
-
-    #[instrument(skip_all)]
-    async fn is_token_revoked(&self, jti: Uuid) -> Result<bool> {
-        Ok(sqlx::query_scalar("select exists (select 1 from revoked_tokens where jti = ?)")
-            .bind(jti.to_string())
-            .fetch_one(&self.reader)
-            .await?)
     }
 
     #[instrument(skip(self, title, tags))]

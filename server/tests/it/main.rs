@@ -21,5 +21,6 @@ mod multi_instance;
 mod parser_properties;
 mod protection;
 mod reliability;
+mod security;
 mod slice;
 mod store_story;

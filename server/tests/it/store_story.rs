@@ -16,8 +16,8 @@ use app::api::{ArtifactType, Message, MessageStatus, Role, Usage};
 use proptest::prelude::*;
 use quire::store::{
     self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
-    SearchPage, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
-    TurnEnd,
+    SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
+    TraceStep, TurnEnd,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -119,7 +119,7 @@ fn assert_ordered(page: &SearchPage) {
 
 stories!(
     users,
-    revoked_tokens,
+    sessions,
     threads,
     other_users_rows_are_not_found,
     messages_in_order,
@@ -179,21 +179,52 @@ async fn users(db: Db) {
     assert_eq!(s.user_by_email("BOB@example.com").await.unwrap(), bob);
 }
 
-async fn revoked_tokens(db: Db) {
+async fn sessions(db: Db) {
     let s = &db.store;
-    let (signed_out, other) = (Uuid::new_v4(), Uuid::new_v4());
-    assert!(!s.is_token_revoked(signed_out).await.unwrap());
+    let (alice, bob) = (new_user(s).await, new_user(s).await);
     let later = chrono::Utc::now() + chrono::Duration::hours(1);
-    s.revoke_token(signed_out, later).await.unwrap();
-    s.revoke_token(signed_out, later).await.unwrap();
-    assert!(s.is_token_revoked(signed_out).await.unwrap(), "revoking twice is harmless");
-    assert!(!s.is_token_revoked(other).await.unwrap());
-    // Entries past their token's expiry are purged by the next revocation: the token is refused by its `exp`.
-    let expired = Uuid::new_v4();
-    s.revoke_token(expired, chrono::Utc::now() - chrono::Duration::hours(1)).await.unwrap();
-    s.revoke_token(other, later).await.unwrap();
-    assert!(!s.is_token_revoked(expired).await.unwrap());
-    assert!(s.is_token_revoked(signed_out).await.unwrap() && s.is_token_revoked(other).await.unwrap());
+    let (a1, a2, a3, b1) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+    for (id, user) in [(a1, alice), (a2, alice), (a3, alice), (b1, bob)] {
+        s.create_session(&Session::new(id, user, later)).await.unwrap();
+    }
+    let found = s.session(a1).await.unwrap().unwrap();
+    assert_eq!((found.id, found.user, found.ended_at), (a1, alice, None));
+    assert!(s.session(Uuid::new_v4()).await.unwrap().is_none());
+
+    let started = chrono::Utc::now() - chrono::Duration::seconds(1);
+    // Another user cannot end the session; its owner can, twice without harm.
+    s.end_session(bob, a1).await.unwrap();
+    assert!(s.session(a1).await.unwrap().unwrap().ended_at.is_none());
+    s.end_session(alice, a1).await.unwrap();
+    s.end_session(alice, a1).await.unwrap();
+    assert!(s.session(a1).await.unwrap().unwrap().ended_at.is_some());
+
+    // A new password ends every other session of its owner, and only those.
+    let ended = s.set_password(alice, "new-hash", a2).await.unwrap();
+    assert_eq!(ended, vec![a3]);
+    assert_eq!(s.user_by_id(alice).await.unwrap().password_hash, "new-hash");
+    assert!(s.session(a2).await.unwrap().unwrap().ended_at.is_none());
+    assert!(s.session(b1).await.unwrap().unwrap().ended_at.is_none());
+    assert_not_found(s.set_password(Uuid::now_v7(), "x", a2).await);
+
+    let mut recently: Vec<Uuid> =
+        s.sessions_ended_since(started).await.unwrap().into_iter().map(|(id, _)| id).collect();
+    recently.sort();
+    let mut expected = vec![a1, a3];
+    expected.sort();
+    assert_eq!(recently, expected);
+
+    assert_eq!(s.end_sessions(alice, None).await.unwrap(), vec![a2]);
+    assert!(s.session(b1).await.unwrap().unwrap().ended_at.is_none());
+
+    // Use moves `last_seen_at` on; sessions past their expiry are purged by the next sign-in.
+    let before = s.session(b1).await.unwrap().unwrap().last_seen_at;
+    s.touch_session(b1).await.unwrap();
+    assert!(s.session(b1).await.unwrap().unwrap().last_seen_at >= before);
+    let old = Uuid::new_v4();
+    s.create_session(&Session::new(old, bob, chrono::Utc::now() - chrono::Duration::hours(1))).await.unwrap();
+    s.create_session(&Session::new(Uuid::new_v4(), bob, later)).await.unwrap();
+    assert!(s.session(old).await.unwrap().is_none());
 }
 
 async fn threads(db: Db) {

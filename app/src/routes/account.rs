@@ -1,0 +1,128 @@
+//! `/account`: change the password, sign out everywhere, delete the account.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api::{client, ChangePasswordRequest, DeleteAccountRequest, MIN_PASSWORD_CHARS};
+
+/// Leaves for the sign-in page with a fresh load, so nothing of the account stays in this tab.
+fn leave_for_sign_in() {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_href("/signin");
+    }
+}
+
+/// The account page.
+#[component]
+pub fn AccountPage() -> impl IntoView {
+    view! {
+        <section class="auth account-page" aria-labelledby="account-heading">
+            <h1 id="account-heading">"Account"</h1>
+            <ChangePassword/>
+            <SignOutEverywhere/>
+            <DeleteAccount/>
+        </section>
+    }
+}
+
+/// The current password and a new one; other devices are signed out.
+#[component]
+fn ChangePassword() -> impl IntoView {
+    let current = RwSignal::new(String::new());
+    let new = RwSignal::new(String::new());
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        busy.set(true);
+        note.set(None);
+        let body =
+            ChangePasswordRequest { current_password: current.get_untracked(), new_password: new.get_untracked() };
+        spawn_local(async move {
+            let result = client::change_password(&body).await;
+            busy.set(false);
+            match result {
+                Ok(()) => {
+                    current.set(String::new());
+                    new.set(String::new());
+                    note.set(Some((true, "Password changed. Other devices are signed out.".into())));
+                }
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    };
+    view! {
+        <form class="auth-form" aria-labelledby="change-password-heading" on:submit=submit>
+            <h2 id="change-password-heading">"Change password"</h2>
+            <label for="current-password">"Current password"</label>
+            <input id="current-password" type="password" autocomplete="current-password" required
+                prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
+            <label for="new-password">"New password"</label>
+            <input id="new-password" type="password" autocomplete="new-password" required
+                minlength=MIN_PASSWORD_CHARS.to_string()
+                prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
+            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common password.")}</p>
+            {move || note.get().map(|(done, text)| if done {
+                view! { <p class="notice" role="status">{text}</p> }.into_any()
+            } else {
+                view! { <p class="error" role="alert">{text}</p> }.into_any()
+            })}
+            <button type="submit" class="primary" disabled=move || busy.get()>"Change password"</button>
+        </form>
+    }
+}
+
+/// Ends every session of the account, this one too.
+#[component]
+fn SignOutEverywhere() -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    let click = move |_| {
+        spawn_local(async move {
+            match client::logout_all().await {
+                Ok(()) => leave_for_sign_in(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    view! {
+        <div class="auth-form">
+            <h2>"Devices"</h2>
+            <p class="hint">"Signs out this browser and every other device signed in to this account."</p>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <button type="button" on:click=click>"Sign out everywhere"</button>
+        </div>
+    }
+}
+
+/// Deletes the account and everything in it, given its password.
+#[component]
+fn DeleteAccount() -> impl IntoView {
+    let password = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        busy.set(true);
+        error.set(None);
+        let body = DeleteAccountRequest { password: password.get_untracked() };
+        spawn_local(async move {
+            let result = client::delete_account(&body).await;
+            busy.set(false);
+            match result {
+                Ok(()) => leave_for_sign_in(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    view! {
+        <form class="auth-form" aria-labelledby="delete-account-heading" on:submit=submit>
+            <h2 id="delete-account-heading">"Delete account"</h2>
+            <p class="hint">"Deletes the account with all its conversations, documents and files. This cannot be undone."</p>
+            <label for="delete-password">"Password"</label>
+            <input id="delete-password" type="password" autocomplete="current-password" required
+                prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <button type="submit" class="danger" disabled=move || busy.get()>"Delete account"</button>
+        </form>
+    }
+}

@@ -1,0 +1,108 @@
+import { expect, Page, test } from '@playwright/test';
+import { openHydrated, PASSWORD, signUp, uniqueEmail } from './helpers';
+import { send } from './conversation';
+
+/**
+ * Collects every Content Security Policy violation of a page: the browser's own console reports and the
+ * `securitypolicyviolation` events the document fires.
+ */
+async function watchViolations(page: Page) {
+  const violations: string[] = [];
+  page.on('console', (message) => {
+    if (/Content[ -]Security[ -]Policy/i.test(message.text())) violations.push(`console: ${message.text()}`);
+  });
+  await page.exposeFunction('reportCspViolation', (text: string) => violations.push(`event: ${text}`));
+  await page.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      const report = (window as unknown as { reportCspViolation: (text: string) => void }).reportCspViolation;
+      report(`${event.violatedDirective} blocked ${event.blockedURI || 'inline code'}`);
+    });
+  });
+  return violations;
+}
+
+test('every page works under the Content Security Policy without a violation', async ({ page }) => {
+  const violations = await watchViolations(page);
+
+  // Pages open to visitors.
+  for (const path of ['/signin', '/signup']) {
+    const response = await page.goto(path);
+    const policy = response!.headers()['content-security-policy'];
+    expect(policy).toContain("frame-ancestors 'none'");
+    expect(policy).not.toContain('unsafe-inline');
+    await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  }
+
+  // Signed in: the chat with an answer and a document, the document viewer, search, stats, a missing page.
+  await signUp(page, uniqueEmail('csp'));
+  await openHydrated(page);
+  await send(page, 'We plan a library app. Members must renew loans online. Librarians want **overdue** reports.');
+  await send(page, 'Generate user stories from this conversation');
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  await page.getByTestId('artifact-card').first().getByRole('button').click();
+  await expect(page.getByRole('dialog')).toContainText('As a');
+  await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByTestId('message-assistant')).toHaveCount(2);
+
+  await page.getByRole('link', { name: 'Stats' }).click();
+  await expect(page.getByRole('heading', { name: 'Stats' })).toBeVisible();
+  for (const path of ['/search?q=library', '/stats', '/account', '/no-such-page']) {
+    await openHydrated(page, path);
+  }
+  await expect(page.getByText('Page not found.')).toBeVisible();
+
+  expect(violations).toEqual([]);
+});
+
+test('Quire cannot be framed by another page', async ({ page }) => {
+  const response = await page.goto('/signin');
+  expect(response!.headers()['x-frame-options']).toBe('DENY');
+  expect(response!.headers()['x-content-type-options']).toBe('nosniff');
+});
+
+test('the account page changes the password, signs out everywhere and deletes the account', async ({ page, browser }) => {
+  const email = await signUp(page, uniqueEmail('account'));
+  await openHydrated(page);
+  await page.getByRole('link', { name: 'Account' }).click();
+  await expect(page.getByRole('heading', { name: 'Account', exact: true })).toBeVisible();
+
+  const form = page.getByRole('form', { name: 'Change password' });
+  await form.getByLabel('Current password').fill('not the password');
+  await form.getByLabel('New password').fill('lantern orchard velvet');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(form.getByRole('alert')).toContainText('current password is wrong');
+  await form.getByLabel('Current password').fill(PASSWORD);
+  await form.getByLabel('New password').fill('passwordpassword');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(form.getByRole('alert')).toContainText('too common');
+  await form.getByLabel('New password').fill('lantern orchard velvet');
+  await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(form.getByRole('status')).toContainText('Password changed');
+
+  // Another browser signed in to the account is signed out by "Sign out everywhere".
+  const context = await browser.newContext();
+  const other = await context.newPage();
+  const signIn = await other.request.post('/api/auth/login', { data: { email, password: 'lantern orchard velvet' } });
+  expect(signIn.status()).toBe(200);
+  await page.getByRole('button', { name: 'Sign out everywhere' }).click();
+  await expect(page).toHaveURL(/\/signin$/);
+  expect((await other.request.get('/api/auth/me')).status()).toBe(401);
+  await context.close();
+
+  // Deleting needs the password, then nothing of the account is left.
+  const again = await page.request.post('/api/auth/login', { data: { email, password: 'lantern orchard velvet' } });
+  expect(again.status()).toBe(200);
+  await openHydrated(page, '/account');
+  const deletion = page.getByRole('form', { name: 'Delete account' });
+  await deletion.getByLabel('Password').fill('not the password');
+  await deletion.getByRole('button', { name: 'Delete account' }).click();
+  await expect(deletion.getByRole('alert')).toContainText('password is wrong');
+  await deletion.getByLabel('Password').fill('lantern orchard velvet');
+  await deletion.getByRole('button', { name: 'Delete account' }).click();
+  await expect(page).toHaveURL(/\/signin$/);
+  const gone = await page.request.post('/api/auth/login', { data: { email, password: 'lantern orchard velvet' } });
+  expect(gone.status()).toBe(401);
+});

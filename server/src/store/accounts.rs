@@ -1,0 +1,75 @@
+//! Accounts and their sessions: what a session is, and the storage of sessions, passwords and account removal,
+//! which both backends implement (`sqlite/accounts.rs`, `postgres/accounts.rs`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::Result;
+
+/// A signed-in session: one session token, from sign-in until it is ended or expires.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// The token's id (`jti`).
+    pub id: Uuid,
+    pub user: Uuid,
+    pub created_at: DateTime<Utc>,
+    /// When it was last used, to within [`TOUCH_EVERY_SECS`].
+    pub last_seen_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+/// How stale a session's `last_seen_at` may grow before a request writes it again.
+pub const TOUCH_EVERY_SECS: i64 = 60;
+
+impl Session {
+    /// A new session of `user` under the token id `id`, lasting until `expires_at`.
+    pub fn new(id: Uuid, user: Uuid, expires_at: DateTime<Utc>) -> Self {
+        let now = super::now();
+        Self { id, user, created_at: now, last_seen_at: now, expires_at, ended_at: None }
+    }
+
+    /// Whether the session still admits requests at `now`: not ended, not expired, and used within `idle`.
+    pub fn is_live(&self, now: DateTime<Utc>, idle: chrono::Duration) -> bool {
+        self.ended_at.is_none() && now < self.expires_at && now - self.last_seen_at < idle
+    }
+
+    /// Whether a request at `now` should record that the session was used.
+    pub fn needs_touch(&self, now: DateTime<Utc>) -> bool {
+        (now - self.last_seen_at).num_seconds() >= TOUCH_EVERY_SECS
+    }
+}
+
+/// Accounts and sessions, beside the rest of [`Store`](super::Store).
+#[async_trait]
+pub trait Accounts: Send + Sync {
+    /// Records a new session; sessions past their expiry are purged on the way.
+    async fn create_session(&self, session: &Session) -> Result<()>;
+    /// The session with this id, ended or not; `None` when there is none (or it was purged).
+    async fn session(&self, id: Uuid) -> Result<Option<Session>>;
+    /// Records that the session was used now.
+    async fn touch_session(&self, id: Uuid) -> Result<()>;
+    /// Ends one session of `user`; ending one that is over already is harmless.
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()>;
+    /// Ends every session of `user` but `keep`; returns the ids of those it ended.
+    async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>>;
+    /// The sessions ended at or after `since`, with their owners.
+    async fn sessions_ended_since(&self, since: DateTime<Utc>) -> Result<Vec<(Uuid, Uuid)>>;
+    /// Replaces the password hash of `user` and ends every other session, in one transaction; returns the ids
+    /// of the sessions it ended. `NotFound` when the account is gone.
+    async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>>;
+
+    /// Removes the account and everything it owns (conversations, messages, documents and their versions,
+    /// attachments and their chunks, search index rows, traces, turns, usage, idempotency keys, sessions and
+    /// counted sign-in failures), in one transaction. `NotFound` when it is gone already.
+    async fn delete_user(&self, user: Uuid) -> Result<()>;
+
+    /// How many sign-ins to `account` failed, and when the last did; `None` when none is counted.
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>>;
+    /// Counts a failed sign-in to `account` now, starting again from one when the last was before
+    /// `forget_before`.
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()>;
+    /// Forgets the failures of `account` (it was signed in to).
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()>;
+}

@@ -1,0 +1,160 @@
+//! Accounts and sessions on PostgreSQL.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{postgres::PgRow, Row};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::Postgres;
+use crate::store::{accounts::Accounts, now, Result, Session, StoreError};
+
+fn session_from_row(row: &PgRow) -> Result<Session> {
+    Ok(Session {
+        id: row.try_get("id")?,
+        user: row.try_get("user_id")?,
+        created_at: row.try_get("created_at")?,
+        last_seen_at: row.try_get("last_seen_at")?,
+        expires_at: row.try_get("expires_at")?,
+        ended_at: row.try_get("ended_at")?,
+    })
+}
+
+#[async_trait]
+impl Accounts for Postgres {
+    #[instrument(skip_all)]
+    async fn create_session(&self, session: &Session) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("delete from sessions where expires_at < $1").bind(now()).execute(&mut *tx).await?;
+        sqlx::query(
+            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at) values ($1, $2, $3, $4, $5)",
+        )
+        .bind(session.id)
+        .bind(session.user)
+        .bind(session.created_at)
+        .bind(session.last_seen_at)
+        .bind(session.expires_at)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn session(&self, id: Uuid) -> Result<Option<Session>> {
+        let row = sqlx::query("select * from sessions where id = $1").bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    #[instrument(skip_all)]
+    async fn touch_session(&self, id: Uuid) -> Result<()> {
+        sqlx::query("update sessions set last_seen_at = $1 where id = $2")
+            .bind(now())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()> {
+        sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null")
+            .bind(now())
+            .bind(id)
+            .bind(user)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>> {
+        Ok(sqlx::query_scalar(
+            "update sessions set ended_at = $1 where user_id = $2 and id is distinct from $3 and ended_at is null
+             returning id",
+        )
+        .bind(now())
+        .bind(user)
+        .bind(keep)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    #[instrument(skip_all)]
+    async fn sessions_ended_since(&self, since: DateTime<Utc>) -> Result<Vec<(Uuid, Uuid)>> {
+        Ok(sqlx::query_as("select id, user_id from sessions where ended_at >= $1")
+            .bind(since)
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    #[instrument(skip_all)]
+    async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>> {
+        let mut tx = self.pool.begin().await?;
+        let changed = sqlx::query("update users set password_hash = $1 where id = $2")
+            .bind(password_hash)
+            .bind(user)
+            .execute(&mut *tx)
+            .await?;
+        if changed.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let ended = sqlx::query_scalar(
+            "update sessions set ended_at = $1 where user_id = $2 and id <> $3 and ended_at is null returning id",
+        )
+        .bind(now())
+        .bind(user)
+        .bind(keep)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(ended)
+    }
+
+    #[instrument(skip_all)]
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>> {
+        let row: Option<(i64, DateTime<Utc>)> =
+            sqlx::query_as("select failures, last_failed_at from sign_in_failures where account = $1")
+                .bind(account)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(failures, last)| (u32::try_from(failures).unwrap_or(u32::MAX), last)))
+    }
+
+    #[instrument(skip_all)]
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "insert into sign_in_failures (account, failures, last_failed_at) values ($1, 1, $2)
+             on conflict (account) do update set
+                 failures = case when sign_in_failures.last_failed_at < $3 then 1
+                                 else sign_in_failures.failures + 1 end,
+                 last_failed_at = $2",
+        )
+        .bind(account)
+        .bind(now())
+        .bind(forget_before)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
+        sqlx::query("delete from sign_in_failures where account = $1").bind(account).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_user(&self, user: Uuid) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let email: Option<String> =
+            sqlx::query_scalar("select email from users where id = $1").bind(user).fetch_optional(&mut *tx).await?;
+        let email = email.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from sign_in_failures where account = lower($1)").bind(&email).execute(&mut *tx).await?;
+        sqlx::query("delete from idempotency_keys where user_id = $1").bind(user).execute(&mut *tx).await?;
+        // The rest hangs off the account by foreign keys that cascade (the search columns live in the rows).
+        sqlx::query("delete from users where id = $1").bind(user).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,169 @@
+//! Accounts and sessions on SQLite.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{sqlite::SqliteRow, Row};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{time, uuid, Sqlite};
+use crate::store::{accounts::Accounts, micros_to_time, now, Result, Session, StoreError};
+
+fn session_from_row(row: &SqliteRow) -> Result<Session> {
+    let ended: Option<i64> = row.try_get("ended_at")?;
+    Ok(Session {
+        id: uuid(row, "id")?,
+        user: uuid(row, "user_id")?,
+        created_at: time(row, "created_at")?,
+        last_seen_at: time(row, "last_seen_at")?,
+        expires_at: time(row, "expires_at")?,
+        ended_at: ended.map(micros_to_time),
+    })
+}
+
+fn ids(rows: &[SqliteRow]) -> Result<Vec<Uuid>> {
+    rows.iter().map(|row| uuid(row, "id")).collect()
+}
+
+#[async_trait]
+impl Accounts for Sqlite {
+    #[instrument(skip_all)]
+    async fn create_session(&self, session: &Session) -> Result<()> {
+        let mut tx = self.writer.begin().await?;
+        sqlx::query("delete from sessions where expires_at < ?")
+            .bind(now().timestamp_micros())
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("insert into sessions (id, user_id, created_at, last_seen_at, expires_at) values (?, ?, ?, ?, ?)")
+            .bind(session.id.to_string())
+            .bind(session.user.to_string())
+            .bind(session.created_at.timestamp_micros())
+            .bind(session.last_seen_at.timestamp_micros())
+            .bind(session.expires_at.timestamp_micros())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn session(&self, id: Uuid) -> Result<Option<Session>> {
+        let row = sqlx::query("select * from sessions where id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(session_from_row).transpose()
+    }
+
+    #[instrument(skip_all)]
+    async fn touch_session(&self, id: Uuid) -> Result<()> {
+        sqlx::query("update sessions set last_seen_at = ? where id = ?")
+            .bind(now().timestamp_micros())
+            .bind(id.to_string())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()> {
+        sqlx::query("update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null")
+            .bind(now().timestamp_micros())
+            .bind(id.to_string())
+            .bind(user.to_string())
+            .execute(&self.writer)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>> {
+        let rows = sqlx::query(
+            "update sessions set ended_at = ? where user_id = ? and id is not ? and ended_at is null returning id",
+        )
+        .bind(now().timestamp_micros())
+        .bind(user.to_string())
+        .bind(keep.map(|k| k.to_string()))
+        .fetch_all(&self.writer)
+        .await?;
+        ids(&rows)
+    }
+
+    #[instrument(skip_all)]
+    async fn sessions_ended_since(&self, since: DateTime<Utc>) -> Result<Vec<(Uuid, Uuid)>> {
+        let rows = sqlx::query("select id, user_id from sessions where ended_at >= ?")
+            .bind(since.timestamp_micros())
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(|row| Ok((uuid(row, "id")?, uuid(row, "user_id")?))).collect()
+    }
+
+    #[instrument(skip_all)]
+    async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>> {
+        let mut tx = self.writer.begin().await?;
+        let changed = sqlx::query("update users set password_hash = ? where id = ?")
+            .bind(password_hash)
+            .bind(user.to_string())
+            .execute(&mut *tx)
+            .await?;
+        if changed.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let rows = sqlx::query(
+            "update sessions set ended_at = ? where user_id = ? and id <> ? and ended_at is null returning id",
+        )
+        .bind(now().timestamp_micros())
+        .bind(user.to_string())
+        .bind(keep.to_string())
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        ids(&rows)
+    }
+
+    #[instrument(skip_all)]
+    async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>> {
+        let row: Option<(i64, i64)> =
+            sqlx::query_as("select failures, last_failed_at from sign_in_failures where account = ?")
+                .bind(account)
+                .fetch_optional(&self.reader)
+                .await?;
+        Ok(row.map(|(failures, last)| (u32::try_from(failures).unwrap_or(u32::MAX), micros_to_time(last))))
+    }
+
+    #[instrument(skip_all)]
+    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
+             on conflict (account) do update set
+                 failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2",
+        )
+        .bind(account)
+        .bind(now().timestamp_micros())
+        .bind(forget_before.timestamp_micros())
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
+        sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(&self.writer).await?;
+        Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn delete_user(&self, user: Uuid) -> Result<()> {
+        let id = user.to_string();
+        let mut tx = self.writer.begin().await?;
+        let email: Option<String> =
+            sqlx::query_scalar("select email from users where id = ?").bind(&id).fetch_optional(&mut *tx).await?;
+        let email = email.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from sign_in_failures where account = lower(?)").bind(&email).execute(&mut *tx).await?;
+        sqlx::query("delete from idempotency_keys where user_id = ?").bind(&id).execute(&mut *tx).await?;
+        // The rest hangs off the account by foreign keys that cascade; the search index follows by triggers.
+        sqlx::query("delete from users where id = ?").bind(&id).execute(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

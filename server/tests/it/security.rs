@@ -1,0 +1,629 @@
+//! The web security baseline over real HTTP: response headers, cross-site request refusal, sessions, passwords,
+//! sign-in throttling and account deletion.
+
+use crate::common::TestServer;
+
+/// The `nonce` attribute of the page's inline module script.
+fn script_nonce(html: &str) -> Option<String> {
+    let start = html.find("<script type=\"module\" nonce=\"")? + "<script type=\"module\" nonce=\"".len();
+    Some(html[start..].split('"').next()?.to_string())
+}
+
+#[tokio::test]
+async fn pages_carry_a_policy_that_allows_only_their_own_scripts() {
+    let server = TestServer::start().await;
+    let mut nonces = Vec::new();
+    for path in ["/signin", "/", "/no-such-page"] {
+        let response = server.anonymous().get(server.url(path)).send().await.unwrap();
+        let headers = response.headers().clone();
+        let html = response.text().await.unwrap();
+        let policy = headers["content-security-policy"].to_str().unwrap().to_string();
+        let nonce = script_nonce(&html).unwrap_or_else(|| panic!("{path}: no script nonce in the page"));
+        assert!(policy.contains(&format!("'nonce-{nonce}'")), "{path}: {policy}");
+        for directive in ["default-src 'self'", "'wasm-unsafe-eval'", "frame-ancestors 'none'", "base-uri 'none'"] {
+            assert!(policy.contains(directive), "{path}: {directive} missing from {policy}");
+        }
+        assert!(!policy.contains("unsafe-inline"), "{path}: {policy}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        assert_eq!(headers["x-frame-options"], "DENY", "{path}");
+        assert_eq!(headers["referrer-policy"], "no-referrer", "{path}");
+        nonces.push(nonce);
+    }
+    nonces.sort();
+    nonces.dedup();
+    assert_eq!(nonces.len(), 3, "every page gets a nonce of its own");
+}
+
+#[tokio::test]
+async fn personal_answers_and_downloads_are_never_cached() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "We plan a library app. Members renew loans online.").await;
+    server.wait_idle(thread).await;
+    let paths = [
+        "/api/auth/me".to_string(),
+        "/api/threads".to_string(),
+        format!("/api/threads/{thread}"),
+        format!("/api/threads/{thread}/export?format=json"),
+        format!("/api/threads/{thread}/export?format=markdown"),
+        "/api/export".to_string(),
+        "/api/stats".to_string(),
+        "/api/search?q=library".to_string(),
+        "/api/no-such-route".to_string(),
+    ];
+    for path in paths {
+        let response = server.client.get(server.url(&path)).send().await.unwrap();
+        let headers = response.headers();
+        let cache = headers.get("cache-control").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+        assert!(cache.contains("no-store"), "{path}: Cache-Control {cache:?}");
+        assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
+        let policy = headers["content-security-policy"].to_str().unwrap();
+        assert!(policy.starts_with("default-src 'none'"), "{path}: {policy}");
+    }
+    // The event stream of a turn, too.
+    let stream = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    assert!(stream.headers()["cache-control"].to_str().unwrap().contains("no-store"));
+}
+
+/// A request sent the way a browser sends it: with the session cookie, and `Origin` when given.
+fn by_cookie(
+    server: &TestServer,
+    method: reqwest::Method,
+    path: &str,
+    origin: Option<&str>,
+) -> reqwest::RequestBuilder {
+    let request = server
+        .anonymous()
+        .request(method, server.url(path))
+        .header("cookie", format!("quire_session={}", server.token));
+    match origin {
+        Some(origin) => request.header("origin", origin),
+        None => request,
+    }
+}
+
+/// A content type and a body of that type.
+type Body = (&'static str, Vec<u8>);
+
+/// The bodies another site can make a browser send without asking first: JSON (sent with a `fetch` in
+/// `no-cors` mode), a multipart form, plain text, a URL-encoded form and nothing at all.
+fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<Body>)> {
+    let multipart = "--x\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--x--\r\n";
+    vec![
+        (
+            "json",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("application/json", br#"{"title":"planted"}"#.to_vec())),
+        ),
+        (
+            "multipart",
+            reqwest::Method::POST,
+            format!("/api/threads/{thread}/attachments"),
+            Some(("multipart/form-data; boundary=x", multipart.as_bytes().to_vec())),
+        ),
+        (
+            "text/plain",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("text/plain", br#"{"title":"planted"}"#.to_vec())),
+        ),
+        (
+            "form",
+            reqwest::Method::POST,
+            "/api/threads".into(),
+            Some(("application/x-www-form-urlencoded", b"title=planted".to_vec())),
+        ),
+        ("no body", reqwest::Method::DELETE, format!("/api/threads/{thread}"), None),
+        ("sign-out", reqwest::Method::POST, "/api/auth/logout".into(), None),
+    ]
+}
+
+#[tokio::test]
+async fn requests_from_other_sites_are_refused_whatever_their_body() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let before = server.detail(thread).await;
+    for (name, method, path, body) in attacks(thread) {
+        for origin in [Some("https://evil.example"), Some("null"), None] {
+            let mut request = by_cookie(&server, method.clone(), &path, origin);
+            if let Some((content_type, bytes)) = &body {
+                request = request.header("content-type", *content_type).body(bytes.clone());
+            }
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status(), 403, "{name} from {origin:?}");
+            let error: app::api::ErrorBody = response.json().await.unwrap();
+            assert_eq!(error.error.code, "cross_site_request", "{name}");
+        }
+        // A browser that sends `Sec-Fetch-Site` but no `Origin` says where the request comes from that way.
+        let cross = by_cookie(&server, method.clone(), &path, None).header("sec-fetch-site", "cross-site");
+        assert_eq!(cross.send().await.unwrap().status(), 403, "{name}, cross-site by Sec-Fetch-Site");
+    }
+    // Nothing changed and the session still works.
+    assert_eq!(server.detail(thread).await, before);
+    let list: app::api::ThreadList =
+        server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(list.threads.len(), 1);
+    assert!(server.state.store.list_attachments(server.user.id, thread).await.unwrap().is_empty());
+    assert_eq!(by_cookie(&server, reqwest::Method::GET, "/api/auth/me", None).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn quire_s_own_pages_and_programs_with_a_token_are_let_through() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let own = server.base.clone();
+    let create = by_cookie(&server, reqwest::Method::POST, "/api/threads", Some(&own)).json(&serde_json::json!({}));
+    assert_eq!(create.send().await.unwrap().status(), 201);
+    let same = by_cookie(&server, reqwest::Method::POST, "/api/threads", None)
+        .header("sec-fetch-site", "same-origin")
+        .json(&serde_json::json!({}));
+    assert_eq!(same.send().await.unwrap().status(), 201);
+    // Past the check, a body that is not JSON gets the usual answer.
+    let text = by_cookie(&server, reqwest::Method::POST, "/api/threads", Some(&own))
+        .header("content-type", "text/plain")
+        .body("{}");
+    assert_eq!(text.send().await.unwrap().status(), 415);
+    let part = reqwest::multipart::Part::bytes(b"hello".to_vec()).file_name("a.txt").mime_str("text/plain").unwrap();
+    let upload = by_cookie(&server, reqwest::Method::POST, &format!("/api/threads/{thread}/attachments"), Some(&own))
+        .multipart(reqwest::multipart::Form::new().part("file", part));
+    assert_eq!(upload.send().await.unwrap().status(), 201);
+    // A bearer token is never sent by a browser on another site's behalf: its Origin does not matter.
+    let bearer = server
+        .client
+        .post(server.url("/api/threads"))
+        .header("origin", "https://evil.example")
+        .json(&serde_json::json!({}));
+    assert_eq!(bearer.send().await.unwrap().status(), 201);
+    // Signing up from a program without a session needs no Origin; from another site's page it is refused.
+    let program = server.anonymous().post(server.url("/api/auth/register"));
+    let body = serde_json::json!({"email": "new@example.com", "password": crate::common::PASSWORD});
+    assert_eq!(program.json(&body).send().await.unwrap().status(), 201);
+    let planted =
+        server.anonymous().post(server.url("/api/auth/login")).header("origin", "https://evil.example").json(&body);
+    assert_eq!(planted.send().await.unwrap().status(), 403);
+    let signed_out = by_cookie(&server, reqwest::Method::POST, "/api/auth/logout", Some(&own));
+    assert_eq!(signed_out.send().await.unwrap().status(), 204);
+}
+
+async fn status_of(client: &reqwest::Client, server: &TestServer, path: &str) -> u16 {
+    client.get(server.url(path)).send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn signing_out_everywhere_ends_every_session_of_the_account_only() {
+    let server = TestServer::start().await;
+    let (laptop, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    let (other, _) = server.second_user("other@example.com").await;
+    let out = laptop.post(server.url("/api/auth/logout-all")).send().await.unwrap();
+    assert_eq!(out.status(), 204);
+    assert!(out.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+    assert_eq!(status_of(&laptop, &server, "/api/auth/me").await, 401);
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 401, "the first session ended too");
+    assert_eq!(status_of(&other, &server, "/api/auth/me").await, 200, "another account is untouched");
+    let (again, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    assert_eq!(status_of(&again, &server, "/api/auth/me").await, 200, "signing in again works");
+}
+
+#[tokio::test]
+async fn a_session_unused_for_longer_than_the_idle_timeout_ends() {
+    let server = TestServer::start_with(|c| c.session_idle_hours = 1).await;
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200);
+    // Two hours pass without a request: the session's last use is set back as if they had.
+    let Some(mut session) = server.state.store.session(session_id(&server.token)).await.unwrap() else {
+        panic!("no session")
+    };
+    session.last_seen_at -= chrono::Duration::hours(2);
+    set_last_seen(&server, &session).await;
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 401);
+}
+
+/// The session id (`jti`) inside a token.
+fn session_id(token: &str) -> uuid::Uuid {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    let claims: quire::auth::Claims =
+        serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+    claims.jti
+}
+
+/// Writes a session's `last_seen_at` straight into the test server's SQLite file.
+async fn set_last_seen(server: &TestServer, session: &quire::store::Session) {
+    let url = server.state.config.database_url();
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("update sessions set last_seen_at = ? where id = ?")
+        .bind(session.last_seen_at.timestamp_micros())
+        .bind(session.id.to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+}
+
+#[tokio::test]
+async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
+    use futures::StreamExt;
+    let model = crate::common::ScriptedModel::new(vec![vec![
+        crate::common::Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())),
+        crate::common::Step::Hang,
+    ]]);
+    let (store, _dir) = crate::common::sqlite_store().await;
+    let server = TestServer::with(store, model).await;
+    let thread = server.create_thread().await;
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me everything"}))
+        .send()
+        .await
+        .unwrap();
+    let mut body = response.bytes_stream();
+    assert!(body.next().await.is_some(), "the stream started");
+    // A second stream of the same session, re-attached.
+    let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let mut resumed = resumed.bytes_stream();
+    assert_eq!(server.client.post(server.url("/api/auth/logout")).send().await.unwrap().status(), 204);
+    for stream in [&mut body, &mut resumed] {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+            while let Some(chunk) = stream.next().await {
+                if chunk.is_err() {
+                    break;
+                }
+            }
+        })
+        .await;
+        assert!(ended.is_ok(), "the stream is still open a second after signing out");
+    }
+}
+
+#[tokio::test]
+async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
+    let server = TestServer::start().await;
+    for password in ["password", "12345678", "passwordpassword", "123456789012", "qwertyuiopasdf", "newcomer2024!"] {
+        let response = server
+            .anonymous()
+            .post(server.url("/api/auth/register"))
+            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{password}");
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some("password"), "{password}");
+        assert!(!error.error.message.is_empty());
+    }
+    let good = serde_json::json!({"email": "newcomer@example.com", "password": "lantern orchard velvet"});
+    let response = server.anonymous().post(server.url("/api/auth/register")).json(&good).send().await.unwrap();
+    assert_eq!(response.status(), 201);
+}
+
+#[tokio::test]
+async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() {
+    let server = TestServer::start().await;
+    let (phone, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    let change = |current: &str, new: &str| {
+        server
+            .client
+            .post(server.url("/api/auth/password"))
+            .json(&serde_json::json!({"current_password": current, "new_password": new}))
+            .send()
+    };
+    for (current, new, field) in [
+        ("not the password", "lantern orchard velvet", "current_password"),
+        (crate::common::PASSWORD, "password1234", "new_password"),
+    ] {
+        let response = change(current, new).await.unwrap();
+        assert_eq!(response.status(), 422);
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some(field));
+    }
+    assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 200, "refused changes end nothing");
+    // A wrong current password counts against the account like a failed sign-in.
+    assert_eq!(change("still not it", "lantern orchard velvet").await.unwrap().status(), 422);
+    let failures = server.state.store.sign_in_failures("owner@example.com").await.unwrap();
+    assert_eq!(failures.map(|(n, _)| n), Some(1));
+    assert_eq!(change(crate::common::PASSWORD, "lantern orchard velvet").await.unwrap().status(), 204);
+    assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200, "this session goes on");
+    assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 401, "the other one ended");
+    let login = |password: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&serde_json::json!({"email": "owner@example.com", "password": password}))
+            .send()
+    };
+    assert_eq!(login(crate::common::PASSWORD).await.unwrap().status(), 401);
+    assert_eq!(login("lantern orchard velvet").await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn failed_sign_ins_slow_down_the_account_from_every_address() {
+    // The per-address limit is out of reach here: only the per-account delays apply.
+    let server = TestServer::start().await;
+    let attempt = |email: &str, password: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&serde_json::json!({"email": email, "password": password}))
+            .send()
+    };
+    for email in ["owner@example.com", "nobody@example.com"] {
+        for _ in 0..quire::auth::throttle::FREE_FAILURES {
+            assert_eq!(attempt(email, "a wrong guess").await.unwrap().status(), 401, "{email}");
+        }
+        let wrong = attempt(email, "a wrong guess").await.unwrap();
+        assert_eq!(wrong.status(), 401, "the first failure past the free ones is answered, then waits begin");
+        // Now even the right password waits: the answer is the same for a known and an unknown address.
+        let held = attempt(email, crate::common::PASSWORD).await.unwrap();
+        assert_eq!(held.status(), 429, "{email}");
+        let retry: u64 = held.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+        assert!((1..=quire::auth::throttle::MAX_DELAY_SECS as u64).contains(&retry), "{retry}");
+    }
+    // Another account signs in as usual.
+    let (_, other) = server.second_user("other@example.com").await;
+    assert_eq!(attempt(&other.user.email, crate::common::PASSWORD).await.unwrap().status(), 200);
+    // Once the wait is over the owner gets in, and the count starts again.
+    let pool = sqlx::SqlitePool::connect(&server.state.config.database_url()).await.unwrap();
+    sqlx::query("update sign_in_failures set last_failed_at = last_failed_at - 600000000")
+        .execute(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    assert_eq!(attempt("OWNER@example.com", crate::common::PASSWORD).await.unwrap().status(), 200);
+    assert!(server.state.store.sign_in_failures("owner@example.com").await.unwrap().is_none());
+}
+
+mod deletion {
+    use std::collections::BTreeMap;
+
+    use crate::common::backends::{run_story, stories, Backend, Db, Raw};
+    use crate::common::{read_frames, TestServer, PASSWORD};
+
+    stories!(deleting_an_account_removes_every_row_it_owns);
+
+    /// Rows in every table (the search index's own storage tables aside: they are counted through the index).
+    async fn counts(raw: &Raw) -> BTreeMap<String, i64> {
+        let tables: Vec<String> = match raw {
+            Raw::Sqlite(pool) => sqlx::query_scalar(
+                "select name from sqlite_master where type = 'table' and name not like 'sqlite_%'
+                 and name not like '_sqlx%' and name not like '%_fts_%'",
+            )
+            .fetch_all(pool)
+            .await
+            .unwrap(),
+            Raw::Postgres(pool) => sqlx::query_scalar(
+                "select tablename::text from pg_tables where schemaname = current_schema() and tablename not like '_sqlx%'",
+            )
+            .fetch_all(pool)
+            .await
+            .unwrap(),
+        };
+        let mut counts = BTreeMap::new();
+        for table in tables {
+            let sql = format!("select count(*) from {table}");
+            let n: i64 = match raw {
+                Raw::Sqlite(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap(),
+                Raw::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await.unwrap(),
+            };
+            counts.insert(table, n);
+        }
+        counts
+    }
+
+    /// What an account leaves behind in ordinary use: a conversation with answers, a document and a revision
+    /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
+    async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
+        let thread: app::api::Thread = client
+            .post(server.url("/api/threads"))
+            .json(&serde_json::json!({"tags": ["work"]}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let chat = |content: &'static str, key: Option<&'static str>| {
+            let mut request = client
+                .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
+                .json(&serde_json::json!({"content": content}));
+            if let Some(key) = key {
+                request = request.header("Idempotency-Key", key);
+            }
+            request.send()
+        };
+        read_frames(chat("We plan a library app. Members renew loans online.", Some("first")).await.unwrap()).await;
+        read_frames(chat("Generate user stories from this conversation", None).await.unwrap()).await;
+        read_frames(chat("Add a story about overdue reminders to the user stories", None).await.unwrap()).await;
+        let part = reqwest::multipart::Part::bytes(b"Loans last three weeks. Renewals are free.".to_vec())
+            .file_name("policy.txt")
+            .mime_str("text/plain")
+            .unwrap();
+        let upload = client
+            .post(server.url(&format!("/api/threads/{}/attachments", thread.id)))
+            .multipart(reqwest::multipart::Form::new().part("file", part))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(upload.status(), 201);
+        let wrong = serde_json::json!({"email": email, "password": "a wrong guess"});
+        server.anonymous().post(server.url("/api/auth/login")).json(&wrong).send().await.unwrap();
+    }
+
+    async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
+        let provider = std::sync::Arc::new(quire::llm::builtin::Builtin::new());
+        let server = TestServer::with(db.store.clone(), provider).await;
+        let (other, _) = server.second_user("other@example.com").await;
+        use_account(&server, &other, "other@example.com").await;
+        let before = counts(&db.raw).await;
+        let (leaver, _) = server.second_user("leaver@example.com").await;
+        use_account(&server, &leaver, "leaver@example.com").await;
+        let during = counts(&db.raw).await;
+        for table in [
+            "users",
+            "sessions",
+            "threads",
+            "messages",
+            "artifacts",
+            "artifact_versions",
+            "attachments",
+            "attachment_chunks",
+            "turns",
+            "turn_events",
+            "usage_ledger",
+            "idempotency_keys",
+            "sign_in_failures",
+        ] {
+            assert!(during[table] > before[table], "the account's use left no row in {table}: {during:?}");
+        }
+
+        let wrong = leaver.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": "nope nope nope"}));
+        assert_eq!(wrong.send().await.unwrap().status(), 422);
+        assert_eq!(counts(&db.raw).await, during, "a wrong password deletes nothing");
+
+        let deleted = leaver.delete(server.url("/api/auth/me")).json(&serde_json::json!({"password": PASSWORD}));
+        assert_eq!(deleted.send().await.unwrap().status(), 204);
+        assert_eq!(counts(&db.raw).await, before, "every row of the account is gone, and only those");
+
+        assert_eq!(leaver.get(server.url("/api/auth/me")).send().await.unwrap().status(), 401);
+        let login = serde_json::json!({"email": "leaver@example.com", "password": PASSWORD});
+        let response = server.anonymous().post(server.url("/api/auth/login")).json(&login).send().await.unwrap();
+        assert_eq!(response.status(), 401);
+        let hits: app::api::SearchResults =
+            other.get(server.url("/api/search?q=library")).send().await.unwrap().json().await.unwrap();
+        assert!(!hits.results.is_empty(), "the other account's conversation is still found");
+        // The address can be used again.
+        let again = reqwest::Client::new().post(server.url("/api/auth/register")).json(&login).send().await.unwrap();
+        assert_eq!(again.status(), 201);
+    }
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn the_data_directory_database_and_key_are_private_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = TestServer::start().await;
+    server.create_thread().await;
+    let dir = server.state.config.data_dir.clone();
+    let mode = |name: &str| std::fs::metadata(dir.join(name)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+    for file in ["quire.db", "quire.db-wal", "quire.db-shm", "jwt_secret"] {
+        assert_eq!(mode(file), 0o600, "{file}");
+    }
+}
+
+#[tokio::test]
+async fn a_failing_model_provider_is_described_plainly_with_a_reference_to_the_log() {
+    use crate::common::{ScriptedModel, Step};
+    let internal = "error sending request for url (http://llm.internal.example:8080/v1/chat/completions): \
+                    tcp connect error: Connection refused (os error 111)";
+    let failures = vec![
+        (
+            quire::llm::LlmError::Network(internal.into()),
+            "The model provider could not be reached. Try again in a minute.",
+        ),
+        (
+            quire::llm::LlmError::Protocol(format!("malformed JSON from {internal}")),
+            "The model provider sent an answer",
+        ),
+    ];
+    for (failure, expected) in failures {
+        let (store, _dir) = crate::common::sqlite_store().await;
+        let server = TestServer::with(store, ScriptedModel::new(vec![vec![Step::Fail(failure)]])).await;
+        let thread = server.create_thread().await;
+        let frames = server.chat(thread, "Hello").await;
+        let last = frames.last().unwrap();
+        let app::api::ChatEvent::Error { message, .. } = &last.event else { panic!("{frames:?}") };
+        assert!(message.starts_with(expected), "{message}");
+        for leak in ["llm.internal", "8080", "os error", "Connection refused", "http"] {
+            assert!(!message.contains(leak), "{leak} shown: {message}");
+        }
+        // The reference is the turn's id, under which the log keeps the details.
+        let turn = last.id.as_deref().unwrap().split(':').next().unwrap();
+        assert!(message.contains(&format!("Reference: {turn}")), "{message}");
+    }
+}
+
+#[tokio::test]
+async fn every_answer_carries_its_request_id() {
+    let server = TestServer::start().await;
+    let mut ids = Vec::new();
+    for path in ["/api/health", "/api/threads", "/signin"] {
+        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let id = response.headers()["x-request-id"].to_str().unwrap().to_string();
+        assert!(uuid::Uuid::parse_str(&id).is_ok(), "{path}: {id}");
+        ids.push(id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 3);
+}
+
+#[tokio::test]
+async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
+    let server = TestServer::start_with(|c| c.public_url = Some("https://quire.example.org".parse().unwrap())).await;
+    let response = server
+        .anonymous()
+        .post(server.url("/api/auth/login"))
+        .json(&serde_json::json!({"email": "owner@example.com", "password": crate::common::PASSWORD}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let cookie = response.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.starts_with("__Host-quire_session="), "{cookie}");
+    assert!(cookie.contains("; Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"), "{cookie}");
+    assert!(response.headers()["strict-transport-security"].to_str().unwrap().contains("max-age="));
+    let token = response.json::<app::api::AuthResponse>().await.unwrap().token;
+    // Only the prefixed cookie signs in: a plain one could be planted by a neighbouring subdomain.
+    let me = |cookie: String| server.anonymous().get(server.url("/api/auth/me")).header("cookie", cookie).send();
+    assert_eq!(me(format!("__Host-quire_session={token}")).await.unwrap().status(), 200);
+    assert_eq!(me(format!("quire_session={token}")).await.unwrap().status(), 401);
+    // Changes must come from the public origin.
+    let from = |origin: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/threads"))
+            .header("cookie", format!("__Host-quire_session={token}"))
+            .header("origin", origin)
+            .json(&serde_json::json!({}))
+            .send()
+    };
+    assert_eq!(from(&server.base).await.unwrap().status(), 403, "the listening address is not the public one");
+    assert_eq!(from("https://quire.example.org").await.unwrap().status(), 201);
+}
+
+#[tokio::test]
+async fn signing_out_on_one_instance_ends_the_streams_on_another() {
+    use crate::common::{fresh_postgres_url, ScriptedModel, Step};
+    use futures::StreamExt;
+    let Some(url) = fresh_postgres_url("signing_out_on_one_instance_ends_the_streams_on_another").await else { return };
+    let instance = |provider: std::sync::Arc<dyn quire::llm::Provider>| {
+        let url = url.clone();
+        async move {
+            let store = quire::store::connect(&url).await.unwrap();
+            TestServer::with_configured(store, provider, |c| {
+                c.jwt_secret = Some("a shared session key for every instance of this test".parse().unwrap());
+            })
+            .await
+        }
+    };
+    let hanging = vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+    let a = instance(ScriptedModel::new(vec![])).await;
+    let b = instance(ScriptedModel::new(vec![hanging])).await;
+    let thread = b.create_thread().await;
+    // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
+    let response = a
+        .client
+        .post(b.url(&format!("/api/threads/{thread}/chat")))
+        .json(&serde_json::json!({"content": "Tell me everything"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.bytes_stream();
+    assert!(body.next().await.is_some(), "the stream started");
+    assert_eq!(a.client.post(a.url("/api/auth/logout")).send().await.unwrap().status(), 204);
+    let ended =
+        tokio::time::timeout(std::time::Duration::from_secs(2), async { while let Some(Ok(_)) = body.next().await {} })
+            .await;
+    assert!(ended.is_ok(), "the stream on the other instance is still open");
+}
