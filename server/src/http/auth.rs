@@ -33,24 +33,6 @@ fn profile(user: User) -> UserProfile {
     UserProfile { id: user.id, email: user.email, display_name: user.display_name, created_at: user.created_at }
 }
 
-/// Trims an e-mail address and checks that it looks like one (`local@domain.tld`, no spaces).
-pub fn validate_email(email: &str) -> Result<String> {
-    let email = email.trim();
-    let valid = email.chars().count() <= MAX_EMAIL_CHARS
-        && !email.chars().any(char::is_whitespace)
-        && email.split_once('@').is_some_and(|(local, domain)| {
-            !local.is_empty()
-                && !domain.contains('@')
-                && domain.split('.').count() >= 2
-                && domain.split('.').all(|label| !label.is_empty())
-        });
-    if valid {
-        Ok(email.to_string())
-    } else {
-        Err(ApiError::invalid("email", "Enter a valid e-mail address."))
-    }
-}
-
 /// Checks a new password (off the async workers: it takes a few milliseconds); a refusal names `field`.
 async fn check_new_password(field: &str, password: &str, email: &str, display_name: &str) -> Result<()> {
     let (password, email, display_name) = (password.to_string(), email.to_string(), display_name.to_string());
