@@ -3,7 +3,7 @@
 //! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's
 //! linear-time BPE implementation: the vocabulary ships inside the crate (no network) and
 //! counting stays linear even on pathological input such as one character repeated 100 KB.
-//! Two parts are our own because they were measured to matter (BENCHMARKS.md, token counting from cold):
+//! Two parts are our own because they were measured to matter (docs/perf-log.md, token counting from cold):
 //! cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`); both give exactly
 //! the crate's results, which property tests check.
 
@@ -170,7 +170,7 @@ pub fn count_tokens(text: &str) -> usize {
 /// The pieces `tokenizer.split` cuts `text` into (`o200k_base`'s pattern), found faster.
 ///
 /// The tokenizer matches a many-branch Unicode regex at every piece: splitting 500 KB of prose took 4.3 ms, a
-/// third of counting it from cold, and takes 1.2 ms cut by hand (see BENCHMARKS.md). Most text is ASCII, where
+/// third of counting it from cold, and takes 1.2 ms cut by hand (see docs/perf-log.md). Most text is ASCII, where
 /// the pattern reduces to a few byte classes, so [`ascii_piece`] cuts such pieces; wherever a byte outside ASCII
 /// could change where a piece ends, that piece is cut by the tokenizer's own regex instead. The result is the
 /// same sequence of pieces (property tests compare them on varied text).
