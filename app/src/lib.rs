@@ -8,6 +8,7 @@ pub mod components;
 pub mod format;
 pub mod markdown;
 pub mod routes;
+pub mod state;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -18,14 +19,14 @@ use leptos_router::{
     lazy_route, path, Lazy, LazyRoute,
 };
 
-use crate::api::UserProfile;
 use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
 use crate::routes::account::AccountPage;
 use crate::routes::auth::{SignInPage, SignUpPage};
-use crate::routes::chat::{ChatPage, ChatState};
+use crate::routes::chat::ChatPage;
 use crate::routes::search::SearchPage;
 use crate::routes::stats::StatsPage;
+pub use crate::state::{ChatState, CurrentUser, ThreadsChanged};
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -46,20 +47,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
         </html>
     }
 }
-
-/// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
-#[derive(Clone, Copy)]
-pub struct ThreadsChanged(pub RwSignal<u64>);
-
-impl ThreadsChanged {
-    pub fn notify(&self) {
-        self.0.update(|n| *n += 1);
-    }
-}
-
-/// The signed-in account, once known (`None` before `/api/auth/me` answered, and after signing out).
-#[derive(Clone, Copy)]
-pub struct CurrentUser(pub RwSignal<Option<UserProfile>>);
 
 /// Whether a path is one of the pages open to people who are not signed in.
 fn is_auth_page(path: &str) -> bool {

@@ -6,7 +6,7 @@ use leptos_router::hooks::{use_location, use_navigate};
 use wasm_bindgen_futures::JsFuture;
 
 use crate::api::{client, ImportResult};
-use crate::routes::chat::ChatState;
+use crate::state::ChatState;
 use crate::ThreadsChanged;
 
 /// What the last import did, shown under the bar.

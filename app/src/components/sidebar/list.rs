@@ -1,0 +1,301 @@
+//! The list of conversations: the first page again whenever something changed, more pages as it is scrolled,
+//! the archive behind a toggle, and what each conversation's menu does.
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::{use_location, use_navigate};
+use uuid::Uuid;
+
+use super::dialogs::{parse_tags, DialogHandlers, Pending};
+use super::NEW_CHAT_ID;
+use crate::api::{client, Thread, UpdateThread};
+use crate::components::thread_item::{focus_by_id, options_button_id, ThreadAction, ThreadItem};
+use crate::state::{ChatState, ThreadsChanged};
+
+/// How close to the end of the list (in pixels) the next page is fetched.
+const LOAD_AHEAD_PX: i32 = 240;
+
+/// The conversations shown and what is being done to them. `Copy`: handlers and the sidebar share it.
+#[derive(Clone, Copy)]
+pub(super) struct Listing {
+    threads: RwSignal<Vec<Thread>>,
+    next: RwSignal<Option<String>>,
+    loading: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    show_archived: RwSignal<bool>,
+    /// Bumped at each fresh listing, so pages of an older walk that arrive late are dropped.
+    walk: StoredValue<u64>,
+    /// The conversation whose menu is open.
+    menu: RwSignal<Option<Uuid>>,
+    pub(super) pending: RwSignal<Option<Pending>>,
+    pub(super) dialog_error: RwSignal<Option<String>>,
+    pub(super) saving: RwSignal<bool>,
+    /// Announced to screen readers after an action that changes the list.
+    announcement: RwSignal<String>,
+    /// Where focus goes once the list shows the result of an action.
+    refocus: StoredValue<Option<Uuid>>,
+    chat: ChatState,
+    changed: ThreadsChanged,
+}
+
+impl Listing {
+    /// Call in a component: it takes the chat state and the list's change signal from the context.
+    pub(super) fn new() -> Self {
+        Self {
+            threads: RwSignal::new(Vec::new()),
+            next: RwSignal::new(None),
+            loading: RwSignal::new(false),
+            error: RwSignal::new(None),
+            show_archived: RwSignal::new(false),
+            walk: StoredValue::new(0),
+            menu: RwSignal::new(None),
+            pending: RwSignal::new(None),
+            dialog_error: RwSignal::new(None),
+            saving: RwSignal::new(false),
+            announcement: RwSignal::new(String::new()),
+            refocus: StoredValue::new(None),
+            chat: expect_context::<ChatState>(),
+            changed: expect_context::<ThreadsChanged>(),
+        }
+    }
+
+    /// Empties the list (after signing out).
+    pub(super) fn forget(&self) {
+        self.threads.set(Vec::new());
+        self.next.set(None);
+    }
+
+    /// Puts focus back where an action left it: on the conversation's menu button, or on "New chat" when the
+    /// conversation left the list.
+    fn restore_focus(&self) {
+        let Some(id) = self.refocus.get_value() else { return };
+        self.refocus.set_value(None);
+        request_animation_frame(move || {
+            let button = options_button_id(id);
+            let present =
+                web_sys::window().and_then(|w| w.document()).and_then(|d| d.get_element_by_id(&button)).is_some();
+            focus_by_id(if present { &button } else { NEW_CHAT_ID });
+        });
+    }
+
+    /// Lists the first page (of the archive when it is shown).
+    fn first_page(self, archived: bool) {
+        let this_walk = self.walk.get_value() + 1;
+        self.walk.set_value(this_walk);
+        self.loading.set(true);
+        spawn_local(async move {
+            let result = client::list_threads(archived, None).await;
+            if self.walk.get_value() != this_walk {
+                return;
+            }
+            self.loading.set(false);
+            match result {
+                Ok(page) => {
+                    self.threads.set(page.threads);
+                    self.next.set(page.next_cursor);
+                    self.error.set(None);
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+            self.restore_focus();
+        });
+    }
+
+    /// Fetches the next page when the end of the list is near.
+    fn load_more(self, near_end: bool) {
+        if self.loading.get_untracked() || !near_end {
+            return;
+        }
+        let Some(cursor) = self.next.get_untracked() else { return };
+        let archived = self.show_archived.get_untracked();
+        let this_walk = self.walk.get_value();
+        self.loading.set(true);
+        spawn_local(async move {
+            let result = client::list_threads(archived, Some(&cursor)).await;
+            if self.walk.get_value() != this_walk {
+                return;
+            }
+            self.loading.set(false);
+            match result {
+                Ok(page) => {
+                    self.threads.update(|list| {
+                        for thread in page.threads {
+                            if !list.iter().any(|t| t.id == thread.id) {
+                                list.push(thread);
+                            }
+                        }
+                    });
+                    self.next.set(page.next_cursor);
+                }
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// Saves a change to a conversation; `done` is announced when it is saved.
+    fn save(self, id: Uuid, change: UpdateThread, done: &'static str) {
+        let (chat, changed) = (self.chat, self.changed);
+        self.saving.set(true);
+        spawn_local(async move {
+            let result = client::update_thread(id, &change).await;
+            self.saving.set(false);
+            match result {
+                Ok(thread) => {
+                    chat.renamed(&thread);
+                    self.pending.set(None);
+                    self.dialog_error.set(None);
+                    self.announcement.set(done.to_string());
+                    self.refocus.set_value(Some(id));
+                    changed.notify();
+                }
+                Err(e) if self.pending.get_untracked().is_some() => self.dialog_error.set(Some(e.message)),
+                Err(e) => self.error.set(Some(e.message)),
+            }
+        });
+    }
+
+    /// A conversation's menu: pin and archive act at once; rename, tags and delete open a dialog first.
+    fn act(self, thread: Thread, action: ThreadAction) {
+        self.dialog_error.set(None);
+        match action {
+            ThreadAction::Rename => self.pending.set(Some(Pending::Rename(thread))),
+            ThreadAction::Tags => self.pending.set(Some(Pending::Tags(thread))),
+            ThreadAction::Delete => self.pending.set(Some(Pending::Delete(thread))),
+            ThreadAction::Pin => {
+                let change = UpdateThread { pinned: Some(!thread.pinned), ..Default::default() };
+                let done = if thread.pinned { "Conversation unpinned." } else { "Conversation pinned." };
+                self.save(thread.id, change, done);
+            }
+            ThreadAction::Archive => {
+                let change = UpdateThread { archived: Some(!thread.archived), ..Default::default() };
+                let done =
+                    if thread.archived { "Conversation moved out of the archive." } else { "Conversation archived." };
+                self.save(thread.id, change, done);
+            }
+        }
+    }
+
+    /// What the dialogs do. Deleting the conversation on screen goes back to a new chat.
+    pub(super) fn dialog_handlers(self) -> DialogHandlers {
+        let navigate = use_navigate();
+        let location = use_location();
+        let changed = self.changed;
+        let pending_thread = move || self.pending.get_untracked().map(|p| p.thread().id);
+        let cancel = Callback::new(move |()| {
+            if let Some(id) = pending_thread() {
+                self.pending.set(None);
+                self.dialog_error.set(None);
+                focus_by_id(&options_button_id(id));
+            }
+        });
+        let rename = Callback::new(move |title: String| {
+            if let Some(id) = pending_thread() {
+                self.save(id, UpdateThread { title: Some(title), ..Default::default() }, "Conversation renamed.");
+            }
+        });
+        let retag = Callback::new(move |text: String| {
+            if let Some(id) = pending_thread() {
+                self.save(id, UpdateThread { tags: Some(parse_tags(&text)), ..Default::default() }, "Tags saved.");
+            }
+        });
+        let delete = Callback::new(move |()| {
+            let Some(id) = pending_thread() else { return };
+            let navigate = navigate.clone();
+            self.saving.set(true);
+            spawn_local(async move {
+                let result = client::delete_thread(id).await;
+                self.saving.set(false);
+                match result {
+                    Ok(()) => {
+                        self.pending.set(None);
+                        self.announcement.set("Conversation deleted.".to_string());
+                        self.threads.update(|list| list.retain(|t| t.id != id));
+                        if location.pathname.get_untracked() == format!("/c/{id}") {
+                            navigate("/", Default::default());
+                        }
+                        self.refocus.set_value(Some(id));
+                        changed.notify();
+                    }
+                    Err(e) => self.dialog_error.set(Some(e.message)),
+                }
+            });
+        });
+        DialogHandlers { rename, retag, delete, cancel }
+    }
+}
+
+/// The list's heading with the archive toggle, the conversations, and the list's status lines.
+#[component]
+pub(super) fn ThreadList(listing: Listing) -> impl IntoView {
+    let changed = listing.changed;
+    let location = use_location();
+    let Listing { threads, next, loading, error, show_archived, menu, announcement, .. } = listing;
+    let scroller = NodeRef::<html::Div>::new();
+
+    // The first page, again whenever a conversation was created or changed, or the archive toggled.
+    Effect::new(move |_| {
+        changed.0.track();
+        listing.first_page(show_archived.get());
+    });
+    let near_end = move || {
+        scroller
+            .get_untracked()
+            .is_some_and(|el| el.scroll_height() - el.scroll_top() - el.client_height() < LOAD_AHEAD_PX)
+    };
+    // After each page is drawn: if the end of the list is still in view (a tall window), fetch the next.
+    Effect::new(move |_| {
+        threads.track();
+        next.track();
+        request_animation_frame(move || listing.load_more(near_end()));
+    });
+    let on_action = Callback::new(move |(thread, action): (Thread, ThreadAction)| listing.act(thread, action));
+
+    let list_title = move || if show_archived.get() { "Archived" } else { "Conversations" };
+    let empty = move || {
+        (!loading.get() && threads.with(Vec::is_empty) && error.with(Option::is_none)).then(|| {
+            let text = if show_archived.get() { "Nothing archived." } else { "No conversations yet." };
+            view! { <p class="list-status">{text}</p> }
+        })
+    };
+
+    view! {
+        <div class="list-head">
+            <h2 class="list-title" id="thread-list-title">{list_title}</h2>
+            <button
+                type="button"
+                class="toggle"
+                aria-pressed=move || show_archived.get().to_string()
+                on:click=move |_| {
+                    menu.set(None);
+                    listing.forget();
+                    show_archived.update(|a| *a = !*a);
+                }
+            >
+                "Show archived"
+            </button>
+        </div>
+        {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        <div class="thread-scroll" node_ref=scroller on:scroll=move |_| listing.load_more(near_end())>
+            <ul class="thread-list" aria-labelledby="thread-list-title">
+                <For
+                    each=move || threads.get()
+                    key=|t| (t.id, t.title.clone(), t.tags.clone(), t.pinned, t.archived)
+                    let:thread
+                >
+                    {
+                        let href = format!("/c/{}", thread.id);
+                        let current = Signal::derive(move || location.pathname.get() == href);
+                        view! { <ThreadItem thread current menu on_action/> }
+                    }
+                </For>
+            </ul>
+            {empty}
+            <Show when=move || loading.get()>
+                <p class="list-status" role="status">"Loading…"</p>
+            </Show>
+        </div>
+        <p class="visually-hidden" role="status">{move || announcement.get()}</p>
+    }
+    .into_any()
+}

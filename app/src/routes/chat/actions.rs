@@ -1,0 +1,245 @@
+//! What the chat page does when people act: send a message, run a failed turn again, stop, generate a document
+//! silently, delete a document. The state they change is [`ChatState`]; this holds only what the page adds.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::NavigateOptions;
+use uuid::Uuid;
+
+use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role};
+use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
+
+/// Moves the browser to another address of the app.
+type Navigate = Box<dyn Fn(&str, NavigateOptions)>;
+
+/// The chat page's actions. `Copy`, so every handler of the page can hold it.
+#[derive(Clone, Copy)]
+pub(super) struct ChatActions {
+    state: ChatState,
+    changed: ThreadsChanged,
+    /// The text in the message box (given back when a message is refused).
+    draft: RwSignal<String>,
+    /// Whether the view follows the answer as it grows (set again whenever a turn starts).
+    follow: RwSignal<bool>,
+    navigate: StoredValue<Navigate, LocalStorage>,
+}
+
+impl ChatActions {
+    pub(super) fn new(
+        state: ChatState,
+        changed: ThreadsChanged,
+        draft: RwSignal<String>,
+        follow: RwSignal<bool>,
+        navigate: impl Fn(&str, NavigateOptions) + 'static,
+    ) -> Self {
+        Self { state, changed, draft, follow, navigate: StoredValue::new_local(Box::new(navigate)) }
+    }
+
+    /// Whether a turn or a silent generation is running (no other may start meanwhile).
+    fn occupied(&self) -> bool {
+        self.state.busy.get_untracked() || self.state.generating.get_untracked().is_some()
+    }
+
+    /// Sends what the message box holds.
+    pub(super) fn send_draft(&self) {
+        let content = self.draft.get_untracked().trim().to_string();
+        if !content.is_empty() && !self.state.busy.get_untracked() {
+            self.draft.set(String::new());
+            self.send(content);
+        }
+    }
+
+    /// The conversation to talk in: the one on screen, or a new one created for the first message.
+    async fn ensure_thread(self) -> Option<Uuid> {
+        let state = self.state;
+        if let Some(id) = state.current.get_untracked() {
+            return Some(id);
+        }
+        match client::create_thread(&CreateThread::default()).await {
+            Ok(thread) => {
+                state.current.set(Some(thread.id));
+                let options = NavigateOptions { replace: true, ..Default::default() };
+                self.navigate.with_value(|navigate| navigate(&format!("/c/{}", thread.id), options));
+                self.changed.notify();
+                Some(thread.id)
+            }
+            Err(e) => {
+                state.error.set(Some(ErrorNote::new(e.message)));
+                None
+            }
+        }
+    }
+
+    /// Sends a message and follows its answer.
+    pub(super) fn send(self, content: String) {
+        let state = self.state;
+        if content.trim().is_empty() || self.occupied() {
+            return;
+        }
+        state.busy.set(true);
+        state.error.set(None);
+        self.follow.set(true);
+        spawn_local(async move {
+            let Some(id) = self.ensure_thread().await else {
+                self.draft.set(content);
+                state.busy.set(false);
+                return;
+            };
+            let sent = local_message(id, Role::User, content.clone());
+            let sent_id = sent.id;
+            state.messages.update(|m| m.push(sent));
+            state.live.set(Some(LiveAnswer::default()));
+            state.turn_artifacts.set(Vec::new());
+            let request = ChatRequest { content: content.clone(), artifact_generation: None };
+            let mut started = false;
+            let result = client::chat(id, &request, |event| {
+                started = true;
+                state.apply(id, event, &content, self.changed)
+            })
+            .await;
+            if let Err(e) = result {
+                if state.live.get_untracked().is_some() {
+                    state.end_turn(id, None, MessageStatus::Interrupted);
+                }
+                if e.status == 409 || e.status == 422 {
+                    // Not saved: drop the optimistic bubble and give the text back.
+                    state.messages.update(|m| m.retain(|x| x.id != sent_id));
+                    self.draft.set(content.clone());
+                }
+                // An answer with an error status: the server did not save the message. A network failure may have
+                // come before or after it did.
+                let retry = match e.status {
+                    422 => None,
+                    0 => Some(Retry::Rerun { content, saved: started }),
+                    _ => Some(Retry::Resend { content, bubble: sent_id }),
+                };
+                state.error.set(Some(ErrorNote { message: e.message, retry }));
+            }
+            state.busy.set(false);
+        });
+    }
+
+    /// Stops the running turn; the server keeps what was written.
+    pub(super) fn stop(&self) {
+        let state = self.state;
+        if let Some(id) = state.current.get_untracked() {
+            spawn_local(async move {
+                if let Err(e) = client::stop(id).await {
+                    state.error.set(Some(ErrorNote::new(e.message)));
+                }
+            });
+        }
+    }
+
+    /// What the error banner's "Retry" does.
+    pub(super) fn retry(self) {
+        if self.occupied() {
+            return;
+        }
+        let Some(retry) = self.state.error.get_untracked().and_then(|note| note.retry) else { return };
+        self.state.error.set(None);
+        match retry {
+            Retry::Resend { content, bubble } => {
+                // Sent again in its place, so it shows once.
+                self.state.messages.update(|m| m.retain(|x| x.id != bubble));
+                self.send(content);
+            }
+            Retry::Rerun { content, saved } => self.rerun(content, saved),
+        }
+    }
+
+    /// Runs the failed turn of a saved message again, so the server never stores the message twice; a message it
+    /// does not have is sent again.
+    fn rerun(self, content: String, saved: bool) {
+        let state = self.state;
+        let Some(id) = state.current.get_untracked() else { return self.send(content) };
+        state.busy.set(true);
+        self.follow.set(true);
+        spawn_local(async move {
+            let detail = match client::get_thread(id).await {
+                Ok(detail) => detail,
+                Err(e) => {
+                    state.busy.set(false);
+                    let retry = Some(Retry::Rerun { content, saved });
+                    state.error.set(Some(ErrorNote { message: e.message, retry }));
+                    return;
+                }
+            };
+            if state.current.get_untracked() != Some(id) {
+                state.busy.set(false);
+                return;
+            }
+            let Some(request) = failed_request(&detail.messages, (!saved).then_some(content.as_str())).cloned() else {
+                // Never saved: shown as the server has the conversation, then sent again.
+                state.messages.set(detail.messages);
+                state.busy.set(false);
+                self.send(content);
+                return;
+            };
+            // The failed attempt's partial answer makes way for the new one.
+            state.messages.set(detail.messages.into_iter().filter(|m| m.seq <= request.seq).collect());
+            state.artifacts.set(detail.artifacts);
+            state.live.set(Some(LiveAnswer::default()));
+            state.turn_artifacts.set(Vec::new());
+            let result = client::retry(id, request.id, |event| state.apply(id, event, &content, self.changed)).await;
+            if let Err(e) = result {
+                if state.live.get_untracked().is_some() {
+                    state.end_turn(id, None, MessageStatus::Interrupted);
+                }
+                let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
+                state.error.set(Some(ErrorNote { message: e.message, retry }));
+            }
+            state.busy.set(false);
+        });
+    }
+
+    /// Silent generation: no bubbles, only the indicator and then the card.
+    pub(super) fn generate(&self, kind: ArtifactType) {
+        let state = self.state;
+        if self.occupied() {
+            return;
+        }
+        let Some(id) = state.current.get_untracked() else { return };
+        state.generating.set(Some(kind));
+        state.error.set(None);
+        spawn_local(async move {
+            let request = ChatRequest {
+                content: format!("Generate {} from this conversation", kind.label()),
+                artifact_generation: Some(true),
+            };
+            let mut made = false;
+            let mut failure = None;
+            let result = client::chat(id, &request, |event| match event {
+                ChatEvent::ArtifactCreated { artifact } if state.current.get_untracked() == Some(id) => {
+                    made = true;
+                    state.upsert_artifact(artifact);
+                }
+                ChatEvent::Error { message, .. } => failure = Some(message),
+                _ => {}
+            })
+            .await;
+            state.generating.set(None);
+            let failure = failure.or_else(|| result.err().map(|e| e.message));
+            if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string()))
+            {
+                if state.current.get_untracked() == Some(id) {
+                    state.error.set(Some(ErrorNote::new(message)));
+                }
+            }
+        });
+    }
+
+    /// Deletes a document (from its viewer).
+    pub(super) fn delete_artifact(&self, artifact: Artifact) {
+        let state = self.state;
+        spawn_local(async move {
+            match client::delete_artifact(artifact.id).await {
+                Ok(()) => {
+                    state.artifacts.update(|list| list.retain(|x| x.id != artifact.id));
+                    state.open.set(None);
+                }
+                Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
+            }
+        });
+    }
+}

@@ -1,0 +1,321 @@
+//! What the app keeps above its pages: the signed-in account, the conversation on screen (it survives the
+//! address changing from `/` to `/c/<id>` after a first message), and the signal that tells the sidebar to reload.
+
+use leptos::prelude::*;
+use uuid::Uuid;
+
+use crate::api::{Artifact, ArtifactType, ChatEvent, Message, MessageStatus, Role, Thread, UserProfile};
+
+/// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
+#[derive(Clone, Copy)]
+pub struct ThreadsChanged(pub RwSignal<u64>);
+
+impl ThreadsChanged {
+    pub fn notify(&self) {
+        self.0.update(|n| *n += 1);
+    }
+}
+
+/// The signed-in account, once known (`None` before `/api/auth/me` answered, and after signing out).
+#[derive(Clone, Copy)]
+pub struct CurrentUser(pub RwSignal<Option<UserProfile>>);
+
+/// The answer being written right now.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveAnswer {
+    pub(crate) text: String,
+}
+
+/// Shortest time a tool's status line stays on screen. A quick tool (saving a document takes a few
+/// milliseconds) would otherwise come and go within one frame, and people would never see what happened.
+const MIN_STATUS_MS: f64 = 700.0;
+
+/// The status line of the tool a turn runs ("Saving artifact…").
+#[derive(Clone, Copy)]
+pub(crate) struct ToolStatus {
+    pub(crate) text: RwSignal<Option<String>>,
+    /// When the line appeared (`Date.now()`), and which line it is, so a late clear never hides a newer one.
+    /// Nothing renders from these, so they are plain stored values rather than signals.
+    shown_at: StoredValue<f64>,
+    shown: StoredValue<u64>,
+}
+
+impl ToolStatus {
+    fn new() -> Self {
+        Self { text: RwSignal::new(None), shown_at: StoredValue::new(0.0), shown: StoredValue::new(0) }
+    }
+
+    fn show(&self, tool: &str) {
+        self.shown.update_value(|n| *n += 1);
+        self.shown_at.set_value(js_sys::Date::now());
+        self.text.set(Some(tool_status(tool)));
+    }
+
+    /// Hides the line once it has been on screen for [`MIN_STATUS_MS`].
+    fn clear(&self) {
+        if self.text.with_untracked(Option::is_none) {
+            return;
+        }
+        let left = MIN_STATUS_MS - (js_sys::Date::now() - self.shown_at.get_value());
+        if left <= 0.0 {
+            self.text.set(None);
+            return;
+        }
+        let (this, line) = (*self, self.shown.get_value());
+        set_timeout(
+            move || {
+                if this.shown.get_value() == line {
+                    this.text.set(None);
+                }
+            },
+            std::time::Duration::from_millis(left as u64),
+        );
+    }
+}
+
+/// An error shown in place, with what "Retry" does.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ErrorNote {
+    pub(crate) message: String,
+    pub(crate) retry: Option<Retry>,
+}
+
+impl ErrorNote {
+    pub(crate) fn new(message: String) -> Self {
+        Self { message, retry: None }
+    }
+}
+
+/// What "Retry" does after a message failed.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Retry {
+    /// The server refused the message before saving it: it is sent again, in place of its bubble.
+    Resend { content: String, bubble: Uuid },
+    /// The message may be saved: its turn is run again if it is (the server keeps it once), and it is sent
+    /// again if it is not. `saved`: the turn had started, so the message is the conversation's latest.
+    Rerun { content: String, saved: bool },
+}
+
+/// The person's latest message when every answer after it failed (what Retry runs again), if it is the one
+/// sent as `content` (any text when `content` is `None`).
+pub(crate) fn failed_request<'a>(messages: &'a [Message], content: Option<&str>) -> Option<&'a Message> {
+    let position = messages.iter().rposition(|m| m.role == Role::User)?;
+    let request = &messages[position];
+    let failed = messages[position + 1..]
+        .iter()
+        .all(|m| m.role == Role::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error));
+    (failed && content.is_none_or(|c| c.trim() == request.content)).then_some(request)
+}
+
+/// The conversation on screen. It lives above the router, so a running stream keeps its state when the
+/// address changes from `/` to `/c/<id>` after the first message.
+#[derive(Clone, Copy)]
+pub struct ChatState {
+    pub(crate) current: RwSignal<Option<Uuid>>,
+    pub(crate) messages: RwSignal<Vec<Message>>,
+    pub(crate) artifacts: RwSignal<Vec<Artifact>>,
+    pub(crate) live: RwSignal<Option<LiveAnswer>>,
+    pub(crate) tool: ToolStatus,
+    /// Documents made by the running turn, linked to its answer when it completes.
+    pub(crate) turn_artifacts: RwSignal<Vec<Uuid>>,
+    pub(crate) busy: RwSignal<bool>,
+    pub(crate) generating: RwSignal<Option<ArtifactType>>,
+    pub(crate) error: RwSignal<Option<ErrorNote>>,
+    pub(crate) title: RwSignal<String>,
+    pub(crate) open: RwSignal<Option<Artifact>>,
+}
+
+impl ChatState {
+    pub fn new() -> Self {
+        Self {
+            current: RwSignal::new(None),
+            messages: RwSignal::new(Vec::new()),
+            artifacts: RwSignal::new(Vec::new()),
+            live: RwSignal::new(None),
+            tool: ToolStatus::new(),
+            turn_artifacts: RwSignal::new(Vec::new()),
+            busy: RwSignal::new(false),
+            generating: RwSignal::new(None),
+            error: RwSignal::new(None),
+            title: RwSignal::new(String::new()),
+            open: RwSignal::new(None),
+        }
+    }
+
+    pub(crate) fn reset(&self, id: Option<Uuid>) {
+        self.current.set(id);
+        self.messages.set(Vec::new());
+        self.artifacts.set(Vec::new());
+        self.live.set(None);
+        self.tool.text.set(None);
+        self.turn_artifacts.set(Vec::new());
+        self.error.set(None);
+        self.title.set(String::new());
+        self.open.set(None);
+    }
+
+    /// Applies one event of a typed turn of thread `id`.
+    pub(crate) fn apply(&self, id: Uuid, event: ChatEvent, retry: &str, changed: ThreadsChanged) {
+        // The person may have opened another conversation meanwhile: only the one on screen changes.
+        if self.current.get_untracked() != Some(id) {
+            return;
+        }
+        match event {
+            ChatEvent::TextDelta { text } => {
+                self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).text.push_str(&text));
+                self.tool.clear();
+            }
+            ChatEvent::ThreadName { title, .. } => {
+                self.title.set(title);
+                changed.notify();
+            }
+            ChatEvent::ToolExecuting { tool, .. } => {
+                self.live.update(|a| {
+                    a.get_or_insert_with(LiveAnswer::default);
+                });
+                self.tool.show(&tool);
+            }
+            ChatEvent::ArtifactCreated { artifact } => {
+                self.turn_artifacts.update(|t| t.push(artifact.id));
+                self.upsert_artifact(artifact);
+            }
+            ChatEvent::MessageComplete { message_id, stopped, .. } => {
+                let status = if stopped { MessageStatus::Stopped } else { MessageStatus::Complete };
+                self.end_turn(id, message_id, status)
+            }
+            ChatEvent::Error { message, .. } => {
+                let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));
+                self.end_turn(id, partial.then(|| Uuid::from_u128(js_random_u128())), MessageStatus::Interrupted);
+                let retry = Retry::Rerun { content: retry.to_string(), saved: true };
+                self.error.set(Some(ErrorNote { message, retry: Some(retry) }));
+            }
+        }
+    }
+
+    pub(crate) fn upsert_artifact(&self, artifact: Artifact) {
+        self.artifacts.update(|list| match list.iter_mut().find(|a| a.id == artifact.id) {
+            Some(existing) => *existing = artifact,
+            None => list.push(artifact),
+        });
+    }
+
+    /// Turns the live answer into a message (when one was saved) and links the turn's documents to it.
+    pub(crate) fn end_turn(&self, thread: Uuid, message_id: Option<Uuid>, status: MessageStatus) {
+        let text = self.live.get_untracked().map(|a| a.text).unwrap_or_default();
+        self.live.set(None);
+        self.tool.clear();
+        let made = std::mem::take(&mut *self.turn_artifacts.write());
+        if let Some(id) = message_id {
+            let mut message = local_message(thread, Role::Assistant, text);
+            message.id = id;
+            message.status = status;
+            self.messages.update(|m| m.push(message));
+            self.artifacts.update(|list| {
+                for a in list.iter_mut().filter(|a| made.contains(&a.id)) {
+                    a.assistant_message_id = Some(id);
+                }
+            });
+        }
+    }
+}
+
+impl ChatState {
+    /// Shows a new title when the conversation on screen was renamed elsewhere (the sidebar).
+    pub fn renamed(&self, thread: &Thread) {
+        if self.current.get_untracked() == Some(thread.id) {
+            self.title.set(thread.title.clone());
+        }
+    }
+
+    /// The conversation open in the chat view (it stays open while another page is shown).
+    pub fn open_thread(&self) -> Option<Uuid> {
+        self.current.get()
+    }
+
+    /// Forgets the conversation on screen (after signing out).
+    pub fn clear(&self) {
+        self.current.set(None);
+        self.messages.set(Vec::new());
+        self.live.set(None);
+        self.busy.set(false);
+        self.error.set(None);
+        self.title.set(String::new());
+    }
+}
+
+impl Default for ChatState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The status line shown while a tool runs.
+fn tool_status(tool: &str) -> String {
+    match tool {
+        "save_artifact" => "Saving artifact…".to_string(),
+        "document_search" => "Searching your documents…".to_string(),
+        other => format!("Running {other}…"),
+    }
+}
+
+/// A message shown before the server's copy is loaded.
+pub(crate) fn local_message(thread_id: Uuid, role: Role, content: String) -> Message {
+    Message {
+        id: Uuid::from_u128(js_random_u128()),
+        thread_id,
+        seq: 0,
+        role,
+        content,
+        status: MessageStatus::Complete,
+        input_tokens: 0,
+        output_tokens: 0,
+        model: None,
+        created_at: chrono::DateTime::<chrono::Utc>::default(),
+    }
+}
+
+pub(crate) fn js_random_u128() -> u128 {
+    let mut value = 0u128;
+    for _ in 0..4 {
+        value = (value << 32) | (js_sys::Math::random() * u32::MAX as f64) as u128;
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(seq: i64, role: Role, content: &str, status: MessageStatus) -> Message {
+        Message {
+            id: Uuid::from_u128(seq as u128),
+            thread_id: Uuid::nil(),
+            seq,
+            role,
+            content: content.into(),
+            status,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: chrono::DateTime::<chrono::Utc>::default(),
+        }
+    }
+
+    #[test]
+    fn retry_runs_the_latest_message_again_only_when_its_answers_failed() {
+        let mut conversation = vec![
+            message(1, Role::User, "Hi", MessageStatus::Complete),
+            message(2, Role::Assistant, "Hello", MessageStatus::Complete),
+            message(3, Role::User, "Plan the launch", MessageStatus::Complete),
+        ];
+        let request = Some(Uuid::from_u128(3));
+        assert_eq!(failed_request(&conversation, None).map(|m| m.id), request, "nothing came back");
+        conversation.push(message(4, Role::Assistant, "The first half", MessageStatus::Interrupted));
+        assert_eq!(failed_request(&conversation, None).map(|m| m.id), request, "cut short");
+        assert_eq!(failed_request(&conversation, Some(" Plan the launch ")).map(|m| m.id), request);
+        assert_eq!(failed_request(&conversation, Some("Another message")), None, "never saved");
+        conversation.push(message(5, Role::Assistant, "All of it", MessageStatus::Complete));
+        assert_eq!(failed_request(&conversation, None), None, "answered");
+        assert_eq!(failed_request(&conversation[..2], None), None);
+    }
+}
