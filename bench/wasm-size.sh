@@ -18,7 +18,9 @@ sizes() { # files...
   done
   printf 'raw %d bytes, gzip %d bytes, brotli %d bytes' "$raw" "$gz" "$br"
 }
+# The main module is named by its content's hash (`quire.<hash>.wasm`); the newest is this build's.
+main=$(ls -t "$pkg"/quire*.wasm | head -n 1)
 lazy=()
-for f in "$pkg"/*.wasm; do [ "$f" = "$pkg/quire.wasm" ] || lazy+=("$f"); done
-printf 'main module (loaded with the page): %s (%s)\n' "$(sizes "$pkg/quire.wasm")" "$(git rev-parse --short HEAD)"
+for f in "$pkg"/*.wasm; do case "$f" in "$pkg"/quire*.wasm) ;; *) lazy+=("$f") ;; esac; done
+printf 'main module (loaded with the page): %s (%s)\n' "$(sizes "$main")" "$(git rev-parse --short HEAD)"
 printf 'lazily loaded pieces (%d files): %s\n' "${#lazy[@]}" "$(sizes "${lazy[@]}")"

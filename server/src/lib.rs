@@ -57,6 +57,8 @@ pub struct AppState {
     pub extractor: Extractor,
     /// Sessions with open event streams here, which end with their session.
     pub sessions: Arc<LiveSessions>,
+    /// The site's static files and which are named by their content's hash.
+    pub site: http::assets::Site,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -85,12 +87,18 @@ impl AppState {
             Some(program) => Extractor::new(program),
             None => Extractor::current()?,
         };
+        // cargo-leptos names the site's files by their content's hash when it is told to, and leaves the list of
+        // hashes beside the binary, where the page renderer reads it.
+        let hash_file = std::env::current_exe()?.with_file_name("hash.txt");
+        let hashed = hash_file.is_file();
         let leptos = LeptosOptions::builder()
             .output_name("quire")
             .site_root(config.site_root.clone())
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
+            .hash_files(hashed)
             .build();
+        let site = http::assets::Site::new(config.site_root.clone(), hashed.then_some(hash_file.as_path()));
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
@@ -111,6 +119,7 @@ impl AppState {
             heavy,
             extractor,
             sessions,
+            site,
         })
     }
 }
@@ -122,7 +131,7 @@ pub fn app(state: AppState) -> Router {
     let router = Router::new()
         .merge(http::api_router())
         .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
-        .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(http::headers::provide_nonce, shell))
+        .fallback(http::assets::file_or_page)
         // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
         // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
@@ -132,6 +141,7 @@ pub fn app(state: AppState) -> Router {
     let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);
     let router =
         http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)), https_only);
+    let router = router.layer(http::assets::pages_private()).layer(http::compression());
     // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
     // `x-request-id`: an error's message names it, so a report can be matched with the log.
     router

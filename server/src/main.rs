@@ -15,6 +15,19 @@ fn main() -> anyhow::Result<ExitCode> {
     match config.command {
         // The extraction child stays single-threaded and small: no runtime, no logging.
         Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
+        Some(Command::Precompress { dir }) => {
+            let done = quire::http::assets::precompress(&dir)?;
+            println!(
+                "precompressed {} files in {} ({} bytes: {} with brotli, {} with gzip); {} left as they were",
+                done.files,
+                dir.display(),
+                done.original_bytes,
+                done.brotli_bytes,
+                done.gzip_bytes,
+                done.skipped
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         None => {
             tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))?;
             Ok(ExitCode::SUCCESS)

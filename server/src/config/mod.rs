@@ -214,6 +214,14 @@ pub enum Command {
         #[arg(value_parser = ["pdf"])]
         kind: String,
     },
+    /// Writes a brotli and a gzip copy beside every compressible file of the built site, which the server sends
+    /// to browsers that accept them. Part of every site build (`scripts/run`, `scripts/test`).
+    #[command(hide = true)]
+    Precompress {
+        /// The site's root directory.
+        #[arg(default_value = "target/site")]
+        dir: PathBuf,
+    },
 }
 
 /// Requests allowed per minute; 0 turns one limit off.

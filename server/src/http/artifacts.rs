@@ -85,6 +85,7 @@ pub(crate) async fn export(
     _: Quota<Export>,
     Path(id): Path<Uuid>,
     Query(params): Query<ExportParams>,
+    request_headers: axum::http::HeaderMap,
 ) -> Result<Response> {
     let format = match params.format.as_deref() {
         None => ExportFormat::Md,
@@ -92,16 +93,27 @@ pub(crate) async fn export(
             ExportFormat::parse(f).ok_or_else(|| ApiError::invalid("format", "The format is md, pdf or docx."))?
         }
     };
-    let (title, content) = match params.version {
+    let (title, content, version) = match params.version {
         Some(v) => {
             let version = state.store.get_artifact_version(user.id, id, v).await?;
-            (version.title, version.content)
+            (version.title, version.content, v)
         }
         None => {
             let artifact = state.store.get_artifact(user.id, id).await?;
-            (artifact.title, artifact.content)
+            (artifact.title, artifact.content, artifact.version)
         }
     };
+    // A version of a document never changes, so its id, number and format name the file's bytes: a client that
+    // holds them gets a 304 without the file being rendered again.
+    let etag = format!("\"{id}-v{version}-{}\"", format.as_str());
+    if if_none_match(&request_headers, &etag) {
+        let mut response = StatusCode::NOT_MODIFIED.into_response();
+        if let Ok(value) = HeaderValue::from_str(&etag) {
+            response.headers_mut().insert(header::ETAG, value);
+        }
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+        return Ok(response);
+    }
     let filename = format!("{}.{}", file_stem(&title), format.as_str());
     let bytes = off_workers(move || render(format, &title, &content)).await?;
     let mut response = bytes.into_response();
@@ -111,7 +123,19 @@ pub(crate) async fn export(
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
+    if let Ok(value) = HeaderValue::from_str(&etag) {
+        headers.insert(header::ETAG, value);
+    }
     Ok(response)
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`).
+fn if_none_match(headers: &axum::http::HeaderMap, etag: &str) -> bool {
+    headers
+        .get_all(header::IF_NONE_MATCH)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag))
 }
 
 /// The file of a document in a format.

@@ -1,6 +1,7 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
 pub mod artifacts;
+pub mod assets;
 pub mod attachments;
 pub mod auth;
 pub mod chat;
@@ -21,6 +22,21 @@ use axum::{routing::get, Router};
 
 use crate::{config::Config, AppState};
 use error::ApiError;
+
+/// Compresses answers worth it (over 1 KiB) as the client accepts: API answers and pages. Never an event
+/// stream (each event must leave at once), never what is compressed already: images, PDF and Word files, and
+/// the static files, which carry their own precompressed encoding.
+pub fn compression() -> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
+    use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
+    let predicate = SizeAbove::new(1024)
+        .and(NotForContentType::GRPC)
+        .and(NotForContentType::IMAGES)
+        .and(NotForContentType::SSE)
+        .and(NotForContentType::const_new("application/pdf"))
+        .and(NotForContentType::const_new("application/vnd.openxmlformats"))
+        .and(NotForContentType::const_new("application/zip"));
+    tower_http::compression::CompressionLayer::new().compress_when(predicate)
+}
 
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;

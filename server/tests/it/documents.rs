@@ -575,3 +575,39 @@ async fn another_users_documents_and_files_are_not_found() {
         assert_eq!(store.search_chunks(other, thread, "secret plans", 5).await.unwrap().len(), 1);
     }
 }
+
+#[tokio::test]
+async fn a_download_names_its_version_and_a_client_holding_it_gets_a_304() {
+    let server = TestServer::start().await;
+    let thread = server.create_thread().await;
+    let artifact = save_document(&server, thread, "Plan", &"A line of the plan.\n".repeat(200)).await;
+    let path = format!("/api/artifacts/{}/export?format=pdf", artifact.id);
+    let first = server.client.get(server.url(&path)).header("accept-encoding", "gzip, br").send().await.unwrap();
+    assert_eq!(first.status(), 200);
+    assert!(first.headers().get("content-encoding").is_none(), "a PDF is sent as it is");
+    let etag = first.headers().get("etag").expect("an ETag").to_str().unwrap().to_string();
+    assert!(etag.starts_with('"') && etag.contains("-v1-pdf"), "{etag}");
+
+    let again = server.client.get(server.url(&path)).header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(again.status(), 304);
+    assert!(again.bytes().await.unwrap().is_empty());
+    let other =
+        server.client.get(server.url(&path)).header("if-none-match", "\"something-else\"").send().await.unwrap();
+    assert_eq!(other.status(), 200);
+
+    // A new version is a new file: the old tag no longer matches.
+    let revision = quire::store::ArtifactRevision {
+        title: "Plan".into(),
+        content: "The plan, changed.".into(),
+        request_message_id: None,
+        answers: Vec::new(),
+    };
+    server.state.store.revise_artifact(server.user.id, artifact.id, revision).await.expect("revision");
+    let changed = server.client.get(server.url(&path)).header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(changed.status(), 200);
+    assert_ne!(changed.headers().get("etag").unwrap().to_str().unwrap(), etag);
+    // The version asked for by number keeps its tag.
+    let v1 = format!("{path}&version=1");
+    let pinned = server.client.get(server.url(&v1)).header("if-none-match", &etag).send().await.unwrap();
+    assert_eq!(pinned.status(), 304);
+}

@@ -7,6 +7,7 @@ mod fake_upstream;
 mod auth;
 mod chat_turns;
 mod dedup;
+mod delivery;
 mod documents;
 mod history;
 mod history_story;

@@ -1,0 +1,116 @@
+//! How bytes leave the server: static files precompressed and negotiated by `Accept-Encoding`, their cache
+//! rules, pages never kept by shared caches, large API answers compressed, event streams never.
+
+use std::io::Read;
+
+use crate::common::{read_frames, TestServer};
+
+/// A server whose site root holds a stylesheet and a script (the script precompressed as a build leaves it).
+async fn server_with_site() -> (TestServer, tempfile::TempDir, Vec<u8>) {
+    let site = tempfile::tempdir().expect("site dir");
+    std::fs::create_dir(site.path().join("pkg")).unwrap();
+    let script: Vec<u8> = (0..4000).flat_map(|i| format!("export const value{i} = {i};\n").into_bytes()).collect();
+    std::fs::write(site.path().join("pkg/app.js"), &script).unwrap();
+    let done = quire::http::assets::precompress(site.path()).expect("precompress");
+    assert_eq!(done.files, 1);
+    let root = site.path().to_string_lossy().into_owned();
+    let server = TestServer::start_with(move |config| config.site_root = root).await;
+    (server, site, script)
+}
+
+#[tokio::test]
+async fn static_files_go_out_in_the_encoding_the_browser_accepts() {
+    let (server, _site, script) = server_with_site().await;
+    let get = |encoding: Option<&'static str>| {
+        let mut request = server.anonymous().get(server.url("/pkg/app.js"));
+        if let Some(encoding) = encoding {
+            request = request.header("accept-encoding", encoding);
+        }
+        request.send()
+    };
+
+    let br = get(Some("br")).await.unwrap();
+    assert_eq!(br.status(), 200);
+    assert_eq!(br.headers()["content-encoding"], "br");
+    assert!(br.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
+    assert_eq!(br.headers()["cache-control"], "no-cache", "a name without a hash is revalidated");
+    let last_modified = br.headers()["last-modified"].to_str().unwrap().to_string();
+    let body = br.bytes().await.unwrap();
+    assert!(body.len() < script.len() / 5, "{} of {}", body.len(), script.len());
+    let mut plain = Vec::new();
+    brotli::BrotliDecompress(&mut body.as_ref(), &mut plain).expect("brotli");
+    assert_eq!(plain, script);
+
+    let gz = get(Some("gzip")).await.unwrap();
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(gz.bytes().await.unwrap().as_ref()).read_to_end(&mut plain).expect("gzip");
+    assert_eq!(plain, script);
+
+    // Both accepted: the smaller one.
+    let both = get(Some("gzip, deflate, br")).await.unwrap();
+    assert_eq!(both.headers()["content-encoding"], "br");
+
+    for encoding in [None, Some("identity"), Some("deflate")] {
+        let plain = get(encoding).await.unwrap();
+        assert!(plain.headers().get("content-encoding").is_none(), "{encoding:?}");
+        assert_eq!(plain.bytes().await.unwrap(), script, "{encoding:?}");
+    }
+
+    // A copy the browser holds is confirmed, not sent again.
+    let cached = server
+        .anonymous()
+        .get(server.url("/pkg/app.js"))
+        .header("accept-encoding", "br")
+        .header("if-modified-since", &last_modified)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(cached.status(), 304);
+}
+
+#[tokio::test]
+async fn pages_are_private_and_large_api_answers_are_compressed_but_event_streams_are_not() {
+    let (server, _site, _) = server_with_site().await;
+    let page = server.anonymous().get(server.url("/signin")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert_eq!(page.headers()["cache-control"], "private, no-cache");
+    let missing = server.anonymous().get(server.url("/no/such/page")).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+
+    let thread = server.create_thread().await;
+    // The stream of a turn: never compressed, whatever the client accepts.
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .header("accept-encoding", "gzip, br")
+        .json(&serde_json::json!({ "content": "Write a long plan for the launch of the product, with many steps" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers().get("content-encoding").is_none(), "an event stream goes out as it is");
+    assert!(!read_frames(response).await.is_empty());
+
+    let note = serde_json::json!({ "content": "Requirements gathered in the workshop. ".repeat(60) });
+    let added = server.client.post(server.url(&format!("/api/threads/{thread}/messages"))).json(&note).send().await;
+    assert_eq!(added.unwrap().status(), 201);
+    let path = format!("/api/threads/{thread}");
+    let plain = server.client.get(server.url(&path)).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.unwrap();
+    assert!(plain.len() > 1024, "the conversation is large enough to compress: {}", plain.len());
+
+    let gz = server.client.get(server.url(&path)).header("accept-encoding", "gzip").send().await.unwrap();
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    assert_eq!(gz.headers()["cache-control"], "no-store");
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(gz.bytes().await.unwrap().as_ref()).read_to_end(&mut text).expect("gzip");
+    let (a, b): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_slice(&text).unwrap(), serde_json::from_slice(&plain).unwrap());
+    assert_eq!(a, b);
+
+    // Small answers are not worth it.
+    let health = server.anonymous().get(server.url("/api/health")).header("accept-encoding", "gzip").send().await;
+    assert!(health.unwrap().headers().get("content-encoding").is_none());
+}
