@@ -20,7 +20,7 @@ pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
 pub struct RegisterRequest {
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Email, inline))]
     pub email: String,
-    /// At least 12 characters, and not a common or easily guessed password.
+    /// At least 12 characters, not in a list of breached passwords, and not a common or easily guessed one.
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::NewPassword, inline))]
     pub password: String,
     /// The part of the address before `@` when left out or blank.
@@ -66,7 +66,7 @@ pub struct AuthResponse {
 #[serde(deny_unknown_fields)]
 pub struct ChangePasswordRequest {
     pub current_password: String,
-    /// At least 12 characters, and not a common or easily guessed password.
+    /// At least 12 characters, not in a list of breached passwords, and not a common or easily guessed one.
     pub new_password: String,
 }
 

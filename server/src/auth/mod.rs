@@ -1,5 +1,6 @@
 //! Accounts and sessions: password hashing, signed session tokens and the key that signs them.
 
+pub mod breached;
 pub mod jwt;
 pub mod password;
 pub mod secret;

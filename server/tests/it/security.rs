@@ -27,6 +27,7 @@ async fn pages_carry_a_policy_that_allows_only_their_own_scripts() {
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
         assert_eq!(headers["referrer-policy"], "no-referrer", "{path}");
+        assert!(headers.get("strict-transport-security").is_none(), "{path}: HSTS over plain HTTP");
         nonces.push(nonce);
     }
     nonces.sort();
@@ -277,7 +278,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
 }
 
 #[tokio::test]
-async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
+async fn sign_up_refuses_short_common_and_breached_passwords_with_a_field_error() {
     let server = TestServer::start().await;
     for password in ["password", "12345678", "passwordpassword", "123456789012", "qwertyuiopasdf", "newcomer2024!"] {
         let response = server
@@ -291,6 +292,20 @@ async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
         let error: app::api::ErrorBody = response.json().await.unwrap();
         assert_eq!(error.error.field.as_deref(), Some("password"), "{password}");
         assert!(!error.error.message.is_empty());
+    }
+    // A breached password of any length is named as such, whatever its letter case.
+    for password in ["iloveyou1234", "QwertyUiop123"] {
+        let response = server
+            .anonymous()
+            .post(server.url("/api/auth/register"))
+            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{password}");
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some("password"));
+        assert!(error.error.message.contains("lists of breached passwords"), "{}", error.error.message);
     }
     let good = serde_json::json!({"email": "newcomer@example.com", "password": "lantern orchard velvet"});
     let response = server.anonymous().post(server.url("/api/auth/register")).json(&good).send().await.unwrap();
@@ -571,7 +586,11 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
     let cookie = response.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(cookie.starts_with("__Host-quire_session="), "{cookie}");
     assert!(cookie.contains("; Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"), "{cookie}");
-    assert!(response.headers()["strict-transport-security"].to_str().unwrap().contains("max-age="));
+    // Two years, for Quire's host and the names below it.
+    let hsts = "max-age=63072000; includeSubDomains";
+    assert_eq!(response.headers()["strict-transport-security"], hsts);
+    let page = server.anonymous().get(server.url("/signin")).send().await.unwrap();
+    assert_eq!(page.headers()["strict-transport-security"], hsts, "pages carry it too");
     let token = response.json::<app::api::AuthResponse>().await.unwrap().token;
     // Only the prefixed cookie signs in: a plain one could be planted by a neighbouring subdomain.
     let me = |cookie: String| server.anonymous().get(server.url("/api/auth/me")).header("cookie", cookie).send();
