@@ -77,3 +77,29 @@ pub struct ChangePasswordRequest {
 pub struct DeleteAccountRequest {
     pub password: String,
 }
+
+/// One signed-in session of the account, as `GET /api/auth/sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    /// Names the session for `DELETE /api/auth/sessions/{id}`; not its token, nor enough to act as it.
+    pub id: String,
+    /// When it signed in.
+    pub created_at: DateTime<Utc>,
+    /// When it was last used, to within a minute.
+    pub last_seen_at: DateTime<Utc>,
+    /// The browser and system it signed in from, in a few words ("Firefox on Linux"), when known.
+    pub device: Option<String>,
+    /// The network it signed in from ("203.0.113.0/24"), when known: as Quire saw it, so behind a reverse
+    /// proxy the proxy's.
+    pub ip_prefix: Option<String>,
+    /// Whether it is the session making this request.
+    pub current: bool,
+}
+
+/// `GET /api/auth/sessions`: the account's sessions that can still be used, the most recently used first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
+}
