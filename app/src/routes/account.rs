@@ -62,7 +62,7 @@ fn ChangePassword() -> impl IntoView {
             <input id="new-password" type="password" autocomplete="new-password" required
                 minlength=MIN_PASSWORD_CHARS.to_string()
                 prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
-            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common password.")}</p>
+            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common or breached password.")}</p>
             {move || note.get().map(|(done, text)| if done {
                 view! { <p class="notice" role="status">{text}</p> }.into_any()
             } else {

@@ -760,7 +760,7 @@ mod session_list {
 
     async fn ending_a_session_in_any_way_ends_its_open_streams(db: Db) {
         let hanging = || vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
-        let model = ScriptedModel::new(vec![hanging(), hanging(), hanging()]);
+        let model = ScriptedModel::new(vec![hanging(), hanging(), hanging(), hanging()]);
         let server = TestServer::with(db.store.clone(), model).await;
         let laptop = &server.client;
 
@@ -779,7 +779,14 @@ mod session_list {
         assert_eq!(changed.status(), 204);
         ends_within_a_second(&mut stream).await;
 
+        // Signing out everywhere from another device.
+        let phone = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", FIREFOX).await;
+        let mut stream = open_stream(&server, &phone).await;
+        assert_eq!(laptop.post(server.url("/api/auth/logout-all")).send().await.unwrap().status(), 204);
+        ends_within_a_second(&mut stream).await;
+
         // The account deleted from another device.
+        let laptop = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", "curl/8.5.0").await;
         let phone = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", FIREFOX).await;
         let mut stream = open_stream(&server, &phone).await;
         let password = serde_json::json!({"password": "lantern orchard velvet"});
