@@ -77,6 +77,9 @@ test('the account page changes the password, signs out everywhere and deletes th
   await form.getByLabel('Current password').fill(PASSWORD);
   await form.getByLabel('New password').fill('passwordpassword');
   await form.getByRole('button', { name: 'Change password' }).click();
+  await expect(form.getByRole('alert')).toContainText('lists of breached passwords');
+  await form.getByLabel('New password').fill('P@ssw0rd12345');
+  await form.getByRole('button', { name: 'Change password' }).click();
   await expect(form.getByRole('alert')).toContainText('too common');
   await form.getByLabel('New password').fill('lantern orchard velvet');
   await form.getByRole('button', { name: 'Change password' }).click();
@@ -105,4 +108,41 @@ test('the account page changes the password, signs out everywhere and deletes th
   await expect(page).toHaveURL(/\/signin$/);
   const gone = await page.request.post('/api/auth/login', { data: { email, password: 'lantern orchard velvet' } });
   expect(gone.status()).toBe(401);
+});
+
+test('the account page lists the signed-in devices and signs out one of them', async ({ page, browser }) => {
+  const email = await signUp(page, uniqueEmail('devices'));
+
+  // A second browser signs in through the sign-in page.
+  const context = await browser.newContext();
+  const other = await context.newPage();
+  await openHydrated(other, '/signin');
+  await other.getByLabel('Email').fill(email);
+  await other.getByLabel('Password').fill(PASSWORD);
+  await other.getByRole('button', { name: 'Sign in' }).click();
+  await expect(other).toHaveURL(/\/$/);
+
+  await openHydrated(page, '/account');
+  const devices = page.getByRole('list', { name: 'Signed-in devices' });
+  await expect(devices.getByRole('listitem')).toHaveCount(2);
+  const thisDevice = devices.getByRole('listitem').filter({ hasText: 'This device' });
+  await expect(thisDevice).toHaveCount(1);
+  await expect(thisDevice).toContainText('Chrome on Linux');
+  await expect(thisDevice).toContainText('network 127.0.0.0/24');
+  const otherDevice = devices.getByRole('listitem').filter({ hasNotText: 'This device' });
+  await otherDevice.getByRole('button', { name: 'Sign out' }).click();
+  await expect(devices.getByRole('listitem')).toHaveCount(1);
+  await expect(devices.getByRole('listitem')).toContainText('This device');
+
+  // The other browser is signed out on its next request, and this one is not.
+  await openHydrated(other, '/');
+  await expect(other).toHaveURL(/\/signin$/);
+  expect((await other.request.get('/api/auth/me')).status()).toBe(401);
+  expect((await page.request.get('/api/auth/me')).status()).toBe(200);
+  await context.close();
+
+  // Signing out this device from the list is signing out.
+  await thisDevice.getByRole('button', { name: 'Sign out' }).click();
+  await expect(page).toHaveURL(/\/signin$/);
+  expect((await page.request.get('/api/auth/me')).status()).toBe(401);
 });

@@ -20,7 +20,7 @@ pub const MAX_DISPLAY_NAME_CHARS: usize = 100;
 pub struct RegisterRequest {
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::Email, inline))]
     pub email: String,
-    /// At least 12 characters, and not a common or easily guessed password.
+    /// At least 12 characters, not in a list of breached passwords, and not a common or easily guessed one.
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::NewPassword, inline))]
     pub password: String,
     /// The part of the address before `@` when left out or blank.
@@ -66,7 +66,7 @@ pub struct AuthResponse {
 #[serde(deny_unknown_fields)]
 pub struct ChangePasswordRequest {
     pub current_password: String,
-    /// At least 12 characters, and not a common or easily guessed password.
+    /// At least 12 characters, not in a list of breached passwords, and not a common or easily guessed one.
     pub new_password: String,
 }
 
@@ -76,4 +76,30 @@ pub struct ChangePasswordRequest {
 #[serde(deny_unknown_fields)]
 pub struct DeleteAccountRequest {
     pub password: String,
+}
+
+/// One signed-in session of the account, as `GET /api/auth/sessions` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct SessionInfo {
+    /// Names the session for `DELETE /api/auth/sessions/{id}`; not its token, nor enough to act as it.
+    pub id: String,
+    /// When it signed in.
+    pub created_at: DateTime<Utc>,
+    /// When it was last used, to within a minute.
+    pub last_seen_at: DateTime<Utc>,
+    /// The browser and system it signed in from, in a few words ("Firefox on Linux"), when known.
+    pub device: Option<String>,
+    /// The network it signed in from ("203.0.113.0/24"), when known: as Quire saw it, so behind a reverse
+    /// proxy the proxy's.
+    pub ip_prefix: Option<String>,
+    /// Whether it is the session making this request.
+    pub current: bool,
+}
+
+/// `GET /api/auth/sessions`: the account's sessions that can still be used, the most recently used first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct SessionList {
+    pub sessions: Vec<SessionInfo>,
 }

@@ -11,8 +11,8 @@ use web_sys::ReadableStreamDefaultReader;
 use super::sse::SseDecoder;
 use super::{
     AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest, ContextRecord, CreateThread, DeleteAccountRequest,
-    ErrorBody, HistoryStats, ImportResult, LoginRequest, RegisterRequest, SearchResults, Thread, ThreadDetail,
-    ThreadList, UpdateThread, UserProfile,
+    ErrorBody, HistoryStats, ImportResult, LoginRequest, RegisterRequest, SearchResults, SessionList, Thread,
+    ThreadDetail, ThreadList, UpdateThread, UserProfile,
 };
 
 /// Conversations per page of the sidebar.
@@ -273,4 +273,15 @@ pub async fn change_password(body: &ChangePasswordRequest) -> ApiResult<()> {
 pub async fn delete_account(body: &DeleteAccountRequest) -> ApiResult<()> {
     let request = Request::delete("/api/auth/me").json(body).map_err(network_error)?;
     expect_empty(request.send().await).await
+}
+
+/// `GET /api/auth/sessions`: the account's sessions, the most recently used first.
+pub async fn sessions() -> ApiResult<SessionList> {
+    read_json(Request::get("/api/auth/sessions").send().await.map_err(network_error)?).await
+}
+
+/// `DELETE /api/auth/sessions/{id}`: ends one session of the account (this one signs out).
+pub async fn end_session(id: &str) -> ApiResult<()> {
+    let id = js_sys::encode_uri_component(id);
+    expect_empty(Request::delete(&format!("/api/auth/sessions/{id}")).send().await).await
 }

@@ -1,9 +1,10 @@
-//! `/account`: change the password, sign out everywhere, delete the account.
+//! `/account`: change the password, see and end signed-in sessions, delete the account.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::api::{client, ChangePasswordRequest, DeleteAccountRequest, MIN_PASSWORD_CHARS};
+use crate::api::{client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, MIN_PASSWORD_CHARS};
+use crate::format::moment;
 
 /// Leaves for the sign-in page with a fresh load, so nothing of the account stays in this tab.
 fn leave_for_sign_in() {
@@ -19,7 +20,7 @@ pub fn AccountPage() -> impl IntoView {
         <section class="auth account-page" aria-labelledby="account-heading">
             <h1 id="account-heading">"Account"</h1>
             <ChangePassword/>
-            <SignOutEverywhere/>
+            <Devices/>
             <DeleteAccount/>
         </section>
     }
@@ -61,7 +62,7 @@ fn ChangePassword() -> impl IntoView {
             <input id="new-password" type="password" autocomplete="new-password" required
                 minlength=MIN_PASSWORD_CHARS.to_string()
                 prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
-            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common password.")}</p>
+            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common or breached password.")}</p>
             {move || note.get().map(|(done, text)| if done {
                 view! { <p class="notice" role="status">{text}</p> }.into_any()
             } else {
@@ -72,11 +73,31 @@ fn ChangePassword() -> impl IntoView {
     }
 }
 
-/// Ends every session of the account, this one too.
+/// The devices signed in to the account, each with its own "Sign out", and "Sign out everywhere".
 #[component]
-fn SignOutEverywhere() -> impl IntoView {
+fn Devices() -> impl IntoView {
+    let sessions = RwSignal::new(None::<Vec<SessionInfo>>);
     let error = RwSignal::new(None::<String>);
-    let click = move |_| {
+    let load = move || {
+        spawn_local(async move {
+            match client::sessions().await {
+                Ok(list) => sessions.set(Some(list.sessions)),
+                Err(e) => error.set(Some(e.message)),
+            }
+        })
+    };
+    Effect::new(move |_| load());
+    let end = move |session: SessionInfo| {
+        error.set(None);
+        spawn_local(async move {
+            match client::end_session(&session.id).await {
+                Ok(()) if session.current => leave_for_sign_in(),
+                Ok(()) => load(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    let everywhere = move |_| {
         spawn_local(async move {
             match client::logout_all().await {
                 Ok(()) => leave_for_sign_in(),
@@ -85,12 +106,41 @@ fn SignOutEverywhere() -> impl IntoView {
         });
     };
     view! {
-        <div class="auth-form">
-            <h2>"Devices"</h2>
-            <p class="hint">"Signs out this browser and every other device signed in to this account."</p>
+        <div class="auth-form" role="region" aria-labelledby="devices-heading">
+            <h2 id="devices-heading">"Devices"</h2>
+            <p class="hint">"Where this account is signed in. Sign out a device you no longer use or do not recognise."</p>
+            {move || match sessions.get() {
+                None => view! { <p class="hint" role="status">"Loading…"</p> }.into_any(),
+                Some(list) => view! {
+                    <ul class="sessions" aria-label="Signed-in devices">
+                        {list.into_iter().map(|session| view! { <SessionRow session=session.clone() on_end=move || end(session.clone())/> }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-            <button type="button" on:click=click>"Sign out everywhere"</button>
+            <p class="hint">"Sign out everywhere signs out this browser and every other device signed in to this account."</p>
+            <button type="button" on:click=everywhere>"Sign out everywhere"</button>
         </div>
+    }
+}
+
+/// One signed-in device: what it is, where and when it signed in, when it was last used.
+#[component]
+fn SessionRow(session: SessionInfo, on_end: impl Fn() + Send + Sync + 'static) -> impl IntoView {
+    let device = session.device.clone().unwrap_or_else(|| "Unknown device".into());
+    let network = session.ip_prefix.clone().map(|prefix| format!(" · network {prefix}"));
+    view! {
+        <li class="session">
+            <div class="session-about">
+                <span class="session-device">{device}</span>
+                {session.current.then(|| view! { <span class="session-current">"This device"</span> })}
+                <span class="hint">
+                    {format!("Signed in {} · last used {}", moment(session.created_at), moment(session.last_seen_at))}
+                    {network}
+                </span>
+            </div>
+            <button type="button" on:click=move |_| on_end()>"Sign out"</button>
+        </li>
     }
 }
 

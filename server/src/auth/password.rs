@@ -15,15 +15,18 @@ pub enum WeakPassword {
     TooShort,
     #[error("The password is longer than {MAX_PASSWORD_CHARS} characters.")]
     TooLong,
-    /// In the lists of common and breached passwords, or made of a few common words, names, dates, repeats,
+    /// In the list of breached passwords shipped with Quire ([`super::breached`]), whatever its letter case.
+    #[error("This password appears in lists of breached passwords. Choose another one.")]
+    Breached,
+    /// In zxcvbn's lists of common passwords, or made of a few common words, names, dates, repeats,
     /// sequences or keyboard rows that guessing tools try early.
     #[error("This password is too common or too easy to guess. Try a few unrelated words, or a longer phrase.")]
     Guessable,
 }
 
-/// Checks a new password: its length, then how guessable it is (zxcvbn, whose lists of common and breached
-/// passwords, names and words ship with the crate), also from the account's own e-mail address and name.
-/// Costs a few milliseconds: call it off the async workers.
+/// Checks a new password: its length, the list of breached passwords, then how guessable it is (zxcvbn, whose
+/// lists of common passwords, names and words ship with the crate), also from the account's own e-mail address
+/// and name. Costs a few milliseconds: call it off the async workers.
 pub fn check_new(password: &str, email: &str, display_name: &str) -> Result<(), WeakPassword> {
     let n = password.chars().count();
     if n < MIN_PASSWORD_CHARS {
@@ -31,6 +34,9 @@ pub fn check_new(password: &str, email: &str, display_name: &str) -> Result<(), 
     }
     if n > MAX_PASSWORD_CHARS {
         return Err(WeakPassword::TooLong);
+    }
+    if super::breached::contains(password) {
+        return Err(WeakPassword::Breached);
     }
     // Score 3: more than 10^10 guesses, beyond an offline attack on a slow hash such as argon2.
     let words = account_words(email, display_name);
@@ -92,16 +98,11 @@ mod tests {
         for weak in ["password", "12345678", "short horse"] {
             assert_eq!(check_new(weak, "", ""), Err(WeakPassword::TooShort), "{weak}");
         }
-        for guessable in [
-            "passwordpassword",
-            "123456789012",
-            "qwertyuiopasdf",
-            "iloveyou12345",
-            "aaaaaaaaaaaaaaaa",
-            "P@ssw0rd12345",
-            "1q2w3e4r5t6y",
-            "jane.doe.1990",
-        ] {
+        for breached in ["password1234", "qwertyuiop123", "iloveyou1234", "PasswordPassword", "1q2w3e4r5t6y"] {
+            assert_eq!(check_new(breached, "", ""), Err(WeakPassword::Breached), "{breached}");
+        }
+        // Not in the list, but built from listed passwords, words, repeats, keyboard rows or the account's name.
+        for guessable in ["iloveyou12345", "P@ssw0rd12345", "jane.doe.1990", "qwertyuiop1234567", "bbbbbbbbbbbbbbbbb"] {
             let refused = check_new(guessable, "jane.doe@example.com", "Jane Doe");
             assert_eq!(refused, Err(WeakPassword::Guessable), "{guessable}");
         }

@@ -1,21 +1,21 @@
-//! Accounts and sessions: sign up, sign in, sign out, and who am I.
+//! Accounts and sessions: sign up, sign in, sign out, the list of sessions, and who am I.
 
 use app::api::{
-    validate, AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, UserProfile,
-    MAX_EMAIL_CHARS,
+    validate, AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, SessionInfo,
+    SessionList, UserProfile, MAX_EMAIL_CHARS,
 };
 use axum::{
-    extract::State,
-    http::{header, HeaderValue, StatusCode},
+    extract::{ConnectInfo, FromRequestParts, State},
+    http::{header, request::Parts, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{delete, get, post},
     Router,
 };
 
 use super::error::{ApiError, Result};
-use super::extract::{AuthUser, Json};
+use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Quota, SignIn};
-use crate::auth::{password, throttle};
+use crate::auth::{device, password, throttle};
 use crate::store::{NewUser, Session, StoreError, User};
 use crate::AppState;
 
@@ -27,6 +27,25 @@ pub fn router() -> Router<AppState> {
         .route("/api/auth/logout-all", post(logout_all))
         .route("/api/auth/password", post(change_password))
         .route("/api/auth/me", get(me).delete(delete_account))
+        .route("/api/auth/sessions", get(sessions))
+        .route("/api/auth/sessions/{id}", delete(end_session))
+}
+
+/// Where a sign-in comes from, as the list of sessions shows it: the browser and system in a few words and the
+/// network of the connection's peer (like the per-address limit, forwarding headers are not trusted).
+pub struct SignInFrom {
+    device: Option<String>,
+    ip_prefix: Option<String>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for SignInFrom {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        let user_agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+        let peer = parts.extensions.get::<ConnectInfo<std::net::SocketAddr>>().map(|ConnectInfo(addr)| addr.ip());
+        Ok(Self { device: device::summary(user_agent), ip_prefix: peer.map(device::ip_prefix) })
+    }
 }
 
 fn profile(user: User) -> UserProfile {
@@ -43,9 +62,14 @@ async fn check_new_password(field: &str, password: &str, email: &str, display_na
 }
 
 /// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
-async fn signed_in(state: &AppState, status: StatusCode, user: User) -> Result<Response> {
+async fn signed_in(state: &AppState, status: StatusCode, user: User, from: SignInFrom) -> Result<Response> {
     let (token, claims) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
-    state.store.create_session(&Session::new(claims.jti, user.id, claims.expires_at())).await?;
+    let session = Session {
+        device: from.device,
+        ip_prefix: from.ip_prefix,
+        ..Session::new(claims.jti, user.id, claims.expires_at())
+    };
+    state.store.create_session(&session).await?;
     let max_age = state.jwt.lifetime.num_seconds();
     let cookie = session_cookie(state, &token, max_age)?;
     let body = AuthResponse { user: profile(user), token };
@@ -67,6 +91,7 @@ fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderV
 pub async fn register(
     State(state): State<AppState>,
     _: Quota<SignIn>,
+    from: SignInFrom,
     Json(body): Json<RegisterRequest>,
 ) -> Result<Response> {
     let email = validate::email(&body.email)?;
@@ -84,7 +109,7 @@ pub async fn register(
         Err(e) => return Err(e.into()),
     };
     tracing::info!(user = %user.id, "account created");
-    signed_in(&state, StatusCode::CREATED, user).await
+    signed_in(&state, StatusCode::CREATED, user, from).await
 }
 
 /// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong. After a few
@@ -96,6 +121,7 @@ pub async fn register(
 pub async fn login(
     State(state): State<AppState>,
     _: Quota<SignIn>,
+    from: SignInFrom,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response> {
     let email = body.email.trim();
@@ -110,7 +136,7 @@ pub async fn login(
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
     let matches = verify_throttled(&state, &body.email, body.password, hash).await?;
     match user {
-        Some(user) if matches => signed_in(&state, StatusCode::OK, user).await,
+        Some(user) if matches => signed_in(&state, StatusCode::OK, user, from).await,
         _ => Err(ApiError::InvalidCredentials),
     }
 }
@@ -155,6 +181,52 @@ pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result
     state.sessions.end_user(user.id);
     tracing::info!(user = %user.id, sessions = ended.len(), "signed out everywhere");
     signed_out(&state)
+}
+
+/// `GET /api/auth/sessions`: the account's sessions that can still be used (not ended, expired or idle too
+/// long), the most recently used first; the one asking is marked `current`.
+#[utoipa::path(get, path = "/api/auth/sessions", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 200, body = SessionList), (status = 401, body = app::api::ErrorBody)))]
+pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<Json<SessionList>> {
+    let now = crate::store::now();
+    let sessions = state
+        .store
+        .open_sessions(user.id)
+        .await?
+        .into_iter()
+        .filter(|session| session.is_live(now, state.config.session_idle()))
+        .map(|session| SessionInfo {
+            id: session.public_id(),
+            created_at: session.created_at,
+            last_seen_at: session.last_seen_at,
+            current: session.id == user.jti,
+            device: session.device,
+            ip_prefix: session.ip_prefix,
+        })
+        .collect();
+    Ok(Json(SessionList { sessions }))
+}
+
+/// `DELETE /api/auth/sessions/{id}`: ends one session of the account (on a lost or shared device) at once, on
+/// every instance, with its open event streams. Ending the current one signs out, as `POST /api/auth/logout`.
+#[utoipa::path(delete, path = "/api/auth/sessions/{id}", tag = "auth", security(("session" = []), ("bearer" = [])),
+    params(("id" = String, Path, description = "A session's `id` from `GET /api/auth/sessions`")),
+    responses((status = 204, description = "Ended; clears the session cookie when it was the current one"),
+        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody, description = "No open session of this account has that id")))]
+pub async fn end_session(State(state): State<AppState>, user: AuthUser, Path(id): Path<String>) -> Result<Response> {
+    let session = state.store.open_sessions(user.id).await?.into_iter().find(|session| session.public_id() == id);
+    let Some(session) = session else { return Err(ApiError::NotFound) };
+    if !state.store.end_session(user.id, session.id).await? {
+        return Err(ApiError::NotFound);
+    }
+    state.sessions.end(&[session.id]);
+    tracing::info!(user = %user.id, "one session ended from the list");
+    if session.id == user.jti {
+        signed_out(&state)
+    } else {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    }
 }
 
 /// The answer to signing out: no content, and a cookie that replaces the session's with an expired one.

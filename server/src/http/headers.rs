@@ -25,8 +25,12 @@ pub fn page_policy(nonce: &str) -> String {
     )
 }
 
+/// What tells browsers to reach Quire and the names below its own over HTTPS only, for two years. Names below
+/// Quire's host only: `quire.example.org` covers `*.quire.example.org`, not `example.org`'s other names.
+pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=63072000; includeSubDomains";
+
 /// Adds the headers every response carries (outermost layers of the application). `https_only` (an `https`
-/// public URL) also tells browsers to reach Quire over HTTPS only, for a year.
+/// public URL) also adds [`STRICT_TRANSPORT_SECURITY`].
 pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>, https_only: bool) -> Router<S> {
     let fixed = ServiceBuilder::new()
         .layer(SetResponseHeaderLayer::overriding(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")))
@@ -45,7 +49,7 @@ pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>, https_only: bo
     if https_only {
         router.layer(SetResponseHeaderLayer::overriding(
             header::STRICT_TRANSPORT_SECURITY,
-            HeaderValue::from_static("max-age=31536000"),
+            HeaderValue::from_static(STRICT_TRANSPORT_SECURITY),
         ))
     } else {
         router

@@ -18,6 +18,10 @@ pub struct Session {
     pub last_seen_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
     pub ended_at: Option<DateTime<Utc>>,
+    /// The browser and system it was signed in from, in a few words (`auth::device::summary`).
+    pub device: Option<String>,
+    /// The network it was signed in from (`auth::device::ip_prefix`).
+    pub ip_prefix: Option<String>,
 }
 
 /// How stale a session's `last_seen_at` may grow before a request writes it again.
@@ -27,7 +31,15 @@ impl Session {
     /// A new session of `user` under the token id `id`, lasting until `expires_at`.
     pub fn new(id: Uuid, user: Uuid, expires_at: DateTime<Utc>) -> Self {
         let now = super::now();
-        Self { id, user, created_at: now, last_seen_at: now, expires_at, ended_at: None }
+        Self { id, user, created_at: now, last_seen_at: now, expires_at, ended_at: None, device: None, ip_prefix: None }
+    }
+
+    /// The name the session goes by in lists: derived from its id, from which it cannot be told back. The id is
+    /// inside the session's token; this name is never enough to act as the session.
+    pub fn public_id(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new().chain_update(b"quire session ").chain_update(self.id.as_bytes()).finalize();
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
     }
 
     /// Whether the session still admits requests at `now`: not ended, not expired, and used within `idle`.
@@ -44,14 +56,18 @@ impl Session {
 /// Accounts and sessions, beside the rest of [`Store`](super::Store).
 #[async_trait]
 pub trait Accounts: Send + Sync {
-    /// Records a new session; sessions past their expiry are purged on the way.
+    /// Records a new session, with its device and network; sessions past their expiry are purged on the way.
     async fn create_session(&self, session: &Session) -> Result<()>;
     /// The session with this id, ended or not; `None` when there is none (or it was purged).
     async fn session(&self, id: Uuid) -> Result<Option<Session>>;
     /// Records that the session was used now.
     async fn touch_session(&self, id: Uuid) -> Result<()>;
-    /// Ends one session of `user`; ending one that is over already is harmless.
-    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()>;
+    /// The sessions of `user` that are neither ended nor expired, the most recently used first (some may be
+    /// past the idle timeout, which [`Session::is_live`] tells).
+    async fn open_sessions(&self, user: Uuid) -> Result<Vec<Session>>;
+    /// Ends one session of `user`; ending one that is over already (or another person's) is harmless. Whether
+    /// it ended one.
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool>;
     /// Ends every session of `user` but `keep`; returns the ids of those it ended.
     async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>>;
     /// The sessions ended at or after `since`, with their owners.

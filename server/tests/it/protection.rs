@@ -239,6 +239,8 @@ async fn openapi_describes_every_route() {
         ("/api/auth/password", "post"),
         ("/api/auth/me", "get"),
         ("/api/auth/me", "delete"),
+        ("/api/auth/sessions", "get"),
+        ("/api/auth/sessions/{id}", "delete"),
         ("/api/threads", "get"),
         ("/api/threads", "post"),
         ("/api/threads/{id}", "get"),

@@ -27,6 +27,7 @@ async fn pages_carry_a_policy_that_allows_only_their_own_scripts() {
         assert_eq!(headers["x-content-type-options"], "nosniff", "{path}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
         assert_eq!(headers["referrer-policy"], "no-referrer", "{path}");
+        assert!(headers.get("strict-transport-security").is_none(), "{path}: HSTS over plain HTTP");
         nonces.push(nonce);
     }
     nonces.sort();
@@ -277,7 +278,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
 }
 
 #[tokio::test]
-async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
+async fn sign_up_refuses_short_common_and_breached_passwords_with_a_field_error() {
     let server = TestServer::start().await;
     for password in ["password", "12345678", "passwordpassword", "123456789012", "qwertyuiopasdf", "newcomer2024!"] {
         let response = server
@@ -291,6 +292,20 @@ async fn sign_up_refuses_short_and_common_passwords_with_a_field_error() {
         let error: app::api::ErrorBody = response.json().await.unwrap();
         assert_eq!(error.error.field.as_deref(), Some("password"), "{password}");
         assert!(!error.error.message.is_empty());
+    }
+    // A breached password of any length is named as such, whatever its letter case.
+    for password in ["iloveyou1234", "QwertyUiop123"] {
+        let response = server
+            .anonymous()
+            .post(server.url("/api/auth/register"))
+            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 422, "{password}");
+        let error: app::api::ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.field.as_deref(), Some("password"));
+        assert!(error.error.message.contains("lists of breached passwords"), "{}", error.error.message);
     }
     let good = serde_json::json!({"email": "newcomer@example.com", "password": "lantern orchard velvet"});
     let response = server.anonymous().post(server.url("/api/auth/register")).json(&good).send().await.unwrap();
@@ -571,7 +586,11 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
     let cookie = response.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(cookie.starts_with("__Host-quire_session="), "{cookie}");
     assert!(cookie.contains("; Secure") && cookie.contains("Path=/") && !cookie.contains("Domain"), "{cookie}");
-    assert!(response.headers()["strict-transport-security"].to_str().unwrap().contains("max-age="));
+    // Two years, for Quire's host and the names below it.
+    let hsts = "max-age=63072000; includeSubDomains";
+    assert_eq!(response.headers()["strict-transport-security"], hsts);
+    let page = server.anonymous().get(server.url("/signin")).send().await.unwrap();
+    assert_eq!(page.headers()["strict-transport-security"], hsts, "pages carry it too");
     let token = response.json::<app::api::AuthResponse>().await.unwrap().token;
     // Only the prefixed cookie signs in: a plain one could be planted by a neighbouring subdomain.
     let me = |cookie: String| server.anonymous().get(server.url("/api/auth/me")).header("cookie", cookie).send();
@@ -626,4 +645,152 @@ async fn signing_out_on_one_instance_ends_the_streams_on_another() {
         tokio::time::timeout(std::time::Duration::from_secs(2), async { while let Some(Ok(_)) = body.next().await {} })
             .await;
     assert!(ended.is_ok(), "the stream on the other instance is still open");
+}
+
+/// The list of sessions and ending one of them, on both backends.
+mod session_list {
+    use app::api::SessionList;
+    use futures::StreamExt;
+
+    use crate::common::backends::{run_story, stories, Backend, Db};
+    use crate::common::{bearer_client, ScriptedModel, Step, TestServer, PASSWORD};
+
+    stories!(people_see_their_sessions_and_end_one, ending_a_session_in_any_way_ends_its_open_streams);
+
+    const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+    /// Signs in to `email` from a browser that says `user_agent`; a client carrying the new token.
+    async fn sign_in_from(server: &TestServer, email: &str, password: &str, user_agent: &str) -> reqwest::Client {
+        let body = serde_json::json!({"email": email, "password": password});
+        let client = reqwest::Client::builder().user_agent(user_agent).build().unwrap();
+        let response = client.post(server.url("/api/auth/login")).json(&body).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        bearer_client(&response.json::<app::api::AuthResponse>().await.unwrap().token)
+    }
+
+    async fn list(server: &TestServer, client: &reqwest::Client) -> SessionList {
+        let response = client.get(server.url("/api/auth/sessions")).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["cache-control"], "no-store");
+        response.json().await.unwrap()
+    }
+
+    async fn end(client: &reqwest::Client, server: &TestServer, id: &str) -> reqwest::Response {
+        client.delete(server.url(&format!("/api/auth/sessions/{id}"))).send().await.unwrap()
+    }
+
+    async fn people_see_their_sessions_and_end_one(db: Db) {
+        let server = TestServer::with(db.store.clone(), std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+        let laptop = &server.client;
+        let phone = sign_in_from(&server, "owner@example.com", PASSWORD, FIREFOX).await;
+        let (other, _) = server.second_user("other@example.com").await;
+
+        let sessions = list(&server, laptop).await.sessions;
+        assert_eq!(sessions.len(), 2, "{sessions:?}");
+        let (this, that) = (&sessions[1], &sessions[0]);
+        assert!(this.current && !that.current, "the most recently signed in first: {sessions:?}");
+        assert_eq!(that.device.as_deref(), Some("Firefox on Linux"));
+        assert_eq!(that.ip_prefix.as_deref(), Some("127.0.0.0/24"), "the network, not the address");
+        assert!(that.last_seen_at >= that.created_at);
+        let listed = serde_json::to_string(&sessions).unwrap();
+        assert!(!listed.contains(&super::session_id(&server.token).to_string()), "no token id is shown: {listed}");
+        let from_phone = list(&server, &phone).await.sessions;
+        assert_eq!(from_phone.iter().find(|s| s.current).map(|s| &s.id), Some(&that.id), "ids are the same for both");
+        assert_eq!(list(&server, &other).await.sessions.len(), 1, "another account sees only its own");
+
+        // Another account, an unknown id and garbage are all simply not found.
+        for (client, id) in [(&other, that.id.as_str()), (laptop, "0123456789abcdef0123456789abcdef"), (laptop, "%00")]
+        {
+            let response = end(client, &server, id).await;
+            assert_eq!(response.status(), 404, "{id}");
+            let _: app::api::ErrorBody = response.json().await.unwrap();
+        }
+        assert_eq!(phone.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
+
+        let ended = end(laptop, &server, &that.id).await;
+        assert_eq!(ended.status(), 204);
+        assert!(ended.headers().get("set-cookie").is_none(), "this device stays signed in");
+        assert_eq!(phone.get(server.url("/api/auth/me")).send().await.unwrap().status(), 401, "the phone is out");
+        assert_eq!(laptop.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
+        assert_eq!(end(laptop, &server, &that.id).await.status(), 404, "ended once only");
+        let left = list(&server, laptop).await.sessions;
+        assert_eq!(left.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), vec![this.id.as_str()]);
+
+        // Ending the current session from the list signs out.
+        let out = end(laptop, &server, &this.id).await;
+        assert_eq!(out.status(), 204);
+        assert!(out.headers()["set-cookie"].to_str().unwrap().contains("Max-Age=0"));
+        assert_eq!(laptop.get(server.url("/api/auth/sessions")).send().await.unwrap().status(), 401);
+        assert_eq!(other.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200, "others are untouched");
+    }
+
+    /// Starts an answer that never finishes, from `client`; its event stream.
+    async fn open_stream(
+        server: &TestServer,
+        client: &reqwest::Client,
+    ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
+        let thread: app::api::Thread = client
+            .post(server.url("/api/threads"))
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let response = client
+            .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
+            .json(&serde_json::json!({"content": "Tell me everything"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let mut stream = response.bytes_stream();
+        assert!(stream.next().await.is_some(), "the stream started");
+        stream
+    }
+
+    async fn ends_within_a_second(stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin)) {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
+            while let Some(Ok(_)) = stream.next().await {}
+        })
+        .await;
+        assert!(ended.is_ok(), "the stream is still open a second after its session ended");
+    }
+
+    async fn ending_a_session_in_any_way_ends_its_open_streams(db: Db) {
+        let hanging = || vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+        let model = ScriptedModel::new(vec![hanging(), hanging(), hanging(), hanging()]);
+        let server = TestServer::with(db.store.clone(), model).await;
+        let laptop = &server.client;
+
+        // Ended from the list on another device.
+        let phone = sign_in_from(&server, "owner@example.com", PASSWORD, FIREFOX).await;
+        let mut stream = open_stream(&server, &phone).await;
+        let id = list(&server, &phone).await.sessions.into_iter().find(|s| s.current).unwrap().id;
+        assert_eq!(end(laptop, &server, &id).await.status(), 204);
+        ends_within_a_second(&mut stream).await;
+
+        // A new password set on another device.
+        let phone = sign_in_from(&server, "owner@example.com", PASSWORD, FIREFOX).await;
+        let mut stream = open_stream(&server, &phone).await;
+        let change = serde_json::json!({"current_password": PASSWORD, "new_password": "lantern orchard velvet"});
+        let changed = laptop.post(server.url("/api/auth/password")).json(&change).send().await.unwrap();
+        assert_eq!(changed.status(), 204);
+        ends_within_a_second(&mut stream).await;
+
+        // Signing out everywhere from another device.
+        let phone = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", FIREFOX).await;
+        let mut stream = open_stream(&server, &phone).await;
+        assert_eq!(laptop.post(server.url("/api/auth/logout-all")).send().await.unwrap().status(), 204);
+        ends_within_a_second(&mut stream).await;
+
+        // The account deleted from another device.
+        let laptop = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", "curl/8.5.0").await;
+        let phone = sign_in_from(&server, "owner@example.com", "lantern orchard velvet", FIREFOX).await;
+        let mut stream = open_stream(&server, &phone).await;
+        let password = serde_json::json!({"password": "lantern orchard velvet"});
+        assert_eq!(laptop.delete(server.url("/api/auth/me")).json(&password).send().await.unwrap().status(), 204);
+        ends_within_a_second(&mut stream).await;
+    }
 }

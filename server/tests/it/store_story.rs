@@ -191,13 +191,39 @@ async fn sessions(db: Db) {
     assert_eq!((found.id, found.user, found.ended_at), (a1, alice, None));
     assert!(s.session(Uuid::new_v4()).await.unwrap().is_none());
 
+    // The device and network a session signed in from are kept with it.
+    let phone = Uuid::new_v4();
+    let from_phone = Session {
+        device: Some("Firefox on Android".into()),
+        ip_prefix: Some("203.0.113.0/24".into()),
+        ..Session::new(phone, bob, later)
+    };
+    s.create_session(&from_phone).await.unwrap();
+    let found = s.session(phone).await.unwrap().unwrap();
+    assert_eq!(
+        (found.device.as_deref(), found.ip_prefix.as_deref()),
+        (Some("Firefox on Android"), Some("203.0.113.0/24"))
+    );
+    assert_eq!(s.session(a2).await.unwrap().unwrap().device, None);
+    s.touch_session(phone).await.unwrap();
+    let open: Vec<Uuid> = s.open_sessions(bob).await.unwrap().into_iter().map(|session| session.id).collect();
+    assert_eq!(open, vec![phone, b1], "the most recently used first, only the owner's");
+    assert_ne!(from_phone.public_id(), phone.to_string());
+    assert_eq!(from_phone.public_id(), found.public_id(), "the public id is stable");
+    assert!(s.end_session(bob, phone).await.unwrap());
+
     let started = chrono::Utc::now() - chrono::Duration::seconds(1);
     // Another user cannot end the session; its owner can, twice without harm.
-    s.end_session(bob, a1).await.unwrap();
+    assert!(!s.end_session(bob, a1).await.unwrap());
     assert!(s.session(a1).await.unwrap().unwrap().ended_at.is_none());
-    s.end_session(alice, a1).await.unwrap();
-    s.end_session(alice, a1).await.unwrap();
+    assert!(s.end_session(alice, a1).await.unwrap());
+    assert!(!s.end_session(alice, a1).await.unwrap());
     assert!(s.session(a1).await.unwrap().unwrap().ended_at.is_some());
+    let mut open: Vec<Uuid> = s.open_sessions(alice).await.unwrap().into_iter().map(|session| session.id).collect();
+    open.sort();
+    let mut expected = vec![a2, a3];
+    expected.sort();
+    assert_eq!(open, expected, "ended sessions are not open");
 
     // A new password ends every other session of its owner, and only those.
     let ended = s.set_password(alice, "new-hash", a2).await.unwrap();
@@ -210,7 +236,7 @@ async fn sessions(db: Db) {
     let mut recently: Vec<Uuid> =
         s.sessions_ended_since(started).await.unwrap().into_iter().map(|(id, _)| id).collect();
     recently.sort();
-    let mut expected = vec![a1, a3];
+    let mut expected = vec![a1, a3, phone];
     expected.sort();
     assert_eq!(recently, expected);
 

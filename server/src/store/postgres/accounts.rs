@@ -17,6 +17,8 @@ fn session_from_row(row: &PgRow) -> Result<Session> {
         last_seen_at: row.try_get("last_seen_at")?,
         expires_at: row.try_get("expires_at")?,
         ended_at: row.try_get("ended_at")?,
+        device: row.try_get("device")?,
+        ip_prefix: row.try_get("ip_prefix")?,
     })
 }
 
@@ -27,13 +29,16 @@ impl Accounts for Postgres {
         let mut tx = self.pool.begin().await?;
         sqlx::query("delete from sessions where expires_at < $1").bind(now()).execute(&mut *tx).await?;
         sqlx::query(
-            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at) values ($1, $2, $3, $4, $5)",
+            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at, device, ip_prefix)
+             values ($1, $2, $3, $4, $5, $6, $7)",
         )
         .bind(session.id)
         .bind(session.user)
         .bind(session.created_at)
         .bind(session.last_seen_at)
         .bind(session.expires_at)
+        .bind(&session.device)
+        .bind(&session.ip_prefix)
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
@@ -57,14 +62,28 @@ impl Accounts for Postgres {
     }
 
     #[instrument(skip_all)]
-    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()> {
-        sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null")
-            .bind(now())
-            .bind(id)
-            .bind(user)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+    async fn open_sessions(&self, user: Uuid) -> Result<Vec<Session>> {
+        let rows = sqlx::query(
+            "select * from sessions where user_id = $1 and ended_at is null and expires_at > $2
+             order by last_seen_at desc, created_at desc",
+        )
+        .bind(user)
+        .bind(now())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(session_from_row).collect()
+    }
+
+    #[instrument(skip_all)]
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool> {
+        let ended =
+            sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null")
+                .bind(now())
+                .bind(id)
+                .bind(user)
+                .execute(&self.pool)
+                .await?;
+        Ok(ended.rows_affected() > 0)
     }
 
     #[instrument(skip_all)]

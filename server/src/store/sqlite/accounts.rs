@@ -18,6 +18,8 @@ fn session_from_row(row: &SqliteRow) -> Result<Session> {
         last_seen_at: time(row, "last_seen_at")?,
         expires_at: time(row, "expires_at")?,
         ended_at: ended.map(micros_to_time),
+        device: row.try_get("device")?,
+        ip_prefix: row.try_get("ip_prefix")?,
     })
 }
 
@@ -34,14 +36,19 @@ impl Accounts for Sqlite {
             .bind(now().timestamp_micros())
             .execute(&mut *tx)
             .await?;
-        sqlx::query("insert into sessions (id, user_id, created_at, last_seen_at, expires_at) values (?, ?, ?, ?, ?)")
-            .bind(session.id.to_string())
-            .bind(session.user.to_string())
-            .bind(session.created_at.timestamp_micros())
-            .bind(session.last_seen_at.timestamp_micros())
-            .bind(session.expires_at.timestamp_micros())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at, device, ip_prefix)
+             values (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(session.id.to_string())
+        .bind(session.user.to_string())
+        .bind(session.created_at.timestamp_micros())
+        .bind(session.last_seen_at.timestamp_micros())
+        .bind(session.expires_at.timestamp_micros())
+        .bind(&session.device)
+        .bind(&session.ip_prefix)
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
         Ok(())
     }
@@ -66,14 +73,27 @@ impl Accounts for Sqlite {
     }
 
     #[instrument(skip_all)]
-    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<()> {
-        sqlx::query("update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null")
+    async fn open_sessions(&self, user: Uuid) -> Result<Vec<Session>> {
+        let rows = sqlx::query(
+            "select * from sessions where user_id = ? and ended_at is null and expires_at > ?
+             order by last_seen_at desc, created_at desc",
+        )
+        .bind(user.to_string())
+        .bind(now().timestamp_micros())
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(session_from_row).collect()
+    }
+
+    #[instrument(skip_all)]
+    async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool> {
+        let ended = sqlx::query("update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null")
             .bind(now().timestamp_micros())
             .bind(id.to_string())
             .bind(user.to_string())
             .execute(&self.writer)
             .await?;
-        Ok(())
+        Ok(ended.rows_affected() > 0)
     }
 
     #[instrument(skip_all)]
