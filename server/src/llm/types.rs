@@ -210,3 +210,20 @@ pub trait Provider: Send + Sync + fmt::Debug {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_leave_text_and_tool_arguments() {
+        assert_eq!(StreamEvent::TextDelta("a\0b".into()).without_nul(), StreamEvent::TextDelta("ab".into()));
+        let call = ToolCall {
+            id: "1".into(),
+            name: "create_document".into(),
+            arguments: serde_json::json!({"title": "T\0", "sections": [{"body\0": "x\0y"}], "n": 1}),
+        };
+        let StreamEvent::ToolCall(clean) = StreamEvent::ToolCall(call).without_nul() else { unreachable!() };
+        assert_eq!(clean.arguments, serde_json::json!({"title": "T", "sections": [{"body": "xy"}], "n": 1}));
+    }
+}
