@@ -98,8 +98,9 @@ impl Extractor {
         std::env::current_exe().map(Self::new)
     }
 
-    /// The text of a file, at most [`MAX_TEXT_BYTES`]. Text is checked and trimmed of a byte-order mark on a
-    /// blocking thread; PDF goes to a child process.
+    /// The text of a file, at most [`MAX_TEXT_BYTES`], without NUL characters (PostgreSQL's text cannot hold
+    /// them; both backends get the same text). Text is checked and trimmed of a byte-order mark on a blocking
+    /// thread; PDF goes to a child process.
     pub async fn extract(&self, kind: FileKind, bytes: Vec<u8>) -> Result<String, ExtractError> {
         match kind {
             FileKind::Text | FileKind::Markdown => {
@@ -147,17 +148,26 @@ impl Extractor {
             return Err(ExtractError::Unreadable);
         }
         let out = out.map_err(|_| ExtractError::Unreadable)?;
-        Ok(truncate_utf8_lossy(&out, MAX_TEXT_BYTES))
+        Ok(without_nul(truncate_utf8_lossy(&out, MAX_TEXT_BYTES)))
     }
 }
 
-/// UTF-8 text without a leading byte-order mark.
+/// UTF-8 text without a leading byte-order mark and without NUL characters.
 fn plain_text(bytes: Vec<u8>) -> Result<String, ExtractError> {
     let mut text = String::from_utf8(bytes).map_err(|_| ExtractError::NotUtf8)?;
     if text.starts_with('\u{feff}') {
         text.drain(..'\u{feff}'.len_utf8());
     }
-    Ok(text)
+    Ok(without_nul(text))
+}
+
+/// The text with its NUL characters dropped.
+fn without_nul(text: String) -> String {
+    if text.contains('\0') {
+        text.replace('\0', "")
+    } else {
+        text
+    }
 }
 
 /// At most `max` bytes of `bytes` as text, cut at a character boundary; invalid sequences become U+FFFD.

@@ -358,7 +358,7 @@ impl<'a> Turn<'a> {
                 let next = tokio::select! {
                     biased;
                     _ = self.live.cancelled() => return Ending::Stopped,
-                    n = stream.next() => n,
+                    n = stream.next() => n.map(|event| event.map(StreamEvent::without_nul)),
                 };
                 match next {
                     None => break,
@@ -666,7 +666,7 @@ impl Naming<'_> {
             let mut stream = self.state.provider.stream(request).await.ok()?;
             let (mut text, mut usage) = (String::new(), llm::Usage::default());
             while let Some(event) = stream.next().await {
-                match event.ok()? {
+                match event.ok()?.without_nul() {
                     StreamEvent::TextDelta(t) => text.push_str(&t),
                     StreamEvent::Usage(u) => usage = u,
                     _ => {}

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::{Error, Result};
+use crate::heavy::Ticket;
 use crate::store::{self, DynStore, StoreError};
 
 /// How a conversation is downloaded.
@@ -96,23 +97,33 @@ pub async fn account(store: &DynStore, user: Uuid) -> Result<AccountExport, Stor
     })
 }
 
-/// One conversation as a download in `format`, its text written on a blocking thread.
-pub async fn thread_download(store: &DynStore, user: Uuid, id: Uuid, format: ThreadFormat) -> Result<Download> {
+/// One conversation as a download in `format`, its text written on a blocking thread of the heavy-work queue
+/// (the job `ticket` admitted).
+pub async fn thread_download(
+    store: &DynStore,
+    user: Uuid,
+    id: Uuid,
+    format: ThreadFormat,
+    ticket: &Ticket,
+) -> Result<Download> {
     let export = thread(store, user, id).await?;
-    tokio::task::spawn_blocking(move || render_thread(&export, format)).await?
+    ticket.run_blocking(move || render_thread(&export, format)).await.ok_or(Error::Task)?
 }
 
-/// Everything the user has as one JSON download, its text written on a blocking thread.
-pub async fn account_download(store: &DynStore, user: Uuid) -> Result<Download> {
+/// Everything the user has as one JSON download, its text written on a blocking thread of the heavy-work queue
+/// (the job `ticket` admitted).
+pub async fn account_download(store: &DynStore, user: Uuid, ticket: &Ticket) -> Result<Download> {
     let export = account(store, user).await?;
-    tokio::task::spawn_blocking(move || {
-        Ok(Download {
-            body: serde_json::to_string(&export).map_err(Error::Render)?,
-            content_type: "application/json",
-            file_name: format!("quire-export-{}.json", export.exported_at.format("%Y-%m-%d")),
+    ticket
+        .run_blocking(move || {
+            Ok(Download {
+                body: serde_json::to_string(&export).map_err(Error::Render)?,
+                content_type: "application/json",
+                file_name: format!("quire-export-{}.json", export.exported_at.format("%Y-%m-%d")),
+            })
         })
-    })
-    .await?
+        .await
+        .ok_or(Error::Task)?
 }
 
 fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download> {

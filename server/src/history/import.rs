@@ -22,6 +22,7 @@ use uuid::Uuid;
 
 use super::chatgpt::{self, epoch_seconds};
 use super::{Error, Result};
+use crate::heavy::Ticket;
 use crate::store::{
     self,
     history::{ImportArtifact, ImportMessage, ImportThread},
@@ -37,10 +38,10 @@ const QUOTED_CHARS: usize = 40;
 /// Longest reason of the parser passed on, in characters.
 const REASON_CHARS: usize = 300;
 
-/// Reads and checks `body` on a blocking thread, then creates its conversations for `user`: all of them, or
-/// none when anything is refused or fails.
-pub async fn import(store: &DynStore, user: Uuid, body: Bytes) -> Result<Vec<Thread>> {
-    let threads = tokio::task::spawn_blocking(move || plan(&body)).await??;
+/// Reads and checks `body` on a blocking thread of the heavy-work queue (the job `ticket` admitted), then creates
+/// its conversations for `user`: all of them, or none when anything is refused or fails.
+pub async fn import(store: &DynStore, user: Uuid, body: Bytes, ticket: &Ticket) -> Result<Vec<Thread>> {
+    let threads = ticket.run_blocking(move || plan(&body)).await.ok_or(Error::Task)??;
     Ok(store.import_threads(user, threads).await?)
 }
 

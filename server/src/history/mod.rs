@@ -2,7 +2,8 @@
 //! everything as JSON, and imports of Quire's own JSON and of ChatGPT's `conversations.json`.
 //!
 //! Everything whose cost grows with what a person sends or keeps (reading an import, rendering an export) runs
-//! off the async workers.
+//! in the heavy-work queue ([`crate::heavy`]), off the async workers: the caller holds the job's
+//! [`Ticket`](crate::heavy::Ticket).
 
 pub mod chatgpt;
 pub mod export;
@@ -27,9 +28,9 @@ pub enum Error {
     /// Writing an export's text failed.
     #[error("rendering the export failed")]
     Render(#[source] serde_json::Error),
-    /// The work given to a blocking thread did not finish (it panicked).
+    /// The work given to the heavy-work queue did not finish (it panicked).
     #[error("a background task failed")]
-    Task(#[from] tokio::task::JoinError),
+    Task,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

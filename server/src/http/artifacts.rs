@@ -115,7 +115,11 @@ pub(crate) async fn export(
         return Ok(response);
     }
     let filename = format!("{}.{}", file_stem(&title), format.as_str());
-    let bytes = off_workers(move || render(format, &title, &content)).await?;
+    let ticket = state.heavy.admit(user.id)?;
+    let bytes = ticket
+        .run_blocking(move || render(format, &title, &content))
+        .await
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
     let mut response = bytes.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
@@ -147,12 +151,6 @@ fn render(format: ExportFormat, title: &str, content: &str) -> Result<Vec<u8>> {
     }
 }
 
-/// Runs work whose cost the document sets on the blocking pool, away from the tasks serving other requests.
-/// A panic fails this request alone, as an internal error.
-async fn off_workers<T: Send + 'static>(work: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    tokio::task::spawn_blocking(work).await.map_err(|e| ApiError::Internal(e.into()))?
-}
-
 /// `attachment` with an ASCII `filename` for old clients and the exact UTF-8 name in `filename*` (RFC 6266).
 pub fn content_disposition(filename: &str) -> String {
     let ascii: String = filename
@@ -174,18 +172,6 @@ pub fn content_disposition(filename: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_renderer_that_panics_fails_its_request_with_the_error_body() {
-        let error = off_workers(|| -> Result<Vec<u8>> { panic!("a renderer bug") }).await.unwrap_err();
-        assert!(matches!(error, ApiError::Internal(_)), "{error:?}");
-        let response = error.into_response();
-        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
-        let body = axum::body::to_bytes(response.into_body(), 4096).await.unwrap();
-        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        assert_eq!(body["error"]["code"], "internal", "{body}");
-        assert!(!body.to_string().contains("renderer bug"), "{body}");
-    }
 
     #[test]
     fn content_disposition_carries_both_names() {

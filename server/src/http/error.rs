@@ -200,7 +200,7 @@ impl From<history::Error> for ApiError {
             }
             history::Error::Invalid { field, message } => ApiError::invalid(&field, message),
             history::Error::Store(e) => e.into(),
-            other @ (history::Error::Render(_) | history::Error::Task(_)) => ApiError::Internal(other.into()),
+            other @ (history::Error::Render(_) | history::Error::Task) => ApiError::Internal(other.into()),
         }
     }
 }

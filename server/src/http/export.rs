@@ -3,7 +3,7 @@
 
 use app::api::ImportResult;
 use axum::{
-    extract::{DefaultBodyLimit, State},
+    extract::{DefaultBodyLimit, FromRequest, Request, State},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     routing::{get, post},
@@ -78,13 +78,15 @@ pub(crate) async fn export_thread(
         Some("markdown") | Some("md") => ThreadFormat::Markdown,
         Some(_) => return Err(ApiError::invalid("format", "The format is json or markdown.")),
     };
-    Ok(download(history::export::thread_download(&state.store, user.id, id, format).await?))
+    let ticket = state.heavy.admit(user.id)?;
+    Ok(download(history::export::thread_download(&state.store, user.id, id, format, &ticket).await?))
 }
 
 #[utoipa::path(get, path = "/api/export", tag = "history", security(("session" = []), ("bearer" = [])),
     responses((status = 200, description = "All of the caller's data as one JSON download", content_type = "application/json"), (status = 401, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
 pub async fn export_account(State(state): State<AppState>, user: AuthUser, _: Quota<Export>) -> Result<Response> {
-    Ok(download(history::export::account_download(&state.store, user.id).await?))
+    let ticket = state.heavy.admit(user.id)?;
+    Ok(download(history::export::account_download(&state.store, user.id, &ticket).await?))
 }
 
 #[utoipa::path(post, path = "/api/threads/import", tag = "history", security(("session" = []), ("bearer" = [])),
@@ -96,8 +98,11 @@ pub async fn import(
     State(state): State<AppState>,
     user: AuthUser,
     _: Quota<Export>,
-    JsonBytes(body): JsonBytes,
+    request: Request,
 ) -> Result<impl IntoResponse> {
-    let threads = history::import::import(&state.store, user.id, body).await?;
+    // A place in the heavy-work queue before the body is read: at most that many imports are held in memory.
+    let ticket = state.heavy.admit(user.id)?;
+    let JsonBytes(body) = JsonBytes::from_request(request, &state).await?;
+    let threads = history::import::import(&state.store, user.id, body, &ticket).await?;
     Ok((StatusCode::CREATED, Json(ImportResult { threads })))
 }

@@ -101,6 +101,35 @@ pub enum StreamEvent {
     Stop(StopReason),
 }
 
+impl StreamEvent {
+    /// The event without NUL characters in its text and tool-call arguments: a model may send them, and
+    /// PostgreSQL's text cannot hold them (both backends keep the same text).
+    pub fn without_nul(self) -> Self {
+        match self {
+            StreamEvent::TextDelta(text) if text.contains('\0') => StreamEvent::TextDelta(text.replace('\0', "")),
+            StreamEvent::ToolCall(mut call) => {
+                strip_nul(&mut call.arguments);
+                StreamEvent::ToolCall(call)
+            }
+            other => other,
+        }
+    }
+}
+
+fn strip_nul(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) if text.contains('\0') => *text = text.replace('\0', ""),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_nul),
+        serde_json::Value::Object(fields) => {
+            if fields.keys().any(|k| k.contains('\0')) {
+                *fields = std::mem::take(fields).into_iter().map(|(k, v)| (k.replace('\0', ""), v)).collect();
+            }
+            fields.values_mut().for_each(strip_nul);
+        }
+        _ => {}
+    }
+}
+
 /// A failure talking to a model. `code()` is what the client sees in an `error` event.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LlmError {
@@ -179,5 +208,22 @@ pub trait Provider: Send + Sync + fmt::Debug {
     /// first words of the first message.
     fn names_threads(&self) -> bool {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nul_characters_leave_text_and_tool_arguments() {
+        assert_eq!(StreamEvent::TextDelta("a\0b".into()).without_nul(), StreamEvent::TextDelta("ab".into()));
+        let call = ToolCall {
+            id: "1".into(),
+            name: "create_document".into(),
+            arguments: serde_json::json!({"title": "T\0", "sections": [{"body\0": "x\0y"}], "n": 1}),
+        };
+        let StreamEvent::ToolCall(clean) = StreamEvent::ToolCall(call).without_nul() else { unreachable!() };
+        assert_eq!(clean.arguments, serde_json::json!({"title": "T", "sections": [{"body": "xy"}], "n": 1}));
     }
 }

@@ -627,6 +627,25 @@ pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DynStore> {
     }
 }
 
+/// The highest number a conversation gives a message. Only conversations stored before imports were checked
+/// come near it (their numbers may reach `i64::MAX`, where counting on would overflow): the next message into
+/// one first numbers its messages again from 1, in their order (see [`renumbering_base`]).
+pub const MAX_SEQ: i64 = 1 << 53;
+
+/// Renumbering a conversation's `count` messages, whose lowest number is `lowest`, takes two steps so that no
+/// two messages ever share a number (the database checks each row as it changes): each first moves to `base -
+/// rank` (below every number they have, and below 1), then to its rank. The base, or `None` when there is no
+/// room below (numbers at both ends of the range: the conversation then refuses new messages).
+pub(crate) fn renumbering_base(lowest: i64, count: i64) -> Option<i64> {
+    let base = lowest.min(1);
+    base.checked_sub(count).map(|_| base)
+}
+
+/// A conversation whose numbers cannot be renumbered (see [`renumbering_base`]).
+pub(crate) fn unnumberable() -> StoreError {
+    StoreError::Conflict("This conversation's message numbers are damaged; export it and import it again.".into())
+}
+
 /// Microseconds since the epoch, the resolution every stored time has.
 pub fn now() -> DateTime<Utc> {
     micros_to_time(Utc::now().timestamp_micros())
@@ -675,5 +694,13 @@ mod tests {
         assert_eq!(title_from_message("  We need a  mobile app for field staff, please "), "We need a mobile app");
         assert_eq!(title_from_message(""), "New conversation");
         assert_eq!(title_from_message("Hello,"), "Hello");
+    }
+
+    #[test]
+    fn renumbered_messages_move_below_every_old_number_and_below_one() {
+        assert_eq!(renumbering_base(i64::MAX - 1, 2), Some(1));
+        assert_eq!(renumbering_base(-5, 2), Some(-5));
+        assert_eq!(renumbering_base(i64::MIN + 2, 2), Some(i64::MIN + 2));
+        assert_eq!(renumbering_base(i64::MIN + 1, 2), None);
     }
 }

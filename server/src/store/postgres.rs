@@ -20,10 +20,10 @@ use uuid::Uuid;
 use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::{
     history::{self, ImportThread},
-    micros_to_time, now, parse_role, search_query, snippet, ArtifactRevision, ChunkHit, CursorKey, HitKind,
-    IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage,
-    Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep,
-    TurnRecord, User,
+    micros_to_time, now, parse_role, renumbering_base, search_query, snippet, unnumberable, ArtifactRevision, ChunkHit,
+    CursorKey, HitKind, IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result,
+    SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery,
+    ThreadSort, TraceStep, TurnRecord, User, MAX_SEQ,
 };
 
 mod accounts;
@@ -41,6 +41,22 @@ pub struct Postgres {
 }
 
 impl Postgres {
+    /// Saves the message that starts a turn the turn's statement could not number: its thread's count reached
+    /// [`MAX_SEQ`], and [`insert_message`] numbers the thread again first.
+    async fn save_request(
+        &self,
+        user: Uuid,
+        request: Option<&NewMessage>,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Message>> {
+        let Some(request) = request else { return Ok(None) };
+        let id = Uuid::now_v7();
+        let mut tx = self.pool.begin().await?;
+        let seq = insert_message(&mut tx, user, id, request, now, false).await?.ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        Ok(Some(request.clone().saved(id, seq, now)))
+    }
+
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
@@ -1141,6 +1157,7 @@ impl Store for Postgres {
         // pooled connection held for no longer. Only a conflict looks at the running turn.
         match take_thread(&self.pool, user, thread, turn, now, request.as_ref()).await {
             Err(StoreError::Database(e)) if is_unique_violation(&e) => {}
+            Ok(None) if request.is_some() => return self.save_request(user, request.as_ref(), now).await,
             other => return other,
         }
         let mut tx = self.pool.begin().await?;
@@ -1170,7 +1187,10 @@ impl Store for Postgres {
             other => other?,
         };
         tx.commit().await?;
-        Ok(saved)
+        match saved {
+            None if request.is_some() => self.save_request(user, request.as_ref(), now).await,
+            saved => Ok(saved),
+        }
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]
@@ -1584,7 +1604,7 @@ async fn take_thread<'c>(
          ), counted as (
              update threads set message_count = message_count + 1, last_seq = last_seq + 1,
              updated_at = greatest(updated_at, $4)
-             where $5::uuid is not null and id = (select thread_id from taken) and user_id = $3
+             where $5::uuid is not null and id = (select thread_id from taken) and user_id = $3 and last_seq < $12
              returning id, user_id, last_seq
          ), saved as (
              insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
@@ -1605,6 +1625,7 @@ async fn take_thread<'c>(
     .bind(request.map(|m| m.usage.input_tokens as i64))
     .bind(request.map(|m| m.usage.output_tokens as i64))
     .bind(request.and_then(|m| m.model.as_deref()))
+    .bind(MAX_SEQ)
     .fetch_one(conn)
     .await?;
     if taken == 0 {
@@ -1618,7 +1639,8 @@ async fn take_thread<'c>(
 
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
 /// thread is missing or another user's. The update locks the thread row until commit, so concurrent appends
-/// take consecutive numbers. A message inserted as `writing` has no search vector.
+/// take consecutive numbers. A message inserted as `writing` has no search vector. A thread whose count
+/// reached [`MAX_SEQ`] is numbered again first.
 async fn insert_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
@@ -1627,17 +1649,13 @@ async fn insert_message(
     created: DateTime<Utc>,
     writing: bool,
 ) -> Result<Option<i64>> {
-    let Some(seq): Option<i64> = sqlx::query_scalar(
-        "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-         updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 returning last_seq",
-    )
-    .bind(created)
-    .bind(message.thread_id)
-    .bind(user)
-    .fetch_optional(&mut *conn)
-    .await?
-    else {
-        return Ok(None);
+    let thread = message.thread_id;
+    let seq = match count_message(&mut *conn, user, thread, created).await? {
+        Some(seq) => seq,
+        None if renumber_if_full(&mut *conn, user, thread).await? => {
+            count_message(&mut *conn, user, thread, created).await?.ok_or(StoreError::NotFound)?
+        }
+        None => return Ok(None),
     };
     sqlx::query(
         "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
@@ -1658,6 +1676,66 @@ async fn insert_message(
     .execute(&mut *conn)
     .await?;
     Ok(Some(seq))
+}
+
+/// Counts one more message in `user`'s `thread`; its number, or `None` when the thread is missing or its count
+/// reached [`MAX_SEQ`].
+async fn count_message(
+    conn: &mut sqlx::PgConnection,
+    user: Uuid,
+    thread: Uuid,
+    at: DateTime<Utc>,
+) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
+        "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
+         updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 and last_seq < $4 returning last_seq",
+    )
+    .bind(at)
+    .bind(thread)
+    .bind(user)
+    .bind(MAX_SEQ)
+    .fetch_optional(conn)
+    .await?)
+}
+
+/// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
+/// [`MAX_SEQ`]; whether it did.
+async fn renumber_if_full(conn: &mut sqlx::PgConnection, user: Uuid, thread: Uuid) -> Result<bool> {
+    let full: Option<bool> =
+        sqlx::query_scalar("select last_seq >= $1 from threads where id = $2 and user_id = $3 for update")
+            .bind(MAX_SEQ)
+            .bind(thread)
+            .bind(user)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if full != Some(true) {
+        return Ok(false);
+    }
+    let (lowest, count): (Option<i64>, i64) =
+        sqlx::query_as("select min(seq), count(*) from messages where thread_id = $1")
+            .bind(thread)
+            .fetch_one(&mut *conn)
+            .await?;
+    let base = renumbering_base(lowest.unwrap_or(1), count).ok_or_else(unnumberable)?;
+    sqlx::query(
+        "update messages set seq = moved.seq
+         from (select id, $1 - row_number() over (order by seq) as seq from messages where thread_id = $2) as moved
+         where messages.id = moved.id",
+    )
+    .bind(base)
+    .bind(thread)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "update messages set seq = numbered.seq
+         from (select id, row_number() over (order by seq desc) as seq from messages where thread_id = $1)
+         as numbered where messages.id = numbered.id",
+    )
+    .bind(thread)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("update threads set last_seq = $1 where id = $2").bind(count).bind(thread).execute(&mut *conn).await?;
+    Ok(true)
 }
 
 /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when

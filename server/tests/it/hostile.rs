@@ -204,6 +204,61 @@ async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
     assert!(list.attachments.is_empty());
 }
 
+/// Exports and imports take a place in the heavy-work queue as uploads do: with every place taken they are
+/// refused at once with `Retry-After`, and work again once a place is free.
+#[tokio::test]
+async fn exports_and_imports_wait_their_turn_in_the_heavy_queue() {
+    let server = TestServer::start_with(|config| {
+        config.heavy_workers = 1;
+        config.heavy_queue = 0;
+    })
+    .await;
+    let export = serde_json::json!({
+        "format": "quire.thread", "version": 1, "exported_at": "2026-01-01T00:00:00Z",
+        "thread": {"id": Uuid::now_v7(), "title": "Courts", "tags": [], "created_at": "2026-01-01T00:00:00Z",
+                   "updated_at": "2026-01-01T00:00:00Z"},
+        "messages": [{"id": Uuid::now_v7(), "seq": 1, "role": "user", "content": "Book a court.",
+                      "status": "complete", "created_at": "2026-01-01T00:00:00Z"}],
+        "artifacts": [{"id": Uuid::now_v7(), "artifact_type": "custom", "title": "Plan", "content": "# Plan",
+                       "version": 1, "created_at": "2026-01-01T00:00:00Z"}]
+    });
+    let import = || server.client.post(server.url("/api/threads/import")).json(&export).send();
+    let response = import().await.unwrap();
+    assert_eq!(response.status(), 201);
+    let thread = response.json::<app::api::ImportResult>().await.unwrap().threads[0].id;
+    let document = server.detail(thread).await.artifacts[0].id;
+    let heavy = [
+        format!("/api/threads/{thread}/export?format=markdown"),
+        "/api/export".to_string(),
+        format!("/api/artifacts/{document}/export?format=pdf"),
+        format!("/api/artifacts/{document}/export?format=docx"),
+        format!("/api/artifacts/{document}/export?format=md"),
+    ];
+
+    // Someone else's job holds the only place.
+    let held = server.state.heavy.admit(Uuid::new_v4()).unwrap();
+    let mut refused = vec![import().await.unwrap()];
+    for path in &heavy {
+        refused.push(server.client.get(server.url(path)).send().await.unwrap());
+    }
+    for response in refused {
+        let url = response.url().path().to_string();
+        assert_eq!(response.status(), 429, "{url}");
+        assert!(response.headers().get("retry-after").is_some(), "{url}");
+        let error: ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.code, "rate_limited", "{url}");
+    }
+    assert_eq!(server.detail(thread).await.messages.len(), 1);
+    drop(held);
+
+    for path in &heavy {
+        let response = server.client.get(server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+    }
+    assert_eq!(import().await.unwrap().status(), 201);
+    assert_eq!(server.state.heavy.admitted(), 0, "every place is given back");
+}
+
 #[tokio::test]
 async fn the_storage_allowance_and_the_upload_rate_hold() {
     let server = TestServer::start_with(|config| {

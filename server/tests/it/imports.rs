@@ -66,6 +66,8 @@ stories!(
     a_large_import_is_written_whole,
     a_failed_import_leaves_nothing_behind,
     list_filters_and_cursors_are_bounded,
+    conversations_numbered_to_the_limit_keep_working,
+    nul_characters_never_reach_the_database,
 );
 
 async fn refused_imports_create_nothing(db: Db) {
@@ -325,4 +327,87 @@ async fn list_filters_and_cursors_are_bounded(db: Db) {
         let error: ErrorBody = response.json().await.unwrap();
         assert_eq!(error.error.code, "invalid_cursor");
     }
+}
+
+/// Conversations stored before imports were checked may carry numbers at the very end of the range (or below
+/// 1): the next message renumbers them 1, 2, 3... in their order, and the conversation carries on.
+async fn conversations_numbered_to_the_limit_keep_working(db: Db) {
+    let server = server(&db).await;
+    for (first, last) in [(i64::MAX - 1, i64::MAX), (-5, i64::MAX)] {
+        let body = export("Stored long ago", vec![message(1, "first"), message(2, "second")]);
+        let response = import(&server, &body).await;
+        assert_eq!(response.status(), 201);
+        let thread = response.json::<ImportResult>().await.unwrap().threads[0].id;
+        db.raw.exec(&format!("update messages set seq = {last} where thread_id = ? and seq = 2"), thread).await;
+        db.raw.exec(&format!("update messages set seq = {first} where thread_id = ? and seq = 1"), thread).await;
+        db.raw.exec(&format!("update threads set last_seq = {last} where id = ?"), thread).await;
+
+        let added = server
+            .client
+            .post(server.url(&format!("/api/threads/{thread}/messages")))
+            .json(&json!({"content": "Still here?"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(added.status(), 201, "{}", added.text().await.unwrap());
+        let frames = server.chat(thread, "And one more, please.").await;
+        assert_eq!(frames.last().unwrap().event.name(), "message_complete");
+        let detail = server.detail(thread).await;
+        let numbers: Vec<i64> = detail.messages.iter().map(|m| m.seq).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5]);
+        let texts: Vec<&str> = detail.messages.iter().take(4).map(|m| m.content.as_str()).collect();
+        assert_eq!(texts, ["first", "second", "Still here?", "And one more, please."]);
+    }
+}
+
+/// A NUL character cannot be stored in PostgreSQL's text: it is refused (or, in a file's text, dropped) alike
+/// on both backends, and never reaches the database as a server error.
+async fn nul_characters_never_reach_the_database(db: Db) {
+    let server = server(&db).await;
+    let thread = server.create_thread().await;
+    let post = |path: String, body: Value| {
+        let (client, url) = (server.client.clone(), server.url(&path));
+        async move { client.post(url).json(&body).send().await.unwrap() }
+    };
+    let refused = [
+        post(format!("/api/threads/{thread}/messages"), json!({"content": "a\u{0}b"})).await,
+        post(format!("/api/threads/{thread}/chat"), json!({"content": "a\u{0}b"})).await,
+        post("/api/threads".into(), json!({"title": "a\u{0}b"})).await,
+        post("/api/threads".into(), json!({"tags": ["a\u{0}b"]})).await,
+        server
+            .client
+            .patch(server.url(&format!("/api/threads/{thread}")))
+            .json(&json!({"title": "a\u{0}b"}))
+            .send()
+            .await
+            .unwrap(),
+        import(&server, &export("a\u{0}b", vec![message(1, "hello")])).await,
+    ];
+    for (i, response) in refused.into_iter().enumerate() {
+        assert_eq!(response.status(), 422, "case {i}");
+        let error: ErrorBody = response.json().await.unwrap();
+        assert_eq!(error.error.code, "validation_failed", "case {i}");
+    }
+
+    // A text file's NULs are dropped: its words are kept and found.
+    let text = b"Rackets\0 and\0\0 nets are stored in the\0 shed.".to_vec();
+    let part = reqwest::multipart::Part::bytes(text).file_name("nul.txt").mime_str("text/plain").unwrap();
+    let response = server
+        .client
+        .post(server.url(&format!("/api/threads/{thread}/attachments")))
+        .multipart(reqwest::multipart::Form::new().part("file", part))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
+    let found = db.store.search_chunks(server.user.id, thread, "rackets shed", 5).await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].content, "Rackets and nets are stored in the shed.");
+
+    // Searches and filters with a NUL are answered, not failed.
+    for query in ["/api/search?q=a%00b", "/api/search?q=%00", "/api/threads?tags=a%00b"] {
+        let status = server.client.get(server.url(query)).send().await.unwrap().status().as_u16();
+        assert!(status == 200 || status == 400, "{query}: {status}");
+    }
+    assert_eq!(threads_of(&db, server.user.id).await, 1);
 }

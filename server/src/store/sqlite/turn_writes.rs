@@ -18,7 +18,10 @@ use sqlx::{
 use uuid::Uuid;
 
 use super::is_unique_violation;
-use crate::store::{now, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError, StoredEvent, TurnEnd};
+use crate::store::{
+    now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError,
+    StoredEvent, TurnEnd, MAX_SEQ,
+};
 use app::api::{Role, Usage};
 
 /// Statements run in one round trip to the connection's thread. sqlx binds the `?` of all of them, in order,
@@ -119,7 +122,63 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &StartTurn) -
         }
         other => other?,
     };
+    // A thread numbered up to `MAX_SEQ` saved nothing: numbered again, it has room for this turn's messages.
+    let taken = match taken {
+        Taken::Taken { message: None } if renumber_if_full(conn, start.user, start.thread).await? => {
+            match &start.request {
+                Some(request) => {
+                    let id = Uuid::now_v7();
+                    let seq =
+                        insert_message(conn, start.user, id, request, created).await?.ok_or(StoreError::NotFound)?;
+                    Taken::Taken { message: Some((id, seq)) }
+                }
+                None => Taken::Taken { message: None },
+            }
+        }
+        other => other,
+    };
     started(start, taken, created)
+}
+
+/// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
+/// [`MAX_SEQ`]; whether it did.
+async fn renumber_if_full(conn: &mut SqliteConnection, user: Uuid, thread: Uuid) -> Result<bool> {
+    let thread = thread.to_string();
+    let full: Option<bool> = sqlx::query_scalar("select last_seq >= ? from threads where id = ? and user_id = ?")
+        .bind(MAX_SEQ)
+        .bind(&thread)
+        .bind(user.to_string())
+        .fetch_optional(&mut *conn)
+        .await?;
+    if full != Some(true) {
+        return Ok(false);
+    }
+    // Numbers past the 64-bit range were kept as floating point: read as the integers nearest them.
+    let (lowest, count): (Option<i64>, i64) =
+        sqlx::query_as("select cast(min(seq) as integer), count(*) from messages where thread_id = ?")
+            .bind(&thread)
+            .fetch_one(&mut *conn)
+            .await?;
+    let base = renumbering_base(lowest.unwrap_or(1), count).ok_or_else(unnumberable)?;
+    sqlx::query(
+        "update messages set seq = moved.seq
+         from (select id, ?1 - row_number() over (order by seq) as seq from messages where thread_id = ?2) as moved
+         where messages.id = moved.id",
+    )
+    .bind(base)
+    .bind(&thread)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "update messages set seq = numbered.seq
+         from (select id, row_number() over (order by seq desc) as seq from messages where thread_id = ?1)
+         as numbered where messages.id = numbered.id",
+    )
+    .bind(&thread)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("update threads set last_seq = ?1 where id = ?2").bind(count).bind(&thread).execute(&mut *conn).await?;
+    Ok(true)
 }
 
 /// What [`take_thread`] did.
@@ -283,15 +342,25 @@ pub(super) async fn insert_message(
     message: &NewMessage,
     created: DateTime<Utc>,
 ) -> Result<Option<i64>> {
-    let mut script = Script::default();
-    let (id, thread, user) = (id.to_string(), message.thread_id.to_string(), user.to_string());
-    push_new_message(&mut script, &id, &thread, &user, NewRow::of(message), created.timestamp_micros(), false);
-    let rows = script.fetch_all(conn).await?;
-    Ok(rows.first().map(|row| row.try_get(0)).transpose()?)
+    let (id, thread, owner) = (id.to_string(), message.thread_id.to_string(), user.to_string());
+    let mut renumbered = false;
+    loop {
+        let mut script = Script::default();
+        push_new_message(&mut script, &id, &thread, &owner, NewRow::of(message), created.timestamp_micros(), false);
+        let rows = script.fetch_all(conn).await?;
+        if let Some(row) = rows.first() {
+            return Ok(Some(row.try_get(0)?));
+        }
+        if renumbered || !renumber_if_full(conn, user, message.thread_id).await? {
+            return Ok(None);
+        }
+        renumbered = true;
+    }
 }
 
 /// Counts a new message in its thread and inserts it with the thread's next number, which it returns; nothing
-/// when the thread is missing or another person's, or a message with this id exists already.
+/// when the thread is missing or another person's, a message with this id exists already, or the thread's count
+/// reached [`MAX_SEQ`] (see `renumber_if_full`).
 fn push_new_message<'q>(
     script: &mut Script<'q>,
     id: &str,
@@ -305,17 +374,19 @@ fn push_new_message<'q>(
         .statement(
             "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
              updated_at = max(updated_at, ?)
-             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)",
+             where id = ? and user_id = ? and last_seq < ? and not exists (select 1 from messages where id = ?)",
         )
         .bind(at)
         .bind(thread.to_string())
         .bind(user.to_string())
+        .bind(MAX_SEQ)
         .bind(id.to_string())
+        // Only when the count above was taken (`changes()`: the rows the statement before changed).
         .statement(
             "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
              model, created_at, writing)
              select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ? from threads
-             where id = ? and user_id = ? and not exists (select 1 from messages where id = ?)
+             where id = ? and user_id = ? and changes() = 1 and not exists (select 1 from messages where id = ?)
              returning seq",
         )
         .bind(id.to_string())

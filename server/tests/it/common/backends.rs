@@ -55,6 +55,20 @@ impl Raw {
         result.unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
+    /// Runs `sql`, whose only parameter (written `?`, any number of times) is the id: damage no API can make.
+    pub(crate) async fn exec(&self, sql: &str, id: Uuid) {
+        let result = match self {
+            Raw::Sqlite(pool) => {
+                // The checking pool only reads: one connection that may write, for this statement alone.
+                let options = (*pool.connect_options()).clone().read_only(false);
+                let mut conn = sqlx::ConnectOptions::connect(&options).await.expect("writable sqlite");
+                sqlx::query(&sql.replace('?', "?1")).bind(id.to_string()).execute(&mut conn).await.map(drop)
+            }
+            Raw::Postgres(pool) => sqlx::query(&sql.replace('?', "$1")).bind(id).execute(pool).await.map(drop),
+        };
+        result.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
     /// How many rows of `table` have `column` equal to the id.
     pub(crate) async fn count(&self, table: &str, column: &str, id: Uuid) -> i64 {
         self.int(&format!("select count(*) from {table} where {column} = ?"), id).await
