@@ -8,7 +8,7 @@
 #   - the server's peak resident memory (VmHWM, goal: under 1 GB), and the largest extraction child seen.
 #
 # Usage: bench/hostile.sh [ROUNDS]   (default 5). QUIRE_BIN names a binary instead of building
-# target/release/quire. Needs curl, jq and python3.
+# target/server-release/quire (the build scripts/run serves). Needs curl, jq and python3.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/toolchain.sh"
 source "$ROOT/bench/quire-server.sh"
@@ -16,9 +16,9 @@ cd "$ROOT"
 
 rounds="${1:-5}"
 if [ -z "$QUIRE_BIN_GIVEN" ]; then
-  QUIRE_BIN="$ROOT/target/release/quire"
-  step "building target/release/quire"
-  cargo build -q --release -p server --bin quire
+  QUIRE_BIN="$ROOT/target/server-release/quire"
+  step "building target/server-release/quire"
+  cargo build -q --profile server-release -p server --bin quire
 fi
 
 tmp="$(mktemp -d)"
