@@ -83,7 +83,7 @@ test('a conversation downloads as JSON and as Markdown', async ({ page }) => {
     page.waitForEvent('download'),
     exports.getByRole('link', { name: 'Export JSON' }).click(),
   ]);
-  expect(json.suggestedFilename()).toMatch(/^our-bakery[a-z0-9-]*\.json$/);
+  expect(json.suggestedFilename()).toMatch(/^Our bakery[\p{L}\p{N} _-]*\.json$/u);
   const exported = JSON.parse(readFileSync(await json.path(), 'utf8'));
   expect(exported.format).toBe('quire.thread');
   expect(exported.thread.id).toBe(id);
@@ -94,7 +94,7 @@ test('a conversation downloads as JSON and as Markdown', async ({ page }) => {
     page.waitForEvent('download'),
     exports.getByRole('link', { name: 'Export Markdown' }).click(),
   ]);
-  expect(markdown.suggestedFilename()).toMatch(/^our-bakery[a-z0-9-]*\.md$/);
+  expect(markdown.suggestedFilename()).toMatch(/^Our bakery[\p{L}\p{N} _-]*\.md$/u);
   const text = readFileSync(await markdown.path(), 'utf8');
   expect(text).toMatch(/^# /);
   expect(text).toContain('### You');

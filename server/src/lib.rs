@@ -9,6 +9,7 @@ pub mod attachments;
 pub mod auth;
 pub mod chat;
 pub mod config;
+pub mod download;
 pub mod heavy;
 pub mod history;
 pub mod http;

@@ -203,20 +203,6 @@ pub fn plain(spans: &[Span]) -> String {
     spans.iter().map(|s| s.text.as_str()).collect()
 }
 
-/// A download file name from a title: letters, digits, spaces, dots and dashes kept (any script), the rest
-/// dropped; never empty.
-pub fn file_stem(title: &str) -> String {
-    let cleaned: String =
-        title.chars().map(|c| if c.is_alphanumeric() || c == '-' || c == '_' { c } else { ' ' }).collect();
-    let stem = cleaned.split_whitespace().collect::<Vec<_>>().join(" ");
-    let stem: String = stem.chars().take(100).collect();
-    if stem.is_empty() {
-        "document".to_string()
-    } else {
-        stem
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -246,12 +232,5 @@ mod tests {
         };
         assert_eq!(plain(&rows[1][1]), "y");
         assert!(blocks.contains(&Block::Code("fn main() {}".into())));
-    }
-
-    #[test]
-    fn file_stems_keep_letters_of_any_script() {
-        assert_eq!(file_stem("User Stories: Café / Ünïcode"), "User Stories Café Ünïcode");
-        assert_eq!(file_stem("../../etc/passwd"), "etc passwd");
-        assert_eq!(file_stem("\"<>\""), "document");
     }
 }

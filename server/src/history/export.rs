@@ -131,12 +131,12 @@ fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download
         ThreadFormat::Json => Download {
             body: serde_json::to_string_pretty(export).map_err(Error::Render)?,
             content_type: "application/json",
-            file_name: file_name(&export.thread.title, "json"),
+            file_name: crate::download::file_name(&export.thread.title, "json", "conversation"),
         },
         ThreadFormat::Markdown => Download {
             body: to_markdown(export),
             content_type: "text/markdown; charset=utf-8",
-            file_name: file_name(&export.thread.title, "md"),
+            file_name: crate::download::file_name(&export.thread.title, "md", "conversation"),
         },
     })
 }
@@ -183,34 +183,4 @@ pub fn to_markdown(export: &ThreadExport) -> String {
         }
     }
     out
-}
-
-/// A file name made from a title: ASCII letters and digits joined by dashes, never empty.
-pub fn file_name(title: &str, extension: &str) -> String {
-    let mut slug = String::new();
-    for c in title.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.is_empty() && !slug.ends_with('-') {
-            slug.push('-');
-        }
-        if slug.len() >= 60 {
-            break;
-        }
-    }
-    let slug = slug.trim_end_matches('-');
-    let slug = if slug.is_empty() { "conversation" } else { slug };
-    format!("{slug}.{extension}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn file_names_are_safe_and_never_empty() {
-        assert_eq!(file_name("Login flow: SSO & \"e-mail\"", "md"), "login-flow-sso-e-mail.md");
-        assert_eq!(file_name("Привет", "json"), "conversation.json");
-        assert_eq!(file_name("../../etc/passwd", "json"), "etc-passwd.json");
-    }
 }

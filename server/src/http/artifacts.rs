@@ -14,7 +14,8 @@ use uuid::Uuid;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
-use crate::artifacts::{docx, file_stem, md, pdf};
+use crate::artifacts::{docx, md, pdf};
+use crate::download::{content_disposition, file_name};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -114,7 +115,7 @@ pub(crate) async fn export(
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
         return Ok(response);
     }
-    let filename = format!("{}.{}", file_stem(&title), format.as_str());
+    let filename = file_name(&title, format.as_str(), "document");
     let ticket = state.heavy.admit(user.id)?;
     let bytes = ticket
         .run_blocking(move || render(format, &title, &content))
@@ -148,36 +149,5 @@ fn render(format: ExportFormat, title: &str, content: &str) -> Result<Vec<u8>> {
         ExportFormat::Md => Ok(md::render(content)),
         ExportFormat::Pdf => pdf::render(title, content).map_err(|e| ApiError::Internal(e.into())),
         ExportFormat::Docx => docx::render(title, content).map_err(|e| ApiError::Internal(e.into())),
-    }
-}
-
-/// `attachment` with an ASCII `filename` for old clients and the exact UTF-8 name in `filename*` (RFC 6266).
-pub fn content_disposition(filename: &str) -> String {
-    let ascii: String = filename
-        .chars()
-        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '_' })
-        .filter(|c| *c != '"' && *c != '\\')
-        .collect();
-    let mut encoded = String::new();
-    for byte in filename.bytes() {
-        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-            encoded.push(byte as char);
-        } else {
-            encoded.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn content_disposition_carries_both_names() {
-        assert_eq!(
-            content_disposition("Café plan.pdf"),
-            "attachment; filename=\"Caf_ plan.pdf\"; filename*=UTF-8''Caf%C3%A9%20plan.pdf"
-        );
     }
 }

@@ -38,7 +38,7 @@ fn download(file: Download) -> Response {
     let mut response = file.body.into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(file.content_type));
-    if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{}\"", file.file_name)) {
+    if let Ok(value) = HeaderValue::from_str(&crate::download::content_disposition(&file.file_name)) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
     response

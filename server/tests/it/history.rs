@@ -287,7 +287,10 @@ async fn export_downloads_and_imports_back() {
     let response = server.client.get(server.url(&format!("/api/threads/{}/export", t.id))).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let disposition = response.headers()["content-disposition"].to_str().unwrap().to_string();
-    assert_eq!(disposition, "attachment; filename=\"launch-plan-q3-q4.json\"");
+    assert_eq!(
+        disposition,
+        "attachment; filename=\"Launch plan Q3 Q4.json\"; filename*=UTF-8''Launch%20plan%20Q3%20Q4.json"
+    );
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let export: ThreadExport = response.json().await.unwrap();
     assert_eq!((export.messages.len(), export.artifacts.len()), (2, 1));
@@ -296,7 +299,7 @@ async fn export_downloads_and_imports_back() {
     let md =
         server.client.get(server.url(&format!("/api/threads/{}/export?format=markdown", t.id))).send().await.unwrap();
     assert_eq!(md.status(), 200);
-    assert!(md.headers()["content-disposition"].to_str().unwrap().contains("launch-plan-q3-q4.md"));
+    assert!(md.headers()["content-disposition"].to_str().unwrap().contains("filename=\"Launch plan Q3 Q4.md\""));
     let text = md.text().await.unwrap();
     assert!(text.starts_with("# Launch plan: Q3/Q4\n"), "{text}");
     assert!(text.contains("### You") && text.contains("We launch in **June**.") && text.contains("### Assistant"));
