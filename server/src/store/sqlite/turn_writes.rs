@@ -172,7 +172,7 @@ async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: Da
 }
 
 /// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
-/// spent, its events and its closing; then the answer's documents and trace (turns that ran tools). A turn
+/// spent, its events and its closing; then the answer's documents and the turn's trace. A turn
 /// whose thread was deleted meanwhile keeps nothing but its tokens on the ledger.
 pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEnd) -> Result<()> {
     let at = now().timestamp_micros();
@@ -209,9 +209,9 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
     let saved = !closing.fetch_all(conn).await?.is_empty();
     if let (Some(answer), true) = (answer, saved) {
         super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
-        if !answer.trace.is_empty() {
-            super::write_trace(conn, answer.draft.id, &answer.trace).await?;
-        }
+    }
+    if let Some(trace) = &end.trace {
+        super::write_trace(conn, id, trace, answer.filter(|_| saved).map(|a| a.draft.id)).await?;
     }
     Ok(())
 }
