@@ -24,3 +24,4 @@ mod reliability;
 mod security;
 mod slice;
 mod store_story;
+mod traces;
