@@ -508,23 +508,30 @@ async fn write_trace(
     trace: &TurnTrace,
     message: Option<Uuid>,
 ) -> Result<bool> {
-    let steps = serde_json::to_string(&trace.steps).map_err(|e| StoreError::Corrupt(format!("trace: {e}")))?;
-    let written = sqlx::query(
-        "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
-         select ?, t.id, t.user_id, (select m.id from messages m where m.id = ? and m.thread_id = t.id), ?, ?
-         from threads t where t.id = ? and t.user_id = ?
-         on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
-         where turn_traces.user_id = excluded.user_id",
-    )
-    .bind(turn.to_string())
-    .bind(message.map(|m| m.to_string()))
-    .bind(steps)
-    .bind(now().timestamp_micros())
-    .bind(trace.thread.to_string())
-    .bind(trace.user.to_string())
-    .execute(&mut *conn)
-    .await?;
+    let written = sqlx::query(WRITE_TRACE)
+        .bind(turn.to_string())
+        .bind(message.map(|m| m.to_string()))
+        .bind(steps_json(trace)?)
+        .bind(now().timestamp_micros())
+        .bind(trace.thread.to_string())
+        .bind(trace.user.to_string())
+        .execute(&mut *conn)
+        .await?;
     Ok(written.rows_affected() > 0)
+}
+
+/// Stores a turn's trace (see [`write_trace`]). Binds the turn, its answer (kept only if it is a message of the
+/// thread), the steps as JSON, the time, the thread and its owner; stores nothing for another user's thread.
+pub(super) const WRITE_TRACE: &str =
+    "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
+    select ?, t.id, t.user_id, (select m.id from messages m where m.id = ? and m.thread_id = t.id), ?, ?
+    from threads t where t.id = ? and t.user_id = ?
+    on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
+    where turn_traces.user_id = excluded.user_id";
+
+/// A trace's steps as stored.
+pub(super) fn steps_json(trace: &TurnTrace) -> Result<String> {
+    serde_json::to_string(&trace.steps).map_err(|e| StoreError::Corrupt(format!("trace: {e}")))
 }
 
 fn trace_from_row(row: &SqliteRow) -> Result<Trace> {
