@@ -15,18 +15,21 @@ create index turn_traces_message on turn_traces (message_id);
 -- The tool calls kept so far become one trace per answer, under the answer's id (their turn was not kept).
 insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
 select m.id, m.thread_id, m.user_id, m.id,
-       json_group_array(json_object(
-           'kind', 'tool_call',
-           'name', coalesce(t.tool, ''),
-           'arguments', json(coalesce(t.input, 'null')),
-           'result', t.result,
-           'error', t.error,
-           'duration_ms', max(t.duration_ms, 0),
-           'started_at', strftime('%Y-%m-%dT%H:%M:%fZ', t.started_at / 1000000.0, 'unixepoch')
-       ) order by t.step),
+       json_group_array(json(t.step_json)),
        min(t.started_at)
-from traces t join messages m on m.id = t.message_id
-where t.kind = 'tool_call'
+from (
+    -- In step order, which the array keeps.
+    select message_id, step, started_at, json_object(
+               'kind', 'tool_call',
+               'name', coalesce(tool, ''),
+               'arguments', json(coalesce(input, 'null')),
+               'result', result,
+               'error', error,
+               'duration_ms', max(duration_ms, 0),
+               'started_at', strftime('%Y-%m-%dT%H:%M:%fZ', started_at / 1000000.0, 'unixepoch')
+           ) as step_json
+    from traces where kind = 'tool_call' order by message_id, step
+) t join messages m on m.id = t.message_id
 group by m.id;
 
 drop table traces;
