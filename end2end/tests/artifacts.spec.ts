@@ -36,6 +36,25 @@ test('a typed request makes exactly one document card', async ({ page }) => {
   await expect(page.getByTestId('artifact-card')).toHaveCount(1);
 });
 
+test('"What the model saw" lists the steps of an answer: the model calls and the document it saved', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We are building a recipe app. Cooks want to save favourite recipes.');
+  await send(page, 'Generate user stories from this conversation');
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+
+  await page.getByTestId('message-assistant').nth(1).getByRole('button', { name: 'What the model saw' }).click();
+  const panel = page.getByRole('region', { name: 'What the model saw' });
+  await expect(panel.getByRole('heading', { name: /^Steps \(\d+\)$/ })).toBeVisible();
+  const steps = panel.getByTestId('trace-steps').getByRole('listitem');
+  await expect(steps.filter({ hasText: /^Model call/ }).first()).toContainText('tokens in');
+  const saved = steps.filter({ hasText: 'Tool call: save_artifact' });
+  await expect(saved).toHaveCount(1);
+  await expect(saved).toContainText('User Stories');
+  await expect(saved).toContainText('Result: ');
+  await panel.getByTestId('trace-steps').scrollIntoViewIfNeeded();
+  await snapshot(page, 'answer-steps');
+});
+
 test('Generate makes a card silently: an indicator, no new bubble', async ({ page }) => {
   await openHydrated(page);
   await send(page, 'Our team needs a shared calendar. Managers must approve leave requests.');

@@ -204,6 +204,12 @@ pub async fn message_context(id: Uuid) -> ApiResult<ContextRecord> {
     read_json(response).await
 }
 
+/// `GET /api/messages/{id}/trace`: the steps taken to write an answer.
+pub async fn message_trace(id: Uuid) -> ApiResult<super::Trace> {
+    let response = Request::get(&format!("/api/messages/{id}/trace")).send().await.map_err(network_error)?;
+    read_json(response).await
+}
+
 /// `POST /api/threads/import` with the text of an export file, sent as it is.
 pub async fn import_threads(json: String) -> ApiResult<ImportResult> {
     let response = Request::post("/api/threads/import")

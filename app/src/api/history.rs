@@ -207,6 +207,10 @@ pub struct ThreadExport {
     #[serde(default, deserialize_with = "super::objects::many")]
     #[cfg_attr(feature = "ssr", schema(max_items = 1000))]
     pub artifacts: Vec<ExportedArtifact>,
+    /// The steps of the conversation's turns, silent generations included. An import accepts them and keeps
+    /// none: they tell how the original answers were written, not the copy's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "super::objects::many")]
+    pub traces: Vec<super::Trace>,
 }
 
 /// An attachment's metadata (its content is not exported).

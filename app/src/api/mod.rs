@@ -9,11 +9,13 @@ pub mod objects;
 #[cfg(feature = "ssr")]
 pub mod schema;
 pub mod sse;
+pub mod trace;
 pub mod validate;
 pub use auth::*;
 pub use documents::*;
 pub use events::*;
 pub use history::*;
+pub use trace::*;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -11,3 +11,4 @@ pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;
 pub mod thread_item;
+pub mod trace_steps;

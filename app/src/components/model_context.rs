@@ -1,10 +1,12 @@
-//! "What the model saw" under an answer: the context record, told in terms of the conversation's messages.
+//! "What the model saw" under an answer: the context record, told in terms of the conversation's messages, and
+//! the steps taken to write the answer.
 
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
 use crate::api::{client, Artifact, ContextRecord, Message, Role};
+use crate::components::trace_steps::TraceSteps;
 use crate::format::grouped;
 
 /// Longest excerpt of a message shown in the record, in characters.
@@ -144,6 +146,7 @@ pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
                         // Opened by a click, so only ever awaited in the browser, on its one thread.
                         {Suspend::new(SendWrapper::new(context_panel(message_id, thread_id)))}
                     </Suspense>
+                    <TraceSteps message_id/>
                 </section>
             </Show>
         </div>

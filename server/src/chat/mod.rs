@@ -5,4 +5,5 @@ pub mod hub;
 pub mod progress;
 pub mod prompt;
 pub mod tools;
+pub mod trace;
 pub mod turn;

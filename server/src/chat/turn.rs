@@ -7,7 +7,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{Artifact, ChatEvent, ChatRequest, Message, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
+use app::api::{
+    Artifact, CallPurpose, ChatEvent, ChatRequest, Message, MessageStatus, Role as ApiRole, TraceStep, Usage,
+    MAX_MESSAGE_CHARS,
+};
 use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -17,11 +20,12 @@ use super::context::{self, ContextRecord, OpenRequest};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
 use super::tools::{self, ToolContext};
+use super::trace::{self, CallTiming};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
     self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, Store, StoreError, StoredEvent,
-    ThreadPatch, TraceStep, TurnEnd, TurnProgress,
+    ThreadPatch, TurnEnd, TurnProgress, TurnTrace,
 };
 use crate::AppState;
 
@@ -324,7 +328,8 @@ impl<'a> Turn<'a> {
         };
         let ending = self.converse().await;
         if ask_model {
-            Box::pin(naming.by_model()).await;
+            let call = Box::pin(naming.by_model()).await;
+            self.trace.push(call);
         }
         Box::pin(self.finish(ending)).await;
     }
@@ -343,21 +348,22 @@ impl<'a> Turn<'a> {
                 tools: tools.specs(),
                 max_tokens: 4096,
             };
+            let mut timing = CallTiming::start(CallPurpose::Answer);
             let started = tokio::select! {
                 biased;
-                _ = self.live.cancelled() => return Ending::Stopped,
+                _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
                 r = self.state.provider.stream(request) => r,
             };
             let mut stream = match started {
                 Ok(s) => s,
-                Err(e) => return Ending::Failed(e),
+                Err(e) => return self.end_call(timing, Ending::Failed(e)),
             };
             let mut calls = Vec::new();
             let mut round_text = String::new();
             loop {
                 let next = tokio::select! {
                     biased;
-                    _ = self.live.cancelled() => return Ending::Stopped,
+                    _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
                     n = stream.next() => n.map(|event| event.map(StreamEvent::without_nul)),
                 };
                 match next {
@@ -366,6 +372,7 @@ impl<'a> Turn<'a> {
                         if delta.is_empty() {
                             continue;
                         }
+                        timing.output();
                         // The text of a round after another's starts a paragraph of its own.
                         let gap = if round_text.is_empty() { paragraph_break(&self.text) } else { "" };
                         round_text.push_str(&delta);
@@ -376,15 +383,20 @@ impl<'a> Turn<'a> {
                         }
                         self.checkpoint(false);
                     }
-                    Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
+                    Some(Ok(StreamEvent::ToolCall(call))) => {
+                        timing.output();
+                        calls.push(call);
+                    }
                     Some(Ok(StreamEvent::Usage(u))) => {
+                        timing.add_usage(u);
                         self.usage.input_tokens += u.input_tokens;
                         self.usage.output_tokens += u.output_tokens;
                     }
-                    Some(Ok(StreamEvent::Stop(_reason))) => {}
-                    Some(Err(e)) => return Ending::Failed(e),
+                    Some(Ok(StreamEvent::Stop(reason))) => timing.stopped_by_model(reason),
+                    Some(Err(e)) => return self.end_call(timing, Ending::Failed(e)),
                 }
             }
+            self.trace.push(timing.step(self.state.provider.as_ref(), None));
             if calls.is_empty() {
                 return Ending::Done;
             }
@@ -403,6 +415,20 @@ impl<'a> Turn<'a> {
             self.checkpoint(true);
         }
         Ending::Done
+    }
+
+    /// Keeps a model call that ended the model conversation (stopped or failed) in the trace.
+    fn end_call(&mut self, mut timing: CallTiming, ending: Ending) -> Ending {
+        let error = match &ending {
+            Ending::Failed(e) => Some(e),
+            Ending::Stopped => {
+                timing.stopped_by_person();
+                None
+            }
+            Ending::Done => None,
+        };
+        self.trace.push(timing.step(self.state.provider.as_ref(), error));
+        ending
     }
 
     async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> (String, bool) {
@@ -442,15 +468,7 @@ impl<'a> Turn<'a> {
         if let Some(artifact) = artifact {
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
-        self.trace.push(TraceStep {
-            kind: "tool_call".into(),
-            tool: Some(name.to_string()),
-            input: Some(input.clone()),
-            result: (!is_error).then(|| result.clone()),
-            error: is_error.then(|| result.clone()),
-            started_at,
-            duration_ms: clock.elapsed().as_millis() as i64,
-        });
+        self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));
         (result, is_error)
     }
 
@@ -568,13 +586,17 @@ impl<'a> Turn<'a> {
                 user,
                 draft,
                 artifacts: self.artifacts.iter().map(|a| a.id).collect(),
-                trace: self.trace.clone(),
             }),
             usage: (self.usage != Usage::default()).then(|| SpentTokens {
                 user,
                 thread: self.plan.thread,
                 model: self.model(),
                 usage: self.usage,
+            }),
+            trace: (!self.trace.is_empty()).then(|| TurnTrace {
+                user,
+                thread: self.plan.thread,
+                steps: std::mem::take(&mut self.trace),
             }),
         };
         if let Err(e) = self.state.store.finish_turn(self.live.id, end).await {
@@ -640,10 +662,11 @@ impl Naming<'_> {
         self.save(store::title_from_message(&self.content)).await;
     }
 
-    /// Asks the model for a title; the first words of the message when that fails.
-    async fn by_model(&self) {
-        let title = self.model_title().await.unwrap_or_else(|| store::title_from_message(&self.content));
-        self.save(title).await;
+    /// Asks the model for a title; the first words of the message when that fails. The model call, for the trace.
+    async fn by_model(&self) -> TraceStep {
+        let (title, call) = self.model_title().await;
+        self.save(title.unwrap_or_else(|| store::title_from_message(&self.content))).await;
+        call
     }
 
     async fn save(&self, title: String) {
@@ -654,33 +677,42 @@ impl Naming<'_> {
         self.live.push(ChatEvent::ThreadName { thread_id: self.thread, title });
     }
 
-    /// Asks the model for a title of at most five words; `None` when it fails or says nothing usable.
-    async fn model_title(&self) -> Option<String> {
+    /// Asks the model for a title of at most five words; `None` when it fails or says nothing usable. The model
+    /// call, for the trace.
+    async fn model_title(&self) -> (Option<String>, TraceStep) {
         let request = llm::ChatRequest {
             system: TITLE_PROMPT.to_string(),
             messages: vec![llm::Message::user(self.content.clone())],
             tools: Vec::new(),
             max_tokens: 24,
         };
+        let mut timing = CallTiming::start(CallPurpose::Title);
         let collect = async {
-            let mut stream = self.state.provider.stream(request).await.ok()?;
-            let (mut text, mut usage) = (String::new(), llm::Usage::default());
+            let mut stream = self.state.provider.stream(request).await?;
+            let mut text = String::new();
             while let Some(event) = stream.next().await {
-                match event.ok()?.without_nul() {
-                    StreamEvent::TextDelta(t) => text.push_str(&t),
-                    StreamEvent::Usage(u) => usage = u,
-                    _ => {}
+                match event?.without_nul() {
+                    StreamEvent::TextDelta(t) => {
+                        timing.output();
+                        text.push_str(&t);
+                    }
+                    StreamEvent::Usage(u) => timing.add_usage(u),
+                    StreamEvent::Stop(reason) => timing.stopped_by_model(reason),
+                    StreamEvent::ToolCall(_) => {}
                 }
             }
-            Some((text, usage))
+            Ok(text)
         };
-        let (text, usage) = tokio::time::timeout(TITLE_TIMEOUT, collect).await.ok()??;
-        let usage = Usage { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
-        let model = self.state.provider.model().to_string();
-        if let Err(e) = self.state.store.record_usage(self.user, self.thread, &model, usage).await {
-            tracing::warn!(error = %e, "recording title usage failed");
+        let text = tokio::time::timeout(TITLE_TIMEOUT, collect).await.unwrap_or(Err(LlmError::Timeout));
+        let usage = Usage { input_tokens: timing.usage().input_tokens, output_tokens: timing.usage().output_tokens };
+        if text.is_ok() {
+            let model = self.state.provider.model().to_string();
+            if let Err(e) = self.state.store.record_usage(self.user, self.thread, &model, usage).await {
+                tracing::warn!(error = %e, "recording title usage failed");
+            }
         }
-        clean_title(&text)
+        let call = timing.step(self.state.provider.as_ref(), text.as_ref().err());
+        (text.ok().as_deref().and_then(clean_title), call)
     }
 }
 

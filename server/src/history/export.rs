@@ -29,11 +29,15 @@ pub struct Download {
     pub file_name: String,
 }
 
-/// One conversation of the user as exported: the thread, every message with its metadata, every document.
+/// One conversation of the user as exported: the thread, every message with its metadata, every document, the
+/// traces of its turns.
 pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
     let info = store.get_thread(user, thread).await?;
-    let (messages, artifacts) =
-        tokio::try_join!(store.list_messages(user, thread), store.list_artifacts(user, thread))?;
+    let (messages, artifacts, traces) = tokio::try_join!(
+        store.list_messages(user, thread),
+        store.list_artifacts(user, thread),
+        store.thread_traces(user, thread)
+    )?;
     Ok(ThreadExport {
         format: THREAD_EXPORT_FORMAT.into(),
         version: EXPORT_VERSION,
@@ -74,6 +78,7 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
                 created_at: a.created_at,
             })
             .collect(),
+        traces,
     })
 }
 

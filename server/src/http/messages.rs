@@ -1,6 +1,7 @@
-//! Messages: adding a person's message without a turn, and what the model saw for an answer.
+//! Messages: adding a person's message without a turn, what the model saw for an answer, and the steps a turn
+//! took to write it (its trace).
 
-use app::api::{AddMessage, Message, MessageStatus, Role, Usage};
+use app::api::{AddMessage, Message, MessageStatus, Role, Trace, Usage};
 use axum::{
     extract::State,
     http::StatusCode,
@@ -20,6 +21,8 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/threads/{id}/messages", post(add_message))
         .route("/api/messages/{id}/context", get(context))
+        .route("/api/messages/{id}/trace", get(trace))
+        .route("/api/turns/{id}/trace", get(turn_trace))
 }
 
 /// `POST /api/threads/{id}/messages`: adds a person's message without asking the model; checked as a chat
@@ -69,4 +72,25 @@ pub async fn context(
     let value = state.store.message_context(user.id, id).await?.ok_or(ApiError::NotFound)?;
     let record = serde_json::from_value(value).map_err(|e| ApiError::Internal(e.into()))?;
     Ok(Json(record))
+}
+
+/// `GET /api/messages/{id}/trace`: the steps the turn that wrote the owner's answer took: each model call and
+/// each tool call. 404 for anyone else's message, and for messages without one (the person's own, imported).
+#[utoipa::path(get, path = "/api/messages/{id}/trace", tag = "messages", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Answer id")),
+    responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody)))]
+pub async fn trace(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Trace>> {
+    Ok(Json(state.store.trace(user.id, id).await?))
+}
+
+/// `GET /api/turns/{id}/trace`: a turn's steps by the turn's id (the `<turn>` of its events' ids, and the
+/// reference an error gives): also for turns that kept no answer, a silent generation or a failure before any
+/// words. 404 for anyone else's turn.
+#[utoipa::path(get, path = "/api/turns/{id}/trace", tag = "chat", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Turn id")),
+    responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody)))]
+pub async fn turn_trace(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Trace>> {
+    Ok(Json(state.store.turn_trace(user.id, id).await?))
 }

@@ -13,7 +13,9 @@ mod write_queue;
 
 use std::sync::Arc;
 
-use app::api::{Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Usage};
+use app::api::{
+    Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Trace, Usage,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -309,16 +311,24 @@ pub struct TurnEnd {
     pub answer: Option<FinalAnswer>,
     /// The tokens it spent.
     pub usage: Option<SpentTokens>,
+    /// The steps it took, kept under the turn's id and, when it kept one, its answer's.
+    pub trace: Option<TurnTrace>,
 }
 
-/// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it and
-/// the steps it took as its trace.
+/// A turn's steps as [`Store::finish_turn`] stores them.
+#[derive(Debug, Clone)]
+pub struct TurnTrace {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub steps: Vec<app::api::TraceStep>,
+}
+
+/// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it.
 #[derive(Debug, Clone)]
 pub struct FinalAnswer {
     pub user: Uuid,
     pub draft: AnswerDraft,
     pub artifacts: Vec<Uuid>,
-    pub trace: Vec<TraceStep>,
 }
 
 /// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
@@ -342,18 +352,6 @@ pub struct NewArtifact {
     /// Earlier person's messages of the thread that asked for this document too (one that failed, or whose
     /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
     pub answers: Vec<Uuid>,
-}
-
-/// One step of an answer's trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TraceStep {
-    pub kind: String,
-    pub tool: Option<String>,
-    pub input: Option<serde_json::Value>,
-    pub result: Option<String>,
-    pub error: Option<String>,
-    pub started_at: DateTime<Utc>,
-    pub duration_ms: i64,
 }
 
 /// What a search hit points at.
@@ -514,9 +512,16 @@ pub trait Store: Accounts + Send + Sync + 'static {
     async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>>;
 
     // Traces.
-    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()>;
-    /// The answer's steps in order; `NotFound` when the message is missing or another user's.
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>>;
+    /// Stores a turn's trace, replacing one kept under the same turn; `NotFound` when its thread is missing or
+    /// another user's, or its answer is not a message of that thread.
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()>;
+    /// The trace of the turn that wrote an answer; `NotFound` when the message is missing, another user's or
+    /// has none (a person's message, an imported answer).
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace>;
+    /// A turn's trace; `NotFound` when there is none or it is another user's.
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace>;
+    /// The traces of a thread's turns, oldest first; `NotFound` when the thread is missing or another user's.
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>>;
 
     // Usage.
     /// Adds tokens to the thread totals and the user's ledger for today and this model.

@@ -6,7 +6,7 @@ use std::{str::FromStr, time::Duration};
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
-    MessageStatus, TagCount, Thread, TypeCount, Usage,
+    MessageStatus, TagCount, Thread, Trace, TypeCount, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -23,7 +23,7 @@ use super::{
     micros_to_time, now, parse_role, renumbering_base, search_query, snippet, unnumberable, ArtifactRevision, ChunkHit,
     CursorKey, HitKind, IdempotencyClaim, MessageUpdate, NewArtifact, NewAttachment, NewMessage, NewUser, Result,
     SearchHit, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery,
-    ThreadSort, TraceStep, TurnRecord, User, MAX_SEQ,
+    ThreadSort, TurnRecord, TurnTrace, User, MAX_SEQ,
 };
 
 mod accounts;
@@ -944,43 +944,62 @@ impl Store for Postgres {
             .collect()
     }
 
-    #[instrument(skip(self, steps))]
-    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        if !owned_in(&mut tx, "messages", user, message).await? {
+        if let Some(message) = trace.message_id {
+            let in_thread: bool = sqlx::query_scalar(
+                "select exists (select 1 from messages where id = $1 and thread_id = $2 and user_id = $3)",
+            )
+            .bind(message)
+            .bind(trace.thread_id)
+            .bind(user)
+            .fetch_one(&mut *tx)
+            .await?;
+            if !in_thread {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
+        if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {
             return Err(StoreError::NotFound);
         }
-        write_trace(&mut tx, message, steps).await?;
         tx.commit().await?;
         Ok(())
     }
 
     #[instrument(skip(self))]
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>> {
-        let rows = sqlx::query(
-            "select s.* from traces s join messages m on m.id = s.message_id
-             where s.message_id = $1 and m.user_id = $2 order by s.step",
-        )
-        .bind(message)
-        .bind(user)
-        .fetch_all(&self.pool)
-        .await?;
-        if rows.is_empty() && !self.owns("messages", user, message).await? {
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where message_id = $1 and user_id = $2")
+            .bind(message)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where turn_id = $1 and user_id = $2")
+            .bind(turn)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+        let rows =
+            sqlx::query("select * from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id")
+                .bind(thread)
+                .bind(user)
+                .fetch_all(&self.pool)
+                .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
             return Err(StoreError::NotFound);
         }
-        rows.iter()
-            .map(|row| {
-                Ok(TraceStep {
-                    kind: row.try_get("kind")?,
-                    tool: row.try_get("tool")?,
-                    input: row.try_get("input")?,
-                    result: row.try_get("result")?,
-                    error: row.try_get("error")?,
-                    started_at: row.try_get("started_at")?,
-                    duration_ms: row.try_get("duration_ms")?,
-                })
-            })
-            .collect()
+        rows.iter().map(trace_from_row).collect()
     }
 
     #[instrument(skip(self))]
@@ -1227,10 +1246,11 @@ impl Store for Postgres {
             answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
             if answer_saved {
                 link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
-                if !answer.trace.is_empty() {
-                    write_trace(&mut tx, answer.draft.id, &answer.trace).await?;
-                }
             }
+        }
+        if let Some(trace) = &end.trace {
+            let answer = end.answer.as_ref().filter(|_| answer_saved).map(|a| a.draft.id);
+            write_trace(&mut tx, turn, trace, answer).await?;
         }
         insert_turn_events(&mut tx, turn, &end.events).await?;
         sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
@@ -1792,27 +1812,40 @@ async fn link_artifacts_to(conn: &mut sqlx::PgConnection, user: Uuid, artifacts:
     Ok(())
 }
 
-/// Replaces a message's trace.
-async fn write_trace(conn: &mut sqlx::PgConnection, message: Uuid, steps: &[TraceStep]) -> Result<()> {
-    sqlx::query("delete from traces where message_id = $1").bind(message).execute(&mut *conn).await?;
-    for (step, s) in steps.iter().enumerate() {
-        sqlx::query(
-            "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-        )
-        .bind(message)
-        .bind(step as i64)
-        .bind(&s.kind)
-        .bind(&s.tool)
-        .bind(&s.input)
-        .bind(&s.result)
-        .bind(&s.error)
-        .bind(s.started_at)
-        .bind(s.duration_ms)
-        .execute(&mut *conn)
-        .await?;
-    }
-    Ok(())
+/// Stores a turn's trace (replacing one of the same turn and owner), with the answer it kept if that is a
+/// message of its thread; nothing when the thread is missing or another user's. Whether it was stored.
+async fn write_trace(
+    conn: &mut sqlx::PgConnection,
+    turn: Uuid,
+    trace: &TurnTrace,
+    message: Option<Uuid>,
+) -> Result<bool> {
+    let written = sqlx::query(
+        "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
+         select $1, t.id, t.user_id, (select m.id from messages m where m.id = $2 and m.thread_id = t.id), $3, $4
+         from threads t where t.id = $5 and t.user_id = $6
+         on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
+         where turn_traces.user_id = excluded.user_id",
+    )
+    .bind(turn)
+    .bind(message)
+    .bind(sqlx::types::Json(&trace.steps))
+    .bind(now())
+    .bind(trace.thread)
+    .bind(trace.user)
+    .execute(&mut *conn)
+    .await?;
+    Ok(written.rows_affected() > 0)
+}
+
+fn trace_from_row(row: &PgRow) -> Result<Trace> {
+    let sqlx::types::Json(steps) = row.try_get("steps")?;
+    Ok(Trace {
+        turn_id: row.try_get("turn_id")?,
+        thread_id: row.try_get("thread_id")?,
+        message_id: row.try_get("message_id")?,
+        steps,
+    })
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.

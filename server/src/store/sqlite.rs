@@ -10,7 +10,7 @@ use std::{
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
-    MessageStatus, TagCount, Thread, TypeCount, Usage,
+    MessageStatus, TagCount, Thread, Trace, TypeCount, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -27,7 +27,7 @@ use super::{
     history::{self, ImportThread},
     micros_to_time, now, parse_role as role, search_query, snippet, ArtifactRevision, ChunkHit, CursorKey, HitKind,
     IdempotencyClaim, NewArtifact, NewAttachment, NewMessage, NewUser, Result, SearchHit, SearchPage, Store,
-    StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TraceStep, TurnRecord,
+    StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, TurnRecord, TurnTrace,
     User,
 };
 use futures::future::BoxFuture;
@@ -500,27 +500,48 @@ async fn link_artifacts_to(
     Ok(())
 }
 
-/// Replaces a message's trace.
-async fn write_trace(conn: &mut sqlx::SqliteConnection, message: Uuid, steps: &[TraceStep]) -> Result<()> {
-    sqlx::query("delete from traces where message_id = ?").bind(message.to_string()).execute(&mut *conn).await?;
-    for (step, s) in steps.iter().enumerate() {
-        sqlx::query(
-            "insert into traces (message_id, step, kind, tool, input, result, error, started_at, duration_ms)
-             values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(message.to_string())
-        .bind(step as i64)
-        .bind(&s.kind)
-        .bind(&s.tool)
-        .bind(s.input.as_ref().map(|v| v.to_string()))
-        .bind(&s.result)
-        .bind(&s.error)
-        .bind(s.started_at.timestamp_micros())
-        .bind(s.duration_ms)
+/// Stores a turn's trace (replacing one of the same turn and owner), with the answer it kept if that is a
+/// message of its thread; nothing when the thread is missing or another user's. Whether it was stored.
+async fn write_trace(
+    conn: &mut sqlx::SqliteConnection,
+    turn: Uuid,
+    trace: &TurnTrace,
+    message: Option<Uuid>,
+) -> Result<bool> {
+    let written = sqlx::query(WRITE_TRACE)
+        .bind(turn.to_string())
+        .bind(message.map(|m| m.to_string()))
+        .bind(steps_json(trace)?)
+        .bind(now().timestamp_micros())
+        .bind(trace.thread.to_string())
+        .bind(trace.user.to_string())
         .execute(&mut *conn)
         .await?;
-    }
-    Ok(())
+    Ok(written.rows_affected() > 0)
+}
+
+/// Stores a turn's trace (see [`write_trace`]). Binds the turn, its answer (kept only if it is a message of the
+/// thread), the steps as JSON, the time, the thread and its owner; stores nothing for another user's thread.
+pub(super) const WRITE_TRACE: &str =
+    "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
+    select ?, t.id, t.user_id, (select m.id from messages m where m.id = ? and m.thread_id = t.id), ?, ?
+    from threads t where t.id = ? and t.user_id = ?
+    on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
+    where turn_traces.user_id = excluded.user_id";
+
+/// A trace's steps as stored.
+pub(super) fn steps_json(trace: &TurnTrace) -> Result<String> {
+    serde_json::to_string(&trace.steps).map_err(|e| StoreError::Corrupt(format!("trace: {e}")))
+}
+
+fn trace_from_row(row: &SqliteRow) -> Result<Trace> {
+    let steps: String = row.try_get("steps")?;
+    Ok(Trace {
+        turn_id: uuid(row, "turn_id")?,
+        thread_id: uuid(row, "thread_id")?,
+        message_id: opt_uuid(row, "message_id")?,
+        steps: serde_json::from_str(&steps).map_err(|e| StoreError::Corrupt(format!("trace steps: {e}")))?,
+    })
 }
 
 async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
@@ -1272,47 +1293,62 @@ impl Store for Sqlite {
             .collect()
     }
 
-    #[instrument(skip(self, steps))]
-    async fn save_trace(&self, user: Uuid, message: Uuid, steps: &[TraceStep]) -> Result<()> {
+    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
         let mut tx = self.writer.begin().await?;
-        let owned: Option<i64> = sqlx::query_scalar("select 1 from messages where id = ? and user_id = ?")
+        if let Some(message) = trace.message_id {
+            let in_thread: bool = sqlx::query_scalar(
+                "select exists (select 1 from messages where id = ? and thread_id = ? and user_id = ?)",
+            )
             .bind(message.to_string())
+            .bind(trace.thread_id.to_string())
             .bind(user.to_string())
-            .fetch_optional(&mut *tx)
+            .fetch_one(&mut *tx)
             .await?;
-        owned.ok_or(StoreError::NotFound)?;
-        write_trace(&mut tx, message, steps).await?;
+            if !in_thread {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
+        if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {
+            return Err(StoreError::NotFound);
+        }
         tx.commit().await?;
         Ok(())
     }
 
     #[instrument(skip(self))]
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Vec<TraceStep>> {
-        let rows = sqlx::query(
-            "select s.* from traces s join messages m on m.id = s.message_id
-             where s.message_id = ? and m.user_id = ? order by s.step",
-        )
-        .bind(message.to_string())
-        .bind(user.to_string())
-        .fetch_all(&self.reader)
-        .await?;
-        if rows.is_empty() && !self.owns("messages", user, message).await? {
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where message_id = ? and user_id = ?")
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where turn_id = ? and user_id = ?")
+            .bind(turn.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+        let rows =
+            sqlx::query("select * from turn_traces where thread_id = ? and user_id = ? order by created_at, turn_id")
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .fetch_all(&self.reader)
+                .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
             return Err(StoreError::NotFound);
         }
-        rows.iter()
-            .map(|row| {
-                let input: Option<String> = row.try_get("input")?;
-                Ok(TraceStep {
-                    kind: row.try_get("kind")?,
-                    tool: row.try_get("tool")?,
-                    input: input.and_then(|i| serde_json::from_str(&i).ok()),
-                    result: row.try_get("result")?,
-                    error: row.try_get("error")?,
-                    started_at: time(row, "started_at")?,
-                    duration_ms: row.try_get("duration_ms")?,
-                })
-            })
-            .collect()
+        rows.iter().map(trace_from_row).collect()
     }
 
     #[instrument(skip(self))]

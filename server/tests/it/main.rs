@@ -25,3 +25,4 @@ mod reliability;
 mod security;
 mod slice;
 mod store_story;
+mod traces;

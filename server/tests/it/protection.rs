@@ -253,6 +253,8 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/messages/{message_id}/retry", "post"),
         ("/api/threads/{id}/messages", "post"),
         ("/api/messages/{id}/context", "get"),
+        ("/api/messages/{id}/trace", "get"),
+        ("/api/turns/{id}/trace", "get"),
         ("/api/search", "get"),
         ("/api/stats", "get"),
         ("/api/threads/{id}/export", "get"),

@@ -12,12 +12,12 @@ use std::{
     time::Duration,
 };
 
-use app::api::{ArtifactType, Message, MessageStatus, Role, Usage};
+use app::api::{ArtifactType, Message, MessageStatus, Role, ToolCallStep, Trace, TraceStep, Usage};
 use proptest::prelude::*;
 use quire::store::{
     self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
     SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
-    TraceStep, TurnEnd,
+    TurnEnd, TurnTrace,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -35,6 +35,23 @@ async fn new_user(store: &DynStore) -> Uuid {
         .await
         .expect("create user")
         .id
+}
+
+/// A tool call step as a trace keeps it.
+fn tool_step(name: &str, arguments: serde_json::Value, duration_ms: u64) -> TraceStep {
+    TraceStep::ToolCall(ToolCallStep {
+        name: name.into(),
+        arguments,
+        result: Some("saved".into()),
+        error: None,
+        duration_ms,
+        started_at: store::now(),
+    })
+}
+
+/// A trace of a new turn in `thread`, naming `message` as its answer.
+fn trace_of(thread: Uuid, message: Option<Uuid>, steps: Vec<TraceStep>) -> Trace {
+    Trace { turn_id: Uuid::now_v7(), thread_id: thread, message_id: message, steps }
 }
 
 fn tags(names: &[&str]) -> Vec<String> {
@@ -316,7 +333,8 @@ async fn other_users_rows_are_not_found(db: Db) {
     let question = say(s, owner, t.id, "secret launch codes").await;
     let reply = answer(s, owner, t.id, "secret answer").await;
     let doc = s.create_artifact(owner, new_artifact(t.id, "Secret doc", "secret content")).await.unwrap();
-    s.save_trace(owner, reply.id, &[]).await.unwrap();
+    let trace = trace_of(t.id, Some(reply.id), vec![tool_step("save_artifact", json!({}), 1)]);
+    s.save_trace(owner, &trace).await.unwrap();
     s.begin_turn(owner, t.id, Uuid::now_v7(), 60_000).await.unwrap();
     let own_thread = s.create_thread(intruder, "Mine", &[]).await.unwrap();
 
@@ -346,8 +364,12 @@ async fn other_users_rows_are_not_found(db: Db) {
     let pointing = NewArtifact { request_message_id: Some(question.id), ..new_artifact(own_thread.id, "x", "y") };
     assert_not_found(s.create_artifact(intruder, pointing).await);
     assert_not_found(s.link_artifacts(intruder, &[doc.id], reply.id).await);
-    assert_not_found(s.save_trace(intruder, reply.id, &[]).await);
+    assert_not_found(s.save_trace(intruder, &trace_of(t.id, None, Vec::new())).await);
+    assert_not_found(s.save_trace(intruder, &Trace { thread_id: own_thread.id, ..trace.clone() }).await);
     assert_not_found(s.trace(intruder, reply.id).await);
+    assert_not_found(s.turn_trace(intruder, trace.turn_id).await);
+    assert_not_found(s.thread_traces(intruder, t.id).await);
+    assert_eq!(s.trace(owner, reply.id).await.unwrap(), trace, "the owner's trace is untouched");
     assert_not_found(s.begin_turn(intruder, t.id, Uuid::now_v7(), 0).await);
     assert!(!s.request_stop(intruder, t.id).await.unwrap());
     assert_eq!(s.latest_turn(intruder, t.id).await.unwrap(), None);
@@ -510,16 +532,8 @@ async fn thread_delete_cascades(db: Db) {
     let question = say(s, u, t.id, "zebra question").await;
     let reply = answer(s, u, t.id, "zebra answer").await;
     say(s, u, keep.id, "zebra elsewhere").await;
-    let step = TraceStep {
-        kind: "tool".into(),
-        tool: Some("search".into()),
-        input: Some(json!({"q": "zebra"})),
-        result: Some("ok".into()),
-        error: None,
-        started_at: store::now(),
-        duration_ms: 5,
-    };
-    s.save_trace(u, reply.id, std::slice::from_ref(&step)).await.unwrap();
+    let trace = trace_of(t.id, Some(reply.id), vec![tool_step("document_search", json!({"query": "zebra"}), 5)]);
+    s.save_trace(u, &trace).await.unwrap();
     let doc = NewArtifact {
         request_message_id: Some(question.id),
         assistant_message_id: Some(reply.id),
@@ -542,7 +556,7 @@ async fn thread_delete_cascades(db: Db) {
     assert_eq!(raw.count("thread_tags", "thread_id", t.id).await, 0);
     assert_eq!(raw.count("artifacts", "thread_id", t.id).await, 0);
     assert_eq!(raw.count("artifact_versions", "artifact_id", doc.id).await, 0);
-    assert_eq!(raw.count("traces", "message_id", reply.id).await, 0);
+    assert_eq!(raw.count("turn_traces", "thread_id", t.id).await, 0);
     assert_eq!(raw.count("turns", "thread_id", t.id).await, 0);
     assert_eq!(raw.count("turn_events", "turn_id", turn).await, 0);
     assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![]);
@@ -678,46 +692,52 @@ async fn traces(db: Db) {
     let s = &db.store;
     let u = new_user(s).await;
     let t = s.create_thread(u, "Traced", &[]).await.unwrap();
+    let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
     let reply = answer(s, u, t.id, "done").await;
     let quiet = answer(s, u, t.id, "no tools").await;
+    let failed_call = TraceStep::ModelCall(app::api::ModelCall {
+        purpose: app::api::CallPurpose::Answer,
+        provider: "openai".into(),
+        model: "gpt-test".into(),
+        input_tokens: 0,
+        output_tokens: 0,
+        first_token_ms: None,
+        duration_ms: 0,
+        stop_reason: None,
+        error: Some(app::api::StepError { code: "rate_limited".into(), message: "Too many requests.".into() }),
+        started_at: store::now(),
+    });
     let steps = vec![
-        TraceStep {
-            kind: "tool".into(),
-            tool: Some("create_artifact".into()),
-            input: Some(json!({ "title": "Stories", "nested": { "n": [1, 2.5, null, "x"] } })),
-            result: Some("created".into()),
-            error: None,
-            started_at: store::now(),
-            duration_ms: 12,
-        },
-        TraceStep {
-            kind: "model".into(),
-            tool: None,
-            input: Some(serde_json::Value::Null),
-            result: None,
-            error: Some("rate limited".into()),
-            started_at: store::now(),
-            duration_ms: 0,
-        },
-        TraceStep {
-            kind: "model".into(),
-            tool: None,
-            input: None,
-            result: Some("text".into()),
-            error: None,
-            started_at: store::now(),
-            duration_ms: 30,
-        },
+        tool_step("save_artifact", json!({ "title": "Stories", "nested": { "n": [1, 2.5, null, "x"] } }), 12),
+        failed_call,
+        tool_step("document_search", json!({ "query": "q" }), 30),
     ];
-    s.save_trace(u, reply.id, &steps).await.unwrap();
-    assert_eq!(s.trace(u, reply.id).await.unwrap(), steps);
-    assert_eq!(s.trace(u, quiet.id).await.unwrap(), vec![]);
+    let answered = trace_of(t.id, Some(reply.id), steps.clone());
+    s.save_trace(u, &answered).await.unwrap();
+    assert_eq!(s.trace(u, reply.id).await.unwrap(), answered);
+    assert_eq!(s.turn_trace(u, answered.turn_id).await.unwrap(), answered);
+    assert_not_found(s.trace(u, quiet.id).await);
 
-    // Saving again replaces the whole trace.
-    s.save_trace(u, reply.id, &steps[2..]).await.unwrap();
-    assert_eq!(s.trace(u, reply.id).await.unwrap(), steps[2..].to_vec());
-    assert_not_found(s.save_trace(u, Uuid::now_v7(), &steps).await);
+    // A turn that kept no answer has a trace all the same, found by the turn.
+    let silent = trace_of(t.id, None, steps[..1].to_vec());
+    s.save_trace(u, &silent).await.unwrap();
+    assert_eq!(s.turn_trace(u, silent.turn_id).await.unwrap(), silent);
+    assert_eq!(s.thread_traces(u, t.id).await.unwrap(), vec![answered.clone(), silent.clone()], "oldest first");
+    assert_eq!(s.thread_traces(u, other.id).await.unwrap(), vec![]);
+
+    // Saving again under the same turn replaces the whole trace.
+    let shorter = Trace { steps: steps[2..].to_vec(), ..answered.clone() };
+    s.save_trace(u, &shorter).await.unwrap();
+    assert_eq!(s.trace(u, reply.id).await.unwrap(), shorter);
+    // An answer of another thread, a missing thread: refused.
+    assert_not_found(s.save_trace(u, &trace_of(other.id, Some(reply.id), steps.clone())).await);
+    assert_not_found(s.save_trace(u, &trace_of(Uuid::now_v7(), None, steps.clone())).await);
     assert_not_found(s.trace(u, Uuid::now_v7()).await);
+    assert_not_found(s.turn_trace(u, Uuid::now_v7()).await);
+
+    // Deleting the answer deletes its trace.
+    s.delete_message(u, t.id, reply.id).await.unwrap();
+    assert_not_found(s.turn_trace(u, answered.turn_id).await);
 }
 
 async fn usage_is_recorded(db: Db) {
@@ -1075,30 +1095,18 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     assert!(found(s, u, "quokkas").await.is_empty(), "not searchable while written");
 
     let finished = answer_draft(turn, u, t.id, answer_id, "Quokkas need a plan", false).answer.unwrap();
-    let step = TraceStep {
-        kind: "tool".into(),
-        tool: Some("save_artifact".into()),
-        input: Some(json!({"title": "Plan"})),
-        result: Some("saved".into()),
-        error: None,
-        started_at: store::now(),
-        duration_ms: 3,
-    };
+    let step = tool_step("save_artifact", json!({"title": "Plan"}), 3);
     let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
     let end = TurnEnd {
         events: vec![event(1, "text_delta"), event(2, "message_complete")],
-        answer: Some(FinalAnswer {
-            user: u,
-            draft: finished,
-            artifacts: vec![doc.id, theirs.id],
-            trace: vec![step.clone()],
-        }),
+        answer: Some(FinalAnswer { user: u, draft: finished, artifacts: vec![doc.id, theirs.id] }),
         usage: Some(SpentTokens {
             user: u,
             thread: t.id,
             model: "model-a".into(),
             usage: Usage { input_tokens: 7, output_tokens: 3 },
         }),
+        trace: Some(TurnTrace { user: u, thread: t.id, steps: vec![step.clone()] }),
     };
     s.finish_turn(turn, end).await.unwrap();
 
@@ -1109,7 +1117,8 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     assert_eq!(found(s, u, "quokkas").await, vec![Some(answer_id)], "searchable once finished");
     assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id));
     assert_eq!(s.get_artifact(intruder, theirs.id).await.unwrap().assistant_message_id, None, "not another's");
-    assert_eq!(s.trace(u, answer_id).await.unwrap(), vec![step.clone()]);
+    let kept = s.trace(u, answer_id).await.unwrap();
+    assert_eq!((kept.turn_id, kept.message_id, kept.steps), (turn, Some(answer_id), vec![step.clone()]));
     let raw = &db.raw;
     assert_eq!(raw.int("select input_tokens from threads where id = ?", t.id).await, 7);
     assert_eq!(raw.int("select output_tokens from threads where id = ?", t.id).await, 3);
@@ -1126,19 +1135,21 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     let draft = answer_draft(turn, u, gone.id, Uuid::now_v7(), "Lost words", false).answer.unwrap();
     let end = TurnEnd {
         events: vec![event(1, "message_complete")],
-        answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id], trace: vec![step.clone()] }),
+        answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id] }),
         usage: Some(SpentTokens {
             user: u,
             thread: gone.id,
             model: "model-b".into(),
             usage: Usage { input_tokens: 2, output_tokens: 1 },
         }),
+        trace: Some(TurnTrace { user: u, thread: gone.id, steps: vec![step.clone()] }),
     };
     s.finish_turn(turn, end).await.unwrap();
     assert!(found(s, u, "lost").await.is_empty());
     assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id), "left as it was");
     assert_eq!(raw.count("usage_ledger", "user_id", u).await, 2);
     assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![]);
+    assert_not_found(s.turn_trace(u, turn).await);
 }
 
 async fn message_heads_and_tails(db: Db) {
@@ -1375,13 +1386,14 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
                 let draft = answer_draft(turn, u, thread, Uuid::now_v7(), "Crowded answer", false).answer.unwrap();
                 let end = TurnEnd {
                     events: vec![StoredEvent { seq: 1, name: "message_complete".into(), data: "{}".into() }],
-                    answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new(), trace: Vec::new() }),
+                    answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
                     usage: Some(SpentTokens {
                         user: u,
                         thread,
                         model: "crowd".into(),
                         usage: Usage { input_tokens: 2, output_tokens: 1 },
                     }),
+                    trace: None,
                 };
                 store.finish_turn(turn, end).await
             })
@@ -1726,16 +1738,8 @@ fn thread_delete_leaves_no_orphans(backend: Backend, test: &str) {
             let mut message_ids = Vec::new();
             for i in 0..messages {
                 let m = say(s, u, t.id, &format!("{marker} number {i}")).await;
-                let step = TraceStep {
-                    kind: "tool".into(),
-                    tool: None,
-                    input: Some(json!({ "i": i })),
-                    result: None,
-                    error: None,
-                    started_at: store::now(),
-                    duration_ms: 1,
-                };
-                s.save_trace(u, m.id, &[step]).await.unwrap();
+                let trace = trace_of(t.id, Some(m.id), vec![tool_step("save_artifact", json!({ "i": i }), 1)]);
+                s.save_trace(u, &trace).await.unwrap();
                 message_ids.push(m.id);
             }
             let mut artifact_ids = Vec::new();
@@ -1765,9 +1769,7 @@ fn thread_delete_leaves_no_orphans(backend: Backend, test: &str) {
                 assert_eq!(raw.count(table, column, t.id).await, 0, "{table}");
             }
             assert_eq!(raw.count("turn_events", "turn_id", turn).await, 0);
-            for id in &message_ids {
-                assert_eq!(raw.count("traces", "message_id", *id).await, 0);
-            }
+            assert_eq!(raw.count("turn_traces", "thread_id", t.id).await, 0);
             for id in &artifact_ids {
                 assert_eq!(raw.count("artifact_versions", "artifact_id", *id).await, 0);
             }

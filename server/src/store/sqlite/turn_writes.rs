@@ -231,7 +231,7 @@ async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: Da
 }
 
 /// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
-/// spent, its events and its closing; then the answer's documents and trace (turns that ran tools). A turn
+/// spent, its events, its trace and its closing; then the answer's documents. A turn
 /// whose thread was deleted meanwhile keeps nothing but its tokens on the ledger.
 pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEnd) -> Result<()> {
     let at = now().timestamp_micros();
@@ -245,6 +245,17 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
         push_usage(&mut closing, spent);
     }
     push_turn_events(&mut closing, &end.events.iter().map(|e| (id, e)).collect::<Vec<_>>());
+    if let Some(trace) = &end.trace {
+        // After the answer's save, so the trace can name it.
+        closing
+            .statement(super::WRITE_TRACE)
+            .bind(turn.clone())
+            .bind(answer.map(|a| a.draft.id.to_string()))
+            .bind(super::steps_json(trace)?)
+            .bind(at)
+            .bind(trace.thread.to_string())
+            .bind(trace.user.to_string());
+    }
     closing
         .statement("update turns set status = 'done' where id = ?")
         .bind(turn.clone())
@@ -268,9 +279,6 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
     let saved = !closing.fetch_all(conn).await?.is_empty();
     if let (Some(answer), true) = (answer, saved) {
         super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
-        if !answer.trace.is_empty() {
-            super::write_trace(conn, answer.draft.id, &answer.trace).await?;
-        }
     }
     Ok(())
 }
