@@ -4,6 +4,7 @@ pub mod context;
 pub mod hub;
 pub mod progress;
 pub mod prompt;
+pub mod replay;
 pub mod tools;
 pub mod trace;
 pub mod turn;

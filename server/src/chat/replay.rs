@@ -1,0 +1,169 @@
+//! A turn's events for a listener: live from this process while the turn runs here, otherwise replayed from the
+//! store (following a turn that runs on another instance); and a turn started at most once per idempotency key,
+//! a repeated request replaying the first one's events.
+
+use std::{sync::Arc, time::Duration};
+
+use app::api::{ChatEvent, ChatRequest};
+use futures::{stream, stream::BoxStream, Stream, StreamExt};
+use uuid::Uuid;
+
+use super::{hub::LiveTurn, turn};
+use crate::http::error::{ApiError, Result};
+use crate::store::{DynStore, IdempotencyClaim};
+use crate::AppState;
+
+/// How often a listener on another instance looks for new stored events.
+const POLL_EVERY: Duration = Duration::from_millis(150);
+
+/// How long an idempotency key is remembered.
+const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
+
+/// One event of a turn as it travels: its turn, its number in the turn, its name and its data as JSON text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEvent {
+    pub turn: Uuid,
+    pub seq: i64,
+    pub name: String,
+    pub data: String,
+}
+
+/// The events of a turn running in this process, after number `after`.
+pub fn live_events(live: &Arc<LiveTurn>, after: i64) -> impl Stream<Item = TurnEvent> + Send + 'static {
+    let turn = live.id;
+    live.subscribe(after).map(move |(seq, e)| TurnEvent { turn, seq, name: e.name().to_string(), data: e.data_json() })
+}
+
+/// The events of one turn after `after`: from this process while it runs here, else from the store.
+pub fn turn_events(
+    state: &AppState,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    after: i64,
+) -> BoxStream<'static, TurnEvent> {
+    match state.hub.get(thread).filter(|l| l.id == turn) {
+        Some(live) => live_events(&live, after).boxed(),
+        None => stored_events(state.store.clone(), user, thread, turn, after).boxed(),
+    }
+}
+
+/// What a chat request started: a turn running here, or (a repeated request) a turn started earlier.
+pub enum Started {
+    Live(Arc<LiveTurn>),
+    Earlier(Uuid),
+}
+
+impl Started {
+    /// The turn's events from its beginning.
+    pub fn events(&self, state: &AppState, user: Uuid, thread: Uuid) -> BoxStream<'static, TurnEvent> {
+        match self {
+            Started::Live(live) => live_events(live, 0).boxed(),
+            Started::Earlier(turn) => turn_events(state, user, thread, *turn, 0),
+        }
+    }
+}
+
+/// Starts the turn of `body`; with an idempotency key, at most once: the same key with the same request gets the
+/// first turn back, with another request a 422, while the first is still being started a 409.
+pub async fn start_once(
+    state: &AppState,
+    user: Uuid,
+    thread: Uuid,
+    key: Option<String>,
+    body: ChatRequest,
+) -> Result<Started> {
+    let Some(key) = key else {
+        return Ok(Started::Live(turn::start(state, user, thread, body).await?));
+    };
+    let fingerprint = fingerprint(&format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default()));
+    match state.store.claim_idempotency_key(user, &key, &fingerprint, IDEMPOTENCY_TTL_SECS).await? {
+        IdempotencyClaim::Fresh => match turn::start(state, user, thread, body).await {
+            Ok(live) => {
+                state.store.complete_idempotency_key(user, &key, &live.id.to_string()).await?;
+                Ok(Started::Live(live))
+            }
+            Err(e) => {
+                state.store.release_idempotency_key(user, &key).await?;
+                Err(e)
+            }
+        },
+        IdempotencyClaim::Existing { fingerprint: first, .. } if first != fingerprint => Err(ApiError::Unprocessable {
+            code: "idempotency_key_reused",
+            message: "This Idempotency-Key was already used for a different request.".into(),
+            field: None,
+        }),
+        IdempotencyClaim::Existing { response: None, .. } => {
+            Err(ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into()))
+        }
+        IdempotencyClaim::Existing { response: Some(turn), .. } => {
+            Ok(Started::Earlier(Uuid::parse_str(&turn).map_err(|e| ApiError::Internal(e.into()))?))
+        }
+    }
+}
+
+fn fingerprint(request: &str) -> String {
+    use sha2::{Digest, Sha256};
+    format!("{:x}", Sha256::digest(request.as_bytes()))
+}
+
+/// Replays a turn's stored events after `after`, following it while it runs on another instance.
+fn stored_events(
+    store: DynStore,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    after: i64,
+) -> impl Stream<Item = TurnEvent> + Send {
+    struct State {
+        store: DynStore,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        after: i64,
+        done: bool,
+    }
+    let as_event = |turn: Uuid, e: &crate::store::StoredEvent| TurnEvent {
+        turn,
+        seq: e.seq,
+        name: e.name.clone(),
+        data: e.data.clone(),
+    };
+    let initial = State { store, user, thread, turn, after, done: false };
+    stream::unfold(initial, move |mut s| async move {
+        loop {
+            if s.done {
+                return None;
+            }
+            let events = match s.store.turn_events_after(s.turn, s.after).await {
+                Ok(events) => events,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading stored events failed");
+                    return None;
+                }
+            };
+            if !events.is_empty() {
+                s.done = events
+                    .iter()
+                    .any(|e| ChatEvent::from_parts(&e.name, &e.data).is_some_and(|event| event.is_terminal()));
+                let batch: Vec<TurnEvent> = events.iter().map(|e| as_event(s.turn, e)).collect();
+                s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
+                return Some((stream::iter(batch), s));
+            }
+            let running = matches!(s.store.latest_turn(s.user, s.thread).await,
+                Ok(Some(t)) if t.id == s.turn && t.alive(turn::STALE_AFTER_MS));
+            if !running {
+                // One last look: the final events may have landed just before the turn closed.
+                let tail = s.store.turn_events_after(s.turn, s.after).await.unwrap_or_default();
+                s.done = true;
+                if tail.is_empty() {
+                    return None;
+                }
+                let batch: Vec<TurnEvent> = tail.iter().map(|e| as_event(s.turn, e)).collect();
+                return Some((stream::iter(batch), s));
+            }
+            tokio::time::sleep(POLL_EVERY).await;
+        }
+    })
+    .flatten()
+}
