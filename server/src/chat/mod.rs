@@ -4,5 +4,6 @@ pub mod context;
 pub mod hub;
 pub mod progress;
 pub mod prompt;
+pub mod summary;
 pub mod tools;
 pub mod turn;

@@ -16,6 +16,7 @@ use uuid::Uuid;
 use super::context::{self, ContextRecord, OpenRequest};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
+use super::summary;
 use super::tools::{self, ToolContext};
 use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
@@ -434,7 +435,10 @@ impl<'a> Turn<'a> {
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                 };
-                let outcome = tools::document_search(&ctx, input).await;
+                let (outcome, passages) = tools::document_search(&ctx, input).await;
+                if let Some(record) = self.context.as_mut() {
+                    record.passages.extend(passages);
+                }
                 (outcome.result, outcome.is_error, None)
             }
             other => (format!("Unknown tool '{other}'."), true, None),
@@ -461,7 +465,7 @@ impl<'a> Turn<'a> {
             .plan
             .silent
             .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
-        let built = context::load(
+        let mut built = context::load(
             self.state.store.as_ref(),
             self.plan.user,
             self.plan.thread,
@@ -469,6 +473,12 @@ impl<'a> Turn<'a> {
             ephemeral.as_deref(),
         )
         .await?;
+        let summariser = summary::Summariser {
+            store: self.state.store.as_ref(),
+            provider: self.state.provider.as_ref(),
+            redact: self.state.config.redact_pii,
+        };
+        summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
