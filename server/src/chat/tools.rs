@@ -85,6 +85,8 @@ pub struct ToolContext<'a> {
     pub one_document: bool,
     /// Documents saved so far in this turn (the guard against duplicate calls).
     pub saved: &'a mut Vec<Artifact>,
+    /// Whether personal data is replaced in the titles the model gives documents (`QUIRE_REDACT_PII`).
+    pub redact_pii: bool,
 }
 
 impl ToolContext<'_> {
@@ -121,6 +123,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         return ToolOutcome::error("save_artifact needs a non-empty title and content.");
     }
     let title: String = title.chars().take(500).collect();
+    let title = crate::privacy::redact_if(ctx.redact_pii, title, 500);
     if let Some(existing) =
         ctx.saved.iter().find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
     {

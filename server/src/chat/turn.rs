@@ -420,6 +420,7 @@ impl<'a> Turn<'a> {
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
+                    redact_pii: self.state.config.redact_pii,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
@@ -434,6 +435,7 @@ impl<'a> Turn<'a> {
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
+                    redact_pii: self.state.config.redact_pii,
                 };
                 let (outcome, passages) = tools::document_search(&ctx, input).await;
                 if let Some(record) = self.context.as_mut() {
@@ -690,7 +692,8 @@ impl Naming<'_> {
         if let Err(e) = self.state.store.record_usage(self.user, self.thread, &model, usage).await {
             tracing::warn!(error = %e, "recording title usage failed");
         }
-        clean_title(&text)
+        // A title is kept and shown: personal data in it is replaced as in a person's own words.
+        clean_title(&text).map(|title| crate::privacy::redact_if(self.state.config.redact_pii, title, 80))
     }
 }
 

@@ -98,6 +98,6 @@ pub async fn import(
     _: Quota<Export>,
     JsonBytes(body): JsonBytes,
 ) -> Result<impl IntoResponse> {
-    let threads = history::import::import(&state.store, user.id, body).await?;
+    let threads = history::import::import(&state.store, user.id, body, state.config.redact_pii).await?;
     Ok((StatusCode::CREATED, Json(ImportResult { threads })))
 }
