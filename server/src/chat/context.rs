@@ -113,7 +113,8 @@ pub fn fulfilled_by(artifacts: &[Artifact]) -> Vec<Uuid> {
 /// fourfold until the budget runs out inside it.
 const FIRST_WINDOW: usize = 256;
 
-/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary;
+/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary (the turn adds
+/// it, see [`super::summary`]);
 /// `ephemeral` as in [`ContextInput`].
 ///
 /// A long thread is not read whole: every message's id and role (what the filter and the record need), and the
