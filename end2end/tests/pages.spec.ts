@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
-import { openHydrated, signUp } from './helpers';
+import { openHydrated, sameOrigin, signUp } from './helpers';
 import { conversationId, send } from './conversation';
 
 test.beforeEach(async ({ page }) => {
@@ -71,6 +71,39 @@ test('"What the model saw" lists the messages sent, those left out and the token
 
   await control.click();
   await expect(panel).toHaveCount(0);
+});
+
+test('"What the model saw" names the passages of an attached file the model was given', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We are building a billing portal for small businesses.');
+  const notes =
+    'Invoices are sent on the first working day of each month.\n\n' +
+    'The refund window for annual plans is forty-five days after purchase.';
+  // Files are attached through the API: the page offers no upload.
+  const upload = await page.request.post(`/api/threads/${conversationId(page)}/attachments`, {
+    headers: sameOrigin(),
+    multipart: { file: { name: 'billing-notes.txt', mimeType: 'text/plain', buffer: Buffer.from(notes) } },
+  });
+  expect(upload.status()).toBe(201);
+  await send(page, 'What does the attached document say about the refund window?');
+
+  const answers = page.getByTestId('message-assistant');
+  await expect(answers).toHaveCount(2);
+  await expect(answers.nth(1)).toContainText('forty-five days');
+  await answers.nth(1).getByRole('button', { name: 'What the model saw' }).click();
+  const panel = answers.nth(1).getByRole('region', { name: 'What the model saw' });
+  await expect(panel.getByRole('heading', { name: 'Passages from attached files (1)' })).toBeVisible();
+  const passage = panel.getByTestId('context-passages').getByRole('listitem');
+  await expect(passage).toHaveCount(1);
+  await expect(passage).toContainText('billing-notes.txt');
+  await expect(passage).toContainText(/passage 1, score \d/);
+  await expect(passage).toContainText('The refund window for annual plans');
+
+  // An answer given without a search names no passages.
+  await answers.nth(0).getByRole('button', { name: 'What the model saw' }).click();
+  const first = answers.nth(0).getByRole('region', { name: 'What the model saw' });
+  await expect(first.getByRole('heading', { name: /^Included/ })).toBeVisible();
+  await expect(first.getByTestId('context-passages')).toHaveCount(0);
 });
 
 test('a conversation downloads as JSON and as Markdown', async ({ page }) => {

@@ -1,5 +1,7 @@
-//! Personal data redaction (`QUIRE_REDACT_PII`): e-mail addresses, phone numbers, IBANs and card numbers in a
-//! person's message become typed placeholders before the message is stored or sent to a model.
+//! Personal data redaction (`QUIRE_REDACT_PII`): e-mail addresses, phone numbers, IBANs and card numbers become
+//! typed placeholders before they are stored or sent to a model: in a person's messages and titles, in attached
+//! files' text (before it is split and indexed), in imported conversations and documents, and in what a model
+//! writes that is kept as a name or summary (conversation titles, document titles, conversation summaries).
 
 use std::sync::LazyLock;
 
@@ -21,6 +23,20 @@ pub fn redact(text: &str) -> String {
     let text = CARD.replace_all(&text, |c: &Captures| keep_unless(&c[0], luhn_valid(&c[0]), "[CARD]"));
     let text = PHONE.replace_all(&text, |c: &Captures| keep_unless(&c[0], looks_like_phone(&c[0]), "[PHONE]"));
     text.into_owned()
+}
+
+/// `text` with personal data replaced when `enabled` (`QUIRE_REDACT_PII`), at most `max_chars` characters long
+/// (a placeholder can be longer than what it replaces, and the result must still fit where `text` did).
+pub fn redact_if(enabled: bool, text: String, max_chars: usize) -> String {
+    if !enabled {
+        return text;
+    }
+    let redacted = redact(&text);
+    if redacted.chars().count() <= max_chars {
+        redacted
+    } else {
+        redacted.chars().take(max_chars).collect()
+    }
 }
 
 fn keep_unless(original: &str, replace: bool, placeholder: &str) -> String {
@@ -102,6 +118,14 @@ mod tests {
         assert_eq!(redact(text), text);
         assert!(redact(text).contains("4111 1111 1111 1112"), "a number failing Luhn is not a card");
         assert!(redact(text).contains("1200 users in 2026"));
+    }
+
+    #[test]
+    fn redaction_can_be_off_and_keeps_within_its_length() {
+        let text = "Ask a@b.io".to_string();
+        assert_eq!(redact_if(false, text.clone(), 10), text);
+        assert_eq!(redact_if(true, text.clone(), 100), "Ask [EMAIL]");
+        assert_eq!(redact_if(true, text, 10), "Ask [EMAIL");
     }
 
     #[test]

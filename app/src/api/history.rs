@@ -270,4 +270,25 @@ pub struct ContextRecord {
     /// The note that stood in for dropped turns, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Passages of attached files that `document_search` returned to the model, in the order it received them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub passages: Vec<ContextPassage>,
 }
+
+/// One passage of an attached file as the model received it from `document_search`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ContextPassage {
+    pub attachment_id: Uuid,
+    pub filename: String,
+    /// The passage's number in its file, from 0.
+    pub chunk: i64,
+    /// The start of the passage (at most [`PASSAGE_EXCERPT_CHARS`] characters).
+    pub excerpt: String,
+    /// How well it matched the query: higher is better, on the database's own scale (not comparable between
+    /// SQLite and PostgreSQL).
+    pub score: f64,
+}
+
+/// Longest excerpt of a passage kept in the context record, in characters.
+pub const PASSAGE_EXCERPT_CHARS: usize = 300;

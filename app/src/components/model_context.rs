@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, ContextRecord, Message, Role};
+use crate::api::{client, Artifact, ContextPassage, ContextRecord, Message, Role};
 use crate::components::trace_steps::TraceSteps;
 use crate::format::grouped;
 
@@ -34,6 +34,8 @@ pub struct ContextView {
     pub note: Option<String>,
     /// Tokens metered for the answer itself (input, output), when it is still there.
     pub metered: Option<(u64, u64)>,
+    /// Passages of attached files the model was given.
+    pub passages: Vec<ContextPassage>,
 }
 
 fn excerpt(text: &str) -> String {
@@ -99,6 +101,7 @@ pub fn describe(answer: Uuid, record: ContextRecord, messages: &[Message], artif
         model: record.model,
         note: record.note,
         metered: messages.iter().find(|m| m.id == answer).map(|m| (m.input_tokens, m.output_tokens)),
+        passages: record.passages,
     }
 }
 
@@ -155,7 +158,7 @@ pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
 
 #[component]
 fn ContextDetails(view: ContextView) -> impl IntoView {
-    let ContextView { included, filtered, truncated, tokens, budget, provider, model, note, metered } = view;
+    let ContextView { included, filtered, truncated, tokens, budget, provider, model, note, metered, passages } = view;
     view! {
         <dl class="context-numbers">
             <dt>"Tokens sent"</dt>
@@ -174,7 +177,34 @@ fn ContextDetails(view: ContextView) -> impl IntoView {
         {note.map(|n| view! {
             <p class="context-note"><strong>"Note sent in their place: "</strong>{n}</p>
         })}
+        <PassageList passages/>
     }
+}
+
+/// The passages of attached files the model was given, with where each comes from and how well it matched.
+#[component]
+fn PassageList(passages: Vec<ContextPassage>) -> impl IntoView {
+    let count = passages.len();
+    let rows = passages
+        .into_iter()
+        .map(|p| {
+            view! {
+                <li>
+                    <span class="context-who">{p.filename}</span>
+                    " "
+                    <span class="context-reason">{format!("passage {}, score {:.2}", p.chunk + 1, p.score)}</span>
+                    " "
+                    <span class="context-excerpt">{p.excerpt}</span>
+                </li>
+            }
+        })
+        .collect_view();
+    (count > 0).then(|| {
+        view! {
+            <h3 class="context-heading">{format!("Passages from attached files ({count})")}</h3>
+            <ul class="context-list" data-testid="context-passages">{rows}</ul>
+        }
+    })
 }
 
 #[component]
@@ -256,6 +286,13 @@ mod tests {
             provider: "builtin".into(),
             model: "quire-builtin-1".into(),
             note: None,
+            passages: vec![ContextPassage {
+                attachment_id: Uuid::from_u128(7),
+                filename: "notes.md".into(),
+                chunk: 2,
+                excerpt: "Refunds take 14 days.".into(),
+                score: 1.5,
+            }],
         };
         let view = describe(messages[5].id, record, &messages, &[artifact]);
         assert_eq!(view.included, vec![SeenMessage { who: "You", excerpt: "Latest".into(), reason: String::new() }]);
@@ -264,6 +301,8 @@ mod tests {
         assert_eq!(view.truncated[0].excerpt, "Old question with lines");
         assert_eq!(view.truncated[2].who, "Deleted");
         assert_eq!(view.metered, Some((60, 6)));
+        assert_eq!(view.passages.len(), 1);
+        assert_eq!(view.passages[0].filename, "notes.md");
     }
 
     #[test]

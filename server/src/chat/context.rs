@@ -44,6 +44,43 @@ pub struct BuiltContext {
     pub record: ContextRecord,
     /// The requests for documents among the person's messages the model sees, in order.
     pub open_requests: Vec<OpenRequest>,
+    /// The messages left out to fit the budget (as in [`ContextRecord::truncated`]), in order.
+    pub dropped: Vec<MessageHead>,
+    /// The number of every message the context was built from, in order.
+    seqs: Vec<i64>,
+}
+
+impl BuiltContext {
+    /// How many of the messages it was built from are numbered `seq` or lower.
+    pub fn messages_through(&self, seq: i64) -> usize {
+        self.seqs.partition_point(|s| *s <= seq)
+    }
+
+    /// Puts `summary` into the note that stands in for the dropped turns (nothing when none were dropped).
+    pub fn carry_summary(&mut self, summary: &str) {
+        if self.record.truncated.is_empty() {
+            return;
+        }
+        let note = note_text(self.record.truncated.len(), Some(summary));
+        let before = self.record.note.as_deref().map(count_tokens).unwrap_or(0);
+        self.record.tokens = self.record.tokens - before + count_tokens(&note);
+        // The note is always the first part of the first message (see `build`).
+        if let Some(Part::Text { text }) = self.messages.first_mut().and_then(|m| m.parts.first_mut()) {
+            *text = note.clone();
+        }
+        self.record.note = Some(note);
+    }
+}
+
+/// The note that stands in for `dropped` messages, with the conversation's summary when there is one.
+fn note_text(dropped: usize, summary: Option<&str>) -> String {
+    let mut note = format!("[{dropped} earlier messages of this conversation are not shown.");
+    // The summary on lines of its own, so its last sentence does not run into the closing bracket.
+    if let Some(summary) = summary.map(str::trim).filter(|s| !s.is_empty()) {
+        note.push_str(&format!(" Summary of the conversation so far:\n{summary}\n"));
+    }
+    note.push(']');
+    note
 }
 
 /// A person's message the model sees that asks for documents no document answers yet: a request that failed,
@@ -76,7 +113,8 @@ pub fn fulfilled_by(artifacts: &[Artifact]) -> Vec<Uuid> {
 /// fourfold until the budget runs out inside it.
 const FIRST_WINDOW: usize = 256;
 
-/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary;
+/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary (the turn adds
+/// it, see [`super::summary`]);
 /// `ephemeral` as in [`ContextInput`].
 ///
 /// A long thread is not read whole: every message's id and role (what the filter and the record need), and the
@@ -175,18 +213,13 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
         used += turn.tokens;
         keep_from = i;
     }
+    let mut dropped = Vec::new();
     for turn in &turns[..keep_from] {
         record.truncated.extend(turn.messages.iter().map(|m| m.id));
+        dropped.extend(turn.messages.iter().map(|m| MessageHead { id: m.id, seq: m.seq, role: m.role }));
     }
     let kept = &turns[keep_from..];
-    let note = (!record.truncated.is_empty()).then(|| {
-        let mut note = format!("[{} earlier messages of this conversation are not shown.", record.truncated.len());
-        if let Some(summary) = input.summary.filter(|s| !s.trim().is_empty()) {
-            note.push_str(&format!(" Summary of the conversation so far: {}", summary.trim()));
-        }
-        note.push(']');
-        note
-    });
+    let note = (!record.truncated.is_empty()).then(|| note_text(record.truncated.len(), input.summary));
 
     // 3. Messages with valid roles: consecutive messages of one role merged.
     let mut messages: Vec<llm::Message> = Vec::new();
@@ -220,7 +253,8 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     }
     record.tokens = used + note.as_deref().map(count_tokens).unwrap_or(0);
     record.note = note;
-    BuiltContext { messages, record, open_requests }
+    let seqs = input.messages.iter().map(|m| m.seq).collect();
+    BuiltContext { messages, record, open_requests, dropped, seqs }
 }
 
 #[cfg(test)]
@@ -399,6 +433,33 @@ mod tests {
         // Roles alternate and start with the user.
         assert_eq!(built.messages[0].role, llm::Role::User);
         assert!(built.messages.windows(2).all(|w| w[0].role != w[1].role));
+    }
+
+    #[test]
+    fn a_summary_joins_the_note_and_its_tokens_are_counted() {
+        let old = "an old question that is long enough to be dropped ".repeat(20);
+        let messages = conversation(&[(old.as_str(), "Old answer"), ("Recent question", "Recent answer")], "Now");
+        let budget = count_tokens("Recent question Recent answer Now") + 10;
+        let mut built = build(input(&messages, &[], budget));
+        assert_eq!(built.dropped.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(built.messages_through(2), 2);
+        assert_eq!(built.messages_through(0), 0);
+        assert_eq!(built.messages_through(99), messages.len());
+        let plain_tokens = built.record.tokens;
+
+        built.carry_summary("A stock-keeping app.\nStaff must count stock daily.");
+        let note = "[2 earlier messages of this conversation are not shown. Summary of the conversation so far:\n\
+                    A stock-keeping app.\nStaff must count stock daily.\n]";
+        assert_eq!(built.record.note.as_deref(), Some(note));
+        assert!(texts(&built)[0].starts_with(&format!("{note}\n\nRecent question")), "{:?}", texts(&built));
+        let plain = count_tokens("[2 earlier messages of this conversation are not shown.]");
+        assert_eq!(built.record.tokens, plain_tokens - plain + count_tokens(note));
+
+        // Nothing dropped: nothing to carry.
+        let mut short = build(input(&messages[2..], &[], DEFAULT_BUDGET));
+        short.carry_summary("Unused.");
+        assert!(short.record.note.is_none());
+        assert!(short.dropped.is_empty());
     }
 
     #[test]

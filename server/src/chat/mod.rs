@@ -5,6 +5,7 @@ pub mod hub;
 pub mod progress;
 pub mod prompt;
 pub mod replay;
+pub mod summary;
 pub mod tools;
 pub mod trace;
 pub mod turn;

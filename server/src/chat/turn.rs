@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::context::{self, ContextRecord, OpenRequest};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
+use super::summary;
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
 use crate::http::error::ApiError;
@@ -445,6 +446,7 @@ impl<'a> Turn<'a> {
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
+                    redact_pii: self.state.config.redact_pii,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
@@ -459,8 +461,12 @@ impl<'a> Turn<'a> {
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
+                    redact_pii: self.state.config.redact_pii,
                 };
-                let outcome = tools::document_search(&ctx, input).await;
+                let (outcome, passages) = tools::document_search(&ctx, input).await;
+                if let Some(record) = self.context.as_mut() {
+                    record.passages.extend(passages);
+                }
                 (outcome.result, outcome.is_error, None)
             }
             other => (format!("Unknown tool '{other}'."), true, None),
@@ -479,7 +485,7 @@ impl<'a> Turn<'a> {
             .plan
             .silent
             .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
-        let built = context::load(
+        let mut built = context::load(
             self.state.store.as_ref(),
             self.plan.user,
             self.plan.thread,
@@ -487,6 +493,12 @@ impl<'a> Turn<'a> {
             ephemeral.as_deref(),
         )
         .await?;
+        let summariser = summary::Summariser {
+            store: self.state.store.as_ref(),
+            provider: self.state.provider.as_ref(),
+            redact: self.state.config.redact_pii,
+        };
+        summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
@@ -712,7 +724,9 @@ impl Naming<'_> {
             }
         }
         let call = timing.step(self.state.provider.as_ref(), text.as_ref().err());
-        (text.ok().as_deref().and_then(clean_title), call)
+        // A title is kept and shown: personal data in it is replaced as in a person's own words.
+        let title = text.ok().as_deref().and_then(clean_title);
+        (title.map(|title| crate::privacy::redact_if(self.state.config.redact_pii, title, 80)), call)
     }
 }
 

@@ -38,11 +38,38 @@ const QUOTED_CHARS: usize = 40;
 /// Longest reason of the parser passed on, in characters.
 const REASON_CHARS: usize = 300;
 
-/// Reads and checks `body` on a blocking thread of the heavy-work queue (the job `ticket` admitted), then creates
-/// its conversations for `user`: all of them, or none when anything is refused or fails.
-pub async fn import(store: &DynStore, user: Uuid, body: Bytes, ticket: &Ticket) -> Result<Vec<Thread>> {
-    let threads = ticket.run_blocking(move || plan(&body)).await.ok_or(Error::Task)??;
+/// Reads and checks `body` on a blocking thread of the heavy-work queue (the job `ticket` admitted), replacing
+/// personal data in it when `redact` (as `QUIRE_REDACT_PII` asks), then creates its conversations for `user`: all
+/// of them, or none when anything is refused or fails.
+pub async fn import(store: &DynStore, user: Uuid, body: Bytes, redact: bool, ticket: &Ticket) -> Result<Vec<Thread>> {
+    let threads = ticket
+        .run_blocking(move || {
+            let mut threads = plan(&body)?;
+            if redact {
+                redact_personal_data(&mut threads);
+            }
+            Ok::<_, Error>(threads)
+        })
+        .await
+        .ok_or(Error::Task)??;
     Ok(store.import_threads(user, threads).await?)
+}
+
+/// Replaces personal data in the titles, messages and documents of an import, each kept within its limit.
+pub fn redact_personal_data(threads: &mut [ImportThread]) {
+    let redact = |text: &mut String, max_chars: usize| {
+        *text = crate::privacy::redact_if(true, std::mem::take(text), max_chars);
+    };
+    for thread in threads {
+        redact(&mut thread.title, MAX_TITLE_CHARS);
+        for message in &mut thread.messages {
+            redact(&mut message.content, MAX_IMPORTED_TEXT_CHARS);
+        }
+        for artifact in &mut thread.artifacts {
+            redact(&mut artifact.title, MAX_TITLE_CHARS);
+            redact(&mut artifact.content, MAX_IMPORTED_TEXT_CHARS);
+        }
+    }
 }
 
 /// What an import body would create, checked in full: a Quire thread export, a Quire account export, or a

@@ -126,7 +126,10 @@ pub async fn upload(
             ExtractError::Spawn(e) => ApiError::Internal(e.into()),
         })?
     };
+    // Personal data is replaced before the text is split and indexed, so no chunk, index entry or search
+    // result holds it; the file's name too, which the model reads with every passage.
     let redact = state.config.redact_pii;
+    let filename = crate::privacy::redact_if(redact, filename, 255);
     let chunks = ticket
         .run_blocking(move || {
             let text = if redact { crate::privacy::redact(&text) } else { text };

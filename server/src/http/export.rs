@@ -103,6 +103,6 @@ pub async fn import(
     // A place in the heavy-work queue before the body is read: at most that many imports are held in memory.
     let ticket = state.heavy.admit(user.id)?;
     let JsonBytes(body) = JsonBytes::from_request(request, &state).await?;
-    let threads = history::import::import(&state.store, user.id, body, &ticket).await?;
+    let threads = history::import::import(&state.store, user.id, body, state.config.redact_pii, &ticket).await?;
     Ok((StatusCode::CREATED, Json(ImportResult { threads })))
 }

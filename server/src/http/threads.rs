@@ -24,6 +24,12 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/messages/{message_id}", delete(delete_message))
 }
 
+/// A title a person gives a conversation, checked and, when so configured, with personal data replaced.
+fn person_title(state: &AppState, title: &str) -> Result<String> {
+    let title = validate::title(title)?;
+    Ok(crate::privacy::redact_if(state.config.redact_pii, title, app::api::MAX_TITLE_CHARS))
+}
+
 /// `POST /api/threads`.
 #[utoipa::path(post, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), request_body = CreateThread,
     responses((status = 201, body = Thread), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
@@ -33,7 +39,7 @@ pub async fn create_thread(
     Json(body): Json<CreateThread>,
 ) -> Result<impl IntoResponse> {
     let title = match body.title.as_deref() {
-        Some(t) => validate::title(t)?,
+        Some(t) => person_title(&state, t)?,
         None => "New conversation".to_string(),
     };
     let tags = validate::tags(body.tags.as_deref().unwrap_or_default())?;
@@ -191,7 +197,7 @@ pub async fn update_thread(
     Json(body): Json<UpdateThread>,
 ) -> Result<impl IntoResponse> {
     let patch = ThreadPatch {
-        title: body.title.as_deref().map(validate::title).transpose()?,
+        title: body.title.as_deref().map(|t| person_title(&state, t)).transpose()?,
         tags: body.tags.as_deref().map(validate::tags).transpose()?,
         pinned: body.pinned,
         archived: body.archived,

@@ -7,6 +7,7 @@ pub mod openai;
 pub mod retry;
 pub mod secret;
 pub mod sse;
+pub mod summary;
 mod transport;
 pub mod types;
 

@@ -52,6 +52,9 @@ pub struct ChunkHit {
     pub filename: String,
     pub seq: i64,
     pub content: String,
+    /// How well it matched: higher is better, on the backend's own scale (SQLite's bm25 negated, PostgreSQL's
+    /// `ts_rank`).
+    pub score: f64,
 }
 
 /// Most words of a chunk query that are searched.

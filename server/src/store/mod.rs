@@ -9,6 +9,7 @@ pub mod postgres;
 pub mod search_query;
 mod snippet;
 pub mod sqlite;
+pub mod summaries;
 mod write_queue;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, Session};
 pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
+pub use summaries::{NewSummary, Summaries, ThreadSummary};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
 #[derive(Debug, thiserror::Error)]
@@ -425,7 +427,7 @@ pub struct StoredEvent {
 
 /// Everything Quire keeps. Both backends pass the same story suite (`server/tests/store_story.rs`).
 #[async_trait]
-pub trait Store: Accounts + Send + Sync + 'static {
+pub trait Store: Accounts + Summaries + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
     /// Whether one process owns the store (SQLite). Then a running turn is only ever followed in that process's

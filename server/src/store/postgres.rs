@@ -27,6 +27,7 @@ use super::{
 };
 
 mod accounts;
+mod summaries;
 
 /// Most connections one server process opens.
 const MAX_CONNECTIONS: u32 = 16;
@@ -921,10 +922,10 @@ impl Store for Postgres {
         let any: Vec<String> = words.iter().map(|w| format!("'{}'", w.replace('\'', "''").replace('\\', ""))).collect();
         let rows = sqlx::query(
             "with q as (select to_tsquery('simple', $1) as q)
-             select c.attachment_id, a.filename, c.seq, c.content
+             select c.attachment_id, a.filename, c.seq, c.content, ts_rank(c.search, q.q)::float8 as score
              from attachment_chunks c join attachments a on a.id = c.attachment_id, q
              where c.thread_id = $2 and a.user_id = $3 and c.search @@ q.q
-             order by ts_rank(c.search, q.q) desc, c.attachment_id, c.seq limit $4",
+             order by score desc, c.attachment_id, c.seq limit $4",
         )
         .bind(any.join(" | "))
         .bind(thread)
@@ -939,6 +940,7 @@ impl Store for Postgres {
                     filename: row.try_get("filename")?,
                     seq: row.try_get("seq")?,
                     content: row.try_get("content")?,
+                    score: row.try_get("score")?,
                 })
             })
             .collect()

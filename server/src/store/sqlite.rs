@@ -42,6 +42,7 @@ const RANKED_CANDIDATES: u32 = 1_000;
 
 mod accounts;
 mod import;
+mod summaries;
 mod turn_writes;
 
 /// SQLite storage.
@@ -1270,11 +1271,11 @@ impl Store for Sqlite {
         // The thread token is part of the MATCH (see the schema), so only this thread's chunks are read.
         let expression = format!("owner : \"t{}\" AND body : ({})", thread.simple(), any.join(" OR "));
         let rows = sqlx::query(
-            "select c.attachment_id, a.filename, c.seq, c.content
+            "select c.attachment_id, a.filename, c.seq, c.content, -bm25(chunks_fts, 0.0, 1.0) as score
              from chunks_fts join attachment_chunks c on c.id = chunks_fts.rowid
              join attachments a on a.id = c.attachment_id
              where chunks_fts match ? and a.user_id = ?
-             order by bm25(chunks_fts, 0.0, 1.0), c.attachment_id, c.seq limit ?",
+             order by score desc, c.attachment_id, c.seq limit ?",
         )
         .bind(&expression)
         .bind(user.to_string())
@@ -1288,6 +1289,7 @@ impl Store for Sqlite {
                     filename: row.try_get("filename")?,
                     seq: row.try_get("seq")?,
                     content: row.try_get("content")?,
+                    score: row.try_get("score")?,
                 })
             })
             .collect()

@@ -10,6 +10,7 @@ mod analysis;
 mod documents;
 pub mod intent;
 mod reply;
+mod summary;
 
 pub use intent::ArtifactKind;
 pub use reply::{DOCUMENT_SEARCH, SAVE_ARTIFACT};
@@ -80,7 +81,14 @@ impl Builtin {
     ///
     /// This is what [`Provider::stream`] streams; it is deterministic.
     pub fn events(&self, request: &ChatRequest) -> Vec<StreamEvent> {
-        let Plan { text, tool_calls } = plan(request);
+        // A summary is wanted whole, not word by word: it is read before an answer starts.
+        let summary =
+            crate::llm::summary::read(request).map(|(earlier, messages)| summary::write(earlier.as_deref(), &messages));
+        let whole = summary.is_some();
+        let Plan { text, tool_calls } = match summary {
+            Some(text) => Plan { text, tool_calls: Vec::new() },
+            None => plan(request),
+        };
         let mut stop = if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse };
         let mut pieces = split_tokens(&text);
         if tool_calls.is_empty() && request.max_tokens > 0 {
@@ -89,6 +97,9 @@ impl Builtin {
                 pieces = truncate_pieces(pieces, limit);
                 stop = StopReason::MaxTokens;
             }
+        }
+        if whole && !pieces.is_empty() {
+            pieces = vec![pieces.concat()];
         }
         let streamed: String = pieces.concat();
         let id_seed = request_hash(request);

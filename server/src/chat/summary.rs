@@ -1,0 +1,202 @@
+//! The summary that stands in for the turns of a long conversation left out of the model's context.
+//!
+//! When turns first drop out to fit the token budget, the model (or, with no model configured, the built-in
+//! assistant) writes a short summary of them, stored with the conversation together with the number of the
+//! newest message it covers. When more turns drop out later, only those are summarised, together with the
+//! summary before them. The summary travels in the note that takes the dropped turns' place (see
+//! [`BuiltContext::carry_summary`]); what each one cost is counted like any other use of the model.
+//!
+//! It is written before the turn's own model call, and only when turns it does not cover were dropped; it is
+//! bounded in what it reads, in what it writes and in time, and a summary that cannot be written leaves the
+//! earlier summary (or the plain note) in its place.
+
+use std::{collections::HashSet, time::Duration};
+
+use app::api::{Role, Usage};
+use futures::StreamExt;
+use uuid::Uuid;
+
+use super::context::BuiltContext;
+use crate::llm::{
+    self,
+    summary::{request, SummarySource},
+    Provider, StreamEvent,
+};
+use crate::store::{NewSummary, Store};
+use crate::tokens::count_tokens;
+
+/// How long writing a summary may delay an answer before the turn goes on without it.
+pub const SUMMARY_TIMEOUT: Duration = Duration::from_secs(8);
+/// Most tokens a summary is written in.
+pub const SUMMARY_MAX_TOKENS: u32 = 400;
+/// Most tokens of dropped messages read for one summary: the newest of them, when more dropped at once (an
+/// imported conversation, a smaller budget); the older ones count as covered.
+const SOURCE_TOKENS: usize = 6_000;
+/// Most dropped messages read for one summary.
+const SOURCE_MESSAGES: usize = 100;
+/// Most characters of one message read for a summary.
+const SOURCE_MESSAGE_CHARS: usize = 4_000;
+/// Most characters of a stored summary.
+const SUMMARY_CHARS: usize = 3_000;
+
+/// Writes and keeps conversation summaries.
+pub struct Summariser<'a> {
+    pub store: &'a dyn Store,
+    pub provider: &'a dyn Provider,
+    /// Whether personal data is redacted (`QUIRE_REDACT_PII`): a summary is the model's writing.
+    pub redact: bool,
+}
+
+impl Summariser<'_> {
+    /// Puts the conversation's summary into the note of `built`, writing it first when dropped turns are not
+    /// covered by it. Nothing happens when no turn was dropped.
+    pub async fn carry(&self, user: Uuid, thread: Uuid, built: &mut BuiltContext) {
+        let Some(newest) = built.dropped.last().map(|m| m.seq) else { return };
+        let stored = match self.store.thread_summary(user, thread).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the conversation's summary failed");
+                None
+            }
+        };
+        // A summary one of whose messages was deleted since may still tell of it: it is written anew.
+        let stored = stored.filter(|s| i64::try_from(built.messages_through(s.covers_through)) == Ok(s.covered_count));
+        if let Some(summary) = stored.as_ref().filter(|s| s.covers_through >= newest) {
+            built.carry_summary(&summary.content);
+            return;
+        }
+        let earlier = stored.as_ref().map(|s| s.content.as_str());
+        let since = stored.as_ref().map_or(i64::MIN, |s| s.covers_through);
+        match self.refresh(user, thread, built, earlier, since, newest).await {
+            Some(summary) => built.carry_summary(&summary),
+            None => {
+                if let Some(earlier) = earlier {
+                    built.carry_summary(earlier);
+                }
+            }
+        }
+    }
+
+    /// Summarises the messages dropped after `since` with the `earlier` summary, and stores the result as
+    /// covering up to `newest`; `None` when no summary could be written.
+    async fn refresh(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        built: &BuiltContext,
+        earlier: Option<&str>,
+        since: i64,
+        newest: i64,
+    ) -> Option<String> {
+        let fresh: Vec<_> = built.dropped.iter().filter(|m| m.seq > since).collect();
+        let fresh = &fresh[fresh.len().saturating_sub(SOURCE_MESSAGES)..];
+        let first = fresh.first()?.seq;
+        let wanted: HashSet<Uuid> = fresh.iter().map(|m| m.id).collect();
+        let read = match self.store.list_messages_from(user, thread, first).await {
+            Ok(messages) => messages,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the messages to summarise failed");
+                return None;
+            }
+        };
+        let sources = newest_within(
+            read.into_iter()
+                .filter(|m| wanted.contains(&m.id) && !m.content.trim().is_empty())
+                .map(|m| SummarySource {
+                    role: match m.role {
+                        Role::User => llm::Role::User,
+                        Role::Assistant => llm::Role::Assistant,
+                    },
+                    text: m.content.chars().take(SOURCE_MESSAGE_CHARS).collect(),
+                })
+                .collect(),
+            SOURCE_TOKENS,
+        );
+        let (content, usage) = if sources.is_empty() {
+            // Only blank answers dropped: the summary stays as it is, and now covers them too.
+            (earlier?.to_string(), Usage::default())
+        } else {
+            let (text, usage) = self.ask(request(earlier, &sources, SUMMARY_MAX_TOKENS)).await?;
+            (self.clean(&text)?, usage)
+        };
+        let summary = NewSummary {
+            content,
+            covers_through: newest,
+            covered_count: i64::try_from(built.messages_through(newest)).unwrap_or(i64::MAX),
+            model: self.provider.model().to_string(),
+            usage,
+        };
+        if let Err(e) = self.store.save_thread_summary(user, thread, &summary).await {
+            tracing::warn!(error = %e, "saving the conversation's summary failed");
+        }
+        Some(summary.content)
+    }
+
+    /// The model's answer to a summary request and what it cost; `None` when it fails or takes too long.
+    async fn ask(&self, request: llm::ChatRequest) -> Option<(String, Usage)> {
+        let answer = async {
+            let mut stream = self.provider.stream(request).await.map_err(|e| e.code())?;
+            let (mut text, mut usage) = (String::new(), Usage::default());
+            while let Some(event) = stream.next().await {
+                match event.map_err(|e| e.code())? {
+                    StreamEvent::TextDelta(delta) => text.push_str(&delta),
+                    StreamEvent::Usage(u) => {
+                        usage.input_tokens += u.input_tokens;
+                        usage.output_tokens += u.output_tokens;
+                    }
+                    StreamEvent::ToolCall(_) | StreamEvent::Stop(_) => {}
+                }
+            }
+            Ok::<_, &'static str>((text, usage))
+        };
+        match tokio::time::timeout(SUMMARY_TIMEOUT, answer).await {
+            Ok(Ok(answer)) => Some(answer),
+            Ok(Err(code)) => {
+                tracing::warn!(code, "writing the conversation's summary failed");
+                None
+            }
+            Err(_) => {
+                tracing::warn!("writing the conversation's summary took too long");
+                None
+            }
+        }
+    }
+
+    /// The summary as stored: trimmed, bounded, redacted when so configured; `None` when nothing is left.
+    fn clean(&self, text: &str) -> Option<String> {
+        let text: String = text.trim().chars().take(SUMMARY_CHARS).collect();
+        let text = if self.redact { crate::privacy::redact(&text) } else { text };
+        (!text.trim().is_empty()).then_some(text)
+    }
+}
+
+/// The newest of `sources` whose tokens add up to at most `budget` (the newest always).
+fn newest_within(mut sources: Vec<SummarySource>, budget: usize) -> Vec<SummarySource> {
+    let mut used = 0;
+    let mut keep_from = sources.len();
+    for (i, source) in sources.iter().enumerate().rev() {
+        let tokens = count_tokens(&source.text);
+        if keep_from < sources.len() && used + tokens > budget {
+            break;
+        }
+        used += tokens;
+        keep_from = i;
+    }
+    sources.split_off(keep_from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_newest_sources_are_read_within_the_budget() {
+        let source = |text: &str| SummarySource { role: llm::Role::User, text: text.into() };
+        let sources = vec![source("one two three"), source("four five six"), source("seven eight nine")];
+        let per = count_tokens("four five six");
+        let kept = newest_within(sources.clone(), per * 2);
+        assert_eq!(kept, sources[1..].to_vec());
+        assert_eq!(newest_within(sources.clone(), 0), sources[2..].to_vec(), "the newest always");
+        assert!(newest_within(Vec::new(), 10).is_empty());
+    }
+}
