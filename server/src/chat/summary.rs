@@ -6,11 +6,12 @@
 //! summary before them. The summary travels in the note that takes the dropped turns' place (see
 //! [`BuiltContext::carry_summary`]); what each one cost is counted like any other use of the model.
 //!
-//! It is written before the turn's own model call, and only when turns it does not cover were dropped; it is
-//! bounded in what it reads, in what it writes and in time, and a summary that cannot be written leaves the
-//! earlier summary (or the plain note) in its place.
+//! The first summary of a conversation is written before the turn's own model call (without it the model would
+//! see the plain note only). Later refreshes never delay an answer: the turn carries the summary it has, and the
+//! refresh runs beside it, for the turns after. Either is bounded in what it reads, in what it writes and in time,
+//! and a summary that cannot be written leaves the earlier summary (or the plain note) in its place.
 
-use std::{collections::HashSet, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use app::api::{Role, Usage};
 use futures::StreamExt;
@@ -22,10 +23,10 @@ use crate::llm::{
     summary::{request, SummarySource},
     Provider, StreamEvent,
 };
-use crate::store::{NewSummary, Store};
+use crate::store::{DynStore, MessageHead, NewSummary};
 use crate::tokens::count_tokens;
 
-/// How long writing a summary may delay an answer before the turn goes on without it.
+/// How long writing a summary may take (the first one delays its turn's answer by at most this much).
 pub const SUMMARY_TIMEOUT: Duration = Duration::from_secs(8);
 /// Most tokens a summary is written in.
 pub const SUMMARY_MAX_TOKENS: u32 = 400;
@@ -40,18 +41,38 @@ const SOURCE_MESSAGE_CHARS: usize = 4_000;
 const SUMMARY_CHARS: usize = 3_000;
 
 /// Writes and keeps conversation summaries.
-pub struct Summariser<'a> {
-    pub store: &'a dyn Store,
-    pub provider: &'a dyn Provider,
+#[derive(Clone)]
+pub struct Summariser {
+    pub store: DynStore,
+    pub provider: Arc<dyn Provider>,
     /// Whether personal data is redacted (`QUIRE_REDACT_PII`): a summary is the model's writing.
     pub redact: bool,
 }
 
-impl Summariser<'_> {
-    /// Puts the conversation's summary into the note of `built`, writing it first when dropped turns are not
-    /// covered by it. Nothing happens when no turn was dropped.
-    pub async fn carry(&self, user: Uuid, thread: Uuid, built: &mut BuiltContext) {
-        let Some(newest) = built.dropped.last().map(|m| m.seq) else { return };
+/// What a summary is written from: the messages dropped since the earlier summary, and what it will cover.
+struct Refresh {
+    user: Uuid,
+    thread: Uuid,
+    earlier: Option<String>,
+    /// The dropped messages it does not cover yet, in order.
+    fresh: Vec<MessageHead>,
+    /// The newest message number it will cover, and how many messages are numbered up to it.
+    newest: i64,
+    covered_count: i64,
+}
+
+impl Summariser {
+    /// Puts the conversation's summary into the note of `built`. With no summary yet, the first is written
+    /// now; a summary that does not cover every dropped turn is carried as it is and written anew in the
+    /// background (`Some` of that task, for whoever wants to wait for it). Nothing happens when no turn was
+    /// dropped.
+    pub async fn carry(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        built: &mut BuiltContext,
+    ) -> Option<tokio::task::JoinHandle<()>> {
+        let newest = built.dropped.last().map(|m| m.seq)?;
         let stored = match self.store.thread_summary(user, thread).await {
             Ok(stored) => stored,
             Err(e) => {
@@ -63,32 +84,35 @@ impl Summariser<'_> {
         let stored = stored.filter(|s| i64::try_from(built.messages_through(s.covers_through)) == Ok(s.covered_count));
         if let Some(summary) = stored.as_ref().filter(|s| s.covers_through >= newest) {
             built.carry_summary(&summary.content);
-            return;
+            return None;
         }
-        let earlier = stored.as_ref().map(|s| s.content.as_str());
         let since = stored.as_ref().map_or(i64::MIN, |s| s.covers_through);
-        match self.refresh(user, thread, built, earlier, since, newest).await {
-            Some(summary) => built.carry_summary(&summary),
-            None => {
-                if let Some(earlier) = earlier {
-                    built.carry_summary(earlier);
-                }
-            }
+        let refresh = Refresh {
+            user,
+            thread,
+            earlier: stored.map(|s| s.content),
+            fresh: built.dropped.iter().filter(|m| m.seq > since).cloned().collect(),
+            newest,
+            covered_count: i64::try_from(built.messages_through(newest)).unwrap_or(i64::MAX),
+        };
+        if let Some(earlier) = refresh.earlier.as_deref() {
+            built.carry_summary(earlier);
+            let this = self.clone();
+            return Some(tokio::spawn(async move {
+                this.refresh(refresh).await;
+            }));
         }
+        if let Some(summary) = self.refresh(refresh).await {
+            built.carry_summary(&summary);
+        }
+        None
     }
 
-    /// Summarises the messages dropped after `since` with the `earlier` summary, and stores the result as
-    /// covering up to `newest`; `None` when no summary could be written.
-    async fn refresh(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        built: &BuiltContext,
-        earlier: Option<&str>,
-        since: i64,
-        newest: i64,
-    ) -> Option<String> {
-        let fresh: Vec<_> = built.dropped.iter().filter(|m| m.seq > since).collect();
+    /// Summarises the freshly dropped messages with the earlier summary and stores the result; `None` when no
+    /// summary could be written.
+    async fn refresh(&self, refresh: Refresh) -> Option<String> {
+        let Refresh { user, thread, earlier, fresh, newest, covered_count } = refresh;
+        let earlier = earlier.as_deref();
         let fresh = &fresh[fresh.len().saturating_sub(SOURCE_MESSAGES)..];
         let first = fresh.first()?.seq;
         let wanted: HashSet<Uuid> = fresh.iter().map(|m| m.id).collect();
@@ -122,7 +146,7 @@ impl Summariser<'_> {
         let summary = NewSummary {
             content,
             covers_through: newest,
-            covered_count: i64::try_from(built.messages_through(newest)).unwrap_or(i64::MAX),
+            covered_count,
             model: self.provider.model().to_string(),
             usage,
         };

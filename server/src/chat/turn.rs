@@ -274,6 +274,9 @@ struct Turn<'a> {
     /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
     context: Option<ContextRecord>,
+    /// The conversation's summary being written anew beside the answer (see [`summary::Summariser::carry`]):
+    /// the turn ends after it, so the next turn finds it.
+    summary_refresh: Option<tokio::task::JoinHandle<()>>,
     /// Whether the context record went out with a draft (it is sent once, and again with the final answer).
     context_sent: bool,
     /// The last event handed over to be written.
@@ -295,6 +298,7 @@ impl<'a> Turn<'a> {
             trace: Vec::new(),
             assistant_id: None,
             context: None,
+            summary_refresh: None,
             context_sent: false,
             flushed_events: 0,
             last_flush: Instant::now(),
@@ -494,11 +498,11 @@ impl<'a> Turn<'a> {
         )
         .await?;
         let summariser = summary::Summariser {
-            store: self.state.store.as_ref(),
-            provider: self.state.provider.as_ref(),
+            store: self.state.store.clone(),
+            provider: self.state.provider.clone(),
             redact: self.state.config.redact_pii,
         };
-        summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
+        self.summary_refresh = summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         let mut record = built.record;
         record.provider = self.state.provider.name().to_string();
@@ -574,6 +578,15 @@ impl<'a> Turn<'a> {
         // A silent turn saves no message; a failed turn that produced nothing saves none either.
         let keep_answer = !self.plan.silent
             && (matches!(ending, Ending::Done) || !self.text.is_empty() || self.assistant_id.is_some());
+        // A refresh of the summary started beside the answer, bounded in time, is usually done by now; a turn
+        // that was stopped or failed does not wait for it.
+        if let Some(refresh) = self.summary_refresh.take() {
+            if matches!(ending, Ending::Done) {
+                let _ = refresh.await;
+            } else {
+                refresh.abort();
+            }
+        }
         // Whatever was handed over and not written yet comes back: the final state is written here, after
         // the commit of any older progress of this turn that was being written.
         let unwritten = self.state.progress.settle(self.live.id).await;
