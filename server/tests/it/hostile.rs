@@ -9,25 +9,12 @@ use std::time::Duration;
 use app::api::{AttachmentList, ErrorBody};
 use uuid::Uuid;
 
-use crate::common::{read_frames, text_of, TestServer};
+use crate::common::{read_frames, text_of, upload, TestServer};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hostile");
 
 fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(format!("{FIXTURES}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
-}
-
-async fn upload(
-    client: &reqwest::Client,
-    base: &str,
-    thread: Uuid,
-    name: &str,
-    mime: &str,
-    bytes: Vec<u8>,
-) -> reqwest::Response {
-    let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()).mime_str(mime).unwrap();
-    let form = reqwest::multipart::Form::new().part("file", part);
-    client.post(format!("{base}/api/threads/{thread}/attachments")).multipart(form).send().await.unwrap()
 }
 
 /// What a crafted file must get.

@@ -11,7 +11,6 @@ use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{ScriptedModel, Step, TestServer};
-use crate::summaries::upload;
 
 stories!(
     attached_text_is_redacted_before_it_is_indexed,
@@ -76,7 +75,7 @@ async fn attached_text_is_redacted_before_it_is_indexed(db: Db) {
     let server = redacting_server(&db, model.clone()).await;
     let thread = server.create_thread().await;
     let text = format!("Refunds: write to {EMAIL} or call {PHONE} within 45 days.\n\nContact the desk first.");
-    let response = upload(&server, thread, &format!("contact {EMAIL}.txt"), &text).await;
+    let response = server.upload(thread, &format!("contact {EMAIL}.txt"), "text/plain", text.as_bytes().to_vec()).await;
     assert_eq!(response.status(), 201);
     let attachment: app::api::Attachment = response.json().await.unwrap();
     assert_clean("the file name", &attachment.filename);

@@ -302,19 +302,10 @@ The refund window for annual plans is forty-five days after purchase, and refund
 ";
 
 /// Attaches a text file to the conversation.
-pub(crate) async fn upload(server: &TestServer, thread: Uuid, name: &str, text: &str) -> reqwest::Response {
-    let part = reqwest::multipart::Part::bytes(text.as_bytes().to_vec())
-        .file_name(name.to_string())
-        .mime_str("text/plain")
-        .unwrap();
-    let form = reqwest::multipart::Form::new().part("file", part);
-    server.client.post(server.url(&format!("/api/threads/{thread}/attachments"))).multipart(form).send().await.unwrap()
-}
-
 async fn the_context_record_names_the_passages_the_model_received(db: Db) {
     let server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
     let thread = server.create_thread().await;
-    let response = upload(&server, thread, "billing-notes.txt", NOTES).await;
+    let response = server.upload(thread, "billing-notes.txt", "text/plain", NOTES.as_bytes().to_vec()).await;
     assert_eq!(response.status(), 201);
     let attachment: Attachment = response.json().await.unwrap();
 

@@ -95,6 +95,11 @@ impl TestServer {
         thread.id
     }
 
+    /// Attaches a file to a conversation (`POST /api/threads/{id}/attachments`) as this server's user.
+    pub async fn upload(&self, thread: uuid::Uuid, name: &str, mime: &str, bytes: Vec<u8>) -> reqwest::Response {
+        upload(&self.client, &self.base, thread, name, mime, bytes).await
+    }
+
     /// Sends a chat message and reads the whole event stream.
     pub async fn chat(&self, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
         let response = self
@@ -115,6 +120,20 @@ impl Drop for TestServer {
             let _ = tx.send(());
         }
     }
+}
+
+/// Attaches a file to a conversation as whoever `client` signs in as.
+pub async fn upload(
+    client: &reqwest::Client,
+    base: &str,
+    thread: uuid::Uuid,
+    name: &str,
+    mime: &str,
+    bytes: Vec<u8>,
+) -> reqwest::Response {
+    let part = reqwest::multipart::Part::bytes(bytes).file_name(name.to_string()).mime_str(mime).unwrap();
+    let form = reqwest::multipart::Form::new().part("file", part);
+    client.post(format!("{base}/api/threads/{thread}/attachments")).multipart(form).send().await.unwrap()
 }
 
 /// The test configuration, with uploaded PDFs parsed by the `quire` binary built beside the tests.
