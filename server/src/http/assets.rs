@@ -145,6 +145,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 pub struct Site {
     root: PathBuf,
     hashed: Arc<HashSet<String>>,
+    /// Whether the build names files by their content (a hash list was found): then the lazily loaded modules
+    /// carry a hash in their names too, one of their own that the list does not name.
+    hashing: bool,
 }
 
 impl Site {
@@ -152,14 +155,22 @@ impl Site {
     /// (`<name>: <hash>` per line); without one no file counts as hashed.
     pub fn new(root: impl Into<PathBuf>, hash_file: Option<&Path>) -> Self {
         let hashes = hash_file.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-        Self { root: root.into(), hashed: Arc::new(hashed_names(&hashes)) }
+        Self { root: root.into(), hashing: hash_file.is_some(), hashed: Arc::new(hashed_names(&hashes)) }
     }
 
     /// Whether a file name carries the hash of its content.
     fn is_hashed(&self, path: &str) -> bool {
         let name = path.rsplit('/').next().unwrap_or_default();
-        name.split('.').any(|part| self.hashed.contains(part))
+        let parts: Vec<&str> = name.split('.').collect();
+        // The stem and the extension are never the hash.
+        let inner = parts.get(1..parts.len().saturating_sub(1)).unwrap_or_default();
+        inner.iter().any(|part| self.hashed.contains(*part) || (self.hashing && looks_like_a_hash(part)))
     }
+}
+
+/// cargo-leptos' content hashes: 22 characters of URL-safe base64 (128 bits).
+fn looks_like_a_hash(part: &str) -> bool {
+    part.len() == 22 && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// The file names a hash list stands for: the list holds `<kind>: <hash>` pairs and the files are named
@@ -231,12 +242,18 @@ mod tests {
 
     #[test]
     fn names_holding_a_listed_hash_count_as_hashed() {
-        let site =
-            Site { root: PathBuf::new(), hashed: Arc::new(hashed_names("js: abc123\nwasm: def456\ncss: 0f0f\n")) };
+        let hashed = Arc::new(hashed_names("js: abc123\nwasm: def456\ncss: 0f0f\n"));
+        let site = Site { root: PathBuf::new(), hashed, hashing: true };
         assert!(site.is_hashed("/pkg/quire.abc123.js"));
         assert!(site.is_hashed("/pkg/quire.def456.wasm.br") && site.is_hashed("/pkg/quire.0f0f.css"));
         assert!(!site.is_hashed("/pkg/quire.js") && !site.is_hashed("/pkg/chunk_12.wasm"));
         assert!(!site.is_hashed("/pkg/quire.abc12.js"), "only whole parts count");
+        // Lazily loaded modules carry hashes of their own.
+        assert!(site.is_hashed("/pkg/chunk_12.lalMi42Zgj8fVArA-DUSkw.wasm"));
+        assert!(site.is_hashed("/pkg/split___stats_route_view_1825.EMbDUbLYd5Ct2qvpDXEeSg.wasm.br"));
+        assert!(!site.is_hashed("/pkg/lalMi42Zgj8fVArA-DUSkw.wasm"), "never the stem");
+        let unhashed = Site { hashing: false, ..site };
+        assert!(!unhashed.is_hashed("/pkg/chunk_12.lalMi42Zgj8fVArA-DUSkw.wasm"), "only when the build hashes");
     }
 
     #[test]
