@@ -247,7 +247,7 @@ pub(crate) type Answers<'a> = Vec<(Uuid, &'a AnswerDraft)>;
 
 /// A batch of progress as both backends write it: every event with its turn, and every answer with its owner,
 /// `Ok` when each answer comes once (they can be rewritten many per statement) and `Err` when one comes twice
-/// (written one by one, in order; the progress writer, which keeps one entry per turn, never sends one twice).
+/// (written one by one, in order; progress handed over is kept one entry per turn, so it never comes twice).
 pub(crate) fn progress_parts(
     progress: &[TurnProgress],
 ) -> (Vec<(Uuid, &StoredEvent)>, Result<Answers<'_>, Answers<'_>>) {

@@ -107,49 +107,47 @@ impl ProgressWriter {
 
     /// Writes what was handed over, in chunks; then waits a little for more.
     async fn write_batch(&self) {
-        {
-            // A chunk takes its turns' progress only when it is written, with whatever they handed over
-            // meanwhile: until then a turn that ends takes its progress back.
-            let mut turns: Vec<Uuid> = self.queue().pending.keys().copied().collect();
-            let mut failed = false;
-            while !turns.is_empty() {
-                let rest = turns.split_off(turns.len().min(TURNS_PER_COMMIT));
-                let chunk: Vec<TurnProgress> = {
-                    let mut queue = self.queue();
-                    let chunk: Vec<TurnProgress> = turns.iter().filter_map(|turn| queue.pending.remove(turn)).collect();
-                    queue.writing = chunk.iter().map(|p| p.turn).collect();
-                    chunk
-                };
-                turns = rest;
-                if chunk.is_empty() {
-                    continue;
-                }
-                let saved = self.save(&chunk).await;
-                {
-                    let mut queue = self.queue();
-                    queue.writing.clear();
-                    if !saved {
-                        // Back in the queue, before whatever the turns handed over since.
-                        for mut older in chunk {
-                            if let Some(newer) = queue.pending.remove(&older.turn) {
-                                older.merge(newer);
-                            }
-                            queue.pending.insert(older.turn, older);
+        // A chunk takes its turns' progress only when it is written, with whatever they handed over
+        // meanwhile: until then a turn that ends takes its progress back.
+        let mut turns: Vec<Uuid> = self.queue().pending.keys().copied().collect();
+        let mut failed = false;
+        while !turns.is_empty() {
+            let rest = turns.split_off(turns.len().min(TURNS_PER_COMMIT));
+            let chunk: Vec<TurnProgress> = {
+                let mut queue = self.queue();
+                let chunk: Vec<TurnProgress> = turns.iter().filter_map(|turn| queue.pending.remove(turn)).collect();
+                queue.writing = chunk.iter().map(|p| p.turn).collect();
+                chunk
+            };
+            turns = rest;
+            if chunk.is_empty() {
+                continue;
+            }
+            let saved = self.save(&chunk).await;
+            {
+                let mut queue = self.queue();
+                queue.writing.clear();
+                if !saved {
+                    // Back in the queue, before whatever the turns handed over since.
+                    for mut older in chunk {
+                        if let Some(newer) = queue.pending.remove(&older.turn) {
+                            older.merge(newer);
                         }
-                        failed = true;
+                        queue.pending.insert(older.turn, older);
                     }
-                }
-                self.chunks.send_modify(|n| *n += 1);
-                if failed {
-                    break;
+                    failed = true;
                 }
             }
+            self.chunks.send_modify(|n| *n += 1);
             if failed {
-                self.wake.notify_one();
-                tokio::time::sleep(RETRY_AFTER).await;
-            } else {
-                tokio::time::sleep(GATHER).await;
+                break;
             }
+        }
+        if failed {
+            self.wake.notify_one();
+            tokio::time::sleep(RETRY_AFTER).await;
+        } else {
+            tokio::time::sleep(GATHER).await;
         }
     }
 
