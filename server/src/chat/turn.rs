@@ -171,6 +171,9 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
                 return;
             }
         };
+        // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
+        // into its end.
+        let _handed_over = HandedOver { store: state.store.clone(), turn: turn_id };
         let (content, silent, request_message, first) = match opening {
             Opening::Message(message) => {
                 let first = saved.as_ref().is_some_and(|m| m.seq == 1);
@@ -235,6 +238,19 @@ struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         self.hub.remove(&self.live);
+    }
+}
+
+/// What a turn handed over to the store, let go of when dropped (see [`Store::abandon_progress`]); nothing is
+/// left of a turn that ended.
+struct HandedOver {
+    store: store::DynStore,
+    turn: Uuid,
+}
+
+impl Drop for HandedOver {
+    fn drop(&mut self) {
+        self.store.abandon_progress(self.turn);
     }
 }
 

@@ -579,6 +579,10 @@ pub trait Store: Accounts + Send + Sync + 'static {
     /// turns in memory, the events wait for the turn's end; where several instances share it (PostgreSQL), they
     /// are stored as they come, for a listener on another instance.
     fn submit_progress(&self, progress: TurnProgress);
+    /// Says that `turn` will not end (its task panicked or was dropped): what it handed over and the store still
+    /// holds is saved as it stands (the answer so far stays `interrupted`) and let go. Does nothing for a turn
+    /// that ended. Never waits.
+    fn abandon_progress(&self, turn: Uuid);
     /// Saves the progress of several turns in one transaction now (events already stored are kept). Events of
     /// a turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
     async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;

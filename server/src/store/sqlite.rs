@@ -1519,6 +1519,10 @@ impl Store for Sqlite {
         self.writer.submit(progress);
     }
 
+    fn abandon_progress(&self, turn: Uuid) {
+        self.writer.abandon(turn);
+    }
+
     #[instrument(skip_all, fields(turns = progress.len()))]
     async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
         if progress.is_empty() {
@@ -1770,6 +1774,62 @@ mod tests {
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
         assert_eq!(store.all_thread_ids(user).await.expect("ids"), vec![kept.id]);
         assert_eq!(store.search(user, "import", 10, 0).await.expect("search").total, 0);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_will_not_end_leaves_its_answer_so_far_and_nothing_held() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            Sqlite::connect(&format!("sqlite://{}", dir.path().join("abandon.db").display()), SqliteSync::Normal)
+                .await
+                .expect("open");
+        let user = store
+            .create_user(NewUser {
+                email: "a@example.com".into(),
+                password_hash: String::new(),
+                display_name: "A".into(),
+            })
+            .await
+            .expect("user")
+            .id;
+        let thread = store.create_thread(user, "abandoned", &[]).await.expect("thread").id;
+        let turn = Uuid::now_v7();
+        store.begin_turn(user, thread, turn, 30_000).await.expect("begin");
+        let answer = Uuid::now_v7();
+        store.submit_progress(super::super::TurnProgress {
+            turn,
+            user,
+            events: vec![StoredEvent { seq: 1, name: "text_delta".into(), data: r#"{"text":"Half"}"#.into() }],
+            answer: Some(super::super::AnswerDraft {
+                id: answer,
+                thread_id: thread,
+                update: super::super::MessageUpdate {
+                    content: "Half an answer".into(),
+                    status: MessageStatus::Interrupted,
+                    usage: Usage::default(),
+                    model: None,
+                    context: None,
+                },
+                writing: true,
+            }),
+        });
+        assert_eq!(store.writer.held_turns().await, vec![turn]);
+        // Its task died without ending it.
+        store.abandon_progress(turn);
+        assert_eq!(store.writer.held_turns().await, Vec::<Uuid>::new());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let kept = loop {
+            if let Ok(kept) = store.get_message(user, answer).await {
+                break kept;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the answer so far was not saved");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!((kept.content.as_str(), kept.status), ("Half an answer", MessageStatus::Interrupted));
+        assert_eq!(store.turn_events_after(turn, 0).await.expect("events").len(), 1);
+        // A turn that ended leaves nothing to let go of.
+        store.abandon_progress(turn);
+        assert_eq!(store.writer.held_turns().await, Vec::<Uuid>::new());
     }
 
     #[tokio::test]

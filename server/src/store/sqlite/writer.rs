@@ -12,7 +12,8 @@
 //! entry per turn, and writes the answers so far in background batches (so a crash keeps partial answers);
 //! their events stay here until the turn ends, since one process owns the database and follows its running
 //! turns in memory. A turn's end takes whatever of its progress is still here into its own transaction: nothing
-//! of a turn can land after its end, and an end never waits for progress.
+//! of a turn can land after its end, and an end never waits for progress. A turn that can no longer end (its
+//! task panicked or was dropped) is abandoned: what it left here is written as it stands and let go.
 
 use std::{collections::VecDeque, panic::AssertUnwindSafe, time::Duration};
 
@@ -68,6 +69,8 @@ type Answer = Box<dyn FnOnce(Option<&StoreError>) + Send>;
 enum Message {
     Write(Urgency, Job),
     Progress(TurnProgress),
+    /// A turn that will not end: its progress still here is written in the background and let go.
+    Abandon(Uuid),
 }
 
 /// Whether the store is still open (see [`Writer::alive`]).
@@ -111,6 +114,12 @@ impl Writer {
     /// Hands over a running turn's progress. Never waits.
     pub(super) fn submit(&self, progress: TurnProgress) {
         let _ = self.line.send(Message::Progress(progress));
+    }
+
+    /// Lets go of what a turn that will not end handed over: whatever of it is still here is written in the
+    /// background (its answer so far stays `interrupted`). Nothing is left of a turn that ended. Never waits.
+    pub(super) fn abandon(&self, turn: Uuid) {
+        let _ = self.line.send(Message::Abandon(turn));
     }
 
     /// Closes a turn with what it leaves, together with its progress not written yet (its events first).
@@ -251,6 +260,11 @@ impl Lines {
         match message {
             Message::Write(urgency, job) => self.0[urgency as usize].push_back(job),
             Message::Progress(p) => progress.add(p),
+            Message::Abandon(turn) => {
+                if let Some(left) = progress.take(turn) {
+                    self.0[Urgency::Background as usize].push_back(write_left(left));
+                }
+            }
         }
     }
 
@@ -363,6 +377,20 @@ async fn run_batch(
     }
 }
 
+/// A write no one waits for: what an abandoned turn left.
+fn write_left(left: TurnProgress) -> Job {
+    Box::new(move |owned| {
+        Box::pin(async move {
+            let written = super::write_progress(&mut owned.conn, std::slice::from_ref(&left)).await;
+            if let Err(e) = &written {
+                tracing::warn!(error = %e, turn = %left.turn, "saving what an abandoned turn left failed");
+            }
+            let nobody: Answer = Box::new(|_| ());
+            (written.is_ok(), nobody)
+        })
+    })
+}
+
 /// Saves the answers of a batch of running turns; when the next batch is due.
 async fn save_progress(owned: &mut Owned) -> Instant {
     let batch = owned.progress.take_answers();
@@ -395,6 +423,16 @@ async fn save_progress(owned: &mut Owned) -> Instant {
 /// Runs statements without arguments.
 fn exec<'c>(conn: &'c mut SqliteConnection, sql: &'static str) -> BoxFuture<'c, std::result::Result<(), sqlx::Error>> {
     Box::pin(async move { sqlx::query(sql).execute(conn).await.map(drop) })
+}
+
+#[cfg(test)]
+impl Writer {
+    /// The turns whose progress the writer holds.
+    pub(super) async fn held_turns(&self) -> Vec<Uuid> {
+        self.job(Urgency::Waited, |owned| Box::pin(async move { Ok(owned.progress.turns.keys().copied().collect()) }))
+            .await
+            .expect("held turns")
+    }
 }
 
 #[cfg(test)]
