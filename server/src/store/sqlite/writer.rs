@@ -324,15 +324,17 @@ async fn run_batch(
         Urgency::Background => BACKGROUND_TOGETHER,
     };
     let began = Instant::now();
-    if let Err(e) = exec(&mut owned.conn, "begin").await {
+    // The first write's savepoint opens with the transaction, in one round trip.
+    if let Err(e) = exec(&mut owned.conn, "begin; savepoint w").await {
         tracing::error!(error = %e, "the writer could not begin a transaction");
+        let _ = exec(&mut owned.conn, "rollback").await;
         tokio::time::sleep(RETRY_AFTER).await;
         return;
     }
     let mut answers: Vec<Answer> = Vec::new();
+    let mut first = true;
     while let Some(job) = lines.0[urgency as usize].pop_front() {
-        let savepoint = if answers.is_empty() { "savepoint w" } else { "release w; savepoint w" };
-        let mut ok = exec(&mut owned.conn, savepoint).await.is_ok();
+        let mut ok = std::mem::take(&mut first) || exec(&mut owned.conn, "release w; savepoint w").await.is_ok();
         if ok {
             match AssertUnwindSafe(job(owned)).catch_unwind().await {
                 Ok((done, answer)) => {
@@ -551,6 +553,34 @@ mod tests {
         assert!(failing.await.unwrap().is_err());
         last.await.unwrap().unwrap();
         assert_eq!(keys(&writer).await, vec!["a", "c"]);
+    }
+
+    #[tokio::test]
+    async fn a_transaction_whose_first_write_fails_keeps_the_others() {
+        let writer = writer().await;
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let release = hold(&writer).await;
+        let failing = {
+            let writer = writer.clone();
+            tokio::spawn(async move {
+                writer
+                    .write(Urgency::Waited, |conn| {
+                        Box::pin(async move {
+                            sqlx::query("insert into t (k) values ('a')").execute(&mut *conn).await?;
+                            sqlx::query("insert into t (k) values ('a')").execute(&mut *conn).await?;
+                            Ok(())
+                        })
+                    })
+                    .await
+            })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let kept = insert(&writer, Urgency::Waited, "b", &ran);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(release);
+        assert!(failing.await.unwrap().is_err());
+        kept.await.unwrap().unwrap();
+        assert_eq!(keys(&writer).await, vec!["b"]);
     }
 
     #[tokio::test]
