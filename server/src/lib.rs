@@ -22,7 +22,7 @@ use std::{future::Future, sync::Arc};
 
 use crate::attachments::Extractor;
 use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
-use crate::chat::{hub::TurnHub, progress::ProgressWriter};
+use crate::chat::hub::TurnHub;
 use crate::config::Config;
 use crate::heavy::HeavyQueue;
 use crate::http::rate_limit::RateLimits;
@@ -44,8 +44,6 @@ pub struct AppState {
     pub store: DynStore,
     pub provider: Arc<dyn Provider>,
     pub hub: Arc<TurnHub>,
-    /// Commits the progress of running turns in batches.
-    pub progress: Arc<ProgressWriter>,
     pub config: Arc<Config>,
     pub leptos: LeptosOptions,
     /// Signs and checks session tokens.
@@ -103,16 +101,12 @@ impl AppState {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
-        let progress = ProgressWriter::start(store.clone());
         let sessions = Arc::new(LiveSessions::default());
-        if !store.one_process() {
-            tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
-        }
+        tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
         Ok(Self {
             store,
             provider,
             hub,
-            progress,
             config: Arc::new(config),
             leptos,
             jwt,

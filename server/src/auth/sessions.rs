@@ -66,7 +66,7 @@ impl LiveSessions {
 }
 
 /// Ends the local streams of sessions ended on other instances, looking every [`FOLLOW_EVERY`]. Only needed
-/// where several instances share the store.
+/// where several instances share the store; where one process owns it, it finds nothing new.
 pub async fn follow_ended(live: Arc<LiveSessions>, store: DynStore) {
     // Clocks of instances differ a little: each look reaches back a few seconds (ending twice is harmless).
     let overlap = chrono::Duration::seconds(5);

@@ -2,7 +2,6 @@
 
 pub mod context;
 pub mod hub;
-pub mod progress;
 pub mod prompt;
 pub mod replay;
 pub mod summary;

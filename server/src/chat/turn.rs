@@ -1,9 +1,8 @@
 //! One chat turn. The person's message is saved before the model is called; the turn then runs detached from
 //! the HTTP connection, so closing the tab never loses the answer. Progress (text so far and events) is handed
-//! to the [`ProgressWriter`](super::progress::ProgressWriter) every [`FLUSH_EVERY`], which commits it with other
-//! turns' progress, so a crash keeps the partial answer (as `interrupted`) and, on a store shared by several
-//! instances, any of them can replay the events to a client that re-attaches, while the relay itself never waits
-//! for the store.
+//! to the store every [`FLUSH_EVERY`] (`Store::submit_progress`), which commits it with other turns' progress,
+//! so a crash keeps the partial answer (as `interrupted`) and, on a store shared by several instances, any of
+//! them can replay the events to a client that re-attaches, while the relay itself never waits for the store.
 
 use std::{sync::Arc, time::Duration};
 
@@ -177,6 +176,9 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
                 return;
             }
         };
+        // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
+        // into its end.
+        let _handed_over = HandedOver { store: state.store.clone(), turn: turn_id };
         let (content, silent, request_message, first) = match opening {
             Opening::Message(message) => {
                 let first = saved.as_ref().is_some_and(|m| m.seq == 1);
@@ -241,6 +243,19 @@ struct Registered {
 impl Drop for Registered {
     fn drop(&mut self) {
         self.hub.remove(&self.live);
+    }
+}
+
+/// What a turn handed over to the store, let go of when dropped (see [`Store::abandon_progress`]); nothing is
+/// left of a turn that ended.
+struct HandedOver {
+    store: store::DynStore,
+    turn: Uuid,
+}
+
+impl Drop for HandedOver {
+    fn drop(&mut self) {
+        self.store.abandon_progress(self.turn);
     }
 }
 
@@ -519,9 +534,7 @@ impl<'a> Turn<'a> {
             return;
         }
         self.last_flush = Instant::now();
-        // Events wait for the turn's end where no other process can follow it: at hundreds of streaming turns,
-        // storing them as they came was most of the single writer's work, and what every start waited behind.
-        let events = if self.state.store.one_process() { Vec::new() } else { self.fresh_events() };
+        let events = self.fresh_events();
         let answer = (!self.plan.silent && self.text.len() != self.flushed_text_len).then(|| {
             self.flushed_text_len = self.text.len();
             let with_context = !std::mem::replace(&mut self.context_sent, true);
@@ -530,7 +543,7 @@ impl<'a> Turn<'a> {
         if events.is_empty() && answer.is_none() {
             return;
         }
-        self.state.progress.submit(TurnProgress { turn: self.live.id, user: self.plan.user, events, answer });
+        self.state.store.submit_progress(TurnProgress { turn: self.live.id, user: self.plan.user, events, answer });
     }
 
     /// The events not handed over yet, as stored.
@@ -587,9 +600,6 @@ impl<'a> Turn<'a> {
                 refresh.abort();
             }
         }
-        // Whatever was handed over and not written yet comes back: the final state is written here, after
-        // the commit of any older progress of this turn that was being written.
-        let unwritten = self.state.progress.settle(self.live.id).await;
         // The final save: the answer enters the search index here.
         let answer = keep_answer.then(|| self.draft(status, true, false));
         let message_id = answer.as_ref().map(|a| a.id);
@@ -597,8 +607,8 @@ impl<'a> Turn<'a> {
             tracing::warn!(code = e.code(), error = %e, reference = %self.live.id, "model failed during a turn");
         }
         let mut last_event = self.ending_event(&ending, message_id);
-        let mut events: Vec<StoredEvent> = unwritten.map(|p| p.events).unwrap_or_default();
-        events.extend(self.fresh_events());
+        // Whatever was handed over and not written yet goes with them (see `Store::finish_turn`).
+        let mut events = self.fresh_events();
         let seq = self.live.next_seq();
         let stored = |event: &ChatEvent| StoredEvent { seq, name: event.name().to_string(), data: event.data_json() };
         events.push(stored(&last_event));

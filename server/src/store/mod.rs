@@ -10,7 +10,6 @@ pub mod search_query;
 mod snippet;
 pub mod sqlite;
 pub mod summaries;
-mod write_queue;
 
 use std::sync::Arc;
 
@@ -252,7 +251,7 @@ pub(crate) type Answers<'a> = Vec<(Uuid, &'a AnswerDraft)>;
 
 /// A batch of progress as both backends write it: every event with its turn, and every answer with its owner,
 /// `Ok` when each answer comes once (they can be rewritten many per statement) and `Err` when one comes twice
-/// (written one by one, in order; the progress writer, which keeps one entry per turn, never sends one twice).
+/// (written one by one, in order; progress handed over is kept one entry per turn, so it never comes twice).
 pub(crate) fn progress_parts(
     progress: &[TurnProgress],
 ) -> (Vec<(Uuid, &StoredEvent)>, Result<Answers<'_>, Answers<'_>>) {
@@ -263,11 +262,6 @@ pub(crate) fn progress_parts(
     (events, if distinct == answers.len() { Ok(answers) } else { Err(answers) })
 }
 
-/// The right to write progress now (see [`Store::progress_turn`]); the writer is handed on when it is dropped.
-pub struct ProgressTurn<'a> {
-    _writer: Option<write_queue::WriterTurn<'a>>,
-}
-
 /// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
 /// the answer as it stands.
 #[derive(Debug, Clone)]
@@ -276,6 +270,20 @@ pub struct TurnProgress {
     pub user: Uuid,
     pub events: Vec<StoredEvent>,
     pub answer: Option<AnswerDraft>,
+}
+
+impl TurnProgress {
+    /// Adds what the turn handed over later: events after the earlier ones, the newer answer instead of the
+    /// older (keeping the older's context record if the newer carries none, as it is sent only once).
+    pub fn merge(&mut self, newer: TurnProgress) {
+        self.events.extend(newer.events);
+        if let Some(mut answer) = newer.answer {
+            if answer.update.context.is_none() {
+                answer.update.context = self.answer.take().and_then(|a| a.update.context);
+            }
+            self.answer = Some(answer);
+        }
+    }
 }
 
 /// An answer being written. Its first save creates the message under `id` (with the thread's next number);
@@ -430,12 +438,6 @@ pub struct StoredEvent {
 pub trait Store: Accounts + Summaries + Send + Sync + 'static {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
-    /// Whether one process owns the store (SQLite). Then a running turn is only ever followed in that process's
-    /// memory, and its events are stored when it ends; with several instances sharing the store (PostgreSQL),
-    /// they are stored as they come, for a listener on another instance.
-    fn one_process(&self) -> bool {
-        false
-    }
 
     // Users.
     async fn create_user(&self, user: NewUser) -> Result<User>;
@@ -572,26 +574,25 @@ pub trait Store: Accounts + Summaries + Send + Sync + 'static {
     /// Closes a turn in one transaction with what it leaves (see [`TurnEnd`]): whoever sees it closed can read
     /// all of it. An answer of its thread still marked as being written (a turn ending without a final answer) is
     /// let into the search index. The events of the thread's earlier turns are dropped: only the newest turn's
-    /// are kept for re-attaching.
+    /// are kept for re-attaching. What the turn handed over (see [`submit_progress`](Self::submit_progress)) and
+    /// is not written yet goes into the same commit, its events before `end`'s: nothing of the turn is written
+    /// after it, and the end never waits for a batch of progress it is not in.
     async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
-    /// Waits until progress can be written at once: on SQLite for the writer, which serves progress after
-    /// every start and end waiting; elsewhere it never waits. What to write is best taken only then: a turn that
-    /// ends meanwhile takes its own back instead of waiting for it to be written.
-    async fn progress_turn(&self) -> ProgressTurn<'_> {
-        ProgressTurn { _writer: None }
-    }
-    /// Saves the progress of several turns in one transaction, in the turn [`progress_turn`](Self::progress_turn)
-    /// gave (events already stored are kept). Events of a turn that is gone and answers whose thread is gone
-    /// (deleted while the turn ran) are skipped.
-    async fn save_progress_in(&self, turn: ProgressTurn<'_>, progress: &[TurnProgress]) -> Result<()>;
-    /// Waits for [`progress_turn`](Self::progress_turn) and saves `progress` in it.
-    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()> {
-        let turn = self.progress_turn().await;
-        self.save_progress_in(turn, progress).await
-    }
+    /// Hands over what a running turn produced since it last did; it is written with a later batch, so a crash
+    /// keeps the answer so far. Never waits. Where one process owns the store (SQLite) and follows its running
+    /// turns in memory, the events wait for the turn's end; where several instances share it (PostgreSQL), they
+    /// are stored as they come, for a listener on another instance.
+    fn submit_progress(&self, progress: TurnProgress);
+    /// Says that `turn` will not end (its task panicked or was dropped): what it handed over and the store still
+    /// holds is saved as it stands (the answer so far stays `interrupted`) and let go. Does nothing for a turn
+    /// that ended. Never waits.
+    fn abandon_progress(&self, turn: Uuid);
+    /// Saves the progress of several turns in one transaction now (events already stored are kept). Events of
+    /// a turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
     /// Lets into the search index every answer still marked as being written whose conversation has no running
     /// turn heard from within `stale_after_ms`: its turn died, or ended without saving its final state. Returns
     /// how many there were.

@@ -2,7 +2,7 @@
 //! the SQLite backend (the shared story suite runs against both); concurrency comes from row locks instead of
 //! a single writer: appending a message locks its thread row while taking the next sequence number.
 
-use std::{str::FromStr, time::Duration};
+use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
@@ -27,6 +27,7 @@ use super::{
 };
 
 mod accounts;
+mod progress;
 mod summaries;
 
 /// Most connections one server process opens.
@@ -39,6 +40,8 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct Postgres {
     pool: PgPool,
+    /// Running turns' progress, written in batches.
+    progress: Arc<progress::ProgressWriter>,
 }
 
 impl Postgres {
@@ -75,8 +78,80 @@ impl Postgres {
             .await?;
         // sqlx takes an advisory lock around migrations, so several instances may start at once.
         sqlx::migrate!("../migrations/postgres").run(&pool).await?;
-        Ok(Self { pool })
+        let progress = progress::ProgressWriter::start(pool.clone());
+        Ok(Self { pool, progress })
     }
+}
+
+/// Closes a turn in one transaction with what it leaves (see `Store::finish_turn`).
+async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<()> {
+    let mut tx = pool.begin().await?;
+    let mut answer_saved = false;
+    if let Some(answer) = &end.answer {
+        answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
+        if answer_saved {
+            link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
+        }
+    }
+    if let Some(trace) = &end.trace {
+        let answer = end.answer.as_ref().filter(|_| answer_saved).map(|a| a.draft.id);
+        write_trace(&mut tx, turn, trace, answer).await?;
+    }
+    insert_turn_events(&mut tx, turn, &end.events).await?;
+    sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
+    // A turn saves one answer: saved just now, it left nothing else being written in the thread.
+    if !answer_saved {
+        sqlx::query(
+            "update messages set writing = false
+             where writing and thread_id = (select thread_id from turns where id = $1)",
+        )
+        .bind(turn)
+        .execute(&mut *tx)
+        .await?;
+    }
+    // Only the newest turn's events are kept for re-attaching. Written as a list of turns, which the planner
+    // looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan of
+    // every turn's events (a few milliseconds per turn's end with hundreds streaming).
+    sqlx::query(
+        "delete from turn_events where turn_id = any(array(
+         select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1))",
+    )
+    .bind(turn)
+    .execute(&mut *tx)
+    .await?;
+    // Last before the commit: the owner's ledger row for the day is shared by all their turns, and whoever
+    // updates it holds it until the commit, so each of their other turns ending meanwhile waits that long.
+    if let Some(spent) = &end.usage {
+        add_usage(&mut tx, spent).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Saves a batch of running turns' progress in one transaction.
+async fn write_progress(pool: &PgPool, progress: &[super::TurnProgress]) -> Result<()> {
+    if progress.is_empty() {
+        return Ok(());
+    }
+    // Every statement is a round trip, and a batch's transaction holds its answers' rows until it commits
+    // (a turn ending meanwhile waits for them): the events of all its turns are one statement, the answers
+    // saved before one more, and their first saves a third.
+    let mut tx = pool.begin().await?;
+    let (events, answers) = super::progress_parts(progress);
+    insert_events(&mut tx, &events).await?;
+    match answers {
+        Ok(answers) => {
+            let unsaved = rewrite_drafts(&mut tx, &answers).await?;
+            insert_first_drafts(&mut tx, &unsaved).await?;
+        }
+        Err(in_order) => {
+            for (user, answer) in in_order {
+                save_answer(&mut tx, user, answer).await?;
+            }
+        }
+    }
+    tx.commit().await?;
+    Ok(())
 }
 
 const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
@@ -1241,48 +1316,19 @@ impl Store for Postgres {
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        let mut answer_saved = false;
-        if let Some(answer) = &end.answer {
-            answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
-            if answer_saved {
-                link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
-            }
+    async fn finish_turn(&self, turn: Uuid, mut end: super::TurnEnd) -> Result<()> {
+        // What the turn handed over and is not written yet comes back (once no batch holding it is being
+        // written) and goes first.
+        let unwritten = self.progress.settle(turn).await;
+        if let Some(unwritten) = &unwritten {
+            end.events.splice(0..0, unwritten.events.iter().cloned());
         }
-        if let Some(trace) = &end.trace {
-            let answer = end.answer.as_ref().filter(|_| answer_saved).map(|a| a.draft.id);
-            write_trace(&mut tx, turn, trace, answer).await?;
+        let ended = end_turn(&self.pool, turn, &end).await;
+        if let (Err(_), Some(unwritten)) = (&ended, unwritten) {
+            // Back for the turn's next attempt to close itself.
+            self.progress.submit(unwritten);
         }
-        insert_turn_events(&mut tx, turn, &end.events).await?;
-        sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
-        // A turn saves one answer: saved just now, it left nothing else being written in the thread.
-        if !answer_saved {
-            sqlx::query(
-                "update messages set writing = false
-                 where writing and thread_id = (select thread_id from turns where id = $1)",
-            )
-            .bind(turn)
-            .execute(&mut *tx)
-            .await?;
-        }
-        // Only the newest turn's events are kept for re-attaching. Written as a list of turns, which the planner
-        // looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan of
-        // every turn's events (a few milliseconds per turn's end with hundreds streaming).
-        sqlx::query(
-            "delete from turn_events where turn_id = any(array(
-             select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1))",
-        )
-        .bind(turn)
-        .execute(&mut *tx)
-        .await?;
-        // Last before the commit: the owner's ledger row for the day is shared by all their turns, and whoever
-        // updates it holds it until the commit, so each of their other turns ending meanwhile waits that long.
-        if let Some(spent) = &end.usage {
-            add_usage(&mut tx, spent).await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        ended
     }
 
     #[instrument(skip(self))]
@@ -1314,30 +1360,18 @@ impl Store for Postgres {
         insert_turn_events(&mut conn, turn, events).await
     }
 
+    fn submit_progress(&self, progress: super::TurnProgress) {
+        self.progress.submit(progress);
+    }
+
+    fn abandon_progress(&self, _turn: Uuid) {
+        // Nothing is held back here: every batch writes all it was handed (events too) and keeps nothing of it,
+        // so what an abandoned turn handed over is written with the next one.
+    }
+
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress_in(&self, _turn: super::ProgressTurn<'_>, progress: &[super::TurnProgress]) -> Result<()> {
-        if progress.is_empty() {
-            return Ok(());
-        }
-        // Every statement is a round trip, and a batch's transaction holds its answers' rows until it commits
-        // (a turn ending meanwhile waits for them): the events of all its turns are one statement, the answers
-        // saved before one more, and their first saves a third.
-        let mut tx = self.pool.begin().await?;
-        let (events, answers) = super::progress_parts(progress);
-        insert_events(&mut tx, &events).await?;
-        match answers {
-            Ok(answers) => {
-                let unsaved = rewrite_drafts(&mut tx, &answers).await?;
-                insert_first_drafts(&mut tx, &unsaved).await?;
-            }
-            Err(in_order) => {
-                for (user, answer) in in_order {
-                    save_answer(&mut tx, user, answer).await?;
-                }
-            }
-        }
-        tx.commit().await?;
-        Ok(())
+    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
+        write_progress(&self.pool, progress).await
     }
 
     #[instrument(skip(self))]

@@ -1,12 +1,8 @@
-//! The embedded backend: one SQLite file in WAL mode, owned by one Quire process. Writes go through a
-//! single-connection pool, so writers queue inside Quire instead of failing with "database is locked"; reads use
-//! a pool of their own.
+//! The embedded backend: one SQLite file in WAL mode, owned by one Quire process. Every write goes through
+//! one writer that owns the only write connection (see [`writer`]), so writes queue inside Quire, most urgent
+//! first, instead of failing with "database is locked"; reads use a pool of their own.
 
-use std::{
-    str::FromStr,
-    sync::{Arc, Mutex, MutexGuard},
-    time::Duration,
-};
+use std::{str::FromStr, time::Duration};
 
 use app::api::{
     Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
@@ -22,7 +18,6 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
-use super::write_queue::{Urgency, WriteQueue};
 use super::{
     history::{self, ImportThread},
     micros_to_time, now, parse_role as role, search_query, snippet, ArtifactRevision, ChunkHit, CursorKey, HitKind,
@@ -31,8 +26,8 @@ use super::{
     User,
 };
 use futures::future::BoxFuture;
-use tokio::sync::oneshot;
 use turn_writes::StartTurn;
+use writer::{Urgency, Writer};
 
 /// How often the write-ahead log is copied back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
@@ -44,18 +39,13 @@ mod accounts;
 mod import;
 mod summaries;
 mod turn_writes;
+mod writer;
 
 /// SQLite storage.
 #[derive(Debug, Clone)]
 pub struct Sqlite {
-    writer: SqlitePool,
+    writer: Writer,
     reader: SqlitePool,
-    /// Who gets the writer next, where turns start, end and save their progress.
-    queue: Arc<WriteQueue>,
-    /// Turns' starts waiting for the writer.
-    starts: Waiting<StartTurn, Option<Message>>,
-    /// Turns' ends waiting for the writer.
-    ends: Waiting<(Uuid, super::TurnEnd), ()>,
 }
 
 impl Sqlite {
@@ -79,106 +69,36 @@ impl Sqlite {
                 std::fs::create_dir_all(parent).map_err(|e| StoreError::Database(sqlx::Error::Io(e)))?;
             }
         }
-        // A connection to a file in this process cannot go stale, so none is pinged before use: with the
-        // default check, every query paid a second round trip to its connection's thread.
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .connect_with(options.clone())
-            .await?;
-        sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
+        let mut writer = options.connect().await?;
+        sqlx::migrate!("../migrations/sqlite").run(&mut writer).await?;
         // One process owns a SQLite database: a turn still marked running was cut off when the last one
         // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once, and
         // its answer is searchable.
-        let mut tx = writer.begin().await?;
+        let mut tx = sqlx::Connection::begin(&mut writer).await?;
         sqlx::query("update turns set status = 'done' where status = 'running'").execute(&mut *tx).await?;
         sqlx::query("update messages set writing = 0 where writing = 1").execute(&mut *tx).await?;
         // An import cut off part way goes whole (see `import`).
         sqlx::query("delete from threads where import_id is not null").execute(&mut *tx).await?;
         tx.commit().await?;
-        let queue: Arc<WriteQueue> = Arc::default();
-        tokio::spawn(checkpoint_in_background(options.clone().connect().await?, Arc::downgrade(&queue)));
+        let writer = Writer::start(writer);
+        tokio::spawn(checkpoint_in_background(options.clone().connect().await?, writer.alive()));
+        // A connection to a file in this process cannot go stale, so none is pinged before use: with the
+        // default check, every query paid a second round trip to its connection's thread.
         let reader = SqlitePoolOptions::new()
             .max_connections(8)
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Self { writer, reader, queue, starts: Arc::default(), ends: Arc::default() })
+        Ok(Self { writer, reader })
     }
 
-    /// Runs `work` through the writer together with every write of its kind waiting by the time the writer is
-    /// free: in one transaction (one commit, and two round trips to the writer's thread less for each but the
-    /// first), or, if that fails, each in its own, so one write's failure is only its own. The group runs apart
-    /// from the caller, so a request cancelled meanwhile never cuts it short (its own write is skipped if it has
-    /// not run yet).
-    ///
-    /// One task per kind waits in the writer's line for all the writes of that kind (see [`lead`]): with a task
-    /// per write, the many whose write an earlier group had already taken each still came to the front, one
-    /// after another, and the writer stood idle while each of them was woken only to find nothing to do.
-    async fn write_grouped<T, R>(
-        &self,
-        waiting: &Waiting<T, R>,
-        urgency: Urgency,
-        at_most: usize,
-        work: T,
-        write: WriteFn<T, R>,
-    ) -> Result<R>
+    /// Runs `write` through the writer (see [`writer`]) with the other writes someone waits for.
+    async fn write<R, F>(&self, write: F) -> Result<R>
     where
-        T: Send + Sync + 'static,
         R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<R>> + Send + 'static,
     {
-        let (reply, outcome) = oneshot::channel();
-        let leader_needed = {
-            let mut line = lock(waiting);
-            line.pending.push(Pending { work, reply });
-            !std::mem::replace(&mut line.led, true)
-        };
-        if leader_needed {
-            tokio::spawn(lead(self.clone(), waiting.clone(), urgency, at_most, write));
-        }
-        outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
-    }
-
-    async fn run_group<T, R>(&self, group: Vec<Pending<T, R>>, write: WriteFn<T, R>) {
-        let group: Vec<Pending<T, R>> = group.into_iter().filter(|p| !p.reply.is_closed()).collect();
-        if group.len() > 1 {
-            match self.run_together(&group, write).await {
-                Ok(outcomes) => {
-                    for (pending, outcome) in group.into_iter().zip(outcomes) {
-                        let _ = pending.reply.send(outcome);
-                    }
-                    return;
-                }
-                Err(e) => tracing::warn!(error = %e, writes = group.len(), "writing a group together failed"),
-            }
-        }
-        for pending in group {
-            let outcome = async {
-                let mut tx = self.writer.begin().await?;
-                let done = write(&mut tx, &pending.work).await?;
-                tx.commit().await?;
-                Ok(done)
-            }
-            .await;
-            let _ = pending.reply.send(outcome);
-        }
-    }
-
-    /// Each write's outcome; an error of the store (not a refusal: missing, or in conflict) fails them all, with
-    /// nothing saved.
-    async fn run_together<T, R>(&self, group: &[Pending<T, R>], write: WriteFn<T, R>) -> Result<Vec<Result<R>>> {
-        let mut tx = self.writer.begin().await?;
-        let mut outcomes = Vec::with_capacity(group.len());
-        for pending in group {
-            match write(&mut tx, &pending.work).await {
-                // Refused before writing anything of its own.
-                Err(refused @ (StoreError::NotFound | StoreError::Conflict(_))) => outcomes.push(Err(refused)),
-                Err(e) => return Err(e),
-                Ok(done) => outcomes.push(Ok(done)),
-            }
-        }
-        tx.commit().await?;
-        Ok(outcomes)
+        self.writer.write(Urgency::Waited, write).await
     }
 
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
@@ -360,74 +280,19 @@ async fn rewrite_drafts<'a>(
     Ok(drafts.iter().filter(|(_, draft)| !rewritten.contains(&draft.id.to_string())).copied().collect())
 }
 
-/// Turns' starts run in one transaction at most: they come first, and each is a few small statements.
-const STARTS_TOGETHER: usize = 64;
-/// Turns' ends run in one transaction at most: an end writes much more (the answer into the search index, its
-/// events), and starts arriving meanwhile wait for the whole group.
-const ENDS_TOGETHER: usize = 8;
-
-/// A write waiting for the writer, and where its outcome goes.
-#[derive(Debug)]
-struct Pending<T, R> {
-    work: T,
-    reply: oneshot::Sender<Result<R>>,
-}
-
-/// Writes of one kind waiting for the writer (see `Sqlite::write_grouped`).
-type Waiting<T, R> = Arc<Mutex<Line<T, R>>>;
-
-#[derive(Debug)]
-struct Line<T, R> {
-    pending: Vec<Pending<T, R>>,
-    /// Whether a task is in the writer's line for these writes (it takes them all, group after group).
-    led: bool,
-}
-
-impl<T, R> Default for Line<T, R> {
-    fn default() -> Self {
-        Self { pending: Vec::new(), led: false }
+/// Saves a batch of running turns' progress: their events in one statement, the answers saved before many per
+/// statement, and first saves one by one.
+async fn write_progress(conn: &mut SqliteConnection, progress: &[super::TurnProgress]) -> Result<()> {
+    let (events, answers) = super::progress_parts(progress);
+    turn_writes::insert_turn_events(conn, &events).await?;
+    let unsaved = match answers {
+        Ok(answers) => rewrite_drafts(conn, &answers).await?,
+        Err(in_order) => in_order,
+    };
+    for (user, answer) in unsaved {
+        turn_writes::save_answer(conn, user, answer).await?;
     }
-}
-
-/// A write that can share a transaction with others of its kind.
-type WriteFn<T, R> = for<'c> fn(&'c mut sqlx::SqliteConnection, &'c T) -> BoxFuture<'c, Result<R>>;
-
-fn lock<T, R>(waiting: &Waiting<T, R>) -> MutexGuard<'_, Line<T, R>> {
-    waiting.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Takes the writes of one kind through the writer, at most `at_most` per transaction, until none is left;
-/// then the next write of the kind starts another leader. It keeps the writer from group to group unless a
-/// more urgent write waits for it.
-async fn lead<T, R>(store: Sqlite, waiting: Waiting<T, R>, urgency: Urgency, at_most: usize, write: WriteFn<T, R>)
-where
-    T: Send + Sync + 'static,
-    R: Send + 'static,
-{
-    // Should this task end any other way (a panic), the writes still waiting fail instead of waiting for ever,
-    // and the next write starts a new leader.
-    let mut stepping_down = StepDown { waiting: &waiting, done: false };
-    let mut turn = store.queue.enter(urgency).await;
-    loop {
-        let group: Vec<Pending<T, R>> = {
-            let mut line = lock(&waiting);
-            let take = line.pending.len().min(at_most);
-            line.pending.drain(..take).collect()
-        };
-        store.run_group(group, write).await;
-        {
-            let mut line = lock(&waiting);
-            if line.pending.is_empty() {
-                line.led = false;
-                stepping_down.done = true;
-                return;
-            }
-        }
-        if turn.more_urgent_waiting(urgency) {
-            drop(turn);
-            turn = store.queue.enter(urgency).await;
-        }
-    }
+    Ok(())
 }
 
 /// Copies the write-ahead log back into the database file every [`CHECKPOINT_EVERY`], on a connection of its
@@ -435,47 +300,18 @@ where
 /// fills the log past 1,000 pages: that commit (usually a turn's end, the largest write) then held the only
 /// writer while it copied about 4 MB and synced the file, and every start and end waited behind it. A passive
 /// checkpoint takes no write lock: it copies what no reader still needs, and the next one the rest.
-async fn checkpoint_in_background(mut conn: SqliteConnection, alive: std::sync::Weak<WriteQueue>) {
+async fn checkpoint_in_background(mut conn: SqliteConnection, alive: writer::Alive) {
     let mut every = tokio::time::interval(CHECKPOINT_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        if alive.strong_count() == 0 {
+        if !alive.is_open() {
             return;
         }
         if let Err(e) = sqlx::query("pragma wal_checkpoint(passive)").execute(&mut conn).await {
             tracing::warn!(error = %e, "copying the write-ahead log into the database failed");
         }
     }
-}
-
-struct StepDown<'a, T, R> {
-    waiting: &'a Waiting<T, R>,
-    done: bool,
-}
-
-impl<T, R> Drop for StepDown<'_, T, R> {
-    fn drop(&mut self) {
-        if !self.done {
-            let mut line = lock(self.waiting);
-            line.pending.clear();
-            line.led = false;
-        }
-    }
-}
-
-fn start_turn_boxed<'c>(
-    conn: &'c mut sqlx::SqliteConnection,
-    start: &'c StartTurn,
-) -> BoxFuture<'c, Result<Option<Message>>> {
-    Box::pin(turn_writes::start_turn(conn, start))
-}
-
-fn end_turn_boxed<'c>(
-    conn: &'c mut sqlx::SqliteConnection,
-    end: &'c (Uuid, super::TurnEnd),
-) -> BoxFuture<'c, Result<()>> {
-    Box::pin(turn_writes::end_turn(conn, end.0, &end.1))
 }
 
 /// Links the user's documents to the answer that wrote them, in one statement.
@@ -590,35 +426,36 @@ impl Store for Sqlite {
         "sqlite"
     }
 
-    fn one_process(&self) -> bool {
-        true
-    }
-
     #[instrument(skip_all)]
     async fn create_user(&self, user: NewUser) -> Result<User> {
         let id = Uuid::now_v7();
         let created = now();
-        let result = sqlx::query(
-            "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
-        )
-        .bind(id.to_string())
-        .bind(&user.email)
-        .bind(&user.password_hash)
-        .bind(&user.display_name)
-        .bind(created.timestamp_micros())
-        .execute(&self.writer)
-        .await;
-        match result {
-            Ok(_) => Ok(User {
-                id,
-                email: user.email,
-                password_hash: user.password_hash,
-                display_name: user.display_name,
-                created_at: created,
-            }),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
-            Err(e) => Err(e.into()),
-        }
+        self.write(move |conn| {
+            Box::pin(async move {
+                let result = sqlx::query(
+                    "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
+                )
+                .bind(id.to_string())
+                .bind(&user.email)
+                .bind(&user.password_hash)
+                .bind(&user.display_name)
+                .bind(created.timestamp_micros())
+                .execute(conn)
+                .await;
+                match result {
+                    Ok(_) => Ok(User {
+                        id,
+                        email: user.email,
+                        password_hash: user.password_hash,
+                        display_name: user.display_name,
+                        created_at: created,
+                    }),
+                    Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
+                    Err(e) => Err(e.into()),
+                }
+            })
+        })
+        .await
     }
 
     #[instrument(skip_all)]
@@ -645,20 +482,23 @@ impl Store for Sqlite {
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
         let id = Uuid::now_v7();
         let created = now().timestamp_micros();
-        let mut tx = self.writer.begin().await?;
-        sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values (?, ?, ?, ?, ?)")
-            .bind(id.to_string())
-            .bind(user.to_string())
-            .bind(title)
-            .bind(created)
-            .bind(created)
-            .execute(&mut *tx)
-            .await?;
-        write_tags(&mut tx, user, id, tags).await?;
-        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-        let row = sqlx::query(&sql).bind(id.to_string()).fetch_one(&mut *tx).await?;
-        tx.commit().await?;
-        thread_from_row(&row)
+        let (title, tags) = (title.to_owned(), tags.to_vec());
+        self.write(move |tx| {
+            Box::pin(async move {
+                sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values (?, ?, ?, ?, ?)")
+                    .bind(id.to_string())
+                    .bind(user.to_string())
+                    .bind(title)
+                    .bind(created)
+                    .bind(created)
+                    .execute(&mut *tx)
+                    .await?;
+                write_tags(tx, user, id, &tags).await?;
+                let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
+                thread_from_row(&sqlx::query(&sql).bind(id.to_string()).fetch_one(&mut *tx).await?)
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, query))]
@@ -774,7 +614,8 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, patch))]
     async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
-        let mut tx = self.writer.begin().await?;
+        let patch = patch.clone();
+        self.write(move |tx| Box::pin(async move {
         let updated = sqlx::query(
             "update threads set title = coalesce(?, title), pinned = coalesce(?, pinned), archived = coalesce(?, archived),
              summary = coalesce(?, summary), updated_at = max(updated_at, ?) where id = ? and user_id = ?",
@@ -792,20 +633,25 @@ impl Store for Sqlite {
             return Err(StoreError::NotFound);
         }
         if let Some(tags) = &patch.tags {
-            write_tags(&mut tx, user, thread, tags).await?;
+            write_tags(tx, user, thread, tags).await?;
         }
         let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-        let row = sqlx::query(&sql).bind(thread.to_string()).fetch_one(&mut *tx).await?;
-        tx.commit().await?;
-        thread_from_row(&row)
+        thread_from_row(&sqlx::query(&sql).bind(thread.to_string()).fetch_one(&mut *tx).await?)
+        })).await
     }
 
     #[instrument(skip(self))]
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
-        let deleted = sqlx::query("delete from threads where id = ? and user_id = ?")
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .execute(&self.writer)
+        let deleted = self
+            .write(move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("delete from threads where id = ? and user_id = ?")
+                        .bind(thread.to_string())
+                        .bind(user.to_string())
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -817,11 +663,14 @@ impl Store for Sqlite {
     async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message> {
         let id = Uuid::now_v7();
         let created = now();
-        let mut tx = self.writer.begin().await?;
-        let seq =
-            turn_writes::insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
-        tx.commit().await?;
-        Ok(message.saved(id, seq, created))
+        self.write(move |tx| {
+            Box::pin(async move {
+                let seq =
+                    turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                Ok(message.saved(id, seq, created))
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, message), fields(thread = %message.thread_id))]
@@ -833,33 +682,41 @@ impl Store for Sqlite {
     ) -> Result<Message> {
         let id = Uuid::now_v7();
         let created = now();
-        // The one writer connection serialises this with every turn's start.
-        let mut tx = self.writer.begin().await?;
-        let busy: bool = sqlx::query_scalar(
-            "select exists (select 1 from turns
+        // The one writer serialises this with every turn's start.
+        self.write(move |tx| {
+            Box::pin(async move {
+                let busy: bool = sqlx::query_scalar(
+                    "select exists (select 1 from turns
              where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
-        )
-        .bind(message.thread_id.to_string())
-        .bind(user.to_string())
-        .bind(created.timestamp_micros() - stale_after_ms * 1000)
-        .fetch_one(&mut *tx)
-        .await?;
-        if busy {
-            return Err(StoreError::thread_busy());
-        }
-        let seq =
-            turn_writes::insert_message(&mut tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
-        tx.commit().await?;
-        Ok(message.saved(id, seq, created))
+                )
+                .bind(message.thread_id.to_string())
+                .bind(user.to_string())
+                .bind(created.timestamp_micros() - stale_after_ms * 1000)
+                .fetch_one(&mut *tx)
+                .await?;
+                if busy {
+                    return Err(StoreError::thread_busy());
+                }
+                let seq =
+                    turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                Ok(message.saved(id, seq, created))
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &super::MessageUpdate) -> Result<()> {
-        let mut conn = self.writer.acquire().await?;
-        if !rewrite_message(&mut conn, user, message, update, false).await? {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        let update = update.clone();
+        self.write(move |conn| {
+            Box::pin(async move {
+                match rewrite_message(conn, user, message, &update, false).await? {
+                    true => Ok(()),
+                    false => Err(StoreError::NotFound),
+                }
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -935,42 +792,46 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        let deleted = sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
-            .bind(message.to_string())
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .execute(&mut *tx)
-            .await?;
-        if deleted.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        sqlx::query("update threads set message_count = message_count - 1 where id = ?")
-            .bind(thread.to_string())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(())
+        self.write(move |tx| {
+            Box::pin(async move {
+                let deleted = sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
+                    .bind(message.to_string())
+                    .bind(thread.to_string())
+                    .bind(user.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                if deleted.rows_affected() == 0 {
+                    return Err(StoreError::NotFound);
+                }
+                sqlx::query("update threads set message_count = message_count - 1 where id = ?")
+                    .bind(thread.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, artifact), fields(thread = %artifact.thread_id))]
     async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
         let id = Uuid::now_v7();
         let created = now();
-        let mut tx = self.writer.begin().await?;
-        let owned: Option<i64> = sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
-            .bind(artifact.thread_id.to_string())
-            .bind(user.to_string())
-            .fetch_optional(&mut *tx)
-            .await?;
-        owned.ok_or(StoreError::NotFound)?;
-        // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
-        for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
-            if !owned_in(&mut tx, "messages", user, message).await? {
-                return Err(StoreError::NotFound);
-            }
-        }
-        sqlx::query(
+        self.write(move |tx| {
+            Box::pin(async move {
+                let owned: Option<i64> = sqlx::query_scalar("select 1 from threads where id = ? and user_id = ?")
+                    .bind(artifact.thread_id.to_string())
+                    .bind(user.to_string())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                owned.ok_or(StoreError::NotFound)?;
+                // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
+                for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
+                    if !owned_in(tx, "messages", user, message).await? {
+                        return Err(StoreError::NotFound);
+                    }
+                }
+                sqlx::query(
             "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
              assistant_message_id, created_at, updated_at) values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
         )
@@ -986,7 +847,7 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
-        sqlx::query(
+                sqlx::query(
             "insert into artifact_versions (artifact_id, version, title, content, created_at) values (?, 1, ?, ?, ?)",
         )
         .bind(id.to_string())
@@ -995,19 +856,21 @@ impl Store for Sqlite {
         .bind(created.timestamp_micros())
         .execute(&mut *tx)
         .await?;
-        answer_requests(&mut tx, id, &artifact.answers).await?;
-        tx.commit().await?;
-        Ok(Artifact {
-            id,
-            thread_id: artifact.thread_id,
-            artifact_type: artifact.artifact_type,
-            title: artifact.title,
-            content: artifact.content,
-            version: 1,
-            request_message_id: artifact.request_message_id,
-            assistant_message_id: artifact.assistant_message_id,
-            created_at: created,
+                answer_requests(tx, id, &artifact.answers).await?;
+                Ok(Artifact {
+                    id,
+                    thread_id: artifact.thread_id,
+                    artifact_type: artifact.artifact_type,
+                    title: artifact.title,
+                    content: artifact.content,
+                    version: 1,
+                    request_message_id: artifact.request_message_id,
+                    assistant_message_id: artifact.assistant_message_id,
+                    created_at: created,
+                })
+            })
         })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -1036,10 +899,17 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()> {
-        let deleted = sqlx::query("delete from artifacts where id = ? and user_id = ?")
-            .bind(artifact.to_string())
-            .bind(user.to_string())
-            .execute(&self.writer)
+        let deleted = self
+            .writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("delete from artifacts where id = ? and user_id = ?")
+                        .bind(artifact.to_string())
+                        .bind(user.to_string())
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -1049,13 +919,17 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, artifacts))]
     async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        if !owned_in(&mut tx, "messages", user, assistant_message).await? {
-            return Err(StoreError::NotFound);
-        }
-        link_artifacts_to(&mut tx, user, artifacts, assistant_message).await?;
-        tx.commit().await?;
-        Ok(())
+        let artifacts = artifacts.to_vec();
+        self.write(move |tx| {
+            Box::pin(async move {
+                if !owned_in(tx, "messages", user, assistant_message).await? {
+                    return Err(StoreError::NotFound);
+                }
+                link_artifacts_to(tx, user, &artifacts, assistant_message).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     // Documents: versions and attachments.
@@ -1063,14 +937,15 @@ impl Store for Sqlite {
     #[instrument(skip(self, revision))]
     async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
         let updated = now();
-        let mut tx = self.writer.begin().await?;
-        // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
-        if let Some(message) = revision.request_message_id {
-            if !owned_in(&mut tx, "messages", user, message).await? {
-                return Err(StoreError::NotFound);
-            }
-        }
-        let version: Option<i64> = sqlx::query_scalar(
+        self.write(move |tx| {
+            Box::pin(async move {
+                // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
+                if let Some(message) = revision.request_message_id {
+                    if !owned_in(tx, "messages", user, message).await? {
+                        return Err(StoreError::NotFound);
+                    }
+                }
+                let version: Option<i64> = sqlx::query_scalar(
             "update artifacts set title = ?, content = ?, version = version + 1, updated_at = max(updated_at, ?)
              where id = ? and user_id = ? returning version",
         )
@@ -1081,8 +956,8 @@ impl Store for Sqlite {
         .bind(user.to_string())
         .fetch_optional(&mut *tx)
         .await?;
-        let version = version.ok_or(StoreError::NotFound)?;
-        sqlx::query(
+                let version = version.ok_or(StoreError::NotFound)?;
+                sqlx::query(
             "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id)
              values (?, ?, ?, ?, ?, ?)",
         )
@@ -1094,11 +969,13 @@ impl Store for Sqlite {
         .bind(revision.request_message_id.map(|m| m.to_string()))
         .execute(&mut *tx)
         .await?;
-        answer_requests(&mut tx, artifact, &revision.answers).await?;
-        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
-        let row = sqlx::query(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
-        tx.commit().await?;
-        artifact_from_row(&row)
+                answer_requests(tx, artifact, &revision.answers).await?;
+                let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
+                let row = sqlx::query(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
+                artifact_from_row(&row)
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -1164,54 +1041,58 @@ impl Store for Sqlite {
     ) -> Result<Attachment> {
         let id = Uuid::now_v7();
         let created = now();
-        let mut tx = self.writer.begin().await?;
-        if !owned_in(&mut tx, "threads", user, attachment.thread_id).await? {
-            return Err(StoreError::NotFound);
-        }
-        let (count, used): (i64, i64) = sqlx::query_as(
-            "select (select count(*) from attachments where thread_id = ?),
+        self.write(move |tx| {
+            Box::pin(async move {
+                if !owned_in(tx, "threads", user, attachment.thread_id).await? {
+                    return Err(StoreError::NotFound);
+                }
+                let (count, used): (i64, i64) = sqlx::query_as(
+                    "select (select count(*) from attachments where thread_id = ?),
                     (select coalesce(sum(size), 0) from attachments where user_id = ?)",
-        )
-        .bind(attachment.thread_id.to_string())
-        .bind(user.to_string())
-        .fetch_one(&mut *tx)
-        .await?;
-        check_attachment_limits(limits, count, used, attachment.size)?;
-        sqlx::query(
-            "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
+                )
+                .bind(attachment.thread_id.to_string())
+                .bind(user.to_string())
+                .fetch_one(&mut *tx)
+                .await?;
+                check_attachment_limits(limits, count, used, attachment.size)?;
+                sqlx::query(
+                    "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
              values (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(id.to_string())
-        .bind(attachment.thread_id.to_string())
-        .bind(user.to_string())
-        .bind(&attachment.filename)
-        .bind(&attachment.content_type)
-        .bind(attachment.size)
-        .bind(created.timestamp_micros())
-        .execute(&mut *tx)
-        .await?;
-        // Every chunk in one statement (one hand-off to the connection's thread instead of one per chunk, which
-        // held the writer for a second on a large file).
-        let chunks = serde_json::to_string(&attachment.chunks).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        sqlx::query(
-            "insert into attachment_chunks (attachment_id, thread_id, seq, content)
+                )
+                .bind(id.to_string())
+                .bind(attachment.thread_id.to_string())
+                .bind(user.to_string())
+                .bind(&attachment.filename)
+                .bind(&attachment.content_type)
+                .bind(attachment.size)
+                .bind(created.timestamp_micros())
+                .execute(&mut *tx)
+                .await?;
+                // Every chunk in one statement (one hand-off to the connection's thread instead of one per chunk, which
+                // held the writer for a second on a large file).
+                let chunks =
+                    serde_json::to_string(&attachment.chunks).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                sqlx::query(
+                    "insert into attachment_chunks (attachment_id, thread_id, seq, content)
              select ?, ?, key, value from json_each(?)",
-        )
-        .bind(id.to_string())
-        .bind(attachment.thread_id.to_string())
-        .bind(chunks)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(Attachment {
-            id,
-            thread_id: attachment.thread_id,
-            filename: attachment.filename,
-            content_type: attachment.content_type,
-            size: attachment.size,
-            chunks: attachment.chunks.len() as i64,
-            created_at: created,
+                )
+                .bind(id.to_string())
+                .bind(attachment.thread_id.to_string())
+                .bind(chunks)
+                .execute(&mut *tx)
+                .await?;
+                Ok(Attachment {
+                    id,
+                    thread_id: attachment.thread_id,
+                    filename: attachment.filename,
+                    content_type: attachment.content_type,
+                    size: attachment.size,
+                    chunks: attachment.chunks.len() as i64,
+                    created_at: created,
+                })
+            })
         })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -1246,11 +1127,18 @@ impl Store for Sqlite {
     #[instrument(skip(self))]
     async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()> {
         // The chunks (and their index rows, through the trigger) go with it by the foreign key's cascade.
-        let deleted = sqlx::query("delete from attachments where id = ? and thread_id = ? and user_id = ?")
-            .bind(attachment.to_string())
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .execute(&self.writer)
+        let deleted = self
+            .writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("delete from attachments where id = ? and thread_id = ? and user_id = ?")
+                        .bind(attachment.to_string())
+                        .bind(thread.to_string())
+                        .bind(user.to_string())
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await?;
         if deleted.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -1297,26 +1185,30 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
     async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        if let Some(message) = trace.message_id {
-            let in_thread: bool = sqlx::query_scalar(
-                "select exists (select 1 from messages where id = ? and thread_id = ? and user_id = ?)",
-            )
-            .bind(message.to_string())
-            .bind(trace.thread_id.to_string())
-            .bind(user.to_string())
-            .fetch_one(&mut *tx)
-            .await?;
-            if !in_thread {
-                return Err(StoreError::NotFound);
-            }
-        }
-        let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
-        if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {
-            return Err(StoreError::NotFound);
-        }
-        tx.commit().await?;
-        Ok(())
+        let trace = trace.clone();
+        self.write(move |tx| {
+            Box::pin(async move {
+                if let Some(message) = trace.message_id {
+                    let in_thread: bool = sqlx::query_scalar(
+                        "select exists (select 1 from messages where id = ? and thread_id = ? and user_id = ?)",
+                    )
+                    .bind(message.to_string())
+                    .bind(trace.thread_id.to_string())
+                    .bind(user.to_string())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if !in_thread {
+                        return Err(StoreError::NotFound);
+                    }
+                }
+                let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
+                if !write_trace(tx, trace.turn_id, &turn, trace.message_id).await? {
+                    return Err(StoreError::NotFound);
+                }
+                Ok(())
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -1355,10 +1247,15 @@ impl Store for Sqlite {
 
     #[instrument(skip(self))]
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        turn_writes::add_usage(&mut tx, &super::SpentTokens { user, thread, model: model.to_string(), usage }).await?;
-        tx.commit().await?;
-        Ok(())
+        let model = model.to_owned();
+        self.write(move |tx| {
+            Box::pin(async move {
+                turn_writes::add_usage(tx, &super::SpentTokens { user, thread, model: model.to_string(), usage })
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, key, fingerprint))]
@@ -1370,10 +1267,11 @@ impl Store for Sqlite {
         ttl_secs: i64,
     ) -> Result<IdempotencyClaim> {
         let now = now().timestamp_micros();
-        let mut tx = self.writer.begin().await?;
+        let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
+        self.write(move |tx| Box::pin(async move {
         sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
             .bind(user.to_string())
-            .bind(key)
+            .bind(&key)
             .bind(now)
             .execute(&mut *tx)
             .await?;
@@ -1381,8 +1279,8 @@ impl Store for Sqlite {
             "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at) values (?, ?, ?, ?, ?)",
         )
         .bind(user.to_string())
-        .bind(key)
-        .bind(fingerprint)
+        .bind(&key)
+        .bind(&fingerprint)
         .bind(now)
         .bind(now + ttl_secs * 1_000_000)
         .execute(&mut *tx)
@@ -1392,32 +1290,46 @@ impl Store for Sqlite {
         } else {
             let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
                 .bind(user.to_string())
-                .bind(key)
+                .bind(&key)
                 .fetch_one(&mut *tx)
                 .await?;
             IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
         };
-        tx.commit().await?;
-        Ok(claim)
+                Ok(claim)
+        })).await
     }
 
     #[instrument(skip(self, key, response))]
     async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
-        sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?")
-            .bind(response)
-            .bind(user.to_string())
-            .bind(key)
-            .execute(&self.writer)
+        let (key, response) = (key.to_owned(), response.to_owned());
+        self.writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?")
+                        .bind(response)
+                        .bind(user.to_string())
+                        .bind(key)
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await?;
         Ok(())
     }
 
     #[instrument(skip(self, key))]
     async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
-        sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null")
-            .bind(user.to_string())
-            .bind(key)
-            .execute(&self.writer)
+        let key = key.to_owned();
+        self.writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null")
+                        .bind(user.to_string())
+                        .bind(key)
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await?;
         Ok(())
     }
@@ -1555,9 +1467,11 @@ impl Store for Sqlite {
         stale_after_ms: i64,
         request: Option<NewMessage>,
     ) -> Result<Option<Message>> {
-        // Turns starting while the writer is busy start together.
+        // Turns starting while the writer is busy start together, in one transaction.
         let start = StartTurn { user, thread, turn, stale_after_ms, request };
-        self.write_grouped(&self.starts, Urgency::Start, STARTS_TOGETHER, start, start_turn_boxed).await
+        self.writer
+            .write(Urgency::Start, move |conn| Box::pin(async move { turn_writes::start_turn(conn, &start).await }))
+            .await
     }
 
     #[instrument(skip_all, fields(turns = turns.len()))]
@@ -1567,33 +1481,38 @@ impl Store for Sqlite {
         }
         let ids = serde_json::to_string(&turns.iter().map(Uuid::to_string).collect::<Vec<_>>())
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let beaten: Vec<(String, bool)> = sqlx::query_as(
+        let beaten: Vec<(String, bool)> = self.writer.write(Urgency::Background, move |conn| Box::pin(async move { Ok(sqlx::query_as(
             "update turns set heartbeat_at = ? where id in (select value from json_each(?)) returning id, stop_requested",
         )
         .bind(now().timestamp_micros())
         .bind(ids)
-        .fetch_all(&self.writer)
-        .await?;
+        .fetch_all(conn).await?) })).await?;
         let stopped = beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id));
         stopped.map(|id| Uuid::parse_str(&id).map_err(|e| StoreError::Corrupt(format!("turn id: {e}")))).collect()
     }
 
     #[instrument(skip(self))]
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
-        let updated = sqlx::query(
+        let updated = self
+            .writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
             "update turns set stop_requested = 1 where thread_id = ? and user_id = ? and status = 'running'",
         )
         .bind(thread.to_string())
         .bind(user.to_string())
-        .execute(&self.writer)
-        .await?;
+        .execute(conn).await?)
+                })
+            })
+            .await?;
         Ok(updated.rows_affected() > 0)
     }
 
     #[instrument(skip(self, end))]
     async fn finish_turn(&self, turn: Uuid, end: super::TurnEnd) -> Result<()> {
-        // Turns ending while the writer is busy end together.
-        self.write_grouped(&self.ends, Urgency::Finish, ENDS_TOGETHER, (turn, end), end_turn_boxed).await
+        // Turns ending while the writer is busy end together, in one transaction.
+        self.writer.finish(turn, end).await
     }
 
     #[instrument(skip(self))]
@@ -1621,50 +1540,54 @@ impl Store for Sqlite {
 
     #[instrument(skip(self, events))]
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+        let events = events.to_vec();
         if events.is_empty() {
             return Ok(());
         }
-        let mut tx = self.writer.begin().await?;
-        turn_writes::insert_turn_events(&mut tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
-        tx.commit().await?;
-        Ok(())
+        self.write(move |tx| {
+            Box::pin(async move {
+                turn_writes::insert_turn_events(tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
-    async fn progress_turn(&self) -> super::ProgressTurn<'_> {
-        super::ProgressTurn { _writer: Some(self.queue.enter(Urgency::Progress).await) }
+    fn submit_progress(&self, progress: super::TurnProgress) {
+        self.writer.submit(progress);
+    }
+
+    fn abandon_progress(&self, turn: Uuid) {
+        self.writer.abandon(turn);
     }
 
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress_in(&self, turn: super::ProgressTurn<'_>, progress: &[super::TurnProgress]) -> Result<()> {
+    async fn save_progress(&self, progress: &[super::TurnProgress]) -> Result<()> {
         if progress.is_empty() {
             return Ok(());
         }
-        // Held to the commit: progress goes only in the writer's turn (see `progress_turn`).
-        let _turn = turn;
-        let mut tx = self.writer.begin().await?;
-        let (events, answers) = super::progress_parts(progress);
-        turn_writes::insert_turn_events(&mut tx, &events).await?;
-        // Answers saved before are rewritten many per statement; what is left (first saves) is saved one by one.
-        let unsaved = match answers {
-            Ok(answers) => rewrite_drafts(&mut tx, &answers).await?,
-            Err(in_order) => in_order,
-        };
-        for (user, answer) in unsaved {
-            turn_writes::save_answer(&mut tx, user, answer).await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        let progress = progress.to_vec();
+        self.writer
+            .write(Urgency::Background, move |conn| Box::pin(async move { write_progress(conn, &progress).await }))
+            .await
     }
 
     #[instrument(skip(self))]
     async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
-        let released = sqlx::query(
-            "update messages set writing = 0 where writing = 1 and not exists (select 1 from turns
+        let released = self
+            .writer
+            .write(Urgency::Background, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
+                        "update messages set writing = 0 where writing = 1 and not exists (select 1 from turns
              where turns.thread_id = messages.thread_id and status = 'running' and heartbeat_at >= ?)",
-        )
-        .bind(now().timestamp_micros() - stale_after_ms * 1000)
-        .execute(&self.writer)
-        .await?;
+                    )
+                    .bind(now().timestamp_micros() - stale_after_ms * 1000)
+                    .execute(conn)
+                    .await?)
+                })
+            })
+            .await?;
         Ok(released.rows_affected())
     }
 
@@ -1834,10 +1757,10 @@ mod tests {
         for (sync, expected) in [(SqliteSync::Normal, 1), (SqliteSync::Full, 2)] {
             let url = format!("sqlite://{}", dir.path().join("sync.db").display());
             let store = Sqlite::connect(&url, sync).await.expect("open");
-            let level: i64 = sqlx::query_scalar("pragma synchronous").fetch_one(&store.writer).await.expect("pragma");
+            let level: i64 = sqlx::query_scalar("pragma synchronous").fetch_one(&store.reader).await.expect("pragma");
             assert_eq!(level, expected, "{sync:?}");
             let mode: String =
-                sqlx::query_scalar("pragma journal_mode").fetch_one(&store.writer).await.expect("pragma");
+                sqlx::query_scalar("pragma journal_mode").fetch_one(&store.reader).await.expect("pragma");
             assert_eq!(mode, "wal");
         }
     }
@@ -1873,15 +1796,78 @@ mod tests {
             .await
             .expect("message");
         // What a process stopped in the middle of an import leaves: a conversation still marked as its.
-        sqlx::query("update threads set import_id = 'an import' where id = ?")
-            .bind(cut_off.id.to_string())
-            .execute(&store.writer)
+        let id = cut_off.id.to_string();
+        store
+            .write(move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("update threads set import_id = 'an import' where id = ?")
+                        .bind(id)
+                        .execute(conn)
+                        .await?)
+                })
+            })
             .await
             .expect("mark");
-        store.writer.close().await;
+        drop(store);
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
         assert_eq!(store.all_thread_ids(user).await.expect("ids"), vec![kept.id]);
         assert_eq!(store.search(user, "import", 10, 0).await.expect("search").total, 0);
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_will_not_end_leaves_its_answer_so_far_and_nothing_held() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            Sqlite::connect(&format!("sqlite://{}", dir.path().join("abandon.db").display()), SqliteSync::Normal)
+                .await
+                .expect("open");
+        let user = store
+            .create_user(NewUser {
+                email: "a@example.com".into(),
+                password_hash: String::new(),
+                display_name: "A".into(),
+            })
+            .await
+            .expect("user")
+            .id;
+        let thread = store.create_thread(user, "abandoned", &[]).await.expect("thread").id;
+        let turn = Uuid::now_v7();
+        store.begin_turn(user, thread, turn, 30_000).await.expect("begin");
+        let answer = Uuid::now_v7();
+        store.submit_progress(super::super::TurnProgress {
+            turn,
+            user,
+            events: vec![StoredEvent { seq: 1, name: "text_delta".into(), data: r#"{"text":"Half"}"#.into() }],
+            answer: Some(super::super::AnswerDraft {
+                id: answer,
+                thread_id: thread,
+                update: super::super::MessageUpdate {
+                    content: "Half an answer".into(),
+                    status: MessageStatus::Interrupted,
+                    usage: Usage::default(),
+                    model: None,
+                    context: None,
+                },
+                writing: true,
+            }),
+        });
+        assert_eq!(store.writer.held_turns().await, vec![turn]);
+        // Its task died without ending it.
+        store.abandon_progress(turn);
+        assert_eq!(store.writer.held_turns().await, Vec::<Uuid>::new());
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let kept = loop {
+            if let Ok(kept) = store.get_message(user, answer).await {
+                break kept;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "the answer so far was not saved");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        assert_eq!((kept.content.as_str(), kept.status), ("Half an answer", MessageStatus::Interrupted));
+        assert_eq!(store.turn_events_after(turn, 0).await.expect("events").len(), 1);
+        // A turn that ended leaves nothing to let go of.
+        store.abandon_progress(turn);
+        assert_eq!(store.writer.held_turns().await, Vec::<Uuid>::new());
     }
 
     #[tokio::test]
@@ -1890,7 +1876,7 @@ mod tests {
         let path = dir.path().join("checkpoint.db");
         let store = Sqlite::connect(&format!("sqlite://{}", path.display()), SqliteSync::Normal).await.expect("open");
         let every: i64 =
-            sqlx::query_scalar("pragma wal_autocheckpoint").fetch_one(&store.writer).await.expect("pragma");
+            sqlx::query_scalar("pragma wal_autocheckpoint").fetch_one(&store.reader).await.expect("pragma");
         assert_eq!(every, 0, "no commit copies the log");
         // The schema went to the log; until a checkpoint the file itself holds only its first page.
         let file_pages = || std::fs::metadata(&path).map(|m| m.len() / 4096).unwrap_or(0);

@@ -9,7 +9,7 @@ use crate::common::{
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role, SearchResults};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StopReason, StreamEvent};
-use quire::store::DynStore;
+use quire::store::{AnswerDraft, DynStore, MessageUpdate, NewUser, StoredEvent, TurnEnd, TurnProgress};
 
 async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -277,22 +277,15 @@ async fn a_real_model_names_the_conversation_and_a_failure_falls_back_to_the_fir
     assert_eq!(names(&frames).last(), Some(&"message_complete"));
 }
 
-#[tokio::test]
-async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
-    use quire::chat::progress::ProgressWriter;
-    use quire::store::{AnswerDraft, MessageUpdate, NewUser, StoredEvent, TurnProgress};
-
-    let (store, _dir) = sqlite_store().await;
-    let user = store
-        .create_user(NewUser { email: "p@example.com".into(), password_hash: "x".into(), display_name: "P".into() })
-        .await
-        .unwrap()
-        .id;
-    let thread = store.create_thread(user, "Progress", &[]).await.unwrap().id;
-    let turn = uuid::Uuid::now_v7();
-    store.begin_turn(user, thread, turn, 60_000).await.unwrap();
-    let answer = uuid::Uuid::now_v7();
-    let progress = |seq: i64, text: &str| TurnProgress {
+fn draft(
+    turn: uuid::Uuid,
+    user: uuid::Uuid,
+    thread: uuid::Uuid,
+    answer: uuid::Uuid,
+    seq: i64,
+    text: &str,
+) -> TurnProgress {
+    TurnProgress {
         turn,
         user,
         events: vec![StoredEvent { seq, name: "text_delta".into(), data: format!("{{\"text\":\"{text}\"}}") }],
@@ -308,137 +301,117 @@ async fn handed_over_progress_is_written_and_settling_leaves_nothing_behind() {
             },
             writing: true,
         }),
-    };
-    let writer = ProgressWriter::start(store.clone());
-    writer.submit(progress(1, "He"));
-    writer.submit(progress(2, "Hello"));
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while store.turn_events_after(turn, 0).await.unwrap().len() < 2 {
-        assert!(tokio::time::Instant::now() < deadline, "the progress was never written");
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert_eq!(store.get_message(user, answer).await.unwrap().content, "Hello");
-    assert!(writer.settle(turn).await.is_none(), "everything was written");
-
-    // Settling right after handing over: what comes back was not written, and what was written does not come
-    // back; either way nothing of the turn is written after `settle` returns.
-    writer.submit(progress(3, "Hello there"));
-    let taken = writer.settle(turn).await;
-    let stored = store.turn_events_after(turn, 2).await.unwrap();
-    match taken {
-        Some(back) => {
-            assert_eq!(back.events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![3]);
-            assert!(stored.is_empty());
-        }
-        None => assert_eq!(stored.len(), 1),
-    }
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(store.turn_events_after(turn, 2).await.unwrap(), stored, "nothing lands after settling");
 }
 
-/// Forty running turns, each in a conversation of its own, on a SQLite store at `url`.
-async fn running_turns(url: &str) -> (DynStore, uuid::Uuid, Vec<uuid::Uuid>) {
-    use quire::store::NewUser;
-    let store = quire::store::connect(url).await.unwrap();
+fn last_event(seq: i64) -> StoredEvent {
+    StoredEvent { seq, name: "message_complete".into(), data: "{}".into() }
+}
+
+/// Progress handed over is written (the answer so far at once; the events on SQLite only with the turn's end),
+/// and a turn's end takes what is not written yet into its own commit: nothing of the turn lands after it.
+async fn handed_over_progress_is_written_and_the_end_takes_the_rest(store: DynStore) {
+    let user = store
+        .create_user(NewUser { email: "p@example.com".into(), password_hash: "x".into(), display_name: "P".into() })
+        .await
+        .unwrap()
+        .id;
+    let thread = store.create_thread(user, "Progress", &[]).await.unwrap().id;
+    let turn = uuid::Uuid::now_v7();
+    store.begin_turn(user, thread, turn, 60_000).await.unwrap();
+    let answer = uuid::Uuid::now_v7();
+    store.submit_progress(draft(turn, user, thread, answer, 1, "He"));
+    store.submit_progress(draft(turn, user, thread, answer, 2, "Hello"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while store.get_message(user, answer).await.map(|m| m.content).ok().as_deref() != Some("Hello") {
+        assert!(tokio::time::Instant::now() < deadline, "the answer so far was never written");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Handed over right before the end: either written before it or taken into it, never after it.
+    store.submit_progress(draft(turn, user, thread, answer, 3, "Hello there"));
+    store.finish_turn(turn, TurnEnd { events: vec![last_event(4)], ..TurnEnd::default() }).await.unwrap();
+    let seqs = |events: Vec<StoredEvent>| events.iter().map(|e| e.seq).collect::<Vec<_>>();
+    assert_eq!(seqs(store.turn_events_after(turn, 0).await.unwrap()), vec![1, 2, 3, 4]);
+    let content = store.get_message(user, answer).await.unwrap().content;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(store.get_message(user, answer).await.unwrap().content, content, "nothing lands after the end");
+    assert_eq!(seqs(store.turn_events_after(turn, 0).await.unwrap()), vec![1, 2, 3, 4]);
+}
+
+#[tokio::test]
+async fn on_sqlite_handed_over_progress_is_written_and_the_end_takes_the_rest() {
+    let (store, _dir) = sqlite_store().await;
+    handed_over_progress_is_written_and_the_end_takes_the_rest(store).await;
+}
+
+#[tokio::test]
+async fn on_postgres_handed_over_progress_is_written_and_the_end_takes_the_rest() {
+    let Some(url) = fresh_postgres_url("on_postgres_handed_over_progress_is_written_and_the_end_takes_the_rest").await
+    else {
+        return;
+    };
+    handed_over_progress_is_written_and_the_end_takes_the_rest(quire::store::connect(&url).await.unwrap()).await;
+}
+
+/// While SQLite's writer is held up writing a batch of running turns' answers (another connection holds the
+/// database's write lock), forty turns end. Each end waits only for that batch: it takes its turn's progress
+/// still waiting to be written into its own commit, and none of that progress is written after it.
+#[tokio::test]
+async fn an_ending_turn_waits_only_for_the_batch_being_written_and_takes_its_progress() {
+    use sqlx::Connection;
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+    let store = quire::store::connect(&url).await.unwrap();
     let user = store
         .create_user(NewUser { email: "w@example.com".into(), password_hash: "x".into(), display_name: "W".into() })
         .await
         .unwrap()
         .id;
-    let mut turns = Vec::new();
+    let mut running = Vec::new();
     for i in 0..40 {
         let thread = store.create_thread(user, &format!("Running {i}"), &[]).await.unwrap().id;
         let turn = uuid::Uuid::now_v7();
         store.begin_turn(user, thread, turn, 60_000).await.unwrap();
-        turns.push(turn);
+        running.push((turn, thread, uuid::Uuid::now_v7()));
     }
-    (store, user, turns)
-}
-
-fn one_event(turn: uuid::Uuid, user: uuid::Uuid) -> quire::store::TurnProgress {
-    let event = quire::store::StoredEvent { seq: 1, name: "text_delta".into(), data: "{\"text\":\"a\"}".into() };
-    quire::store::TurnProgress { turn, user, events: vec![event], answer: None }
-}
-
-#[tokio::test]
-async fn progress_waiting_for_the_writer_is_not_taken_yet() {
-    use quire::chat::progress::ProgressWriter;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-    let (store, user, turns) = running_turns(&url).await;
-    // The writer is busy (as behind a stream of starts and ends): progress handed over now waits for it.
-    let busy = store.progress_turn().await;
-    let writer = ProgressWriter::start(store.clone());
-    for &turn in &turns {
-        writer.submit(one_event(turn, user));
-    }
-    tokio::task::yield_now().await;
-    // Every turn ending meanwhile takes its progress back at once: none of it was taken to be written.
-    for &turn in &turns {
-        let back = tokio::time::timeout(Duration::from_secs(5), writer.settle(turn))
-            .await
-            .expect("an ending turn does not wait for progress still in line")
-            .expect("its progress, back");
-        assert_eq!(back.events.len(), 1);
-    }
-    drop(busy);
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    for &turn in &turns {
-        assert!(store.turn_events_after(turn, 0).await.unwrap().is_empty(), "nothing lands after settling");
-    }
-}
-
-#[tokio::test]
-async fn an_ending_turn_waits_only_for_the_chunk_that_holds_its_progress() {
-    use quire::chat::progress::ProgressWriter;
-    use sqlx::Connection;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-    let (store, user, turns) = running_turns(&url).await;
-    // Another connection holds the database's write lock: the first chunk of progress is taken, and its commit
-    // waits.
     let mut other = sqlx::SqliteConnection::connect(&url).await.unwrap();
     sqlx::query("begin immediate").execute(&mut other).await.unwrap();
-    let writer = ProgressWriter::start(store.clone());
-    for &turn in &turns {
-        writer.submit(one_event(turn, user));
+    // Handed over together: the writer takes the first 32 answers in a batch, whose commit waits for the lock.
+    for &(turn, thread, answer) in &running {
+        store.submit_progress(draft(turn, user, thread, answer, 1, "draft"));
     }
-    let mut settling: futures::stream::FuturesUnordered<_> = turns
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut ending: futures::stream::FuturesUnordered<_> = running
         .iter()
-        .map(|&turn| {
-            let writer = writer.clone();
-            tokio::spawn(async move { (turn, writer.settle(turn).await) })
+        .map(|&(turn, _, _)| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store.finish_turn(turn, TurnEnd { events: vec![last_event(2)], ..TurnEnd::default() }).await
+            })
         })
         .collect();
-    // The turns of the next chunk (40 = 32 + 8) get theirs back without waiting for the first.
-    let mut back = Vec::new();
-    while back.len() < 8 {
-        let (turn, progress) = tokio::time::timeout(Duration::from_secs(5), settling.next())
-            .await
-            .expect("not held up by a chunk it is not in")
-            .unwrap()
-            .unwrap();
-        assert!(progress.is_some(), "its progress was not being written");
-        back.push(turn);
-    }
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
-    assert_eq!(settling.len(), 32, "the first chunk's turns wait for its commit");
+    let held = tokio::time::timeout(Duration::from_millis(200), ending.next()).await;
+    assert!(held.is_err(), "the ends wait for the batch being written");
     sqlx::query("rollback").execute(&mut other).await.unwrap();
-    while let Some(settled) = settling.next().await {
-        let (turn, progress) = settled.unwrap();
-        assert!(progress.is_none(), "written, so nothing comes back");
-        assert_eq!(store.turn_events_after(turn, 0).await.unwrap().len(), 1);
+    while let Some(ended) = tokio::time::timeout(Duration::from_secs(5), ending.next()).await.expect("ended soon") {
+        ended.unwrap().unwrap();
     }
-    for turn in back {
-        assert!(store.turn_events_after(turn, 0).await.unwrap().is_empty());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    for (i, &(turn, _, answer)) in running.iter().enumerate() {
+        let events = store.turn_events_after(turn, 0).await.unwrap();
+        assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2], "with its end");
+        let saved = store.get_message(user, answer).await;
+        if i < 32 {
+            assert_eq!(saved.unwrap().content, "draft", "written by the batch the ends waited for");
+        } else {
+            assert!(saved.is_err(), "taken by its end, which kept no answer, and never written after it");
+        }
     }
 }
 
 #[tokio::test]
 async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
-    use quire::store::NewUser;
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("quire.db").display());
     let store = quire::store::connect(&url).await.unwrap();

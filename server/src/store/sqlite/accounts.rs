@@ -31,26 +31,30 @@ fn ids(rows: &[SqliteRow]) -> Result<Vec<Uuid>> {
 impl Accounts for Sqlite {
     #[instrument(skip_all)]
     async fn create_session(&self, session: &Session) -> Result<()> {
-        let mut tx = self.writer.begin().await?;
-        sqlx::query("delete from sessions where expires_at < ?")
-            .bind(now().timestamp_micros())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query(
-            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at, device, ip_prefix)
-             values (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(session.id.to_string())
-        .bind(session.user.to_string())
-        .bind(session.created_at.timestamp_micros())
-        .bind(session.last_seen_at.timestamp_micros())
-        .bind(session.expires_at.timestamp_micros())
-        .bind(&session.device)
-        .bind(&session.ip_prefix)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(())
+        let session = session.clone();
+        self.write(move |tx| {
+            Box::pin(async move {
+                sqlx::query("delete from sessions where expires_at < ?")
+                    .bind(now().timestamp_micros())
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "insert into sessions (id, user_id, created_at, last_seen_at, expires_at, device, ip_prefix)
+                     values (?, ?, ?, ?, ?, ?, ?)",
+                )
+                .bind(session.id.to_string())
+                .bind(session.user.to_string())
+                .bind(session.created_at.timestamp_micros())
+                .bind(session.last_seen_at.timestamp_micros())
+                .bind(session.expires_at.timestamp_micros())
+                .bind(&session.device)
+                .bind(&session.ip_prefix)
+                .execute(&mut *tx)
+                .await?;
+                Ok(())
+            })
+        })
+        .await
     }
 
     #[instrument(skip_all)]
@@ -64,11 +68,16 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn touch_session(&self, id: Uuid) -> Result<()> {
-        sqlx::query("update sessions set last_seen_at = ? where id = ?")
-            .bind(now().timestamp_micros())
-            .bind(id.to_string())
-            .execute(&self.writer)
-            .await?;
+        self.write(move |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query("update sessions set last_seen_at = ? where id = ?")
+                    .bind(now().timestamp_micros())
+                    .bind(id.to_string())
+                    .execute(conn)
+                    .await?)
+            })
+        })
+        .await?;
         Ok(())
     }
 
@@ -87,25 +96,38 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool> {
-        let ended = sqlx::query("update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null")
-            .bind(now().timestamp_micros())
-            .bind(id.to_string())
-            .bind(user.to_string())
-            .execute(&self.writer)
+        let ended = self
+            .write(move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
+                        "update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null",
+                    )
+                    .bind(now().timestamp_micros())
+                    .bind(id.to_string())
+                    .bind(user.to_string())
+                    .execute(conn)
+                    .await?)
+                })
+            })
             .await?;
         Ok(ended.rows_affected() > 0)
     }
 
     #[instrument(skip_all)]
     async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>> {
-        let rows = sqlx::query(
+        let rows = self
+            .write(move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
             "update sessions set ended_at = ? where user_id = ? and id is not ? and ended_at is null returning id",
         )
         .bind(now().timestamp_micros())
         .bind(user.to_string())
         .bind(keep.map(|k| k.to_string()))
-        .fetch_all(&self.writer)
-        .await?;
+        .fetch_all(conn).await?)
+                })
+            })
+            .await?;
         ids(&rows)
     }
 
@@ -120,25 +142,29 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>> {
-        let mut tx = self.writer.begin().await?;
-        let changed = sqlx::query("update users set password_hash = ? where id = ?")
-            .bind(password_hash)
-            .bind(user.to_string())
-            .execute(&mut *tx)
-            .await?;
-        if changed.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        let rows = sqlx::query(
-            "update sessions set ended_at = ? where user_id = ? and id <> ? and ended_at is null returning id",
-        )
-        .bind(now().timestamp_micros())
-        .bind(user.to_string())
-        .bind(keep.to_string())
-        .fetch_all(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        ids(&rows)
+        let password_hash = password_hash.to_owned();
+        self.write(move |tx| {
+            Box::pin(async move {
+                let changed = sqlx::query("update users set password_hash = ? where id = ?")
+                    .bind(password_hash)
+                    .bind(user.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                if changed.rows_affected() == 0 {
+                    return Err(StoreError::NotFound);
+                }
+                let rows = sqlx::query(
+                    "update sessions set ended_at = ? where user_id = ? and id <> ? and ended_at is null returning id",
+                )
+                .bind(now().timestamp_micros())
+                .bind(user.to_string())
+                .bind(keep.to_string())
+                .fetch_all(&mut *tx)
+                .await?;
+                ids(&rows)
+            })
+        })
+        .await
     }
 
     #[instrument(skip_all)]
@@ -153,37 +179,57 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
-        sqlx::query(
-            "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
+        let account = account.to_owned();
+        self.write(move |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query(
+                    "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
              on conflict (account) do update set
                  failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2",
-        )
-        .bind(account)
-        .bind(now().timestamp_micros())
-        .bind(forget_before.timestamp_micros())
-        .execute(&self.writer)
+                )
+                .bind(account)
+                .bind(now().timestamp_micros())
+                .bind(forget_before.timestamp_micros())
+                .execute(conn)
+                .await?)
+            })
+        })
         .await?;
         Ok(())
     }
 
     #[instrument(skip_all)]
     async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
-        sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(&self.writer).await?;
+        let account = account.to_owned();
+        self.write(move |conn| {
+            Box::pin(async move {
+                Ok(sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(conn).await?)
+            })
+        })
+        .await?;
         Ok(())
     }
 
     #[instrument(skip_all)]
     async fn delete_user(&self, user: Uuid) -> Result<()> {
         let id = user.to_string();
-        let mut tx = self.writer.begin().await?;
-        let email: Option<String> =
-            sqlx::query_scalar("select email from users where id = ?").bind(&id).fetch_optional(&mut *tx).await?;
-        let email = email.ok_or(StoreError::NotFound)?;
-        sqlx::query("delete from sign_in_failures where account = lower(?)").bind(&email).execute(&mut *tx).await?;
-        sqlx::query("delete from idempotency_keys where user_id = ?").bind(&id).execute(&mut *tx).await?;
-        // The rest hangs off the account by foreign keys that cascade; the search index follows by triggers.
-        sqlx::query("delete from users where id = ?").bind(&id).execute(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(())
+        self.write(move |tx| {
+            Box::pin(async move {
+                let email: Option<String> = sqlx::query_scalar("select email from users where id = ?")
+                    .bind(&id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let email = email.ok_or(StoreError::NotFound)?;
+                sqlx::query("delete from sign_in_failures where account = lower(?)")
+                    .bind(&email)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("delete from idempotency_keys where user_id = ?").bind(&id).execute(&mut *tx).await?;
+                // The rest hangs off the account by foreign keys that cascade; the search index follows by triggers.
+                sqlx::query("delete from users where id = ?").bind(&id).execute(&mut *tx).await?;
+                Ok(())
+            })
+        })
+        .await
     }
 }

@@ -12,16 +12,15 @@
 //! large import takes. The work runs in a task of its own, so a client that goes away does not cut it short
 //! between two groups.
 
-use std::collections::HashMap;
+use std::{collections::HashMap, sync::Arc};
 
 use app::api::Thread;
 use sqlx::{QueryBuilder, Sqlite as Db, SqliteConnection};
 use uuid::Uuid;
 
-use super::{thread_from_row, write_tags, Sqlite, THREAD_COLUMNS};
+use super::{thread_from_row, write_tags, writer::Urgency, Sqlite, THREAD_COLUMNS};
 use crate::store::{
     history::{import_groups, Budget, ImportThread, Part, Prepared},
-    write_queue::Urgency,
     Result, StoreError,
 };
 
@@ -38,15 +37,15 @@ const READ_TOGETHER: usize = 500;
 /// Writes the import in a task of its own (see the module's comment) and returns its conversations.
 pub(super) async fn import_threads(store: &Sqlite, user: Uuid, threads: Vec<ImportThread>) -> Result<Vec<Thread>> {
     let store = store.clone();
-    tokio::spawn(async move { write_import(&store, user, &threads).await })
+    tokio::spawn(async move { write_import(&store, user, Arc::new(threads)).await })
         .await
         .map_err(|_| StoreError::Database(sqlx::Error::WorkerCrashed))?
 }
 
-async fn write_import(store: &Sqlite, user: Uuid, threads: &[ImportThread]) -> Result<Vec<Thread>> {
+async fn write_import(store: &Sqlite, user: Uuid, threads: Arc<Vec<ImportThread>>) -> Result<Vec<Thread>> {
     let import = Uuid::now_v7().to_string();
-    let prepared = Prepared::all(threads);
-    if let Err(e) = write_groups(store, user, &import, &prepared).await {
+    let prepared = Prepared::all(&threads);
+    if let Err(e) = write_groups(store, user, &import, &threads, &prepared).await {
         if let Err(cleanup) = remove(store, &import).await {
             tracing::error!(error = %cleanup, import, "removing a failed import failed; it goes at the next start");
         }
@@ -56,31 +55,77 @@ async fn write_import(store: &Sqlite, user: Uuid, threads: &[ImportThread]) -> R
     read_back(store, &ids).await
 }
 
-async fn write_groups(store: &Sqlite, user: Uuid, import: &str, prepared: &[Prepared<'_>]) -> Result<()> {
+/// The ids [`Prepared`] gives a conversation's rows, kept apart from the conversation's borrowed data so that
+/// each group's write can own what it needs.
+struct Ids {
+    id: Uuid,
+    message_ids: Vec<Uuid>,
+    artifact_ids: Vec<Uuid>,
+}
+
+/// Writes the groups in the background line of the writer: starts and ends go first.
+async fn write_groups(
+    store: &Sqlite,
+    user: Uuid,
+    import: &str,
+    threads: &Arc<Vec<ImportThread>>,
+    prepared: &[Prepared<'_>],
+) -> Result<()> {
+    let ids: Arc<Vec<Ids>> = Arc::new(
+        prepared
+            .iter()
+            .map(|p| Ids { id: p.id, message_ids: p.message_ids.clone(), artifact_ids: p.artifact_ids.clone() })
+            .collect(),
+    );
     for group in import_groups(prepared, IMPORT_BUDGET) {
-        let _turn = store.queue.enter(Urgency::Progress).await;
-        let mut tx = store.writer.begin().await?;
-        for part in &group {
-            write_part(&mut tx, user, import, prepared, part).await?;
-        }
-        tx.commit().await?;
+        let (threads, ids, import) = (threads.clone(), ids.clone(), import.to_owned());
+        store
+            .writer
+            .write(Urgency::Background, move |tx| {
+                Box::pin(async move {
+                    for part in &group {
+                        let t = match part {
+                            Part::Thread(t) | Part::Messages(t, _) | Part::Artifacts(t, _) => *t,
+                        };
+                        let ids = &ids[t];
+                        let p = Prepared {
+                            id: ids.id,
+                            thread: &threads[t],
+                            message_ids: ids.message_ids.clone(),
+                            artifact_ids: ids.artifact_ids.clone(),
+                        };
+                        write_part(tx, user, &import, &p, part).await?;
+                    }
+                    Ok(())
+                })
+            })
+            .await?;
     }
-    let _turn = store.queue.enter(Urgency::Progress).await;
-    sqlx::query("update threads set import_id = null where import_id = ?").bind(import).execute(&store.writer).await?;
-    Ok(())
+    let import = import.to_owned();
+    store
+        .writer
+        .write(Urgency::Background, move |conn| {
+            Box::pin(async move {
+                sqlx::query("update threads set import_id = null where import_id = ?")
+                    .bind(import)
+                    .execute(conn)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
 }
 
 async fn write_part(
     conn: &mut SqliteConnection,
     user: Uuid,
     import: &str,
-    prepared: &[Prepared<'_>],
+    p: &Prepared<'_>,
     part: &Part,
 ) -> Result<()> {
     let user_id = user.to_string();
     match part {
-        Part::Thread(t) => {
-            let p = &prepared[*t];
+        Part::Thread(_) => {
             let created_at = p.thread.created_at.timestamp_micros();
             sqlx::query(
                 "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at,
@@ -100,8 +145,7 @@ async fn write_part(
             .await?;
             write_tags(conn, user, p.id, &p.thread.tags).await?;
         }
-        Part::Messages(t, range) => {
-            let p = &prepared[*t];
+        Part::Messages(_, range) => {
             let mut insert = QueryBuilder::<Db>::new(
                 "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
                  output_tokens, model, created_at) ",
@@ -122,8 +166,7 @@ async fn write_part(
             });
             insert.build().persistent(false).execute(&mut *conn).await?;
         }
-        Part::Artifacts(t, range) => {
-            let p = &prepared[*t];
+        Part::Artifacts(_, range) => {
             let mut insert = QueryBuilder::<Db>::new(
                 "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
                  request_message_id, assistant_message_id, created_at, updated_at) ",
@@ -173,8 +216,15 @@ async fn remove(store: &Sqlite, import: &str) -> Result<()> {
     ];
     for sql in statements {
         loop {
-            let _turn = store.queue.enter(Urgency::Progress).await;
-            let done = sqlx::query(sql).bind(import).bind(REMOVED_TOGETHER as i64).execute(&store.writer).await?;
+            let import = import.to_owned();
+            let done = store
+                .writer
+                .write(Urgency::Background, move |conn| {
+                    Box::pin(async move {
+                        Ok(sqlx::query(sql).bind(import).bind(REMOVED_TOGETHER as i64).execute(conn).await?)
+                    })
+                })
+                .await?;
             if done.rows_affected() == 0 {
                 break;
             }

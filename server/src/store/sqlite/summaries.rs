@@ -56,34 +56,38 @@ impl Summaries for Sqlite {
 
     #[instrument(skip(self, summary))]
     async fn save_thread_summary(&self, user: Uuid, thread: Uuid, summary: &NewSummary) -> Result<ThreadSummary> {
-        let mut tx = self.writer.begin().await?;
-        let row: Option<SummaryRow> = sqlx::query_as(&format!(
-            "insert into thread_summaries
-                 (thread_id, user_id, content, covers_through, covered_count, model, input_tokens, output_tokens,
-                  updated_at)
-             select id, user_id, ?, ?, ?, ?, ?, ?, ? from threads where id = ? and user_id = ?
-             on conflict (thread_id) do update set content = excluded.content,
-                 covers_through = excluded.covers_through, covered_count = excluded.covered_count,
-                 model = excluded.model, input_tokens = thread_summaries.input_tokens + excluded.input_tokens,
-                 output_tokens = thread_summaries.output_tokens + excluded.output_tokens,
-                 updated_at = excluded.updated_at
-             returning {COLUMNS}"
-        ))
-        .bind(&summary.content)
-        .bind(summary.covers_through)
-        .bind(summary.covered_count)
-        .bind(&summary.model)
-        .bind(summary.usage.input_tokens as i64)
-        .bind(summary.usage.output_tokens as i64)
-        .bind(now().timestamp_micros())
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .fetch_optional(&mut *tx)
-        .await?;
-        let saved = row.ok_or(StoreError::NotFound)?;
-        let spent = SpentTokens { user, thread, model: summary.model.clone(), usage: summary.usage };
-        add_usage(&mut tx, &spent).await?;
-        tx.commit().await?;
-        Ok(saved.into())
+        let summary = summary.clone();
+        self.write(move |tx| {
+            Box::pin(async move {
+                let row: Option<SummaryRow> = sqlx::query_as(&format!(
+                    "insert into thread_summaries
+                         (thread_id, user_id, content, covers_through, covered_count, model, input_tokens, output_tokens,
+                          updated_at)
+                     select id, user_id, ?, ?, ?, ?, ?, ?, ? from threads where id = ? and user_id = ?
+                     on conflict (thread_id) do update set content = excluded.content,
+                         covers_through = excluded.covers_through, covered_count = excluded.covered_count,
+                         model = excluded.model, input_tokens = thread_summaries.input_tokens + excluded.input_tokens,
+                         output_tokens = thread_summaries.output_tokens + excluded.output_tokens,
+                         updated_at = excluded.updated_at
+                     returning {COLUMNS}"
+                ))
+                .bind(&summary.content)
+                .bind(summary.covers_through)
+                .bind(summary.covered_count)
+                .bind(&summary.model)
+                .bind(summary.usage.input_tokens as i64)
+                .bind(summary.usage.output_tokens as i64)
+                .bind(now().timestamp_micros())
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let saved = row.ok_or(StoreError::NotFound)?;
+                let spent = SpentTokens { user, thread, model: summary.model.clone(), usage: summary.usage };
+                add_usage(tx, &spent).await?;
+                Ok(saved.into())
+            })
+        })
+        .await
     }
 }
