@@ -1,6 +1,8 @@
 //! Accounts and their sessions: what a session is, and the storage of sessions, passwords and account removal,
 //! which both backends implement (`sqlite/accounts.rs`, `postgres/accounts.rs`).
 
+#[allow(unused_imports)]
+use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -56,6 +58,10 @@ impl Session {
 /// Accounts and sessions, beside the rest of [`Store`](super::Store).
 #[async_trait]
 pub trait Accounts: Send + Sync {
+    async fn create_user(&self, user: NewUser) -> Result<User>;
+    async fn user_by_email(&self, email: &str) -> Result<User>;
+    async fn user_by_id(&self, id: Uuid) -> Result<User>;
+
     /// Records a new session, with its device and network; sessions past their expiry are purged on the way.
     async fn create_session(&self, session: &Session) -> Result<()>;
     /// The session with this id, ended or not; `None` when there is none (or it was purged).

@@ -1,5 +1,8 @@
 //! Storage types of documents: revisions of artifacts, attachments and their searchable chunks.
 
+#[allow(unused_imports)]
+use super::*;
+use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::StoreError;
@@ -73,6 +76,30 @@ pub fn chunk_query_words(query: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Documents (artifacts) and their versions, and which requests they fulfilled.
+#[async_trait]
+pub trait Documents: Send + Sync {
+    /// `NotFound` when the thread, or a message it points at, is missing or another user's.
+    async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact>;
+    /// The thread's documents, oldest first; `NotFound` when the thread is missing or another user's.
+    async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>>;
+    async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
+    async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
+    /// Links the artifacts of a turn to the answer saved for it. Other users' artifacts are left alone;
+    /// `NotFound` when the answer is missing or another user's.
+    async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()>;
+    /// Saves the next version of a document and makes it the current one, in one transaction; returns the
+    /// document at its new version. `NotFound` when it is missing or another user's.
+    async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
+    /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
+    async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
+    /// The thread's requests that produced a document or a later version of one, or that one answers besides
+    /// (what the model no longer sees), in no particular order; empty for a thread that is missing or another
+    /// user's.
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
+    async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
 }
 
 #[cfg(test)]

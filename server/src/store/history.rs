@@ -1,6 +1,9 @@
 //! Storage types of the conversation history: what an import creates, and the helpers both backends share
 //! for statistics and for writing imports.
 
+#[allow(unused_imports)]
+use super::*;
+use async_trait::async_trait;
 use std::ops::Range;
 
 use app::api::{ArtifactType, DayTokens, MessageStatus, Role, Usage};
@@ -190,6 +193,24 @@ pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u
             entry
         })
         .collect()
+}
+
+/// A person's history as a whole: usage, stats, export and import.
+#[async_trait]
+pub trait History: Send + Sync {
+    /// Adds tokens to the thread totals and the user's ledger for today and this model.
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
+    /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
+    /// type, over the user's own rows.
+    async fn history_stats(&self, user: Uuid, today: chrono::NaiveDate) -> Result<app::api::HistoryStats>;
+    /// Every thread id of the user, archived ones too, oldest first.
+    async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
+    /// The metadata of the user's attachments, oldest first.
+    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
+    /// Creates the threads with their messages and documents, all of them or none, and returns them in order.
+    /// PostgreSQL writes them in one transaction; SQLite in many short ones, so that an import never holds its
+    /// only writer for long, and removes what it wrote if one fails.
+    async fn import_threads(&self, user: Uuid, threads: Vec<history::ImportThread>) -> Result<Vec<Thread>>;
 }
 
 #[cfg(test)]

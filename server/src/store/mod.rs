@@ -3,13 +3,18 @@
 //! scopes the query itself, so another user's row is indistinguishable from a missing one.
 
 pub mod accounts;
+pub mod attachments;
 pub mod documents;
 pub mod history;
+pub mod messages;
 pub mod postgres;
+pub mod search;
 pub mod search_query;
 mod snippet;
 pub mod sqlite;
 pub mod summaries;
+pub mod threads;
+pub mod turns;
 
 use std::sync::Arc;
 
@@ -24,8 +29,15 @@ use uuid::Uuid;
 pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, Session};
+pub use attachments::Attachments;
+pub use documents::Documents;
 pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
+pub use history::History;
+pub use messages::Messages;
+pub use search::Search;
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
+pub use threads::Threads;
+pub use turns::{Traces, Turns};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
 #[derive(Debug, thiserror::Error)]
@@ -435,182 +447,23 @@ pub struct StoredEvent {
 
 /// Everything Quire keeps. Both backends pass the same story suite (`server/tests/store_story.rs`).
 #[async_trait]
-pub trait Store: Accounts + Summaries + Send + Sync + 'static {
+pub trait Store:
+    Accounts
+    + Threads
+    + Messages
+    + Documents
+    + Attachments
+    + Search
+    + Turns
+    + Traces
+    + History
+    + Summaries
+    + Send
+    + Sync
+    + 'static
+{
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
-
-    // Users.
-    async fn create_user(&self, user: NewUser) -> Result<User>;
-    async fn user_by_email(&self, email: &str) -> Result<User>;
-    async fn user_by_id(&self, id: Uuid) -> Result<User>;
-
-    // Threads.
-    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread>;
-    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage>;
-    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread>;
-    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread>;
-    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
-
-    // Messages.
-    /// Appends with the next sequence number and bumps the thread's count, in one transaction.
-    async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message>;
-    /// [`append_message`](Store::append_message) outside any turn: `Conflict` while a turn heard from within
-    /// `stale_after_ms` holds the thread, checked in the same transaction; `NotFound` when the thread is
-    /// missing or another user's.
-    async fn append_message_between_turns(
-        &self,
-        user: Uuid,
-        message: NewMessage,
-        stale_after_ms: i64,
-    ) -> Result<Message>;
-    /// Rewrites an answer's text, status, usage and context, as finished (searchable at once).
-    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
-    /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
-    async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
-    /// The thread's messages without their text, by sequence number (what the context needs of every message
-    /// of a long thread); `NotFound` when the thread is missing or another user's.
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>>;
-    /// The thread's messages numbered `from_seq` or later, by sequence number; empty when there are none or
-    /// the thread is missing or another user's.
-    async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>>;
-    async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
-    async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
-
-    // Artifacts.
-    /// `NotFound` when the thread, or a message it points at, is missing or another user's.
-    async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact>;
-    /// The thread's documents, oldest first; `NotFound` when the thread is missing or another user's.
-    async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>>;
-    async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
-    async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
-    /// Links the artifacts of a turn to the answer saved for it. Other users' artifacts are left alone;
-    /// `NotFound` when the answer is missing or another user's.
-    async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()>;
-
-    // Documents: versions and attachments.
-    /// Saves the next version of a document and makes it the current one, in one transaction; returns the
-    /// document at its new version. `NotFound` when it is missing or another user's.
-    async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
-    /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
-    async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
-    /// The thread's requests that produced a document or a later version of one, or that one answers besides
-    /// (what the model no longer sees), in no particular order; empty for a thread that is missing or another
-    /// user's.
-    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
-    async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
-    /// Saves a file's metadata and its chunks (indexed for full-text search) in one transaction. `NotFound`
-    /// when the thread is missing or another user's; `Conflict` when the thread already has `per_thread` files;
-    /// `QuotaExceeded` when the account's files would pass `user_bytes`.
-    async fn create_attachment(
-        &self,
-        user: Uuid,
-        attachment: NewAttachment,
-        limits: AttachmentLimits,
-    ) -> Result<Attachment>;
-    /// The thread's attachments, oldest first; `NotFound` when the thread is missing or another user's.
-    async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>>;
-    /// Removes an attachment of the thread and its chunks.
-    async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()>;
-    /// The thread's chunks that match any word of the query, best first.
-    async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>>;
-
-    // Traces.
-    /// Stores a turn's trace, replacing one kept under the same turn; `NotFound` when its thread is missing or
-    /// another user's, or its answer is not a message of that thread.
-    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()>;
-    /// The trace of the turn that wrote an answer; `NotFound` when the message is missing, another user's or
-    /// has none (a person's message, an imported answer).
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace>;
-    /// A turn's trace; `NotFound` when there is none or it is another user's.
-    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace>;
-    /// The traces of a thread's turns, oldest first; `NotFound` when the thread is missing or another user's.
-    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>>;
-
-    // Usage.
-    /// Adds tokens to the thread totals and the user's ledger for today and this model.
-    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
-
-    // Idempotency.
-    /// Claims `key` for a request with `fingerprint`: a new (or expired) key is taken for `ttl_secs`;
-    /// otherwise what was stored under it comes back.
-    async fn claim_idempotency_key(
-        &self,
-        user: Uuid,
-        key: &str,
-        fingerprint: &str,
-        ttl_secs: i64,
-    ) -> Result<IdempotencyClaim>;
-    /// Stores the outcome of the request that claimed `key`.
-    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()>;
-    /// Frees `key` (the request failed before doing anything), so a retry may run.
-    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()>;
-
-    // Search.
-    /// The user's messages, thread titles and documents matching the query (see [`search_query`]), best first.
-    async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
-
-    // Turns.
-    /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
-    /// heartbeat is older than `stale_after_ms` is considered dead and released, and its answer, left marked as
-    /// being written, is let into the search index.
-    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
-        self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
-    }
-    /// [`begin_turn`](Store::begin_turn) and, in the same transaction, appends the person's message that starts
-    /// it (returned as saved): one commit where a turn starts.
-    async fn begin_turn_with(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-    ) -> Result<Option<Message>>;
-    /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
-    /// Unknown ids are ignored.
-    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
-    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
-    /// Closes a turn in one transaction with what it leaves (see [`TurnEnd`]): whoever sees it closed can read
-    /// all of it. An answer of its thread still marked as being written (a turn ending without a final answer) is
-    /// let into the search index. The events of the thread's earlier turns are dropped: only the newest turn's
-    /// are kept for re-attaching. What the turn handed over (see [`submit_progress`](Self::submit_progress)) and
-    /// is not written yet goes into the same commit, its events before `end`'s: nothing of the turn is written
-    /// after it, and the end never waits for a batch of progress it is not in.
-    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()>;
-    /// The newest turn of a thread.
-    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
-    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
-    /// Hands over what a running turn produced since it last did; it is written with a later batch, so a crash
-    /// keeps the answer so far. Never waits. Where one process owns the store (SQLite) and follows its running
-    /// turns in memory, the events wait for the turn's end; where several instances share it (PostgreSQL), they
-    /// are stored as they come, for a listener on another instance.
-    fn submit_progress(&self, progress: TurnProgress);
-    /// Says that `turn` will not end (its task panicked or was dropped): what it handed over and the store still
-    /// holds is saved as it stands (the answer so far stays `interrupted`) and let go. Does nothing for a turn
-    /// that ended. Never waits.
-    fn abandon_progress(&self, turn: Uuid);
-    /// Saves the progress of several turns in one transaction now (events already stored are kept). Events of
-    /// a turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
-    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
-    /// Lets into the search index every answer still marked as being written whose conversation has no running
-    /// turn heard from within `stale_after_ms`: its turn died, or ended without saving its final state. Returns
-    /// how many there were.
-    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64>;
-    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
-
-    // History: stats, export, import.
-    /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
-    /// type, over the user's own rows.
-    async fn history_stats(&self, user: Uuid, today: chrono::NaiveDate) -> Result<app::api::HistoryStats>;
-    /// Every thread id of the user, archived ones too, oldest first.
-    async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
-    /// The metadata of the user's attachments, oldest first.
-    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
-    /// Creates the threads with their messages and documents, all of them or none, and returns them in order.
-    /// PostgreSQL writes them in one transaction; SQLite in many short ones, so that an import never holds its
-    /// only writer for long, and removes what it wrote if one fails.
-    async fn import_threads(&self, user: Uuid, threads: Vec<history::ImportThread>) -> Result<Vec<Thread>>;
 }
 
 /// The store as the rest of the server holds it.

@@ -1,5 +1,7 @@
 //! Accounts and sessions on PostgreSQL.
 
+#[allow(unused_imports)]
+use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{postgres::PgRow, Row};
@@ -24,6 +26,53 @@ fn session_from_row(row: &PgRow) -> Result<Session> {
 
 #[async_trait]
 impl Accounts for Postgres {
+    #[instrument(skip_all)]
+    async fn create_user(&self, user: NewUser) -> Result<User> {
+        let id = Uuid::now_v7();
+        let created = now();
+        let result = sqlx::query(
+            "insert into users (id, email, password_hash, display_name, created_at) values ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(&user.email)
+        .bind(&user.password_hash)
+        .bind(&user.display_name)
+        .bind(created)
+        .execute(&self.pool)
+        .await;
+        match result {
+            Ok(_) => Ok(User {
+                id,
+                email: user.email,
+                password_hash: user.password_hash,
+                display_name: user.display_name,
+                created_at: created,
+            }),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    #[instrument(skip_all)]
+    async fn user_by_email(&self, email: &str) -> Result<User> {
+        let row = sqlx::query("select * from users where lower(email) = lower($1)")
+            .bind(email)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn user_by_id(&self, id: Uuid) -> Result<User> {
+        let row = sqlx::query("select * from users where id = $1")
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
     #[instrument(skip_all)]
     async fn create_session(&self, session: &Session) -> Result<()> {
         let mut tx = self.pool.begin().await?;

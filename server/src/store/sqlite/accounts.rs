@@ -1,5 +1,7 @@
 //! Accounts and sessions on SQLite.
 
+#[allow(unused_imports)]
+use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::{sqlite::SqliteRow, Row};
@@ -29,6 +31,58 @@ fn ids(rows: &[SqliteRow]) -> Result<Vec<Uuid>> {
 
 #[async_trait]
 impl Accounts for Sqlite {
+    #[instrument(skip_all)]
+    async fn create_user(&self, user: NewUser) -> Result<User> {
+        let id = Uuid::now_v7();
+        let created = now();
+        self.write(move |conn| {
+            Box::pin(async move {
+                let result = sqlx::query(
+                    "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
+                )
+                .bind(id.to_string())
+                .bind(&user.email)
+                .bind(&user.password_hash)
+                .bind(&user.display_name)
+                .bind(created.timestamp_micros())
+                .execute(conn)
+                .await;
+                match result {
+                    Ok(_) => Ok(User {
+                        id,
+                        email: user.email,
+                        password_hash: user.password_hash,
+                        display_name: user.display_name,
+                        created_at: created,
+                    }),
+                    Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
+                    Err(e) => Err(e.into()),
+                }
+            })
+        })
+        .await
+    }
+
+    #[instrument(skip_all)]
+    async fn user_by_email(&self, email: &str) -> Result<User> {
+        let row = sqlx::query("select * from users where lower(email) = lower(?)")
+            .bind(email)
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn user_by_id(&self, id: Uuid) -> Result<User> {
+        let row = sqlx::query("select * from users where id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        user_from_row(&row)
+    }
+
     #[instrument(skip_all)]
     async fn create_session(&self, session: &Session) -> Result<()> {
         let session = session.clone();

@@ -1,0 +1,291 @@
+//! postgres: see [`crate::store::Turns`].
+
+#[allow(unused_imports)]
+use super::*;
+
+#[async_trait]
+impl Turns for Postgres {
+    #[instrument(skip(self, key, fingerprint))]
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim> {
+        let now = now();
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and expires_at < $3")
+            .bind(user)
+            .bind(key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "insert into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
+             values ($1, $2, $3, $4, $5) on conflict (user_id, key) do nothing",
+        )
+        .bind(user)
+        .bind(key)
+        .bind(fingerprint)
+        .bind(now)
+        .bind(now + chrono::Duration::seconds(ttl_secs))
+        .execute(&mut *tx)
+        .await?;
+        let claim = if inserted.rows_affected() == 1 {
+            IdempotencyClaim::Fresh
+        } else {
+            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
+                .bind(user)
+                .bind(key)
+                .fetch_one(&mut *tx)
+                .await?;
+            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
+        };
+        tx.commit().await?;
+        Ok(claim)
+    }
+
+    #[instrument(skip(self, key, response))]
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
+        sqlx::query("update idempotency_keys set response = $1 where user_id = $2 and key = $3")
+            .bind(response)
+            .bind(user)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key))]
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
+        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and response is null")
+            .bind(user)
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn begin_turn_with(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+    ) -> Result<Option<Message>> {
+        let now = now();
+        // The common case, no other turn marked running in the thread, is one statement: one round trip, and a
+        // pooled connection held for no longer. Only a conflict looks at the running turn.
+        match take_thread(&self.pool, user, thread, turn, now, request.as_ref()).await {
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {}
+            Ok(None) if request.is_some() => return self.save_request(user, request.as_ref(), now).await,
+            other => return other,
+        }
+        let mut tx = self.pool.begin().await?;
+        // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
+        let taken_over = sqlx::query(
+            "update turns set status = 'done'
+             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at < $3",
+        )
+        .bind(thread)
+        .bind(user)
+        .bind(now - chrono::Duration::milliseconds(stale_after_ms))
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            > 0;
+        if !taken_over {
+            return Err(StoreError::thread_busy());
+        }
+        // The dead turn's answer, still marked as being written, was cut off.
+        sqlx::query("update messages set writing = false where thread_id = $1 and writing")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await?;
+        // A concurrent begin blocks on the partial unique index until the other commits, then fails.
+        let saved = match take_thread(&mut *tx, user, thread, turn, now, request.as_ref()).await {
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
+            other => other?,
+        };
+        tx.commit().await?;
+        match saved {
+            None if request.is_some() => self.save_request(user, request.as_ref(), now).await,
+            saved => Ok(saved),
+        }
+    }
+
+    #[instrument(skip_all, fields(turns = turns.len()))]
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let beaten: Vec<(Uuid, bool)> =
+            sqlx::query_as("update turns set heartbeat_at = $1 where id = any($2) returning id, stop_requested")
+                .bind(now())
+                .bind(turns)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id)).collect())
+    }
+
+    #[instrument(skip(self))]
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        let updated = sqlx::query(
+            "update turns set stop_requested = true where thread_id = $1 and user_id = $2 and status = 'running'",
+        )
+        .bind(thread)
+        .bind(user)
+        .execute(&self.pool)
+        .await?;
+        Ok(updated.rows_affected() > 0)
+    }
+
+    #[instrument(skip(self, end))]
+    async fn finish_turn(&self, turn: Uuid, mut end: crate::store::TurnEnd) -> Result<()> {
+        // What the turn handed over and is not written yet comes back (once no batch holding it is being
+        // written) and goes first.
+        let unwritten = self.progress.settle(turn).await;
+        if let Some(unwritten) = &unwritten {
+            end.events.splice(0..0, unwritten.events.iter().cloned());
+        }
+        let ended = end_turn(&self.pool, turn, &end).await;
+        if let (Err(_), Some(unwritten)) = (&ended, unwritten) {
+            // Back for the turn's next attempt to close itself.
+            self.progress.submit(unwritten);
+        }
+        ended
+    }
+
+    #[instrument(skip(self))]
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
+        let row = sqlx::query(
+            "select id, thread_id, status, stop_requested, heartbeat_at from turns
+             where thread_id = $1 and user_id = $2 order by started_at desc, pk desc limit 1",
+        )
+        .bind(thread)
+        .bind(user)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| {
+            let status: String = row.try_get("status")?;
+            Ok(TurnRecord {
+                id: row.try_get("id")?,
+                thread_id: row.try_get("thread_id")?,
+                running: status == "running",
+                stop_requested: row.try_get("stop_requested")?,
+                heartbeat_at: row.try_get("heartbeat_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    #[instrument(skip(self, events))]
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        insert_turn_events(&mut conn, turn, events).await
+    }
+
+    fn submit_progress(&self, progress: crate::store::TurnProgress) {
+        self.progress.submit(progress);
+    }
+
+    fn abandon_progress(&self, _turn: Uuid) {
+        // Nothing is held back here: every batch writes all it was handed (events too) and keeps nothing of it,
+        // so what an abandoned turn handed over is written with the next one.
+    }
+
+    #[instrument(skip_all, fields(turns = progress.len()))]
+    async fn save_progress(&self, progress: &[crate::store::TurnProgress]) -> Result<()> {
+        write_progress(&self.pool, progress).await
+    }
+
+    #[instrument(skip(self))]
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
+        let released = sqlx::query(
+            "update messages m set writing = false where m.writing and not exists (select 1 from turns t
+             where t.thread_id = m.thread_id and t.status = 'running' and t.heartbeat_at >= $1)",
+        )
+        .bind(now() - chrono::Duration::milliseconds(stale_after_ms))
+        .execute(&self.pool)
+        .await?;
+        Ok(released.rows_affected())
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
+            .bind(turn)
+            .bind(after_seq)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Traces for Postgres {
+    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        if let Some(message) = trace.message_id {
+            let in_thread: bool = sqlx::query_scalar(
+                "select exists (select 1 from messages where id = $1 and thread_id = $2 and user_id = $3)",
+            )
+            .bind(message)
+            .bind(trace.thread_id)
+            .bind(user)
+            .fetch_one(&mut *tx)
+            .await?;
+            if !in_thread {
+                return Err(StoreError::NotFound);
+            }
+        }
+        let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
+        if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {
+            return Err(StoreError::NotFound);
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where message_id = $1 and user_id = $2")
+            .bind(message)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where turn_id = $1 and user_id = $2")
+            .bind(turn)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+        let rows =
+            sqlx::query("select * from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id")
+                .bind(thread)
+                .bind(user)
+                .fetch_all(&self.pool)
+                .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(trace_from_row).collect()
+    }
+}

@@ -1,0 +1,161 @@
+//! sqlite: see [`crate::store::Messages`].
+
+#[allow(unused_imports)]
+use super::*;
+
+#[async_trait]
+impl Messages for Sqlite {
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        self.write(move |tx| {
+            Box::pin(async move {
+                let seq =
+                    turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                Ok(message.saved(id, seq, created))
+            })
+        })
+        .await
+    }
+
+    #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+    async fn append_message_between_turns(
+        &self,
+        user: Uuid,
+        message: NewMessage,
+        stale_after_ms: i64,
+    ) -> Result<Message> {
+        let id = Uuid::now_v7();
+        let created = now();
+        // The one writer serialises this with every turn's start.
+        self.write(move |tx| {
+            Box::pin(async move {
+                let busy: bool = sqlx::query_scalar(
+                    "select exists (select 1 from turns
+             where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
+                )
+                .bind(message.thread_id.to_string())
+                .bind(user.to_string())
+                .bind(created.timestamp_micros() - stale_after_ms * 1000)
+                .fetch_one(&mut *tx)
+                .await?;
+                if busy {
+                    return Err(StoreError::thread_busy());
+                }
+                let seq =
+                    turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                Ok(message.saved(id, seq, created))
+            })
+        })
+        .await
+    }
+
+    #[instrument(skip(self, update))]
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &crate::store::MessageUpdate) -> Result<()> {
+        let update = update.clone();
+        self.write(move |conn| {
+            Box::pin(async move {
+                match rewrite_message(conn, user, message, &update, false).await? {
+                    true => Ok(()),
+                    false => Err(StoreError::NotFound),
+                }
+            })
+        })
+        .await
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
+        let messages = self.list_messages_from(user, thread, i64::MIN).await?;
+        if messages.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        Ok(messages)
+    }
+
+    #[instrument(skip(self))]
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<crate::store::MessageHead>> {
+        // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
+        let rows = sqlx::query(
+            "select id, seq, role from messages indexed by messages_heads
+             where thread_id = ? and user_id = ? order by seq",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter()
+            .map(|row| {
+                Ok(crate::store::MessageHead {
+                    id: uuid(row, "id")?,
+                    seq: row.try_get("seq")?,
+                    role: role(row.try_get("role")?)?,
+                })
+            })
+            .collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? and seq >= ? order by seq"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(from_seq)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter().map(message_from_row).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = ? and user_id = ?");
+        let row = sqlx::query(&sql)
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        message_from_row(&row)
+    }
+
+    #[instrument(skip(self))]
+    async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
+        let context: Option<String> = sqlx::query_scalar("select context from messages where id = ? and user_id = ?")
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        context.map(|c| serde_json::from_str(&c).map_err(|e| StoreError::Corrupt(format!("context: {e}")))).transpose()
+    }
+
+    #[instrument(skip(self))]
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+        self.write(move |tx| {
+            Box::pin(async move {
+                let deleted = sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
+                    .bind(message.to_string())
+                    .bind(thread.to_string())
+                    .bind(user.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                if deleted.rows_affected() == 0 {
+                    return Err(StoreError::NotFound);
+                }
+                sqlx::query("update threads set message_count = message_count - 1 where id = ?")
+                    .bind(thread.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+}

@@ -1,0 +1,295 @@
+//! sqlite: see [`crate::store::Turns`].
+
+#[allow(unused_imports)]
+use super::*;
+
+#[async_trait]
+impl Turns for Sqlite {
+    #[instrument(skip(self, key, fingerprint))]
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim> {
+        let now = now().timestamp_micros();
+        let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
+        self.write(move |tx| Box::pin(async move {
+        sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
+            .bind(user.to_string())
+            .bind(&key)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        let inserted = sqlx::query(
+            "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at) values (?, ?, ?, ?, ?)",
+        )
+        .bind(user.to_string())
+        .bind(&key)
+        .bind(&fingerprint)
+        .bind(now)
+        .bind(now + ttl_secs * 1_000_000)
+        .execute(&mut *tx)
+        .await?;
+        let claim = if inserted.rows_affected() == 1 {
+            IdempotencyClaim::Fresh
+        } else {
+            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
+                .bind(user.to_string())
+                .bind(&key)
+                .fetch_one(&mut *tx)
+                .await?;
+            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
+        };
+                Ok(claim)
+        })).await
+    }
+
+    #[instrument(skip(self, key, response))]
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
+        let (key, response) = (key.to_owned(), response.to_owned());
+        self.writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?")
+                        .bind(response)
+                        .bind(user.to_string())
+                        .bind(key)
+                        .execute(conn)
+                        .await?)
+                })
+            })
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self, key))]
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
+        let key = key.to_owned();
+        self.writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null")
+                        .bind(user.to_string())
+                        .bind(key)
+                        .execute(conn)
+                        .await?)
+                })
+            })
+            .await?;
+        Ok(())
+    }
+
+    #[instrument(skip(self))]
+    async fn begin_turn_with(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+    ) -> Result<Option<Message>> {
+        // Turns starting while the writer is busy start together, in one transaction.
+        let start = StartTurn { user, thread, turn, stale_after_ms, request };
+        self.writer
+            .write(Urgency::Start, move |conn| Box::pin(async move { turn_writes::start_turn(conn, &start).await }))
+            .await
+    }
+
+    #[instrument(skip_all, fields(turns = turns.len()))]
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids = serde_json::to_string(&turns.iter().map(Uuid::to_string).collect::<Vec<_>>())
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let beaten: Vec<(String, bool)> = self.writer.write(Urgency::Background, move |conn| Box::pin(async move { Ok(sqlx::query_as(
+            "update turns set heartbeat_at = ? where id in (select value from json_each(?)) returning id, stop_requested",
+        )
+        .bind(now().timestamp_micros())
+        .bind(ids)
+        .fetch_all(conn).await?) })).await?;
+        let stopped = beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id));
+        stopped.map(|id| Uuid::parse_str(&id).map_err(|e| StoreError::Corrupt(format!("turn id: {e}")))).collect()
+    }
+
+    #[instrument(skip(self))]
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        let updated = self
+            .writer
+            .write(Urgency::Waited, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
+            "update turns set stop_requested = 1 where thread_id = ? and user_id = ? and status = 'running'",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .execute(conn).await?)
+                })
+            })
+            .await?;
+        Ok(updated.rows_affected() > 0)
+    }
+
+    #[instrument(skip(self, end))]
+    async fn finish_turn(&self, turn: Uuid, end: crate::store::TurnEnd) -> Result<()> {
+        // Turns ending while the writer is busy end together, in one transaction.
+        self.writer.finish(turn, end).await
+    }
+
+    #[instrument(skip(self))]
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
+        let row = sqlx::query(
+            "select id, thread_id, status, stop_requested, heartbeat_at from turns
+             where thread_id = ? and user_id = ? order by started_at desc, rowid desc limit 1",
+        )
+        .bind(thread.to_string())
+        .bind(user.to_string())
+        .fetch_optional(&self.reader)
+        .await?;
+        row.map(|row| {
+            let status: String = row.try_get("status")?;
+            Ok(TurnRecord {
+                id: uuid(&row, "id")?,
+                thread_id: uuid(&row, "thread_id")?,
+                running: status == "running",
+                stop_requested: row.try_get("stop_requested")?,
+                heartbeat_at: time(&row, "heartbeat_at")?,
+            })
+        })
+        .transpose()
+    }
+
+    #[instrument(skip(self, events))]
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+        let events = events.to_vec();
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.write(move |tx| {
+            Box::pin(async move {
+                turn_writes::insert_turn_events(tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    fn submit_progress(&self, progress: crate::store::TurnProgress) {
+        self.writer.submit(progress);
+    }
+
+    fn abandon_progress(&self, turn: Uuid) {
+        self.writer.abandon(turn);
+    }
+
+    #[instrument(skip_all, fields(turns = progress.len()))]
+    async fn save_progress(&self, progress: &[crate::store::TurnProgress]) -> Result<()> {
+        if progress.is_empty() {
+            return Ok(());
+        }
+        let progress = progress.to_vec();
+        self.writer
+            .write(Urgency::Background, move |conn| Box::pin(async move { write_progress(conn, &progress).await }))
+            .await
+    }
+
+    #[instrument(skip(self))]
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
+        let released = self
+            .writer
+            .write(Urgency::Background, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query(
+                        "update messages set writing = 0 where writing = 1 and not exists (select 1 from turns
+             where turns.thread_id = messages.thread_id and status = 'running' and heartbeat_at >= ?)",
+                    )
+                    .bind(now().timestamp_micros() - stale_after_ms * 1000)
+                    .execute(conn)
+                    .await?)
+                })
+            })
+            .await?;
+        Ok(released.rows_affected())
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
+        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq")
+            .bind(turn.to_string())
+            .bind(after_seq)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Traces for Sqlite {
+    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
+        let trace = trace.clone();
+        self.write(move |tx| {
+            Box::pin(async move {
+                if let Some(message) = trace.message_id {
+                    let in_thread: bool = sqlx::query_scalar(
+                        "select exists (select 1 from messages where id = ? and thread_id = ? and user_id = ?)",
+                    )
+                    .bind(message.to_string())
+                    .bind(trace.thread_id.to_string())
+                    .bind(user.to_string())
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if !in_thread {
+                        return Err(StoreError::NotFound);
+                    }
+                }
+                let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
+                if !write_trace(tx, trace.turn_id, &turn, trace.message_id).await? {
+                    return Err(StoreError::NotFound);
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    #[instrument(skip(self))]
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where message_id = ? and user_id = ?")
+            .bind(message.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
+        let row = sqlx::query("select * from turn_traces where turn_id = ? and user_id = ?")
+            .bind(turn.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&self.reader)
+            .await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+        let rows =
+            sqlx::query("select * from turn_traces where thread_id = ? and user_id = ? order by created_at, turn_id")
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .fetch_all(&self.reader)
+                .await?;
+        if rows.is_empty() && !self.owns("threads", user, thread).await? {
+            return Err(StoreError::NotFound);
+        }
+        rows.iter().map(trace_from_row).collect()
+    }
+}

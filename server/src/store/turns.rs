@@ -1,0 +1,86 @@
+//! Chat turns: who holds a conversation, their progress, end and events, and idempotent requests. The storage interface both backends implement.
+
+#[allow(unused_imports)]
+use super::*;
+use async_trait::async_trait;
+use uuid::Uuid;
+
+/// Chat turns: who holds a conversation, their progress, end and events, and idempotent requests.
+#[async_trait]
+pub trait Turns: Send + Sync {
+    /// Claims `key` for a request with `fingerprint`: a new (or expired) key is taken for `ttl_secs`;
+    /// otherwise what was stored under it comes back.
+    async fn claim_idempotency_key(
+        &self,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim>;
+    /// Stores the outcome of the request that claimed `key`.
+    async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()>;
+    /// Frees `key` (the request failed before doing anything), so a retry may run.
+    async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()>;
+    /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
+    /// heartbeat is older than `stale_after_ms` is considered dead and released, and its answer, left marked as
+    /// being written, is let into the search index.
+    async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
+        self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
+    }
+    /// [`begin_turn`](Self::begin_turn) and, in the same transaction, appends the person's message that starts
+    /// it (returned as saved): one commit where a turn starts.
+    async fn begin_turn_with(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+    ) -> Result<Option<Message>>;
+    /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
+    /// Unknown ids are ignored.
+    async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
+    async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
+    /// Closes a turn in one transaction with what it leaves (see [`TurnEnd`]): whoever sees it closed can read
+    /// all of it. An answer of its thread still marked as being written (a turn ending without a final answer) is
+    /// let into the search index. The events of the thread's earlier turns are dropped: only the newest turn's
+    /// are kept for re-attaching. What the turn handed over (see [`submit_progress`](Self::submit_progress)) and
+    /// is not written yet goes into the same commit, its events before `end`'s: nothing of the turn is written
+    /// after it, and the end never waits for a batch of progress it is not in.
+    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()>;
+    /// The newest turn of a thread.
+    async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
+    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
+    /// Hands over what a running turn produced since it last did; it is written with a later batch, so a crash
+    /// keeps the answer so far. Never waits. Where one process owns the store (SQLite) and follows its running
+    /// turns in memory, the events wait for the turn's end; where several instances share it (PostgreSQL), they
+    /// are stored as they come, for a listener on another instance.
+    fn submit_progress(&self, progress: TurnProgress);
+    /// Says that `turn` will not end (its task panicked or was dropped): what it handed over and the store still
+    /// holds is saved as it stands (the answer so far stays `interrupted`) and let go. Does nothing for a turn
+    /// that ended. Never waits.
+    fn abandon_progress(&self, turn: Uuid);
+    /// Saves the progress of several turns in one transaction now (events already stored are kept). Events of
+    /// a turn that is gone and answers whose thread is gone (deleted while the turn ran) are skipped.
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()>;
+    /// Lets into the search index every answer still marked as being written whose conversation has no running
+    /// turn heard from within `stale_after_ms`: its turn died, or ended without saving its final state. Returns
+    /// how many there were.
+    async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64>;
+    async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>>;
+}
+
+/// The steps each turn took.
+#[async_trait]
+pub trait Traces: Send + Sync {
+    /// Stores a turn's trace, replacing one kept under the same turn; `NotFound` when its thread is missing or
+    /// another user's, or its answer is not a message of that thread.
+    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()>;
+    /// The trace of the turn that wrote an answer; `NotFound` when the message is missing, another user's or
+    /// has none (a person's message, an imported answer).
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace>;
+    /// A turn's trace; `NotFound` when there is none or it is another user's.
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace>;
+    /// The traces of a thread's turns, oldest first; `NotFound` when the thread is missing or another user's.
+    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>>;
+}
