@@ -22,7 +22,6 @@ use std::{future::Future, sync::Arc};
 
 use crate::attachments::Extractor;
 use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
-use crate::chat::hub::TurnHub;
 use crate::config::Config;
 use crate::heavy::HeavyQueue;
 use crate::http::rate_limit::RateLimits;
@@ -42,8 +41,8 @@ use tokio::net::TcpListener;
 #[derive(Clone)]
 pub struct AppState {
     pub store: DynStore,
-    pub provider: Arc<dyn Provider>,
-    pub hub: Arc<TurnHub>,
+    /// Starts, follows and stops chat turns.
+    pub chat: chat::Engine,
     pub config: Arc<Config>,
     pub leptos: LeptosOptions,
     /// Signs and checks session tokens.
@@ -98,24 +97,10 @@ impl AppState {
             .hash_files(hashed)
             .build();
         let site = http::assets::Site::new(config.site_root.clone(), hashed.then_some(hash_file.as_path()));
-        let hub = Arc::new(TurnHub::default());
-        tokio::spawn(chat::hub::keep_alive(hub.clone(), store.clone()));
-        tokio::spawn(chat::hub::release_abandoned_answers(store.clone()));
+        let chat = chat::Engine::new(store.clone(), provider, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
-        Ok(Self {
-            store,
-            provider,
-            hub,
-            config: Arc::new(config),
-            leptos,
-            jwt,
-            limits,
-            heavy,
-            extractor,
-            sessions,
-            site,
-        })
+        Ok(Self { store, chat, config: Arc::new(config), leptos, jwt, limits, heavy, extractor, sessions, site })
     }
 }
 
@@ -156,7 +141,7 @@ pub async fn serve(
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let hub = state.hub.clone();
+    let chat = state.chat.clone();
     let router = app(state);
     // Small writes (each event of a stream) go out at once: with Nagle's algorithm on, an event written right
     // after the response head waits for the peer's delayed acknowledgement, up to 40 ms.
@@ -169,7 +154,7 @@ pub async fn serve(
     axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.await;
-            hub.cancel_all();
+            chat.stop_all();
         })
         .await
 }

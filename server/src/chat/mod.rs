@@ -1,6 +1,9 @@
-//! One chat turn, from the person's message to a saved answer: context, the model, tools, events.
+//! One chat turn, from the person's message to a saved answer: context, the model, tools, events. The HTTP layer
+//! reaches all of it through [`Engine`].
 
 pub mod context;
+pub mod engine;
+pub mod error;
 pub mod hub;
 pub mod prompt;
 pub mod replay;
@@ -8,3 +11,6 @@ pub mod summary;
 pub mod tools;
 pub mod trace;
 pub mod turn;
+
+pub use engine::{Engine, Limits};
+pub use error::ChatError;

@@ -8,10 +8,10 @@ use app::api::{ChatEvent, ChatRequest};
 use futures::{stream, stream::BoxStream, Stream, StreamExt};
 use uuid::Uuid;
 
-use super::{hub::LiveTurn, turn};
-use crate::http::error::{ApiError, Result};
+use super::engine::Engine;
+use super::error::{ChatError, Result};
+use super::hub::LiveTurn;
 use crate::store::{DynStore, IdempotencyClaim};
-use crate::AppState;
 
 /// How often a listener on another instance looks for new stored events.
 const POLL_EVERY: Duration = Duration::from_millis(150);
@@ -34,20 +34,6 @@ pub fn live_events(live: &Arc<LiveTurn>, after: i64) -> impl Stream<Item = TurnE
     live.subscribe(after).map(move |(seq, e)| TurnEvent { turn, seq, name: e.name().to_string(), data: e.data_json() })
 }
 
-/// The events of one turn after `after`: from this process while it runs here, else from the store.
-pub fn turn_events(
-    state: &AppState,
-    user: Uuid,
-    thread: Uuid,
-    turn: Uuid,
-    after: i64,
-) -> BoxStream<'static, TurnEvent> {
-    match state.hub.get(thread).filter(|l| l.id == turn) {
-        Some(live) => live_events(&live, after).boxed(),
-        None => stored_events(state.store.clone(), user, thread, turn, after).boxed(),
-    }
-}
-
 /// What a chat request started: a turn running here, or (a repeated request) a turn started earlier.
 pub enum Started {
     Live(Arc<LiveTurn>),
@@ -56,48 +42,52 @@ pub enum Started {
 
 impl Started {
     /// The turn's events from its beginning.
-    pub fn events(&self, state: &AppState, user: Uuid, thread: Uuid) -> BoxStream<'static, TurnEvent> {
+    pub fn events(&self, engine: &Engine, user: Uuid, thread: Uuid) -> BoxStream<'static, TurnEvent> {
         match self {
             Started::Live(live) => live_events(live, 0).boxed(),
-            Started::Earlier(turn) => turn_events(state, user, thread, *turn, 0),
+            Started::Earlier(turn) => engine.turn_events(user, thread, *turn, 0),
         }
     }
 }
 
-/// Starts the turn of `body`; with an idempotency key, at most once: the same key with the same request gets the
-/// first turn back, with another request a 422, while the first is still being started a 409.
-pub async fn start_once(
-    state: &AppState,
-    user: Uuid,
-    thread: Uuid,
-    key: Option<String>,
-    body: ChatRequest,
-) -> Result<Started> {
-    let Some(key) = key else {
-        return Ok(Started::Live(turn::start(state, user, thread, body).await?));
-    };
-    let fingerprint = fingerprint(&format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default()));
-    match state.store.claim_idempotency_key(user, &key, &fingerprint, IDEMPOTENCY_TTL_SECS).await? {
-        IdempotencyClaim::Fresh => match turn::start(state, user, thread, body).await {
-            Ok(live) => {
-                state.store.complete_idempotency_key(user, &key, &live.id.to_string()).await?;
-                Ok(Started::Live(live))
-            }
-            Err(e) => {
-                state.store.release_idempotency_key(user, &key).await?;
-                Err(e)
-            }
-        },
-        IdempotencyClaim::Existing { fingerprint: first, .. } if first != fingerprint => Err(ApiError::Unprocessable {
-            code: "idempotency_key_reused",
-            message: "This Idempotency-Key was already used for a different request.".into(),
-            field: None,
-        }),
-        IdempotencyClaim::Existing { response: None, .. } => {
-            Err(ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into()))
+impl Engine {
+    /// The events of one turn after `after`: from this process while it runs here, else from the store.
+    pub fn turn_events(&self, user: Uuid, thread: Uuid, turn: Uuid, after: i64) -> BoxStream<'static, TurnEvent> {
+        match self.hub.get(thread).filter(|l| l.id == turn) {
+            Some(live) => live_events(&live, after).boxed(),
+            None => stored_events(self.store.clone(), user, thread, turn, after).boxed(),
         }
-        IdempotencyClaim::Existing { response: Some(turn), .. } => {
-            Ok(Started::Earlier(Uuid::parse_str(&turn).map_err(|e| ApiError::Internal(e.into()))?))
+    }
+
+    /// Starts the turn of `body`; with an idempotency key, at most once: the same key with the same request gets the
+    /// first turn back, with another request a 422, while the first is still being started a 409.
+    pub async fn start_once(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        key: Option<String>,
+        body: ChatRequest,
+    ) -> Result<Started> {
+        let Some(key) = key else {
+            return Ok(Started::Live(self.start(user, thread, body).await?));
+        };
+        let fingerprint = fingerprint(&format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default()));
+        match self.store.claim_idempotency_key(user, &key, &fingerprint, IDEMPOTENCY_TTL_SECS).await? {
+            IdempotencyClaim::Fresh => match self.start(user, thread, body).await {
+                Ok(live) => {
+                    self.store.complete_idempotency_key(user, &key, &live.id.to_string()).await?;
+                    Ok(Started::Live(live))
+                }
+                Err(e) => {
+                    self.store.release_idempotency_key(user, &key).await?;
+                    Err(e)
+                }
+            },
+            IdempotencyClaim::Existing { fingerprint: first, .. } if first != fingerprint => Err(ChatError::KeyReused),
+            IdempotencyClaim::Existing { response: None, .. } => Err(ChatError::KeyInProgress),
+            IdempotencyClaim::Existing { response: Some(turn), .. } => {
+                Ok(Started::Earlier(Uuid::parse_str(&turn).map_err(|e| ChatError::Internal(e.into()))?))
+            }
         }
     }
 }
@@ -151,7 +141,7 @@ fn stored_events(
                 return Some((stream::iter(batch), s));
             }
             let running = matches!(s.store.latest_turn(s.user, s.thread).await,
-                Ok(Some(t)) if t.id == s.turn && t.alive(turn::STALE_AFTER_MS));
+                Ok(Some(t)) if t.id == s.turn && t.alive(super::turn::STALE_AFTER_MS));
             if !running {
                 // One last look: the final events may have landed just before the turn closed.
                 let tail = s.store.turn_events_after(s.turn, s.after).await.unwrap_or_default();

@@ -16,18 +16,18 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::context::{self, ContextRecord, OpenRequest};
+use super::engine::Engine;
+use super::error::{busy_or, ChatError};
 use super::hub::{LiveTurn, TurnHub};
 use super::prompt;
 use super::summary;
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
-use crate::http::error::ApiError;
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
     self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, Store, StoreError, StoredEvent,
     ThreadPatch, TurnEnd, TurnProgress, TurnTrace,
 };
-use crate::AppState;
 
 /// How often a running turn hands its progress over to be written.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
@@ -63,54 +63,41 @@ pub fn clean_title(text: &str) -> Option<String> {
 /// Default title of a thread that has not been named yet.
 pub const DEFAULT_TITLE: &str = "New conversation";
 
-/// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
-/// configured, with personal data replaced.
-pub fn person_message(state: &AppState, content: &str) -> Result<String, ApiError> {
-    let content = app::api::validate::message(content, MAX_MESSAGE_CHARS)?;
-    // Personal data is replaced before the message is stored or reaches a model.
-    Ok(if state.config.redact_pii { crate::privacy::redact(&content) } else { content })
-}
-
-/// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
-pub async fn start(
-    state: &AppState,
-    user: Uuid,
-    thread: Uuid,
-    request: ChatRequest,
-) -> Result<Arc<LiveTurn>, ApiError> {
-    let content = person_message(state, &request.content)?;
-    let opening = if request.artifact_generation.unwrap_or(false) {
-        Opening::Silent(content)
-    } else {
-        Opening::Message(NewMessage {
-            thread_id: thread,
-            role: ApiRole::User,
-            content,
-            status: MessageStatus::Complete,
-            usage: Usage::default(),
-            model: None,
-        })
-    };
-    launch(state, user, thread, opening).await
-}
-
-/// A store error of a write that needs the thread free, as the person is told: a conflict means a turn runs.
-pub fn busy_or(error: StoreError) -> ApiError {
-    match error {
-        StoreError::Conflict(_) => ApiError::Conflict(
-            "An answer is already being written in this conversation; wait for it or stop it.".into(),
-        ),
-        other => other.into(),
+impl Engine {
+    /// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
+    /// configured, with personal data replaced.
+    pub fn person_message(&self, content: &str) -> Result<String, ChatError> {
+        let content = app::api::validate::message(content, MAX_MESSAGE_CHARS)?;
+        // Personal data is replaced before the message is stored or reaches a model.
+        Ok(if self.limits.redact_pii { crate::privacy::redact(&content) } else { content })
     }
-}
 
-/// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
-/// failed attempt's partial answer, if one was kept, makes way for the new one.
-pub async fn retry(state: &AppState, user: Uuid, thread: Uuid, message: Uuid) -> Result<Arc<LiveTurn>, ApiError> {
-    // Checked before the thread is taken, so a refused retry leaves the last turn as it is; and again once it is
-    // taken, against a retry that ran meanwhile.
-    failed_attempt(state.store.as_ref(), user, thread, message).await?;
-    launch(state, user, thread, Opening::Retry(message)).await
+    /// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
+    pub async fn start(&self, user: Uuid, thread: Uuid, request: ChatRequest) -> Result<Arc<LiveTurn>, ChatError> {
+        let content = self.person_message(&request.content)?;
+        let opening = if request.artifact_generation.unwrap_or(false) {
+            Opening::Silent(content)
+        } else {
+            Opening::Message(NewMessage {
+                thread_id: thread,
+                role: ApiRole::User,
+                content,
+                status: MessageStatus::Complete,
+                usage: Usage::default(),
+                model: None,
+            })
+        };
+        launch(self, user, thread, opening).await
+    }
+
+    /// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
+    /// failed attempt's partial answer, if one was kept, makes way for the new one.
+    pub async fn retry(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
+        // Checked before the thread is taken, so a refused retry leaves the last turn as it is; and again once it is
+        // taken, against a retry that ran meanwhile.
+        failed_attempt(self.store.as_ref(), user, thread, message).await?;
+        launch(self, user, thread, Opening::Retry(message)).await
+    }
 }
 
 /// The message to run again and the failed answers that followed it. Only the person's latest message can be,
@@ -120,26 +107,26 @@ async fn failed_attempt(
     user: Uuid,
     thread: Uuid,
     message: Uuid,
-) -> Result<(Message, Vec<Uuid>), ApiError> {
+) -> Result<(Message, Vec<Uuid>), ChatError> {
     let request = store.get_message(user, message).await?;
     if request.thread_id != thread || request.role != ApiRole::User {
-        return Err(ApiError::NotFound);
+        return Err(ChatError::NotFound);
     }
     let (after, fulfilled) =
         tokio::try_join!(store.list_messages_from(user, thread, request.seq), store.fulfilled_requests(user, thread))?;
     let Some((first, answers)) = after.split_first().filter(|(first, _)| first.id == message) else {
-        return Err(ApiError::NotFound);
+        return Err(ChatError::NotFound);
     };
     let failed = |m: &Message| {
         m.role == ApiRole::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error)
     };
     if !answers.iter().all(failed) {
-        return Err(ApiError::Conflict(
-            "Only the latest message can be sent again, and only when its answer failed.".into(),
+        return Err(ChatError::NotRetryable(
+            "Only the latest message can be sent again, and only when its answer failed.",
         ));
     }
     if fulfilled.contains(&message) {
-        return Err(ApiError::Conflict("This request already made its document.".into()));
+        return Err(ChatError::NotRetryable("This request already made its document."));
     }
     Ok((first.clone(), answers.iter().map(|m| m.id).collect()))
 }
@@ -155,20 +142,20 @@ enum Opening {
 }
 
 /// Takes the thread and starts the turn in the background.
-async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) -> Result<Arc<LiveTurn>, ApiError> {
+async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> Result<Arc<LiveTurn>, ChatError> {
     let turn_id = Uuid::now_v7();
     // The start and the turn run in a task of their own, which the request going away (a client disconnecting
     // while it waits) never cuts short: a conversation taken for a turn always gets the turn, which frees it when
     // it ends.
     let (started, on_start) = oneshot::channel();
-    let state = state.clone();
+    let engine = engine.clone();
     tokio::spawn(async move {
         // The turn row and the person's message are one transaction: one commit before the model is called.
         let new_message = match &opening {
             Opening::Message(message) => Some(message.clone()),
             Opening::Silent(_) | Opening::Retry(_) => None,
         };
-        let begun = state.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, new_message).await;
+        let begun = engine.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, new_message).await;
         let saved = match begun {
             Ok(message) => message,
             Err(e) => {
@@ -178,7 +165,7 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
         };
         // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
         // into its end.
-        let _handed_over = HandedOver { store: state.store.clone(), turn: turn_id };
+        let _handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
         let (content, silent, request_message, first) = match opening {
             Opening::Message(message) => {
                 let first = saved.as_ref().is_some_and(|m| m.seq == 1);
@@ -186,10 +173,10 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
             }
             Opening::Silent(content) => (content, true, None, false),
             Opening::Retry(message) => {
-                match Box::pin(take_over_failed(state.store.as_ref(), user, thread, message)).await {
+                match Box::pin(take_over_failed(engine.store.as_ref(), user, thread, message)).await {
                     Ok(request) => (request.content, false, Some(request.id), false),
                     Err(e) => {
-                        if let Err(e) = state.store.finish_turn(turn_id, TurnEnd::default()).await {
+                        if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
                             tracing::error!(error = %e, "closing a refused retry failed");
                         }
                         let _ = started.send(Err(e));
@@ -199,16 +186,16 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
             }
         };
         let live = LiveTurn::new(turn_id, thread, user);
-        state.hub.insert(live.clone());
+        engine.hub.insert(live.clone());
         // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it
         // however the task ends (a panic too), so a dead turn never holds its conversation for longer than the
         // stale limit.
-        let _registered = Registered { hub: state.hub.clone(), live: live.clone() };
+        let _registered = Registered { hub: engine.hub.clone(), live: live.clone() };
         let _ = started.send(Ok(live.clone()));
         // A conversation is named at its first message, unless it already has a title of its own. (Read only
         // then: the start above already refused a conversation that is missing or another person's.)
         let name_thread = if first {
-            match state.store.get_thread(user, thread).await {
+            match engine.store.get_thread(user, thread).await {
                 Ok(row) => Some(row.title),
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the conversation's title failed; it is not named");
@@ -219,14 +206,14 @@ async fn launch(state: &AppState, user: Uuid, thread: Uuid, opening: Opening) ->
             None
         };
         let plan = Plan { user, thread, silent, content, request_message, name_thread };
-        Turn::new(&state, live, plan).run().await;
+        Turn::new(&engine, live, plan).run().await;
     });
-    on_start.await.map_err(|_| ApiError::Internal(anyhow::anyhow!("the turn ended before it started")))?
+    on_start.await.map_err(|_| ChatError::Internal(anyhow::anyhow!("the turn ended before it started")))?
 }
 
 /// With the thread taken for a retry: checks the message can still be run again and removes what the failed
 /// attempt left; the message to answer.
-async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: Uuid) -> Result<Message, ApiError> {
+async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: Uuid) -> Result<Message, ChatError> {
     let (request, failed) = failed_attempt(store, user, thread, message).await?;
     for answer in failed {
         store.delete_message(user, thread, answer).await?;
@@ -277,7 +264,7 @@ enum Ending {
 }
 
 struct Turn<'a> {
-    state: &'a AppState,
+    engine: &'a Engine,
     live: Arc<LiveTurn>,
     plan: Plan,
     text: String,
@@ -301,9 +288,9 @@ struct Turn<'a> {
 }
 
 impl<'a> Turn<'a> {
-    fn new(state: &'a AppState, live: Arc<LiveTurn>, plan: Plan) -> Self {
+    fn new(engine: &'a Engine, live: Arc<LiveTurn>, plan: Plan) -> Self {
         Self {
-            state,
+            engine,
             live,
             plan,
             text: String::new(),
@@ -322,7 +309,7 @@ impl<'a> Turn<'a> {
     }
 
     fn model(&self) -> String {
-        self.state.provider.model().to_string()
+        self.engine.provider.model().to_string()
     }
 
     /// The steps a turn takes once (naming, loading the conversation, running a tool, saving the end) are boxed
@@ -330,7 +317,7 @@ impl<'a> Turn<'a> {
     /// waiting for the model's next words, thousands of turns at once (this halves a waiting turn's task).
     async fn run(mut self) {
         let naming = Naming {
-            state: self.state,
+            engine: self.engine,
             live: self.live.clone(),
             user: self.plan.user,
             thread: self.plan.thread,
@@ -339,7 +326,7 @@ impl<'a> Turn<'a> {
         // A title the model has to write is asked for after the answer, so it never delays the answer's first
         // words; any other is known at once.
         let ask_model = match self.plan.name_thread.take() {
-            Some(current) if current == DEFAULT_TITLE && self.state.provider.names_threads() => true,
+            Some(current) if current == DEFAULT_TITLE && self.engine.provider.names_threads() => true,
             Some(current) => {
                 Box::pin(naming.known(current)).await;
                 false
@@ -360,7 +347,7 @@ impl<'a> Turn<'a> {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
-        let tools = Box::pin(tools::Offered::for_thread(&self.state.store, self.plan.user, self.plan.thread)).await;
+        let tools = Box::pin(tools::Offered::for_thread(&self.engine.store, self.plan.user, self.plan.thread)).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: prompt::system_prompt(),
@@ -372,7 +359,7 @@ impl<'a> Turn<'a> {
             let started = tokio::select! {
                 biased;
                 _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
-                r = self.state.provider.stream(request) => r,
+                r = self.engine.provider.stream(request) => r,
             };
             let mut stream = match started {
                 Ok(s) => s,
@@ -416,7 +403,7 @@ impl<'a> Turn<'a> {
                     Some(Err(e)) => return self.end_call(timing, Ending::Failed(e)),
                 }
             }
-            self.trace.push(timing.step(self.state.provider.as_ref(), None));
+            self.trace.push(timing.step(self.engine.provider.as_ref(), None));
             if calls.is_empty() {
                 return Ending::Done;
             }
@@ -447,7 +434,7 @@ impl<'a> Turn<'a> {
             }
             Ending::Done => None,
         };
-        self.trace.push(timing.step(self.state.provider.as_ref(), error));
+        self.trace.push(timing.step(self.engine.provider.as_ref(), error));
         ending
     }
 
@@ -458,14 +445,14 @@ impl<'a> Turn<'a> {
         let (result, is_error, artifact) = match name {
             tools::SAVE_ARTIFACT => {
                 let mut ctx = ToolContext {
-                    store: &self.state.store,
+                    store: &self.engine.store,
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
-                    redact_pii: self.state.config.redact_pii,
+                    redact_pii: self.engine.limits.redact_pii,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
@@ -473,14 +460,14 @@ impl<'a> Turn<'a> {
             }
             tools::DOCUMENT_SEARCH => {
                 let ctx = ToolContext {
-                    store: &self.state.store,
+                    store: &self.engine.store,
                     user: self.plan.user,
                     thread: self.plan.thread,
                     request_message: self.plan.request_message,
                     open_requests: &self.open_requests,
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
-                    redact_pii: self.state.config.redact_pii,
+                    redact_pii: self.engine.limits.redact_pii,
                 };
                 let (outcome, passages) = tools::document_search(&ctx, input).await;
                 if let Some(record) = self.context.as_mut() {
@@ -505,22 +492,22 @@ impl<'a> Turn<'a> {
             .silent
             .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
         let mut built = context::load(
-            self.state.store.as_ref(),
+            self.engine.store.as_ref(),
             self.plan.user,
             self.plan.thread,
-            self.state.config.context_tokens,
+            self.engine.limits.context_tokens,
             ephemeral.as_deref(),
         )
         .await?;
         let summariser = summary::Summariser {
-            store: self.state.store.clone(),
-            provider: self.state.provider.clone(),
-            redact: self.state.config.redact_pii,
+            store: self.engine.store.clone(),
+            provider: self.engine.provider.clone(),
+            redact: self.engine.limits.redact_pii,
         };
         self.summary_refresh = summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         let mut record = built.record;
-        record.provider = self.state.provider.name().to_string();
+        record.provider = self.engine.provider.name().to_string();
         record.model = self.model();
         self.context = Some(record);
         Ok(built.messages)
@@ -543,7 +530,7 @@ impl<'a> Turn<'a> {
         if events.is_empty() && answer.is_none() {
             return;
         }
-        self.state.store.submit_progress(TurnProgress { turn: self.live.id, user: self.plan.user, events, answer });
+        self.engine.store.submit_progress(TurnProgress { turn: self.live.id, user: self.plan.user, events, answer });
     }
 
     /// The events not handed over yet, as stored.
@@ -634,14 +621,15 @@ impl<'a> Turn<'a> {
                 steps: std::mem::take(&mut self.trace),
             }),
         };
-        if let Err(e) = self.state.store.finish_turn(self.live.id, end).await {
+        if let Err(e) = self.engine.store.finish_turn(self.live.id, end).await {
             // The turn is closed all the same, so its conversation is free: the answer keeps its last saved draft
             // (`interrupted`), which closing lets into the search index.
             tracing::error!(error = %e, "saving the end of a turn failed");
             last_event = self.ending_event(&ending, None);
             events.pop();
             events.push(stored(&last_event));
-            if let Err(e) = self.state.store.finish_turn(self.live.id, TurnEnd { events, ..TurnEnd::default() }).await {
+            if let Err(e) = self.engine.store.finish_turn(self.live.id, TurnEnd { events, ..TurnEnd::default() }).await
+            {
                 tracing::error!(error = %e, "closing the turn failed");
             }
         }
@@ -680,7 +668,7 @@ fn paragraph_break(text: &str) -> &'static str {
 
 /// Names a conversation at its first message.
 struct Naming<'a> {
-    state: &'a AppState,
+    engine: &'a Engine,
     live: Arc<LiveTurn>,
     user: Uuid,
     thread: Uuid,
@@ -706,7 +694,7 @@ impl Naming<'_> {
 
     async fn save(&self, title: String) {
         let patch = ThreadPatch { title: Some(title.clone()), ..Default::default() };
-        if let Err(e) = self.state.store.update_thread(self.user, self.thread, &patch).await {
+        if let Err(e) = self.engine.store.update_thread(self.user, self.thread, &patch).await {
             tracing::warn!(error = %e, "naming the thread failed");
         }
         self.live.push(ChatEvent::ThreadName { thread_id: self.thread, title });
@@ -723,7 +711,7 @@ impl Naming<'_> {
         };
         let mut timing = CallTiming::start(CallPurpose::Title);
         let collect = async {
-            let mut stream = self.state.provider.stream(request).await?;
+            let mut stream = self.engine.provider.stream(request).await?;
             let mut text = String::new();
             while let Some(event) = stream.next().await {
                 match event?.without_nul() {
@@ -741,15 +729,15 @@ impl Naming<'_> {
         let text = tokio::time::timeout(TITLE_TIMEOUT, collect).await.unwrap_or(Err(LlmError::Timeout));
         let usage = Usage { input_tokens: timing.usage().input_tokens, output_tokens: timing.usage().output_tokens };
         if text.is_ok() {
-            let model = self.state.provider.model().to_string();
-            if let Err(e) = self.state.store.record_usage(self.user, self.thread, &model, usage).await {
+            let model = self.engine.provider.model().to_string();
+            if let Err(e) = self.engine.store.record_usage(self.user, self.thread, &model, usage).await {
                 tracing::warn!(error = %e, "recording title usage failed");
             }
         }
-        let call = timing.step(self.state.provider.as_ref(), text.as_ref().err());
+        let call = timing.step(self.engine.provider.as_ref(), text.as_ref().err());
         // A title is kept and shown: personal data in it is replaced as in a person's own words.
         let title = text.ok().as_deref().and_then(clean_title);
-        (title.map(|title| crate::privacy::redact_if(self.state.config.redact_pii, title, 80)), call)
+        (title.map(|title| crate::privacy::redact_if(self.engine.limits.redact_pii, title, 80)), call)
     }
 }
 

@@ -22,7 +22,6 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::replay::{self, TurnEvent};
-use crate::chat::turn;
 use crate::AppState;
 
 /// Interval of keep-alive comments on every stream.
@@ -75,8 +74,8 @@ pub async fn chat(
     headers: HeaderMap,
     Json(body): Json<ChatRequest>,
 ) -> Result<Response> {
-    let started = replay::start_once(&state, user.id, thread, idempotency_key(&headers)?, body).await?;
-    Ok(until_session_ends(&state, &user, sse_response(started.events(&state, user.id, thread))))
+    let started = state.chat.start_once(user.id, thread, idempotency_key(&headers)?, body).await?;
+    Ok(until_session_ends(&state, &user, sse_response(started.events(&state.chat, user.id, thread))))
 }
 
 /// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the turn of the person's latest message again after
@@ -96,7 +95,7 @@ pub async fn retry(
     _: Quota<ChatTurns>,
     Path((thread, message)): Path<(Uuid, Uuid)>,
 ) -> Result<Response> {
-    let live = turn::retry(&state, user.id, thread, message).await?;
+    let live = state.chat.retry(user.id, thread, message).await?;
     Ok(until_session_ends(&state, &user, sse_response(replay::live_events(&live, 0))))
 }
 
@@ -141,7 +140,7 @@ pub async fn resume(
         Some((id, seq)) if id == turn.id => seq,
         _ => 0,
     };
-    let events = replay::turn_events(&state, user.id, thread, turn.id, after);
+    let events = state.chat.turn_events(user.id, thread, turn.id, after);
     Ok(until_session_ends(&state, &user, sse_response(events)))
 }
 
@@ -156,13 +155,6 @@ fn until_session_ends(state: &AppState, user: &AuthUser, response: Response) -> 
     responses((status = 202, description = "Stop requested"), (status = 204, description = "Nothing was running"),
         (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
 pub async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
-    state.store.get_thread(user.id, thread).await?;
-    // A turn running here stops at once; one running elsewhere stops at its next heartbeat. A turn stopped here
-    // may have closed before the request below reaches the store: it was stopped all the same.
-    let here = state.hub.get(thread).filter(|l| l.user_id == user.id);
-    if let Some(live) = &here {
-        live.cancel();
-    }
-    let requested = state.store.request_stop(user.id, thread).await?;
-    Ok(if here.is_some() || requested { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })
+    let running = state.chat.stop(user.id, thread).await?;
+    Ok(if running { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })
 }

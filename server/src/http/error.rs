@@ -9,6 +9,7 @@ use axum::{
     Json,
 };
 
+use crate::chat::ChatError;
 use crate::history;
 use crate::store::StoreError;
 
@@ -175,6 +176,29 @@ impl From<StoreError> for ApiError {
                 field: Some("cursor".into()),
             },
             other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl From<ChatError> for ApiError {
+    fn from(err: ChatError) -> Self {
+        match err {
+            ChatError::Invalid(invalid) => invalid.into(),
+            ChatError::NotFound => ApiError::NotFound,
+            ChatError::Busy => ApiError::Conflict(
+                "An answer is already being written in this conversation; wait for it or stop it.".into(),
+            ),
+            ChatError::NotRetryable(message) => ApiError::Conflict(message.into()),
+            ChatError::KeyReused => ApiError::Unprocessable {
+                code: "idempotency_key_reused",
+                message: "This Idempotency-Key was already used for a different request.".into(),
+                field: None,
+            },
+            ChatError::KeyInProgress => {
+                ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into())
+            }
+            ChatError::Store(err) => err.into(),
+            ChatError::Internal(err) => ApiError::Internal(err),
         }
     }
 }

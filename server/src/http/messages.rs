@@ -13,7 +13,7 @@ use uuid::Uuid;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use crate::chat::context::ContextRecord;
-use crate::chat::turn::{self, DEFAULT_TITLE, STALE_AFTER_MS};
+use crate::chat::turn::{DEFAULT_TITLE, STALE_AFTER_MS};
 use crate::store::{self, NewMessage, ThreadPatch};
 use crate::AppState;
 
@@ -38,7 +38,7 @@ pub async fn add_message(
     Path(thread): Path<Uuid>,
     Json(body): Json<AddMessage>,
 ) -> Result<(StatusCode, Json<Message>)> {
-    let content = turn::person_message(&state, &body.content)?;
+    let content = state.chat.person_message(&body.content)?;
     let message = NewMessage {
         thread_id: thread,
         role: Role::User,
@@ -47,8 +47,11 @@ pub async fn add_message(
         usage: Usage::default(),
         model: None,
     };
-    let saved =
-        state.store.append_message_between_turns(user.id, message, STALE_AFTER_MS).await.map_err(turn::busy_or)?;
+    let saved = state
+        .store
+        .append_message_between_turns(user.id, message, STALE_AFTER_MS)
+        .await
+        .map_err(crate::chat::error::busy_or)?;
     // A conversation that starts here is named after the message's first words, as a chat names it when the model
     // cannot.
     if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {

@@ -1,0 +1,75 @@
+//! The chat engine: what a turn needs (the store, the model provider, the turns running in this process and the
+//! limits a turn keeps to), behind one value the HTTP layer calls. Starting a turn, retrying one, following its
+//! events and stopping it are methods of [`Engine`] (in `turn.rs` and `replay.rs`); their errors are
+//! [`ChatError`](super::error::ChatError)s, which only `http` turns into responses.
+
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use super::error::Result;
+use super::hub::{self, TurnHub};
+use crate::config::Config;
+use crate::llm::Provider;
+use crate::store::DynStore;
+
+/// What a turn keeps to.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Token budget of the conversation sent to the model.
+    pub context_tokens: usize,
+    /// Personal data is replaced before it is stored or reaches a model.
+    pub redact_pii: bool,
+}
+
+impl Limits {
+    pub fn from_config(config: &Config) -> Self {
+        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii }
+    }
+}
+
+/// The chat engine of one process. Cloning is cheap: clones share everything.
+#[derive(Clone)]
+pub struct Engine {
+    pub(super) store: DynStore,
+    pub(super) provider: Arc<dyn Provider>,
+    /// The turns running in this process.
+    pub(super) hub: Arc<TurnHub>,
+    pub(super) limits: Limits,
+}
+
+impl Engine {
+    /// The engine, with its background work started: the heartbeat of the turns running here, and the release of
+    /// answers whose turn died elsewhere.
+    pub fn new(store: DynStore, provider: Arc<dyn Provider>, limits: Limits) -> Self {
+        let hub = Arc::new(TurnHub::default());
+        tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
+        tokio::spawn(hub::release_abandoned_answers(store.clone()));
+        Self { store, provider, hub, limits }
+    }
+
+    /// The model provider answers come from.
+    pub fn provider(&self) -> &dyn Provider {
+        self.provider.as_ref()
+    }
+
+    /// Stops the conversation's running turn, here at once or, on another instance, at its next heartbeat; its
+    /// partial answer is kept as stopped. Whether a turn was running; `NotFound` for a conversation that is
+    /// missing or another person's.
+    pub async fn stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        self.store.get_thread(user, thread).await?;
+        // A turn stopped here may have closed before the request below reaches the store: it was stopped all the
+        // same.
+        let here = self.hub.get(thread).filter(|l| l.user_id == user);
+        if let Some(live) = &here {
+            live.cancel();
+        }
+        let requested = self.store.request_stop(user, thread).await?;
+        Ok(here.is_some() || requested)
+    }
+
+    /// Asks every turn running here to stop (at shutdown), so their partial answers are saved.
+    pub fn stop_all(&self) {
+        self.hub.cancel_all();
+    }
+}
