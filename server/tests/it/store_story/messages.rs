@@ -1,0 +1,159 @@
+//! Messages: order, numbering, counts.
+
+use super::*;
+
+stories!(
+    messages_in_order,
+    messages_between_turns,
+    concurrent_appends_take_distinct_numbers,
+    delete_message_keeps_the_count_true,
+    message_heads_and_tails,
+);
+
+async fn messages_in_order(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Order", &[]).await.unwrap();
+    let mut appended = Vec::new();
+    for i in 1..=6 {
+        let role = if i % 2 == 1 { Role::User } else { Role::Assistant };
+        let m = s.append_message(u, new_message(t.id, role, &format!("message {i}"))).await.unwrap();
+        assert_eq!(m.seq, i);
+        appended.push(m);
+    }
+    let listed = s.list_messages(u, t.id).await.unwrap();
+    assert_eq!(listed, appended);
+    assert_eq!(s.get_message(u, appended[2].id).await.unwrap(), appended[2]);
+
+    let reply = appended[1].id;
+    let context = json!({ "documents": [1, 2], "note": "kept" });
+    let update = MessageUpdate {
+        content: "final text".into(),
+        status: MessageStatus::Stopped,
+        usage: Usage { input_tokens: 3, output_tokens: 4 },
+        model: Some("model-x".into()),
+        context: Some(context.clone()),
+    };
+    s.update_message(u, reply, &update).await.unwrap();
+    let updated = s.get_message(u, reply).await.unwrap();
+    assert_eq!(updated.content, "final text");
+    assert_eq!(updated.status, MessageStatus::Stopped);
+    assert_eq!((updated.input_tokens, updated.output_tokens), (3, 4));
+    assert_eq!(updated.model.as_deref(), Some("model-x"));
+    assert_eq!(updated.seq, 2);
+    assert_eq!(s.message_context(u, reply).await.unwrap(), Some(context.clone()));
+    assert_eq!(s.message_context(u, appended[0].id).await.unwrap(), None);
+
+    // Streaming progress without model or context leaves both as they were.
+    let progress =
+        MessageUpdate { content: "more".into(), status: MessageStatus::Complete, model: None, context: None, ..update };
+    s.update_message(u, reply, &progress).await.unwrap();
+    assert_eq!(s.get_message(u, reply).await.unwrap().model.as_deref(), Some("model-x"));
+    assert_eq!(s.message_context(u, reply).await.unwrap(), Some(context));
+    assert_not_found(s.update_message(u, Uuid::now_v7(), &progress).await);
+
+    let thread = s.get_thread(u, t.id).await.unwrap();
+    assert_eq!(thread.message_count, 6);
+    assert!(thread.updated_at >= thread.created_at);
+}
+
+/// A message added between turns takes the next number and is counted; while a live turn holds the thread it
+/// is refused, and a turn whose heartbeat went quiet holds nothing.
+async fn messages_between_turns(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Notes", &[]).await.unwrap();
+    let note = |text: &str| new_message(t.id, Role::User, text);
+    let first = s.append_message_between_turns(u, note("A note before anything"), 60_000).await.unwrap();
+    assert_eq!((first.seq, first.role, first.content.as_str()), (1, Role::User, "A note before anything"));
+
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
+    assert_conflict(s.append_message_between_turns(u, note("While an answer is written"), 60_000).await);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let late = s.append_message_between_turns(u, note("After it went quiet"), 10).await.unwrap();
+    assert_eq!(late.seq, 2);
+    s.finish_turn(turn, TurnEnd::default()).await.unwrap();
+    let after = s.append_message_between_turns(u, note("After the turn"), 60_000).await.unwrap();
+    assert_eq!(after.seq, 3);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(s.list_messages(u, t.id).await.unwrap(), vec![first, late, after]);
+
+    let intruder = new_user(s).await;
+    assert_not_found(s.append_message_between_turns(intruder, note("Not mine"), 60_000).await);
+    assert_not_found(s.append_message_between_turns(u, new_message(Uuid::now_v7(), Role::User, "x"), 60_000).await);
+}
+
+async fn concurrent_appends_take_distinct_numbers(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Busy", &[]).await.unwrap();
+    let tasks: Vec<_> = (0..20)
+        .map(|i| {
+            let store = s.clone();
+            tokio::spawn(async move { say(&store, u, t.id, &format!("parallel {i}")).await.seq })
+        })
+        .collect();
+    let mut seqs = BTreeSet::new();
+    for task in tasks {
+        assert!(seqs.insert(task.await.unwrap()), "a sequence number was taken twice");
+    }
+    assert_eq!(seqs, (1..=20).collect::<BTreeSet<i64>>());
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 20);
+    let listed: Vec<i64> = s.list_messages(u, t.id).await.unwrap().iter().map(|m| m.seq).collect();
+    assert_eq!(listed, (1..=20).collect::<Vec<i64>>());
+}
+
+async fn delete_message_keeps_the_count_true(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Edits", &[]).await.unwrap();
+    let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
+    let mut ids = Vec::new();
+    for i in 1..=5 {
+        ids.push(say(s, u, t.id, &format!("line {i}")).await.id);
+    }
+    let doc = NewArtifact { request_message_id: Some(ids[1]), ..new_artifact(t.id, "Doc", "text") };
+    let doc = s.create_artifact(u, doc).await.unwrap();
+
+    s.delete_message(u, t.id, ids[1]).await.unwrap();
+    s.delete_message(u, t.id, ids[3]).await.unwrap();
+    assert_not_found(s.delete_message(u, t.id, ids[1]).await);
+    assert_not_found(s.delete_message(u, other.id, ids[0]).await);
+    assert_not_found(s.get_message(u, ids[1]).await);
+
+    let seqs: Vec<i64> = s.list_messages(u, t.id).await.unwrap().iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, vec![1, 3, 5]);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(s.get_artifact(u, doc.id).await.unwrap().request_message_id, None, "the link is cleared, not the doc");
+
+    // Numbers are never reused.
+    assert_eq!(say(s, u, t.id, "after").await.seq, 6);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 4);
+    assert_eq!(s.get_thread(u, other.id).await.unwrap().message_count, 0);
+}
+
+async fn message_heads_and_tails(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Heads", &[]).await.unwrap();
+    assert!(s.list_message_heads(u, t.id).await.unwrap().is_empty());
+    let long = "A long answer. ".repeat(200);
+    let texts = ["Question", "", " \t\n ", long.as_str(), "Next"];
+    let mut saved = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+        saved.push(s.append_message(u, new_message(t.id, role, text)).await.unwrap());
+    }
+    let heads = s.list_message_heads(u, t.id).await.unwrap();
+    let expected: Vec<store::MessageHead> =
+        saved.iter().map(|m| store::MessageHead { id: m.id, seq: m.seq, role: m.role }).collect();
+    assert_eq!(heads, expected);
+
+    assert_eq!(s.list_messages_from(u, t.id, 4).await.unwrap(), saved[3..].to_vec());
+    assert_eq!(s.list_messages_from(u, t.id, 1).await.unwrap(), saved);
+    assert!(s.list_messages_from(u, t.id, 6).await.unwrap().is_empty());
+    let intruder = new_user(s).await;
+    assert_not_found(s.list_message_heads(intruder, t.id).await);
+    assert!(s.list_messages_from(intruder, t.id, 1).await.unwrap().is_empty());
+}

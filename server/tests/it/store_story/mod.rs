@@ -1,0 +1,167 @@
+//! One story suite for every storage backend. Each story is an async function over a fresh [`DynStore`]; the
+//! `stories!` macro runs it once on SQLite (a temporary file, always) and once on PostgreSQL (a database of its
+//! own on the cluster named by `QUIRE_TEST_POSTGRES_URL`). Without that variable the PostgreSQL runs print a
+//! "skipped" line and pass; `scripts/with-postgres cargo test -p server --test store_story` provides one.
+//!
+//! The property tests at the end run the same way: proptest drives a tokio runtime of their own over one fresh
+//! store per test, and every case works with users of its own, so cases never see each other's rows.
+
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    fmt::Debug,
+    time::Duration,
+};
+
+use app::api::{ArtifactType, Message, MessageStatus, Role, ToolCallStep, Trace, TraceStep, Usage};
+use proptest::prelude::*;
+use quire::store::{
+    self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
+    SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
+    TurnEnd, TurnTrace,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db, Raw};
+
+// ---------------------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------------------
+
+async fn new_user(store: &DynStore) -> Uuid {
+    let email = format!("{}@example.test", Uuid::new_v4().simple());
+    store
+        .create_user(NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
+        .await
+        .expect("create user")
+        .id
+}
+
+/// A tool call step as a trace keeps it.
+fn tool_step(name: &str, arguments: serde_json::Value, duration_ms: u64) -> TraceStep {
+    TraceStep::ToolCall(ToolCallStep {
+        name: name.into(),
+        arguments,
+        result: Some("saved".into()),
+        error: None,
+        duration_ms,
+        started_at: store::now(),
+    })
+}
+
+/// A trace of a new turn in `thread`, naming `message` as its answer.
+fn trace_of(thread: Uuid, message: Option<Uuid>, steps: Vec<TraceStep>) -> Trace {
+    Trace { turn_id: Uuid::now_v7(), thread_id: thread, message_id: message, steps }
+}
+
+fn tags(names: &[&str]) -> Vec<String> {
+    names.iter().map(|t| t.to_string()).collect()
+}
+
+fn new_message(thread: Uuid, role: Role, content: &str) -> NewMessage {
+    NewMessage {
+        thread_id: thread,
+        role,
+        content: content.to_string(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+    }
+}
+
+async fn say(store: &DynStore, user: Uuid, thread: Uuid, content: &str) -> Message {
+    store.append_message(user, new_message(thread, Role::User, content)).await.expect("append message")
+}
+
+async fn answer(store: &DynStore, user: Uuid, thread: Uuid, content: &str) -> Message {
+    store.append_message(user, new_message(thread, Role::Assistant, content)).await.expect("append answer")
+}
+
+fn new_artifact(thread: Uuid, title: &str, content: &str) -> NewArtifact {
+    NewArtifact {
+        thread_id: thread,
+        artifact_type: ArtifactType::Custom,
+        title: title.to_string(),
+        content: content.to_string(),
+        request_message_id: None,
+        assistant_message_id: None,
+        answers: Vec::new(),
+    }
+}
+
+#[track_caller]
+fn assert_not_found<T: Debug>(result: Result<T, StoreError>) {
+    assert!(matches!(result, Err(StoreError::NotFound)), "expected NotFound, got {result:?}");
+}
+
+#[track_caller]
+fn assert_conflict<T: Debug>(result: Result<T, StoreError>) {
+    assert!(matches!(result, Err(StoreError::Conflict(_))), "expected Conflict, got {result:?}");
+}
+
+/// Every thread of a listing, page by page.
+async fn all_threads(store: &DynStore, user: Uuid, query: &ThreadQuery) -> Vec<app::api::Thread> {
+    let mut query = query.clone();
+    let mut out = Vec::new();
+    loop {
+        let page = store.list_threads(user, &query).await.expect("list threads");
+        out.extend(page.threads);
+        match page.next {
+            Some(next) => query.cursor = Some(next),
+            None => return out,
+        }
+    }
+}
+
+/// The snippet without its `<mark>` tags.
+fn unmarked(snippet: &str) -> String {
+    snippet.replace("<mark>", "").replace("</mark>", "")
+}
+
+/// Hits come best first (lower rank), then newest.
+#[track_caller]
+fn assert_ordered(page: &SearchPage) {
+    for pair in page.hits.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(
+            a.rank < b.rank || (a.rank == b.rank && a.created_at >= b.created_at),
+            "hits out of order: {a:?} before {b:?}"
+        );
+    }
+}
+
+/// A draft of an answer, saved as still being written or as finished.
+fn answer_draft(turn: Uuid, user: Uuid, thread: Uuid, id: Uuid, content: &str, writing: bool) -> store::TurnProgress {
+    store::TurnProgress {
+        turn,
+        user,
+        events: Vec::new(),
+        answer: Some(store::AnswerDraft {
+            id,
+            thread_id: thread,
+            update: MessageUpdate {
+                content: content.into(),
+                status: if writing { MessageStatus::Interrupted } else { MessageStatus::Complete },
+                usage: Usage::default(),
+                model: None,
+                context: None,
+            },
+            writing,
+        }),
+    }
+}
+
+/// The ids of the user's messages that a search for `word` finds.
+async fn found(store: &DynStore, user: Uuid, word: &str) -> Vec<Option<Uuid>> {
+    let page = store.search(user, word, 100, 0).await.unwrap();
+    assert_eq!(page.total, page.hits.len() as u64);
+    page.hits.iter().filter(|h| h.kind == HitKind::Message).map(|h| h.message_id).collect()
+}
+
+mod accounts;
+mod documents;
+mod messages;
+mod properties;
+mod search;
+mod threads;
+mod turns;

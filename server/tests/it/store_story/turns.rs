@@ -1,0 +1,483 @@
+//! Turns: taking a conversation, progress, ends, traces, usage.
+
+use super::*;
+
+stories!(
+    traces,
+    usage_is_recorded,
+    turns,
+    a_turn_ends_in_one_commit,
+    progress_of_several_turns_is_saved_together,
+    concurrent_turns_take_the_thread_once,
+);
+
+async fn traces(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Traced", &[]).await.unwrap();
+    let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
+    let reply = answer(s, u, t.id, "done").await;
+    let quiet = answer(s, u, t.id, "no tools").await;
+    let failed_call = TraceStep::ModelCall(app::api::ModelCall {
+        purpose: app::api::CallPurpose::Answer,
+        provider: "openai".into(),
+        model: "gpt-test".into(),
+        input_tokens: 0,
+        output_tokens: 0,
+        first_token_ms: None,
+        duration_ms: 0,
+        stop_reason: None,
+        error: Some(app::api::StepError { code: "rate_limited".into(), message: "Too many requests.".into() }),
+        started_at: store::now(),
+    });
+    let steps = vec![
+        tool_step("save_artifact", json!({ "title": "Stories", "nested": { "n": [1, 2.5, null, "x"] } }), 12),
+        failed_call,
+        tool_step("document_search", json!({ "query": "q" }), 30),
+    ];
+    let answered = trace_of(t.id, Some(reply.id), steps.clone());
+    s.save_trace(u, &answered).await.unwrap();
+    assert_eq!(s.trace(u, reply.id).await.unwrap(), answered);
+    assert_eq!(s.turn_trace(u, answered.turn_id).await.unwrap(), answered);
+    assert_not_found(s.trace(u, quiet.id).await);
+
+    // A turn that kept no answer has a trace all the same, found by the turn.
+    let silent = trace_of(t.id, None, steps[..1].to_vec());
+    s.save_trace(u, &silent).await.unwrap();
+    assert_eq!(s.turn_trace(u, silent.turn_id).await.unwrap(), silent);
+    assert_eq!(s.thread_traces(u, t.id).await.unwrap(), vec![answered.clone(), silent.clone()], "oldest first");
+    assert_eq!(s.thread_traces(u, other.id).await.unwrap(), vec![]);
+
+    // Saving again under the same turn replaces the whole trace.
+    let shorter = Trace { steps: steps[2..].to_vec(), ..answered.clone() };
+    s.save_trace(u, &shorter).await.unwrap();
+    assert_eq!(s.trace(u, reply.id).await.unwrap(), shorter);
+    // An answer of another thread, a missing thread: refused.
+    assert_not_found(s.save_trace(u, &trace_of(other.id, Some(reply.id), steps.clone())).await);
+    assert_not_found(s.save_trace(u, &trace_of(Uuid::now_v7(), None, steps.clone())).await);
+    assert_not_found(s.trace(u, Uuid::now_v7()).await);
+    assert_not_found(s.turn_trace(u, Uuid::now_v7()).await);
+
+    // Deleting the answer deletes its trace.
+    s.delete_message(u, t.id, reply.id).await.unwrap();
+    assert_not_found(s.turn_trace(u, answered.turn_id).await);
+}
+
+async fn usage_is_recorded(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let other = new_user(s).await;
+    let t = s.create_thread(u, "Costly", &[]).await.unwrap();
+    s.record_usage(u, t.id, "model-a", Usage { input_tokens: 10, output_tokens: 5 }).await.unwrap();
+    s.record_usage(u, t.id, "model-a", Usage { input_tokens: 10, output_tokens: 5 }).await.unwrap();
+    s.record_usage(u, t.id, "model-b", Usage { input_tokens: 1, output_tokens: 2 }).await.unwrap();
+    // Someone else's tokens never land on this thread.
+    s.record_usage(other, t.id, "model-a", Usage { input_tokens: 100, output_tokens: 100 }).await.unwrap();
+
+    let raw = &db.raw;
+    assert_eq!(raw.int("select input_tokens from threads where id = ?", t.id).await, 21);
+    assert_eq!(raw.int("select output_tokens from threads where id = ?", t.id).await, 12);
+    let ledger = |column: &str, model: &str| {
+        format!("select cast(coalesce(sum({column}), 0) as bigint) from usage_ledger where user_id = ? and model = '{model}'")
+    };
+    assert_eq!(raw.int(&ledger("input_tokens", "model-a"), u).await, 20);
+    assert_eq!(raw.int(&ledger("output_tokens", "model-a"), u).await, 10);
+    assert_eq!(raw.int(&ledger("input_tokens", "model-b"), u).await, 1);
+    assert_eq!(raw.count("usage_ledger", "user_id", u).await, 2, "one row per day and model");
+}
+
+async fn turns(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Turns", &[]).await.unwrap();
+    assert_eq!(s.latest_turn(u, t.id).await.unwrap(), None);
+    assert!(!s.request_stop(u, t.id).await.unwrap(), "nothing is running");
+
+    let first = Uuid::now_v7();
+    s.begin_turn(u, t.id, first, 60_000).await.unwrap();
+    let latest = s.latest_turn(u, t.id).await.unwrap().unwrap();
+    assert_eq!((latest.id, latest.thread_id, latest.running, latest.stop_requested), (first, t.id, true, false));
+    assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
+    assert_conflict(s.begin_turn(u, t.id, first, 60_000).await);
+
+    // A refused turn saves nothing of its message.
+    let refused =
+        s.begin_turn_with(u, t.id, Uuid::now_v7(), 60_000, Some(new_message(t.id, Role::User, "again?"))).await;
+    assert_conflict(refused);
+    assert!(s.list_messages(u, t.id).await.unwrap().is_empty());
+
+    // Another thread is not held by it; its turn starts with the person's message, saved in the same step.
+    let other = s.create_thread(u, "Parallel", &[]).await.unwrap();
+    let request = new_message(other.id, Role::User, "Start here");
+    let saved = s.begin_turn_with(u, other.id, Uuid::now_v7(), 60_000, Some(request)).await.unwrap().unwrap();
+    assert_eq!((saved.seq, saved.role, saved.content.as_str()), (1, Role::User, "Start here"));
+    assert_eq!(s.list_messages(u, other.id).await.unwrap(), vec![saved]);
+    assert_eq!(s.get_thread(u, other.id).await.unwrap().message_count, 1);
+
+    assert_eq!(s.heartbeat_turns(&[first]).await.unwrap(), Vec::<Uuid>::new());
+    let beat = s.latest_turn(u, t.id).await.unwrap().unwrap().heartbeat_at;
+    assert!(beat >= latest.heartbeat_at);
+    assert!(s.request_stop(u, t.id).await.unwrap());
+    let unknown = Uuid::now_v7();
+    assert_eq!(s.heartbeat_turns(&[unknown, first]).await.unwrap(), vec![first], "the heartbeat sees the stop request");
+    assert!(s.latest_turn(u, t.id).await.unwrap().unwrap().stop_requested);
+    assert_eq!(s.heartbeat_turns(&[unknown]).await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(s.heartbeat_turns(&[]).await.unwrap(), Vec::<Uuid>::new());
+
+    let event = |seq: i64, name: &str, data: &str| StoredEvent { seq, name: name.into(), data: data.into() };
+    s.append_turn_events(first, &[event(1, "start", "{}"), event(2, "delta", "a"), event(3, "delta", "b")])
+        .await
+        .unwrap();
+    // A repeated number keeps the first event; the batch goes on.
+    s.append_turn_events(first, &[event(3, "delta", "replaced?"), event(4, "done", "{}")]).await.unwrap();
+    s.append_turn_events(first, &[]).await.unwrap();
+    let all = s.turn_events_after(first, 0).await.unwrap();
+    assert_eq!(
+        all,
+        vec![event(1, "start", "{}"), event(2, "delta", "a"), event(3, "delta", "b"), event(4, "done", "{}")]
+    );
+    assert_eq!(s.turn_events_after(first, 2).await.unwrap(), all[2..].to_vec());
+    // Stored as given, whatever the text holds.
+    let odd = event(9, "text_delta", "{\"text\":\"a \\\"quoted\\\" line\\nnext — ✓ \\u0000 ' ; --\"}");
+    s.append_turn_events(first, std::slice::from_ref(&odd)).await.unwrap();
+    assert_eq!(s.turn_events_after(first, 4).await.unwrap(), vec![odd.clone()]);
+    let all = [all, vec![odd]].concat();
+    assert!(s.turn_events_after(first, 9).await.unwrap().is_empty());
+    assert!(s.turn_events_after(Uuid::now_v7(), 0).await.unwrap().is_empty());
+
+    s.finish_turn(first, TurnEnd::default()).await.unwrap();
+    assert!(!s.latest_turn(u, t.id).await.unwrap().unwrap().running);
+    assert!(!s.request_stop(u, t.id).await.unwrap());
+
+    // The next turn takes over; once it ends, only its events are kept.
+    let second = Uuid::now_v7();
+    s.begin_turn(u, t.id, second, 60_000).await.unwrap();
+    assert_eq!(s.turn_events_after(first, 0).await.unwrap(), all, "dropped when the next turn ends");
+    let latest = s.latest_turn(u, t.id).await.unwrap().unwrap();
+    assert_eq!((latest.id, latest.running, latest.stop_requested), (second, true, false));
+
+    // A turn whose heartbeat went quiet is taken over; a live one is not.
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let third = Uuid::now_v7();
+    assert_conflict(s.begin_turn(u, t.id, third, 60_000).await);
+    s.begin_turn(u, t.id, third, 10).await.unwrap();
+    assert_eq!(s.latest_turn(u, t.id).await.unwrap().unwrap().id, third);
+    assert_eq!(
+        s.heartbeat_turns(&[second, third]).await.unwrap(),
+        Vec::<Uuid>::new(),
+        "the dead turn still answers heartbeats"
+    );
+    assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
+    assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
+    s.append_turn_events(second, &[event(1, "start", "{}")]).await.unwrap();
+    s.finish_turn(third, TurnEnd { events: vec![event(1, "done", "{}")], ..TurnEnd::default() }).await.unwrap();
+    assert!(s.turn_events_after(first, 0).await.unwrap().is_empty());
+    assert!(s.turn_events_after(second, 0).await.unwrap().is_empty());
+    assert_eq!(s.turn_events_after(third, 0).await.unwrap(), vec![event(1, "done", "{}")]);
+}
+
+async fn a_turn_ends_in_one_commit(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let intruder = new_user(s).await;
+    let t = s.create_thread(u, "Ends", &[]).await.unwrap();
+    let turn = Uuid::now_v7();
+    s.begin_turn_with(u, t.id, turn, 60_000, Some(new_message(t.id, Role::User, "Write the plan"))).await.unwrap();
+    let doc = s.create_artifact(u, new_artifact(t.id, "Plan", "steps")).await.unwrap();
+    let elsewhere = s.create_thread(intruder, "Theirs", &[]).await.unwrap();
+    let theirs = s.create_artifact(intruder, new_artifact(elsewhere.id, "Theirs", "x")).await.unwrap();
+    let answer_id = Uuid::now_v7();
+    s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "Quokkas need a pl", true)]).await.unwrap();
+    assert!(found(s, u, "quokkas").await.is_empty(), "not searchable while written");
+
+    let finished = answer_draft(turn, u, t.id, answer_id, "Quokkas need a plan", false).answer.unwrap();
+    let step = tool_step("save_artifact", json!({"title": "Plan"}), 3);
+    let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
+    let end = TurnEnd {
+        events: vec![event(1, "text_delta"), event(2, "message_complete")],
+        answer: Some(FinalAnswer { user: u, draft: finished, artifacts: vec![doc.id, theirs.id] }),
+        usage: Some(SpentTokens {
+            user: u,
+            thread: t.id,
+            model: "model-a".into(),
+            usage: Usage { input_tokens: 7, output_tokens: 3 },
+        }),
+        trace: Some(TurnTrace { user: u, thread: t.id, steps: vec![step.clone()] }),
+    };
+    s.finish_turn(turn, end).await.unwrap();
+
+    let messages = s.list_messages(u, t.id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!((messages[1].id, messages[1].content.as_str()), (answer_id, "Quokkas need a plan"));
+    assert_eq!(messages[1].status, MessageStatus::Complete);
+    assert_eq!(found(s, u, "quokkas").await, vec![Some(answer_id)], "searchable once finished");
+    assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id));
+    assert_eq!(s.get_artifact(intruder, theirs.id).await.unwrap().assistant_message_id, None, "not another's");
+    let kept = s.trace(u, answer_id).await.unwrap();
+    assert_eq!((kept.turn_id, kept.message_id, kept.steps), (turn, Some(answer_id), vec![step.clone()]));
+    let raw = &db.raw;
+    assert_eq!(raw.int("select input_tokens from threads where id = ?", t.id).await, 7);
+    assert_eq!(raw.int("select output_tokens from threads where id = ?", t.id).await, 3);
+    assert_eq!(raw.count("usage_ledger", "user_id", u).await, 1);
+    assert!(!s.latest_turn(u, t.id).await.unwrap().unwrap().running);
+    assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![event(1, "text_delta"), event(2, "message_complete")]);
+
+    // A conversation deleted while its turn ran: nothing to keep the answer in, the turn is gone with it, and the
+    // tokens spent are still metered on the owner's ledger.
+    let gone = s.create_thread(u, "Gone", &[]).await.unwrap();
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, gone.id, turn, 60_000).await.unwrap();
+    s.delete_thread(u, gone.id).await.unwrap();
+    let draft = answer_draft(turn, u, gone.id, Uuid::now_v7(), "Lost words", false).answer.unwrap();
+    let end = TurnEnd {
+        events: vec![event(1, "message_complete")],
+        answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id] }),
+        usage: Some(SpentTokens {
+            user: u,
+            thread: gone.id,
+            model: "model-b".into(),
+            usage: Usage { input_tokens: 2, output_tokens: 1 },
+        }),
+        trace: Some(TurnTrace { user: u, thread: gone.id, steps: vec![step.clone()] }),
+    };
+    s.finish_turn(turn, end).await.unwrap();
+    assert!(found(s, u, "lost").await.is_empty());
+    assert_eq!(s.get_artifact(u, doc.id).await.unwrap().assistant_message_id, Some(answer_id), "left as it was");
+    assert_eq!(raw.count("usage_ledger", "user_id", u).await, 2);
+    assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![]);
+    assert_not_found(s.turn_trace(u, turn).await);
+}
+
+async fn progress_of_several_turns_is_saved_together(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let event = |seq: i64, data: &str| StoredEvent { seq, name: "text_delta".into(), data: data.into() };
+    let draft = |thread: Uuid, id: Uuid, content: &str, context: Option<serde_json::Value>| store::AnswerDraft {
+        id,
+        thread_id: thread,
+        update: MessageUpdate {
+            content: content.into(),
+            status: MessageStatus::Interrupted,
+            usage: Usage { input_tokens: 3, output_tokens: content.len() as u64 },
+            model: Some("model-a".into()),
+            context,
+        },
+        writing: true,
+    };
+    let (a, b, gone) = (
+        s.create_thread(u, "A", &[]).await.unwrap(),
+        s.create_thread(u, "B", &[]).await.unwrap(),
+        s.create_thread(u, "Deleted", &[]).await.unwrap(),
+    );
+    say(s, u, a.id, "Question A").await;
+    let (turn_a, turn_b, turn_gone) = (Uuid::now_v7(), Uuid::now_v7(), Uuid::now_v7());
+    for (thread, turn) in [(a.id, turn_a), (b.id, turn_b), (gone.id, turn_gone)] {
+        s.begin_turn(u, thread, turn, 60_000).await.unwrap();
+    }
+    let (answer_a, answer_gone) = (Uuid::now_v7(), Uuid::now_v7());
+    s.delete_thread(u, gone.id).await.unwrap();
+
+    // One batch: A's first draft (created with the next number), B's events only, and a turn whose thread was
+    // deleted meanwhile (skipped without failing the others).
+    let batch = vec![
+        store::TurnProgress {
+            turn: turn_a,
+            user: u,
+            events: vec![event(1, "He")],
+            answer: Some(draft(a.id, answer_a, "He", Some(json!({"included": 1})))),
+        },
+        store::TurnProgress { turn: turn_b, user: u, events: vec![event(1, "x"), event(2, "y")], answer: None },
+        store::TurnProgress {
+            turn: turn_gone,
+            user: u,
+            events: vec![event(1, "lost")],
+            answer: Some(draft(gone.id, answer_gone, "lost", None)),
+        },
+    ];
+    s.save_progress(&batch).await.unwrap();
+    let messages = s.list_messages(u, a.id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    let saved = &messages[1];
+    assert_eq!((saved.id, saved.seq, saved.role, saved.content.as_str()), (answer_a, 2, Role::Assistant, "He"));
+    assert_eq!(
+        (saved.status, saved.output_tokens, saved.model.as_deref()),
+        (MessageStatus::Interrupted, 2, Some("model-a"))
+    );
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    assert_eq!(s.get_thread(u, a.id).await.unwrap().message_count, 2);
+    assert_eq!(s.turn_events_after(turn_b, 0).await.unwrap(), vec![event(1, "x"), event(2, "y")]);
+    assert!(s.turn_events_after(turn_gone, 0).await.unwrap().is_empty());
+    assert_not_found(s.get_message(u, answer_gone).await);
+
+    // The next batch rewrites the same answer in place; a repeated event keeps its first text; a draft without
+    // a context record keeps the saved one.
+    let next = store::TurnProgress {
+        turn: turn_a,
+        user: u,
+        events: vec![event(1, "again?"), event(2, "llo")],
+        answer: Some(draft(a.id, answer_a, "Hello", None)),
+    };
+    s.save_progress(&[next]).await.unwrap();
+    let messages = s.list_messages(u, a.id).await.unwrap();
+    assert_eq!(messages.len(), 2, "no second answer");
+    assert_eq!((messages[1].content.as_str(), messages[1].seq), ("Hello", 2));
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    assert_eq!(s.turn_events_after(turn_a, 0).await.unwrap(), vec![event(1, "He"), event(2, "llo")]);
+    assert_eq!(s.get_thread(u, a.id).await.unwrap().message_count, 2);
+
+    // Another user's draft never lands in this user's thread.
+    let intruder = new_user(s).await;
+    let forged = store::TurnProgress {
+        turn: Uuid::now_v7(),
+        user: intruder,
+        events: Vec::new(),
+        answer: Some(draft(a.id, answer_a, "overwritten", None)),
+    };
+    s.save_progress(&[forged]).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello");
+    assert_eq!(s.list_messages(u, a.id).await.unwrap().len(), 2);
+    s.save_progress(&[]).await.unwrap();
+
+    // A batch with more events than one insert statement takes keeps every one of them, in order, for each turn.
+    let many =
+        |from: i64, tag: &str| (from..from + 601).map(|seq| event(seq, &format!("{tag}{seq}"))).collect::<Vec<_>>();
+    let (more_a, more_b) = (many(3, "a"), many(3, "b"));
+    s.save_progress(&[
+        store::TurnProgress { turn: turn_a, user: u, events: more_a.clone(), answer: None },
+        store::TurnProgress { turn: turn_b, user: u, events: more_b.clone(), answer: None },
+        store::TurnProgress { turn: turn_gone, user: u, events: many(2, "lost"), answer: None },
+    ])
+    .await
+    .unwrap();
+    assert_eq!(s.turn_events_after(turn_a, 2).await.unwrap(), more_a);
+    assert_eq!(s.turn_events_after(turn_b, 2).await.unwrap(), more_b);
+    assert!(s.turn_events_after(turn_gone, 0).await.unwrap().is_empty());
+
+    // Several saved answers rewritten in one batch, beside a first save; then one answer twice in a batch, which
+    // ends as its second draft says.
+    let answer_b = Uuid::now_v7();
+    let drafts = |a_text: &str, b_text: &str| {
+        vec![
+            store::TurnProgress {
+                turn: turn_a,
+                user: u,
+                events: vec![],
+                answer: Some(draft(a.id, answer_a, a_text, None)),
+            },
+            store::TurnProgress {
+                turn: turn_b,
+                user: u,
+                events: vec![],
+                answer: Some(draft(b.id, answer_b, b_text, None)),
+            },
+        ]
+    };
+    s.save_progress(&drafts("Hello, w", "Fir")).await.unwrap();
+    s.save_progress(&drafts("Hello, world", "First")).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello, world");
+    assert_eq!(s.message_context(u, answer_a).await.unwrap(), Some(json!({"included": 1})));
+    let b_messages = s.list_messages(u, b.id).await.unwrap();
+    assert_eq!(b_messages.len(), 1);
+    assert_eq!((b_messages[0].id, b_messages[0].content.as_str(), b_messages[0].output_tokens), (answer_b, "First", 5));
+    let mut twice = drafts("Hello, world!", "First draft");
+    twice.extend(drafts("Hello, world! Bye", "First draft, longer"));
+    s.save_progress(&twice).await.unwrap();
+    assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello, world! Bye");
+    assert_eq!(s.get_message(u, answer_b).await.unwrap().content, "First draft, longer");
+    assert_eq!(s.list_messages(u, b.id).await.unwrap().len(), 1);
+}
+
+async fn concurrent_turns_take_the_thread_once(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Race", &[]).await.unwrap();
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let store = s.clone();
+            tokio::spawn(async move { store.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await })
+        })
+        .collect();
+    let mut won = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            Ok(()) => won += 1,
+            Err(StoreError::Conflict(_)) => {}
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+    }
+    assert_eq!(won, 1);
+    assert_eq!(db.raw.int("select count(*) from turns where thread_id = ? and status = 'running'", t.id).await, 1);
+
+    // Many conversations starting at once (on SQLite, those waiting for the writer start together): each start
+    // gets its own outcome, and a refused one leaves nothing behind.
+    let intruder = new_user(s).await;
+    let mut threads = Vec::new();
+    for i in 0..12 {
+        threads.push(s.create_thread(u, &format!("Crowd {i}"), &[]).await.unwrap().id);
+    }
+    let mut tasks = Vec::new();
+    for (i, &thread) in threads.iter().enumerate() {
+        for (who, attempt) in [(u, 0), (u, 1), (intruder, 2)] {
+            let store = s.clone();
+            let message = new_message(thread, Role::User, &format!("Question {i}.{attempt}"));
+            tasks.push(tokio::spawn(async move {
+                let turn = Uuid::now_v7();
+                (thread, who, turn, store.begin_turn_with(who, thread, turn, 60_000, Some(message)).await)
+            }));
+        }
+    }
+    let mut started = std::collections::HashMap::new();
+    let mut turns = Vec::new();
+    for task in tasks {
+        match task.await.unwrap() {
+            (thread, who, turn, Ok(Some(saved))) if who == u => {
+                assert_eq!((saved.thread_id, saved.seq), (thread, 1));
+                assert!(started.insert(thread, saved.content).is_none(), "one start per conversation");
+                turns.push((thread, turn));
+            }
+            (_, who, _, Err(StoreError::Conflict(_))) if who == u => {}
+            (_, who, _, Err(StoreError::NotFound)) if who == intruder => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(started.len(), threads.len());
+    for thread in &threads {
+        let messages = s.list_messages(u, *thread).await.unwrap();
+        assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>(), vec![started[thread].as_str()]);
+        assert_eq!(db.raw.int("select count(*) from turns where thread_id = ?", *thread).await, 1);
+    }
+
+    // And ending at once (on SQLite, those waiting for the writer end together): every answer, its tokens and
+    // its last event are stored, and every conversation is free again.
+    let ends: Vec<_> = turns
+        .iter()
+        .map(|&(thread, turn)| {
+            let store = s.clone();
+            tokio::spawn(async move {
+                let draft = answer_draft(turn, u, thread, Uuid::now_v7(), "Crowded answer", false).answer.unwrap();
+                let end = TurnEnd {
+                    events: vec![StoredEvent { seq: 1, name: "message_complete".into(), data: "{}".into() }],
+                    answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
+                    usage: Some(SpentTokens {
+                        user: u,
+                        thread,
+                        model: "crowd".into(),
+                        usage: Usage { input_tokens: 2, output_tokens: 1 },
+                    }),
+                    trace: None,
+                };
+                store.finish_turn(turn, end).await
+            })
+        })
+        .collect();
+    for end in ends {
+        end.await.unwrap().unwrap();
+    }
+    for &(thread, turn) in &turns {
+        let messages = s.list_messages(u, thread).await.unwrap();
+        assert_eq!(messages.iter().map(|m| m.content.as_str()).collect::<Vec<_>>()[1..], ["Crowded answer"]);
+        assert!(!s.latest_turn(u, thread).await.unwrap().unwrap().running);
+        assert_eq!(s.turn_events_after(turn, 0).await.unwrap().len(), 1);
+        assert_eq!(db.raw.int("select input_tokens from threads where id = ?", thread).await, 2);
+    }
+}
