@@ -8,7 +8,6 @@ use quire::{
     serve, AppState,
 };
 use tokio::net::TcpListener;
-use tracing_subscriber::EnvFilter;
 
 fn main() -> anyhow::Result<ExitCode> {
     let config = Config::parse();
@@ -29,21 +28,32 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
-            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let served = runtime.block_on(run(config));
+            // A task still running past the shutdown deadline (a request stuck on its body, a blocking job) must
+            // not hold the process: waited for briefly, then left behind.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info")),
-        )
-        .init();
-    let addr = config.addr;
+    quire::ops::logs::init(config.log_format);
+    let (addr, metrics_addr) = (config.addr, config.metrics_addr);
     let state = AppState::from_config(config).await?;
     let listener = TcpListener::bind(addr).await?;
+    if let Some(metrics_addr) = metrics_addr {
+        let metrics = TcpListener::bind(metrics_addr).await?;
+        tracing::info!(addr = %metrics.local_addr()?, "metrics at /metrics");
+        let router = quire::ops::metrics::router(state.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(metrics, router).await {
+                tracing::error!(error = %e, "the metrics address stopped serving");
+            }
+        });
+    }
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.
     tokio::task::spawn_blocking(quire::tokens::warm_up);

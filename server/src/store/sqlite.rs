@@ -45,6 +45,8 @@ mod import;
 mod summaries;
 mod turn_writes;
 
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
 /// SQLite storage.
 #[derive(Debug, Clone)]
 pub struct Sqlite {
@@ -86,7 +88,7 @@ impl Sqlite {
             .test_before_acquire(false)
             .connect_with(options.clone())
             .await?;
-        sqlx::migrate!("../migrations/sqlite").run(&writer).await?;
+        MIGRATOR.run(&writer).await?;
         // One process owns a SQLite database: a turn still marked running was cut off when the last one
         // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once, and
         // its answer is searchable.
@@ -592,6 +594,13 @@ impl Store for Sqlite {
 
     fn one_process(&self) -> bool {
         true
+    }
+
+    async fn ready(&self) -> Result<bool> {
+        let applied: Option<i64> = sqlx::query_scalar("select max(version) from _sqlx_migrations where success")
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(super::migrations_current(applied, &MIGRATOR))
     }
 
     #[instrument(skip_all)]

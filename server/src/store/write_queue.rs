@@ -62,6 +62,7 @@ struct Waiting<'a> {
 
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
+        crate::ops::metrics::sqlite_writes_waiting(-1);
         if let Some(mut receiver) = self.receiver.take() {
             receiver.close();
             if receiver.try_recv().is_ok() {
@@ -86,6 +87,7 @@ impl WriteQueue {
             }
             let (sender, receiver) = oneshot::channel();
             state.waiting[urgency as usize].push_back(sender);
+            crate::ops::metrics::sqlite_writes_waiting(1);
             receiver
         };
         let mut waiting = Waiting { queue: self, receiver: Some(receiver) };
