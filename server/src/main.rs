@@ -14,6 +14,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match config.command {
         // The extraction child stays single-threaded and small: no runtime, no logging.
         Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
+        Some(Command::Probe { path }) => Ok(probe(config.addr, &path)),
         Some(Command::Precompress { dir }) => {
             let done = quire::http::assets::precompress(&dir)?;
             println!(
@@ -61,6 +62,34 @@ async fn run(config: Config) -> anyhow::Result<()> {
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `quire probe`: 0 when `GET <path>` on the configured address answers 2xx within a few seconds, 1 otherwise.
+fn probe(addr: std::net::SocketAddr, path: &str) -> ExitCode {
+    // A server listening on every interface is asked on the loopback one.
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
+        ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let url = format!("http://{}{path}", std::net::SocketAddr::new(host, addr.port()));
+    let asked = tokio::runtime::Builder::new_current_thread().enable_all().build().map(|runtime| {
+        runtime.block_on(async {
+            let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build()?;
+            client.get(&url).send().await?.error_for_status()
+        })
+    });
+    match asked {
+        Ok(Ok(_)) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("{url}: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn shutdown_signal() {

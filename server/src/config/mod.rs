@@ -238,6 +238,13 @@ pub enum Command {
         #[arg(value_parser = ["pdf"])]
         kind: String,
     },
+    /// Asks the Quire serving at this configuration's address whether it is ready (`GET /api/ready`); exits 0
+    /// when it is. For container health checks, where there is no other HTTP client.
+    Probe {
+        /// The path to ask.
+        #[arg(long, default_value = "/api/ready")]
+        path: String,
+    },
     /// Writes a brotli and a gzip copy beside every compressible file of the built site, which the server sends
     /// to browsers that accept them. Part of every site build (`scripts/run`, `scripts/test`).
     #[command(hide = true)]

@@ -87,8 +87,8 @@ struct PoolLabels {
 }
 
 fn latency_histogram() -> Histogram {
-    // 1 ms to about 33 s.
-    Histogram::new(exponential_buckets(0.001, 2.0, 16))
+    // 2.5 ms to about 10 s.
+    Histogram::new(exponential_buckets(0.0025, 2.0, 13))
 }
 
 fn first_token_histogram() -> Histogram {
@@ -287,7 +287,7 @@ impl Provider for Metered {
         let model = self.inner.model().to_string();
         let mut first = true;
         Ok(Box::pin(stream.inspect(move |item| {
-            if std::mem::take(&mut first) {
+            if item.is_ok() && std::mem::take(&mut first) {
                 metrics
                     .first_token
                     .get_or_create(&ProviderLabels { provider: provider.clone() })

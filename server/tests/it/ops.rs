@@ -131,6 +131,18 @@ impl Process {
     }
 }
 
+/// Whether `quire probe` (the container health check) says the server at `base` is ready.
+async fn probe(base: &str) -> bool {
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+        .arg("probe")
+        .env("LEPTOS_SITE_ADDR", base.trim_start_matches("http://"))
+        .stderr(Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    status.success()
+}
+
 #[tokio::test]
 async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     let dir = tempfile::tempdir().unwrap();
@@ -166,6 +178,7 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     });
 
     assert_eq!(reqwest::get(format!("{base}/metrics")).await.unwrap().status(), 404);
+    assert!(probe(&base).await, "`quire probe` finds it ready");
     let (client, session) = sign_up(&base, "ops@example.com").await;
     let thread: app::api::Thread = client
         .post(format!("{base}/api/threads"))
@@ -213,6 +226,7 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
         }
     };
     assert!(status.success(), "{status:?}");
+    assert!(!probe(&base).await, "`quire probe` fails once it is gone");
     let log = log.await.unwrap();
     assert!(log.iter().any(|l| l.contains("shutdown deadline passed")), "the stuck upload was cut off: {log:?}");
     drop(stuck);
