@@ -103,6 +103,26 @@ async fn ready_means_the_database_answers_with_every_migration() {
 }
 
 #[tokio::test]
+async fn on_postgres_ready_checks_migrations_and_metrics_show_the_pool() {
+    let Some(url) = crate::common::fresh_postgres_url("ops postgres").await else { return };
+    let store = quire::store::connect(&url).await.unwrap();
+    let server = TestServer::with(store, std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+    assert_eq!(reqwest::get(server.url("/api/ready")).await.unwrap().status(), 200);
+    let metrics = metrics_address(&server).await;
+    let text = reqwest::get(format!("{metrics}/metrics")).await.unwrap().text().await.unwrap();
+    let open = sample(&text, r#"quire_db_connections{state="idle"}"#).unwrap_or(0.0)
+        + sample(&text, r#"quire_db_connections{state="in_use"}"#).expect("the pool is reported");
+    assert!(open >= 1.0, "{text}");
+
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    sqlx::query("delete from _sqlx_migrations where version = (select max(version) from _sqlx_migrations)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    assert_eq!(reqwest::get(server.url("/api/ready")).await.unwrap().status(), 503);
+}
+
+#[tokio::test]
 async fn every_answer_carries_its_request_id() {
     let server = TestServer::start().await;
     let sent = server.client.get(server.url("/api/threads")).header("x-request-id", "trace-42").send().await.unwrap();
