@@ -14,11 +14,16 @@ pub mod heavy;
 pub mod history;
 pub mod http;
 pub mod llm;
+pub mod ops;
 pub mod privacy;
 pub mod store;
 pub mod tokens;
 
-use std::{future::Future, sync::Arc};
+use std::{
+    future::{Future, IntoFuture},
+    sync::Arc,
+    time::Duration,
+};
 
 use crate::attachments::Extractor;
 use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
@@ -57,6 +62,8 @@ pub struct AppState {
     pub sessions: Arc<LiveSessions>,
     /// The site's static files and which are named by their content's hash.
     pub site: http::assets::Site,
+    /// The measures served at `QUIRE_METRICS_ADDR`.
+    pub metrics: Arc<ops::metrics::Metrics>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -77,6 +84,8 @@ impl AppState {
 
     /// Builds the state around an opened store and a provider (tests pass fakes here).
     pub async fn new(config: Config, store: DynStore, provider: Arc<dyn Provider>) -> anyhow::Result<Self> {
+        let metrics = Arc::new(ops::metrics::Metrics::new());
+        let provider: Arc<dyn Provider> = Arc::new(ops::metrics::Metered::new(provider, metrics.clone()));
         let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
         let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
         let limits = RateLimits::new(&config.limits);
@@ -100,7 +109,19 @@ impl AppState {
         let chat = chat::Engine::new(store.clone(), provider, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
-        Ok(Self { store, chat, config: Arc::new(config), leptos, jwt, limits, heavy, extractor, sessions, site })
+        Ok(Self {
+            store,
+            chat,
+            config: Arc::new(config),
+            leptos,
+            jwt,
+            limits,
+            heavy,
+            extractor,
+            sessions,
+            site,
+            metrics,
+        })
     }
 }
 
@@ -119,8 +140,11 @@ pub fn app(state: AppState) -> Router {
         .merge(http::large_body_router(&state.config))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site));
     let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);
-    let router =
-        http::headers::apply(router.layer(axum::middleware::from_fn(http::error::with_request_id)), https_only);
+    // Inside the router, so each request is counted under the route it matched.
+    let router = router
+        .layer(axum::middleware::from_fn(http::error::with_request_id))
+        .layer(axum::middleware::from_fn_with_state(state.metrics.clone(), ops::metrics::track));
+    let router = http::headers::apply(router, https_only);
     let router = router.layer(http::assets::pages_private()).layer(http::compression());
     // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
     // `x-request-id`: an error's message names it, so a report can be matched with the log.
@@ -134,14 +158,16 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// Serves until `shutdown` resolves, then lets open requests finish. Running turns are asked to stop so
-/// their partial answers are saved.
+/// Serves until `shutdown` resolves, then stops accepting and lets open requests finish; running turns are asked
+/// to stop, and save their answers so far. All of that gets `QUIRE_SHUTDOWN_SECONDS`: whatever is still open
+/// then (a stuck upload, say) is left behind and this returns.
 pub async fn serve(
     listener: TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let chat = state.chat.clone();
+    let deadline = Duration::from_secs(state.config.shutdown_seconds);
     let router = app(state);
     // Small writes (each event of a stream) go out at once: with Nagle's algorithm on, an event written right
     // after the response head waits for the peer's delayed acknowledgement, up to 40 ms.
@@ -150,11 +176,28 @@ pub async fn serve(
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
     });
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let stop_chat = chat.clone();
     // The peer address feeds the per-IP limits of sign-in and sign-up.
-    axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
+    let server = axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
         .with_graceful_shutdown(async move {
             shutdown.await;
-            chat.stop_all();
+            tracing::info!("stopping: no new connections; running turns save their answers");
+            stop_chat.stop_all();
+            let _ = stopping.send(());
         })
-        .await
+        .into_future();
+    tokio::pin!(server);
+    tokio::select! {
+        // The server ends gracefully only after `stopped` is sent: checked first, that branch sees every stop.
+        biased;
+        _ = stopped => {
+            ops::within_deadline(deadline, async {
+                let _ = tokio::join!(server, chat.turns_saved());
+            })
+            .await;
+        }
+        served = &mut server => served?,
+    }
+    Ok(())
 }

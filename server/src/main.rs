@@ -8,13 +8,13 @@ use quire::{
     serve, AppState,
 };
 use tokio::net::TcpListener;
-use tracing_subscriber::EnvFilter;
 
 fn main() -> anyhow::Result<ExitCode> {
     let config = Config::parse();
     match config.command {
         // The extraction child stays single-threaded and small: no runtime, no logging.
         Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
+        Some(Command::Probe { path }) => Ok(probe(config.addr, &path)),
         Some(Command::Precompress { dir }) => {
             let done = quire::http::assets::precompress(&dir)?;
             println!(
@@ -29,21 +29,32 @@ fn main() -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         None => {
-            tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run(config))?;
+            let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+            let served = runtime.block_on(run(config));
+            // A task still running past the shutdown deadline (a request stuck on its body, a blocking job) must
+            // not hold the process: waited for briefly, then left behind.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served?;
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 async fn run(config: Config) -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,tower_http=info")),
-        )
-        .init();
-    let addr = config.addr;
+    quire::ops::logs::init(config.log_format);
+    let (addr, metrics_addr) = (config.addr, config.metrics_addr);
     let state = AppState::from_config(config).await?;
     let listener = TcpListener::bind(addr).await?;
+    if let Some(metrics_addr) = metrics_addr {
+        let metrics = TcpListener::bind(metrics_addr).await?;
+        tracing::info!(addr = %metrics.local_addr()?, "metrics at /metrics");
+        let router = quire::ops::metrics::router(state.clone());
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(metrics, router).await {
+                tracing::error!(error = %e, "the metrics address stopped serving");
+            }
+        });
+    }
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.
     tokio::task::spawn_blocking(quire::tokens::warm_up);
@@ -51,6 +62,34 @@ async fn run(config: Config) -> anyhow::Result<()> {
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// `quire probe`: 0 when `GET <path>` on the configured address answers 2xx within a few seconds, 1 otherwise.
+fn probe(addr: std::net::SocketAddr, path: &str) -> ExitCode {
+    // A server listening on every interface is asked on the loopback one.
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
+        ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
+        ip => ip,
+    };
+    let url = format!("http://{}{path}", std::net::SocketAddr::new(host, addr.port()));
+    let asked = tokio::runtime::Builder::new_current_thread().enable_all().build().map(|runtime| {
+        runtime.block_on(async {
+            let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build()?;
+            client.get(&url).send().await?.error_for_status()
+        })
+    });
+    match asked {
+        Ok(Ok(_)) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("{url}: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn shutdown_signal() {

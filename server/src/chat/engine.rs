@@ -72,4 +72,18 @@ impl Engine {
     pub fn stop_all(&self) {
         self.hub.cancel_all();
     }
+
+    /// Waits until every turn running here has ended (each saves its answer so far when it stops), asking any
+    /// turn that started meanwhile to stop too.
+    pub async fn turns_saved(&self) {
+        while self.running_turns() > 0 {
+            self.hub.cancel_all();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
+    /// How many turns run in this process.
+    pub fn running_turns(&self) -> usize {
+        self.hub.turn_ids().len()
+    }
 }

@@ -32,6 +32,16 @@ pub enum SqliteSync {
     Full,
 }
 
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line, with the request's id and span fields, for log collectors.
+    Json,
+}
+
 /// Where people reach Quire: an `http` or `https` URL without a path, kept as its origin
 /// (`scheme://host[:port]`, lower case, the scheme's default port left out).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,6 +205,20 @@ pub struct Config {
     #[arg(long, env = "QUIRE_EXTRACT_PROGRAM", hide = true)]
     pub extract_program: Option<PathBuf>,
 
+    /// Address of `GET /metrics` (Prometheus text format), e.g. `127.0.0.1:9090`. Unset: no metrics are served.
+    /// Keep it off the public address: it names routes and counts of everyone's use.
+    #[arg(long, env = "QUIRE_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
+    /// Log format: `text` or `json` (one object a line, with the request id).
+    #[arg(long, env = "QUIRE_LOG_FORMAT", value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+
+    /// Seconds Quire takes to stop after SIGTERM: it stops accepting at once, running turns save their answers
+    /// so far, open requests may finish; whatever is still open at the deadline is cut off.
+    #[arg(long, env = "QUIRE_SHUTDOWN_SECONDS", default_value_t = 10)]
+    pub shutdown_seconds: u64,
+
     /// Rate limits; `off` disables them all.
     #[command(flatten)]
     pub limits: RateLimitConfig,
@@ -213,6 +237,13 @@ pub enum Command {
         /// The kind of file: `pdf`.
         #[arg(value_parser = ["pdf"])]
         kind: String,
+    },
+    /// Asks the Quire serving at this configuration's address whether it is ready (`GET /api/ready`); exits 0
+    /// when it is. For container health checks, where there is no other HTTP client.
+    Probe {
+        /// The path to ask.
+        #[arg(long, default_value = "/api/ready")]
+        path: String,
     },
     /// Writes a brotli and a gzip copy beside every compressible file of the built site, which the server sends
     /// to browsers that accept them. Part of every site build (`scripts/run`, `scripts/test`).
@@ -326,6 +357,9 @@ impl Config {
             heavy_workers: 2,
             heavy_queue: 16,
             extract_program: None,
+            metrics_addr: None,
+            log_format: LogFormat::Text,
+            shutdown_seconds: 10,
             limits: RateLimitConfig::generous(),
             command: None,
         }
@@ -345,6 +379,11 @@ mod tests {
         let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
         assert_eq!(full.sqlite_sync, SqliteSync::Full);
         assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());
+        assert_eq!((config.metrics_addr, config.log_format), (None, LogFormat::Text), "metrics are off by default");
+        let json =
+            Config::try_parse_from(["quire", "--log-format", "json", "--metrics-addr", "127.0.0.1:9090"]).unwrap();
+        assert_eq!(json.log_format, LogFormat::Json);
+        assert_eq!(json.metrics_addr, Some(SocketAddr::from(([127, 0, 0, 1], 9090))));
     }
 
     #[test]
@@ -391,6 +430,9 @@ mod tests {
             "QUIRE_RATE_LIMIT_UPLOAD",
             "QUIRE_USER_STORAGE_MB",
             "QUIRE_HEAVY_WORKERS",
+            "QUIRE_METRICS_ADDR",
+            "QUIRE_LOG_FORMAT",
+            "QUIRE_SHUTDOWN_SECONDS",
         ] {
             assert!(help.contains(var), "{var} missing from --help");
         }

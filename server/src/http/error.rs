@@ -39,6 +39,9 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("too many requests")]
     TooManyRequests { retry_after_secs: u64 },
+    /// This instance cannot serve yet: its database does not answer or lacks migrations.
+    #[error("Quire is not ready: its database cannot be reached or is not up to date.")]
+    NotReady,
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -104,6 +107,7 @@ impl ApiError {
             ApiError::PayloadTooLarge | ApiError::QuotaExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -121,6 +125,7 @@ impl ApiError {
             ApiError::QuotaExceeded(_) => "storage_quota_exceeded",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::TooManyRequests { .. } => "rate_limited",
+            ApiError::NotReady => "not_ready",
             ApiError::Internal(_) => "internal",
         }
     }

@@ -57,6 +57,7 @@ pub fn large_body_router(config: &Config) -> Router<AppState> {
 pub fn api_router() -> Router<AppState> {
     Router::new()
         .route("/api/health", get(health))
+        .route("/api/ready", get(ready))
         .route("/api/openapi.json", get(openapi::document))
         .merge(auth::router())
         .merge(threads::router())
@@ -75,4 +76,24 @@ pub fn api_router() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/health", tag = "meta", responses((status = 200, body = Health)))]
 pub async fn health() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
+}
+
+/// `GET /api/ready`: whether this instance can serve, that is its database answers and carries every migration
+/// this build knows. `/api/health` only says the process is up.
+#[utoipa::path(get, path = "/api/ready", tag = "meta", responses(
+    (status = 200, description = "Ready to serve", body = Health),
+    (status = 503, description = "The database cannot be reached or lacks migrations", body = app::api::ErrorBody),
+))]
+pub async fn ready(axum::extract::State(state): axum::extract::State<AppState>) -> error::Result<axum::Json<Health>> {
+    match state.store.ready().await {
+        Ok(true) => Ok(axum::Json(Health { status: "ready".into() })),
+        Ok(false) => {
+            tracing::warn!("not ready: the database lacks migrations this build knows");
+            Err(ApiError::NotReady)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "not ready: the database does not answer");
+            Err(ApiError::NotReady)
+        }
+    }
 }

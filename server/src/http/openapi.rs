@@ -19,6 +19,7 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
     info(title = "Quire API", description = "Quire's HTTP API. Errors are `{\"error\":{\"code\",\"message\",\"field\"?}}`."),
     paths(
         super::health,
+        super::ready,
         auth::register,
         auth::login,
         auth::logout,

@@ -445,6 +445,20 @@ pub struct StoredEvent {
     pub data: String,
 }
 
+/// A connection pool's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUse {
+    /// Connections open, in use or idle.
+    pub size: u32,
+    pub idle: u32,
+}
+
+/// Whether the newest migration a database has recorded as applied is the newest this build knows.
+pub(crate) fn migrations_current(applied: Option<i64>, migrator: &sqlx::migrate::Migrator) -> bool {
+    let known = migrator.iter().filter(|m| m.migration_type.is_up_migration()).map(|m| m.version).max();
+    applied >= known
+}
+
 /// Everything Quire keeps. Both backends pass the same story suite (`server/tests/store_story.rs`).
 #[async_trait]
 pub trait Store:
@@ -464,6 +478,12 @@ pub trait Store:
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
+    /// The connection pool's size and idle connections, where the backend has a pool worth watching (metrics).
+    fn pool_use(&self) -> Option<PoolUse> {
+        None
+    }
+    /// Whether the database answers and has every migration this build knows applied (`GET /api/ready`).
+    async fn ready(&self) -> Result<bool>;
 }
 
 /// The store as the rest of the server holds it.

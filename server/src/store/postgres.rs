@@ -51,6 +51,8 @@ pub struct Postgres {
     progress: Arc<progress::ProgressWriter>,
 }
 
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
 impl Postgres {
     /// Saves the message that starts a turn the turn's statement could not number: its thread's count reached
     /// [`MAX_SEQ`], and [`insert_message`] numbers the thread again first.
@@ -84,7 +86,7 @@ impl Postgres {
             .connect_with(options)
             .await?;
         // sqlx takes an advisory lock around migrations, so several instances may start at once.
-        sqlx::migrate!("../migrations/postgres").run(&pool).await?;
+        MIGRATOR.run(&pool).await?;
         let progress = progress::ProgressWriter::start(pool.clone());
         Ok(Self { pool, progress })
     }
@@ -323,6 +325,16 @@ async fn answer_requests(tx: &mut sqlx::PgConnection, artifact: Uuid, requests: 
 impl Store for Postgres {
     fn backend(&self) -> &'static str {
         "postgres"
+    }
+
+    fn pool_use(&self) -> Option<super::PoolUse> {
+        Some(super::PoolUse { size: self.pool.size(), idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX) })
+    }
+
+    async fn ready(&self) -> Result<bool> {
+        let applied: Option<i64> =
+            sqlx::query_scalar("select max(version) from _sqlx_migrations where success").fetch_one(&self.pool).await?;
+        Ok(super::migrations_current(applied, &MIGRATOR))
     }
 }
 

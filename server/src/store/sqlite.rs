@@ -48,6 +48,8 @@ mod turn_writes;
 mod turns;
 mod writer;
 
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
 /// SQLite storage.
 #[derive(Debug, Clone)]
 pub struct Sqlite {
@@ -77,7 +79,7 @@ impl Sqlite {
             }
         }
         let mut writer = options.connect().await?;
-        sqlx::migrate!("../migrations/sqlite").run(&mut writer).await?;
+        MIGRATOR.run(&mut writer).await?;
         // One process owns a SQLite database: a turn still marked running was cut off when the last one
         // stopped (its partial answer is saved as `interrupted`), so its conversation is free again at once, and
         // its answer is searchable.
@@ -431,6 +433,13 @@ async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, t
 impl Store for Sqlite {
     fn backend(&self) -> &'static str {
         "sqlite"
+    }
+
+    async fn ready(&self) -> Result<bool> {
+        let applied: Option<i64> = sqlx::query_scalar("select max(version) from _sqlx_migrations where success")
+            .fetch_one(&self.reader)
+            .await?;
+        Ok(super::migrations_current(applied, &MIGRATOR))
     }
 }
 

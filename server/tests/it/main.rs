@@ -19,6 +19,7 @@ mod llm_builtin;
 mod llm_openai;
 mod messages;
 mod multi_instance;
+mod ops;
 mod parser_properties;
 mod protection;
 mod redaction;

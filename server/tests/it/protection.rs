@@ -232,6 +232,7 @@ async fn openapi_describes_every_route() {
     let paths = doc["paths"].as_object().unwrap();
     let expected = [
         ("/api/health", "get"),
+        ("/api/ready", "get"),
         ("/api/auth/register", "post"),
         ("/api/auth/login", "post"),
         ("/api/auth/logout", "post"),

@@ -82,6 +82,22 @@ impl Alive {
     }
 }
 
+/// A write in the writer's line, counted in the `sqlite_writes_waiting` gauge for as long as it lives.
+struct Waiting;
+
+impl Waiting {
+    fn new() -> Self {
+        crate::ops::metrics::sqlite_writes_waiting(1);
+        Waiting
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        crate::ops::metrics::sqlite_writes_waiting(-1);
+    }
+}
+
 /// The writer's address; the writer stops when every copy is gone.
 #[derive(Debug, Clone)]
 pub(super) struct Writer {
@@ -149,8 +165,11 @@ impl Writer {
         F: for<'c> FnOnce(&'c mut Owned) -> BoxFuture<'c, Result<R>> + Send + 'static,
     {
         let (reply, outcome) = oneshot::channel::<Result<R>>();
+        // Counted as waiting (metrics) until the writer takes it up, or its caller goes away.
+        let waiting = Waiting::new();
         let job: Job = Box::new(move |owned| {
             Box::pin(async move {
+                drop(waiting);
                 if reply.is_closed() {
                     let skipped: Answer = Box::new(|_| ());
                     return (true, skipped);
