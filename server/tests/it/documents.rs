@@ -265,15 +265,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         assert_eq!(third_events.len(), 1, "the duplicate call in the same turn makes no version");
         assert_eq!(third_events[0].version, 3);
 
-        let list: ArtifactList = server
-            .client
-            .get(server.url(&format!("/api/threads/{thread}/artifacts")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: ArtifactList = server.get_json(&format!("/api/threads/{thread}/artifacts")).await;
         assert_eq!(list.artifacts.len(), 1, "one document, not three");
         let latest = &list.artifacts[0];
         assert_eq!((latest.version, latest.title.as_str()), (3, "Checkout Plan v3"));
@@ -281,15 +273,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
             server.client.get(server.url(&format!("/api/artifacts/{id}"))).send().await.unwrap().json().await.unwrap();
         assert_eq!(&shown, latest, "the card shows the latest");
 
-        let versions: ArtifactVersionList = server
-            .client
-            .get(server.url(&format!("/api/artifacts/{id}/versions")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let versions: ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;
         let numbers: Vec<i64> = versions.versions.iter().map(|v| v.version).collect();
         assert_eq!(numbers, vec![1, 2, 3]);
         assert!(versions.versions[0].content.contains("Version one."));
@@ -299,15 +283,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         assert_eq!(versions.versions[0].request_message_id, Some(messages[0].id));
         assert_eq!(versions.versions[1].request_message_id, Some(messages[2].id));
 
-        let one: ArtifactVersion = server
-            .client
-            .get(server.url(&format!("/api/artifacts/{id}/versions/1")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let one: ArtifactVersion = server.get_json(&format!("/api/artifacts/{id}/versions/1")).await;
         assert_eq!(one.content, "# Checkout Plan\n\nVersion one.");
         let (_, disposition, bytes) =
             download(&server, &format!("/api/artifacts/{id}/export?format=md&version=1")).await;
@@ -370,15 +346,7 @@ async fn an_attached_document_is_searched_and_cited_turns_later() {
         assert!(answer.contains("forty-five days"), "{answer}");
         assert!(answer.contains("billing-notes.md"), "the file is cited: {answer}");
 
-        let list: AttachmentList = server
-            .client
-            .get(server.url(&format!("/api/threads/{thread}/attachments")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: AttachmentList = server.get_json(&format!("/api/threads/{thread}/attachments")).await;
         assert_eq!(list.attachments, vec![attachment]);
     }
 }
@@ -438,15 +406,7 @@ async fn deleting_an_attachment_removes_its_chunks() {
         assert_eq!(server.client.delete(server.url(&path)).send().await.unwrap().status(), 204);
         assert_eq!(server.client.delete(server.url(&path)).send().await.unwrap().status(), 404);
         assert!(server.state.store.search_chunks(user, thread, "refund window", 5).await.unwrap().is_empty());
-        let list: AttachmentList = server
-            .client
-            .get(server.url(&format!("/api/threads/{thread}/attachments")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: AttachmentList = server.get_json(&format!("/api/threads/{thread}/attachments")).await;
         assert!(list.attachments.is_empty());
 
         // With no files left, the tool is no longer offered.
@@ -492,15 +452,7 @@ async fn uploads_have_limits_and_unsupported_types_are_refused() {
     assert_eq!(response.status(), 409);
     let body: ErrorBody = response.json().await.unwrap();
     assert!(body.error.message.contains("20 files"), "{}", body.error.message);
-    let list: AttachmentList = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}/attachments")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: AttachmentList = server.get_json(&format!("/api/threads/{thread}/attachments")).await;
     assert_eq!(list.attachments.len(), MAX_ATTACHMENTS_PER_THREAD);
 }
 

@@ -314,15 +314,7 @@ async fn export_downloads_and_imports_back() {
     let copy = &imported.threads[0];
     assert_ne!(copy.id, t.id);
     assert_eq!((copy.title.as_str(), copy.message_count), ("Launch plan: Q3/Q4", 2));
-    let again: ThreadExport = server
-        .client
-        .get(server.url(&format!("/api/threads/{}/export", copy.id)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let again: ThreadExport = server.get_json(&format!("/api/threads/{}/export", copy.id)).await;
     let strip = |e: &ThreadExport| {
         let messages: Vec<_> = e.messages.iter().map(|m| (m.seq, m.role, m.content.clone(), m.model.clone())).collect();
         let docs: Vec<_> = e.artifacts.iter().map(|a| (a.title.clone(), a.content.clone())).collect();
@@ -347,15 +339,7 @@ async fn invalid_imports_are_refused_and_create_nothing() {
     let server = TestServer::start().await;
     let t = create(&server, json!({"title": "Original"})).await;
     let m = say(&server, t.id, Role::User, "hello").await;
-    let export: Value = server
-        .client
-        .get(server.url(&format!("/api/threads/{}/export", t.id)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let export: Value = server.get_json(&format!("/api/threads/{}/export", t.id)).await;
     let before = thread_count(&server).await;
 
     let mut dangling = export.clone();

@@ -179,15 +179,7 @@ async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
     let _two = server2.state.heavy.admit(server2.user.id).unwrap();
     let response = upload(&server2.client, &server2.base, thread2, "b.txt", "text/plain", b"Hi.".to_vec()).await;
     assert_eq!(response.status(), 429);
-    let list: AttachmentList = server2
-        .client
-        .get(server2.url(&format!("/api/threads/{thread2}/attachments")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: AttachmentList = server2.get_json(&format!("/api/threads/{thread2}/attachments")).await;
     assert!(list.attachments.is_empty());
 }
 
@@ -265,15 +257,7 @@ async fn the_storage_allowance_and_the_upload_rate_hold() {
     // A smaller one still fits.
     let response = upload(&server.client, &server.base, thread, "three.txt", "text/plain", text(100_000)).await;
     assert_eq!(response.status(), 201);
-    let list: AttachmentList = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}/attachments")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: AttachmentList = server.get_json(&format!("/api/threads/{thread}/attachments")).await;
     let names: Vec<&str> = list.attachments.iter().map(|a| a.filename.as_str()).collect();
     assert_eq!(names, ["one.txt", "three.txt"]);
 

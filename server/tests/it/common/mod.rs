@@ -100,6 +100,11 @@ impl TestServer {
         upload(&self.client, &self.base, thread, name, mime, bytes).await
     }
 
+    /// `GET path` as this user, its JSON body (the request must succeed).
+    pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
+        get_json(&self.client, &self.url(path)).await
+    }
+
     /// Sends a chat message and reads the whole event stream.
     pub async fn chat(&self, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
         let response = self
@@ -123,6 +128,13 @@ impl Drop for TestServer {
 }
 
 /// Attaches a file to a conversation as whoever `client` signs in as.
+/// `GET url` with `client`, its JSON body (the request must succeed).
+pub async fn get_json<T: serde::de::DeserializeOwned>(client: &reqwest::Client, url: &str) -> T {
+    let response = client.get(url).send().await.unwrap();
+    assert!(response.status().is_success(), "GET {url}: {}", response.status());
+    response.json().await.unwrap()
+}
+
 pub async fn upload(
     client: &reqwest::Client,
     base: &str,
