@@ -1,7 +1,22 @@
-//! sqlite: see [`crate::store::Search`].
+//! Search on SQLite: see [`crate::store::Search`].
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{owner_token, search_query, Search, SearchPage, Sqlite, RANKED_CANDIDATES};
+use crate::store::search::{hits, HitRow};
+use crate::store::Result;
+
+/// A hit's details, with the index row it was ranked by.
+#[derive(sqlx::FromRow)]
+struct Detail {
+    pk: i64,
+    #[sqlx(flatten)]
+    hit: HitRow<String, i64>,
+}
 
 #[async_trait]
 impl Search for Sqlite {
@@ -9,7 +24,7 @@ impl Search for Sqlite {
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
         let terms = search_query::parse(query);
         let Some(body) = search_query::to_fts5(&terms) else {
-            return Ok(SearchPage { hits: Vec::new(), total: 0 });
+            return Ok(SearchPage::default());
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
@@ -83,49 +98,15 @@ impl Search for Sqlite {
                  where a.pk in ({artifacts})"
             ));
         }
-        let details = if parts.is_empty() {
-            Vec::new()
+        let mut details: HashMap<(String, i64), HitRow<String, i64>> = if parts.is_empty() {
+            HashMap::new()
         } else {
-            sqlx::query(&parts.join(" union all ")).fetch_all(&self.reader).await?
+            let rows: Vec<Detail> = sqlx::query_as(&parts.join(" union all ")).fetch_all(&self.reader).await?;
+            rows.into_iter().map(|d| ((d.hit.kind.clone(), d.pk), d.hit)).collect()
         };
-        let mut rows = Vec::with_capacity(page.len());
-        for (kind, pk, rank, _) in &page {
-            let found = details.iter().find(|row| {
-                row.try_get::<String, _>("kind").is_ok_and(|k| k == *kind)
-                    && row.try_get::<i64, _>("pk").is_ok_and(|p| p == *pk)
-            });
-            // A row deleted between the two reads is left out.
-            if let Some(row) = found {
-                rows.push((row, *rank));
-            }
-        }
-        let texts = rows.iter().map(|(row, _)| row.try_get("body")).collect::<Result<Vec<String>, _>>()?;
-        let snippets = snippet::snippets(terms, texts).await?;
-        let hits = rows
-            .iter()
-            .zip(snippets)
-            .map(|((row, rank), snippet)| {
-                let kind: String = row.try_get("kind")?;
-                let kind = match kind.as_str() {
-                    "message" => HitKind::Message,
-                    "thread" => HitKind::Thread,
-                    _ => HitKind::Artifact,
-                };
-                let ref_id = uuid(row, "ref_id")?;
-                let role_text: Option<String> = row.try_get("role")?;
-                Ok(SearchHit {
-                    kind,
-                    thread_id: uuid(row, "thread_id")?,
-                    thread_title: row.try_get("thread_title")?,
-                    message_id: (kind == HitKind::Message).then_some(ref_id),
-                    artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
-                    role: role_text.as_deref().map(role).transpose()?,
-                    snippet,
-                    created_at: time(row, "created_at")?,
-                    rank: *rank,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        // A row deleted between the two reads is left out.
+        let found = page.into_iter().filter_map(|(kind, pk, rank, _)| Some((details.remove(&(kind, pk))?, rank)));
+        let hits = hits(terms, found.collect()).await?;
         Ok(SearchPage { hits, total: total as u64 })
     }
 }
