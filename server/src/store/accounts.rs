@@ -39,11 +39,6 @@ impl NewUser {
     }
 }
 
-/// The message of a second account under one email address.
-pub(crate) fn email_taken() -> StoreError {
-    StoreError::Conflict("email already registered".into())
-}
-
 /// A signed-in session: one session token, from sign-in until it is ended or expires.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {

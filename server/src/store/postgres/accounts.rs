@@ -6,7 +6,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{is_unique_violation, user_from_row, NewUser, Postgres};
-use crate::store::accounts::{email_taken, Accounts, Session, SessionRow, User};
+use crate::store::accounts::{Accounts, Session, SessionRow, User};
 use crate::store::columns::convert;
 use crate::store::{now, Result, StoreError};
 
@@ -30,7 +30,7 @@ impl Accounts for Postgres {
         .await;
         match result {
             Ok(_) => Ok(user.registered(id, created)),
-            Err(e) if is_unique_violation(&e) => Err(email_taken()),
+            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
             Err(e) => Err(e.into()),
         }
     }

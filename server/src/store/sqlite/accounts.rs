@@ -6,7 +6,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{is_unique_violation, user_from_row, NewUser, Sqlite};
-use crate::store::accounts::{email_taken, Accounts, Session, SessionRow, User};
+use crate::store::accounts::{Accounts, Session, SessionRow, User};
 use crate::store::columns::{convert, ids, Stored};
 use crate::store::{micros_to_time, now, Result, StoreError};
 
@@ -28,7 +28,9 @@ impl Accounts for Sqlite {
         .bind(created.timestamp_micros());
         match self.execute(insert).await {
             Ok(_) => Ok(user.registered(id, created)),
-            Err(StoreError::Database(e)) if is_unique_violation(&e) => Err(email_taken()),
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+                Err(StoreError::Conflict("email already registered".into()))
+            }
             Err(e) => Err(e),
         }
     }

@@ -10,6 +10,27 @@ use super::{owner_token, search_query, Search, SearchPage, Sqlite, RANKED_CANDID
 use crate::store::search::{hits, HitRow};
 use crate::store::Result;
 
+/// Each kind's details, read by the index rows (`pk`) of a page. Every part names its columns: any of them may
+/// come first in the union.
+const DETAILS: [(&str, &str); 3] = [
+    (
+        "message",
+        "select 'message' as kind, m.pk, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
+        m.content as body, m.created_at from messages m join threads t on t.id = m.thread_id where m.pk in",
+    ),
+    (
+        "thread",
+        "select 'thread' as kind, t.pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
+        null as role, t.title as body, t.created_at from threads t where t.pk in",
+    ),
+    (
+        "artifact",
+        "select 'artifact' as kind, a.pk, a.id as ref_id, a.thread_id, t.title as thread_title,
+        null as role, a.title || char(10) || a.content as body, a.created_at
+        from artifacts a join threads t on t.id = a.thread_id where a.pk in",
+    ),
+];
+
 /// A hit's details, with the index row it was ranked by.
 #[derive(sqlx::FromRow)]
 struct Detail {
@@ -67,37 +88,16 @@ impl Search for Sqlite {
                 .await?
             }
         };
-        // 2. Details and texts for the page only (the pks are integers read from the database). Every part
-        //    names its columns: any of them may come first in the union. Snippets are made from the texts:
-        //    FTS5's snippet() and highlight() take time that grows with the square of the hits in one text.
-        let pks =
-            |kind: &str| page.iter().filter(|p| p.0 == kind).map(|p| p.1.to_string()).collect::<Vec<_>>().join(", ");
-        let mut parts = Vec::new();
-        let (messages, threads, artifacts) = (pks("message"), pks("thread"), pks("artifact"));
-        if !messages.is_empty() {
-            parts.push(format!(
-                "select 'message' as kind, m.pk, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
-                        m.content as body, m.created_at
-                 from messages m join threads t on t.id = m.thread_id
-                 where m.pk in ({messages})"
-            ));
-        }
-        if !threads.is_empty() {
-            parts.push(format!(
-                "select 'thread' as kind, t.pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
-                        null as role, t.title as body, t.created_at
-                 from threads t
-                 where t.pk in ({threads})"
-            ));
-        }
-        if !artifacts.is_empty() {
-            parts.push(format!(
-                "select 'artifact' as kind, a.pk, a.id as ref_id, a.thread_id, t.title as thread_title,
-                        null as role, a.title || char(10) || a.content as body, a.created_at
-                 from artifacts a join threads t on t.id = a.thread_id
-                 where a.pk in ({artifacts})"
-            ));
-        }
+        // 2. Details and texts for the page only (the pks are integers read from the database). Snippets are made
+        //    from the texts: FTS5's snippet() and highlight() take time that grows with the square of the hits in
+        //    one text.
+        let parts: Vec<String> = DETAILS
+            .iter()
+            .filter_map(|(kind, select)| {
+                let pks: Vec<String> = page.iter().filter(|p| p.0 == *kind).map(|p| p.1.to_string()).collect();
+                (!pks.is_empty()).then(|| format!("{select} ({})", pks.join(", ")))
+            })
+            .collect();
         let mut details: HashMap<(String, i64), HitRow<String, i64>> = if parts.is_empty() {
             HashMap::new()
         } else {

@@ -148,8 +148,8 @@ impl Turns for Sqlite {
         }
         self.write(move |tx| {
             Box::pin(async move {
-                turn_writes::insert_turn_events(tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
-                Ok(())
+                let events: Vec<_> = events.iter().map(|e| (turn, e)).collect();
+                turn_writes::insert_turn_events(tx, &events).await
             })
         })
         .await
