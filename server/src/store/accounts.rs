@@ -1,13 +1,43 @@
 //! Accounts and their sessions: what a session is, and the storage of sessions, passwords and account removal,
 //! which both backends implement (`sqlite/accounts.rs`, `postgres/accounts.rs`).
 
-#[allow(unused_imports)]
-use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::Result;
+use super::columns::Stored;
+use super::{Result, StoreError};
+
+/// A registered person.
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub id: Uuid,
+    pub email: String,
+    pub password_hash: String,
+    pub display_name: String,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A new account.
+#[derive(Debug, Clone)]
+pub struct NewUser {
+    pub email: String,
+    pub password_hash: String,
+    pub display_name: String,
+}
+
+impl NewUser {
+    /// The account as registered under `id` at `created`.
+    pub(crate) fn registered(self, id: Uuid, created: DateTime<Utc>) -> User {
+        User {
+            id,
+            email: self.email,
+            password_hash: self.password_hash,
+            display_name: self.display_name,
+            created_at: created,
+        }
+    }
+}
 
 /// A signed-in session: one session token, from sign-in until it is ended or expires.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +82,36 @@ impl Session {
     /// Whether a request at `now` should record that the session was used.
     pub fn needs_touch(&self, now: DateTime<Utc>) -> bool {
         (now - self.last_seen_at).num_seconds() >= TOUCH_EVERY_SECS
+    }
+}
+
+/// A session as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct SessionRow<I, T> {
+    id: I,
+    user_id: I,
+    created_at: T,
+    last_seen_at: T,
+    expires_at: T,
+    ended_at: Option<T>,
+    device: Option<String>,
+    ip_prefix: Option<String>,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Session {
+    type Error = StoreError;
+
+    fn try_from(row: SessionRow<I, T>) -> Result<Self> {
+        Ok(Session {
+            id: row.id.read("id")?,
+            user: row.user_id.read("user_id")?,
+            created_at: row.created_at.read("created_at")?,
+            last_seen_at: row.last_seen_at.read("last_seen_at")?,
+            expires_at: row.expires_at.read("expires_at")?,
+            ended_at: row.ended_at.read("ended_at")?,
+            device: row.device,
+            ip_prefix: row.ip_prefix,
+        })
     }
 }
 

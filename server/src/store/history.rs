@@ -1,14 +1,17 @@
 //! Storage types of the conversation history: what an import creates, and the helpers both backends share
 //! for statistics and for writing imports.
 
-#[allow(unused_imports)]
-use super::*;
-use async_trait::async_trait;
 use std::ops::Range;
 
-use app::api::{ArtifactType, DayTokens, MessageStatus, Role, Usage};
+use app::api::{
+    ArtifactType, AttachmentMeta, DayTokens, HistoryStats, MessageStatus, Role, TagCount, Thread, TypeCount, Usage,
+};
+use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
 use uuid::Uuid;
+
+use super::columns::Stored;
+use super::{Result, StoreError};
 
 /// How many days of token use the statistics show.
 pub const STATS_DAYS: u64 = 30;
@@ -195,6 +198,91 @@ pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u
         .collect()
 }
 
+/// The rows [`History::history_stats`] is made of, as both backends read them, with their time (`T`) and day
+/// (`D`) columns (see [`Stored`]).
+pub(crate) struct StatsRows<T, D> {
+    /// Conversations, messages, the first conversation's start and the last activity.
+    pub totals: (i64, i64, Option<T>, Option<T>),
+    /// The [`TOP_TAGS`] most used tags with their uses, in order.
+    pub tags: Vec<(String, i64)>,
+    /// Input and output tokens in all.
+    pub tokens: (i64, i64),
+    /// Input and output tokens of each day of the window that had any.
+    pub used: Vec<(D, i64, i64)>,
+    /// Messages written on each day of the window that had any.
+    pub written: Vec<(D, i64)>,
+    /// Documents of each type, most first.
+    pub artifacts: Vec<(String, i64)>,
+}
+
+impl<T: Stored<DateTime<Utc>>, D: Stored<NaiveDate>> StatsRows<T, D> {
+    /// The statistics of the window ending `today`.
+    pub fn stats(self, today: NaiveDate) -> Result<HistoryStats> {
+        let (threads, messages, first, last) = self.totals;
+        let used = self
+            .used
+            .into_iter()
+            .map(|(day, input, output)| {
+                Ok(DayTokens {
+                    day: day.read("day")?,
+                    input_tokens: input as u64,
+                    output_tokens: output as u64,
+                    messages: 0,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let written =
+            self.written.into_iter().map(|(day, n)| Ok((day.read("day")?, n as u64))).collect::<Result<Vec<_>>>()?;
+        let artifacts = self
+            .artifacts
+            .into_iter()
+            .map(|(kind, n)| {
+                let artifact_type =
+                    ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?;
+                Ok(TypeCount { artifact_type, count: n as u64 })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(HistoryStats {
+            total_threads: threads as u64,
+            total_messages: messages as u64,
+            average_messages_per_thread: if threads == 0 { 0.0 } else { messages as f64 / threads as f64 },
+            first_conversation_at: first.read("first")?,
+            last_conversation_at: last.read("last")?,
+            top_tags: self.tags.into_iter().map(|(tag, n)| TagCount { tag, count: n as u64 }).collect(),
+            input_tokens: self.tokens.0 as u64,
+            output_tokens: self.tokens.1 as u64,
+            tokens_per_day: fill_days(today, &used, &written),
+            artifacts_by_type: artifacts,
+        })
+    }
+}
+
+/// An attachment's metadata as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct AttachmentMetaRow<I, T> {
+    id: I,
+    thread_id: I,
+    filename: String,
+    content_type: String,
+    size: i64,
+    created_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<AttachmentMetaRow<I, T>> for AttachmentMeta {
+    type Error = StoreError;
+
+    fn try_from(row: AttachmentMetaRow<I, T>) -> Result<Self> {
+        Ok(AttachmentMeta {
+            id: row.id.read("id")?,
+            thread_id: row.thread_id.read("thread_id")?,
+            filename: row.filename,
+            content_type: row.content_type,
+            size: row.size,
+            created_at: row.created_at.read("created_at")?,
+        })
+    }
+}
+
 /// A person's history as a whole: usage, stats, export and import.
 #[async_trait]
 pub trait History: Send + Sync {
@@ -202,15 +290,15 @@ pub trait History: Send + Sync {
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
     /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
     /// type, over the user's own rows.
-    async fn history_stats(&self, user: Uuid, today: chrono::NaiveDate) -> Result<app::api::HistoryStats>;
+    async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats>;
     /// Every thread id of the user, archived ones too, oldest first.
     async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
     /// The metadata of the user's attachments, oldest first.
-    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<app::api::AttachmentMeta>>;
+    async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>>;
     /// Creates the threads with their messages and documents, all of them or none, and returns them in order.
     /// PostgreSQL writes them in one transaction; SQLite in many short ones, so that an import never holds its
     /// only writer for long, and removes what it wrote if one fails.
-    async fn import_threads(&self, user: Uuid, threads: Vec<history::ImportThread>) -> Result<Vec<Thread>>;
+    async fn import_threads(&self, user: Uuid, threads: Vec<ImportThread>) -> Result<Vec<Thread>>;
 }
 
 #[cfg(test)]

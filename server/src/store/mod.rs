@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod attachments;
+mod columns;
 pub mod documents;
 pub mod history;
 pub mod messages;
@@ -18,9 +19,7 @@ pub mod turns;
 
 use std::sync::Arc;
 
-use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Trace, Usage,
-};
+use app::api::{Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -28,16 +27,19 @@ use uuid::Uuid;
 
 pub use crate::config::SqliteSync;
 
-pub use accounts::{Accounts, Session};
+pub use accounts::{Accounts, NewUser, Session, User};
 pub use attachments::Attachments;
 pub use documents::Documents;
 pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
 pub use history::History;
 pub use messages::Messages;
-pub use search::Search;
+pub use search::{HitKind, Search, SearchHit, SearchPage};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
-pub use turns::{Traces, Turns};
+pub use turns::{
+    FinalAnswer, IdempotencyClaim, SpentTokens, StoredEvent, Traces, TurnEnd, TurnProgress, TurnRecord, TurnTrace,
+    Turns,
+};
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
 #[derive(Debug, thiserror::Error)]
@@ -76,24 +78,6 @@ impl StoreError {
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
-
-/// A registered person.
-#[derive(Debug, Clone, PartialEq)]
-pub struct User {
-    pub id: Uuid,
-    pub email: String,
-    pub password_hash: String,
-    pub display_name: String,
-    pub created_at: DateTime<Utc>,
-}
-
-/// A new account.
-#[derive(Debug, Clone)]
-pub struct NewUser {
-    pub email: String,
-    pub password_hash: String,
-    pub display_name: String,
-}
 
 /// How threads are listed.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,30 +258,6 @@ pub(crate) fn progress_parts(
     (events, if distinct == answers.len() { Ok(answers) } else { Err(answers) })
 }
 
-/// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
-/// the answer as it stands.
-#[derive(Debug, Clone)]
-pub struct TurnProgress {
-    pub turn: Uuid,
-    pub user: Uuid,
-    pub events: Vec<StoredEvent>,
-    pub answer: Option<AnswerDraft>,
-}
-
-impl TurnProgress {
-    /// Adds what the turn handed over later: events after the earlier ones, the newer answer instead of the
-    /// older (keeping the older's context record if the newer carries none, as it is sent only once).
-    pub fn merge(&mut self, newer: TurnProgress) {
-        self.events.extend(newer.events);
-        if let Some(mut answer) = newer.answer {
-            if answer.update.context.is_none() {
-                answer.update.context = self.answer.take().and_then(|a| a.update.context);
-            }
-            self.answer = Some(answer);
-        }
-    }
-}
-
 /// An answer being written. Its first save creates the message under `id` (with the thread's next number);
 /// later saves rewrite it.
 #[derive(Debug, Clone)]
@@ -324,44 +284,6 @@ impl AnswerDraft {
     }
 }
 
-/// What a turn leaves behind, stored by [`Store::finish_turn`] in the transaction that closes it.
-#[derive(Debug, Default, Clone)]
-pub struct TurnEnd {
-    /// Its last events; the final one says how it ended.
-    pub events: Vec<StoredEvent>,
-    /// The answer's final state, if one is kept.
-    pub answer: Option<FinalAnswer>,
-    /// The tokens it spent.
-    pub usage: Option<SpentTokens>,
-    /// The steps it took, kept under the turn's id and, when it kept one, its answer's.
-    pub trace: Option<TurnTrace>,
-}
-
-/// A turn's steps as [`Store::finish_turn`] stores them.
-#[derive(Debug, Clone)]
-pub struct TurnTrace {
-    pub user: Uuid,
-    pub thread: Uuid,
-    pub steps: Vec<app::api::TraceStep>,
-}
-
-/// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it.
-#[derive(Debug, Clone)]
-pub struct FinalAnswer {
-    pub user: Uuid,
-    pub draft: AnswerDraft,
-    pub artifacts: Vec<Uuid>,
-}
-
-/// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
-#[derive(Debug, Clone)]
-pub struct SpentTokens {
-    pub user: Uuid,
-    pub thread: Uuid,
-    pub model: String,
-    pub usage: Usage,
-}
-
 /// A document to save.
 #[derive(Debug, Clone)]
 pub struct NewArtifact {
@@ -374,75 +296,6 @@ pub struct NewArtifact {
     /// Earlier person's messages of the thread that asked for this document too (one that failed, or whose
     /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
     pub answers: Vec<Uuid>,
-}
-
-/// What a search hit points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum HitKind {
-    Message,
-    Thread,
-    Artifact,
-}
-
-/// One search result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchHit {
-    pub kind: HitKind,
-    pub thread_id: Uuid,
-    pub thread_title: String,
-    pub message_id: Option<Uuid>,
-    pub artifact_id: Option<Uuid>,
-    pub role: Option<Role>,
-    /// HTML-escaped text with the matching words wrapped in `<mark>`.
-    pub snippet: String,
-    pub created_at: DateTime<Utc>,
-    /// Relevance on the backend's own scale, lower is better on both (SQLite's bm25 is negative, PostgreSQL's
-    /// `ts_rank` is negated); hits come ordered by it, then newest first. Not comparable across backends.
-    pub rank: f64,
-}
-
-/// A page of search results and how many there are in all.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SearchPage {
-    pub hits: Vec<SearchHit>,
-    pub total: u64,
-}
-
-/// A chat turn as recorded for locking and re-attaching.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TurnRecord {
-    pub id: Uuid,
-    pub thread_id: Uuid,
-    pub running: bool,
-    pub stop_requested: bool,
-    pub heartbeat_at: DateTime<Utc>,
-}
-
-impl TurnRecord {
-    /// Whether the turn is still being written: marked running and heard from within `stale_after_ms` (one
-    /// whose heartbeat went quiet died with its instance).
-    pub fn alive(&self, stale_after_ms: i64) -> bool {
-        self.running && (now() - self.heartbeat_at).num_milliseconds() < stale_after_ms
-    }
-}
-
-/// What claiming an idempotency key found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdempotencyClaim {
-    /// The key is ours: do the work, then complete it.
-    Fresh,
-    /// The key was used before, for the request with this fingerprint; `response` is `None` while that
-    /// request is still running.
-    Existing { fingerprint: String, response: Option<String> },
-}
-
-/// One stored event of a turn.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StoredEvent {
-    pub seq: i64,
-    pub name: String,
-    pub data: String,
 }
 
 /// A connection pool's state.

@@ -5,8 +5,8 @@
 use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
-    MessageStatus, TagCount, Thread, Trace, TypeCount, Usage,
+    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, HistoryStats, Message, MessageStatus, Thread,
+    Trace, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -19,11 +19,11 @@ use uuid::Uuid;
 
 use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::{
-    history::ImportThread, micros_to_time, now, parse_role, renumbering_base, search_query, snippet, unnumberable,
-    ArtifactRevision, Attachments, ChunkHit, CursorKey, Documents, History, HitKind, IdempotencyClaim, MessageUpdate,
-    Messages, NewArtifact, NewAttachment, NewMessage, NewUser, Result, Search, SearchHit, SearchPage, Store,
-    StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, Threads, Traces,
-    TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
+    history::ImportThread, micros_to_time, now, parse_role, renumbering_base, search_query, unnumberable,
+    ArtifactRevision, Attachments, ChunkHit, CursorKey, Documents, History, IdempotencyClaim, MessageUpdate, Messages,
+    NewArtifact, NewAttachment, NewMessage, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent,
+    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, Threads, Traces, TurnRecord, TurnTrace, Turns,
+    User, MAX_SEQ,
 };
 
 mod accounts;

@@ -1,9 +1,101 @@
-//! Full-text search over a person's messages, conversation titles and documents. The storage interface both backends implement.
+//! Full-text search over a person's messages, conversation titles and documents: the storage interface both
+//! backends implement, and how both turn the rows of a page into hits.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::Role;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use super::columns::Stored;
+use super::search_query::Term;
+use super::{parse_role, snippet, Result};
+
+/// What a search hit points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HitKind {
+    Message,
+    Thread,
+    Artifact,
+}
+
+/// One search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchHit {
+    pub kind: HitKind,
+    pub thread_id: Uuid,
+    pub thread_title: String,
+    pub message_id: Option<Uuid>,
+    pub artifact_id: Option<Uuid>,
+    pub role: Option<Role>,
+    /// HTML-escaped text with the matching words wrapped in `<mark>`.
+    pub snippet: String,
+    pub created_at: DateTime<Utc>,
+    /// Relevance on the backend's own scale, lower is better on both (SQLite's bm25 is negative, PostgreSQL's
+    /// `ts_rank` is negated); hits come ordered by it, then newest first. Not comparable across backends.
+    pub rank: f64,
+}
+
+/// A page of search results and how many there are in all.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    pub total: u64,
+}
+
+/// A hit of a page as both backends read it, with their id (`I`) and time (`T`) columns (see [`Stored`]): what
+/// it is (`message`, `thread` or `artifact`), the row it points at, its conversation, and the text its snippet
+/// is made from.
+#[derive(sqlx::FromRow)]
+pub(crate) struct HitRow<I, T> {
+    pub(crate) kind: String,
+    ref_id: I,
+    thread_id: I,
+    thread_title: String,
+    role: Option<String>,
+    body: String,
+    created_at: T,
+}
+
+/// A page's hits with their ranks, in order, as callers see them: snippets are made from their texts (on the
+/// blocking pool, see [`snippet::snippets`]).
+pub(crate) async fn hits<I, T>(terms: Vec<Term>, page: Vec<(HitRow<I, T>, f64)>) -> Result<Vec<SearchHit>>
+where
+    I: Stored<Uuid>,
+    T: Stored<DateTime<Utc>>,
+{
+    let (page, texts): (Vec<_>, Vec<_>) = page
+        .into_iter()
+        .map(|(mut row, rank)| {
+            let text = std::mem::take(&mut row.body);
+            ((row, rank), text)
+        })
+        .unzip();
+    let snippets = snippet::snippets(terms, texts).await?;
+    page.into_iter()
+        .zip(snippets)
+        .map(|((row, rank), snippet)| {
+            let kind = match row.kind.as_str() {
+                "message" => HitKind::Message,
+                "thread" => HitKind::Thread,
+                _ => HitKind::Artifact,
+            };
+            let ref_id = row.ref_id.read("ref_id")?;
+            Ok(SearchHit {
+                kind,
+                thread_id: row.thread_id.read("thread_id")?,
+                thread_title: row.thread_title,
+                message_id: (kind == HitKind::Message).then_some(ref_id),
+                artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
+                role: row.role.as_deref().map(parse_role).transpose()?,
+                snippet,
+                created_at: row.created_at.read("created_at")?,
+                rank,
+            })
+        })
+        .collect()
+}
 
 /// Full-text search over a person's messages, conversation titles and documents.
 #[async_trait]

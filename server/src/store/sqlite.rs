@@ -5,8 +5,8 @@
 use std::{str::FromStr, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, DayTokens, HistoryStats, Message,
-    MessageStatus, TagCount, Thread, Trace, TypeCount, Usage,
+    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, HistoryStats, Message, MessageStatus, Thread,
+    Trace, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
@@ -19,11 +19,10 @@ use uuid::Uuid;
 
 use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
 use super::{
-    history::ImportThread, micros_to_time, now, parse_role as role, search_query, snippet, ArtifactRevision,
-    Attachments, ChunkHit, CursorKey, Documents, History, HitKind, IdempotencyClaim, Messages, NewArtifact,
-    NewAttachment, NewMessage, NewUser, Result, Search, SearchHit, SearchPage, Store, StoreError, StoredEvent,
-    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, Threads, Traces, TurnRecord, TurnTrace, Turns,
-    User,
+    history::ImportThread, micros_to_time, now, parse_role as role, search_query, ArtifactRevision, Attachments,
+    ChunkHit, CursorKey, Documents, History, IdempotencyClaim, Messages, NewArtifact, NewAttachment, NewMessage,
+    NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch,
+    ThreadQuery, ThreadSort, Threads, Traces, TurnRecord, TurnTrace, Turns, User,
 };
 use futures::future::BoxFuture;
 use turn_writes::StartTurn;

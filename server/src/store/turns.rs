@@ -1,9 +1,140 @@
-//! Chat turns: who holds a conversation, their progress, end and events, and idempotent requests. The storage interface both backends implement.
+//! Chat turns: who holds a conversation, their progress, end and events, and idempotent requests; the steps
+//! each took. The storage interfaces both backends implement, and what both read of a turn's rows.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::{Message, Trace, TraceStep, Usage};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use super::columns::Stored;
+use super::{now, AnswerDraft, NewMessage, Result, StoreError};
+
+/// A chat turn as recorded for locking and re-attaching.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub running: bool,
+    pub stop_requested: bool,
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+impl TurnRecord {
+    /// Whether the turn is still being written: marked running and heard from within `stale_after_ms` (one
+    /// whose heartbeat went quiet died with its instance).
+    pub fn alive(&self, stale_after_ms: i64) -> bool {
+        self.running && (now() - self.heartbeat_at).num_milliseconds() < stale_after_ms
+    }
+}
+
+/// What claiming an idempotency key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdempotencyClaim {
+    /// The key is ours: do the work, then complete it.
+    Fresh,
+    /// The key was used before, for the request with this fingerprint; `response` is `None` while that
+    /// request is still running.
+    Existing { fingerprint: String, response: Option<String> },
+}
+
+/// One stored event of a turn.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct StoredEvent {
+    pub seq: i64,
+    pub name: String,
+    pub data: String,
+}
+
+/// What a turn leaves behind, stored by [`Turns::finish_turn`] in the transaction that closes it.
+#[derive(Debug, Default, Clone)]
+pub struct TurnEnd {
+    /// Its last events; the final one says how it ended.
+    pub events: Vec<StoredEvent>,
+    /// The answer's final state, if one is kept.
+    pub answer: Option<FinalAnswer>,
+    /// The tokens it spent.
+    pub usage: Option<SpentTokens>,
+    /// The steps it took, kept under the turn's id and, when it kept one, its answer's.
+    pub trace: Option<TurnTrace>,
+}
+
+/// A turn's steps as [`Turns::finish_turn`] stores them.
+#[derive(Debug, Clone)]
+pub struct TurnTrace {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub steps: Vec<TraceStep>,
+}
+
+/// An answer as a turn finished it: it enters the search index, with the documents it wrote linked to it.
+#[derive(Debug, Clone)]
+pub struct FinalAnswer {
+    pub user: Uuid,
+    pub draft: AnswerDraft,
+    pub artifacts: Vec<Uuid>,
+}
+
+/// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
+#[derive(Debug, Clone)]
+pub struct SpentTokens {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub model: String,
+    pub usage: Usage,
+}
+
+/// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
+/// the answer as it stands.
+#[derive(Debug, Clone)]
+pub struct TurnProgress {
+    pub turn: Uuid,
+    pub user: Uuid,
+    pub events: Vec<StoredEvent>,
+    pub answer: Option<AnswerDraft>,
+}
+
+impl TurnProgress {
+    /// Adds what the turn handed over later: events after the earlier ones, the newer answer instead of the
+    /// older (keeping the older's context record if the newer carries none, as it is sent only once).
+    pub fn merge(&mut self, newer: TurnProgress) {
+        self.events.extend(newer.events);
+        if let Some(mut answer) = newer.answer {
+            if answer.update.context.is_none() {
+                answer.update.context = self.answer.take().and_then(|a| a.update.context);
+            }
+            self.answer = Some(answer);
+        }
+    }
+}
+
+/// A turn as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct TurnRow<I, T> {
+    id: I,
+    thread_id: I,
+    status: String,
+    stop_requested: bool,
+    heartbeat_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<TurnRow<I, T>> for TurnRecord {
+    type Error = StoreError;
+
+    fn try_from(row: TurnRow<I, T>) -> Result<Self> {
+        Ok(TurnRecord {
+            id: row.id.read("id")?,
+            thread_id: row.thread_id.read("thread_id")?,
+            running: row.status == "running",
+            stop_requested: row.stop_requested,
+            heartbeat_at: row.heartbeat_at.read("heartbeat_at")?,
+        })
+    }
+}
+
+/// The turns a heartbeat reached for which a stop was requested.
+pub(crate) fn stop_requested<I: Stored<Uuid>>(beaten: Vec<(I, bool)>) -> Result<Vec<Uuid>> {
+    beaten.into_iter().filter(|(_, stop)| *stop).map(|(id, _)| id.read("turn id")).collect()
+}
 
 /// Chat turns: who holds a conversation, their progress, end and events, and idempotent requests.
 #[async_trait]

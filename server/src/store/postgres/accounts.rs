@@ -1,28 +1,16 @@
 //! Accounts and sessions on PostgreSQL.
 
-#[allow(unused_imports)]
-use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{postgres::PgRow, Row};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::Postgres;
-use crate::store::{accounts::Accounts, now, Result, Session, StoreError};
+use super::{is_unique_violation, user_from_row, NewUser, Postgres};
+use crate::store::accounts::{Accounts, Session, SessionRow, User};
+use crate::store::columns::convert;
+use crate::store::{now, Result, StoreError};
 
-fn session_from_row(row: &PgRow) -> Result<Session> {
-    Ok(Session {
-        id: row.try_get("id")?,
-        user: row.try_get("user_id")?,
-        created_at: row.try_get("created_at")?,
-        last_seen_at: row.try_get("last_seen_at")?,
-        expires_at: row.try_get("expires_at")?,
-        ended_at: row.try_get("ended_at")?,
-        device: row.try_get("device")?,
-        ip_prefix: row.try_get("ip_prefix")?,
-    })
-}
+type Row = SessionRow<Uuid, DateTime<Utc>>;
 
 #[async_trait]
 impl Accounts for Postgres {
@@ -41,13 +29,7 @@ impl Accounts for Postgres {
         .execute(&self.pool)
         .await;
         match result {
-            Ok(_) => Ok(User {
-                id,
-                email: user.email,
-                password_hash: user.password_hash,
-                display_name: user.display_name,
-                created_at: created,
-            }),
+            Ok(_) => Ok(user.registered(id, created)),
             Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
             Err(e) => Err(e.into()),
         }
@@ -96,23 +78,21 @@ impl Accounts for Postgres {
 
     #[instrument(skip_all)]
     async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let row = sqlx::query("select * from sessions where id = $1").bind(id).fetch_optional(&self.pool).await?;
-        row.as_ref().map(session_from_row).transpose()
+        let row: Option<Row> =
+            sqlx::query_as("select * from sessions where id = $1").bind(id).fetch_optional(&self.pool).await?;
+        row.map(Session::try_from).transpose()
     }
 
     #[instrument(skip_all)]
     async fn touch_session(&self, id: Uuid) -> Result<()> {
-        sqlx::query("update sessions set last_seen_at = $1 where id = $2")
-            .bind(now())
-            .bind(id)
-            .execute(&self.pool)
-            .await?;
+        let touch = sqlx::query("update sessions set last_seen_at = $1 where id = $2");
+        touch.bind(now()).bind(id).execute(&self.pool).await?;
         Ok(())
     }
 
     #[instrument(skip_all)]
     async fn open_sessions(&self, user: Uuid) -> Result<Vec<Session>> {
-        let rows = sqlx::query(
+        let rows: Vec<Row> = sqlx::query_as(
             "select * from sessions where user_id = $1 and ended_at is null and expires_at > $2
              order by last_seen_at desc, created_at desc",
         )
@@ -120,18 +100,13 @@ impl Accounts for Postgres {
         .bind(now())
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(session_from_row).collect()
+        convert(rows)
     }
 
     #[instrument(skip_all)]
     async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool> {
-        let ended =
-            sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null")
-                .bind(now())
-                .bind(id)
-                .bind(user)
-                .execute(&self.pool)
-                .await?;
+        let end = sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null");
+        let ended = end.bind(now()).bind(id).bind(user).execute(&self.pool).await?;
         Ok(ended.rows_affected() > 0)
     }
 

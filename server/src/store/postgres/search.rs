@@ -1,7 +1,22 @@
-//! postgres: see [`crate::store::Search`].
+//! Search on PostgreSQL: see [`crate::store::Search`].
 
-#[allow(unused_imports)]
-use super::*;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{search_query, Postgres, Search, SearchPage};
+use crate::store::search::{hits, HitRow};
+use crate::store::Result;
+
+/// A hit of the page, with its rank and how many hits there are in all.
+#[derive(sqlx::FromRow)]
+struct Ranked {
+    #[sqlx(flatten)]
+    hit: HitRow<Uuid, DateTime<Utc>>,
+    rank: f64,
+    total: i64,
+}
 
 #[async_trait]
 impl Search for Postgres {
@@ -9,7 +24,7 @@ impl Search for Postgres {
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
         let terms = search_query::parse(query);
         let Some(tsquery) = search_query::to_tsquery(&terms) else {
-            return Ok(SearchPage { hits: Vec::new(), total: 0 });
+            return Ok(SearchPage::default());
         };
         // The owner filter and the match are both index conditions (user_id btree, search GIN). Hits are ranked
         // from their ids, times and scores alone, counted in the same pass, and only the page is joined to its
@@ -46,7 +61,7 @@ impl Search for Postgres {
         // heap page of the person's messages being read again to recheck).
         let mut tx = self.pool.begin().await?;
         sqlx::query("set local work_mem = '32MB'").execute(&mut *tx).await?;
-        let rows = sqlx::query(&sql)
+        let rows: Vec<Ranked> = sqlx::query_as(&sql)
             .bind(user)
             .bind(&tsquery)
             .bind(limit.clamp(1, 100) as i64)
@@ -54,7 +69,7 @@ impl Search for Postgres {
             .fetch_all(&mut *tx)
             .await?;
         let total: i64 = match rows.first() {
-            Some(row) => row.try_get("total")?,
+            Some(row) => row.total,
             // A page past the end: the count on its own.
             None => {
                 sqlx::query_scalar(&format!("with {RANKED} select count(*) from ranked"))
@@ -65,33 +80,7 @@ impl Search for Postgres {
             }
         };
         tx.commit().await?;
-        let texts = rows.iter().map(|row| row.try_get("body")).collect::<Result<Vec<String>, _>>()?;
-        let snippets = snippet::snippets(terms, texts).await?;
-        let hits = rows
-            .iter()
-            .zip(snippets)
-            .map(|(row, snippet)| {
-                let kind: String = row.try_get("kind")?;
-                let kind = match kind.as_str() {
-                    "message" => HitKind::Message,
-                    "thread" => HitKind::Thread,
-                    _ => HitKind::Artifact,
-                };
-                let ref_id: Uuid = row.try_get("ref_id")?;
-                let role_text: Option<String> = row.try_get("role")?;
-                Ok(SearchHit {
-                    kind,
-                    thread_id: row.try_get("thread_id")?,
-                    thread_title: row.try_get("thread_title")?,
-                    message_id: (kind == HitKind::Message).then_some(ref_id),
-                    artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
-                    role: role_text.as_deref().map(parse_role).transpose()?,
-                    snippet,
-                    created_at: row.try_get("created_at")?,
-                    rank: row.try_get("rank")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let hits = hits(terms, rows.into_iter().map(|row| (row.hit, row.rank)).collect()).await?;
         Ok(SearchPage { hits, total: total as u64 })
     }
 }

@@ -1,90 +1,43 @@
 //! Conversation summaries on PostgreSQL.
 
-use app::api::Usage;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::{add_usage, Postgres};
-use crate::store::{
-    now,
-    summaries::{NewSummary, Summaries, ThreadSummary},
-    Result, SpentTokens, StoreError,
-};
+use crate::store::summaries::{NewSummary, Summaries, SummaryRow, ThreadSummary, READ_SUMMARY, SAVE_SUMMARY};
+use crate::store::{now, Result, SpentTokens, StoreError};
 
-const COLUMNS: &str = "content, covers_through, covered_count, model, input_tokens, output_tokens, updated_at";
-
-#[derive(sqlx::FromRow)]
-struct SummaryRow {
-    content: String,
-    covers_through: i64,
-    covered_count: i64,
-    model: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    updated_at: DateTime<Utc>,
-}
-
-impl From<SummaryRow> for ThreadSummary {
-    fn from(row: SummaryRow) -> Self {
-        ThreadSummary {
-            content: row.content,
-            covers_through: row.covers_through,
-            covered_count: row.covered_count,
-            model: row.model,
-            usage: Usage {
-                input_tokens: row.input_tokens.max(0) as u64,
-                output_tokens: row.output_tokens.max(0) as u64,
-            },
-            updated_at: row.updated_at,
-        }
-    }
-}
+type Row = SummaryRow<DateTime<Utc>>;
 
 #[async_trait]
 impl Summaries for Postgres {
     #[instrument(skip(self))]
     async fn thread_summary(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadSummary>> {
-        let row: Option<SummaryRow> =
-            sqlx::query_as(&format!("select {COLUMNS} from thread_summaries where thread_id = $1 and user_id = $2"))
-                .bind(thread)
-                .bind(user)
-                .fetch_optional(&self.pool)
-                .await?;
-        Ok(row.map(ThreadSummary::from))
+        let row: Option<Row> = sqlx::query_as(READ_SUMMARY).bind(thread).bind(user).fetch_optional(&self.pool).await?;
+        row.map(ThreadSummary::try_from).transpose()
     }
 
     #[instrument(skip(self, summary))]
     async fn save_thread_summary(&self, user: Uuid, thread: Uuid, summary: &NewSummary) -> Result<ThreadSummary> {
         let mut tx = self.pool.begin().await?;
-        let row: Option<SummaryRow> = sqlx::query_as(&format!(
-            "insert into thread_summaries
-                 (thread_id, user_id, content, covers_through, covered_count, model, input_tokens, output_tokens,
-                  updated_at)
-             select id, user_id, $1, $2, $3, $4, $5, $6, $7 from threads where id = $8 and user_id = $9
-             on conflict (thread_id) do update set content = excluded.content,
-                 covers_through = excluded.covers_through, covered_count = excluded.covered_count,
-                 model = excluded.model, input_tokens = thread_summaries.input_tokens + excluded.input_tokens,
-                 output_tokens = thread_summaries.output_tokens + excluded.output_tokens,
-                 updated_at = excluded.updated_at
-             returning {COLUMNS}"
-        ))
-        .bind(&summary.content)
-        .bind(summary.covers_through)
-        .bind(summary.covered_count)
-        .bind(&summary.model)
-        .bind(summary.usage.input_tokens as i64)
-        .bind(summary.usage.output_tokens as i64)
-        .bind(now())
-        .bind(thread)
-        .bind(user)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let row: Option<Row> = sqlx::query_as(SAVE_SUMMARY)
+            .bind(&summary.content)
+            .bind(summary.covers_through)
+            .bind(summary.covered_count)
+            .bind(&summary.model)
+            .bind(summary.usage.input_tokens as i64)
+            .bind(summary.usage.output_tokens as i64)
+            .bind(now())
+            .bind(thread)
+            .bind(user)
+            .fetch_optional(&mut *tx)
+            .await?;
         let saved = row.ok_or(StoreError::NotFound)?;
         let spent = SpentTokens { user, thread, model: summary.model.clone(), usage: summary.usage };
         add_usage(&mut tx, &spent).await?;
         tx.commit().await?;
-        Ok(saved.into())
+        saved.try_into()
     }
 }

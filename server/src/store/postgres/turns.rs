@@ -1,7 +1,17 @@
-//! postgres: see [`crate::store::Turns`].
+//! Turns, idempotency keys and traces on PostgreSQL: see [`crate::store::Turns`].
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::{Message, Trace};
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{
+    end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
+    IdempotencyClaim, Postgres, Traces, TurnRecord, Turns,
+};
+use crate::store::turns::{stop_requested, TurnRow};
+use crate::store::{now, NewMessage, Result, StoreError, StoredEvent, TurnEnd, TurnProgress, TurnTrace};
 
 #[async_trait]
 impl Turns for Postgres {
@@ -35,12 +45,13 @@ impl Turns for Postgres {
         let claim = if inserted.rows_affected() == 1 {
             IdempotencyClaim::Fresh
         } else {
-            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
-                .bind(user)
-                .bind(key)
-                .fetch_one(&mut *tx)
-                .await?;
-            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
+            let (fingerprint, response) =
+                sqlx::query_as("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
+                    .bind(user)
+                    .bind(key)
+                    .fetch_one(&mut *tx)
+                    .await?;
+            IdempotencyClaim::Existing { fingerprint, response }
         };
         tx.commit().await?;
         Ok(claim)
@@ -48,22 +59,15 @@ impl Turns for Postgres {
 
     #[instrument(skip(self, key, response))]
     async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
-        sqlx::query("update idempotency_keys set response = $1 where user_id = $2 and key = $3")
-            .bind(response)
-            .bind(user)
-            .bind(key)
-            .execute(&self.pool)
-            .await?;
+        let complete = sqlx::query("update idempotency_keys set response = $1 where user_id = $2 and key = $3");
+        complete.bind(response).bind(user).bind(key).execute(&self.pool).await?;
         Ok(())
     }
 
     #[instrument(skip(self, key))]
     async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
-        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and response is null")
-            .bind(user)
-            .bind(key)
-            .execute(&self.pool)
-            .await?;
+        let release = sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and response is null");
+        release.bind(user).bind(key).execute(&self.pool).await?;
         Ok(())
     }
 
@@ -128,23 +132,19 @@ impl Turns for Postgres {
                 .bind(turns)
                 .fetch_all(&self.pool)
                 .await?;
-        Ok(beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id)).collect())
+        stop_requested(beaten)
     }
 
     #[instrument(skip(self))]
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
-        let updated = sqlx::query(
-            "update turns set stop_requested = true where thread_id = $1 and user_id = $2 and status = 'running'",
-        )
-        .bind(thread)
-        .bind(user)
-        .execute(&self.pool)
-        .await?;
-        Ok(updated.rows_affected() > 0)
+        let stop =
+            "update turns set stop_requested = true where thread_id = $1 and user_id = $2 and status = 'running'";
+        let stopped = sqlx::query(stop).bind(thread).bind(user).execute(&self.pool).await?;
+        Ok(stopped.rows_affected() > 0)
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, mut end: crate::store::TurnEnd) -> Result<()> {
+    async fn finish_turn(&self, turn: Uuid, mut end: TurnEnd) -> Result<()> {
         // What the turn handed over and is not written yet comes back (once no batch holding it is being
         // written) and goes first.
         let unwritten = self.progress.settle(turn).await;
@@ -161,7 +161,7 @@ impl Turns for Postgres {
 
     #[instrument(skip(self))]
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
-        let row = sqlx::query(
+        let row: Option<TurnRow<Uuid, DateTime<Utc>>> = sqlx::query_as(
             "select id, thread_id, status, stop_requested, heartbeat_at from turns
              where thread_id = $1 and user_id = $2 order by started_at desc, pk desc limit 1",
         )
@@ -169,17 +169,7 @@ impl Turns for Postgres {
         .bind(user)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| {
-            let status: String = row.try_get("status")?;
-            Ok(TurnRecord {
-                id: row.try_get("id")?,
-                thread_id: row.try_get("thread_id")?,
-                running: status == "running",
-                stop_requested: row.try_get("stop_requested")?,
-                heartbeat_at: row.try_get("heartbeat_at")?,
-            })
-        })
-        .transpose()
+        row.map(TurnRecord::try_from).transpose()
     }
 
     #[instrument(skip(self, events))]
@@ -188,7 +178,7 @@ impl Turns for Postgres {
         insert_turn_events(&mut conn, turn, events).await
     }
 
-    fn submit_progress(&self, progress: crate::store::TurnProgress) {
+    fn submit_progress(&self, progress: TurnProgress) {
         self.progress.submit(progress);
     }
 
@@ -198,7 +188,7 @@ impl Turns for Postgres {
     }
 
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress(&self, progress: &[crate::store::TurnProgress]) -> Result<()> {
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()> {
         write_progress(&self.pool, progress).await
     }
 
@@ -216,16 +206,11 @@ impl Turns for Postgres {
 
     #[instrument(skip(self))]
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
+        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
             .bind(turn)
             .bind(after_seq)
             .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
-            })
-            .collect()
+            .await?)
     }
 }
 
@@ -257,22 +242,12 @@ impl Traces for Postgres {
 
     #[instrument(skip(self))]
     async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
-        let row = sqlx::query("select * from turn_traces where message_id = $1 and user_id = $2")
-            .bind(message)
-            .bind(user)
-            .fetch_optional(&self.pool)
-            .await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+        self.trace_by("message_id", user, message).await
     }
 
     #[instrument(skip(self))]
     async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
-        let row = sqlx::query("select * from turn_traces where turn_id = $1 and user_id = $2")
-            .bind(turn)
-            .bind(user)
-            .fetch_optional(&self.pool)
-            .await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+        self.trace_by("turn_id", user, turn).await
     }
 
     #[instrument(skip(self))]
@@ -287,5 +262,14 @@ impl Traces for Postgres {
             return Err(StoreError::NotFound);
         }
         rows.iter().map(trace_from_row).collect()
+    }
+}
+
+impl Postgres {
+    /// The trace whose `column` (`turn_id` or `message_id`) is `id`; `NotFound` when there is none of `user`'s.
+    async fn trace_by(&self, column: &str, user: Uuid, id: Uuid) -> Result<Trace> {
+        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
+        let row = sqlx::query(&sql).bind(id).bind(user).fetch_optional(&self.pool).await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 }

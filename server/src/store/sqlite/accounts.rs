@@ -1,33 +1,16 @@
 //! Accounts and sessions on SQLite.
 
-#[allow(unused_imports)]
-use super::*;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{sqlite::SqliteRow, Row};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{time, uuid, Sqlite};
-use crate::store::{accounts::Accounts, micros_to_time, now, Result, Session, StoreError};
+use super::{is_unique_violation, user_from_row, NewUser, Sqlite};
+use crate::store::accounts::{Accounts, Session, SessionRow, User};
+use crate::store::columns::{convert, ids, Stored};
+use crate::store::{micros_to_time, now, Result, StoreError};
 
-fn session_from_row(row: &SqliteRow) -> Result<Session> {
-    let ended: Option<i64> = row.try_get("ended_at")?;
-    Ok(Session {
-        id: uuid(row, "id")?,
-        user: uuid(row, "user_id")?,
-        created_at: time(row, "created_at")?,
-        last_seen_at: time(row, "last_seen_at")?,
-        expires_at: time(row, "expires_at")?,
-        ended_at: ended.map(micros_to_time),
-        device: row.try_get("device")?,
-        ip_prefix: row.try_get("ip_prefix")?,
-    })
-}
-
-fn ids(rows: &[SqliteRow]) -> Result<Vec<Uuid>> {
-    rows.iter().map(|row| uuid(row, "id")).collect()
-}
+type Row = SessionRow<String, i64>;
 
 #[async_trait]
 impl Accounts for Sqlite {
@@ -35,32 +18,21 @@ impl Accounts for Sqlite {
     async fn create_user(&self, user: NewUser) -> Result<User> {
         let id = Uuid::now_v7();
         let created = now();
-        self.write(move |conn| {
-            Box::pin(async move {
-                let result = sqlx::query(
-                    "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
-                )
-                .bind(id.to_string())
-                .bind(&user.email)
-                .bind(&user.password_hash)
-                .bind(&user.display_name)
-                .bind(created.timestamp_micros())
-                .execute(conn)
-                .await;
-                match result {
-                    Ok(_) => Ok(User {
-                        id,
-                        email: user.email,
-                        password_hash: user.password_hash,
-                        display_name: user.display_name,
-                        created_at: created,
-                    }),
-                    Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
-                    Err(e) => Err(e.into()),
-                }
-            })
-        })
-        .await
+        let insert = sqlx::query(
+            "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
+        )
+        .bind(id.to_string())
+        .bind(user.email.clone())
+        .bind(user.password_hash.clone())
+        .bind(user.display_name.clone())
+        .bind(created.timestamp_micros());
+        match self.execute(insert).await {
+            Ok(_) => Ok(user.registered(id, created)),
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+                Err(StoreError::Conflict("email already registered".into()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     #[instrument(skip_all)]
@@ -113,31 +85,23 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let row = sqlx::query("select * from sessions where id = ?")
+        let row: Option<Row> = sqlx::query_as("select * from sessions where id = ?")
             .bind(id.to_string())
             .fetch_optional(&self.reader)
             .await?;
-        row.as_ref().map(session_from_row).transpose()
+        row.map(Session::try_from).transpose()
     }
 
     #[instrument(skip_all)]
     async fn touch_session(&self, id: Uuid) -> Result<()> {
-        self.write(move |conn| {
-            Box::pin(async move {
-                Ok(sqlx::query("update sessions set last_seen_at = ? where id = ?")
-                    .bind(now().timestamp_micros())
-                    .bind(id.to_string())
-                    .execute(conn)
-                    .await?)
-            })
-        })
-        .await?;
+        let touch = sqlx::query("update sessions set last_seen_at = ? where id = ?");
+        self.execute(touch.bind(now().timestamp_micros()).bind(id.to_string())).await?;
         Ok(())
     }
 
     #[instrument(skip_all)]
     async fn open_sessions(&self, user: Uuid) -> Result<Vec<Session>> {
-        let rows = sqlx::query(
+        let rows: Vec<Row> = sqlx::query_as(
             "select * from sessions where user_id = ? and ended_at is null and expires_at > ?
              order by last_seen_at desc, created_at desc",
         )
@@ -145,25 +109,14 @@ impl Accounts for Sqlite {
         .bind(now().timestamp_micros())
         .fetch_all(&self.reader)
         .await?;
-        rows.iter().map(session_from_row).collect()
+        convert(rows)
     }
 
     #[instrument(skip_all)]
     async fn end_session(&self, user: Uuid, id: Uuid) -> Result<bool> {
-        let ended = self
-            .write(move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query(
-                        "update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null",
-                    )
-                    .bind(now().timestamp_micros())
-                    .bind(id.to_string())
-                    .bind(user.to_string())
-                    .execute(conn)
-                    .await?)
-                })
-            })
-            .await?;
+        let end = sqlx::query("update sessions set ended_at = ? where id = ? and user_id = ? and ended_at is null");
+        let ended =
+            self.execute(end.bind(now().timestamp_micros()).bind(id.to_string()).bind(user.to_string())).await?;
         Ok(ended.rows_affected() > 0)
     }
 
@@ -172,26 +125,28 @@ impl Accounts for Sqlite {
         let rows = self
             .write(move |conn| {
                 Box::pin(async move {
-                    Ok(sqlx::query(
-            "update sessions set ended_at = ? where user_id = ? and id is not ? and ended_at is null returning id",
-        )
-        .bind(now().timestamp_micros())
-        .bind(user.to_string())
-        .bind(keep.map(|k| k.to_string()))
-        .fetch_all(conn).await?)
+                    Ok(sqlx::query_scalar(
+                        "update sessions set ended_at = ? where user_id = ? and id is not ? and ended_at is null
+                         returning id",
+                    )
+                    .bind(now().timestamp_micros())
+                    .bind(user.to_string())
+                    .bind(keep.map(|k| k.to_string()))
+                    .fetch_all(conn)
+                    .await?)
                 })
             })
             .await?;
-        ids(&rows)
+        ids::<String>(rows, "id")
     }
 
     #[instrument(skip_all)]
     async fn sessions_ended_since(&self, since: DateTime<Utc>) -> Result<Vec<(Uuid, Uuid)>> {
-        let rows = sqlx::query("select id, user_id from sessions where ended_at >= ?")
+        let rows: Vec<(String, String)> = sqlx::query_as("select id, user_id from sessions where ended_at >= ?")
             .bind(since.timestamp_micros())
             .fetch_all(&self.reader)
             .await?;
-        rows.iter().map(|row| Ok((uuid(row, "id")?, uuid(row, "user_id")?))).collect()
+        rows.into_iter().map(|(id, user)| Ok((id.read("id")?, user.read("user_id")?))).collect()
     }
 
     #[instrument(skip_all)]
@@ -207,7 +162,7 @@ impl Accounts for Sqlite {
                 if changed.rows_affected() == 0 {
                     return Err(StoreError::NotFound);
                 }
-                let rows = sqlx::query(
+                let rows: Vec<String> = sqlx::query_scalar(
                     "update sessions set ended_at = ? where user_id = ? and id <> ? and ended_at is null returning id",
                 )
                 .bind(now().timestamp_micros())
@@ -215,7 +170,7 @@ impl Accounts for Sqlite {
                 .bind(keep.to_string())
                 .fetch_all(&mut *tx)
                 .await?;
-                ids(&rows)
+                ids(rows, "id")
             })
         })
         .await
@@ -233,34 +188,21 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
-        let account = account.to_owned();
-        self.write(move |conn| {
-            Box::pin(async move {
-                Ok(sqlx::query(
-                    "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
+        let count = sqlx::query(
+            "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
              on conflict (account) do update set
                  failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2",
-                )
-                .bind(account)
-                .bind(now().timestamp_micros())
-                .bind(forget_before.timestamp_micros())
-                .execute(conn)
-                .await?)
-            })
-        })
+        );
+        self.execute(
+            count.bind(account.to_owned()).bind(now().timestamp_micros()).bind(forget_before.timestamp_micros()),
+        )
         .await?;
         Ok(())
     }
 
     #[instrument(skip_all)]
     async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
-        let account = account.to_owned();
-        self.write(move |conn| {
-            Box::pin(async move {
-                Ok(sqlx::query("delete from sign_in_failures where account = ?").bind(account).execute(conn).await?)
-            })
-        })
-        .await?;
+        self.execute(sqlx::query("delete from sign_in_failures where account = ?").bind(account.to_owned())).await?;
         Ok(())
     }
 

@@ -1,7 +1,43 @@
-//! sqlite: see [`crate::store::Search`].
+//! Search on SQLite: see [`crate::store::Search`].
 
-#[allow(unused_imports)]
-use super::*;
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{owner_token, search_query, Search, SearchPage, Sqlite, RANKED_CANDIDATES};
+use crate::store::search::{hits, HitRow};
+use crate::store::Result;
+
+/// Each kind's details, read by the index rows (`pk`) of a page. Every part names its columns: any of them may
+/// come first in the union.
+const DETAILS: [(&str, &str); 3] = [
+    (
+        "message",
+        "select 'message' as kind, m.pk, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
+        m.content as body, m.created_at from messages m join threads t on t.id = m.thread_id where m.pk in",
+    ),
+    (
+        "thread",
+        "select 'thread' as kind, t.pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
+        null as role, t.title as body, t.created_at from threads t where t.pk in",
+    ),
+    (
+        "artifact",
+        "select 'artifact' as kind, a.pk, a.id as ref_id, a.thread_id, t.title as thread_title,
+        null as role, a.title || char(10) || a.content as body, a.created_at
+        from artifacts a join threads t on t.id = a.thread_id where a.pk in",
+    ),
+];
+
+/// A hit's details, with the index row it was ranked by.
+#[derive(sqlx::FromRow)]
+struct Detail {
+    pk: i64,
+    #[sqlx(flatten)]
+    hit: HitRow<String, i64>,
+}
 
 #[async_trait]
 impl Search for Sqlite {
@@ -9,7 +45,7 @@ impl Search for Sqlite {
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
         let terms = search_query::parse(query);
         let Some(body) = search_query::to_fts5(&terms) else {
-            return Ok(SearchPage { hits: Vec::new(), total: 0 });
+            return Ok(SearchPage::default());
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
@@ -52,80 +88,25 @@ impl Search for Sqlite {
                 .await?
             }
         };
-        // 2. Details and texts for the page only (the pks are integers read from the database). Every part
-        //    names its columns: any of them may come first in the union. Snippets are made from the texts:
-        //    FTS5's snippet() and highlight() take time that grows with the square of the hits in one text.
-        let pks =
-            |kind: &str| page.iter().filter(|p| p.0 == kind).map(|p| p.1.to_string()).collect::<Vec<_>>().join(", ");
-        let mut parts = Vec::new();
-        let (messages, threads, artifacts) = (pks("message"), pks("thread"), pks("artifact"));
-        if !messages.is_empty() {
-            parts.push(format!(
-                "select 'message' as kind, m.pk, m.id as ref_id, m.thread_id, t.title as thread_title, m.role,
-                        m.content as body, m.created_at
-                 from messages m join threads t on t.id = m.thread_id
-                 where m.pk in ({messages})"
-            ));
-        }
-        if !threads.is_empty() {
-            parts.push(format!(
-                "select 'thread' as kind, t.pk, t.id as ref_id, t.id as thread_id, t.title as thread_title,
-                        null as role, t.title as body, t.created_at
-                 from threads t
-                 where t.pk in ({threads})"
-            ));
-        }
-        if !artifacts.is_empty() {
-            parts.push(format!(
-                "select 'artifact' as kind, a.pk, a.id as ref_id, a.thread_id, t.title as thread_title,
-                        null as role, a.title || char(10) || a.content as body, a.created_at
-                 from artifacts a join threads t on t.id = a.thread_id
-                 where a.pk in ({artifacts})"
-            ));
-        }
-        let details = if parts.is_empty() {
-            Vec::new()
-        } else {
-            sqlx::query(&parts.join(" union all ")).fetch_all(&self.reader).await?
-        };
-        let mut rows = Vec::with_capacity(page.len());
-        for (kind, pk, rank, _) in &page {
-            let found = details.iter().find(|row| {
-                row.try_get::<String, _>("kind").is_ok_and(|k| k == *kind)
-                    && row.try_get::<i64, _>("pk").is_ok_and(|p| p == *pk)
-            });
-            // A row deleted between the two reads is left out.
-            if let Some(row) = found {
-                rows.push((row, *rank));
-            }
-        }
-        let texts = rows.iter().map(|(row, _)| row.try_get("body")).collect::<Result<Vec<String>, _>>()?;
-        let snippets = snippet::snippets(terms, texts).await?;
-        let hits = rows
+        // 2. Details and texts for the page only (the pks are integers read from the database). Snippets are made
+        //    from the texts: FTS5's snippet() and highlight() take time that grows with the square of the hits in
+        //    one text.
+        let parts: Vec<String> = DETAILS
             .iter()
-            .zip(snippets)
-            .map(|((row, rank), snippet)| {
-                let kind: String = row.try_get("kind")?;
-                let kind = match kind.as_str() {
-                    "message" => HitKind::Message,
-                    "thread" => HitKind::Thread,
-                    _ => HitKind::Artifact,
-                };
-                let ref_id = uuid(row, "ref_id")?;
-                let role_text: Option<String> = row.try_get("role")?;
-                Ok(SearchHit {
-                    kind,
-                    thread_id: uuid(row, "thread_id")?,
-                    thread_title: row.try_get("thread_title")?,
-                    message_id: (kind == HitKind::Message).then_some(ref_id),
-                    artifact_id: (kind == HitKind::Artifact).then_some(ref_id),
-                    role: role_text.as_deref().map(role).transpose()?,
-                    snippet,
-                    created_at: time(row, "created_at")?,
-                    rank: *rank,
-                })
+            .filter_map(|(kind, select)| {
+                let pks: Vec<String> = page.iter().filter(|p| p.0 == *kind).map(|p| p.1.to_string()).collect();
+                (!pks.is_empty()).then(|| format!("{select} ({})", pks.join(", ")))
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect();
+        let mut details: HashMap<(String, i64), HitRow<String, i64>> = if parts.is_empty() {
+            HashMap::new()
+        } else {
+            let rows: Vec<Detail> = sqlx::query_as(&parts.join(" union all ")).fetch_all(&self.reader).await?;
+            rows.into_iter().map(|d| ((d.hit.kind.clone(), d.pk), d.hit)).collect()
+        };
+        // A row deleted between the two reads is left out.
+        let found = page.into_iter().filter_map(|(kind, pk, rank, _)| Some((details.remove(&(kind, pk))?, rank)));
+        let hits = hits(terms, found.collect()).await?;
         Ok(SearchPage { hits, total: total as u64 })
     }
 }

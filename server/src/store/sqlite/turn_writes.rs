@@ -12,12 +12,13 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{
-    sqlite::{SqliteArguments, SqliteRow},
+    query::Query,
+    sqlite::{SqliteArguments, SqliteQueryResult, SqliteRow},
     Arguments, Encode, Row, Sqlite as Db, SqliteConnection, Type,
 };
 use uuid::Uuid;
 
-use super::is_unique_violation;
+use super::{is_unique_violation, writer::Urgency, Sqlite};
 use crate::store::{
     now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError,
     StoredEvent, TurnEnd, MAX_SEQ,
@@ -75,6 +76,18 @@ impl<'q> Script<'q> {
             )));
         }
         Ok(sqlx::query_with(&self.sql, self.args).fetch_all(conn).await?)
+    }
+}
+
+impl Sqlite {
+    /// Runs one statement, whose values it owns, through the writer with the writes someone waits for.
+    pub(super) async fn execute(
+        &self,
+        statement: Query<'static, Db, SqliteArguments<'static>>,
+    ) -> Result<SqliteQueryResult> {
+        self.writer
+            .write(Urgency::Waited, move |conn| Box::pin(async move { Ok(statement.execute(conn).await?) }))
+            .await
     }
 }
 

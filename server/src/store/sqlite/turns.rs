@@ -1,7 +1,17 @@
-//! sqlite: see [`crate::store::Turns`].
+//! Turns, idempotency keys and traces on SQLite: see [`crate::store::Turns`].
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::{Message, Trace};
+use async_trait::async_trait;
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::writer::Urgency;
+use super::{
+    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Sqlite, StartTurn, StoredEvent, Traces,
+    TurnRecord, Turns,
+};
+use crate::store::turns::{stop_requested, TurnRow};
+use crate::store::{now, NewMessage, Result, StoreError, TurnEnd, TurnProgress, TurnTrace};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -15,69 +25,51 @@ impl Turns for Sqlite {
     ) -> Result<IdempotencyClaim> {
         let now = now().timestamp_micros();
         let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
-        self.write(move |tx| Box::pin(async move {
-        sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
-            .bind(user.to_string())
-            .bind(&key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let inserted = sqlx::query(
-            "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at) values (?, ?, ?, ?, ?)",
-        )
-        .bind(user.to_string())
-        .bind(&key)
-        .bind(&fingerprint)
-        .bind(now)
-        .bind(now + ttl_secs * 1_000_000)
-        .execute(&mut *tx)
-        .await?;
-        let claim = if inserted.rows_affected() == 1 {
-            IdempotencyClaim::Fresh
-        } else {
-            let row = sqlx::query("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
+        self.write(move |tx| {
+            Box::pin(async move {
+                sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
+                    .bind(user.to_string())
+                    .bind(&key)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+                let inserted = sqlx::query(
+                    "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
+                     values (?, ?, ?, ?, ?)",
+                )
                 .bind(user.to_string())
                 .bind(&key)
-                .fetch_one(&mut *tx)
+                .bind(&fingerprint)
+                .bind(now)
+                .bind(now + ttl_secs * 1_000_000)
+                .execute(&mut *tx)
                 .await?;
-            IdempotencyClaim::Existing { fingerprint: row.try_get("fingerprint")?, response: row.try_get("response")? }
-        };
-                Ok(claim)
-        })).await
+                if inserted.rows_affected() == 1 {
+                    return Ok(IdempotencyClaim::Fresh);
+                }
+                let (fingerprint, response) =
+                    sqlx::query_as("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
+                        .bind(user.to_string())
+                        .bind(&key)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                Ok(IdempotencyClaim::Existing { fingerprint, response })
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self, key, response))]
     async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()> {
-        let (key, response) = (key.to_owned(), response.to_owned());
-        self.writer
-            .write(Urgency::Waited, move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?")
-                        .bind(response)
-                        .bind(user.to_string())
-                        .bind(key)
-                        .execute(conn)
-                        .await?)
-                })
-            })
-            .await?;
+        let complete = sqlx::query("update idempotency_keys set response = ? where user_id = ? and key = ?");
+        self.execute(complete.bind(response.to_owned()).bind(user.to_string()).bind(key.to_owned())).await?;
         Ok(())
     }
 
     #[instrument(skip(self, key))]
     async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()> {
-        let key = key.to_owned();
-        self.writer
-            .write(Urgency::Waited, move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null")
-                        .bind(user.to_string())
-                        .bind(key)
-                        .execute(conn)
-                        .await?)
-                })
-            })
-            .await?;
+        let release = sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and response is null");
+        self.execute(release.bind(user.to_string()).bind(key.to_owned())).await?;
         Ok(())
     }
 
@@ -104,43 +96,40 @@ impl Turns for Sqlite {
         }
         let ids = serde_json::to_string(&turns.iter().map(Uuid::to_string).collect::<Vec<_>>())
             .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let beaten: Vec<(String, bool)> = self.writer.write(Urgency::Background, move |conn| Box::pin(async move { Ok(sqlx::query_as(
-            "update turns set heartbeat_at = ? where id in (select value from json_each(?)) returning id, stop_requested",
-        )
-        .bind(now().timestamp_micros())
-        .bind(ids)
-        .fetch_all(conn).await?) })).await?;
-        let stopped = beaten.into_iter().filter_map(|(id, stop)| stop.then_some(id));
-        stopped.map(|id| Uuid::parse_str(&id).map_err(|e| StoreError::Corrupt(format!("turn id: {e}")))).collect()
+        let beaten: Vec<(String, bool)> = self
+            .writer
+            .write(Urgency::Background, move |conn| {
+                Box::pin(async move {
+                    Ok(sqlx::query_as(
+                        "update turns set heartbeat_at = ? where id in (select value from json_each(?))
+                         returning id, stop_requested",
+                    )
+                    .bind(now().timestamp_micros())
+                    .bind(ids)
+                    .fetch_all(conn)
+                    .await?)
+                })
+            })
+            .await?;
+        stop_requested(beaten)
     }
 
     #[instrument(skip(self))]
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
-        let updated = self
-            .writer
-            .write(Urgency::Waited, move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query(
-            "update turns set stop_requested = 1 where thread_id = ? and user_id = ? and status = 'running'",
-        )
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .execute(conn).await?)
-                })
-            })
-            .await?;
-        Ok(updated.rows_affected() > 0)
+        let stop = "update turns set stop_requested = 1 where thread_id = ? and user_id = ? and status = 'running'";
+        let stopped = self.execute(sqlx::query(stop).bind(thread.to_string()).bind(user.to_string())).await?;
+        Ok(stopped.rows_affected() > 0)
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, end: crate::store::TurnEnd) -> Result<()> {
+    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()> {
         // Turns ending while the writer is busy end together, in one transaction.
         self.writer.finish(turn, end).await
     }
 
     #[instrument(skip(self))]
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
-        let row = sqlx::query(
+        let row: Option<TurnRow<String, i64>> = sqlx::query_as(
             "select id, thread_id, status, stop_requested, heartbeat_at from turns
              where thread_id = ? and user_id = ? order by started_at desc, rowid desc limit 1",
         )
@@ -148,17 +137,7 @@ impl Turns for Sqlite {
         .bind(user.to_string())
         .fetch_optional(&self.reader)
         .await?;
-        row.map(|row| {
-            let status: String = row.try_get("status")?;
-            Ok(TurnRecord {
-                id: uuid(&row, "id")?,
-                thread_id: uuid(&row, "thread_id")?,
-                running: status == "running",
-                stop_requested: row.try_get("stop_requested")?,
-                heartbeat_at: time(&row, "heartbeat_at")?,
-            })
-        })
-        .transpose()
+        row.map(TurnRecord::try_from).transpose()
     }
 
     #[instrument(skip(self, events))]
@@ -169,14 +148,14 @@ impl Turns for Sqlite {
         }
         self.write(move |tx| {
             Box::pin(async move {
-                turn_writes::insert_turn_events(tx, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await?;
-                Ok(())
+                let events: Vec<_> = events.iter().map(|e| (turn, e)).collect();
+                turn_writes::insert_turn_events(tx, &events).await
             })
         })
         .await
     }
 
-    fn submit_progress(&self, progress: crate::store::TurnProgress) {
+    fn submit_progress(&self, progress: TurnProgress) {
         self.writer.submit(progress);
     }
 
@@ -185,7 +164,7 @@ impl Turns for Sqlite {
     }
 
     #[instrument(skip_all, fields(turns = progress.len()))]
-    async fn save_progress(&self, progress: &[crate::store::TurnProgress]) -> Result<()> {
+    async fn save_progress(&self, progress: &[TurnProgress]) -> Result<()> {
         if progress.is_empty() {
             return Ok(());
         }
@@ -216,16 +195,11 @@ impl Turns for Sqlite {
 
     #[instrument(skip(self))]
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
-        let rows = sqlx::query("select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq")
+        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq")
             .bind(turn.to_string())
             .bind(after_seq)
             .fetch_all(&self.reader)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(StoredEvent { seq: row.try_get("seq")?, name: row.try_get("name")?, data: row.try_get("data")? })
-            })
-            .collect()
+            .await?)
     }
 }
 
@@ -261,22 +235,12 @@ impl Traces for Sqlite {
 
     #[instrument(skip(self))]
     async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
-        let row = sqlx::query("select * from turn_traces where message_id = ? and user_id = ?")
-            .bind(message.to_string())
-            .bind(user.to_string())
-            .fetch_optional(&self.reader)
-            .await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+        self.trace_by("message_id", user, message).await
     }
 
     #[instrument(skip(self))]
     async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
-        let row = sqlx::query("select * from turn_traces where turn_id = ? and user_id = ?")
-            .bind(turn.to_string())
-            .bind(user.to_string())
-            .fetch_optional(&self.reader)
-            .await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
+        self.trace_by("turn_id", user, turn).await
     }
 
     #[instrument(skip(self))]
@@ -291,5 +255,14 @@ impl Traces for Sqlite {
             return Err(StoreError::NotFound);
         }
         rows.iter().map(trace_from_row).collect()
+    }
+}
+
+impl Sqlite {
+    /// The trace whose `column` (`turn_id` or `message_id`) is `id`; `NotFound` when there is none of `user`'s.
+    async fn trace_by(&self, column: &str, user: Uuid, id: Uuid) -> Result<Trace> {
+        let sql = format!("select * from turn_traces where {column} = ? and user_id = ?");
+        let row = sqlx::query(&sql).bind(id.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 }
