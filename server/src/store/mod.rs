@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod attachments;
+mod columns;
 pub mod documents;
 pub mod history;
 pub mod messages;
@@ -18,9 +19,7 @@ pub mod turns;
 
 use std::sync::Arc;
 
-use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Trace, Usage,
-};
+use app::api::{ArtifactType, Message, MessageStatus, Role, Thread, Trace, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -29,9 +28,8 @@ use uuid::Uuid;
 pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, Session};
-pub use attachments::Attachments;
-pub use documents::Documents;
-pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
+pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
+pub use documents::{ArtifactRevision, Documents};
 pub use history::History;
 pub use messages::Messages;
 pub use search::Search;
