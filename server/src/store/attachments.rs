@@ -74,6 +74,10 @@ pub(crate) fn check_attachment_limits(limits: AttachmentLimits, count: i64, used
     Ok(())
 }
 
+/// Saves a file's metadata: id, thread, owner, name, type, size and time.
+pub(crate) const INSERT_ATTACHMENT: &str = "insert into attachments
+    (id, thread_id, user_id, filename, content_type, size, created_at) values ($1, $2, $3, $4, $5, $6, $7)";
+
 /// A thread's attachments (`a`) as [`AttachmentRow`]s.
 pub(crate) const ATTACHMENTS: &str = "select a.id, a.thread_id, a.filename, a.content_type, a.size, a.created_at,
     (select count(*) from attachment_chunks c where c.attachment_id = a.id) as chunks from attachments a";

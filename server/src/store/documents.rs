@@ -71,6 +71,29 @@ pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.c
     coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
     from artifact_versions v join artifacts a on a.id = v.artifact_id";
 
+/// Saves a document at its first version: id, thread, owner, type, title, content, request, answer, time.
+pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, user_id, artifact_type, title, content,
+    version, request_message_id, assistant_message_id, created_at, updated_at)
+    values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)";
+
+/// Saves the first version of a document: its id, title, content and time.
+pub(crate) const INSERT_FIRST_VERSION: &str =
+    "insert into artifact_versions (artifact_id, version, title, content, created_at) values ($1, 1, $2, $3, $4)";
+
+/// Saves a later version of a document: its id, number, title, content, time and the request that asked for it.
+pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
+    (artifact_id, version, title, content, created_at, request_message_id) values ($1, $2, $3, $4, $5, $6)";
+
+/// The requests of a thread (`$1`) of a user (`$2`) that a document or a version of one answers.
+pub(crate) const FULFILLED: &str = "select request_message_id from artifacts
+    where thread_id = $1 and user_id = $2 and request_message_id is not null
+    union
+    select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
+    where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
+    union
+    select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+    where a.thread_id = $1 and a.user_id = $2";
+
 /// A document's row: ids and times as the backend keeps them (see [`Stored`]).
 #[derive(sqlx::FromRow)]
 pub(crate) struct ArtifactRow<I, T> {

@@ -38,6 +38,10 @@ pub trait Messages: Send + Sync {
     async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
 }
 
+/// Whether a turn of a thread (`$1`) of a user (`$2`) heard from since `$3` holds it.
+pub(crate) const TURN_RUNNING: &str = "select exists (select 1 from turns
+    where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
+
 /// The columns a [`MessageRow`] reads.
 pub(crate) const MESSAGE_COLUMNS: &str =
     "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";

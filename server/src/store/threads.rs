@@ -21,14 +21,14 @@ pub trait Threads: Send + Sync {
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
 }
 
+/// Saves a new thread: id, owner, title and the time it was made.
+pub(crate) const INSERT_THREAD: &str =
+    "insert into threads (id, user_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)";
+
 /// `NotFound` unless the row was there: every statement is scoped to its owner, so another user's row is
 /// indistinguishable from a missing one.
 pub(crate) fn found(there: bool) -> Result<()> {
-    if there {
-        Ok(())
-    } else {
-        Err(StoreError::NotFound)
-    }
+    there.then_some(()).ok_or(StoreError::NotFound)
 }
 
 /// The rows of a listing of what a thread holds; when there are none, `NotFound` if `owned` (awaited only then)

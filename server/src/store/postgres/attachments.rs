@@ -7,7 +7,9 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::Postgres;
-use crate::store::attachments::{check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS};
+use crate::store::attachments::{
+    check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS, INSERT_ATTACHMENT,
+};
 use crate::store::columns::convert;
 use crate::store::threads::{found, listing};
 use crate::store::{now, AttachmentLimits, Attachments, ChunkHit, NewAttachment, Result};
@@ -44,19 +46,16 @@ impl Attachments for Postgres {
         .fetch_one(&mut *tx)
         .await?;
         check_attachment_limits(limits, count, used, attachment.size)?;
-        sqlx::query(
-            "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(id)
-        .bind(attachment.thread_id)
-        .bind(user)
-        .bind(&attachment.filename)
-        .bind(&attachment.content_type)
-        .bind(attachment.size)
-        .bind(created)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(INSERT_ATTACHMENT)
+            .bind(id)
+            .bind(attachment.thread_id)
+            .bind(user)
+            .bind(&attachment.filename)
+            .bind(&attachment.content_type)
+            .bind(attachment.size)
+            .bind(created)
+            .execute(&mut *tx)
+            .await?;
         if !attachment.chunks.is_empty() {
             let seqs: Vec<i64> = (0..attachment.chunks.len() as i64).collect();
             sqlx::query(

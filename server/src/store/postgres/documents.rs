@@ -9,7 +9,10 @@ use uuid::Uuid;
 
 use super::{link_artifacts_to, must_own, Postgres};
 use crate::store::columns::convert;
-use crate::store::documents::{ArtifactRow, VersionRow, ARTIFACT_COLUMNS, VERSIONS};
+use crate::store::documents::{
+    ArtifactRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT, INSERT_FIRST_VERSION, INSERT_VERSION,
+    VERSIONS,
+};
 use crate::store::threads::{found, listing};
 use crate::store::{now, ArtifactRevision, Documents, NewArtifact, Result, StoreError};
 
@@ -46,30 +49,25 @@ impl Documents for Postgres {
         for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
             must_own(&mut tx, "messages", user, message).await?;
         }
-        sqlx::query(
-            "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version, request_message_id,
-             assistant_message_id, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)",
-        )
-        .bind(id)
-        .bind(artifact.thread_id)
-        .bind(user)
-        .bind(artifact.artifact_type.as_str())
-        .bind(&artifact.title)
-        .bind(&artifact.content)
-        .bind(artifact.request_message_id)
-        .bind(artifact.assistant_message_id)
-        .bind(created)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query(
-            "insert into artifact_versions (artifact_id, version, title, content, created_at) values ($1, 1, $2, $3, $4)",
-        )
-        .bind(id)
-        .bind(&artifact.title)
-        .bind(&artifact.content)
-        .bind(created)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(INSERT_ARTIFACT)
+            .bind(id)
+            .bind(artifact.thread_id)
+            .bind(user)
+            .bind(artifact.artifact_type.as_str())
+            .bind(&artifact.title)
+            .bind(&artifact.content)
+            .bind(artifact.request_message_id)
+            .bind(artifact.assistant_message_id)
+            .bind(created)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(INSERT_FIRST_VERSION)
+            .bind(id)
+            .bind(&artifact.title)
+            .bind(&artifact.content)
+            .bind(created)
+            .execute(&mut *tx)
+            .await?;
         answer_requests(&mut tx, id, &artifact.answers).await?;
         tx.commit().await?;
         Ok(artifact.saved(id, created))
@@ -125,18 +123,15 @@ impl Documents for Postgres {
         .fetch_optional(&mut *tx)
         .await?;
         let version = version.ok_or(StoreError::NotFound)?;
-        sqlx::query(
-            "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id)
-             values ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(artifact)
-        .bind(version)
-        .bind(&revision.title)
-        .bind(&revision.content)
-        .bind(updated)
-        .bind(revision.request_message_id)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(INSERT_VERSION)
+            .bind(artifact)
+            .bind(version)
+            .bind(&revision.title)
+            .bind(&revision.content)
+            .bind(updated)
+            .bind(revision.request_message_id)
+            .execute(&mut *tx)
+            .await?;
         answer_requests(&mut tx, artifact, &revision.answers).await?;
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
         let row: Row = sqlx::query_as(&sql).bind(artifact).fetch_one(&mut *tx).await?;
@@ -155,20 +150,7 @@ impl Documents for Postgres {
 
     #[instrument(skip(self))]
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
-        Ok(sqlx::query_scalar(
-            "select request_message_id from artifacts
-             where thread_id = $1 and user_id = $2 and request_message_id is not null
-             union
-             select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
-             union
-             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
-             where a.thread_id = $1 and a.user_id = $2",
-        )
-        .bind(thread)
-        .bind(user)
-        .fetch_all(&self.pool)
-        .await?)
+        Ok(sqlx::query_scalar(FULFILLED).bind(thread).bind(user).fetch_all(&self.pool).await?)
     }
 
     #[instrument(skip(self))]

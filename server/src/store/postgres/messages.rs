@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{insert_message, rewrite_message, Postgres};
 use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS};
+use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
 use crate::store::threads::{found, listing};
 use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
 
@@ -44,15 +44,12 @@ impl Messages for Postgres {
             .fetch_optional(&mut *tx)
             .await?;
         found(owned.is_some())?;
-        let busy: bool = sqlx::query_scalar(
-            "select exists (select 1 from turns
-             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)",
-        )
-        .bind(message.thread_id)
-        .bind(user)
-        .bind(created - chrono::Duration::milliseconds(stale_after_ms))
-        .fetch_one(&mut *tx)
-        .await?;
+        let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+            .bind(message.thread_id)
+            .bind(user)
+            .bind(created - chrono::Duration::milliseconds(stale_after_ms))
+            .fetch_one(&mut *tx)
+            .await?;
         if busy {
             return Err(StoreError::thread_busy());
         }

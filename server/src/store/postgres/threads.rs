@@ -8,7 +8,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{write_tags, Postgres, THREAD_COLUMNS};
-use crate::store::threads::{found, ListedRow, ThreadRow};
+use crate::store::threads::{found, ListedRow, ThreadRow, INSERT_THREAD};
 use crate::store::{micros_to_time, now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
 
 type Row = ThreadRow<Uuid, DateTime<Utc>, Vec<String>>;
@@ -57,13 +57,7 @@ impl Threads for Postgres {
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
         let id = Uuid::now_v7();
         let mut tx = self.pool.begin().await?;
-        sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)")
-            .bind(id)
-            .bind(user)
-            .bind(title)
-            .bind(now())
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(INSERT_THREAD).bind(id).bind(user).bind(title).bind(now()).execute(&mut *tx).await?;
         write_tags(&mut tx, user, id, tags).await?;
         let thread = read_thread(&mut tx, id).await?;
         tx.commit().await?;

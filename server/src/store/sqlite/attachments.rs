@@ -6,7 +6,9 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{must_own, Sqlite};
-use crate::store::attachments::{check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS};
+use crate::store::attachments::{
+    check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS, INSERT_ATTACHMENT,
+};
 use crate::store::columns::convert;
 use crate::store::threads::{found, listing};
 use crate::store::{now, AttachmentLimits, Attachments, ChunkHit, NewAttachment, Result, StoreError};
@@ -34,19 +36,16 @@ impl Attachments for Sqlite {
                 .fetch_one(&mut *tx)
                 .await?;
                 check_attachment_limits(limits, count, used, attachment.size)?;
-                sqlx::query(
-                    "insert into attachments (id, thread_id, user_id, filename, content_type, size, created_at)
-                     values (?, ?, ?, ?, ?, ?, ?)",
-                )
-                .bind(id.to_string())
-                .bind(attachment.thread_id.to_string())
-                .bind(user.to_string())
-                .bind(&attachment.filename)
-                .bind(&attachment.content_type)
-                .bind(attachment.size)
-                .bind(created.timestamp_micros())
-                .execute(&mut *tx)
-                .await?;
+                sqlx::query(INSERT_ATTACHMENT)
+                    .bind(id.to_string())
+                    .bind(attachment.thread_id.to_string())
+                    .bind(user.to_string())
+                    .bind(&attachment.filename)
+                    .bind(&attachment.content_type)
+                    .bind(attachment.size)
+                    .bind(created.timestamp_micros())
+                    .execute(&mut *tx)
+                    .await?;
                 // Every chunk in one statement (one hand-off to the connection's thread instead of one per chunk,
                 // which held the writer for a second on a large file).
                 let chunks =

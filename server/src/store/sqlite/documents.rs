@@ -8,7 +8,10 @@ use uuid::Uuid;
 
 use super::{link_artifacts_to, must_own, Sqlite};
 use crate::store::columns::{convert, ids};
-use crate::store::documents::{ArtifactRow, VersionRow, ARTIFACT_COLUMNS, VERSIONS};
+use crate::store::documents::{
+    ArtifactRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT, INSERT_FIRST_VERSION, INSERT_VERSION,
+    VERSIONS,
+};
 use crate::store::threads::{found, listing};
 use crate::store::{now, ArtifactRevision, Documents, NewArtifact, Result, StoreError};
 
@@ -47,33 +50,25 @@ impl Documents for Sqlite {
                 for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
                     must_own(tx, "messages", user, message).await?;
                 }
-                sqlx::query(
-                    "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
-                     request_message_id, assistant_message_id, created_at, updated_at)
-                     values (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
-                )
-                .bind(id.to_string())
-                .bind(artifact.thread_id.to_string())
-                .bind(user.to_string())
-                .bind(artifact.artifact_type.as_str())
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(artifact.request_message_id.map(|m| m.to_string()))
-                .bind(artifact.assistant_message_id.map(|m| m.to_string()))
-                .bind(created.timestamp_micros())
-                .bind(created.timestamp_micros())
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query(
-                    "insert into artifact_versions (artifact_id, version, title, content, created_at)
-                     values (?, 1, ?, ?, ?)",
-                )
-                .bind(id.to_string())
-                .bind(&artifact.title)
-                .bind(&artifact.content)
-                .bind(created.timestamp_micros())
-                .execute(&mut *tx)
-                .await?;
+                sqlx::query(INSERT_ARTIFACT)
+                    .bind(id.to_string())
+                    .bind(artifact.thread_id.to_string())
+                    .bind(user.to_string())
+                    .bind(artifact.artifact_type.as_str())
+                    .bind(&artifact.title)
+                    .bind(&artifact.content)
+                    .bind(artifact.request_message_id.map(|m| m.to_string()))
+                    .bind(artifact.assistant_message_id.map(|m| m.to_string()))
+                    .bind(created.timestamp_micros())
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(INSERT_FIRST_VERSION)
+                    .bind(id.to_string())
+                    .bind(&artifact.title)
+                    .bind(&artifact.content)
+                    .bind(created.timestamp_micros())
+                    .execute(&mut *tx)
+                    .await?;
                 answer_requests(tx, id, &artifact.answers).await?;
                 Ok(artifact.saved(id, created))
             })
@@ -137,18 +132,15 @@ impl Documents for Sqlite {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let version = version.ok_or(StoreError::NotFound)?;
-                sqlx::query(
-                    "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id)
-                     values (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(artifact.to_string())
-                .bind(version)
-                .bind(&revision.title)
-                .bind(&revision.content)
-                .bind(updated.timestamp_micros())
-                .bind(revision.request_message_id.map(|m| m.to_string()))
-                .execute(&mut *tx)
-                .await?;
+                sqlx::query(INSERT_VERSION)
+                    .bind(artifact.to_string())
+                    .bind(version)
+                    .bind(&revision.title)
+                    .bind(&revision.content)
+                    .bind(updated.timestamp_micros())
+                    .bind(revision.request_message_id.map(|m| m.to_string()))
+                    .execute(&mut *tx)
+                    .await?;
                 answer_requests(tx, artifact, &revision.answers).await?;
                 let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = ?");
                 let row: Row = sqlx::query_as(&sql).bind(artifact.to_string()).fetch_one(&mut *tx).await?;
@@ -169,20 +161,11 @@ impl Documents for Sqlite {
 
     #[instrument(skip(self))]
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
-        let stored: Vec<String> = sqlx::query_scalar(
-            "select request_message_id from artifacts
-             where thread_id = ?1 and user_id = ?2 and request_message_id is not null
-             union
-             select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
-             where a.thread_id = ?1 and a.user_id = ?2 and v.request_message_id is not null
-             union
-             select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
-             where a.thread_id = ?1 and a.user_id = ?2",
-        )
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .fetch_all(&self.reader)
-        .await?;
+        let stored: Vec<String> = sqlx::query_scalar(FULFILLED)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_all(&self.reader)
+            .await?;
         ids(stored, "request id")
     }
 

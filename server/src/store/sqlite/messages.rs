@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{turn_writes, Sqlite};
 use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS};
+use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
 use crate::store::threads::{found, listing};
 use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
 
@@ -68,15 +68,12 @@ impl Messages for Sqlite {
         // The one writer serialises this with every turn's start.
         self.write(move |tx| {
             Box::pin(async move {
-                let busy: bool = sqlx::query_scalar(
-                    "select exists (select 1 from turns
-                     where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
-                )
-                .bind(message.thread_id.to_string())
-                .bind(user.to_string())
-                .bind(created.timestamp_micros() - stale_after_ms * 1000)
-                .fetch_one(&mut *tx)
-                .await?;
+                let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+                    .bind(message.thread_id.to_string())
+                    .bind(user.to_string())
+                    .bind(created.timestamp_micros() - stale_after_ms * 1000)
+                    .fetch_one(&mut *tx)
+                    .await?;
                 if busy {
                     return Err(StoreError::thread_busy());
                 }

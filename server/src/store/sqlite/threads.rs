@@ -7,7 +7,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{write_tags, Sqlite, THREAD_COLUMNS};
-use crate::store::threads::{found, ListedRow, ThreadRow};
+use crate::store::threads::{found, ListedRow, ThreadRow, INSERT_THREAD};
 use crate::store::{now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
 
 /// A thread as it is now.
@@ -26,11 +26,10 @@ impl Threads for Sqlite {
         let (title, tags) = (title.to_owned(), tags.to_vec());
         self.write(move |tx| {
             Box::pin(async move {
-                sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values (?, ?, ?, ?, ?)")
+                sqlx::query(INSERT_THREAD)
                     .bind(id.to_string())
                     .bind(user.to_string())
                     .bind(title)
-                    .bind(created)
                     .bind(created)
                     .execute(&mut *tx)
                     .await?;
