@@ -1,9 +1,13 @@
-//! Files attached to a conversation and their indexed chunks. The storage interface both backends implement.
+//! Files attached to a conversation and their indexed chunks. The storage interface both backends implement,
+//! and what both make of the rows they read.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::Attachment;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use super::columns::Stored;
+use super::{Result, StoreError};
 
 /// Files attached to a conversation and their indexed chunks.
 #[async_trait]
@@ -23,4 +27,150 @@ pub trait Attachments: Send + Sync {
     async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()>;
     /// The thread's chunks that match any word of the query, best first.
     async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>>;
+}
+
+/// A file to attach, with its text already split into chunks.
+#[derive(Debug, Clone)]
+pub struct NewAttachment {
+    pub thread_id: Uuid,
+    pub filename: String,
+    pub content_type: String,
+    pub size: i64,
+    pub chunks: Vec<String>,
+}
+
+impl NewAttachment {
+    /// The file as saved under `id` at `created`.
+    pub(crate) fn saved(self, id: Uuid, created: DateTime<Utc>) -> Attachment {
+        Attachment {
+            id,
+            thread_id: self.thread_id,
+            filename: self.filename,
+            content_type: self.content_type,
+            size: self.size,
+            chunks: self.chunks.len() as i64,
+            created_at: created,
+        }
+    }
+}
+
+/// Bounds one upload must keep, checked in the transaction that saves it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttachmentLimits {
+    /// Files one conversation holds at most.
+    pub per_thread: usize,
+    /// Bytes of files one account keeps at most, this one included; `None` for no limit.
+    pub user_bytes: Option<i64>,
+}
+
+/// Refuses a file of `size` bytes for a thread holding `count` files and an account holding `used` bytes.
+pub(crate) fn check_attachment_limits(limits: AttachmentLimits, count: i64, used: i64, size: i64) -> Result<()> {
+    if usize::try_from(count).unwrap_or(usize::MAX) >= limits.per_thread {
+        return Err(StoreError::Conflict(format!("a conversation holds at most {} files", limits.per_thread)));
+    }
+    if limits.user_bytes.is_some_and(|max| used.saturating_add(size) > max) {
+        return Err(StoreError::QuotaExceeded);
+    }
+    Ok(())
+}
+
+/// Saves a file's metadata: id, thread, owner, name, type, size and time.
+pub(crate) const INSERT_ATTACHMENT: &str = "insert into attachments
+    (id, thread_id, user_id, filename, content_type, size, created_at) values ($1, $2, $3, $4, $5, $6, $7)";
+
+/// A thread's attachments (`a`) as [`AttachmentRow`]s.
+pub(crate) const ATTACHMENTS: &str = "select a.id, a.thread_id, a.filename, a.content_type, a.size, a.created_at,
+    (select count(*) from attachment_chunks c where c.attachment_id = a.id) as chunks from attachments a";
+
+/// An attachment's row, with its number of chunks: ids and times as the backend keeps them (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct AttachmentRow<I, T> {
+    id: I,
+    thread_id: I,
+    filename: String,
+    content_type: String,
+    size: i64,
+    chunks: i64,
+    created_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<AttachmentRow<I, T>> for Attachment {
+    type Error = StoreError;
+
+    fn try_from(row: AttachmentRow<I, T>) -> Result<Self> {
+        Ok(Attachment {
+            id: row.id.read("id")?,
+            thread_id: row.thread_id.read("thread_id")?,
+            filename: row.filename,
+            content_type: row.content_type,
+            size: row.size,
+            chunks: row.chunks,
+            created_at: row.created_at.read("created_at")?,
+        })
+    }
+}
+
+/// One chunk found by [`Attachments::search_chunks`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChunkHit {
+    pub attachment_id: Uuid,
+    pub filename: String,
+    pub seq: i64,
+    pub content: String,
+    /// How well it matched: higher is better, on the backend's own scale (SQLite's bm25 negated, PostgreSQL's
+    /// `ts_rank`).
+    pub score: f64,
+}
+
+/// A [`ChunkHit`]'s row.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ChunkHitRow<I> {
+    attachment_id: I,
+    filename: String,
+    seq: i64,
+    content: String,
+    score: f64,
+}
+
+impl<I: Stored<Uuid>> TryFrom<ChunkHitRow<I>> for ChunkHit {
+    type Error = StoreError;
+
+    fn try_from(row: ChunkHitRow<I>) -> Result<Self> {
+        Ok(ChunkHit {
+            attachment_id: row.attachment_id.read("attachment_id")?,
+            filename: row.filename,
+            seq: row.seq,
+            content: row.content,
+            score: row.score,
+        })
+    }
+}
+
+/// Most words of a chunk query that are searched.
+const MAX_QUERY_WORDS: usize = 16;
+
+/// The distinct lower-case words of a chunk query. Chunks match on ANY of them and are ranked by relevance,
+/// because a model's query ("refund policy days") rarely has every word in one passage.
+pub fn chunk_query_words(query: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for word in super::search_query::words(query) {
+        if !out.contains(&word) {
+            out.push(word);
+        }
+        if out.len() == MAX_QUERY_WORDS {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_words_are_distinct_and_plain() {
+        assert_eq!(chunk_query_words("Refund \"policy\" OR refund* (days)"), vec!["refund", "policy", "or", "days"]);
+        assert!(chunk_query_words("*** :: ()").is_empty());
+    }
 }

@@ -1,11 +1,13 @@
-//! Storage types of documents: revisions of artifacts, attachments and their searchable chunks.
+//! Documents (artifacts) and their versions. The storage interface both backends implement, and what both make
+//! of the rows they read.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::{Artifact, ArtifactType, ArtifactVersion};
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::StoreError;
+use super::columns::Stored;
+use super::{NewArtifact, Result, StoreError};
 
 /// A new version of an existing document.
 #[derive(Debug, Clone)]
@@ -16,66 +18,6 @@ pub struct ArtifactRevision {
     pub request_message_id: Option<Uuid>,
     /// Earlier requests of the thread this version answers too (see [`super::NewArtifact::answers`]).
     pub answers: Vec<Uuid>,
-}
-
-/// A file to attach, with its text already split into chunks.
-#[derive(Debug, Clone)]
-pub struct NewAttachment {
-    pub thread_id: Uuid,
-    pub filename: String,
-    pub content_type: String,
-    pub size: i64,
-    pub chunks: Vec<String>,
-}
-
-/// Bounds one upload must keep, checked in the transaction that saves it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AttachmentLimits {
-    /// Files one conversation holds at most.
-    pub per_thread: usize,
-    /// Bytes of files one account keeps at most, this one included; `None` for no limit.
-    pub user_bytes: Option<i64>,
-}
-
-/// Refuses a file of `size` bytes for a thread holding `count` files and an account holding `used` bytes.
-pub(crate) fn check_attachment_limits(limits: AttachmentLimits, count: i64, used: i64, size: i64) -> super::Result<()> {
-    if usize::try_from(count).unwrap_or(usize::MAX) >= limits.per_thread {
-        return Err(StoreError::Conflict(format!("a conversation holds at most {} files", limits.per_thread)));
-    }
-    if limits.user_bytes.is_some_and(|max| used.saturating_add(size) > max) {
-        return Err(StoreError::QuotaExceeded);
-    }
-    Ok(())
-}
-
-/// One chunk found by [`super::Store::search_chunks`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct ChunkHit {
-    pub attachment_id: Uuid,
-    pub filename: String,
-    pub seq: i64,
-    pub content: String,
-    /// How well it matched: higher is better, on the backend's own scale (SQLite's bm25 negated, PostgreSQL's
-    /// `ts_rank`).
-    pub score: f64,
-}
-
-/// Most words of a chunk query that are searched.
-const MAX_QUERY_WORDS: usize = 16;
-
-/// The distinct lower-case words of a chunk query. Chunks match on ANY of them and are ranked by relevance,
-/// because a model's query ("refund policy days") rarely has every word in one passage.
-pub fn chunk_query_words(query: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for word in super::search_query::words(query) {
-        if !out.contains(&word) {
-            out.push(word);
-        }
-        if out.len() == MAX_QUERY_WORDS {
-            break;
-        }
-    }
-    out
 }
 
 /// Documents (artifacts) and their versions, and which requests they fulfilled.
@@ -102,13 +44,111 @@ pub trait Documents: Send + Sync {
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl NewArtifact {
+    /// The document as saved under `id`, at its first version, at `created`.
+    pub(crate) fn saved(self, id: Uuid, created: DateTime<Utc>) -> Artifact {
+        Artifact {
+            id,
+            thread_id: self.thread_id,
+            artifact_type: self.artifact_type,
+            title: self.title,
+            content: self.content,
+            version: 1,
+            request_message_id: self.request_message_id,
+            assistant_message_id: self.assistant_message_id,
+            created_at: created,
+        }
+    }
+}
 
-    #[test]
-    fn query_words_are_distinct_and_plain() {
-        assert_eq!(chunk_query_words("Refund \"policy\" OR refund* (days)"), vec!["refund", "policy", "or", "days"]);
-        assert!(chunk_query_words("*** :: ()").is_empty());
+/// The columns an [`ArtifactRow`] reads.
+pub(crate) const ARTIFACT_COLUMNS: &str =
+    "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
+
+/// The versions of documents (`v`, of the document `a`) as [`VersionRow`]s. The first version's request is kept
+/// on the document.
+pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.content, v.created_at,
+    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+    from artifact_versions v join artifacts a on a.id = v.artifact_id";
+
+/// Saves a document at its first version: id, thread, owner, type, title, content, request, answer, time.
+pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, user_id, artifact_type, title, content,
+    version, request_message_id, assistant_message_id, created_at, updated_at)
+    values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)";
+
+/// Saves the first version of a document: its id, title, content and time.
+pub(crate) const INSERT_FIRST_VERSION: &str =
+    "insert into artifact_versions (artifact_id, version, title, content, created_at) values ($1, 1, $2, $3, $4)";
+
+/// Saves a later version of a document: its id, number, title, content, time and the request that asked for it.
+pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
+    (artifact_id, version, title, content, created_at, request_message_id) values ($1, $2, $3, $4, $5, $6)";
+
+/// The requests of a thread (`$1`) of a user (`$2`) that a document or a version of one answers.
+pub(crate) const FULFILLED: &str = "select request_message_id from artifacts
+    where thread_id = $1 and user_id = $2 and request_message_id is not null
+    union
+    select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
+    where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
+    union
+    select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+    where a.thread_id = $1 and a.user_id = $2";
+
+/// A document's row: ids and times as the backend keeps them (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct ArtifactRow<I, T> {
+    id: I,
+    thread_id: I,
+    artifact_type: String,
+    title: String,
+    content: String,
+    version: i64,
+    request_message_id: Option<I>,
+    assistant_message_id: Option<I>,
+    created_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<ArtifactRow<I, T>> for Artifact {
+    type Error = StoreError;
+
+    fn try_from(row: ArtifactRow<I, T>) -> Result<Self> {
+        Ok(Artifact {
+            id: row.id.read("id")?,
+            thread_id: row.thread_id.read("thread_id")?,
+            artifact_type: ArtifactType::parse(&row.artifact_type)
+                .ok_or_else(|| StoreError::Corrupt(format!("type {}", row.artifact_type)))?,
+            title: row.title,
+            content: row.content,
+            version: row.version,
+            request_message_id: row.request_message_id.read("request_message_id")?,
+            assistant_message_id: row.assistant_message_id.read("assistant_message_id")?,
+            created_at: row.created_at.read("created_at")?,
+        })
+    }
+}
+
+/// A document version's row (see [`VERSIONS`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct VersionRow<I, T> {
+    artifact_id: I,
+    version: i64,
+    title: String,
+    content: String,
+    request_message_id: Option<I>,
+    created_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<VersionRow<I, T>> for ArtifactVersion {
+    type Error = StoreError;
+
+    fn try_from(row: VersionRow<I, T>) -> Result<Self> {
+        Ok(ArtifactVersion {
+            artifact_id: row.artifact_id.read("artifact_id")?,
+            version: row.version,
+            title: row.title,
+            content: row.content,
+            request_message_id: row.request_message_id.read("request_message_id")?,
+            created_at: row.created_at.read("created_at")?,
+        })
     }
 }

@@ -19,7 +19,9 @@ pub mod turns;
 
 use std::sync::Arc;
 
-use app::api::{Artifact, ArtifactType, ArtifactVersion, Attachment, Message, MessageStatus, Role, Thread, Usage};
+use app::api::{
+    ArtifactType, Message, MessageStatus, Role, Thread, Usage,
+};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -28,9 +30,8 @@ use uuid::Uuid;
 pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, NewUser, Session, User};
-pub use attachments::Attachments;
-pub use documents::Documents;
-pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
+pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
+pub use documents::{ArtifactRevision, Documents};
 pub use history::History;
 pub use messages::Messages;
 pub use search::{HitKind, Search, SearchHit, SearchPage};

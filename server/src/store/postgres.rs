@@ -5,25 +5,21 @@
 use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, HistoryStats, Message, MessageStatus, Thread,
-    Trace, Usage,
+    AttachmentMeta, HistoryStats, Message, Thread, Trace, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     postgres::{PgConnectOptions, PgPoolOptions, PgRow},
-    PgPool, Postgres as Pg, QueryBuilder, Row,
+    FromRow, PgPool, Postgres as Pg, QueryBuilder, Row,
 };
-use tracing::instrument;
 use uuid::Uuid;
 
-use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
+use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, micros_to_time, now, parse_role, renumbering_base, search_query, unnumberable,
-    ArtifactRevision, Attachments, ChunkHit, CursorKey, Documents, History, IdempotencyClaim, MessageUpdate, Messages,
-    NewArtifact, NewAttachment, NewMessage, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent,
-    ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort, Threads, Traces, TurnRecord, TurnTrace, Turns,
-    User, MAX_SEQ,
+    history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser, Result, Search, SearchPage, Store,
+    StoreError, StoredEvent, Traces,
+    TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
 };
 
 mod accounts;
@@ -75,6 +71,12 @@ impl Postgres {
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
         let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
         Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&self.pool).await?)
+    }
+
+    /// Runs a delete scoped to its owner, binding `ids` in order; `NotFound` when it removed nothing.
+    async fn delete(&self, sql: &str, ids: &[Uuid]) -> Result<()> {
+        let query = ids.iter().fold(sqlx::query(sql), |query, id| query.bind(*id));
+        found(query.execute(&self.pool).await?.rows_affected() > 0)
     }
 
     /// Connects to the database named by a `postgres://` or `postgresql://` URL and runs the migrations.
@@ -168,97 +170,9 @@ const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_cou
     (select left(m.content, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1)
         as first_message";
 
-/// A snapshot mark from a cursor, checked as PostgreSQL checks a `pg_snapshot` before it parses it, so a forged
-/// cursor is a bad request rather than a database error: `xmin:xmax:xip,...`, all numbers of 64 bits, `xmin` not
-/// 0 nor above `xmax`, and the in-progress ids in order between them.
-fn valid_snapshot(text: &str) -> Result<&str> {
-    let number = |part: &str| part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse::<u64>().ok()).flatten();
-    let check = || -> Option<()> {
-        if text.len() > 4096 {
-            return None;
-        }
-        let mut parts = text.split(':');
-        let xmin = number(parts.next()?)?;
-        let xmax = number(parts.next()?)?;
-        let in_progress = parts.next()?;
-        if parts.next().is_some() || xmin == 0 || xmax < xmin {
-            return None;
-        }
-        let mut last = xmin;
-        if !in_progress.is_empty() {
-            for id in in_progress.split(',') {
-                let id = number(id)?;
-                if id < last || id >= xmax {
-                    return None;
-                }
-                last = id;
-            }
-        }
-        Some(())
-    };
-    check().map(|()| text).ok_or(StoreError::InvalidCursor)
-}
-
+/// A thread read by a statement that selects [`THREAD_COLUMNS`].
 fn thread_from_row(row: &PgRow) -> Result<Thread> {
-    Ok(Thread {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        tags: row.try_get("tags")?,
-        pinned: row.try_get("pinned")?,
-        archived: row.try_get("archived")?,
-        message_count: row.try_get("message_count")?,
-        first_message: row.try_get("first_message")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
-}
-
-const MESSAGE_COLUMNS: &str =
-    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";
-
-fn message_from_row(row: &PgRow) -> Result<Message> {
-    let status: String = row.try_get("status")?;
-    Ok(Message {
-        id: row.try_get("id")?,
-        thread_id: row.try_get("thread_id")?,
-        seq: row.try_get("seq")?,
-        role: parse_role(row.try_get("role")?)?,
-        content: row.try_get("content")?,
-        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
-        input_tokens: row.try_get::<i64, _>("input_tokens")? as u64,
-        output_tokens: row.try_get::<i64, _>("output_tokens")? as u64,
-        model: row.try_get("model")?,
-        created_at: row.try_get("created_at")?,
-    })
-}
-
-const ARTIFACT_COLUMNS: &str =
-    "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
-
-fn artifact_from_row(row: &PgRow) -> Result<Artifact> {
-    let kind: String = row.try_get("artifact_type")?;
-    Ok(Artifact {
-        id: row.try_get("id")?,
-        thread_id: row.try_get("thread_id")?,
-        artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
-        title: row.try_get("title")?,
-        content: row.try_get("content")?,
-        version: row.try_get("version")?,
-        request_message_id: row.try_get("request_message_id")?,
-        assistant_message_id: row.try_get("assistant_message_id")?,
-        created_at: row.try_get("created_at")?,
-    })
-}
-
-fn version_from_row(row: &PgRow) -> Result<ArtifactVersion> {
-    Ok(ArtifactVersion {
-        artifact_id: row.try_get("artifact_id")?,
-        version: row.try_get("version")?,
-        title: row.try_get("title")?,
-        content: row.try_get("content")?,
-        request_message_id: row.try_get("request_message_id")?,
-        created_at: row.try_get("created_at")?,
-    })
+    ThreadRow::<Uuid, DateTime<Utc>, Vec<String>>::from_row(row)?.try_into()
 }
 
 fn user_from_row(row: &PgRow) -> Result<User> {
@@ -296,29 +210,10 @@ async fn write_tags(tx: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, tags:
     Ok(())
 }
 
-/// Whether a row with this id and owner exists in `table` (`threads` or `messages`), inside a transaction.
-async fn owned_in(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+/// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
+async fn must_own(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
     let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
-    Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
-}
-
-/// Records that a document answers these earlier requests too: the person's messages of its own thread among
-/// them (others are ignored).
-async fn answer_requests(tx: &mut sqlx::PgConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
-    if requests.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "insert into artifact_requests (artifact_id, message_id)
-         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
-         where a.id = $1 and m.role = 'user' and m.id = any($2)
-         on conflict do nothing",
-    )
-    .bind(artifact)
-    .bind(requests)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    found(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
 }
 
 #[async_trait]

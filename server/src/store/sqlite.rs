@@ -5,24 +5,20 @@
 use std::{str::FromStr, time::Duration};
 
 use app::api::{
-    Artifact, ArtifactType, ArtifactVersion, Attachment, AttachmentMeta, HistoryStats, Message, MessageStatus, Thread,
-    Trace, Usage,
+    AttachmentMeta, HistoryStats, Thread, Trace, Usage,
 };
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
-    ConnectOptions, Row, SqliteConnection, SqlitePool,
+    ConnectOptions, FromRow, Row, SqliteConnection, SqlitePool,
 };
-use tracing::instrument;
 use uuid::Uuid;
 
-use super::documents::{check_attachment_limits, chunk_query_words, AttachmentLimits};
+use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, micros_to_time, now, parse_role as role, search_query, ArtifactRevision, Attachments,
-    ChunkHit, CursorKey, Documents, History, IdempotencyClaim, Messages, NewArtifact, NewAttachment, NewMessage,
-    NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadCursor, ThreadPage, ThreadPatch,
-    ThreadQuery, ThreadSort, Threads, Traces, TurnRecord, TurnTrace, Turns, User,
+    history::ImportThread, micros_to_time, now, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns,
+    User,
 };
 use futures::future::BoxFuture;
 use turn_writes::StartTurn;
@@ -116,6 +112,21 @@ impl Sqlite {
         Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&self.reader).await?)
     }
 
+    /// Runs a delete scoped to its owner through the writer, binding `ids` in order; `NotFound` when it removed
+    /// nothing.
+    async fn delete(&self, sql: &'static str, ids: &[Uuid]) -> Result<()> {
+        let ids = ids.to_vec();
+        let deleted = self
+            .write(move |conn| {
+                Box::pin(async move {
+                    let query = ids.iter().fold(sqlx::query(sql), |query, id| query.bind(id.to_string()));
+                    Ok(query.execute(conn).await?.rows_affected())
+                })
+            })
+            .await?;
+        found(deleted > 0)
+    }
+
     /// Runs `PRAGMA integrity_check` (used by the crash tests).
     pub async fn integrity_check(&self) -> Result<String> {
         Ok(sqlx::query_scalar("pragma integrity_check").fetch_one(&self.reader).await?)
@@ -144,67 +155,9 @@ const THREAD_COLUMNS: &str = "t.id, t.title, t.pinned, t.archived, t.message_cou
     (select json_group_array(tag) from (select tag from thread_tags g where g.thread_id = t.id order by position)) as tags,
     (select substr(m.content, 1, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1) as first_message";
 
+/// A thread read by a statement that selects [`THREAD_COLUMNS`].
 fn thread_from_row(row: &SqliteRow) -> Result<Thread> {
-    let tags: String = row.try_get("tags")?;
-    Ok(Thread {
-        id: uuid(row, "id")?,
-        title: row.try_get("title")?,
-        tags: serde_json::from_str(&tags).map_err(|e| StoreError::Corrupt(format!("tags: {e}")))?,
-        pinned: row.try_get("pinned")?,
-        archived: row.try_get("archived")?,
-        message_count: row.try_get("message_count")?,
-        first_message: row.try_get("first_message")?,
-        created_at: time(row, "created_at")?,
-        updated_at: time(row, "updated_at")?,
-    })
-}
-
-const MESSAGE_COLUMNS: &str =
-    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";
-
-fn message_from_row(row: &SqliteRow) -> Result<Message> {
-    let status: String = row.try_get("status")?;
-    Ok(Message {
-        id: uuid(row, "id")?,
-        thread_id: uuid(row, "thread_id")?,
-        seq: row.try_get("seq")?,
-        role: role(row.try_get("role")?)?,
-        content: row.try_get("content")?,
-        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
-        input_tokens: row.try_get::<i64, _>("input_tokens")? as u64,
-        output_tokens: row.try_get::<i64, _>("output_tokens")? as u64,
-        model: row.try_get("model")?,
-        created_at: time(row, "created_at")?,
-    })
-}
-
-const ARTIFACT_COLUMNS: &str =
-    "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
-
-fn artifact_from_row(row: &SqliteRow) -> Result<Artifact> {
-    let kind: String = row.try_get("artifact_type")?;
-    Ok(Artifact {
-        id: uuid(row, "id")?,
-        thread_id: uuid(row, "thread_id")?,
-        artifact_type: ArtifactType::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("type {kind}")))?,
-        title: row.try_get("title")?,
-        content: row.try_get("content")?,
-        version: row.try_get("version")?,
-        request_message_id: opt_uuid(row, "request_message_id")?,
-        assistant_message_id: opt_uuid(row, "assistant_message_id")?,
-        created_at: time(row, "created_at")?,
-    })
-}
-
-fn version_from_row(row: &SqliteRow) -> Result<ArtifactVersion> {
-    Ok(ArtifactVersion {
-        artifact_id: uuid(row, "artifact_id")?,
-        version: row.try_get("version")?,
-        title: row.try_get("title")?,
-        content: row.try_get("content")?,
-        request_message_id: opt_uuid(row, "request_message_id")?,
-        created_at: time(row, "created_at")?,
-    })
+    ThreadRow::<String, i64, String>::from_row(row)?.try_into()
 }
 
 fn user_from_row(row: &SqliteRow) -> Result<User> {
@@ -225,38 +178,10 @@ fn today() -> String {
     Utc::now().format("%Y-%m-%d").to_string()
 }
 
-/// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
-/// given; whether it exists.
-async fn rewrite_message(
-    conn: &mut sqlx::SqliteConnection,
-    user: Uuid,
-    message: Uuid,
-    update: &super::MessageUpdate,
-    writing: bool,
-) -> Result<bool> {
-    let context = update.context.as_ref().map(|c| c.to_string());
-    let updated = sqlx::query(
-        "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?, writing = ?,
-         model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
-    )
-    .bind(&update.content)
-    .bind(update.status.as_str())
-    .bind(update.usage.input_tokens as i64)
-    .bind(update.usage.output_tokens as i64)
-    .bind(writing)
-    .bind(&update.model)
-    .bind(context)
-    .bind(message.to_string())
-    .bind(user.to_string())
-    .execute(&mut *conn)
-    .await?;
-    Ok(updated.rows_affected() > 0)
-}
-
 /// Answer drafts per update statement (nine parameters each).
 const DRAFT_ROWS_PER_STATEMENT: usize = 100;
 
-/// Rewrites answer drafts saved before, many per statement, as [`rewrite_message`] does one by one; gives back
+/// Rewrites answer drafts saved before, many per statement, as [`messages::rewrite_message`] does one by one; gives back
 /// the drafts that matched no message of their user (first saves, and answers whose thread is gone).
 async fn rewrite_drafts<'a>(
     conn: &mut sqlx::SqliteConnection,
@@ -389,29 +314,10 @@ fn trace_from_row(row: &SqliteRow) -> Result<Trace> {
     })
 }
 
-async fn owned_in(tx: &mut sqlx::SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+/// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
+async fn must_own(tx: &mut SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
     let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
-    Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
-}
-
-/// Records that a document answers these earlier requests too: the person's messages of its own thread among
-/// them (others are ignored).
-async fn answer_requests(tx: &mut sqlx::SqliteConnection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
-    if requests.is_empty() {
-        return Ok(());
-    }
-    let ids = serde_json::to_string(&requests.iter().map(Uuid::to_string).collect::<Vec<_>>())
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    sqlx::query(
-        "insert or ignore into artifact_requests (artifact_id, message_id)
-         select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
-         where a.id = ? and m.role = 'user' and m.id in (select value from json_each(?))",
-    )
-    .bind(artifact.to_string())
-    .bind(ids)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    found(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
 }
 
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
@@ -446,7 +352,8 @@ impl Store for Sqlite {
 mod tests {
     use super::*;
     use crate::config::SqliteSync;
-    use crate::store::Accounts;
+    use crate::store::{Accounts, Messages, NewMessage, Threads};
+    use app::api::MessageStatus;
 
     #[tokio::test]
     async fn commits_are_as_durable_as_configured() {

@@ -1,9 +1,15 @@
-//! Conversations: create, list, read, change, delete. The storage interface both backends implement.
+//! Conversations: create, list, read, change, delete. The storage interface both backends implement, and what
+//! both make of the rows they read.
 
-#[allow(unused_imports)]
-use super::*;
+use std::future::Future;
+
+use app::api::Thread;
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
+
+use super::columns::Stored;
+use super::{now, CursorKey, Result, StoreError, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort};
 
 /// Conversations: create, list, read, change, delete.
 #[async_trait]
@@ -13,4 +19,154 @@ pub trait Threads: Send + Sync {
     async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread>;
     async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread>;
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
+}
+
+/// Saves a new thread: id, owner, title and the time it was made.
+pub(crate) const INSERT_THREAD: &str =
+    "insert into threads (id, user_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)";
+
+/// `NotFound` unless the row was there: every statement is scoped to its owner, so another user's row is
+/// indistinguishable from a missing one.
+pub(crate) fn found(there: bool) -> Result<()> {
+    there.then_some(()).ok_or(StoreError::NotFound)
+}
+
+/// The rows of a listing of what a thread holds; when there are none, `NotFound` if `owned` (awaited only then)
+/// says the thread is missing or another user's, so an empty thread is told from one that is not there.
+pub(crate) async fn listing<R>(rows: Vec<R>, owned: impl Future<Output = Result<bool>>) -> Result<Vec<R>> {
+    if rows.is_empty() {
+        found(owned.await?)?;
+    }
+    Ok(rows)
+}
+
+/// A thread's row: ids, times and the tag list as the backend keeps them (see [`Stored`]).
+#[derive(sqlx::FromRow)]
+pub(crate) struct ThreadRow<I, T, L> {
+    id: I,
+    title: String,
+    tags: L,
+    pinned: bool,
+    archived: bool,
+    message_count: i64,
+    first_message: Option<String>,
+    created_at: T,
+    updated_at: T,
+}
+
+impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>, L: Stored<Vec<String>>> TryFrom<ThreadRow<I, T, L>> for Thread {
+    type Error = StoreError;
+
+    fn try_from(row: ThreadRow<I, T, L>) -> Result<Self> {
+        Ok(Thread {
+            id: row.id.read("id")?,
+            title: row.title,
+            tags: row.tags.read("tags")?,
+            pinned: row.pinned,
+            archived: row.archived,
+            message_count: row.message_count,
+            first_message: row.first_message,
+            created_at: row.created_at.read("created_at")?,
+            updated_at: row.updated_at.read("updated_at")?,
+        })
+    }
+}
+
+impl Stored<Vec<String>> for Vec<String> {
+    fn read(self, _: &str) -> Result<Vec<String>> {
+        Ok(self)
+    }
+}
+
+/// A list SQLite keeps as a JSON array.
+impl Stored<Vec<String>> for String {
+    fn read(self, column: &str) -> Result<Vec<String>> {
+        serde_json::from_str(&self).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+    }
+}
+
+/// A thread of a listing with what its page is cut by: its state the walk orders it by (see [`ThreadCursor`]),
+/// and on a first page the backend's mark of where the walk begins.
+#[derive(sqlx::FromRow)]
+pub(crate) struct ListedRow<I, T, L> {
+    #[sqlx(flatten)]
+    thread: ThreadRow<I, T, L>,
+    sort_pinned: bool,
+    sort_time: Option<T>,
+    sort_title: Option<String>,
+    walk: String,
+}
+
+/// How a listing's statement orders its threads (see [`ThreadQuery::order`]).
+pub(crate) struct ListingOrder {
+    /// Whose state orders and filters: `s`, each thread's as it was when the walk began (later pages), or `t`,
+    /// as it is (the first page, straight from `threads` and its indexes).
+    pub state: &'static str,
+    /// The sort key's column, and the comparison that goes past the cursor.
+    pub key: String,
+    pub past: &'static str,
+    /// The columns a [`ListedRow`] reads besides the thread's and the walk mark.
+    pub columns: String,
+    /// The statement's end, but for the number of rows.
+    pub order_by: String,
+}
+
+impl ThreadQuery {
+    /// Threads a page holds.
+    pub(crate) fn page_size(&self) -> u32 {
+        self.limit.clamp(1, 100)
+    }
+
+    /// The order of this listing; `collate` follows a title key.
+    pub(crate) fn order(&self, collate: &str) -> ListingOrder {
+        let state = if self.cursor.is_some() { "s" } else { "t" };
+        let key = match self.sort {
+            ThreadSort::UpdatedAt => format!("{state}.updated_at"),
+            ThreadSort::CreatedAt => "t.created_at".to_owned(),
+            ThreadSort::Title => format!("{state}.title{collate}"),
+        };
+        let (past, dir) = if self.descending { ("<", "desc") } else { (">", "asc") };
+        let (time, title) =
+            if self.sort == ThreadSort::Title { ("null", key.as_str()) } else { (key.as_str(), "null") };
+        let columns = format!("{time} as sort_time, {title} as sort_title, {state}.pinned as sort_pinned");
+        let order_by = format!(" order by {state}.pinned desc, {key} {dir}, t.id {dir} limit ");
+        ListingOrder { state, key, past, columns, order_by }
+    }
+
+    /// The page `rows` hold (read with one more than [`page_size`](Self::page_size) when another page follows)
+    /// and the cursor to the next one.
+    pub(crate) fn page<I, T, L>(&self, mut rows: Vec<ListedRow<I, T, L>>) -> Result<ThreadPage>
+    where
+        I: Stored<Uuid>,
+        T: Stored<DateTime<Utc>>,
+        L: Stored<Vec<String>>,
+    {
+        let size = self.page_size() as usize;
+        let more = rows.len() > size;
+        rows.truncate(size);
+        let first_walk = rows.first().map(|row| row.walk.clone());
+        let mut threads = Vec::with_capacity(rows.len());
+        let mut last_key = None;
+        for row in rows {
+            // The page shows current data, but the walk goes on from the state it was ordered by.
+            let key = match (row.sort_time, row.sort_title) {
+                (Some(time), _) => CursorKey::Time(time.read("sort_key")?.timestamp_micros()),
+                (None, Some(title)) => CursorKey::Text(title),
+                (None, None) => return Err(StoreError::Corrupt("sort key".into())),
+            };
+            last_key = Some((row.sort_pinned, key));
+            threads.push(Thread::try_from(row.thread)?);
+        }
+        let next = match (more, threads.last(), last_key) {
+            (true, Some(last), Some((pinned, key))) => {
+                let (as_of, walk) = match &self.cursor {
+                    Some(cursor) => (cursor.as_of, cursor.walk.clone()),
+                    None => (Some(now().timestamp_micros()), first_walk),
+                };
+                Some(ThreadCursor { pinned, key, id: last.id, as_of, walk })
+            }
+            _ => None,
+        };
+        Ok(ThreadPage { threads, next })
+    }
 }

@@ -1,7 +1,18 @@
-//! postgres: see [`crate::store::Messages`].
+//! The messages of a conversation on PostgreSQL.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::Message;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{insert_message, rewrite_message, Postgres};
+use crate::store::columns::convert;
+use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::threads::{found, listing};
+use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
+
+type Row = MessageRow<Uuid, DateTime<Utc>>;
 
 #[async_trait]
 impl Messages for Postgres {
@@ -32,16 +43,13 @@ impl Messages for Postgres {
             .bind(user)
             .fetch_optional(&mut *tx)
             .await?;
-        owned.ok_or(StoreError::NotFound)?;
-        let busy: bool = sqlx::query_scalar(
-            "select exists (select 1 from turns
-             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)",
-        )
-        .bind(message.thread_id)
-        .bind(user)
-        .bind(created - chrono::Duration::milliseconds(stale_after_ms))
-        .fetch_one(&mut *tx)
-        .await?;
+        found(owned.is_some())?;
+        let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+            .bind(message.thread_id)
+            .bind(user)
+            .bind(created - chrono::Duration::milliseconds(stale_after_ms))
+            .fetch_one(&mut *tx)
+            .await?;
         if busy {
             return Err(StoreError::thread_busy());
         }
@@ -53,41 +61,25 @@ impl Messages for Postgres {
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
-        if !rewrite_message(&mut conn, user, message, update, false).await? {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        found(rewrite_message(&mut conn, user, message, update, false).await?)
     }
 
     #[instrument(skip(self))]
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
         let messages = self.list_messages_from(user, thread, i64::MIN).await?;
-        if messages.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        Ok(messages)
+        listing(messages, self.owns("threads", user, thread)).await
     }
 
     #[instrument(skip(self))]
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<crate::store::MessageHead>> {
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>> {
         // Answered from the `messages_heads` index (an index-only scan once the table is vacuumed).
-        let rows = sqlx::query("select id, seq, role from messages where thread_id = $1 and user_id = $2 order by seq")
-            .bind(thread)
-            .bind(user)
-            .fetch_all(&self.pool)
-            .await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        rows.iter()
-            .map(|row| {
-                Ok(crate::store::MessageHead {
-                    id: row.try_get("id")?,
-                    seq: row.try_get("seq")?,
-                    role: parse_role(row.try_get::<&str, _>("role")?)?,
-                })
-            })
-            .collect()
+        let rows: Vec<MessageHeadRow<Uuid>> =
+            sqlx::query_as("select id, seq, role from messages where thread_id = $1 and user_id = $2 order by seq")
+                .bind(thread)
+                .bind(user)
+                .fetch_all(&self.pool)
+                .await?;
+        convert(listing(rows, self.owns("threads", user, thread)).await?)
     }
 
     #[instrument(skip(self))]
@@ -95,28 +87,25 @@ impl Messages for Postgres {
         let sql = format!(
             "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
         );
-        let rows = sqlx::query(&sql).bind(thread).bind(user).bind(from_seq).fetch_all(&self.pool).await?;
-        rows.iter().map(message_from_row).collect()
+        let rows: Vec<Row> = sqlx::query_as(&sql).bind(thread).bind(user).bind(from_seq).fetch_all(&self.pool).await?;
+        convert(rows)
     }
 
     #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
-        let row =
-            sqlx::query(&sql).bind(message).bind(user).fetch_optional(&self.pool).await?.ok_or(StoreError::NotFound)?;
-        message_from_row(&row)
+        let row: Option<Row> = sqlx::query_as(&sql).bind(message).bind(user).fetch_optional(&self.pool).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
     }
 
     #[instrument(skip(self))]
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
-        let context: Option<serde_json::Value> =
-            sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
-                .bind(message)
-                .bind(user)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-        Ok(context)
+        Ok(sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
+            .bind(message)
+            .bind(user)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?)
     }
 
     #[instrument(skip(self))]
@@ -128,9 +117,7 @@ impl Messages for Postgres {
             .bind(user)
             .execute(&mut *tx)
             .await?;
-        if deleted.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(deleted.rows_affected() > 0)?;
         sqlx::query("update threads set message_count = message_count - 1 where id = $1")
             .bind(thread)
             .execute(&mut *tx)

@@ -1,27 +1,67 @@
-//! postgres: see [`crate::store::Threads`].
+//! Conversations on PostgreSQL.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::Thread;
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, Postgres as Pg, QueryBuilder};
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{write_tags, Postgres, THREAD_COLUMNS};
+use crate::store::threads::{found, ListedRow, ThreadRow, INSERT_THREAD};
+use crate::store::{micros_to_time, now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
+
+type Row = ThreadRow<Uuid, DateTime<Utc>, Vec<String>>;
+
+/// A thread as it is now.
+async fn read_thread(conn: &mut PgConnection, thread: Uuid) -> Result<Thread> {
+    let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
+    let row: Row = sqlx::query_as(&sql).bind(thread).fetch_one(conn).await?;
+    row.try_into()
+}
+
+/// A snapshot mark from a cursor, checked as PostgreSQL checks a `pg_snapshot` before it parses it, so a forged
+/// cursor is a bad request rather than a database error: `xmin:xmax:xip,...`, all numbers of 64 bits, `xmin` not
+/// 0 nor above `xmax`, and the in-progress ids in order between them.
+fn valid_snapshot(text: &str) -> Result<&str> {
+    let number = |part: &str| part.bytes().all(|b| b.is_ascii_digit()).then(|| part.parse::<u64>().ok()).flatten();
+    let check = || -> Option<()> {
+        if text.len() > 4096 {
+            return None;
+        }
+        let mut parts = text.split(':');
+        let xmin = number(parts.next()?)?;
+        let xmax = number(parts.next()?)?;
+        let in_progress = parts.next()?;
+        if parts.next().is_some() || xmin == 0 || xmax < xmin {
+            return None;
+        }
+        let mut last = xmin;
+        if !in_progress.is_empty() {
+            for id in in_progress.split(',') {
+                let id = number(id)?;
+                if id < last || id >= xmax {
+                    return None;
+                }
+                last = id;
+            }
+        }
+        Some(())
+    };
+    check().map(|()| text).ok_or(StoreError::InvalidCursor)
+}
 
 #[async_trait]
 impl Threads for Postgres {
     #[instrument(skip(self, title, tags))]
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
         let id = Uuid::now_v7();
-        let created = now();
         let mut tx = self.pool.begin().await?;
-        sqlx::query("insert into threads (id, user_id, title, created_at, updated_at) values ($1, $2, $3, $4, $4)")
-            .bind(id)
-            .bind(user)
-            .bind(title)
-            .bind(created)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(INSERT_THREAD).bind(id).bind(user).bind(title).bind(now()).execute(&mut *tx).await?;
         write_tags(&mut tx, user, id, tags).await?;
-        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
-        let row = sqlx::query(&sql).bind(id).fetch_one(&mut *tx).await?;
+        let thread = read_thread(&mut tx, id).await?;
         tx.commit().await?;
-        thread_from_row(&row)
+        Ok(thread)
     }
 
     #[instrument(skip(self, query))]
@@ -33,15 +73,10 @@ impl Threads for Postgres {
             Some(cursor) => Some(valid_snapshot(cursor.check(query.sort)?)?.to_owned()),
             None => None,
         };
-        let state = if walk.is_some() { "s" } else { "t" };
         // Titles compare byte-wise ("C" collation), as SQLite's BINARY does, so both backends page alike and
         // the order does not depend on the database's locale.
-        let (key_column, text_key) = match query.sort {
-            ThreadSort::UpdatedAt => (format!("{state}.updated_at"), false),
-            ThreadSort::CreatedAt => ("t.created_at".to_owned(), false),
-            ThreadSort::Title => (format!("{state}.title collate \"C\""), true),
-        };
-        let (cmp, dir) = if query.descending { ("<", "desc") } else { (">", "asc") };
+        let order = query.order(" collate \"C\"");
+        let (state, key_column, cmp, sort_columns) = (order.state, &order.key, order.past, &order.columns);
         let mut q = QueryBuilder::<Pg>::new("");
         match &walk {
             Some(walk) => {
@@ -63,13 +98,13 @@ impl Threads for Postgres {
                         select v.thread_id, v.pinned, v.archived, v.title, v.updated_at, v.tags, v.existed
                             from changed c join thread_versions v on v.id = c.first
                     )
-                    select {THREAD_COLUMNS}, {key_column} as sort_key, {state}.pinned as sort_pinned, '' as walk
+                    select {THREAD_COLUMNS}, {sort_columns}, '' as walk
                     from s join threads t on t.id = s.id where s.existed and s.archived = "
                 ));
             }
             None => {
                 q.push(format!(
-                    "select {THREAD_COLUMNS}, {key_column} as sort_key, {state}.pinned as sort_pinned, pg_current_snapshot()::text as walk
+                    "select {THREAD_COLUMNS}, {sort_columns}, pg_current_snapshot()::text as walk
                     from threads t where t.user_id = "
                 ));
                 q.push_bind(user).push(" and t.archived = ");
@@ -86,59 +121,32 @@ impl Threads for Postgres {
             q.push(" and ").push_bind(query.tags.clone()).push(format!("::text[] <@ {tags_then}"));
         }
         if let Some(cursor) = &query.cursor {
+            let key = |q: &mut QueryBuilder<'_, Pg>| {
+                match &cursor.key {
+                    CursorKey::Time(t) => q.push_bind(micros_to_time(*t)),
+                    CursorKey::Text(s) => q.push_bind(s.clone()),
+                };
+            };
             q.push(format!(" and ({state}.pinned < "))
                 .push_bind(cursor.pinned)
                 .push(format!(" or ({state}.pinned = "))
                 .push_bind(cursor.pinned)
                 .push(format!(" and ({key_column} {cmp} "));
-            match &cursor.key {
-                CursorKey::Time(t) => q.push_bind(micros_to_time(*t)),
-                CursorKey::Text(s) => q.push_bind(s.clone()),
-            };
+            key(&mut q);
             q.push(format!(" or ({key_column} = "));
-            match &cursor.key {
-                CursorKey::Time(t) => q.push_bind(micros_to_time(*t)),
-                CursorKey::Text(s) => q.push_bind(s.clone()),
-            };
+            key(&mut q);
             q.push(format!(" and t.id {cmp} ")).push_bind(cursor.id).push("))))");
         }
-        let limit = query.limit.clamp(1, 100);
-        q.push(format!(" order by {state}.pinned desc, {key_column} {dir}, t.id {dir} limit "))
-            .push_bind(limit as i64 + 1);
-        let rows = q.build().fetch_all(&self.pool).await?;
-        let mut threads = Vec::with_capacity(rows.len());
-        let mut last_key = None;
-        for row in rows.iter().take(limit as usize) {
-            threads.push(thread_from_row(row)?);
-            // The page shows current data, but the walk goes on from the state it was ordered by.
-            last_key = Some((
-                row.try_get::<bool, _>("sort_pinned")?,
-                if text_key {
-                    CursorKey::Text(row.try_get("sort_key")?)
-                } else {
-                    CursorKey::Time(row.try_get::<DateTime<Utc>, _>("sort_key")?.timestamp_micros())
-                },
-            ));
-        }
-        let next = match (rows.len() > limit as usize, threads.last(), last_key) {
-            (true, Some(last), Some((pinned, key))) => {
-                let (as_of, walk) = match &query.cursor {
-                    Some(cursor) => (cursor.as_of, cursor.walk.clone()),
-                    None => (Some(now().timestamp_micros()), Some(rows[0].try_get::<String, _>("walk")?)),
-                };
-                Some(ThreadCursor { pinned, key, id: last.id, as_of, walk })
-            }
-            _ => None,
-        };
-        Ok(ThreadPage { threads, next })
+        q.push(&order.order_by).push_bind(query.page_size() as i64 + 1);
+        let rows: Vec<ListedRow<Uuid, DateTime<Utc>, Vec<String>>> = q.build_query_as().fetch_all(&self.pool).await?;
+        query.page(rows)
     }
 
     #[instrument(skip(self))]
     async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
         let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1 and t.user_id = $2");
-        let row =
-            sqlx::query(&sql).bind(thread).bind(user).fetch_optional(&self.pool).await?.ok_or(StoreError::NotFound)?;
-        thread_from_row(&row)
+        let row: Option<Row> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&self.pool).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
     }
 
     #[instrument(skip(self, patch))]
@@ -158,28 +166,17 @@ impl Threads for Postgres {
         .bind(user)
         .execute(&mut *tx)
         .await?;
-        if updated.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(updated.rows_affected() > 0)?;
         if let Some(tags) = &patch.tags {
             write_tags(&mut tx, user, thread, tags).await?;
         }
-        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
-        let row = sqlx::query(&sql).bind(thread).fetch_one(&mut *tx).await?;
+        let updated = read_thread(&mut tx, thread).await?;
         tx.commit().await?;
-        thread_from_row(&row)
+        Ok(updated)
     }
 
     #[instrument(skip(self))]
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
-        let deleted = sqlx::query("delete from threads where id = $1 and user_id = $2")
-            .bind(thread)
-            .bind(user)
-            .execute(&self.pool)
-            .await?;
-        if deleted.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        self.delete("delete from threads where id = $1 and user_id = $2", &[thread, user]).await
     }
 }

@@ -1,7 +1,44 @@
-//! sqlite: see [`crate::store::Messages`].
+//! The messages of a conversation on SQLite.
 
-#[allow(unused_imports)]
-use super::*;
+use app::api::Message;
+use async_trait::async_trait;
+use sqlx::SqliteConnection;
+use tracing::instrument;
+use uuid::Uuid;
+
+use super::{turn_writes, Sqlite};
+use crate::store::columns::convert;
+use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::threads::{found, listing};
+use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
+
+/// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
+/// given; whether it exists.
+pub(super) async fn rewrite_message(
+    conn: &mut SqliteConnection,
+    user: Uuid,
+    message: Uuid,
+    update: &MessageUpdate,
+    writing: bool,
+) -> Result<bool> {
+    let context = update.context.as_ref().map(|c| c.to_string());
+    let updated = sqlx::query(
+        "update messages set content = ?, status = ?, input_tokens = ?, output_tokens = ?, writing = ?,
+         model = coalesce(?, model), context = coalesce(?, context) where id = ? and user_id = ?",
+    )
+    .bind(&update.content)
+    .bind(update.status.as_str())
+    .bind(update.usage.input_tokens as i64)
+    .bind(update.usage.output_tokens as i64)
+    .bind(writing)
+    .bind(&update.model)
+    .bind(context)
+    .bind(message.to_string())
+    .bind(user.to_string())
+    .execute(&mut *conn)
+    .await?;
+    Ok(updated.rows_affected() > 0)
+}
 
 #[async_trait]
 impl Messages for Sqlite {
@@ -31,15 +68,12 @@ impl Messages for Sqlite {
         // The one writer serialises this with every turn's start.
         self.write(move |tx| {
             Box::pin(async move {
-                let busy: bool = sqlx::query_scalar(
-                    "select exists (select 1 from turns
-             where thread_id = ? and user_id = ? and status = 'running' and heartbeat_at >= ?)",
-                )
-                .bind(message.thread_id.to_string())
-                .bind(user.to_string())
-                .bind(created.timestamp_micros() - stale_after_ms * 1000)
-                .fetch_one(&mut *tx)
-                .await?;
+                let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+                    .bind(message.thread_id.to_string())
+                    .bind(user.to_string())
+                    .bind(created.timestamp_micros() - stale_after_ms * 1000)
+                    .fetch_one(&mut *tx)
+                    .await?;
                 if busy {
                     return Err(StoreError::thread_busy());
                 }
@@ -52,15 +86,10 @@ impl Messages for Sqlite {
     }
 
     #[instrument(skip(self, update))]
-    async fn update_message(&self, user: Uuid, message: Uuid, update: &crate::store::MessageUpdate) -> Result<()> {
+    async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let update = update.clone();
         self.write(move |conn| {
-            Box::pin(async move {
-                match rewrite_message(conn, user, message, &update, false).await? {
-                    true => Ok(()),
-                    false => Err(StoreError::NotFound),
-                }
-            })
+            Box::pin(async move { found(rewrite_message(conn, user, message, &update, false).await?) })
         })
         .await
     }
@@ -68,16 +97,13 @@ impl Messages for Sqlite {
     #[instrument(skip(self))]
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
         let messages = self.list_messages_from(user, thread, i64::MIN).await?;
-        if messages.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        Ok(messages)
+        listing(messages, self.owns("threads", user, thread)).await
     }
 
     #[instrument(skip(self))]
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<crate::store::MessageHead>> {
+    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>> {
         // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
-        let rows = sqlx::query(
+        let rows: Vec<MessageHeadRow<String>> = sqlx::query_as(
             "select id, seq, role from messages indexed by messages_heads
              where thread_id = ? and user_id = ? order by seq",
         )
@@ -85,18 +111,7 @@ impl Messages for Sqlite {
         .bind(user.to_string())
         .fetch_all(&self.reader)
         .await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        rows.iter()
-            .map(|row| {
-                Ok(crate::store::MessageHead {
-                    id: uuid(row, "id")?,
-                    seq: row.try_get("seq")?,
-                    role: role(row.try_get("role")?)?,
-                })
-            })
-            .collect()
+        convert(listing(rows, self.owns("threads", user, thread)).await?)
     }
 
     #[instrument(skip(self))]
@@ -104,25 +119,21 @@ impl Messages for Sqlite {
         let sql = format!(
             "select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? and seq >= ? order by seq"
         );
-        let rows = sqlx::query(&sql)
+        let rows: Vec<MessageRow<String, i64>> = sqlx::query_as(&sql)
             .bind(thread.to_string())
             .bind(user.to_string())
             .bind(from_seq)
             .fetch_all(&self.reader)
             .await?;
-        rows.iter().map(message_from_row).collect()
+        convert(rows)
     }
 
     #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = ? and user_id = ?");
-        let row = sqlx::query(&sql)
-            .bind(message.to_string())
-            .bind(user.to_string())
-            .fetch_optional(&self.reader)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        message_from_row(&row)
+        let row: Option<MessageRow<String, i64>> =
+            sqlx::query_as(&sql).bind(message.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
     }
 
     #[instrument(skip(self))]
@@ -146,9 +157,7 @@ impl Messages for Sqlite {
                     .bind(user.to_string())
                     .execute(&mut *tx)
                     .await?;
-                if deleted.rows_affected() == 0 {
-                    return Err(StoreError::NotFound);
-                }
+                found(deleted.rows_affected() > 0)?;
                 sqlx::query("update threads set message_count = message_count - 1 where id = ?")
                     .bind(thread.to_string())
                     .execute(&mut *tx)
