@@ -19,9 +19,7 @@ pub mod turns;
 
 use std::sync::Arc;
 
-use app::api::{
-    ArtifactType, Message, MessageStatus, Role, Thread, Usage,
-};
+use app::api::{ArtifactType, Message, MessageStatus, Role, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -4,9 +4,7 @@
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
-use app::api::{
-    AttachmentMeta, HistoryStats, Message, Thread, Trace, Usage,
-};
+use app::api::{AttachmentMeta, HistoryStats, Message, Thread, Trace, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
@@ -17,9 +15,9 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser, Result, Search, SearchPage, Store,
-    StoreError, StoredEvent, Traces,
-    TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
+    history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate,
+    NewMessage, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace,
+    Turns, User, MAX_SEQ,
 };
 
 mod accounts;

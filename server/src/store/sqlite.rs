@@ -4,9 +4,7 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{
-    AttachmentMeta, HistoryStats, Thread, Trace, Usage,
-};
+use app::api::{AttachmentMeta, HistoryStats, Thread, Trace, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
@@ -17,8 +15,8 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, micros_to_time, now, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns,
-    User,
+    history::ImportThread, micros_to_time, now, search_query, History, IdempotencyClaim, NewUser, Result, Search,
+    SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns, User,
 };
 use futures::future::BoxFuture;
 use turn_writes::StartTurn;
