@@ -610,6 +610,9 @@ pub trait Store: Accounts + Summaries + Send + Sync + 'static {
     /// PostgreSQL writes them in one transaction; SQLite in many short ones, so that an import never holds its
     /// only writer for long, and removes what it wrote if one fails.
     async fn import_threads(&self, user: Uuid, threads: Vec<history::ImportThread>) -> Result<Vec<Thread>>;
+    /// Every tag of the user with how many of their conversations (archived ones too) carry it, most used first,
+    /// ties by name compared byte-wise.
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>>;
 }
 
 /// The store as the rest of the server holds it.

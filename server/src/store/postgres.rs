@@ -1514,6 +1514,19 @@ impl Store for Postgres {
             .collect::<Result<std::collections::HashMap<_, _>>>()?;
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
     }
+
+    #[instrument(skip(self))]
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<TagCount>> {
+        sqlx::query(
+            "select tag, count(*) as n from thread_tags where user_id = $1 group by tag order by n desc, tag collate \"C\"",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|row| Ok(TagCount { tag: row.try_get("tag")?, count: row.try_get::<i64, _>("n")? as u64 }))
+        .collect()
+    }
 }
 
 /// How an import's rows are cut into statements (in one transaction: the groups do not matter).

@@ -1821,6 +1821,17 @@ impl Store for Sqlite {
     async fn import_threads(&self, user: Uuid, threads: Vec<ImportThread>) -> Result<Vec<Thread>> {
         import::import_threads(self, user, threads).await
     }
+
+    #[instrument(skip(self))]
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<TagCount>> {
+        sqlx::query("select tag, count(*) as n from thread_tags where user_id = ? group by tag order by n desc, tag")
+            .bind(user.to_string())
+            .fetch_all(&self.reader)
+            .await?
+            .iter()
+            .map(|row| Ok(TagCount { tag: row.try_get("tag")?, count: row.try_get::<i64, _>("n")? as u64 }))
+            .collect()
+    }
 }
 
 #[cfg(test)]
