@@ -19,6 +19,7 @@ pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact
             <button
                 type="button"
                 class="artifact-open"
+                data-artifact-id=artifact.id.to_string()
                 aria-label=format!("Open {title}")
                 on:click=move |_| on_open.run(artifact.clone())
             >
@@ -52,9 +53,12 @@ fn ArtifactViewer(
 ) -> impl IntoView {
     let confirming = RwSignal::new(false);
     let close_button = NodeRef::<html::Button>::new();
+    // Once the viewer is on the page (a detached element cannot take focus).
     Effect::new(move |_| {
         if let Some(button) = close_button.get() {
-            let _ = button.focus();
+            request_animation_frame(move || {
+                let _ = button.focus();
+            });
         }
     });
     let export = |format: &str| format!("/api/artifacts/{}/export?format={format}", artifact.id);
@@ -62,15 +66,16 @@ fn ArtifactViewer(
     let html = to_safe_html(&artifact.content);
     let title = artifact.title.clone();
     let for_delete = artifact.clone();
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+    // On the window: Escape closes the viewer wherever focus is (a removed button leaves it on the page's body).
+    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.key() == "Escape" {
-            ev.stop_propagation();
             on_close.run(());
         }
-    };
+    });
+    on_cleanup(move || escape.remove());
     view! {
         <div class="viewer-backdrop" on:click=move |_| on_close.run(())></div>
-        <div class="viewer" role="dialog" aria-modal="true" aria-label=title.clone() on:keydown=on_key>
+        <div class="viewer" role="dialog" aria-modal="true" aria-label=title.clone()>
             <header class="viewer-head">
                 <div>
                     <span class="artifact-type">{artifact.artifact_type.label()}</span>

@@ -27,14 +27,15 @@ pub fn DocumentsPanel(
             let _ = button.focus();
         }
     };
-    let on_key = move |ev: leptos::ev::KeyboardEvent| {
+    // On the window: Escape closes the popover wherever focus is (a removed entry leaves it on the page's body).
+    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
         if ev.key() == "Escape" && expanded.get_untracked() {
-            ev.stop_propagation();
             close();
         }
-    };
+    });
+    on_cleanup(move || escape.remove());
     view! {
-        <div class="documents-panel" on:keydown=on_key>
+        <div class="documents-panel">
             <button
                 type="button"
                 class="button"

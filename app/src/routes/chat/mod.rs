@@ -82,12 +82,12 @@ pub fn ChatPage() -> impl IntoView {
         opener.set_value(focused_element());
         open.set(Some(a));
     });
-    Effect::new(move |was_open: Option<bool>| {
-        let is_open = open.with(Option::is_some);
-        if was_open == Some(true) && !is_open {
-            return_focus(opener.get_value());
+    Effect::new(move |was_open: Option<Option<Uuid>>| {
+        let now_open = open.with(|a| a.as_ref().map(|a| a.id));
+        if let (Some(Some(document)), None) = (was_open, now_open) {
+            return_focus(opener.get_value(), document);
         }
-        is_open
+        now_open
     });
     let close_viewer = Callback::new(move |_| open.set(None));
     let delete_artifact = Callback::new(move |a: Artifact| actions.delete_artifact(a));
@@ -117,20 +117,22 @@ fn focused_element() -> Option<web_sys::HtmlElement> {
     active.dyn_into::<web_sys::HtmlElement>().ok()
 }
 
-/// Gives focus back to `element` once the viewer is gone; when it left the page (an entry of the documents
-/// panel, which closed), to the panel's toggle, else to the message box.
-fn return_focus(element: Option<web_sys::HtmlElement>) {
+/// Gives focus back to `element` once the viewer of `document` is gone. When it left the page: to the panel's
+/// toggle if it was an entry of the documents panel (which closed), to the document's card if it was a card
+/// (drawn again at a new version), else to the message box.
+fn return_focus(element: Option<web_sys::HtmlElement>, document: Uuid) {
+    use wasm_bindgen::JsCast;
     request_animation_frame(move || {
-        if let Some(element) = element.filter(|e| e.is_connected()) {
-            let _ = element.focus();
-            return;
-        }
-        let Some(document) = web_sys::window().and_then(|w| w.document()) else { return };
-        let fallback = document
-            .get_element_by_id(DOCUMENTS_TOGGLE_ID)
-            .or_else(|| document.query_selector("textarea[aria-label=Message]").ok().flatten());
-        if let Some(element) = fallback.and_then(|e| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlElement>(e).ok()) {
-            let _ = element.focus();
+        let Some(page) = web_sys::window().and_then(|w| w.document()) else { return };
+        let from_panel = element.as_ref().is_some_and(|e| e.class_list().contains("document-entry"));
+        let target = match element {
+            Some(element) if element.is_connected() => Some(element.unchecked_into()),
+            _ if from_panel => page.get_element_by_id(DOCUMENTS_TOGGLE_ID),
+            _ => page.query_selector(&format!(".artifact-open[data-artifact-id=\"{document}\"]")).ok().flatten(),
+        };
+        let target = target.or_else(|| page.query_selector("textarea[aria-label=Message]").ok().flatten());
+        if let Some(target) = target.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+            let _ = target.focus();
         }
     });
 }
