@@ -49,39 +49,56 @@ pub fn DocumentsPanel(
             </button>
             <Show when=move || expanded.get()>
                 <div class="popover-backdrop" on:click=move |_| expanded.set(false)></div>
-                <div id="documents-list" class="documents-list" role="region" aria-label="Documents of this conversation"
-                    data-testid="artifacts-panel">
-                    {move || (count() == 0).then(|| view! { <p class="empty">"No documents yet."</p> })}
-                    <ul>
-                        <For each=move || artifacts.get() key=|a| (a.id, a.version) let:a>
-                            <li>
-                                <button type="button" class="document-entry" aria-label=format!("Open {}", a.title)
-                                    on:click={
-                                        let a = a.clone();
-                                        move |_| {
-                                            expanded.set(false);
-                                            on_open.run(a.clone());
-                                        }
-                                    }>
-                                    <span class="artifact-type">{a.artifact_type.label()}</span>
-                                    <span class="artifact-title">{a.title.clone()}</span>
-                                    {(a.version > 1).then(|| view! { <span class="artifact-version">{format!("v{}", a.version)}</span> })}
-                                </button>
-                            </li>
-                        </For>
-                    </ul>
-                    <Show when=move || files.with(|f| !f.is_empty())>
-                        <h3 class="documents-subhead" id="attached-files-title">"Attached files"</h3>
-                        <ul class="file-list" aria-labelledby="attached-files-title">
-                            <For each=move || files.get() key=|f| f.id let:file>
-                                <FileEntry file on_remove=on_remove_file/>
-                            </For>
-                        </ul>
-                    </Show>
-                </div>
+                <Suspense fallback=|| ()>{Suspend::new(documents_list(artifacts, files, on_open, on_remove_file, expanded))}</Suspense>
             </Show>
         </div>
     }
+}
+
+/// The popover's list: documents (each opens the viewer and closes the popover) and attached files. Loaded when
+/// the popover first opens (split out of the main wasm bundle in release builds).
+#[lazy]
+fn documents_list(
+    artifacts: Signal<Vec<Artifact>>,
+    files: Signal<Vec<Attachment>>,
+    on_open: Callback<Artifact>,
+    on_remove_file: Callback<Attachment>,
+    expanded: RwSignal<bool>,
+) -> AnyView {
+    let count = move || artifacts.with(Vec::len) + files.with(Vec::len);
+    view! {
+        <div id="documents-list" class="documents-list" role="region" aria-label="Documents of this conversation"
+            data-testid="artifacts-panel">
+            {move || (count() == 0).then(|| view! { <p class="empty">"No documents yet."</p> })}
+            <ul>
+                <For each=move || artifacts.get() key=|a| (a.id, a.version) let:a>
+                    <li>
+                        <button type="button" class="document-entry" aria-label=format!("Open {}", a.title)
+                            on:click={
+                                let a = a.clone();
+                                move |_| {
+                                    expanded.set(false);
+                                    on_open.run(a.clone());
+                                }
+                            }>
+                            <span class="artifact-type">{a.artifact_type.label()}</span>
+                            <span class="artifact-title">{a.title.clone()}</span>
+                            {(a.version > 1).then(|| view! { <span class="artifact-version">{format!("v{}", a.version)}</span> })}
+                        </button>
+                    </li>
+                </For>
+            </ul>
+            <Show when=move || files.with(|f| !f.is_empty())>
+                <h3 class="documents-subhead" id="attached-files-title">"Attached files"</h3>
+                <ul class="file-list" aria-labelledby="attached-files-title">
+                    <For each=move || files.get() key=|f| f.id let:file>
+                        <FileEntry file on_remove=on_remove_file/>
+                    </For>
+                </ul>
+            </Show>
+        </div>
+    }
+    .into_any()
 }
 
 /// An attached file: its name and size, and a button that removes it from the conversation.

@@ -35,14 +35,24 @@ pub(super) fn TagFilter(tag: RwSignal<Option<String>>) -> impl IntoView {
                 "Tags"
             </button>
             <Show when=move || expanded.get()>
-                <ul id="tag-list" class="tag-list" aria-label="Tags">
-                    <For each=move || tags.get() key=|t| (t.tag.clone(), t.count) let:entry>
-                        <TagEntry entry tag/>
-                    </For>
-                </ul>
+                <Suspense fallback=|| ()>{Suspend::new(tag_list(tags, tag))}</Suspense>
             </Show>
         </Show>
     }
+}
+
+/// Every tag with its count. Loaded when the list is first shown (split out of the main wasm bundle in release
+/// builds).
+#[lazy]
+fn tag_list(tags: RwSignal<Vec<TagCount>>, tag: RwSignal<Option<String>>) -> AnyView {
+    view! {
+        <ul id="tag-list" class="tag-list" aria-label="Tags">
+            <For each=move || tags.get() key=|t| (t.tag.clone(), t.count) let:entry>
+                <TagEntry entry tag/>
+            </For>
+        </ul>
+    }
+    .into_any()
 }
 
 /// A tag and its count; pressed while the list is filtered by it (pressing it again clears the filter).

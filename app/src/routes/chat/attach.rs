@@ -74,31 +74,7 @@ impl ChatActions {
                 }
                 return;
             };
-            for (key, file) in queued {
-                if CANCELLED.with(|c| c.borrow_mut().remove(&key)) {
-                    continue;
-                }
-                let on_progress = move |share: f64| {
-                    let stage = if share >= 1.0 { FileStage::Reading } else { FileStage::Uploading((share * 100.0) as u8) };
-                    set_stage(state, key, stage);
-                };
-                let result = upload_attachment(thread, &file, on_progress).await;
-                if CANCELLED.with(|c| c.borrow_mut().remove(&key)) {
-                    if let Ok(attachment) = result {
-                        let _ = client::delete_attachment(thread, attachment.id).await;
-                    }
-                    continue;
-                }
-                match result {
-                    Ok(attachment) => {
-                        if state.current.get_untracked() == Some(thread) {
-                            state.files.update(|files| files.push(attachment.clone()));
-                        }
-                        set_stage(state, key, FileStage::Attached(attachment));
-                    }
-                    Err(e) => set_stage(state, key, FileStage::Failed(e.message)),
-                }
-            }
+            upload_files(state, thread, queued).await;
         });
     }
 
@@ -143,4 +119,35 @@ pub(super) fn load_files(state: ChatState, thread: Uuid) {
             }
         }
     });
+}
+
+/// Sends the files one after the other, moving each chip along. Loaded when a first file is attached (split out
+/// of the main wasm bundle in release builds).
+#[lazy]
+async fn upload_files(state: ChatState, thread: Uuid, queued: Vec<(u64, web_sys::File)>) {
+    for (key, file) in queued {
+        if CANCELLED.with(|c| c.borrow_mut().remove(&key)) {
+            continue;
+        }
+        let on_progress = move |share: f64| {
+            let stage = if share >= 1.0 { FileStage::Reading } else { FileStage::Uploading((share * 100.0) as u8) };
+            set_stage(state, key, stage);
+        };
+        let result = upload_attachment(thread, &file, on_progress).await;
+        if CANCELLED.with(|c| c.borrow_mut().remove(&key)) {
+            if let Ok(attachment) = result {
+                let _ = client::delete_attachment(thread, attachment.id).await;
+            }
+            continue;
+        }
+        match result {
+            Ok(attachment) => {
+                if state.current.get_untracked() == Some(thread) {
+                    state.files.update(|files| files.push(attachment.clone()));
+                }
+                set_stage(state, key, FileStage::Attached(attachment));
+            }
+            Err(e) => set_stage(state, key, FileStage::Failed(e.message)),
+        }
+    }
 }

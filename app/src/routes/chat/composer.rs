@@ -51,10 +51,13 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
         }
     };
     let remove = Callback::new(move |key: u64| actions.remove_pending(key));
+    let has_files = Memo::new(move |_| pending.with(|files| !files.is_empty()));
     view! {
         <div class="composer-area" class:dragging=move || dragging.get() on:dragover=on_drag_over
             on:dragleave=move |_| dragging.set(false) on:drop=on_drop>
-            <AttachmentChips pending on_remove=remove/>
+            {move || has_files.get().then(|| view! {
+                <Suspense fallback=|| ()>{Suspend::new(attachment_chips(pending, remove))}</Suspense>
+            })}
             <form class="composer" on:submit=move |ev| ev.prevent_default()>
                 <GenerateMenu disabled=no_thread on_pick=generate/>
                 <button type="button" class="attach-button" aria-label="Attach files" title="Attach files (.txt, .md, .pdf)"
@@ -89,17 +92,17 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
 }
 
 /// One chip per file picked for the next message: its progress, or why it was refused, and a remove button.
-#[component]
-fn AttachmentChips(pending: RwSignal<Vec<PendingFile>>, on_remove: Callback<u64>) -> impl IntoView {
+/// Loaded when a first file is picked (split out of the main wasm bundle in release builds).
+#[lazy]
+fn attachment_chips(pending: RwSignal<Vec<PendingFile>>, on_remove: Callback<u64>) -> AnyView {
     view! {
-        <Show when=move || pending.with(|files| !files.is_empty())>
-            <ul class="attachment-chips" aria-label="Files for the next message">
-                <For each=move || pending.get() key=PendingFile::drawn_as let:file>
-                    <AttachmentChip file on_remove/>
-                </For>
-            </ul>
-        </Show>
+        <ul class="attachment-chips" aria-label="Files for the next message">
+            <For each=move || pending.get() key=PendingFile::drawn_as let:file>
+                <AttachmentChip file on_remove/>
+            </For>
+        </ul>
     }
+    .into_any()
 }
 
 #[component]
