@@ -16,7 +16,11 @@ fn browser_error(err: JsValue) -> ApiError {
 
 /// `POST /api/threads/{id}/attachments` with `file` as the form's `file` field. `on_progress` gets the share of
 /// the file sent so far (0.0 to 1.0); once it is all sent the server reads the file before it answers.
-pub async fn upload_attachment(thread: Uuid, file: &File, on_progress: impl Fn(f64) + 'static) -> Result<Attachment, ApiError> {
+pub async fn upload_attachment(
+    thread: Uuid,
+    file: &File,
+    on_progress: impl Fn(f64) + 'static,
+) -> Result<Attachment, ApiError> {
     let xhr = XmlHttpRequest::new().map_err(browser_error)?;
     xhr.open("POST", &format!("/api/threads/{thread}/attachments")).map_err(browser_error)?;
     let form = FormData::new().map_err(browser_error)?;

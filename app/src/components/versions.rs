@@ -105,7 +105,13 @@ fn VersionCompare(artifact: Uuid, numbers: Vec<i64>, from: RwSignal<i64>, to: Rw
             .map(|&n| view! { <option value=n.to_string() selected=move || chosen.get() == n>{format!("Version {n}")}</option> })
             .collect_view()
     };
-    let pick = |signal: RwSignal<i64>| move |ev| if let Ok(n) = event_target_value(&ev).parse() { signal.set(n) };
+    let pick = |signal: RwSignal<i64>| {
+        move |ev| {
+            if let Ok(n) = event_target_value(&ev).parse() {
+                signal.set(n)
+            }
+        }
+    };
     view! {
         <div class="version-compare">
             <span aria-hidden="true">"From"</span>

@@ -39,7 +39,8 @@ async fn document_with_versions(server: &TestServer) -> Uuid {
         answers: Vec::new(),
     };
     let id = store.create_artifact(server.user.id, new).await.unwrap().id;
-    for (title, content) in [("Plan", "# Plan\n\nShip in June.\nTwo."), ("Plan B", "# Plan B\n\nShip in July.\nThree.")] {
+    for (title, content) in [("Plan", "# Plan\n\nShip in June.\nTwo."), ("Plan B", "# Plan B\n\nShip in July.\nThree.")]
+    {
         let revision = ArtifactRevision {
             title: title.into(),
             content: content.into(),
@@ -62,8 +63,15 @@ async fn restoring_a_version_saves_it_again_as_the_newest() {
         assert_eq!((restored.version, restored.title.as_str()), (4, "Plan"));
         assert!(restored.content.contains("Ship in May."), "{}", restored.content);
 
-        let versions: ArtifactVersionList =
-            server.client.get(server.url(&format!("/api/artifacts/{id}/versions"))).send().await.unwrap().json().await.unwrap();
+        let versions: ArtifactVersionList = server
+            .client
+            .get(server.url(&format!("/api/artifacts/{id}/versions")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         let kept: Vec<(i64, &str)> = versions.versions.iter().map(|v| (v.version, v.title.as_str())).collect();
         assert_eq!(kept, [(1, "Plan"), (2, "Plan"), (3, "Plan B"), (4, "Plan")], "the versions between stay");
         assert_eq!(versions.versions[3].content, versions.versions[0].content);
@@ -79,7 +87,8 @@ async fn restoring_a_version_saves_it_again_as_the_newest() {
         let garbled = server.client.post(server.url(&format!("/api/artifacts/{id}/versions/two/restore"))).send().await;
         assert_eq!(garbled.unwrap().status(), 400);
         let unknown = Uuid::new_v4();
-        let nothing = server.client.post(server.url(&format!("/api/artifacts/{unknown}/versions/1/restore"))).send().await;
+        let nothing =
+            server.client.post(server.url(&format!("/api/artifacts/{unknown}/versions/1/restore"))).send().await;
         assert_eq!(nothing.unwrap().status(), 404);
         let anonymous = server.anonymous().post(server.url(&format!("/api/artifacts/{id}/versions/1/restore"))).send();
         assert_eq!(anonymous.await.unwrap().status(), 401);
@@ -100,7 +109,8 @@ async fn a_diff_shows_the_lines_changed_between_two_versions() {
             .await
             .unwrap();
         assert_eq!((diff.from, diff.to), (1, 3));
-        let changed = |op: DiffOp| diff.lines.iter().filter(|l| l.op == op).map(|l| l.text.as_str()).collect::<Vec<_>>();
+        let changed =
+            |op: DiffOp| diff.lines.iter().filter(|l| l.op == op).map(|l| l.text.as_str()).collect::<Vec<_>>();
         assert_eq!(changed(DiffOp::Delete), ["# Plan", "Ship in May.", "One."]);
         assert_eq!(changed(DiffOp::Insert), ["# Plan B", "Ship in July.", "Three."]);
         assert_eq!(changed(DiffOp::Equal), [""], "the blank line is common");

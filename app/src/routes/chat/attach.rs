@@ -68,7 +68,8 @@ impl ChatActions {
         }
         spawn_local(async move {
             let Some(thread) = self.ensure_thread().await else {
-                let reason = state.error.get_untracked().map_or_else(|| "Could not start a conversation.".into(), |e| e.message);
+                let reason =
+                    state.error.get_untracked().map_or_else(|| "Could not start a conversation.".into(), |e| e.message);
                 for (key, _) in queued {
                     set_stage(state, key, FileStage::Failed(reason.clone()));
                 }
@@ -101,7 +102,8 @@ impl ChatActions {
             match client::delete_attachment(attachment.thread_id, attachment.id).await {
                 Ok(()) => {
                     state.files.update(|files| files.retain(|f| f.id != attachment.id));
-                    let attached = |f: &PendingFile| matches!(&f.stage, FileStage::Attached(a) if a.id == attachment.id);
+                    let attached =
+                        |f: &PendingFile| matches!(&f.stage, FileStage::Attached(a) if a.id == attachment.id);
                     state.pending.update(|files| files.retain(|f| !attached(f)));
                 }
                 Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
