@@ -52,7 +52,7 @@ test('the viewer lists versions, compares any two and restores one as a new vers
   await expect(opener).toBeFocused();
 });
 
-test('the documents popover closes on a click back in the chat, and the viewer it opened returns focus', async ({ page }) => {
+test('popovers close on a click back in the chat or Escape, and the viewer returns focus', async ({ page }) => {
   await openHydrated(page);
   await send(page, 'We run a bakery. Customers order cakes online.');
   await generate(page, 'User Stories');
@@ -72,4 +72,15 @@ test('the documents popover closes on a click back in the chat, and the viewer i
   await page.keyboard.press('Escape');
   await expect(page.getByRole('dialog')).toHaveCount(0);
   await expect(toggle).toBeFocused();
+
+  // The Generate menu closes the same ways.
+  const generateButton = page.getByRole('button', { name: 'Generate' });
+  await generateButton.click();
+  await expect(page.getByRole('menu', { name: 'Document type' })).toBeVisible();
+  await page.keyboard.press('Escape');
+  await expect(page.getByRole('menu', { name: 'Document type' })).toHaveCount(0);
+  await expect(generateButton).toBeFocused();
+  await generateButton.click();
+  await page.mouse.click(box!.x + 20, box!.y + 10);
+  await expect(page.getByRole('menu', { name: 'Document type' })).toHaveCount(0);
 });
