@@ -65,6 +65,18 @@ pub fn one_decimal(value: f64) -> String {
     format!("{sign}{}.{}", tenths / 10, tenths % 10)
 }
 
+/// A file's size for people: "812 B", "4.2 KB", "1.5 MB" (binary units, one decimal rounded down).
+pub fn file_size(bytes: i64) -> String {
+    let bytes = bytes.max(0) as u64;
+    let (unit, divisor) = match bytes {
+        0..1024 => return format!("{bytes} B"),
+        1024..1_048_576 => ("KB", 1024),
+        _ => ("MB", 1_048_576),
+    };
+    let tenths = bytes * 10 / divisor;
+    format!("{}.{} {unit}", tenths / 10, tenths % 10)
+}
+
 /// A drawing coordinate for SVG, to a hundredth of a unit, without trailing zeros: 72.0 -> "72", 89.35 -> "89.35".
 pub fn svg_number(value: f64) -> String {
     let hundredths = (value.max(0.0) * 100.0).round() as u64;
@@ -79,6 +91,14 @@ pub fn svg_number(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_sizes_read_in_binary_units() {
+        assert_eq!(file_size(812), "812 B");
+        assert_eq!(file_size(4300), "4.1 KB");
+        assert_eq!(file_size(10 * 1024 * 1024), "10.0 MB");
+        assert_eq!(file_size(-1), "0 B");
+    }
 
     #[test]
     fn groups_thousands() {

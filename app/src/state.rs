@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::{Artifact, ArtifactType, ChatEvent, Message, MessageStatus, Role, Thread, UserProfile};
+use crate::api::{Artifact, ArtifactType, Attachment, ChatEvent, Message, MessageStatus, Role, Thread, UserProfile};
 
 /// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
 #[derive(Clone, Copy)]
@@ -107,6 +107,45 @@ pub(crate) fn failed_request<'a>(messages: &'a [Message], content: Option<&str>)
     (failed && content.is_none_or(|c| c.trim() == request.content)).then_some(request)
 }
 
+/// Where a file picked in the message box stands.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum FileStage {
+    /// Being sent: the share sent so far, 0 to 100.
+    Uploading(u8),
+    /// Sent; the server is reading its text.
+    Reading,
+    Attached(Attachment),
+    /// Refused or failed, with the reason to show.
+    Failed(String),
+}
+
+/// A file picked in the message box, shown as a chip until the next message is sent.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PendingFile {
+    /// Tells chips of files with the same name apart.
+    pub(crate) key: u64,
+    pub(crate) name: String,
+    pub(crate) stage: FileStage,
+}
+
+impl PendingFile {
+    /// Whether the file is still on its way (the message waits for it).
+    pub(crate) fn in_flight(&self) -> bool {
+        matches!(self.stage, FileStage::Uploading(_) | FileStage::Reading)
+    }
+
+    /// Changes whenever the chip must be drawn again: the file, and how far along it is.
+    pub(crate) fn drawn_as(&self) -> (u64, u8) {
+        let stage = match self.stage {
+            FileStage::Uploading(share) => share.min(100),
+            FileStage::Reading => 101,
+            FileStage::Attached(_) => 102,
+            FileStage::Failed(_) => 103,
+        };
+        (self.key, stage)
+    }
+}
+
 /// The conversation on screen. It lives above the router, so a running stream keeps its state when the
 /// address changes from `/` to `/c/<id>` after the first message.
 #[derive(Clone, Copy)]
@@ -123,6 +162,13 @@ pub struct ChatState {
     pub(crate) error: RwSignal<Option<ErrorNote>>,
     pub(crate) title: RwSignal<String>,
     pub(crate) open: RwSignal<Option<Artifact>>,
+    /// The files attached to the conversation.
+    pub(crate) files: RwSignal<Vec<Attachment>>,
+    /// Files picked in the message box since the last message.
+    pub(crate) pending: RwSignal<Vec<PendingFile>>,
+    /// The text in the message box; kept here so it survives the address changing when a first file creates
+    /// the conversation.
+    pub(crate) draft: RwSignal<String>,
 }
 
 impl ChatState {
@@ -139,6 +185,9 @@ impl ChatState {
             error: RwSignal::new(None),
             title: RwSignal::new(String::new()),
             open: RwSignal::new(None),
+            files: RwSignal::new(Vec::new()),
+            pending: RwSignal::new(Vec::new()),
+            draft: RwSignal::new(String::new()),
         }
     }
 
@@ -152,6 +201,9 @@ impl ChatState {
         self.error.set(None);
         self.title.set(String::new());
         self.open.set(None);
+        self.files.set(Vec::new());
+        self.pending.set(Vec::new());
+        self.draft.set(String::new());
     }
 
     /// Applies one event of a typed turn of thread `id`.
@@ -235,6 +287,9 @@ impl ChatState {
     /// Forgets the conversation on screen (after signing out).
     pub fn clear(&self) {
         self.current.set(None);
+        self.files.set(Vec::new());
+        self.pending.set(Vec::new());
+        self.draft.set(String::new());
         self.messages.set(Vec::new());
         self.live.set(None);
         self.busy.set(false);

@@ -10,9 +10,10 @@ use web_sys::ReadableStreamDefaultReader;
 
 use super::sse::SseDecoder;
 use super::{
-    AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest, ContextRecord, CreateThread, DeleteAccountRequest,
-    ErrorBody, HistoryStats, ImportResult, LoginRequest, RegisterRequest, SearchResults, SessionList, Thread,
-    ThreadDetail, ThreadList, UpdateThread, UserProfile,
+    Artifact, ArtifactVersionList, AttachmentList, AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest,
+    ContextRecord, CreateThread, DeleteAccountRequest, ErrorBody, HistoryStats, ImportResult, LoginRequest,
+    RegisterRequest, SearchResults, SessionList, TagList, Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
+    VersionDiff,
 };
 
 /// Conversations per page of the sidebar.
@@ -85,12 +86,16 @@ pub async fn me() -> ApiResult<UserProfile> {
     read_json(response).await
 }
 
-/// `GET /api/threads`: one page of the active (or the archived) conversations; `cursor` continues a walk.
-pub async fn list_threads(archived: bool, cursor: Option<&str>) -> ApiResult<ThreadList> {
+/// `GET /api/threads`: one page of the active (or the archived) conversations, only those carrying `tag` when
+/// one is given; `cursor` continues a walk.
+pub async fn list_threads(archived: bool, tag: Option<&str>, cursor: Option<&str>) -> ApiResult<ThreadList> {
     let limit = THREAD_PAGE.to_string();
     let mut query = vec![("limit", limit.as_str())];
     if archived {
         query.push(("archived", "true"));
+    }
+    if let Some(tag) = tag {
+        query.push(("tags", tag));
     }
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));
@@ -290,4 +295,37 @@ pub async fn sessions() -> ApiResult<SessionList> {
 pub async fn end_session(id: &str) -> ApiResult<()> {
     let id = js_sys::encode_uri_component(id);
     expect_empty(Request::delete(&format!("/api/auth/sessions/{id}")).send().await).await
+}
+
+/// `GET /api/tags`: every tag of the account with its count.
+pub async fn list_tags() -> ApiResult<TagList> {
+    read_json(Request::get("/api/tags").send().await.map_err(network_error)?).await
+}
+
+/// `GET /api/threads/{id}/attachments`.
+pub async fn list_attachments(thread: Uuid) -> ApiResult<AttachmentList> {
+    read_json(Request::get(&format!("/api/threads/{thread}/attachments")).send().await.map_err(network_error)?).await
+}
+
+/// `DELETE /api/threads/{id}/attachments/{attachment_id}`.
+pub async fn delete_attachment(thread: Uuid, attachment: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/threads/{thread}/attachments/{attachment}")).send().await).await
+}
+
+/// `GET /api/artifacts/{id}/versions`.
+pub async fn artifact_versions(id: Uuid) -> ApiResult<ArtifactVersionList> {
+    read_json(Request::get(&format!("/api/artifacts/{id}/versions")).send().await.map_err(network_error)?).await
+}
+
+/// `GET /api/artifacts/{id}/diff`: the lines changed from version `from` to version `to`.
+pub async fn version_diff(id: Uuid, from: i64, to: i64) -> ApiResult<VersionDiff> {
+    let (from, to) = (from.to_string(), to.to_string());
+    let request = Request::get(&format!("/api/artifacts/{id}/diff")).query([("from", from), ("to", to)]);
+    read_json(request.send().await.map_err(network_error)?).await
+}
+
+/// `POST /api/artifacts/{id}/versions/{version}/restore`: the document at its new version.
+pub async fn restore_version(id: Uuid, version: i64) -> ApiResult<Artifact> {
+    let url = format!("/api/artifacts/{id}/versions/{version}/restore");
+    read_json(Request::post(&url).send().await.map_err(network_error)?).await
 }

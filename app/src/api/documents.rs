@@ -37,6 +37,36 @@ pub struct ArtifactList {
     pub artifacts: Vec<super::Artifact>,
 }
 
+/// What a line of a diff does between two versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum DiffOp {
+    /// In both versions.
+    Equal,
+    /// Only in the later one (`to`).
+    Insert,
+    /// Only in the earlier one (`from`).
+    Delete,
+}
+
+/// One line of a diff, without its line ending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct DiffLine {
+    pub op: DiffOp,
+    pub text: String,
+}
+
+/// `GET /api/artifacts/{id}/diff?from=&to=`: the lines of version `from` turned into those of version `to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct VersionDiff {
+    pub from: i64,
+    pub to: i64,
+    pub lines: Vec<DiffLine>,
+}
+
 /// A download format of `GET /api/artifacts/{id}/export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

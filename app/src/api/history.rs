@@ -78,6 +78,13 @@ pub struct TagCount {
     pub count: u64,
 }
 
+/// `GET /api/tags`: every tag of the account, most used first (ties by name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TagList {
+    pub tags: Vec<TagCount>,
+}
+
 /// Activity and tokens metered on one UTC day.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]

@@ -10,6 +10,7 @@ pub mod objects;
 pub mod schema;
 pub mod sse;
 pub mod trace;
+pub mod upload;
 pub mod validate;
 pub use auth::*;
 pub use documents::*;

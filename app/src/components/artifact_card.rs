@@ -1,8 +1,10 @@
 //! Documents in the conversation: the card, and the viewer that opens from it.
 
+use leptos::html;
 use leptos::prelude::*;
 
 use crate::api::Artifact;
+use crate::components::versions::VersionHistory;
 use crate::markdown::to_safe_html;
 
 /// A document card: its type and title; opens the viewer.
@@ -17,6 +19,7 @@ pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact
             <button
                 type="button"
                 class="artifact-open"
+                data-artifact-id=artifact.id.to_string()
                 aria-label=format!("Open {title}")
                 on:click=move |_| on_open.run(artifact.clone())
             >
@@ -27,83 +30,59 @@ pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact
     }
 }
 
-/// The conversation's documents in one list, behind a toggle in the chat header; each opens the viewer.
-#[component]
-pub fn DocumentsPanel(
-    #[prop(into)] artifacts: Signal<Vec<Artifact>>,
-    #[prop(into)] on_open: Callback<Artifact>,
-) -> impl IntoView {
-    let expanded = RwSignal::new(false);
-    let count = move || artifacts.with(Vec::len);
-    view! {
-        <div class="documents-panel">
-            <button
-                type="button"
-                class="button"
-                aria-expanded=move || expanded.get().to_string()
-                aria-controls="documents-list"
-                on:click=move |_| expanded.update(|e| *e = !*e)
-            >
-                {move || format!("Documents ({})", count())}
-            </button>
-            <Show when=move || expanded.get()>
-                <div id="documents-list" class="documents-list" role="region" aria-label="Documents of this conversation"
-                    data-testid="artifacts-panel">
-                    {move || (count() == 0).then(|| view! { <p class="empty">"No documents yet."</p> })}
-                    <ul>
-                        <For each=move || artifacts.get() key=|a| (a.id, a.version) let:a>
-                            <li>
-                                <button type="button" class="document-entry" aria-label=format!("Open {}", a.title)
-                                    on:click={
-                                        let a = a.clone();
-                                        move |_| {
-                                            expanded.set(false);
-                                            on_open.run(a.clone());
-                                        }
-                                    }>
-                                    <span class="artifact-type">{a.artifact_type.label()}</span>
-                                    <span class="artifact-title">{a.title.clone()}</span>
-                                    {(a.version > 1).then(|| view! { <span class="artifact-version">{format!("v{}", a.version)}</span> })}
-                                </button>
-                            </li>
-                        </For>
-                    </ul>
-                </div>
-            </Show>
-        </div>
-    }
-}
-
 /// The document viewer, whose code is loaded when a document is first opened (split out of the main wasm bundle in
-/// release builds).
+/// release builds). `on_restored` gets the document once an earlier version was brought back.
 #[lazy]
-pub fn artifact_viewer(artifact: Artifact, on_close: Callback<()>, on_delete: Callback<Artifact>) -> AnyView {
-    view! { <ArtifactViewer artifact on_close on_delete/> }.into_any()
+pub fn artifact_viewer(
+    artifact: Artifact,
+    on_close: Callback<()>,
+    on_delete: Callback<Artifact>,
+    on_restored: Callback<Artifact>,
+) -> AnyView {
+    view! { <ArtifactViewer artifact on_close on_delete on_restored/> }.into_any()
 }
 
-/// The open document: rendered Markdown, exports, delete.
+/// The open document: rendered Markdown, exports, delete, and its versions. Focus moves into it when it opens;
+/// Escape closes it.
 #[component]
 fn ArtifactViewer(
     artifact: Artifact,
     #[prop(into)] on_close: Callback<()>,
     #[prop(into)] on_delete: Callback<Artifact>,
+    #[prop(into)] on_restored: Callback<Artifact>,
 ) -> impl IntoView {
     let confirming = RwSignal::new(false);
+    let close_button = NodeRef::<html::Button>::new();
+    // Once the viewer is on the page (a detached element cannot take focus).
+    Effect::new(move |_| {
+        if let Some(button) = close_button.get() {
+            request_animation_frame(move || {
+                let _ = button.focus();
+            });
+        }
+    });
     let export = |format: &str| format!("/api/artifacts/{}/export?format={format}", artifact.id);
     let (md, pdf, docx) = (export("md"), export("pdf"), export("docx"));
     let html = to_safe_html(&artifact.content);
     let title = artifact.title.clone();
     let for_delete = artifact.clone();
+    // On the window: Escape closes the viewer wherever focus is (a removed button leaves it on the page's body).
+    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.key() == "Escape" {
+            on_close.run(());
+        }
+    });
+    on_cleanup(move || escape.remove());
     view! {
         <div class="viewer-backdrop" on:click=move |_| on_close.run(())></div>
-        <div class="viewer" role="dialog" aria-modal="true" aria-label=title.clone()
-            on:keydown=move |ev: leptos::ev::KeyboardEvent| if ev.key() == "Escape" { on_close.run(()) }>
+        <div class="viewer" role="dialog" aria-modal="true" aria-label=title.clone()>
             <header class="viewer-head">
                 <div>
                     <span class="artifact-type">{artifact.artifact_type.label()}</span>
                     <h2>{title.clone()}</h2>
                 </div>
-                <button type="button" class="icon-button" aria-label="Close" autofocus on:click=move |_| on_close.run(())>"✕"</button>
+                <button type="button" class="icon-button" aria-label="Close" node_ref=close_button
+                    on:click=move |_| on_close.run(())>"✕"</button>
             </header>
             <div class="viewer-actions">
                 <a class="button" href=md download>"Export Markdown"</a>
@@ -123,6 +102,7 @@ fn ArtifactViewer(
                 }}
             </div>
             <article class="viewer-body md" inner_html=html></article>
+            <VersionHistory artifact=artifact.id current=artifact.version on_restored/>
         </div>
     }
 }

@@ -13,17 +13,29 @@ pub const GENERATABLE: [ArtifactType; 5] = [
     ArtifactType::MeetingSummary,
 ];
 
-/// A sparkles button that opens a menu of document types; choosing one calls `on_pick`.
+/// A sparkles button that opens a menu of document types; choosing one calls `on_pick`. Escape, or a click
+/// outside, closes the menu.
 #[component]
 pub fn GenerateMenu(
     #[prop(into)] disabled: Signal<bool>,
     #[prop(into)] on_pick: Callback<ArtifactType>,
 ) -> impl IntoView {
     let open = RwSignal::new(false);
+    let button = NodeRef::<leptos::html::Button>::new();
+    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
+        if ev.key() == "Escape" && open.get_untracked() {
+            open.set(false);
+            if let Some(button) = button.get_untracked() {
+                let _ = button.focus();
+            }
+        }
+    });
+    on_cleanup(move || escape.remove());
     view! {
         <div class="generate">
             <button
                 type="button"
+                node_ref=button
                 class="generate-button"
                 aria-label="Generate"
                 aria-haspopup="menu"
@@ -39,6 +51,7 @@ pub fn GenerateMenu(
                 <span class="generate-text">"Generate"</span>
             </button>
             <Show when=move || open.get()>
+                <div class="popover-backdrop" on:click=move |_| open.set(false)></div>
                 <ul class="generate-menu" role="menu" aria-label="Document type">
                     {GENERATABLE
                         .into_iter()

@@ -3,6 +3,7 @@
 pub mod app_bar;
 pub mod artifact_card;
 pub mod day_chart;
+pub mod documents_panel;
 pub mod generate_menu;
 pub mod message_bubble;
 pub mod modal;
@@ -12,3 +13,4 @@ pub mod sidebar;
 pub mod theme_toggle;
 pub mod thread_item;
 pub mod trace_steps;
+pub mod versions;

@@ -36,13 +36,15 @@ pub fn focus_by_id(id: &str) {
     }
 }
 
-/// A conversation in the list. `menu` holds the conversation whose menu is open (one at a time).
+/// A conversation in the list. `menu` holds the conversation whose menu is open (one at a time); a tag chip
+/// asks for the list of conversations with that tag (`on_tag`).
 #[component]
 pub fn ThreadItem(
     thread: Thread,
     #[prop(into)] current: Signal<bool>,
     menu: RwSignal<Option<Uuid>>,
     #[prop(into)] on_action: Callback<(Thread, ThreadAction)>,
+    #[prop(into)] on_tag: Callback<String>,
 ) -> impl IntoView {
     let id = thread.id;
     let href = format!("/c/{id}");
@@ -120,22 +122,35 @@ pub fn ThreadItem(
 
     view! {
         <li class="thread-item" class:menu-open=open data-testid="thread-item" node_ref=item_ref on:focusout=on_focus_out>
-            <a href=href class="thread-link" aria-current=move || current.get().then_some("page")>
-                <span class="thread-title">
-                    {pinned.then(|| view! {
-                        <svg class="pin-mark" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
-                            <path fill="currentColor" d="M5 1h6v1.5l-1 1V7l2.5 2.5V11H8.75v4L8 16l-.75-1v-4H3.5V9.5L6 7V3.5l-1-1z"/>
-                        </svg>
-                        <span class="visually-hidden">"Pinned: "</span>
-                    })}
-                    {title.clone()}
-                </span>
+            <div class="thread-main">
+                <a href=href class="thread-link" aria-current=move || current.get().then_some("page")>
+                    <span class="thread-title">
+                        {pinned.then(|| view! {
+                            <svg class="pin-mark" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
+                                <path fill="currentColor" d="M5 1h6v1.5l-1 1V7l2.5 2.5V11H8.75v4L8 16l-.75-1v-4H3.5V9.5L6 7V3.5l-1-1z"/>
+                            </svg>
+                            <span class="visually-hidden">"Pinned: "</span>
+                        })}
+                        {title.clone()}
+                    </span>
+                </a>
                 {(!tags.is_empty()).then(|| view! {
                     <span class="tag-chips">
-                        {tags.into_iter().map(|t| view! { <span class="chip">{t}</span> }).collect_view()}
+                        {tags.into_iter().map(|t| {
+                            let label = format!("Show conversations tagged {t}");
+                            view! {
+                                <button type="button" class="chip" title=label.clone() aria-label=label
+                                    on:click={
+                                        let t = t.clone();
+                                        move |_| on_tag.run(t.clone())
+                                    }>
+                                    {t.clone()}
+                                </button>
+                            }
+                        }).collect_view()}
                     </span>
                 })}
-            </a>
+            </div>
             <button
                 type="button"
                 class="icon-button thread-options"

@@ -1,11 +1,13 @@
 //! Documents: list, open, delete, their versions, and downloads as Markdown, PDF or Word.
 
-use app::api::{Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, ExportFormat};
+use app::api::{
+    Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, ExportFormat, VersionDiff,
+};
 use axum::{
     extract::State,
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
-    routing::get,
+    routing::{get, post},
     Router,
 };
 use serde::Deserialize;
@@ -16,7 +18,11 @@ use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
 use crate::artifacts::{docx, md, pdf};
 use crate::download::{content_disposition, file_name};
+use crate::store::ArtifactRevision;
 use crate::AppState;
+
+/// How long a diff may search for the shortest edit before it settles for a longer, still correct one.
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -24,6 +30,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/artifacts/{id}", get(show).delete(remove))
         .route("/api/artifacts/{id}/versions", get(versions))
         .route("/api/artifacts/{id}/versions/{version}", get(version))
+        .route("/api/artifacts/{id}/versions/{version}/restore", post(restore))
+        .route("/api/artifacts/{id}/diff", get(diff))
         .route("/api/artifacts/{id}/export", get(export))
 }
 
@@ -68,6 +76,77 @@ pub async fn version(
     Path((id, version)): Path<(Uuid, i64)>,
 ) -> Result<Json<ArtifactVersion>> {
     Ok(Json(state.store.get_artifact_version(user.id, id, version).await?))
+}
+
+/// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one; the
+/// versions in between stay.
+#[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
+    responses((status = 201, body = app::api::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "The version is already the current one")))]
+pub async fn restore(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path((id, version)): Path<(Uuid, i64)>,
+) -> Result<impl IntoResponse> {
+    let old = state.store.get_artifact_version(user.id, id, version).await?;
+    let current = state.store.get_artifact(user.id, id).await?;
+    if current.version == version {
+        return Err(ApiError::Conflict(format!("Version {version} is already the current version.")));
+    }
+    let revision =
+        ArtifactRevision { title: old.title, content: old.content, request_message_id: None, answers: Vec::new() };
+    let artifact = state.store.revise_artifact(user.id, id, revision).await?;
+    Ok((StatusCode::CREATED, Json(artifact)))
+}
+
+/// Query of `GET /api/artifacts/{id}/diff`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct DiffParams {
+    /// The earlier version.
+    from: i64,
+    /// The later version.
+    to: i64,
+}
+
+/// `GET /api/artifacts/{id}/diff?from=&to=`: a line diff between two versions, computed here so the browser
+/// carries no diff code.
+#[utoipa::path(get, path = "/api/artifacts/{id}/diff", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), DiffParams),
+    responses((status = 200, body = app::api::VersionDiff), (status = 400, body = app::api::ErrorBody, description = "`from` or `to` missing or not a number"), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody, description = "The document or one of the versions does not exist"), (status = 429, body = app::api::ErrorBody)))]
+pub async fn diff(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+    Query(params): Query<DiffParams>,
+) -> Result<Json<VersionDiff>> {
+    let (from, to) = tokio::try_join!(
+        state.store.get_artifact_version(user.id, id, params.from),
+        state.store.get_artifact_version(user.id, id, params.to),
+    )?;
+    // Documents can be long: the diff runs off the async workers, within the heavy-work limits.
+    let ticket = state.heavy.admit(user.id)?;
+    let lines = ticket
+        .run_blocking(move || diff_lines(&from.content, &to.content))
+        .await
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("diffing two versions failed")))?;
+    Ok(Json(VersionDiff { from: params.from, to: params.to, lines }))
+}
+
+/// The lines of `old` turned into those of `new`: kept, removed and added, in reading order.
+fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
+    let diff = similar::TextDiff::configure().timeout(DIFF_DEADLINE).diff_lines(old, new);
+    diff.iter_all_changes()
+        .map(|change| {
+            let op = match change.tag() {
+                similar::ChangeTag::Equal => DiffOp::Equal,
+                similar::ChangeTag::Insert => DiffOp::Insert,
+                similar::ChangeTag::Delete => DiffOp::Delete,
+            };
+            DiffLine { op, text: change.value().trim_end_matches(['\n', '\r']).to_string() }
+        })
+        .collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -149,5 +228,27 @@ fn render(format: ExportFormat, title: &str, content: &str) -> Result<Vec<u8>> {
         ExportFormat::Md => Ok(md::render(content)),
         ExportFormat::Pdf => pdf::render(title, content).map_err(|e| ApiError::Internal(e.into())),
         ExportFormat::Docx => docx::render(title, content).map_err(|e| ApiError::Internal(e.into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_diff_keeps_common_lines_and_marks_the_changed_ones() {
+        let lines = diff_lines("# Plan\nShip in May\nTest\n", "# Plan\nShip in June\nTest\nCelebrate");
+        let ops: Vec<(DiffOp, &str)> = lines.iter().map(|l| (l.op, l.text.as_str())).collect();
+        assert_eq!(
+            ops,
+            [
+                (DiffOp::Equal, "# Plan"),
+                (DiffOp::Delete, "Ship in May"),
+                (DiffOp::Insert, "Ship in June"),
+                (DiffOp::Equal, "Test"),
+                (DiffOp::Insert, "Celebrate"),
+            ]
+        );
+        assert!(diff_lines("same\r\n", "same\r\n").iter().all(|l| l.op == DiffOp::Equal && l.text == "same"));
     }
 }

@@ -1,6 +1,8 @@
 //! Conversations: create, list, show, change, delete.
 
-use app::api::{validate, CreateThread, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS};
+use app::api::{
+    validate, CreateThread, TagList, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS,
+};
 use axum::{
     http::StatusCode,
     response::IntoResponse,
@@ -22,6 +24,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads", get(list_threads).post(create_thread))
         .route("/api/threads/{id}", get(get_thread).patch(update_thread).delete(delete_thread))
         .route("/api/threads/{id}/messages/{message_id}", delete(delete_message))
+        .route("/api/tags", get(list_tags))
 }
 
 /// A title a person gives a conversation, checked and, when so configured, with personal data replaced.
@@ -165,6 +168,13 @@ pub async fn list_threads(
     };
     let page = state.store.list_threads(user.id, &query).await?;
     Ok(Json(ThreadList { threads: page.threads, next_cursor: page.next.as_ref().map(encode_cursor) }))
+}
+
+/// `GET /api/tags`: every tag of the caller's conversations with how many carry it, archived ones counted too.
+#[utoipa::path(get, path = "/api/tags", tag = "threads", security(("session" = []), ("bearer" = [])),
+    responses((status = 200, body = TagList, description = "Most used first, ties by name"), (status = 401, body = app::api::ErrorBody)))]
+pub async fn list_tags(state: axum::extract::State<AppState>, user: AuthUser) -> Result<Json<TagList>> {
+    Ok(Json(TagList { tags: state.store.list_tags(user.id).await? }))
 }
 
 /// `GET /api/threads/{id}`.

@@ -19,6 +19,9 @@ pub trait Threads: Send + Sync {
     async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread>;
     async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread>;
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
+    /// Every tag of the user with how many of their conversations (archived ones too) carry it, most used first,
+    /// ties by name compared byte-wise.
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>>;
 }
 
 /// Saves a new thread: id, owner, title and the time it was made.

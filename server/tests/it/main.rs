@@ -29,3 +29,4 @@ mod slice;
 mod store_story;
 mod summaries;
 mod traces;
+mod versions_and_tags;

@@ -24,6 +24,8 @@ pub(super) struct Listing {
     loading: RwSignal<bool>,
     error: RwSignal<Option<String>>,
     show_archived: RwSignal<bool>,
+    /// The tag the list is filtered by, if any.
+    pub(super) tag: RwSignal<Option<String>>,
     /// Bumped at each fresh listing, so pages of an older walk that arrive late are dropped.
     walk: StoredValue<u64>,
     /// The conversation whose menu is open.
@@ -48,6 +50,7 @@ impl Listing {
             loading: RwSignal::new(false),
             error: RwSignal::new(None),
             show_archived: RwSignal::new(false),
+            tag: RwSignal::new(None),
             walk: StoredValue::new(0),
             menu: RwSignal::new(None),
             pending: RwSignal::new(None),
@@ -79,13 +82,13 @@ impl Listing {
         });
     }
 
-    /// Lists the first page (of the archive when it is shown).
-    fn first_page(self, archived: bool) {
+    /// Lists the first page (of the archive when it is shown; of one tag's conversations when filtered).
+    fn first_page(self, archived: bool, tag: Option<String>) {
         let this_walk = self.walk.get_value() + 1;
         self.walk.set_value(this_walk);
         self.loading.set(true);
         spawn_local(async move {
-            let result = client::list_threads(archived, None).await;
+            let result = client::list_threads(archived, tag.as_deref(), None).await;
             if self.walk.get_value() != this_walk {
                 return;
             }
@@ -109,10 +112,11 @@ impl Listing {
         }
         let Some(cursor) = self.next.get_untracked() else { return };
         let archived = self.show_archived.get_untracked();
+        let tag = self.tag.get_untracked();
         let this_walk = self.walk.get_value();
         self.loading.set(true);
         spawn_local(async move {
-            let result = client::list_threads(archived, Some(&cursor)).await;
+            let result = client::list_threads(archived, tag.as_deref(), Some(&cursor)).await;
             if self.walk.get_value() != this_walk {
                 return;
             }
@@ -230,13 +234,14 @@ impl Listing {
 pub(super) fn ThreadList(listing: Listing) -> impl IntoView {
     let changed = listing.changed;
     let location = use_location();
-    let Listing { threads, next, loading, error, show_archived, menu, announcement, .. } = listing;
+    let Listing { threads, next, loading, error, show_archived, tag, menu, announcement, .. } = listing;
     let scroller = NodeRef::<html::Div>::new();
 
-    // The first page, again whenever a conversation was created or changed, or the archive toggled.
+    // The first page, again whenever a conversation was created or changed, the archive toggled or the tag
+    // filter changed.
     Effect::new(move |_| {
         changed.0.track();
-        listing.first_page(show_archived.get());
+        listing.first_page(show_archived.get(), tag.get());
     });
     let near_end = move || {
         scroller
@@ -250,11 +255,19 @@ pub(super) fn ThreadList(listing: Listing) -> impl IntoView {
         request_animation_frame(move || listing.load_more(near_end()));
     });
     let on_action = Callback::new(move |(thread, action): (Thread, ThreadAction)| listing.act(thread, action));
+    let on_tag = Callback::new(move |t: String| {
+        menu.set(None);
+        tag.set(Some(t));
+    });
 
     let list_title = move || if show_archived.get() { "Archived" } else { "Conversations" };
     let empty = move || {
         (!loading.get() && threads.with(Vec::is_empty) && error.with(Option::is_none)).then(|| {
-            let text = if show_archived.get() { "Nothing archived." } else { "No conversations yet." };
+            let text = match (show_archived.get(), tag.with(Option::is_some)) {
+                (_, true) => "No conversations with this tag.",
+                (true, false) => "Nothing archived.",
+                (false, false) => "No conversations yet.",
+            };
             view! { <p class="list-status">{text}</p> }
         })
     };
@@ -286,7 +299,7 @@ pub(super) fn ThreadList(listing: Listing) -> impl IntoView {
                     {
                         let href = format!("/c/{}", thread.id);
                         let current = Signal::derive(move || location.pathname.get() == href);
-                        view! { <ThreadItem thread current menu on_action/> }
+                        view! { <ThreadItem thread current menu on_action on_tag/> }
                     }
                 </For>
             </ul>

@@ -1,8 +1,10 @@
-//! The sidebar: "New chat", the search box, the conversations ([`list`]: pinned first, more loaded as the list
-//! is scrolled, archived ones behind a toggle, each conversation's menu and its [`dialogs`]), and the account.
+//! The sidebar: "New chat", the search box, the tag filter ([`tags`]), the conversations ([`list`]: pinned first,
+//! more loaded as the list is scrolled, archived ones behind a toggle, each conversation's menu and its
+//! [`dialogs`]), and the account.
 
 mod dialogs;
 mod list;
+mod tags;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -14,6 +16,7 @@ use crate::components::theme_toggle::ThemeToggle;
 use crate::state::{ChatState, CurrentUser};
 use dialogs::ThreadDialog;
 use list::{Listing, ThreadList};
+use tags::TagFilter;
 
 /// The id of the "New chat" button, where focus goes when a conversation leaves the list.
 const NEW_CHAT_ID: &str = "new-chat";
@@ -40,6 +43,7 @@ pub fn Sidebar() -> impl IntoView {
             user.0.set(None);
             chat.clear();
             listing.forget();
+            listing.tag.set(None);
             navigate("/signin", Default::default());
         });
     };
@@ -73,6 +77,7 @@ pub fn Sidebar() -> impl IntoView {
             <div id="sidebar-body" class="sidebar-body" class:unfolded=move || unfolded.get()>
                 <button type="button" id=NEW_CHAT_ID class="primary new-chat" on:click=new_chat>"New chat"</button>
                 <SearchBox/>
+                <TagFilter tag=listing.tag/>
                 <ThreadList listing/>
                 <div class="account">
                     <span class="account-email" data-testid="account-email">

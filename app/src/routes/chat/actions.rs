@@ -28,11 +28,15 @@ impl ChatActions {
     pub(super) fn new(
         state: ChatState,
         changed: ThreadsChanged,
-        draft: RwSignal<String>,
         follow: RwSignal<bool>,
         navigate: impl Fn(&str, NavigateOptions) + 'static,
     ) -> Self {
-        Self { state, changed, draft, follow, navigate: StoredValue::new_local(Box::new(navigate)) }
+        Self { state, changed, draft: state.draft, follow, navigate: StoredValue::new_local(Box::new(navigate)) }
+    }
+
+    /// The conversation's state these actions change.
+    pub(super) fn state(&self) -> ChatState {
+        self.state
     }
 
     /// Whether a turn or a silent generation is running (no other may start meanwhile).
@@ -40,17 +44,20 @@ impl ChatActions {
         self.state.busy.get_untracked() || self.state.generating.get_untracked().is_some()
     }
 
-    /// Sends what the message box holds.
+    /// Sends what the message box holds, once the files picked for it are attached. The files' chips go: the
+    /// files stay listed among the conversation's documents.
     pub(super) fn send_draft(&self) {
         let content = self.draft.get_untracked().trim().to_string();
-        if !content.is_empty() && !self.state.busy.get_untracked() {
+        let waiting = self.state.pending.with_untracked(|files| files.iter().any(|f| f.in_flight()));
+        if !content.is_empty() && !self.state.busy.get_untracked() && !waiting {
             self.draft.set(String::new());
+            self.state.pending.set(Vec::new());
             self.send(content);
         }
     }
 
-    /// The conversation to talk in: the one on screen, or a new one created for the first message.
-    async fn ensure_thread(self) -> Option<Uuid> {
+    /// The conversation to talk in: the one on screen, or a new one created for the first message (or file).
+    pub(super) async fn ensure_thread(self) -> Option<Uuid> {
         let state = self.state;
         if let Some(id) = state.current.get_untracked() {
             return Some(id);

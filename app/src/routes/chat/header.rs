@@ -1,10 +1,10 @@
-//! The conversation's title, its documents and its downloads.
+//! The conversation's title, its documents and files, and its downloads.
 
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact};
-use crate::components::artifact_card::DocumentsPanel;
+use crate::api::{client, Artifact, Attachment};
+use crate::components::documents_panel::DocumentsPanel;
 
 /// The title ("New conversation" until it has one); the documents panel and the exports once the conversation
 /// exists.
@@ -13,14 +13,16 @@ pub(super) fn ChatHeader(
     title: RwSignal<String>,
     current: RwSignal<Option<Uuid>>,
     artifacts: RwSignal<Vec<Artifact>>,
+    files: RwSignal<Vec<Attachment>>,
     on_open: Callback<Artifact>,
+    on_remove_file: Callback<Attachment>,
 ) -> impl IntoView {
     // Erased: the chat page's view type is deep enough without this one nested in it.
     view! {
         <header class="chat-head">
             <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
             {move || current.get().map(|id| view! {
-                <DocumentsPanel artifacts on_open/>
+                <DocumentsPanel artifacts files on_open on_remove_file/>
                 <div class="chat-actions" role="group" aria-label="Export conversation">
                     <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
                     <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>

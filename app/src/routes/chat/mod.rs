@@ -3,6 +3,7 @@
 //! router, in [`crate::state::ChatState`].
 
 mod actions;
+mod attach;
 mod composer;
 mod header;
 mod timeline;
@@ -14,6 +15,7 @@ use uuid::Uuid;
 
 use crate::api::{client, Artifact, Role};
 use crate::components::artifact_card::artifact_viewer;
+use crate::components::documents_panel::DOCUMENTS_TOGGLE_ID;
 use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
 use actions::ChatActions;
 use composer::{Composer, ErrorBanner};
@@ -27,10 +29,9 @@ pub fn ChatPage() -> impl IntoView {
     let query = use_query_map();
     let changed = expect_context::<ThreadsChanged>();
     let state = expect_context::<ChatState>();
-    let ChatState { current, messages, artifacts, live, busy, error, title, open, .. } = state;
-    let draft = RwSignal::new(String::new());
+    let ChatState { current, messages, artifacts, live, busy, error, title, open, files, .. } = state;
     let follow = RwSignal::new(true);
-    let actions = ChatActions::new(state, changed, draft, follow, use_navigate());
+    let actions = ChatActions::new(state, changed, follow, use_navigate());
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
@@ -46,6 +47,7 @@ pub fn ChatPage() -> impl IntoView {
         }
         state.reset(id);
         let Some(id) = id else { return };
+        attach::load_files(state, id);
         spawn_local(async move {
             match client::get_thread(id).await {
                 Ok(detail) if current.get_untracked() == Some(id) => {
@@ -74,19 +76,63 @@ pub fn ChatPage() -> impl IntoView {
         });
     });
 
-    let open_card = Callback::new(move |a: Artifact| open.set(Some(a)));
+    // The element that opened the viewer gets focus back when it closes.
+    let opener = StoredValue::new_local(None::<web_sys::HtmlElement>);
+    let open_card = Callback::new(move |a: Artifact| {
+        opener.set_value(focused_element());
+        open.set(Some(a));
+    });
+    Effect::new(move |was_open: Option<Option<Uuid>>| {
+        let now_open = open.with(|a| a.as_ref().map(|a| a.id));
+        if let (Some(Some(document)), None) = (was_open, now_open) {
+            return_focus(opener.get_value(), document);
+        }
+        now_open
+    });
     let close_viewer = Callback::new(move |_| open.set(None));
     let delete_artifact = Callback::new(move |a: Artifact| actions.delete_artifact(a));
+    let restored = Callback::new(move |a: Artifact| {
+        state.upsert_artifact(a.clone());
+        open.set(Some(a));
+    });
+    let remove_file = Callback::new(move |f| actions.remove_file(f));
 
     view! {
         <section class="chat" aria-label="Conversation">
-            <ChatHeader title current artifacts on_open=open_card/>
+            <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file/>
             <Timeline state follow target on_open=open_card/>
             <ErrorBanner state actions/>
-            <Composer state draft actions/>
+            <Composer state actions/>
             {move || open.get().map(|a| view! {
-                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact))}</Suspense>
+                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact, restored))}</Suspense>
             })}
         </section>
     }
+}
+
+/// The element that has focus, if it is one that can take it back.
+fn focused_element() -> Option<web_sys::HtmlElement> {
+    use wasm_bindgen::JsCast;
+    let active = web_sys::window()?.document()?.active_element()?;
+    active.dyn_into::<web_sys::HtmlElement>().ok()
+}
+
+/// Gives focus back to `element` once the viewer of `document` is gone. When it left the page: to the panel's
+/// toggle if it was an entry of the documents panel (which closed), to the document's card if it was a card
+/// (drawn again at a new version), else to the message box.
+fn return_focus(element: Option<web_sys::HtmlElement>, document: Uuid) {
+    use wasm_bindgen::JsCast;
+    request_animation_frame(move || {
+        let Some(page) = web_sys::window().and_then(|w| w.document()) else { return };
+        let from_panel = element.as_ref().is_some_and(|e| e.class_list().contains("document-entry"));
+        let target = match element {
+            Some(element) if element.is_connected() => Some(element.unchecked_into()),
+            _ if from_panel => page.get_element_by_id(DOCUMENTS_TOGGLE_ID),
+            _ => page.query_selector(&format!(".artifact-open[data-artifact-id=\"{document}\"]")).ok().flatten(),
+        };
+        let target = target.or_else(|| page.query_selector("textarea[aria-label=Message]").ok().flatten());
+        if let Some(target) = target.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+            let _ = target.focus();
+        }
+    });
 }

@@ -179,4 +179,15 @@ impl Threads for Postgres {
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
         self.delete("delete from threads where id = $1 and user_id = $2", &[thread, user]).await
     }
+
+    #[instrument(skip(self))]
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "select tag, count(*) as n from thread_tags where user_id = $1 group by tag order by n desc, tag collate \"C\"",
+        )
+        .bind(user)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(tag, n)| app::api::TagCount { tag, count: n as u64 }).collect())
+    }
 }

@@ -152,4 +152,15 @@ impl Threads for Sqlite {
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
         self.delete("delete from threads where id = ? and user_id = ?", &[thread, user]).await
     }
+
+    #[instrument(skip(self))]
+    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "select tag, count(*) as n from thread_tags where user_id = ? group by tag order by n desc, tag",
+        )
+        .bind(user.to_string())
+        .fetch_all(&self.reader)
+        .await?;
+        Ok(rows.into_iter().map(|(tag, n)| app::api::TagCount { tag, count: n as u64 }).collect())
+    }
 }

@@ -1,0 +1,150 @@
+//! A document's versions in its viewer: the list, the changes between any two, and bringing one back as the
+//! newest version. Only the viewer, which is loaded on first use, shows it.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use uuid::Uuid;
+
+use crate::api::{client, Artifact, ArtifactVersion, DiffLine, DiffOp, VersionDiff};
+use crate::format::moment;
+
+/// The versions of document `artifact`, whose current version is `current`.
+#[component]
+pub fn VersionHistory(artifact: Uuid, current: i64, on_restored: Callback<Artifact>) -> impl IntoView {
+    let versions = RwSignal::new(None::<Result<Vec<ArtifactVersion>, String>>);
+    let from = RwSignal::new((current - 1).max(1));
+    let to = RwSignal::new(current);
+    let restoring = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    spawn_local(async move {
+        let result = client::artifact_versions(artifact).await.map(|list| list.versions).map_err(|e| e.message);
+        versions.try_set(Some(result));
+    });
+    let restore = move |version: i64| {
+        restoring.set(true);
+        error.set(None);
+        spawn_local(async move {
+            match client::restore_version(artifact, version).await {
+                Ok(document) => on_restored.run(document),
+                Err(e) => {
+                    error.try_set(Some(e.message));
+                }
+            }
+            restoring.try_set(false);
+        });
+    };
+    let list = move || match versions.get() {
+        None => view! { <p class="list-status" role="status">"Loading versions…"</p> }.into_any(),
+        Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
+        Some(Ok(list)) => {
+            let several = list.len() > 1;
+            let numbers: Vec<i64> = list.iter().map(|v| v.version).collect();
+            view! {
+                <ol class="version-list" data-testid="version-list">
+                    {list.into_iter().map(|v| view! { <VersionEntry version=v current restoring on_restore=restore/> }).collect_view()}
+                </ol>
+                {several.then(|| view! { <VersionCompare artifact numbers from to/> })}
+            }
+            .into_any()
+        }
+    };
+    view! {
+        <section class="versions" aria-labelledby="versions-title">
+            <h3 id="versions-title">"Versions"</h3>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            {list}
+        </section>
+    }
+}
+
+/// One version: its number, date and title, and "Restore" unless it is the current one.
+#[component]
+fn VersionEntry(
+    version: ArtifactVersion,
+    current: i64,
+    restoring: RwSignal<bool>,
+    #[prop(into)] on_restore: Callback<i64>,
+) -> impl IntoView {
+    let number = version.version;
+    view! {
+        <li class="version-entry">
+            <span class="version-number">{format!("Version {number}")}</span>
+            <span class="version-title">{version.title}</span>
+            <time class="version-date">{moment(version.created_at)}</time>
+            {if number == current {
+                view! { <span class="version-current">"Current"</span> }.into_any()
+            } else {
+                view! {
+                    <button type="button" disabled=move || restoring.get() on:click=move |_| on_restore.run(number)>
+                        {format!("Restore version {number}")}
+                    </button>
+                }
+                .into_any()
+            }}
+        </li>
+    }
+}
+
+/// Two pickers and the line changes between the versions they name (computed by the server).
+#[component]
+fn VersionCompare(artifact: Uuid, numbers: Vec<i64>, from: RwSignal<i64>, to: RwSignal<i64>) -> impl IntoView {
+    let diff = RwSignal::new(None::<Result<VersionDiff, String>>);
+    Effect::new(move |_| {
+        let (a, b) = (from.get(), to.get());
+        spawn_local(async move {
+            let result = client::version_diff(artifact, a, b).await.map_err(|e| e.message);
+            // Only the latest pair's answer is shown.
+            if from.try_get_untracked() == Some(a) && to.try_get_untracked() == Some(b) {
+                diff.try_set(Some(result));
+            }
+        });
+    });
+    let options = move |chosen: RwSignal<i64>| {
+        numbers
+            .iter()
+            .map(|&n| view! { <option value=n.to_string() selected=move || chosen.get() == n>{format!("Version {n}")}</option> })
+            .collect_view()
+    };
+    let pick = |signal: RwSignal<i64>| {
+        move |ev| {
+            if let Ok(n) = event_target_value(&ev).parse() {
+                signal.set(n)
+            }
+        }
+    };
+    view! {
+        <div class="version-compare">
+            <span aria-hidden="true">"From"</span>
+            <select aria-label="Compare from version" on:change=pick(from)>{options(from)}</select>
+            <span aria-hidden="true">"to"</span>
+            <select aria-label="Compare to version" on:change=pick(to)>{options(to)}</select>
+        </div>
+        <div class="version-diff" data-testid="version-diff" role="region"
+            aria-label=move || format!("Changes from version {} to version {}", from.get(), to.get())>
+            {move || match diff.get() {
+                None => view! { <p class="list-status">"Comparing…"</p> }.into_any(),
+                Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
+                Some(Ok(d)) if d.lines.iter().all(|l| l.op == DiffOp::Equal) => {
+                    view! { <p class="list-status">"These versions are the same."</p> }.into_any()
+                }
+                Some(Ok(d)) => d.lines.into_iter().map(diff_line).collect_view().into_any(),
+            }}
+        </div>
+    }
+}
+
+/// A line of the diff: removed lines struck through, added ones marked, with a sign for those who cannot see
+/// the colours.
+fn diff_line(line: DiffLine) -> impl IntoView {
+    match line.op {
+        DiffOp::Equal => view! { <div class="diff-line"><span class="diff-sign" aria-hidden="true">" "</span>{line.text}</div> }.into_any(),
+        DiffOp::Insert => view! {
+            <div class="diff-line diff-insert"><span class="diff-sign" aria-hidden="true">"+"</span><ins>{line.text}</ins></div>
+        }
+        .into_any(),
+        DiffOp::Delete => view! {
+            <div class="diff-line diff-delete"><span class="diff-sign" aria-hidden="true">"−"</span><del>{line.text}</del></div>
+        }
+        .into_any(),
+    }
+}
