@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod attachments;
+pub mod budgets;
 pub mod documents;
 pub mod history;
 pub mod messages;
@@ -30,6 +31,7 @@ pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, Session};
 pub use attachments::Attachments;
+pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::Documents;
 pub use documents::{ArtifactRevision, AttachmentLimits, ChunkHit, NewAttachment};
 pub use history::History;
@@ -66,6 +68,12 @@ pub enum StoreError {
     /// Work handed to the blocking pool (making snippets) panicked.
     #[error("background work failed: {0}")]
     Blocking(#[from] tokio::task::JoinError),
+    /// Today's token budget (the person's or everyone's) is spent; it starts again at `resets_at`.
+    #[error("the daily token budget is used up")]
+    BudgetExceeded { resets_at: DateTime<Utc> },
+    /// The person already has as many turns running as they may.
+    #[error("too many answers are being written at once")]
+    TooManyTurns,
 }
 
 impl StoreError {
@@ -472,6 +480,7 @@ pub trait Store:
     + Traces
     + History
     + Summaries
+    + Budgets
     + Send
     + Sync
     + 'static

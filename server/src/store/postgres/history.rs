@@ -104,6 +104,7 @@ impl History for Postgres {
             output_tokens: tokens.try_get::<i64, _>("output")? as u64,
             tokens_per_day: crate::store::history::fill_days(today, &used, &written),
             artifacts_by_type: artifacts,
+            budget: None,
         })
     }
 
