@@ -154,10 +154,9 @@ impl ApiError {
             ApiError::TooManyRequests { retry_after_secs } => {
                 format!("Too many requests; try again in {retry_after_secs} s.")
             }
-            ApiError::BudgetExceeded { resets_at } => format!(
-                "The daily token budget is used up. It resets at {} UTC.",
-                resets_at.format("%Y-%m-%d %H:%M")
-            ),
+            ApiError::BudgetExceeded { resets_at } => {
+                format!("The daily token budget is used up. It resets at {} UTC.", resets_at.format("%Y-%m-%d %H:%M"))
+            }
             ApiError::Internal(_) => match request_id() {
                 Some(id) => format!("Something went wrong on our side. (Reference: {id}.)"),
                 None => "Something went wrong on our side.".into(),

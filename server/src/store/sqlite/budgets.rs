@@ -8,12 +8,7 @@ use crate::store::{Budgets, Spending, TurnLimits};
 
 /// The person's spending today and running turns; everyone's spending only when `everyone` is set (it reads
 /// every person's ledger rows of the day).
-async fn spending_in(
-    conn: &mut SqliteConnection,
-    user: Uuid,
-    stale_after_ms: i64,
-    everyone: bool,
-) -> Result<Spending> {
+async fn spending_in(conn: &mut SqliteConnection, user: Uuid, stale_after_ms: i64, everyone: bool) -> Result<Spending> {
     Ok(sqlx::query_as(
         "select
            (select coalesce(sum(input_tokens + output_tokens), 0) from usage_ledger where user_id = ?1 and day = ?2)
