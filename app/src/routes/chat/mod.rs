@@ -3,6 +3,7 @@
 //! router, in [`crate::state::ChatState`].
 
 mod actions;
+mod budget_banner;
 mod composer;
 mod header;
 mod timeline;
@@ -16,6 +17,7 @@ use crate::api::{client, Artifact, Role};
 use crate::components::artifact_card::artifact_viewer;
 use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
 use actions::ChatActions;
+use budget_banner::BudgetBanner;
 use composer::{Composer, ErrorBanner};
 use header::ChatHeader;
 use timeline::Timeline;
@@ -83,6 +85,7 @@ pub fn ChatPage() -> impl IntoView {
             <ChatHeader title current artifacts on_open=open_card/>
             <Timeline state follow target on_open=open_card/>
             <ErrorBanner state actions/>
+            <BudgetBanner state/>
             <Composer state draft actions/>
             {move || open.get().map(|a| view! {
                 <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact))}</Suspense>
