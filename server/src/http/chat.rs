@@ -149,16 +149,17 @@ pub async fn resume(
     Ok(until_session_ends(&state, &user, place, sse_response(events)))
 }
 
-/// Ends an event stream when the session that opened it ends (signed out here or on another instance); the
-/// stream holds its place among the person's open streams until its body is dropped.
+/// Ends an event stream when the session that opened it ends (signed out here or on another instance). The
+/// stream holds its place among the person's open streams until it ends (given back before its last byte goes
+/// out, so a client that saw it end may open another) or its client goes away.
 fn until_session_ends(state: &AppState, user: &AuthUser, place: StreamPlace, response: Response) -> Response {
     let ended = state.sessions.ended(user.jti, user.id);
-    response.map(|body| {
-        axum::body::Body::from_stream(body.into_data_stream().take_until(ended).map(move |chunk| {
-            let _held = &place;
-            chunk
-        }))
-    })
+    let mut place = Some(place);
+    let give_back = futures::stream::poll_fn(move |_| {
+        place.take();
+        std::task::Poll::Ready(None::<Result<axum::body::Bytes, axum::Error>>)
+    });
+    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended).chain(give_back)))
 }
 
 /// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.

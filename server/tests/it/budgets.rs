@@ -282,3 +282,26 @@ async fn two_instances_share_the_budget() {
         .await;
     assert_eq!(budget_of(&b, &client_b).await.unwrap().left, 0);
 }
+
+#[tokio::test]
+async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
+    let (store, _dir) = crate::common::sqlite_store().await;
+    let model = ScriptedModel::new(vec![vec![Step::Hang]; 2]);
+    let server = TestServer::with_configured(store, model, |c| c.user_open_streams = 2).await;
+    let (first, second, third) =
+        (server.create_thread().await, server.create_thread().await, server.create_thread().await);
+    let open = vec![say(&server, first, "One.").await, say(&server, second, "Two.").await];
+    assert!(open.iter().all(|r| r.status() == 200));
+    refused(say(&server, third, "Three.").await, "too_many_streams").await;
+    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    refused(resumed, "too_many_streams").await;
+    assert_eq!(server.detail(third).await.messages.len(), 0, "nothing started");
+    // A stream that ends gives its place back.
+    let mut open = open.into_iter();
+    let stopped = server.client.post(server.url(&format!("/api/threads/{first}/stop"))).send().await.unwrap();
+    assert_eq!(stopped.status(), 202);
+    let frames = read_frames(open.next().unwrap()).await;
+    assert_eq!(frames.last().unwrap().event.name(), "message_complete");
+    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    assert_eq!(resumed.status(), 200, "the ended stream's place is free again");
+}
