@@ -160,6 +160,8 @@ pub struct ChatState {
     pub(crate) busy: RwSignal<bool>,
     pub(crate) generating: RwSignal<Option<ArtifactType>>,
     pub(crate) error: RwSignal<Option<ErrorNote>>,
+    /// Why messages are refused until the daily token budget resets, once one was.
+    pub(crate) budget: RwSignal<Option<String>>,
     pub(crate) title: RwSignal<String>,
     pub(crate) open: RwSignal<Option<Artifact>>,
     /// The files attached to the conversation.
@@ -183,6 +185,7 @@ impl ChatState {
             busy: RwSignal::new(false),
             generating: RwSignal::new(None),
             error: RwSignal::new(None),
+            budget: RwSignal::new(None),
             title: RwSignal::new(String::new()),
             open: RwSignal::new(None),
             files: RwSignal::new(Vec::new()),

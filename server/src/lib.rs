@@ -60,6 +60,8 @@ pub struct AppState {
     pub extractor: Extractor,
     /// Sessions with open event streams here, which end with their session.
     pub sessions: Arc<LiveSessions>,
+    /// Answer streams open per person here, up to `QUIRE_USER_OPEN_STREAMS`.
+    pub streams: Arc<http::streams::OpenStreams>,
     /// The site's static files and which are named by their content's hash.
     pub site: http::assets::Site,
     /// The measures served at `QUIRE_METRICS_ADDR`.
@@ -109,6 +111,7 @@ impl AppState {
         let chat = chat::Engine::new(store.clone(), provider, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
+        let streams = http::streams::OpenStreams::new(config.user_open_streams);
         Ok(Self {
             store,
             chat,
@@ -119,6 +122,7 @@ impl AppState {
             heavy,
             extractor,
             sessions,
+            streams,
             site,
             metrics,
         })

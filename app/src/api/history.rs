@@ -126,6 +126,23 @@ pub struct HistoryStats {
     pub tokens_per_day: Vec<DayTokens>,
     /// Documents by type, most first (ties by type name).
     pub artifacts_by_type: Vec<TypeCount>,
+    /// The person's daily token budget and what is left of it today; `None` when they have none.
+    #[serde(default)]
+    pub budget: Option<TokenBudget>,
+}
+
+/// A person's daily token budget, counted in UTC days.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct TokenBudget {
+    /// Tokens (input and output) the person may spend in a day.
+    pub limit: u64,
+    /// Tokens spent today.
+    pub used_today: u64,
+    /// Tokens left today (0 once spent: a turn started within the budget may pass it).
+    pub left: u64,
+    /// When the budget starts again: the next midnight, UTC.
+    pub resets_at: DateTime<Utc>,
 }
 
 /// A conversation's own fields in an export.

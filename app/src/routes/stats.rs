@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::api::{client, HistoryStats};
+use crate::api::{client, HistoryStats, TokenBudget};
 use crate::components::day_chart::{DayChart, Series};
 use crate::format::{day, grouped, moment, one_decimal};
 
@@ -74,7 +74,9 @@ fn StatsView(stats: HistoryStats) -> impl IntoView {
         .iter()
         .map(|t| view! { <li>{t.artifact_type.label()}" "<span class="count">{grouped(t.count)}</span></li> })
         .collect_view();
+    let budget = stats.budget.clone().map(|b| view! { <BudgetLeft budget=b/> });
     view! {
+        {budget}
         <dl class="stat-tiles">
             <div><dt>"Conversations"</dt><dd data-testid="stat-threads">{grouped(stats.total_threads)}</dd></div>
             <div><dt>"Messages"</dt><dd data-testid="stat-messages">{grouped(stats.total_messages)}</dd></div>
@@ -133,5 +135,23 @@ fn StatsView(stats: HistoryStats) -> impl IntoView {
                 }}
             </section>
         </div>
+    }
+}
+
+/// The person's daily token budget and what is left of it today.
+#[component]
+fn BudgetLeft(budget: TokenBudget) -> impl IntoView {
+    view! {
+        <section class="budget" aria-labelledby="budget-title" data-testid="stat-budget">
+            <h2 id="budget-title">"Today's token budget"</h2>
+            <p>
+                <span data-testid="stat-budget-left">{grouped(budget.left)}</span>
+                " of "{grouped(budget.limit)}" tokens left today ("{grouped(budget.used_today)}" used). "
+                "It resets at "{budget.resets_at.format("%H:%M").to_string()}" UTC."
+            </p>
+            <progress max=budget.limit.to_string() value=budget.used_today.min(budget.limit).to_string()>
+                {grouped(budget.used_today)}
+            </progress>
+        </section>
     }
 }

@@ -11,7 +11,7 @@ use super::error::Result;
 use super::hub::{self, TurnHub};
 use crate::config::Config;
 use crate::llm::Provider;
-use crate::store::DynStore;
+use crate::store::{DynStore, TurnLimits};
 
 /// What a turn keeps to.
 #[derive(Debug, Clone, Copy)]
@@ -20,11 +20,13 @@ pub struct Limits {
     pub context_tokens: usize,
     /// Personal data is replaced before it is stored or reaches a model.
     pub redact_pii: bool,
+    /// Daily token budgets and the cap on a person's running turns, checked as a turn starts.
+    pub turns: TurnLimits,
 }
 
 impl Limits {
     pub fn from_config(config: &Config) -> Self {
-        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii }
+        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii, turns: config.turn_limits() }
     }
 }
 

@@ -25,6 +25,12 @@ pub enum ChatError {
     /// The request first sent with this idempotency key is still being started.
     #[error("a request with this idempotency key is still being processed")]
     KeyInProgress,
+    /// Today's token budget (the person's or everyone's) is spent; it starts again at `resets_at`.
+    #[error("the daily token budget is used up")]
+    BudgetExceeded { resets_at: chrono::DateTime<chrono::Utc> },
+    /// The person already has as many turns running as they may, across their conversations.
+    #[error("too many answers are being written at once")]
+    TooManyTurns,
     /// Storage failed.
     #[error(transparent)]
     Store(StoreError),
@@ -38,6 +44,8 @@ impl From<StoreError> for ChatError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::NotFound => ChatError::NotFound,
+            StoreError::BudgetExceeded { resets_at } => ChatError::BudgetExceeded { resets_at },
+            StoreError::TooManyTurns => ChatError::TooManyTurns,
             other => ChatError::Store(other),
         }
     }

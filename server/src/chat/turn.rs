@@ -155,7 +155,10 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
             Opening::Message(message) => Some(message.clone()),
             Opening::Silent(_) | Opening::Retry(_) => None,
         };
-        let begun = engine.store.begin_turn_with(user, thread, turn_id, STALE_AFTER_MS, new_message).await;
+        let begun = engine
+            .store
+            .begin_turn_within(user, thread, turn_id, STALE_AFTER_MS, new_message, &engine.limits.turns)
+            .await;
         let saved = match begun {
             Ok(message) => message,
             Err(e) => {

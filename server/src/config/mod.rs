@@ -193,6 +193,24 @@ pub struct Config {
     #[arg(long, env = "QUIRE_USER_STORAGE_MB", default_value_t = 200)]
     pub user_storage_mb: u32,
 
+    /// Tokens (input and output) one person may spend in a UTC day (0 = no budget); an administrator may give
+    /// a person a budget of their own. A turn started within the budget finishes.
+    #[arg(long, env = "QUIRE_USER_DAILY_TOKENS", default_value_t = 0)]
+    pub user_daily_tokens: u64,
+
+    /// Tokens everyone together may spend in a UTC day (0 = no budget).
+    #[arg(long, env = "QUIRE_DAILY_TOKENS", default_value_t = 0)]
+    pub daily_tokens: u64,
+
+    /// Answers one person may have being written at once, across all their conversations (0 = no cap).
+    #[arg(long, env = "QUIRE_USER_CONCURRENT_TURNS", default_value_t = 3)]
+    pub user_concurrent_turns: u32,
+
+    /// Answer streams (`text/event-stream` responses) one person may have open at once on this instance
+    /// (0 = no cap).
+    #[arg(long, env = "QUIRE_USER_OPEN_STREAMS", default_value_t = 12)]
+    pub user_open_streams: u32,
+
     /// Heavy jobs (file extraction, export rendering, imports) running at once; more wait in a bounded queue.
     #[arg(long, env = "QUIRE_HEAVY_WORKERS", default_value_t = 2)]
     pub heavy_workers: usize,
@@ -326,6 +344,15 @@ impl Config {
         (self.user_storage_mb > 0).then(|| i64::from(self.user_storage_mb) * 1024 * 1024)
     }
 
+    /// Daily token budgets and the cap on a person's running turns.
+    pub fn turn_limits(&self) -> crate::store::TurnLimits {
+        crate::store::TurnLimits {
+            user_daily_tokens: self.user_daily_tokens,
+            daily_tokens: self.daily_tokens,
+            concurrent_turns: self.user_concurrent_turns,
+        }
+    }
+
     /// The database URL in force.
     pub fn database_url(&self) -> String {
         match &self.database_url {
@@ -354,6 +381,11 @@ impl Config {
             redact_pii: false,
             max_import_mb: 64,
             user_storage_mb: 200,
+            // Tests that need budgets or caps set them; others run many turns of one person at once.
+            user_daily_tokens: 0,
+            daily_tokens: 0,
+            user_concurrent_turns: 0,
+            user_open_streams: 0,
             heavy_workers: 2,
             heavy_queue: 16,
             extract_program: None,
@@ -429,6 +461,10 @@ mod tests {
             "QUIRE_RATE_LIMIT_CHAT",
             "QUIRE_RATE_LIMIT_UPLOAD",
             "QUIRE_USER_STORAGE_MB",
+            "QUIRE_USER_DAILY_TOKENS",
+            "QUIRE_DAILY_TOKENS",
+            "QUIRE_USER_CONCURRENT_TURNS",
+            "QUIRE_USER_OPEN_STREAMS",
             "QUIRE_HEAVY_WORKERS",
             "QUIRE_METRICS_ADDR",
             "QUIRE_LOG_FORMAT",

@@ -21,6 +21,7 @@ use uuid::Uuid;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
+use super::streams::StreamPlace;
 use crate::chat::replay::{self, TurnEvent};
 use crate::AppState;
 
@@ -74,8 +75,10 @@ pub async fn chat(
     headers: HeaderMap,
     Json(body): Json<ChatRequest>,
 ) -> Result<Response> {
+    // Taken before the turn starts: a stream refused here starts nothing.
+    let place = state.streams.take(user.id)?;
     let started = state.chat.start_once(user.id, thread, idempotency_key(&headers)?, body).await?;
-    Ok(until_session_ends(&state, &user, sse_response(started.events(&state.chat, user.id, thread))))
+    Ok(until_session_ends(&state, &user, place, sse_response(started.events(&state.chat, user.id, thread))))
 }
 
 /// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the turn of the person's latest message again after
@@ -95,8 +98,9 @@ pub async fn retry(
     _: Quota<ChatTurns>,
     Path((thread, message)): Path<(Uuid, Uuid)>,
 ) -> Result<Response> {
+    let place = state.streams.take(user.id)?;
     let live = state.chat.retry(user.id, thread, message).await?;
-    Ok(until_session_ends(&state, &user, sse_response(replay::live_events(&live, 0))))
+    Ok(until_session_ends(&state, &user, place, sse_response(replay::live_events(&live, 0))))
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.
@@ -124,13 +128,14 @@ fn last_event_id(headers: &HeaderMap) -> Option<(Uuid, i64)> {
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>:<n>`)")),
     responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent, description = "The turn's events"),
         (status = 204, description = "The conversation has no turn"), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+        (status = 404, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
 pub async fn resume(
     State(state): State<AppState>,
     user: AuthUser,
     Path(thread): Path<Uuid>,
     headers: HeaderMap,
 ) -> Result<Response> {
+    let place = state.streams.take(user.id)?;
     state.store.get_thread(user.id, thread).await?;
     let Some(turn) = state.store.latest_turn(user.id, thread).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
@@ -141,13 +146,20 @@ pub async fn resume(
         _ => 0,
     };
     let events = state.chat.turn_events(user.id, thread, turn.id, after);
-    Ok(until_session_ends(&state, &user, sse_response(events)))
+    Ok(until_session_ends(&state, &user, place, sse_response(events)))
 }
 
-/// Ends an event stream when the session that opened it ends (signed out here or on another instance).
-fn until_session_ends(state: &AppState, user: &AuthUser, response: Response) -> Response {
+/// Ends an event stream when the session that opened it ends (signed out here or on another instance). The
+/// stream holds its place among the person's open streams until it ends (given back before its last byte goes
+/// out, so a client that saw it end may open another) or its client goes away.
+fn until_session_ends(state: &AppState, user: &AuthUser, place: StreamPlace, response: Response) -> Response {
     let ended = state.sessions.ended(user.jti, user.id);
-    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended)))
+    let mut place = Some(place);
+    let give_back = futures::stream::poll_fn(move |_| {
+        place.take();
+        std::task::Poll::Ready(None::<Result<axum::body::Bytes, axum::Error>>)
+    });
+    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended).chain(give_back)))
 }
 
 /// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.

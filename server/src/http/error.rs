@@ -39,6 +39,15 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("too many requests")]
     TooManyRequests { retry_after_secs: u64 },
+    /// Today's token budget is spent (429 with the time it resets, and `Retry-After` until then).
+    #[error("the daily token budget is used up")]
+    BudgetExceeded { resets_at: chrono::DateTime<chrono::Utc> },
+    /// The person has as many answers being written at once as they may (429).
+    #[error("You have as many answers being written at once as you may; wait for one to finish.")]
+    TooManyTurns,
+    /// The person has as many answer streams open at once as they may (429).
+    #[error("You have as many answers open at once as you may; close one and try again.")]
+    TooManyStreams,
     /// This instance cannot serve yet: its database does not answer or lacks migrations.
     #[error("Quire is not ready: its database cannot be reached or is not up to date.")]
     NotReady,
@@ -106,7 +115,10 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge | ApiError::QuotaExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ApiError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::TooManyRequests { .. }
+            | ApiError::BudgetExceeded { .. }
+            | ApiError::TooManyTurns
+            | ApiError::TooManyStreams => StatusCode::TOO_MANY_REQUESTS,
             ApiError::NotReady => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -125,6 +137,9 @@ impl ApiError {
             ApiError::QuotaExceeded(_) => "storage_quota_exceeded",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
             ApiError::TooManyRequests { .. } => "rate_limited",
+            ApiError::BudgetExceeded { .. } => "budget_exceeded",
+            ApiError::TooManyTurns => "too_many_turns",
+            ApiError::TooManyStreams => "too_many_streams",
             ApiError::NotReady => "not_ready",
             ApiError::Internal(_) => "internal",
         }
@@ -138,6 +153,9 @@ impl ApiError {
             ApiError::PayloadTooLarge => "The request body is too large.".into(),
             ApiError::TooManyRequests { retry_after_secs } => {
                 format!("Too many requests; try again in {retry_after_secs} s.")
+            }
+            ApiError::BudgetExceeded { resets_at } => {
+                format!("The daily token budget is used up. It resets at {} UTC.", resets_at.format("%Y-%m-%d %H:%M"))
             }
             ApiError::Internal(_) => match request_id() {
                 Some(id) => format!("Something went wrong on our side. (Reference: {id}.)"),
@@ -159,8 +177,15 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { error: ErrorDetail { code: self.code().into(), message: self.public_message(), field } };
         let mut response = (self.status_code(), Json(body)).into_response();
-        if let ApiError::TooManyRequests { retry_after_secs } = self {
-            if let Ok(value) = HeaderValue::from_str(&retry_after_secs.max(1).to_string()) {
+        let retry_after_secs = match self {
+            ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
+            ApiError::BudgetExceeded { resets_at } => {
+                Some(u64::try_from((resets_at - chrono::Utc::now()).num_seconds()).unwrap_or(0))
+            }
+            _ => None,
+        };
+        if let Some(secs) = retry_after_secs {
+            if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
                 response.headers_mut().insert(header::RETRY_AFTER, value);
             }
         }
@@ -173,6 +198,8 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound => ApiError::NotFound,
             StoreError::Conflict(message) => ApiError::Conflict(message),
+            StoreError::BudgetExceeded { resets_at } => ApiError::BudgetExceeded { resets_at },
+            StoreError::TooManyTurns => ApiError::TooManyTurns,
             StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),
             StoreError::InvalidCursor => ApiError::invalid_cursor(),
             StoreError::ExpiredCursor => ApiError::BadRequest {
@@ -202,6 +229,8 @@ impl From<ChatError> for ApiError {
             ChatError::KeyInProgress => {
                 ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into())
             }
+            ChatError::BudgetExceeded { resets_at } => ApiError::BudgetExceeded { resets_at },
+            ChatError::TooManyTurns => ApiError::TooManyTurns,
             ChatError::Store(err) => err.into(),
             ChatError::Internal(err) => ApiError::Internal(err),
         }

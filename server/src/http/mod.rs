@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod rate_limit;
 pub mod search;
 pub mod stats;
+pub mod streams;
 pub mod threads;
 
 use app::api::Health;

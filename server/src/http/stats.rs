@@ -1,11 +1,14 @@
-//! `GET /api/stats`: how much the caller has talked, about what, and at what cost in tokens.
+//! `GET /api/stats`: how much the caller has talked, about what, at what cost in tokens, and what is left of
+//! their daily token budget.
 
-use app::api::HistoryStats;
+use app::api::{HistoryStats, TokenBudget};
 use axum::{extract::State, routing::get, Router};
 use chrono::Utc;
 
 use super::error::Result;
 use super::extract::{AuthUser, Json};
+use crate::chat::turn::STALE_AFTER_MS;
+use crate::store::budgets::budget_resets_at;
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -16,5 +19,15 @@ pub fn router() -> Router<AppState> {
     responses((status = 200, body = app::api::HistoryStats), (status = 401, body = app::api::ErrorBody)))]
 pub async fn stats(State(state): State<AppState>, user: AuthUser) -> Result<Json<HistoryStats>> {
     // Days are UTC days, as the usage ledger records them.
-    Ok(Json(state.store.history_stats(user.id, Utc::now().date_naive()).await?))
+    let now = Utc::now();
+    let personal = crate::store::TurnLimits { daily_tokens: 0, ..state.config.turn_limits() };
+    let (mut stats, spending) = tokio::try_join!(
+        state.store.history_stats(user.id, now.date_naive()),
+        state.store.spending(user.id, STALE_AFTER_MS, &personal),
+    )?;
+    stats.budget = spending.user_budget(&personal).map(|limit| {
+        let used_today = spending.user_used.max(0) as u64;
+        TokenBudget { limit, used_today, left: limit.saturating_sub(used_today), resets_at: budget_resets_at(now) }
+    });
+    Ok(Json(stats))
 }

@@ -253,6 +253,7 @@ impl<T: Stored<DateTime<Utc>>, D: Stored<NaiveDate>> StatsRows<T, D> {
             output_tokens: self.tokens.1 as u64,
             tokens_per_day: fill_days(today, &used, &written),
             artifacts_by_type: artifacts,
+            budget: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod attachments;
+pub mod budgets;
 mod columns;
 pub mod documents;
 pub mod history;
@@ -29,6 +30,7 @@ pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
+pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::{ArtifactRevision, Documents};
 pub use history::History;
 pub use messages::Messages;
@@ -67,6 +69,12 @@ pub enum StoreError {
     /// Work handed to the blocking pool (making snippets) panicked.
     #[error("background work failed: {0}")]
     Blocking(#[from] tokio::task::JoinError),
+    /// Today's token budget (the person's or everyone's) is spent; it starts again at `resets_at`.
+    #[error("the daily token budget is used up")]
+    BudgetExceeded { resets_at: DateTime<Utc> },
+    /// The person already has as many turns running as they may.
+    #[error("too many answers are being written at once")]
+    TooManyTurns,
 }
 
 impl StoreError {
@@ -324,6 +332,7 @@ pub trait Store:
     + Traces
     + History
     + Summaries
+    + Budgets
     + Send
     + Sync
     + 'static

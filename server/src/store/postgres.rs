@@ -22,6 +22,7 @@ use super::{
 
 mod accounts;
 mod attachments;
+mod budgets;
 mod documents;
 mod history;
 mod messages;

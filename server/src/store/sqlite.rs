@@ -30,6 +30,7 @@ const RANKED_CANDIDATES: u32 = 1_000;
 
 mod accounts;
 mod attachments;
+mod budgets;
 mod documents;
 mod history;
 mod import;

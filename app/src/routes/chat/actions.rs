@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 use leptos_router::NavigateOptions;
 use uuid::Uuid;
 
+use super::budget_banner::show_if_over_budget;
 use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role};
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
@@ -85,6 +86,7 @@ impl ChatActions {
         }
         state.busy.set(true);
         state.error.set(None);
+        state.budget.set(None);
         self.follow.set(true);
         spawn_local(async move {
             let Some(id) = self.ensure_thread().await else {
@@ -108,7 +110,7 @@ impl ChatActions {
                 if state.live.get_untracked().is_some() {
                     state.end_turn(id, None, MessageStatus::Interrupted);
                 }
-                if e.status == 409 || e.status == 422 {
+                if e.status == 409 || e.status == 422 || e.code == "budget_exceeded" {
                     // Not saved: drop the optimistic bubble and give the text back.
                     state.messages.update(|m| m.retain(|x| x.id != sent_id));
                     self.draft.set(content.clone());
@@ -120,7 +122,9 @@ impl ChatActions {
                     0 => Some(Retry::Rerun { content, saved: started }),
                     _ => Some(Retry::Resend { content, bubble: sent_id }),
                 };
-                state.error.set(Some(ErrorNote { message: e.message, retry }));
+                if !show_if_over_budget(state, &e) {
+                    state.error.set(Some(ErrorNote { message: e.message, retry }));
+                }
             }
             state.busy.set(false);
         });
@@ -194,7 +198,9 @@ impl ChatActions {
                     state.end_turn(id, None, MessageStatus::Interrupted);
                 }
                 let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
-                state.error.set(Some(ErrorNote { message: e.message, retry }));
+                if !show_if_over_budget(state, &e) {
+                    state.error.set(Some(ErrorNote { message: e.message, retry }));
+                }
             }
             state.busy.set(false);
         });
@@ -209,6 +215,7 @@ impl ChatActions {
         let Some(id) = state.current.get_untracked() else { return };
         state.generating.set(Some(kind));
         state.error.set(None);
+        state.budget.set(None);
         spawn_local(async move {
             let request = ChatRequest {
                 content: format!("Generate {} from this conversation", kind.label()),
@@ -226,6 +233,9 @@ impl ChatActions {
             })
             .await;
             state.generating.set(None);
+            if result.as_ref().is_err_and(|e| show_if_over_budget(state, e)) {
+                return;
+            }
             let failure = failure.or_else(|| result.err().map(|e| e.message));
             if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string()))
             {

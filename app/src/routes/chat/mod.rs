@@ -4,6 +4,7 @@
 
 mod actions;
 mod attach;
+mod budget_banner;
 mod composer;
 mod header;
 mod timeline;
@@ -18,6 +19,7 @@ use crate::components::artifact_card::artifact_viewer;
 use crate::components::documents_panel::DOCUMENTS_TOGGLE_ID;
 use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
 use actions::ChatActions;
+use budget_banner::BudgetBanner;
 use composer::{Composer, ErrorBanner};
 use header::ChatHeader;
 use timeline::Timeline;
@@ -102,6 +104,7 @@ pub fn ChatPage() -> impl IntoView {
             <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file/>
             <Timeline state follow target on_open=open_card/>
             <ErrorBanner state actions/>
+            <BudgetBanner state/>
             <Composer state actions/>
             {move || open.get().map(|a| view! {
                 <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact, restored))}</Suspense>

@@ -89,31 +89,7 @@ impl Turns for Postgres {
             other => return other,
         }
         let mut tx = self.pool.begin().await?;
-        // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
-        let taken_over = sqlx::query(
-            "update turns set status = 'done'
-             where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at < $3",
-        )
-        .bind(thread)
-        .bind(user)
-        .bind(now - chrono::Duration::milliseconds(stale_after_ms))
-        .execute(&mut *tx)
-        .await?
-        .rows_affected()
-            > 0;
-        if !taken_over {
-            return Err(StoreError::thread_busy());
-        }
-        // The dead turn's answer, still marked as being written, was cut off.
-        sqlx::query("update messages set writing = false where thread_id = $1 and writing")
-            .bind(thread)
-            .execute(&mut *tx)
-            .await?;
-        // A concurrent begin blocks on the partial unique index until the other commits, then fails.
-        let saved = match take_thread(&mut *tx, user, thread, turn, now, request.as_ref()).await {
-            Err(StoreError::Database(e)) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
-            other => other?,
-        };
+        let saved = take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request.as_ref()).await?;
         tx.commit().await?;
         match saved {
             None if request.is_some() => self.save_request(user, request.as_ref(), now).await,
@@ -271,5 +247,43 @@ impl Postgres {
         let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
         let row = sqlx::query(&sql).bind(id).bind(user).fetch_optional(&self.pool).await?;
         trace_from_row(&row.ok_or(StoreError::NotFound)?)
+    }
+}
+
+/// Takes the thread from its turn marked running, if that turn's heartbeat went quiet (`Conflict` while it is
+/// alive), and starts the new turn in its place, in `tx`.
+pub(super) async fn take_over_thread(
+    tx: &mut sqlx::PgConnection,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    stale_after_ms: i64,
+    now: DateTime<Utc>,
+    request: Option<&NewMessage>,
+) -> Result<Option<Message>> {
+    // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
+    let taken_over = sqlx::query(
+        "update turns set status = 'done'
+         where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at < $3",
+    )
+    .bind(thread)
+    .bind(user)
+    .bind(now - chrono::Duration::milliseconds(stale_after_ms))
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        > 0;
+    if !taken_over {
+        return Err(StoreError::thread_busy());
+    }
+    // The dead turn's answer, still marked as being written, was cut off.
+    sqlx::query("update messages set writing = false where thread_id = $1 and writing")
+        .bind(thread)
+        .execute(&mut *tx)
+        .await?;
+    // A concurrent begin blocks on the partial unique index until the other commits, then fails.
+    match take_thread(&mut *tx, user, thread, turn, now, request).await {
+        Err(StoreError::Database(e)) if is_unique_violation(&e) => Err(StoreError::thread_busy()),
+        other => other,
     }
 }

@@ -1,0 +1,115 @@
+//! Token budgets and the cap on a person's running turns: what a turn's start checks, in the same write that
+//! takes its conversation, so two starts at once never both pass. Both backends implement it
+//! (`sqlite/budgets.rs`, `postgres/budgets.rs`). Days are UTC days, as the usage ledger records them.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Days, NaiveTime, Utc};
+use uuid::Uuid;
+
+use super::{Message, NewMessage, Result, StoreError};
+
+/// What a person may spend and run, as configured; 0 turns a limit off.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnLimits {
+    /// Tokens one person may spend in a UTC day, unless they have a budget of their own.
+    pub user_daily_tokens: u64,
+    /// Tokens everyone together may spend in a UTC day.
+    pub daily_tokens: u64,
+    /// Turns one person may have running at once, across all their conversations.
+    pub concurrent_turns: u32,
+}
+
+/// Today's spending as the budgets see it, and the person's running turns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Spending {
+    /// Tokens the person spent today (input and output).
+    pub user_used: i64,
+    /// Tokens everyone spent today; 0 when no global budget asked for it.
+    pub everyone_used: i64,
+    /// The person's own daily budget, set by an administrator (0 = none); `None` follows the configuration.
+    pub own_budget: Option<i64>,
+    /// The person's turns running now (heard from recently).
+    pub running: i64,
+}
+
+impl Spending {
+    /// The person's daily budget: their own, else the configured one; `None` when they have none.
+    pub fn user_budget(&self, limits: &TurnLimits) -> Option<u64> {
+        let budget = self.own_budget.map_or(limits.user_daily_tokens, |own| own.max(0) as u64);
+        (budget > 0).then_some(budget)
+    }
+
+    /// Why a new turn may not start now, if it may not: a budget used up or too many turns running.
+    pub fn refusal(&self, limits: &TurnLimits, now: DateTime<Utc>) -> Option<StoreError> {
+        let used_up = |budget: Option<u64>, used: i64| budget.is_some_and(|b| used.max(0) as u64 >= b);
+        let everyone = (limits.daily_tokens > 0).then_some(limits.daily_tokens);
+        if used_up(self.user_budget(limits), self.user_used) || used_up(everyone, self.everyone_used) {
+            return Some(StoreError::BudgetExceeded { resets_at: budget_resets_at(now) });
+        }
+        if limits.concurrent_turns > 0 && self.running >= i64::from(limits.concurrent_turns) {
+            return Some(StoreError::TooManyTurns);
+        }
+        None
+    }
+}
+
+/// When today's budgets start again: the next midnight, UTC.
+pub fn budget_resets_at(now: DateTime<Utc>) -> DateTime<Utc> {
+    let tomorrow = now.date_naive().checked_add_days(Days::new(1)).unwrap_or(now.date_naive());
+    tomorrow.and_time(NaiveTime::MIN).and_utc()
+}
+
+/// Budgets and caps of chat turns.
+#[async_trait]
+pub trait Budgets: Send + Sync {
+    /// [`Turns::begin_turn_with`](super::Turns::begin_turn_with), refused with
+    /// [`StoreError::BudgetExceeded`] or [`StoreError::TooManyTurns`] when the person (or everyone) spent today's
+    /// budget or already has `concurrent_turns` running. The check and the start are one atomic step: starts
+    /// of one person at once, on any instance, are counted one after the other.
+    async fn begin_turn_within(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        turn: Uuid,
+        stale_after_ms: i64,
+        request: Option<NewMessage>,
+        limits: &TurnLimits,
+    ) -> Result<Option<Message>>;
+    /// The person's spending today and running turns (`everyone_used` only when `limits` has a global budget).
+    async fn spending(&self, user: Uuid, stale_after_ms: i64, limits: &TurnLimits) -> Result<Spending>;
+    /// Gives the person a daily token budget of their own (0 = none), or `None` to follow the configuration;
+    /// `NotFound` for an unknown person.
+    async fn set_daily_token_budget(&self, user: Uuid, budget: Option<u64>) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spending(user_used: i64, everyone_used: i64, own_budget: Option<i64>, running: i64) -> Spending {
+        Spending { user_used, everyone_used, own_budget, running }
+    }
+
+    #[test]
+    fn budgets_reset_at_the_next_utc_midnight() {
+        let now = "2026-03-31T23:59:59Z".parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(budget_resets_at(now), "2026-04-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap());
+        let midnight = "2026-04-01T00:00:00Z".parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(budget_resets_at(midnight), "2026-04-02T00:00:00Z".parse::<DateTime<Utc>>().unwrap());
+    }
+
+    #[test]
+    fn a_turn_is_refused_once_a_budget_is_spent_or_the_cap_is_reached() {
+        let now = Utc::now();
+        let limits = TurnLimits { user_daily_tokens: 100, daily_tokens: 1_000, concurrent_turns: 3 };
+        assert!(spending(99, 999, None, 2).refusal(&limits, now).is_none());
+        assert!(matches!(spending(100, 0, None, 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
+        assert!(matches!(spending(0, 1_000, None, 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
+        assert!(matches!(spending(0, 0, None, 3).refusal(&limits, now), Some(StoreError::TooManyTurns)));
+        // A person's own budget stands in for the configured one; 0 means none.
+        assert!(spending(150, 0, Some(200), 0).refusal(&limits, now).is_none());
+        assert!(matches!(spending(50, 0, Some(40), 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
+        assert!(spending(5_000, 0, Some(0), 0).refusal(&limits, now).is_none());
+        assert!(spending(i64::MAX, i64::MAX, None, i64::MAX).refusal(&TurnLimits::default(), now).is_none());
+    }
+}
