@@ -1,8 +1,11 @@
 //! Token counting shared by the whole server.
 //!
 //! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's
-//! linear-time BPE implementation: the vocabulary ships inside the crate (no network) and
-//! counting stays linear even on pathological input such as one character repeated 100 KB.
+//! linear-time BPE implementation: counting stays linear even on pathological input such as one character
+//! repeated 100 KB. The vocabulary ships inside the binary as OpenAI's own 1.7 MB list (`server/data/`), and
+//! the encoder is built from it when the server starts (about a second, off the async workers), rather than
+//! taken ready-made from `bpe_openai::o200k_base`, whose prebuilt tables would add 32 MB to the binary and the
+//! container image. A test checks that both give the same tokens.
 //! Two parts are our own because they were measured to matter (docs/perf-log.md, token counting from cold):
 //! cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`); both give exactly
 //! the crate's results, which property tests check.
@@ -16,12 +19,48 @@ use bpe_openai::Tokenizer;
 use rustc_hash::FxBuildHasher;
 use uuid::Uuid;
 
-/// The process-wide tokenizer, deserialised from the embedded vocabulary on first use.
-static TOKENIZER: LazyLock<&'static Tokenizer> = LazyLock::new(bpe_openai::o200k_base);
+/// OpenAI's `o200k_base` vocabulary in its published form: one token a line, base64, in rank order.
+const O200K_VOCABULARY: &[u8] = include_bytes!("../data/o200k_base.tiktoken.gz");
+
+/// The factor of the encoder's token hash for this vocabulary: one with no collisions among its tokens (the
+/// one `bpe_openai` builds its tables with).
+const O200K_HASH_FACTOR: u64 = 17_846_336_922_010_275_747;
+
+/// `o200k_base`'s pre-tokenizing pattern, in the form `bpe_openai` takes it: the published pattern with its
+/// negative look-ahead `\s+(?!\S)` written as a look-ahead alternative (`true`: its last character is not
+/// part of the piece) followed by plain whitespace.
+const O200K_PATTERN: [(&str, bool); 3] = [
+    (
+        concat!(
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+            r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|",
+            r"\p{N}{1,3}|",
+            r" ?[^\s\p{L}\p{N}]+[\r\n/]*|",
+            r"\s*[\r\n]+|",
+            r"\s+$",
+        ),
+        false,
+    ),
+    (r"\s+\s", true),
+    (r"\s+", false),
+];
+
+/// Builds the `o200k_base` tokenizer from the embedded vocabulary.
+fn build_o200k() -> Tokenizer {
+    let mut listed = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(O200K_VOCABULARY), &mut listed)
+        .expect("the embedded vocabulary is gzip text");
+    let tokens = bpe::byte_pair_encoding::read_tiktoken(&listed).expect("the embedded vocabulary is base64");
+    let bpe = bpe::byte_pair_encoding::BytePairEncoding::from_dictionary(tokens, Some(O200K_HASH_FACTOR));
+    Tokenizer::new_lookahead(bpe, &O200K_PATTERN, false).expect("the o200k pattern compiles")
+}
+
+/// The process-wide tokenizer, built from the embedded vocabulary on first use.
+static TOKENIZER: LazyLock<Tokenizer> = LazyLock::new(build_o200k);
 
 /// Returns the shared `o200k_base` tokenizer, building it on the first call.
 pub fn tokenizer() -> &'static Tokenizer {
-    *TOKENIZER
+    &TOKENIZER
 }
 
 /// Builds the tokenizer and the table of token ranks now, so that the first request does not pay for them.
@@ -386,6 +425,21 @@ pub fn count_message_tokens(id: Uuid, text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_built_tokenizer_is_bpe_openais_o200k_base() {
+        let theirs = bpe_openai::o200k_base();
+        let ours = tokenizer();
+        assert_eq!(ours.bpe.num_tokens(), theirs.bpe.num_tokens());
+        for id in (0..theirs.bpe.num_tokens() as u32).step_by(97) {
+            assert_eq!(ours.bpe.token_bytes(id), theirs.bpe.token_bytes(id), "token {id}");
+        }
+        let text = "Hello, world! Ünïcödé 12345 tokens\n\n  spaces   and\ttabs; emoji 🦀🦀 and CamelCaseWords.\r\n";
+        assert_eq!(ours.split(text).collect::<Vec<_>>(), theirs.split(text).collect::<Vec<_>>());
+        assert_eq!(ours.encode(text), theirs.encode(text));
+        let long = "abc ".repeat(5_000) + &"x".repeat(10_000);
+        assert_eq!(ours.count(&long), theirs.count(&long));
+    }
 
     #[test]
     fn empty_text_has_no_tokens() {
