@@ -4,7 +4,7 @@
 //! text, images become plain links (nothing remote is loaded), and links keep only safe schemes.
 
 use leptos::prelude::*;
-use pulldown_cmark::{html, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
 
 /// Our own markup around code blocks: a copy button. Added after the source's HTML was turned into text.
 const CODE_BLOCK_START: &str =
@@ -18,6 +18,9 @@ const TASK_OPEN: &str = "<input type=\"checkbox\" disabled=\"\" aria-label=\"Not
 /// Renders Markdown (CommonMark + tables, strikethrough, task lists) to HTML that executes nothing.
 pub fn to_safe_html(markdown: &str) -> String {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
+    // The fenced code block being read, when its language is one the highlighter knows: the language and the
+    // code so far.
+    let mut code: Option<(String, String)> = None;
     let events = Parser::new_ext(markdown, options)
         .map(|event| match event {
             Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
@@ -35,12 +38,34 @@ pub fn to_safe_html(markdown: &str) -> String {
             }
             other => other,
         })
-        .flat_map(|event| match event {
+        .flat_map(move |event| match event {
             Event::Start(Tag::CodeBlock(kind)) => {
+                code = match &kind {
+                    CodeBlockKind::Fenced(info) => info
+                        .split_whitespace()
+                        .next()
+                        .map(str::to_ascii_lowercase)
+                        .filter(|language| oxidoc_highlight::is_supported(language))
+                        .map(|language| (language, String::new())),
+                    CodeBlockKind::Indented => None,
+                };
                 vec![Event::Html(CowStr::Borrowed(CODE_BLOCK_START)), Event::Start(Tag::CodeBlock(kind))]
             }
+            // The code of a block in a known language is gathered (the parser may hand it over in pieces) and
+            // highlighted as a whole at its end, so that a comment or string over several lines stays one token.
+            Event::Text(text) if code.is_some() => {
+                if let Some((_, gathered)) = code.as_mut() {
+                    gathered.push_str(&text);
+                }
+                vec![]
+            }
             Event::End(TagEnd::CodeBlock) => {
-                vec![Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed(CODE_BLOCK_END))]
+                let mut events = Vec::with_capacity(3);
+                if let Some((language, gathered)) = code.take() {
+                    events.push(Event::Html(highlighted(&gathered, &language).into()));
+                }
+                events.extend([Event::End(TagEnd::CodeBlock), Event::Html(CowStr::Borrowed(CODE_BLOCK_END))]);
+                events
             }
             other => vec![other],
         });
@@ -119,10 +144,33 @@ impl Renderer {
     }
 }
 
-/// Text shown as it is, escaped, until the renderer arrives.
-fn plain_html(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 32);
-    out.push_str("<p class=\"md-pending\">");
+/// `code` in `language` as escaped HTML with a `<span class="tok-...">` around each token the highlighter
+/// recognises (keywords, strings, comments, numbers...; colours in the stylesheet, one set per theme); a
+/// language it does not know gives the code escaped. `oxidoc_highlight` finds the tokens (one forward pass per language, so the
+/// cost grows with the code's length); the markup is written here, and a token out of order or off a character
+/// boundary is shown as plain text rather than trusted.
+fn highlighted(code: &str, language: &str) -> String {
+    let mut out = String::with_capacity(code.len() * 2);
+    let mut shown = 0;
+    for token in oxidoc_highlight::scan(code, language) {
+        let Some(class) = token.kind.class() else { continue };
+        if token.start < shown || !code.is_char_boundary(token.start) || code.get(token.start..token.end).is_none() {
+            continue;
+        }
+        escape_into(&code[shown..token.start], &mut out);
+        out.push_str("<span class=\"");
+        out.push_str(class);
+        out.push_str("\">");
+        escape_into(&code[token.start..token.end], &mut out);
+        out.push_str("</span>");
+        shown = token.end;
+    }
+    escape_into(&code[shown..], &mut out);
+    out
+}
+
+/// Appends `text` to `out` with the characters HTML gives a meaning escaped.
+fn escape_into(text: &str, out: &mut String) {
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -132,6 +180,13 @@ fn plain_html(text: &str) -> String {
             c => out.push(c),
         }
     }
+}
+
+/// Text shown as it is, escaped, until the renderer arrives.
+fn plain_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 32);
+    out.push_str("<p class=\"md-pending\">");
+    escape_into(text, &mut out);
     out.push_str("</p>");
     out
 }
@@ -151,7 +206,8 @@ fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
     }
 }
 
-/// Tags the renderer may produce (pulldown-cmark's own, the task-list checkbox and our code-block frame).
+/// Tags the renderer may produce (pulldown-cmark's own, the task-list checkbox, our code-block frame and the
+/// highlighter's token spans).
 const ALLOWED_TAGS: &[&str] = &[
     "p",
     "h1",
@@ -181,6 +237,7 @@ const ALLOWED_TAGS: &[&str] = &[
     "input",
     "div",
     "button",
+    "span",
 ];
 /// Attributes the renderer may produce; `href` and `style` are checked further.
 const ALLOWED_ATTRIBUTES: &[&str] =
@@ -284,6 +341,51 @@ mod tests {
         assert!(html.contains("<table>"));
         assert!(html.contains("<code class=\"language-rust\">"));
         assert!(html.contains("class=\"copy-code\""), "code blocks carry a copy button");
+    }
+
+    #[test]
+    fn fenced_code_is_highlighted_and_stays_escaped() {
+        let html = to_safe_html("```rust\nfn main() { let s = \"<b>&\"; } // done\n```");
+        assert!(html.contains("<span class=\"tok-keyword\">fn</span>"), "{html}");
+        assert!(html.contains("<span class=\"tok-comment\">// done</span>"), "{html}");
+        assert!(html.contains("&lt;b&gt;&amp;"), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+        assert_eq!(markup_problem(&html), None);
+        // Unknown languages and indented blocks stay plain; the text is the same either way.
+        let plain = to_safe_html("```klingon\nfn main() {}\n```");
+        assert!(!plain.contains("tok-"), "{plain}");
+        assert!(plain.contains("fn main() {}"), "{plain}");
+        assert!(!to_safe_html("    fn main() {}\n").contains("tok-"));
+        // What the browser test looks for.
+        let shell = to_safe_html("```sh\n# build, then copy\nscp app \"host:/srv/app\"\n```");
+        assert!(shell.contains("<span class=\"tok-comment\"># build, then copy</span>"), "{shell}");
+        assert!(shell.contains("<span class=\"tok-string\">&quot;host:/srv/app&quot;</span>"), "{shell}");
+    }
+
+    #[test]
+    fn highlighting_keeps_every_character_of_hostile_code() {
+        let strip = |html: &str| {
+            let mut text = String::new();
+            let mut in_tag = false;
+            for c in html.chars() {
+                match c {
+                    '<' => in_tag = true,
+                    '>' => in_tag = false,
+                    c if !in_tag => text.push(c),
+                    _ => {}
+                }
+            }
+            text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
+        };
+        let pieces = ["\"", "'", "`", "/*", "*/", "<!--", "r#\"", "${", "\\", "é", "🦀", "0x", "<<EOF\n", "--", "#", "\n"];
+        for language in ["rust", "python", "javascript", "typescript", "bash", "sql", "c", "go", "java", "json", "yaml", "html", "php"] {
+            for (i, piece) in pieces.iter().enumerate() {
+                let code = format!("{}{}", piece.repeat(50), pieces[(i + 1) % pieces.len()].repeat(7));
+                let html = highlighted(&code, language);
+                assert_eq!(strip(&html), code, "{language}: {piece:?}");
+                assert_eq!(markup_problem(&html), None, "{language}: {piece:?}");
+            }
+        }
     }
 
     #[test]

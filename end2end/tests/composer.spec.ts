@@ -144,14 +144,14 @@ test('a status line shows while a document is saved, and goes when the turn ends
   await expect(page.getByRole('log')).not.toContainText('Saving artifact…');
 });
 
-test('a code block in an answer renders and its "Copy code" button copies the code', async ({ page, context, baseURL }) => {
+test('a code block in an answer renders highlighted in both themes and its "Copy code" button copies the code', async ({ page, context, baseURL }) => {
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: baseURL });
   await openHydrated(page);
   await send(page, 'We need a deploy script. Operators must run it from a laptop.');
   const response = await page.request.get(`/api/threads/${conversationId(page)}/export?format=json`);
   expect(response.ok()).toBeTruthy();
   const exported = await response.json();
-  const code = 'cargo build --release\nscp target/release/app host:/srv/app';
+  const code = '# build, then copy\ncargo build --release\nscp target/release/app "host:/srv/app"';
   exported.thread.title = 'Deploy script';
   exported.messages[1].content = `Here is a first version:\n\n\`\`\`sh\n${code}\n\`\`\`\n\nRun it from the project root.`;
 
@@ -164,8 +164,23 @@ test('a code block in an answer renders and its "Copy code" button copies the co
   const answer = page.getByTestId('message-assistant');
   await expect(answer).toHaveCount(1);
   await expect(answer.locator('pre')).toHaveCount(1);
-  await expect(answer.locator('pre')).toContainText('scp target/release/app host:/srv/app');
+  await expect(answer.locator('pre')).toContainText('scp target/release/app "host:/srv/app"');
   await expect(answer).not.toContainText('```');
+
+  // Highlighted: the comment and the string have colours of their own, in the light and the dark theme.
+  const comment = answer.locator('pre .tok-comment');
+  await expect(comment).toHaveText('# build, then copy');
+  await expect(answer.locator('pre .tok-string')).toHaveText('"host:/srv/app"');
+  const colours = () =>
+    comment.evaluate((el) => [getComputedStyle(el).color, getComputedStyle(el.closest('pre')!).color]);
+  await page.emulateMedia({ colorScheme: 'light' });
+  const [lightComment, lightText] = await colours();
+  expect(lightComment).not.toBe(lightText);
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await expect.poll(async () => (await colours())[0]).not.toBe(lightComment);
+  const [darkComment, darkText] = await colours();
+  expect(darkComment).not.toBe(darkText);
+  await page.emulateMedia({ colorScheme: 'light' });
 
   // Something else on the clipboard first, so the check below sees what the button put there.
   await page.evaluate(() => navigator.clipboard.writeText('nothing copied yet'));
