@@ -377,8 +377,23 @@ mod tests {
             }
             text.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&amp;", "&")
         };
-        let pieces = ["\"", "'", "`", "/*", "*/", "<!--", "r#\"", "${", "\\", "é", "🦀", "0x", "<<EOF\n", "--", "#", "\n"];
-        for language in ["rust", "python", "javascript", "typescript", "bash", "sql", "c", "go", "java", "json", "yaml", "html", "php"] {
+        let pieces =
+            ["\"", "'", "`", "/*", "*/", "<!--", "r#\"", "${", "\\", "é", "🦀", "0x", "<<EOF\n", "--", "#", "\n"];
+        for language in [
+            "rust",
+            "python",
+            "javascript",
+            "typescript",
+            "bash",
+            "sql",
+            "c",
+            "go",
+            "java",
+            "json",
+            "yaml",
+            "html",
+            "php",
+        ] {
             for (i, piece) in pieces.iter().enumerate() {
                 let code = format!("{}{}", piece.repeat(50), pieces[(i + 1) % pieces.len()].repeat(7));
                 let html = highlighted(&code, language);

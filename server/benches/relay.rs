@@ -238,6 +238,9 @@ async fn start_quire(upstream: &Upstream, environment: &[(&str, &str)]) -> anyho
         .env("OPENAI_BASE_URL", format!("{}/v1", upstream.origin))
         .env("OPENAI_API_KEY", "bench")
         .env("QUIRE_RATE_LIMITS", "off")
+        // Ten accounts share up to 500 streams: the per-person caps would refuse most of them.
+        .env("QUIRE_USER_CONCURRENT_TURNS", "0")
+        .env("QUIRE_USER_OPEN_STREAMS", "0")
         .env("RUST_LOG", "warn")
         .envs(environment.iter().copied())
         .stdout(Stdio::null())

@@ -26,7 +26,7 @@ use super::trace::{self, CallTiming};
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
     self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, Store, StoreError, StoredEvent,
-    ThreadPatch, TurnEnd, TurnProgress, TurnTrace,
+    ThreadPatch, TurnEnd, TurnProgress, TurnStart, TurnTrace,
 };
 
 /// How often a running turn hands its progress over to be written.
@@ -155,10 +155,8 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
             Opening::Message(message) => Some(message.clone()),
             Opening::Silent(_) | Opening::Retry(_) => None,
         };
-        let begun = engine
-            .store
-            .begin_turn_within(user, thread, turn_id, STALE_AFTER_MS, new_message, &engine.limits.turns)
-            .await;
+        let start = TurnStart { user, thread, turn: turn_id, stale_after_ms: STALE_AFTER_MS, request: new_message };
+        let begun = engine.store.start_turn(start, &engine.limits.turns).await;
         let saved = match begun {
             Ok(message) => message,
             Err(e) => {

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::{Message, NewMessage, Result, StoreError};
+use super::{Result, StoreError};
 
 /// What a person may spend and run, as configured; 0 turns a limit off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,22 +59,9 @@ pub fn budget_resets_at(now: DateTime<Utc>) -> DateTime<Utc> {
     tomorrow.and_time(NaiveTime::MIN).and_utc()
 }
 
-/// Budgets and caps of chat turns.
+/// Budgets and caps of chat turns (checked where a turn starts: [`Turns::start_turn`](super::Turns::start_turn)).
 #[async_trait]
 pub trait Budgets: Send + Sync {
-    /// [`Turns::begin_turn_with`](super::Turns::begin_turn_with), refused with
-    /// [`StoreError::BudgetExceeded`] or [`StoreError::TooManyTurns`] when the person (or everyone) spent today's
-    /// budget or already has `concurrent_turns` running. The check and the start are one atomic step: starts
-    /// of one person at once, on any instance, are counted one after the other.
-    async fn begin_turn_within(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-        limits: &TurnLimits,
-    ) -> Result<Option<Message>>;
     /// The person's spending today and running turns (`everyone_used` only when `limits` has a global budget).
     async fn spending(&self, user: Uuid, stale_after_ms: i64, limits: &TurnLimits) -> Result<Spending>;
     /// Gives the person a daily token budget of their own (0 = none), or `None` to follow the configuration;

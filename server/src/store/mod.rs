@@ -38,8 +38,8 @@ pub use search::{HitKind, Search, SearchHit, SearchPage};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
-    FinalAnswer, IdempotencyClaim, SpentTokens, StoredEvent, Traces, TurnEnd, TurnProgress, TurnRecord, TurnTrace,
-    Turns,
+    FinalAnswer, IdempotencyClaim, SpentTokens, StoredEvent, TraceKey, Traces, TurnEnd, TurnProgress, TurnRecord,
+    TurnStart, TurnTrace, Turns,
 };
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.

@@ -19,7 +19,6 @@ use super::{
     SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns, User,
 };
 use futures::future::BoxFuture;
-use turn_writes::StartTurn;
 use writer::{Urgency, Writer};
 
 /// How often the write-ahead log is copied back into the database file.

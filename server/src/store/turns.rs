@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::columns::Stored;
-use super::{now, AnswerDraft, NewMessage, Result, StoreError};
+use super::{now, AnswerDraft, NewMessage, Result, StoreError, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
 #[derive(Debug, Clone, PartialEq)]
@@ -107,6 +107,34 @@ impl TurnProgress {
     }
 }
 
+/// How a trace is found: by the answer its turn wrote, or by its turn.
+#[derive(Debug, Clone, Copy)]
+pub enum TraceKey {
+    Answer(Uuid),
+    Turn(Uuid),
+}
+
+impl TraceKey {
+    /// The `turn_traces` column the key is kept in, and its value.
+    pub(crate) fn column(self) -> (&'static str, Uuid) {
+        match self {
+            Self::Answer(message) => ("message_id", message),
+            Self::Turn(turn) => ("turn_id", turn),
+        }
+    }
+}
+
+/// A turn's start: its person, thread and id, how long a running turn may stay silent before it counts as dead,
+/// and the person's message that starts it (none for a silent generation or a retry).
+#[derive(Debug, Clone)]
+pub struct TurnStart {
+    pub user: Uuid,
+    pub thread: Uuid,
+    pub turn: Uuid,
+    pub stale_after_ms: i64,
+    pub request: Option<NewMessage>,
+}
+
 /// A turn as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
 #[derive(sqlx::FromRow)]
 pub(crate) struct TurnRow<I, T> {
@@ -152,22 +180,19 @@ pub trait Turns: Send + Sync {
     async fn complete_idempotency_key(&self, user: Uuid, key: &str, response: &str) -> Result<()>;
     /// Frees `key` (the request failed before doing anything), so a retry may run.
     async fn release_idempotency_key(&self, user: Uuid, key: &str) -> Result<()>;
-    /// Takes the thread for a new turn; `Conflict` while another live turn holds it. A turn whose
-    /// heartbeat is older than `stale_after_ms` is considered dead and released, and its answer, left marked as
-    /// being written, is let into the search index.
+    /// Starts a turn (see [`TurnStart`]): takes its thread, `Conflict` while another live turn holds it (a turn
+    /// whose heartbeat is older than `stale_after_ms` is considered dead and released, and its answer, left
+    /// marked as being written, is let into the search index), and appends the person's message that starts it,
+    /// returned as saved: one commit where a turn starts. Refused with [`StoreError::BudgetExceeded`] or
+    /// [`StoreError::TooManyTurns`] when the person (or everyone) spent today's budget or already has
+    /// `limits.concurrent_turns` running; the check and the start are one atomic step, so starts of one person at
+    /// once, on any instance, are counted one after the other.
+    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>>;
+    /// A turn's start with no message and no limits (see [`start_turn`](Self::start_turn)).
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
-        self.begin_turn_with(user, thread, turn, stale_after_ms, None).await.map(drop)
+        let start = TurnStart { user, thread, turn, stale_after_ms, request: None };
+        self.start_turn(start, &TurnLimits::default()).await.map(drop)
     }
-    /// [`begin_turn`](Self::begin_turn) and, in the same transaction, appends the person's message that starts
-    /// it (returned as saved): one commit where a turn starts.
-    async fn begin_turn_with(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-    ) -> Result<Option<Message>>;
     /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
     /// Unknown ids are ignored.
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
@@ -207,11 +232,17 @@ pub trait Traces: Send + Sync {
     /// Stores a turn's trace, replacing one kept under the same turn; `NotFound` when its thread is missing or
     /// another user's, or its answer is not a message of that thread.
     async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()>;
+    /// The trace found by `key`; `NotFound` when there is none of `user`'s.
+    async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace>;
     /// The trace of the turn that wrote an answer; `NotFound` when the message is missing, another user's or
     /// has none (a person's message, an imported answer).
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace>;
+    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
+        self.trace_by(user, TraceKey::Answer(message)).await
+    }
     /// A turn's trace; `NotFound` when there is none or it is another user's.
-    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace>;
+    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
+        self.trace_by(user, TraceKey::Turn(turn)).await
+    }
     /// The traces of a thread's turns, oldest first; `NotFound` when the thread is missing or another user's.
     async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>>;
 }

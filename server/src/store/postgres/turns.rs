@@ -7,11 +7,16 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
-    IdempotencyClaim, Postgres, Traces, TurnRecord, Turns,
+    budgets, end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress,
+    write_trace, IdempotencyClaim, Postgres, Traces, TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
-use crate::store::{now, NewMessage, Result, StoreError, StoredEvent, TurnEnd, TurnProgress, TurnTrace};
+use crate::store::{
+    now, NewMessage, Result, StoreError, StoredEvent, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace,
+};
+
+/// The first key of the advisory locks taken per person for a turn's start; the second is their id's hash.
+const TURN_START_LOCKS: i32 = 0x5175_6972; // "Quir"
 
 #[async_trait]
 impl Turns for Postgres {
@@ -71,25 +76,36 @@ impl Turns for Postgres {
         Ok(())
     }
 
-    #[instrument(skip(self))]
-    async fn begin_turn_with(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-    ) -> Result<Option<Message>> {
+    #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
+    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
+        let TurnStart { user, thread, turn, stale_after_ms, request } = start;
         let now = now();
-        // The common case, no other turn marked running in the thread, is one statement: one round trip, and a
-        // pooled connection held for no longer. Only a conflict looks at the running turn.
-        match take_thread(&self.pool, user, thread, turn, now, request.as_ref()).await {
-            Err(StoreError::Database(e)) if is_unique_violation(&e) => {}
-            Ok(None) if request.is_some() => return self.save_request(user, request.as_ref(), now).await,
-            other => return other,
-        }
         let mut tx = self.pool.begin().await?;
-        let saved = take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request.as_ref()).await?;
+        // Instances share the database: the lock of the person, held until the commit that makes this start's
+        // turn visible, makes starts of one person on any instance count and start one after the other.
+        sqlx::query("select pg_advisory_xact_lock($1, hashtext($2))")
+            .bind(TURN_START_LOCKS)
+            .bind(user.to_string())
+            .execute(&mut *tx)
+            .await?;
+        let spending = budgets::spending_in(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
+        if let Some(refusal) = spending.refusal(limits, now) {
+            return Err(refusal);
+        }
+        // The common case takes the thread at once; a turn marked running in it fails the attempt (and only
+        // the attempt: it has a savepoint of its own), then is taken over if it died.
+        let mut attempt = sqlx::Acquire::begin(&mut *tx).await?;
+        let saved = match take_thread(&mut *attempt, user, thread, turn, now, request.as_ref()).await {
+            Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+                attempt.rollback().await?;
+                take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request.as_ref()).await?
+            }
+            other => {
+                let saved = other?;
+                attempt.commit().await?;
+                saved
+            }
+        };
         tx.commit().await?;
         match saved {
             None if request.is_some() => self.save_request(user, request.as_ref(), now).await,
@@ -217,13 +233,11 @@ impl Traces for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
-        self.trace_by("message_id", user, message).await
-    }
-
-    #[instrument(skip(self))]
-    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
-        self.trace_by("turn_id", user, turn).await
+    async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
+        let (column, id) = key.column();
+        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
+        let row = sqlx::query(&sql).bind(id).bind(user).fetch_optional(&self.pool).await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 
     #[instrument(skip(self))]
@@ -238,15 +252,6 @@ impl Traces for Postgres {
             return Err(StoreError::NotFound);
         }
         rows.iter().map(trace_from_row).collect()
-    }
-}
-
-impl Postgres {
-    /// The trace whose `column` (`turn_id` or `message_id`) is `id`; `NotFound` when there is none of `user`'s.
-    async fn trace_by(&self, column: &str, user: Uuid, id: Uuid) -> Result<Trace> {
-        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
-        let row = sqlx::query(&sql).bind(id).bind(user).fetch_optional(&self.pool).await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 }
 

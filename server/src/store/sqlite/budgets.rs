@@ -1,16 +1,19 @@
-//! sqlite: see [`crate::store::Budgets`]. One writer makes every start, so a check made in the start's own
-//! write sees every turn started before it.
+//! sqlite: see [`crate::store::Budgets`]; a turn's start checks them in its own write (`turns.rs`).
 
 use sqlx::SqliteConnection;
 
 use super::*;
-use crate::store::{Budgets, NewMessage, Spending, TurnLimits};
-use app::api::Message;
+use crate::store::{Budgets, Spending, TurnLimits};
 use tracing::instrument;
 
 /// The person's spending today and running turns; everyone's spending only when `everyone` is set (it reads
 /// every person's ledger rows of the day).
-async fn spending_in(conn: &mut SqliteConnection, user: Uuid, stale_after_ms: i64, everyone: bool) -> Result<Spending> {
+pub(super) async fn spending_in(
+    conn: &mut SqliteConnection,
+    user: Uuid,
+    stale_after_ms: i64,
+    everyone: bool,
+) -> Result<Spending> {
     Ok(sqlx::query_as(
         "select
            (select coalesce(sum(input_tokens + output_tokens), 0) from usage_ledger where user_id = ?1 and day = ?2)
@@ -30,31 +33,6 @@ async fn spending_in(conn: &mut SqliteConnection, user: Uuid, stale_after_ms: i6
 
 #[async_trait]
 impl Budgets for Sqlite {
-    #[instrument(skip(self, request))]
-    async fn begin_turn_within(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-        limits: &TurnLimits,
-    ) -> Result<Option<Message>> {
-        let limits = *limits;
-        let start = StartTurn { user, thread, turn, stale_after_ms, request };
-        self.writer
-            .write(Urgency::Start, move |conn| {
-                Box::pin(async move {
-                    let spending = spending_in(conn, user, stale_after_ms, limits.daily_tokens > 0).await?;
-                    if let Some(refusal) = spending.refusal(&limits, now()) {
-                        return Err(refusal);
-                    }
-                    turn_writes::start_turn(conn, &start).await
-                })
-            })
-            .await
-    }
-
     #[instrument(skip(self))]
     async fn spending(&self, user: Uuid, stale_after_ms: i64, limits: &TurnLimits) -> Result<Spending> {
         let mut conn = self.reader.acquire().await?;

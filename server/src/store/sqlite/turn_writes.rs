@@ -21,7 +21,7 @@ use uuid::Uuid;
 use super::{is_unique_violation, writer::Urgency, Sqlite};
 use crate::store::{
     now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError,
-    StoredEvent, TurnEnd, MAX_SEQ,
+    StoredEvent, TurnEnd, TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
 
@@ -91,18 +91,8 @@ impl Sqlite {
     }
 }
 
-/// A turn's start (see `Store::begin_turn_with`).
-#[derive(Debug)]
-pub(super) struct StartTurn {
-    pub user: Uuid,
-    pub thread: Uuid,
-    pub turn: Uuid,
-    pub stale_after_ms: i64,
-    pub request: Option<NewMessage>,
-}
-
 /// Takes the thread for one new turn and saves the person's message that starts it.
-pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &StartTurn) -> Result<Option<Message>> {
+pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -> Result<Option<Message>> {
     let created = now();
     // The common case (no other turn marked running) is one script. Only a conflict looks at the running turn,
     // taken over if its heartbeat went quiet.
@@ -203,7 +193,7 @@ enum Taken {
     Taken { message: Option<(Uuid, i64)> },
 }
 
-fn started(start: &StartTurn, taken: Taken, created: DateTime<Utc>) -> Result<Option<Message>> {
+fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<Option<Message>> {
     match (taken, &start.request) {
         (Taken::Missing, _) => Err(StoreError::NotFound),
         (Taken::Taken { message: Some((id, seq)) }, Some(request)) => Ok(Some(request.clone().saved(id, seq, created))),
@@ -214,7 +204,7 @@ fn started(start: &StartTurn, taken: Taken, created: DateTime<Utc>) -> Result<Op
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
 /// one, with the thread's next number. Each statement that writes returns a row: the turn's, then the
 /// message's number.
-async fn take_thread(conn: &mut SqliteConnection, start: &StartTurn, created: DateTime<Utc>) -> Result<Taken> {
+async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: DateTime<Utc>) -> Result<Taken> {
     let at = created.timestamp_micros();
     let (thread, user) = (start.thread.to_string(), start.user.to_string());
     let mut script = Script::default();

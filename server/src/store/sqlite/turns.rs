@@ -7,11 +7,11 @@ use uuid::Uuid;
 
 use super::writer::Urgency;
 use super::{
-    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Sqlite, StartTurn, StoredEvent, Traces,
+    budgets, trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Sqlite, StoredEvent, Traces,
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
-use crate::store::{now, NewMessage, Result, StoreError, TurnEnd, TurnProgress, TurnTrace};
+use crate::store::{now, Result, StoreError, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -73,19 +73,22 @@ impl Turns for Sqlite {
         Ok(())
     }
 
-    #[instrument(skip(self))]
-    async fn begin_turn_with(
-        &self,
-        user: Uuid,
-        thread: Uuid,
-        turn: Uuid,
-        stale_after_ms: i64,
-        request: Option<NewMessage>,
-    ) -> Result<Option<Message>> {
-        // Turns starting while the writer is busy start together, in one transaction.
-        let start = StartTurn { user, thread, turn, stale_after_ms, request };
+    #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
+    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
+        // One writer makes every start, so the check, made in the start's own write, sees every turn started
+        // before it. Turns starting while the writer is busy start together, in one transaction.
+        let limits = *limits;
         self.writer
-            .write(Urgency::Start, move |conn| Box::pin(async move { turn_writes::start_turn(conn, &start).await }))
+            .write(Urgency::Start, move |conn| {
+                Box::pin(async move {
+                    let spending =
+                        budgets::spending_in(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
+                    if let Some(refusal) = spending.refusal(&limits, now()) {
+                        return Err(refusal);
+                    }
+                    turn_writes::start_turn(conn, &start).await
+                })
+            })
             .await
     }
 
@@ -234,13 +237,11 @@ impl Traces for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn trace(&self, user: Uuid, message: Uuid) -> Result<Trace> {
-        self.trace_by("message_id", user, message).await
-    }
-
-    #[instrument(skip(self))]
-    async fn turn_trace(&self, user: Uuid, turn: Uuid) -> Result<Trace> {
-        self.trace_by("turn_id", user, turn).await
+    async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
+        let (column, id) = key.column();
+        let sql = format!("select * from turn_traces where {column} = ? and user_id = ?");
+        let row = sqlx::query(&sql).bind(id.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
+        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 
     #[instrument(skip(self))]
@@ -255,14 +256,5 @@ impl Traces for Sqlite {
             return Err(StoreError::NotFound);
         }
         rows.iter().map(trace_from_row).collect()
-    }
-}
-
-impl Sqlite {
-    /// The trace whose `column` (`turn_id` or `message_id`) is `id`; `NotFound` when there is none of `user`'s.
-    async fn trace_by(&self, column: &str, user: Uuid, id: Uuid) -> Result<Trace> {
-        let sql = format!("select * from turn_traces where {column} = ? and user_id = ?");
-        let row = sqlx::query(&sql).bind(id.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
     }
 }

@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use quire::store::{
     self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
     SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
-    TurnEnd, TurnTrace,
+    TurnEnd, TurnLimits, TurnStart, TurnTrace,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -35,6 +35,18 @@ async fn new_user(store: &DynStore) -> Uuid {
         .await
         .expect("create user")
         .id
+}
+
+/// Starts a turn of `user` in `thread` with their message `request`, under no limits.
+async fn start_with(
+    store: &DynStore,
+    user: Uuid,
+    thread: Uuid,
+    turn: Uuid,
+    request: NewMessage,
+) -> store::Result<Option<Message>> {
+    let start = TurnStart { user, thread, turn, stale_after_ms: 60_000, request: Some(request) };
+    store.start_turn(start, &TurnLimits::default()).await
 }
 
 /// A tool call step as a trace keeps it.
