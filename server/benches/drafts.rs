@@ -36,7 +36,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use quire::store::{self, AnswerDraft, DynStore, MessageUpdate, NewUser, Rate, SharedLimits, StoredEvent, TurnProgress};
+use quire::store::{
+    self, AnswerDraft, DynStore, MessageUpdate, NewUser, Rate, SharedLimits, StoredEvent, TurnProgress,
+};
 use text::TextGen;
 use uuid::Uuid;
 

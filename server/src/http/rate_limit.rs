@@ -66,10 +66,12 @@ impl Limit {
     async fn check(&self, shared: Option<&dyn SharedLimits>, key: Key) -> Result<(), ApiError> {
         let Some(rate) = self.rate else { return Ok(()) };
         let wait = match (shared, &self.local) {
-            (Some(shared), _) => match shared.admit(&format!("{}:{key}", self.name), rate, crate::store::now()).await? {
-                Admission::Admitted => return Ok(()),
-                Admission::Refused { retry_after } => retry_after,
-            },
+            (Some(shared), _) => {
+                match shared.admit(&format!("{}:{key}", self.name), rate, crate::store::now()).await? {
+                    Admission::Admitted => return Ok(()),
+                    Admission::Refused { retry_after } => retry_after,
+                }
+            }
             (None, Some(local)) => {
                 let Err(not_until) = local.check_key(&key) else {
                     // Forget keys that are back to a full allowance, so memory stays bounded by recent callers.

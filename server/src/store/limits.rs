@@ -24,7 +24,9 @@ pub struct Rate {
 pub enum Admission {
     Admitted,
     /// Refused: the next request under the key is admitted after this wait.
-    Refused { retry_after: Duration },
+    Refused {
+        retry_after: Duration,
+    },
 }
 
 impl Rate {

@@ -14,7 +14,11 @@ async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
     configured_instance(url, provider, |_| {}).await
 }
 
-async fn configured_instance(url: &str, provider: Arc<dyn Provider>, configure: impl FnOnce(&mut Config)) -> TestServer {
+async fn configured_instance(
+    url: &str,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut Config),
+) -> TestServer {
     let store = quire::store::connect(url).await.expect("connect");
     assert_eq!(store.backend(), "postgres");
     // Instances sharing a database share the session key, as the README says they must.
@@ -203,7 +207,8 @@ async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
     let rate = Rate::per_minute(NonZeroU32::new(4).unwrap());
     let start = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
     // Bursts, refills, refusals at odd moments: the statement decides as the rule does, waits included.
-    let offsets_ms = [0, 0, 0, 0, 0, 1, 14_999, 15_000, 15_000, 20_000, 29_999, 30_000, 200_000, 200_000, 200_000, 200_000];
+    let offsets_ms =
+        [0, 0, 0, 0, 0, 1, 14_999, 15_000, 15_000, 20_000, 29_999, 30_000, 200_000, 200_000, 200_000, 200_000];
     let mut tat = None;
     for offset in offsets_ms {
         let now = start + chrono::Duration::milliseconds(offset);

@@ -35,8 +35,9 @@ impl SharedLimits for Postgres {
 
     #[instrument(skip(self))]
     async fn forget_idle_limits(&self, now: DateTime<Utc>) -> Result<u64> {
-        let done =
-            sqlx::query("delete from rate_limits where tat_micros < $1").bind(now.timestamp_micros()).execute(&self.pool);
+        let done = sqlx::query("delete from rate_limits where tat_micros < $1")
+            .bind(now.timestamp_micros())
+            .execute(&self.pool);
         Ok(done.await?.rows_affected())
     }
 }
