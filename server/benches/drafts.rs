@@ -10,6 +10,10 @@
 //! - `drafts/<backend>/events`: one batch of the events 500 running turns streamed in 250 ms (12 each, a text
 //!   delta of a few words with its JSON), without drafts: what every batch stores for re-attaching clients.
 //!
+//! - `limits/postgres`: one rate-limit check in the database (the statement every limited request runs on
+//!   PostgreSQL), timed one by one and printed as p50/p99: sequential checks over 1,000 keys, then 8 callers at
+//!   once on one key (they queue on its row). SQLite counts limits in memory and has nothing to time here.
+//!
 //! SQLite always; PostgreSQL too when `QUIRE_TEST_POSTGRES_URL` names a database (`scripts/with-postgres`).
 //!
 //!     cargo bench --profile server-release -p server --bench drafts
@@ -19,12 +23,22 @@
 
 #[path = "support/mode.rs"]
 mod mode;
+#[path = "support/stats.rs"]
+mod stats;
 #[path = "support/text.rs"]
 mod text;
 
 use app::api::{MessageStatus, Usage};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use quire::store::{self, AnswerDraft, DynStore, MessageUpdate, NewUser, StoredEvent, TurnProgress};
+use std::{
+    num::NonZeroU32,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use quire::store::{
+    self, AnswerDraft, DynStore, MessageUpdate, NewUser, Rate, SharedLimits, StoredEvent, TurnProgress,
+};
 use text::TextGen;
 use uuid::Uuid;
 
@@ -156,5 +170,39 @@ fn draft_benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, draft_benches);
+/// Times `checks` rate-limit checks, one after the other, spread over `keys` keys.
+async fn timed_checks(limits: Arc<dyn SharedLimits>, checks: usize, keys: usize, name: &str) -> Vec<Duration> {
+    let rate = Rate::per_minute(NonZeroU32::new(100).expect("non-zero"));
+    let mut samples = Vec::with_capacity(checks);
+    for i in 0..checks {
+        let key = format!("bench:{name}:{}", i % keys);
+        let start = Instant::now();
+        limits.admit(&key, rate, store::now()).await.expect("check");
+        samples.push(start.elapsed());
+    }
+    samples
+}
+
+fn limit_benches(_: &mut Criterion) {
+    let Ok(url) = std::env::var("QUIRE_TEST_POSTGRES_URL") else {
+        println!("limits: skipped (PostgreSQL only: set QUIRE_TEST_POSTGRES_URL)");
+        return;
+    };
+    let checks = if mode::smoke_run() { 20 } else { 20_000 };
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let store = rt.block_on(store::connect(&url)).expect("postgres store");
+    let limits = store.shared_limits().expect("postgres shares its limits");
+    rt.block_on(timed_checks(limits.clone(), checks / 10, 1_000, "warm"));
+    println!("limits/postgres             p50        p95        p99        max");
+    let mut one_by_one = rt.block_on(timed_checks(limits.clone(), checks, 1_000, "sequential"));
+    println!("sequential, 1,000 keys {}", stats::Summary::of(&mut one_by_one).row());
+    let callers = (0..8).map(|_| rt.spawn(timed_checks(limits.clone(), checks / 8, 1, "hot")));
+    let mut contended: Vec<Duration> =
+        callers.collect::<Vec<_>>().into_iter().flat_map(|c| rt.block_on(c).expect("caller")).collect();
+    println!("8 callers, one key     {}", stats::Summary::of(&mut contended).row());
+    let forgotten = rt.block_on(limits.forget_idle_limits(store::now() + chrono::Duration::hours(1)));
+    println!("rows deleted afterwards: {}", forgotten.expect("forget"));
+}
+
+criterion_group!(benches, draft_benches, limit_benches);
 criterion_main!(benches);

@@ -52,7 +52,7 @@ pub struct AppState {
     pub leptos: LeptosOptions,
     /// Signs and checks session tokens.
     pub jwt: Arc<JwtKeys>,
-    /// Rate limiters of this instance.
+    /// Rate limits, shared with the other instances where the store keeps them.
     pub limits: Arc<RateLimits>,
     /// The bounded queue for extraction, export rendering and imports.
     pub heavy: Arc<HeavyQueue>,
@@ -90,7 +90,7 @@ impl AppState {
         let provider: Arc<dyn Provider> = Arc::new(ops::metrics::Metered::new(provider, metrics.clone()));
         let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
         let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
-        let limits = RateLimits::new(&config.limits);
+        let limits = RateLimits::new(&config.limits, store.shared_limits());
         let heavy = HeavyQueue::new(config.heavy_workers, config.heavy_queue);
         let extractor = match &config.extract_program {
             Some(program) => Extractor::new(program),

@@ -147,7 +147,7 @@ impl FromRequestParts<AppState> for AuthUser {
                 }
             });
         }
-        state.limits.check_general(claims.sub)?;
+        state.limits.check_general(claims.sub).await?;
         let user = AuthUser { id: claims.sub, jti: claims.jti, expires_at: claims.expires_at() };
         parts.extensions.insert(user);
         Ok(user)

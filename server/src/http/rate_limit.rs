@@ -1,11 +1,15 @@
-//! Rate limits (GCRA via `governor`): per user over the whole API, tighter per user for costly routes, and per
-//! client IP address for sign-in and sign-up. Over a limit the answer is `429` with `Retry-After`.
+//! Rate limits (GCRA): per user over the whole API, tighter per user for costly routes, and per client IP
+//! address for sign-in and sign-up. Over a limit the answer is `429` with `Retry-After`.
+//!
+//! Where the store keeps limits for every instance (PostgreSQL) each check is one statement on a row per key,
+//! so instances sharing a database share every limit. On SQLite one process owns the database and counts them
+//! in memory (`governor`).
 //!
 //! The general limit is checked by [`AuthUser`](super::extract::AuthUser) for every signed-in request. A route
 //! opts into a tighter one by taking a [`Quota`] argument, e.g. a search handler adds `_: Quota<Search>` and an
 //! export handler `_: Quota<Export>`; sign-in and sign-up take `_: Quota<SignIn>`.
 
-use std::{hash::Hash, marker::PhantomData, net::IpAddr, num::NonZeroU32, sync::Arc};
+use std::{fmt, marker::PhantomData, net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
 
 use axum::{
     extract::{ConnectInfo, FromRequestParts},
@@ -20,71 +24,133 @@ use uuid::Uuid;
 use super::error::ApiError;
 use super::extract::AuthUser;
 use crate::config::RateLimitConfig;
+use crate::store::{Admission, Rate, SharedLimits};
 use crate::AppState;
 
-/// A per-minute limit on one kind of key; `None` when that limit is off.
-struct Limit<K: Hash + Eq + Clone>(Option<DefaultKeyedRateLimiter<K>>);
+/// How often an instance deletes the shared limits' rows that have run out (they are as good as missing).
+const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
 
-impl<K: Hash + Eq + Clone> Limit<K> {
-    fn per_minute(enabled: bool, per_minute: u32) -> Self {
-        Self(NonZeroU32::new(per_minute).filter(|_| enabled).map(|n| RateLimiter::keyed(GovernorQuota::per_minute(n))))
-    }
+/// Who a limit counts: a signed-in user or a client address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// A signed-in user.
+    User(Uuid),
+    /// The peer address of a connection.
+    Address(IpAddr),
+}
 
-    fn check(&self, key: &K) -> Result<(), ApiError> {
-        let Some(limiter) = &self.0 else { return Ok(()) };
-        limiter.check_key(key).map_err(|not_until| {
-            let wait = not_until.wait_time_from(DefaultClock::default().now());
-            // Round up: waiting the announced time must be enough.
-            ApiError::TooManyRequests { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) }
-        })?;
-        // Forget keys that are back to a full allowance, so memory stays bounded by recent callers.
-        if limiter.len() > 10_000 {
-            limiter.retain_recent();
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Key::User(id) => write!(f, "user:{id}"),
+            Key::Address(ip) => write!(f, "ip:{ip}"),
         }
-        Ok(())
     }
 }
 
-/// Every limiter of one server instance.
-pub struct RateLimits {
-    general: Limit<Uuid>,
-    search: Limit<Uuid>,
-    export: Limit<Uuid>,
-    chat: Limit<Uuid>,
-    upload: Limit<Uuid>,
-    sign_in: Limit<IpAddr>,
+/// One per-minute limit; `rate` is `None` when it is off.
+pub struct Limit {
+    name: &'static str,
+    rate: Option<Rate>,
+    /// The in-memory count, where the store keeps none.
+    local: Option<DefaultKeyedRateLimiter<Key>>,
 }
 
-impl std::fmt::Debug for RateLimits {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RateLimits").finish_non_exhaustive()
+impl Limit {
+    fn per_minute(name: &'static str, enabled: bool, per_minute: u32, shared: bool) -> Self {
+        let n = NonZeroU32::new(per_minute).filter(|_| enabled);
+        let local = n.filter(|_| !shared).map(|n| RateLimiter::keyed(GovernorQuota::per_minute(n)));
+        Self { name, rate: n.map(Rate::per_minute), local }
+    }
+
+    async fn check(&self, shared: Option<&dyn SharedLimits>, key: Key) -> Result<(), ApiError> {
+        let Some(rate) = self.rate else { return Ok(()) };
+        let wait = match (shared, &self.local) {
+            (Some(shared), _) => {
+                match shared.admit(&format!("{}:{key}", self.name), rate, crate::store::now()).await? {
+                    Admission::Admitted => return Ok(()),
+                    Admission::Refused { retry_after } => retry_after,
+                }
+            }
+            (None, Some(local)) => {
+                let Err(not_until) = local.check_key(&key) else {
+                    // Forget keys that are back to a full allowance, so memory stays bounded by recent callers.
+                    if local.len() > 10_000 {
+                        local.retain_recent();
+                    }
+                    return Ok(());
+                };
+                not_until.wait_time_from(DefaultClock::default().now())
+            }
+            (None, None) => return Ok(()),
+        };
+        // Round up: waiting the announced time must be enough.
+        Err(ApiError::TooManyRequests { retry_after_secs: wait.as_secs() + u64::from(wait.subsec_nanos() > 0) })
+    }
+}
+
+/// Every limit, counted in the database when the store shares them between instances, else in this process.
+pub struct RateLimits {
+    shared: Option<Arc<dyn SharedLimits>>,
+    general: Limit,
+    search: Limit,
+    export: Limit,
+    chat: Limit,
+    upload: Limit,
+    sign_in: Limit,
+}
+
+impl fmt::Debug for RateLimits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateLimits").field("shared", &self.shared.is_some()).finish_non_exhaustive()
     }
 }
 
 impl RateLimits {
-    /// Limiters as configured.
-    pub fn new(config: &RateLimitConfig) -> Arc<Self> {
+    /// Limits as configured, counted in `shared` when there is one (which this instance then keeps tidy).
+    pub fn new(config: &RateLimitConfig, shared: Option<Arc<dyn SharedLimits>>) -> Arc<Self> {
         let on = config.enabled != "off";
+        let db = shared.is_some();
+        if let Some(shared) = shared.clone().filter(|_| on) {
+            tokio::spawn(forget_idle(shared));
+        }
         Arc::new(Self {
-            general: Limit::per_minute(on, config.general),
-            search: Limit::per_minute(on, config.search),
-            export: Limit::per_minute(on, config.export),
-            chat: Limit::per_minute(on, config.chat),
-            upload: Limit::per_minute(on, config.upload),
-            sign_in: Limit::per_minute(on, config.auth),
+            shared,
+            general: Limit::per_minute("general", on, config.general, db),
+            search: Limit::per_minute("search", on, config.search, db),
+            export: Limit::per_minute("export", on, config.export, db),
+            chat: Limit::per_minute("chat", on, config.chat, db),
+            upload: Limit::per_minute("upload", on, config.upload, db),
+            sign_in: Limit::per_minute("sign_in", on, config.auth, db),
         })
     }
 
     /// Counts one request of `user` against the general limit.
-    pub fn check_general(&self, user: Uuid) -> Result<(), ApiError> {
-        self.general.check(&user)
+    pub async fn check_general(&self, user: Uuid) -> Result<(), ApiError> {
+        self.general.check(self.shared.as_deref(), Key::User(user)).await
+    }
+
+    async fn check(&self, limit: &Limit, key: Key) -> Result<(), ApiError> {
+        limit.check(self.shared.as_deref(), key).await
+    }
+}
+
+/// Deletes the shared rows that ran out, now and then, so the table holds only recent callers.
+async fn forget_idle(shared: Arc<dyn SharedLimits>) {
+    let mut every = tokio::time::interval(FORGET_IDLE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        if let Err(e) = shared.forget_idle_limits(crate::store::now()).await {
+            tracing::warn!(error = %e, "deleting spent rate-limit rows failed");
+        }
     }
 }
 
 /// A kind of tighter limit a route can take as an extractor.
 pub trait LimitKind: Send + Sync + 'static {
-    /// Checks one request against this limit.
-    fn check(limits: &RateLimits, parts: &Parts, user: Option<Uuid>) -> Result<(), ApiError>;
+    /// The limit among all of them.
+    fn limit(limits: &RateLimits) -> &Limit;
     /// Whether the limit is per user (the request must be signed in) rather than per IP address.
     const PER_USER: bool = true;
 }
@@ -101,34 +167,34 @@ pub struct Upload;
 pub struct SignIn;
 
 impl LimitKind for ChatTurns {
-    fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
-        limits.chat.check(&user.ok_or(ApiError::Unauthorized)?)
+    fn limit(limits: &RateLimits) -> &Limit {
+        &limits.chat
     }
 }
 
 impl LimitKind for Search {
-    fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
-        limits.search.check(&user.ok_or(ApiError::Unauthorized)?)
+    fn limit(limits: &RateLimits) -> &Limit {
+        &limits.search
     }
 }
 
 impl LimitKind for Export {
-    fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
-        limits.export.check(&user.ok_or(ApiError::Unauthorized)?)
+    fn limit(limits: &RateLimits) -> &Limit {
+        &limits.export
     }
 }
 
 impl LimitKind for Upload {
-    fn check(limits: &RateLimits, _: &Parts, user: Option<Uuid>) -> Result<(), ApiError> {
-        limits.upload.check(&user.ok_or(ApiError::Unauthorized)?)
+    fn limit(limits: &RateLimits) -> &Limit {
+        &limits.upload
     }
 }
 
 impl LimitKind for SignIn {
     const PER_USER: bool = false;
 
-    fn check(limits: &RateLimits, parts: &Parts, _: Option<Uuid>) -> Result<(), ApiError> {
-        limits.sign_in.check(&client_ip(parts))
+    fn limit(limits: &RateLimits) -> &Limit {
+        &limits.sign_in
     }
 }
 
@@ -149,8 +215,12 @@ impl<K: LimitKind> FromRequestParts<AppState> for Quota<K> {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        let user = if K::PER_USER { Some(AuthUser::from_request_parts(parts, state).await?.id) } else { None };
-        K::check(&state.limits, parts, user)?;
+        let key = if K::PER_USER {
+            Key::User(AuthUser::from_request_parts(parts, state).await?.id)
+        } else {
+            Key::Address(client_ip(parts))
+        };
+        state.limits.check(K::limit(&state.limits), key).await?;
         Ok(Self(PhantomData))
     }
 }

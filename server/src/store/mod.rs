@@ -8,6 +8,7 @@ pub mod budgets;
 mod columns;
 pub mod documents;
 pub mod history;
+pub mod limits;
 pub mod messages;
 pub mod postgres;
 pub mod search;
@@ -33,6 +34,7 @@ pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::{ArtifactRevision, Documents};
 pub use history::History;
+pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::Messages;
 pub use search::{HitKind, Search, SearchHit, SearchPage};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
@@ -341,6 +343,11 @@ pub trait Store:
     fn backend(&self) -> &'static str;
     /// The connection pool's size and idle connections, where the backend has a pool worth watching (metrics).
     fn pool_use(&self) -> Option<PoolUse> {
+        None
+    }
+    /// Rate limits kept in the database for every instance; `None` where one process owns the database and
+    /// counts them itself (SQLite).
+    fn shared_limits(&self) -> Option<Arc<dyn SharedLimits>> {
         None
     }
     /// Whether the database answers and has every migration this build knows applied (`GET /api/ready`).

@@ -25,6 +25,7 @@ mod attachments;
 mod budgets;
 mod documents;
 mod history;
+mod limits;
 mod messages;
 mod progress;
 mod search;
@@ -223,6 +224,10 @@ impl Store for Postgres {
 
     fn pool_use(&self) -> Option<super::PoolUse> {
         Some(super::PoolUse { size: self.pool.size(), idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX) })
+    }
+
+    fn shared_limits(&self) -> Option<Arc<dyn super::SharedLimits>> {
+        Some(Arc::new(self.clone()))
     }
 
     async fn ready(&self) -> Result<bool> {

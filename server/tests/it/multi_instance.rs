@@ -1,18 +1,30 @@
 //! Several stateless Quire instances on one PostgreSQL: the slice works unchanged, each instance sees the
-//! others' conversations, and a running turn can be followed and stopped from any of them.
+//! others' conversations, a running turn can be followed and stopped from any of them, and every limit is
+//! counted once for all of them.
 
-use std::{sync::Arc, time::Duration};
+use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
-use crate::common::{fresh_postgres_url, read_frames, read_some_frames, ScriptedModel, Step, TestServer};
+use crate::common::{fresh_postgres_url, read_frames, read_some_frames, ScriptedModel, Step, TestServer, PASSWORD};
 use app::api::{MessageStatus, ThreadList};
+use quire::config::Config;
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
+use quire::store::{Admission, Rate};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
+    configured_instance(url, provider, |_| {}).await
+}
+
+async fn configured_instance(
+    url: &str,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut Config),
+) -> TestServer {
     let store = quire::store::connect(url).await.expect("connect");
     assert_eq!(store.backend(), "postgres");
     // Instances sharing a database share the session key, as the README says they must.
     TestServer::with_configured(store, provider, |config| {
         config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+        configure(config);
     })
     .await
 }
@@ -114,4 +126,121 @@ async fn following_a_turn_whose_instance_died_ends_instead_of_waiting() {
     assert_eq!(resumed.status(), 200);
     let frames = tokio::time::timeout(Duration::from_secs(10), read_frames(resumed)).await;
     assert!(frames.expect("the stream ends instead of waiting for a dead turn").is_empty());
+}
+
+#[tokio::test]
+async fn requests_alternated_between_two_instances_meet_one_general_limit() {
+    let Some(url) = fresh_postgres_url("requests_alternated_between_two_instances").await else { return };
+    let limit = |config: &mut Config| config.limits.general = 10;
+    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    // A person whose requests so far are none, with one session used on both instances.
+    let (client, _) = a.second_user("alternating@example.com").await;
+    let mut statuses = Vec::new();
+    for i in 0..20 {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let response = client.get(server.url("/api/threads")).send().await.unwrap();
+        if response.status() == 429 {
+            let retry: u64 = response.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+            assert!((1..=6).contains(&retry), "Retry-After {retry}");
+        }
+        statuses.push(response.status().as_u16());
+    }
+    // Counted per instance, each would have allowed 10: all 20 would pass.
+    assert_eq!(statuses[..10], [200; 10], "{statuses:?}");
+    assert_eq!(statuses[10..], [429; 10], "{statuses:?}");
+    // The limit is the person's: the owner, on either instance, is not affected.
+    assert_eq!(b.client.get(b.url("/api/threads")).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn sign_in_attempts_from_one_address_meet_one_limit_on_two_instances() {
+    let Some(url) = fresh_postgres_url("sign_in_attempts_from_one_address").await else { return };
+    let limit = |config: &mut Config| config.limits.auth = 6;
+    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    // Starting them used three attempts from this address: A signed up, B tried to and then signed in.
+    // A body that is not JSON is refused after the limit is counted, without the cost of a password check.
+    let mut statuses = Vec::new();
+    for i in 0..8 {
+        let server = if i % 2 == 0 { &a } else { &b };
+        let response = server.anonymous().post(server.url("/api/auth/login")).body("not json").send().await.unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    let admitted = statuses.iter().filter(|&&s| s != 429).count();
+    assert_eq!(admitted, 3, "{statuses:?}");
+    assert!(statuses[3..].iter().all(|&s| s == 429), "{statuses:?}");
+}
+
+#[tokio::test]
+async fn failed_sign_ins_on_one_instance_make_the_account_wait_on_the_other() {
+    let Some(url) = fresh_postgres_url("failed_sign_ins_on_one_instance").await else { return };
+    let a = instance(&url, Arc::new(Builtin::new())).await;
+    let b = instance(&url, Arc::new(Builtin::new())).await;
+    let login = |server: &TestServer, password: &str| {
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&serde_json::json!({"email": "owner@example.com", "password": password}))
+            .send()
+    };
+    // Free failures, then one that starts a wait, spread over both instances.
+    for i in 0..=quire::auth::throttle::FREE_FAILURES {
+        let server = if i % 2 == 0 { &a } else { &b };
+        assert_eq!(login(server, "wrong guess").await.unwrap().status(), 401);
+    }
+    for server in [&a, &b] {
+        let refused = login(server, PASSWORD).await.unwrap();
+        assert_eq!(refused.status(), 429, "even the right password waits, on either instance");
+        assert!(refused.headers().get("retry-after").is_some());
+    }
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(login(&b, PASSWORD).await.unwrap().status(), 200);
+    assert_eq!(login(&a, "wrong guess").await.unwrap().status(), 401, "a success forgets the failures");
+}
+
+#[tokio::test]
+async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
+    let Some(url) = fresh_postgres_url("the_database_applies_the_gcra_rule").await else { return };
+    let store = quire::store::connect(&url).await.expect("connect");
+    let limits = store.shared_limits().expect("postgres shares its limits");
+    let rate = Rate::per_minute(NonZeroU32::new(4).unwrap());
+    let start = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+    // Bursts, refills, refusals at odd moments: the statement decides as the rule does, waits included.
+    let offsets_ms =
+        [0, 0, 0, 0, 0, 1, 14_999, 15_000, 15_000, 20_000, 29_999, 30_000, 200_000, 200_000, 200_000, 200_000];
+    let mut tat = None;
+    for offset in offsets_ms {
+        let now = start + chrono::Duration::milliseconds(offset);
+        let (expected, next) = rate.decide(tat, now.timestamp_micros());
+        tat = Some(next);
+        assert_eq!(limits.admit("test:key", rate, now).await.unwrap(), expected, "at {offset} ms");
+    }
+    assert_eq!(
+        limits.admit("test:key", rate, start + chrono::Duration::seconds(200)).await.unwrap(),
+        Admission::Refused { retry_after: Duration::from_secs(15) },
+        "four at once, then the fifth waits a quarter of a minute"
+    );
+    // Keys are independent.
+    assert_eq!(limits.admit("test:other", rate, start).await.unwrap(), Admission::Admitted);
+
+    // Two instances' checks at the same moment admit the burst once between them.
+    let other = quire::store::connect(&url).await.expect("connect").shared_limits().unwrap();
+    let checks = (0..20).map(|i| {
+        let limits = if i % 2 == 0 { limits.clone() } else { other.clone() };
+        tokio::spawn(async move { limits.admit("test:race", rate, start).await.unwrap() })
+    });
+    let mut admitted = 0;
+    for check in checks.collect::<Vec<_>>() {
+        admitted += usize::from(check.await.unwrap() == Admission::Admitted);
+    }
+    assert_eq!(admitted, 4);
+
+    // Rows whose time has passed go; the ones still counting stay.
+    let forgotten = limits.forget_idle_limits(start + chrono::Duration::seconds(90)).await.unwrap();
+    assert_eq!(forgotten, 2, "test:other and test:race ran out, test:key still counts");
+    assert!(matches!(
+        limits.admit("test:key", rate, start + chrono::Duration::seconds(200)).await.unwrap(),
+        Admission::Refused { .. }
+    ));
 }
