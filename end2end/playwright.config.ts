@@ -59,6 +59,8 @@ export default defineConfig({
       // Every test signs up from the same address; the limits themselves are covered by the server's tests.
       QUIRE_RATE_LIMIT_AUTH: '1000',
       QUIRE_RATE_LIMIT_GENERAL: '10000',
+      // Every test signs up people of its own; the admin spec makes invitations while sign-up stays open.
+      QUIRE_SIGNUP: 'open',
     },
   },
 });

@@ -238,6 +238,7 @@ async fn start_quire(upstream: &Upstream, environment: &[(&str, &str)]) -> anyho
         .env("OPENAI_BASE_URL", format!("{}/v1", upstream.origin))
         .env("OPENAI_API_KEY", "bench")
         .env("QUIRE_RATE_LIMITS", "off")
+        .env("QUIRE_SIGNUP", "open")
         .env("RUST_LOG", "warn")
         .envs(environment.iter().copied())
         .stdout(Stdio::null())

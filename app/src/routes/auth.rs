@@ -49,7 +49,9 @@ fn AuthForm(mode: Mode) -> impl IntoView {
         spawn_local(async move {
             let result: Result<UserProfile, _> = match mode {
                 Mode::SignIn => client::login(&LoginRequest { email: e, password: p }).await,
-                Mode::SignUp => client::register(&RegisterRequest { email: e, password: p, display_name: None, invite: None }).await,
+                Mode::SignUp => {
+                    client::register(&RegisterRequest { email: e, password: p, display_name: None, invite: None }).await
+                }
             };
             busy.set(false);
             match result {

@@ -5,8 +5,8 @@
 
 use app::api::admin::{
     AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,
-    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpMode as WireMode, SignUpSettings,
-    MAX_INVITE_HOURS, MAX_INVITE_USES, RESET_LINK_HOURS,
+    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpMode as WireMode, SignUpSettings, MAX_INVITE_HOURS,
+    MAX_INVITE_USES, RESET_LINK_HOURS,
 };
 use axum::{
     extract::{FromRequestParts, State},
@@ -72,11 +72,8 @@ pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
 
 /// The answer to a refused sign-up.
 pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
-    let invalid = |code, message: &str| ApiError::Unprocessable {
-        code,
-        message: message.into(),
-        field: Some("invite".into()),
-    };
+    let invalid =
+        |code, message: &str| ApiError::Unprocessable { code, message: message.into(), field: Some("invite".into()) };
     match refusal {
         SignUpRefusal::Closed => ApiError::Forbidden {
             code: "signup_closed",
@@ -230,7 +227,11 @@ pub async fn set_budget(
     responses((status = 204, description = "The account and all its data are gone"),
         (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account"),
         (status = 409, body = app::api::ErrorBody, description = "One's own account, or an administrator")))]
-pub async fn delete_account(State(state): State<AppState>, admin: AdminUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
+pub async fn delete_account(
+    State(state): State<AppState>,
+    admin: AdminUser,
+    Path(id): Path<Uuid>,
+) -> Result<StatusCode> {
     not_self(&admin, id)?;
     if state.store.user_by_id(id).await?.is_admin {
         return Err(ApiError::Conflict("Remove the administrator role from this account first.".into()));

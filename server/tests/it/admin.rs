@@ -149,7 +149,11 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
         (reqwest::Method::PUT, format!("/api/admin/users/{id}/budget"), Some(serde_json::json!({"daily_tokens": 5}))),
         (reqwest::Method::POST, format!("/api/admin/users/{id}/reset-link"), None),
         (reqwest::Method::GET, "/api/admin/invites".into(), None),
-        (reqwest::Method::POST, "/api/admin/invites".into(), Some(serde_json::json!({"expires_in_hours": 1, "max_uses": 1}))),
+        (
+            reqwest::Method::POST,
+            "/api/admin/invites".into(),
+            Some(serde_json::json!({"expires_in_hours": 1, "max_uses": 1})),
+        ),
         (reqwest::Method::DELETE, format!("/api/admin/invites/{}", Uuid::new_v4()), None),
         (reqwest::Method::GET, "/api/admin/signup".into(), None),
         (reqwest::Method::PUT, "/api/admin/signup".into(), Some(serde_json::json!({"mode": "open"}))),
@@ -171,7 +175,10 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
     let bob_row = listed.accounts.iter().find(|a| a.id == id).unwrap();
     assert!(!bob_row.admin && !bob_row.disabled && bob_row.own_daily_tokens.is_none());
     // Made an administrator, bob is answered.
-    assert_eq!(put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(), 204);
+    assert_eq!(
+        put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(),
+        204
+    );
     let now: AdminAccountList = bob.get(server.url("/api/admin/users")).send().await.unwrap().json().await.unwrap();
     assert_eq!(now.accounts.len(), 2, "an administrator now");
 }
@@ -275,25 +282,43 @@ async fn a_disabled_account_is_signed_out_and_cannot_sign_in(db: Db) {
 
     // Not oneself, not an unknown account.
     let me = server.user.id;
-    refused(put(&server, &format!("/api/admin/users/{me}/disabled"), serde_json::json!({"disabled": true})).await, 409, "conflict").await;
+    refused(
+        put(&server, &format!("/api/admin/users/{me}/disabled"), serde_json::json!({"disabled": true})).await,
+        409,
+        "conflict",
+    )
+    .await;
     let unknown = Uuid::new_v4();
-    let missing = put(&server, &format!("/api/admin/users/{unknown}/disabled"), serde_json::json!({"disabled": true})).await;
+    let missing =
+        put(&server, &format!("/api/admin/users/{unknown}/disabled"), serde_json::json!({"disabled": true})).await;
     assert_eq!(missing.status(), 404);
 }
 
 async fn administrators_are_made_and_never_all_removed(db: Db) {
     let server = server(&db, |_| {}).await;
     let me = server.user.id;
-    refused(put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await, 409, "conflict").await;
+    refused(
+        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await,
+        409,
+        "conflict",
+    )
+    .await;
     let (bob, session) = server.second_user("bob@example.com").await;
     let id = session.user.id;
     assert_eq!(bob.get(server.url("/api/admin/users")).send().await.unwrap().status(), 404);
-    assert_eq!(put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(), 204);
+    assert_eq!(
+        put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(),
+        204
+    );
     assert_eq!(bob.get(server.url("/api/admin/users")).send().await.unwrap().status(), 200);
     // With two, one may step down; then the other may not.
-    assert_eq!(put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await.status(), 204);
+    assert_eq!(
+        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await.status(),
+        204
+    );
     assert_eq!(server.client.get(server.url("/api/admin/users")).send().await.unwrap().status(), 404);
-    let response = bob.put(server.url(&format!("/api/admin/users/{id}/role"))).json(&serde_json::json!({"admin": false}));
+    let response =
+        bob.put(server.url(&format!("/api/admin/users/{id}/role"))).json(&serde_json::json!({"admin": false}));
     refused(response.send().await.unwrap(), 409, "conflict").await;
     let listed: AdminAccountList = bob.get(server.url("/api/admin/users")).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed.accounts.iter().filter(|a| a.admin).count(), 1);
@@ -308,7 +333,8 @@ async fn deleting_an_account_removes_it_and_ends_its_sessions(db: Db) {
     assert_eq!(db.raw.count("threads", "user_id", id).await, 1);
 
     let me = server.user.id;
-    refused(server.client.delete(server.url(&format!("/api/admin/users/{me}"))).send().await.unwrap(), 409, "conflict").await;
+    refused(server.client.delete(server.url(&format!("/api/admin/users/{me}"))).send().await.unwrap(), 409, "conflict")
+        .await;
     let deleted = server.client.delete(server.url(&format!("/api/admin/users/{id}"))).send().await.unwrap();
     assert_eq!(deleted.status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401);
@@ -351,7 +377,8 @@ async fn a_reset_link_sets_a_password_once_and_ends_the_old_sessions(db: Db) {
     expire(&db, "password_resets", "user_id", id).await;
     refused(reset(old.token, "yet another long passphrase").await.unwrap(), 422, "reset_expired").await;
     let unknown = Uuid::new_v4();
-    let missing = server.client.post(server.url(&format!("/api/admin/users/{unknown}/reset-link"))).send().await.unwrap();
+    let missing =
+        server.client.post(server.url(&format!("/api/admin/users/{unknown}/reset-link"))).send().await.unwrap();
     assert_eq!(missing.status(), 404);
 }
 

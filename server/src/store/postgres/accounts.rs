@@ -64,8 +64,7 @@ impl Accounts for Postgres {
 
     #[instrument(skip_all)]
     async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let row: Option<Row> =
-            sqlx::query_as(
+        let row: Option<Row> = sqlx::query_as(
             "select s.* from sessions s join users u on u.id = s.user_id where s.id = $1 and u.disabled_at is null",
         )
         .bind(id)

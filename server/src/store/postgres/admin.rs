@@ -6,8 +6,8 @@ use sqlx::PgConnection;
 
 use super::*;
 use crate::store::admin::{
-    reset_refusal, AccountUsage, AccountUsageRow, Admin, Invite, InviteRow, ResetRefusal, SignUpMode,
-    SignUpRefusal, MAX_ACCOUNTS_PAGE, MAX_INVITES_LISTED,
+    reset_refusal, AccountUsage, AccountUsageRow, Admin, Invite, InviteRow, ResetRefusal, SignUpMode, SignUpRefusal,
+    MAX_ACCOUNTS_PAGE, MAX_INVITES_LISTED,
 };
 use crate::store::columns::convert;
 use tracing::instrument;
@@ -100,10 +100,7 @@ impl Admin for Postgres {
 
     #[instrument(skip(self))]
     async fn setting(&self, key: &str) -> Result<Option<String>> {
-        Ok(sqlx::query_scalar("select value from settings where key = $1")
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?)
+        Ok(sqlx::query_scalar("select value from settings where key = $1").bind(key).fetch_optional(&self.pool).await?)
     }
 
     #[instrument(skip(self))]
@@ -210,12 +207,11 @@ impl Admin for Postgres {
 
     #[instrument(skip(self))]
     async fn invites(&self) -> Result<Vec<Invite>> {
-        let rows: Vec<InviteRow<Uuid, DateTime<Utc>>> = sqlx::query_as(
-            "select * from invites order by created_at desc, id desc limit $1",
-        )
-        .bind(i64::from(MAX_INVITES_LISTED))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows: Vec<InviteRow<Uuid, DateTime<Utc>>> =
+            sqlx::query_as("select * from invites order by created_at desc, id desc limit $1")
+                .bind(i64::from(MAX_INVITES_LISTED))
+                .fetch_all(&self.pool)
+                .await?;
         convert(rows)
     }
 
@@ -266,12 +262,11 @@ impl Admin for Postgres {
     ) -> Result<std::result::Result<(Uuid, Vec<Uuid>), ResetRefusal>> {
         let mut tx = self.pool.begin().await?;
         // The row lock makes a second use wait for the first and then see it used.
-        let row: Option<(Uuid, DateTime<Utc>, Option<DateTime<Utc>>)> = sqlx::query_as(
-            "select user_id, expires_at, used_at from password_resets where token_hash = $1 for update",
-        )
-        .bind(token_hash)
-        .fetch_optional(&mut *tx)
-        .await?;
+        let row: Option<(Uuid, DateTime<Utc>, Option<DateTime<Utc>>)> =
+            sqlx::query_as("select user_id, expires_at, used_at from password_resets where token_hash = $1 for update")
+                .bind(token_hash)
+                .fetch_optional(&mut *tx)
+                .await?;
         let Some((user, expires_at, used_at)) = row else { return Ok(Err(ResetRefusal::Invalid)) };
         let at = now();
         if let Some(refusal) = reset_refusal(expires_at, used_at.is_some(), at) {

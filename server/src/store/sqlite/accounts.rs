@@ -74,9 +74,9 @@ impl Accounts for Sqlite {
         let row: Option<Row> = sqlx::query_as(
             "select s.* from sessions s join users u on u.id = s.user_id where s.id = ? and u.disabled_at is null",
         )
-            .bind(id.to_string())
-            .fetch_optional(&self.reader)
-            .await?;
+        .bind(id.to_string())
+        .fetch_optional(&self.reader)
+        .await?;
         row.map(Session::try_from).transpose()
     }
 

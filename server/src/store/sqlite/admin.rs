@@ -9,8 +9,8 @@ use uuid::Uuid;
 
 use super::{is_unique_violation, today, NewUser, Sqlite};
 use crate::store::admin::{
-    reset_refusal, AccountUsage, AccountUsageRow, Admin, Invite, InviteRow, ResetRefusal, SignUpMode,
-    SignUpRefusal, MAX_ACCOUNTS_PAGE, MAX_INVITES_LISTED,
+    reset_refusal, AccountUsage, AccountUsageRow, Admin, Invite, InviteRow, ResetRefusal, SignUpMode, SignUpRefusal,
+    MAX_ACCOUNTS_PAGE, MAX_INVITES_LISTED,
 };
 use crate::store::columns::{convert, ids, Stored};
 use crate::store::{now, Result, StoreError, User};
@@ -103,9 +103,8 @@ impl Admin for Sqlite {
 
     #[instrument(skip(self))]
     async fn set_setting(&self, key: &str, value: &str) -> Result<()> {
-        let set = sqlx::query(
-            "insert into settings (key, value) values (?1, ?2) on conflict (key) do update set value = ?2",
-        );
+        let set =
+            sqlx::query("insert into settings (key, value) values (?1, ?2) on conflict (key) do update set value = ?2");
         self.execute(set.bind(key.to_owned()).bind(value.to_owned())).await?;
         Ok(())
     }
