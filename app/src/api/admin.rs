@@ -122,7 +122,7 @@ pub struct InviteInfo {
 pub struct CreatedInvite {
     pub invite: InviteInfo,
     pub token: String,
-    /// The path of the sign-up page with the token (`/login?invite=...`).
+    /// The path of the sign-up page with the token (`/signup?invite=...`).
     pub link: String,
 }
 
@@ -151,4 +151,86 @@ pub struct ResetPasswordRequest {
     pub token: String,
     /// At least 12 characters, not in a list of breached passwords, and not a common or easily guessed one.
     pub new_password: String,
+}
+
+/// The browser's calls to `/api/admin/...` and the password reset (used only by the admin and reset pages, which
+/// are loaded on first visit).
+pub mod calls {
+    use gloo_net::http::Request;
+    use serde::Serialize;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::api::client::{expect_empty, network_error, read_json, ApiError};
+
+    type ApiResult<T> = Result<T, ApiError>;
+
+    async fn put(path: &str, body: &impl Serialize) -> ApiResult<()> {
+        let request = Request::put(path).json(body).map_err(network_error)?;
+        expect_empty(request.send().await).await
+    }
+
+    /// `GET /api/admin/users` (the first page).
+    pub async fn accounts() -> ApiResult<AdminAccountList> {
+        read_json(Request::get("/api/admin/users").send().await.map_err(network_error)?).await
+    }
+
+    /// `PUT /api/admin/users/{id}/role`.
+    pub async fn set_admin(id: Uuid, admin: bool) -> ApiResult<()> {
+        put(&format!("/api/admin/users/{id}/role"), &RoleRequest { admin }).await
+    }
+
+    /// `PUT /api/admin/users/{id}/disabled`.
+    pub async fn set_disabled(id: Uuid, disabled: bool) -> ApiResult<()> {
+        put(&format!("/api/admin/users/{id}/disabled"), &DisableRequest { disabled }).await
+    }
+
+    /// `PUT /api/admin/users/{id}/budget`.
+    pub async fn set_budget(id: Uuid, daily_tokens: Option<u64>) -> ApiResult<()> {
+        put(&format!("/api/admin/users/{id}/budget"), &BudgetRequest { daily_tokens }).await
+    }
+
+    /// `DELETE /api/admin/users/{id}`.
+    pub async fn delete_account(id: Uuid) -> ApiResult<()> {
+        expect_empty(Request::delete(&format!("/api/admin/users/{id}")).send().await).await
+    }
+
+    /// `POST /api/admin/users/{id}/reset-link`.
+    pub async fn reset_link(id: Uuid) -> ApiResult<ResetLink> {
+        read_json(Request::post(&format!("/api/admin/users/{id}/reset-link")).send().await.map_err(network_error)?)
+            .await
+    }
+
+    /// `GET /api/admin/invites`.
+    pub async fn invites() -> ApiResult<InviteList> {
+        read_json(Request::get("/api/admin/invites").send().await.map_err(network_error)?).await
+    }
+
+    /// `POST /api/admin/invites`.
+    pub async fn create_invite(body: &CreateInviteRequest) -> ApiResult<CreatedInvite> {
+        let request = Request::post("/api/admin/invites").json(body).map_err(network_error)?;
+        read_json(request.send().await.map_err(network_error)?).await
+    }
+
+    /// `DELETE /api/admin/invites/{id}`.
+    pub async fn revoke_invite(id: Uuid) -> ApiResult<()> {
+        expect_empty(Request::delete(&format!("/api/admin/invites/{id}")).send().await).await
+    }
+
+    /// `GET /api/admin/signup`.
+    pub async fn sign_up_settings() -> ApiResult<SignUpSettings> {
+        read_json(Request::get("/api/admin/signup").send().await.map_err(network_error)?).await
+    }
+
+    /// `PUT /api/admin/signup`.
+    pub async fn set_sign_up_mode(mode: SignUpMode) -> ApiResult<()> {
+        let request = Request::put("/api/admin/signup").json(&SignUpSettings { mode }).map_err(network_error)?;
+        read_json::<SignUpSettings>(request.send().await.map_err(network_error)?).await.map(drop)
+    }
+
+    /// `POST /api/auth/reset-password`.
+    pub async fn reset_password(body: &ResetPasswordRequest) -> ApiResult<()> {
+        let request = Request::post("/api/auth/reset-password").json(body).map_err(network_error)?;
+        expect_empty(request.send().await).await
+    }
 }

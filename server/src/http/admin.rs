@@ -297,7 +297,7 @@ pub async fn create_invite(
     let expires_at = crate::store::now() + chrono::Duration::hours(i64::from(body.expires_in_hours));
     let invite = state.store.create_invite(&hash, admin.0.id, expires_at, body.max_uses).await?;
     tracing::info!(admin = %admin.0.id, invite = %invite.id, "invitation made");
-    let link = format!("/login?invite={token}");
+    let link = format!("/signup?invite={token}");
     Ok((StatusCode::CREATED, Json(CreatedInvite { invite: invite_info(invite), token, link })))
 }
 
