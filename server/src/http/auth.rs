@@ -300,6 +300,7 @@ pub async fn change_password(
     request_body = DeleteAccountRequest,
     responses((status = 204, description = "The account and all its data are gone; clears the session cookie"),
         (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "The last administrator; make another one first"),
         (status = 422, body = app::api::ErrorBody, description = "The password is wrong (`password`)")))]
 pub async fn delete_account(
     State(state): State<AppState>,
@@ -309,6 +310,10 @@ pub async fn delete_account(
     let account = state.store.user_by_id(user.id).await?;
     if !verify_throttled(&state, &account.email, body.password, Some(account.password_hash.clone())).await? {
         return Err(ApiError::invalid("password", "The password is wrong."));
+    }
+    if account.is_admin {
+        // Refused (409) for the last administrator: Quire would be left without one.
+        state.store.set_admin(user.id, false).await?;
     }
     state.store.delete_user(user.id).await?;
     state.sessions.end_user(user.id);

@@ -322,6 +322,20 @@ async fn administrators_are_made_and_never_all_removed(db: Db) {
     refused(response.send().await.unwrap(), 409, "conflict").await;
     let listed: AdminAccountList = bob.get(server.url("/api/admin/users")).send().await.unwrap().json().await.unwrap();
     assert_eq!(listed.accounts.iter().filter(|a| a.admin).count(), 1);
+    // Nor may the last administrator delete their own account.
+    let body = serde_json::json!({ "password": PASSWORD });
+    refused(bob.delete(server.url("/api/auth/me")).json(&body).send().await.unwrap(), 409, "conflict").await;
+    assert_eq!(status_of_me(&server, &bob).await, 200);
+    assert_eq!(
+        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": true})).await.status(),
+        404
+    );
+    let response =
+        bob.put(server.url(&format!("/api/admin/users/{me}/role"))).json(&serde_json::json!({"admin": true}));
+    assert_eq!(response.send().await.unwrap().status(), 204);
+    assert_eq!(bob.delete(server.url("/api/auth/me")).json(&body).send().await.unwrap().status(), 204);
+    let listed = accounts(&server).await;
+    assert_eq!((listed.accounts.len(), listed.accounts[0].admin), (1, true));
 }
 
 async fn deleting_an_account_removes_it_and_ends_its_sessions(db: Db) {
