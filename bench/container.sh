@@ -50,7 +50,7 @@ scripts/image "$tag"
 
 step "starting the container"
 docker run -d --name "$name" -p 127.0.0.1::3000 \
-  -e QUIRE_RATE_LIMITS=off -e QUIRE_BUILTIN_DELAY_MS=5 -e QUIRE_SHUTDOWN_SECONDS=5 "$tag" >/dev/null
+  -e QUIRE_RATE_LIMITS=off -e QUIRE_SIGNUP=open -e QUIRE_BUILTIN_DELAY_MS=5 -e QUIRE_SHUTDOWN_SECONDS=5 "$tag" >/dev/null
 base="http://$(docker port "$name" 3000/tcp | head -1)"
 for _ in $(seq 1 100); do curl -fsS "$base/api/health" >/dev/null 2>&1 && break; sleep 0.2; done
 fail() {

@@ -10,7 +10,7 @@ bin="${QUIRE_BIN:-target/server-release/quire}"
 [ -d end2end/node_modules/@playwright/test ] || (cd end2end && npm ci --no-audit --no-fund)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 data=$(mktemp -d)
-LEPTOS_SITE_ADDR="127.0.0.1:$port" LEPTOS_SITE_ROOT="$PWD/target/site" QUIRE_DATA_DIR="$data" QUIRE_RATE_LIMITS=off \
+LEPTOS_SITE_ADDR="127.0.0.1:$port" LEPTOS_SITE_ROOT="$PWD/target/site" QUIRE_DATA_DIR="$data" QUIRE_RATE_LIMITS=off QUIRE_SIGNUP=open \
   RUST_LOG=warn "$bin" &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$data"' EXIT

@@ -21,7 +21,7 @@ free_port() {
 # environment) and sets QUIRE_PID; returns once /api/health answers.
 start_quire() {
   local data="$1" port="$2" log="$3"
-  QUIRE_DATA_DIR="$data" LEPTOS_SITE_ADDR="127.0.0.1:$port" QUIRE_RATE_LIMITS=off RUST_LOG="${RUST_LOG:-warn}" \
+  QUIRE_DATA_DIR="$data" LEPTOS_SITE_ADDR="127.0.0.1:$port" QUIRE_RATE_LIMITS=off QUIRE_SIGNUP=open RUST_LOG="${RUST_LOG:-warn}" \
     "$QUIRE_BIN" >>"$log" 2>&1 &
   QUIRE_PID=$!
   for _ in $(seq 1 300); do

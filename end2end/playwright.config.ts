@@ -41,7 +41,11 @@ export default defineConfig({
       ],
     },
   },
-  projects: [{ name: 'chromium', use: { browserName: 'chromium' } }],
+  projects: [
+    // The first account administers Quire: the administrator signs up before anyone else.
+    { name: 'setup', testMatch: /admin\.setup\.ts/ },
+    { name: 'chromium', use: { browserName: 'chromium' }, dependencies: ['setup'] },
+  ],
   webServer: {
     command: binary,
     cwd: root,
@@ -59,6 +63,8 @@ export default defineConfig({
       // Every test signs up from the same address; the limits themselves are covered by the server's tests.
       QUIRE_RATE_LIMIT_AUTH: '1000',
       QUIRE_RATE_LIMIT_GENERAL: '10000',
+      // Every test signs up people of its own (the first one, `admin.setup.ts`, administers Quire).
+      QUIRE_SIGNUP: 'open',
     },
   },
 });

@@ -22,6 +22,7 @@ use leptos_router::{
 use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
 use crate::routes::account::AccountPage;
+use crate::routes::admin::{AdminPage, ResetPasswordPage};
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::ChatPage;
 use crate::routes::search::SearchPage;
@@ -51,7 +52,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 
 /// Whether a path is one of the pages open to people who are not signed in.
 fn is_auth_page(path: &str) -> bool {
-    matches!(path, "/signin" | "/signup")
+    matches!(path, "/signin" | "/signup" | "/reset-password")
 }
 
 /// The application: sidebar of conversations, the chat view, the search and stats pages; sign-in and sign-up pages.
@@ -116,6 +117,8 @@ fn Layout() -> impl IntoView {
                     <Route path=path!("/search") view={Lazy::<SearchRoute>::new()}/>
                     <Route path=path!("/stats") view={Lazy::<StatsRoute>::new()}/>
                     <Route path=path!("/account") view={Lazy::<AccountRoute>::new()}/>
+                    <Route path=path!("/admin") view={Lazy::<AdminRoute>::new()}/>
+                    <Route path=path!("/reset-password") view={Lazy::<ResetPasswordRoute>::new()}/>
                     <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()}/>
                     <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()}/>
                 </Routes>
@@ -167,6 +170,34 @@ impl LazyRoute for AccountRoute {
 
     fn view(_this: Self) -> AnyView {
         view! { <AccountPage/> }.into_any()
+    }
+}
+
+/// `/admin`, loaded on first visit.
+struct AdminRoute;
+
+#[lazy_route]
+impl LazyRoute for AdminRoute {
+    fn data() -> Self {
+        AdminRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <AdminPage/> }.into_any()
+    }
+}
+
+/// `/reset-password`, loaded on first visit.
+struct ResetPasswordRoute;
+
+#[lazy_route]
+impl LazyRoute for ResetPasswordRoute {
+    fn data() -> Self {
+        ResetPasswordRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <ResetPasswordPage/> }.into_any()
     }
 }
 

@@ -36,3 +36,12 @@ export async function signUp(page: Page, email = uniqueEmail()) {
 export function sameOrigin() {
   return { origin: new URL(test.info().project.use.baseURL!).origin };
 }
+
+/** The administrator: the first account, signed up before every other test (`admin.setup.ts`). */
+export const ADMIN_EMAIL = 'admin@example.com';
+
+/** Signs the page in as the administrator through the API (the session cookie comes with the answer). */
+export async function signInAsAdmin(page: Page) {
+  const response = await page.request.post('/api/auth/login', { data: { email: ADMIN_EMAIL, password: PASSWORD } });
+  expect(response.status()).toBe(200);
+}

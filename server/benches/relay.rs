@@ -241,6 +241,7 @@ async fn start_quire(upstream: &Upstream, environment: &[(&str, &str)]) -> anyho
         // Ten accounts share up to 500 streams: the per-person caps would refuse most of them.
         .env("QUIRE_USER_CONCURRENT_TURNS", "0")
         .env("QUIRE_USER_OPEN_STREAMS", "0")
+        .env("QUIRE_SIGNUP", "open")
         .env("RUST_LOG", "warn")
         .envs(environment.iter().copied())
         .stdout(Stdio::null())

@@ -27,6 +27,10 @@ pub struct RegisterRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::DisplayName>, inline))]
     pub display_name: Option<String>,
+    /// The token of an invitation, when sign-up is by invitation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(max_length = 64))]
+    pub invite: Option<String>,
 }
 
 /// `POST /api/auth/login`.
@@ -50,6 +54,9 @@ pub struct UserProfile {
     pub email: String,
     pub display_name: String,
     pub created_at: DateTime<Utc>,
+    /// Whether the account administers Quire.
+    #[serde(default)]
+    pub admin: bool,
 }
 
 /// The answer to sign-up and sign-in: the account and its new session token (also set as an HttpOnly cookie).

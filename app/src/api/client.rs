@@ -37,11 +37,11 @@ impl std::fmt::Display for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-fn network_error(err: impl std::fmt::Display) -> ApiError {
+pub(crate) fn network_error(err: impl std::fmt::Display) -> ApiError {
     ApiError { status: 0, code: "network".into(), message: format!("Could not reach Quire: {err}") }
 }
 
-async fn read_json<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
+pub(crate) async fn read_json<T: DeserializeOwned>(response: Response) -> ApiResult<T> {
     if response.ok() {
         return response.json::<T>().await.map_err(network_error);
     }
@@ -260,7 +260,7 @@ async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) ->
 }
 
 /// Sends a body-less or JSON request and reads an empty success or the API's error.
-async fn expect_empty(response: Result<Response, gloo_net::Error>) -> ApiResult<()> {
+pub(crate) async fn expect_empty(response: Result<Response, gloo_net::Error>) -> ApiResult<()> {
     let response = response.map_err(network_error)?;
     if response.ok() {
         Ok(())

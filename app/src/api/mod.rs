@@ -1,5 +1,6 @@
 //! Wire types shared by the server and the browser client: requests, responses and the chat event stream.
 
+pub mod admin;
 pub mod auth;
 pub mod client;
 pub mod documents;

@@ -7,7 +7,7 @@ use wasm_bindgen_futures::JsFuture;
 
 use crate::api::{client, ImportResult};
 use crate::state::ChatState;
-use crate::ThreadsChanged;
+use crate::{CurrentUser, ThreadsChanged};
 
 /// What the last import did, shown under the bar.
 #[derive(Clone, Debug, PartialEq)]
@@ -16,7 +16,8 @@ enum ImportNote {
     Failed(String),
 }
 
-/// Links to the chat (the conversation last open), the stats and account pages, and "Import conversation".
+/// Links to the chat (the conversation last open), the stats and account pages (and the admin page, for
+/// administrators), and "Import conversation".
 #[component]
 pub fn AppBar() -> impl IntoView {
     let pathname = use_location().pathname;
@@ -31,12 +32,17 @@ pub fn AppBar() -> impl IntoView {
     // "Chat" goes back to the conversation that was open.
     let chat = expect_context::<ChatState>();
     let chat_href = move || chat.open_thread().map(|id| format!("/c/{id}")).unwrap_or_else(|| "/".to_string());
+    let user = expect_context::<CurrentUser>();
+    let is_admin = move || user.0.with(|u| u.as_ref().is_some_and(|u| u.admin));
     view! {
         <header class="app-bar">
             <nav aria-label="Pages" class="page-links">
                 <a href=chat_href aria-current=current("/")>"Chat"</a>
                 <a href="/stats" aria-current=current("/stats")>"Stats"</a>
                 <a href="/account" aria-current=current("/account")>"Account"</a>
+                <Show when=is_admin>
+                    <a href="/admin" aria-current=current("/admin")>"Admin"</a>
+                </Show>
             </nav>
             <ImportConversation note/>
         </header>

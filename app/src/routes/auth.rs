@@ -3,7 +3,10 @@
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::{components::A, hooks::use_navigate};
+use leptos_router::{
+    components::A,
+    hooks::{use_navigate, use_query_map},
+};
 
 use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
 use crate::{CurrentUser, ThreadsChanged};
@@ -36,6 +39,8 @@ fn AuthForm(mode: Mode) -> impl IntoView {
     let user = expect_context::<CurrentUser>();
     let changed = expect_context::<ThreadsChanged>();
     let navigate = use_navigate();
+    // A sign-up link from an invitation carries its token.
+    let invite = use_query_map().with_untracked(|query| query.get("invite"));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -46,10 +51,13 @@ fn AuthForm(mode: Mode) -> impl IntoView {
         error.set(None);
         let (e, p) = (email.get_untracked(), password.get_untracked());
         let navigate = navigate.clone();
+        let invite = invite.clone();
         spawn_local(async move {
             let result: Result<UserProfile, _> = match mode {
                 Mode::SignIn => client::login(&LoginRequest { email: e, password: p }).await,
-                Mode::SignUp => client::register(&RegisterRequest { email: e, password: p, display_name: None }).await,
+                Mode::SignUp => {
+                    client::register(&RegisterRequest { email: e, password: p, display_name: None, invite }).await
+                }
             };
             busy.set(false);
             match result {

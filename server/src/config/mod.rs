@@ -193,6 +193,12 @@ pub struct Config {
     #[arg(long, env = "QUIRE_USER_STORAGE_MB", default_value_t = 200)]
     pub user_storage_mb: u32,
 
+    /// Who may sign up once the first account (the administrator) exists: `open` (anyone), `invite` (with an
+    /// invitation an administrator made) or `closed`. The default until an administrator changes it on the
+    /// admin page, which every instance then follows.
+    #[arg(long, env = "QUIRE_SIGNUP", value_enum, default_value = "invite")]
+    pub signup: crate::store::SignUpMode,
+
     /// Tokens (input and output) one person may spend in a UTC day (0 = no budget); an administrator may give
     /// a person a budget of their own. A turn started within the budget finishes.
     #[arg(long, env = "QUIRE_USER_DAILY_TOKENS", default_value_t = 0)]
@@ -381,6 +387,8 @@ impl Config {
             redact_pii: false,
             max_import_mb: 64,
             user_storage_mb: 200,
+            // Tests sign up many people; those of sign-up modes set theirs.
+            signup: crate::store::SignUpMode::Open,
             // Tests that need budgets or caps set them; others run many turns of one person at once.
             user_daily_tokens: 0,
             daily_tokens: 0,
@@ -408,6 +416,7 @@ mod tests {
         assert_eq!(config.database_url(), "sqlite:///tmp/q/quire.db");
         assert_eq!(config.llm_provider, ProviderKind::Builtin);
         assert_eq!(config.sqlite_sync, SqliteSync::Normal);
+        assert_eq!(config.signup, crate::store::SignUpMode::Invite, "sign-up is by invitation by default");
         let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
         assert_eq!(full.sqlite_sync, SqliteSync::Full);
         assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());
@@ -461,6 +470,7 @@ mod tests {
             "QUIRE_RATE_LIMIT_CHAT",
             "QUIRE_RATE_LIMIT_UPLOAD",
             "QUIRE_USER_STORAGE_MB",
+            "QUIRE_SIGNUP",
             "QUIRE_USER_DAILY_TOKENS",
             "QUIRE_DAILY_TOKENS",
             "QUIRE_USER_CONCURRENT_TURNS",

@@ -15,8 +15,8 @@ use axum::{
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Quota, SignIn};
-use crate::auth::{device, password, throttle};
-use crate::store::{NewUser, Session, StoreError, User};
+use crate::auth::{device, one_time, password, throttle};
+use crate::store::{NewUser, Session, SignUpRefusal, StoreError, User};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -49,11 +49,17 @@ impl<S: Send + Sync> FromRequestParts<S> for SignInFrom {
 }
 
 fn profile(user: User) -> UserProfile {
-    UserProfile { id: user.id, email: user.email, display_name: user.display_name, created_at: user.created_at }
+    UserProfile {
+        id: user.id,
+        email: user.email,
+        display_name: user.display_name,
+        created_at: user.created_at,
+        admin: user.is_admin,
+    }
 }
 
 /// Checks a new password (off the async workers: it takes a few milliseconds); a refusal names `field`.
-async fn check_new_password(field: &str, password: &str, email: &str, display_name: &str) -> Result<()> {
+pub(super) async fn check_new_password(field: &str, password: &str, email: &str, display_name: &str) -> Result<()> {
     let (password, email, display_name) = (password.to_string(), email.to_string(), display_name.to_string());
     let checked = tokio::task::spawn_blocking(move || password::check_new(&password, &email, &display_name))
         .await
@@ -83,11 +89,16 @@ fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderV
         .map_err(|e| ApiError::Internal(e.into()))
 }
 
-/// `POST /api/auth/register`: creates the account and signs it in.
+/// `POST /api/auth/register`: creates the account and signs it in. The first account administers Quire; after
+/// it, the sign-up mode decides: anyone (`open`), with an invitation's token (`invite`), or nobody (`closed`).
 #[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, body = AuthResponse, description = "Signed up and in; sets the session cookie"),
+        (status = 403, body = app::api::ErrorBody,
+            description = "Sign-up is closed (`signup_closed`) or needs an invitation (`invite_required`)"),
         (status = 409, body = app::api::ErrorBody, description = "E-mail already registered"),
-        (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+        (status = 422, body = app::api::ErrorBody,
+            description = "Invalid fields, or an invitation that is not valid, expired or used up (`invite`)"),
+        (status = 429, body = app::api::ErrorBody)))]
 pub async fn register(
     State(state): State<AppState>,
     _: Quota<SignIn>,
@@ -97,18 +108,25 @@ pub async fn register(
     let email = validate::email(&body.email)?;
     validate::password(&body.password)?;
     let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
+    let invite = body.invite.as_deref().map(str::trim).filter(|token| !token.is_empty());
+    if invite.is_some_and(|token| token.chars().count() > one_time::MAX_TOKEN_CHARS) {
+        return Err(super::admin::sign_up_refused(SignUpRefusal::InviteInvalid));
+    }
+    let mode = super::admin::sign_up_mode(&state).await?;
     check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
     let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
-    let user = match state.store.create_user(NewUser { email, password_hash, display_name }).await {
-        Ok(user) => user,
+    let new = NewUser { email, password_hash, display_name };
+    let user = match state.store.sign_up(new, mode, invite.map(one_time::hash)).await {
+        Ok(Ok(user)) => user,
+        Ok(Err(refusal)) => return Err(super::admin::sign_up_refused(refusal)),
         Err(StoreError::Conflict(_)) => {
             return Err(ApiError::Conflict("An account with this e-mail address already exists.".into()))
         }
         Err(e) => return Err(e.into()),
     };
-    tracing::info!(user = %user.id, "account created");
+    tracing::info!(user = %user.id, admin = user.is_admin, "account created");
     signed_in(&state, StatusCode::CREATED, user, from).await
 }
 
@@ -117,6 +135,7 @@ pub async fn register(
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AuthResponse, description = "Signed in; sets the session cookie"),
         (status = 401, body = app::api::ErrorBody, description = "Wrong e-mail or password"),
+        (status = 403, body = app::api::ErrorBody, description = "The account is disabled (`account_disabled`)"),
         (status = 429, body = app::api::ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
@@ -136,6 +155,10 @@ pub async fn login(
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
     let matches = verify_throttled(&state, &body.email, body.password, hash).await?;
     match user {
+        Some(user) if matches && user.disabled => Err(ApiError::Forbidden {
+            code: "account_disabled",
+            message: "This account is disabled. Ask the administrator.".into(),
+        }),
         Some(user) if matches => signed_in(&state, StatusCode::OK, user, from).await,
         _ => Err(ApiError::InvalidCredentials),
     }
@@ -277,6 +300,7 @@ pub async fn change_password(
     request_body = DeleteAccountRequest,
     responses((status = 204, description = "The account and all its data are gone; clears the session cookie"),
         (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "The last administrator; make another one first"),
         (status = 422, body = app::api::ErrorBody, description = "The password is wrong (`password`)")))]
 pub async fn delete_account(
     State(state): State<AppState>,
@@ -286,6 +310,10 @@ pub async fn delete_account(
     let account = state.store.user_by_id(user.id).await?;
     if !verify_throttled(&state, &account.email, body.password, Some(account.password_hash.clone())).await? {
         return Err(ApiError::invalid("password", "The password is wrong."));
+    }
+    if account.is_admin {
+        // Refused (409) for the last administrator: Quire would be left without one.
+        state.store.set_admin(user.id, false).await?;
     }
     state.store.delete_user(user.id).await?;
     state.sessions.end_user(user.id);

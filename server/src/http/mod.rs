@@ -1,5 +1,6 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
+pub mod admin;
 pub mod artifacts;
 pub mod assets;
 pub mod attachments;
@@ -61,6 +62,7 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/ready", get(ready))
         .route("/api/openapi.json", get(openapi::document))
         .merge(auth::router())
+        .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())
         .merge(messages::router())

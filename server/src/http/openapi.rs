@@ -11,7 +11,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{artifacts, attachments, auth, chat, export, messages, search, stats, threads};
+use super::{admin, artifacts, attachments, auth, chat, export, messages, search, stats, threads};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -29,6 +29,18 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
         auth::delete_account,
         auth::sessions,
         auth::end_session,
+        admin::reset_password,
+        admin::list_accounts,
+        admin::set_role,
+        admin::set_disabled,
+        admin::set_budget,
+        admin::delete_account,
+        admin::reset_link,
+        admin::list_invites,
+        admin::create_invite,
+        admin::revoke_invite,
+        admin::sign_up_settings,
+        admin::set_sign_up_settings,
         threads::list_threads,
         threads::create_thread,
         threads::get_thread,
@@ -65,7 +77,8 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
         app::api::ErrorBody, app::api::ErrorDetail, app::api::ChatEvent, app::api::ExportFormat
     )),
     modifiers(&SessionSchemes, &ExtractorErrors),
-    tags((name = "auth", description = "Accounts and sessions"), (name = "threads", description = "Conversations"),
+    tags((name = "auth", description = "Accounts and sessions"),
+        (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
         (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
         (name = "documents", description = "Documents, versions, exports and attachments"))

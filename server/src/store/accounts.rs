@@ -16,6 +16,10 @@ pub struct User {
     pub password_hash: String,
     pub display_name: String,
     pub created_at: DateTime<Utc>,
+    /// Whether the account administers Quire.
+    pub is_admin: bool,
+    /// Whether the account is disabled: it cannot sign in and its sessions are refused.
+    pub disabled: bool,
 }
 
 /// A new account.
@@ -35,6 +39,8 @@ impl NewUser {
             password_hash: self.password_hash,
             display_name: self.display_name,
             created_at: created,
+            is_admin: false,
+            disabled: false,
         }
     }
 }
@@ -118,13 +124,16 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Se
 /// Accounts and sessions, beside the rest of [`Store`](super::Store).
 #[async_trait]
 pub trait Accounts: Send + Sync {
+    /// Creates an account as open sign-up does (the first one administers Quire): see
+    /// [`Admin::sign_up`](super::Admin::sign_up).
     async fn create_user(&self, user: NewUser) -> Result<User>;
     async fn user_by_email(&self, email: &str) -> Result<User>;
     async fn user_by_id(&self, id: Uuid) -> Result<User>;
 
     /// Records a new session, with its device and network; sessions past their expiry are purged on the way.
     async fn create_session(&self, session: &Session) -> Result<()>;
-    /// The session with this id, ended or not; `None` when there is none (or it was purged).
+    /// The session with this id, ended or not; `None` when there is none (or it was purged) or its account is
+    /// disabled.
     async fn session(&self, id: Uuid) -> Result<Option<Session>>;
     /// Records that the session was used now.
     async fn touch_session(&self, id: Uuid) -> Result<()>;

@@ -3,6 +3,7 @@
 //! scopes the query itself, so another user's row is indistinguishable from a missing one.
 
 pub mod accounts;
+pub mod admin;
 pub mod attachments;
 pub mod budgets;
 mod columns;
@@ -30,6 +31,7 @@ use uuid::Uuid;
 pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, NewUser, Session, User};
+pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpRefusal};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::{ArtifactRevision, Documents};
@@ -325,6 +327,7 @@ pub(crate) fn migrations_current(applied: Option<i64>, migrator: &sqlx::migrate:
 #[async_trait]
 pub trait Store:
     Accounts
+    + Admin
     + Threads
     + Messages
     + Documents

@@ -21,6 +21,7 @@ use super::{
 };
 
 mod accounts;
+mod admin;
 mod attachments;
 mod budgets;
 mod documents;
@@ -182,6 +183,8 @@ fn user_from_row(row: &PgRow) -> Result<User> {
         password_hash: row.try_get("password_hash")?,
         display_name: row.try_get("display_name")?,
         created_at: row.try_get("created_at")?,
+        is_admin: row.try_get("is_admin")?,
+        disabled: row.try_get::<Option<DateTime<Utc>>, _>("disabled_at")?.is_some(),
     })
 }
 

@@ -28,6 +28,7 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 const RANKED_CANDIDATES: u32 = 1_000;
 
 mod accounts;
+mod admin;
 mod attachments;
 mod budgets;
 mod documents;
@@ -165,6 +166,8 @@ fn user_from_row(row: &SqliteRow) -> Result<User> {
         password_hash: row.try_get("password_hash")?,
         display_name: row.try_get("display_name")?,
         created_at: time(row, "created_at")?,
+        is_admin: row.try_get("is_admin")?,
+        disabled: row.try_get::<Option<i64>, _>("disabled_at")?.is_some(),
     })
 }
 

@@ -4,6 +4,7 @@
 mod common;
 mod fake_upstream;
 
+mod admin;
 mod auth;
 mod budgets;
 mod chat_turns;

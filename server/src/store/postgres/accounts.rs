@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{is_unique_violation, user_from_row, NewUser, Postgres};
+use super::{user_from_row, NewUser, Postgres};
 use crate::store::accounts::{Accounts, Session, SessionRow, User};
+use crate::store::admin::{Admin, SignUpMode};
 use crate::store::columns::convert;
 use crate::store::{now, Result, StoreError};
 
@@ -16,23 +17,8 @@ type Row = SessionRow<Uuid, DateTime<Utc>>;
 impl Accounts for Postgres {
     #[instrument(skip_all)]
     async fn create_user(&self, user: NewUser) -> Result<User> {
-        let id = Uuid::now_v7();
-        let created = now();
-        let result = sqlx::query(
-            "insert into users (id, email, password_hash, display_name, created_at) values ($1, $2, $3, $4, $5)",
-        )
-        .bind(id)
-        .bind(&user.email)
-        .bind(&user.password_hash)
-        .bind(&user.display_name)
-        .bind(created)
-        .execute(&self.pool)
-        .await;
-        match result {
-            Ok(_) => Ok(user.registered(id, created)),
-            Err(e) if is_unique_violation(&e) => Err(StoreError::Conflict("email already registered".into())),
-            Err(e) => Err(e.into()),
-        }
+        let created = self.sign_up(user, SignUpMode::Open, None).await?;
+        created.map_err(|_| StoreError::Conflict("sign-up refused".into()))
     }
 
     #[instrument(skip_all)]
@@ -78,8 +64,12 @@ impl Accounts for Postgres {
 
     #[instrument(skip_all)]
     async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let row: Option<Row> =
-            sqlx::query_as("select * from sessions where id = $1").bind(id).fetch_optional(&self.pool).await?;
+        let row: Option<Row> = sqlx::query_as(
+            "select s.* from sessions s join users u on u.id = s.user_id where s.id = $1 and u.disabled_at is null",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(Session::try_from).transpose()
     }
 

@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{is_unique_violation, user_from_row, NewUser, Sqlite};
+use super::{user_from_row, NewUser, Sqlite};
 use crate::store::accounts::{Accounts, Session, SessionRow, User};
+use crate::store::admin::{Admin, SignUpMode};
 use crate::store::columns::{convert, ids, Stored};
 use crate::store::{micros_to_time, now, Result, StoreError};
 
@@ -16,23 +17,8 @@ type Row = SessionRow<String, i64>;
 impl Accounts for Sqlite {
     #[instrument(skip_all)]
     async fn create_user(&self, user: NewUser) -> Result<User> {
-        let id = Uuid::now_v7();
-        let created = now();
-        let insert = sqlx::query(
-            "insert into users (id, email, password_hash, display_name, created_at) values (?, ?, ?, ?, ?)",
-        )
-        .bind(id.to_string())
-        .bind(user.email.clone())
-        .bind(user.password_hash.clone())
-        .bind(user.display_name.clone())
-        .bind(created.timestamp_micros());
-        match self.execute(insert).await {
-            Ok(_) => Ok(user.registered(id, created)),
-            Err(StoreError::Database(e)) if is_unique_violation(&e) => {
-                Err(StoreError::Conflict("email already registered".into()))
-            }
-            Err(e) => Err(e),
-        }
+        let created = self.sign_up(user, SignUpMode::Open, None).await?;
+        created.map_err(|_| StoreError::Conflict("sign-up refused".into()))
     }
 
     #[instrument(skip_all)]
@@ -85,10 +71,12 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let row: Option<Row> = sqlx::query_as("select * from sessions where id = ?")
-            .bind(id.to_string())
-            .fetch_optional(&self.reader)
-            .await?;
+        let row: Option<Row> = sqlx::query_as(
+            "select s.* from sessions s join users u on u.id = s.user_id where s.id = ? and u.disabled_at is null",
+        )
+        .bind(id.to_string())
+        .fetch_optional(&self.reader)
+        .await?;
         row.map(Session::try_from).transpose()
     }
 

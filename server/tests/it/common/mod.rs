@@ -168,12 +168,13 @@ pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, app::api::Aut
     (bearer_client(&session.token), session)
 }
 
-/// Signs up `email`, or signs in when that account exists (instances sharing one database).
+/// Signs up `email`, or signs in when that account exists or sign-up is closed to it (instances sharing one
+/// database).
 pub async fn sign_up_or_in(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
     let body = serde_json::json!({ "email": email, "password": PASSWORD });
     let client = reqwest::Client::new();
     let registered = client.post(format!("{base}/api/auth/register")).json(&body).send().await.expect("register");
-    let response = if registered.status() == 409 {
+    let response = if registered.status() == 409 || registered.status() == 403 {
         client.post(format!("{base}/api/auth/login")).json(&body).send().await.expect("login")
     } else {
         registered

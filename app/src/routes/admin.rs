@@ -1,0 +1,314 @@
+//! `/admin`: operator control for administrators (accounts with their usage and actions, invitations, the
+//! sign-up mode), and `/reset-password`, where a reset link an administrator made sets a new password.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_router::hooks::use_query_map;
+
+use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
+use crate::api::MIN_PASSWORD_CHARS;
+use crate::format::moment;
+
+/// A path of Quire made into an address to pass on.
+fn full_link(path: &str) -> String {
+    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+    format!("{origin}{path}")
+}
+
+/// The admin page. To someone who is not an administrator the server answers 404, and so does this page.
+#[component]
+pub fn AdminPage() -> impl IntoView {
+    let note = RwSignal::new(None::<(bool, String)>);
+    let reload = RwSignal::new(0u32);
+    let forbidden = RwSignal::new(false);
+    view! {
+        <section class="admin-page" aria-labelledby="admin-heading">
+            <h1 id="admin-heading">"Administration"</h1>
+            {move || note.get().map(|(ok, text)| {
+                let (class, role) = if ok { ("notice", "status") } else { ("error", "alert") };
+                view! { <p class=class role=role>{text}</p> }
+            })}
+            <Show when=move || !forbidden.get() fallback=|| view! { <p class="empty">"Page not found."</p> }>
+                <SignUpModeSetting note forbidden/>
+                <Invites note/>
+                <Accounts note reload/>
+            </Show>
+        </section>
+    }
+}
+
+/// Who may sign up: a select that saves at once.
+#[component]
+fn SignUpModeSetting(note: RwSignal<Option<(bool, String)>>, forbidden: RwSignal<bool>) -> impl IntoView {
+    let mode = RwSignal::new(None::<SignUpMode>);
+    Effect::new(move |_| {
+        spawn_local(async move {
+            match calls::sign_up_settings().await {
+                Ok(settings) => mode.set(Some(settings.mode)),
+                Err(e) if e.status == 404 => forbidden.set(true),
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    });
+    let name = |mode: SignUpMode| match mode {
+        SignUpMode::Open => "open",
+        SignUpMode::Invite => "invite",
+        SignUpMode::Closed => "closed",
+    };
+    let on_change = move |ev: leptos::ev::Event| {
+        let chosen = match event_target_value(&ev).as_str() {
+            "open" => SignUpMode::Open,
+            "closed" => SignUpMode::Closed,
+            _ => SignUpMode::Invite,
+        };
+        spawn_local(async move {
+            match calls::set_sign_up_mode(chosen).await {
+                Ok(()) => {
+                    mode.set(Some(chosen));
+                    note.set(Some((true, "Sign-up mode saved.".into())));
+                }
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    };
+    view! {
+        <section aria-labelledby="signup-heading">
+            <h2 id="signup-heading">"Sign-up"</h2>
+            <label for="signup-mode">"Who may sign up"</label>
+            <select id="signup-mode" data-testid="signup-mode" on:change=on_change
+                prop:value=move || mode.get().map(name).unwrap_or_default()>
+                <option value="open">"Anyone (open)"</option>
+                <option value="invite">"With an invitation (invite)"</option>
+                <option value="closed">"Nobody (closed)"</option>
+            </select>
+        </section>
+    }
+}
+
+/// Invitations: make one (the link is shown once), list them, revoke one.
+#[component]
+fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    let hours = RwSignal::new("168".to_string());
+    let uses = RwSignal::new("1".to_string());
+    let link = RwSignal::new(None::<String>);
+    let invites = RwSignal::new(Vec::<InviteInfo>::new());
+    let load = move || {
+        spawn_local(async move {
+            if let Ok(list) = calls::invites().await {
+                invites.set(list.invites);
+            }
+        })
+    };
+    Effect::new(move |_| load());
+    let create = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let body = CreateInviteRequest {
+            expires_in_hours: hours.get_untracked().trim().parse().unwrap_or(0),
+            max_uses: uses.get_untracked().trim().parse().unwrap_or(0),
+        };
+        spawn_local(async move {
+            match calls::create_invite(&body).await {
+                Ok(created) => {
+                    link.set(Some(full_link(&created.link)));
+                    note.set(None);
+                    load();
+                }
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    };
+    let revoke = move |id| {
+        spawn_local(async move {
+            match calls::revoke_invite(id).await {
+                Ok(()) => load(),
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        })
+    };
+    view! {
+        <section aria-labelledby="invites-heading">
+            <h2 id="invites-heading">"Invitations"</h2>
+            <form class="inline-form" on:submit=create>
+                <label for="invite-hours">"Valid for (hours)"</label>
+                <input id="invite-hours" type="number" min="1" max="720" required
+                    prop:value=move || hours.get() on:input=move |ev| hours.set(event_target_value(&ev))/>
+                <label for="invite-uses">"Uses"</label>
+                <input id="invite-uses" type="number" min="1" max="1000" required
+                    prop:value=move || uses.get() on:input=move |ev| uses.set(event_target_value(&ev))/>
+                <button type="submit" class="primary">"Create invitation"</button>
+            </form>
+            {move || link.get().map(|link| view! {
+                <p class="notice" role="status">"Pass this link on; it is shown only now."</p>
+                <input type="text" readonly class="invite-link" aria-label="Invitation link" data-testid="invite-link"
+                    prop:value=link/>
+            })}
+            <table class="admin-table" data-testid="invites">
+                <thead><tr><th>"Made"</th><th>"Expires"</th><th>"Used"</th><th>"State"</th><th>""</th></tr></thead>
+                <tbody>
+                    <For each=move || invites.get() key=|i| (i.id, i.uses, i.revoked) let:invite>
+                        <tr>
+                            <td>{moment(invite.created_at)}</td>
+                            <td>{moment(invite.expires_at)}</td>
+                            <td>{format!("{} of {}", invite.uses, invite.max_uses)}</td>
+                            <td>{if invite.revoked { "revoked" } else { "open" }}</td>
+                            <td>
+                                <Show when=move || !invite.revoked>
+                                    <button type="button" on:click=move |_| revoke(invite.id)>"Revoke"</button>
+                                </Show>
+                            </td>
+                        </tr>
+                    </For>
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// Every account with its usage and what an administrator may do to it.
+#[component]
+fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> impl IntoView {
+    let accounts = RwSignal::new(Vec::<AdminAccount>::new());
+    Effect::new(move |_| {
+        reload.track();
+        spawn_local(async move {
+            match calls::accounts().await {
+                Ok(list) => accounts.set(list.accounts),
+                Err(e) if e.status == 404 => {}
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    });
+    view! {
+        <section aria-labelledby="accounts-heading">
+            <h2 id="accounts-heading">"Accounts"</h2>
+            <table class="admin-table" data-testid="accounts">
+                <thead>
+                    <tr>
+                        <th>"Account"</th><th>"Role"</th><th>"State"</th><th>"Tokens today"</th><th>"Daily budget"</th>
+                        <th>"Messages"</th><th>"Last seen"</th><th>"Actions"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    <For each=move || accounts.get() key=|a| format!("{a:?}") let:account>
+                        <AccountRow account note reload/>
+                    </For>
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+/// One account's row: usage, and buttons to disable, promote, set a budget, make a reset link, delete.
+#[component]
+fn AccountRow(account: AdminAccount, note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> impl IntoView {
+    let id = account.id;
+    let email = account.email.clone();
+    let budget = RwSignal::new(account.own_daily_tokens.map(|b| b.to_string()).unwrap_or_default());
+    let act = move |done: &'static str,
+                    call: std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<(), crate::api::client::ApiError>>>,
+    >| {
+        spawn_local(async move {
+            match call.await {
+                Ok(()) => {
+                    note.set(Some((true, done.to_string())));
+                    reload.update(|n| *n += 1);
+                }
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        })
+    };
+    let (admin, disabled) = (account.admin, account.disabled);
+    let toggle_disabled = move |_| {
+        let done = if disabled { "Account enabled." } else { "Account disabled; its sessions ended." };
+        act(done, Box::pin(calls::set_disabled(id, !disabled)))
+    };
+    let toggle_admin = move |_| act("Role changed.", Box::pin(calls::set_admin(id, !admin)));
+    let save_budget = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let text = budget.get_untracked();
+        let tokens = if text.trim().is_empty() { None } else { text.trim().parse::<u64>().ok() };
+        act("Budget saved.", Box::pin(calls::set_budget(id, tokens)))
+    };
+    let reset = move |_| {
+        spawn_local(async move {
+            match calls::reset_link(id).await {
+                Ok(link) => note
+                    .set(Some((true, format!("Password reset link (one use, 24 hours): {}", full_link(&link.link))))),
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        })
+    };
+    let confirm_email = email.clone();
+    let remove = move |_| {
+        let asked = web_sys::window()
+            .and_then(|w| w.confirm_with_message(&format!("Delete {confirm_email} and everything it owns?")).ok())
+            .unwrap_or(false);
+        if asked {
+            act("Account deleted.", Box::pin(calls::delete_account(id)))
+        }
+    };
+    let in_force = account.daily_tokens.map(|t| t.to_string()).unwrap_or_else(|| "none".into());
+    view! {
+        <tr data-testid="account-row" data-email=email.clone()>
+            <td>{email.clone()}<br/><span class="hint">{account.display_name.clone()}</span></td>
+            <td>{if admin { "admin" } else { "member" }}</td>
+            <td data-testid="account-state">{if disabled { "disabled" } else { "active" }}</td>
+            <td>{account.tokens_today}</td>
+            <td>
+                <form class="inline-form" on:submit=save_budget>
+                    <input type="number" min="0" placeholder=in_force aria-label=format!("Daily budget of {email}")
+                        prop:value=move || budget.get() on:input=move |ev| budget.set(event_target_value(&ev))/>
+                    <button type="submit">"Save"</button>
+                </form>
+            </td>
+            <td>{account.messages}</td>
+            <td>{account.last_seen_at.map(moment).unwrap_or_else(|| "never".into())}</td>
+            <td class="row-actions">
+                <button type="button" on:click=toggle_disabled>{if disabled { "Enable" } else { "Disable" }}</button>
+                <button type="button" on:click=toggle_admin>{if admin { "Remove admin" } else { "Make admin" }}</button>
+                <button type="button" on:click=reset>"Reset link"</button>
+                <button type="button" class="danger" on:click=remove>"Delete"</button>
+            </td>
+        </tr>
+    }
+}
+
+/// `/reset-password?token=...`: a new password with a reset link's token; then sign in.
+#[component]
+pub fn ResetPasswordPage() -> impl IntoView {
+    let token = use_query_map().with_untracked(|query| query.get("token")).unwrap_or_default();
+    let password = RwSignal::new(String::new());
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        busy.set(true);
+        let body = ResetPasswordRequest { token: token.clone(), new_password: password.get_untracked() };
+        spawn_local(async move {
+            let result = calls::reset_password(&body).await;
+            busy.set(false);
+            note.set(Some(match result {
+                Ok(()) => (true, "Password set. Sign in with it now.".into()),
+                Err(e) => (false, e.message),
+            }));
+        });
+    };
+    view! {
+        <section class="auth" aria-labelledby="reset-heading">
+            <h1 id="reset-heading">"Set a new password"</h1>
+            <form class="auth-form" on:submit=submit>
+                <label for="reset-password">"New password"</label>
+                <input id="reset-password" type="password" autocomplete="new-password" required
+                    minlength=MIN_PASSWORD_CHARS.to_string()
+                    prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
+                {move || note.get().map(|(ok, text)| {
+                    let (class, role) = if ok { ("notice", "status") } else { ("error", "alert") };
+                    view! { <p class=class role=role>{text}</p> }
+                })}
+                <button type="submit" class="primary" disabled=move || busy.get()>"Set password"</button>
+            </form>
+            <p class="auth-switch"><a href="/signin">"Sign in"</a></p>
+        </section>
+    }
+}
