@@ -1,29 +1,37 @@
-//! The bar above every signed-in page: links to the pages and the import of a conversation.
+//! The bar above every signed-in page: links to the pages, sharing the open conversation and the import of a
+//! conversation.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::api::{client, ImportResult};
+use crate::api::{client, ImportResult, ShareLink};
 use crate::state::ChatState;
 use crate::ThreadsChanged;
 
-/// What the last import did, shown under the bar.
+/// What the last import or share did, shown under the bar.
 #[derive(Clone, Debug, PartialEq)]
 enum ImportNote {
     Done(String),
     Failed(String),
+    /// A new share link: its path.
+    Shared(String),
 }
 
-/// Links to the chat (the conversation last open), the stats and account pages, and "Import conversation".
+/// Links to the chat (the conversation last open), the stats and settings pages, "Share" (when a conversation
+/// is open) and "Import conversation".
 #[component]
 pub fn AppBar() -> impl IntoView {
     let pathname = use_location().pathname;
     let current = move |path: &'static str| {
         move || {
             let here = pathname.get();
-            let on = if path == "/" { here == "/" || here.starts_with("/c/") } else { here == path };
+            let on = match path {
+                "/" => here == "/" || here.starts_with("/c/"),
+                "/settings" => here == path || here == "/account",
+                _ => here == path,
+            };
             on.then_some("page")
         }
     };
@@ -36,22 +44,64 @@ pub fn AppBar() -> impl IntoView {
             <nav aria-label="Pages" class="page-links">
                 <a href=chat_href aria-current=current("/")>"Chat"</a>
                 <a href="/stats" aria-current=current("/stats")>"Stats"</a>
-                <a href="/account" aria-current=current("/account")>"Account"</a>
+                <a href="/settings" aria-current=current("/settings")>"Settings"</a>
             </nav>
+            <ShareConversation note/>
             <ImportConversation note/>
         </header>
         {move || note.get().map(|n| {
-            let (class, role, text) = match n {
-                ImportNote::Done(text) => ("notice", "status", text),
-                ImportNote::Failed(text) => ("error app-bar-error", "alert", text),
+            let (class, role, text, link) = match n {
+                ImportNote::Done(text) => ("notice", "status", text, None),
+                ImportNote::Failed(text) => ("error app-bar-error", "alert", text, None),
+                ImportNote::Shared(path) => {
+                    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+                    let text = "Anyone with this link can read a copy of this conversation as it is now: ".to_string();
+                    ("notice", "status", text, Some((path.clone(), format!("{origin}{path}"))))
+                }
             };
             view! {
                 <div class=class role=role>
-                    <span>{text}</span>
+                    <span>{text}{link.map(|(path, url)| view! {
+                        <a href=path target="_blank" rel="noopener" data-testid="share-url">{url}</a>
+                    })}</span>
                     <button type="button" class="icon-button" aria-label="Dismiss" on:click=move |_| note.set(None)>"✕"</button>
                 </div>
             }
         })}
+    }
+}
+
+/// Makes a share link of the conversation. Its code is loaded on the first share (split out of the main wasm
+/// bundle in release builds).
+#[lazy]
+async fn share_thread(thread: uuid::Uuid) -> Result<ShareLink, String> {
+    client::share_thread(thread).await.map_err(|e| e.message)
+}
+
+/// "Share" for the open conversation: a new link to a read-only copy of it, shown under the bar.
+#[component]
+fn ShareConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
+    let chat = expect_context::<ChatState>();
+    let busy = RwSignal::new(false);
+    let share = move |_| {
+        let Some(thread) = chat.open_thread() else { return };
+        busy.set(true);
+        note.set(None);
+        spawn_local(async move {
+            let result = share_thread(thread).await;
+            busy.set(false);
+            note.set(Some(match result {
+                Ok(link) => ImportNote::Shared(link.path),
+                Err(message) => ImportNote::Failed(format!("Could not share the conversation: {message}")),
+            }));
+        });
+    };
+    view! {
+        <Show when=move || chat.open_thread().is_some()>
+            <button type="button" class="button" disabled=move || busy.get() on:click=share>
+                {move || if busy.get() { "Sharing…" } else { "Share" }}
+            </button>
+        </Show>
     }
 }
 

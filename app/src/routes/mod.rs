@@ -1,7 +1,8 @@
 //! One module per page.
 
-pub mod account;
 pub mod auth;
 pub mod chat;
 pub mod search;
+pub mod settings;
+pub mod share;
 pub mod stats;

@@ -11,7 +11,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{artifacts, attachments, auth, chat, export, messages, search, stats, threads};
+use super::{artifacts, attachments, auth, chat, export, messages, search, settings, shares, stats, threads};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -29,6 +29,8 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
         auth::delete_account,
         auth::sessions,
         auth::end_session,
+        settings::settings,
+        settings::update_settings,
         threads::list_threads,
         threads::create_thread,
         threads::get_thread,
@@ -36,6 +38,11 @@ use super::{artifacts, attachments, auth, chat, export, messages, search, stats,
         threads::delete_thread,
         threads::delete_message,
         threads::list_tags,
+        shares::create,
+        shares::list_for_thread,
+        shares::list,
+        shares::revoke,
+        shares::shared,
         chat::chat,
         chat::resume,
         chat::stop,

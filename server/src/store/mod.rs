@@ -12,6 +12,8 @@ pub mod messages;
 pub mod postgres;
 pub mod search;
 pub mod search_query;
+pub mod settings;
+pub mod shares;
 mod snippet;
 pub mod sqlite;
 pub mod summaries;
@@ -35,6 +37,8 @@ pub use documents::{ArtifactRevision, Documents};
 pub use history::History;
 pub use messages::Messages;
 pub use search::{HitKind, Search, SearchHit, SearchPage};
+pub use settings::Preferences;
+pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
@@ -333,6 +337,8 @@ pub trait Store:
     + History
     + Summaries
     + Budgets
+    + Preferences
+    + Shares
     + Send
     + Sync
     + 'static

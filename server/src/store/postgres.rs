@@ -28,6 +28,7 @@ mod history;
 mod messages;
 mod progress;
 mod search;
+mod settings;
 mod summaries;
 mod threads;
 mod turns;
