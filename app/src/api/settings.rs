@@ -54,10 +54,10 @@ pub struct Settings {
 #[serde(deny_unknown_fields)]
 pub struct UpdateSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::NewDisplayName>))]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::NewDisplayName>, inline))]
     pub display_name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::CustomInstructions>))]
+    #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::CustomInstructions>, inline))]
     pub custom_instructions: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theme: Option<Theme>,
