@@ -12,7 +12,7 @@ use crate::ThreadsChanged;
 
 /// What the last import or share did, shown under the bar.
 #[derive(Clone, Debug, PartialEq)]
-enum ImportNote {
+enum BarNote {
     Done(String),
     Failed(String),
     /// A new share link: its path.
@@ -35,7 +35,7 @@ pub fn AppBar() -> impl IntoView {
             on.then_some("page")
         }
     };
-    let note = RwSignal::new(None::<ImportNote>);
+    let note = RwSignal::new(None::<BarNote>);
     // "Chat" goes back to the conversation that was open.
     let chat = expect_context::<ChatState>();
     let chat_href = move || chat.open_thread().map(|id| format!("/c/{id}")).unwrap_or_else(|| "/".to_string());
@@ -51,9 +51,9 @@ pub fn AppBar() -> impl IntoView {
         </header>
         {move || note.get().map(|n| {
             let (class, role, text, link) = match n {
-                ImportNote::Done(text) => ("notice", "status", text, None),
-                ImportNote::Failed(text) => ("error app-bar-error", "alert", text, None),
-                ImportNote::Shared(path) => {
+                BarNote::Done(text) => ("notice", "status", text, None),
+                BarNote::Failed(text) => ("error app-bar-error", "alert", text, None),
+                BarNote::Shared(path) => {
                     let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
                     let text = "Anyone with this link can read a copy of this conversation as it is now: ".to_string();
                     ("notice", "status", text, Some((path.clone(), format!("{origin}{path}"))))
@@ -80,7 +80,7 @@ async fn share_thread(thread: uuid::Uuid) -> Result<ShareLink, String> {
 
 /// "Share" for the open conversation: a new link to a read-only copy of it, shown under the bar.
 #[component]
-fn ShareConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
+fn ShareConversation(note: RwSignal<Option<BarNote>>) -> impl IntoView {
     let chat = expect_context::<ChatState>();
     let busy = RwSignal::new(false);
     let share = move |_| {
@@ -91,8 +91,8 @@ fn ShareConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
             let result = share_thread(thread).await;
             busy.set(false);
             note.set(Some(match result {
-                Ok(link) => ImportNote::Shared(link.path),
-                Err(message) => ImportNote::Failed(format!("Could not share the conversation: {message}")),
+                Ok(link) => BarNote::Shared(link.path),
+                Err(message) => BarNote::Failed(format!("Could not share the conversation: {message}")),
             }));
         });
     };
@@ -122,7 +122,7 @@ async fn import_file(file: web_sys::File) -> Result<ImportResult, String> {
 /// A file picker for a Quire JSON export (or a ChatGPT `conversations.json`); the first imported conversation
 /// opens and the list of conversations reloads.
 #[component]
-fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
+fn ImportConversation(note: RwSignal<Option<BarNote>>) -> impl IntoView {
     let changed = expect_context::<ThreadsChanged>();
     let navigate = use_navigate();
     let busy = RwSignal::new(false);
@@ -146,12 +146,12 @@ fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
                         Some(t) if count == 1 => format!("Imported “{}”.", t.title),
                         _ => format!("Imported {count} conversations."),
                     };
-                    note.set(Some(ImportNote::Done(text)));
+                    note.set(Some(BarNote::Done(text)));
                     if let Some(first) = imported.threads.first() {
                         navigate(&format!("/c/{}", first.id), Default::default());
                     }
                 }
-                Err(message) => note.set(Some(ImportNote::Failed(format!("Could not import {name}: {message}")))),
+                Err(message) => note.set(Some(BarNote::Failed(format!("Could not import {name}: {message}")))),
             }
         });
     };
