@@ -21,11 +21,12 @@ use leptos_router::{
 
 use crate::components::app_bar::AppBar;
 use crate::components::sidebar::Sidebar;
-use crate::routes::account::AccountPage;
 use crate::routes::admin::{AdminPage, ResetPasswordPage};
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::ChatPage;
 use crate::routes::search::SearchPage;
+use crate::routes::settings::SettingsPage;
+use crate::routes::share::SharedPage;
 use crate::routes::stats::StatsPage;
 pub use crate::state::{ChatState, CurrentUser, ThreadsChanged};
 
@@ -50,9 +51,10 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     }
 }
 
-/// Whether a path is one of the pages open to people who are not signed in.
+/// Whether a path is one of the pages open to people who are not signed in: signing in and up, and shared
+/// conversations.
 fn is_auth_page(path: &str) -> bool {
-    matches!(path, "/signin" | "/signup" | "/reset-password")
+    matches!(path, "/signin" | "/signup" | "/reset-password") || path.starts_with("/s/")
 }
 
 /// The application: sidebar of conversations, the chat view, the search and stats pages; sign-in and sign-up pages.
@@ -62,6 +64,7 @@ pub fn App() -> impl IntoView {
     provide_context(ThreadsChanged(RwSignal::new(0)));
     provide_context(ChatState::new());
     provide_context(CurrentUser(RwSignal::new(None)));
+    components::theme_toggle::provide_theme();
     markdown::load_renderer();
     // Effects run only in the browser, once the page is hydrated: mark it so tests and styles can tell.
     Effect::new(|_| {
@@ -116,7 +119,9 @@ fn Layout() -> impl IntoView {
                     <Route path=path!("/c/:id") view=ChatPage/>
                     <Route path=path!("/search") view={Lazy::<SearchRoute>::new()}/>
                     <Route path=path!("/stats") view={Lazy::<StatsRoute>::new()}/>
-                    <Route path=path!("/account") view={Lazy::<AccountRoute>::new()}/>
+                    <Route path=path!("/settings") view={Lazy::<SettingsRoute>::new()}/>
+                    <Route path=path!("/account") view={Lazy::<SettingsRoute>::new()}/>
+                    <Route path=path!("/s/:token") view={Lazy::<SharedRoute>::new()}/>
                     <Route path=path!("/admin") view={Lazy::<AdminRoute>::new()}/>
                     <Route path=path!("/reset-password") view={Lazy::<ResetPasswordRoute>::new()}/>
                     <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()}/>
@@ -159,17 +164,31 @@ impl LazyRoute for StatsRoute {
     }
 }
 
-/// `/account`, loaded on first visit.
-struct AccountRoute;
+/// `/settings` (and `/account`), loaded on first visit.
+struct SettingsRoute;
 
 #[lazy_route]
-impl LazyRoute for AccountRoute {
+impl LazyRoute for SettingsRoute {
     fn data() -> Self {
-        AccountRoute
+        SettingsRoute
     }
 
     fn view(_this: Self) -> AnyView {
-        view! { <AccountPage/> }.into_any()
+        view! { <SettingsPage/> }.into_any()
+    }
+}
+
+/// `/s/<token>`, a shared conversation, loaded on first visit.
+struct SharedRoute;
+
+#[lazy_route]
+impl LazyRoute for SharedRoute {
+    fn data() -> Self {
+        SharedRoute
+    }
+
+    fn view(_this: Self) -> AnyView {
+        view! { <SharedPage/> }.into_any()
     }
 }
 

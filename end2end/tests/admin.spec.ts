@@ -28,7 +28,7 @@ test('an administrator invites a person, who signs up with the link, and then di
     await guest.getByLabel('Password').fill(PASSWORD);
     await guest.getByRole('button', { name: 'Create account' }).click();
     await expect(guest).toHaveURL(/\/$/);
-    await expect(guest.getByRole('link', { name: 'Account' })).toBeVisible();
+    await expect(guest.getByRole('link', { name: 'Settings' })).toBeVisible();
     await expect(guest.getByRole('link', { name: 'Admin' })).toHaveCount(0);
     // Without the invitation, nobody else gets in meanwhile.
     const uninvited = await guest.request.post('/api/auth/register', {
@@ -58,7 +58,7 @@ test('an administrator invites a person, who signs up with the link, and then di
 test('someone who is not an administrator has no admin link and no admin page', async ({ page }) => {
   await signUp(page);
   await openHydrated(page);
-  await expect(page.getByRole('link', { name: 'Account' })).toBeVisible();
+  await expect(page.getByRole('link', { name: 'Settings' })).toBeVisible();
   await expect(page.getByRole('link', { name: 'Admin' })).toHaveCount(0);
   expect((await page.request.get('/api/admin/users')).status()).toBe(404);
   await openHydrated(page, '/admin');

@@ -63,11 +63,11 @@ test('Quire cannot be framed by another page', async ({ page }) => {
   expect(response!.headers()['x-content-type-options']).toBe('nosniff');
 });
 
-test('the account page changes the password, signs out everywhere and deletes the account', async ({ page, browser }) => {
+test('the settings page changes the password, signs out everywhere and deletes the account', async ({ page, browser }) => {
   const email = await signUp(page, uniqueEmail('account'));
   await openHydrated(page);
-  await page.getByRole('link', { name: 'Account' }).click();
-  await expect(page.getByRole('heading', { name: 'Account', exact: true })).toBeVisible();
+  await page.getByRole('link', { name: 'Settings' }).click();
+  await expect(page.getByRole('heading', { name: 'Settings', exact: true })).toBeVisible();
 
   const form = page.getByRole('form', { name: 'Change password' });
   await form.getByLabel('Current password').fill('not the password');

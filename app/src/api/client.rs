@@ -329,3 +329,35 @@ pub async fn restore_version(id: Uuid, version: i64) -> ApiResult<Artifact> {
     let url = format!("/api/artifacts/{id}/versions/{version}/restore");
     read_json(Request::post(&url).send().await.map_err(network_error)?).await
 }
+
+/// `GET /api/settings`.
+pub async fn settings() -> ApiResult<super::Settings> {
+    read_json(Request::get("/api/settings").send().await.map_err(network_error)?).await
+}
+
+/// `PATCH /api/settings`: the settings as saved.
+pub async fn update_settings(body: &super::UpdateSettings) -> ApiResult<super::Settings> {
+    let request = Request::patch("/api/settings").json(body).map_err(network_error)?;
+    read_json(request.send().await.map_err(network_error)?).await
+}
+
+/// `POST /api/threads/{id}/shares`: a new link to a snapshot of the conversation.
+pub async fn share_thread(thread: Uuid) -> ApiResult<super::ShareLink> {
+    read_json(Request::post(&format!("/api/threads/{thread}/shares")).send().await.map_err(network_error)?).await
+}
+
+/// `GET /api/shares`: every share link of the account, newest first.
+pub async fn list_shares() -> ApiResult<super::ShareList> {
+    read_json(Request::get("/api/shares").send().await.map_err(network_error)?).await
+}
+
+/// `DELETE /api/shares/{id}`: revokes a link.
+pub async fn revoke_share(id: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/shares/{id}")).send().await).await
+}
+
+/// `GET /api/shared/{token}`: a shared conversation, without signing in.
+pub async fn shared(token: &str) -> ApiResult<super::SharedConversation> {
+    let token = js_sys::encode_uri_component(token);
+    read_json(Request::get(&format!("/api/shared/{token}")).send().await.map_err(network_error)?).await
+}

@@ -9,6 +9,7 @@ pub mod history;
 pub mod objects;
 #[cfg(feature = "ssr")]
 pub mod schema;
+pub mod settings;
 pub mod sse;
 pub mod trace;
 pub mod upload;
@@ -17,6 +18,7 @@ pub use auth::*;
 pub use documents::*;
 pub use events::*;
 pub use history::*;
+pub use settings::*;
 pub use trace::*;
 
 use chrono::{DateTime, Utc};

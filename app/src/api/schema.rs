@@ -15,8 +15,9 @@ use utoipa::{
 use super::validate::{EMAIL_PATTERN, NOT_BLANK_PATTERN, NO_NUL_PATTERN};
 use super::{
     ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS, MAX_IMPORTED_SEQ,
-    MAX_IMPORTED_TEXT_CHARS, MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_MESSAGE_CHARS, MAX_MODEL_CHARS,
-    MAX_PASSWORD_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS, MIN_PASSWORD_CHARS, THREAD_EXPORT_FORMAT,
+    MAX_IMPORTED_TEXT_CHARS, MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_INSTRUCTIONS_CHARS, MAX_MESSAGE_CHARS,
+    MAX_MODEL_CHARS, MAX_PASSWORD_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS, MIN_PASSWORD_CHARS,
+    THREAD_EXPORT_FORMAT,
 };
 
 fn text(max_chars: usize, pattern: &str, description: &str) -> RefOr<Schema> {
@@ -145,4 +146,14 @@ schema!(
 schema!(
     /// A person's name as shown.
     DisplayName => text(MAX_DISPLAY_NAME_CHARS, NO_NUL_PATTERN, "Trimmed when saved")
+);
+
+schema!(
+    /// A person's new display name: not only whitespace.
+    NewDisplayName => text(MAX_DISPLAY_NAME_CHARS, NOT_BLANK_PATTERN, "Trimmed when saved")
+);
+
+schema!(
+    /// Standing instructions for the assistant (empty for none).
+    CustomInstructions => text(MAX_INSTRUCTIONS_CHARS, NO_NUL_PATTERN, "Trimmed when saved")
 );

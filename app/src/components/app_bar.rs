@@ -1,34 +1,41 @@
-//! The bar above every signed-in page: links to the pages and the import of a conversation.
+//! The bar above every signed-in page: links to the pages, sharing the open conversation and the import of a
+//! conversation.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 use wasm_bindgen_futures::JsFuture;
 
-use crate::api::{client, ImportResult};
+use crate::api::{client, ImportResult, ShareLink};
 use crate::state::ChatState;
 use crate::{CurrentUser, ThreadsChanged};
 
-/// What the last import did, shown under the bar.
+/// What the last import or share did, shown under the bar.
 #[derive(Clone, Debug, PartialEq)]
-enum ImportNote {
+enum BarNote {
     Done(String),
     Failed(String),
+    /// A new share link: its path.
+    Shared(String),
 }
 
-/// Links to the chat (the conversation last open), the stats and account pages (and the admin page, for
-/// administrators), and "Import conversation".
+/// Links to the chat (the conversation last open), the stats and settings pages (and the admin page, for
+/// administrators), "Share" (when a conversation is open) and "Import conversation".
 #[component]
 pub fn AppBar() -> impl IntoView {
     let pathname = use_location().pathname;
     let current = move |path: &'static str| {
         move || {
             let here = pathname.get();
-            let on = if path == "/" { here == "/" || here.starts_with("/c/") } else { here == path };
+            let on = match path {
+                "/" => here == "/" || here.starts_with("/c/"),
+                "/settings" => here == path || here == "/account",
+                _ => here == path,
+            };
             on.then_some("page")
         }
     };
-    let note = RwSignal::new(None::<ImportNote>);
+    let note = RwSignal::new(None::<BarNote>);
     // "Chat" goes back to the conversation that was open.
     let chat = expect_context::<ChatState>();
     let chat_href = move || chat.open_thread().map(|id| format!("/c/{id}")).unwrap_or_else(|| "/".to_string());
@@ -39,25 +46,67 @@ pub fn AppBar() -> impl IntoView {
             <nav aria-label="Pages" class="page-links">
                 <a href=chat_href aria-current=current("/")>"Chat"</a>
                 <a href="/stats" aria-current=current("/stats")>"Stats"</a>
-                <a href="/account" aria-current=current("/account")>"Account"</a>
+                <a href="/settings" aria-current=current("/settings")>"Settings"</a>
                 <Show when=is_admin>
                     <a href="/admin" aria-current=current("/admin")>"Admin"</a>
                 </Show>
             </nav>
+            <ShareConversation note/>
             <ImportConversation note/>
         </header>
         {move || note.get().map(|n| {
-            let (class, role, text) = match n {
-                ImportNote::Done(text) => ("notice", "status", text),
-                ImportNote::Failed(text) => ("error app-bar-error", "alert", text),
+            let (class, role, text, link) = match n {
+                BarNote::Done(text) => ("notice", "status", text, None),
+                BarNote::Failed(text) => ("error app-bar-error", "alert", text, None),
+                BarNote::Shared(path) => {
+                    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+                    let text = "Anyone with this link can read a copy of this conversation as it is now: ".to_string();
+                    ("notice", "status", text, Some((path.clone(), format!("{origin}{path}"))))
+                }
             };
             view! {
                 <div class=class role=role>
-                    <span>{text}</span>
+                    <span>{text}{link.map(|(path, url)| view! {
+                        <a href=path target="_blank" rel="noopener" data-testid="share-url">{url}</a>
+                    })}</span>
                     <button type="button" class="icon-button" aria-label="Dismiss" on:click=move |_| note.set(None)>"✕"</button>
                 </div>
             }
         })}
+    }
+}
+
+/// Makes a share link of the conversation. Its code is loaded on the first share (split out of the main wasm
+/// bundle in release builds).
+#[lazy]
+async fn share_thread(thread: uuid::Uuid) -> Result<ShareLink, String> {
+    client::share_thread(thread).await.map_err(|e| e.message)
+}
+
+/// "Share" for the open conversation: a new link to a read-only copy of it, shown under the bar.
+#[component]
+fn ShareConversation(note: RwSignal<Option<BarNote>>) -> impl IntoView {
+    let chat = expect_context::<ChatState>();
+    let busy = RwSignal::new(false);
+    let share = move |_| {
+        let Some(thread) = chat.open_thread() else { return };
+        busy.set(true);
+        note.set(None);
+        spawn_local(async move {
+            let result = share_thread(thread).await;
+            busy.set(false);
+            note.set(Some(match result {
+                Ok(link) => BarNote::Shared(link.path),
+                Err(message) => BarNote::Failed(format!("Could not share the conversation: {message}")),
+            }));
+        });
+    };
+    view! {
+        <Show when=move || chat.open_thread().is_some()>
+            <button type="button" class="button" disabled=move || busy.get() on:click=share>
+                {move || if busy.get() { "Sharing…" } else { "Share" }}
+            </button>
+        </Show>
     }
 }
 
@@ -78,7 +127,7 @@ async fn import_file(file: web_sys::File) -> Result<ImportResult, String> {
 /// A file picker for a Quire JSON export (or a ChatGPT `conversations.json`); the first imported conversation
 /// opens and the list of conversations reloads.
 #[component]
-fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
+fn ImportConversation(note: RwSignal<Option<BarNote>>) -> impl IntoView {
     let changed = expect_context::<ThreadsChanged>();
     let navigate = use_navigate();
     let busy = RwSignal::new(false);
@@ -102,12 +151,12 @@ fn ImportConversation(note: RwSignal<Option<ImportNote>>) -> impl IntoView {
                         Some(t) if count == 1 => format!("Imported “{}”.", t.title),
                         _ => format!("Imported {count} conversations."),
                     };
-                    note.set(Some(ImportNote::Done(text)));
+                    note.set(Some(BarNote::Done(text)));
                     if let Some(first) = imported.threads.first() {
                         navigate(&format!("/c/{}", first.id), Default::default());
                     }
                 }
-                Err(message) => note.set(Some(ImportNote::Failed(format!("Could not import {name}: {message}")))),
+                Err(message) => note.set(Some(BarNote::Failed(format!("Could not import {name}: {message}")))),
             }
         });
     };

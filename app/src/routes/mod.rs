@@ -1,8 +1,9 @@
 //! One module per page.
 
-pub mod account;
 pub mod admin;
 pub mod auth;
 pub mod chat;
 pub mod search;
+pub mod settings;
+pub mod share;
 pub mod stats;

@@ -348,10 +348,15 @@ impl<'a> Turn<'a> {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
+        // The person's custom instructions go below Quire's rules, which keep their priority.
+        let system = match self.engine.store.settings(self.plan.user).await {
+            Ok(settings) => prompt::system_prompt_with(&settings.custom_instructions),
+            Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))),
+        };
         let tools = Box::pin(tools::Offered::for_thread(&self.engine.store, self.plan.user, self.plan.thread)).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
-                system: prompt::system_prompt(),
+                system: system.clone(),
                 messages: messages.clone(),
                 tools: tools.specs(),
                 max_tokens: 4096,

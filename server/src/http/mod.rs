@@ -15,6 +15,8 @@ pub mod messages;
 pub mod openapi;
 pub mod rate_limit;
 pub mod search;
+pub mod settings;
+pub mod shares;
 pub mod stats;
 pub mod streams;
 pub mod threads;
@@ -68,6 +70,8 @@ pub fn api_router() -> Router<AppState> {
         .merge(messages::router())
         .merge(search::router())
         .merge(stats::router())
+        .merge(settings::router())
+        .merge(shares::router())
         .merge(export::router())
         .merge(artifacts::router())
         .merge(attachments::router())

@@ -11,7 +11,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{admin, artifacts, attachments, auth, chat, export, messages, search, stats, threads};
+use super::{admin, artifacts, attachments, auth, chat, export, messages, search, settings, shares, stats, threads};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -41,6 +41,8 @@ use super::{admin, artifacts, attachments, auth, chat, export, messages, search,
         admin::revoke_invite,
         admin::sign_up_settings,
         admin::set_sign_up_settings,
+        settings::settings,
+        settings::update_settings,
         threads::list_threads,
         threads::create_thread,
         threads::get_thread,
@@ -48,6 +50,11 @@ use super::{admin, artifacts, attachments, auth, chat, export, messages, search,
         threads::delete_thread,
         threads::delete_message,
         threads::list_tags,
+        shares::create,
+        shares::list_for_thread,
+        shares::list,
+        shares::revoke,
+        shares::shared,
         chat::chat,
         chat::resume,
         chat::stop,

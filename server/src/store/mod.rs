@@ -14,6 +14,8 @@ pub mod messages;
 pub mod postgres;
 pub mod search;
 pub mod search_query;
+pub mod settings;
+pub mod shares;
 mod snippet;
 pub mod sqlite;
 pub mod summaries;
@@ -39,6 +41,8 @@ pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::Messages;
 pub use search::{HitKind, Search, SearchHit, SearchPage};
+pub use settings::Preferences;
+pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
@@ -338,6 +342,8 @@ pub trait Store:
     + History
     + Summaries
     + Budgets
+    + Preferences
+    + Shares
     + Send
     + Sync
     + 'static

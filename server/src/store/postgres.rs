@@ -30,6 +30,7 @@ mod limits;
 mod messages;
 mod progress;
 mod search;
+mod settings;
 mod summaries;
 mod threads;
 mod turns;

@@ -36,6 +36,7 @@ mod history;
 mod import;
 mod messages;
 mod search;
+mod settings;
 mod summaries;
 mod threads;
 mod turn_writes;

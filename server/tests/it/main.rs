@@ -27,6 +27,7 @@ mod protection;
 mod redaction;
 mod reliability;
 mod security;
+mod settings_and_shares;
 mod slice;
 mod store_story;
 mod summaries;

@@ -1,0 +1,380 @@
+//! `/settings` (also `/account`): the profile, custom instructions, theme, share links and the download of all
+//! one's data; the password, signed-in devices and deleting the account.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api::{
+    client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
+    MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
+};
+use crate::components::theme_toggle::{choose_theme, ThemeChoice};
+use crate::format::moment;
+use crate::CurrentUser;
+
+/// Leaves for the sign-in page with a fresh load, so nothing of the account stays in this tab.
+fn leave_for_sign_in() {
+    if let Some(window) = web_sys::window() {
+        let _ = window.location().set_href("/signin");
+    }
+}
+
+/// A note under a form: done (a status) or failed (an alert).
+fn form_note(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+    move || {
+        note.get().map(|(done, text)| {
+            if done {
+                view! { <p class="notice" role="status">{text}</p> }.into_any()
+            } else {
+                view! { <p class="error" role="alert">{text}</p> }.into_any()
+            }
+        })
+    }
+}
+
+/// The settings page.
+#[component]
+pub fn SettingsPage() -> impl IntoView {
+    let settings = RwSignal::new(None::<Settings>);
+    let error = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        spawn_local(async move {
+            match client::settings().await {
+                Ok(found) => settings.set(Some(found)),
+                Err(e) => error.set(Some(e.message)),
+            }
+        })
+    });
+    view! {
+        <section class="auth account-page" aria-labelledby="settings-heading">
+            <h1 id="settings-heading">"Settings"</h1>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            {move || settings.get().map(|loaded| view! {
+                <Profile display_name=loaded.display_name.clone()/>
+                <CustomInstructions text=loaded.custom_instructions.clone()/>
+            })}
+            // The default model goes here once more than one can be chosen.
+            <Appearance/>
+            <SharedLinks/>
+            <YourData/>
+            <ChangePassword/>
+            <Devices/>
+            <DeleteAccount/>
+        </section>
+    }
+}
+
+/// Saves `change`; the note says how it went.
+fn save(
+    user: CurrentUser,
+    change: UpdateSettings,
+    busy: RwSignal<bool>,
+    note: RwSignal<Option<(bool, String)>>,
+    done: &'static str,
+) {
+    busy.set(true);
+    note.set(None);
+    spawn_local(async move {
+        let result = client::update_settings(&change).await;
+        busy.set(false);
+        match result {
+            Ok(saved) => {
+                user.0.update(|profile| {
+                    if let Some(profile) = profile {
+                        profile.display_name = saved.display_name;
+                    }
+                });
+                note.set(Some((true, done.into())));
+            }
+            Err(e) => note.set(Some((false, e.message))),
+        }
+    });
+}
+
+/// The e-mail address (which cannot change) and the display name.
+#[component]
+fn Profile(display_name: String) -> impl IntoView {
+    let user = expect_context::<CurrentUser>();
+    let name = RwSignal::new(display_name);
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let change = UpdateSettings { display_name: Some(name.get_untracked()), ..Default::default() };
+        save(user, change, busy, note, "Name saved.");
+    };
+    view! {
+        <form class="auth-form" aria-labelledby="profile-heading" on:submit=submit>
+            <h2 id="profile-heading">"Profile"</h2>
+            <p class="hint">"E-mail: "<span data-testid="settings-email">{move || user.0.get().map(|u| u.email)}</span></p>
+            <label for="display-name">"Display name"</label>
+            <input id="display-name" type="text" autocomplete="name" required
+                maxlength=MAX_DISPLAY_NAME_CHARS.to_string()
+                prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+            {form_note(note)}
+            <button type="submit" class="primary" disabled=move || busy.get()>"Save name"</button>
+        </form>
+    }
+}
+
+/// Standing instructions for the assistant, sent with every answer below Quire's own rules.
+#[component]
+fn CustomInstructions(text: String) -> impl IntoView {
+    let user = expect_context::<CurrentUser>();
+    let text = RwSignal::new(text);
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let change = UpdateSettings { custom_instructions: Some(text.get_untracked()), ..Default::default() };
+        save(user, change, busy, note, "Instructions saved.");
+    };
+    let count = move || format!("{} / {MAX_INSTRUCTIONS_CHARS}", text.with(|t| t.chars().count()));
+    view! {
+        <form class="auth-form" aria-labelledby="instructions-heading" on:submit=submit>
+            <h2 id="instructions-heading">"Custom instructions"</h2>
+            <p class="hint">"What the assistant should always keep in mind: your role, your team's terms, the tone you like. Quire's own rules come first."</p>
+            <label for="custom-instructions">"Instructions"</label>
+            <textarea id="custom-instructions" rows="5" maxlength=MAX_INSTRUCTIONS_CHARS.to_string()
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <p class="hint" aria-live="polite">{count}</p>
+            {form_note(note)}
+            <button type="submit" class="primary" disabled=move || busy.get()>"Save instructions"</button>
+        </form>
+    }
+}
+
+/// Light, dark or as the system prefers; kept with the account, so every device shows it.
+#[component]
+fn Appearance() -> impl IntoView {
+    let choice = expect_context::<ThemeChoice>();
+    let option = move |theme: Theme, label: &'static str| {
+        view! {
+            <label class="choice">
+                <input type="radio" name="theme" value=theme.as_str()
+                    prop:checked=move || choice.theme.get() == theme
+                    on:change=move |_| choose_theme(choice, theme)/>
+                {label}
+            </label>
+        }
+    };
+    view! {
+        <fieldset class="auth-form" role="radiogroup" aria-labelledby="theme-heading">
+            <h2 id="theme-heading">"Theme"</h2>
+            {option(Theme::System, "As the system")}
+            {option(Theme::Light, "Light")}
+            {option(Theme::Dark, "Dark")}
+        </fieldset>
+    }
+}
+
+/// The account's share links, each with "Revoke".
+#[component]
+fn SharedLinks() -> impl IntoView {
+    let links = RwSignal::new(None::<Vec<ShareLink>>);
+    let error = RwSignal::new(None::<String>);
+    let load = move || {
+        spawn_local(async move {
+            match client::list_shares().await {
+                Ok(list) => links.set(Some(list.shares)),
+                Err(e) => error.set(Some(e.message)),
+            }
+        })
+    };
+    Effect::new(move |_| load());
+    let revoke = move |id| {
+        error.set(None);
+        spawn_local(async move {
+            match client::revoke_share(id).await {
+                Ok(()) => load(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    view! {
+        <div class="auth-form" role="region" aria-labelledby="shares-heading">
+            <h2 id="shares-heading">"Shared links"</h2>
+            <p class="hint">"Anyone with one of these links can read a copy of the conversation as it was when you shared it. Revoke a link to end it."</p>
+            {move || match links.get() {
+                None => view! { <p class="hint" role="status">"Loading…"</p> }.into_any(),
+                Some(list) if list.is_empty() => view! { <p class="hint">"No shared links."</p> }.into_any(),
+                Some(list) => view! {
+                    <ul class="sessions" aria-label="Shared links">
+                        {list.into_iter().map(|link| {
+                            let id = link.id;
+                            view! {
+                                <li class="session">
+                                    <div class="session-about">
+                                        <a class="session-device" href=link.path.clone() target="_blank" rel="noopener">{link.title}</a>
+                                        <span class="hint">{format!("Shared {}", moment(link.created_at))}</span>
+                                    </div>
+                                    <button type="button" on:click=move |_| revoke(id)>"Revoke"</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </div>
+    }
+}
+
+/// Everything the account holds, as one JSON file (which imports back).
+#[component]
+fn YourData() -> impl IntoView {
+    view! {
+        <div class="auth-form" role="region" aria-labelledby="data-heading">
+            <h2 id="data-heading">"Your data"</h2>
+            <p class="hint">"Every conversation with its messages and documents, and your files' details, as one JSON file."</p>
+            <a class="button" href="/api/export" download="">"Download all my data"</a>
+        </div>
+    }
+}
+
+/// The current password and a new one; other devices are signed out.
+#[component]
+fn ChangePassword() -> impl IntoView {
+    let current = RwSignal::new(String::new());
+    let new = RwSignal::new(String::new());
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        busy.set(true);
+        note.set(None);
+        let body =
+            ChangePasswordRequest { current_password: current.get_untracked(), new_password: new.get_untracked() };
+        spawn_local(async move {
+            let result = client::change_password(&body).await;
+            busy.set(false);
+            match result {
+                Ok(()) => {
+                    current.set(String::new());
+                    new.set(String::new());
+                    note.set(Some((true, "Password changed. Other devices are signed out.".into())));
+                }
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    };
+    view! {
+        <form class="auth-form" aria-labelledby="change-password-heading" on:submit=submit>
+            <h2 id="change-password-heading">"Change password"</h2>
+            <label for="current-password">"Current password"</label>
+            <input id="current-password" type="password" autocomplete="current-password" required
+                prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
+            <label for="new-password">"New password"</label>
+            <input id="new-password" type="password" autocomplete="new-password" required
+                minlength=MIN_PASSWORD_CHARS.to_string()
+                prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
+            <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common or breached password.")}</p>
+            {form_note(note)}
+            <button type="submit" class="primary" disabled=move || busy.get()>"Change password"</button>
+        </form>
+    }
+}
+
+/// The devices signed in to the account, each with its own "Sign out", and "Sign out everywhere".
+#[component]
+fn Devices() -> impl IntoView {
+    let sessions = RwSignal::new(None::<Vec<SessionInfo>>);
+    let error = RwSignal::new(None::<String>);
+    let load = move || {
+        spawn_local(async move {
+            match client::sessions().await {
+                Ok(list) => sessions.set(Some(list.sessions)),
+                Err(e) => error.set(Some(e.message)),
+            }
+        })
+    };
+    Effect::new(move |_| load());
+    let end = move |session: SessionInfo| {
+        error.set(None);
+        spawn_local(async move {
+            match client::end_session(&session.id).await {
+                Ok(()) if session.current => leave_for_sign_in(),
+                Ok(()) => load(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    let everywhere = move |_| {
+        spawn_local(async move {
+            match client::logout_all().await {
+                Ok(()) => leave_for_sign_in(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    view! {
+        <div class="auth-form" role="region" aria-labelledby="devices-heading">
+            <h2 id="devices-heading">"Devices"</h2>
+            <p class="hint">"Where this account is signed in. Sign out a device you no longer use or do not recognise."</p>
+            {move || match sessions.get() {
+                None => view! { <p class="hint" role="status">"Loading…"</p> }.into_any(),
+                Some(list) => view! {
+                    <ul class="sessions" aria-label="Signed-in devices">
+                        {list.into_iter().map(|session| view! { <SessionRow session=session.clone() on_end=move || end(session.clone())/> }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <p class="hint">"Sign out everywhere signs out this browser and every other device signed in to this account."</p>
+            <button type="button" on:click=everywhere>"Sign out everywhere"</button>
+        </div>
+    }
+}
+
+/// One signed-in device: what it is, where and when it signed in, when it was last used.
+#[component]
+fn SessionRow(session: SessionInfo, on_end: impl Fn() + Send + Sync + 'static) -> impl IntoView {
+    let device = session.device.clone().unwrap_or_else(|| "Unknown device".into());
+    let network = session.ip_prefix.clone().map(|prefix| format!(" · network {prefix}"));
+    view! {
+        <li class="session">
+            <div class="session-about">
+                <span class="session-device">{device}</span>
+                {session.current.then(|| view! { <span class="session-current">"This device"</span> })}
+                <span class="hint">
+                    {format!("Signed in {} · last used {}", moment(session.created_at), moment(session.last_seen_at))}
+                    {network}
+                </span>
+            </div>
+            <button type="button" on:click=move |_| on_end()>"Sign out"</button>
+        </li>
+    }
+}
+
+/// Deletes the account and everything in it, given its password.
+#[component]
+fn DeleteAccount() -> impl IntoView {
+    let password = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        busy.set(true);
+        error.set(None);
+        let body = DeleteAccountRequest { password: password.get_untracked() };
+        spawn_local(async move {
+            let result = client::delete_account(&body).await;
+            busy.set(false);
+            match result {
+                Ok(()) => leave_for_sign_in(),
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
+    view! {
+        <form class="auth-form" aria-labelledby="delete-account-heading" on:submit=submit>
+            <h2 id="delete-account-heading">"Delete account"</h2>
+            <p class="hint">"Deletes the account with all its conversations, documents and files. This cannot be undone."</p>
+            <label for="delete-password">"Password"</label>
+            <input id="delete-password" type="password" autocomplete="current-password" required
+                prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <button type="submit" class="danger" disabled=move || busy.get()>"Delete account"</button>
+        </form>
+    }
+}

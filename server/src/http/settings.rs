@@ -1,0 +1,35 @@
+//! `GET`/`PATCH /api/settings`: what a person sets for themselves (display name, custom instructions, theme).
+//! The password, sessions and account removal are under `/api/auth` (see [`super::auth`]).
+
+use app::api::{Settings, UpdateSettings};
+use axum::{extract::State, routing::get, Router};
+
+use super::error::Result;
+use super::extract::{AuthUser, Json};
+use crate::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/settings", get(settings).patch(update_settings))
+}
+
+/// `GET /api/settings`.
+#[utoipa::path(get, path = "/api/settings", tag = "auth", security(("session" = []), ("bearer" = [])),
+    responses((status = 200, body = Settings), (status = 401, body = app::api::ErrorBody)))]
+pub async fn settings(State(state): State<AppState>, user: AuthUser) -> Result<Json<Settings>> {
+    Ok(Json(state.store.settings(user.id).await?))
+}
+
+/// `PATCH /api/settings`: changes the fields given; answers with the settings as saved.
+#[utoipa::path(patch, path = "/api/settings", tag = "auth", security(("session" = []), ("bearer" = [])),
+    request_body = UpdateSettings,
+    responses((status = 200, body = Settings), (status = 401, body = app::api::ErrorBody),
+        (status = 403, body = app::api::ErrorBody),
+        (status = 422, body = app::api::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme")))]
+pub async fn update_settings(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Json(change): Json<UpdateSettings>,
+) -> Result<Json<Settings>> {
+    let change = change.checked()?;
+    Ok(Json(state.store.update_settings(user.id, &change).await?))
+}
