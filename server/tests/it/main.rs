@@ -5,6 +5,7 @@ mod common;
 mod fake_upstream;
 
 mod auth;
+mod branches;
 mod budgets;
 mod chat_turns;
 mod dedup;
