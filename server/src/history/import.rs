@@ -466,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn chatgpt_follows_the_current_branch() {
+    fn chatgpt_keeps_every_branch_and_shows_the_current_one() {
         let conversation = json!({
             "title": "",
             "create_time": 1_700_000_000.5,
@@ -487,8 +487,9 @@ mod tests {
         let thread = plan_of(conversation).unwrap().remove(0);
         assert_eq!(thread.title, "Plan a launch party please");
         let texts: Vec<&str> = thread.messages.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(texts, ["Plan a launch party please", "New branch"]);
-        assert_eq!(thread.messages[1].model.as_deref(), Some("gpt-4o"));
+        assert_eq!(texts, ["Plan a launch party please", "old branch", "New branch"]);
+        assert_eq!(thread.tree, Some(ImportTree { parents: vec![None, Some(0), Some(0)], active: Some(2) }));
+        assert_eq!(thread.messages[2].model.as_deref(), Some("gpt-4o"));
         assert!(thread.updated_at > thread.created_at);
     }
 
