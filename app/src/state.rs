@@ -329,6 +329,7 @@ pub(crate) fn local_message(thread_id: Uuid, role: Role, content: String) -> Mes
         output_tokens: 0,
         model: None,
         created_at: chrono::DateTime::<chrono::Utc>::default(),
+        parent_id: None,
     }
 }
 
@@ -356,6 +357,7 @@ mod tests {
             output_tokens: 0,
             model: None,
             created_at: chrono::DateTime::<chrono::Utc>::default(),
+            parent_id: None,
         }
     }
 

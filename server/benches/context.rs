@@ -73,6 +73,7 @@ fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
         updated_at: start,
         messages,
         artifacts,
+        tree: None,
     }
 }
 
@@ -103,7 +104,12 @@ fn context_benches(c: &mut Criterion) {
             })
         });
         let messages = rt.block_on(store.list_messages(user, thread)).expect("messages");
-        let fulfilled = rt.block_on(store.fulfilled_requests(user, thread)).expect("fulfilled requests");
+        let fulfilled: Vec<_> = rt
+            .block_on(store.fulfilled_requests(user, thread))
+            .expect("fulfilled requests")
+            .into_iter()
+            .map(|f| f.request)
+            .collect();
         group.bench_with_input(BenchmarkId::new("build_only", n), &n, |b, _| {
             b.iter(|| {
                 context::build(ContextInput {

@@ -161,6 +161,9 @@ pub struct ExportedThreadInfo {
     pub archived: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The message shown last (the end of the active path); absent: the last message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_message_id: Option<Uuid>,
 }
 
 /// A message in an export, with its metadata.
@@ -184,6 +187,10 @@ pub struct ExportedMessage {
     #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::ModelName>, inline))]
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The message it follows, a message before it in the export; absent for a first message. An export without
+    /// any is one path, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<Uuid>,
 }
 
 /// A document in an export; its message links point at messages of the same export.

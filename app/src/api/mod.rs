@@ -151,6 +151,27 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// The message it follows (its question, for an answer); none for a conversation's first messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<Uuid>,
+}
+
+/// A message of the shown path that has siblings: other versions of it (edits, or other answers to the same
+/// question), each starting a branch of its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct Branching {
+    pub message_id: Uuid,
+    /// Every version, itself included, oldest first.
+    pub siblings: Vec<Uuid>,
+}
+
+/// `POST /api/threads/{id}/branch`: shows the branch through `message_id` (down to its newest message).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SwitchBranch {
+    pub message_id: Uuid,
 }
 
 /// The kinds of document the assistant writes.
@@ -269,7 +290,11 @@ pub struct ThreadList {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct ThreadDetail {
     pub thread: Thread,
+    /// The shown path, from the first message to the active one (what the model sees).
     pub messages: Vec<Message>,
+    /// The messages of the path that have siblings.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub branches: Vec<Branching>,
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
     /// Whether an answer is being written right now (re-attach with `GET .../stream`).
@@ -287,6 +312,10 @@ pub struct ChatRequest {
     /// Silent generation: make the document without saving any chat message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub artifact_generation: Option<bool>,
+    /// Edit and resend: the message is a new version of this message of the person's (a sibling of it, the
+    /// old branch kept) and is answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_of: Option<Uuid>,
 }
 
 /// `POST /api/threads/{id}/messages`: a person's message added to the conversation without asking the model.

@@ -26,7 +26,8 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(field: &'static str, message: impl Into<String>) -> Self {
+    /// A value of `field` that is not acceptable, and why.
+    pub fn new(field: &'static str, message: impl Into<String>) -> Self {
         Self { field, message: message.into() }
     }
 }

@@ -253,6 +253,7 @@ mod tests {
             output_tokens: seq as u64,
             model: None,
             created_at: Default::default(),
+            parent_id: None,
         }
     }
 

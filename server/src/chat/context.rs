@@ -1,5 +1,8 @@
 //! What the model sees of a conversation.
 //!
+//! The model sees the conversation's active path only (see [`crate::store::Tree`]), and de-duplication follows
+//! it: a document made on another branch fulfils no request of this one ([`fulfilled_on`]).
+//!
 //! Filter first, then truncate: a request that already produced a document (an artifact points at it through
 //! `request_message_id`) is removed together with the answer(s) of its turn, so the model can never act on it
 //! again. What is left is cut to the token budget from the newest turn backwards; the latest request is always
@@ -17,7 +20,7 @@ use app::api::{Artifact, ArtifactType, Message, Role};
 use uuid::Uuid;
 
 use crate::llm::{self, builtin::intent, Part};
-use crate::store::{MessageHead, Store, StoreError};
+use crate::store::{Fulfilment, MessageHead, Store, StoreError};
 use crate::tokens::{count_message_tokens, count_tokens};
 
 /// Default token budget for the conversation sent to the model.
@@ -109,6 +112,13 @@ pub fn fulfilled_by(artifacts: &[Artifact]) -> Vec<Uuid> {
     artifacts.iter().filter_map(|a| a.request_message_id).collect()
 }
 
+/// The requests fulfilled on a path (`on_path`: its messages): those whose document an answer on it made, or an
+/// answer not known (one still being written, or gone). A document made on another branch fulfils nothing here,
+/// so a request answered again on a branch of its own is acted on again.
+pub fn fulfilled_on(fulfilments: &[Fulfilment], on_path: &HashSet<Uuid>) -> Vec<Uuid> {
+    fulfilments.iter().filter(|f| f.made_by.is_none_or(|m| on_path.contains(&m))).map(|f| f.request).collect()
+}
+
 /// Messages read with their text at first when the context of a long thread is built; the window grows
 /// fourfold until the budget runs out inside it.
 const FIRST_WINDOW: usize = 256;
@@ -128,8 +138,11 @@ pub async fn load(
     budget: usize,
     ephemeral: Option<&str>,
 ) -> Result<BuiltContext, StoreError> {
-    let (heads, fulfilled) =
-        tokio::try_join!(store.list_message_heads(user, thread), store.fulfilled_requests(user, thread))?;
+    let (tree, fulfilled) = tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
+    // The model sees the active path only.
+    let heads = tree.path();
+    let on_path: HashSet<Uuid> = heads.iter().map(|h| h.id).collect();
+    let fulfilled = fulfilled_on(&fulfilled, &on_path);
     let mut window = FIRST_WINDOW;
     loop {
         let mut from = heads.len().saturating_sub(window);
@@ -138,7 +151,8 @@ pub async fn load(
         }
         // From the window's first request; the whole thread (and whatever came since the heads) at `from` 0.
         let from_seq = if from == 0 { i64::MIN } else { heads[from].seq };
-        let recent = store.list_messages_from(user, thread, from_seq).await?;
+        let mut recent = store.list_messages_from(user, thread, from_seq).await?;
+        recent.retain(|m| on_path.contains(&m.id));
         let read: HashSet<Uuid> = recent.iter().map(|m| m.id).collect();
         let messages: Vec<Message> = heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).collect();
         let built =
@@ -164,6 +178,7 @@ fn stand_in(head: &MessageHead, thread: Uuid) -> Message {
         output_tokens: 0,
         model: None,
         created_at: chrono::DateTime::UNIX_EPOCH,
+        parent_id: None,
     }
 }
 
@@ -216,7 +231,12 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     let mut dropped = Vec::new();
     for turn in &turns[..keep_from] {
         record.truncated.extend(turn.messages.iter().map(|m| m.id));
-        dropped.extend(turn.messages.iter().map(|m| MessageHead { id: m.id, seq: m.seq, role: m.role }));
+        dropped.extend(turn.messages.iter().map(|m| MessageHead {
+            id: m.id,
+            seq: m.seq,
+            role: m.role,
+            parent: m.parent_id,
+        }));
     }
     let kept = &turns[keep_from..];
     let note = (!record.truncated.is_empty()).then(|| note_text(record.truncated.len(), input.summary));
@@ -275,6 +295,7 @@ mod tests {
             output_tokens: 0,
             model: None,
             created_at: Utc::now(),
+            parent_id: None,
         }
     }
 

@@ -68,12 +68,35 @@ impl Engine {
         key: Option<String>,
         body: ChatRequest,
     ) -> Result<Started> {
+        let request = format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default());
+        self.once(user, key, &request, || self.start(user, thread, body)).await
+    }
+
+    /// Another answer to the question `answer` answered (see [`Engine::regenerate`]), at most once per
+    /// idempotency key as [`start_once`](Self::start_once).
+    pub async fn regenerate_once(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        key: Option<String>,
+        answer: Uuid,
+    ) -> Result<Started> {
+        let request = format!("regenerate:{thread}:{answer}");
+        self.once(user, key, &request, || self.regenerate(user, thread, answer)).await
+    }
+
+    /// Starts a turn with `start`; with an idempotency key, at most once per `request` (its text).
+    async fn once<F, Fut>(&self, user: Uuid, key: Option<String>, request: &str, start: F) -> Result<Started>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<Arc<LiveTurn>>>,
+    {
         let Some(key) = key else {
-            return Ok(Started::Live(self.start(user, thread, body).await?));
+            return Ok(Started::Live(start().await?));
         };
-        let fingerprint = fingerprint(&format!("chat:{thread}:{}", serde_json::to_string(&body).unwrap_or_default()));
+        let fingerprint = fingerprint(request);
         match self.store.claim_idempotency_key(user, &key, &fingerprint, IDEMPOTENCY_TTL_SECS).await? {
-            IdempotencyClaim::Fresh => match self.start(user, thread, body).await {
+            IdempotencyClaim::Fresh => match start().await {
                 Ok(live) => {
                     self.store.complete_idempotency_key(user, &key, &live.id.to_string()).await?;
                     Ok(Started::Live(live))

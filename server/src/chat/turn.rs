@@ -15,6 +15,8 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use app::api::validate::Invalid;
+
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
 use super::error::{busy_or, ChatError};
@@ -75,19 +77,34 @@ impl Engine {
     /// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
     pub async fn start(&self, user: Uuid, thread: Uuid, request: ChatRequest) -> Result<Arc<LiveTurn>, ChatError> {
         let content = self.person_message(&request.content)?;
-        let opening = if request.artifact_generation.unwrap_or(false) {
-            Opening::Silent(content)
-        } else {
-            Opening::Message(NewMessage {
-                thread_id: thread,
-                role: ApiRole::User,
-                content,
-                status: MessageStatus::Complete,
-                usage: Usage::default(),
-                model: None,
-            })
+        let message = NewMessage {
+            thread_id: thread,
+            role: ApiRole::User,
+            content,
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        };
+        let opening = match (request.edit_of, request.artifact_generation.unwrap_or(false)) {
+            (Some(_), true) => {
+                return Err(Invalid::new("edit_of", "A silent generation edits no message.").into());
+            }
+            (Some(edited), false) => {
+                // Checked before the thread is taken; the message stays, and the new version goes beside it.
+                let parent = edited_message(self.store.as_ref(), user, thread, edited).await?;
+                Opening::Edit { parent, message }
+            }
+            (None, true) => Opening::Silent(message.content),
+            (None, false) => Opening::Message(message),
         };
         launch(self, user, thread, opening).await
+    }
+
+    /// Another answer to the question `answer` answered: an ordinary turn whose answer is a sibling of it, the
+    /// old branch kept.
+    pub async fn regenerate(&self, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
+        let question = answered_question(self.store.as_ref(), user, thread, answer).await?;
+        launch(self, user, thread, Opening::Again(question)).await
     }
 
     /// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
@@ -112,11 +129,17 @@ async fn failed_attempt(
     if request.thread_id != thread || request.role != ApiRole::User {
         return Err(ChatError::NotFound);
     }
-    let (after, fulfilled) =
-        tokio::try_join!(store.list_messages_from(user, thread, request.seq), store.fulfilled_requests(user, thread))?;
-    let Some((first, answers)) = after.split_first().filter(|(first, _)| first.id == message) else {
-        return Err(ChatError::NotFound);
+    let (tree, fulfilled) = tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
+    // The messages after it on the shown path.
+    let path = tree.path();
+    let Some(at) = path.iter().position(|h| h.id == message) else {
+        return Err(ChatError::NotRetryable("Only a message of the branch shown can be sent again."));
     };
+    let on_path = path.iter().map(|h| h.id).collect();
+    let fulfilled = context::fulfilled_on(&fulfilled, &on_path);
+    let later: Vec<Uuid> = path[at + 1..].iter().map(|h| h.id).collect();
+    let answers = store.messages_by_id(user, thread, &later).await?;
+    let first = &request;
     let failed = |m: &Message| {
         m.role == ApiRole::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error)
     };
@@ -128,7 +151,31 @@ async fn failed_attempt(
     if fulfilled.contains(&message) {
         return Err(ChatError::NotRetryable("This request already made its document."));
     }
-    Ok((first.clone(), answers.iter().map(|m| m.id).collect()))
+    Ok((first.clone(), later))
+}
+
+/// The parent of the person's message `edited`, which an edit goes beside; another thread's message, or an
+/// answer, is missing.
+async fn edited_message(store: &dyn Store, user: Uuid, thread: Uuid, edited: Uuid) -> Result<Option<Uuid>, ChatError> {
+    let message = store.get_message(user, edited).await?;
+    if message.thread_id != thread || message.role != ApiRole::User {
+        return Err(ChatError::NotFound);
+    }
+    Ok(message.parent_id)
+}
+
+/// The person's message `answer` answers, which a new answer follows; another thread's message, a person's
+/// message, or an answer that follows none, is missing.
+async fn answered_question(store: &dyn Store, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Uuid, ChatError> {
+    let message = store.get_message(user, answer).await?;
+    if message.thread_id != thread || message.role != ApiRole::Assistant {
+        return Err(ChatError::NotFound);
+    }
+    let question = store.get_message(user, message.parent_id.ok_or(ChatError::NotFound)?).await?;
+    if question.role != ApiRole::User {
+        return Err(ChatError::NotFound);
+    }
+    Ok(question.id)
 }
 
 /// What a turn starts from.
@@ -139,6 +186,10 @@ enum Opening {
     Silent(String),
     /// A stored message whose turn failed.
     Retry(Uuid),
+    /// Edit and resend: a new version of a person's message, saved after `parent` (beside the old version).
+    Edit { parent: Option<Uuid>, message: NewMessage },
+    /// Regenerate: another answer to a stored message of the person's.
+    Again(Uuid),
 }
 
 /// Takes the thread and starts the turn in the background.
@@ -153,7 +204,7 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         // The turn row and the person's message are one transaction: one commit before the model is called.
         let new_message = match &opening {
             Opening::Message(message) => Some(message.clone()),
-            Opening::Silent(_) | Opening::Retry(_) => None,
+            Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
         };
         let start = TurnStart { user, thread, turn: turn_id, stale_after_ms: STALE_AFTER_MS, request: new_message };
         let begun = engine.store.start_turn(start, &engine.limits.turns).await;
@@ -167,23 +218,29 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
         // into its end.
         let _handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
-        let (content, silent, request_message, first) = match opening {
+        // A stored message to answer: the turn's answer goes after it.
+        let stored = |request: Message| (request.content, false, Some(request.id), false);
+        let store = engine.store.as_ref();
+        let planned = match opening {
             Opening::Message(message) => {
                 let first = saved.as_ref().is_some_and(|m| m.seq == 1);
-                (message.content, false, saved.map(|m| m.id), first)
+                Ok((message.content, false, saved.map(|m| m.id), first))
             }
-            Opening::Silent(content) => (content, true, None, false),
-            Opening::Retry(message) => {
-                match Box::pin(take_over_failed(engine.store.as_ref(), user, thread, message)).await {
-                    Ok(request) => (request.content, false, Some(request.id), false),
-                    Err(e) => {
-                        if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
-                            tracing::error!(error = %e, "closing a refused retry failed");
-                        }
-                        let _ = started.send(Err(e));
-                        return;
-                    }
+            Opening::Silent(content) => Ok((content, true, None, false)),
+            Opening::Retry(message) => Box::pin(take_over_failed(store, user, thread, message)).await.map(stored),
+            Opening::Edit { parent, message } => {
+                Box::pin(branch_off(store, user, thread, parent, message)).await.map(stored)
+            }
+            Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored),
+        };
+        let (content, silent, request_message, first) = match planned {
+            Ok(planned) => planned,
+            Err(e) => {
+                if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
+                    tracing::error!(error = %e, "closing a refused turn failed");
                 }
+                let _ = started.send(Err(e));
+                return;
             }
         };
         let live = LiveTurn::new(turn_id, thread, user);
@@ -216,10 +273,32 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
 /// attempt left; the message to answer.
 async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: Uuid) -> Result<Message, ChatError> {
     let (request, failed) = failed_attempt(store, user, thread, message).await?;
-    for answer in failed {
-        store.delete_message(user, thread, answer).await?;
+    // The first failed answer's subtree holds the others.
+    if let Some(answer) = failed.first() {
+        store.delete_message(user, thread, *answer).await?;
     }
+    // The new answer follows the message, whatever other answers it has.
+    store.set_active(user, thread, Some(request.id), None).await?;
     Ok(request)
+}
+
+/// With the thread taken for an edit: saves the new version of the person's message after `parent` (beside the
+/// version it replaces); the message to answer.
+async fn branch_off(
+    store: &dyn Store,
+    user: Uuid,
+    thread: Uuid,
+    parent: Option<Uuid>,
+    message: NewMessage,
+) -> Result<Message, ChatError> {
+    store.set_active(user, thread, parent, None).await?;
+    Ok(store.append_message(user, message).await?)
+}
+
+/// With the thread taken for another answer: the question, which the new answer follows.
+async fn answer_again(store: &dyn Store, user: Uuid, thread: Uuid, question: Uuid) -> Result<Message, ChatError> {
+    store.set_active(user, thread, Some(question), None).await?;
+    Ok(store.get_message(user, question).await?)
 }
 
 /// A turn's place in the hub, given up when dropped.

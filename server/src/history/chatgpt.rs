@@ -101,6 +101,38 @@ impl Conversation {
     }
 }
 
+impl Conversation {
+    /// Every node, each after its parent (a depth-first walk from the roots, siblings oldest first), with its
+    /// parent's id; `Err` with the reason when a node points at a missing one or the parents form a cycle.
+    pub fn tree(&self) -> Result<Vec<(&str, &Node)>, &'static str> {
+        let mut children: HashMap<Option<&str>, Vec<(&str, &Node)>> = HashMap::new();
+        for (id, node) in &self.mapping {
+            if let Some(parent) = node.parent.as_deref() {
+                if !self.mapping.contains_key(parent) {
+                    return Err("a node points at a missing node");
+                }
+            }
+            children.entry(node.parent.as_deref()).or_default().push((id.as_str(), node));
+        }
+        let time = |node: &Node| node.message.as_ref().and_then(|m| m.create_time).unwrap_or(0.0);
+        for siblings in children.values_mut() {
+            // Newest first on the stack below, so the oldest is walked first.
+            siblings.sort_by(|a, b| time(b.1).total_cmp(&time(a.1)).then(b.0.cmp(a.0)));
+        }
+        let mut order = Vec::with_capacity(self.mapping.len());
+        let mut stack: Vec<(&str, &Node)> = children.get(&None).cloned().unwrap_or_default();
+        while let Some((id, node)) = stack.pop() {
+            order.push((id, node));
+            stack.extend(children.get(&Some(id)).into_iter().flatten().copied());
+        }
+        // A node no root leads to is on a cycle.
+        if order.len() < self.mapping.len() {
+            return Err("the message tree has a cycle");
+        }
+        Ok(order)
+    }
+}
+
 impl Message {
     /// The role, if it is one Quire keeps.
     pub fn role(&self) -> Option<&str> {

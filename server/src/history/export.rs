@@ -33,8 +33,9 @@ pub struct Download {
 /// traces of its turns.
 pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
     let info = store.get_thread(user, thread).await?;
-    let (messages, artifacts, traces) = tokio::try_join!(
+    let (messages, tree, artifacts, traces) = tokio::try_join!(
         store.list_messages(user, thread),
+        store.message_tree(user, thread),
         store.list_artifacts(user, thread),
         store.thread_traces(user, thread)
     )?;
@@ -50,6 +51,7 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
             archived: info.archived,
             created_at: info.created_at,
             updated_at: info.updated_at,
+            active_message_id: tree.path().last().map(|h| h.id),
         },
         messages: messages
             .into_iter()
@@ -63,6 +65,7 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
                 output_tokens: m.output_tokens,
                 model: m.model,
                 created_at: m.created_at,
+                parent_id: m.parent_id,
             })
             .collect(),
         artifacts: artifacts
@@ -150,7 +153,25 @@ fn stamp(time: DateTime<Utc>) -> String {
     time.format("%Y-%m-%d %H:%M UTC").to_string()
 }
 
-/// The conversation as a Markdown document people can read.
+/// The messages of the path an export shows: from a first message to its active message (the last message when
+/// it names none). An export without parents is one path, in order.
+fn shown_path(export: &ThreadExport) -> Vec<&ExportedMessage> {
+    if export.messages.iter().all(|m| m.parent_id.is_none()) {
+        return export.messages.iter().collect();
+    }
+    let by_id: std::collections::HashMap<Uuid, &ExportedMessage> = export.messages.iter().map(|m| (m.id, m)).collect();
+    let mut next = export.thread.active_message_id.filter(|id| by_id.contains_key(id));
+    next = next.or_else(|| export.messages.last().map(|m| m.id));
+    let mut path = Vec::new();
+    while let Some(message) = next.and_then(|id| by_id.get(&id)).filter(|_| path.len() < export.messages.len()) {
+        path.push(*message);
+        next = message.parent_id;
+    }
+    path.reverse();
+    path
+}
+
+/// The conversation as a Markdown document people can read: the path it shows.
 pub fn to_markdown(export: &ThreadExport) -> String {
     use std::fmt::Write;
     let mut out = format!("# {}\n\n", export.thread.title);
@@ -160,8 +181,12 @@ pub fn to_markdown(export: &ThreadExport) -> String {
     }
     let _ = writeln!(out, "- Started: {}", stamp(export.thread.created_at));
     let _ = writeln!(out, "- Last activity: {}", stamp(export.thread.updated_at));
-    let _ = writeln!(out, "- Messages: {}", export.messages.len());
-    for message in &export.messages {
+    let shown = shown_path(export);
+    let _ = writeln!(out, "- Messages: {}", shown.len());
+    if shown.len() < export.messages.len() {
+        let _ = writeln!(out, "- Other branches: {} messages, not shown", export.messages.len() - shown.len());
+    }
+    for message in shown {
         let who = match message.role {
             Role::User => "You",
             Role::Assistant => "Assistant",

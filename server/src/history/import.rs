@@ -25,7 +25,7 @@ use super::{Error, Result};
 use crate::heavy::Ticket;
 use crate::store::{
     self,
-    history::{ImportArtifact, ImportMessage, ImportThread},
+    history::{ImportArtifact, ImportMessage, ImportThread, ImportTree},
     DynStore,
 };
 
@@ -238,6 +238,7 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
     let updated_at = check_time(info.updated_at, format!("{at}thread.updated_at"))?;
     at_most(export.messages.len(), MAX_IMPORT_MESSAGES, format!("{at}messages"), "Messages of a conversation")?;
     at_most(export.artifacts.len(), MAX_IMPORT_DOCUMENTS, format!("{at}artifacts"), "Documents of a conversation")?;
+    let parent_of: HashMap<Uuid, Option<Uuid>> = export.messages.iter().map(|m| (m.id, m.parent_id)).collect();
     let mut messages = export
         .messages
         .into_iter()
@@ -262,6 +263,18 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
         .enumerate()
         .map(|(i, a)| artifact_from_quire(a, &positions, &format!("{at}artifacts[{i}].")))
         .collect::<Result<Vec<_>>>()?;
+    // Branches, when the export has them: a parent that is missing or does not come before its message makes a
+    // first message.
+    let tree = parent_of.values().any(Option::is_some).then(|| ImportTree {
+        parents: messages
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| {
+                parent_of.get(id).copied().flatten().and_then(|p| positions.get(&p).copied()).filter(|p| *p < i)
+            })
+            .collect(),
+        active: info.active_message_id.and_then(|id| positions.get(&id).copied()).or(messages.len().checked_sub(1)),
+    });
     Ok(ImportThread {
         title,
         tags,
@@ -271,6 +284,7 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
         updated_at,
         messages: messages.into_iter().map(|(_, m)| m).collect(),
         artifacts,
+        tree,
     })
 }
 
@@ -316,15 +330,22 @@ fn artifact_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at
     })
 }
 
-/// One ChatGPT conversation (`at`: where it is in the body): the path from `current_node` back to the root, in
-/// order, keeping the person's and the assistant's visible messages.
+/// One ChatGPT conversation (`at`: where it is in the body): its tree of the person's and the assistant's visible
+/// messages, every branch kept (a hidden or empty node's children follow its parent), `current_node`'s branch
+/// shown.
 fn from_chatgpt(conversation: &chatgpt::Conversation, at: &str) -> Result<ImportThread> {
-    let branch = conversation
-        .current_branch()
-        .map_err(|reason| Error::Unsupported(format!("Not a valid ChatGPT conversation ({at}mapping): {reason}.")))?;
+    let unsupported =
+        |reason: &'static str| Error::Unsupported(format!("Not a valid ChatGPT conversation ({at}mapping): {reason}."));
+    conversation.current_branch().map_err(unsupported)?;
+    let nodes = conversation.tree().map_err(unsupported)?;
     let started = epoch_seconds(conversation.create_time);
     let mut messages: Vec<ImportMessage> = Vec::new();
-    for (id, node) in branch {
+    // Each node's nearest message kept, itself or an ancestor: what a message after it follows.
+    let mut kept: HashMap<&str, Option<usize>> = HashMap::with_capacity(nodes.len());
+    let mut parents: Vec<Option<usize>> = Vec::new();
+    for (id, node) in nodes {
+        let before = node.parent.as_deref().and_then(|p| kept.get(p).copied().flatten());
+        kept.insert(id, before);
         let Some(message) = &node.message else { continue };
         let role = match message.role() {
             Some("user") => Role::User,
@@ -351,6 +372,8 @@ fn from_chatgpt(conversation: &chatgpt::Conversation, at: &str) -> Result<Import
             .or(messages.last().map(|m| m.created_at))
             .or(started)
             .unwrap_or_else(store::now);
+        kept.insert(id, Some(messages.len()));
+        parents.push(before);
         messages.push(ImportMessage {
             seq: messages.len() as i64 + 1,
             role,
@@ -361,6 +384,8 @@ fn from_chatgpt(conversation: &chatgpt::Conversation, at: &str) -> Result<Import
             created_at,
         });
     }
+    // The branches are kept; the one the person last saw is shown.
+    let tree = ImportTree { parents, active: kept.get(conversation.current_node.as_str()).copied().flatten() };
     at_most(messages.len(), MAX_IMPORT_MESSAGES, format!("{at}mapping"), "Messages of a conversation")?;
     // A foreign title is taken as far as Quire's titles go; without one, the first words name the conversation.
     let title = conversation.title.as_deref().map(str::trim).filter(|t| !t.is_empty());
@@ -390,6 +415,7 @@ fn from_chatgpt(conversation: &chatgpt::Conversation, at: &str) -> Result<Import
         updated_at,
         messages,
         artifacts: Vec::new(),
+        tree: Some(tree),
     })
 }
 
@@ -440,7 +466,7 @@ mod tests {
     }
 
     #[test]
-    fn chatgpt_follows_the_current_branch() {
+    fn chatgpt_keeps_every_branch_and_shows_the_current_one() {
         let conversation = json!({
             "title": "",
             "create_time": 1_700_000_000.5,
@@ -461,8 +487,9 @@ mod tests {
         let thread = plan_of(conversation).unwrap().remove(0);
         assert_eq!(thread.title, "Plan a launch party please");
         let texts: Vec<&str> = thread.messages.iter().map(|m| m.content.as_str()).collect();
-        assert_eq!(texts, ["Plan a launch party please", "New branch"]);
-        assert_eq!(thread.messages[1].model.as_deref(), Some("gpt-4o"));
+        assert_eq!(texts, ["Plan a launch party please", "old branch", "New branch"]);
+        assert_eq!(thread.tree, Some(ImportTree { parents: vec![None, Some(0), Some(0)], active: Some(2) }));
+        assert_eq!(thread.messages[2].model.as_deref(), Some("gpt-4o"));
         assert!(thread.updated_at > thread.created_at);
     }
 

@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
 }
 
 /// A turn's events as an SSE response that no proxy buffers; each event's id is `<turn>:<n>`.
-fn sse_response(events: impl Stream<Item = TurnEvent> + Send + 'static) -> Response {
+pub(super) fn sse_response(events: impl Stream<Item = TurnEvent> + Send + 'static) -> Response {
     let events = events
         .map(|e| Ok::<_, Infallible>(Event::default().id(format!("{}:{}", e.turn, e.seq)).event(e.name).data(e.data)));
     let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
@@ -104,7 +104,7 @@ pub async fn retry(
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.
-fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
+pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
     let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()));
     key.map(|k| Some(k.to_string())).ok_or_else(|| {
@@ -152,7 +152,12 @@ pub async fn resume(
 /// Ends an event stream when the session that opened it ends (signed out here or on another instance). The
 /// stream holds its place among the person's open streams until it ends (given back before its last byte goes
 /// out, so a client that saw it end may open another) or its client goes away.
-fn until_session_ends(state: &AppState, user: &AuthUser, place: StreamPlace, response: Response) -> Response {
+pub(super) fn until_session_ends(
+    state: &AppState,
+    user: &AuthUser,
+    place: StreamPlace,
+    response: Response,
+) -> Response {
     let ended = state.sessions.ended(user.jti, user.id);
     let mut place = Some(place);
     let give_back = futures::stream::poll_fn(move |_| {

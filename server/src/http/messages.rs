@@ -1,17 +1,21 @@
-//! Messages: adding a person's message without a turn, what the model saw for an answer, and the steps a turn
-//! took to write it (its trace).
+//! Messages: adding a person's message without a turn, the branches of a conversation (another answer to a
+//! question, which branch is shown), what the model saw for an answer, and the steps a turn took to write it (its
+//! trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
 
-use app::api::{AddMessage, Message, MessageStatus, Role, Trace, Usage};
+use app::api::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
 use axum::{
     extract::State,
-    http::StatusCode,
+    http::{HeaderMap, StatusCode},
+    response::Response,
     routing::{get, post},
     Router,
 };
 use uuid::Uuid;
 
+use super::chat::{idempotency_key, sse_response, until_session_ends};
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
+use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::context::ContextRecord;
 use crate::chat::turn::{DEFAULT_TITLE, STALE_AFTER_MS};
 use crate::store::{self, NewMessage, ThreadPatch};
@@ -20,6 +24,8 @@ use crate::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/threads/{id}/messages", post(add_message))
+        .route("/api/threads/{id}/messages/{message_id}/regenerate", post(regenerate))
+        .route("/api/threads/{id}/branch", post(switch_branch))
         .route("/api/messages/{id}/context", get(context))
         .route("/api/messages/{id}/trace", get(trace))
         .route("/api/turns/{id}/trace", get(turn_trace))
@@ -59,6 +65,51 @@ pub async fn add_message(
         state.store.update_thread(user.id, thread, &patch).await?;
     }
     Ok((StatusCode::CREATED, Json(saved)))
+}
+
+/// `POST /api/threads/{id}/messages/{message_id}/regenerate`: another answer to the question the answer answered,
+/// beside it (the old branch is kept), and streams its events; at most once per `Idempotency-Key`.
+#[utoipa::path(post, path = "/api/threads/{id}/messages/{message_id}/regenerate", tag = "chat", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id"), ("message_id" = Uuid, Path, description = "An answer"),
+        ("Idempotency-Key" = Option<String>, Header, description = "Starts the turn at most once")),
+    responses((status = 200, content_type = "text/event-stream", body = super::chat::ChatStreamEvent,
+            description = "The new turn's events, as for `POST .../chat`"),
+        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody, description = "No such answer"),
+        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
+        (status = 429, body = app::api::ErrorBody)))]
+pub async fn regenerate(
+    State(state): State<AppState>,
+    user: AuthUser,
+    _: Quota<ChatTurns>,
+    Path((thread, answer)): Path<(Uuid, Uuid)>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let place = state.streams.take(user.id)?;
+    let started = state.chat.regenerate_once(user.id, thread, idempotency_key(&headers)?, answer).await?;
+    Ok(until_session_ends(&state, &user, place, sse_response(started.events(&state.chat, user.id, thread))))
+}
+
+/// `POST /api/threads/{id}/branch`: shows the branch through a message, down to its newest message (stored, so
+/// every device shows the same), and answers with the conversation as shown now; refused while an answer is
+/// being written.
+#[utoipa::path(post, path = "/api/threads/{id}/branch", tag = "messages", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id")), request_body = SwitchBranch,
+    responses((status = 200, body = ThreadDetail), (status = 401, body = app::api::ErrorBody),
+        (status = 404, body = app::api::ErrorBody, description = "No such conversation, or no such message in it"),
+        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
+        (status = 422, body = app::api::ErrorBody)))]
+pub async fn switch_branch(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(thread): Path<Uuid>,
+    Json(body): Json<SwitchBranch>,
+) -> Result<Json<ThreadDetail>> {
+    state
+        .store
+        .switch_branch(user.id, thread, body.message_id, STALE_AFTER_MS)
+        .await
+        .map_err(crate::chat::error::busy_or)?;
+    super::threads::get_thread(State(state), user, Path(thread)).await
 }
 
 /// `GET /api/messages/{id}/context`: the owner's answer's context record; 404 for anyone else, and for

@@ -191,9 +191,9 @@ pub async fn get_thread(
     // turn read as over has its answer in the messages read after. (Read side by side, a reader could see the
     // turn closed and the answer still as a draft.)
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
-    let (messages, artifacts) =
-        tokio::try_join!(state.store.list_messages(user.id, id), state.store.list_artifacts(user.id, id))?;
-    Ok(Json(ThreadDetail { thread, messages, artifacts, running }))
+    let ((messages, branches), artifacts) =
+        tokio::try_join!(state.store.list_path(user.id, id), state.store.list_artifacts(user.id, id))?;
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running }))
 }
 
 /// `PATCH /api/threads/{id}`.
@@ -232,7 +232,7 @@ pub async fn delete_thread(
 /// `DELETE /api/threads/{id}/messages/{message_id}`.
 #[utoipa::path(delete, path = "/api/threads/{id}/messages/{message_id}", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id"), ("message_id" = Uuid, Path, description = "Message id")),
-    responses((status = 204, description = "Deleted"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 204, description = "Deleted, with every message after it on its branches"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
 pub async fn delete_message(
     state: axum::extract::State<AppState>,
     user: AuthUser,

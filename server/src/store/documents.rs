@@ -38,9 +38,9 @@ pub trait Documents: Send + Sync {
     /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
     async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
     /// The thread's requests that produced a document or a later version of one, or that one answers besides
-    /// (what the model no longer sees), in no particular order; empty for a thread that is missing or another
-    /// user's.
-    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>>;
+    /// (what the model no longer sees), each with the answer that made the document when known, in no
+    /// particular order; empty for a thread that is missing or another user's.
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
 }
 
@@ -85,14 +85,37 @@ pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
     (artifact_id, version, title, content, created_at, request_message_id) values ($1, $2, $3, $4, $5, $6)";
 
 /// The requests of a thread (`$1`) of a user (`$2`) that a document or a version of one answers.
-pub(crate) const FULFILLED: &str = "select request_message_id from artifacts
-    where thread_id = $1 and user_id = $2 and request_message_id is not null
+pub(crate) const FULFILLED: &str = "select request_message_id as request, assistant_message_id as made_by
+    from artifacts where thread_id = $1 and user_id = $2 and request_message_id is not null
     union
-    select v.request_message_id from artifact_versions v join artifacts a on a.id = v.artifact_id
+    select v.request_message_id, null from artifact_versions v join artifacts a on a.id = v.artifact_id
     where a.thread_id = $1 and a.user_id = $2 and v.request_message_id is not null
     union
-    select r.message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
+    select r.message_id, a.assistant_message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
     where a.thread_id = $1 and a.user_id = $2";
+
+/// A request a document answers, and the answer that made the document (`None` while its turn runs, or when
+/// that answer is gone or not known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fulfilment {
+    pub request: Uuid,
+    pub made_by: Option<Uuid>,
+}
+
+/// A [`Fulfilment`]'s row.
+#[derive(sqlx::FromRow)]
+pub(crate) struct FulfilmentRow<I> {
+    request: I,
+    made_by: Option<I>,
+}
+
+impl<I: Stored<Uuid>> TryFrom<FulfilmentRow<I>> for Fulfilment {
+    type Error = StoreError;
+
+    fn try_from(row: FulfilmentRow<I>) -> Result<Self> {
+        Ok(Fulfilment { request: row.request.read("request")?, made_by: row.made_by.read("made_by")? })
+    }
+}
 
 /// A document's row: ids and times as the backend keeps them (see [`Stored`]).
 #[derive(sqlx::FromRow)]

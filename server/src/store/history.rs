@@ -32,6 +32,17 @@ pub struct ImportThread {
     /// In order of `seq`.
     pub messages: Vec<ImportMessage>,
     pub artifacts: Vec<ImportArtifact>,
+    /// The branches of the conversation; `None`: one path, the messages in order.
+    pub tree: Option<ImportTree>,
+}
+
+/// The shape of an imported conversation, as indexes into its messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportTree {
+    /// One per message: the message it follows, which comes before it (`None`: a first message).
+    pub parents: Vec<Option<usize>>,
+    /// The message the conversation shows last.
+    pub active: Option<usize>,
 }
 
 /// A message of an imported conversation.
@@ -91,6 +102,25 @@ impl<'a> Prepared<'a> {
     /// The last activity, never before the start.
     pub fn updated_at(&self) -> DateTime<Utc> {
         self.thread.updated_at.max(self.thread.created_at)
+    }
+
+    /// The id of the parent of the message at `index`: the message before it on a single path. A parent that
+    /// does not come before the message makes it a first message.
+    pub fn parent(&self, index: usize) -> Option<Uuid> {
+        let parent = match &self.thread.tree {
+            Some(tree) => tree.parents.get(index).copied().flatten().filter(|p| *p < index),
+            None => index.checked_sub(1),
+        };
+        self.link(parent)
+    }
+
+    /// The id of the message the conversation shows last.
+    pub fn active(&self) -> Option<Uuid> {
+        let active = match &self.thread.tree {
+            Some(tree) => tree.active,
+            None => self.thread.messages.len().checked_sub(1),
+        };
+        self.link(active)
     }
 
     /// The id of the message at `index`, for a document's link.
@@ -328,6 +358,7 @@ mod tests {
                     created_at: now,
                 })
                 .collect(),
+            tree: None,
             artifacts: (0..artifacts)
                 .map(|_| ImportArtifact {
                     artifact_type: ArtifactType::Custom,

@@ -1,7 +1,14 @@
 //! The messages of a conversation. The storage interface both backends implement, and what both make of the
 //! rows they read.
+//!
+//! A conversation is a tree: every message has a parent (none for a first message), an edit or another answer
+//! to the same question is a sibling, and one path, from a first message to the conversation's active message,
+//! is what the chat shows and the model sees. The shape ([`Tree`]) is read as heads and worked out here, once
+//! for both backends.
 
-use app::api::{Message, MessageStatus};
+use std::collections::{HashMap, HashSet};
+
+use app::api::{Branching, Message, MessageStatus};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -25,17 +32,144 @@ pub trait Messages: Send + Sync {
     ) -> Result<Message>;
     /// Rewrites an answer's text, status, usage and context, as finished (searchable at once).
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()>;
-    /// The thread's messages by sequence number; `NotFound` when the thread is missing or another user's.
+    /// The thread's messages, every branch's, by sequence number; `NotFound` when the thread is missing or
+    /// another user's.
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
-    /// The thread's messages without their text, by sequence number (what the context needs of every message
-    /// of a long thread); `NotFound` when the thread is missing or another user's.
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>>;
+    /// The thread's shape: every message without its text, by sequence number, and the active message;
+    /// `NotFound` when the thread is missing or another user's.
+    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree>;
+    /// These messages of the thread (those that exist), by sequence number.
+    async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>>;
+    /// Makes `leaf` (a message of the thread; `None`: before its first message) the active message. With
+    /// `stale_after_ms`, `Conflict` while a turn heard from within it holds the thread (checked in the same
+    /// write); `NotFound` when the thread is missing or another user's, or `leaf` is not one of its messages.
+    async fn set_active(&self, user: Uuid, thread: Uuid, leaf: Option<Uuid>, stale_after_ms: Option<i64>)
+        -> Result<()>;
     /// The thread's messages numbered `from_seq` or later, by sequence number; empty when there are none or
     /// the thread is missing or another user's.
     async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>>;
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()>;
+    /// Deletes the message and every message after it on its branches (its subtree); an active message among
+    /// them gives way to the newest message left on the branches of its parent. How many were deleted.
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64>;
+
+    /// The shown path: the messages from the first to the active one, and those of them that have siblings;
+    /// `NotFound` when the thread is missing or another user's.
+    async fn list_path(&self, user: Uuid, thread: Uuid) -> Result<(Vec<Message>, Vec<Branching>)> {
+        let tree = self.message_tree(user, thread).await?;
+        let path = tree.path();
+        let ids: Vec<Uuid> = path.iter().map(|h| h.id).collect();
+        let branches = tree.branches(&ids);
+        let mut messages = self.messages_by_id(user, thread, &ids).await?;
+        // A message deleted between the two reads leaves the path at its parent.
+        if let Some(gap) = messages.iter().zip(&ids).position(|(m, id)| m.id != *id) {
+            messages.truncate(gap);
+        }
+        Ok((messages, branches))
+    }
+
+    /// Shows the branch through `message`, down to its newest message; refused (`Conflict`) while an answer is
+    /// being written. The new active message.
+    async fn switch_branch(&self, user: Uuid, thread: Uuid, message: Uuid, stale_after_ms: i64) -> Result<Uuid> {
+        let tree = self.message_tree(user, thread).await?;
+        let leaf = tree.newest_under(message).ok_or(StoreError::NotFound)?;
+        self.set_active(user, thread, Some(leaf), Some(stale_after_ms)).await?;
+        Ok(leaf)
+    }
+}
+
+/// The shape of a conversation: every message without its text, by sequence number, and the active message.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tree {
+    pub heads: Vec<MessageHead>,
+    pub active: Option<Uuid>,
+}
+
+impl Tree {
+    fn parents(&self) -> HashMap<Uuid, Option<Uuid>> {
+        self.heads.iter().map(|h| (h.id, h.parent)).collect()
+    }
+
+    /// The active path, first message first. With no active message (or one that is gone), the path to the
+    /// newest message.
+    pub fn path(&self) -> Vec<MessageHead> {
+        let by_id: HashMap<Uuid, &MessageHead> = self.heads.iter().map(|h| (h.id, h)).collect();
+        let mut next = self.active.filter(|id| by_id.contains_key(id)).or_else(|| self.heads.last().map(|h| h.id));
+        let mut path = Vec::new();
+        // A parent always comes before its child, so a walk up is never longer than the thread.
+        while let Some(head) = next.and_then(|id| by_id.get(&id)).filter(|_| path.len() < self.heads.len()) {
+            path.push((*head).clone());
+            next = head.parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// The versions of `message` (it included: the messages with its parent), oldest first.
+    pub fn siblings(&self, message: Uuid) -> Vec<Uuid> {
+        let parents = self.parents();
+        let Some(parent) = parents.get(&message) else { return Vec::new() };
+        let parent = parent.filter(|p| parents.contains_key(p));
+        self.heads.iter().filter(|h| h.parent.filter(|p| parents.contains_key(p)) == parent).map(|h| h.id).collect()
+    }
+
+    /// The messages of `path` that have siblings, with them.
+    pub fn branches(&self, path: &[Uuid]) -> Vec<Branching> {
+        let parents = self.parents();
+        let mut children: HashMap<Option<Uuid>, Vec<Uuid>> = HashMap::new();
+        for head in &self.heads {
+            children.entry(head.parent.filter(|p| parents.contains_key(p))).or_default().push(head.id);
+        }
+        path.iter()
+            .filter_map(|id| {
+                let parent = parents.get(id)?.filter(|p| parents.contains_key(p));
+                let siblings = children.get(&parent)?;
+                (siblings.len() > 1).then(|| Branching { message_id: *id, siblings: siblings.clone() })
+            })
+            .collect()
+    }
+
+    /// `message` and everything after it on its branches, in order.
+    pub fn subtree(&self, message: Uuid) -> Vec<Uuid> {
+        let mut inside: HashSet<Uuid> = HashSet::new();
+        let mut out = Vec::new();
+        // Children come after their parents in number order, so one pass finds the whole subtree.
+        for head in &self.heads {
+            if head.id == message || head.parent.is_some_and(|p| inside.contains(&p)) {
+                inside.insert(head.id);
+                out.push(head.id);
+            }
+        }
+        out
+    }
+
+    /// The newest message of `message`'s subtree (a leaf: a child is always newer than its parent).
+    pub fn newest_under(&self, message: Uuid) -> Option<Uuid> {
+        self.subtree(message).last().copied()
+    }
+
+    /// What deleting `message`'s subtree leaves: the messages deleted, and the active message after (`None`:
+    /// nothing left). `None` when `message` is not in the tree.
+    pub fn after_deleting(&self, message: Uuid) -> Option<(Vec<Uuid>, Option<Uuid>)> {
+        let head = self.heads.iter().find(|h| h.id == message)?;
+        let gone = self.subtree(message);
+        let removed: HashSet<Uuid> = gone.iter().copied().collect();
+        let active = match self.active {
+            Some(active) if !removed.contains(&active) => Some(active),
+            _ => {
+                let left = Tree {
+                    heads: self.heads.iter().filter(|h| !removed.contains(&h.id)).cloned().collect(),
+                    active: None,
+                };
+                match head.parent.filter(|p| left.heads.iter().any(|h| h.id == *p)) {
+                    Some(parent) => left.newest_under(parent),
+                    None => left.heads.last().map(|h| h.id),
+                }
+            }
+        };
+        Some((gone, active))
+    }
 }
 
 /// Whether a turn of a thread (`$1`) of a user (`$2`) heard from since `$3` holds it.
@@ -44,7 +178,7 @@ pub(crate) const TURN_RUNNING: &str = "select exists (select 1 from turns
 
 /// The columns a [`MessageRow`] reads.
 pub(crate) const MESSAGE_COLUMNS: &str =
-    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at";
+    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id";
 
 /// A message's row: ids and times as the backend keeps them (see [`Stored`]).
 #[derive(sqlx::FromRow)]
@@ -59,6 +193,7 @@ pub(crate) struct MessageRow<I, T> {
     output_tokens: i64,
     model: Option<String>,
     created_at: T,
+    parent_id: Option<I>,
 }
 
 impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<MessageRow<I, T>> for Message {
@@ -77,9 +212,13 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<MessageRow<I, T>> for Me
             output_tokens: row.output_tokens as u64,
             model: row.model,
             created_at: row.created_at.read("created_at")?,
+            parent_id: row.parent_id.read("parent_id")?,
         })
     }
 }
+
+/// The columns a [`MessageHeadRow`] reads.
+pub(crate) const HEAD_COLUMNS: &str = "id, seq, role, parent_id";
 
 /// A [`MessageHead`]'s row.
 #[derive(sqlx::FromRow)]
@@ -87,12 +226,96 @@ pub(crate) struct MessageHeadRow<I> {
     id: I,
     seq: i64,
     role: String,
+    parent_id: Option<I>,
 }
 
 impl<I: Stored<Uuid>> TryFrom<MessageHeadRow<I>> for MessageHead {
     type Error = StoreError;
 
     fn try_from(row: MessageHeadRow<I>) -> Result<Self> {
-        Ok(MessageHead { id: row.id.read("id")?, seq: row.seq, role: parse_role(&row.role)? })
+        Ok(MessageHead {
+            id: row.id.read("id")?,
+            seq: row.seq,
+            role: parse_role(&row.role)?,
+            parent: row.parent_id.read("parent_id")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use app::api::Role;
+
+    fn head(n: u128, parent: Option<u128>) -> MessageHead {
+        let role = if n % 2 == 1 { Role::User } else { Role::Assistant };
+        MessageHead { id: Uuid::from_u128(n), seq: n as i64, role, parent: parent.map(Uuid::from_u128) }
+    }
+
+    fn ids(ns: &[u128]) -> Vec<Uuid> {
+        ns.iter().map(|n| Uuid::from_u128(*n)).collect()
+    }
+
+    /// 1 -> 2 -> 3 -> 4, with 5 a second answer to 3 and 6 -> 7 an edit of 3.
+    fn tree(active: u128) -> Tree {
+        let heads = vec![
+            head(1, None),
+            head(2, Some(1)),
+            head(3, Some(2)),
+            head(4, Some(3)),
+            head(5, Some(3)),
+            head(6, Some(2)),
+            head(7, Some(6)),
+        ];
+        Tree { heads, active: Some(Uuid::from_u128(active)) }
+    }
+
+    #[test]
+    fn the_path_runs_from_the_first_message_to_the_active_one() {
+        let ids_of = |t: &Tree| t.path().iter().map(|h| h.id).collect::<Vec<_>>();
+        assert_eq!(ids_of(&tree(5)), ids(&[1, 2, 3, 5]));
+        assert_eq!(ids_of(&tree(7)), ids(&[1, 2, 6, 7]));
+        let gone = Tree { active: Some(Uuid::from_u128(99)), ..tree(5) };
+        assert_eq!(ids_of(&gone), ids(&[1, 2, 6, 7]), "the newest message's path when the active one is gone");
+        assert!(Tree::default().path().is_empty());
+    }
+
+    #[test]
+    fn siblings_and_branches_name_the_versions_of_a_message() {
+        let t = tree(5);
+        assert_eq!(t.siblings(Uuid::from_u128(5)), ids(&[4, 5]));
+        assert_eq!(t.siblings(Uuid::from_u128(6)), ids(&[3, 6]));
+        assert_eq!(t.siblings(Uuid::from_u128(1)), ids(&[1]));
+        let path: Vec<Uuid> = t.path().iter().map(|h| h.id).collect();
+        let branches = t.branches(&path);
+        assert_eq!(
+            branches,
+            vec![
+                Branching { message_id: Uuid::from_u128(3), siblings: ids(&[3, 6]) },
+                Branching { message_id: Uuid::from_u128(5), siblings: ids(&[4, 5]) },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_subtree_and_its_newest_leaf() {
+        let t = tree(5);
+        assert_eq!(t.subtree(Uuid::from_u128(3)), ids(&[3, 4, 5]));
+        assert_eq!(t.subtree(Uuid::from_u128(2)), ids(&[2, 3, 4, 5, 6, 7]));
+        assert_eq!(t.newest_under(Uuid::from_u128(3)), Some(Uuid::from_u128(5)));
+        assert_eq!(t.newest_under(Uuid::from_u128(99)), None);
+    }
+
+    #[test]
+    fn deleting_the_active_branch_shows_the_newest_one_left_beside_it() {
+        let (gone, active) = tree(5).after_deleting(Uuid::from_u128(5)).unwrap();
+        assert_eq!((gone, active), (ids(&[5]), Some(Uuid::from_u128(4))));
+        let (gone, active) = tree(5).after_deleting(Uuid::from_u128(3)).unwrap();
+        assert_eq!((gone, active), (ids(&[3, 4, 5]), Some(Uuid::from_u128(7))));
+        let (_, active) = tree(5).after_deleting(Uuid::from_u128(7)).unwrap();
+        assert_eq!(active, Some(Uuid::from_u128(5)), "another branch's deletion leaves the active one");
+        let (gone, active) = tree(5).after_deleting(Uuid::from_u128(1)).unwrap();
+        assert_eq!((gone.len(), active), (7, None));
+        assert!(tree(5).after_deleting(Uuid::from_u128(99)).is_none());
     }
 }

@@ -36,10 +36,10 @@ pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpRefusal};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
-pub use documents::{ArtifactRevision, Documents};
+pub use documents::{ArtifactRevision, Documents, Fulfilment};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
-pub use messages::Messages;
+pub use messages::{Messages, Tree};
 pub use search::{HitKind, Search, SearchHit, SearchPage};
 pub use settings::Preferences;
 pub use shares::{NewShare, Shares};
@@ -221,13 +221,21 @@ pub struct NewMessage {
     pub model: Option<String>,
 }
 
+/// Where a new message went: its number, and its parent (the conversation's active message when it was added).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub seq: i64,
+    pub parent: Option<Uuid>,
+}
+
 impl NewMessage {
-    /// The message as saved under `id`, number `seq`, at `created`.
-    pub fn saved(self, id: Uuid, seq: i64, created: DateTime<Utc>) -> Message {
+    /// The message as saved under `id`, at `place`, at `created`.
+    pub fn saved(self, id: Uuid, place: Place, created: DateTime<Utc>) -> Message {
         Message {
             id,
             thread_id: self.thread_id,
-            seq,
+            seq: place.seq,
+            parent_id: place.parent,
             role: self.role,
             content: self.content,
             status: self.status,
@@ -245,6 +253,7 @@ pub struct MessageHead {
     pub id: Uuid,
     pub seq: i64,
     pub role: Role,
+    pub parent: Option<Uuid>,
 }
 
 /// The final or partial state of an answer being written.

@@ -16,8 +16,8 @@ use uuid::Uuid;
 use super::threads::{found, ThreadRow};
 use super::{
     history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate,
-    NewMessage, NewUser, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace,
-    Turns, User, MAX_SEQ,
+    NewMessage, NewUser, Place, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord,
+    TurnTrace, Turns, User, MAX_SEQ,
 };
 
 mod accounts;
@@ -63,9 +63,9 @@ impl Postgres {
         let Some(request) = request else { return Ok(None) };
         let id = Uuid::now_v7();
         let mut tx = self.pool.begin().await?;
-        let seq = insert_message(&mut tx, user, id, request, now, false).await?.ok_or(StoreError::NotFound)?;
+        let place = insert_message(&mut tx, user, id, request, now, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
-        Ok(Some(request.clone().saved(id, seq, now)))
+        Ok(Some(request.clone().saved(id, place, now)))
     }
 
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
@@ -255,8 +255,8 @@ async fn write_import_part(
         super::history::Part::Thread(t) => {
             let p = &prepared[*t];
             sqlx::query(
-                "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at, updated_at,
+                 active_id) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(p.id)
             .bind(user)
@@ -267,6 +267,7 @@ async fn write_import_part(
             .bind(p.last_seq())
             .bind(p.thread.created_at)
             .bind(p.updated_at())
+            .bind(p.active())
             .execute(&mut *tx)
             .await?;
             write_tags(tx, user, p.id, &p.thread.tags).await?;
@@ -275,7 +276,7 @@ async fn write_import_part(
             let p = &prepared[*t];
             let mut insert = QueryBuilder::<Pg>::new(
                 "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
-                 output_tokens, model, created_at) ",
+                 output_tokens, model, created_at, parent_id) ",
             );
             insert.push_values(range.clone(), |mut row, i| {
                 let message = &p.thread.messages[i];
@@ -289,7 +290,8 @@ async fn write_import_part(
                     .push_bind(message.usage.input_tokens as i64)
                     .push_bind(message.usage.output_tokens as i64)
                     .push_bind(message.model.as_deref())
-                    .push_bind(message.created_at);
+                    .push_bind(message.created_at)
+                    .push_bind(p.parent(i));
             });
             insert.build().persistent(false).execute(&mut *tx).await?;
         }
@@ -343,23 +345,26 @@ async fn take_thread<'c>(
     request: Option<&NewMessage>,
 ) -> Result<Option<Message>> {
     let id = Uuid::now_v7();
-    let (taken, seq): (i64, Option<i64>) = sqlx::query_as(
+    let (taken, seq, parent): (i64, Option<i64>, Option<Uuid>) = sqlx::query_as(
         "with taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
              returning thread_id
+         ), previous as (
+             select id, active_id from threads where id = $2 and user_id = $3 and $5::uuid is not null for update
          ), counted as (
-             update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-             updated_at = greatest(updated_at, $4)
-             where $5::uuid is not null and id = (select thread_id from taken) and user_id = $3 and last_seq < $12
-             returning id, user_id, last_seq
+             update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
+             updated_at = greatest(t.updated_at, $4), active_id = $5
+             from previous p
+             where p.id = t.id and t.id = (select thread_id from taken) and t.user_id = $3 and t.last_seq < $12
+             returning t.id, t.user_id, t.last_seq, p.active_id as parent_id
          ), saved as (
              insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing)
-             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false from counted
-             returning seq
+             model, created_at, writing, parent_id)
+             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
+             returning seq, parent_id
          )
-         select (select count(*) from taken), (select seq from saved)",
+         select (select count(*) from taken), (select seq from saved), (select parent_id from saved)",
     )
     .bind(turn)
     .bind(thread)
@@ -379,7 +384,7 @@ async fn take_thread<'c>(
         return Err(StoreError::NotFound);
     }
     Ok(match (request, seq) {
-        (Some(message), Some(seq)) => Some(message.clone().saved(id, seq, now)),
+        (Some(message), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
         _ => None,
     })
 }
@@ -395,23 +400,23 @@ async fn insert_message(
     message: &NewMessage,
     created: DateTime<Utc>,
     writing: bool,
-) -> Result<Option<i64>> {
+) -> Result<Option<Place>> {
     let thread = message.thread_id;
-    let seq = match count_message(&mut *conn, user, thread, created).await? {
-        Some(seq) => seq,
+    let place = match count_message(&mut *conn, user, thread, id, created).await? {
+        Some(place) => place,
         None if renumber_if_full(&mut *conn, user, thread).await? => {
-            count_message(&mut *conn, user, thread, created).await?.ok_or(StoreError::NotFound)?
+            count_message(&mut *conn, user, thread, id, created).await?.ok_or(StoreError::NotFound)?
         }
         None => return Ok(None),
     };
     sqlx::query(
         "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-         model, created_at, writing) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+         model, created_at, writing, parent_id) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
     )
     .bind(id)
     .bind(message.thread_id)
     .bind(user)
-    .bind(seq)
+    .bind(place.seq)
     .bind(message.role.as_str())
     .bind(&message.content)
     .bind(message.status.as_str())
@@ -420,29 +425,36 @@ async fn insert_message(
     .bind(&message.model)
     .bind(created)
     .bind(writing)
+    .bind(place.parent)
     .execute(&mut *conn)
     .await?;
-    Ok(Some(seq))
+    Ok(Some(place))
 }
 
-/// Counts one more message in `user`'s `thread`; its number, or `None` when the thread is missing or its count
-/// reached [`MAX_SEQ`].
+/// Counts one more message in `user`'s `thread` and makes `id` its active message; where the message goes (its
+/// number, after the active message before), or `None` when the thread is missing or its count reached
+/// [`MAX_SEQ`].
 async fn count_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
     thread: Uuid,
+    id: Uuid,
     at: DateTime<Utc>,
-) -> Result<Option<i64>> {
-    Ok(sqlx::query_scalar(
-        "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
-         updated_at = greatest(updated_at, $1) where id = $2 and user_id = $3 and last_seq < $4 returning last_seq",
+) -> Result<Option<Place>> {
+    let row: Option<(i64, Option<Uuid>)> = sqlx::query_as(
+        "with previous as (select id, active_id from threads where id = $2 and user_id = $3 for update)
+         update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
+         updated_at = greatest(t.updated_at, $1), active_id = $5
+         from previous p where t.id = p.id and t.last_seq < $4 returning t.last_seq, p.active_id",
     )
     .bind(at)
     .bind(thread)
     .bind(user)
     .bind(MAX_SEQ)
+    .bind(id)
     .fetch_optional(conn)
-    .await?)
+    .await?;
+    Ok(row.map(|(seq, parent)| Place { seq, parent }))
 }
 
 /// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
@@ -708,17 +720,19 @@ async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &su
              select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[],
                                   $7::bigint[], $8::text[], $9::jsonb[], $10::bool[])
              as v (id, user_id, thread_id, content, status, input_tokens, output_tokens, model, context, writing)
+         ), previous as (
+             select id, active_id from threads where id in (select thread_id from v) for update
          ), counted as (
              update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
-             updated_at = greatest(t.updated_at, $11)
-             from v where t.id = v.thread_id and t.user_id = v.user_id
+             updated_at = greatest(t.updated_at, $11), active_id = v.id
+             from v, previous p where t.id = v.thread_id and t.user_id = v.user_id and p.id = t.id
              and not exists (select 1 from messages m where m.id = v.id)
-             returning t.id, t.last_seq
+             returning t.id, t.last_seq, p.active_id
          )
          insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model,
-         context, created_at, writing)
+         context, created_at, writing, parent_id)
          select v.id, v.thread_id, v.user_id, c.last_seq, $12, v.content, v.status, v.input_tokens, v.output_tokens,
-         v.model, v.context, $11, v.writing
+         v.model, v.context, $11, v.writing, c.active_id
          from v join counted c on c.id = v.thread_id",
     ))
     .bind(now())

@@ -144,9 +144,10 @@ async fn deleting_cascades_and_message_counts_stay_true() {
     let url = server.url(&format!("/api/threads/{}/messages/{}", t.id, m1.id));
     assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 204);
     assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 404);
+    // The answer after it goes with it.
     let detail: ThreadDetail = server.detail(t.id).await;
-    assert_eq!((detail.thread.message_count, detail.messages.len()), (1, 1));
-    assert_eq!(search(&server, "zebra").await.total, 2, "the answer and the document");
+    assert_eq!((detail.thread.message_count, detail.messages.len()), (0, 0));
+    assert_eq!(search(&server, "zebra").await.total, 1, "the document");
 
     let url = server.url(&format!("/api/threads/{}", t.id));
     assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 204);
@@ -408,7 +409,7 @@ fn chatgpt_message(role: &str, text: &str, time: f64) -> Value {
 }
 
 #[tokio::test]
-async fn chatgpt_conversations_import_along_the_current_branch() {
+async fn chatgpt_conversations_import_with_their_branches_the_current_one_shown() {
     let server = TestServer::start().await;
     let mut system = chatgpt_message("system", "You are ChatGPT", 1_700_000_000.0);
     system["metadata"]["is_visually_hidden_from_conversation"] = json!(true);
@@ -457,7 +458,23 @@ async fn chatgpt_conversations_import_along_the_current_branch() {
             (Role::Assistant, "That is a V60."),
         ]
     );
-    assert_eq!(detail.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    // The discarded answer is kept beside the one shown, before it.
+    assert_eq!(detail.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 3, 4, 5]);
+    assert_eq!(detail.thread.message_count, 5);
+    assert_eq!(detail.branches.len(), 1);
+    assert_eq!(detail.branches[0].message_id, detail.messages[1].id);
+    let shown: ThreadDetail = server
+        .client
+        .post(server.url(&format!("/api/threads/{}/branch", coffee.id)))
+        .json(&json!({ "message_id": detail.branches[0].siblings[0] }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let texts: Vec<&str> = shown.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["How do I brew coffee?", "A discarded answer"]);
     assert_eq!(detail.messages[1].model.as_deref(), Some("gpt-4o"));
     assert_eq!(detail.messages[1].created_at.timestamp(), 1_700_000_030);
     let rivers = &result.threads[1];

@@ -101,9 +101,15 @@ async fn stats_of_a_known_data_set(db: Db) {
     for text in ["one", "two", "three"] {
         append(s, u, a.id, Role::User, text).await;
     }
-    let doomed = append(s, u, b.id, Role::User, "four").await;
-    append(s, u, b.id, Role::Assistant, "five").await;
-    s.delete_message(u, b.id, doomed.id).await.unwrap();
+    append(s, u, b.id, Role::User, "four").await;
+    let doomed = append(s, u, b.id, Role::Assistant, "five").await;
+    append(s, u, b.id, Role::User, "six").await;
+    // "seven" is another version of "six".
+    s.set_active(u, b.id, Some(doomed.id), None).await.unwrap();
+    let seven = append(s, u, b.id, Role::User, "seven").await;
+    assert_eq!(seven.parent_id, Some(doomed.id));
+    // Deleting "five" takes "six" and "seven" after it, on both its branches.
+    assert_eq!(s.delete_message(u, b.id, doomed.id).await.unwrap(), 3);
     s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 1")).await.unwrap();
     s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 2")).await.unwrap();
     s.create_artifact(u, artifact(b.id, ArtifactType::MeetingSummary, "Summary")).await.unwrap();
@@ -175,6 +181,7 @@ fn import_thread(title: &str, messages: Vec<ImportMessage>) -> ImportThread {
         updated_at: store::now(),
         messages,
         artifacts: Vec::new(),
+        tree: None,
     }
 }
 
@@ -208,8 +215,10 @@ async fn import_keeps_numbers_links_and_times(db: Db) {
     let t = s.create_thread(u, "Source", &tags(&["b", "a"])).await.unwrap();
     let ask = append(s, u, t.id, Role::User, "write stories").await;
     let gone = append(s, u, t.id, Role::User, "deleted").await;
-    let reply = append(s, u, t.id, Role::Assistant, "done").await;
     s.delete_message(u, t.id, gone.id).await.unwrap();
+    append(s, u, t.id, Role::User, "also deleted").await;
+    s.delete_message(u, t.id, s.message_tree(u, t.id).await.unwrap().active.unwrap()).await.unwrap();
+    let reply = append(s, u, t.id, Role::Assistant, "done").await;
     let mut doc = artifact(t.id, ArtifactType::UserStories, "Stories");
     doc.request_message_id = Some(ask.id);
     doc.assistant_message_id = Some(reply.id);
@@ -219,7 +228,7 @@ async fn import_keeps_numbers_links_and_times(db: Db) {
     let plan = import_plan(&serde_json::to_vec(&first).unwrap()).expect("plan");
     let made = s.import_threads(u, plan).await.unwrap();
     let second = thread_export(s, u, made[0].id).await.unwrap();
-    assert_eq!(second.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 3]);
+    assert_eq!(second.messages.iter().map(|m| m.seq).collect::<Vec<_>>(), [1, 4]);
     assert_eq!(second.thread.created_at, first.thread.created_at);
     assert_eq!(second.thread.updated_at, first.thread.updated_at);
     let times = |e: &ThreadExport| e.messages.iter().map(|m| m.created_at).collect::<Vec<_>>();
@@ -228,7 +237,7 @@ async fn import_keeps_numbers_links_and_times(db: Db) {
     assert_eq!(second.artifacts[0].assistant_message_id, Some(second.messages[1].id));
     assert_eq!(comparable(&second), comparable(&first));
     // The next message continues after the highest number.
-    assert_eq!(append(s, u, made[0].id, Role::User, "next").await.seq, 4);
+    assert_eq!(append(s, u, made[0].id, Role::User, "next").await.seq, 5);
     assert_eq!(s.get_thread(u, made[0].id).await.unwrap().message_count, 3);
 }
 

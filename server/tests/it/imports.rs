@@ -206,6 +206,7 @@ fn stored_conversation(title: &str, n: i64, broken: bool) -> ImportThread {
         updated_at: store::now(),
         messages,
         artifacts: Vec::new(),
+        tree: None,
     }
 }
 

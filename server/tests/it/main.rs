@@ -6,6 +6,7 @@ mod fake_upstream;
 
 mod admin;
 mod auth;
+mod branches;
 mod budgets;
 mod chat_turns;
 mod dedup;

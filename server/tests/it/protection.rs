@@ -285,6 +285,8 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/attachments", "post"),
         ("/api/threads/{id}/attachments", "get"),
         ("/api/threads/{id}/attachments/{attachment_id}", "delete"),
+        ("/api/threads/{id}/messages/{message_id}/regenerate", "post"),
+        ("/api/threads/{id}/branch", "post"),
     ];
     for (path, method) in expected {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");

@@ -27,7 +27,7 @@ use crate::fake_upstream::{FakeServer, Recorded, Reply};
 stories!(
     a_long_conversation_gets_a_summary_that_refreshes_and_is_metered,
     a_summary_that_fails_leaves_the_plain_note,
-    a_summary_of_deleted_messages_is_written_anew,
+    a_summary_of_deleted_messages_is_not_carried,
     the_builtin_assistant_summarises_what_dropped_out,
     the_context_record_names_the_passages_the_model_received,
 );
@@ -243,7 +243,7 @@ async fn a_summary_that_fails_leaves_the_plain_note(db: Db) {
     assert_eq!(stats.input_tokens, 6 * CHAT_USAGE.0 + TITLE_USAGE.0 + SUMMARY_USAGE.0, "failed summaries cost nothing");
 }
 
-async fn a_summary_of_deleted_messages_is_written_anew(db: Db) {
+async fn a_summary_of_deleted_messages_is_not_carried(db: Db) {
     let upstream = Upstream::start().await;
     let server = small_budget_server(&db, upstream.provider()).await;
     let thread = server.create_thread().await;
@@ -251,18 +251,17 @@ async fn a_summary_of_deleted_messages_is_written_anew(db: Db) {
         server.chat(thread, &long(i)).await;
     }
     assert_eq!(upstream.summary_requests().len(), 2);
-    // The person deletes their first message, which the summary told of.
+    // The person deletes their first message, which the summary told of: everything after it on its branch goes
+    // with it, and the summary with what it told of.
     let first = server.detail(thread).await.messages.into_iter().find(|m| m.content == long(1)).unwrap();
     let path = format!("/api/threads/{thread}/messages/{}", first.id);
     assert_eq!(server.client.delete(server.url(&path)).send().await.unwrap().status(), 204);
 
     server.chat(thread, "ok").await;
-    let summaries = upstream.summary_requests();
-    assert_eq!(summaries.len(), 3, "the summary is written again");
-    let asked = first_user_text(&summaries[2]);
-    assert!(!asked.contains("<summary>") && !asked.contains(&long(1)), "nothing of the deleted message: {asked}");
-    assert!(asked.contains(&long(2)), "{asked}");
-    assert!(first_user_text(&upstream.last_turn_request()).contains("SUMMARY 3"));
+    assert_eq!(upstream.summary_requests().len(), 2, "nothing is left to summarise");
+    let asked = first_user_text(&upstream.last_turn_request());
+    assert!(!asked.contains("SUMMARY") && !asked.contains(&long(1)) && !asked.contains(&long(5)), "{asked}");
+    assert_eq!(asked, "ok");
 }
 
 async fn the_builtin_assistant_summarises_what_dropped_out(db: Db) {

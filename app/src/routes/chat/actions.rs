@@ -99,7 +99,7 @@ impl ChatActions {
             state.messages.update(|m| m.push(sent));
             state.live.set(Some(LiveAnswer::default()));
             state.turn_artifacts.set(Vec::new());
-            let request = ChatRequest { content: content.clone(), artifact_generation: None };
+            let request = ChatRequest { content: content.clone(), artifact_generation: None, edit_of: None };
             let mut started = false;
             let result = client::chat(id, &request, |event| {
                 started = true;
@@ -220,6 +220,7 @@ impl ChatActions {
             let request = ChatRequest {
                 content: format!("Generate {} from this conversation", kind.label()),
                 artifact_generation: Some(true),
+                edit_of: None,
             };
             let mut made = false;
             let mut failure = None;

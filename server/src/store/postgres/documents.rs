@@ -10,8 +10,8 @@ use uuid::Uuid;
 use super::{link_artifacts_to, must_own, Postgres};
 use crate::store::columns::convert;
 use crate::store::documents::{
-    ArtifactRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT, INSERT_FIRST_VERSION, INSERT_VERSION,
-    VERSIONS,
+    ArtifactRow, Fulfilment, FulfilmentRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT,
+    INSERT_FIRST_VERSION, INSERT_VERSION, VERSIONS,
 };
 use crate::store::threads::{found, listing};
 use crate::store::{now, ArtifactRevision, Documents, NewArtifact, Result, StoreError};
@@ -149,8 +149,10 @@ impl Documents for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
-        Ok(sqlx::query_scalar(FULFILLED).bind(thread).bind(user).fetch_all(&self.pool).await?)
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
+        let rows: Vec<FulfilmentRow<Uuid>> =
+            sqlx::query_as(FULFILLED).bind(thread).bind(user).fetch_all(&self.pool).await?;
+        convert(rows)
     }
 
     #[instrument(skip(self))]

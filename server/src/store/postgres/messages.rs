@@ -8,9 +8,9 @@ use uuid::Uuid;
 
 use super::{insert_message, rewrite_message, Postgres};
 use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS, TURN_RUNNING};
 use crate::store::threads::{found, listing};
-use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
+use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
 
 type Row = MessageRow<Uuid, DateTime<Utc>>;
 
@@ -21,9 +21,9 @@ impl Messages for Postgres {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.pool.begin().await?;
-        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
+        let place = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
-        Ok(message.saved(id, seq, created))
+        Ok(message.saved(id, place, created))
     }
 
     #[instrument(skip(self, message), fields(thread = %message.thread_id))]
@@ -53,9 +53,9 @@ impl Messages for Postgres {
         if busy {
             return Err(StoreError::thread_busy());
         }
-        let seq = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
+        let place = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
-        Ok(message.saved(id, seq, created))
+        Ok(message.saved(id, place, created))
     }
 
     #[instrument(skip(self, update))]
@@ -71,15 +71,60 @@ impl Messages for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>> {
-        // Answered from the `messages_heads` index (an index-only scan once the table is vacuumed).
-        let rows: Vec<MessageHeadRow<Uuid>> =
-            sqlx::query_as("select id, seq, role from messages where thread_id = $1 and user_id = $2 order by seq")
+    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree> {
+        let mut conn = self.pool.acquire().await?;
+        read_tree(&mut conn, user, thread, false).await?.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self, ids), fields(ids = ids.len()))]
+    async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and id = any($3) order by seq"
+        );
+        let rows: Vec<Row> = sqlx::query_as(&sql).bind(thread).bind(user).bind(ids).fetch_all(&self.pool).await?;
+        convert(rows)
+    }
+
+    #[instrument(skip(self))]
+    async fn set_active(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        leaf: Option<Uuid>,
+        stale_after_ms: Option<i64>,
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        // The thread's row is locked first: a turn starting with a message of its own updates that row, so it
+        // either committed before (and is seen below) or waits until this change is in.
+        let owned: Option<i32> = sqlx::query_scalar("select 1 from threads where id = $1 and user_id = $2 for update")
+            .bind(thread)
+            .bind(user)
+            .fetch_optional(&mut *tx)
+            .await?;
+        found(owned.is_some())?;
+        if let Some(stale_after_ms) = stale_after_ms {
+            let busy: bool = sqlx::query_scalar(TURN_RUNNING)
                 .bind(thread)
                 .bind(user)
-                .fetch_all(&self.pool)
+                .bind(now() - chrono::Duration::milliseconds(stale_after_ms))
+                .fetch_one(&mut *tx)
                 .await?;
-        convert(listing(rows, self.owns("threads", user, thread)).await?)
+            if busy {
+                return Err(StoreError::thread_busy());
+            }
+        }
+        let updated = sqlx::query(
+            "update threads set active_id = $1 where id = $2 and user_id = $3
+             and ($1::uuid is null or exists (select 1 from messages where id = $1 and thread_id = $2))",
+        )
+        .bind(leaf)
+        .bind(thread)
+        .bind(user)
+        .execute(&mut *tx)
+        .await?;
+        found(updated.rows_affected() > 0)?;
+        tx.commit().await?;
+        Ok(())
     }
 
     #[instrument(skip(self))]
@@ -109,20 +154,40 @@ impl Messages for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
-        let deleted = sqlx::query("delete from messages where id = $1 and thread_id = $2 and user_id = $3")
-            .bind(message)
+        // Read with the thread's row locked, so no message joins the subtree meanwhile.
+        let tree = read_tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
+        let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
+        let deleted = sqlx::query("delete from messages where thread_id = $1 and user_id = $2 and id = any($3)")
             .bind(thread)
             .bind(user)
+            .bind(&gone)
             .execute(&mut *tx)
-            .await?;
-        found(deleted.rows_affected() > 0)?;
-        sqlx::query("update threads set message_count = message_count - 1 where id = $1")
+            .await?
+            .rows_affected();
+        sqlx::query("update threads set message_count = message_count - $1, active_id = $2 where id = $3")
+            .bind(deleted as i64)
+            .bind(active)
             .bind(thread)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;
-        Ok(())
+        Ok(deleted)
     }
+}
+
+/// The shape of `user`'s `thread`, its row locked when `lock`; `None` when it is missing or another user's.
+async fn read_tree(conn: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, lock: bool) -> Result<Option<Tree>> {
+    let sql = format!(
+        "select active_id from threads where id = $1 and user_id = $2{}",
+        if lock { " for update" } else { "" }
+    );
+    let active: Option<Option<Uuid>> =
+        sqlx::query_scalar(&sql).bind(thread).bind(user).fetch_optional(&mut *conn).await?;
+    let Some(active) = active else { return Ok(None) };
+    // Answered from the `messages_heads` index (an index-only scan once the table is vacuumed).
+    let sql = format!("select {HEAD_COLUMNS} from messages where thread_id = $1 and user_id = $2 order by seq");
+    let rows: Vec<MessageHeadRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_all(&mut *conn).await?;
+    Ok(Some(Tree { heads: convert(rows)?, active }))
 }

@@ -7,10 +7,10 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{link_artifacts_to, must_own, Sqlite};
-use crate::store::columns::{convert, ids};
+use crate::store::columns::convert;
 use crate::store::documents::{
-    ArtifactRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT, INSERT_FIRST_VERSION, INSERT_VERSION,
-    VERSIONS,
+    ArtifactRow, Fulfilment, FulfilmentRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT,
+    INSERT_FIRST_VERSION, INSERT_VERSION, VERSIONS,
 };
 use crate::store::threads::{found, listing};
 use crate::store::{now, ArtifactRevision, Documents, NewArtifact, Result, StoreError};
@@ -160,13 +160,10 @@ impl Documents for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Uuid>> {
-        let stored: Vec<String> = sqlx::query_scalar(FULFILLED)
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .fetch_all(&self.reader)
-            .await?;
-        ids(stored, "request id")
+    async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
+        let rows: Vec<FulfilmentRow<String>> =
+            sqlx::query_as(FULFILLED).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
+        convert(rows)
     }
 
     #[instrument(skip(self))]

@@ -129,7 +129,7 @@ async fn write_part(
             let created_at = p.thread.created_at.timestamp_micros();
             sqlx::query(
                 "insert into threads (id, user_id, title, pinned, archived, message_count, last_seq, created_at,
-                 updated_at, import_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                 updated_at, import_id, active_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(p.id.to_string())
             .bind(&user_id)
@@ -141,6 +141,7 @@ async fn write_part(
             .bind(created_at)
             .bind(p.updated_at().timestamp_micros())
             .bind(import)
+            .bind(p.active().map(|id| id.to_string()))
             .execute(&mut *conn)
             .await?;
             write_tags(conn, user, p.id, &p.thread.tags).await?;
@@ -148,7 +149,7 @@ async fn write_part(
         Part::Messages(_, range) => {
             let mut insert = QueryBuilder::<Db>::new(
                 "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
-                 output_tokens, model, created_at) ",
+                 output_tokens, model, created_at, parent_id) ",
             );
             insert.push_values(range.clone(), |mut row, i| {
                 let message = &p.thread.messages[i];
@@ -162,7 +163,8 @@ async fn write_part(
                     .push_bind(message.usage.input_tokens as i64)
                     .push_bind(message.usage.output_tokens as i64)
                     .push_bind(message.model.as_deref())
-                    .push_bind(message.created_at.timestamp_micros());
+                    .push_bind(message.created_at.timestamp_micros())
+                    .push_bind(p.parent(i).map(|id| id.to_string()));
             });
             insert.build().persistent(false).execute(&mut *conn).await?;
         }

@@ -7,10 +7,10 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{turn_writes, Sqlite};
-use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::columns::{convert, Stored};
+use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS, TURN_RUNNING};
 use crate::store::threads::{found, listing};
-use crate::store::{now, MessageHead, MessageUpdate, Messages, NewMessage, Result, StoreError};
+use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
 
 /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
 /// given; whether it exists.
@@ -48,9 +48,9 @@ impl Messages for Sqlite {
         let created = now();
         self.write(move |tx| {
             Box::pin(async move {
-                let seq =
+                let place =
                     turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
-                Ok(message.saved(id, seq, created))
+                Ok(message.saved(id, place, created))
             })
         })
         .await
@@ -77,9 +77,9 @@ impl Messages for Sqlite {
                 if busy {
                     return Err(StoreError::thread_busy());
                 }
-                let seq =
+                let place =
                     turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
-                Ok(message.saved(id, seq, created))
+                Ok(message.saved(id, place, created))
             })
         })
         .await
@@ -101,17 +101,62 @@ impl Messages for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn list_message_heads(&self, user: Uuid, thread: Uuid) -> Result<Vec<MessageHead>> {
-        // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
-        let rows: Vec<MessageHeadRow<String>> = sqlx::query_as(
-            "select id, seq, role from messages indexed by messages_heads
-             where thread_id = ? and user_id = ? order by seq",
-        )
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .fetch_all(&self.reader)
-        .await?;
-        convert(listing(rows, self.owns("threads", user, thread)).await?)
+    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree> {
+        let mut conn = self.reader.acquire().await?;
+        read_tree(&mut conn, user, thread).await?.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self, ids), fields(ids = ids.len()))]
+    async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages
+             where thread_id = ? and user_id = ? and id in (select value from json_each(?)) order by seq"
+        );
+        let ids = serde_json::to_string(&ids).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let rows: Vec<MessageRow<String, i64>> = sqlx::query_as(&sql)
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .bind(ids)
+            .fetch_all(&self.reader)
+            .await?;
+        convert(rows)
+    }
+
+    #[instrument(skip(self))]
+    async fn set_active(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        leaf: Option<Uuid>,
+        stale_after_ms: Option<i64>,
+    ) -> Result<()> {
+        // The one writer serialises this with every turn's start.
+        self.write(move |tx| {
+            Box::pin(async move {
+                if let Some(stale_after_ms) = stale_after_ms {
+                    let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+                        .bind(thread.to_string())
+                        .bind(user.to_string())
+                        .bind(now().timestamp_micros() - stale_after_ms * 1000)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    if busy {
+                        return Err(StoreError::thread_busy());
+                    }
+                }
+                let updated = sqlx::query(
+                    "update threads set active_id = ?1 where id = ?2 and user_id = ?3
+                     and (?1 is null or exists (select 1 from messages where id = ?1 and thread_id = ?2))",
+                )
+                .bind(leaf.map(|id| id.to_string()))
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .execute(&mut *tx)
+                .await?;
+                found(updated.rows_affected() > 0)
+            })
+        })
+        .await
     }
 
     #[instrument(skip(self))]
@@ -148,23 +193,48 @@ impl Messages for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64> {
         self.write(move |tx| {
             Box::pin(async move {
-                let deleted = sqlx::query("delete from messages where id = ? and thread_id = ? and user_id = ?")
-                    .bind(message.to_string())
+                let tree = read_tree(tx, user, thread).await?.ok_or(StoreError::NotFound)?;
+                let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
+                let gone = serde_json::to_string(&gone).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                let deleted = sqlx::query(
+                    "delete from messages where thread_id = ? and user_id = ? and id in (select value from json_each(?))",
+                )
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .bind(gone)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                sqlx::query("update threads set message_count = message_count - ?, active_id = ? where id = ?")
+                    .bind(deleted as i64)
+                    .bind(active.map(|id| id.to_string()))
                     .bind(thread.to_string())
-                    .bind(user.to_string())
                     .execute(&mut *tx)
                     .await?;
-                found(deleted.rows_affected() > 0)?;
-                sqlx::query("update threads set message_count = message_count - 1 where id = ?")
-                    .bind(thread.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-                Ok(())
+                Ok(deleted)
             })
         })
         .await
     }
+}
+
+/// The shape of `user`'s `thread`; `None` when it is missing or another user's.
+async fn read_tree(conn: &mut SqliteConnection, user: Uuid, thread: Uuid) -> Result<Option<Tree>> {
+    let active: Option<Option<String>> =
+        sqlx::query_scalar("select active_id from threads where id = ? and user_id = ?")
+            .bind(thread.to_string())
+            .bind(user.to_string())
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(active) = active else { return Ok(None) };
+    // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
+    let sql = format!(
+        "select {HEAD_COLUMNS} from messages indexed by messages_heads where thread_id = ? and user_id = ? order by seq"
+    );
+    let rows: Vec<MessageHeadRow<String>> =
+        sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&mut *conn).await?;
+    Ok(Some(Tree { heads: convert(rows)?, active: active.read("active_id")? }))
 }

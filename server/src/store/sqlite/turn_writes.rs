@@ -19,8 +19,9 @@ use sqlx::{
 use uuid::Uuid;
 
 use super::{is_unique_violation, writer::Urgency, Sqlite};
+use crate::store::columns::Stored;
 use crate::store::{
-    now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Result, SpentTokens, StoreError,
+    now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Place, Result, SpentTokens, StoreError,
     StoredEvent, TurnEnd, TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
@@ -131,9 +132,9 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
             match &start.request {
                 Some(request) => {
                     let id = Uuid::now_v7();
-                    let seq =
+                    let place =
                         insert_message(conn, start.user, id, request, created).await?.ok_or(StoreError::NotFound)?;
-                    Taken::Taken { message: Some((id, seq)) }
+                    Taken::Taken { message: Some((id, place)) }
                 }
                 None => Taken::Taken { message: None },
             }
@@ -189,14 +190,16 @@ async fn renumber_if_full(conn: &mut SqliteConnection, user: Uuid, thread: Uuid)
 enum Taken {
     /// The thread is missing or another person's: nothing was written.
     Missing,
-    /// The turn is marked running; the person's message, if any, was saved under this id and number.
-    Taken { message: Option<(Uuid, i64)> },
+    /// The turn is marked running; the person's message, if any, was saved under this id and there.
+    Taken { message: Option<(Uuid, Place)> },
 }
 
 fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<Option<Message>> {
     match (taken, &start.request) {
         (Taken::Missing, _) => Err(StoreError::NotFound),
-        (Taken::Taken { message: Some((id, seq)) }, Some(request)) => Ok(Some(request.clone().saved(id, seq, created))),
+        (Taken::Taken { message: Some((id, place)) }, Some(request)) => {
+            Ok(Some(request.clone().saved(id, place, created)))
+        }
         (Taken::Taken { .. }, _) => Ok(None),
     }
 }
@@ -229,7 +232,7 @@ async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: Da
     Ok(match script.fetch_all(conn).await?.as_slice() {
         [] => Taken::Missing,
         [_turn] => Taken::Taken { message: None },
-        [_turn, message, ..] => Taken::Taken { message: Some((id, message.try_get(0)?)) },
+        [_turn, message, ..] => Taken::Taken { message: Some((id, place_of(message)?)) },
     })
 }
 
@@ -344,15 +347,15 @@ impl<'q> NewRow<'q> {
     }
 }
 
-/// Inserts a message under `id` with the thread's next number, which it returns, and counts it in the thread;
-/// `None` when the thread is missing or another person's. One round trip.
+/// Inserts a message under `id` with the thread's next number, after its active message, and counts it in the
+/// thread; where it went, `None` when the thread is missing or another person's. One round trip.
 pub(super) async fn insert_message(
     conn: &mut SqliteConnection,
     user: Uuid,
     id: Uuid,
     message: &NewMessage,
     created: DateTime<Utc>,
-) -> Result<Option<i64>> {
+) -> Result<Option<Place>> {
     let (id, thread, owner) = (id.to_string(), message.thread_id.to_string(), user.to_string());
     let mut renumbered = false;
     loop {
@@ -360,7 +363,7 @@ pub(super) async fn insert_message(
         push_new_message(&mut script, &id, &thread, &owner, NewRow::of(message), created.timestamp_micros(), false);
         let rows = script.fetch_all(conn).await?;
         if let Some(row) = rows.first() {
-            return Ok(Some(row.try_get(0)?));
+            return place_of(row).map(Some);
         }
         if renumbered || !renumber_if_full(conn, user, message.thread_id).await? {
             return Ok(None);
@@ -392,13 +395,14 @@ fn push_new_message<'q>(
         .bind(user.to_string())
         .bind(MAX_SEQ)
         .bind(id.to_string())
-        // Only when the count above was taken (`changes()`: the rows the statement before changed).
+        // Only when the count above was taken (`changes()`: the rows the statement before changed). The message
+        // follows the conversation's active message, and becomes it.
         .statement(
             "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing)
-             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ? from threads
+             model, created_at, writing, parent_id)
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, active_id from threads
              where id = ? and user_id = ? and changes() = 1 and not exists (select 1 from messages where id = ?)
-             returning seq",
+             returning seq, parent_id",
         )
         .bind(id.to_string())
         .bind(row.role)
@@ -411,7 +415,16 @@ fn push_new_message<'q>(
         .bind(writing)
         .bind(thread.to_string())
         .bind(user.to_string())
-        .bind(id.to_string());
+        .bind(id.to_string())
+        .statement("update threads set active_id = ? where id = ? and changes() = 1")
+        .bind(id.to_string())
+        .bind(thread.to_string());
+}
+
+/// Where the message of a [`push_new_message`] went, from the row its insert returned.
+fn place_of(row: &SqliteRow) -> Result<Place> {
+    let parent: Option<String> = row.try_get(1)?;
+    Ok(Place { seq: row.try_get(0)?, parent: parent.read("parent_id")? })
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.

@@ -116,20 +116,24 @@ async fn delete_message_keeps_the_count_true(db: Db) {
     let doc = NewArtifact { request_message_id: Some(ids[1]), ..new_artifact(t.id, "Doc", "text") };
     let doc = s.create_artifact(u, doc).await.unwrap();
 
-    s.delete_message(u, t.id, ids[1]).await.unwrap();
-    s.delete_message(u, t.id, ids[3]).await.unwrap();
+    // A message goes with everything after it on its branch.
+    assert_eq!(s.delete_message(u, t.id, ids[3]).await.unwrap(), 2);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(s.delete_message(u, t.id, ids[1]).await.unwrap(), 2);
     assert_not_found(s.delete_message(u, t.id, ids[1]).await);
+    assert_not_found(s.delete_message(u, t.id, ids[4]).await);
     assert_not_found(s.delete_message(u, other.id, ids[0]).await);
     assert_not_found(s.get_message(u, ids[1]).await);
 
     let seqs: Vec<i64> = s.list_messages(u, t.id).await.unwrap().iter().map(|m| m.seq).collect();
-    assert_eq!(seqs, vec![1, 3, 5]);
-    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
+    assert_eq!(seqs, vec![1]);
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 1);
     assert_eq!(s.get_artifact(u, doc.id).await.unwrap().request_message_id, None, "the link is cleared, not the doc");
 
-    // Numbers are never reused.
-    assert_eq!(say(s, u, t.id, "after").await.seq, 6);
-    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 4);
+    // Numbers are never reused; the next message follows what is left.
+    let after = say(s, u, t.id, "after").await;
+    assert_eq!((after.seq, after.parent_id), (6, Some(ids[0])));
+    assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 2);
     assert_eq!(s.get_thread(u, other.id).await.unwrap().message_count, 0);
 }
 
@@ -137,7 +141,7 @@ async fn message_heads_and_tails(db: Db) {
     let s = &db.store;
     let u = new_user(s).await;
     let t = s.create_thread(u, "Heads", &[]).await.unwrap();
-    assert!(s.list_message_heads(u, t.id).await.unwrap().is_empty());
+    assert_eq!(s.message_tree(u, t.id).await.unwrap(), store::Tree::default());
     let long = "A long answer. ".repeat(200);
     let texts = ["Question", "", " \t\n ", long.as_str(), "Next"];
     let mut saved = Vec::new();
@@ -145,15 +149,18 @@ async fn message_heads_and_tails(db: Db) {
         let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
         saved.push(s.append_message(u, new_message(t.id, role, text)).await.unwrap());
     }
-    let heads = s.list_message_heads(u, t.id).await.unwrap();
+    let tree = s.message_tree(u, t.id).await.unwrap();
     let expected: Vec<store::MessageHead> =
-        saved.iter().map(|m| store::MessageHead { id: m.id, seq: m.seq, role: m.role }).collect();
-    assert_eq!(heads, expected);
+        saved.iter().map(|m| store::MessageHead { id: m.id, seq: m.seq, role: m.role, parent: m.parent_id }).collect();
+    assert_eq!(tree.heads, expected);
+    assert_eq!(tree.active, saved.last().map(|m| m.id));
+    // Each message follows the one before.
+    assert!(saved.windows(2).all(|w| w[1].parent_id == Some(w[0].id)) && saved[0].parent_id.is_none());
 
     assert_eq!(s.list_messages_from(u, t.id, 4).await.unwrap(), saved[3..].to_vec());
     assert_eq!(s.list_messages_from(u, t.id, 1).await.unwrap(), saved);
     assert!(s.list_messages_from(u, t.id, 6).await.unwrap().is_empty());
     let intruder = new_user(s).await;
-    assert_not_found(s.list_message_heads(intruder, t.id).await);
+    assert_not_found(s.message_tree(intruder, t.id).await);
     assert!(s.list_messages_from(intruder, t.id, 1).await.unwrap().is_empty());
 }

@@ -371,32 +371,46 @@ fn tag_filter_requires_every_tag(backend: Backend, test: &str) {
     });
 }
 
-/// (9) `message_count` is the number of messages, whatever was appended and deleted, and seqs never repeat.
+/// (9) `message_count` is the number of messages, whatever was appended and deleted (a message with everything
+/// after it on its branches), and seqs never repeat.
 fn message_count_is_the_real_count(backend: Backend, test: &str) {
     let op = prop_oneof![2 => Just(None), 1 => (0usize..20).prop_map(Some)];
     check_property(backend, test, 24, prop::collection::vec(op, 0..25), |db, ops| async move {
         let s = &db.store;
         let u = new_user(s).await;
         let t = s.create_thread(u, "Counted", &[]).await.unwrap();
-        let mut model: Vec<(Uuid, i64)> = Vec::new();
+        // Every message with its number and parent.
+        let mut model: Vec<(Uuid, i64, Option<Uuid>)> = Vec::new();
         let mut next_seq = 1;
         for op in &ops {
             match op {
                 None => {
                     let m = say(s, u, t.id, "counted").await;
                     assert_eq!(m.seq, next_seq);
+                    assert!(
+                        m.parent_id.is_none_or(|p| model.iter().any(|(id, ..)| *id == p)),
+                        "a parent that is there"
+                    );
                     next_seq += 1;
-                    model.push((m.id, m.seq));
+                    model.push((m.id, m.seq, m.parent_id));
                 }
                 Some(i) if !model.is_empty() => {
-                    let (id, _) = model.remove(i % model.len());
-                    s.delete_message(u, t.id, id).await.unwrap();
+                    let (id, ..) = model[i % model.len()];
+                    let mut gone = HashSet::from([id]);
+                    for (m, _, parent) in &model {
+                        if parent.is_some_and(|p| gone.contains(&p)) {
+                            gone.insert(*m);
+                        }
+                    }
+                    assert_eq!(s.delete_message(u, t.id, id).await.unwrap(), gone.len() as u64);
+                    model.retain(|(m, ..)| !gone.contains(m));
                 }
                 Some(_) => assert_not_found(s.delete_message(u, t.id, Uuid::now_v7()).await),
             }
             assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, model.len() as i64);
         }
-        let listed: Vec<(Uuid, i64)> = s.list_messages(u, t.id).await.unwrap().iter().map(|m| (m.id, m.seq)).collect();
+        let listed: Vec<(Uuid, i64, Option<Uuid>)> =
+            s.list_messages(u, t.id).await.unwrap().iter().map(|m| (m.id, m.seq, m.parent_id)).collect();
         assert_eq!(listed, model);
         assert_eq!(db.raw.count("messages", "thread_id", t.id).await, model.len() as i64);
     });
@@ -603,12 +617,13 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             updated_at: start,
             messages,
             artifacts,
+            tree: None,
         };
         let id = s.import_threads(u, vec![thread]).await.unwrap()[0].id;
 
         let read = context::load(s.as_ref(), u, id, budget, None).await.unwrap();
         let every = s.list_messages(u, id).await.unwrap();
-        let fulfilled = s.fulfilled_requests(u, id).await.unwrap();
+        let fulfilled: Vec<Uuid> = s.fulfilled_requests(u, id).await.unwrap().iter().map(|f| f.request).collect();
         let whole = context::build(ContextInput {
             messages: &every,
             fulfilled: &fulfilled,

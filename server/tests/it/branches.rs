@@ -1,0 +1,571 @@
+//! Conversations as trees, on both backends: edit and resend, another answer, switching branches, deleting a
+//! message with what follows it, de-duplication along the shown path, the shape of a conversation under random
+//! changes, and conversations written before trees existed becoming one path each.
+
+use std::{borrow::Cow, collections::HashSet, path::Path, sync::Arc};
+
+use app::api::{ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ThreadDetail};
+use proptest::prelude::*;
+use quire::store::{self, NewMessage};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
+use crate::common::{names, read_frames, text_of, Frame, GreedyModel, ScriptedModel, Step, TestServer};
+
+stories!(
+    an_edit_is_a_sibling_that_is_answered,
+    another_answer_goes_beside_the_first,
+    the_shown_branch_is_stored_and_switching_waits_for_the_answer,
+    deleting_a_message_deletes_what_follows_it,
+    de_duplication_follows_the_shown_path,
+    an_export_carries_the_tree_and_an_import_restores_it,
+);
+
+properties!(the_shown_path_is_a_chain_from_a_first_message_to_the_active_one);
+
+async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
+    let model = ScriptedModel::new(scripts);
+    (TestServer::with(db.store.clone(), model.clone()).await, model)
+}
+
+async fn post(server: &TestServer, path: &str, body: Value) -> reqwest::Response {
+    server.client.post(server.url(path)).json(&body).send().await.unwrap()
+}
+
+/// Sends a chat request body and reads its whole stream.
+async fn chat_with(server: &TestServer, thread: Uuid, body: Value) -> Vec<Frame> {
+    let response = post(server, &format!("/api/threads/{thread}/chat"), body).await;
+    assert_eq!(response.status(), 200, "chat status");
+    read_frames(response).await
+}
+
+async fn regenerate(server: &TestServer, thread: Uuid, answer: Uuid, key: Option<&str>) -> reqwest::Response {
+    let mut request = server.client.post(server.url(&format!("/api/threads/{thread}/messages/{answer}/regenerate")));
+    if let Some(key) = key {
+        request = request.header("idempotency-key", key);
+    }
+    request.send().await.unwrap()
+}
+
+async fn switch(server: &TestServer, thread: Uuid, message: Uuid) -> reqwest::Response {
+    post(server, &format!("/api/threads/{thread}/branch"), json!({ "message_id": message })).await
+}
+
+fn answer_of(frames: &[Frame]) -> Uuid {
+    match frames.last().map(|f| &f.event) {
+        Some(ChatEvent::MessageComplete { message_id: Some(id), .. }) => *id,
+        _ => panic!("no answer: {:?}", names(frames)),
+    }
+}
+
+fn texts(detail: &ThreadDetail) -> Vec<&str> {
+    detail.messages.iter().map(|m| m.content.as_str()).collect()
+}
+
+/// The siblings of a shown message, as the detail lists them (itself alone when it has none).
+fn siblings(detail: &ThreadDetail, message: Uuid) -> Vec<Uuid> {
+    detail.branches.iter().find(|b| b.message_id == message).map(|b| b.siblings.clone()).unwrap_or(vec![message])
+}
+
+/// The texts of the messages the model was sent in its `n`-th request.
+fn sent_to_model(model: &ScriptedModel, n: usize) -> String {
+    model.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
+}
+
+/// The shown path is a chain: no parent for the first message, each next message a child of the one before.
+fn assert_chain(detail: &ThreadDetail) {
+    let mut parent = None;
+    for m in &detail.messages {
+        assert_eq!(m.parent_id, parent, "{:?}", texts(detail));
+        parent = Some(m.id);
+    }
+    assert!(detail.messages.windows(2).all(|w| w[0].seq < w[1].seq), "in order");
+}
+
+async fn an_edit_is_a_sibling_that_is_answered(db: Db) {
+    let scripts = vec![
+        ScriptedModel::text(&["Answer one."]),
+        ScriptedModel::text(&["Answer two."]),
+        ScriptedModel::text(&["Answer to the edit."]),
+    ];
+    let (server, model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "Plan A").await;
+    server.chat(thread, "Second question").await;
+    let before = server.detail(thread).await;
+    let first = before.messages[0].clone();
+
+    let frames = chat_with(&server, thread, json!({ "content": "Plan B", "edit_of": first.id })).await;
+    assert_eq!(text_of(&frames), "Answer to the edit.");
+    let answer = answer_of(&frames);
+    let after = server.detail(thread).await;
+    assert_eq!(texts(&after), ["Plan B", "Answer to the edit."]);
+    assert_chain(&after);
+    let edited = after.messages[0].id;
+    assert_eq!(siblings(&after, edited), vec![first.id, edited], "the old version stays, first");
+    assert_eq!(after.thread.message_count, 6, "nothing was lost");
+    // The model saw the new branch only, and the record of what it saw names just that path.
+    assert_eq!(sent_to_model(&model, 2), "Plan B");
+    let record: ContextRecord = server.get_json(&format!("/api/messages/{answer}/context")).await;
+    assert_eq!(record.included, vec![edited]);
+
+    // Only the person's own messages of this conversation can be edited.
+    let other = server.create_thread().await;
+    let answer_one = before.messages[1].id;
+    for (thread, target) in [(thread, answer_one), (other, first.id), (thread, Uuid::now_v7())] {
+        let response =
+            post(&server, &format!("/api/threads/{thread}/chat"), json!({ "content": "x", "edit_of": target })).await;
+        assert_eq!(response.status(), 404);
+    }
+    let silent = json!({ "content": "x", "edit_of": first.id, "artifact_generation": true });
+    assert_eq!(post(&server, &format!("/api/threads/{thread}/chat"), silent).await.status(), 422);
+    let empty = json!({ "content": " ", "edit_of": first.id });
+    assert_eq!(post(&server, &format!("/api/threads/{thread}/chat"), empty).await.status(), 422);
+    assert_eq!(server.detail(thread).await.thread.message_count, 6, "refused edits store nothing");
+}
+
+async fn another_answer_goes_beside_the_first(db: Db) {
+    let scripts = vec![ScriptedModel::text(&["First take."]), ScriptedModel::text(&["Second take."]), vec![Step::Hang]];
+    let (server, model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    let first = answer_of(&server.chat(thread, "Name the product").await);
+    let question = server.detail(thread).await.messages[0].id;
+
+    let response = regenerate(&server, thread, first, Some("again-1")).await;
+    assert_eq!(response.status(), 200);
+    let frames = read_frames(response).await;
+    assert_eq!(text_of(&frames), "Second take.");
+    let second = answer_of(&frames);
+    let detail = server.detail(thread).await;
+    assert_eq!(texts(&detail), ["Name the product", "Second take."]);
+    assert_chain(&detail);
+    assert_eq!(detail.messages[1].parent_id, Some(question));
+    assert_eq!(siblings(&detail, second), vec![first, second]);
+    assert_eq!(sent_to_model(&model, 1), "Name the product", "the model does not see the first take");
+
+    // The same key replays the same turn instead of starting another.
+    let replayed = read_frames(regenerate(&server, thread, first, Some("again-1")).await).await;
+    assert_eq!(answer_of(&replayed), second);
+    assert_eq!(server.detail(thread).await.thread.message_count, 3);
+    // Only answers can be answered again.
+    assert_eq!(regenerate(&server, thread, question, None).await.status(), 404);
+    assert_eq!(regenerate(&server, server.create_thread().await, first, None).await.status(), 404);
+
+    // A new answer is an ordinary turn: one at a time, and stoppable.
+    let running = regenerate(&server, thread, second, None).await;
+    assert_eq!(running.status(), 200);
+    assert_eq!(regenerate(&server, thread, second, None).await.status(), 409);
+    let stop = server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    assert!(stop.status().is_success());
+    let frames = read_frames(running).await;
+    assert!(matches!(frames.last().map(|f| &f.event), Some(ChatEvent::MessageComplete { stopped: true, .. })));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(texts(&detail), ["Name the product"], "a stopped turn that wrote nothing leaves the question");
+    assert_eq!(detail.thread.message_count, 3);
+}
+
+async fn the_shown_branch_is_stored_and_switching_waits_for_the_answer(db: Db) {
+    let scripts = vec![
+        ScriptedModel::text(&["A1"]),
+        ScriptedModel::text(&["A2"]),
+        ScriptedModel::text(&["B1"]),
+        ScriptedModel::text(&["A3"]),
+        vec![Step::Hang],
+    ];
+    let (server, _model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "Q1").await;
+    server.chat(thread, "Q2").await;
+    let first = server.detail(thread).await.messages[0].id;
+    chat_with(&server, thread, json!({ "content": "Q1 edited", "edit_of": first })).await;
+
+    // Back to the first version: the branch through it, down to its newest message.
+    let response = switch(&server, thread, first).await;
+    assert_eq!(response.status(), 200);
+    let shown: ThreadDetail = response.json().await.unwrap();
+    assert_eq!(texts(&shown), ["Q1", "A1", "Q2", "A2"]);
+    assert_eq!(texts(&server.detail(thread).await), ["Q1", "A1", "Q2", "A2"], "stored, for a reload or another device");
+    // The conversation goes on where it is shown.
+    server.chat(thread, "Q3").await;
+    let detail = server.detail(thread).await;
+    assert_eq!(texts(&detail), ["Q1", "A1", "Q2", "A2", "Q3", "A3"]);
+    assert_chain(&detail);
+    let edited = siblings(&detail, first)[1];
+    let shown: ThreadDetail = switch(&server, thread, edited).await.json().await.unwrap();
+    assert_eq!(texts(&shown), ["Q1 edited", "B1"]);
+
+    // No switching to a message of another conversation, or while an answer is being written.
+    let other = server.create_thread().await;
+    assert_eq!(switch(&server, other, first).await.status(), 404);
+    assert_eq!(switch(&server, thread, Uuid::now_v7()).await.status(), 404);
+    let bad = post(&server, &format!("/api/threads/{thread}/branch"), json!({ "message_id": "nope" })).await;
+    assert!(bad.status().is_client_error());
+    let running = post(&server, &format!("/api/threads/{thread}/chat"), json!({ "content": "Q4" })).await;
+    assert_eq!(running.status(), 200);
+    assert_eq!(switch(&server, thread, first).await.status(), 409);
+    server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    read_frames(running).await;
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(texts(&detail), ["Q1 edited", "B1", "Q4"], "the switch was refused");
+}
+
+async fn deleting_a_message_deletes_what_follows_it(db: Db) {
+    let scripts = vec![
+        ScriptedModel::text(&["zebra one"]),
+        ScriptedModel::text(&["zebra two"]),
+        ScriptedModel::text(&["quagga"]),
+    ];
+    let (server, _model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "Hello there").await;
+    server.chat(thread, "zebra follow-up").await;
+    let first = server.detail(thread).await.messages[0].id;
+    chat_with(&server, thread, json!({ "content": "quagga question", "edit_of": first })).await;
+    switch(&server, thread, first).await;
+
+    let url = server.url(&format!("/api/threads/{thread}/messages/{first}"));
+    assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 204);
+    assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 404);
+    let detail = server.detail(thread).await;
+    assert_eq!(texts(&detail), ["quagga question", "quagga"], "the branch beside it is shown");
+    assert!(detail.branches.is_empty());
+    assert_eq!(detail.thread.message_count, 2);
+    let found: SearchResults = server.get_json("/api/search?q=zebra").await;
+    assert_eq!(found.total, 0, "nothing of the deleted branch is found");
+    let stats: app::api::HistoryStats = server.get_json("/api/stats").await;
+    assert_eq!(stats.total_messages, 2);
+}
+
+async fn de_duplication_follows_the_shown_path(db: Db) {
+    let model = Arc::new(GreedyModel::default());
+    let server = TestServer::with(db.store.clone(), model.clone()).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "We are building a bakery shop.").await;
+    let frames = server.chat(thread, "Generate user stories").await;
+    let made_first = frames.iter().filter(|f| f.event.name() == "artifact_created").count();
+    assert_eq!(made_first, 1);
+    let first_answer = answer_of(&frames);
+
+    // Another answer to the request: the document made on the other branch does not fulfil it here.
+    let frames = read_frames(regenerate(&server, thread, first_answer, None).await).await;
+    assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 1);
+    let second_answer = answer_of(&frames);
+    let detail = server.detail(thread).await;
+    // The model named it as before, so it is a new version of the same document (the first stays a version of
+    // it), which says which answer made it.
+    assert_eq!(detail.artifacts.len(), 1);
+    assert_eq!(detail.artifacts[0].version, 2);
+    assert_eq!(detail.artifacts[0].assistant_message_id, Some(second_answer));
+
+    // On either branch the request is fulfilled by that branch's document: a later turn makes nothing.
+    let frames = server.chat(thread, "Thanks").await;
+    assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 0);
+    let seen = model.requests.lock().unwrap().last().unwrap().messages.iter().map(|m| m.text()).collect::<Vec<_>>();
+    assert!(!seen.join("|").contains("Generate user stories"), "{seen:?}");
+
+    // A request left on an abandoned branch is not pending on the shown one: its document deleted, it is open
+    // there, and edited away here.
+    let other = server.create_thread().await;
+    server.chat(other, "Generate a BRD").await;
+    let brd = server.detail(other).await;
+    assert_eq!(brd.artifacts.len(), 1);
+    let deleted = server.client.delete(server.url(&format!("/api/artifacts/{}", brd.artifacts[0].id))).send().await;
+    assert_eq!(deleted.unwrap().status(), 204);
+    let request = brd.messages[0].id;
+    let frames = chat_with(&server, other, json!({ "content": "We sell bread.", "edit_of": request })).await;
+    assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 0);
+    let frames = server.chat(other, "Generate a requirements doc").await;
+    let made: Vec<_> = frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            ChatEvent::ArtifactCreated { artifact } => Some(artifact.artifact_type.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(made, vec!["requirements_doc"], "the abandoned request is neither seen nor acted on");
+}
+
+/// A person's message (or an answer, by the count of messages) after the active one.
+async fn say(s: &store::DynStore, user: Uuid, thread: Uuid, role: Role, text: &str) -> app::api::Message {
+    let message = NewMessage {
+        thread_id: thread,
+        role,
+        content: text.into(),
+        status: MessageStatus::Complete,
+        usage: Default::default(),
+        model: None,
+    };
+    s.append_message(user, message).await.unwrap()
+}
+
+async fn an_export_carries_the_tree_and_an_import_restores_it(db: Db) {
+    use quire::history::{export, import};
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Tree", &[]).await.unwrap();
+    let q = say(s, u, t.id, Role::User, "Question").await;
+    say(s, u, t.id, Role::Assistant, "First answer").await;
+    s.set_active(u, t.id, Some(q.id), None).await.unwrap();
+    let second = say(s, u, t.id, Role::Assistant, "Second answer").await;
+    say(s, u, t.id, Role::User, "Follow-up").await;
+    s.set_active(u, t.id, None, None).await.unwrap();
+    say(s, u, t.id, Role::User, "Another start").await;
+    s.switch_branch(u, t.id, second.id, 30_000).await.unwrap();
+
+    let shape = |tree: &store::Tree, texts: &std::collections::HashMap<Uuid, String>| {
+        let name = |id: Option<Uuid>| id.map(|id| texts[&id].clone());
+        let edges: Vec<(String, Option<String>)> =
+            tree.heads.iter().map(|h| (texts[&h.id].clone(), name(h.parent))).collect();
+        (edges, tree.path().iter().map(|h| texts[&h.id].clone()).collect::<Vec<_>>())
+    };
+    let texts_of = |messages: Vec<app::api::Message>| messages.into_iter().map(|m| (m.id, m.content)).collect();
+    let before = shape(&s.message_tree(u, t.id).await.unwrap(), &texts_of(s.list_messages(u, t.id).await.unwrap()));
+    assert_eq!(before.1, ["Question", "Second answer", "Follow-up"]);
+
+    let exported = export::thread(s, u, t.id).await.unwrap();
+    let markdown = export::to_markdown(&exported);
+    assert!(
+        markdown.contains("Follow-up") && !markdown.contains("First answer") && !markdown.contains("Another start")
+    );
+    let plan = import::plan(&serde_json::to_vec(&exported).unwrap()).expect("plan");
+    let made = s.import_threads(u, plan).await.unwrap()[0].id;
+    let after = shape(&s.message_tree(u, made).await.unwrap(), &texts_of(s.list_messages(u, made).await.unwrap()));
+    assert_eq!(after, before, "the same tree, the same branch shown");
+    assert_eq!(s.get_thread(u, made).await.unwrap().message_count, 5);
+    // The imported conversation goes on from where it is shown.
+    let next = say(s, u, made, Role::Assistant, "Next").await;
+    assert_eq!(s.get_message(u, next.parent_id.unwrap()).await.unwrap().content, "Follow-up");
+}
+
+/// A migration over the schema before message trees, then rows written as that schema had them, then the store
+/// (which runs the rest): every conversation is one path, in order, its newest message shown, nothing lost.
+async fn legacy_rows_become_one_path(backend: Backend) {
+    let user = Uuid::now_v7();
+    let (thread, empty) = (Uuid::now_v7(), Uuid::now_v7());
+    let ids: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
+    // Numbers with a gap, as after a deletion.
+    let seqs = [1i64, 2, 4, 5];
+    let store = match backend {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
+            let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+            before_trees("../migrations/sqlite").await.run(&pool).await.unwrap();
+            sqlx::query(
+                "insert into users (id, email, password_hash, created_at) values (?, 'old@example.com', 'x', 1)",
+            )
+            .bind(user.to_string())
+            .execute(&pool)
+            .await
+            .unwrap();
+            for (id, count) in [(thread, 4), (empty, 0)] {
+                sqlx::query(
+                    "insert into threads (id, user_id, title, message_count, last_seq, created_at, updated_at)
+                     values (?, ?, 'Old', ?, 5, 1, 1)",
+                )
+                .bind(id.to_string())
+                .bind(user.to_string())
+                .bind(count)
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            for (i, id) in ids.iter().enumerate() {
+                sqlx::query(
+                    "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
+                     values (?, ?, ?, ?, ?, ?, 'complete', 1)",
+                )
+                .bind(id.to_string())
+                .bind(thread.to_string())
+                .bind(user.to_string())
+                .bind(seqs[i])
+                .bind(if i % 2 == 0 { "user" } else { "assistant" })
+                .bind(format!("old message {i}"))
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            pool.close().await;
+            let store = store::connect(&url).await.unwrap();
+            (store, Some(dir))
+        }
+        Backend::Postgres => {
+            let Some(url) = crate::common::fresh_postgres_url("legacy_rows_become_one_path::postgres").await else {
+                return;
+            };
+            let pool = sqlx::PgPool::connect(&url).await.unwrap();
+            before_trees("../migrations/postgres").await.run(&pool).await.unwrap();
+            sqlx::query(
+                "insert into users (id, email, password_hash, created_at) values ($1, 'old@example.com', 'x', now())",
+            )
+            .bind(user)
+            .execute(&pool)
+            .await
+            .unwrap();
+            for (id, count) in [(thread, 4i64), (empty, 0)] {
+                sqlx::query(
+                    "insert into threads (id, user_id, title, message_count, last_seq, created_at, updated_at)
+                     values ($1, $2, 'Old', $3, 5, now(), now())",
+                )
+                .bind(id)
+                .bind(user)
+                .bind(count)
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            for (i, id) in ids.iter().enumerate() {
+                sqlx::query(
+                    "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
+                     values ($1, $2, $3, $4, $5, $6, 'complete', now())",
+                )
+                .bind(id)
+                .bind(thread)
+                .bind(user)
+                .bind(seqs[i])
+                .bind(if i % 2 == 0 { "user" } else { "assistant" })
+                .bind(format!("old message {i}"))
+                .execute(&pool)
+                .await
+                .unwrap();
+            }
+            pool.close().await;
+            (store::connect(&url).await.unwrap(), None)
+        }
+    };
+    let (store, _dir) = store;
+    let tree = store.message_tree(user, thread).await.unwrap();
+    assert_eq!(tree.active, Some(ids[3]));
+    let parents: Vec<Option<Uuid>> = tree.heads.iter().map(|h| h.parent).collect();
+    assert_eq!(parents, vec![None, Some(ids[0]), Some(ids[1]), Some(ids[2])]);
+    let (path, branches) = store.list_path(user, thread).await.unwrap();
+    assert_eq!(path.iter().map(|m| m.id).collect::<Vec<_>>(), ids);
+    assert_eq!(path.iter().map(|m| m.content.clone()).collect::<Vec<_>>()[3], "old message 3");
+    assert!(branches.is_empty());
+    assert_eq!(store.message_tree(user, empty).await.unwrap(), store::Tree::default());
+    // A new message goes on from the newest.
+    let next = NewMessage {
+        thread_id: thread,
+        role: Role::User,
+        content: "new".into(),
+        status: MessageStatus::Complete,
+        usage: Default::default(),
+        model: None,
+    };
+    let added = store.append_message(user, next).await.unwrap();
+    assert_eq!((added.seq, added.parent_id), (6, Some(ids[3])));
+}
+
+/// The migrations before message trees.
+async fn before_trees(dir: &str) -> sqlx::migrate::Migrator {
+    let all = sqlx::migrate::Migrator::new(Path::new(dir)).await.unwrap();
+    let older: Vec<_> = all.migrations.iter().filter(|m| m.version < 100).cloned().collect();
+    assert!(older.len() + 1 == all.migrations.len(), "one migration makes the trees");
+    sqlx::migrate::Migrator { migrations: Cow::Owned(older), ..sqlx::migrate::Migrator::DEFAULT }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_conversations_become_one_path_sqlite() {
+    legacy_rows_become_one_path(Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn legacy_conversations_become_one_path_postgres() {
+    legacy_rows_become_one_path(Backend::Postgres).await;
+}
+
+async fn new_user(store: &store::DynStore) -> Uuid {
+    let email = format!("{}@example.test", Uuid::new_v4().simple());
+    let user = store::NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() };
+    store.create_user(user).await.expect("create user").id
+}
+
+/// What a random change to a conversation does.
+#[derive(Debug, Clone)]
+enum Change {
+    /// A message after the active one.
+    Say,
+    /// Shows the branch through the n-th message (of those there are, by number).
+    Switch(usize),
+    /// Makes the n-th message's parent active, so the next message is a sibling of it.
+    Beside(usize),
+    /// Deletes the n-th message and what follows it.
+    Delete(usize),
+}
+
+/// Whatever is said, switched, edited beside and deleted: the shown path is a chain from a first message to the
+/// active one, in number order, every message of the thread is on one path's branch, the count is the number of
+/// messages, and siblings listed are exactly the messages with the same parent.
+fn the_shown_path_is_a_chain_from_a_first_message_to_the_active_one(backend: Backend, test: &str) {
+    let change = prop_oneof![
+        4 => Just(Change::Say),
+        1 => (0usize..30).prop_map(Change::Switch),
+        2 => (0usize..30).prop_map(Change::Beside),
+        1 => (0usize..30).prop_map(Change::Delete),
+    ];
+    check_property(backend, test, 16, prop::collection::vec(change, 1..30), |db, changes| async move {
+        let s = &db.store;
+        let u = new_user(s).await;
+        let t = s.create_thread(u, "Tree", &[]).await.unwrap();
+        for change in &changes {
+            let tree = s.message_tree(u, t.id).await.unwrap();
+            let nth = |n: usize| tree.heads.get(n % tree.heads.len().max(1)).cloned();
+            match change {
+                Change::Say => {
+                    let role = if tree.heads.len() % 2 == 0 { Role::User } else { Role::Assistant };
+                    let message = NewMessage {
+                        thread_id: t.id,
+                        role,
+                        content: "said".into(),
+                        status: MessageStatus::Complete,
+                        usage: Default::default(),
+                        model: None,
+                    };
+                    let said = s.append_message(u, message).await.unwrap();
+                    assert_eq!(said.parent_id, tree.active, "after the active message");
+                }
+                Change::Switch(n) => {
+                    if let Some(head) = nth(*n) {
+                        let leaf = s.switch_branch(u, t.id, head.id, 30_000).await.unwrap();
+                        let path = s.message_tree(u, t.id).await.unwrap().path();
+                        assert!(path.iter().any(|h| h.id == head.id), "the path goes through the message");
+                        assert_eq!(path.last().map(|h| h.id), Some(leaf));
+                    }
+                }
+                Change::Beside(n) => {
+                    if let Some(head) = nth(*n) {
+                        s.set_active(u, t.id, head.parent, None).await.unwrap();
+                    }
+                }
+                Change::Delete(n) => {
+                    if let Some(head) = nth(*n) {
+                        s.delete_message(u, t.id, head.id).await.unwrap();
+                        assert!(matches!(s.get_message(u, head.id).await, Err(store::StoreError::NotFound)));
+                    }
+                }
+            }
+            let tree = s.message_tree(u, t.id).await.unwrap();
+            let ids: HashSet<Uuid> = tree.heads.iter().map(|h| h.id).collect();
+            assert!(tree.heads.iter().all(|h| h.parent.is_none_or(|p| ids.contains(&p))), "no orphans");
+            assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, tree.heads.len() as i64);
+            let (path, branches) = s.list_path(u, t.id).await.unwrap();
+            let mut parent = None;
+            for m in &path {
+                assert_eq!(m.parent_id, parent);
+                parent = Some(m.id);
+            }
+            assert!(path.windows(2).all(|w| w[0].seq < w[1].seq));
+            // The path ends at a message with no children unless it is the active one.
+            if let Some(last) = path.last() {
+                let leaf = !tree.heads.iter().any(|h| h.parent == Some(last.id));
+                assert!(leaf || tree.active == Some(last.id));
+            }
+            for m in &path {
+                let same: Vec<Uuid> = tree.heads.iter().filter(|h| h.parent == m.parent_id).map(|h| h.id).collect();
+                let listed = branches.iter().find(|b| b.message_id == m.id).map(|b| b.siblings.clone());
+                assert_eq!(listed.unwrap_or(vec![m.id]), same);
+            }
+        }
+    });
+}
