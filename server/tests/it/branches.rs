@@ -461,7 +461,7 @@ async fn legacy_rows_become_one_path(backend: Backend) {
 async fn before_trees(dir: &str) -> sqlx::migrate::Migrator {
     let all = sqlx::migrate::Migrator::new(Path::new(dir)).await.unwrap();
     let older: Vec<_> = all.migrations.iter().filter(|m| m.version < 100).cloned().collect();
-    assert!(older.len() + 1 == all.migrations.len(), "one migration makes the trees");
+    assert!(all.migrations.iter().any(|m| m.version == 100), "migration 0100 makes the trees");
     sqlx::migrate::Migrator { migrations: Cow::Owned(older), ..sqlx::migrate::Migrator::DEFAULT }
 }
 

@@ -287,6 +287,13 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/attachments/{attachment_id}", "delete"),
         ("/api/threads/{id}/messages/{message_id}/regenerate", "post"),
         ("/api/threads/{id}/branch", "post"),
+        ("/api/settings", "get"),
+        ("/api/settings", "patch"),
+        ("/api/threads/{id}/shares", "post"),
+        ("/api/threads/{id}/shares", "get"),
+        ("/api/shares", "get"),
+        ("/api/shares/{id}", "delete"),
+        ("/api/shared/{token}", "get"),
     ];
     for (path, method) in expected {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
