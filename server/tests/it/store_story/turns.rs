@@ -101,14 +101,14 @@ async fn turns(db: Db) {
     assert_conflict(s.begin_turn(u, t.id, first, 60_000).await);
 
     // A refused turn saves nothing of its message.
-    let refused = start_with(&s, u, t.id, Uuid::now_v7(), new_message(t.id, Role::User, "again?")).await;
+    let refused = start_with(s, u, t.id, Uuid::now_v7(), new_message(t.id, Role::User, "again?")).await;
     assert_conflict(refused);
     assert!(s.list_messages(u, t.id).await.unwrap().is_empty());
 
     // Another thread is not held by it; its turn starts with the person's message, saved in the same step.
     let other = s.create_thread(u, "Parallel", &[]).await.unwrap();
     let request = new_message(other.id, Role::User, "Start here");
-    let saved = start_with(&s, u, other.id, Uuid::now_v7(), request).await.unwrap().unwrap();
+    let saved = start_with(s, u, other.id, Uuid::now_v7(), request).await.unwrap().unwrap();
     assert_eq!((saved.seq, saved.role, saved.content.as_str()), (1, Role::User, "Start here"));
     assert_eq!(s.list_messages(u, other.id).await.unwrap(), vec![saved]);
     assert_eq!(s.get_thread(u, other.id).await.unwrap().message_count, 1);
@@ -181,7 +181,7 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     let intruder = new_user(s).await;
     let t = s.create_thread(u, "Ends", &[]).await.unwrap();
     let turn = Uuid::now_v7();
-    start_with(&s, u, t.id, turn, new_message(t.id, Role::User, "Write the plan")).await.unwrap();
+    start_with(s, u, t.id, turn, new_message(t.id, Role::User, "Write the plan")).await.unwrap();
     let doc = s.create_artifact(u, new_artifact(t.id, "Plan", "steps")).await.unwrap();
     let elsewhere = s.create_thread(intruder, "Theirs", &[]).await.unwrap();
     let theirs = s.create_artifact(intruder, new_artifact(elsewhere.id, "Theirs", "x")).await.unwrap();
