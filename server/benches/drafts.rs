@@ -12,7 +12,9 @@
 //!
 //! - `limits/postgres`: one rate-limit check in the database (the statement every limited request runs on
 //!   PostgreSQL), timed one by one and printed as p50/p99: sequential checks over 1,000 keys, then 8 callers at
-//!   once on one key (they queue on its row). SQLite counts limits in memory and has nothing to time here.
+//!   once on one key (they queue on its row), through Quire's pool and through pools with one setting changed
+//!   (pinged before use, no prepared-statement cache, 2 connections), taking turns in one run. SQLite counts
+//!   limits in memory and has nothing to time here.
 //!
 //! SQLite always; PostgreSQL too when `QUIRE_TEST_POSTGRES_URL` names a database (`scripts/with-postgres`).
 //!
@@ -30,12 +32,15 @@ mod text;
 
 use app::api::{MessageStatus, Usage};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::{
     num::NonZeroU32,
+    str::FromStr,
     sync::Arc,
     time::{Duration, Instant},
 };
 
+use quire::store::postgres::Postgres;
 use quire::store::{
     self, AnswerDraft, DynStore, MessageUpdate, NewUser, Rate, SharedLimits, StoredEvent, TurnProgress,
 };
@@ -183,24 +188,56 @@ async fn timed_checks(limits: Arc<dyn SharedLimits>, checks: usize, keys: usize,
     samples
 }
 
+/// The pools compared, each a store of its own on the same database: Quire's, and Quire's with one setting
+/// changed.
+fn limit_pools(url: &str) -> Vec<(&'static str, PgConnectOptions, PgPoolOptions)> {
+    let options = PgConnectOptions::from_str(url).expect("postgres url");
+    let quire = Postgres::pool_options;
+    vec![
+        ("Quire's pool", options.clone(), quire()),
+        ("pinged before use", options.clone(), quire().test_before_acquire(true)),
+        ("no statement cache", options.statement_cache_capacity(0), quire()),
+        ("2 connections", PgConnectOptions::from_str(url).expect("postgres url"), quire().max_connections(2)),
+    ]
+}
+
 fn limit_benches(_: &mut Criterion) {
     let Ok(url) = std::env::var("QUIRE_TEST_POSTGRES_URL") else {
         println!("limits: skipped (PostgreSQL only: set QUIRE_TEST_POSTGRES_URL)");
         return;
     };
     let checks = if mode::smoke_run() { 20 } else { 20_000 };
+    let rounds = 10;
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let store = rt.block_on(store::connect(&url)).expect("postgres store");
-    let limits = store.shared_limits().expect("postgres shares its limits");
-    rt.block_on(timed_checks(limits.clone(), checks / 10, 1_000, "warm"));
-    println!("limits/postgres             p50        p95        p99        max");
-    let mut one_by_one = rt.block_on(timed_checks(limits.clone(), checks, 1_000, "sequential"));
-    println!("sequential, 1,000 keys {}", stats::Summary::of(&mut one_by_one).row());
-    let callers = (0..8).map(|_| rt.spawn(timed_checks(limits.clone(), checks / 8, 1, "hot")));
-    let mut contended: Vec<Duration> =
-        callers.collect::<Vec<_>>().into_iter().flat_map(|c| rt.block_on(c).expect("caller")).collect();
-    println!("8 callers, one key     {}", stats::Summary::of(&mut contended).row());
-    let forgotten = rt.block_on(limits.forget_idle_limits(store::now() + chrono::Duration::hours(1)));
+    let pools: Vec<(&str, Arc<dyn SharedLimits>)> = limit_pools(&url)
+        .into_iter()
+        .map(|(name, options, pool)| {
+            let store = rt.block_on(Postgres::connect_with(options, pool)).expect("postgres store");
+            (name, Arc::new(store) as Arc<dyn SharedLimits>)
+        })
+        .collect();
+    for (name, limits) in &pools {
+        rt.block_on(timed_checks(limits.clone(), checks / 10, 1_000, &format!("warm:{name}")));
+    }
+    // The pools take turns, a tenth of the checks at a time, so that the load other work puts on the machine
+    // falls on each alike.
+    let mut one_by_one: Vec<Vec<Duration>> = vec![Vec::new(); pools.len()];
+    let mut contended: Vec<Vec<Duration>> = vec![Vec::new(); pools.len()];
+    for _ in 0..rounds {
+        for (i, (name, limits)) in pools.iter().enumerate() {
+            let key = format!("sequential:{name}");
+            one_by_one[i].extend(rt.block_on(timed_checks(limits.clone(), checks / rounds, 1_000, &key)));
+            let callers = (0..8).map(|_| rt.spawn(timed_checks(limits.clone(), checks / rounds / 8, 1, name)));
+            let callers: Vec<_> = callers.collect();
+            contended[i].extend(callers.into_iter().flat_map(|c| rt.block_on(c).expect("caller")));
+        }
+    }
+    println!("limits/postgres                             p50        p95        p99        max");
+    for (i, (name, _)) in pools.iter().enumerate() {
+        println!("{:<20} sequential, 1,000 keys {}", name, stats::Summary::of(&mut one_by_one[i]).row());
+        println!("{:<20} 8 callers, one key     {}", name, stats::Summary::of(&mut contended[i]).row());
+    }
+    let forgotten = rt.block_on(pools[0].1.forget_idle_limits(store::now() + chrono::Duration::hours(1)));
     println!("rows deleted afterwards: {}", forgotten.expect("forget"));
 }
 

@@ -111,6 +111,7 @@ impl AppState {
         let chat = chat::Engine::new(store.clone(), provider, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
+        tokio::spawn(auth::throttle::forget_old_failures(store.clone()));
         let streams = http::streams::OpenStreams::new(config.user_open_streams);
         Ok(Self {
             store,

@@ -1,8 +1,16 @@
 //! Sign-in throttling per account: the first few failures cost nothing (typing mistakes), then every further
 //! attempt must wait twice as long as the one before, up to [`MAX_DELAY_SECS`], so guessing a password from many
 //! addresses is slow while the owner is never kept out for long. Failures are forgotten a day after the last.
+//!
+//! An attempt is counted as a failure before its password is checked, in the same statement that decides whether
+//! its wait is over ([`crate::store::Accounts::count_sign_in_attempt`]), and forgotten when the password was
+//! right: many guesses at once, from any number of addresses or instances, cannot all pass one read of the count.
+
+use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, Utc};
+
+use crate::store::DynStore;
 
 /// Failures allowed before attempts must wait.
 pub const FREE_FAILURES: u32 = 3;
@@ -10,6 +18,8 @@ pub const FREE_FAILURES: u32 = 3;
 pub const MAX_DELAY_SECS: i64 = 300;
 /// How long after the last failure the count starts again from zero.
 pub const FORGET_AFTER_HOURS: i64 = 24;
+/// How often the counts whose last failure is older than that are deleted.
+const FORGET_EVERY: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
 /// How long an account with `failures` failures waits after the last of them.
 pub fn delay_after(failures: u32) -> Duration {
@@ -26,6 +36,39 @@ pub fn wait(failures: u32, last_failed_at: DateTime<Utc>, now: DateTime<Utc>) ->
     }
     let remaining = last_failed_at + delay_after(failures) - now;
     (remaining > Duration::zero()).then_some(remaining)
+}
+
+/// [`delay_after`] in microseconds as an SQL expression over the integer column `failures` (the same text on
+/// SQLite and PostgreSQL), so that the database can tell in one statement whether an attempt's wait is over.
+pub static DELAY_MICROS_SQL: LazyLock<String> = LazyLock::new(|| {
+    let micros = |failures: u32| delay_after(failures).num_microseconds().unwrap_or(i64::MAX);
+    let most = micros(u32::MAX);
+    let mut sql = String::from("(case");
+    for failures in FREE_FAILURES + 1.. {
+        let delay = micros(failures);
+        if delay >= most {
+            break;
+        }
+        sql.push_str(&format!(" when failures = {failures} then {delay}"));
+    }
+    sql.push_str(&format!(" when failures > {FREE_FAILURES} then {most} else 0 end)"));
+    sql
+});
+
+/// Deletes, now and then, the counts whose last failure is older than [`FORGET_AFTER_HOURS`] (they count for
+/// nothing any more), so the table holds only the accounts tried in the last day.
+pub async fn forget_old_failures(store: DynStore) {
+    let mut every = tokio::time::interval(FORGET_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let before = crate::store::now() - Duration::hours(FORGET_AFTER_HOURS);
+        match store.forget_sign_in_failures(before).await {
+            Ok(0) => {}
+            Ok(deleted) => tracing::debug!(deleted, "old sign-in failures forgotten"),
+            Err(e) => tracing::warn!(error = %e, "deleting old sign-in failures failed"),
+        }
+    }
 }
 
 /// The key failures are counted under: the address as typed, trimmed and in lower case.
@@ -55,5 +98,16 @@ mod tests {
         assert_eq!(wait(5, last, last + Duration::seconds(2)), None);
         assert_eq!(wait(40, last, last + Duration::hours(FORGET_AFTER_HOURS) + Duration::seconds(1)), None);
         assert_eq!(account_key("  Ada@Example.ORG "), "ada@example.org");
+    }
+
+    #[tokio::test]
+    async fn the_database_computes_the_same_delays() {
+        use sqlx::{Connection, SqliteConnection};
+        let mut db = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        let sql = format!("select {} from (select ? as failures)", *DELAY_MICROS_SQL);
+        for failures in (0..40).chain([1_000, i32::MAX as u32]) {
+            let micros: i64 = sqlx::query_scalar(&sql).bind(i64::from(failures)).fetch_one(&mut db).await.unwrap();
+            assert_eq!(micros, delay_after(failures).num_microseconds().unwrap(), "{failures}");
+        }
     }
 }

@@ -166,21 +166,20 @@ pub async fn login(
 
 /// Checks a password of the account `email` (`hash` is `None` for an unknown one), throttled per account as well
 /// as per address, so that many addresses cannot share out the guessing: after a few failures, an attempt before
-/// its wait is over is refused with 429 unchecked. A failure is counted, a success forgets the count.
+/// its wait is over is refused with 429 unchecked. Every attempt is counted as a failure before the check (in the
+/// statement that lets it through, so guesses at once cannot all slip past the count); a success forgets it.
 async fn verify_throttled(state: &AppState, email: &str, password: String, hash: Option<String>) -> Result<bool> {
     let account = throttle::account_key(email);
-    if let Some((failures, last)) = state.store.sign_in_failures(&account).await? {
-        if let Some(wait) = throttle::wait(failures, last, crate::store::now()) {
-            let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1);
-            return Err(ApiError::TooManyRequests { retry_after_secs });
-        }
+    let now = crate::store::now();
+    if let Some((failures, last)) = state.store.count_sign_in_attempt(&account, now).await? {
+        // The count may have moved on since it refused: wait at least a second.
+        let wait = throttle::wait(failures, last, now).unwrap_or_default();
+        let retry_after_secs = u64::try_from((wait.num_milliseconds() + 999) / 1000).unwrap_or(1).max(1);
+        return Err(ApiError::TooManyRequests { retry_after_secs });
     }
     let matches = password::verify(password, hash).await.map_err(ApiError::Internal)?;
     if matches {
         state.store.clear_sign_in_failures(&account).await?;
-    } else {
-        let forget_before = crate::store::now() - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
-        state.store.record_sign_in_failure(&account, forget_before).await?;
     }
     Ok(matches)
 }

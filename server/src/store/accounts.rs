@@ -158,9 +158,15 @@ pub trait Accounts: Send + Sync {
 
     /// How many sign-ins to `account` failed, and when the last did; `None` when none is counted.
     async fn sign_in_failures(&self, account: &str) -> Result<Option<(u32, DateTime<Utc>)>>;
-    /// Counts a failed sign-in to `account` now, starting again from one when the last was before
-    /// `forget_before`.
-    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()>;
+    /// Counts an attempt to sign in to `account` at `now` as a failure if its wait is over, deciding and
+    /// counting in one statement, so that attempts at once (from any instance) cannot all pass one read of the
+    /// count: `None` when it was counted (its password may be checked; forget the failure if it was right), else
+    /// the count and the time of the last failure the attempt has to wait on. A count whose last failure was
+    /// before `now` less [`throttle::FORGET_AFTER_HOURS`](crate::auth::throttle::FORGET_AFTER_HOURS) starts
+    /// again from one.
+    async fn count_sign_in_attempt(&self, account: &str, now: DateTime<Utc>) -> Result<Option<(u32, DateTime<Utc>)>>;
     /// Forgets the failures of `account` (it was signed in to).
     async fn clear_sign_in_failures(&self, account: &str) -> Result<()>;
+    /// Deletes the counts whose last failure was before `before`; how many it deleted.
+    async fn forget_sign_in_failures(&self, before: DateTime<Utc>) -> Result<u64>;
 }

@@ -83,12 +83,23 @@ impl Postgres {
 
     /// Connects to the database named by a `postgres://` or `postgresql://` URL and runs the migrations.
     pub async fn connect(url: &str) -> Result<Self> {
-        let options = PgConnectOptions::from_str(url)?;
-        let pool = PgPoolOptions::new()
+        Self::connect_with(PgConnectOptions::from_str(url)?, Self::pool_options()).await
+    }
+
+    /// The pool every store opens. A connection is not pinged before it is handed out (sqlx's default): that
+    /// was a second round trip for every query, half the time of a rate-limit check. A connection that died
+    /// meanwhile (the server restarted) fails the one query that finds it, which goes back as an error and the
+    /// connection out of the pool; connections are replaced after ten idle minutes and half an hour anyway.
+    pub fn pool_options() -> PgPoolOptions {
+        PgPoolOptions::new()
             .max_connections(MAX_CONNECTIONS)
             .acquire_timeout(ACQUIRE_TIMEOUT)
-            .connect_with(options)
-            .await?;
+            .test_before_acquire(false)
+    }
+
+    /// Like [`Postgres::connect`] with other connection or pool options (the benchmarks compare them).
+    pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions) -> Result<Self> {
+        let pool = pool.connect_with(options).await?;
         // sqlx takes an advisory lock around migrations, so several instances may start at once.
         MIGRATOR.run(&pool).await?;
         let progress = progress::ProgressWriter::start(pool.clone());

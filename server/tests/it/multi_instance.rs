@@ -5,7 +5,9 @@
 use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
 use crate::common::{fresh_postgres_url, read_frames, read_some_frames, ScriptedModel, Step, TestServer, PASSWORD};
+use crate::protection::{guess_at_once, most_admitted_within};
 use app::api::{MessageStatus, ThreadList};
+use quire::auth::throttle::FREE_FAILURES;
 use quire::config::Config;
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
 use quire::store::{Admission, Rate};
@@ -151,6 +153,20 @@ async fn requests_alternated_between_two_instances_meet_one_general_limit() {
     assert_eq!(statuses[10..], [429; 10], "{statuses:?}");
     // The limit is the person's: the owner, on either instance, is not affected.
     assert_eq!(b.client.get(b.url("/api/threads")).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_guesses_at_one_account_on_two_instances_meet_one_throttle() {
+    let Some(url) = fresh_postgres_url("wrong_guesses_at_one_account").await else { return };
+    // Only the per-account throttle applies here, not the per-address limit.
+    let limit = |config: &mut Config| config.limits.auth = 1_000;
+    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    for email in ["owner@example.com", "nobody@example.com"] {
+        let (checked, refused, took) = guess_at_once(&[&a, &b], email, 24).await;
+        assert!(checked > FREE_FAILURES as usize, "{email}: the free failures are checked ({checked})");
+        assert!(checked <= most_admitted_within(took), "{email}: {checked} checked in {took:?}, {refused} refused");
+    }
 }
 
 #[tokio::test]

@@ -2,6 +2,7 @@
 
 use crate::common::{TestServer, PASSWORD};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
+use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
 
 async fn error_of(response: reqwest::Response) -> (u16, ErrorBody) {
@@ -179,6 +180,118 @@ async fn sign_in_attempts_are_limited_per_ip_address() {
     assert_eq!(register.status(), 429);
     // Signed-in use is not affected by the sign-in limit.
     assert_eq!(server.client.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
+}
+
+/// The most wrong guesses at one account the throttle lets through within `elapsed` of the first, however they
+/// are spread: the guess after `k` failures waits [`delay_after`]`(k)` after the one before it.
+pub(crate) fn most_admitted_within(elapsed: std::time::Duration) -> usize {
+    let elapsed = chrono::Duration::from_std(elapsed).expect("a short time");
+    let (mut admitted, mut earliest) = (1, chrono::Duration::zero());
+    loop {
+        earliest += delay_after(u32::try_from(admitted).expect("few"));
+        if earliest > elapsed {
+            return admitted;
+        }
+        admitted += 1;
+    }
+}
+
+/// Sends `guesses` wrong passwords for `email` all at once, spread over `servers` in turn, each from a client of
+/// its own: how many were checked (401), how many refused unchecked (429), and how long they took together.
+pub(crate) async fn guess_at_once(
+    servers: &[&TestServer],
+    email: &str,
+    guesses: usize,
+) -> (usize, usize, std::time::Duration) {
+    let start = std::time::Instant::now();
+    let sent = (0..guesses).map(|i| {
+        let server = servers[i % servers.len()];
+        server
+            .anonymous()
+            .post(server.url("/api/auth/login"))
+            .json(&json!({"email": email, "password": format!("wrong guess {i}")}))
+            .send()
+    });
+    let statuses: Vec<u16> =
+        futures::future::join_all(sent).await.into_iter().map(|r| r.unwrap().status().as_u16()).collect();
+    let took = start.elapsed();
+    assert!(statuses.iter().all(|s| [401, 429].contains(s)), "{statuses:?}");
+    let checked = statuses.iter().filter(|&&s| s == 401).count();
+    (checked, guesses - checked, took)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_guesses_at_once_get_no_more_checks_than_one_after_another() {
+    // Only the per-account throttle applies here, not the per-address limit.
+    let server = TestServer::start_with(|c| c.limits.auth = 1_000).await;
+    for email in ["owner@example.com", "nobody@example.com"] {
+        let (checked, refused, took) = guess_at_once(&[&server], email, 24).await;
+        assert!(checked > FREE_FAILURES as usize, "{email}: the free failures are checked ({checked})");
+        assert!(checked <= most_admitted_within(took), "{email}: {checked} checked in {took:?}, {refused} refused");
+    }
+}
+
+mod sign_in_counts {
+    use std::{sync::Arc, time::Duration};
+
+    use chrono::Duration as Span;
+    use quire::auth::throttle::{FORGET_AFTER_HOURS, FREE_FAILURES};
+    use quire::llm::builtin::Builtin;
+    use quire::store::now;
+
+    use crate::common::backends::{run_story, stories, Backend, Db};
+    use crate::common::TestServer;
+
+    stories!(attempts_at_once_are_counted_one_by_one, counts_a_day_old_are_deleted);
+
+    async fn attempts_at_once_are_counted_one_by_one(db: Db) {
+        let at = now();
+        let attempts = (0..40).map(|_| {
+            let store = db.store.clone();
+            tokio::spawn(async move { store.count_sign_in_attempt("ada@example.org", at).await.unwrap() })
+        });
+        let outcomes: Vec<_> = futures::future::join_all(attempts).await.into_iter().map(Result::unwrap).collect();
+        let counted = outcomes.iter().filter(|o| o.is_none()).count();
+        assert_eq!(counted, FREE_FAILURES as usize + 1, "the free ones, then one that starts the waits");
+        let counts = Some((FREE_FAILURES + 1, at));
+        assert!(outcomes.iter().all(|o| o.is_none() || *o == counts), "{outcomes:?}");
+        assert_eq!(db.store.sign_in_failures("ada@example.org").await.unwrap(), counts, "refusals count nothing");
+        // A second later the next one is counted, and the wait doubles.
+        let later = at + Span::seconds(1);
+        assert_eq!(db.store.count_sign_in_attempt("ada@example.org", later).await.unwrap(), None);
+        assert_eq!(db.store.count_sign_in_attempt("ada@example.org", later).await.unwrap(), Some((5, later)));
+        assert!(db.store.count_sign_in_attempt("ada@example.org", later + Span::seconds(1)).await.unwrap().is_some());
+        // A day after the last failure the count starts again.
+        let next_day = later + Span::hours(FORGET_AFTER_HOURS) + Span::seconds(1);
+        assert_eq!(db.store.count_sign_in_attempt("ada@example.org", next_day).await.unwrap(), None);
+        assert_eq!(db.store.sign_in_failures("ada@example.org").await.unwrap(), Some((1, next_day)));
+        // Other accounts are counted apart.
+        assert_eq!(db.store.count_sign_in_attempt("grace@example.org", later).await.unwrap(), None);
+        assert_eq!(db.store.sign_in_failures("grace@example.org").await.unwrap(), Some((1, later)));
+    }
+
+    async fn counts_a_day_old_are_deleted(db: Db) {
+        let at = now();
+        let day = Span::hours(FORGET_AFTER_HOURS);
+        for (account, ago) in [("old", day + Span::seconds(1)), ("older", day * 30), ("recent", day - Span::minutes(1))]
+        {
+            assert_eq!(db.store.count_sign_in_attempt(account, at - ago).await.unwrap(), None);
+        }
+        assert_eq!(db.store.forget_sign_in_failures(at - day).await.unwrap(), 2);
+        assert_eq!(db.store.sign_in_failures("old").await.unwrap(), None);
+        assert_eq!(db.store.sign_in_failures("older").await.unwrap(), None);
+        assert!(db.store.sign_in_failures("recent").await.unwrap().is_some());
+        assert_eq!(db.store.forget_sign_in_failures(at - day).await.unwrap(), 0);
+        // A running server deletes them by itself (the first time as it starts).
+        assert_eq!(db.store.count_sign_in_attempt("stale", at - day * 2).await.unwrap(), None);
+        let _server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while db.store.sign_in_failures("stale").await.unwrap().is_some() {
+            assert!(std::time::Instant::now() < deadline, "the stale count is still there");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(db.store.sign_in_failures("recent").await.unwrap().is_some(), "a recent count stays");
+    }
 }
 
 #[tokio::test]

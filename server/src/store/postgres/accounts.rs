@@ -1,11 +1,14 @@
 //! Accounts and sessions on PostgreSQL.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::{user_from_row, NewUser, Postgres};
+use crate::auth::throttle;
 use crate::store::accounts::{Accounts, Session, SessionRow, User};
 use crate::store::admin::{Admin, SignUpMode};
 use crate::store::columns::convert;
@@ -155,26 +158,39 @@ impl Accounts for Postgres {
     }
 
     #[instrument(skip_all)]
-    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
-        sqlx::query(
-            "insert into sign_in_failures (account, failures, last_failed_at) values ($1, 1, $2)
-             on conflict (account) do update set
-                 failures = case when sign_in_failures.last_failed_at < $3 then 1
-                                 else sign_in_failures.failures + 1 end,
-                 last_failed_at = $2",
-        )
-        .bind(account)
-        .bind(now())
-        .bind(forget_before)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+    async fn count_sign_in_attempt(&self, account: &str, now: DateTime<Utc>) -> Result<Option<(u32, DateTime<Utc>)>> {
+        static COUNT: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "insert into sign_in_failures as f (account, failures, last_failed_at) values ($1, 1, $2)
+                 on conflict (account) do update set
+                     failures = case when f.last_failed_at < $3 then 1 else f.failures + 1 end,
+                     last_failed_at = $2
+                 where f.last_failed_at < $3
+                    or f.last_failed_at + {} * interval '1 microsecond' <= $2
+                 returning failures",
+                throttle::DELAY_MICROS_SQL.replace("failures", "f.failures")
+            )
+        });
+        let forget_before = now - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
+        let counted: Option<i64> =
+            sqlx::query_scalar(&COUNT).bind(account).bind(now).bind(forget_before).fetch_optional(&self.pool).await?;
+        match counted {
+            Some(_) => Ok(None),
+            // Refused: what it waits on (nothing, should a success have forgotten the count meanwhile).
+            None => Ok(Some(self.sign_in_failures(account).await?.unwrap_or((0, now)))),
+        }
     }
 
     #[instrument(skip_all)]
     async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
         sqlx::query("delete from sign_in_failures where account = $1").bind(account).execute(&self.pool).await?;
         Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn forget_sign_in_failures(&self, before: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query("delete from sign_in_failures where last_failed_at < $1").bind(before);
+        Ok(done.execute(&self.pool).await?.rows_affected())
     }
 
     #[instrument(skip_all)]

@@ -1,11 +1,14 @@
 //! Accounts and sessions on SQLite.
 
+use std::sync::LazyLock;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::{user_from_row, NewUser, Sqlite};
+use crate::auth::throttle;
 use crate::store::accounts::{Accounts, Session, SessionRow, User};
 use crate::store::admin::{Admin, SignUpMode};
 use crate::store::columns::{convert, ids, Stored};
@@ -175,23 +178,45 @@ impl Accounts for Sqlite {
     }
 
     #[instrument(skip_all)]
-    async fn record_sign_in_failure(&self, account: &str, forget_before: DateTime<Utc>) -> Result<()> {
-        let count = sqlx::query(
-            "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
-             on conflict (account) do update set
-                 failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2",
-        );
-        self.execute(
-            count.bind(account.to_owned()).bind(now().timestamp_micros()).bind(forget_before.timestamp_micros()),
-        )
-        .await?;
-        Ok(())
+    async fn count_sign_in_attempt(&self, account: &str, now: DateTime<Utc>) -> Result<Option<(u32, DateTime<Utc>)>> {
+        static COUNT: LazyLock<String> = LazyLock::new(|| {
+            format!(
+                "insert into sign_in_failures (account, failures, last_failed_at) values (?1, 1, ?2)
+                 on conflict (account) do update set
+                     failures = case when last_failed_at < ?3 then 1 else failures + 1 end, last_failed_at = ?2
+                 where last_failed_at < ?3 or last_failed_at + {} <= ?2
+                 returning failures",
+                *throttle::DELAY_MICROS_SQL
+            )
+        });
+        let forget_before = (now - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS)).timestamp_micros();
+        let (account, at) = (account.to_owned(), now.timestamp_micros());
+        let key = account.clone();
+        let counted: Option<i64> = self
+            .write(move |tx| {
+                Box::pin(async move {
+                    let count = sqlx::query_scalar(&COUNT).bind(&key).bind(at).bind(forget_before);
+                    Ok(count.fetch_optional(&mut *tx).await?)
+                })
+            })
+            .await?;
+        match counted {
+            Some(_) => Ok(None),
+            // Refused: what it waits on (nothing, should a success have forgotten the count meanwhile).
+            None => Ok(Some(self.sign_in_failures(&account).await?.unwrap_or((0, now)))),
+        }
     }
 
     #[instrument(skip_all)]
     async fn clear_sign_in_failures(&self, account: &str) -> Result<()> {
         self.execute(sqlx::query("delete from sign_in_failures where account = ?").bind(account.to_owned())).await?;
         Ok(())
+    }
+
+    #[instrument(skip_all)]
+    async fn forget_sign_in_failures(&self, before: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query("delete from sign_in_failures where last_failed_at < ?").bind(before.timestamp_micros());
+        Ok(self.execute(done).await?.rows_affected())
     }
 
     #[instrument(skip_all)]
