@@ -98,9 +98,11 @@ pub struct BudgetRequest {
 pub struct CreateInviteRequest {
     /// How long it lasts, in hours: 1 to 720 (30 days).
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 720))]
+    #[serde(deserialize_with = "super::objects::whole")]
     pub expires_in_hours: u32,
     /// How many accounts may sign up with it: 1 to 1000.
     #[cfg_attr(feature = "ssr", schema(minimum = 1, maximum = 1000))]
+    #[serde(deserialize_with = "super::objects::whole")]
     pub max_uses: u32,
 }
 

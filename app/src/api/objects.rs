@@ -31,6 +31,17 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
     }
 }
 
+/// A count that JSON may write as `335` or `335.0` (JSON Schema's `integer` is any number without a fraction);
+/// a fraction, a negative number or one past `u32::MAX` is refused.
+pub fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let number = f64::deserialize(deserializer)?;
+    if number.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&number) {
+        Ok(number as u32)
+    } else {
+        Err(serde::de::Error::custom(format!("{number} is not a whole number from 0 to {}", u32::MAX)))
+    }
+}
+
 /// One struct, from an object.
 pub fn one<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<T, D::Error> {
     deserializer.deserialize_map(ObjectVisitor(PhantomData))

@@ -139,6 +139,7 @@ fn not_self(admin: &AdminUser, id: Uuid) -> Result<()> {
 pub struct AccountsQuery {
     /// How many accounts to skip (from `next_offset`).
     #[serde(default)]
+    #[param(minimum = 0, maximum = 4294967295.0)]
     offset: u32,
 }
 
