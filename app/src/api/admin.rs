@@ -88,6 +88,7 @@ pub struct DisableRequest {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct BudgetRequest {
+    #[serde(default, deserialize_with = "super::objects::optional_whole")]
     pub daily_tokens: Option<u64>,
 }
 

@@ -31,15 +31,51 @@ impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
     }
 }
 
-/// A count that JSON may write as `335` or `335.0` (JSON Schema's `integer` is any number without a fraction);
-/// a fraction, a negative number or one past `u32::MAX` is refused.
-pub fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
-    let number = f64::deserialize(deserializer)?;
-    if number.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&number) {
-        Ok(number as u32)
-    } else {
-        Err(serde::de::Error::custom(format!("{number} is not a whole number from 0 to {}", u32::MAX)))
+/// A count as JSON may write it: `335` or `335.0` (JSON Schema's `integer` is any number without a fraction).
+/// A fraction, a negative number, or a written-out float past 2^53 (where floats stop being exact) is refused.
+struct Whole(u64);
+
+impl<'de> Deserialize<'de> for Whole {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct WholeVisitor;
+
+        impl Visitor<'_> for WholeVisitor {
+            type Value = Whole;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a whole number, 0 or more")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Whole, E> {
+                Ok(Whole(n))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Whole, E> {
+                u64::try_from(n).map(Whole).map_err(|_| E::custom(format!("{n} is below 0")))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Whole, E> {
+                if n.fract() == 0.0 && (0.0..=9_007_199_254_740_992.0).contains(&n) {
+                    Ok(Whole(n as u64))
+                } else {
+                    Err(E::custom(format!("{n} is not a whole number from 0 to 2^53")))
+                }
+            }
+        }
+
+        deserializer.deserialize_any(WholeVisitor)
     }
+}
+
+/// A count up to `u32::MAX`, written with or without `.0` (see [`Whole`]).
+pub fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let Whole(n) = Whole::deserialize(deserializer)?;
+    u32::try_from(n).map_err(|_| serde::de::Error::custom(format!("{n} is past {}", u32::MAX)))
+}
+
+/// A count or `null`, written with or without `.0` (see [`Whole`]; a missing field needs `#[serde(default)]`).
+pub fn optional_whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    Ok(Option::<Whole>::deserialize(deserializer)?.map(|Whole(n)| n))
 }
 
 /// One struct, from an object.
@@ -106,6 +142,34 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    struct Counts {
+        #[serde(deserialize_with = "whole")]
+        hours: u32,
+        #[serde(default, deserialize_with = "optional_whole")]
+        budget: Option<u64>,
+    }
+
+    #[test]
+    fn counts_may_be_written_as_floats_without_a_fraction() {
+        let read = |json: &str| serde_json::from_str::<Counts>(json).map(|c| (c.hours, c.budget));
+        assert_eq!(
+            read(r#"{"hours": 335.0, "budget": 4503599627370495.0}"#).unwrap(),
+            (335, Some(4_503_599_627_370_495))
+        );
+        assert_eq!(read(r#"{"hours": 3, "budget": null}"#).unwrap(), (3, None));
+        assert_eq!(read(r#"{"hours": 3}"#).unwrap(), (3, None));
+        for bad in [
+            r#"{"hours": 3.5}"#,
+            r#"{"hours": -1}"#,
+            r#"{"hours": 4294967296}"#,
+            r#"{"hours": "3"}"#,
+            r#"{"hours": 1, "budget": 1e300}"#,
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+    }
     use serde::Deserialize;
 
     #[derive(Debug, Deserialize, PartialEq)]
