@@ -25,7 +25,8 @@ for (const theme of ['light', 'dark'] as const) {
 
     await signUp(page);
     await openHydrated(page);
-    await expect(page.locator('html')).toHaveAttribute('data-theme', theme);
+    // A new account follows the system's theme.
+    await expect.poll(() => page.evaluate(() => getComputedStyle(document.documentElement).colorScheme)).toBe(theme);
     await expectAccessible(page, 'empty chat');
 
     await send(page, 'We are opening a bakery. Customers order cakes online. Staff must see the orders of the day.');

@@ -29,7 +29,7 @@ test('settings keep the name, instructions and theme; a shared link is read sign
   await openHydrated(other, '/settings');
   await expect(other.locator('html')).toHaveAttribute('data-theme', 'dark');
   await expect(other.getByLabel('Display name')).toHaveValue('Ada Lovelace');
-  await expect(other.getByLabel('Instructions')).toHaveValue('Keep answers short.');
+  await expect(other.getByRole('textbox', { name: 'Instructions' })).toHaveValue('Keep answers short.');
   await device.close();
 
   // Share a conversation, read it signed out, revoke it.
