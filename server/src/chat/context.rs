@@ -51,12 +51,21 @@ pub struct BuiltContext {
     pub dropped: Vec<MessageHead>,
     /// The number of every message the context was built from, in order.
     seqs: Vec<i64>,
+    /// The messages it was built from: the shown path (what a document of another branch is not on).
+    pub path: HashSet<Uuid>,
 }
 
 impl BuiltContext {
     /// How many of the messages it was built from are numbered `seq` or lower.
     pub fn messages_through(&self, seq: i64) -> usize {
         self.seqs.partition_point(|s| *s <= seq)
+    }
+
+    /// Whether the message numbered `seq` is one it was built from (numbers are unique in a conversation, and
+    /// a message's earlier ones on its path are its ancestors: so whatever covers the path through that
+    /// message covers this path's beginning, and nothing of another branch).
+    pub fn has_message_numbered(&self, seq: i64) -> bool {
+        self.seqs.binary_search(&seq).is_ok()
     }
 
     /// Puts `summary` into the note that stands in for the dropped turns (nothing when none were dropped).
@@ -274,7 +283,8 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     record.tokens = used + note.as_deref().map(count_tokens).unwrap_or(0);
     record.note = note;
     let seqs = input.messages.iter().map(|m| m.seq).collect();
-    BuiltContext { messages, record, open_requests, dropped, seqs }
+    let path = input.messages.iter().map(|m| m.id).collect();
+    BuiltContext { messages, record, open_requests, dropped, seqs, path }
 }
 
 #[cfg(test)]

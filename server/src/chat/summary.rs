@@ -80,8 +80,13 @@ impl Summariser {
                 None
             }
         };
-        // A summary one of whose messages was deleted since may still tell of it: it is written anew.
-        let stored = stored.filter(|s| i64::try_from(built.messages_through(s.covers_through)) == Ok(s.covered_count));
+        // A summary one of whose messages was deleted since may still tell of it, and one written on another
+        // branch tells of messages this path does not have: either is written anew. (The newest message it
+        // covers on this path means it covers this path's beginning, whatever the counts.)
+        let stored = stored.filter(|s| {
+            built.has_message_numbered(s.covers_through)
+                && i64::try_from(built.messages_through(s.covers_through)) == Ok(s.covered_count)
+        });
         if let Some(summary) = stored.as_ref().filter(|s| s.covers_through >= newest) {
             built.carry_summary(&summary.content);
             return None;

@@ -1,6 +1,6 @@
 //! The tools the model may call, and how Quire carries them out.
 
-use std::sync::LazyLock;
+use std::{collections::HashSet, sync::LazyLock};
 
 use app::api::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
 use regex::Regex;
@@ -87,9 +87,18 @@ pub struct ToolContext<'a> {
     pub saved: &'a mut Vec<Artifact>,
     /// Whether personal data is replaced in the titles the model gives documents (`QUIRE_REDACT_PII`).
     pub redact_pii: bool,
+    /// The messages of the shown path the turn answers on (see [`ToolContext::on_path`]).
+    pub path: &'a HashSet<Uuid>,
 }
 
 impl ToolContext<'_> {
+    /// Whether `artifact` belongs to the path this turn is on: made by an answer on it, or by no answer (silent
+    /// generation, imports). A document made on another branch is that branch's: a save here never revises it,
+    /// or the other branch's answer would show this one's words and its request would count as open again.
+    fn on_path(&self, artifact: &Artifact) -> bool {
+        artifact.assistant_message_id.is_none_or(|m| self.path.contains(&m))
+    }
+
     /// The requests a document of this type answers besides the turn's own: those that asked for this type
     /// and are still open, so no later turn acts on them again.
     fn answered(&self, artifact_type: ArtifactType) -> Vec<Uuid> {
@@ -150,7 +159,9 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 };
             }
             match ctx.store.get_artifact(ctx.user, id).await {
-                Ok(a) if a.thread_id == ctx.thread => Some((a.id, a.artifact_type)),
+                Ok(a) if a.thread_id == ctx.thread && ctx.on_path(&a) => Some((a.id, a.artifact_type)),
+                // Another branch's document: this branch gets a document of its own.
+                Ok(a) if a.thread_id == ctx.thread => None,
                 Ok(_) | Err(StoreError::NotFound) => {
                     return ToolOutcome::error(format!("There is no document with ID {id} in this conversation."))
                 }
@@ -163,7 +174,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         None => match ctx.store.list_artifacts(ctx.user, ctx.thread).await {
             Ok(existing) => existing
                 .iter()
-                .find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
+                .find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title) && ctx.on_path(a))
                 .map(|a| (a.id, a.artifact_type)),
             Err(e) => {
                 tracing::error!(error = %e, "listing artifacts failed");

@@ -4,7 +4,7 @@
 //! so a crash keeps the partial answer (as `interrupted`) and, on a store shared by several instances, any of
 //! them can replay the events to a client that re-attaches, while the relay itself never waits for the store.
 
-use std::{sync::Arc, time::Duration};
+use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use app::api::{
     Artifact, CallPurpose, ChatEvent, ChatRequest, Message, MessageStatus, Role as ApiRole, TraceStep, Usage,
@@ -352,6 +352,8 @@ struct Turn<'a> {
     artifacts: Vec<Artifact>,
     /// The requests for documents the model sees (what a document made in this turn may answer).
     open_requests: Vec<OpenRequest>,
+    /// The messages of the shown path the turn answers on (which documents are this branch's).
+    path: HashSet<Uuid>,
     trace: Vec<TraceStep>,
     /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
@@ -377,6 +379,7 @@ impl<'a> Turn<'a> {
             usage: Usage::default(),
             artifacts: Vec::new(),
             open_requests: Vec::new(),
+            path: HashSet::new(),
             trace: Vec::new(),
             assistant_id: None,
             context: None,
@@ -423,16 +426,23 @@ impl<'a> Turn<'a> {
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
     async fn converse(&mut self) -> Ending {
-        let mut messages = match Box::pin(self.history()).await {
+        // The conversation, the person's settings and the tools on offer are read at once: none waits for another.
+        let store = self.engine.store.clone();
+        let (user, thread) = (self.plan.user, self.plan.thread);
+        let (history, settings, tools) = tokio::join!(
+            Box::pin(self.history()),
+            store.settings(user),
+            Box::pin(tools::Offered::for_thread(&store, user, thread))
+        );
+        let mut messages = match history {
             Ok(m) => m,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
         // The person's custom instructions go below Quire's rules, which keep their priority.
-        let system = match self.engine.store.settings(self.plan.user).await {
+        let system = match settings {
             Ok(settings) => prompt::system_prompt_with(&settings.custom_instructions),
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))),
         };
-        let tools = Box::pin(tools::Offered::for_thread(&self.engine.store, self.plan.user, self.plan.thread)).await;
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: system.clone(),
@@ -538,6 +548,7 @@ impl<'a> Turn<'a> {
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                     redact_pii: self.engine.limits.redact_pii,
+                    path: &self.path,
                 };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
@@ -553,6 +564,7 @@ impl<'a> Turn<'a> {
                     one_document: self.plan.silent,
                     saved: &mut self.artifacts,
                     redact_pii: self.engine.limits.redact_pii,
+                    path: &self.path,
                 };
                 let (outcome, passages) = tools::document_search(&ctx, input).await;
                 if let Some(record) = self.context.as_mut() {
@@ -591,6 +603,7 @@ impl<'a> Turn<'a> {
         };
         self.summary_refresh = summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
+        self.path = built.path;
         let mut record = built.record;
         record.provider = self.engine.provider.name().to_string();
         record.model = self.model();

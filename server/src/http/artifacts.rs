@@ -251,4 +251,21 @@ mod tests {
         );
         assert!(diff_lines("same\r\n", "same\r\n").iter().all(|l| l.op == DiffOp::Equal && l.text == "same"));
     }
+
+    /// Two long versions that differ on every other line: the line diff's worst kind of input (its cost grows
+    /// with the length times the number of changes). The deadline cuts the search short, and what comes out is
+    /// still a true diff: its kept and deleted lines give the old version, its kept and inserted ones the new.
+    #[test]
+    fn a_long_diff_ends_by_its_deadline_and_stays_true() {
+        let old: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        let new: String =
+            (0..20_000).map(|i| if i % 2 == 0 { format!("line {i}\n") } else { format!("changed {i}\n") }).collect();
+        let lines = diff_lines(&old, &new);
+        let side = |other: DiffOp| -> String {
+            lines.iter().filter(|l| l.op == DiffOp::Equal || l.op == other).map(|l| format!("{}\n", l.text)).collect()
+        };
+        assert_eq!(side(DiffOp::Delete), old);
+        assert_eq!(side(DiffOp::Insert), new);
+        assert!(lines.iter().any(|l| l.op == DiffOp::Equal));
+    }
 }

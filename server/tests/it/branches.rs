@@ -20,6 +20,7 @@ stories!(
     deleting_a_message_deletes_what_follows_it,
     de_duplication_follows_the_shown_path,
     an_export_carries_the_tree_and_an_import_restores_it,
+    a_conversation_of_thousands_of_edits_stays_usable,
 );
 
 properties!(the_shown_path_is_a_chain_from_a_first_message_to_the_active_one);
@@ -252,17 +253,25 @@ async fn de_duplication_follows_the_shown_path(db: Db) {
     assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 1);
     let second_answer = answer_of(&frames);
     let detail = server.detail(thread).await;
-    // The model named it as before, so it is a new version of the same document (the first stays a version of
-    // it), which says which answer made it.
-    assert_eq!(detail.artifacts.len(), 1);
-    assert_eq!(detail.artifacts[0].version, 2);
-    assert_eq!(detail.artifacts[0].assistant_message_id, Some(second_answer));
+    // The model named it as before, yet the first branch's document is that branch's: this branch gets one of
+    // its own, and each says which answer made it.
+    let made_by: HashSet<_> = detail.artifacts.iter().map(|a| (a.assistant_message_id, a.version)).collect();
+    assert_eq!(made_by, HashSet::from([(Some(first_answer), 1), (Some(second_answer), 1)]));
+    assert_eq!(detail.artifacts[0].title, detail.artifacts[1].title);
 
     // On either branch the request is fulfilled by that branch's document: a later turn makes nothing.
+    let last_seen =
+        || model.requests.lock().unwrap().last().unwrap().messages.iter().map(|m| m.text()).collect::<Vec<_>>();
     let frames = server.chat(thread, "Thanks").await;
     assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 0);
-    let seen = model.requests.lock().unwrap().last().unwrap().messages.iter().map(|m| m.text()).collect::<Vec<_>>();
-    assert!(!seen.join("|").contains("Generate user stories"), "{seen:?}");
+    assert!(!last_seen().join("|").contains("Generate user stories"), "{:?}", last_seen());
+    assert_eq!(switch(&server, thread, first_answer).await.status(), 200);
+    let frames = server.chat(thread, "Thanks again").await;
+    assert_eq!(frames.iter().filter(|f| f.event.name() == "artifact_created").count(), 0);
+    assert!(!last_seen().join("|").contains("Generate user stories"), "{:?}", last_seen());
+    let documents = server.detail(thread).await.artifacts;
+    assert_eq!(documents.len(), 2, "nothing was revised or made on the way back");
+    assert!(documents.iter().all(|a| a.version == 1), "{documents:?}");
 
     // A request left on an abandoned branch is not pending on the shown one: its document deleted, it is open
     // there, and edited away here.
@@ -568,4 +577,71 @@ fn the_shown_path_is_a_chain_from_a_first_message_to_the_active_one(backend: Bac
             }
         }
     });
+}
+
+/// As many messages as an import takes: a first question in 2,500 versions (one answer under each), and under the
+/// last version's answer a chain 5,000 messages deep. Showing, switching, the model's view and deleting all
+/// work, each in one pass over the tree (nothing walks it recursively or pairs every message with every other).
+async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
+    use quire::history::{export, import};
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Seed", &[]).await.unwrap();
+    say(s, u, t.id, Role::User, "Seed").await;
+    let mut shape = export::thread(s, u, t.id).await.unwrap();
+    let template = shape.messages[0].clone();
+    let message = |n: usize, role: Role, parent: Option<Uuid>| app::api::ExportedMessage {
+        id: Uuid::from_u128(n as u128 + 1),
+        seq: n as i64 + 1,
+        role,
+        content: format!("Message {n}"),
+        parent_id: parent,
+        ..template.clone()
+    };
+    let mut messages = Vec::with_capacity(app::api::MAX_IMPORT_MESSAGES);
+    while messages.len() < 5_000 {
+        let question = message(messages.len(), Role::User, None);
+        let answer = message(messages.len() + 1, Role::Assistant, Some(question.id));
+        messages.extend([question, answer]);
+    }
+    let mut parent = messages.last().map(|m| m.id);
+    while messages.len() < app::api::MAX_IMPORT_MESSAGES {
+        let role = if messages.len() % 2 == 0 { Role::User } else { Role::Assistant };
+        let next = message(messages.len(), role, parent);
+        parent = Some(next.id);
+        messages.push(next);
+    }
+    shape.messages = messages;
+    shape.thread.active_message_id = parent;
+    let plan = import::plan(&serde_json::to_vec(&shape).unwrap()).expect("plan");
+    let thread = s.import_threads(u, plan).await.unwrap()[0].id;
+    let ids: Vec<Uuid> = s.message_tree(u, thread).await.unwrap().heads.iter().map(|h| h.id).collect();
+    assert_eq!(ids.len(), app::api::MAX_IMPORT_MESSAGES);
+
+    // The shown path: the last version of the question, its answer and the deep chain; the question has 2,500
+    // versions to go through.
+    let (path, branches) = s.list_path(u, thread).await.unwrap();
+    assert_eq!(path.len(), 2 + (app::api::MAX_IMPORT_MESSAGES - 5_000));
+    assert_eq!(branches.len(), 1);
+    assert_eq!(branches[0].siblings.len(), 2_500);
+    assert_eq!(branches[0].message_id, path[0].id);
+
+    // The model sees the deep path, within its budget.
+    let built = quire::chat::context::load(s.as_ref(), u, thread, 2_000, None).await.unwrap();
+    assert!(!built.record.included.is_empty() && !built.record.truncated.is_empty());
+    assert!(built.record.included.iter().chain(&built.record.truncated).all(|id| built.path.contains(id)));
+
+    // Switching to the first version and back.
+    let first = branches[0].siblings[0];
+    let leaf = s.switch_branch(u, thread, first, 30_000).await.unwrap();
+    assert_eq!(s.get_message(u, leaf).await.unwrap().parent_id, Some(first));
+    let back = s.switch_branch(u, thread, path[0].id, 30_000).await.unwrap();
+    assert_eq!(Some(back), ids.last().copied(), "down to the newest message");
+
+    // Deleting the last version takes its answer and the whole chain with it; the other versions stay.
+    let gone = s.delete_message(u, thread, path[0].id).await.unwrap();
+    assert_eq!(gone as usize, app::api::MAX_IMPORT_MESSAGES - 4_998);
+    assert_eq!(s.get_thread(u, thread).await.unwrap().message_count as usize, 4_998);
+    let (path, _) = s.list_path(u, thread).await.unwrap();
+    assert_eq!(path.len(), 2, "the newest version left is shown");
 }

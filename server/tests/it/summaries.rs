@@ -28,6 +28,7 @@ stories!(
     a_long_conversation_gets_a_summary_that_refreshes_and_is_metered,
     a_summary_that_fails_leaves_the_plain_note,
     a_summary_of_deleted_messages_is_not_carried,
+    a_summary_written_on_one_branch_is_not_carried_on_another,
     the_builtin_assistant_summarises_what_dropped_out,
     the_context_record_names_the_passages_the_model_received,
 );
@@ -262,6 +263,55 @@ async fn a_summary_of_deleted_messages_is_not_carried(db: Db) {
     let asked = first_user_text(&upstream.last_turn_request());
     assert!(!asked.contains("SUMMARY") && !asked.contains(&long(1)) && !asked.contains(&long(5)), "{asked}");
     assert_eq!(asked, "ok");
+}
+
+async fn a_summary_written_on_one_branch_is_not_carried_on_another(db: Db) {
+    let upstream = Upstream::start().await;
+    let server = small_budget_server(&db, upstream.provider()).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, &long(1)).await;
+    server.chat(thread, &long(2)).await;
+    let detail = server.detail(thread).await;
+    let (second, branch_point) = (detail.messages[2].id, detail.messages[3].id);
+    // Branch B: the second message edited, and one turn more; its messages are numbered between branch A's.
+    let edit = json!({ "content": long(7), "edit_of": second });
+    let response = server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&edit).send().await;
+    assert_eq!(response.unwrap().status(), 200);
+    server.wait_idle(thread).await;
+    server.chat(thread, &long(8)).await;
+    let b_leaf = last_answer(&server, thread).await;
+
+    // Back on A, four turns more: its summary comes to cover A's first three turns, as many messages as B has
+    // up to the same number.
+    let branch = |to: Uuid| {
+        let body = json!({ "message_id": to });
+        server.client.post(server.url(&format!("/api/threads/{thread}/branch"))).json(&body).send()
+    };
+    assert_eq!(branch(branch_point).await.unwrap().status(), 200);
+    for i in 3..=6 {
+        server.chat(thread, &long(i)).await;
+    }
+    last_answer(&server, thread).await;
+    let written = upstream.summary_requests().len();
+    assert!(written >= 2, "{written}");
+    let covered = db.raw.int("select max(covered_count) from thread_summaries where thread_id = ?", thread).await;
+    assert_eq!(covered, 6, "A's summary covers as many messages as B has up to its newest");
+
+    // On B, the first turn drops out: the summary of A's turns is not carried, B's own is written. (Counting B's
+    // messages up to the newest one the summary covers would not tell the two apart.)
+    assert_eq!(branch(b_leaf).await.unwrap().status(), 200);
+    let through = db.raw.int("select max(covers_through) from thread_summaries where thread_id = ?", thread).await;
+    let on_b = server.detail(thread).await.messages;
+    assert_eq!(on_b.iter().filter(|m| m.seq <= through).count(), 6, "{through} {on_b:?}");
+    assert!(on_b.iter().all(|m| m.seq != through), "the newest message it covers is A's");
+    server.chat(thread, &long(9)).await;
+    let summaries = upstream.summary_requests();
+    assert_eq!(summaries.len(), written + 1, "B's dropped turn is summarised");
+    let asked = first_user_text(&summaries[written]);
+    assert!(asked.contains(&long(1)) && !asked.contains("<summary>"), "from B's own messages only: {asked}");
+    let seen = first_user_text(&upstream.last_turn_request());
+    assert!(seen.contains(&format!("SUMMARY {}:", written + 1)), "{seen}");
+    assert!(!seen.contains(&long(3)) && !seen.contains(&long(2)), "nothing of branch A: {seen}");
 }
 
 async fn the_builtin_assistant_summarises_what_dropped_out(db: Db) {
