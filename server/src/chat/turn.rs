@@ -537,35 +537,24 @@ impl<'a> Turn<'a> {
         self.live.push(ChatEvent::ToolExecuting { tool: name.to_string(), input: input.clone() });
         let started_at = store::now();
         let clock = Instant::now();
+        let mut ctx = ToolContext {
+            store: &self.engine.store,
+            user: self.plan.user,
+            thread: self.plan.thread,
+            request_message: self.plan.request_message,
+            open_requests: &self.open_requests,
+            one_document: self.plan.silent,
+            saved: &mut self.artifacts,
+            redact_pii: self.engine.limits.redact_pii,
+            path: &self.path,
+        };
         let (result, is_error, artifact) = match name {
             tools::SAVE_ARTIFACT => {
-                let mut ctx = ToolContext {
-                    store: &self.engine.store,
-                    user: self.plan.user,
-                    thread: self.plan.thread,
-                    request_message: self.plan.request_message,
-                    open_requests: &self.open_requests,
-                    one_document: self.plan.silent,
-                    saved: &mut self.artifacts,
-                    redact_pii: self.engine.limits.redact_pii,
-                    path: &self.path,
-                };
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
                 (outcome.result, outcome.is_error, created)
             }
             tools::DOCUMENT_SEARCH => {
-                let ctx = ToolContext {
-                    store: &self.engine.store,
-                    user: self.plan.user,
-                    thread: self.plan.thread,
-                    request_message: self.plan.request_message,
-                    open_requests: &self.open_requests,
-                    one_document: self.plan.silent,
-                    saved: &mut self.artifacts,
-                    redact_pii: self.engine.limits.redact_pii,
-                    path: &self.path,
-                };
                 let (outcome, passages) = tools::document_search(&ctx, input).await;
                 if let Some(record) = self.context.as_mut() {
                     record.passages.extend(passages);

@@ -234,16 +234,7 @@ fn brd(ctx: &DocContext, md: &mut String) {
     md.push_str("- Anything not listed under *In scope* until agreed with the stakeholders.\n\n");
 
     md.push_str("## 3. Stakeholders\n\n| Stakeholder | Interest |\n| --- | --- |\n");
-    let mut roles: Vec<&str> = Vec::new();
-    for req in &ctx.requirements {
-        if !roles.contains(&req.role.as_str()) {
-            roles.push(&req.role);
-        }
-    }
-    if roles.is_empty() {
-        roles.push("user");
-    }
-    for role in roles {
+    for role in roles(ctx) {
         let _ = writeln!(md, "| {} | Uses {} day to day |", table_cell(&capitalize_first(role)), table_cell(subject));
     }
     md.push_str("| Product owner | Prioritises and accepts the requirements |\n");
@@ -317,16 +308,7 @@ fn requirements_doc(ctx: &DocContext, md: &mut String) {
     let _ =
         writeln!(md, "{subject} is described from the perspective of its users, as captured in the conversation.\n");
     md.push_str("### 2.2 User classes\n\n");
-    let mut roles: Vec<&str> = Vec::new();
-    for req in &ctx.requirements {
-        if !roles.contains(&req.role.as_str()) {
-            roles.push(&req.role);
-        }
-    }
-    if roles.is_empty() {
-        roles.push("user");
-    }
-    for role in roles {
+    for role in roles(ctx) {
         let _ = writeln!(md, "- {}", capitalize_first(role));
     }
     md.push_str("\n### 2.3 Assumptions and dependencies\n\n");
@@ -441,6 +423,20 @@ fn meeting_summary(ctx: &DocContext, md: &mut String) {
     for req in &ctx.requirements {
         let _ = writeln!(md, "- {} _({})_", req.text, req.priority.label());
     }
+}
+
+/// The roles the requirements name, each once, in the order they first appear ("user" when none do).
+fn roles(ctx: &DocContext) -> Vec<&str> {
+    let mut roles: Vec<&str> = Vec::new();
+    for req in &ctx.requirements {
+        if !roles.contains(&req.role.as_str()) {
+            roles.push(&req.role);
+        }
+    }
+    if roles.is_empty() {
+        roles.push("user");
+    }
+    roles
 }
 
 #[cfg(test)]
