@@ -20,6 +20,9 @@ use super::{
     TurnTrace, Turns, User, MAX_SEQ,
 };
 
+/// The statements both backends run alike, bound the PostgreSQL way.
+type Shared = super::columns::Sql<sqlx::Postgres>;
+
 mod accounts;
 mod admin;
 mod attachments;

@@ -7,8 +7,8 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    budgets, end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress,
-    write_trace, IdempotencyClaim, Postgres, Traces, TurnRecord, Turns,
+    end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
+    IdempotencyClaim, Postgres, Shared, Traces, TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
@@ -88,7 +88,7 @@ impl Turns for Postgres {
             .bind(user.to_string())
             .execute(&mut *tx)
             .await?;
-        let spending = budgets::spending_in(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
+        let spending = Shared::spending(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
         if let Some(refusal) = spending.refusal(limits, now) {
             return Err(refusal);
         }

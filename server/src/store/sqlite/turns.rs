@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::writer::Urgency;
 use super::{
-    budgets, trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Sqlite, StoredEvent, Traces,
+    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent, Traces,
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
@@ -82,7 +82,7 @@ impl Turns for Sqlite {
             .write(Urgency::Start, move |conn| {
                 Box::pin(async move {
                     let spending =
-                        budgets::spending_in(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
+                        Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
                     if let Some(refusal) = spending.refusal(&limits, now()) {
                         return Err(refusal);
                     }
