@@ -89,6 +89,8 @@ pub(crate) trait Dialect: sqlx::Database {
     fn day(day: NaiveDate) -> Self::Day;
     /// How many rows a statement changed.
     fn rows_affected(done: &Self::QueryResult) -> u64;
+    /// SQL for the time `micros` microseconds after `time` (both SQL expressions).
+    fn plus_micros(time: &str, micros: &str) -> String;
 }
 
 impl Dialect for sqlx::Postgres {
@@ -109,6 +111,9 @@ impl Dialect for sqlx::Postgres {
     fn rows_affected(done: &sqlx::postgres::PgQueryResult) -> u64 {
         done.rows_affected()
     }
+    fn plus_micros(time: &str, micros: &str) -> String {
+        format!("{time} + {micros} * interval '1 microsecond'")
+    }
 }
 
 impl Dialect for sqlx::Sqlite {
@@ -128,6 +133,9 @@ impl Dialect for sqlx::Sqlite {
     }
     fn rows_affected(done: &sqlx::sqlite::SqliteQueryResult) -> u64 {
         done.rows_affected()
+    }
+    fn plus_micros(time: &str, micros: &str) -> String {
+        format!("{time} + {micros}")
     }
 }
 
