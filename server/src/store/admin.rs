@@ -253,6 +253,9 @@ pub(crate) fn reset_refusal(expires_at: DateTime<Utc>, used: bool, now: DateTime
 
 const LAST_ADMIN: &str = "Quire needs at least one administrator.";
 
+/// A reset link's account, expiry and time of use, as a backend keeps them.
+type ResetRow<I, T> = (I, T, Option<T>);
+
 impl<D: Dialect> Sql<D>
 where
     for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
@@ -495,7 +498,7 @@ where
         // The row lock makes a second use wait for the first and then see it used.
         let sql =
             format!("select user_id, expires_at, used_at from password_resets where token_hash = $1 {}", D::FOR_UPDATE);
-        let row: Option<(D::Id, D::Time, Option<D::Time>)> =
+        let row: Option<ResetRow<D::Id, D::Time>> =
             sqlx::query_as(&sql).bind(token_hash.clone()).fetch_optional(&mut *conn).await?;
         let Some((user, expires_at, used_at)) = row else { return Ok(Err(ResetRefusal::Invalid)) };
         let (user, at) = (user.read("user_id")?, now());

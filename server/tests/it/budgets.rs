@@ -56,7 +56,7 @@ async fn refused(response: reqwest::Response, code: &str) -> (String, Option<u64
 }
 
 async fn budget_of(server: &TestServer, client: &reqwest::Client) -> Option<TokenBudget> {
-    let stats: HistoryStats = get_json(&client, &server.url("/api/stats")).await;
+    let stats: HistoryStats = get_json(client, &server.url("/api/stats")).await;
     stats.budget
 }
 

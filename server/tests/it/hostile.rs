@@ -96,7 +96,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
 
     // Only the files that were read are stored.
     for (client, thread, kept) in [(&server.client, files, &kept[0]), (&other_client, other_files, &kept[1])] {
-        let list: AttachmentList = get_json(&client, &server.url(&format!("/api/threads/{thread}/attachments"))).await;
+        let list: AttachmentList = get_json(client, &server.url(&format!("/api/threads/{thread}/attachments"))).await;
         let mut stored: Vec<&str> = list.attachments.iter().map(|a| a.filename.as_str()).collect();
         stored.sort_unstable();
         let mut expected: Vec<&str> = kept.to_vec();

@@ -427,7 +427,7 @@ mod deletion {
     /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
     async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
         let thread: app::api::Thread =
-            post_json(&client, &server.url("/api/threads"), &serde_json::json!({"tags": ["work"]})).await;
+            post_json(client, &server.url("/api/threads"), &serde_json::json!({"tags": ["work"]})).await;
         let chat = |content: &'static str, key: Option<&'static str>| {
             let mut request = client
                 .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
@@ -719,7 +719,7 @@ mod session_list {
         server: &TestServer,
         client: &reqwest::Client,
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
-        let thread: app::api::Thread = post_json(&client, &server.url("/api/threads"), &serde_json::json!({})).await;
+        let thread: app::api::Thread = post_json(client, &server.url("/api/threads"), &serde_json::json!({})).await;
         let response = client
             .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
             .json(&serde_json::json!({"content": "Tell me everything"}))
