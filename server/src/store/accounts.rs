@@ -5,8 +5,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{Result, StoreError};
+use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::{now, Result, StoreError};
+use crate::auth::throttle;
 
 /// A registered person.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,6 +119,182 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Se
             device: row.device,
             ip_prefix: row.ip_prefix,
         })
+    }
+}
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    i64: Column<D>,
+    String: Column<D>,
+    Option<String>: Column<D>,
+    Option<D::Id>: Column<D>,
+    SessionRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// Stores a new session, removing the expired ones first.
+    pub(crate) async fn create_session(conn: &mut D::Connection, session: Session) -> Result<()> {
+        sqlx::query("delete from sessions where expires_at < $1").bind(D::time(now())).execute(&mut *conn).await?;
+        sqlx::query(
+            "insert into sessions (id, user_id, created_at, last_seen_at, expires_at, device, ip_prefix)
+             values ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(D::id(session.id))
+        .bind(D::id(session.user))
+        .bind(D::time(session.created_at))
+        .bind(D::time(session.last_seen_at))
+        .bind(D::time(session.expires_at))
+        .bind(session.device)
+        .bind(session.ip_prefix)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn session(conn: &mut D::Connection, id: Uuid) -> Result<Option<Session>> {
+        let row: Option<SessionRow<D::Id, D::Time>> = sqlx::query_as(
+            "select s.* from sessions s join users u on u.id = s.user_id where s.id = $1 and u.disabled_at is null",
+        )
+        .bind(D::id(id))
+        .fetch_optional(conn)
+        .await?;
+        row.map(Session::try_from).transpose()
+    }
+
+    pub(crate) async fn touch_session(conn: &mut D::Connection, id: Uuid) -> Result<()> {
+        let touch = sqlx::query("update sessions set last_seen_at = $1 where id = $2");
+        touch.bind(D::time(now())).bind(D::id(id)).execute(conn).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn open_sessions(conn: &mut D::Connection, user: Uuid) -> Result<Vec<Session>> {
+        let rows: Vec<SessionRow<D::Id, D::Time>> = sqlx::query_as(
+            "select * from sessions where user_id = $1 and ended_at is null and expires_at > $2
+             order by last_seen_at desc, created_at desc",
+        )
+        .bind(D::id(user))
+        .bind(D::time(now()))
+        .fetch_all(conn)
+        .await?;
+        convert(rows)
+    }
+
+    pub(crate) async fn end_session(conn: &mut D::Connection, user: Uuid, id: Uuid) -> Result<bool> {
+        let end = sqlx::query("update sessions set ended_at = $1 where id = $2 and user_id = $3 and ended_at is null");
+        let ended = end.bind(D::time(now())).bind(D::id(id)).bind(D::id(user)).execute(conn).await?;
+        Ok(D::rows_affected(&ended) > 0)
+    }
+
+    /// Ends every open session of `user` but `keep`; their ids.
+    pub(crate) async fn end_sessions_but(
+        conn: &mut D::Connection,
+        user: Uuid,
+        keep: Option<Uuid>,
+    ) -> Result<Vec<Uuid>> {
+        let ended: Vec<D::Id> = sqlx::query_scalar(
+            "update sessions set ended_at = $1 where user_id = $2 and id is distinct from $3 and ended_at is null
+             returning id",
+        )
+        .bind(D::time(now()))
+        .bind(D::id(user))
+        .bind(keep.map(D::id))
+        .fetch_all(conn)
+        .await?;
+        ids(ended, "id")
+    }
+
+    pub(crate) async fn sessions_ended_since(
+        conn: &mut D::Connection,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(Uuid, Uuid)>> {
+        let rows: Vec<(D::Id, D::Id)> = sqlx::query_as("select id, user_id from sessions where ended_at >= $1")
+            .bind(D::time(since))
+            .fetch_all(conn)
+            .await?;
+        rows.into_iter().map(|(id, user)| Ok((id.read("id")?, user.read("user_id")?))).collect()
+    }
+
+    /// See [`Accounts::set_password`]; the caller makes it one transaction.
+    pub(crate) async fn set_password(
+        conn: &mut D::Connection,
+        user: Uuid,
+        password_hash: String,
+        keep: Uuid,
+    ) -> Result<Vec<Uuid>> {
+        let changed = sqlx::query("update users set password_hash = $1 where id = $2")
+            .bind(password_hash)
+            .bind(D::id(user))
+            .execute(&mut *conn)
+            .await?;
+        if D::rows_affected(&changed) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Self::end_sessions_but(conn, user, Some(keep)).await
+    }
+
+    pub(crate) async fn sign_in_failures(
+        conn: &mut D::Connection,
+        account: String,
+    ) -> Result<Option<(u32, DateTime<Utc>)>> {
+        let row: Option<(i64, D::Time)> =
+            sqlx::query_as("select failures, last_failed_at from sign_in_failures where account = $1")
+                .bind(account)
+                .fetch_optional(conn)
+                .await?;
+        row.map(|(failures, last)| Ok((u32::try_from(failures).unwrap_or(u32::MAX), last.read("last_failed_at")?)))
+            .transpose()
+    }
+
+    /// Counts a sign-in attempt of `account` at `now` unless it comes before the wait the failures so far ask
+    /// for (see [`Accounts::count_sign_in_attempt`]); whether it was counted.
+    pub(crate) async fn count_sign_in_attempt(
+        conn: &mut D::Connection,
+        account: String,
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let count = format!(
+            "insert into sign_in_failures as f (account, failures, last_failed_at) values ($1, 1, $2)
+             on conflict (account) do update set
+                 failures = case when f.last_failed_at < $3 then 1 else f.failures + 1 end,
+                 last_failed_at = $2
+             where f.last_failed_at < $3 or {} <= $2
+             returning failures",
+            D::plus_micros("f.last_failed_at", &throttle::DELAY_MICROS_SQL.replace("failures", "f.failures"))
+        );
+        let forget_before = now - chrono::Duration::hours(throttle::FORGET_AFTER_HOURS);
+        let counted: Option<i64> = sqlx::query_scalar(&count)
+            .bind(account)
+            .bind(D::time(now))
+            .bind(D::time(forget_before))
+            .fetch_optional(conn)
+            .await?;
+        Ok(counted.is_some())
+    }
+
+    pub(crate) async fn clear_sign_in_failures(conn: &mut D::Connection, account: String) -> Result<()> {
+        sqlx::query("delete from sign_in_failures where account = $1").bind(account).execute(conn).await?;
+        Ok(())
+    }
+
+    pub(crate) async fn forget_sign_in_failures(conn: &mut D::Connection, before: DateTime<Utc>) -> Result<u64> {
+        let done = sqlx::query("delete from sign_in_failures where last_failed_at < $1").bind(D::time(before));
+        Ok(D::rows_affected(&done.execute(conn).await?))
+    }
+
+    /// See [`Accounts::delete_user`]; the caller makes it one transaction.
+    pub(crate) async fn delete_user(conn: &mut D::Connection, user: Uuid) -> Result<()> {
+        let email: Option<String> = sqlx::query_scalar("select email from users where id = $1")
+            .bind(D::id(user))
+            .fetch_optional(&mut *conn)
+            .await?;
+        let email = email.ok_or(StoreError::NotFound)?;
+        sqlx::query("delete from sign_in_failures where account = lower($1)").bind(email).execute(&mut *conn).await?;
+        sqlx::query("delete from idempotency_keys where user_id = $1").bind(D::id(user)).execute(&mut *conn).await?;
+        // The rest hangs off the account by foreign keys that cascade (and, on SQLite, triggers that keep the
+        // search index).
+        sqlx::query("delete from users where id = $1").bind(D::id(user)).execute(conn).await?;
+        Ok(())
     }
 }
 

@@ -1,13 +1,14 @@
 //! Operator control: who may sign up (the sign-up mode and invitations), who administers Quire, accounts that
 //! are disabled, one-time password reset links, and everyone's usage as an administrator sees it. Both backends
-//! implement it (`sqlite/admin.rs`, `postgres/admin.rs`).
+//! run the statements below (`sqlite/admin.rs`, `postgres/admin.rs` only say how writes are made one after the
+//! other).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{NewUser, Result, StoreError, User};
+use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::{now, NewUser, Result, StoreError, User};
 
 /// Who may create an account once the first one exists (the first is always allowed and administers Quire).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -247,6 +248,274 @@ pub(crate) fn reset_refusal(expires_at: DateTime<Utc>, used: bool, now: DateTime
         Some(ResetRefusal::Expired)
     } else {
         None
+    }
+}
+
+const LAST_ADMIN: &str = "Quire needs at least one administrator.";
+
+/// A reset link's account, expiry and time of use, as a backend keeps them.
+type ResetRow<I, T> = (I, T, Option<T>);
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    bool: Column<D>,
+    i64: Column<D>,
+    String: Column<D>,
+    InviteRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
+    AccountUsageRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// Whether an enabled administrator other than `user` exists.
+    async fn another_admin(conn: &mut D::Connection, user: Uuid) -> Result<bool> {
+        let sql = "select exists (select 1 from users where is_admin and disabled_at is null and id <> $1)";
+        Ok(sqlx::query_scalar(sql).bind(D::id(user)).fetch_one(conn).await?)
+    }
+
+    /// Whether `user` exists and is an enabled administrator (its row locked where rows can be).
+    async fn is_enabled_admin(conn: &mut D::Connection, user: Uuid) -> Result<Option<bool>> {
+        let sql = format!("select is_admin, disabled_at from users where id = $1 {}", D::FOR_UPDATE);
+        let row: Option<(bool, Option<D::Time>)> = sqlx::query_as(&sql).bind(D::id(user)).fetch_optional(conn).await?;
+        Ok(row.map(|(admin, disabled)| admin && disabled.is_none()))
+    }
+
+    /// See [`Admin::sign_up`]; the caller makes sign-ups one after the other.
+    pub(crate) async fn sign_up(
+        conn: &mut D::Connection,
+        user: NewUser,
+        mode: SignUpMode,
+        invite: Option<String>,
+    ) -> Result<std::result::Result<User, SignUpRefusal>> {
+        let first: bool = sqlx::query_scalar("select not exists (select 1 from users)").fetch_one(&mut *conn).await?;
+        if !first {
+            match (mode, invite) {
+                (SignUpMode::Open, _) => {}
+                (SignUpMode::Closed, _) => return Ok(Err(SignUpRefusal::Closed)),
+                (SignUpMode::Invite, None) => return Ok(Err(SignUpRefusal::InviteRequired)),
+                (SignUpMode::Invite, Some(hash)) => {
+                    // The row lock keeps the check and the count of one use together.
+                    let sql = format!("select * from invites where token_hash = $1 {}", D::FOR_UPDATE);
+                    let row: Option<InviteRow<D::Id, D::Time>> =
+                        sqlx::query_as(&sql).bind(hash).fetch_optional(&mut *conn).await?;
+                    let Some(invite) = row.map(Invite::try_from).transpose()? else {
+                        return Ok(Err(SignUpRefusal::InviteInvalid));
+                    };
+                    if let Some(refusal) = invite.refusal(now()) {
+                        return Ok(Err(refusal));
+                    }
+                    sqlx::query("update invites set uses = uses + 1 where id = $1")
+                        .bind(D::id(invite.id))
+                        .execute(&mut *conn)
+                        .await?;
+                }
+            }
+        }
+        let (id, created) = (Uuid::now_v7(), now());
+        let insert = sqlx::query(
+            "insert into users (id, email, password_hash, display_name, created_at, is_admin)
+             values ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(D::id(id))
+        .bind(user.email.clone())
+        .bind(user.password_hash.clone())
+        .bind(user.display_name.clone())
+        .bind(D::time(created))
+        .bind(first)
+        .execute(conn)
+        .await;
+        match insert {
+            Ok(_) => Ok(Ok(User { is_admin: first, ..user.registered(id, created) })),
+            Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+                Err(StoreError::Conflict("email already registered".into()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub(crate) async fn setting(conn: &mut D::Connection, key: String) -> Result<Option<String>> {
+        Ok(sqlx::query_scalar("select value from settings where key = $1").bind(key).fetch_optional(conn).await?)
+    }
+
+    pub(crate) async fn set_setting(conn: &mut D::Connection, key: String, value: String) -> Result<()> {
+        sqlx::query("insert into settings (key, value) values ($1, $2) on conflict (key) do update set value = $2")
+            .bind(key)
+            .bind(value)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn accounts(conn: &mut D::Connection, offset: u32, limit: u32) -> Result<Vec<AccountUsage>> {
+        let rows: Vec<AccountUsageRow<D::Id, D::Time>> = sqlx::query_as(
+            "select u.id, u.email, u.display_name, u.created_at, u.is_admin, u.disabled_at, u.daily_token_budget,
+               (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint) from usage_ledger l
+                 where l.user_id = u.id and l.day = $1) as tokens_today,
+               (select count(*) from messages m where m.user_id = u.id) as messages,
+               (select max(last_seen_at) from sessions s where s.user_id = u.id) as last_seen_at
+             from users u order by u.created_at, u.id limit $2 offset $3",
+        )
+        .bind(D::day(Utc::now().date_naive()))
+        .bind(i64::from(limit.min(MAX_ACCOUNTS_PAGE)))
+        .bind(i64::from(offset))
+        .fetch_all(conn)
+        .await?;
+        convert(rows)
+    }
+
+    /// See [`Admin::set_admin`]; the caller makes changes of who administers one after the other.
+    pub(crate) async fn set_admin(conn: &mut D::Connection, user: Uuid, admin: bool) -> Result<()> {
+        let Some(enabled_admin) = Self::is_enabled_admin(&mut *conn, user).await? else {
+            return Err(StoreError::NotFound);
+        };
+        if !admin && enabled_admin && !Self::another_admin(&mut *conn, user).await? {
+            return Err(StoreError::Conflict(LAST_ADMIN.into()));
+        }
+        sqlx::query("update users set is_admin = $1 where id = $2").bind(admin).bind(D::id(user)).execute(conn).await?;
+        Ok(())
+    }
+
+    /// See [`Admin::set_disabled`]; the caller makes changes of who administers one after the other.
+    pub(crate) async fn set_disabled(conn: &mut D::Connection, user: Uuid, disabled: bool) -> Result<Vec<Uuid>> {
+        let Some(enabled_admin) = Self::is_enabled_admin(&mut *conn, user).await? else {
+            return Err(StoreError::NotFound);
+        };
+        if !disabled {
+            sqlx::query("update users set disabled_at = null where id = $1").bind(D::id(user)).execute(conn).await?;
+            return Ok(Vec::new());
+        }
+        if enabled_admin && !Self::another_admin(&mut *conn, user).await? {
+            return Err(StoreError::Conflict(LAST_ADMIN.into()));
+        }
+        let at = now();
+        sqlx::query("update users set disabled_at = coalesce(disabled_at, $1) where id = $2")
+            .bind(D::time(at))
+            .bind(D::id(user))
+            .execute(&mut *conn)
+            .await?;
+        Self::end_sessions(conn, user, at).await
+    }
+
+    /// Ends every open session of `user` at `at`; their ids.
+    async fn end_sessions(conn: &mut D::Connection, user: Uuid, at: DateTime<Utc>) -> Result<Vec<Uuid>> {
+        let ended: Vec<D::Id> = sqlx::query_scalar(
+            "update sessions set ended_at = $1 where user_id = $2 and ended_at is null returning id",
+        )
+        .bind(D::time(at))
+        .bind(D::id(user))
+        .fetch_all(conn)
+        .await?;
+        ids(ended, "id")
+    }
+
+    pub(crate) async fn create_invite(
+        conn: &mut D::Connection,
+        token_hash: String,
+        created_by: Uuid,
+        expires_at: DateTime<Utc>,
+        max_uses: u32,
+    ) -> Result<Invite> {
+        let invite = Invite {
+            id: Uuid::now_v7(),
+            created_at: now(),
+            expires_at,
+            max_uses: i64::from(max_uses),
+            uses: 0,
+            revoked_at: None,
+        };
+        sqlx::query(
+            "insert into invites (id, token_hash, created_by, created_at, expires_at, max_uses)
+             values ($1, $2, $3, $4, $5, $6)",
+        )
+        .bind(D::id(invite.id))
+        .bind(token_hash)
+        .bind(D::id(created_by))
+        .bind(D::time(invite.created_at))
+        .bind(D::time(expires_at))
+        .bind(invite.max_uses)
+        .execute(conn)
+        .await?;
+        Ok(invite)
+    }
+
+    pub(crate) async fn invites(conn: &mut D::Connection) -> Result<Vec<Invite>> {
+        let rows: Vec<InviteRow<D::Id, D::Time>> =
+            sqlx::query_as("select * from invites order by created_at desc, id desc limit $1")
+                .bind(i64::from(MAX_INVITES_LISTED))
+                .fetch_all(conn)
+                .await?;
+        convert(rows)
+    }
+
+    pub(crate) async fn revoke_invite(conn: &mut D::Connection, id: Uuid) -> Result<()> {
+        let revoked = sqlx::query("update invites set revoked_at = $1 where id = $2 and revoked_at is null")
+            .bind(D::time(now()))
+            .bind(D::id(id))
+            .execute(conn)
+            .await?;
+        if D::rows_affected(&revoked) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn create_password_reset(
+        conn: &mut D::Connection,
+        user: Uuid,
+        token_hash: String,
+        expires_at: DateTime<Utc>,
+    ) -> Result<()> {
+        let created = sqlx::query(
+            "insert into password_resets (token_hash, user_id, created_at, expires_at)
+             select $1, id, $2, $3 from users where id = $4",
+        )
+        .bind(token_hash)
+        .bind(D::time(now()))
+        .bind(D::time(expires_at))
+        .bind(D::id(user))
+        .execute(conn)
+        .await?;
+        if D::rows_affected(&created) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    pub(crate) async fn password_reset_account(conn: &mut D::Connection, token_hash: String) -> Result<Option<Uuid>> {
+        let user: Option<D::Id> = sqlx::query_scalar("select user_id from password_resets where token_hash = $1")
+            .bind(token_hash)
+            .fetch_optional(conn)
+            .await?;
+        user.read("user_id")
+    }
+
+    /// See [`Admin::reset_password`].
+    pub(crate) async fn reset_password(
+        conn: &mut D::Connection,
+        token_hash: String,
+        password_hash: String,
+    ) -> Result<std::result::Result<(Uuid, Vec<Uuid>), ResetRefusal>> {
+        // The row lock makes a second use wait for the first and then see it used.
+        let sql =
+            format!("select user_id, expires_at, used_at from password_resets where token_hash = $1 {}", D::FOR_UPDATE);
+        let row: Option<ResetRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(token_hash.clone()).fetch_optional(&mut *conn).await?;
+        let Some((user, expires_at, used_at)) = row else { return Ok(Err(ResetRefusal::Invalid)) };
+        let (user, at) = (user.read("user_id")?, now());
+        if let Some(refusal) = reset_refusal(expires_at.read("expires_at")?, used_at.is_some(), at) {
+            return Ok(Err(refusal));
+        }
+        sqlx::query("update password_resets set used_at = $1 where token_hash = $2")
+            .bind(D::time(at))
+            .bind(token_hash)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("update users set password_hash = $1 where id = $2")
+            .bind(password_hash)
+            .bind(D::id(user))
+            .execute(&mut *conn)
+            .await?;
+        Ok(Ok((user, Self::end_sessions(conn, user, at).await?)))
     }
 }
 

@@ -6,8 +6,74 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
+use super::columns::{Column, Dialect, Sql, Stored};
+use super::threads::found;
 use super::{Result, StoreError};
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    i32: Column<D>,
+    i64: Column<D>,
+    String: Column<D>,
+    AttachmentRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// Saves a file's row under `id` once the conversation is found to be the person's and the file fits
+    /// `limits`; its chunks are the caller's. The rows read are locked where rows can be, so uploads at once
+    /// are counted one after the other.
+    pub(crate) async fn insert_attachment(
+        conn: &mut D::Connection,
+        id: Uuid,
+        user: Uuid,
+        attachment: &NewAttachment,
+        limits: AttachmentLimits,
+        created: DateTime<Utc>,
+    ) -> Result<()> {
+        let owned = format!("select 1 from threads where id = $1 and user_id = $2 {}", D::FOR_UPDATE);
+        let owned: Option<i32> = sqlx::query_scalar(&owned)
+            .bind(D::id(attachment.thread_id))
+            .bind(D::id(user))
+            .fetch_optional(&mut *conn)
+            .await?;
+        found(owned.is_some())?;
+        // The account's row lock makes the allowance check and the insert one step for uploads to several of
+        // its conversations at once.
+        let lock = format!("select 1 from users where id = $1 {}", D::FOR_UPDATE);
+        sqlx::query(&lock).bind(D::id(user)).execute(&mut *conn).await?;
+        let (count, used): (i64, i64) = sqlx::query_as(
+            "select (select count(*) from attachments where thread_id = $1),
+                    (select cast(coalesce(sum(size), 0) as bigint) from attachments where user_id = $2)",
+        )
+        .bind(D::id(attachment.thread_id))
+        .bind(D::id(user))
+        .fetch_one(&mut *conn)
+        .await?;
+        check_attachment_limits(limits, count, used, attachment.size)?;
+        sqlx::query(INSERT_ATTACHMENT)
+            .bind(D::id(id))
+            .bind(D::id(attachment.thread_id))
+            .bind(D::id(user))
+            .bind(attachment.filename.clone())
+            .bind(attachment.content_type.clone())
+            .bind(attachment.size)
+            .bind(D::time(created))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The rows of the person's attachments of `thread`, oldest first.
+    pub(crate) async fn attachments(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Vec<AttachmentRow<D::Id, D::Time>>> {
+        let sql = format!("{ATTACHMENTS} where a.thread_id = $1 and a.user_id = $2 order by a.created_at, a.id");
+        Ok(sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
+    }
+}
 
 /// Files attached to a conversation and their indexed chunks.
 #[async_trait]

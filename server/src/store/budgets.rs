@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::{Result, StoreError};
+use super::columns::{Dialect, Sql};
+use super::{now, Result, StoreError};
 
 /// What a person may spend and run, as configured; 0 turns a limit off.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -30,6 +31,59 @@ pub struct Spending {
     pub own_budget: Option<i64>,
     /// The person's turns running now (heard from recently).
     pub running: i64,
+}
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    bool: for<'q> sqlx::Encode<'q, D> + sqlx::Type<D>,
+    Option<i64>: for<'q> sqlx::Encode<'q, D> + sqlx::Type<D>,
+    Spending: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// The person's spending today (UTC) and running turns; everyone's spending only when `everyone` is set
+    /// (it reads every person's ledger rows of the day).
+    pub(crate) async fn spending(
+        conn: &mut D::Connection,
+        user: Uuid,
+        stale_after_ms: i64,
+        everyone: bool,
+    ) -> Result<Spending> {
+        Ok(sqlx::query_as(
+            "select
+               (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint) from usage_ledger
+                 where user_id = $1 and day = $2) as user_used,
+               case when $3 then (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint)
+                 from usage_ledger where day = $2) else cast(0 as bigint) end as everyone_used,
+               (select daily_token_budget from users where id = $1) as own_budget,
+               (select count(*) from turns where user_id = $1 and status = 'running' and heartbeat_at >= $4)
+                 as running",
+        )
+        .bind(D::id(user))
+        .bind(D::day(Utc::now().date_naive()))
+        .bind(everyone)
+        .bind(D::time(now() - chrono::Duration::milliseconds(stale_after_ms)))
+        .fetch_one(conn)
+        .await?)
+    }
+
+    /// Sets or clears a person's own daily budget; `NotFound` for an unknown person.
+    pub(crate) async fn set_daily_token_budget(
+        conn: &mut D::Connection,
+        user: Uuid,
+        budget: Option<u64>,
+    ) -> Result<()> {
+        let budget = budget.map(|b| i64::try_from(b).unwrap_or(i64::MAX));
+        let updated = sqlx::query("update users set daily_token_budget = $1 where id = $2")
+            .bind(budget)
+            .bind(D::id(user))
+            .execute(conn)
+            .await?;
+        if D::rows_affected(&updated) == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
 }
 
 impl Spending {

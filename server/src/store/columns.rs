@@ -59,3 +59,86 @@ pub(crate) fn convert<R, T: TryFrom<R, Error = StoreError>>(rows: Vec<R>) -> Res
 pub(crate) fn ids<I: Stored<Uuid>>(stored: Vec<I>, column: &str) -> Result<Vec<Uuid>> {
     stored.into_iter().map(|id| id.read(column)).collect()
 }
+
+/// A value a backend `D` writes and reads as it is.
+pub(crate) trait Column<D: sqlx::Database>:
+    for<'q> sqlx::Encode<'q, D> + for<'r> sqlx::Decode<'r, D> + sqlx::Type<D> + Send + Sync + Unpin + 'static
+{
+}
+
+impl<D: sqlx::Database, T> Column<D> for T where
+    T: for<'q> sqlx::Encode<'q, D> + for<'r> sqlx::Decode<'r, D> + sqlx::Type<D> + Send + Sync + Unpin + 'static
+{
+}
+
+/// One backend's way of keeping ids, times and days, for the statements both backends run alike (written once,
+/// with `$n` placeholders, which both accept, as methods of [`Sql`]).
+pub(crate) trait Dialect: sqlx::Database {
+    /// An id as this backend stores it.
+    type Id: Column<Self> + Stored<Uuid>;
+    /// A time as this backend stores it.
+    type Time: Column<Self> + Stored<DateTime<Utc>>;
+    /// A UTC day as this backend stores it.
+    type Day: Column<Self> + Stored<NaiveDate>;
+    /// The lock a `select` takes on the rows it reads until the transaction ends (none where one writer makes
+    /// every write one after the other).
+    const FOR_UPDATE: &'static str;
+
+    fn id(id: Uuid) -> Self::Id;
+    fn time(at: DateTime<Utc>) -> Self::Time;
+    fn day(day: NaiveDate) -> Self::Day;
+    /// How many rows a statement changed.
+    fn rows_affected(done: &Self::QueryResult) -> u64;
+    /// SQL for the time `micros` microseconds after `time` (both SQL expressions).
+    fn plus_micros(time: &str, micros: &str) -> String;
+}
+
+impl Dialect for sqlx::Postgres {
+    type Id = Uuid;
+    type Time = DateTime<Utc>;
+    type Day = NaiveDate;
+    const FOR_UPDATE: &'static str = "for update";
+
+    fn id(id: Uuid) -> Uuid {
+        id
+    }
+    fn time(at: DateTime<Utc>) -> DateTime<Utc> {
+        at
+    }
+    fn day(day: NaiveDate) -> NaiveDate {
+        day
+    }
+    fn rows_affected(done: &sqlx::postgres::PgQueryResult) -> u64 {
+        done.rows_affected()
+    }
+    fn plus_micros(time: &str, micros: &str) -> String {
+        format!("{time} + {micros} * interval '1 microsecond'")
+    }
+}
+
+impl Dialect for sqlx::Sqlite {
+    type Id = String;
+    type Time = i64;
+    type Day = String;
+    const FOR_UPDATE: &'static str = "";
+
+    fn id(id: Uuid) -> String {
+        id.to_string()
+    }
+    fn time(at: DateTime<Utc>) -> i64 {
+        at.timestamp_micros()
+    }
+    fn day(day: NaiveDate) -> String {
+        day.format("%Y-%m-%d").to_string()
+    }
+    fn rows_affected(done: &sqlx::sqlite::SqliteQueryResult) -> u64 {
+        done.rows_affected()
+    }
+    fn plus_micros(time: &str, micros: &str) -> String {
+        format!("{time} + {micros}")
+    }
+}
+
+/// The statements both backends run alike, over a connection of the backend `D`; each concept adds its own
+/// (`impl<D: Dialect> Sql<D>` in its file).
+pub(crate) struct Sql<D>(std::marker::PhantomData<D>);

@@ -20,6 +20,9 @@ use super::{
     TurnTrace, Turns, User, MAX_SEQ,
 };
 
+/// The statements both backends run alike, bound the PostgreSQL way.
+type Shared = super::columns::Sql<sqlx::Postgres>;
+
 mod accounts;
 mod admin;
 mod attachments;
@@ -71,8 +74,7 @@ impl Postgres {
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
-        let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
-        Ok(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&self.pool).await?)
+        Shared::owns(&mut *self.pool.acquire().await?, table, user, id).await
     }
 
     /// Runs a delete scoped to its owner, binding `ids` in order; `NotFound` when it removed nothing.
@@ -226,11 +228,6 @@ async fn write_tags(tx: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, tags:
 }
 
 /// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
-async fn must_own(tx: &mut sqlx::PgConnection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
-    let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
-    found(sqlx::query_scalar(&sql).bind(id).bind(user).fetch_one(&mut *tx).await?)
-}
-
 #[async_trait]
 impl Store for Postgres {
     fn backend(&self) -> &'static str {

@@ -5,6 +5,7 @@ use app::api::{Settings, Theme, UpdateSettings};
 use async_trait::async_trait;
 use uuid::Uuid;
 
+use super::columns::{Column, Dialect, Sql};
 use super::{Result, StoreError};
 
 /// The settings columns of an account as both backends read them.
@@ -21,6 +22,43 @@ impl TryFrom<SettingsRow> for Settings {
     fn try_from(row: SettingsRow) -> Result<Self> {
         let theme = Theme::parse(&row.theme).ok_or_else(|| StoreError::Corrupt(format!("theme {}", row.theme)))?;
         Ok(Settings { display_name: row.display_name, custom_instructions: row.custom_instructions, theme })
+    }
+}
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    String: Column<D>,
+    Option<String>: Column<D>,
+    SettingsRow: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    pub(crate) async fn settings(conn: &mut D::Connection, user: Uuid) -> Result<Settings> {
+        let row: Option<SettingsRow> =
+            sqlx::query_as("select display_name, custom_instructions, theme from users where id = $1")
+                .bind(D::id(user))
+                .fetch_optional(conn)
+                .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    pub(crate) async fn update_settings(
+        conn: &mut D::Connection,
+        user: Uuid,
+        change: UpdateSettings,
+    ) -> Result<Settings> {
+        let row: Option<SettingsRow> = sqlx::query_as(
+            "update users set display_name = coalesce($1, display_name),
+               custom_instructions = coalesce($2, custom_instructions), theme = coalesce($3, theme)
+             where id = $4 returning display_name, custom_instructions, theme",
+        )
+        .bind(change.display_name)
+        .bind(change.custom_instructions)
+        .bind(change.theme.map(|t| t.as_str().to_owned()))
+        .bind(D::id(user))
+        .fetch_optional(conn)
+        .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
     }
 }
 

@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{Result, StoreError};
+use super::columns::{convert, Column, Dialect, Sql, Stored};
+use super::threads::found;
+use super::{now, Result, StoreError};
 
 /// A snapshot to keep under a new link.
 #[derive(Debug, Clone)]
@@ -53,6 +54,90 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<ShareRow<I, T>> for Shar
 /// The refusal of a link beyond the person's allowance.
 pub(crate) fn too_many_shares(max: u32) -> StoreError {
     StoreError::Conflict(format!("You have {max} share links already; revoke one before sharing again."))
+}
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    bool: Column<D>,
+    i32: Column<D>,
+    i64: Column<D>,
+    String: Column<D>,
+    Option<D::Id>: Column<D>,
+    ShareRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// See [`Shares::create_share`]; the caller makes it one write.
+    pub(crate) async fn create_share(
+        conn: &mut D::Connection,
+        user: Uuid,
+        share: NewShare,
+        max: u32,
+    ) -> Result<ShareLink> {
+        let (id, created) = (Uuid::now_v7(), now());
+        // Held until the commit where rows can be locked: the next link of the person counts this one.
+        let sql = format!("select 1 from users where id = $1 {}", D::FOR_UPDATE);
+        let person: Option<i32> = sqlx::query_scalar(&sql).bind(D::id(user)).fetch_optional(&mut *conn).await?;
+        person.ok_or(StoreError::NotFound)?;
+        let owned: bool = sqlx::query_scalar("select exists (select 1 from threads where id = $1 and user_id = $2)")
+            .bind(D::id(share.thread))
+            .bind(D::id(user))
+            .fetch_one(&mut *conn)
+            .await?;
+        found(owned)?;
+        let count: i64 = sqlx::query_scalar("select count(*) from shares where user_id = $1")
+            .bind(D::id(user))
+            .fetch_one(&mut *conn)
+            .await?;
+        if count >= i64::from(max) {
+            return Err(too_many_shares(max));
+        }
+        sqlx::query(
+            "insert into shares (id, token, user_id, thread_id, title, snapshot, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7)",
+        )
+        .bind(D::id(id))
+        .bind(share.token.clone())
+        .bind(D::id(user))
+        .bind(D::id(share.thread))
+        .bind(share.title.clone())
+        .bind(share.snapshot)
+        .bind(D::time(created))
+        .execute(conn)
+        .await?;
+        Ok(ShareLink {
+            id,
+            thread_id: share.thread,
+            title: share.title,
+            path: share_path(&share.token),
+            created_at: created,
+        })
+    }
+
+    /// The person's links, newest first, of one conversation or of all (an empty list when the conversation is
+    /// not theirs).
+    pub(crate) async fn list_shares(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Option<Uuid>,
+    ) -> Result<Vec<ShareLink>> {
+        let rows: Vec<ShareRow<D::Id, D::Time>> = sqlx::query_as(
+            "select id, thread_id, token, title, created_at from shares
+             where user_id = $1 and ($2 is null or thread_id = $2) order by created_at desc, id desc",
+        )
+        .bind(D::id(user))
+        .bind(thread.map(D::id))
+        .fetch_all(conn)
+        .await?;
+        convert(rows)
+    }
+
+    pub(crate) async fn shared_snapshot(conn: &mut D::Connection, token: String) -> Result<String> {
+        let snapshot: Option<String> =
+            sqlx::query_scalar("select snapshot from shares where token = $1").bind(token).fetch_optional(conn).await?;
+        snapshot.ok_or(StoreError::NotFound)
+    }
 }
 
 /// Share links of conversations.

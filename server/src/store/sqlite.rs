@@ -27,6 +27,9 @@ const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 /// Hits of one kind ranked per search, newest first (see `search`).
 const RANKED_CANDIDATES: u32 = 1_000;
 
+/// The statements both backends run alike, bound the SQLite way.
+type Shared = super::columns::Sql<sqlx::Sqlite>;
+
 mod accounts;
 mod admin;
 mod attachments;
@@ -108,8 +111,7 @@ impl Sqlite {
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
-        let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
-        Ok(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&self.reader).await?)
+        Shared::owns(&mut *self.reader.acquire().await?, table, user, id).await
     }
 
     /// Runs a delete scoped to its owner through the writer, binding `ids` in order; `NotFound` when it removed
@@ -317,11 +319,6 @@ fn trace_from_row(row: &SqliteRow) -> Result<Trace> {
 }
 
 /// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
-async fn must_own(tx: &mut SqliteConnection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
-    let sql = format!("select exists (select 1 from {table} where id = ? and user_id = ?)");
-    found(sqlx::query_scalar(&sql).bind(id.to_string()).bind(user.to_string()).fetch_one(&mut *tx).await?)
-}
-
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
     sqlx::query("delete from thread_tags where thread_id = ?").bind(thread.to_string()).execute(&mut *tx).await?;
     for (position, tag) in tags.iter().enumerate() {

@@ -8,8 +8,39 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
+use super::columns::{Column, Dialect, Sql, Stored};
 use super::{now, CursorKey, Result, StoreError, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort};
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    bool: Column<D>,
+{
+    /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
+    /// comes back empty, to tell an empty thread from one that is missing or another user's.
+    pub(crate) async fn owns(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
+        let sql = format!("select exists (select 1 from {table} where id = $1 and user_id = $2)");
+        Ok(sqlx::query_scalar(&sql).bind(D::id(id)).bind(D::id(user)).fetch_one(conn).await?)
+    }
+
+    /// `NotFound` unless the person owns the row with this id in `table`.
+    pub(crate) async fn must_own(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
+        found(Self::owns(conn, table, user, id).await?)
+    }
+
+    /// `NotFound` unless `message` is the person's and in `thread`.
+    pub(crate) async fn must_be_in_thread(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        message: Uuid,
+    ) -> Result<()> {
+        let sql = "select exists (select 1 from messages where id = $1 and thread_id = $2 and user_id = $3)";
+        found(sqlx::query_scalar(sql).bind(D::id(message)).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?)
+    }
+}
 
 /// Conversations: create, list, read, change, delete.
 #[async_trait]

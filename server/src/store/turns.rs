@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
+use super::columns::{Column, Dialect, Sql, Stored};
 use super::{now, AnswerDraft, NewMessage, Result, StoreError, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
@@ -43,6 +43,27 @@ pub struct StoredEvent {
     pub seq: i64,
     pub name: String,
     pub data: String,
+}
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    i64: Column<D>,
+    StoredEvent: for<'r> sqlx::FromRow<'r, D::Row>,
+{
+    /// The events of `turn` after `after_seq`, in order.
+    pub(crate) async fn turn_events_after(
+        conn: &mut D::Connection,
+        turn: Uuid,
+        after_seq: i64,
+    ) -> Result<Vec<StoredEvent>> {
+        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
+            .bind(D::id(turn))
+            .bind(after_seq)
+            .fetch_all(conn)
+            .await?)
+    }
 }
 
 /// What a turn leaves behind, stored by [`Turns::finish_turn`] in the transaction that closes it.

@@ -14,7 +14,7 @@ use quire::store::{NewUser, SignUpMode, SignUpRefusal};
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-use crate::common::{fresh_postgres_url, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
+use crate::common::{fresh_postgres_url, get_json, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
 
 stories!(
     the_first_account_administers_and_later_ones_do_not,
@@ -56,14 +56,13 @@ async fn refused(response: reqwest::Response, status: u16, code: &str) {
     assert_eq!(body.error.code, code, "{}", body.error.message);
 }
 
+async fn post_invite(server: &TestServer, hours: u32, uses: u32) -> reqwest::Response {
+    let invite = serde_json::json!({ "expires_in_hours": hours, "max_uses": uses });
+    server.client.post(server.url("/api/admin/invites")).json(&invite).send().await.unwrap()
+}
+
 async fn create_invite(server: &TestServer, hours: u32, uses: u32) -> CreatedInvite {
-    let response = server
-        .client
-        .post(server.url("/api/admin/invites"))
-        .json(&serde_json::json!({ "expires_in_hours": hours, "max_uses": uses }))
-        .send()
-        .await
-        .unwrap();
+    let response = post_invite(server, hours, uses).await;
     assert_eq!(response.status(), 201);
     response.json().await.unwrap()
 }
@@ -105,7 +104,7 @@ async fn the_first_account_administers_and_later_ones_do_not(db: Db) {
     assert!(server.user.admin, "the first account administers Quire");
     let (client, bob) = server.second_user("bob@example.com").await;
     assert!(!bob.user.admin);
-    let me: app::api::UserProfile = client.get(server.url("/api/auth/me")).send().await.unwrap().json().await.unwrap();
+    let me: app::api::UserProfile = get_json(&client, &server.url("/api/auth/me")).await;
     assert!(!me.admin);
     let me: app::api::UserProfile = server.get_json("/api/auth/me").await;
     assert!(me.admin);
@@ -179,7 +178,7 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
         put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(),
         204
     );
-    let now: AdminAccountList = bob.get(server.url("/api/admin/users")).send().await.unwrap().json().await.unwrap();
+    let now: AdminAccountList = get_json(&bob, &server.url("/api/admin/users")).await;
     assert_eq!(now.accounts.len(), 2, "an administrator now");
 }
 
@@ -216,14 +215,7 @@ async fn sign_up_by_invitation_counts_each_use_and_refuses_clearly(db: Db) {
     refused(register(&server, "eve@example.com", Some(&expired.token)).await, 422, "invite_expired").await;
 
     for (hours, uses) in [(0, 1), (721, 1), (1, 0), (1, 1001)] {
-        let response = server
-            .client
-            .post(server.url("/api/admin/invites"))
-            .json(&serde_json::json!({ "expires_in_hours": hours, "max_uses": uses }))
-            .send()
-            .await
-            .unwrap();
-        refused(response, 422, "validation_failed").await;
+        refused(post_invite(&server, hours, uses).await, 422, "validation_failed").await;
     }
     let accounts = accounts(&server).await.accounts;
     assert_eq!(accounts.len(), 3, "the owner, ann and ben");
@@ -320,7 +312,7 @@ async fn administrators_are_made_and_never_all_removed(db: Db) {
     let response =
         bob.put(server.url(&format!("/api/admin/users/{id}/role"))).json(&serde_json::json!({"admin": false}));
     refused(response.send().await.unwrap(), 409, "conflict").await;
-    let listed: AdminAccountList = bob.get(server.url("/api/admin/users")).send().await.unwrap().json().await.unwrap();
+    let listed: AdminAccountList = get_json(&bob, &server.url("/api/admin/users")).await;
     assert_eq!(listed.accounts.iter().filter(|a| a.admin).count(), 1);
     // Nor may the last administrator delete their own account.
     let body = serde_json::json!({ "password": PASSWORD });

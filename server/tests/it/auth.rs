@@ -1,6 +1,6 @@
 //! Accounts and sessions over real HTTP: sign-up, sign-in, sign-out, who am I, and every kind of bad token.
 
-use crate::common::{bearer_client, TestServer, PASSWORD};
+use crate::common::{bearer_client, get_json, TestServer, PASSWORD};
 use app::api::{AuthResponse, ErrorBody, ThreadList, UserProfile};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use quire::auth::{Claims, JwtKeys, JwtSecret};
@@ -32,7 +32,7 @@ async fn register_login_logout_and_me() {
 
     // The token works as a bearer token and as the cookie.
     let by_bearer = bearer_client(&registered.token);
-    let profile: UserProfile = by_bearer.get(server.url("/api/auth/me")).send().await.unwrap().json().await.unwrap();
+    let profile: UserProfile = get_json(&by_bearer, &server.url("/api/auth/me")).await;
     assert_eq!(profile, registered.user);
     let by_cookie = anon
         .get(server.url("/api/auth/me"))
@@ -180,7 +180,7 @@ async fn forged_expired_and_missing_tokens_are_refused() {
         assert_eq!(by_cookie.status(), 401, "{name} as cookie");
     }
     // The genuine token still works.
-    let list: ThreadList = server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let list: ThreadList = server.get_json("/api/threads").await;
     assert!(list.threads.is_empty());
 }
 

@@ -30,6 +30,21 @@ async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<Scrip
     (TestServer::with(db.store.clone(), model.clone()).await, model)
 }
 
+/// One script a plain answer, for each of `texts`.
+fn answers(texts: &[&str]) -> Vec<Vec<Step>> {
+    texts.iter().map(|text| ScriptedModel::text(&[*text])).collect()
+}
+
+/// A server answering with `scripts`, and a conversation in which `questions` were asked one after the other.
+async fn conversation(db: &Db, scripts: Vec<Vec<Step>>, questions: &[&str]) -> (TestServer, Arc<ScriptedModel>, Uuid) {
+    let (server, model) = server_with(db, scripts).await;
+    let thread = server.create_thread().await;
+    for question in questions {
+        server.chat(thread, question).await;
+    }
+    (server, model, thread)
+}
+
 async fn post(server: &TestServer, path: &str, body: Value) -> reqwest::Response {
     server.client.post(server.url(path)).json(&body).send().await.unwrap()
 }
@@ -85,15 +100,8 @@ fn assert_chain(detail: &ThreadDetail) {
 }
 
 async fn an_edit_is_a_sibling_that_is_answered(db: Db) {
-    let scripts = vec![
-        ScriptedModel::text(&["Answer one."]),
-        ScriptedModel::text(&["Answer two."]),
-        ScriptedModel::text(&["Answer to the edit."]),
-    ];
-    let (server, model) = server_with(&db, scripts).await;
-    let thread = server.create_thread().await;
-    server.chat(thread, "Plan A").await;
-    server.chat(thread, "Second question").await;
+    let scripts = answers(&["Answer one.", "Answer two.", "Answer to the edit."]);
+    let (server, model, thread) = conversation(&db, scripts, &["Plan A", "Second question"]).await;
     let before = server.detail(thread).await;
     let first = before.messages[0].clone();
 
@@ -167,17 +175,8 @@ async fn another_answer_goes_beside_the_first(db: Db) {
 }
 
 async fn the_shown_branch_is_stored_and_switching_waits_for_the_answer(db: Db) {
-    let scripts = vec![
-        ScriptedModel::text(&["A1"]),
-        ScriptedModel::text(&["A2"]),
-        ScriptedModel::text(&["B1"]),
-        ScriptedModel::text(&["A3"]),
-        vec![Step::Hang],
-    ];
-    let (server, _model) = server_with(&db, scripts).await;
-    let thread = server.create_thread().await;
-    server.chat(thread, "Q1").await;
-    server.chat(thread, "Q2").await;
+    let scripts = [answers(&["A1", "A2", "B1", "A3"]), vec![vec![Step::Hang]]].concat();
+    let (server, _model, thread) = conversation(&db, scripts, &["Q1", "Q2"]).await;
     let first = server.detail(thread).await.messages[0].id;
     chat_with(&server, thread, json!({ "content": "Q1 edited", "edit_of": first })).await;
 
@@ -212,15 +211,8 @@ async fn the_shown_branch_is_stored_and_switching_waits_for_the_answer(db: Db) {
 }
 
 async fn deleting_a_message_deletes_what_follows_it(db: Db) {
-    let scripts = vec![
-        ScriptedModel::text(&["zebra one"]),
-        ScriptedModel::text(&["zebra two"]),
-        ScriptedModel::text(&["quagga"]),
-    ];
-    let (server, _model) = server_with(&db, scripts).await;
-    let thread = server.create_thread().await;
-    server.chat(thread, "Hello there").await;
-    server.chat(thread, "zebra follow-up").await;
+    let scripts = answers(&["zebra one", "zebra two", "quagga"]);
+    let (server, _model, thread) = conversation(&db, scripts, &["Hello there", "zebra follow-up"]).await;
     let first = server.detail(thread).await.messages[0].id;
     chat_with(&server, thread, json!({ "content": "quagga question", "edit_of": first })).await;
     switch(&server, thread, first).await;

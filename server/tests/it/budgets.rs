@@ -14,7 +14,7 @@ use quire::store::{NewSummary, StoreError, TurnLimits};
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{fresh_postgres_url, read_frames, sign_up_or_in, ScriptedModel, Step, TestServer};
+use crate::common::{fresh_postgres_url, get_json, read_frames, sign_up_or_in, ScriptedModel, Step, TestServer};
 
 stories!(
     a_turn_over_the_personal_budget_is_refused_and_stores_nothing,
@@ -56,7 +56,7 @@ async fn refused(response: reqwest::Response, code: &str) -> (String, Option<u64
 }
 
 async fn budget_of(server: &TestServer, client: &reqwest::Client) -> Option<TokenBudget> {
-    let stats: HistoryStats = client.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    let stats: HistoryStats = get_json(client, &server.url("/api/stats")).await;
     stats.budget
 }
 
@@ -93,16 +93,7 @@ async fn a_turn_over_the_personal_budget_is_refused_and_stores_nothing(db: Db) {
     refused(say(&server, other, "Elsewhere.").await, "budget_exceeded").await;
     assert_eq!(messages_in(&db, other).await, 0);
     let (bob, _) = server.second_user("bob@example.com").await;
-    let bobs: Uuid = bob
-        .post(server.url("/api/threads"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json::<app::api::Thread>()
-        .await
-        .unwrap()
-        .id;
+    let bobs: Uuid = server.create_thread_as(&bob).await;
     let response = send(&server, &bob, bobs, serde_json::json!({ "content": "Mine." })).await;
     assert_eq!(response.status(), 200);
 }
@@ -110,16 +101,7 @@ async fn a_turn_over_the_personal_budget_is_refused_and_stores_nothing(db: Db) {
 async fn the_global_budget_refuses_everyone_once_spent(db: Db) {
     let server = server(&db, |c| c.daily_tokens = TURN_TOKENS + 1).await;
     let (bob, _) = server.second_user("bob@example.com").await;
-    let bobs: Uuid = bob
-        .post(server.url("/api/threads"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json::<app::api::Thread>()
-        .await
-        .unwrap()
-        .id;
+    let bobs: Uuid = server.create_thread_as(&bob).await;
     let thread = server.create_thread().await;
     server.chat(thread, "One.").await;
     assert_eq!(budget_of(&server, &bob).await, None, "no personal budget to show");
@@ -205,16 +187,7 @@ async fn a_turn_past_the_cap_is_refused_across_conversations(db: Db) {
     assert_eq!(messages_in(&db, fourth).await, 0, "the refused message was not stored");
     // Another person has caps of their own.
     let (bob, _) = server.second_user("bob@example.com").await;
-    let bobs: Uuid = bob
-        .post(server.url("/api/threads"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json::<app::api::Thread>()
-        .await
-        .unwrap()
-        .id;
+    let bobs: Uuid = server.create_thread_as(&bob).await;
     assert_eq!(send(&server, &bob, bobs, serde_json::json!({ "content": "Mine." })).await.status(), 200);
 
     // One ends: there is room again.

@@ -157,15 +157,7 @@ async fn the_context_record_says_what_the_model_saw() {
     server.chat(thread, "What else do you need?").await;
     let detail = server.detail(thread).await;
     let answer = detail.messages.iter().rev().find(|m| m.role == Role::Assistant).unwrap();
-    let record: serde_json::Value = server
-        .client
-        .get(server.url(&format!("/api/messages/{}/context", answer.id)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let record: serde_json::Value = server.get_json(&format!("/api/messages/{}/context", answer.id)).await;
     let ids = |key: &str| -> Vec<String> {
         record[key].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
     };

@@ -269,8 +269,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         assert_eq!(list.artifacts.len(), 1, "one document, not three");
         let latest = &list.artifacts[0];
         assert_eq!((latest.version, latest.title.as_str()), (3, "Checkout Plan v3"));
-        let shown: Artifact =
-            server.client.get(server.url(&format!("/api/artifacts/{id}"))).send().await.unwrap().json().await.unwrap();
+        let shown: Artifact = server.get_json(&format!("/api/artifacts/{id}")).await;
         assert_eq!(&shown, latest, "the card shows the latest");
 
         let versions: ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;

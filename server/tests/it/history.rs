@@ -1,6 +1,6 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-use crate::common::TestServer;
+use crate::common::{ExpectJson, TestServer};
 use app::api::{
     AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
     Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
@@ -155,7 +155,7 @@ async fn deleting_cascades_and_message_counts_stay_true() {
     assert_eq!(search(&server, "zebra").await.total, 0, "nothing of it is found any more");
     let export = server.client.get(server.url(&format!("/api/threads/{}/export", t.id))).send().await.unwrap();
     assert_eq!(export.status(), 404);
-    let stats: HistoryStats = server.client.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    let stats: HistoryStats = server.get_json("/api/stats").await;
     assert_eq!((stats.total_threads, stats.total_messages), (0, 0));
     assert!(stats.artifacts_by_type.is_empty());
 }
@@ -199,7 +199,7 @@ async fn search_ranks_marks_and_pages() {
         if let Some(c) = &cursor {
             request = request.query(&[("cursor", c)]);
         }
-        let page: SearchResults = request.send().await.unwrap().json().await.unwrap();
+        let page: SearchResults = request.expect_json().await;
         seen.extend(page.results.iter().map(|h| (h.message_id, h.artifact_id)));
         match page.next_cursor {
             Some(next) => cursor = Some(next),
@@ -464,15 +464,11 @@ async fn chatgpt_conversations_import_with_their_branches_the_current_one_shown(
     assert_eq!(detail.branches.len(), 1);
     assert_eq!(detail.branches[0].message_id, detail.messages[1].id);
     let shown: ThreadDetail = server
-        .client
-        .post(server.url(&format!("/api/threads/{}/branch", coffee.id)))
-        .json(&json!({ "message_id": detail.branches[0].siblings[0] }))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .post_json(
+            &format!("/api/threads/{}/branch", coffee.id),
+            &json!({ "message_id": detail.branches[0].siblings[0] }),
+        )
+        .await;
     let texts: Vec<&str> = shown.messages.iter().map(|m| m.content.as_str()).collect();
     assert_eq!(texts, ["How do I brew coffee?", "A discarded answer"]);
     assert_eq!(detail.messages[1].model.as_deref(), Some("gpt-4o"));

@@ -9,7 +9,7 @@ use std::time::Duration;
 use app::api::{AttachmentList, ErrorBody};
 use uuid::Uuid;
 
-use crate::common::{read_frames, text_of, upload, TestServer};
+use crate::common::{get_json, read_frames, text_of, upload, TestServer};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/hostile");
 
@@ -96,14 +96,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
 
     // Only the files that were read are stored.
     for (client, thread, kept) in [(&server.client, files, &kept[0]), (&other_client, other_files, &kept[1])] {
-        let list: AttachmentList = client
-            .get(server.url(&format!("/api/threads/{thread}/attachments")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let list: AttachmentList = get_json(client, &server.url(&format!("/api/threads/{thread}/attachments"))).await;
         let mut stored: Vec<&str> = list.attachments.iter().map(|a| a.filename.as_str()).collect();
         stored.sort_unstable();
         let mut expected: Vec<&str> = kept.to_vec();

@@ -253,8 +253,7 @@ async fn list_filters_and_cursors_are_bounded(db: Db) {
         let body = json!({"title": format!("t{i}"), "tags": ["a"]});
         server.client.post(server.url("/api/threads")).json(&body).send().await.unwrap();
     }
-    let page: ThreadList =
-        server.client.get(server.url("/api/threads?limit=1")).send().await.unwrap().json().await.unwrap();
+    let page: ThreadList = server.get_json("/api/threads?limit=1").await;
     let real: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(page.next_cursor.unwrap()).unwrap()).unwrap();
     let (status, ..) = list_status(&server, &format!("limit=1&cursor={}", cursor(real.clone()))).await;
     assert_eq!(status, 200, "the real cursor");

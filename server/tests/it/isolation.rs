@@ -1,7 +1,7 @@
 //! Two users on one server: every object route answers another user's id with 404, exactly as a missing id,
 //! listings hold only the caller's data, and the owner's data is unchanged afterwards.
 
-use crate::common::TestServer;
+use crate::common::{get_json, TestServer};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use serde_json::json;
 use uuid::Uuid;
@@ -69,21 +69,18 @@ async fn another_users_objects_answer_404_like_missing_ones() {
     }
 
     // Listings hold only the caller's data.
-    let list: ThreadList = mallory.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let list: ThreadList = get_json(&mallory, &server.url("/api/threads")).await;
     assert_eq!(list.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![own_thread]);
-    let archived: ThreadList =
-        mallory.get(server.url("/api/threads?archived=true")).send().await.unwrap().json().await.unwrap();
+    let archived: ThreadList = get_json(&mallory, &server.url("/api/threads?archived=true")).await;
     assert!(archived.threads.is_empty());
-    let tagged: ThreadList =
-        mallory.get(server.url("/api/threads?tags=secret")).send().await.unwrap().json().await.unwrap();
+    let tagged: ThreadList = get_json(&mallory, &server.url("/api/threads?tags=secret")).await;
     assert!(tagged.threads.is_empty());
 
     // The owner's conversation, messages, documents and context are exactly as before.
     let after = server.detail(thread).await;
     assert_eq!(after, before);
     assert_eq!(after.thread.title, "Private plans");
-    let owner_list: ThreadList =
-        server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let owner_list: ThreadList = server.get_json("/api/threads").await;
     assert_eq!(owner_list.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![thread]);
     let context = server.client.get(server.url(&format!("/api/messages/{answer}/context"))).send().await.unwrap();
     assert_eq!(context.status(), 200);
@@ -96,8 +93,7 @@ async fn documents_stay_with_their_owner() {
     let (mallory, _) = server.second_user("mallory@example.com").await;
     let own = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
     let own: app::api::Thread = own.json().await.unwrap();
-    let mine: ThreadDetail =
-        mallory.get(server.url(&format!("/api/threads/{}", own.id))).send().await.unwrap().json().await.unwrap();
+    let mine: ThreadDetail = get_json(&mallory, &server.url(&format!("/api/threads/{}", own.id))).await;
     assert!(mine.artifacts.is_empty() && mine.messages.is_empty());
     assert_eq!(server.detail(thread).await.artifacts, before.artifacts);
 }
@@ -145,28 +141,17 @@ async fn history_documents_and_files_stay_with_their_owner() {
         assert_not_found(request.send().await.unwrap(), what).await;
     }
 
-    let search: serde_json::Value =
-        mallory.get(server.url("/api/search?q=payroll")).send().await.unwrap().json().await.unwrap();
+    let search: serde_json::Value = get_json(&mallory, &server.url("/api/search?q=payroll")).await;
     assert_eq!(search["total"], 0, "{search}");
-    let stats: serde_json::Value = mallory.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    let stats: serde_json::Value = get_json(&mallory, &server.url("/api/stats")).await;
     assert_eq!(stats["total_threads"], 0, "{stats}");
-    let everything: serde_json::Value =
-        mallory.get(server.url("/api/export")).send().await.unwrap().json().await.unwrap();
+    let everything: serde_json::Value = get_json(&mallory, &server.url("/api/export")).await;
     assert_eq!(everything["threads"].as_array().map(Vec::len), Some(0), "{everything}");
 
     // The owner still has it all, unchanged.
     assert_eq!(server.detail(thread).await, before);
-    let files: serde_json::Value = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}/attachments")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let files: serde_json::Value = server.get_json(&format!("/api/threads/{thread}/attachments")).await;
     assert_eq!(files["attachments"].as_array().unwrap().len(), 1);
-    let owner_search: serde_json::Value =
-        server.client.get(server.url("/api/search?q=payroll")).send().await.unwrap().json().await.unwrap();
+    let owner_search: serde_json::Value = server.get_json("/api/search?q=payroll").await;
     assert!(owner_search["total"].as_u64().unwrap() > 0);
 }

@@ -2,12 +2,15 @@
 
 use std::time::Duration;
 
-use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use crate::fake_upstream::{
+    chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, text_events, weather_exchange, Collected,
+    FakeServer, Reply, Step,
+};
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
-    retry::{RetryPolicy, RetryingProvider},
-    types::{ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
-    ApiKey, HttpTimeouts,
+    retry::RetryingProvider,
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
+    ApiKey,
 };
 use serde_json::json;
 
@@ -69,45 +72,24 @@ fn text_body(pieces: &[&str]) -> String {
     body + &block_stop(0) + &message_end("end_turn", 15)
 }
 
+/// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
+async fn events_of(body: &str, chunk_size: usize) -> Collected {
+    let server = FakeServer::start(vec![Reply::sse_chunked(body, chunk_size)]).await;
+    collect(provider(&server).stream(hello()).await.unwrap()).await
+}
+
 fn provider(server: &FakeServer) -> AnthropicProvider {
     let mut config = AnthropicConfig::with_base_url(&server.url, "claude-test");
     config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = HttpTimeouts {
-        connect: Duration::from_secs(5),
-        first_byte: Duration::from_secs(5),
-        idle: Duration::from_secs(5),
-    };
+    config.timeouts = patient_timeouts();
     AnthropicProvider::new(config).unwrap()
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 3,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retry_after: Duration::from_millis(10),
-    }
-}
-
-fn hello() -> ChatRequest {
-    ChatRequest { messages: vec![Message::user("Say hello")], ..Default::default() }
 }
 
 #[tokio::test]
 async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
     let body = text_body(&["Héllo", " wörld", " 🦀"]);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 5)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
-    assert_eq!(
-        events,
-        vec![
-            Ok(StreamEvent::TextDelta("Héllo".into())),
-            Ok(StreamEvent::TextDelta(" wörld".into())),
-            Ok(StreamEvent::TextDelta(" 🦀".into())),
-            Ok(StreamEvent::Usage(Usage { input_tokens: 25, output_tokens: 15 })),
-            Ok(StreamEvent::Stop(StopReason::EndTurn)),
-        ]
-    );
+    let events = events_of(&body, 5).await;
+    assert_eq!(events, text_events(&["Héllo", " wörld", " 🦀"], 25, 15));
 }
 
 #[tokio::test]
@@ -128,8 +110,7 @@ async fn tool_use_input_fragments_are_parsed_at_block_stop() {
         {"type": "tool_use", "id": "toolu_02", "name": "get_time", "input": {}}}));
     body += &block_stop(2);
     body += &message_end("tool_use", 89);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 13)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 13).await;
     assert_eq!(
         events,
         vec![
@@ -158,8 +139,7 @@ async fn unparsable_tool_input_is_a_protocol_error() {
     body += &json_delta(0, "{\"a\": tru");
     body += &block_stop(0);
     body += &message_end("tool_use", 3);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![err("upstream_protocol")]);
 }
 
@@ -170,8 +150,7 @@ async fn max_tokens_stop_reason_and_unknown_events_are_tolerated() {
     body += &text_delta(0, "abc");
     body += &block_stop(0);
     body += &message_end("max_tokens", 1);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
 }
 
@@ -180,28 +159,7 @@ async fn request_body_and_headers() {
     let server = FakeServer::start(vec![Reply::sse_chunked(&text_body(&["ok"]), 64)]).await;
     let request = ChatRequest {
         system: "You are Quire.".into(),
-        messages: vec![
-            Message::user("Weather in Paris?"),
-            Message {
-                role: Role::Assistant,
-                parts: vec![
-                    Part::Text { text: "Checking.".into() },
-                    Part::ToolCall(ToolCall {
-                        id: "toolu_1".into(),
-                        name: "get_weather".into(),
-                        arguments: json!({"city": "Paris"}),
-                    }),
-                ],
-            },
-            Message {
-                role: Role::User,
-                parts: vec![Part::ToolResult {
-                    call_id: "toolu_1".into(),
-                    content: "city not found".into(),
-                    is_error: true,
-                }],
-            },
-        ],
+        messages: weather_exchange("toolu_1", "city not found", true),
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             description: "Current weather for a city".into(),
@@ -313,8 +271,7 @@ async fn malformed_json_is_a_protocol_error() {
         + &text_block_start(0)
         + &text_delta(0, "ok")
         + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("ok".into())), err("upstream_protocol")]);
 }
 
@@ -339,8 +296,7 @@ async fn end_without_message_stop_is_an_error() {
         + &block_stop(0)
         + &event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                         "usage": {"output_tokens": 2}}));
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("almost".into())), err("upstream_protocol")]);
 }
 

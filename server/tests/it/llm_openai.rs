@@ -3,12 +3,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::fake_upstream::{chunks, code_of, collect, err, FakeServer, Reply, Step};
+use crate::fake_upstream::{
+    chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, text_events, weather_exchange, Collected,
+    FakeServer, Reply, Step,
+};
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
-    retry::{RetryPolicy, RetryingProvider},
-    types::{ChatRequest, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
-    ApiKey, HttpTimeouts,
+    retry::RetryingProvider,
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
+    ApiKey,
 };
 use serde_json::json;
 
@@ -61,53 +64,31 @@ fn tool_fragment(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -
     chunk(json!({"tool_calls": [call]}), None)
 }
 
+/// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
+async fn events_of(body: &str, chunk_size: usize) -> Collected {
+    let server = FakeServer::start(vec![Reply::sse_chunked(body, chunk_size)]).await;
+    collect(provider(&server).stream(hello()).await.unwrap()).await
+}
+
 fn provider(server: &FakeServer) -> OpenAiProvider {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", server.url), "gpt-test");
     config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = HttpTimeouts {
-        connect: Duration::from_secs(5),
-        first_byte: Duration::from_secs(5),
-        idle: Duration::from_secs(5),
-    };
+    config.timeouts = patient_timeouts();
     OpenAiProvider::new(config).unwrap()
-}
-
-fn fast_retries() -> RetryPolicy {
-    RetryPolicy {
-        max_attempts: 3,
-        base_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(5),
-        max_retry_after: Duration::from_millis(10),
-    }
-}
-
-fn hello() -> ChatRequest {
-    ChatRequest { messages: vec![Message::user("Say hello")], ..Default::default() }
 }
 
 #[tokio::test]
 async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
     // 7-byte HTTP chunks split lines, JSON and the multi-byte characters.
     let body = text_body(&["Héllo", " wörld", " 🦀"]);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 7)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
-    assert_eq!(
-        events,
-        vec![
-            Ok(StreamEvent::TextDelta("Héllo".into())),
-            Ok(StreamEvent::TextDelta(" wörld".into())),
-            Ok(StreamEvent::TextDelta(" 🦀".into())),
-            Ok(StreamEvent::Usage(Usage { input_tokens: 21, output_tokens: 4 })),
-            Ok(StreamEvent::Stop(StopReason::EndTurn)),
-        ]
-    );
+    let events = events_of(&body, 7).await;
+    assert_eq!(events, text_events(&["Héllo", " wörld", " 🦀"], 21, 4));
 }
 
 #[tokio::test]
 async fn crlf_framing_and_keepalive_comments_are_accepted() {
     let body = format!(": keep-alive\n\n{}", text_body(&["ok"])).replace('\n', "\r\n");
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 3)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 3).await;
     assert_eq!(events.first(), Some(&Ok(StreamEvent::TextDelta("ok".into()))));
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::EndTurn))));
 }
@@ -125,8 +106,7 @@ async fn parallel_tool_calls_interleaved_by_index_are_parsed_once_complete() {
     body += &chunk(json!({}), Some("tool_calls"));
     body += &usage_chunk(80, 40);
     body += "data: [DONE]\n\n";
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 11)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 11).await;
     assert_eq!(
         events,
         vec![
@@ -152,8 +132,7 @@ async fn unparsable_tool_arguments_are_a_protocol_error() {
     body += &tool_fragment(0, None, None, "nope}");
     body += &chunk(json!({}), Some("tool_calls"));
     body += "data: [DONE]\n\n";
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![err("upstream_protocol")]);
 }
 
@@ -162,8 +141,7 @@ async fn length_finish_reason_maps_to_max_tokens() {
     let mut body = chunk(json!({"content": "cut sh"}), None);
     body += &chunk(json!({}), Some("length"));
     body += "data: [DONE]\n\n";
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
 }
 
@@ -172,28 +150,7 @@ async fn request_body_and_headers() {
     let server = FakeServer::start(vec![Reply::sse_chunked(&text_body(&["ok"]), 64)]).await;
     let request = ChatRequest {
         system: "You are Quire.".into(),
-        messages: vec![
-            Message::user("Weather in Paris?"),
-            Message {
-                role: Role::Assistant,
-                parts: vec![
-                    Part::Text { text: "Checking.".into() },
-                    Part::ToolCall(ToolCall {
-                        id: "call_1".into(),
-                        name: "get_weather".into(),
-                        arguments: json!({"city": "Paris"}),
-                    }),
-                ],
-            },
-            Message {
-                role: Role::User,
-                parts: vec![Part::ToolResult {
-                    call_id: "call_1".into(),
-                    content: "18°C, sunny".into(),
-                    is_error: false,
-                }],
-            },
-        ],
+        messages: weather_exchange("call_1", "18°C, sunny", false),
         tools: vec![ToolSpec {
             name: "get_weather".into(),
             description: "Current weather for a city".into(),
@@ -337,8 +294,7 @@ async fn malformed_json_line_is_a_protocol_error_after_earlier_text() {
     let mut body = chunk(json!({"content": "fine"}), None);
     body += "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n";
     body += &chunk(json!({"content": "never seen"}), None);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("fine".into())), err("upstream_protocol")]);
 }
 
@@ -365,8 +321,7 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
 #[tokio::test]
 async fn clean_end_without_finish_or_done_is_an_error() {
     let body = chunk(json!({"content": "half an answ"}), None);
-    let server = FakeServer::start(vec![Reply::sse_chunked(&body, 64)]).await;
-    let events = collect(provider(&server).stream(hello()).await.unwrap()).await;
+    let events = events_of(&body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]);
 }
 

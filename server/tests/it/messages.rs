@@ -9,7 +9,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{names, read_frames, text_of, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{names, read_frames, text_of, ExpectJson, Frame, ScriptedModel, Step, TestServer};
 
 stories!(
     retry_runs_the_failed_turn_without_storing_the_message_again,
@@ -154,18 +154,10 @@ async fn a_message_is_added_without_asking_the_model(db: Db) {
     assert!(!detail.running);
 
     // Counted, found and exported like any other message.
-    let stats: HistoryStats = server.client.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap();
+    let stats: HistoryStats = server.get_json("/api/stats").await;
     assert_eq!(stats.total_messages, 1);
-    let search: SearchResults = server
-        .client
-        .get(server.url("/api/search"))
-        .query(&[("q", "Monday")])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let search: SearchResults =
+        server.client.get(server.url("/api/search")).query(&[("q", "Monday")]).expect_json().await;
     let hits: Vec<Uuid> = search.results.iter().filter_map(|r| r.message_id).collect();
     assert_eq!(hits, vec![message.id], "the message (and the title named after it)");
     for export in [format!("/api/threads/{thread}/export"), "/api/export".to_string()] {

@@ -4,7 +4,9 @@
 
 use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
-use crate::common::{fresh_postgres_url, read_frames, read_some_frames, ScriptedModel, Step, TestServer, PASSWORD};
+use crate::common::{
+    fresh_postgres_url, read_frames, read_some_frames, ExpectJson, ScriptedModel, Step, TestServer, PASSWORD,
+};
 use crate::protection::{guess_at_once, most_admitted_within};
 use app::api::{MessageStatus, ThreadList};
 use quire::auth::throttle::FREE_FAILURES;
@@ -54,7 +56,7 @@ async fn two_instances_see_each_others_threads_and_turns() {
     let b = instance(&url, Arc::new(Builtin::new())).await;
 
     let thread = a.create_thread().await;
-    let listed: ThreadList = b.client.get(b.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let listed: ThreadList = b.client.get(b.url("/api/threads")).expect_json().await;
     assert!(listed.threads.iter().any(|t| t.id == thread), "B lists A's thread");
 
     // A writes an answer; the client drops after a few events and re-attaches on B.

@@ -9,7 +9,7 @@ use tokio::{
     net::{TcpListener, TcpStream},
 };
 
-use crate::common::{read_some_frames, sign_up, text_of, TestServer};
+use crate::common::{read_some_frames, sign_up, text_of, ExpectJson, TestServer};
 
 /// Serves the metrics router of `server` on a port of its own, as `QUIRE_METRICS_ADDR` does.
 async fn metrics_address(server: &TestServer) -> String {
@@ -200,15 +200,8 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     assert_eq!(reqwest::get(format!("{base}/metrics")).await.unwrap().status(), 404);
     assert!(probe(&base).await, "`quire probe` finds it ready");
     let (client, session) = sign_up(&base, "ops@example.com").await;
-    let thread: app::api::Thread = client
-        .post(format!("{base}/api/threads"))
-        .json(&serde_json::json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let thread: app::api::Thread =
+        client.post(format!("{base}/api/threads")).json(&serde_json::json!({})).expect_json().await;
     let chat = client
         .post(format!("{base}/api/threads/{}/chat", thread.id))
         .json(&serde_json::json!({"content": "Write a long story about a lighthouse keeper and the sea."}))

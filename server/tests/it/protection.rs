@@ -1,6 +1,6 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
-use crate::common::{TestServer, PASSWORD};
+use crate::common::{post_json, ExpectJson, TestServer, PASSWORD};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
@@ -47,7 +47,7 @@ async fn oversized_fields_are_refused_and_change_nothing() {
     assert_eq!((status, error.error.field.as_deref()), (422, Some("content")));
 
     assert_eq!(server.detail(thread).await, before, "nothing changed");
-    let list: ThreadList = server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let list: ThreadList = server.get_json("/api/threads").await;
     assert_eq!(list.threads.len(), 2, "only the two accepted threads exist");
 }
 
@@ -136,8 +136,7 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
 
     // Another user has a quota of their own.
     let (other, _) = server.second_user("other@example.com").await;
-    let own: app::api::Thread =
-        other.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap().json().await.unwrap();
+    let own: app::api::Thread = post_json(&other, &server.url("/api/threads"), &json!({})).await;
     let response =
         other.post(server.url(&format!("/api/threads/{}/chat", own.id))).json(&json!({"content": "Hi"})).send();
     assert_eq!(response.await.unwrap().status(), 200);
@@ -339,8 +338,7 @@ async fn personal_data_is_kept_by_default() {
 #[tokio::test]
 async fn openapi_describes_every_route() {
     let server = TestServer::start().await;
-    let doc: serde_json::Value =
-        server.anonymous().get(server.url("/api/openapi.json")).send().await.unwrap().json().await.unwrap();
+    let doc: serde_json::Value = server.anonymous().get(server.url("/api/openapi.json")).expect_json().await;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
     let expected = [

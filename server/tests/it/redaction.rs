@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{ScriptedModel, Step, TestServer};
+use crate::common::{ExpectJson, ScriptedModel, Step, TestServer};
 
 stories!(
     attached_text_is_redacted_before_it_is_indexed,
@@ -93,15 +93,7 @@ async fn attached_text_is_redacted_before_it_is_indexed(db: Db) {
     assert!(seen.contains("write to [EMAIL] or call [PHONE]"), "{seen}");
     assert_clean("what the model was sent", &seen);
     let answer = server.wait_idle(thread).await.messages.pop().unwrap();
-    let record: app::api::ContextRecord = server
-        .client
-        .get(server.url(&format!("/api/messages/{}/context", answer.id)))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let record: app::api::ContextRecord = server.get_json(&format!("/api/messages/{}/context", answer.id)).await;
     assert!(!record.passages.is_empty());
     for passage in &record.passages {
         assert_clean("a passage", &passage.excerpt);
@@ -187,26 +179,13 @@ async fn titles_people_and_models_write_are_redacted(db: Db) {
     assert!(told.contains("'Plan for [EMAIL]'"), "{told}");
 
     // A title a person gives is redacted too, when a conversation is made and when it is renamed.
-    let made: Thread = server
-        .client
-        .post(server.url("/api/threads"))
-        .json(&json!({"title": format!("Ask {EMAIL}")}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let made: Thread = server.post_json("/api/threads", &json!({"title": format!("Ask {EMAIL}")})).await;
     assert_eq!(made.title, "Ask [EMAIL]");
     let renamed: Thread = server
         .client
         .patch(server.url(&format!("/api/threads/{}", made.id)))
         .json(&json!({"title": format!("Ring {PHONE}")}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .expect_json()
+        .await;
     assert_eq!(renamed.title, "Ring [PHONE]");
 }

@@ -142,8 +142,7 @@ async fn requests_from_other_sites_are_refused_whatever_their_body() {
     }
     // Nothing changed and the session still works.
     assert_eq!(server.detail(thread).await, before);
-    let list: app::api::ThreadList =
-        server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let list: app::api::ThreadList = server.get_json("/api/threads").await;
     assert_eq!(list.threads.len(), 1);
     assert!(server.state.store.list_attachments(server.user.id, thread).await.unwrap().is_empty());
     assert_eq!(by_cookie(&server, reqwest::Method::GET, "/api/auth/me", None).send().await.unwrap().status(), 200);
@@ -277,33 +276,30 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     }
 }
 
+/// Signs up with `password`, which must be refused as unprocessable; the error.
+async fn refused_sign_up(server: &TestServer, password: &str) -> app::api::ErrorBody {
+    let response = server
+        .anonymous()
+        .post(server.url("/api/auth/register"))
+        .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 422, "{password}");
+    response.json().await.unwrap()
+}
+
 #[tokio::test]
 async fn sign_up_refuses_short_common_and_breached_passwords_with_a_field_error() {
     let server = TestServer::start().await;
     for password in ["password", "12345678", "passwordpassword", "123456789012", "qwertyuiopasdf", "newcomer2024!"] {
-        let response = server
-            .anonymous()
-            .post(server.url("/api/auth/register"))
-            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 422, "{password}");
-        let error: app::api::ErrorBody = response.json().await.unwrap();
+        let error = refused_sign_up(&server, password).await;
         assert_eq!(error.error.field.as_deref(), Some("password"), "{password}");
         assert!(!error.error.message.is_empty());
     }
     // A breached password of any length is named as such, whatever its letter case.
     for password in ["iloveyou1234", "QwertyUiop123"] {
-        let response = server
-            .anonymous()
-            .post(server.url("/api/auth/register"))
-            .json(&serde_json::json!({"email": "newcomer@example.com", "password": password}))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(response.status(), 422, "{password}");
-        let error: app::api::ErrorBody = response.json().await.unwrap();
+        let error = refused_sign_up(&server, password).await;
         assert_eq!(error.error.field.as_deref(), Some("password"));
         assert!(error.error.message.contains("lists of breached passwords"), "{}", error.error.message);
     }
@@ -392,7 +388,7 @@ mod deletion {
     use std::collections::BTreeMap;
 
     use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-    use crate::common::{read_frames, TestServer, PASSWORD};
+    use crate::common::{get_json, post_json, read_frames, TestServer, PASSWORD};
 
     stories!(deleting_an_account_removes_every_row_it_owns);
 
@@ -430,15 +426,8 @@ mod deletion {
     /// What an account leaves behind in ordinary use: a conversation with answers, a document and a revision
     /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
     async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
-        let thread: app::api::Thread = client
-            .post(server.url("/api/threads"))
-            .json(&serde_json::json!({"tags": ["work"]}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let thread: app::api::Thread =
+            post_json(client, &server.url("/api/threads"), &serde_json::json!({"tags": ["work"]})).await;
         let chat = |content: &'static str, key: Option<&'static str>| {
             let mut request = client
                 .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
@@ -505,8 +494,7 @@ mod deletion {
         let login = serde_json::json!({"email": "leaver@example.com", "password": PASSWORD});
         let response = server.anonymous().post(server.url("/api/auth/login")).json(&login).send().await.unwrap();
         assert_eq!(response.status(), 401);
-        let hits: app::api::SearchResults =
-            other.get(server.url("/api/search?q=library")).send().await.unwrap().json().await.unwrap();
+        let hits: app::api::SearchResults = get_json(&other, &server.url("/api/search?q=library")).await;
         assert!(!hits.results.is_empty(), "the other account's conversation is still found");
         // The address can be used again.
         let again = reqwest::Client::new().post(server.url("/api/auth/register")).json(&login).send().await.unwrap();
@@ -655,7 +643,7 @@ mod session_list {
     use futures::StreamExt;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
-    use crate::common::{bearer_client, ScriptedModel, Step, TestServer, PASSWORD};
+    use crate::common::{bearer_client, post_json, ScriptedModel, Step, TestServer, PASSWORD};
 
     stories!(people_see_their_sessions_and_end_one, ending_a_session_in_any_way_ends_its_open_streams);
 
@@ -731,15 +719,7 @@ mod session_list {
         server: &TestServer,
         client: &reqwest::Client,
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
-        let thread: app::api::Thread = client
-            .post(server.url("/api/threads"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let thread: app::api::Thread = post_json(client, &server.url("/api/threads"), &serde_json::json!({})).await;
         let response = client
             .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
             .json(&serde_json::json!({"content": "Tell me everything"}))

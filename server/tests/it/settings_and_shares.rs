@@ -6,7 +6,7 @@ use app::api::{Role, Settings, ShareLink, ShareList, SharedConversation, Theme, 
 use serde_json::json;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{read_frames, ScriptedModel, TestServer};
+use crate::common::{read_frames, ExpectJson, ScriptedModel, TestServer};
 
 stories!(
     custom_instructions_reach_the_model_below_the_rules,
@@ -164,15 +164,7 @@ async fn a_share_link_shows_a_snapshot_until_revoked(db: Db) {
 async fn another_person_can_neither_list_nor_revoke_a_link(db: Db) {
     let server = TestServer::with(db.store.clone(), ScriptedModel::new(Vec::new())).await;
     let thread = server.create_thread().await;
-    let link: ShareLink = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/shares")))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let link: ShareLink = server.client.post(server.url(&format!("/api/threads/{thread}/shares"))).expect_json().await;
     let (other, _) = server.second_user("someone-else@example.com").await;
     let listed = other.get(server.url(&format!("/api/threads/{thread}/shares"))).send().await.unwrap();
     assert_eq!(listed.status(), 404);

@@ -29,8 +29,7 @@ async fn chat_streams_deltas_before_completion() {
         panic!("no message id");
     };
     assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
-    let detail: ThreadDetail =
-        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
+    let detail: ThreadDetail = server.get_json(&format!("/api/threads/{thread}")).await;
     let answer = detail.messages.iter().find(|m| m.id == *id).expect("answer saved");
     assert_eq!(answer.content, text);
 }
@@ -44,8 +43,7 @@ async fn follow_ups_never_duplicate_history() {
         let frames = server.chat(thread, &format!("Message number {i}: the app should do thing {i}.")).await;
         assert_eq!(frames.last().unwrap().event.name(), "message_complete");
     }
-    let detail: ThreadDetail =
-        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
+    let detail: ThreadDetail = server.get_json(&format!("/api/threads/{thread}")).await;
     assert_eq!(detail.messages.len(), 2 * n);
     assert_eq!(detail.thread.message_count, 2 * n as i64);
     for (i, pair) in detail.messages.chunks(2).enumerate() {
@@ -65,7 +63,7 @@ async fn first_message_names_the_thread() {
     assert!(
         matches!(&frames[0].event, ChatEvent::ThreadName { title, .. } if title == "Plan the quarterly inventory audit")
     );
-    let list: ThreadList = server.client.get(server.url("/api/threads")).send().await.unwrap().json().await.unwrap();
+    let list: ThreadList = server.get_json("/api/threads").await;
     assert_eq!(list.threads[0].title, "Plan the quarterly inventory audit");
 }
 
@@ -103,8 +101,7 @@ async fn errors_use_the_error_format() {
     let body = empty.json::<ErrorBody>().await.unwrap();
     assert_eq!(body.error.field.as_deref(), Some("content"));
 
-    let detail: ThreadDetail =
-        server.client.get(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap();
+    let detail: ThreadDetail = server.get_json(&format!("/api/threads/{thread}")).await;
     assert!(detail.messages.is_empty(), "rejected requests saved nothing");
 }
 

@@ -152,7 +152,7 @@ async fn last_answer(server: &TestServer, thread: Uuid) -> Uuid {
 }
 
 async fn stats(server: &TestServer) -> HistoryStats {
-    server.client.get(server.url("/api/stats")).send().await.unwrap().json().await.unwrap()
+    server.get_json("/api/stats").await
 }
 
 /// Tokens of the conversation's summaries, as stored beside them (one row per conversation).

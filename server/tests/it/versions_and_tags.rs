@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use crate::common::{fresh_postgres_url, sqlite_store, TestServer};
+use crate::common::{fresh_postgres_url, get_json, sqlite_store, TestServer};
 use app::api::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
 use quire::llm::builtin::Builtin;
 use quire::store::{ArtifactRevision, DynStore, NewArtifact};
@@ -63,15 +63,7 @@ async fn restoring_a_version_saves_it_again_as_the_newest() {
         assert_eq!((restored.version, restored.title.as_str()), (4, "Plan"));
         assert!(restored.content.contains("Ship in May."), "{}", restored.content);
 
-        let versions: ArtifactVersionList = server
-            .client
-            .get(server.url(&format!("/api/artifacts/{id}/versions")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let versions: ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;
         let kept: Vec<(i64, &str)> = versions.versions.iter().map(|v| (v.version, v.title.as_str())).collect();
         assert_eq!(kept, [(1, "Plan"), (2, "Plan"), (3, "Plan B"), (4, "Plan")], "the versions between stay");
         assert_eq!(versions.versions[3].content, versions.versions[0].content);
@@ -99,15 +91,7 @@ async fn restoring_a_version_saves_it_again_as_the_newest() {
 async fn a_diff_shows_the_lines_changed_between_two_versions() {
     for (server, _dir) in servers("diff").await {
         let id = document_with_versions(&server).await;
-        let diff: VersionDiff = server
-            .client
-            .get(server.url(&format!("/api/artifacts/{id}/diff?from=1&to=3")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let diff: VersionDiff = server.get_json(&format!("/api/artifacts/{id}/diff?from=1&to=3")).await;
         assert_eq!((diff.from, diff.to), (1, 3));
         let changed =
             |op: DiffOp| diff.lines.iter().filter(|l| l.op == op).map(|l| l.text.as_str()).collect::<Vec<_>>();
@@ -116,15 +100,7 @@ async fn a_diff_shows_the_lines_changed_between_two_versions() {
         assert_eq!(changed(DiffOp::Equal), [""], "the blank line is common");
 
         // Backwards works too: the roles swap.
-        let back: VersionDiff = server
-            .client
-            .get(server.url(&format!("/api/artifacts/{id}/diff?from=3&to=1")))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let back: VersionDiff = server.get_json(&format!("/api/artifacts/{id}/diff?from=3&to=1")).await;
         assert!(back.lines.iter().any(|l| l.op == DiffOp::Insert && l.text == "Ship in May."));
 
         for (query, status) in [("from=1&to=8", 404), ("from=1", 400), ("from=a&to=2", 400), ("from=1&to=2&x=1", 400)] {
@@ -169,10 +145,10 @@ async fn the_tag_list_counts_each_tag_over_the_accounts_own_conversations() {
         let response = other.post(server.url("/api/threads")).json(&serde_json::json!({"tags": ["secret", "billing"]}));
         assert_eq!(response.send().await.unwrap().status(), 201);
 
-        let list: TagList = server.client.get(server.url("/api/tags")).send().await.unwrap().json().await.unwrap();
+        let list: TagList = server.get_json("/api/tags").await;
         let counts: Vec<(&str, u64)> = list.tags.iter().map(|t| (t.tag.as_str(), t.count)).collect();
         assert_eq!(counts, [("billing", 3), ("ops", 2), ("urgent", 1)]);
-        let theirs: TagList = other.get(server.url("/api/tags")).send().await.unwrap().json().await.unwrap();
+        let theirs: TagList = get_json(&other, &server.url("/api/tags")).await;
         let counts: Vec<(&str, u64)> = theirs.tags.iter().map(|t| (t.tag.as_str(), t.count)).collect();
         assert_eq!(counts, [("billing", 1), ("secret", 1)]);
         assert_eq!(server.anonymous().get(server.url("/api/tags")).send().await.unwrap().status(), 401);

@@ -2,14 +2,11 @@
 
 use app::api::Attachment;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::Postgres;
-use crate::store::attachments::{
-    check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS, INSERT_ATTACHMENT,
-};
+use super::{Postgres, Shared};
+use crate::store::attachments::{chunk_query_words, ChunkHitRow};
 use crate::store::columns::convert;
 use crate::store::threads::{found, listing};
 use crate::store::{now, AttachmentLimits, Attachments, ChunkHit, NewAttachment, Result};
@@ -26,36 +23,7 @@ impl Attachments for Postgres {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.pool.begin().await?;
-        // The thread row's lock makes the count and the insert one step for concurrent uploads.
-        let owned: Option<Uuid> =
-            sqlx::query_scalar("select id from threads where id = $1 and user_id = $2 for update")
-                .bind(attachment.thread_id)
-                .bind(user)
-                .fetch_optional(&mut *tx)
-                .await?;
-        found(owned.is_some())?;
-        // The account's row lock makes the allowance check and the insert one step for uploads to several of
-        // its conversations at once.
-        sqlx::query("select 1 from users where id = $1 for update").bind(user).execute(&mut *tx).await?;
-        let (count, used): (i64, i64) = sqlx::query_as(
-            "select (select count(*) from attachments where thread_id = $1),
-                    (select coalesce(sum(size), 0)::bigint from attachments where user_id = $2)",
-        )
-        .bind(attachment.thread_id)
-        .bind(user)
-        .fetch_one(&mut *tx)
-        .await?;
-        check_attachment_limits(limits, count, used, attachment.size)?;
-        sqlx::query(INSERT_ATTACHMENT)
-            .bind(id)
-            .bind(attachment.thread_id)
-            .bind(user)
-            .bind(&attachment.filename)
-            .bind(&attachment.content_type)
-            .bind(attachment.size)
-            .bind(created)
-            .execute(&mut *tx)
-            .await?;
+        Shared::insert_attachment(&mut tx, id, user, &attachment, limits, created).await?;
         if !attachment.chunks.is_empty() {
             let seqs: Vec<i64> = (0..attachment.chunks.len() as i64).collect();
             sqlx::query(
@@ -75,9 +43,7 @@ impl Attachments for Postgres {
 
     #[instrument(skip(self))]
     async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>> {
-        let sql = format!("{ATTACHMENTS} where a.thread_id = $1 and a.user_id = $2 order by a.created_at, a.id");
-        let rows: Vec<AttachmentRow<Uuid, DateTime<Utc>>> =
-            sqlx::query_as(&sql).bind(thread).bind(user).fetch_all(&self.pool).await?;
+        let rows = Shared::attachments(&mut *self.pool.acquire().await?, user, thread).await?;
         convert(listing(rows, self.owns("threads", user, thread)).await?)
     }
 

@@ -7,7 +7,7 @@ use sqlx::PgConnection;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{link_artifacts_to, must_own, Postgres};
+use super::{link_artifacts_to, Postgres, Shared};
 use crate::store::columns::convert;
 use crate::store::documents::{
     ArtifactRow, Fulfilment, FulfilmentRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT,
@@ -44,10 +44,10 @@ impl Documents for Postgres {
         let id = Uuid::now_v7();
         let created = now();
         let mut tx = self.pool.begin().await?;
-        must_own(&mut tx, "threads", user, artifact.thread_id).await?;
+        Shared::must_own(&mut tx, "threads", user, artifact.thread_id).await?;
         // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
         for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
-            must_own(&mut tx, "messages", user, message).await?;
+            Shared::must_own(&mut tx, "messages", user, message).await?;
         }
         sqlx::query(INSERT_ARTIFACT)
             .bind(id)
@@ -97,7 +97,7 @@ impl Documents for Postgres {
     #[instrument(skip(self, artifacts))]
     async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        must_own(&mut tx, "messages", user, assistant_message).await?;
+        Shared::must_own(&mut tx, "messages", user, assistant_message).await?;
         link_artifacts_to(&mut tx, user, artifacts, assistant_message).await?;
         tx.commit().await?;
         Ok(())
@@ -109,7 +109,7 @@ impl Documents for Postgres {
         let mut tx = self.pool.begin().await?;
         // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
         if let Some(message) = revision.request_message_id {
-            must_own(&mut tx, "messages", user, message).await?;
+            Shared::must_own(&mut tx, "messages", user, message).await?;
         }
         let version: Option<i64> = sqlx::query_scalar(
             "update artifacts set title = $1, content = $2, version = version + 1, updated_at = greatest(updated_at, $3)

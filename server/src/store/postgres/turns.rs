@@ -7,8 +7,8 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    budgets, end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress,
-    write_trace, IdempotencyClaim, Postgres, Traces, TurnRecord, Turns,
+    end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
+    IdempotencyClaim, Postgres, Shared, Traces, TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
@@ -88,7 +88,7 @@ impl Turns for Postgres {
             .bind(user.to_string())
             .execute(&mut *tx)
             .await?;
-        let spending = budgets::spending_in(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
+        let spending = Shared::spending(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
         if let Some(refusal) = spending.refusal(limits, now) {
             return Err(refusal);
         }
@@ -198,11 +198,7 @@ impl Turns for Postgres {
 
     #[instrument(skip(self))]
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
-        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
-            .bind(turn)
-            .bind(after_seq)
-            .fetch_all(&self.pool)
-            .await?)
+        Shared::turn_events_after(&mut *self.pool.acquire().await?, turn, after_seq).await
     }
 }
 
@@ -212,17 +208,7 @@ impl Traces for Postgres {
     async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         if let Some(message) = trace.message_id {
-            let in_thread: bool = sqlx::query_scalar(
-                "select exists (select 1 from messages where id = $1 and thread_id = $2 and user_id = $3)",
-            )
-            .bind(message)
-            .bind(trace.thread_id)
-            .bind(user)
-            .fetch_one(&mut *tx)
-            .await?;
-            if !in_thread {
-                return Err(StoreError::NotFound);
-            }
+            Shared::must_be_in_thread(&mut tx, user, trace.thread_id, message).await?;
         }
         let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
         if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {

@@ -5,10 +5,8 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{must_own, Sqlite};
-use crate::store::attachments::{
-    check_attachment_limits, chunk_query_words, AttachmentRow, ChunkHitRow, ATTACHMENTS, INSERT_ATTACHMENT,
-};
+use super::{Shared, Sqlite};
+use crate::store::attachments::{chunk_query_words, ChunkHitRow};
 use crate::store::columns::convert;
 use crate::store::threads::{found, listing};
 use crate::store::{now, AttachmentLimits, Attachments, ChunkHit, NewAttachment, Result, StoreError};
@@ -26,26 +24,7 @@ impl Attachments for Sqlite {
         let created = now();
         self.write(move |tx| {
             Box::pin(async move {
-                must_own(tx, "threads", user, attachment.thread_id).await?;
-                let (count, used): (i64, i64) = sqlx::query_as(
-                    "select (select count(*) from attachments where thread_id = ?),
-                    (select coalesce(sum(size), 0) from attachments where user_id = ?)",
-                )
-                .bind(attachment.thread_id.to_string())
-                .bind(user.to_string())
-                .fetch_one(&mut *tx)
-                .await?;
-                check_attachment_limits(limits, count, used, attachment.size)?;
-                sqlx::query(INSERT_ATTACHMENT)
-                    .bind(id.to_string())
-                    .bind(attachment.thread_id.to_string())
-                    .bind(user.to_string())
-                    .bind(&attachment.filename)
-                    .bind(&attachment.content_type)
-                    .bind(attachment.size)
-                    .bind(created.timestamp_micros())
-                    .execute(&mut *tx)
-                    .await?;
+                Shared::insert_attachment(tx, id, user, &attachment, limits, created).await?;
                 // Every chunk in one statement (one hand-off to the connection's thread instead of one per chunk,
                 // which held the writer for a second on a large file).
                 let chunks =
@@ -67,9 +46,7 @@ impl Attachments for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>> {
-        let sql = format!("{ATTACHMENTS} where a.thread_id = ? and a.user_id = ? order by a.created_at, a.id");
-        let rows: Vec<AttachmentRow<String, i64>> =
-            sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
+        let rows = Shared::attachments(&mut *self.reader.acquire().await?, user, thread).await?;
         convert(listing(rows, self.owns("threads", user, thread)).await?)
     }
 

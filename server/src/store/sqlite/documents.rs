@@ -6,7 +6,7 @@ use sqlx::SqliteConnection;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{link_artifacts_to, must_own, Sqlite};
+use super::{link_artifacts_to, Shared, Sqlite};
 use crate::store::columns::convert;
 use crate::store::documents::{
     ArtifactRow, Fulfilment, FulfilmentRow, VersionRow, ARTIFACT_COLUMNS, FULFILLED, INSERT_ARTIFACT,
@@ -45,10 +45,10 @@ impl Documents for Sqlite {
         let created = now();
         self.write(move |tx| {
             Box::pin(async move {
-                must_own(tx, "threads", user, artifact.thread_id).await?;
+                Shared::must_own(tx, "threads", user, artifact.thread_id).await?;
                 // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
                 for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
-                    must_own(tx, "messages", user, message).await?;
+                    Shared::must_own(tx, "messages", user, message).await?;
                 }
                 sqlx::query(INSERT_ARTIFACT)
                     .bind(id.to_string())
@@ -104,7 +104,7 @@ impl Documents for Sqlite {
         let artifacts = artifacts.to_vec();
         self.write(move |tx| {
             Box::pin(async move {
-                must_own(tx, "messages", user, assistant_message).await?;
+                Shared::must_own(tx, "messages", user, assistant_message).await?;
                 link_artifacts_to(tx, user, &artifacts, assistant_message).await
             })
         })
@@ -118,7 +118,7 @@ impl Documents for Sqlite {
             Box::pin(async move {
                 // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
                 if let Some(message) = revision.request_message_id {
-                    must_own(tx, "messages", user, message).await?;
+                    Shared::must_own(tx, "messages", user, message).await?;
                 }
                 let version: Option<i64> = sqlx::query_scalar(
                     "update artifacts set title = ?, content = ?, version = version + 1,

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::writer::Urgency;
 use super::{
-    budgets, trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Sqlite, StoredEvent, Traces,
+    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent, Traces,
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
@@ -82,7 +82,7 @@ impl Turns for Sqlite {
             .write(Urgency::Start, move |conn| {
                 Box::pin(async move {
                     let spending =
-                        budgets::spending_in(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
+                        Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
                     if let Some(refusal) = spending.refusal(&limits, now()) {
                         return Err(refusal);
                     }
@@ -198,11 +198,7 @@ impl Turns for Sqlite {
 
     #[instrument(skip(self))]
     async fn turn_events_after(&self, turn: Uuid, after_seq: i64) -> Result<Vec<StoredEvent>> {
-        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = ? and seq > ? order by seq")
-            .bind(turn.to_string())
-            .bind(after_seq)
-            .fetch_all(&self.reader)
-            .await?)
+        Shared::turn_events_after(&mut *self.reader.acquire().await?, turn, after_seq).await
     }
 }
 
@@ -214,17 +210,7 @@ impl Traces for Sqlite {
         self.write(move |tx| {
             Box::pin(async move {
                 if let Some(message) = trace.message_id {
-                    let in_thread: bool = sqlx::query_scalar(
-                        "select exists (select 1 from messages where id = ? and thread_id = ? and user_id = ?)",
-                    )
-                    .bind(message.to_string())
-                    .bind(trace.thread_id.to_string())
-                    .bind(user.to_string())
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    if !in_thread {
-                        return Err(StoreError::NotFound);
-                    }
+                    Shared::must_be_in_thread(tx, user, trace.thread_id, message).await?;
                 }
                 let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
                 if !write_trace(tx, trace.turn_id, &turn, trace.message_id).await? {

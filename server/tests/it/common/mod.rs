@@ -89,7 +89,12 @@ impl TestServer {
     }
 
     pub async fn create_thread(&self) -> uuid::Uuid {
-        let response = self.client.post(self.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
+        self.create_thread_as(&self.client).await
+    }
+
+    /// Starts a conversation as whoever `client` signs in as; its id.
+    pub async fn create_thread_as(&self, client: &reqwest::Client) -> uuid::Uuid {
+        let response = client.post(self.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
         assert_eq!(response.status(), 201);
         let thread: app::api::Thread = response.json().await.unwrap();
         thread.id
@@ -103,6 +108,11 @@ impl TestServer {
     /// `GET path` as this user, its JSON body (the request must succeed).
     pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> T {
         get_json(&self.client, &self.url(path)).await
+    }
+
+    /// `POST path` with a JSON body as this user, the JSON of the answer (the request must succeed).
+    pub async fn post_json<T: serde::de::DeserializeOwned>(&self, path: &str, body: &serde_json::Value) -> T {
+        post_json(&self.client, &self.url(path), body).await
     }
 
     /// Sends a chat message and reads the whole event stream.
@@ -127,14 +137,35 @@ impl Drop for TestServer {
     }
 }
 
-/// Attaches a file to a conversation as whoever `client` signs in as.
 /// `GET url` with `client`, its JSON body (the request must succeed).
 pub async fn get_json<T: serde::de::DeserializeOwned>(client: &reqwest::Client, url: &str) -> T {
-    let response = client.get(url).send().await.unwrap();
-    assert!(response.status().is_success(), "GET {url}: {}", response.status());
-    response.json().await.unwrap()
+    client.get(url).expect_json().await
 }
 
+/// `POST url` with a JSON body with `client`, the JSON of the answer (the request must succeed).
+pub async fn post_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    url: &str,
+    body: &serde_json::Value,
+) -> T {
+    client.post(url).json(body).expect_json().await
+}
+
+/// A request that must succeed, read as JSON.
+pub trait ExpectJson {
+    /// Sends the request and reads the JSON of its answer, failing the test unless the status is a success.
+    fn expect_json<T: serde::de::DeserializeOwned>(self) -> impl std::future::Future<Output = T> + Send;
+}
+
+impl ExpectJson for reqwest::RequestBuilder {
+    async fn expect_json<T: serde::de::DeserializeOwned>(self) -> T {
+        let response = self.send().await.unwrap();
+        assert!(response.status().is_success(), "{}: {}", response.url(), response.status());
+        response.json().await.unwrap()
+    }
+}
+
+/// Attaches a file to a conversation as whoever `client` signs in as.
 pub async fn upload(
     client: &reqwest::Client,
     base: &str,
@@ -367,7 +398,7 @@ impl TestServer {
     }
 
     pub async fn detail(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
-        self.client.get(self.url(&format!("/api/threads/{thread}"))).send().await.unwrap().json().await.unwrap()
+        self.client.get(self.url(&format!("/api/threads/{thread}"))).expect_json().await
     }
 }
 

@@ -20,6 +20,7 @@ use axum::{
     response::Response,
 };
 use futures::{Stream, StreamExt};
+use quire::llm::types::{ChatRequest, Message, Part, Role, StopReason, ToolCall, Usage};
 use quire::llm::{EventStream, LlmError, StreamEvent};
 
 pub mod greedy;
@@ -225,4 +226,58 @@ pub fn code_of<T>(result: Result<T, LlmError>) -> &'static str {
         Ok(_) => "ok",
         Err(e) => e.code(),
     }
+}
+
+/// Timeouts long enough that only a test that stalls on purpose meets them.
+pub fn patient_timeouts() -> quire::llm::HttpTimeouts {
+    let five = Duration::from_secs(5);
+    quire::llm::HttpTimeouts { connect: five, first_byte: five, idle: five }
+}
+
+/// Retries of a few milliseconds, so tests of retrying stay quick.
+pub fn fast_retries() -> quire::llm::retry::RetryPolicy {
+    quire::llm::retry::RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+        max_retry_after: Duration::from_millis(10),
+    }
+}
+
+/// The smallest request: one user message.
+pub fn hello() -> ChatRequest {
+    ChatRequest { messages: vec![Message::user("Say hello")], ..Default::default() }
+}
+
+/// What a provider yields for a plain answer: the pieces of text, the usage, the end of the turn.
+pub fn text_events(pieces: &[&str], input_tokens: u64, output_tokens: u64) -> Collected {
+    let text = pieces.iter().map(|piece| Ok(StreamEvent::TextDelta((*piece).into())));
+    text.chain([
+        Ok(StreamEvent::Usage(Usage { input_tokens, output_tokens })),
+        Ok(StreamEvent::Stop(StopReason::EndTurn)),
+    ])
+    .collect()
+}
+
+/// A user asking for the weather in Paris, the assistant calling `get_weather` as `call_id`, and the tool's
+/// answer `result`.
+pub fn weather_exchange(call_id: &str, result: &str, is_error: bool) -> Vec<Message> {
+    vec![
+        Message::user("Weather in Paris?"),
+        Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Text { text: "Checking.".into() },
+                Part::ToolCall(ToolCall {
+                    id: call_id.into(),
+                    name: "get_weather".into(),
+                    arguments: serde_json::json!({"city": "Paris"}),
+                }),
+            ],
+        },
+        Message {
+            role: Role::User,
+            parts: vec![Part::ToolResult { call_id: call_id.into(), content: result.into(), is_error }],
+        },
+    ]
 }
