@@ -12,8 +12,8 @@
 //!
 //! - `limits/postgres`: one rate-limit check in the database (the statement every limited request runs on
 //!   PostgreSQL), timed one by one and printed as p50/p99: sequential checks over 1,000 keys, then 8 callers at
-//!   once on one key (they queue on its row), through Quire's pool and through pools with one setting changed
-//!   (pinged before use, no prepared-statement cache, 2 connections), taking turns in one run. SQLite counts
+//!   once on one key (they queue on its row), through pools of 16 connections (the main pool, which checks
+//!   shared before they had their own), 1, 2 (Quire's default) and 4, taking turns in one run. SQLite counts
 //!   limits in memory and has nothing to time here.
 //!
 //! SQLite always; PostgreSQL too when `QUIRE_TEST_POSTGRES_URL` names a database (`scripts/with-postgres`).
@@ -188,16 +188,15 @@ async fn timed_checks(limits: Arc<dyn SharedLimits>, checks: usize, keys: usize,
     samples
 }
 
-/// The pools compared, each a store of its own on the same database: Quire's, and Quire's with one setting
-/// changed.
-fn limit_pools(url: &str) -> Vec<(&'static str, PgConnectOptions, PgPoolOptions)> {
-    let options = PgConnectOptions::from_str(url).expect("postgres url");
-    let quire = Postgres::pool_options;
+/// The pools of limit checks compared, each a store of its own on the same database: 16 connections (the
+/// store's main pool, where checks ran before they had a pool of their own), and pools of their own of 1, 2 (the
+/// default) and 4.
+fn limit_pools() -> Vec<(&'static str, PgPoolOptions)> {
     vec![
-        ("Quire's pool", options.clone(), quire()),
-        ("pinged before use", options.clone(), quire().test_before_acquire(true)),
-        ("no statement cache", options.statement_cache_capacity(0), quire()),
-        ("2 connections", PgConnectOptions::from_str(url).expect("postgres url"), quire().max_connections(2)),
+        ("shared pool of 16", Postgres::pool_options()),
+        ("own pool of 1", Postgres::limit_pool_options(1)),
+        ("own pool of 2", Postgres::limit_pool_options(2)),
+        ("own pool of 4", Postgres::limit_pool_options(4)),
     ]
 }
 
@@ -209,10 +208,12 @@ fn limit_benches(_: &mut Criterion) {
     let checks = if mode::smoke_run() { 20 } else { 20_000 };
     let rounds = 10;
     let rt = tokio::runtime::Runtime::new().expect("runtime");
-    let pools: Vec<(&str, Arc<dyn SharedLimits>)> = limit_pools(&url)
+    let options = PgConnectOptions::from_str(&url).expect("postgres url");
+    let pools: Vec<(&str, Arc<dyn SharedLimits>)> = limit_pools()
         .into_iter()
-        .map(|(name, options, pool)| {
-            let store = rt.block_on(Postgres::connect_with(options, pool)).expect("postgres store");
+        .map(|(name, limits)| {
+            let store = Postgres::connect_with(options.clone(), Postgres::pool_options(), limits);
+            let store = rt.block_on(store).expect("postgres store");
             (name, Arc::new(store) as Arc<dyn SharedLimits>)
         })
         .collect();

@@ -173,9 +173,10 @@ pub mod calls {
         expect_empty(request.send().await).await
     }
 
-    /// `GET /api/admin/users` (the first page).
-    pub async fn accounts() -> ApiResult<AdminAccountList> {
-        read_json(Request::get("/api/admin/users").send().await.map_err(network_error)?).await
+    /// `GET /api/admin/users`: the page from `offset` (0 for the first, then `next_offset`).
+    pub async fn accounts(offset: u32) -> ApiResult<AdminAccountList> {
+        let path = format!("/api/admin/users?offset={offset}");
+        read_json(Request::get(&path).send().await.map_err(network_error)?).await
     }
 
     /// `PUT /api/admin/users/{id}/role`.

@@ -164,20 +164,53 @@ fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
     }
 }
 
-/// Every account with its usage and what an administrator may do to it.
+/// Every account with its usage and what an administrator may do to it, a page at a time (as the server cuts
+/// them), with Previous and Next.
 #[component]
 fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> impl IntoView {
     let accounts = RwSignal::new(Vec::<AdminAccount>::new());
+    let offset = RwSignal::new(0u32);
+    // Where the pages before this one began, nearest last: Previous goes back exactly as Next came.
+    let earlier = RwSignal::new(Vec::<u32>::new());
+    let next = RwSignal::new(None::<u32>);
     Effect::new(move |_| {
         reload.track();
+        let from = offset.get();
         spawn_local(async move {
-            match calls::accounts().await {
-                Ok(list) => accounts.set(list.accounts),
+            match calls::accounts(from).await {
+                // The page emptied (its last accounts were deleted): the one before it.
+                Ok(list) if list.accounts.is_empty() && from > 0 => {
+                    let before = earlier.try_update(|pages| pages.pop()).flatten();
+                    offset.set(before.unwrap_or(0));
+                }
+                Ok(list) => {
+                    accounts.set(list.accounts);
+                    next.set(list.next_offset);
+                }
                 Err(e) if e.status == 404 => {}
                 Err(e) => note.set(Some((false, e.message))),
             }
         });
     });
+    let go_next = move |_| {
+        if let Some(to) = next.get_untracked() {
+            earlier.update(|pages| pages.push(offset.get_untracked()));
+            offset.set(to);
+        }
+    };
+    let go_back = move |_| {
+        let before = earlier.try_update(|pages| pages.pop()).flatten();
+        offset.set(before.unwrap_or(0));
+    };
+    let shown = move || {
+        let count = accounts.with(Vec::len) as u32;
+        let first = offset.get() + 1;
+        if count == 0 {
+            "No accounts".to_string()
+        } else {
+            format!("Accounts {first} to {}", offset.get() + count)
+        }
+    };
     view! {
         <section aria-labelledby="accounts-heading">
             <h2 id="accounts-heading">"Accounts"</h2>
@@ -194,6 +227,11 @@ fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> im
                     </For>
                 </tbody>
             </table>
+            <nav class="pager" aria-label="Pages of accounts">
+                <button type="button" on:click=go_back disabled=move || offset.get() == 0>"Previous"</button>
+                <span data-testid="accounts-shown">{shown}</span>
+                <button type="button" on:click=go_next disabled=move || next.get().is_none()>"Next"</button>
+            </nav>
         </section>
     }
 }

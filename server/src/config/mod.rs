@@ -134,6 +134,12 @@ pub struct Config {
     #[arg(long, env = "QUIRE_SQLITE_SYNC", value_enum, default_value = "normal")]
     pub sqlite_sync: SqliteSync,
 
+    /// PostgreSQL only: connections kept for rate-limit checks, apart from the pool of every other query, so
+    /// that a check finds a warm connection and never queues behind other work (1-64).
+    #[arg(long, env = "QUIRE_RATE_LIMIT_CONNECTIONS", default_value_t = 2,
+        value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub rate_limit_connections: u32,
+
     /// Model provider.
     #[arg(long, env = "QUIRE_LLM_PROVIDER", value_enum, default_value = "builtin")]
     pub llm_provider: ProviderKind,
@@ -374,6 +380,7 @@ impl Config {
             data_dir: data_dir.into(),
             database_url: None,
             sqlite_sync: SqliteSync::Normal,
+            rate_limit_connections: 2,
             llm_provider: ProviderKind::Builtin,
             model: None,
             builtin_delay_ms: 0,
@@ -420,6 +427,8 @@ mod tests {
         let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
         assert_eq!(full.sqlite_sync, SqliteSync::Full);
         assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());
+        assert_eq!(config.rate_limit_connections, 2, "rate-limit checks keep two connections of their own");
+        assert!(Config::try_parse_from(["quire", "--rate-limit-connections", "0"]).is_err());
         assert_eq!((config.metrics_addr, config.log_format), (None, LogFormat::Text), "metrics are off by default");
         let json =
             Config::try_parse_from(["quire", "--log-format", "json", "--metrics-addr", "127.0.0.1:9090"]).unwrap();
@@ -469,6 +478,7 @@ mod tests {
             "QUIRE_RATE_LIMITS",
             "QUIRE_RATE_LIMIT_CHAT",
             "QUIRE_RATE_LIMIT_UPLOAD",
+            "QUIRE_RATE_LIMIT_CONNECTIONS",
             "QUIRE_USER_STORAGE_MB",
             "QUIRE_SIGNUP",
             "QUIRE_USER_DAILY_TOKENS",

@@ -377,15 +377,16 @@ pub type DynStore = Arc<dyn Store>;
 
 /// Opens the backend named by the URL's scheme and runs its migrations.
 pub async fn connect(url: &str) -> Result<DynStore> {
-    connect_with(url, SqliteSync::default()).await
+    connect_with(url, SqliteSync::default(), postgres::LIMIT_CONNECTIONS).await
 }
 
-/// [`connect`], with SQLite's commits made durable as `sync` says.
-pub async fn connect_with(url: &str, sync: SqliteSync) -> Result<DynStore> {
+/// [`connect`], with SQLite's commits made durable as `sync` says and, on PostgreSQL, `limit_connections`
+/// connections kept for rate-limit checks.
+pub async fn connect_with(url: &str, sync: SqliteSync, limit_connections: u32) -> Result<DynStore> {
     if url.starts_with("sqlite:") {
         Ok(Arc::new(sqlite::Sqlite::connect(url, sync).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
-        Ok(Arc::new(postgres::Postgres::connect(url).await?))
+        Ok(Arc::new(postgres::Postgres::connect(url, limit_connections).await?))
     } else {
         let scheme = url.split(':').next().unwrap_or_default();
         Err(StoreError::InvalidUrl(format!(

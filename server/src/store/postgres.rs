@@ -1,6 +1,7 @@
-//! The server backend: PostgreSQL 15 or newer through one connection pool. Every method has the semantics of
-//! the SQLite backend (the shared story suite runs against both); concurrency comes from row locks instead of
-//! a single writer: appending a message locks its thread row while taking the next sequence number.
+//! The server backend: PostgreSQL 15 or newer through one connection pool (and a small one of its own for
+//! rate-limit checks). Every method has the semantics of the SQLite backend (the shared story suite runs against
+//! both); concurrency comes from row locks instead of a single writer: appending a message locks its thread row
+//! while taking the next sequence number.
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
@@ -38,8 +39,11 @@ mod summaries;
 mod threads;
 mod turns;
 
-/// Most connections one server process opens.
+/// Most connections one server process opens for its queries (rate-limit checks have their own, below).
 const MAX_CONNECTIONS: u32 = 16;
+
+/// Connections kept for rate-limit checks unless configured otherwise (`QUIRE_RATE_LIMIT_CONNECTIONS`).
+pub const LIMIT_CONNECTIONS: u32 = 2;
 
 /// How long a request waits for a free connection before failing.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -48,6 +52,9 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone)]
 pub struct Postgres {
     pool: PgPool,
+    /// Rate-limit checks only: a short statement on every limited request, which a small pool keeps on
+    /// connections that are always warm (see [`Postgres::limit_pool_options`]).
+    limits: PgPool,
     /// Running turns' progress, written in batches.
     progress: Arc<progress::ProgressWriter>,
 }
@@ -83,9 +90,11 @@ impl Postgres {
         found(query.execute(&self.pool).await?.rows_affected() > 0)
     }
 
-    /// Connects to the database named by a `postgres://` or `postgresql://` URL and runs the migrations.
-    pub async fn connect(url: &str) -> Result<Self> {
-        Self::connect_with(PgConnectOptions::from_str(url)?, Self::pool_options()).await
+    /// Connects to the database named by a `postgres://` or `postgresql://` URL, with `limit_connections`
+    /// connections for rate-limit checks, and runs the migrations.
+    pub async fn connect(url: &str, limit_connections: u32) -> Result<Self> {
+        let options = PgConnectOptions::from_str(url)?;
+        Self::connect_with(options, Self::pool_options(), Self::limit_pool_options(limit_connections)).await
     }
 
     /// The pool every store opens. A connection is not pinged before it is handed out (sqlx's default): that
@@ -99,13 +108,23 @@ impl Postgres {
             .test_before_acquire(false)
     }
 
-    /// Like [`Postgres::connect`] with other connection or pool options (the benchmarks compare them).
-    pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions) -> Result<Self> {
-        let pool = pool.connect_with(options).await?;
+    /// The pool of rate-limit checks: `size` connections (at least one), otherwise as [`Postgres::pool_options`].
+    /// sqlx hands out idle connections in turn, so checks one after the other go round every connection a pool
+    /// has opened; on a pool of 16 each backend sat idle between its turns and the slowest checks took
+    /// milliseconds, on two they stay warm.
+    pub fn limit_pool_options(size: u32) -> PgPoolOptions {
+        Self::pool_options().max_connections(size.max(1))
+    }
+
+    /// Like [`Postgres::connect`] with other connection or pool options (the benchmarks compare them): `pool`
+    /// for every query but rate-limit checks, `limits` for those.
+    pub async fn connect_with(options: PgConnectOptions, pool: PgPoolOptions, limits: PgPoolOptions) -> Result<Self> {
+        let pool = pool.connect_with(options.clone()).await?;
         // sqlx takes an advisory lock around migrations, so several instances may start at once.
         MIGRATOR.run(&pool).await?;
+        let limits = limits.connect_with(options).await?;
         let progress = progress::ProgressWriter::start(pool.clone());
-        Ok(Self { pool, progress })
+        Ok(Self { pool, limits, progress })
     }
 }
 

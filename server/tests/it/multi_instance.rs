@@ -262,3 +262,41 @@ async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
         Admission::Refused { .. }
     ));
 }
+
+#[tokio::test]
+async fn rate_limit_checks_are_answered_while_every_other_connection_waits() {
+    use quire::store::{postgres::Postgres, Accounts, SharedLimits, StoreError};
+    use sqlx::{postgres::PgConnectOptions, Connection};
+    use std::str::FromStr;
+
+    let Some(url) = fresh_postgres_url("rate_limit_checks_have_their_own_pool").await else { return };
+    let options = PgConnectOptions::from_str(&url).unwrap();
+    // One connection for every other query, kept busy below by a query that waits for a lock.
+    let pool = Postgres::pool_options().max_connections(1);
+    let store =
+        Arc::new(Postgres::connect_with(options, pool, Postgres::limit_pool_options(1)).await.expect("connect"));
+    let mut holder = sqlx::PgConnection::connect(&url).await.unwrap();
+    let mut lock = holder.begin().await.unwrap();
+    sqlx::query("lock table users in access exclusive mode").execute(&mut *lock).await.unwrap();
+    let blocked = tokio::spawn({
+        let store = store.clone();
+        async move { store.user_by_id(uuid::Uuid::new_v4()).await }
+    });
+    let waiting_for_lock = "select count(*) from pg_stat_activity where datname = current_database()
+        and wait_event_type = 'Lock'";
+    for attempt in 0.. {
+        let waiting: i64 = sqlx::query_scalar(waiting_for_lock).fetch_one(&mut *lock).await.unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(attempt < 1_000, "the query never reached the lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    let rate = Rate::per_minute(NonZeroU32::new(4).unwrap());
+    let check = store.admit("test:own-pool", rate, quire::store::now()).await.expect("check");
+    assert_eq!(check, Admission::Admitted);
+    assert!(!blocked.is_finished(), "the other query still holds the only connection of its pool");
+    lock.rollback().await.unwrap();
+    assert!(matches!(blocked.await.unwrap(), Err(StoreError::NotFound)));
+}

@@ -1,5 +1,7 @@
 //! postgres: see [`crate::store::SharedLimits`]. The table is unlogged: a check must not wait for the
 //! write-ahead log to reach the disk, and after a crash every key simply starts again with its full burst.
+//! Checks run on the store's pool for limits; the clean-up of idle keys, which may delete many rows, on the
+//! main pool so that no check waits behind it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -28,7 +30,7 @@ impl SharedLimits for Postgres {
             .bind(now)
             .bind(rate.interval_micros)
             .bind(rate.tolerance_micros())
-            .fetch_one(&self.pool)
+            .fetch_one(&self.limits)
             .await?;
         Ok(if admitted { Admission::Admitted } else { Admission::Refused { retry_after: rate.retry_after(tat, now) } })
     }
