@@ -241,7 +241,8 @@ pub(super) fn MessageRow(message: Message, actions: ChatActions, highlighted: Si
     move || {
         let m = message.clone();
         if is_editing.get() {
-            return view! { <MessageEditor id content=m.content actions/> }.into_any();
+            return view! { <Suspense fallback=|| ()>{Suspend::new(message_editor(id, m.content, actions))}</Suspense> }
+                .into_any();
         }
         let (role, content, status) = (m.role, m.content.clone(), m.status);
         view! {
@@ -292,18 +293,22 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
 }
 
 /// The person's message as a text box: Send makes it a new version and asks again; Cancel (or Escape) leaves it.
-#[component]
-fn MessageEditor(id: Uuid, content: String, actions: ChatActions) -> impl IntoView {
+/// Loaded when a first message is edited (split out of the main wasm bundle in release builds).
+#[lazy]
+fn message_editor(id: Uuid, content: String, actions: ChatActions) -> AnyView {
     let text = RwSignal::new(content);
     let editing = actions.branches().editing;
     let occupied = occupied(actions);
     let node = NodeRef::<html::Textarea>::new();
+    // Once the box is in the page (it is drawn before it is put there).
     Effect::new(move |_| {
         if let Some(area) = node.get() {
-            let _ = area.focus();
-            let end = area.value().len() as u32;
-            let _ = area.set_selection_range(end, end);
-            area.scroll_into_view_with_bool(false);
+            request_animation_frame(move || {
+                let _ = area.focus();
+                let end = area.value().len() as u32;
+                let _ = area.set_selection_range(end, end);
+                area.scroll_into_view_with_bool(false);
+            });
         }
     });
     let send = move || actions.send_edit(id, text.get_untracked());
@@ -333,6 +338,7 @@ fn MessageEditor(id: Uuid, content: String, actions: ChatActions) -> impl IntoVi
             </div>
         </form>
     }
+    .into_any()
 }
 
 /// Whether an answer or a document is being written: no new branch starts and nothing is deleted meanwhile.
