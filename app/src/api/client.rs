@@ -168,6 +168,34 @@ pub async fn retry(id: Uuid, message: Uuid, on_event: impl FnMut(ChatEvent)) -> 
     read_events(response, on_event).await
 }
 
+/// `POST /api/threads/{id}/messages/{answer}/regenerate`: another answer beside `answer`, calling `on_event` for each
+/// event as it arrives; `key` makes a resent request replay the same turn. Returns once the stream ends.
+pub async fn regenerate(id: Uuid, answer: Uuid, key: &str, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
+    let response = Request::post(&format!("/api/threads/{id}/messages/{answer}/regenerate"))
+        .header("Idempotency-Key", key)
+        .send()
+        .await
+        .map_err(network_error)?;
+    read_events(response, on_event).await
+}
+
+/// `POST /api/threads/{id}/branch`: shows the branch through `message`; answers with the conversation as shown.
+pub async fn switch_branch(id: Uuid, message: Uuid) -> ApiResult<ThreadDetail> {
+    let body = super::SwitchBranch { message_id: message };
+    let response = Request::post(&format!("/api/threads/{id}/branch"))
+        .json(&body)
+        .map_err(network_error)?
+        .send()
+        .await
+        .map_err(network_error)?;
+    read_json(response).await
+}
+
+/// `DELETE /api/threads/{id}/messages/{message}`: deletes the message and every message after it on its branches.
+pub async fn delete_message(id: Uuid, message: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/threads/{id}/messages/{message}")).send().await).await
+}
+
 /// `GET /api/threads/{id}/stream`: re-attaches to the running (or last) turn from its first event.
 pub async fn resume(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     let response = Request::get(&format!("/api/threads/{id}/stream")).send().await.map_err(network_error)?;

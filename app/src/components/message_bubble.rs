@@ -9,7 +9,8 @@ use crate::markdown::Renderer;
 
 /// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
 /// `saved` is the saved message's id and its thread's: search results point at the message, and a saved answer
-/// offers "What the model saw"; `highlighted` marks the message a search opened.
+/// offers "What the model saw"; `highlighted` marks the message a search opened; `children` go below the text (what
+/// can be done with the message).
 #[component]
 pub fn MessageBubble(
     role: Role,
@@ -18,6 +19,7 @@ pub fn MessageBubble(
     #[prop(optional)] streaming: bool,
     #[prop(optional)] saved: Option<(Uuid, Uuid)>,
     #[prop(into, optional)] highlighted: Option<Signal<bool>>,
+    #[prop(optional)] children: Option<Children>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
     let highlighted = highlighted.unwrap_or_else(|| Signal::stored(false));
@@ -55,6 +57,7 @@ pub fn MessageBubble(
             {saved.filter(|_| role == Role::Assistant && !streaming).map(|(message_id, thread_id)| view! {
                 <ModelContext message_id thread_id/>
             })}
+            {children.map(|tools| tools())}
         </article>
     }
 }

@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 use leptos_router::NavigateOptions;
 use uuid::Uuid;
 
+use super::branches::Branches;
 use super::budget_banner::show_if_over_budget;
 use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role};
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
@@ -23,6 +24,7 @@ pub(super) struct ChatActions {
     /// Whether the view follows the answer as it grows (set again whenever a turn starts).
     follow: RwSignal<bool>,
     navigate: StoredValue<Navigate, LocalStorage>,
+    branches: Branches,
 }
 
 impl ChatActions {
@@ -32,12 +34,34 @@ impl ChatActions {
         follow: RwSignal<bool>,
         navigate: impl Fn(&str, NavigateOptions) + 'static,
     ) -> Self {
-        Self { state, changed, draft: state.draft, follow, navigate: StoredValue::new_local(Box::new(navigate)) }
+        Self {
+            state,
+            changed,
+            draft: state.draft,
+            follow,
+            navigate: StoredValue::new_local(Box::new(navigate)),
+            branches: Branches::new(),
+        }
     }
 
     /// The conversation's state these actions change.
     pub(super) fn state(&self) -> ChatState {
         self.state
+    }
+
+    /// The branches of the conversation on screen.
+    pub(super) fn branches(&self) -> Branches {
+        self.branches
+    }
+
+    /// Whether the view follows the answer as it grows.
+    pub(super) fn follow(&self) -> RwSignal<bool> {
+        self.follow
+    }
+
+    /// Tells the sidebar the list of conversations may have changed.
+    pub(super) fn changed(&self) -> ThreadsChanged {
+        self.changed
     }
 
     /// Whether a turn or a silent generation is running (no other may start meanwhile).

@@ -1,5 +1,5 @@
-//! The message box with Attach, Generate, Send and Stop, the chips of the files picked for the next message, and
-//! the error banner above it with its Retry.
+//! The message box with Attach, Generate, Send and Stop (Up in the empty box edits the last message), the chips
+//! of the files picked for the next message, and the error banner above it with its Retry.
 
 use leptos::html;
 use leptos::prelude::*;
@@ -26,6 +26,11 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
         if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
             ev.prevent_default();
             actions.send_draft();
+        } else if ev.key() == "ArrowUp" && draft.with_untracked(String::is_empty) && !busy.get_untracked() {
+            // As in other chat apps: Up in an empty box edits the person's last message.
+            if actions.edit_last() {
+                ev.prevent_default();
+            }
         }
     };
     let on_picked = move |_| {

@@ -1,9 +1,10 @@
-//! The chat page: the conversation ([`timeline`]), the message box ([`composer`]), the header with documents
-//! and exports ([`header`]), and what people's actions do ([`actions`]). The conversation's state lives above the
-//! router, in [`crate::state::ChatState`].
+//! The chat page: the conversation ([`timeline`]) and its branches ([`branches`]), the message box ([`composer`]),
+//! the header with documents and exports ([`header`]), and what people's actions do ([`actions`]). The
+//! conversation's state lives above the router, in [`crate::state::ChatState`].
 
 mod actions;
 mod attach;
+mod branches;
 mod budget_banner;
 mod composer;
 mod header;
@@ -19,6 +20,7 @@ use crate::components::artifact_card::artifact_viewer;
 use crate::components::documents_panel::DOCUMENTS_TOGGLE_ID;
 use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
 use actions::ChatActions;
+use branches::DeleteMessageDialog;
 use budget_banner::BudgetBanner;
 use composer::{Composer, ErrorBanner};
 use header::ChatHeader;
@@ -34,6 +36,7 @@ pub fn ChatPage() -> impl IntoView {
     let ChatState { current, messages, artifacts, live, busy, error, title, open, files, .. } = state;
     let follow = RwSignal::new(true);
     let actions = ChatActions::new(state, changed, follow, use_navigate());
+    let branches = actions.branches();
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
@@ -48,11 +51,31 @@ pub fn ChatPage() -> impl IntoView {
             return;
         }
         state.reset(id);
+        branches.clear();
         let Some(id) = id else { return };
         attach::load_files(state, id);
         spawn_local(async move {
             match client::get_thread(id).await {
                 Ok(detail) if current.get_untracked() == Some(id) => {
+                    // A search hit on a branch that is not shown: the path through it is shown instead.
+                    let hidden = wanted.filter(|m| !detail.running && !detail.messages.iter().any(|x| x.id == *m));
+                    let detail = match hidden {
+                        Some(m) => match client::switch_branch(id, m).await {
+                            Ok(shown) => shown,
+                            Err(e) => {
+                                // A hit on a message deleted since is only not scrolled to.
+                                if e.status != 404 {
+                                    error.set(Some(ErrorNote::new(e.message)));
+                                }
+                                detail
+                            }
+                        },
+                        None => detail,
+                    };
+                    if current.get_untracked() != Some(id) {
+                        return;
+                    }
+                    branches.list.set(detail.branches);
                     title.set(detail.thread.title);
                     let mut list = detail.messages;
                     if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
@@ -102,10 +125,11 @@ pub fn ChatPage() -> impl IntoView {
     view! {
         <section class="chat" aria-label="Conversation">
             <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file/>
-            <Timeline state follow target on_open=open_card/>
+            <Timeline state actions follow target on_open=open_card/>
             <ErrorBanner state actions/>
             <BudgetBanner state/>
             <Composer state actions/>
+            <DeleteMessageDialog actions/>
             {move || open.get().map(|a| view! {
                 <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact, restored))}</Suspense>
             })}

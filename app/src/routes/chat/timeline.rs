@@ -6,6 +6,8 @@ use leptos::html;
 use leptos::prelude::*;
 use uuid::Uuid;
 
+use super::actions::ChatActions;
+use super::branches::MessageRow;
 use crate::api::{Artifact, Message, MessageStatus, Role};
 use crate::components::artifact_card::ArtifactCard;
 use crate::components::message_bubble::MessageBubble;
@@ -58,6 +60,7 @@ fn rows(messages: &[Message], artifacts: &[Artifact], live_ids: &[Uuid]) -> Vec<
 #[component]
 pub(super) fn Timeline(
     state: ChatState,
+    actions: ChatActions,
     follow: RwSignal<bool>,
     #[prop(into)] target: Signal<Option<Uuid>>,
     on_open: Callback<Artifact>,
@@ -132,9 +135,7 @@ pub(super) fn Timeline(
                     Row::Message(m) => {
                         let id = m.id;
                         let highlighted = Signal::derive(move || target.get() == Some(id));
-                        view! {
-                            <MessageBubble role=m.role content=m.content.clone() status=m.status saved=(m.id, m.thread_id) highlighted/>
-                        }.into_any()
+                        view! { <MessageRow message=m actions highlighted/> }.into_any()
                     }
                     Row::Document(a) => view! { <ArtifactCard artifact=a on_open/> }.into_any(),
                 }}
