@@ -71,7 +71,7 @@ for (const theme of ['light', 'dark'] as const) {
       'Members must also be able to reserve books that are on loan.',
     ]) {
       await send(page, requirement);
-      await page.getByRole('button', { name: 'Generate' }).click();
+      await page.getByRole('button', { name: 'Generate', exact: true }).click();
       await page.getByRole('menuitem', { name: 'User Stories' }).click();
       await expect(page.getByTestId('generating-indicator')).toHaveCount(0);
     }

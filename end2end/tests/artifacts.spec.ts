@@ -63,7 +63,7 @@ test('Generate makes a card silently: an indicator, no new bubble', async ({ pag
   await expect(users).toHaveCount(1);
   await expect(assistants).toHaveCount(1);
 
-  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: 'Business Requirements' }).click();
   const indicator = page.getByTestId('generating-indicator');
   await expect(indicator).toBeVisible();
@@ -85,10 +85,10 @@ test('Generate makes a card silently: an indicator, no new bubble', async ({ pag
 test('the documents panel lists every document of the conversation and opens it', async ({ page }) => {
   await openHydrated(page);
   await send(page, 'We run a library. Members borrow books. Librarians must see overdue loans.');
-  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: 'User Stories' }).click();
   await expect(page.getByTestId('artifact-card')).toHaveCount(1);
-  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: 'Meeting Summary' }).click();
   await expect(page.getByTestId('artifact-card')).toHaveCount(2);
 
@@ -134,7 +134,7 @@ test('raw HTML in a message renders inert', async ({ page }) => {
 test('a document downloads as Markdown, PDF and Word from its viewer, and can be deleted', async ({ page }) => {
   await openHydrated(page);
   await send(page, 'We run a bike rental. Riders must unlock bikes with the app. Staff want a daily repair list.');
-  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: 'Requirements Document' }).click();
   const card = page.getByTestId('artifact-card');
   await expect(card).toHaveCount(1);

@@ -7,7 +7,7 @@ test.beforeEach(async ({ page }) => {
 });
 
 async function generate(page: Page, kind: string) {
-  await page.getByRole('button', { name: 'Generate' }).click();
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: kind }).click();
   await expect(page.getByTestId('generating-indicator')).toHaveCount(0);
 }
@@ -74,7 +74,7 @@ test('popovers close on a click back in the chat or Escape, and the viewer retur
   await expect(toggle).toBeFocused();
 
   // The Generate menu closes the same ways.
-  const generateButton = page.getByRole('button', { name: 'Generate' });
+  const generateButton = page.getByRole('button', { name: 'Generate', exact: true });
   await generateButton.click();
   await expect(page.getByRole('menu', { name: 'Document type' })).toBeVisible();
   await page.keyboard.press('Escape');
