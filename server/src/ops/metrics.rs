@@ -82,6 +82,8 @@ struct TokenLabels {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
+    /// `main` (every query but rate-limit checks) or `rate_limits`.
+    pool: &'static str,
     /// `in_use` or `idle`.
     state: &'static str,
 }
@@ -153,7 +155,7 @@ impl Metrics {
         let sqlite_waiting = Gauge::default();
         registry.register("sqlite_writes_waiting", "Writes waiting for SQLite's writer", sqlite_waiting.clone());
         let pool = Family::<PoolLabels, Gauge>::default();
-        registry.register("db_connections", "PostgreSQL pool connections, in use and idle", pool.clone());
+        registry.register("db_connections", "PostgreSQL connections by pool, in use and idle", pool.clone());
         Self {
             registry,
             requests,
@@ -172,11 +174,11 @@ impl Metrics {
     pub fn render(&self, state: &AppState) -> String {
         self.running_turns.set(i64::try_from(state.chat.running_turns()).unwrap_or(i64::MAX));
         self.sqlite_waiting.set(SQLITE_WRITES_WAITING.load(Ordering::Relaxed).max(0));
-        if let Some(pool) = state.store.pool_use() {
+        for (name, pool) in state.store.pool_use() {
             self.pool
-                .get_or_create(&PoolLabels { state: "in_use" })
+                .get_or_create(&PoolLabels { pool: name, state: "in_use" })
                 .set(i64::from(pool.size - pool.idle.min(pool.size)));
-            self.pool.get_or_create(&PoolLabels { state: "idle" }).set(i64::from(pool.idle));
+            self.pool.get_or_create(&PoolLabels { pool: name, state: "idle" }).set(i64::from(pool.idle));
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -359,9 +359,10 @@ pub trait Store:
 {
     /// `sqlite` or `postgres`.
     fn backend(&self) -> &'static str;
-    /// The connection pool's size and idle connections, where the backend has a pool worth watching (metrics).
-    fn pool_use(&self) -> Option<PoolUse> {
-        None
+    /// Each connection pool's name, size and idle connections, where the backend has pools worth watching
+    /// (metrics): PostgreSQL's main pool (`main`) and the one kept for rate-limit checks (`rate_limits`).
+    fn pool_use(&self) -> Vec<(&'static str, PoolUse)> {
+        Vec::new()
     }
     /// Rate limits kept in the database for every instance; `None` where one process owns the database and
     /// counts them itself (SQLite).

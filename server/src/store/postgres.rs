@@ -253,8 +253,12 @@ impl Store for Postgres {
         "postgres"
     }
 
-    fn pool_use(&self) -> Option<super::PoolUse> {
-        Some(super::PoolUse { size: self.pool.size(), idle: u32::try_from(self.pool.num_idle()).unwrap_or(u32::MAX) })
+    fn pool_use(&self) -> Vec<(&'static str, super::PoolUse)> {
+        let state = |pool: &PgPool| super::PoolUse {
+            size: pool.size(),
+            idle: u32::try_from(pool.num_idle()).unwrap_or(u32::MAX),
+        };
+        vec![("main", state(&self.pool)), ("rate_limits", state(&self.limits))]
     }
 
     fn shared_limits(&self) -> Option<Arc<dyn super::SharedLimits>> {
