@@ -1,7 +1,7 @@
 import AxeBuilder from '@axe-core/playwright';
 import { expect, Page, test } from '@playwright/test';
 import { send } from './conversation';
-import { openHydrated, signUp } from './helpers';
+import { openHydrated, signInAsAdmin, signUp } from './helpers';
 
 /**
  * Runs axe-core's WCAG 2.1 A/AA rules on the page as it is (colour contrast included) and fails with the rule,
@@ -111,3 +111,61 @@ for (const theme of ['light', 'dark'] as const) {
     await expectAccessible(page, 'document versions');
   });
 }
+
+for (const theme of ['light', 'dark'] as const) {
+  test(`versions of a message, settings, a shared conversation and the admin page pass the WCAG A/AA checks in the ${theme} theme`, async ({
+    page,
+    browser,
+  }) => {
+    await page.emulateMedia({ colorScheme: theme });
+    await signUp(page);
+    await openHydrated(page);
+    await send(page, 'Riders must see when the next bus comes.');
+    // A second version of the message: "< 2 / 2 >", Edit, Regenerate and Delete under the messages.
+    const message = page.getByTestId('message-user').first();
+    await message.getByRole('button', { name: 'Edit message' }).click();
+    const editor = page.getByRole('form', { name: 'Edit message' });
+    await editor.getByRole('textbox').fill('Riders must buy tickets on their phone.');
+    await expectAccessible(page, 'message editor');
+    await editor.getByRole('button', { name: 'Send' }).click();
+    await expect(editor).toHaveCount(0);
+    await expect(page.getByTestId('message-assistant')).toHaveAttribute('aria-busy', 'false');
+    await expect(message.getByRole('group', { name: 'Versions' })).toContainText('2 / 2');
+    await expectAccessible(page, 'message versions');
+
+    await page.getByRole('button', { name: 'Share' }).click();
+    const url = (await page.getByTestId('share-url').textContent())!;
+    const stranger = await browser.newContext({ colorScheme: theme });
+    const reader = await stranger.newPage();
+    await reader.goto(url);
+    await expect(reader.locator('body')).toHaveAttribute('data-hydrated', 'true');
+    await expect(reader.getByTestId('message-user')).toBeVisible();
+    await expectAccessible(reader, 'shared conversation');
+    await stranger.close();
+
+    await openHydrated(page, '/settings');
+    await expect(page.getByRole('heading', { name: 'Settings', exact: true })).toBeVisible();
+    await expect(page.getByRole('list', { name: 'Shared links' }).getByRole('listitem')).toHaveCount(1);
+    await expectAccessible(page, 'settings');
+
+    await signInAsAdmin(page);
+    await openHydrated(page, '/admin');
+    await expect(page.getByTestId('account-row').first()).toBeVisible();
+    await expectAccessible(page, 'admin');
+  });
+}
+
+test('at phone width the admin tables scroll sideways inside the page, not the page itself', async ({ page }) => {
+  await page.setViewportSize({ width: 375, height: 740 });
+  await signInAsAdmin(page);
+  await openHydrated(page, '/admin');
+  const accounts = page.getByTestId('accounts');
+  await expect(accounts.getByTestId('account-row').first()).toBeVisible();
+  // The page does not scroll sideways; the table's own box does, and every row's actions stay reachable.
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
+  const scroller = page.locator('.table-scroll').filter({ has: accounts });
+  expect(await scroller.evaluate((box) => box.scrollWidth > box.clientWidth)).toBe(true);
+  const remove = accounts.getByTestId('account-row').first().getByRole('button', { name: 'Delete' });
+  await remove.scrollIntoViewIfNeeded();
+  await expect(remove).toBeInViewport();
+});

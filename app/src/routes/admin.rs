@@ -22,7 +22,7 @@ pub fn AdminPage() -> impl IntoView {
     let reload = RwSignal::new(0u32);
     let forbidden = RwSignal::new(false);
     view! {
-        <section class="admin-page" aria-labelledby="admin-heading">
+        <section class="page admin-page" aria-labelledby="admin-heading">
             <h1 id="admin-heading">"Administration"</h1>
             {move || note.get().map(|(ok, text)| {
                 let (class, role) = if ok { ("notice", "status") } else { ("error", "alert") };
@@ -142,6 +142,7 @@ fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
                 <input type="text" readonly class="invite-link" aria-label="Invitation link" data-testid="invite-link"
                     prop:value=link/>
             })}
+            <div class="table-scroll">
             <table class="admin-table" data-testid="invites">
                 <thead><tr><th>"Made"</th><th>"Expires"</th><th>"Used"</th><th>"State"</th><th>""</th></tr></thead>
                 <tbody>
@@ -160,6 +161,7 @@ fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
                     </For>
                 </tbody>
             </table>
+            </div>
         </section>
     }
 }
@@ -214,6 +216,7 @@ fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> im
     view! {
         <section aria-labelledby="accounts-heading">
             <h2 id="accounts-heading">"Accounts"</h2>
+            <div class="table-scroll">
             <table class="admin-table" data-testid="accounts">
                 <thead>
                     <tr>
@@ -227,6 +230,7 @@ fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> im
                     </For>
                 </tbody>
             </table>
+            </div>
             <nav class="pager" aria-label="Pages of accounts">
                 <button type="button" on:click=go_back disabled=move || offset.get() == 0>"Previous"</button>
                 <span data-testid="accounts-shown">{shown}</span>

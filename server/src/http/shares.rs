@@ -49,13 +49,17 @@ fn well_formed(token: &str) -> bool {
     token.len() == TOKEN_CHARS && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The conversation as a shared page shows it, as JSON: its messages with text (not failed attempts) and its
-/// documents at their latest version. Written on a blocking thread of the heavy-work queue.
+/// The conversation as a shared page shows it, as JSON: the messages of the path its owner sees (the versions
+/// chosen, not the other branches), with text (not failed attempts), and the documents written on that path (or by
+/// no message) at their latest version. Written on a blocking thread of the heavy-work queue.
 async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String, String)> {
     let ticket = state.heavy.admit(user)?;
     let info = state.store.get_thread(user, thread).await?;
-    let (messages, documents) =
-        tokio::try_join!(state.store.list_messages(user, thread), state.store.list_artifacts(user, thread))?;
+    let ((messages, _), documents) =
+        tokio::try_join!(state.store.list_path(user, thread), state.store.list_artifacts(user, thread))?;
+    let on_path: std::collections::HashSet<Uuid> = messages.iter().map(|m| m.id).collect();
+    let documents: Vec<_> =
+        documents.into_iter().filter(|d| d.assistant_message_id.is_none_or(|maker| on_path.contains(&maker))).collect();
     let title = info.title;
     let page_title = title.clone();
     let json = ticket

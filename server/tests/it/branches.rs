@@ -4,7 +4,9 @@
 
 use std::{borrow::Cow, collections::HashSet, path::Path, sync::Arc};
 
-use app::api::{ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ThreadDetail};
+use app::api::{
+    ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ShareLink, SharedConversation, ThreadDetail,
+};
 use proptest::prelude::*;
 use quire::store::{self, NewMessage};
 use serde_json::{json, Value};
@@ -21,6 +23,7 @@ stories!(
     de_duplication_follows_the_shown_path,
     an_export_carries_the_tree_and_an_import_restores_it,
     a_conversation_of_thousands_of_edits_stays_usable,
+    a_share_link_shows_the_versions_chosen_and_their_documents,
 );
 
 properties!(the_shown_path_is_a_chain_from_a_first_message_to_the_active_one);
@@ -636,4 +639,53 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
     assert_eq!(s.get_thread(u, thread).await.unwrap().message_count as usize, 4_998);
     let (path, _) = s.list_path(u, thread).await.unwrap();
     assert_eq!(path.len(), 2, "the newest version left is shown");
+}
+
+async fn a_share_link_shows_the_versions_chosen_and_their_documents(db: Db) {
+    use quire::llm::{StopReason, StreamEvent, ToolCall};
+    let save = |title: &str| {
+        let arguments = json!({ "artifact_type": "user_stories", "title": title, "content": "# Stories\n\n- One" });
+        vec![
+            Step::Emit(StreamEvent::ToolCall(ToolCall {
+                id: "call_1".into(),
+                name: "save_artifact".into(),
+                arguments,
+            })),
+            Step::Emit(StreamEvent::Stop(StopReason::ToolUse)),
+        ]
+    };
+    let scripts = vec![
+        save("Bus stories"),
+        ScriptedModel::text(&["Saved the bus stories."]),
+        save("Ticket stories"),
+        ScriptedModel::text(&["Saved the ticket stories."]),
+    ];
+    let (server, _, thread) = conversation(&db, scripts, &["Plan A: stories for riders of buses."]).await;
+    let first = server.detail(thread).await.messages[0].id;
+    chat_with(&server, thread, json!({ "content": "Plan B: stories for buying tickets.", "edit_of": first })).await;
+
+    let snapshot = share_and_read(&server, thread).await;
+    let texts: Vec<&str> = snapshot.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["Plan B: stories for buying tickets.", "Saved the ticket stories."]);
+    let titles: Vec<&str> = snapshot.documents.iter().map(|d| d.title.as_str()).collect();
+    assert_eq!(titles, ["Ticket stories"], "only the document of the path shared");
+
+    // Back on the first version, a new link shows it and its own document.
+    assert_eq!(switch(&server, thread, first).await.status(), 200);
+    let snapshot = share_and_read(&server, thread).await;
+    let texts: Vec<&str> = snapshot.messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts, ["Plan A: stories for riders of buses.", "Saved the bus stories."]);
+    let titles: Vec<&str> = snapshot.documents.iter().map(|d| d.title.as_str()).collect();
+    assert_eq!(titles, ["Bus stories"]);
+}
+
+/// A new share link of the conversation, read as a stranger would.
+async fn share_and_read(server: &TestServer, thread: Uuid) -> SharedConversation {
+    let created = server.client.post(server.url(&format!("/api/threads/{thread}/shares"))).send().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let link: ShareLink = created.json().await.unwrap();
+    let token = link.path.strip_prefix("/s/").unwrap();
+    let read = server.anonymous().get(server.url(&format!("/api/shared/{token}"))).send().await.unwrap();
+    assert_eq!(read.status(), 200);
+    read.json().await.unwrap()
 }
