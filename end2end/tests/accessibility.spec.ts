@@ -148,6 +148,8 @@ for (const theme of ['light', 'dark'] as const) {
     await expect(page.getByRole('list', { name: 'Shared links' }).getByRole('listitem')).toHaveCount(1);
     await expectAccessible(page, 'settings');
 
+    // Signed out first: a signed-in browser's requests must come from Quire's own pages.
+    await page.context().clearCookies();
     await signInAsAdmin(page);
     await openHydrated(page, '/admin');
     await expect(page.getByTestId('account-row').first()).toBeVisible();
