@@ -264,7 +264,7 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
         versions.get().map(|v| {
             let go = move |to: Option<Uuid>| move |_| to.into_iter().for_each(|m| actions.switch_to(m));
             view! {
-                <span class="versions" role="group" aria-label="Versions">
+                <span class="message-versions" role="group" aria-label="Versions">
                     <button type="button" class="icon-button" aria-label="Previous version" title="Previous version"
                         disabled=v.previous.is_none() on:click=go(v.previous)>"‹"</button>
                     <span class="version-place">{format!("{} / {}", v.place, v.count)}</span>
