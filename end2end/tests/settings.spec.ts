@@ -1,4 +1,5 @@
 import { expect, test } from '@playwright/test';
+import { readFile } from 'node:fs/promises';
 import { openHydrated, PASSWORD, signUp } from './helpers';
 import { send } from './conversation';
 
@@ -62,4 +63,22 @@ test('settings keep the name, instructions and theme; a shared link is read sign
   expect(gone!.status()).toBe(404);
   await expect(reader.getByTestId('share-missing')).toBeVisible();
   await stranger.close();
+});
+
+test('"Download all my data" on the settings page downloads every conversation of the person as JSON', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await send(page, 'We need a booking app for a small library');
+  await expect(page.getByTestId('message-assistant')).toHaveAttribute('aria-busy', 'false');
+
+  await openHydrated(page, '/settings');
+  const download = page.waitForEvent('download');
+  await page.getByRole('link', { name: 'Download all my data' }).click();
+  const file = await download;
+  expect(file.suggestedFilename()).toMatch(/\.json$/);
+  const data = JSON.parse(await readFile((await file.path())!, 'utf8'));
+  expect(data.threads).toHaveLength(1);
+  const messages = data.threads[0].messages.map((m: { role: string; content: string }) => [m.role, m.content]);
+  expect(messages[0]).toEqual(['user', 'We need a booking app for a small library']);
+  expect(messages[1][0]).toBe('assistant');
 });
