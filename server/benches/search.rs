@@ -5,7 +5,8 @@
 //!     cargo bench -p server --bench search -- --messages 1000000
 //!     scripts/with-postgres cargo bench -p server --bench search -- --backend postgres
 //!
-//! `--db PATH` keeps the SQLite file; a later run with the same path skips the seeding. Without size
+//! `--db PATH` keeps the SQLite file; a later run with the same path skips the seeding, as does a run on a
+//! PostgreSQL database seeded before (two builds compared on one `scripts/with-postgres` cluster). Without size
 //! arguments under `cargo test --benches` it runs a tiny version (a few thousand messages) as a smoke test.
 
 #[path = "support/mode.rs"]
@@ -280,6 +281,13 @@ async fn seed_postgres(args: &Args, threads: usize, per_thread: usize) -> anyhow
         args.postgres_url.clone().ok_or_else(|| anyhow::anyhow!("--backend postgres needs QUIRE_TEST_POSTGRES_URL"))?;
     let store = store::connect(&url).await?;
     let mut conn = sqlx::PgConnection::connect(&url).await?;
+    let existing: Vec<Uuid> = sqlx::query_scalar("select id from users where email like 'bench%' order by email")
+        .fetch_all(&mut conn)
+        .await?;
+    if !existing.is_empty() {
+        eprintln!("reusing the database's seeded messages");
+        return Ok(Seeded { store, users: existing, _dir: None });
+    }
     let started = Instant::now();
     let users = make_users(&store, args.users).await?;
     let mut gen = TextGen::new(7);

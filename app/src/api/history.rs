@@ -65,7 +65,12 @@ pub struct SearchResult {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SearchResults {
     pub results: Vec<SearchResult>,
+    /// How many hits there are (at least as many when `total_is_lower_bound`).
     pub total: u64,
+    /// A word found in more of one's messages (or titles, or documents) than are ranked per search: only the
+    /// newest were ranked and counted, and there are more.
+    #[serde(default)]
+    pub total_is_lower_bound: bool,
     #[serde(default)]
     pub next_cursor: Option<String>,
 }

@@ -116,7 +116,8 @@ pub fn SearchPage() -> impl IntoView {
     let query = use_query_map();
     let q = Memo::new(move |_| query.with(|m| m.get("q").unwrap_or_default().trim().to_string()));
     let results = RwSignal::new(Vec::<SearchResult>::new());
-    let total = RwSignal::new(0u64);
+    // How many hits, and whether that is a lower bound.
+    let total = RwSignal::new((0u64, false));
     let next = RwSignal::new(None::<String>);
     let loading = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
@@ -124,7 +125,7 @@ pub fn SearchPage() -> impl IntoView {
     Effect::new(move |_| {
         let text = q.get();
         results.set(Vec::new());
-        total.set(0);
+        total.set((0, false));
         next.set(None);
         error.set(None);
         if text.is_empty() {
@@ -140,7 +141,7 @@ pub fn SearchPage() -> impl IntoView {
             match result {
                 Ok(page) => {
                     results.set(page.results);
-                    total.set(page.total);
+                    total.set((page.total, page.total_is_lower_bound));
                     next.set(page.next_cursor);
                 }
                 Err(e) => error.set(Some(e.message)),
@@ -177,9 +178,10 @@ pub fn SearchPage() -> impl IntoView {
             return "Searching…".to_string();
         }
         match total.get() {
-            0 => format!("Nothing matches “{text}”."),
-            1 => format!("1 match for “{text}”."),
-            n => format!("{n} matches for “{text}”."),
+            (0, _) => format!("Nothing matches “{text}”."),
+            (n, true) => format!("At least {n} matches for “{text}”; the best of the newest come first."),
+            (1, false) => format!("1 match for “{text}”."),
+            (n, false) => format!("{n} matches for “{text}”."),
         }
     };
 

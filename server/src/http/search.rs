@@ -94,7 +94,14 @@ pub(crate) async fn search(
     let offset = params.cursor.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
     let page = state.store.search(user.id, &params.q, limit, offset).await?;
     let end = u64::from(offset) + page.hits.len() as u64;
+    // Past a lower bound there are more hits than were counted.
+    let more = end < page.total || page.total_is_lower_bound;
     let next_cursor =
-        (end < page.total.min(u64::from(MAX_SEARCH_DEPTH)) && !page.hits.is_empty()).then(|| encode_cursor(end as u32));
-    Ok(Json(SearchResults { results: page.hits.into_iter().map(result).collect(), total: page.total, next_cursor }))
+        (more && end < u64::from(MAX_SEARCH_DEPTH) && !page.hits.is_empty()).then(|| encode_cursor(end as u32));
+    Ok(Json(SearchResults {
+        results: page.hits.into_iter().map(result).collect(),
+        total: page.total,
+        total_is_lower_bound: page.total_is_lower_bound,
+        next_cursor,
+    }))
 }

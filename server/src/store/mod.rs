@@ -40,7 +40,7 @@ pub use documents::{ArtifactRevision, Documents, Fulfilment};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, Tree};
-pub use search::{HitKind, Search, SearchHit, SearchPage};
+pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::Preferences;
 pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};

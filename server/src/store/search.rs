@@ -11,6 +11,11 @@ use super::columns::Stored;
 use super::search_query::Term;
 use super::{parse_role, snippet, Result};
 
+/// Hits of one kind ranked and counted per search on either backend: the newest ones (or as many as the page
+/// reaches). For a word found in more of a person's rows than this, the best of its newest hits come first and the
+/// total is a lower bound.
+pub const RANKED_CANDIDATES: u32 = 200;
+
 /// What a search hit points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -41,7 +46,23 @@ pub struct SearchHit {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SearchPage {
     pub hits: Vec<SearchHit>,
+    /// Every hit, or (when `total_is_lower_bound`) the hits ranked: a kind had more than could be ranked.
     pub total: u64,
+    pub total_is_lower_bound: bool,
+}
+
+/// How many hits a search ranked, and whether one kind had more than its candidates (see [`RANKED_CANDIDATES`]).
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub(crate) struct Counted {
+    pub(crate) ranked: i64,
+    pub(crate) cut: bool,
+}
+
+impl Counted {
+    /// The page of these hits.
+    pub(crate) fn page(self, hits: Vec<SearchHit>) -> SearchPage {
+        SearchPage { hits, total: self.ranked.max(0) as u64, total_is_lower_bound: self.cut }
+    }
 }
 
 /// A hit of a page as both backends read it, with their id (`I`) and time (`T`) columns (see [`Stored`]): what

@@ -24,9 +24,6 @@ use writer::{Urgency, Writer};
 /// How often the write-ahead log is copied back into the database file.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
-/// Hits of one kind ranked per search, newest first (see `search`).
-const RANKED_CANDIDATES: u32 = 1_000;
-
 /// The statements both backends run alike, bound the SQLite way.
 type Shared = super::columns::Sql<sqlx::Sqlite>;
 

@@ -6,17 +6,35 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{search_query, Postgres, Search, SearchPage};
-use crate::store::search::{hits, HitRow};
+use crate::store::search::{hits, Counted, HitRow, RANKED_CANDIDATES};
 use crate::store::Result;
 
-/// A hit of the page, with its rank and how many hits there are in all.
+/// A hit of the page, with its rank and how many hits were ranked.
 #[derive(sqlx::FromRow)]
 struct Ranked {
     #[sqlx(flatten)]
     hit: HitRow<Uuid, DateTime<Utc>>,
     rank: f64,
-    total: i64,
+    #[sqlx(flatten)]
+    counted: Counted,
 }
+
+/// Each kind's newest `$3` hits (`$1` the owner, `$2` the query): the owner and the match are index conditions,
+/// and the order is that of the `(user_id, created_at, id)` indexes. Walking one of them newest first stops at
+/// the last candidate, so a word found in thousands of a person's messages reads a few hundred rows; for a word
+/// found in few the planner reads all of them from the GIN index instead (each statement is planned with its own
+/// words, see `search`).
+const NEWEST: &str = "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
+        where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
+        order by m.created_at desc, m.id desc limit $3)
+    union all
+    (select 'thread', t.id, t.created_at, t.search from threads t
+        where t.user_id = $1 and t.search @@ to_tsquery('simple', $2)
+        order by t.created_at desc, t.id limit $3)
+    union all
+    (select 'artifact', a.id, a.created_at, a.search from artifacts a
+        where a.user_id = $1 and a.search @@ to_tsquery('simple', $2)
+        order by a.created_at desc, a.id desc limit $3)";
 
 #[async_trait]
 impl Search for Postgres {
@@ -26,28 +44,21 @@ impl Search for Postgres {
         let Some(tsquery) = search_query::to_tsquery(&terms) else {
             return Ok(SearchPage::default());
         };
-        // The owner filter and the match are both index conditions (user_id btree, search GIN). Hits are ranked
-        // from their ids, times and scores alone, counted in the same pass, and only the page is joined to its
-        // conversation and text. Snippets are made from the texts: ts_headline takes time that grows with the
-        // square of a phrase's hits in one text.
-        const RANKED: &str = "q as (select to_tsquery('simple', $2) as q),
-            ranked as (
-                select 'message' as kind, m.id as ref_id, m.created_at, ts_rank(m.search, q.q) as score
-                from q cross join messages m where m.user_id = $1 and m.search @@ q.q
-                union all
-                select 'thread', t.id, t.created_at, ts_rank(t.search, q.q)
-                from q cross join threads t where t.user_id = $1 and t.search @@ q.q
-                union all
-                select 'artifact', a.id, a.created_at, ts_rank(a.search, q.q)
-                from q cross join artifacts a where a.user_id = $1 and a.search @@ q.q
-            )";
+        let limit = limit.clamp(1, 100);
+        // Only the newest RANKED_CANDIDATES hits of each kind (or as many as the page reaches) are ranked, as on
+        // SQLite; only the page is joined to its conversation and text. Snippets are made from the texts:
+        // ts_headline takes time that grows with the square of a phrase's hits in one text.
+        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit));
         let sql = format!(
-            "with {RANKED},
+            "with newest as ({NEWEST}),
              page as (
-                select kind, ref_id, created_at, score, count(*) over () as total from ranked
-                order by score desc, created_at desc, ref_id desc limit $3 offset $4
+                select kind, ref_id, created_at, score, ranked, max(of_kind) over () >= $3 as cut
+                from (select kind, ref_id, created_at, ts_rank(search, to_tsquery('simple', $2)) as score,
+                             count(*) over () as ranked, count(*) over (partition by kind) as of_kind
+                      from newest) n
+                order by score desc, created_at desc, ref_id desc limit $4 offset $5
              )
-             select page.kind, page.ref_id, page.total, t.id as thread_id, t.title as thread_title, m.role,
+             select page.kind, page.ref_id, page.ranked, page.cut, t.id as thread_id, t.title as thread_title, m.role,
                     page.created_at, -page.score::float8 as rank,
                     case page.kind when 'message' then m.content when 'thread' then t.title
                         else a.title || E'\\n' || a.content end as body
@@ -57,30 +68,46 @@ impl Search for Postgres {
              join threads t on t.id = coalesce(m.thread_id, a.thread_id, page.ref_id)
              order by page.score desc, page.created_at desc, page.ref_id desc"
         );
-        // Enough memory that the bitmap of a common word's hits stays exact instead of going lossy (and every
-        // heap page of the person's messages being read again to recheck).
         let mut tx = self.pool.begin().await?;
-        sqlx::query("set local work_mem = '32MB'").execute(&mut *tx).await?;
+        // For this transaction only:
+        // - whether walking the newest rows or reading a word's GIN entry is cheaper depends on how common the word
+        //   is: a plan made once for any words (a prepared statement's generic plan) would pick one for all;
+        // - rows are read at random from memory or SSD: at the default cost of a random read (4, for spinning
+        //   disks) the planner builds a bitmap of all of a person's messages to save reading a few other rows;
+        // - enough memory that a bitmap of many hits stays exact instead of going lossy (and every heap page of
+        //   the person's messages being read again to recheck).
+        sqlx::query(
+            "select set_config('plan_cache_mode', 'force_custom_plan', true),
+                    set_config('random_page_cost', '1.1', true), set_config('work_mem', '32MB', true)",
+        )
+        .execute(&mut *tx)
+        .await?;
         let rows: Vec<Ranked> = sqlx::query_as(&sql)
             .bind(user)
             .bind(&tsquery)
-            .bind(limit.clamp(1, 100) as i64)
-            .bind(offset as i64)
+            .bind(i64::from(candidates))
+            .bind(i64::from(limit))
+            .bind(i64::from(offset))
             .fetch_all(&mut *tx)
             .await?;
-        let total: i64 = match rows.first() {
-            Some(row) => row.total,
+        let counted = match rows.first() {
+            Some(row) => row.counted,
             // A page past the end: the count on its own.
             None => {
-                sqlx::query_scalar(&format!("with {RANKED} select count(*) from ranked"))
-                    .bind(user)
-                    .bind(&tsquery)
-                    .fetch_one(&mut *tx)
-                    .await?
+                sqlx::query_as(&format!(
+                    "with newest as ({NEWEST})
+                     select coalesce(sum(n), 0)::int8 as ranked, coalesce(max(n), 0) >= $3 as cut
+                     from (select kind, count(*) as n from newest group by kind) k"
+                ))
+                .bind(user)
+                .bind(&tsquery)
+                .bind(i64::from(candidates))
+                .fetch_one(&mut *tx)
+                .await?
             }
         };
         tx.commit().await?;
         let hits = hits(terms, rows.into_iter().map(|row| (row.hit, row.rank)).collect()).await?;
-        Ok(SearchPage { hits, total: total as u64 })
+        Ok(counted.page(hits))
     }
 }

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{owner_token, search_query, Search, SearchPage, Sqlite, RANKED_CANDIDATES};
-use crate::store::search::{hits, HitRow};
+use super::{owner_token, search_query, Search, SearchPage, Sqlite};
+use crate::store::search::{hits, Counted, HitRow, RANKED_CANDIDATES};
 use crate::store::Result;
 
 /// Each kind's details, read by the index rows (`pk`) of a page. Every part names its columns: any of them may
@@ -49,41 +49,46 @@ impl Search for Sqlite {
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
-        // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. bm25 costs a few
-        //    microseconds a row, so ranking a word found in thousands of a person's messages would take tens of
-        //    milliseconds: only the newest RANKED_CANDIDATES hits of each kind (or as many as the page reaches)
-        //    are ranked; FTS5 walks its rowids newest first without sorting. Among equal ranks the newer row
-        //    comes first.
-        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit.clamp(1, 100)));
+        // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. Only the newest
+        //    RANKED_CANDIDATES hits of each kind (or as many as the page reaches) are ranked and counted: FTS5 walks
+        //    its rowids newest first without sorting, and stops there. Among equal ranks the newer row comes
+        //    first.
+        let limit = limit.clamp(1, 100);
+        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit));
         let candidates_sql = |table: &str, kind: &str| {
             format!(
                 "select * from (select '{kind}' as kind, rowid as pk, bm25({table}, 0.0, 1.0) as rank from {table}
-                 where {table} match ?1 order by rowid desc limit {candidates})"
+                 where {table} match ?1 order by rowid desc limit ?2)"
             )
         };
-        let sql = format!(
-            "select kind, pk, rank, count(*) over () as ranked from ({} union all {} union all {})
-             order by rank, pk desc, kind limit ?2 offset ?3",
+        let newest = format!(
+            "{} union all {} union all {}",
             candidates_sql("messages_fts", "message"),
             candidates_sql("threads_fts", "thread"),
             candidates_sql("artifacts_fts", "artifact"),
         );
-        let page: Vec<(String, i64, f64, i64)> = sqlx::query_as(&sql)
+        let sql = format!(
+            "select kind, pk, rank, ranked, max(of_kind) over () >= ?2 as cut
+             from (select *, count(*) over () as ranked, count(*) over (partition by kind) as of_kind from ({newest}))
+             order by rank, pk desc, kind limit ?3 offset ?4"
+        );
+        let page: Vec<(String, i64, f64, i64, bool)> = sqlx::query_as(&sql)
             .bind(&expression)
-            .bind(limit.clamp(1, 100) as i64)
-            .bind(offset as i64)
+            .bind(i64::from(candidates))
+            .bind(i64::from(limit))
+            .bind(i64::from(offset))
             .fetch_all(&self.reader)
             .await?;
-        // Fewer hits than one kind's candidates: none was cut, so they were all counted already.
-        let total: i64 = match page.first() {
-            Some(first) if first.3 < i64::from(candidates) => first.3,
-            _ => {
-                sqlx::query_scalar(
-                    "select (select count(*) from messages_fts where messages_fts match ?1)
-                          + (select count(*) from threads_fts where threads_fts match ?1)
-                          + (select count(*) from artifacts_fts where artifacts_fts match ?1)",
-                )
+        let counted: Counted = match page.first() {
+            Some(first) => Counted { ranked: first.3, cut: first.4 },
+            // A page past the end: the count on its own.
+            None => {
+                sqlx::query_as(&format!(
+                    "select coalesce(sum(n), 0) as ranked, coalesce(max(n), 0) >= ?2 as cut
+                     from (select kind, count(*) as n from ({newest}) group by kind)"
+                ))
                 .bind(&expression)
+                .bind(i64::from(candidates))
                 .fetch_one(&self.reader)
                 .await?
             }
@@ -105,8 +110,8 @@ impl Search for Sqlite {
             rows.into_iter().map(|d| ((d.hit.kind.clone(), d.pk), d.hit)).collect()
         };
         // A row deleted between the two reads is left out.
-        let found = page.into_iter().filter_map(|(kind, pk, rank, _)| Some((details.remove(&(kind, pk))?, rank)));
+        let found = page.into_iter().filter_map(|(kind, pk, rank, ..)| Some((details.remove(&(kind, pk))?, rank)));
         let hits = hits(terms, found.collect()).await?;
-        Ok(SearchPage { hits, total: total as u64 })
+        Ok(counted.page(hits))
     }
 }

@@ -17,7 +17,7 @@ use proptest::prelude::*;
 use quire::store::{
     self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
     SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
-    TurnEnd, TurnLimits, TurnStart, TurnTrace,
+    TurnEnd, TurnLimits, TurnStart, TurnTrace, RANKED_CANDIDATES,
 };
 use serde_json::json;
 use uuid::Uuid;

@@ -7,6 +7,7 @@ stories!(
     search_escapes_html,
     search_syntax_never_errors,
     search_sees_only_the_callers_rows,
+    search_ranks_and_counts_the_newest_hits_of_a_common_word,
     search_follows_changes_at_once,
     answers_are_searchable_once_finished,
     answers_cut_off_while_written_become_searchable,
@@ -201,6 +202,36 @@ async fn search_sees_only_the_callers_rows(db: Db) {
         assert!(page.hits.iter().all(|h| owned[u].contains(&h.thread_id)));
         assert_ordered(&page);
     }
+}
+
+async fn search_ranks_and_counts_the_newest_hits_of_a_common_word(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Fruit", &[]).await.unwrap();
+    let n = RANKED_CANDIDATES as usize;
+    // The best match of all, but older than the newest `n` hits.
+    let oldest = say(s, u, t.id, "kiwi kiwi kiwi").await;
+    let mut newest = Vec::new();
+    for i in 0..n {
+        let text =
+            if i == n / 2 { "kiwi kiwi".to_string() } else { format!("a kiwi among many other words, number {i}") };
+        newest.push(say(s, u, t.id, &text).await);
+    }
+    let rare = s.search(u, "number", 20, 0).await.unwrap();
+    assert_eq!((rare.total, rare.total_is_lower_bound), (n as u64 - 1, false), "fewer hits than are ranked: exact");
+
+    let page = s.search(u, "kiwi", 20, 0).await.unwrap();
+    assert_eq!((page.total, page.total_is_lower_bound), (n as u64, true), "more hits than are ranked");
+    assert_eq!(page.hits.len(), 20);
+    assert_eq!(page.hits[0].message_id, Some(newest[n / 2].id), "the best of the newest hits first");
+    assert!(page.hits.iter().all(|h| h.message_id != Some(oldest.id)), "older hits are not ranked");
+    assert_ordered(&page);
+
+    // A page that reaches past the candidates ranks and counts as many as it reaches: here all of them.
+    let deep = s.search(u, "kiwi", 20, n as u32 - 10).await.unwrap();
+    assert_eq!((deep.total, deep.total_is_lower_bound), (n as u64 + 1, false));
+    assert_eq!(deep.hits.len(), 11);
+    assert_eq!(s.search(u, "kiwi", 20, n as u32 + 1).await.unwrap().total, n as u64 + 1, "past the end");
 }
 
 async fn search_follows_changes_at_once(db: Db) {
