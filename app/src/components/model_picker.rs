@@ -29,6 +29,7 @@ pub fn ModelSelect(
             }
         })
     });
+    // Selectedness is set as a property: an attribute no longer moves the selection once the person has used it.
     move || {
         let models = list.get().filter(|l| l.models.len() > 1)?;
         let options = models
@@ -37,7 +38,7 @@ pub fn ModelSelect(
             .map(|m| {
                 let (value, text) = (m.id.clone(), m.id.clone());
                 let selected = move || chosen.with(|c| c.as_deref() == Some(value.as_str()));
-                view! { <option value=m.id selected=selected>{text}</option> }
+                view! { <option value=m.id prop:selected=selected>{text}</option> }
             })
             .collect_view();
         let on_change = move |ev| {
@@ -48,8 +49,8 @@ pub fn ModelSelect(
         Some(view! {
             <label class="model-select">
             <span class=if shown_label { "" } else { "visually-hidden" }>{label}</span>
-            <select on:change=on_change>
-                <option value="" selected=move || chosen.with(Option::is_none)>
+            <select aria-label=label on:change=on_change>
+                <option value="" prop:selected=move || chosen.with(Option::is_none)>
                     {format!("{default_label} ({})", if server { &models.server_default } else { &models.default })}
                 </option>
                 {options}
