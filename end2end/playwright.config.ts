@@ -12,6 +12,27 @@ const baseURL = `http://127.0.0.1:${port}`;
 process.env.QUIRE_E2E_OWN_DATA_DIR ??= mkdtempSync(join(tmpdir(), 'quire-e2e-'));
 const dataDir = process.env.QUIRE_E2E_OWN_DATA_DIR;
 const binary = process.env.QUIRE_E2E_BIN ?? join(root, 'target', 'debug', 'quire');
+// A second server offers two models (`fixtures/models.toml`) to `models.spec.ts` alone: on the first, every other
+// spec sees the one built-in model and no model picker.
+const modelsPort = process.env.QUIRE_E2E_MODELS_PORT ?? String(Number(port) + 1);
+process.env.QUIRE_E2E_MODELS_URL ??= `http://127.0.0.1:${modelsPort}`;
+
+/** The environment of a server under test on `serverPort` with its data in `dir`. */
+function serverEnv(serverPort: string, dir: string, extra: Record<string, string> = {}) {
+  return {
+    LEPTOS_SITE_ADDR: `127.0.0.1:${serverPort}`,
+    LEPTOS_SITE_ROOT: join(root, 'target', 'site'),
+    QUIRE_DATA_DIR: dir,
+    QUIRE_BUILTIN_DELAY_MS: process.env.QUIRE_BUILTIN_DELAY_MS ?? '25',
+    RUST_LOG: 'warn',
+    // Every test signs up from the same address; the limits themselves are covered by the server's tests.
+    QUIRE_RATE_LIMIT_AUTH: '1000',
+    QUIRE_RATE_LIMIT_GENERAL: '10000',
+    // Every test signs up people of its own (the first one, `admin.setup.ts`, administers Quire).
+    QUIRE_SIGNUP: 'open',
+    ...extra,
+  };
+}
 
 export default defineConfig({
   testDir: './tests',
@@ -46,25 +67,28 @@ export default defineConfig({
     { name: 'setup', testMatch: /admin\.setup\.ts/ },
     { name: 'chromium', use: { browserName: 'chromium' }, dependencies: ['setup'] },
   ],
-  webServer: {
-    command: binary,
-    cwd: root,
-    url: `${baseURL}/api/health`,
-    reuseExistingServer: false,
-    timeout: 60_000,
-    stdout: 'pipe',
-    stderr: 'pipe',
-    env: {
-      LEPTOS_SITE_ADDR: `127.0.0.1:${port}`,
-      LEPTOS_SITE_ROOT: join(root, 'target', 'site'),
-      QUIRE_DATA_DIR: dataDir,
-      QUIRE_BUILTIN_DELAY_MS: process.env.QUIRE_BUILTIN_DELAY_MS ?? '25',
-      RUST_LOG: 'warn',
-      // Every test signs up from the same address; the limits themselves are covered by the server's tests.
-      QUIRE_RATE_LIMIT_AUTH: '1000',
-      QUIRE_RATE_LIMIT_GENERAL: '10000',
-      // Every test signs up people of its own (the first one, `admin.setup.ts`, administers Quire).
-      QUIRE_SIGNUP: 'open',
+  webServer: [
+    {
+      command: binary,
+      cwd: root,
+      url: `${baseURL}/api/health`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: serverEnv(port, dataDir),
     },
-  },
+    {
+      command: binary,
+      cwd: root,
+      url: `${process.env.QUIRE_E2E_MODELS_URL}/api/health`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: serverEnv(modelsPort, join(dataDir, 'models'), {
+        QUIRE_CONFIG: join(root, 'end2end', 'fixtures', 'models.toml'),
+      }),
+    },
+  ],
 });

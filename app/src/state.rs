@@ -163,6 +163,8 @@ pub struct ChatState {
     /// Why messages are refused until the daily token budget resets, once one was.
     pub(crate) budget: RwSignal<Option<String>>,
     pub(crate) title: RwSignal<String>,
+    /// The model the person chose for the conversation (`provider/model`); `None`: their default.
+    pub(crate) model: RwSignal<Option<String>>,
     pub(crate) open: RwSignal<Option<Artifact>>,
     /// The files attached to the conversation.
     pub(crate) files: RwSignal<Vec<Attachment>>,
@@ -187,6 +189,7 @@ impl ChatState {
             error: RwSignal::new(None),
             budget: RwSignal::new(None),
             title: RwSignal::new(String::new()),
+            model: RwSignal::new(None),
             open: RwSignal::new(None),
             files: RwSignal::new(Vec::new()),
             pending: RwSignal::new(Vec::new()),
@@ -203,6 +206,7 @@ impl ChatState {
         self.turn_artifacts.set(Vec::new());
         self.error.set(None);
         self.title.set(String::new());
+        self.model.set(None);
         self.open.set(None);
         self.files.set(Vec::new());
         self.pending.set(Vec::new());
@@ -234,9 +238,16 @@ impl ChatState {
                 self.turn_artifacts.update(|t| t.push(artifact.id));
                 self.upsert_artifact(artifact);
             }
-            ChatEvent::MessageComplete { message_id, stopped, .. } => {
+            ChatEvent::MessageComplete { message_id, stopped, model, .. } => {
                 let status = if stopped { MessageStatus::Stopped } else { MessageStatus::Complete };
-                self.end_turn(id, message_id, status)
+                self.end_turn(id, message_id, status);
+                if let (Some(answer), Some(model)) = (message_id, model) {
+                    self.messages.update(|list| {
+                        if let Some(message) = list.iter_mut().find(|m| m.id == answer) {
+                            message.model = Some(model);
+                        }
+                    });
+                }
             }
             ChatEvent::Error { message, .. } => {
                 let partial = self.live.with_untracked(|a| a.as_ref().is_some_and(|a| !a.text.is_empty()));

@@ -80,14 +80,22 @@ impl AppState {
         let url = config.database_url();
         config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
         let store = store::connect_with(&url, config.sqlite_sync, config.rate_limit_connections).await?;
-        let provider = llm::from_config(&config)?;
-        Self::new(config, store, provider).await
+        let models = llm::registry_from_config(&config)?;
+        Self::with_models(config, store, models).await
     }
 
     /// Builds the state around an opened store and a provider (tests pass fakes here).
     pub async fn new(config: Config, store: DynStore, provider: Arc<dyn Provider>) -> anyhow::Result<Self> {
+        Self::with_models(config, store, llm::Registry::single(provider)).await
+    }
+
+    /// Builds the state around an opened store and the models on offer.
+    pub async fn with_models(config: Config, store: DynStore, models: llm::Registry) -> anyhow::Result<Self> {
         let metrics = Arc::new(ops::metrics::Metrics::new());
-        let provider: Arc<dyn Provider> = Arc::new(ops::metrics::Metered::new(provider, metrics.clone()));
+        let measured = metrics.clone();
+        let models = Arc::new(models.with_layer(Arc::new(move |provider: Arc<dyn Provider>| -> Arc<dyn Provider> {
+            Arc::new(ops::metrics::Metered::new(provider, measured.clone()))
+        })));
         let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
         let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
         let limits = RateLimits::new(&config.limits, store.shared_limits());
@@ -108,7 +116,7 @@ impl AppState {
             .hash_files(hashed)
             .build();
         let site = http::assets::Site::new(config.site_root.clone(), hashed.then_some(hash_file.as_path()));
-        let chat = chat::Engine::new(store.clone(), provider, chat::Limits::from_config(&config));
+        let chat = chat::Engine::new(store.clone(), models, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
         tokio::spawn(auth::throttle::forget_old_failures(store.clone()));

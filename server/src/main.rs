@@ -58,7 +58,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.
     tokio::task::spawn_blocking(quire::tokens::warm_up);
-    tracing::info!(addr = %listener.local_addr()?, store = state.store.backend(), provider = state.chat.provider().name(), "Quire is listening");
+    tracing::info!(addr = %listener.local_addr()?, store = state.store.backend(), default_model = state.chat.models().default_model(), "Quire is listening");
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())

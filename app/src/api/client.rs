@@ -358,6 +358,11 @@ pub async fn restore_version(id: Uuid, version: i64) -> ApiResult<Artifact> {
     read_json(Request::post(&url).send().await.map_err(network_error)?).await
 }
 
+/// `GET /api/models`.
+pub async fn models() -> ApiResult<super::ModelList> {
+    read_json(Request::get("/api/models").send().await.map_err(network_error)?).await
+}
+
 /// `GET /api/settings`.
 pub async fn settings() -> ApiResult<super::Settings> {
     read_json(Request::get("/api/settings").send().await.map_err(network_error)?).await

@@ -26,6 +26,9 @@ pub enum ChatEvent {
         usage: Usage,
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         stopped: bool,
+        /// The model that wrote the answer (sent when one was saved).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// The turn failed; text so far is kept.
     Error { code: String, message: String },
@@ -70,6 +73,8 @@ impl ChatEvent {
                 usage: &'a Usage,
                 #[serde(skip_serializing_if = "std::ops::Not::not")]
                 stopped: bool,
+                #[serde(skip_serializing_if = "Option::is_none")]
+                model: &'a Option<String>,
             },
             Error {
                 code: &'a str,
@@ -81,8 +86,8 @@ impl ChatEvent {
             ChatEvent::TextDelta { text } => Data::TextDelta { text },
             ChatEvent::ToolExecuting { tool, input } => Data::ToolExecuting { tool, input },
             ChatEvent::ArtifactCreated { artifact } => Data::ArtifactCreated { artifact },
-            ChatEvent::MessageComplete { message_id, usage, stopped } => {
-                Data::MessageComplete { message_id, usage, stopped: *stopped }
+            ChatEvent::MessageComplete { message_id, usage, stopped, model } => {
+                Data::MessageComplete { message_id, usage, stopped: *stopped, model }
             }
             ChatEvent::Error { code, message } => Data::Error { code, message },
         };
@@ -122,6 +127,8 @@ impl ChatEvent {
             usage: Usage,
             #[serde(default)]
             stopped: bool,
+            #[serde(default)]
+            model: Option<String>,
         }
         #[derive(Deserialize)]
         struct Error {
@@ -147,8 +154,8 @@ impl ChatEvent {
                 ChatEvent::ArtifactCreated { artifact }
             }
             "message_complete" => {
-                let MessageComplete { message_id, usage, stopped } = from_str(data).ok()?;
-                ChatEvent::MessageComplete { message_id, usage, stopped }
+                let MessageComplete { message_id, usage, stopped, model } = from_str(data).ok()?;
+                ChatEvent::MessageComplete { message_id, usage, stopped, model }
             }
             "error" => {
                 let Error { code, message } = from_str(data).ok()?;
@@ -198,9 +205,15 @@ mod tests {
                 message_id: Some(Uuid::from_u128(9)),
                 usage: Usage { input_tokens: 3, output_tokens: 4 },
                 stopped: false,
+                model: Some("quire-builtin-2".into()),
             },
-            ChatEvent::MessageComplete { message_id: Some(Uuid::from_u128(8)), usage: Usage::default(), stopped: true },
-            ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false },
+            ChatEvent::MessageComplete {
+                message_id: Some(Uuid::from_u128(8)),
+                usage: Usage::default(),
+                stopped: true,
+                model: None,
+            },
+            ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false, model: None },
             ChatEvent::Error { code: "c".into(), message: "m".into() },
         ];
         for event in &events {
@@ -250,7 +263,8 @@ mod tests {
             Some(ChatEvent::MessageComplete {
                 message_id: None,
                 usage: Usage { input_tokens: 1, output_tokens: 2 },
-                stopped: false
+                stopped: false,
+                model: None,
             })
         );
         assert_eq!(ChatEvent::from_parts("unknown", r#"{"text":"a"}"#), None);
@@ -260,13 +274,22 @@ mod tests {
 
     #[test]
     fn message_complete_keeps_null_id() {
-        let event = ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false };
+        let event =
+            ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: false, model: None };
         assert_eq!(event.data_json(), r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0}}"#);
         assert!(event.is_terminal());
-        let stopped = ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: true };
+        let stopped =
+            ChatEvent::MessageComplete { message_id: None, usage: Usage::default(), stopped: true, model: None };
         assert_eq!(
             stopped.data_json(),
             r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0},"stopped":true}"#
         );
+        let written = ChatEvent::MessageComplete {
+            message_id: None,
+            usage: Usage::default(),
+            stopped: false,
+            model: Some("gpt-4o".into()),
+        };
+        assert!(written.data_json().ends_with(r#","model":"gpt-4o"}"#), "{}", written.data_json());
     }
 }

@@ -6,6 +6,7 @@ pub mod client;
 pub mod documents;
 pub mod events;
 pub mod history;
+pub mod models;
 pub mod objects;
 #[cfg(feature = "ssr")]
 pub mod schema;
@@ -18,6 +19,7 @@ pub use auth::*;
 pub use documents::*;
 pub use events::*;
 pub use history::*;
+pub use models::*;
 pub use settings::*;
 pub use trace::*;
 
@@ -126,6 +128,9 @@ pub struct Usage {
 pub struct Thread {
     pub id: Uuid,
     pub title: String,
+    /// The model the conversation's answers come from (`provider/model`); `None`: the person's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub tags: Vec<String>,
     pub pinned: bool,
     pub archived: bool,
@@ -274,6 +279,9 @@ pub struct UpdateThread {
     pub pinned: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<bool>,
+    /// A model of `GET /api/models`; an empty string goes back to the person's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// `GET /api/threads`.

@@ -46,6 +46,9 @@ pub struct Settings {
     /// Standing instructions for the assistant, added to its system prompt below Quire's own rules.
     pub custom_instructions: String,
     pub theme: Theme,
+    /// The model new conversations use (`provider/model`); `None`: the server's default.
+    #[serde(default)]
+    pub default_model: Option<String>,
 }
 
 /// `PATCH /api/settings`: what to change; a field left out stays as it is.
@@ -61,6 +64,9 @@ pub struct UpdateSettings {
     pub custom_instructions: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub theme: Option<Theme>,
+    /// A model of `GET /api/models`; an empty string goes back to the server's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
 }
 
 impl UpdateSettings {
@@ -98,7 +104,8 @@ impl UpdateSettings {
             }
             None => None,
         };
-        Ok(Self { display_name, custom_instructions, theme: self.theme })
+        let default_model = self.default_model.map(|id| super::models::checked_id("default_model", id)).transpose()?;
+        Ok(Self { display_name, custom_instructions, theme: self.theme, default_model })
     }
 }
 
@@ -162,8 +169,10 @@ mod tests {
             display_name: Some("  Ada  ".into()),
             custom_instructions: Some(" Answer in French. ".into()),
             theme: Some(Theme::Dark),
+            default_model: Some(" deep/quire-deep ".into()),
         };
         let checked = change.checked().unwrap();
+        assert_eq!(checked.default_model.as_deref(), Some("deep/quire-deep"));
         assert_eq!(checked.display_name.as_deref(), Some("Ada"));
         assert_eq!(checked.custom_instructions.as_deref(), Some("Answer in French."));
         let blank = UpdateSettings { display_name: Some("   ".into()), ..Default::default() };

@@ -8,6 +8,7 @@ pub mod generate_menu;
 pub mod message_bubble;
 pub mod modal;
 pub mod model_context;
+pub mod model_picker;
 pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;

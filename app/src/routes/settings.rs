@@ -8,6 +8,7 @@ use crate::api::{
     client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
     MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
 };
+use crate::components::model_picker::ModelSelect;
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
 use crate::format::moment;
 use crate::CurrentUser;
@@ -52,8 +53,8 @@ pub fn SettingsPage() -> impl IntoView {
             {move || settings.get().map(|loaded| view! {
                 <Profile display_name=loaded.display_name.clone()/>
                 <CustomInstructions text=loaded.custom_instructions.clone()/>
+                <DefaultModel chosen=loaded.default_model.clone()/>
             })}
-            // The default model goes here once more than one can be chosen.
             <Appearance/>
             <SharedLinks/>
             <YourData/>
@@ -141,6 +142,26 @@ fn CustomInstructions(text: String) -> impl IntoView {
             {form_note(note)}
             <button type="submit" class="primary" disabled=move || busy.get()>"Save instructions"</button>
         </form>
+    }
+}
+
+/// The model new conversations start with (each conversation can choose another on the chat page). Shown when
+/// more than one model is on offer.
+#[component]
+fn DefaultModel(chosen: Option<String>) -> impl IntoView {
+    let user = expect_context::<CurrentUser>();
+    let chosen = RwSignal::new(chosen);
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let choose = Callback::new(move |id: String| {
+        let change = UpdateSettings { default_model: Some(id), ..Default::default() };
+        save(user, change, busy, note, "Default model saved.");
+    });
+    view! {
+        <div class="default-model">
+            <ModelSelect label="Default model" default_label="Server default" server=true shown_label=true chosen on_choose=choose/>
+            {form_note(note)}
+        </div>
     }
 }
 

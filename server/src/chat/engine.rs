@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::error::Result;
 use super::hub::{self, TurnHub};
 use crate::config::Config;
-use crate::llm::Provider;
+use crate::llm::Registry;
 use crate::store::{DynStore, TurnLimits};
 
 /// What a turn keeps to.
@@ -34,7 +34,8 @@ impl Limits {
 #[derive(Clone)]
 pub struct Engine {
     pub(super) store: DynStore,
-    pub(super) provider: Arc<dyn Provider>,
+    /// The models answers come from.
+    pub(super) models: Arc<Registry>,
     /// The turns running in this process.
     pub(super) hub: Arc<TurnHub>,
     pub(super) limits: Limits,
@@ -43,16 +44,16 @@ pub struct Engine {
 impl Engine {
     /// The engine, with its background work started: the heartbeat of the turns running here, and the release of
     /// answers whose turn died elsewhere.
-    pub fn new(store: DynStore, provider: Arc<dyn Provider>, limits: Limits) -> Self {
+    pub fn new(store: DynStore, models: Arc<Registry>, limits: Limits) -> Self {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(hub::release_abandoned_answers(store.clone()));
-        Self { store, provider, hub, limits }
+        Self { store, models, hub, limits }
     }
 
-    /// The model provider answers come from.
-    pub fn provider(&self) -> &dyn Provider {
-        self.provider.as_ref()
+    /// The models on offer.
+    pub fn models(&self) -> &Registry {
+        &self.models
     }
 
     /// Stops the conversation's running turn, here at once or, on another instance, at its next heartbeat; its

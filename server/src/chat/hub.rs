@@ -202,7 +202,12 @@ mod tests {
         let listener = turn.subscribe(0);
         let resumed = turn.subscribe(1);
         turn.push(ChatEvent::TextDelta { text: "b".into() });
-        turn.push(ChatEvent::MessageComplete { message_id: None, usage: Default::default(), stopped: false });
+        turn.push(ChatEvent::MessageComplete {
+            message_id: None,
+            usage: Default::default(),
+            stopped: false,
+            model: None,
+        });
         let all: Vec<i64> = listener.map(|(seq, _)| seq).collect().await;
         assert_eq!(all, vec![1, 2, 3]);
         let rest: Vec<i64> = resumed.map(|(seq, _)| seq).collect().await;

@@ -345,6 +345,10 @@ enum Ending {
 
 struct Turn<'a> {
     engine: &'a Engine,
+    /// The model answering: the conversation's, else the person's default, else the server's.
+    provider: Arc<dyn llm::Provider>,
+    /// Whether the model names the conversation once it has answered.
+    title_by_model: bool,
     live: Arc<LiveTurn>,
     plan: Plan,
     text: String,
@@ -373,6 +377,8 @@ impl<'a> Turn<'a> {
     fn new(engine: &'a Engine, live: Arc<LiveTurn>, plan: Plan) -> Self {
         Self {
             engine,
+            provider: engine.models.default_provider(),
+            title_by_model: false,
             live,
             plan,
             text: String::new(),
@@ -392,33 +398,28 @@ impl<'a> Turn<'a> {
     }
 
     fn model(&self) -> String {
-        self.engine.provider.model().to_string()
+        self.provider.model().to_string()
+    }
+
+    /// Names the conversation at its first message.
+    fn naming(&self) -> Naming<'a> {
+        Naming {
+            engine: self.engine,
+            provider: self.provider.clone(),
+            live: self.live.clone(),
+            user: self.plan.user,
+            thread: self.plan.thread,
+            content: self.plan.content.clone(),
+        }
     }
 
     /// The steps a turn takes once (naming, loading the conversation, running a tool, saving the end) are boxed
     /// where they are awaited: a future is as large as its largest step, and a turn spends nearly all its life
     /// waiting for the model's next words, thousands of turns at once (this halves a waiting turn's task).
     async fn run(mut self) {
-        let naming = Naming {
-            engine: self.engine,
-            live: self.live.clone(),
-            user: self.plan.user,
-            thread: self.plan.thread,
-            content: self.plan.content.clone(),
-        };
-        // A title the model has to write is asked for after the answer, so it never delays the answer's first
-        // words; any other is known at once.
-        let ask_model = match self.plan.name_thread.take() {
-            Some(current) if current == DEFAULT_TITLE && self.engine.provider.names_threads() => true,
-            Some(current) => {
-                Box::pin(naming.known(current)).await;
-                false
-            }
-            None => false,
-        };
         let ending = self.converse().await;
-        if ask_model {
-            let call = Box::pin(naming.by_model()).await;
+        if self.title_by_model {
+            let call = Box::pin(self.naming().by_model()).await;
             self.trace.push(call);
         }
         Box::pin(self.finish(ending)).await;
@@ -429,20 +430,34 @@ impl<'a> Turn<'a> {
         // The conversation, the person's settings and the tools on offer are read at once: none waits for another.
         let store = self.engine.store.clone();
         let (user, thread) = (self.plan.user, self.plan.thread);
-        let (history, settings, tools) = tokio::join!(
-            Box::pin(self.history()),
-            store.settings(user),
+        let (built, settings, tools) = tokio::join!(
+            Box::pin(self.load_context()),
+            store.turn_settings(user, thread),
             Box::pin(tools::Offered::for_thread(&store, user, thread))
         );
-        let mut messages = match history {
-            Ok(m) => m,
+        let built = match built {
+            Ok(built) => built,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
         };
-        // The person's custom instructions go below Quire's rules, which keep their priority.
-        let system = match settings {
-            Ok(settings) => prompt::system_prompt_with(&settings.custom_instructions),
+        let settings = match settings {
+            Ok(settings) => settings,
             Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))),
         };
+        // A choice no longer on offer (the providers changed since) gives way to the next.
+        let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
+        self.provider = self.engine.models.choose(&choices).await;
+        // A title the model has to write is asked for after the answer, so it never delays the answer's first
+        // words; any other is known at once.
+        if let Some(current) = self.plan.name_thread.take() {
+            if current == DEFAULT_TITLE && self.provider.names_threads() {
+                self.title_by_model = true;
+            } else {
+                Box::pin(self.naming().known(current)).await;
+            }
+        }
+        let mut messages = Box::pin(self.history(built)).await;
+        // The person's custom instructions go below Quire's rules, which keep their priority.
+        let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: system.clone(),
@@ -454,7 +469,7 @@ impl<'a> Turn<'a> {
             let started = tokio::select! {
                 biased;
                 _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
-                r = self.engine.provider.stream(request) => r,
+                r = self.provider.stream(request) => r,
             };
             let mut stream = match started {
                 Ok(s) => s,
@@ -498,7 +513,7 @@ impl<'a> Turn<'a> {
                     Some(Err(e)) => return self.end_call(timing, Ending::Failed(e)),
                 }
             }
-            self.trace.push(timing.step(self.engine.provider.as_ref(), None));
+            self.trace.push(timing.step(self.provider.as_ref(), None));
             if calls.is_empty() {
                 return Ending::Done;
             }
@@ -529,7 +544,7 @@ impl<'a> Turn<'a> {
             }
             Ending::Done => None,
         };
-        self.trace.push(timing.step(self.engine.provider.as_ref(), error));
+        self.trace.push(timing.step(self.provider.as_ref(), error));
         ending
     }
 
@@ -572,32 +587,36 @@ impl<'a> Turn<'a> {
 
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
     /// rest fits the token budget; a silent request adds its instruction without storing it.
-    async fn history(&mut self) -> Result<Vec<llm::Message>, StoreError> {
+    async fn load_context(&self) -> Result<context::BuiltContext, StoreError> {
         let ephemeral = self
             .plan
             .silent
             .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
-        let mut built = context::load(
+        context::load(
             self.engine.store.as_ref(),
             self.plan.user,
             self.plan.thread,
             self.engine.limits.context_tokens,
             ephemeral.as_deref(),
         )
-        .await?;
+        .await
+    }
+
+    /// The loaded conversation with its summary, as the chosen model sees it; the record of what it saw kept.
+    async fn history(&mut self, mut built: context::BuiltContext) -> Vec<llm::Message> {
         let summariser = summary::Summariser {
             store: self.engine.store.clone(),
-            provider: self.engine.provider.clone(),
+            provider: self.provider.clone(),
             redact: self.engine.limits.redact_pii,
         };
         self.summary_refresh = summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         self.path = built.path;
         let mut record = built.record;
-        record.provider = self.engine.provider.name().to_string();
+        record.provider = self.provider.name().to_string();
         record.model = self.model();
         self.context = Some(record);
-        Ok(built.messages)
+        built.messages
     }
 
     /// Hands progress over to be written: the events so far and, for a typed turn, the answer so far (as
@@ -735,8 +754,12 @@ impl<'a> Turn<'a> {
                 code: "no_artifact".into(),
                 message: "The assistant did not produce a document. Try again, or ask for it in the chat.".into(),
             },
-            Ending::Done => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: false },
-            Ending::Stopped => ChatEvent::MessageComplete { message_id, usage: self.usage, stopped: true },
+            Ending::Done | Ending::Stopped => ChatEvent::MessageComplete {
+                message_id,
+                usage: self.usage,
+                stopped: matches!(ending, Ending::Stopped),
+                model: message_id.map(|_| self.model()),
+            },
         }
     }
 }
@@ -756,6 +779,7 @@ fn paragraph_break(text: &str) -> &'static str {
 /// Names a conversation at its first message.
 struct Naming<'a> {
     engine: &'a Engine,
+    provider: Arc<dyn llm::Provider>,
     live: Arc<LiveTurn>,
     user: Uuid,
     thread: Uuid,
@@ -798,7 +822,7 @@ impl Naming<'_> {
         };
         let mut timing = CallTiming::start(CallPurpose::Title);
         let collect = async {
-            let mut stream = self.engine.provider.stream(request).await?;
+            let mut stream = self.provider.stream(request).await?;
             let mut text = String::new();
             while let Some(event) = stream.next().await {
                 match event?.without_nul() {
@@ -816,12 +840,12 @@ impl Naming<'_> {
         let text = tokio::time::timeout(TITLE_TIMEOUT, collect).await.unwrap_or(Err(LlmError::Timeout));
         let usage = Usage { input_tokens: timing.usage().input_tokens, output_tokens: timing.usage().output_tokens };
         if text.is_ok() {
-            let model = self.engine.provider.model().to_string();
+            let model = self.provider.model().to_string();
             if let Err(e) = self.engine.store.record_usage(self.user, self.thread, &model, usage).await {
                 tracing::warn!(error = %e, "recording title usage failed");
             }
         }
-        let call = timing.step(self.engine.provider.as_ref(), text.as_ref().err());
+        let call = timing.step(self.provider.as_ref(), text.as_ref().err());
         // A title is kept and shown: personal data in it is replaced as in a person's own words.
         let title = text.ok().as_deref().and_then(clean_title);
         (title.map(|title| crate::privacy::redact_if(self.engine.limits.redact_pii, title, 80)), call)

@@ -1,5 +1,6 @@
 //! Start-up configuration: command-line flags, each also readable from the environment.
 
+pub mod models;
 pub mod private;
 
 use std::{net::SocketAddr, path::PathBuf};
@@ -9,7 +10,8 @@ use clap::{Parser, ValueEnum};
 use crate::auth::JwtSecret;
 
 /// Which model answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// The offline, deterministic assistant built into Quire.
     Builtin,
@@ -147,6 +149,11 @@ pub struct Config {
     /// Model name sent to the provider (each provider has a default).
     #[arg(long, env = "QUIRE_MODEL")]
     pub model: Option<String>,
+
+    /// A TOML file naming several model providers and the default model (see README, "Models"). Unset: the
+    /// single provider of `QUIRE_LLM_PROVIDER` and `QUIRE_MODEL`.
+    #[arg(long = "config", env = "QUIRE_CONFIG")]
+    pub models_file: Option<PathBuf>,
 
     /// Pause between tokens of the built-in assistant, in milliseconds.
     #[arg(long, env = "QUIRE_BUILTIN_DELAY_MS", default_value_t = 20)]
@@ -383,6 +390,7 @@ impl Config {
             rate_limit_connections: 2,
             llm_provider: ProviderKind::Builtin,
             model: None,
+            models_file: None,
             builtin_delay_ms: 0,
             context_tokens: 24_000,
             site_root: "target/site".into(),
@@ -471,6 +479,7 @@ mod tests {
             "QUIRE_DATABASE_URL",
             "QUIRE_SQLITE_SYNC",
             "QUIRE_LLM_PROVIDER",
+            "QUIRE_CONFIG",
             "QUIRE_JWT_SECRET",
             "QUIRE_PUBLIC_URL",
             "QUIRE_SESSION_IDLE_HOURS",

@@ -12,6 +12,7 @@ pub mod export;
 pub mod extract;
 pub mod headers;
 pub mod messages;
+pub mod models;
 pub mod openapi;
 pub mod rate_limit;
 pub mod search;
@@ -71,6 +72,7 @@ pub fn api_router() -> Router<AppState> {
         .merge(search::router())
         .merge(stats::router())
         .merge(settings::router())
+        .merge(models::router())
         .merge(shares::router())
         .merge(export::router())
         .merge(artifacts::router())

@@ -11,7 +11,9 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{admin, artifacts, attachments, auth, chat, export, messages, search, settings, shares, stats, threads};
+use super::{
+    admin, artifacts, attachments, auth, chat, export, messages, models, search, settings, shares, stats, threads,
+};
 
 /// The whole API.
 #[derive(OpenApi)]
@@ -43,6 +45,7 @@ use super::{admin, artifacts, attachments, auth, chat, export, messages, search,
         admin::set_sign_up_settings,
         settings::settings,
         settings::update_settings,
+        models::list_models,
         threads::list_threads,
         threads::create_thread,
         threads::get_thread,

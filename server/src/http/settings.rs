@@ -24,12 +24,13 @@ pub async fn settings(State(state): State<AppState>, user: AuthUser) -> Result<J
     request_body = UpdateSettings,
     responses((status = 200, body = Settings), (status = 401, body = app::api::ErrorBody),
         (status = 403, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme")))]
+        (status = 422, body = app::api::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme or model")))]
 pub async fn update_settings(
     State(state): State<AppState>,
     user: AuthUser,
     Json(change): Json<UpdateSettings>,
 ) -> Result<Json<Settings>> {
-    let change = change.checked()?;
+    let mut change = change.checked()?;
+    change.default_model = super::models::checked_choice(&state, "default_model", change.default_model).await?;
     Ok(Json(state.store.update_settings(user.id, &change).await?))
 }

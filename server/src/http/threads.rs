@@ -212,7 +212,9 @@ pub async fn update_thread(
         pinned: body.pinned,
         archived: body.archived,
         summary: None,
+        model: body.model.map(|id| app::api::checked_id("model", id)).transpose()?,
     };
+    let patch = ThreadPatch { model: super::models::checked_choice(&state, "model", patch.model).await?, ..patch };
     Ok(Json(state.store.update_thread(user.id, id, &patch).await?))
 }
 

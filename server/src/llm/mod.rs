@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod builtin;
 pub mod openai;
+pub mod registry;
 pub mod retry;
 pub mod secret;
 pub mod sse;
@@ -13,6 +14,7 @@ pub mod types;
 
 use std::sync::Arc;
 
+pub use registry::Registry;
 pub use secret::ApiKey;
 pub use transport::HttpTimeouts;
 pub use types::*;
@@ -42,4 +44,16 @@ pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Provider>> {
             Arc::new(retry::RetryingProvider::new(provider, retry::RetryPolicy::default()))
         }
     })
+}
+
+/// The models on offer: those of the providers file (`QUIRE_CONFIG`) when one is given, otherwise the one provider
+/// of the environment. A bad providers file stops Quire with its message.
+pub fn registry_from_config(config: &Config) -> anyhow::Result<Registry> {
+    match &config.models_file {
+        Some(path) => {
+            let file = crate::config::models::load(path).map_err(anyhow::Error::msg)?;
+            Ok(Registry::from_file(&file, std::time::Duration::from_millis(config.builtin_delay_ms)))
+        }
+        None => Ok(Registry::single(from_config(config)?)),
+    }
 }

@@ -41,7 +41,7 @@ pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, Tree};
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
-pub use settings::Preferences;
+pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
@@ -208,6 +208,8 @@ pub struct ThreadPatch {
     pub pinned: Option<bool>,
     pub archived: Option<bool>,
     pub summary: Option<String>,
+    /// The conversation's model (`provider/model`); an empty one goes back to the default.
+    pub model: Option<String>,
 }
 
 /// A message to append; its sequence number is taken atomically.

@@ -14,6 +14,23 @@ pub(crate) struct SettingsRow {
     display_name: String,
     custom_instructions: String,
     theme: String,
+    default_model: Option<String>,
+}
+
+/// What a turn reads of its person and conversation: the settings and the conversation's model.
+#[derive(sqlx::FromRow)]
+pub(crate) struct TurnSettingsRow {
+    #[sqlx(flatten)]
+    settings: SettingsRow,
+    thread_model: Option<String>,
+}
+
+/// What a turn reads before it calls the model: the person's settings and the conversation's own model.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnSettings {
+    pub settings: Settings,
+    /// The conversation's model (`provider/model`), when the person chose one.
+    pub thread_model: Option<String>,
 }
 
 impl TryFrom<SettingsRow> for Settings {
@@ -21,7 +38,12 @@ impl TryFrom<SettingsRow> for Settings {
 
     fn try_from(row: SettingsRow) -> Result<Self> {
         let theme = Theme::parse(&row.theme).ok_or_else(|| StoreError::Corrupt(format!("theme {}", row.theme)))?;
-        Ok(Settings { display_name: row.display_name, custom_instructions: row.custom_instructions, theme })
+        Ok(Settings {
+            display_name: row.display_name,
+            custom_instructions: row.custom_instructions,
+            theme,
+            default_model: row.default_model,
+        })
     }
 }
 
@@ -32,14 +54,32 @@ where
     String: Column<D>,
     Option<String>: Column<D>,
     SettingsRow: for<'r> sqlx::FromRow<'r, D::Row>,
+    TurnSettingsRow: for<'r> sqlx::FromRow<'r, D::Row>,
 {
     pub(crate) async fn settings(conn: &mut D::Connection, user: Uuid) -> Result<Settings> {
         let row: Option<SettingsRow> =
-            sqlx::query_as("select display_name, custom_instructions, theme from users where id = $1")
+            sqlx::query_as("select display_name, custom_instructions, theme, default_model from users where id = $1")
                 .bind(D::id(user))
                 .fetch_optional(conn)
                 .await?;
         row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// The person's settings and the conversation's model, in one statement (another person's conversation has
+    /// none).
+    pub(crate) async fn turn_settings(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
+        let row: Option<TurnSettingsRow> = sqlx::query_as(
+            "select display_name, custom_instructions, theme, default_model,
+               (select model from threads where id = $1 and user_id = $2) as thread_model
+             from users where id = $3",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .bind(D::id(user))
+        .fetch_optional(conn)
+        .await?;
+        let row = row.ok_or(StoreError::NotFound)?;
+        Ok(TurnSettings { settings: row.settings.try_into()?, thread_model: row.thread_model })
     }
 
     pub(crate) async fn update_settings(
@@ -49,13 +89,16 @@ where
     ) -> Result<Settings> {
         let row: Option<SettingsRow> = sqlx::query_as(
             "update users set display_name = coalesce($1, display_name),
-               custom_instructions = coalesce($2, custom_instructions), theme = coalesce($3, theme)
-             where id = $4 returning display_name, custom_instructions, theme",
+               custom_instructions = coalesce($2, custom_instructions), theme = coalesce($3, theme),
+               default_model = case when $5 is null then default_model else nullif($6, '') end
+             where id = $4 returning display_name, custom_instructions, theme, default_model",
         )
         .bind(change.display_name)
         .bind(change.custom_instructions)
         .bind(change.theme.map(|t| t.as_str().to_owned()))
         .bind(D::id(user))
+        .bind(change.default_model.clone())
+        .bind(change.default_model)
         .fetch_optional(conn)
         .await?;
         row.ok_or(StoreError::NotFound)?.try_into()
@@ -70,4 +113,7 @@ pub trait Preferences: Send + Sync {
     /// Saves the fields `change` carries (checked by the caller, see [`UpdateSettings::checked`]) and returns
     /// the settings as saved; `NotFound` for an unknown person.
     async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings>;
+    /// The person's settings with the conversation's model (`None` for a conversation that is missing or another
+    /// person's); `NotFound` for an unknown person.
+    async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings>;
 }

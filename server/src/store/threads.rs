@@ -79,6 +79,7 @@ pub(crate) async fn listing<R>(rows: Vec<R>, owned: impl Future<Output = Result<
 pub(crate) struct ThreadRow<I, T, L> {
     id: I,
     title: String,
+    model: Option<String>,
     tags: L,
     pinned: bool,
     archived: bool,
@@ -95,6 +96,7 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>, L: Stored<Vec<String>>> TryFrom<
         Ok(Thread {
             id: row.id.read("id")?,
             title: row.title,
+            model: row.model,
             tags: row.tags.read("tags")?,
             pinned: row.pinned,
             archived: row.archived,

@@ -21,6 +21,7 @@ mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;
 mod messages;
+mod models;
 mod multi_instance;
 mod ops;
 mod parser_properties;

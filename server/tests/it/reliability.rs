@@ -44,8 +44,8 @@ const REQUIREMENTS: &str = "We are building a booking system for a chain of clim
 fn normalized(event: &ChatEvent) -> ChatEvent {
     match event {
         ChatEvent::ThreadName { title, .. } => ChatEvent::ThreadName { thread_id: Uuid::nil(), title: title.clone() },
-        ChatEvent::MessageComplete { usage, stopped, .. } => {
-            ChatEvent::MessageComplete { message_id: None, usage: *usage, stopped: *stopped }
+        ChatEvent::MessageComplete { usage, stopped, model, .. } => {
+            ChatEvent::MessageComplete { message_id: None, usage: *usage, stopped: *stopped, model: model.clone() }
         }
         other => other.clone(),
     }

@@ -8,7 +8,9 @@ use uuid::Uuid;
 
 use super::branches::Branches;
 use super::budget_banner::show_if_over_budget;
-use crate::api::{client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role};
+use crate::api::{
+    client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
+};
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
 /// Moves the browser to another address of the app.
@@ -89,6 +91,13 @@ impl ChatActions {
         }
         match client::create_thread(&CreateThread::default()).await {
             Ok(thread) => {
+                // A model chosen before the conversation existed becomes its own.
+                if let Some(model) = state.model.get_untracked() {
+                    let change = UpdateThread { model: Some(model), ..Default::default() };
+                    if let Err(e) = client::update_thread(thread.id, &change).await {
+                        state.error.set(Some(ErrorNote::new(e.message)));
+                    }
+                }
                 state.current.set(Some(thread.id));
                 let options = NavigateOptions { replace: true, ..Default::default() };
                 self.navigate.with_value(|navigate| navigate(&format!("/c/{}", thread.id), options));
@@ -100,6 +109,21 @@ impl ChatActions {
                 None
             }
         }
+    }
+
+    /// Makes `id` the conversation's model (empty: the person's default); before the conversation exists, it is
+    /// kept for it.
+    pub(super) fn choose_model(self, id: String) {
+        let state = self.state;
+        let Some(thread) = state.current.get_untracked() else { return };
+        spawn_local(async move {
+            let change = UpdateThread { model: Some(id), ..Default::default() };
+            match client::update_thread(thread, &change).await {
+                Ok(saved) if state.current.get_untracked() == Some(thread) => state.model.set(saved.model),
+                Ok(_) => {}
+                Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
+            }
+        });
     }
 
     /// Sends a message and follows its answer.

@@ -245,8 +245,13 @@ pub(super) fn MessageRow(message: Message, actions: ChatActions, highlighted: Si
                 .into_any();
         }
         let (role, content, status) = (m.role, m.content.clone(), m.status);
+        // Which model wrote an answer.
+        let written_by = m.model.clone().filter(|_| role == Role::Assistant).map(|model| {
+            view! { <span class="answer-model" data-testid="answer-model" title="Model">{model}</span> }
+        });
         view! {
             <MessageBubble role content status saved=(m.id, m.thread_id) highlighted>
+                {written_by}
                 <MessageTools id role actions/>
             </MessageBubble>
         }

@@ -5,9 +5,10 @@ use uuid::Uuid;
 
 use crate::api::{client, Artifact, Attachment};
 use crate::components::documents_panel::DocumentsPanel;
+use crate::components::model_picker::ModelSelect;
 
-/// The title ("New conversation" until it has one); the documents panel and the exports once the conversation
-/// exists.
+/// The title ("New conversation" until it has one), the model picker; the documents panel and the exports once the
+/// conversation exists.
 #[component]
 pub(super) fn ChatHeader(
     title: RwSignal<String>,
@@ -16,11 +17,14 @@ pub(super) fn ChatHeader(
     files: RwSignal<Vec<Attachment>>,
     on_open: Callback<Artifact>,
     on_remove_file: Callback<Attachment>,
+    model: RwSignal<Option<String>>,
+    on_model: Callback<String>,
 ) -> impl IntoView {
     // Erased: the chat page's view type is deep enough without this one nested in it.
     view! {
         <header class="chat-head">
             <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
+            <ModelSelect label="Model" default_label="Default" chosen=model on_choose=on_model/>
             {move || current.get().map(|id| view! {
                 <DocumentsPanel artifacts files on_open on_remove_file/>
                 <div class="chat-actions" role="group" aria-label="Export conversation">

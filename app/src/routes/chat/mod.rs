@@ -33,7 +33,7 @@ pub fn ChatPage() -> impl IntoView {
     let query = use_query_map();
     let changed = expect_context::<ThreadsChanged>();
     let state = expect_context::<ChatState>();
-    let ChatState { current, messages, artifacts, live, busy, error, title, open, files, .. } = state;
+    let ChatState { current, messages, artifacts, live, busy, error, title, open, files, model, .. } = state;
     let follow = RwSignal::new(true);
     let actions = ChatActions::new(state, changed, follow, use_navigate());
     let branches = actions.branches();
@@ -77,6 +77,7 @@ pub fn ChatPage() -> impl IntoView {
                     }
                     branches.list.set(detail.branches);
                     title.set(detail.thread.title);
+                    model.set(detail.thread.model);
                     let mut list = detail.messages;
                     if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
                         // The answer being written is replayed below from the turn's events.
@@ -121,10 +122,11 @@ pub fn ChatPage() -> impl IntoView {
         open.set(Some(a));
     });
     let remove_file = Callback::new(move |f| actions.remove_file(f));
+    let choose_model = Callback::new(move |id: String| actions.choose_model(id));
 
     view! {
         <section class="chat" aria-label="Conversation">
-            <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file/>
+            <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file model on_model=choose_model/>
             <Timeline state actions follow target on_open=open_card/>
             <ErrorBanner state actions/>
             <BudgetBanner state/>

@@ -154,7 +154,8 @@ impl Threads for Postgres {
         let mut tx = self.pool.begin().await?;
         let updated = sqlx::query(
             "update threads set title = coalesce($1, title), pinned = coalesce($2, pinned),
-             archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = greatest(updated_at, $5)
+             archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = greatest(updated_at, $5),
+             model = case when $8::text is null then model else nullif($8, '') end
              where id = $6 and user_id = $7",
         )
         .bind(&patch.title)
@@ -164,6 +165,7 @@ impl Threads for Postgres {
         .bind(now())
         .bind(thread)
         .bind(user)
+        .bind(&patch.model)
         .execute(&mut *tx)
         .await?;
         found(updated.rows_affected() > 0)?;

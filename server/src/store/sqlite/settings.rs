@@ -17,6 +17,11 @@ impl Preferences for Sqlite {
         Shared::settings(&mut *self.reader.acquire().await?, user).await
     }
 
+    #[instrument(skip(self))]
+    async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<crate::store::TurnSettings> {
+        Shared::turn_settings(&mut *self.reader.acquire().await?, user, thread).await
+    }
+
     #[instrument(skip_all, fields(user = %user))]
     async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings> {
         let change = change.clone();

@@ -126,7 +126,8 @@ impl Threads for Sqlite {
             Box::pin(async move {
                 let updated = sqlx::query(
                     "update threads set title = coalesce(?, title), pinned = coalesce(?, pinned),
-                     archived = coalesce(?, archived), summary = coalesce(?, summary), updated_at = max(updated_at, ?)
+                     archived = coalesce(?, archived), summary = coalesce(?, summary), updated_at = max(updated_at, ?),
+                     model = case when ? is null then model else nullif(?, '') end
                      where id = ? and user_id = ?",
                 )
                 .bind(&patch.title)
@@ -134,6 +135,8 @@ impl Threads for Sqlite {
                 .bind(patch.archived)
                 .bind(&patch.summary)
                 .bind(now().timestamp_micros())
+                .bind(&patch.model)
+                .bind(&patch.model)
                 .bind(thread.to_string())
                 .bind(user.to_string())
                 .execute(&mut *tx)

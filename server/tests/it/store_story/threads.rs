@@ -2,7 +2,7 @@
 
 use super::*;
 
-stories!(threads, other_users_rows_are_not_found, thread_delete_cascades, listing_order_and_cursors,);
+stories!(threads, other_users_rows_are_not_found, thread_delete_cascades, listing_order_and_cursors, model_choices,);
 
 async fn threads(db: Db) {
     let s = &db.store;
@@ -233,4 +233,34 @@ async fn listing_order_and_cursors(db: Db) {
     let one = s.list_threads(u, &ThreadQuery { limit: 0, ..ThreadQuery::default() }).await.unwrap();
     assert_eq!(one.threads.len(), 1);
     assert!(one.next.is_some());
+}
+
+/// The conversation's model and the person's default: set, kept by other changes, cleared, read together for a turn,
+/// and another person's conversation lends its model to nobody.
+async fn model_choices(db: Db) {
+    let s = &db.store;
+    let (u, other) = (new_user(s).await, new_user(s).await);
+    let t = s.create_thread(u, "Plan", &[]).await.unwrap();
+    assert_eq!(t.model, None);
+    let chosen = ThreadPatch { model: Some("deep/quire-deep".into()), ..Default::default() };
+    assert_eq!(s.update_thread(u, t.id, &chosen).await.unwrap().model.as_deref(), Some("deep/quire-deep"));
+    let renamed = ThreadPatch { title: Some("Renamed".into()), ..Default::default() };
+    assert_eq!(s.update_thread(u, t.id, &renamed).await.unwrap().model.as_deref(), Some("deep/quire-deep"));
+    assert!(matches!(s.update_thread(other, t.id, &chosen).await, Err(StoreError::NotFound)));
+
+    let change = app::api::UpdateSettings { default_model: Some("fast/quire-fast".into()), ..Default::default() };
+    assert_eq!(s.update_settings(u, &change).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
+    let theme = app::api::UpdateSettings { theme: Some(app::api::Theme::Dark), ..Default::default() };
+    assert_eq!(s.update_settings(u, &theme).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
+    let read = s.turn_settings(u, t.id).await.unwrap();
+    assert_eq!(read.thread_model.as_deref(), Some("deep/quire-deep"));
+    assert_eq!(read.settings, s.settings(u).await.unwrap());
+    let theirs = s.turn_settings(other, t.id).await.unwrap();
+    assert_eq!((theirs.thread_model, theirs.settings.default_model), (None, None));
+
+    let cleared = ThreadPatch { model: Some(String::new()), ..Default::default() };
+    assert_eq!(s.update_thread(u, t.id, &cleared).await.unwrap().model, None);
+    let back = app::api::UpdateSettings { default_model: Some(String::new()), ..Default::default() };
+    assert_eq!(s.update_settings(u, &back).await.unwrap().default_model, None);
+    assert_eq!(s.turn_settings(u, t.id).await.unwrap().thread_model, None);
 }

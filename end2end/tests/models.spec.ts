@@ -1,0 +1,98 @@
+import { expect, Page, test } from '@playwright/test';
+import { openHydrated, signUp, snapshot } from './helpers';
+import { send, sidewaysOverflow } from './conversation';
+
+// The server offering two models (`fixtures/models.toml`, started by playwright.config.ts).
+test.use({ baseURL: process.env.QUIRE_E2E_MODELS_URL });
+
+const QUICK = 'quick/quire-quick';
+const CAREFUL = 'careful/quire-careful';
+
+function picker(page: Page) {
+  return page.getByRole('combobox', { name: 'Model', exact: true });
+}
+
+/** Waits for the change a picker makes to be saved. */
+function saved(page: Page, path: RegExp) {
+  return page.waitForResponse((r) => r.request().method() === 'PATCH' && path.test(new URL(r.url()).pathname));
+}
+
+test('a conversation answers with the model picked for it, and keeps it after a reload', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await expect(picker(page)).toHaveValue('');
+  await expect(picker(page).locator('option')).toHaveText([`Default (${QUICK})`, QUICK, CAREFUL]);
+
+  await send(page, 'We are building a clinic booking app.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick']);
+
+  const change = saved(page, /^\/api\/threads\/[0-9a-f-]{36}$/);
+  await picker(page).selectOption(CAREFUL);
+  expect((await change).status()).toBe(200);
+  await send(page, 'Patients cancel visits too.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick', 'quire-careful']);
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(picker(page)).toHaveValue(CAREFUL);
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick', 'quire-careful']);
+});
+
+test('a model picked before the first message is the new conversation\'s', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await picker(page).selectOption(CAREFUL);
+  await send(page, 'Doctors see their day.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(picker(page)).toHaveValue(CAREFUL);
+});
+
+test('the default model set in Settings answers new conversations', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page, '/settings');
+  const defaultModel = page.getByRole('combobox', { name: 'Default model' });
+  await expect(defaultModel).toHaveValue('');
+  await expect(defaultModel.locator('option').first()).toHaveText(`Server default (${QUICK})`);
+  const change = saved(page, /^\/api\/settings$/);
+  await defaultModel.selectOption(CAREFUL);
+  expect((await change).status()).toBe(200);
+  await expect(page.getByText('Default model saved.')).toBeVisible();
+
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(defaultModel).toHaveValue(CAREFUL);
+
+  await openHydrated(page, '/');
+  await expect(picker(page)).toHaveValue('');
+  await expect(picker(page).locator('option').first()).toHaveText(`Default (${CAREFUL})`);
+  await send(page, 'We are building a clinic booking app.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+});
+
+test('the picker and the answer\'s model in both themes and at phone width', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await picker(page).selectOption(CAREFUL);
+  await send(page, 'We are building a clinic booking app.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+  for (const theme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: theme });
+    const label = page.getByTestId('answer-model');
+    // Muted: another colour than the answer's text.
+    const [labelColour, textColour] = await label.evaluate((el) => [
+      getComputedStyle(el).color,
+      getComputedStyle(el.closest('[data-testid="message-assistant"]') ?? document.body).color,
+    ]);
+    expect(labelColour).not.toBe(textColour);
+    await snapshot(page, `${theme}/models-chat`);
+  }
+  await page.setViewportSize({ width: 375, height: 740 });
+  await expect(picker(page)).toBeVisible();
+  const box = await picker(page).boundingBox();
+  expect(box!.x).toBeGreaterThanOrEqual(0);
+  expect(box!.x + box!.width).toBeLessThanOrEqual(375);
+  expect(await sidewaysOverflow(page, ['.chat-head', '.messages'])).toEqual([]);
+  await snapshot(page, 'light/models-chat-phone');
+});
