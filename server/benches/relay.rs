@@ -6,6 +6,9 @@
 //! then the same number of chats through Quire, and prints time to first token and inter-delta gaps
 //! (p50/p99) of both, their difference, and Quire's CPU and memory (from /proc).
 //!
+//! With `--split 1,256` each level then runs through Quire with answers of one and of 256 deltas, and Quire's CPU
+//! per chat is split into a fixed part per chat and a part per relayed delta (the difference over the deltas).
+//!
 //! With `--idle 1000,5000` it then opens that many chats whose upstream stalls after the first delta and
 //! reports Quire's memory per open stream: the growth of its resident memory (VmRSS) from before the streams
 //! were opened to when they are all open and settled, divided by their number. Each measurement runs in a
@@ -27,7 +30,7 @@ mod stats;
 mod tls;
 
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -55,6 +58,10 @@ struct Args {
     deltas: usize,
     #[arg(long, default_value_t = 20)]
     gap_ms: u64,
+    /// Two answer lengths in deltas (`1,256`): after the levels, each level's chats run through Quire once with
+    /// each, and Quire's CPU per chat is split into a fixed part per chat and a part per relayed delta.
+    #[arg(long, value_delimiter = ',')]
+    split: Vec<usize>,
     /// Numbers of idle streams to hold open (empty: skip).
     #[arg(long, value_delimiter = ',')]
     idle: Vec<usize>,
@@ -123,7 +130,8 @@ impl Upstream {
 
 #[derive(Clone)]
 struct Fake {
-    deltas: usize,
+    /// Deltas per answer (changed between phases by `--split`).
+    deltas: Arc<AtomicUsize>,
     gap: Duration,
     /// While set, streams stop after their first delta until `release` changes.
     stall: Arc<AtomicBool>,
@@ -141,6 +149,7 @@ fn chunk(delta: Value, finish: Option<&str>) -> String {
 async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Response {
     let _request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let stall = fake.stall.load(Ordering::SeqCst);
+    let deltas = fake.deltas.load(Ordering::SeqCst);
     let mut release = fake.release.clone();
     // A clone starts from what the original receiver has seen, which is never updated: without this, every
     // release sent before this request (an earlier run's) would count as new and end the stall at once.
@@ -148,7 +157,7 @@ async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Respo
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
     tokio::spawn(async move {
         let start = tokio::time::Instant::now();
-        for i in 0..fake.deltas {
+        for i in 0..deltas {
             tokio::time::sleep_until(start + fake.gap * i as u32).await;
             let mut text = chunk(json!({"content": format!("w{i} ")}), None);
             if i == 0 {
@@ -171,7 +180,7 @@ async fn completions(State(fake): State<Fake>, body: axum::body::Bytes) -> Respo
             }
         }
         let usage = json!({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000,
-            "model": "bench-model", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": fake.deltas, "total_tokens": 10 + fake.deltas}});
+            "model": "bench-model", "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": deltas, "total_tokens": 10 + deltas}});
         let tail = chunk(json!({}), Some("stop")) + &format!("data: {usage}\n\n") + "data: [DONE]\n\n";
         let _ = tx.send(Ok(tail)).await;
     });
@@ -427,6 +436,7 @@ async fn main() -> anyhow::Result<()> {
         args.streams = vec![2];
         args.rounds = 1;
         args.deltas = 4;
+        args.split = vec![1, 2];
         args.gap_ms = 5;
         args.idle = vec![10];
         // Two, so that the second run's streams are held open after the first run's were let go.
@@ -434,8 +444,10 @@ async fn main() -> anyhow::Result<()> {
     }
     let (release_tx, release_rx) = watch::channel(0u64);
     let stall = Arc::new(AtomicBool::new(false));
+    anyhow::ensure!(args.split.is_empty() || args.split.len() == 2, "--split takes two lengths");
+    let deltas = Arc::new(AtomicUsize::new(args.deltas));
     let fake = Fake {
-        deltas: args.deltas,
+        deltas: deltas.clone(),
         gap: Duration::from_millis(args.gap_ms),
         stall: stall.clone(),
         release: release_rx,
@@ -481,20 +493,7 @@ async fn main() -> anyhow::Result<()> {
         };
         let cpu_before = cpu_time(pid);
         let wall = Instant::now();
-        let through = {
-            let client = client.clone();
-            let base = base.clone();
-            let accounts = accounts.clone();
-            let threads = threads.clone();
-            run_level(streams, args.rounds, args.deltas, move |i| {
-                let client = client.clone();
-                let base = base.clone();
-                let account = accounts[i % accounts.len()].clone();
-                let thread = threads[i].clone();
-                async move { quire_stream(&client, &base, &account, &thread).await }
-            })
-            .await?
-        };
+        let through = through_quire(&client, &base, &accounts, &threads, args.rounds, args.deltas).await?;
         let cpu = cpu_time(pid) - cpu_before;
         let load = Load {
             share: cpu.as_secs_f64() / wall.elapsed().as_secs_f64(),
@@ -505,11 +504,55 @@ async fn main() -> anyhow::Result<()> {
         print_row(streams, "quire", &through, Some(&direct), Some(load));
     }
 
+    if let [short, long] = args.split[..] {
+        anyhow::ensure!(short < long, "--split takes the shorter length first");
+        for &streams in &args.streams {
+            let threads = make_threads(&client, &base, &accounts, streams).await?;
+            let mut per_chat = Vec::new();
+            for length in [short, long] {
+                deltas.store(length, Ordering::SeqCst);
+                let cpu_before = cpu_time(pid);
+                let through = through_quire(&client, &base, &accounts, &threads, args.rounds, length).await?;
+                per_chat.push((cpu_time(pid) - cpu_before).as_secs_f64() * 1e3 / through.streams.max(1) as f64);
+            }
+            let per_delta = (per_chat[1] - per_chat[0]) / (long - short) as f64;
+            let fixed = per_chat[0] - per_delta * short as f64;
+            println!(
+                "split, {streams} streams: CPU per chat {:.3} ms with {short} deltas, {:.3} ms with {long}: \
+                 {fixed:.3} ms per chat + {:.2} us per delta",
+                per_chat[0],
+                per_chat[1],
+                per_delta * 1e3
+            );
+        }
+        deltas.store(args.deltas, Ordering::SeqCst);
+    }
+
     drop(quire);
     if !args.idle.is_empty() {
         idle_streams(&args, &client, &upstream, &stall, &release_tx).await?;
     }
     Ok(())
+}
+
+/// Runs `threads.len()` clients of `rounds` chats each through Quire.
+async fn through_quire(
+    client: &reqwest::Client,
+    base: &str,
+    accounts: &[Account],
+    threads: &[String],
+    rounds: usize,
+    deltas: usize,
+) -> anyhow::Result<Samples> {
+    let (client, base, accounts, threads) = (client.clone(), base.to_string(), accounts.to_vec(), threads.to_vec());
+    run_level(threads.len(), rounds, deltas, move |i| {
+        let client = client.clone();
+        let base = base.clone();
+        let account = accounts[i % accounts.len()].clone();
+        let thread = threads[i].clone();
+        async move { quire_stream(&client, &base, &account, &thread).await }
+    })
+    .await
 }
 
 async fn make_threads(

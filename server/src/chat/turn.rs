@@ -458,6 +458,10 @@ impl<'a> Turn<'a> {
         let mut messages = Box::pin(self.history(built)).await;
         // The person's custom instructions go below Quire's rules, which keep their priority.
         let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
+        // One wait for a stop serves the whole conversation rather than one per delta (each subscribes to the
+        // stop signal).
+        let live = self.live.clone();
+        let mut cancelled = std::pin::pin!(async move { live.cancelled().await });
         for _round in 0..MAX_ROUNDS {
             let request = llm::ChatRequest {
                 system: system.clone(),
@@ -468,7 +472,7 @@ impl<'a> Turn<'a> {
             let mut timing = CallTiming::start(CallPurpose::Answer);
             let started = tokio::select! {
                 biased;
-                _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
+                () = cancelled.as_mut() => return self.end_call(timing, Ending::Stopped),
                 r = self.provider.stream(request) => r,
             };
             let mut stream = match started {
@@ -480,7 +484,7 @@ impl<'a> Turn<'a> {
             loop {
                 let next = tokio::select! {
                     biased;
-                    _ = self.live.cancelled() => return self.end_call(timing, Ending::Stopped),
+                    () = cancelled.as_mut() => return self.end_call(timing, Ending::Stopped),
                     n = stream.next() => n.map(|event| event.map(StreamEvent::without_nul)),
                 };
                 match next {

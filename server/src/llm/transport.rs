@@ -262,6 +262,9 @@ struct Driver<D> {
     parser: SseParser,
     decoder: D,
     idle: Duration,
+    /// Fires when the body has been quiet for `idle`; one timer for the stream's life, pushed back before each
+    /// read (a timer made per chunk costs a registration in the runtime's timer wheel per delta).
+    stall: std::pin::Pin<Box<tokio::time::Sleep>>,
     queue: VecDeque<Result<StreamEvent, LlmError>>,
     finished: bool,
 }
@@ -281,6 +284,7 @@ pub(crate) fn decode_stream<D: SseDecoder>(
         parser: SseParser::new(),
         decoder,
         idle,
+        stall: Box::pin(tokio::time::sleep(idle)),
         queue: VecDeque::new(),
         finished: false,
     };
@@ -301,8 +305,15 @@ impl<D: SseDecoder> Driver<D> {
     /// Reads one chunk of the body and queues whatever it produces.
     async fn pump(&mut self) {
         let mut out = Vec::new();
-        let outcome = match tokio::time::timeout(self.idle, self.body.next()).await {
-            Err(_) => {
+        // Pushing a timer's deadline later does not touch the wheel; only a timer that fires does.
+        self.stall.as_mut().reset(tokio::time::Instant::now() + self.idle);
+        let next = tokio::select! {
+            biased;
+            item = self.body.next() => Ok(item),
+            () = self.stall.as_mut() => Err(()),
+        };
+        let outcome = match next {
+            Err(()) => {
                 tracing::warn!(idle = ?self.idle, "model stream stalled");
                 Err(LlmError::Timeout)
             }
