@@ -112,6 +112,7 @@ pub struct ShareLink {
     pub title: String,
     /// Where the snapshot is read: `/s/<token>`, on this site.
     pub path: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -128,6 +129,7 @@ pub struct ShareList {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SharedConversation {
     pub title: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub shared_at: DateTime<Utc>,
     pub messages: Vec<SharedMessage>,
     pub documents: Vec<SharedDocument>,
@@ -139,6 +141,7 @@ pub struct SharedConversation {
 pub struct SharedMessage {
     pub role: Role,
     pub content: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
