@@ -128,12 +128,14 @@ fn thread_menu(thread: Thread, menu: RwSignal<Option<Uuid>>, on_action: Callback
         menu.set(None);
         focus_by_id(&button_id);
     };
-    // The first entry takes focus when the menu opens, as in any menu.
+    // The first entry takes focus when the menu opens, as in any menu (once it is in the page: it is drawn first).
     Effect::new(move |_| {
         if let Some(list) = menu_ref.get() {
-            if let Some(first) = menu_items(&list).first() {
-                let _ = first.focus();
-            }
+            request_animation_frame(move || {
+                if let Some(first) = menu_items(&list).first() {
+                    let _ = first.focus();
+                }
+            });
         }
     });
     let on_menu_key = {
