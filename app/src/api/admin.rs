@@ -40,6 +40,7 @@ pub struct AdminAccount {
     pub id: Uuid,
     pub email: String,
     pub display_name: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
     /// Whether the account administers Quire.
     pub admin: bool,
@@ -54,6 +55,7 @@ pub struct AdminAccount {
     /// Messages in all its conversations.
     pub messages: i64,
     /// When it was last seen, to within a minute; `None` when never signed in (or long ago).
+    #[cfg_attr(feature = "hydrate", serde(default, deserialize_with = "crate::api::time::rfc3339_or_null"))]
     pub last_seen_at: Option<DateTime<Utc>>,
 }
 
@@ -112,7 +114,9 @@ pub struct CreateInviteRequest {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct InviteInfo {
     pub id: Uuid,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub expires_at: DateTime<Utc>,
     pub max_uses: i64,
     pub uses: i64,
@@ -143,6 +147,7 @@ pub struct ResetLink {
     pub token: String,
     /// The path of the page that sets the new password (`/reset-password?token=...`).
     pub link: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub expires_at: DateTime<Utc>,
 }
 

@@ -53,6 +53,7 @@ pub struct UserProfile {
     pub id: Uuid,
     pub email: String,
     pub display_name: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
     /// Whether the account administers Quire.
     #[serde(default)]
@@ -92,8 +93,10 @@ pub struct SessionInfo {
     /// Names the session for `DELETE /api/auth/sessions/{id}`; not its token, nor enough to act as it.
     pub id: String,
     /// When it signed in.
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
     /// When it was last used, to within a minute.
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub last_seen_at: DateTime<Utc>,
     /// The browser and system it signed in from, in a few words ("Firefox on Linux"), when known.
     pub device: Option<String>,

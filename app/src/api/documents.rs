@@ -20,6 +20,7 @@ pub struct ArtifactVersion {
     /// The user message that asked for this version; `None` for silent generation.
     #[serde(default)]
     pub request_message_id: Option<Uuid>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -124,6 +125,7 @@ pub struct Attachment {
     pub size: i64,
     /// How many searchable pieces its text was split into.
     pub chunks: i64,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 

@@ -57,6 +57,7 @@ pub struct SearchResult {
     pub role: Option<Role>,
     /// HTML-escaped text around the hit, the matching words inside `<mark>`.
     pub snippet: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -119,8 +120,10 @@ pub struct HistoryStats {
     /// Messages per conversation (0 without conversations).
     pub average_messages_per_thread: f64,
     /// When the oldest conversation was started.
+    #[cfg_attr(feature = "hydrate", serde(default, deserialize_with = "crate::api::time::rfc3339_or_null"))]
     pub first_conversation_at: Option<DateTime<Utc>>,
     /// The latest activity in any conversation.
+    #[cfg_attr(feature = "hydrate", serde(default, deserialize_with = "crate::api::time::rfc3339_or_null"))]
     pub last_conversation_at: Option<DateTime<Utc>>,
     /// The most used tags, most used first (ties by name).
     pub top_tags: Vec<TagCount>,
@@ -147,6 +150,7 @@ pub struct TokenBudget {
     /// Tokens left today (0 once spent: a turn started within the budget may pass it).
     pub left: u64,
     /// When the budget starts again: the next midnight, UTC.
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub resets_at: DateTime<Utc>,
 }
 
@@ -164,7 +168,9 @@ pub struct ExportedThreadInfo {
     pub pinned: bool,
     #[serde(default)]
     pub archived: bool,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub updated_at: DateTime<Utc>,
     /// The message shown last (the end of the active path); absent: the last message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,6 +197,7 @@ pub struct ExportedMessage {
     #[serde(default)]
     #[cfg_attr(feature = "ssr", schema(value_type = Option<super::schema::ModelName>, inline))]
     pub model: Option<String>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
     /// The message it follows, a message before it in the export; absent for a first message. An export without
     /// any is one path, in order.
@@ -215,6 +222,7 @@ pub struct ExportedArtifact {
     pub request_message_id: Option<Uuid>,
     #[serde(default)]
     pub assistant_message_id: Option<Uuid>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -232,6 +240,7 @@ pub struct ThreadExport {
     pub format: String,
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ExportVersion, inline))]
     pub version: u32,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub exported_at: DateTime<Utc>,
     #[serde(deserialize_with = "super::objects::one")]
     pub thread: ExportedThreadInfo,
@@ -258,6 +267,7 @@ pub struct AttachmentMeta {
     pub filename: String,
     pub content_type: String,
     pub size: i64,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -271,6 +281,7 @@ pub struct AccountExport {
     pub format: String,
     #[cfg_attr(feature = "ssr", schema(value_type = super::schema::ExportVersion, inline))]
     pub version: u32,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub exported_at: DateTime<Utc>,
     /// An import takes at most 10000 (`MAX_IMPORT_THREADS`).
     #[serde(deserialize_with = "super::objects::many")]

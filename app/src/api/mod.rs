@@ -12,6 +12,7 @@ pub mod objects;
 pub mod schema;
 pub mod settings;
 pub mod sse;
+pub mod time;
 pub mod trace;
 pub mod upload;
 pub mod validate;
@@ -137,7 +138,9 @@ pub struct Thread {
     pub message_count: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_message: Option<String>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub updated_at: DateTime<Utc>,
 }
 
@@ -155,6 +158,7 @@ pub struct Message {
     pub output_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
     /// The message it follows (its question, for an answer); none for a conversation's first messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -247,6 +251,7 @@ pub struct Artifact {
     /// The assistant answer of that turn; `None` for silent generation.
     #[serde(default)]
     pub assistant_message_id: Option<Uuid>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 

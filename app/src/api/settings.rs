@@ -119,6 +119,7 @@ pub struct ShareLink {
     pub title: String,
     /// Where the snapshot is read: `/s/<token>`, on this site.
     pub path: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 
@@ -135,6 +136,7 @@ pub struct ShareList {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SharedConversation {
     pub title: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub shared_at: DateTime<Utc>,
     pub messages: Vec<SharedMessage>,
     pub documents: Vec<SharedDocument>,
@@ -146,6 +148,7 @@ pub struct SharedConversation {
 pub struct SharedMessage {
     pub role: Role,
     pub content: String,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
 

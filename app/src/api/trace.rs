@@ -96,6 +96,7 @@ pub struct ModelCall {
     pub stop_reason: Option<StopReason>,
     #[serde(default)]
     pub error: Option<StepError>,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub started_at: DateTime<Utc>,
 }
 
@@ -114,6 +115,7 @@ pub struct ToolCallStep {
     #[serde(default)]
     pub error: Option<String>,
     pub duration_ms: u64,
+    #[cfg_attr(feature = "hydrate", serde(deserialize_with = "crate::api::time::rfc3339"))]
     pub started_at: DateTime<Utc>,
 }
 

@@ -55,25 +55,33 @@ pub fn AppBar() -> impl IntoView {
             <ImportConversation note/>
         </header>
         {move || note.get().map(|n| {
-            let (class, role, text, link) = match n {
-                BarNote::Done(text) => ("notice", "status", text, None),
-                BarNote::Failed(text) => ("error app-bar-error", "alert", text, None),
-                BarNote::Shared(path) => {
-                    let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
-                    let text = "Anyone with this link can read a copy of this conversation as it is now: ".to_string();
-                    ("notice", "status", text, Some((path.clone(), format!("{origin}{path}"))))
-                }
-            };
-            view! {
-                <div class=class role=role>
-                    <span>{text}{link.map(|(path, url)| view! {
-                        <a href=path target="_blank" rel="noopener" data-testid="share-url">{url}</a>
-                    })}</span>
-                    <button type="button" class="icon-button" aria-label="Dismiss" on:click=move |_| note.set(None)>"✕"</button>
-                </div>
-            }
+            view! { <Suspense fallback=|| ()>{Suspend::new(bar_note(n.clone(), note))}</Suspense> }
         })}
     }
+}
+
+/// What the last import or share did, with a button that dismisses it. Loaded at a first note (split out of the
+/// main wasm bundle in release builds).
+#[lazy]
+fn bar_note(n: BarNote, note: RwSignal<Option<BarNote>>) -> AnyView {
+    let (class, role, text, link) = match n {
+        BarNote::Done(text) => ("notice", "status", text, None),
+        BarNote::Failed(text) => ("error app-bar-error", "alert", text, None),
+        BarNote::Shared(path) => {
+            let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
+            let text = "Anyone with this link can read a copy of this conversation as it is now: ".to_string();
+            ("notice", "status", text, Some((path.clone(), format!("{origin}{path}"))))
+        }
+    };
+    view! {
+        <div class=class role=role>
+            <span>{text}{link.map(|(path, url)| view! {
+                <a href=path target="_blank" rel="noopener" data-testid="share-url">{url}</a>
+            })}</span>
+            <button type="button" class="icon-button" aria-label="Dismiss" on:click=move |_| note.set(None)>"✕"</button>
+        </div>
+    }
+    .into_any()
 }
 
 /// Makes a share link of the conversation. Its code is loaded on the first share (split out of the main wasm

@@ -51,27 +51,37 @@ pub fn GenerateMenu(
                 <span class="generate-text">"Generate"</span>
             </button>
             <Show when=move || open.get()>
-                <div class="popover-backdrop" on:click=move |_| open.set(false)></div>
-                <ul class="generate-menu" role="menu" aria-label="Document type">
-                    {GENERATABLE
-                        .into_iter()
-                        .map(|kind| view! {
-                            <li role="none">
-                                <button
-                                    type="button"
-                                    role="menuitem"
-                                    on:click=move |_| {
-                                        open.set(false);
-                                        on_pick.run(kind);
-                                    }
-                                >
-                                    {kind.label()}
-                                </button>
-                            </li>
-                        })
-                        .collect_view()}
-                </ul>
+                <Suspense fallback=|| ()>{Suspend::new(document_types(open, on_pick))}</Suspense>
             </Show>
         </div>
     }
+}
+
+/// The open picker: one entry per document type. Loaded when the picker first opens (split out of the main wasm
+/// bundle in release builds).
+#[lazy]
+fn document_types(open: RwSignal<bool>, on_pick: Callback<ArtifactType>) -> AnyView {
+    view! {
+        <div class="popover-backdrop" on:click=move |_| open.set(false)></div>
+        <ul class="generate-menu" role="menu" aria-label="Document type">
+            {GENERATABLE
+                .into_iter()
+                .map(|kind| view! {
+                    <li role="none">
+                        <button
+                            type="button"
+                            role="menuitem"
+                            on:click=move |_| {
+                                open.set(false);
+                                on_pick.run(kind);
+                            }
+                        >
+                            {kind.label()}
+                        </button>
+                    </li>
+                })
+                .collect_view()}
+        </ul>
+    }
+    .into_any()
 }

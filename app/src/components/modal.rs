@@ -15,11 +15,14 @@ pub fn ModalDialog(
     children: Children,
 ) -> impl IntoView {
     let node = NodeRef::<html::Dialog>::new();
+    // Opened once it is in the page: a dialog drawn off the page first (one loaded lazily) cannot open before.
     Effect::new(move |_| {
         if let Some(dialog) = node.get() {
-            if !dialog.open() {
-                let _ = dialog.show_modal();
-            }
+            request_animation_frame(move || {
+                if dialog.is_connected() && !dialog.open() {
+                    let _ = dialog.show_modal();
+                }
+            });
         }
     });
     view! {

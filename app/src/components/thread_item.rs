@@ -51,50 +51,6 @@ pub fn ThreadItem(
     let button_id = options_button_id(id);
     let open = move || menu.get() == Some(id);
     let item_ref = NodeRef::<html::Li>::new();
-    let menu_ref = NodeRef::<html::Ul>::new();
-
-    let close_to_button = {
-        let button_id = button_id.clone();
-        move || {
-            menu.set(None);
-            focus_by_id(&button_id);
-        }
-    };
-    // The first entry takes focus when the menu opens, as in any menu.
-    Effect::new(move |_| {
-        if let Some(list) = menu_ref.get() {
-            if let Some(first) = menu_items(&list).first() {
-                let _ = first.focus();
-            }
-        }
-    });
-    let on_menu_key = {
-        let close_to_button = close_to_button.clone();
-        move |ev: KeyboardEvent| {
-            let Some(list) = menu_ref.get_untracked() else { return };
-            let items = menu_items(&list);
-            if items.is_empty() {
-                return;
-            }
-            let active = web_sys::window().and_then(|w| w.document()).and_then(|d| d.active_element());
-            let at = items.iter().position(|item| active.as_ref() == Some(item.unchecked_ref::<web_sys::Element>()));
-            let last = items.len() - 1;
-            let next = match ev.key().as_str() {
-                "ArrowDown" => at.map_or(0, |i| if i == last { 0 } else { i + 1 }),
-                "ArrowUp" => at.map_or(last, |i| if i == 0 { last } else { i - 1 }),
-                "Home" => 0,
-                "End" => last,
-                "Escape" => {
-                    ev.prevent_default();
-                    close_to_button();
-                    return;
-                }
-                _ => return,
-            };
-            ev.prevent_default();
-            let _ = items[next].focus();
-        }
-    };
     // Tabbing out of the menu closes it (clicks elsewhere land on the backdrop).
     let on_focus_out = move |ev: FocusEvent| {
         if menu.get_untracked() != Some(id) {
@@ -106,19 +62,9 @@ pub fn ThreadItem(
             menu.set(None);
         }
     };
-
-    let entries = [
-        (ThreadAction::Rename, "Rename"),
-        (ThreadAction::Tags, "Edit tags"),
-        (ThreadAction::Pin, if thread.pinned { "Unpin" } else { "Pin" }),
-        (ThreadAction::Archive, if thread.archived { "Unarchive" } else { "Archive" }),
-        (ThreadAction::Delete, "Delete"),
-    ];
     let title = thread.title.clone();
     let pinned = thread.pinned;
     let tags = thread.tags.clone();
-    let for_menu = thread.clone();
-    let menu_label = format!("Options for {title}");
 
     view! {
         <li class="thread-item" class:menu-open=open data-testid="thread-item" node_ref=item_ref on:focusout=on_focus_out>
@@ -163,37 +109,98 @@ pub fn ThreadItem(
                 <span aria-hidden="true">"⋯"</span>
             </button>
             <Show when=open>
-                <div class="menu-backdrop" on:click={
-                    let close_to_button = close_to_button.clone();
-                    move |_| close_to_button()
-                }></div>
-                <ul class="thread-menu" role="menu" aria-label=menu_label.clone() node_ref=menu_ref on:keydown=on_menu_key.clone()>
-                    {entries
-                        .into_iter()
-                        .map(|(action, label)| {
-                            let thread = for_menu.clone();
-                            view! {
-                                <li role="none">
-                                    <button
-                                        type="button"
-                                        role="menuitem"
-                                        tabindex="-1"
-                                        class:danger-item=action == ThreadAction::Delete
-                                        on:click=move |_| {
-                                            menu.set(None);
-                                            on_action.run((thread.clone(), action));
-                                        }
-                                    >
-                                        {label}
-                                    </button>
-                                </li>
-                            }
-                        })
-                        .collect_view()}
-                </ul>
+                {
+                    let thread = thread.clone();
+                    view! { <Suspense fallback=|| ()>{Suspend::new(thread_menu(thread.clone(), menu, on_action))}</Suspense> }
+                }
             </Show>
         </li>
     }
+}
+
+/// The open options menu of `thread`: arrow keys, Home and End move through it, Escape or a click beside it
+/// closes it. Loaded when a first menu opens (split out of the main wasm bundle in release builds).
+#[lazy]
+fn thread_menu(thread: Thread, menu: RwSignal<Option<Uuid>>, on_action: Callback<(Thread, ThreadAction)>) -> AnyView {
+    let button_id = options_button_id(thread.id);
+    let menu_ref = NodeRef::<html::Ul>::new();
+    let close_to_button = move || {
+        menu.set(None);
+        focus_by_id(&button_id);
+    };
+    // The first entry takes focus when the menu opens, as in any menu (once it is in the page: it is drawn first).
+    Effect::new(move |_| {
+        if let Some(list) = menu_ref.get() {
+            request_animation_frame(move || {
+                if let Some(first) = menu_items(&list).first() {
+                    let _ = first.focus();
+                }
+            });
+        }
+    });
+    let on_menu_key = {
+        let close_to_button = close_to_button.clone();
+        move |ev: KeyboardEvent| {
+            let Some(list) = menu_ref.get_untracked() else { return };
+            let items = menu_items(&list);
+            if items.is_empty() {
+                return;
+            }
+            let active = web_sys::window().and_then(|w| w.document()).and_then(|d| d.active_element());
+            let at = items.iter().position(|item| active.as_ref() == Some(item.unchecked_ref::<web_sys::Element>()));
+            let last = items.len() - 1;
+            let next = match ev.key().as_str() {
+                "ArrowDown" => at.map_or(0, |i| if i == last { 0 } else { i + 1 }),
+                "ArrowUp" => at.map_or(last, |i| if i == 0 { last } else { i - 1 }),
+                "Home" => 0,
+                "End" => last,
+                "Escape" => {
+                    ev.prevent_default();
+                    close_to_button();
+                    return;
+                }
+                _ => return,
+            };
+            ev.prevent_default();
+            let _ = items[next].focus();
+        }
+    };
+    let entries = [
+        (ThreadAction::Rename, "Rename"),
+        (ThreadAction::Tags, "Edit tags"),
+        (ThreadAction::Pin, if thread.pinned { "Unpin" } else { "Pin" }),
+        (ThreadAction::Archive, if thread.archived { "Unarchive" } else { "Archive" }),
+        (ThreadAction::Delete, "Delete"),
+    ];
+    let menu_label = format!("Options for {}", thread.title);
+    view! {
+        <div class="menu-backdrop" on:click=move |_| close_to_button()></div>
+        <ul class="thread-menu" role="menu" aria-label=menu_label node_ref=menu_ref on:keydown=on_menu_key>
+            {entries
+                .into_iter()
+                .map(|(action, label)| {
+                    let thread = thread.clone();
+                    view! {
+                        <li role="none">
+                            <button
+                                type="button"
+                                role="menuitem"
+                                tabindex="-1"
+                                class:danger-item=action == ThreadAction::Delete
+                                on:click=move |_| {
+                                    menu.set(None);
+                                    on_action.run((thread.clone(), action));
+                                }
+                            >
+                                {label}
+                            </button>
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+    }
+    .into_any()
 }
 
 /// The entries of an open menu, in order.

@@ -275,7 +275,7 @@ async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: 
     let (request, failed) = failed_attempt(store, user, thread, message).await?;
     // The first failed answer's subtree holds the others.
     if let Some(answer) = failed.first() {
-        store.delete_message(user, thread, *answer).await?;
+        store.delete_message(user, thread, *answer, None).await?;
     }
     // The new answer follows the message, whatever other answers it has.
     store.set_active(user, thread, Some(request.id), None).await?;

@@ -231,15 +231,21 @@ pub async fn delete_thread(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `DELETE /api/threads/{id}/messages/{message_id}`.
+/// `DELETE /api/threads/{id}/messages/{message_id}`: deletes the message with every message after it on its
+/// branches; refused while an answer is being written.
 #[utoipa::path(delete, path = "/api/threads/{id}/messages/{message_id}", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id"), ("message_id" = Uuid, Path, description = "Message id")),
-    responses((status = 204, description = "Deleted, with every message after it on its branches"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 204, description = "Deleted, with every message after it on its branches"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
+        (status = 409, body = app::api::ErrorBody, description = "An answer is being written")))]
 pub async fn delete_message(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path((id, message_id)): Path<(Uuid, Uuid)>,
 ) -> Result<StatusCode> {
-    state.store.delete_message(user.id, id, message_id).await?;
+    state
+        .store
+        .delete_message(user.id, id, message_id, Some(STALE_AFTER_MS))
+        .await
+        .map_err(crate::chat::error::busy_or)?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -13,8 +13,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
+use super::columns::{Column, Dialect, Sql, Stored};
+use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
 
 /// The messages of a conversation.
 #[async_trait]
@@ -51,8 +51,11 @@ pub trait Messages: Send + Sync {
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message>;
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>>;
     /// Deletes the message and every message after it on its branches (its subtree); an active message among
-    /// them gives way to the newest message left on the branches of its parent. How many were deleted.
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64>;
+    /// them gives way to the newest message left on the branches of its parent. How many were deleted. With
+    /// `stale_after_ms`, `Conflict` while a turn heard from within it holds the thread (checked in the same
+    /// write); `NotFound` when the thread is missing or another user's, or `message` is not one of its messages.
+    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid, stale_after_ms: Option<i64>)
+        -> Result<u64>;
 
     /// The shown path: the messages from the first to the active one, and those of them that have siblings;
     /// `NotFound` when the thread is missing or another user's.
@@ -173,8 +176,37 @@ impl Tree {
 }
 
 /// Whether a turn of a thread (`$1`) of a user (`$2`) heard from since `$3` holds it.
-pub(crate) const TURN_RUNNING: &str = "select exists (select 1 from turns
+const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
+
+impl<D: Dialect> Sql<D>
+where
+    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+    usize: sqlx::ColumnIndex<D::Row>,
+    bool: Column<D>,
+{
+    /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree
+    /// changes only between turns. Run in the transaction of the change it guards.
+    pub(crate) async fn refuse_while_running(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        stale_after_ms: i64,
+    ) -> Result<()> {
+        let heard_since = now() - chrono::Duration::milliseconds(stale_after_ms);
+        let busy: bool = sqlx::query_scalar(TURN_RUNNING)
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .bind(D::time(heard_since))
+            .fetch_one(conn)
+            .await?;
+        if busy {
+            return Err(StoreError::thread_busy());
+        }
+        Ok(())
+    }
+}
 
 /// The columns a [`MessageRow`] reads.
 pub(crate) const MESSAGE_COLUMNS: &str =

@@ -20,6 +20,7 @@ stories!(
     another_answer_goes_beside_the_first,
     the_shown_branch_is_stored_and_switching_waits_for_the_answer,
     deleting_a_message_deletes_what_follows_it,
+    no_message_is_deleted_edited_or_answered_again_while_an_answer_is_written,
     de_duplication_follows_the_shown_path,
     an_export_carries_the_tree_and_an_import_restores_it,
     a_conversation_of_thousands_of_edits_stays_usable,
@@ -231,6 +232,41 @@ async fn deleting_a_message_deletes_what_follows_it(db: Db) {
     assert_eq!(found.total, 0, "nothing of the deleted branch is found");
     let stats: app::api::HistoryStats = server.get_json("/api/stats").await;
     assert_eq!(stats.total_messages, 2);
+}
+
+async fn no_message_is_deleted_edited_or_answered_again_while_an_answer_is_written(db: Db) {
+    let scripts = [answers(&["A1"]), vec![vec![Step::Hang]]].concat();
+    let (server, _model, thread) = conversation(&db, scripts, &["Q1"]).await;
+    let before = server.detail(thread).await;
+    let (question, answer) = (before.messages[0].id, before.messages[1].id);
+    let delete = |message: Uuid| server.client.delete(server.url(&format!("/api/threads/{thread}/messages/{message}")));
+
+    let running = post(&server, &format!("/api/threads/{thread}/chat"), json!({ "content": "Q2" })).await;
+    assert_eq!(running.status(), 200);
+    for message in [question, answer] {
+        let refused = delete(message).send().await.unwrap();
+        assert_eq!(refused.status(), 409, "deleting while an answer is written");
+        let body: Value = refused.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "conflict");
+    }
+    let edit = json!({ "content": "Q1 edited", "edit_of": question });
+    assert_eq!(post(&server, &format!("/api/threads/{thread}/chat"), edit).await.status(), 409);
+    assert_eq!(regenerate(&server, thread, answer, None).await.status(), 409);
+    // A message of another conversation, or none, is still missing rather than busy.
+    assert_eq!(delete(Uuid::now_v7()).send().await.unwrap().status(), 404);
+
+    server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
+    read_frames(running).await;
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(texts(&detail), ["Q1", "A1", "Q2"], "nothing was deleted or changed meanwhile");
+    assert!(detail.branches.is_empty());
+    assert_eq!(detail.thread.message_count, 3);
+
+    // Once the answer is over, the same deletion goes through.
+    assert_eq!(delete(answer).send().await.unwrap().status(), 204);
+    let detail = server.detail(thread).await;
+    assert_eq!(texts(&detail), ["Q1"]);
+    assert_eq!(detail.thread.message_count, 1);
 }
 
 async fn de_duplication_follows_the_shown_path(db: Db) {
@@ -544,7 +580,7 @@ fn the_shown_path_is_a_chain_from_a_first_message_to_the_active_one(backend: Bac
                 }
                 Change::Delete(n) => {
                     if let Some(head) = nth(*n) {
-                        s.delete_message(u, t.id, head.id).await.unwrap();
+                        s.delete_message(u, t.id, head.id, None).await.unwrap();
                         assert!(matches!(s.get_message(u, head.id).await, Err(store::StoreError::NotFound)));
                     }
                 }
@@ -634,7 +670,7 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
     assert_eq!(Some(back), ids.last().copied(), "down to the newest message");
 
     // Deleting the last version takes its answer and the whole chain with it; the other versions stay.
-    let gone = s.delete_message(u, thread, path[0].id).await.unwrap();
+    let gone = s.delete_message(u, thread, path[0].id, None).await.unwrap();
     assert_eq!(gone as usize, app::api::MAX_IMPORT_MESSAGES - 4_998);
     assert_eq!(s.get_thread(u, thread).await.unwrap().message_count as usize, 4_998);
     let (path, _) = s.list_path(u, thread).await.unwrap();

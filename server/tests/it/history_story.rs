@@ -109,7 +109,7 @@ async fn stats_of_a_known_data_set(db: Db) {
     let seven = append(s, u, b.id, Role::User, "seven").await;
     assert_eq!(seven.parent_id, Some(doomed.id));
     // Deleting "five" takes "six" and "seven" after it, on both its branches.
-    assert_eq!(s.delete_message(u, b.id, doomed.id).await.unwrap(), 3);
+    assert_eq!(s.delete_message(u, b.id, doomed.id, None).await.unwrap(), 3);
     s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 1")).await.unwrap();
     s.create_artifact(u, artifact(a.id, ArtifactType::UserStories, "Stories 2")).await.unwrap();
     s.create_artifact(u, artifact(b.id, ArtifactType::MeetingSummary, "Summary")).await.unwrap();
@@ -215,9 +215,9 @@ async fn import_keeps_numbers_links_and_times(db: Db) {
     let t = s.create_thread(u, "Source", &tags(&["b", "a"])).await.unwrap();
     let ask = append(s, u, t.id, Role::User, "write stories").await;
     let gone = append(s, u, t.id, Role::User, "deleted").await;
-    s.delete_message(u, t.id, gone.id).await.unwrap();
+    s.delete_message(u, t.id, gone.id, None).await.unwrap();
     append(s, u, t.id, Role::User, "also deleted").await;
-    s.delete_message(u, t.id, s.message_tree(u, t.id).await.unwrap().active.unwrap()).await.unwrap();
+    s.delete_message(u, t.id, s.message_tree(u, t.id).await.unwrap().active.unwrap(), None).await.unwrap();
     let reply = append(s, u, t.id, Role::Assistant, "done").await;
     let mut doc = artifact(t.id, ArtifactType::UserStories, "Stories");
     doc.request_message_id = Some(ask.id);
@@ -342,7 +342,7 @@ fn export_import_export_is_identity(backend: Backend, test: &str) {
         }
         for position in &c.deletions {
             if let Some(id) = messages.get(*position).copied() {
-                if s.delete_message(u, t.id, id).await.is_ok() {
+                if s.delete_message(u, t.id, id, None).await.is_ok() {
                     messages.retain(|m| *m != id);
                 }
             }

@@ -44,31 +44,45 @@ pub(super) fn ThreadDialog(
     error: RwSignal<Option<String>>,
     handlers: DialogHandlers,
 ) -> impl IntoView {
-    let DialogHandlers { rename, retag, delete, cancel } = handlers;
     move || {
-        pending.get().map(|p| match p {
-            Pending::Rename(t) => view! {
-                <FieldDialog title="Rename conversation" label="Title" initial=t.title
-                    saving error on_save=rename on_cancel=cancel/>
-            }
-            .into_any(),
-            Pending::Tags(t) => view! {
-                <FieldDialog title="Edit tags" label="Tags" hint="Separate tags with commas." initial=t.tags.join(", ")
-                    saving error on_save=retag on_cancel=cancel/>
-            }
-            .into_any(),
-            Pending::Delete(t) => view! {
-                <ModalDialog title="Delete conversation?" on_close=cancel>
-                    <p>{format!("“{}” and everything in it, messages and documents, will be deleted. This cannot be undone.", t.title)}</p>
-                    {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-                    <div class="modal-actions">
-                        <button type="button" autofocus on:click=move |_| cancel.run(())>"Cancel"</button>
-                        <button type="button" class="danger" disabled=move || saving.get() on:click=move |_| delete.run(())>"Delete"</button>
-                    </div>
-                </ModalDialog>
-            }
-            .into_any(),
+        pending.get().map(|p| {
+            view! { <Suspense fallback=|| ()>{Suspend::new(thread_dialog(p, saving, error, handlers))}</Suspense> }
         })
+    }
+}
+
+/// The dialog for `pending`. Loaded when a first dialog opens (split out of the main wasm bundle in release
+/// builds).
+#[lazy]
+fn thread_dialog(
+    pending: Pending,
+    saving: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    handlers: DialogHandlers,
+) -> AnyView {
+    let DialogHandlers { rename, retag, delete, cancel } = handlers;
+    match pending {
+        Pending::Rename(t) => view! {
+            <FieldDialog title="Rename conversation" label="Title" initial=t.title
+                saving error on_save=rename on_cancel=cancel/>
+        }
+        .into_any(),
+        Pending::Tags(t) => view! {
+            <FieldDialog title="Edit tags" label="Tags" hint="Separate tags with commas." initial=t.tags.join(", ")
+                saving error on_save=retag on_cancel=cancel/>
+        }
+        .into_any(),
+        Pending::Delete(t) => view! {
+            <ModalDialog title="Delete conversation?" on_close=cancel>
+                <p>{format!("“{}” and everything in it, messages and documents, will be deleted. This cannot be undone.", t.title)}</p>
+                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+                <div class="modal-actions">
+                    <button type="button" autofocus on:click=move |_| cancel.run(())>"Cancel"</button>
+                    <button type="button" class="danger" disabled=move || saving.get() on:click=move |_| delete.run(())>"Delete"</button>
+                </div>
+            </ModalDialog>
+        }
+        .into_any(),
     }
 }
 

@@ -137,26 +137,10 @@ impl Listing {
         });
     }
 
-    /// Saves a change to a conversation; `done` is announced when it is saved.
+    /// Saves a change to a conversation (see [`save_change`]); `done` is announced when it is saved.
     fn save(self, id: Uuid, change: UpdateThread, done: &'static str) {
-        let (chat, changed) = (self.chat, self.changed);
         self.saving.set(true);
-        spawn_local(async move {
-            let result = client::update_thread(id, &change).await;
-            self.saving.set(false);
-            match result {
-                Ok(thread) => {
-                    chat.renamed(&thread);
-                    self.pending.set(None);
-                    self.dialog_error.set(None);
-                    self.announcement.set(done.to_string());
-                    self.refocus.set_value(Some(id));
-                    changed.notify();
-                }
-                Err(e) if self.pending.get_untracked().is_some() => self.dialog_error.set(Some(e.message)),
-                Err(e) => self.error.set(Some(e.message)),
-            }
-        });
+        spawn_local(save_change(self, id, change, done));
     }
 
     /// A conversation's menu: pin and archive act at once; rename, tags and delete open a dialog first.
@@ -226,6 +210,27 @@ impl Listing {
             });
         });
         DialogHandlers { rename, retag, delete, cancel }
+    }
+}
+
+/// Saves a change to the conversation `id` from its menu or a dialog, then announces `done`; a refusal is shown in
+/// the dialog, or above the list. Loaded at a first change (split out of the main wasm bundle in release builds).
+#[lazy]
+async fn save_change(listing: Listing, id: Uuid, change: UpdateThread, done: &'static str) {
+    let (chat, changed) = (listing.chat, listing.changed);
+    let result = client::update_thread(id, &change).await;
+    listing.saving.set(false);
+    match result {
+        Ok(thread) => {
+            chat.renamed(&thread);
+            listing.pending.set(None);
+            listing.dialog_error.set(None);
+            listing.announcement.set(done.to_string());
+            listing.refocus.set_value(Some(id));
+            changed.notify();
+        }
+        Err(e) if listing.pending.get_untracked().is_some() => listing.dialog_error.set(Some(e.message)),
+        Err(e) => listing.error.set(Some(e.message)),
     }
 }
 

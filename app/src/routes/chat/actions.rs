@@ -207,54 +207,17 @@ impl ChatActions {
         }
     }
 
-    /// Runs the failed turn of a saved message again, so the server never stores the message twice; a message it
-    /// does not have is sent again.
+    /// Runs the failed turn of a saved message again (see [`rerun_turn`]); a message the server does not have is sent
+    /// again.
     fn rerun(self, content: String, saved: bool) {
         let state = self.state;
         let Some(id) = state.current.get_untracked() else { return self.send(content) };
         state.busy.set(true);
         self.follow.set(true);
-        spawn_local(async move {
-            let detail = match client::get_thread(id).await {
-                Ok(detail) => detail,
-                Err(e) => {
-                    state.busy.set(false);
-                    let retry = Some(Retry::Rerun { content, saved });
-                    state.error.set(Some(ErrorNote { message: e.message, retry }));
-                    return;
-                }
-            };
-            if state.current.get_untracked() != Some(id) {
-                state.busy.set(false);
-                return;
-            }
-            let Some(request) = failed_request(&detail.messages, (!saved).then_some(content.as_str())).cloned() else {
-                // Never saved: shown as the server has the conversation, then sent again.
-                state.messages.set(detail.messages);
-                state.busy.set(false);
-                self.send(content);
-                return;
-            };
-            // The failed attempt's partial answer makes way for the new one.
-            state.messages.set(detail.messages.into_iter().filter(|m| m.seq <= request.seq).collect());
-            state.artifacts.set(detail.artifacts);
-            state.live.set(Some(LiveAnswer::default()));
-            state.turn_artifacts.set(Vec::new());
-            let result = client::retry(id, request.id, |event| state.apply(id, event, &content, self.changed)).await;
-            if let Err(e) = result {
-                if state.live.get_untracked().is_some() {
-                    state.end_turn(id, None, MessageStatus::Interrupted);
-                }
-                let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
-                if !show_if_over_budget(state, &e) {
-                    state.error.set(Some(ErrorNote { message: e.message, retry }));
-                }
-            }
-            state.busy.set(false);
-        });
+        spawn_local(rerun_turn(self, id, content, saved));
     }
 
-    /// Silent generation: no bubbles, only the indicator and then the card.
+    /// Silent generation: no bubbles, only the indicator and then the card (see [`generate_document`]).
     pub(super) fn generate(&self, kind: ArtifactType) {
         let state = self.state;
         if self.occupied() {
@@ -264,48 +227,100 @@ impl ChatActions {
         state.generating.set(Some(kind));
         state.error.set(None);
         state.budget.set(None);
-        spawn_local(async move {
-            let request = ChatRequest {
-                content: format!("Generate {} from this conversation", kind.label()),
-                artifact_generation: Some(true),
-                edit_of: None,
-            };
-            let mut made = false;
-            let mut failure = None;
-            let result = client::chat(id, &request, |event| match event {
-                ChatEvent::ArtifactCreated { artifact } if state.current.get_untracked() == Some(id) => {
-                    made = true;
-                    state.upsert_artifact(artifact);
-                }
-                ChatEvent::Error { message, .. } => failure = Some(message),
-                _ => {}
-            })
-            .await;
-            state.generating.set(None);
-            if result.as_ref().is_err_and(|e| show_if_over_budget(state, e)) {
-                return;
-            }
-            let failure = failure.or_else(|| result.err().map(|e| e.message));
-            if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string()))
-            {
-                if state.current.get_untracked() == Some(id) {
-                    state.error.set(Some(ErrorNote::new(message)));
-                }
-            }
-        });
+        spawn_local(generate_document(state, id, kind));
     }
 
     /// Deletes a document (from its viewer).
     pub(super) fn delete_artifact(&self, artifact: Artifact) {
-        let state = self.state;
-        spawn_local(async move {
-            match client::delete_artifact(artifact.id).await {
-                Ok(()) => {
-                    state.artifacts.update(|list| list.retain(|x| x.id != artifact.id));
-                    state.open.set(None);
-                }
-                Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
-            }
-        });
+        spawn_local(delete_document(self.state, artifact));
+    }
+}
+
+/// Runs the failed turn of the saved message of the conversation `id` again, so the server never stores the message
+/// twice; a message it does not have is sent again. Loaded at a first retry (split out of the main wasm bundle in
+/// release builds).
+#[lazy]
+async fn rerun_turn(actions: ChatActions, id: Uuid, content: String, saved: bool) {
+    let state = actions.state;
+    let detail = match client::get_thread(id).await {
+        Ok(detail) => detail,
+        Err(e) => {
+            state.busy.set(false);
+            let retry = Some(Retry::Rerun { content, saved });
+            state.error.set(Some(ErrorNote { message: e.message, retry }));
+            return;
+        }
+    };
+    if state.current.get_untracked() != Some(id) {
+        state.busy.set(false);
+        return;
+    }
+    let Some(request) = failed_request(&detail.messages, (!saved).then_some(content.as_str())).cloned() else {
+        // Never saved: shown as the server has the conversation, then sent again.
+        state.messages.set(detail.messages);
+        state.busy.set(false);
+        actions.send(content);
+        return;
+    };
+    // The failed attempt's partial answer makes way for the new one.
+    state.messages.set(detail.messages.into_iter().filter(|m| m.seq <= request.seq).collect());
+    state.artifacts.set(detail.artifacts);
+    state.live.set(Some(LiveAnswer::default()));
+    state.turn_artifacts.set(Vec::new());
+    let result = client::retry(id, request.id, |event| state.apply(id, event, &content, actions.changed)).await;
+    if let Err(e) = result {
+        if state.live.get_untracked().is_some() {
+            state.end_turn(id, None, MessageStatus::Interrupted);
+        }
+        let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
+        if !show_if_over_budget(state, &e) {
+            state.error.set(Some(ErrorNote { message: e.message, retry }));
+        }
+    }
+    state.busy.set(false);
+}
+
+/// Asks for a document of `kind` from the conversation `id` without a message: the indicator shows meanwhile, then
+/// the card, or what went wrong. Loaded at a first generation (split out of the main wasm bundle in release builds).
+#[lazy]
+async fn generate_document(state: ChatState, id: Uuid, kind: ArtifactType) {
+    let request = ChatRequest {
+        content: format!("Generate {} from this conversation", kind.label()),
+        artifact_generation: Some(true),
+        edit_of: None,
+    };
+    let mut made = false;
+    let mut failure = None;
+    let result = client::chat(id, &request, |event| match event {
+        ChatEvent::ArtifactCreated { artifact } if state.current.get_untracked() == Some(id) => {
+            made = true;
+            state.upsert_artifact(artifact);
+        }
+        ChatEvent::Error { message, .. } => failure = Some(message),
+        _ => {}
+    })
+    .await;
+    state.generating.set(None);
+    if result.as_ref().is_err_and(|e| show_if_over_budget(state, e)) {
+        return;
+    }
+    let failure = failure.or_else(|| result.err().map(|e| e.message));
+    if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string())) {
+        if state.current.get_untracked() == Some(id) {
+            state.error.set(Some(ErrorNote::new(message)));
+        }
+    }
+}
+
+/// Deletes a document and closes its viewer. Loaded at a first deletion (split out of the main wasm bundle in
+/// release builds).
+#[lazy]
+async fn delete_document(state: ChatState, artifact: Artifact) {
+    match client::delete_artifact(artifact.id).await {
+        Ok(()) => {
+            state.artifacts.update(|list| list.retain(|x| x.id != artifact.id));
+            state.open.set(None);
+        }
+        Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
     }
 }

@@ -135,8 +135,7 @@ impl ChatActions {
         self.fork(answer, Fork::Answer { of: answer });
     }
 
-    /// Runs a turn that starts a branch at the message `at`: the path shows up to there (with the new version of an
-    /// edited message), the answer streams in below, and the conversation is then shown as the server has it.
+    /// Starts a turn that starts a branch at the message `at` (see [`run_fork`]), unless one is running.
     fn fork(self, at: Uuid, fork: Fork) {
         let state = self.state();
         let Some(id) = state.current.get_untracked() else { return };
@@ -148,48 +147,7 @@ impl ChatActions {
         state.budget.set(None);
         self.branches().editing.set(None);
         self.follow().set(true);
-        spawn_local(async move {
-            let Some(at) = self.saved_id(at).await else {
-                state.busy.set(false);
-                return;
-            };
-            let fork = match fork {
-                Fork::Edit { content, .. } => Fork::Edit { of: at, content },
-                Fork::Answer { .. } => Fork::Answer { of: at },
-            };
-            state.messages.update(|list| {
-                if let Some(place) = list.iter().position(|m| m.id == at) {
-                    list.truncate(place);
-                }
-                if let Fork::Edit { content, .. } = &fork {
-                    list.push(local_message(id, Role::User, content.clone()));
-                }
-            });
-            state.live.set(Some(LiveAnswer::default()));
-            state.turn_artifacts.set(Vec::new());
-            let changed = self.changed();
-            let result = match &fork {
-                Fork::Edit { of, content } => {
-                    let request =
-                        ChatRequest { content: content.clone(), artifact_generation: None, edit_of: Some(*of) };
-                    client::chat(id, &request, |event| state.apply(id, event, content, changed)).await
-                }
-                Fork::Answer { of } => {
-                    let key = Uuid::from_u128(js_random_u128()).to_string();
-                    client::regenerate(id, *of, &key, |event| state.apply(id, event, "", changed)).await
-                }
-            };
-            if let Err(e) = result {
-                if state.live.get_untracked().is_some() {
-                    state.end_turn(id, None, MessageStatus::Interrupted);
-                }
-                if !show_if_over_budget(state, &e) {
-                    state.error.set(Some(ErrorNote::new(e.message)));
-                }
-            }
-            self.reload(id).await;
-            state.busy.set(false);
-        });
+        spawn_local(run_fork(self, id, at, fork));
     }
 
     /// Shows the branch through `message` (another version of a message).
@@ -206,29 +164,74 @@ impl ChatActions {
             }
         });
     }
+}
 
-    /// Deletes `message` and everything after it, then shows what remains; a refusal is shown in `error`.
-    fn delete_message(self, message: Uuid, working: RwSignal<bool>, error: RwSignal<Option<String>>) {
-        let state = self.state();
-        let deleting = self.branches().deleting;
-        let Some(id) = state.current.get_untracked() else { return };
-        working.set(true);
-        error.set(None);
-        spawn_local(async move {
-            let Some(message) = self.saved_id(message).await else {
-                return deleting.set(None);
-            };
-            match client::delete_message(id, message).await {
-                Ok(()) => {
-                    deleting.set(None);
-                    self.reload(id).await;
-                }
-                Err(e) => {
-                    working.set(false);
-                    error.set(Some(e.message));
-                }
-            }
-        });
+/// Runs a turn that starts a branch at the message `at` of the conversation `id`: the path shows up to there (with
+/// the new version of an edited message), the answer streams in below, and the conversation is then shown as the
+/// server has it. Loaded at a first edit or new answer (split out of the main wasm bundle in release builds).
+#[lazy]
+async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
+    let state = actions.state();
+    let Some(at) = actions.saved_id(at).await else {
+        state.busy.set(false);
+        return;
+    };
+    let fork = match fork {
+        Fork::Edit { content, .. } => Fork::Edit { of: at, content },
+        Fork::Answer { .. } => Fork::Answer { of: at },
+    };
+    state.messages.update(|list| {
+        if let Some(place) = list.iter().position(|m| m.id == at) {
+            list.truncate(place);
+        }
+        if let Fork::Edit { content, .. } = &fork {
+            list.push(local_message(id, Role::User, content.clone()));
+        }
+    });
+    state.live.set(Some(LiveAnswer::default()));
+    state.turn_artifacts.set(Vec::new());
+    let changed = actions.changed();
+    let result = match &fork {
+        Fork::Edit { of, content } => {
+            let request = ChatRequest { content: content.clone(), artifact_generation: None, edit_of: Some(*of) };
+            client::chat(id, &request, |event| state.apply(id, event, content, changed)).await
+        }
+        Fork::Answer { of } => {
+            let key = Uuid::from_u128(js_random_u128()).to_string();
+            client::regenerate(id, *of, &key, |event| state.apply(id, event, "", changed)).await
+        }
+    };
+    if let Err(e) = result {
+        if state.live.get_untracked().is_some() {
+            state.end_turn(id, None, MessageStatus::Interrupted);
+        }
+        if !show_if_over_budget(state, &e) {
+            state.error.set(Some(ErrorNote::new(e.message)));
+        }
+    }
+    actions.reload(id).await;
+    state.busy.set(false);
+}
+
+/// Deletes `message` and everything after it, then shows what remains; a refusal is shown in `error`.
+async fn delete_message(actions: ChatActions, message: Uuid, working: RwSignal<bool>, error: RwSignal<Option<String>>) {
+    let state = actions.state();
+    let deleting = actions.branches().deleting;
+    let Some(id) = state.current.get_untracked() else { return };
+    working.set(true);
+    error.set(None);
+    let Some(message) = actions.saved_id(message).await else {
+        return deleting.set(None);
+    };
+    match client::delete_message(id, message).await {
+        Ok(()) => {
+            deleting.set(None);
+            actions.reload(id).await;
+        }
+        Err(e) => {
+            working.set(false);
+            error.set(Some(e.message));
+        }
     }
 }
 
@@ -370,22 +373,31 @@ pub(super) fn DeleteMessageDialog(actions: ChatActions) -> impl IntoView {
     let deleting = actions.branches().deleting;
     move || {
         deleting.get().map(|id| {
-            let error = RwSignal::new(None::<String>);
-            let working = RwSignal::new(false);
-            let cancel = Callback::new(move |_| deleting.set(None));
-            let confirm = move |_| actions.delete_message(id, working, error);
-            view! {
-                <ModalDialog title="Delete message?" on_close=cancel>
-                    <p>"This message and every later message that follows from it, on every branch, will be deleted. This cannot be undone."</p>
-                    {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
-                    <div class="modal-actions">
-                        <button type="button" autofocus on:click=move |_| cancel.run(())>"Cancel"</button>
-                        <button type="button" class="danger" disabled=move || working.get() on:click=confirm>"Delete"</button>
-                    </div>
-                </ModalDialog>
-            }
+            view! { <Suspense fallback=|| ()>{Suspend::new(delete_message_dialog(id, actions))}</Suspense> }
         })
     }
+}
+
+/// The dialog that confirms deleting `id`. Loaded when a first message is about to be deleted (split out of the
+/// main wasm bundle in release builds).
+#[lazy]
+fn delete_message_dialog(id: Uuid, actions: ChatActions) -> AnyView {
+    let deleting = actions.branches().deleting;
+    let error = RwSignal::new(None::<String>);
+    let working = RwSignal::new(false);
+    let cancel = Callback::new(move |_| deleting.set(None));
+    let confirm = move |_| spawn_local(delete_message(actions, id, working, error));
+    view! {
+        <ModalDialog title="Delete message?" on_close=cancel>
+            <p>"This message and every later message that follows from it, on every branch, will be deleted. This cannot be undone."</p>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <div class="modal-actions">
+                <button type="button" autofocus on:click=move |_| cancel.run(())>"Cancel"</button>
+                <button type="button" class="danger" disabled=move || working.get() on:click=confirm>"Delete"</button>
+            </div>
+        </ModalDialog>
+    }
+    .into_any()
 }
 
 #[cfg(test)]

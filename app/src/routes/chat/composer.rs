@@ -139,13 +139,19 @@ fn AttachmentChip(file: PendingFile, on_remove: Callback<u64>) -> impl IntoView 
 pub(super) fn ErrorBanner(state: ChatState, actions: ChatActions) -> impl IntoView {
     move || {
         state.error.get().map(|e| {
-            let can_retry = e.retry.is_some();
-            view! {
-                <div class="error" role="alert">
-                    <span>{e.message}</span>
-                    {can_retry.then(|| view! { <button type="button" on:click=move |_| actions.retry()>"Retry"</button> })}
-                </div>
-            }
+            view! { <Suspense fallback=|| ()>{Suspend::new(error_note(e.message.clone(), e.retry.is_some(), actions))}</Suspense> }
         })
     }
+}
+
+/// An error's banner. Loaded at a first error (split out of the main wasm bundle in release builds).
+#[lazy]
+fn error_note(message: String, can_retry: bool, actions: ChatActions) -> AnyView {
+    view! {
+        <div class="error" role="alert">
+            <span>{message}</span>
+            {can_retry.then(|| view! { <button type="button" on:click=move |_| actions.retry()>"Retry"</button> })}
+        </div>
+    }
+    .into_any()
 }

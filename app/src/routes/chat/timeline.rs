@@ -162,9 +162,16 @@ pub(super) fn Timeline(
 fn copy_code(ev: leptos::ev::MouseEvent) {
     use wasm_bindgen::JsCast;
     let Some(button) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return };
-    if !button.class_list().contains("copy-code") {
-        return;
+    if button.class_list().contains("copy-code") {
+        leptos::task::spawn_local(copy_block(button));
     }
+}
+
+/// Puts the text of the code block of a "Copy" `button` on the clipboard. Loaded at a first copy (split out of the
+/// main wasm bundle in release builds).
+#[lazy]
+async fn copy_block(button: web_sys::Element) {
+    use wasm_bindgen::JsCast;
     let Some(code) = button.parent_element().and_then(|block| block.query_selector("pre").ok().flatten()) else {
         return;
     };

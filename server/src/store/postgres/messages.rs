@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{insert_message, rewrite_message, Postgres};
+use super::{insert_message, rewrite_message, Postgres, Shared};
 use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS};
 use crate::store::threads::{found, listing};
 use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
 
@@ -44,15 +44,7 @@ impl Messages for Postgres {
             .fetch_optional(&mut *tx)
             .await?;
         found(owned.is_some())?;
-        let busy: bool = sqlx::query_scalar(TURN_RUNNING)
-            .bind(message.thread_id)
-            .bind(user)
-            .bind(created - chrono::Duration::milliseconds(stale_after_ms))
-            .fetch_one(&mut *tx)
-            .await?;
-        if busy {
-            return Err(StoreError::thread_busy());
-        }
+        Shared::refuse_while_running(&mut tx, user, message.thread_id, stale_after_ms).await?;
         let place = insert_message(&mut tx, user, id, &message, created, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(message.saved(id, place, created))
@@ -103,15 +95,7 @@ impl Messages for Postgres {
             .await?;
         found(owned.is_some())?;
         if let Some(stale_after_ms) = stale_after_ms {
-            let busy: bool = sqlx::query_scalar(TURN_RUNNING)
-                .bind(thread)
-                .bind(user)
-                .bind(now() - chrono::Duration::milliseconds(stale_after_ms))
-                .fetch_one(&mut *tx)
-                .await?;
-            if busy {
-                return Err(StoreError::thread_busy());
-            }
+            Shared::refuse_while_running(&mut tx, user, thread, stale_after_ms).await?;
         }
         let updated = sqlx::query(
             "update threads set active_id = $1 where id = $2 and user_id = $3
@@ -154,11 +138,20 @@ impl Messages for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64> {
+    async fn delete_message(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        message: Uuid,
+        stale_after_ms: Option<i64>,
+    ) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         // Read with the thread's row locked, so no message joins the subtree meanwhile.
         let tree = read_tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
         let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
+        if let Some(stale_after_ms) = stale_after_ms {
+            Shared::refuse_while_running(&mut tx, user, thread, stale_after_ms).await?;
+        }
         let deleted = sqlx::query("delete from messages where thread_id = $1 and user_id = $2 and id = any($3)")
             .bind(thread)
             .bind(user)

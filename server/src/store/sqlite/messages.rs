@@ -6,9 +6,9 @@ use sqlx::SqliteConnection;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{turn_writes, Sqlite};
+use super::{turn_writes, Shared, Sqlite};
 use crate::store::columns::{convert, Stored};
-use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS, TURN_RUNNING};
+use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS};
 use crate::store::threads::{found, listing};
 use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
 
@@ -68,15 +68,7 @@ impl Messages for Sqlite {
         // The one writer serialises this with every turn's start.
         self.write(move |tx| {
             Box::pin(async move {
-                let busy: bool = sqlx::query_scalar(TURN_RUNNING)
-                    .bind(message.thread_id.to_string())
-                    .bind(user.to_string())
-                    .bind(created.timestamp_micros() - stale_after_ms * 1000)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                if busy {
-                    return Err(StoreError::thread_busy());
-                }
+                Shared::refuse_while_running(&mut *tx, user, message.thread_id, stale_after_ms).await?;
                 let place =
                     turn_writes::insert_message(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
                 Ok(message.saved(id, place, created))
@@ -134,15 +126,7 @@ impl Messages for Sqlite {
         self.write(move |tx| {
             Box::pin(async move {
                 if let Some(stale_after_ms) = stale_after_ms {
-                    let busy: bool = sqlx::query_scalar(TURN_RUNNING)
-                        .bind(thread.to_string())
-                        .bind(user.to_string())
-                        .bind(now().timestamp_micros() - stale_after_ms * 1000)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                    if busy {
-                        return Err(StoreError::thread_busy());
-                    }
+                    Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
                 }
                 let updated = sqlx::query(
                     "update threads set active_id = ?1 where id = ?2 and user_id = ?3
@@ -193,11 +177,21 @@ impl Messages for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<u64> {
+    async fn delete_message(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        message: Uuid,
+        stale_after_ms: Option<i64>,
+    ) -> Result<u64> {
+        // The one writer serialises this with every turn's start.
         self.write(move |tx| {
             Box::pin(async move {
                 let tree = read_tree(tx, user, thread).await?.ok_or(StoreError::NotFound)?;
                 let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
+                if let Some(stale_after_ms) = stale_after_ms {
+                    Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
+                }
                 let gone = serde_json::to_string(&gone).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 let deleted = sqlx::query(
                     "delete from messages where thread_id = ? and user_id = ? and id in (select value from json_each(?))",

@@ -56,7 +56,7 @@ async fn artifacts(db: Db) {
     assert_eq!(db.raw.count("artifact_versions", "artifact_id", created[0].id).await, 0);
 
     // A deleted answer unlinks its documents instead of taking them along.
-    s.delete_message(u, t.id, reply.id).await.unwrap();
+    s.delete_message(u, t.id, reply.id, None).await.unwrap();
     assert_eq!(s.get_artifact(u, created[1].id).await.unwrap().assistant_message_id, None);
     assert_not_found(s.create_artifact(u, new_artifact(Uuid::now_v7(), "x", "y")).await);
 }
@@ -114,7 +114,7 @@ async fn documents_answer_earlier_requests(db: Db) {
     assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 2);
 
     // Deleting a request it answers leaves the rest; deleting the document brings every one back.
-    s.delete_message(u, t.id, again.id).await.unwrap();
+    s.delete_message(u, t.id, again.id, None).await.unwrap();
     assert_eq!(db.raw.count("artifact_requests", "artifact_id", doc.id).await, 1);
     s.delete_artifact(u, doc.id).await.unwrap();
     assert!(s.fulfilled_requests(u, t.id).await.unwrap().is_empty(), "every request is open again");

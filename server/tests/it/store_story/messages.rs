@@ -117,12 +117,12 @@ async fn delete_message_keeps_the_count_true(db: Db) {
     let doc = s.create_artifact(u, doc).await.unwrap();
 
     // A message goes with everything after it on its branch.
-    assert_eq!(s.delete_message(u, t.id, ids[3]).await.unwrap(), 2);
+    assert_eq!(s.delete_message(u, t.id, ids[3], None).await.unwrap(), 2);
     assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, 3);
-    assert_eq!(s.delete_message(u, t.id, ids[1]).await.unwrap(), 2);
-    assert_not_found(s.delete_message(u, t.id, ids[1]).await);
-    assert_not_found(s.delete_message(u, t.id, ids[4]).await);
-    assert_not_found(s.delete_message(u, other.id, ids[0]).await);
+    assert_eq!(s.delete_message(u, t.id, ids[1], None).await.unwrap(), 2);
+    assert_not_found(s.delete_message(u, t.id, ids[1], None).await);
+    assert_not_found(s.delete_message(u, t.id, ids[4], None).await);
+    assert_not_found(s.delete_message(u, other.id, ids[0], None).await);
     assert_not_found(s.get_message(u, ids[1]).await);
 
     let seqs: Vec<i64> = s.list_messages(u, t.id).await.unwrap().iter().map(|m| m.seq).collect();

@@ -324,7 +324,7 @@ fn updated_at_never_precedes_created_at(backend: Backend, test: &str) {
                 }
                 ThreadOp::DeleteFirstMessage => {
                     if let Some(first) = s.list_messages(u, t.id).await.unwrap().first() {
-                        s.delete_message(u, t.id, first.id).await.unwrap();
+                        s.delete_message(u, t.id, first.id, None).await.unwrap();
                     }
                 }
                 ThreadOp::Usage(n) => {
@@ -402,10 +402,10 @@ fn message_count_is_the_real_count(backend: Backend, test: &str) {
                             gone.insert(*m);
                         }
                     }
-                    assert_eq!(s.delete_message(u, t.id, id).await.unwrap(), gone.len() as u64);
+                    assert_eq!(s.delete_message(u, t.id, id, None).await.unwrap(), gone.len() as u64);
                     model.retain(|(m, ..)| !gone.contains(m));
                 }
-                Some(_) => assert_not_found(s.delete_message(u, t.id, Uuid::now_v7()).await),
+                Some(_) => assert_not_found(s.delete_message(u, t.id, Uuid::now_v7(), None).await),
             }
             assert_eq!(s.get_thread(u, t.id).await.unwrap().message_count, model.len() as i64);
         }

@@ -266,7 +266,7 @@ async fn search_follows_changes_at_once(db: Db) {
     s.delete_artifact(u, doc.id).await.unwrap();
     assert_eq!(s.search(u, "findable", 10, 0).await.unwrap().total, 0);
 
-    s.delete_message(u, t.id, m.id).await.unwrap();
+    s.delete_message(u, t.id, m.id, None).await.unwrap();
     assert_eq!(s.search(u, "rewritten", 10, 0).await.unwrap().total, 0);
 }
 

@@ -89,8 +89,8 @@ async fn other_users_rows_are_not_found(db: Db) {
         context: None,
     };
     assert_not_found(s.update_message(intruder, reply.id, &update).await);
-    assert_not_found(s.delete_message(intruder, t.id, question.id).await);
-    assert_not_found(s.delete_message(intruder, own_thread.id, question.id).await);
+    assert_not_found(s.delete_message(intruder, t.id, question.id, None).await);
+    assert_not_found(s.delete_message(intruder, own_thread.id, question.id, None).await);
     assert_not_found(s.list_artifacts(intruder, t.id).await);
     assert_not_found(s.get_artifact(intruder, doc.id).await);
     assert_not_found(s.delete_artifact(intruder, doc.id).await);

@@ -59,7 +59,7 @@ async fn traces(db: Db) {
     assert_not_found(s.turn_trace(u, Uuid::now_v7()).await);
 
     // Deleting the answer deletes its trace.
-    s.delete_message(u, t.id, reply.id).await.unwrap();
+    s.delete_message(u, t.id, reply.id, None).await.unwrap();
     assert_not_found(s.turn_trace(u, answered.turn_id).await);
 }
 
