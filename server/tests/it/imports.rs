@@ -180,8 +180,15 @@ async fn a_large_import_is_written_whole(db: Db) {
     assert_eq!(db.raw.int("select count(*) from artifacts where user_id = ?", user).await, 40);
     let last = server.detail(result.threads[39].id).await;
     assert!(last.messages[59].content.starts_with("39-60 "));
-    let hits = db.store.search(user, "place count", 10, 0).await.unwrap();
-    assert_eq!(hits.total, 40 * 60, "every message is searchable");
+    // A first page ranks and counts only the newest hits; a page at the end counts them all.
+    let first = db.store.search(user, "place count", 10, 0).await.unwrap();
+    assert!(first.total_is_lower_bound, "{} hits counted", first.total);
+    let end = db.store.search(user, "place count", 100, 40 * 60 - 50).await.unwrap();
+    assert_eq!(
+        (last.total, last.total_is_lower_bound, last.hits.len()),
+        (40 * 60, false, 50),
+        "every message is searchable"
+    );
 }
 
 /// A conversation of `n` short messages, the last of them numbered like the first when `broken`.

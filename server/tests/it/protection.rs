@@ -405,6 +405,7 @@ async fn openapi_describes_every_route() {
         ("/api/shares", "get"),
         ("/api/shares/{id}", "delete"),
         ("/api/shared/{token}", "get"),
+        ("/api/models", "get"),
     ];
     for (path, method) in expected {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");
