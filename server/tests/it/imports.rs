@@ -185,7 +185,7 @@ async fn a_large_import_is_written_whole(db: Db) {
     assert!(first.total_is_lower_bound, "{} hits counted", first.total);
     let end = db.store.search(user, "place count", 100, 40 * 60 - 50).await.unwrap();
     assert_eq!(
-        (last.total, last.total_is_lower_bound, last.hits.len()),
+        (end.total, end.total_is_lower_bound, end.hits.len()),
         (40 * 60, false, 50),
         "every message is searchable"
     );
