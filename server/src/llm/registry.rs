@@ -134,12 +134,18 @@ impl Registry {
     }
 
     fn build(providers: Vec<Named>, default: String) -> Self {
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .connect_timeout(LIST_TIMEOUT)
             .timeout(LIST_TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
+            .redirect(reqwest::redirect::Policy::none());
+        // Lists are asked of the same endpoints as answers: behind a private certificate authority too.
+        if let Some(path) = super::transport::ca_file_from_env() {
+            match super::transport::extra_roots(&path) {
+                Ok(roots) => http = roots.into_iter().fold(http, |http, root| http.add_root_certificate(root)),
+                Err(e) => tracing::warn!(error = %e, "QUIRE_LLM_CA_FILE is not used for model lists"),
+            }
+        }
+        let http = http.build().unwrap_or_default();
         Self { providers, default, built: RwLock::new(HashMap::new()), layer: None, http, list_ttl: LIST_TTL }
     }
 
@@ -202,14 +208,16 @@ impl Registry {
     /// The provider of the first of `choices` still on offer, or of the default model.
     pub async fn choose(&self, choices: &[Option<&str>]) -> Arc<dyn Provider> {
         for id in choices.iter().flatten() {
+            // Asked first even for a model answering already: one its provider dropped from its list gives way.
+            if !self.knows(id).await {
+                continue;
+            }
             if let Some(provider) = self.built_for(id) {
                 return provider;
             }
-            if self.knows(id).await {
-                let (name, model) = id.split_once('/').unwrap_or_default();
-                if let Some(named) = self.providers.iter().find(|p| p.name == name) {
-                    return self.instantiate(named, model);
-                }
+            let (name, model) = id.split_once('/').unwrap_or_default();
+            if let Some(named) = self.providers.iter().find(|p| p.name == name) {
+                return self.instantiate(named, model);
             }
         }
         self.default_provider()

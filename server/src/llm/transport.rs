@@ -50,7 +50,7 @@ pub(crate) const STREAMS_PER_CLIENT: usize = 100;
 
 /// The certificates (PEM) in `path`, trusted besides the usual public roots: a provider behind a private
 /// certificate authority (`QUIRE_LLM_CA_FILE`).
-fn extra_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, LlmError> {
+pub(crate) fn extra_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, LlmError> {
     let pem = std::fs::read(path)
         .map_err(|e| LlmError::Network(format!("could not read the certificate file {}: {e}", path.display())))?;
     let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {

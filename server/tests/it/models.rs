@@ -135,6 +135,16 @@ async fn a_failed_refresh_keeps_the_last_list() {
 }
 
 #[tokio::test]
+async fn a_model_its_provider_dropped_gives_way_even_after_it_answered() {
+    let upstream = FakeServer::start(vec![list_of(&["llama", "qwen"]), list_of(&["llama"])]).await;
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
+    assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "qwen");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "llama", "no longer on offer: the default");
+    assert_eq!(upstream.request_count(), 2);
+}
+
+#[tokio::test]
 async fn without_a_list_the_default_still_answers() {
     let upstream = FakeServer::start(vec![Reply::status(401, "{}")]).await;
     let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO);
