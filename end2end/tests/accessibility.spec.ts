@@ -1,19 +1,6 @@
-import AxeBuilder from '@axe-core/playwright';
-import { expect, Page, test } from '@playwright/test';
+import { expect, test } from '@playwright/test';
 import { send } from './conversation';
-import { openHydrated, signInAsAdmin, signUp } from './helpers';
-
-/**
- * Runs axe-core's WCAG 2.1 A/AA rules on the page as it is (colour contrast included) and fails with the rule,
- * the elements and axe's summary of each violation.
- */
-async function expectAccessible(page: Page, screen: string) {
-  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
-  const problems = results.violations.flatMap((v) =>
-    v.nodes.map((n) => `${screen}: ${v.id} at ${n.target.join(' ')}: ${n.failureSummary ?? v.help}`),
-  );
-  expect(problems).toEqual([]);
-}
+import { expectAccessible, openHydrated, signInAsAdmin, signUp } from './helpers';
 
 for (const theme of ['light', 'dark'] as const) {
   test(`the main screens pass the WCAG A/AA checks in the ${theme} theme`, async ({ page }) => {

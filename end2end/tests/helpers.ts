@@ -1,3 +1,4 @@
+import AxeBuilder from '@axe-core/playwright';
 import { expect, Page, test } from '@playwright/test';
 
 /** Opens a page and waits until the WASM client has hydrated it. */
@@ -9,6 +10,18 @@ export async function openHydrated(page: Page, path = '/') {
 /** Saves a full-page screenshot into the test output for people to look at. */
 export async function snapshot(page: Page, name: string) {
   await page.screenshot({ path: `test-results/screens/${name}.png`, fullPage: true });
+}
+
+/**
+ * Runs axe-core's WCAG 2.1 A/AA rules on the page as it is (colour contrast included) and fails with the rule,
+ * the elements and axe's summary of each violation.
+ */
+export async function expectAccessible(page: Page, screen: string) {
+  const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+  const problems = results.violations.flatMap((v) =>
+    v.nodes.map((n) => `${screen}: ${v.id} at ${n.target.join(' ')}: ${n.failureSummary ?? v.help}`),
+  );
+  expect(problems).toEqual([]);
 }
 
 /** An e-mail address no other test uses. */

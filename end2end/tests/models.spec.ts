@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { openHydrated, signUp, snapshot } from './helpers';
+import { expectAccessible, openHydrated, signUp, snapshot } from './helpers';
 import { send, sidewaysOverflow } from './conversation';
 
 // The server offering two models (`fixtures/models.toml`, started by playwright.config.ts).
@@ -59,6 +59,10 @@ test('the default model set in Settings answers new conversations', async ({ pag
   await defaultModel.selectOption(CAREFUL);
   expect((await change).status()).toBe(200);
   await expect(page.getByText('Default model saved.')).toBeVisible();
+  for (const theme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: theme });
+    await expectAccessible(page, `${theme} settings with the default model`);
+  }
 
   await page.reload();
   await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
@@ -87,6 +91,7 @@ test('the picker and the answer\'s model in both themes and at phone width', asy
     ]);
     expect(labelColour).not.toBe(textColour);
     await snapshot(page, `${theme}/models-chat`);
+    await expectAccessible(page, `${theme} chat with the model picker`);
   }
   await page.setViewportSize({ width: 375, height: 740 });
   await expect(picker(page)).toBeVisible();
@@ -95,4 +100,50 @@ test('the picker and the answer\'s model in both themes and at phone width', asy
   expect(box!.x + box!.width).toBeLessThanOrEqual(375);
   expect(await sidewaysOverflow(page, ['.chat-head', '.messages'])).toEqual([]);
   await snapshot(page, 'light/models-chat-phone');
+});
+
+/** Answers the next PATCH of `path` as the server does for a model it does not offer (any more). */
+async function refuseNextChoice(page: Page, path: RegExp, field: string) {
+  let refused = false;
+  await page.route(
+    (url) => path.test(url.pathname),
+    async (route) => {
+      if (refused || route.request().method() !== 'PATCH') return route.fallback();
+      refused = true;
+      await route.fulfill({
+        status: 422,
+        contentType: 'application/json',
+        body: JSON.stringify({
+          error: { code: 'validation_failed', message: 'That is not a model of this server.', field },
+        }),
+      });
+    },
+  );
+}
+
+test('a refused choice of model goes back to the one in use, on the chat page and in Settings', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await picker(page).selectOption(CAREFUL);
+  await send(page, 'We are building a clinic booking app.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+
+  await refuseNextChoice(page, /^\/api\/threads\/[0-9a-f-]{36}$/, 'model');
+  await picker(page).selectOption(QUICK);
+  await expect(page.getByRole('alert').filter({ hasText: 'That is not a model of this server.' })).toBeVisible();
+  await expect(picker(page)).toHaveValue(CAREFUL);
+  // What the picker shows is what answers.
+  await send(page, 'Patients cancel visits too.');
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful', 'quire-careful']);
+
+  await openHydrated(page, '/settings');
+  const defaultModel = page.getByRole('combobox', { name: 'Default model' });
+  await expect(defaultModel).toHaveValue('');
+  await refuseNextChoice(page, /^\/api\/settings$/, 'default_model');
+  await defaultModel.selectOption(CAREFUL);
+  await expect(page.getByText('That is not a model of this server.')).toBeVisible();
+  await expect(defaultModel).toHaveValue('');
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(defaultModel).toHaveValue('');
 });

@@ -6,16 +6,25 @@ use leptos::task::spawn_local;
 
 use crate::api::{client, ModelList};
 
+/// A choice made in a [`ModelSelect`]: the new id (empty for the default) and what was chosen before, to put back
+/// when the server refuses the choice.
+#[derive(Clone, Debug)]
+pub struct ModelChoice {
+    pub id: String,
+    pub before: Option<String>,
+}
+
 /// A select of the models on offer, its first option "the default" (`default_label` with the default's id: the
-/// person's, or with `server` the server's). It shows `chosen` and calls `on_choose` with the new id (empty for the
-/// default); `label` is its accessible name.
+/// person's, or with `server` the server's). It shows `chosen`, sets it at once and calls `on_choose`; whoever saves
+/// the choice sets `chosen` back to [`ModelChoice::before`] when it is refused, so the select never shows a model
+/// that is not the one in use. `label` is its accessible name.
 #[component]
 pub fn ModelSelect(
     label: &'static str,
     default_label: &'static str,
     #[prop(optional)] server: bool,
     chosen: RwSignal<Option<String>>,
-    on_choose: Callback<String>,
+    on_choose: Callback<ModelChoice>,
     /// Whether the label shows (otherwise only assistive technology reads it).
     #[prop(optional)]
     shown_label: bool,
@@ -42,9 +51,10 @@ pub fn ModelSelect(
             })
             .collect_view();
         let on_change = move |ev| {
-            let value = event_target_value(&ev);
-            chosen.set((!value.is_empty()).then(|| value.clone()));
-            on_choose.run(value);
+            let id = event_target_value(&ev);
+            let before = chosen.get_untracked();
+            chosen.set((!id.is_empty()).then(|| id.clone()));
+            on_choose.run(ModelChoice { id, before });
         };
         Some(view! {
             <label class="model-select">

@@ -8,7 +8,7 @@ use crate::api::{
     client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
     MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
 };
-use crate::components::model_picker::ModelSelect;
+use crate::components::model_picker::{ModelChoice, ModelSelect};
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
 use crate::format::moment;
 use crate::CurrentUser;
@@ -65,13 +65,14 @@ pub fn SettingsPage() -> impl IntoView {
     }
 }
 
-/// Saves `change`; the note says how it went.
+/// Saves `change`; the note says how it went, and `refused` undoes what the page showed ahead of a refusal.
 fn save(
     user: CurrentUser,
     change: UpdateSettings,
     busy: RwSignal<bool>,
     note: RwSignal<Option<(bool, String)>>,
     done: &'static str,
+    refused: impl FnOnce() + 'static,
 ) {
     busy.set(true);
     note.set(None);
@@ -87,7 +88,10 @@ fn save(
                 });
                 note.set(Some((true, done.into())));
             }
-            Err(e) => note.set(Some((false, e.message))),
+            Err(e) => {
+                refused();
+                note.set(Some((false, e.message)));
+            }
         }
     });
 }
@@ -102,7 +106,7 @@ fn Profile(display_name: String) -> impl IntoView {
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let change = UpdateSettings { display_name: Some(name.get_untracked()), ..Default::default() };
-        save(user, change, busy, note, "Name saved.");
+        save(user, change, busy, note, "Name saved.", || ());
     };
     view! {
         <form class="auth-form" aria-labelledby="profile-heading" on:submit=submit>
@@ -128,7 +132,7 @@ fn CustomInstructions(text: String) -> impl IntoView {
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let change = UpdateSettings { custom_instructions: Some(text.get_untracked()), ..Default::default() };
-        save(user, change, busy, note, "Instructions saved.");
+        save(user, change, busy, note, "Instructions saved.", || ());
     };
     let count = move || format!("{} / {MAX_INSTRUCTIONS_CHARS}", text.with(|t| t.chars().count()));
     view! {
@@ -153,9 +157,9 @@ fn DefaultModel(chosen: Option<String>) -> impl IntoView {
     let chosen = RwSignal::new(chosen);
     let note = RwSignal::new(None::<(bool, String)>);
     let busy = RwSignal::new(false);
-    let choose = Callback::new(move |id: String| {
-        let change = UpdateSettings { default_model: Some(id), ..Default::default() };
-        save(user, change, busy, note, "Default model saved.");
+    let choose = Callback::new(move |choice: ModelChoice| {
+        let change = UpdateSettings { default_model: Some(choice.id), ..Default::default() };
+        save(user, change, busy, note, "Default model saved.", move || chosen.set(choice.before));
     });
     view! {
         <div class="default-model">

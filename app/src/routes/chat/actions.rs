@@ -11,6 +11,7 @@ use super::budget_banner::show_if_over_budget;
 use crate::api::{
     client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
 };
+use crate::components::model_picker::ModelChoice;
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
 /// Moves the browser to another address of the app.
@@ -113,15 +114,23 @@ impl ChatActions {
 
     /// Makes `id` the conversation's model (empty: the person's default); before the conversation exists, it is
     /// kept for it.
-    pub(super) fn choose_model(self, id: String) {
+    pub(super) fn choose_model(self, choice: ModelChoice) {
         let state = self.state;
         let Some(thread) = state.current.get_untracked() else { return };
         spawn_local(async move {
-            let change = UpdateThread { model: Some(id), ..Default::default() };
-            match client::update_thread(thread, &change).await {
-                Ok(saved) if state.current.get_untracked() == Some(thread) => state.model.set(saved.model),
+            let change = UpdateThread { model: Some(choice.id), ..Default::default() };
+            let result = client::update_thread(thread, &change).await;
+            // Another conversation may be open by now: its picker is not this one's to change.
+            let still_open = state.current.get_untracked() == Some(thread);
+            match result {
+                Ok(saved) if still_open => state.model.set(saved.model),
                 Ok(_) => {}
-                Err(e) => state.error.set(Some(ErrorNote::new(e.message))),
+                Err(e) => {
+                    if still_open {
+                        state.model.set(choice.before);
+                    }
+                    state.error.set(Some(ErrorNote::new(e.message)));
+                }
             }
         });
     }

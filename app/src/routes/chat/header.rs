@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use crate::api::{client, Artifact, Attachment};
 use crate::components::documents_panel::DocumentsPanel;
-use crate::components::model_picker::ModelSelect;
+use crate::components::model_picker::{ModelChoice, ModelSelect};
 
 /// The title ("New conversation" until it has one), the model picker; the documents panel and the exports once the
 /// conversation exists.
@@ -18,7 +18,7 @@ pub(super) fn ChatHeader(
     on_open: Callback<Artifact>,
     on_remove_file: Callback<Attachment>,
     model: RwSignal<Option<String>>,
-    on_model: Callback<String>,
+    on_model: Callback<ModelChoice>,
 ) -> impl IntoView {
     // Erased: the chat page's view type is deep enough without this one nested in it.
     view! {

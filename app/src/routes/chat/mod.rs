@@ -122,7 +122,7 @@ pub fn ChatPage() -> impl IntoView {
         open.set(Some(a));
     });
     let remove_file = Callback::new(move |f| actions.remove_file(f));
-    let choose_model = Callback::new(move |id: String| actions.choose_model(id));
+    let choose_model = Callback::new(move |choice| actions.choose_model(choice));
 
     view! {
         <section class="chat" aria-label="Conversation">
