@@ -1,11 +1,15 @@
 //! The models people may choose from: named providers (from `QUIRE_CONFIG`, or the one provider of the
 //! environment), each offering models whose ids are `provider/model`. A provider's own list of models is asked for
-//! when the file lists none, kept for [`LIST_TTL`], and refreshed by one request at a time; a failed refresh keeps
-//! the last list it had. The provider of a model is built once, when the model is first used.
+//! when the file lists none and kept for [`LIST_TTL`]; once stale it is still answered while one request in the
+//! background asks for it again (a turn never waits for a provider's list, except for the very first one), and a
+//! failed refresh keeps the last list it had. The provider of a model is built once, when the model is first used.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, RwLock},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc, RwLock,
+    },
     time::Duration,
 };
 
@@ -70,11 +74,13 @@ struct Named {
     cached: RwLock<Option<Cached>>,
     /// Held while the provider is asked for its models: one request at a time.
     refreshing: tokio::sync::Mutex<()>,
+    /// Set while a refresh of a stale list is on its way in the background.
+    pending: AtomicBool,
 }
 
 /// The named providers, the default model, and the providers built so far by model id.
 pub struct Registry {
-    providers: Vec<Named>,
+    providers: Vec<Arc<Named>>,
     default: String,
     built: RwLock<HashMap<String, Arc<dyn Provider>>>,
     layer: Option<Layer>,
@@ -104,7 +110,7 @@ impl Registry {
         let name = provider.name().to_string();
         let model = provider.model().to_string();
         let default = format!("{name}/{model}");
-        Self::build(vec![Named::new(name, Source::Given(provider), Some(vec![model]))], default)
+        Self::build(vec![Arc::new(Named::new(name, Source::Given(provider), Some(vec![model])))], default)
     }
 
     /// The providers of a providers file. Remote providers retry failures that happen before the first token.
@@ -127,13 +133,13 @@ impl Registry {
                 };
                 let fixed = models
                     .or_else(|| (kind == ProviderKind::Builtin).then(|| vec![builtin::DEFAULT_MODEL.to_string()]));
-                Named::new(name, source, fixed)
+                Arc::new(Named::new(name, source, fixed))
             })
             .collect();
         Self::build(providers, config.default_model.clone())
     }
 
-    fn build(providers: Vec<Named>, default: String) -> Self {
+    fn build(providers: Vec<Arc<Named>>, default: String) -> Self {
         let mut http = reqwest::Client::builder()
             .connect_timeout(LIST_TIMEOUT)
             .timeout(LIST_TIMEOUT)
@@ -272,75 +278,99 @@ impl Registry {
         built.entry(id).or_insert(provider).clone()
     }
 
-    /// The models of one provider: its fixed list, or its own list as last read (asked for again once stale).
-    async fn list(&self, named: &Named) -> Arc<Vec<String>> {
+    /// The models of one provider: its fixed list, or its own list as last read. A stale list is answered as it is
+    /// while one background request asks for it again; only the first list of all is waited for.
+    async fn list(&self, named: &Arc<Named>) -> Arc<Vec<String>> {
         if let Some(fixed) = &named.fixed {
             return fixed.clone();
         }
-        if let Some(fresh) = named.fresh() {
-            return fresh;
-        }
-        let _one_at_a_time = named.refreshing.lock().await;
-        // Another request may have refreshed it while this one waited.
-        if let Some(fresh) = named.fresh() {
-            return fresh;
-        }
-        let listed = tokio::time::timeout(LIST_TIMEOUT, self.ask(named)).await.unwrap_or(Err(LlmError::Timeout));
-        let mut cached = named.cached.write().unwrap_or_else(|e| e.into_inner());
-        let models = match listed {
-            Ok(models) => {
-                *cached = Some(Cached { models: Arc::new(models), until: Instant::now() + self.list_ttl });
-                cached.as_ref().map(|c| c.models.clone()).unwrap_or_default()
+        match named.last() {
+            Some((models, true)) => models,
+            Some((models, false)) => {
+                if !named.pending.swap(true, Ordering::AcqRel) {
+                    let (http, named, ttl) = (self.http.clone(), named.clone(), self.list_ttl);
+                    tokio::spawn(async move {
+                        refresh(&http, &named, ttl).await;
+                        named.pending.store(false, Ordering::Release);
+                    });
+                }
+                models
             }
-            Err(e) => {
-                tracing::warn!(provider = %named.name, error = %e, "listing the provider's models failed");
-                let last = cached.as_ref().map(|c| c.models.clone()).unwrap_or_default();
-                let retry = RETRY_FAILED_LIST.min(self.list_ttl.max(Duration::from_millis(1)));
-                *cached = Some(Cached { models: last.clone(), until: Instant::now() + retry });
-                last
-            }
-        };
-        models
+            None => refresh(&self.http, named, self.list_ttl).await,
+        }
     }
 
-    /// Asks a provider for its models.
-    async fn ask(&self, named: &Named) -> Result<Vec<String>, LlmError> {
-        let request = match &named.source {
-            Source::OpenAi { base_url, api_key } => {
-                let request = self.http.get(super::transport::join_url(base_url, "models"));
-                match api_key {
-                    Some(key) => request.bearer_auth(key.expose()),
-                    None => request,
-                }
-            }
-            Source::Anthropic { base_url, api_key } => {
-                let request = self
-                    .http
-                    .get(super::transport::join_url(base_url, "v1/models?limit=1000"))
-                    .header("anthropic-version", anthropic::API_VERSION);
-                match api_key {
-                    Some(key) => request.header("x-api-key", key.expose()),
-                    None => request,
-                }
-            }
-            Source::Builtin { .. } => return Ok(vec![builtin::DEFAULT_MODEL.to_string()]),
-            Source::Given(provider) => return Ok(vec![provider.model().to_string()]),
-        };
-        let response = request.send().await.map_err(|e| LlmError::Network(super::transport::describe(&e)))?;
-        if !response.status().is_success() {
-            return Err(LlmError::Upstream { status: response.status().as_u16() });
+    /// Waits until no provider's list is being asked for in the background.
+    #[doc(hidden)]
+    pub async fn until_refreshed(&self) {
+        while self.providers.iter().any(|p| p.pending.load(Ordering::Acquire)) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
         }
-        let mut body = Vec::new();
-        let mut chunks = response.bytes_stream();
-        while let Some(chunk) = chunks.next().await {
-            let chunk = chunk.map_err(|e| LlmError::Network(super::transport::describe(&e)))?;
-            if body.len() + chunk.len() > MAX_LIST_BYTES {
-                return Err(LlmError::Protocol("the list of models is too large".into()));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        parse_list(&body)
     }
+}
+
+/// Asks `named` for its list, one request at a time, and keeps it for `ttl` (a failure keeps the last list and asks
+/// again sooner).
+async fn refresh(http: &reqwest::Client, named: &Named, ttl: Duration) -> Arc<Vec<String>> {
+    let _one_at_a_time = named.refreshing.lock().await;
+    // Another request may have refreshed it while this one waited.
+    if let Some((fresh, true)) = named.last() {
+        return fresh;
+    }
+    let listed = tokio::time::timeout(LIST_TIMEOUT, ask(http, named)).await.unwrap_or(Err(LlmError::Timeout));
+    let mut cached = named.cached.write().unwrap_or_else(|e| e.into_inner());
+    match listed {
+        Ok(models) => {
+            let models = Arc::new(models);
+            *cached = Some(Cached { models: models.clone(), until: Instant::now() + ttl });
+            models
+        }
+        Err(e) => {
+            tracing::warn!(provider = %named.name, error = %e, "listing the provider's models failed");
+            let last = cached.as_ref().map(|c| c.models.clone()).unwrap_or_default();
+            let retry = RETRY_FAILED_LIST.min(ttl.max(Duration::from_millis(1)));
+            *cached = Some(Cached { models: last.clone(), until: Instant::now() + retry });
+            last
+        }
+    }
+}
+
+/// Asks a provider for its models.
+async fn ask(http: &reqwest::Client, named: &Named) -> Result<Vec<String>, LlmError> {
+    let request = match &named.source {
+        Source::OpenAi { base_url, api_key } => {
+            let request = http.get(super::transport::join_url(base_url, "models"));
+            match api_key {
+                Some(key) => request.bearer_auth(key.expose()),
+                None => request,
+            }
+        }
+        Source::Anthropic { base_url, api_key } => {
+            let request = http
+                .get(super::transport::join_url(base_url, "v1/models?limit=1000"))
+                .header("anthropic-version", anthropic::API_VERSION);
+            match api_key {
+                Some(key) => request.header("x-api-key", key.expose()),
+                None => request,
+            }
+        }
+        Source::Builtin { .. } => return Ok(vec![builtin::DEFAULT_MODEL.to_string()]),
+        Source::Given(provider) => return Ok(vec![provider.model().to_string()]),
+    };
+    let response = request.send().await.map_err(|e| LlmError::Network(super::transport::describe(&e)))?;
+    if !response.status().is_success() {
+        return Err(LlmError::Upstream { status: response.status().as_u16() });
+    }
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| LlmError::Network(super::transport::describe(&e)))?;
+        if body.len() + chunk.len() > MAX_LIST_BYTES {
+            return Err(LlmError::Protocol("the list of models is too large".into()));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    parse_list(&body)
 }
 
 impl Named {
@@ -351,13 +381,14 @@ impl Named {
             fixed: fixed.map(Arc::new),
             cached: RwLock::new(None),
             refreshing: tokio::sync::Mutex::new(()),
+            pending: AtomicBool::new(false),
         }
     }
 
-    /// The cached list while it is fresh.
-    fn fresh(&self) -> Option<Arc<Vec<String>>> {
+    /// The list as last read, and whether it is still fresh.
+    fn last(&self) -> Option<(Arc<Vec<String>>, bool)> {
         let cached = self.cached.read().unwrap_or_else(|e| e.into_inner());
-        cached.as_ref().filter(|c| c.until > Instant::now()).map(|c| c.models.clone())
+        cached.as_ref().map(|c| (c.models.clone(), c.until > Instant::now()))
     }
 }
 

@@ -114,6 +114,15 @@ async fn a_providers_list_is_asked_for_once_and_kept() {
     assert_eq!(request.headers.get("authorization").unwrap(), "Bearer local-key");
 }
 
+/// Lets a list kept for no time at all go stale, reads it (which asks the provider again in the background), waits
+/// for that refresh to end and says what the read answered: the list from before the refresh.
+async fn refresh_once(registry: &Registry) -> Vec<String> {
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let seen = registry.models().await.into_iter().map(|m| m.id).collect();
+    registry.until_refreshed().await;
+    seen
+}
+
 #[tokio::test]
 async fn a_failed_refresh_keeps_the_last_list() {
     let upstream = FakeServer::start(vec![
@@ -125,13 +134,31 @@ async fn a_failed_refresh_keeps_the_last_list() {
     .await;
     let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
     assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"]);
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"], "a failure keeps the last list");
-    tokio::time::sleep(Duration::from_millis(5)).await;
-    assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"], "an oversized list is refused");
+    assert_eq!(refresh_once(&registry).await, ["local/llama", "local/qwen"], "stale, answered while asked again");
+    assert_eq!(refresh_once(&registry).await, ["local/llama", "local/qwen"], "a failure keeps the last list");
+    assert_eq!(refresh_once(&registry).await, ["local/llama", "local/qwen"], "an oversized list is refused");
+    assert_eq!(upstream.request_count(), 4);
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(ids(&registry.models().await), ["local/mistral"]);
-    assert_eq!(upstream.request_count(), 4);
+}
+
+#[tokio::test]
+async fn a_stale_list_answers_at_once_while_it_is_asked_for_again() {
+    // The second list never comes: the provider hangs (a turn must not wait for it).
+    let upstream =
+        FakeServer::start(vec![list_of(&["llama", "qwen"]), list_of(&["llama"]).head_delay(Duration::from_secs(3600))])
+            .await;
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
+    assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"]);
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    for _ in 0..3 {
+        let chosen = tokio::time::timeout(Duration::from_secs(5), registry.choose(&[Some("local/qwen")]))
+            .await
+            .expect("a stale list is answered without waiting for the provider");
+        assert_eq!(chosen.model(), "qwen");
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(upstream.request_count(), 2, "one refresh at a time");
 }
 
 #[tokio::test]
@@ -139,7 +166,7 @@ async fn a_model_its_provider_dropped_gives_way_even_after_it_answered() {
     let upstream = FakeServer::start(vec![list_of(&["llama", "qwen"]), list_of(&["llama"])]).await;
     let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
     assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "qwen");
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    refresh_once(&registry).await;
     assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "llama", "no longer on offer: the default");
     assert_eq!(upstream.request_count(), 2);
 }
