@@ -11,10 +11,32 @@ use super::columns::Stored;
 use super::search_query::Term;
 use super::{parse_role, snippet, Result};
 
-/// Hits of one kind ranked and counted per search on either backend: the newest ones (or as many as the page
-/// reaches). For a word found in more of a person's rows than this, the best of its newest hits come first and the
-/// total is a lower bound.
+/// Hits of one kind ranked together on either backend: a first page ranks and counts each kind's newest ones. For
+/// a word found in more of a person's rows than this, the best of its newest hits come first and the total is a
+/// lower bound; see [`Window`] for the pages after them.
 pub const RANKED_CANDIDATES: u32 = 200;
+
+/// The hits a page is taken from. Each kind's hits, newest first, fall into windows of [`RANKED_CANDIDATES`]; hits
+/// are ordered by window, then by rank within it: the best of each kind's newest 200 first, then the best of the
+/// next 200, and so on. A hit's place therefore does not depend on how deep the page asking for it is, so paging
+/// never repeats or skips a hit, and a page reads only the windows it reaches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    /// Hits of each kind read: the whole windows up to the page's end.
+    pub(crate) candidates: i64,
+}
+
+impl Window {
+    /// The size of one window, as SQL takes it.
+    pub(crate) const SIZE: i64 = RANKED_CANDIDATES as i64;
+
+    /// The windows a page of `limit` hits after `offset` reaches. Every whole window but a person's last one
+    /// holds at least [`RANKED_CANDIDATES`] hits (one kind filled it), so these hold the page.
+    pub(crate) fn reaching(offset: u32, limit: u32) -> Self {
+        let end = i64::from(offset) + i64::from(limit);
+        Self { candidates: Self::SIZE * (end.max(1) + Self::SIZE - 1).div_euclid(Self::SIZE) }
+    }
+}
 
 /// What a search hit points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -51,7 +73,7 @@ pub struct SearchPage {
     pub total_is_lower_bound: bool,
 }
 
-/// How many hits a search ranked, and whether one kind had more than its candidates (see [`RANKED_CANDIDATES`]).
+/// How many hits a search ranked, and whether one kind had more than the windows read (see [`Window`]).
 #[derive(Debug, Clone, Copy, sqlx::FromRow)]
 pub(crate) struct Counted {
     pub(crate) ranked: i64,
@@ -123,4 +145,19 @@ where
 pub trait Search: Send + Sync {
     /// The user's messages, thread titles and documents matching the query (see [`search_query`]), best first.
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_reads_the_whole_windows_it_reaches() {
+        let reads = |offset, limit| Window::reaching(offset, limit).candidates;
+        assert_eq!(reads(0, 20), 200);
+        assert_eq!(reads(180, 20), 200);
+        assert_eq!(reads(181, 20), 400);
+        assert_eq!(reads(10_000, 100), 10_200);
+        assert_eq!(reads(u32::MAX, 100), 200 * ((i64::from(u32::MAX) + 100 + 199) / 200));
+    }
 }

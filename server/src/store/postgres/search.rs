@@ -6,7 +6,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{search_query, Postgres, Search, SearchPage};
-use crate::store::search::{hits, Counted, HitRow, RANKED_CANDIDATES};
+use crate::store::search::{hits, Counted, HitRow, Window};
 use crate::store::Result;
 
 /// A hit of the page, with its rank and how many hits were ranked.
@@ -19,22 +19,22 @@ struct Ranked {
     counted: Counted,
 }
 
-/// Each kind's newest `$3` hits (`$1` the owner, `$2` the query): the owner and the match are index conditions,
+/// Each kind's newest `$3` + 1 hits (`$1` the owner, `$2` the query; the one more says whether there are more): the owner and the match are index conditions,
 /// and the order is that of the `(user_id, created_at, id)` indexes. Walking one of them newest first stops at
 /// the last candidate, so a word found in thousands of a person's messages reads a few hundred rows; for a word
 /// found in few the planner reads all of them from the GIN index instead (each statement is planned with its own
 /// words, see `search`).
 const NEWEST: &str = "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
         where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
-        order by m.created_at desc, m.id desc limit $3)
+        order by m.created_at desc, m.id desc limit $3 + 1)
     union all
     (select 'thread', t.id, t.created_at, t.search from threads t
         where t.user_id = $1 and t.search @@ to_tsquery('simple', $2)
-        order by t.created_at desc, t.id limit $3)
+        order by t.created_at desc, t.id limit $3 + 1)
     union all
     (select 'artifact', a.id, a.created_at, a.search from artifacts a
         where a.user_id = $1 and a.search @@ to_tsquery('simple', $2)
-        order by a.created_at desc, a.id desc limit $3)";
+        order by a.created_at desc, a.id desc limit $3 + 1)";
 
 #[async_trait]
 impl Search for Postgres {
@@ -45,18 +45,21 @@ impl Search for Postgres {
             return Ok(SearchPage::default());
         };
         let limit = limit.clamp(1, 100);
-        // Only the newest RANKED_CANDIDATES hits of each kind (or as many as the page reaches) are ranked, as on
-        // SQLite; only the page is joined to its conversation and text. Snippets are made from the texts:
-        // ts_headline takes time that grows with the square of a phrase's hits in one text.
-        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit));
+        // Hits are ranked in windows of each kind's newest RANKED_CANDIDATES, as on SQLite (see `Window`); only
+        // the page is joined to its conversation and text. Snippets are made from the texts: ts_headline takes time
+        // that grows with the square of a phrase's hits in one text.
+        let window = Window::reaching(offset, limit);
         let sql = format!(
             "with newest as ({NEWEST}),
              page as (
-                select kind, ref_id, created_at, score, ranked, max(of_kind) over () >= $3 as cut
-                from (select kind, ref_id, created_at, ts_rank(search, to_tsquery('simple', $2)) as score,
-                             count(*) over () as ranked, count(*) over (partition by kind) as of_kind
-                      from newest) n
-                order by score desc, created_at desc, ref_id desc limit $4 offset $5
+                select kind, ref_id, created_at, score, ranked, cut, (newest - 1) / $6 as win
+                from (select *, count(*) over () as ranked, max(of_kind) over () > $3 as cut
+                      from (select kind, ref_id, created_at, ts_rank(search, to_tsquery('simple', $2)) as score,
+                                   count(*) over (partition by kind) as of_kind,
+                                   row_number() over (partition by kind order by created_at desc, ref_id desc) as newest
+                            from newest) n
+                      where newest <= $3) c
+                order by win, score desc, created_at desc, ref_id desc limit $4 offset $5
              )
              select page.kind, page.ref_id, page.ranked, page.cut, t.id as thread_id, t.title as thread_title, m.role,
                     page.created_at, -page.score::float8 as rank,
@@ -66,7 +69,7 @@ impl Search for Postgres {
              left join messages m on page.kind = 'message' and m.id = page.ref_id
              left join artifacts a on page.kind = 'artifact' and a.id = page.ref_id
              join threads t on t.id = coalesce(m.thread_id, a.thread_id, page.ref_id)
-             order by page.score desc, page.created_at desc, page.ref_id desc"
+             order by page.win, page.score desc, page.created_at desc, page.ref_id desc"
         );
         let mut tx = self.pool.begin().await?;
         // For this transaction only:
@@ -85,9 +88,10 @@ impl Search for Postgres {
         let rows: Vec<Ranked> = sqlx::query_as(&sql)
             .bind(user)
             .bind(&tsquery)
-            .bind(i64::from(candidates))
+            .bind(window.candidates)
             .bind(i64::from(limit))
             .bind(i64::from(offset))
+            .bind(Window::SIZE)
             .fetch_all(&mut *tx)
             .await?;
         let counted = match rows.first() {
@@ -96,12 +100,12 @@ impl Search for Postgres {
             None => {
                 sqlx::query_as(&format!(
                     "with newest as ({NEWEST})
-                     select coalesce(sum(n), 0)::int8 as ranked, coalesce(max(n), 0) >= $3 as cut
+                     select coalesce(sum(least(n, $3)), 0)::int8 as ranked, coalesce(max(n), 0) > $3 as cut
                      from (select kind, count(*) as n from newest group by kind) k"
                 ))
                 .bind(user)
                 .bind(&tsquery)
-                .bind(i64::from(candidates))
+                .bind(window.candidates)
                 .fetch_one(&mut *tx)
                 .await?
             }

@@ -7,7 +7,7 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{owner_token, search_query, Search, SearchPage, Sqlite};
-use crate::store::search::{hits, Counted, HitRow, RANKED_CANDIDATES};
+use crate::store::search::{hits, Counted, HitRow, Window};
 use crate::store::Result;
 
 /// Each kind's details, read by the index rows (`pk`) of a page. Every part names its columns: any of them may
@@ -49,16 +49,16 @@ impl Search for Sqlite {
         };
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
-        // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. Only the newest
-        //    RANKED_CANDIDATES hits of each kind (or as many as the page reaches) are ranked and counted: FTS5 walks
-        //    its rowids newest first without sorting, and stops there. Among equal ranks the newer row comes
-        //    first.
+        // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. Hits are ranked in windows
+        //    of each kind's newest RANKED_CANDIDATES (see `Window`): FTS5 walks its rowids newest first without
+        //    sorting, and stops after the windows the page reaches (and one row more, to know whether there are
+        //    more). Among equal ranks the newer row comes first.
         let limit = limit.clamp(1, 100);
-        let candidates = RANKED_CANDIDATES.max(offset.saturating_add(limit));
+        let window = Window::reaching(offset, limit);
         let candidates_sql = |table: &str, kind: &str| {
             format!(
                 "select * from (select '{kind}' as kind, rowid as pk, bm25({table}, 0.0, 1.0) as rank from {table}
-                 where {table} match ?1 order by rowid desc limit ?2)"
+                 where {table} match ?1 order by rowid desc limit ?2 + 1)"
             )
         };
         let newest = format!(
@@ -68,15 +68,20 @@ impl Search for Sqlite {
             candidates_sql("artifacts_fts", "artifact"),
         );
         let sql = format!(
-            "select kind, pk, rank, ranked, max(of_kind) over () >= ?2 as cut
-             from (select *, count(*) over () as ranked, count(*) over (partition by kind) as of_kind from ({newest}))
-             order by rank, pk desc, kind limit ?3 offset ?4"
+            "select kind, pk, rank, ranked, cut
+             from (select *, count(*) over () as ranked, max(of_kind) over () > ?2 as cut
+                   from (select *, count(*) over (partition by kind) as of_kind,
+                                row_number() over (partition by kind order by pk desc) as newest
+                         from ({newest}))
+                   where newest <= ?2)
+             order by (newest - 1) / ?5, rank, pk desc, kind limit ?3 offset ?4"
         );
         let page: Vec<(String, i64, f64, i64, bool)> = sqlx::query_as(&sql)
             .bind(&expression)
-            .bind(i64::from(candidates))
+            .bind(window.candidates)
             .bind(i64::from(limit))
             .bind(i64::from(offset))
+            .bind(Window::SIZE)
             .fetch_all(&self.reader)
             .await?;
         let counted: Counted = match page.first() {
@@ -84,11 +89,11 @@ impl Search for Sqlite {
             // A page past the end: the count on its own.
             None => {
                 sqlx::query_as(&format!(
-                    "select coalesce(sum(n), 0) as ranked, coalesce(max(n), 0) >= ?2 as cut
+                    "select coalesce(sum(min(n, ?2)), 0) as ranked, coalesce(max(n), 0) > ?2 as cut
                      from (select kind, count(*) as n from ({newest}) group by kind)"
                 ))
                 .bind(&expression)
-                .bind(i64::from(candidates))
+                .bind(window.candidates)
                 .fetch_one(&self.reader)
                 .await?
             }

@@ -232,6 +232,22 @@ async fn search_ranks_and_counts_the_newest_hits_of_a_common_word(db: Db) {
     assert_eq!((deep.total, deep.total_is_lower_bound), (n as u64 + 1, false));
     assert_eq!(deep.hits.len(), 11);
     assert_eq!(s.search(u, "kiwi", 20, n as u32 + 1).await.unwrap().total, n as u64 + 1, "past the end");
+    assert_eq!(deep.hits[10].message_id, Some(oldest.id), "the next window's best come after the newest hits");
+
+    // Page after page: every hit once, each where the pages before put it, whichever pages reach it.
+    let mut seen = Vec::new();
+    for offset in (0..).step_by(30) {
+        let page = s.search(u, "kiwi", 30, offset).await.unwrap();
+        if page.hits.is_empty() {
+            break;
+        }
+        seen.extend(page.hits.iter().map(|h| h.message_id.unwrap()));
+    }
+    assert_eq!(seen.len(), n + 1);
+    assert_eq!(seen.iter().collect::<HashSet<_>>().len(), n + 1, "no hit twice");
+    let straddling = s.search(u, "kiwi", 20, n as u32 - 15).await.unwrap();
+    let ids: Vec<Uuid> = straddling.hits.iter().map(|h| h.message_id.unwrap()).collect();
+    assert_eq!(ids, seen[n - 15..], "a page across two windows");
 }
 
 async fn search_follows_changes_at_once(db: Db) {
