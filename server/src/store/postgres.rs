@@ -366,7 +366,9 @@ async fn write_import_part(
 }
 
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
-/// one, with the thread's next number: one statement, so one round trip. `NotFound` when the thread is missing
+/// one, with the thread's next number: one statement, so one round trip. The new turn's foreign key locks the
+/// thread's row (`for key share`) until the commit, and every change of a thread's messages locks that row `for
+/// update` before asking whether a turn runs: such a change either sees this turn or is waited for. `NotFound` when the thread is missing
 /// or another person's; a unique violation when another turn is marked running in it.
 async fn take_thread<'c>(
     conn: impl sqlx::PgExecutor<'c>,

@@ -9,6 +9,7 @@ stories!(
     a_turn_ends_in_one_commit,
     progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
+    a_turn_start_waits_for_a_change_holding_the_conversation,
 );
 
 async fn traces(db: Db) {
@@ -384,6 +385,26 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
     assert_eq!(s.get_message(u, answer_a).await.unwrap().content, "Hello, world! Bye");
     assert_eq!(s.get_message(u, answer_b).await.unwrap().content, "First draft, longer");
     assert_eq!(s.list_messages(u, b.id).await.unwrap().len(), 1);
+}
+
+/// A turn that starts without a new message (a regenerate) holds the conversation's row against every change of its
+/// messages (on PostgreSQL through the turn's foreign key): a delete holding the row is waited for, and a change
+/// after the start sees the running turn (409). SQLite's one writer makes every write one after the other.
+async fn a_turn_start_waits_for_a_change_holding_the_conversation(db: Db) {
+    let Raw::Postgres(pool) = &db.raw else { return };
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Held", &[]).await.unwrap();
+    let mut holding = pool.begin().await.unwrap();
+    sqlx::query("select 1 from threads where id = $1 for update").bind(t.id).execute(&mut *holding).await.unwrap();
+    let store = s.clone();
+    let start = tokio::spawn(async move { store.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!start.is_finished(), "the start waits for the change holding the conversation");
+    holding.commit().await.unwrap();
+    start.await.unwrap().unwrap();
+    let question = s.append_message_between_turns(u, new_message(t.id, Role::User, "Later"), 60_000).await;
+    assert_conflict(question);
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
