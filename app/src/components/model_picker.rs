@@ -2,9 +2,9 @@
 //! the settings page. Shown only when there is more than one model to choose.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
+use send_wrapper::SendWrapper;
 
-use crate::api::{client, ModelList};
+use crate::api::client;
 
 /// A choice made in a [`ModelSelect`]: the new id (empty for the default) and what was chosen before, to put back
 /// when the server refuses the choice.
@@ -18,6 +18,9 @@ pub struct ModelChoice {
 /// person's, or with `server` the server's). It shows `chosen`, sets it at once and calls `on_choose`; whoever saves
 /// the choice sets `chosen` back to [`ModelChoice::before`] when it is refused, so the select never shows a model
 /// that is not the one in use. `label` is its accessible name.
+///
+/// Most servers offer one model, so the select, the list's request and its reading are loaded apart from the main
+/// bundle, once the page is interactive (nothing of it is rendered on the server).
 #[component]
 pub fn ModelSelect(
     label: &'static str,
@@ -29,43 +32,66 @@ pub fn ModelSelect(
     #[prop(optional)]
     shown_label: bool,
 ) -> impl IntoView {
-    let list = RwSignal::new(None::<ModelList>);
-    Effect::new(move |_| {
-        spawn_local(async move {
-            // Without the list there is nothing to choose: the default answers, as before.
-            if let Ok(found) = client::models().await {
-                list.set(Some(found));
-            }
-        })
-    });
-    // Selectedness is set as a property: an attribute no longer moves the selection once the person has used it.
+    let interactive = RwSignal::new(false);
+    Effect::new(move |_| interactive.set(true));
+    let options = SelectOptions { label, default_label, server, shown_label };
     move || {
-        let models = list.get().filter(|l| l.models.len() > 1)?;
-        let options = models
-            .models
-            .into_iter()
-            .map(|m| {
-                let (value, text) = (m.id.clone(), m.id.clone());
-                let selected = move || chosen.with(|c| c.as_deref() == Some(value.as_str()));
-                view! { <option value=m.id prop:selected=selected>{text}</option> }
-            })
-            .collect_view();
-        let on_change = move |ev| {
-            let id = event_target_value(&ev);
-            let before = chosen.get_untracked();
-            chosen.set((!id.is_empty()).then(|| id.clone()));
-            on_choose.run(ModelChoice { id, before });
-        };
-        Some(view! {
-            <label class="model-select">
-            <span class=if shown_label { "" } else { "visually-hidden" }>{label}</span>
-            <select aria-label=label on:change=on_change>
-                <option value="" prop:selected=move || chosen.with(Option::is_none)>
-                    {format!("{default_label} ({})", if server { &models.server_default } else { &models.default })}
-                </option>
-                {options}
-            </select>
-            </label>
+        interactive.get().then(|| {
+            // Only ever awaited in the browser, on its one thread: the page has become interactive.
+            let select = SendWrapper::new(model_select(options, chosen, on_choose));
+            view! { <Suspense fallback=|| ()>{Suspend::new(select)}</Suspense> }
         })
     }
+}
+
+/// How a [`ModelSelect`] is labelled.
+#[derive(Clone, Copy)]
+struct SelectOptions {
+    label: &'static str,
+    default_label: &'static str,
+    server: bool,
+    shown_label: bool,
+}
+
+/// The models on offer as a select; nothing when there is one model (or the list cannot be read: the default
+/// answers, as before).
+#[lazy]
+async fn model_select(
+    options: SelectOptions,
+    chosen: RwSignal<Option<String>>,
+    on_choose: Callback<ModelChoice>,
+) -> AnyView {
+    let SelectOptions { label, default_label, server, shown_label } = options;
+    let Some(models) = client::models().await.ok().filter(|l| l.models.len() > 1) else {
+        return ().into_any();
+    };
+    // Selectedness is set as a property: an attribute no longer moves the selection once the person has used it.
+    let entries = models
+        .models
+        .into_iter()
+        .map(|m| {
+            let (value, text) = (m.id.clone(), m.id.clone());
+            let selected = move || chosen.with(|c| c.as_deref() == Some(value.as_str()));
+            view! { <option value=m.id prop:selected=selected>{text}</option> }
+        })
+        .collect_view();
+    let on_change = move |ev| {
+        let id = event_target_value(&ev);
+        let before = chosen.get_untracked();
+        chosen.set((!id.is_empty()).then(|| id.clone()));
+        on_choose.run(ModelChoice { id, before });
+    };
+    let default = if server { models.server_default } else { models.default };
+    view! {
+        <label class="model-select">
+        <span class=if shown_label { "" } else { "visually-hidden" }>{label}</span>
+        <select aria-label=label on:change=on_change>
+            <option value="" prop:selected=move || chosen.with(Option::is_none)>
+                {format!("{default_label} ({default})")}
+            </option>
+            {entries}
+        </select>
+        </label>
+    }
+    .into_any()
 }
