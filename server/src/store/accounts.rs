@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::columns::{convert, ids, shared_sql, Stored};
 use super::{now, Result, StoreError};
 use crate::auth::throttle;
 
@@ -122,17 +122,8 @@ impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Se
     }
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    i64: Column<D>,
-    String: Column<D>,
-    Option<String>: Column<D>,
-    Option<D::Id>: Column<D>,
-    SessionRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(SessionRow<D::Id, D::Time>);
     /// Stores a new session, removing the expired ones first.
     pub(crate) async fn create_session(conn: &mut D::Connection, session: Session) -> Result<()> {
         sqlx::query("delete from sessions where expires_at < $1").bind(D::time(now())).execute(&mut *conn).await?;

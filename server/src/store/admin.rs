@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::columns::{convert, ids, shared_sql, Stored};
 use super::{now, NewUser, Result, StoreError, User};
 
 /// Who may create an account once the first one exists (the first is always allowed and administers Quire).
@@ -256,17 +256,8 @@ const LAST_ADMIN: &str = "Quire needs at least one administrator.";
 /// A reset link's account, expiry and time of use, as a backend keeps them.
 type ResetRow<I, T> = (I, T, Option<T>);
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    InviteRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-    AccountUsageRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(InviteRow<D::Id, D::Time>, AccountUsageRow<D::Id, D::Time>);
     /// Whether an enabled administrator other than `user` exists.
     async fn another_admin(conn: &mut D::Connection, user: Uuid) -> Result<bool> {
         let sql = "select exists (select 1 from users where is_admin and disabled_at is null and id <> $1)";

@@ -6,20 +6,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{shared_sql, Stored};
 use super::threads::found;
 use super::{Result, StoreError};
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    i32: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    AttachmentRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(AttachmentRow<D::Id, D::Time>);
     /// Saves a file's row under `id` once the conversation is found to be the person's and the file fits
     /// `limits`; its chunks are the caller's. The rows read are locked where rows can be, so uploads at once
     /// are counted one after the other.

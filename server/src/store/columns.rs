@@ -140,5 +140,38 @@ impl Dialect for sqlx::Sqlite {
 }
 
 /// The statements both backends run alike, over a connection of the backend `D`; each concept adds its own
-/// (`impl<D: Dialect> Sql<D>` in its file).
+/// (with [`shared_sql!`] in its file).
 pub(crate) struct Sql<D>(std::marker::PhantomData<D>);
+
+/// Adds statements to [`Sql`]: writes `impl<D: Dialect> Sql<D>` with what every such statement needs of the
+/// backend (a connection that runs it, its arguments, the plain values it binds and reads) and, after `rows`,
+/// the row types the concept's statements read.
+///
+/// A macro, as Rust assumes where a trait is used only the bounds on `Self` and its associated types, not bounds
+/// on other types (`&mut D::Connection: Executor`, `bool: Column<D>`): a supertrait of [`Dialect`] could not
+/// carry them, and every generic `impl` would restate them. The statements stay written once against a generic
+/// `D` (not copied into an `impl` for each backend), so they read as the SQL both backends run.
+macro_rules! shared_sql {
+    (rows($($row:ty),* $(,)?); $($body:tt)*) => {
+        impl<D: $crate::store::columns::Dialect> $crate::store::columns::Sql<D>
+        where
+            for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+            for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+            usize: sqlx::ColumnIndex<D::Row>,
+            bool: $crate::store::columns::Column<D>,
+            i32: $crate::store::columns::Column<D>,
+            i64: $crate::store::columns::Column<D>,
+            String: $crate::store::columns::Column<D>,
+            Option<i64>: $crate::store::columns::Column<D>,
+            Option<String>: $crate::store::columns::Column<D>,
+            Option<D::Id>: $crate::store::columns::Column<D>,
+            $($row: for<'r> sqlx::FromRow<'r, D::Row>,)*
+        {
+            $($body)*
+        }
+    };
+    ($($body:tt)*) => {
+        $crate::store::columns::shared_sql! { rows(); $($body)* }
+    };
+}
+pub(crate) use shared_sql;

@@ -13,7 +13,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{shared_sql, Stored};
 use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
 
 /// The messages of a conversation.
@@ -179,13 +179,7 @@ impl Tree {
 const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-{
+shared_sql! {
     /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree
     /// changes only between turns. Run in the transaction of the change it guards.
     pub(crate) async fn refuse_while_running(

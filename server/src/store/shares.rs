@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, Column, Dialect, Sql, Stored};
+use super::columns::{convert, shared_sql, Stored};
 use super::threads::found;
 use super::{now, Result, StoreError};
 
@@ -56,18 +56,8 @@ pub(crate) fn too_many_shares(max: u32) -> StoreError {
     StoreError::Conflict(format!("You have {max} share links already; revoke one before sharing again."))
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-    i32: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    Option<D::Id>: Column<D>,
-    ShareRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(ShareRow<D::Id, D::Time>);
     /// See [`Shares::create_share`]; the caller makes it one write.
     pub(crate) async fn create_share(
         conn: &mut D::Connection,

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{shared_sql, Stored};
 use super::{now, AnswerDraft, NewMessage, Result, StoreError, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
@@ -45,13 +45,8 @@ pub struct StoredEvent {
     pub data: String,
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    i64: Column<D>,
-    StoredEvent: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(StoredEvent);
     /// The events of `turn` after `after_seq`, in order.
     pub(crate) async fn turn_events_after(
         conn: &mut D::Connection,
