@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, ids, shared_sql, Stored};
+use super::columns::{convert, ids, shared_sql, stored_row, Stored};
 use super::{now, Result, StoreError};
 use crate::auth::throttle;
 
@@ -92,33 +92,20 @@ impl Session {
     }
 }
 
-/// A session as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct SessionRow<I, T> {
-    id: I,
-    user_id: I,
-    created_at: T,
-    last_seen_at: T,
-    expires_at: T,
-    ended_at: Option<T>,
-    device: Option<String>,
-    ip_prefix: Option<String>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Session {
-    type Error = StoreError;
-
-    fn try_from(row: SessionRow<I, T>) -> Result<Self> {
-        Ok(Session {
-            id: row.id.read("id")?,
-            user: row.user_id.read("user_id")?,
-            created_at: row.created_at.read("created_at")?,
-            last_seen_at: row.last_seen_at.read("last_seen_at")?,
-            expires_at: row.expires_at.read("expires_at")?,
-            ended_at: row.ended_at.read("ended_at")?,
-            device: row.device,
-            ip_prefix: row.ip_prefix,
-        })
+stored_row! {
+    /// A session as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    SessionRow<I, T> -> Session {
+        id: I,
+        created_at: T,
+        last_seen_at: T,
+        expires_at: T,
+        ended_at: Option<T>,
+        device: Option<String>,
+        ip_prefix: Option<String>,
+    } with {
+        user_id: I,
+    } => {
+        user: user_id.read("user_id")?,
     }
 }
 

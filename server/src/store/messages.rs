@@ -10,10 +10,9 @@ use std::collections::{HashMap, HashSet};
 
 use app::api::{Branching, Message, MessageStatus};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{shared_sql, Stored};
+use super::columns::{shared_sql, stored_row};
 use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
 
 /// The messages of a conversation.
@@ -206,65 +205,43 @@ shared_sql! {
 pub(crate) const MESSAGE_COLUMNS: &str =
     "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id";
 
-/// A message's row: ids and times as the backend keeps them (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct MessageRow<I, T> {
-    id: I,
-    thread_id: I,
-    seq: i64,
-    role: String,
-    content: String,
-    status: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    model: Option<String>,
-    created_at: T,
-    parent_id: Option<I>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<MessageRow<I, T>> for Message {
-    type Error = StoreError;
-
-    fn try_from(row: MessageRow<I, T>) -> Result<Self> {
-        Ok(Message {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            seq: row.seq,
-            role: parse_role(&row.role)?,
-            status: MessageStatus::parse(&row.status)
-                .ok_or_else(|| StoreError::Corrupt(format!("status {}", row.status)))?,
-            content: row.content,
-            input_tokens: row.input_tokens as u64,
-            output_tokens: row.output_tokens as u64,
-            model: row.model,
-            created_at: row.created_at.read("created_at")?,
-            parent_id: row.parent_id.read("parent_id")?,
-        })
+stored_row! {
+    /// A message's row: ids and times as the backend keeps them (see [`Stored`]).
+    MessageRow<I, T> -> Message {
+        id: I,
+        thread_id: I,
+        seq: i64,
+        content: String,
+        model: Option<String>,
+        created_at: T,
+        parent_id: Option<I>,
+    } with {
+        role: String,
+        status: String,
+        input_tokens: i64,
+        output_tokens: i64,
+    } => {
+        role: parse_role(&role)?,
+        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
+        input_tokens: input_tokens as u64,
+        output_tokens: output_tokens as u64,
     }
 }
 
 /// The columns a [`MessageHeadRow`] reads.
 pub(crate) const HEAD_COLUMNS: &str = "id, seq, role, parent_id";
 
-/// A [`MessageHead`]'s row.
-#[derive(sqlx::FromRow)]
-pub(crate) struct MessageHeadRow<I> {
-    id: I,
-    seq: i64,
-    role: String,
-    parent_id: Option<I>,
-}
-
-impl<I: Stored<Uuid>> TryFrom<MessageHeadRow<I>> for MessageHead {
-    type Error = StoreError;
-
-    fn try_from(row: MessageHeadRow<I>) -> Result<Self> {
-        Ok(MessageHead {
-            id: row.id.read("id")?,
-            seq: row.seq,
-            role: parse_role(&row.role)?,
-            parent: row.parent_id.read("parent_id")?,
-        })
+stored_row! {
+    /// A [`MessageHead`]'s row.
+    MessageHeadRow<I> -> MessageHead {
+        id: I,
+        seq: i64,
+    } with {
+        role: String,
+        parent_id: Option<I>,
+    } => {
+        role: parse_role(&role)?,
+        parent: parent_id.read("parent_id")?,
     }
 }
 

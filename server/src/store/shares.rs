@@ -3,10 +3,9 @@
 
 use app::api::ShareLink;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, shared_sql, Stored};
+use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
 use super::{now, Result, StoreError};
 
@@ -27,27 +26,17 @@ pub fn share_path(token: &str) -> String {
     format!("/s/{token}")
 }
 
-/// A share link as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct ShareRow<I, T> {
-    id: I,
-    thread_id: I,
-    token: String,
-    title: String,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<ShareRow<I, T>> for ShareLink {
-    type Error = StoreError;
-
-    fn try_from(row: ShareRow<I, T>) -> Result<Self> {
-        Ok(ShareLink {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            path: share_path(&row.token),
-            title: row.title,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// A share link as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    ShareRow<I, T> -> ShareLink {
+        id: I,
+        thread_id: I,
+        title: String,
+        created_at: T,
+    } with {
+        token: String,
+    } => {
+        path: share_path(&token),
     }
 }
 

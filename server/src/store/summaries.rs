@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{Result, StoreError};
+use super::columns::stored_row;
+use super::Result;
 
 /// A conversation's summary as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,33 +54,19 @@ pub(crate) const SAVE_SUMMARY: &str = "insert into thread_summaries
         output_tokens = thread_summaries.output_tokens + excluded.output_tokens, updated_at = excluded.updated_at
     returning content, covers_through, covered_count, model, input_tokens, output_tokens, updated_at";
 
-/// A summary as stored, with the backend's time column (`T`, see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct SummaryRow<T> {
-    content: String,
-    covers_through: i64,
-    covered_count: i64,
-    model: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    updated_at: T,
-}
-
-impl<T: Stored<DateTime<Utc>>> TryFrom<SummaryRow<T>> for ThreadSummary {
-    type Error = StoreError;
-
-    fn try_from(row: SummaryRow<T>) -> Result<Self> {
-        Ok(ThreadSummary {
-            content: row.content,
-            covers_through: row.covers_through,
-            covered_count: row.covered_count,
-            model: row.model,
-            usage: Usage {
-                input_tokens: row.input_tokens.max(0) as u64,
-                output_tokens: row.output_tokens.max(0) as u64,
-            },
-            updated_at: row.updated_at.read("updated_at")?,
-        })
+stored_row! {
+    /// A summary as stored, with the backend's time column (`T`, see [`Stored`]).
+    SummaryRow<T> -> ThreadSummary {
+        content: String,
+        covers_through: i64,
+        covered_count: i64,
+        model: String,
+        updated_at: T,
+    } with {
+        input_tokens: i64,
+        output_tokens: i64,
+    } => {
+        usage: Usage { input_tokens: input_tokens.max(0) as u64, output_tokens: output_tokens.max(0) as u64 },
     }
 }
 
