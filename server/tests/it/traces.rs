@@ -20,8 +20,7 @@ async fn greedy_server(db: &Db) -> (TestServer, GreedyUpstream) {
 async fn send(server: &TestServer, thread: Uuid, content: &str, silent: bool) -> Vec<Frame> {
     let body =
         if silent { json!({"content": content, "artifact_generation": true}) } else { json!({"content": content}) };
-    let response =
-        server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&body).send().await.unwrap();
+    let response = server.send_chat(thread, &body).await;
     assert_eq!(response.status(), 200, "chat status");
     read_frames(response).await
 }

@@ -115,15 +115,14 @@ impl TestServer {
         post_json(&self.client, &self.url(path), body).await
     }
 
+    /// `POST /api/threads/{thread}/chat` with `body` as this user: the answer, whatever its status.
+    pub async fn send_chat(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
+        self.client.post(self.url(&format!("/api/threads/{thread}/chat"))).json(body).send().await.unwrap()
+    }
+
     /// Sends a chat message and reads the whole event stream.
     pub async fn chat(&self, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
-        let response = self
-            .client
-            .post(self.url(&format!("/api/threads/{thread}/chat")))
-            .json(&serde_json::json!({ "content": content }))
-            .send()
-            .await
-            .unwrap();
+        let response = self.send_chat(thread, &serde_json::json!({ "content": content })).await;
         assert_eq!(response.status(), 200, "chat status");
         read_frames(response).await
     }
