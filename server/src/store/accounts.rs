@@ -109,8 +109,39 @@ stored_row! {
     }
 }
 
+stored_row! {
+    /// An account as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    UserRow<I, T> -> User {
+        id: I,
+        email: String,
+        password_hash: String,
+        display_name: String,
+        created_at: T,
+        is_admin: bool,
+    } with {
+        disabled_at: Option<T>,
+    } => {
+        disabled: disabled_at.is_some(),
+    }
+}
+
 shared_sql! {
-    rows(SessionRow<D::Id, D::Time>);
+    rows(SessionRow<D::Id, D::Time>, UserRow<D::Id, D::Time>);
+
+    /// The account with this email address, compared without regard to case.
+    pub(crate) async fn user_by_email(conn: &mut D::Connection, email: String) -> Result<User> {
+        let row: Option<UserRow<D::Id, D::Time>> =
+            sqlx::query_as("select * from users where lower(email) = lower($1)").bind(email).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// The account with this id.
+    pub(crate) async fn user_by_id(conn: &mut D::Connection, id: Uuid) -> Result<User> {
+        let row: Option<UserRow<D::Id, D::Time>> =
+            sqlx::query_as("select * from users where id = $1").bind(D::id(id)).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
     /// Stores a new session, removing the expired ones first.
     pub(crate) async fn create_session(conn: &mut D::Connection, session: Session) -> Result<()> {
         sqlx::query("delete from sessions where expires_at < $1").bind(D::time(now())).execute(&mut *conn).await?;

@@ -12,7 +12,7 @@ use app::api::{Branching, Message, MessageStatus};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::columns::{shared_sql, stored_row};
+use super::columns::{convert, shared_sql, stored_row};
 use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
 
 /// The messages of a conversation.
@@ -179,6 +179,31 @@ const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
 
 shared_sql! {
+    rows(MessageRow<D::Id, D::Time>);
+
+    /// The person's messages of `thread` numbered `from_seq` or later, in order.
+    pub(crate) async fn messages_from(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        from_seq: i64,
+    ) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
+        );
+        let rows: Vec<MessageRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(from_seq).fetch_all(conn).await?;
+        convert(rows)
+    }
+
+    /// The person's message with this id.
+    pub(crate) async fn message(conn: &mut D::Connection, user: Uuid, message: Uuid) -> Result<Message> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
+        let row: Option<MessageRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(message)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
     /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree
     /// changes only between turns. Run in the transaction of the change it guards.
     pub(crate) async fn refuse_while_running(
