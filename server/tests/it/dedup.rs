@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::backends::{check_property, properties, Backend};
-use crate::common::{created, read_frames, sqlite_store, text_of, Frame, GreedyModel, TestServer};
+use crate::common::{created, read_frames, send, sqlite_store, text_of, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
 use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
@@ -199,15 +199,6 @@ async fn titled_thread(server: &TestServer) -> Uuid {
     let response = response.unwrap();
     assert_eq!(response.status(), 201);
     response.json::<app::api::Thread>().await.unwrap().id
-}
-
-/// Sends a message (typed, or silently from the Generate menu) and reads the turn's events.
-async fn send(server: &TestServer, thread: Uuid, content: &str, silent: bool) -> Vec<Frame> {
-    let body =
-        if silent { json!({"content": content, "artifact_generation": true}) } else { json!({"content": content}) };
-    let response = server.send_chat(thread, &body).await;
-    assert_eq!(response.status(), 200, "chat status");
-    read_frames(response).await
 }
 
 /// The documents (and versions) a turn made.
