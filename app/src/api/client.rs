@@ -72,12 +72,7 @@ pub async fn login(body: &LoginRequest) -> ApiResult<UserProfile> {
 
 /// `POST /api/auth/logout`: ends the session (the server clears the cookie).
 pub async fn logout() -> ApiResult<()> {
-    let response = Request::post("/api/auth/logout").send().await.map_err(network_error)?;
-    if response.ok() {
-        Ok(())
-    } else {
-        Err(error_of(response).await)
-    }
+    expect_empty(Request::post("/api/auth/logout").send().await).await
 }
 
 /// `GET /api/auth/me`: the signed-in account; status 401 when there is none.
@@ -117,12 +112,7 @@ pub async fn update_thread(id: Uuid, body: &UpdateThread) -> ApiResult<Thread> {
 
 /// `DELETE /api/threads/{id}`.
 pub async fn delete_thread(id: Uuid) -> ApiResult<()> {
-    let response = Request::delete(&format!("/api/threads/{id}")).send().await.map_err(network_error)?;
-    if response.ok() {
-        Ok(())
-    } else {
-        Err(error_of(response).await)
-    }
+    expect_empty(Request::delete(&format!("/api/threads/{id}")).send().await).await
 }
 
 /// `GET /api/search`: one page of hits for `q`; `cursor` asks for the next one.
@@ -207,22 +197,12 @@ pub async fn resume(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> 
 
 /// `POST /api/threads/{id}/stop`.
 pub async fn stop(id: Uuid) -> ApiResult<()> {
-    let response = Request::post(&format!("/api/threads/{id}/stop")).send().await.map_err(network_error)?;
-    if response.ok() {
-        Ok(())
-    } else {
-        Err(error_of(response).await)
-    }
+    expect_empty(Request::post(&format!("/api/threads/{id}/stop")).send().await).await
 }
 
 /// `DELETE /api/artifacts/{id}`.
 pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
-    let response = Request::delete(&format!("/api/artifacts/{id}")).send().await.map_err(network_error)?;
-    if response.ok() {
-        Ok(())
-    } else {
-        Err(error_of(response).await)
-    }
+    expect_empty(Request::delete(&format!("/api/artifacts/{id}")).send().await).await
 }
 
 /// `GET /api/stats`.

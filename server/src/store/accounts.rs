@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::columns::{convert, ids, shared_sql, stored_row, Stored};
 use super::{now, Result, StoreError};
 use crate::auth::throttle;
 
@@ -92,47 +92,56 @@ impl Session {
     }
 }
 
-/// A session as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct SessionRow<I, T> {
-    id: I,
-    user_id: I,
-    created_at: T,
-    last_seen_at: T,
-    expires_at: T,
-    ended_at: Option<T>,
-    device: Option<String>,
-    ip_prefix: Option<String>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<SessionRow<I, T>> for Session {
-    type Error = StoreError;
-
-    fn try_from(row: SessionRow<I, T>) -> Result<Self> {
-        Ok(Session {
-            id: row.id.read("id")?,
-            user: row.user_id.read("user_id")?,
-            created_at: row.created_at.read("created_at")?,
-            last_seen_at: row.last_seen_at.read("last_seen_at")?,
-            expires_at: row.expires_at.read("expires_at")?,
-            ended_at: row.ended_at.read("ended_at")?,
-            device: row.device,
-            ip_prefix: row.ip_prefix,
-        })
+stored_row! {
+    /// A session as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    SessionRow<I, T> -> Session {
+        id: I,
+        created_at: T,
+        last_seen_at: T,
+        expires_at: T,
+        ended_at: Option<T>,
+        device: Option<String>,
+        ip_prefix: Option<String>,
+    } with {
+        user_id: I,
+    } => {
+        user: user_id.read("user_id")?,
     }
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    i64: Column<D>,
-    String: Column<D>,
-    Option<String>: Column<D>,
-    Option<D::Id>: Column<D>,
-    SessionRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+stored_row! {
+    /// An account as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    UserRow<I, T> -> User {
+        id: I,
+        email: String,
+        password_hash: String,
+        display_name: String,
+        created_at: T,
+        is_admin: bool,
+    } with {
+        disabled_at: Option<T>,
+    } => {
+        disabled: disabled_at.is_some(),
+    }
+}
+
+shared_sql! {
+    rows(SessionRow<D::Id, D::Time>, UserRow<D::Id, D::Time>);
+
+    /// The account with this email address, compared without regard to case.
+    pub(crate) async fn user_by_email(conn: &mut D::Connection, email: String) -> Result<User> {
+        let row: Option<UserRow<D::Id, D::Time>> =
+            sqlx::query_as("select * from users where lower(email) = lower($1)").bind(email).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// The account with this id.
+    pub(crate) async fn user_by_id(conn: &mut D::Connection, id: Uuid) -> Result<User> {
+        let row: Option<UserRow<D::Id, D::Time>> =
+            sqlx::query_as("select * from users where id = $1").bind(D::id(id)).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
     /// Stores a new session, removing the expired ones first.
     pub(crate) async fn create_session(conn: &mut D::Connection, session: Session) -> Result<()> {
         sqlx::query("delete from sessions where expires_at < $1").bind(D::time(now())).execute(&mut *conn).await?;

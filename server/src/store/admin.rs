@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, ids, Column, Dialect, Sql, Stored};
+use super::columns::{convert, ids, shared_sql, stored_row, Stored};
 use super::{now, NewUser, Result, StoreError, User};
 
 /// Who may create an account once the first one exists (the first is always allowed and administers Quire).
@@ -83,28 +83,14 @@ pub struct Invite {
     pub revoked_at: Option<DateTime<Utc>>,
 }
 
-#[derive(sqlx::FromRow)]
-pub(crate) struct InviteRow<I, T> {
-    id: I,
-    created_at: T,
-    expires_at: T,
-    max_uses: i64,
-    uses: i64,
-    revoked_at: Option<T>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<InviteRow<I, T>> for Invite {
-    type Error = StoreError;
-
-    fn try_from(row: InviteRow<I, T>) -> Result<Self> {
-        Ok(Invite {
-            id: row.id.read("id")?,
-            created_at: row.created_at.read("created_at")?,
-            expires_at: row.expires_at.read("expires_at")?,
-            max_uses: row.max_uses,
-            uses: row.uses,
-            revoked_at: row.revoked_at.read("revoked_at")?,
-        })
+stored_row! {
+    InviteRow<I, T> -> Invite {
+        id: I,
+        created_at: T,
+        expires_at: T,
+        max_uses: i64,
+        uses: i64,
+        revoked_at: Option<T>,
     }
 }
 
@@ -142,36 +128,21 @@ pub struct AccountUsage {
     pub last_seen_at: Option<DateTime<Utc>>,
 }
 
-#[derive(sqlx::FromRow)]
-pub(crate) struct AccountUsageRow<I, T> {
-    id: I,
-    email: String,
-    display_name: String,
-    created_at: T,
-    is_admin: bool,
-    disabled_at: Option<T>,
-    daily_token_budget: Option<i64>,
-    tokens_today: i64,
-    messages: i64,
-    last_seen_at: Option<T>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<AccountUsageRow<I, T>> for AccountUsage {
-    type Error = StoreError;
-
-    fn try_from(row: AccountUsageRow<I, T>) -> Result<Self> {
-        Ok(AccountUsage {
-            id: row.id.read("id")?,
-            email: row.email,
-            display_name: row.display_name,
-            created_at: row.created_at.read("created_at")?,
-            is_admin: row.is_admin,
-            disabled_at: row.disabled_at.read("disabled_at")?,
-            own_budget: row.daily_token_budget,
-            tokens_today: row.tokens_today,
-            messages: row.messages,
-            last_seen_at: row.last_seen_at.read("last_seen_at")?,
-        })
+stored_row! {
+    AccountUsageRow<I, T> -> AccountUsage {
+        id: I,
+        email: String,
+        display_name: String,
+        created_at: T,
+        is_admin: bool,
+        disabled_at: Option<T>,
+        tokens_today: i64,
+        messages: i64,
+        last_seen_at: Option<T>,
+    } with {
+        daily_token_budget: Option<i64>,
+    } => {
+        own_budget: daily_token_budget,
     }
 }
 
@@ -256,17 +227,8 @@ const LAST_ADMIN: &str = "Quire needs at least one administrator.";
 /// A reset link's account, expiry and time of use, as a backend keeps them.
 type ResetRow<I, T> = (I, T, Option<T>);
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    InviteRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-    AccountUsageRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(InviteRow<D::Id, D::Time>, AccountUsageRow<D::Id, D::Time>);
     /// Whether an enabled administrator other than `user` exists.
     async fn another_admin(conn: &mut D::Connection, user: Uuid) -> Result<bool> {
         let sql = "select exists (select 1 from users where is_admin and disabled_at is null and id <> $1)";

@@ -6,20 +6,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{shared_sql, stored_row};
 use super::threads::found;
 use super::{Result, StoreError};
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    i32: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    AttachmentRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(AttachmentRow<D::Id, D::Time>);
     /// Saves a file's row under `id` once the conversation is found to be the person's and the file fits
     /// `limits`; its chunks are the caller's. The rows read are locked where rows can be, so uploads at once
     /// are counted one after the other.
@@ -148,31 +140,16 @@ pub(crate) const INSERT_ATTACHMENT: &str = "insert into attachments
 pub(crate) const ATTACHMENTS: &str = "select a.id, a.thread_id, a.filename, a.content_type, a.size, a.created_at,
     (select count(*) from attachment_chunks c where c.attachment_id = a.id) as chunks from attachments a";
 
-/// An attachment's row, with its number of chunks: ids and times as the backend keeps them (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct AttachmentRow<I, T> {
-    id: I,
-    thread_id: I,
-    filename: String,
-    content_type: String,
-    size: i64,
-    chunks: i64,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<AttachmentRow<I, T>> for Attachment {
-    type Error = StoreError;
-
-    fn try_from(row: AttachmentRow<I, T>) -> Result<Self> {
-        Ok(Attachment {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            filename: row.filename,
-            content_type: row.content_type,
-            size: row.size,
-            chunks: row.chunks,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// An attachment's row, with its number of chunks: ids and times as the backend keeps them (see [`Stored`]).
+    AttachmentRow<I, T> -> Attachment {
+        id: I,
+        thread_id: I,
+        filename: String,
+        content_type: String,
+        size: i64,
+        chunks: i64,
+        created_at: T,
     }
 }
 
@@ -188,27 +165,14 @@ pub struct ChunkHit {
     pub score: f64,
 }
 
-/// A [`ChunkHit`]'s row.
-#[derive(sqlx::FromRow)]
-pub(crate) struct ChunkHitRow<I> {
-    attachment_id: I,
-    filename: String,
-    seq: i64,
-    content: String,
-    score: f64,
-}
-
-impl<I: Stored<Uuid>> TryFrom<ChunkHitRow<I>> for ChunkHit {
-    type Error = StoreError;
-
-    fn try_from(row: ChunkHitRow<I>) -> Result<Self> {
-        Ok(ChunkHit {
-            attachment_id: row.attachment_id.read("attachment_id")?,
-            filename: row.filename,
-            seq: row.seq,
-            content: row.content,
-            score: row.score,
-        })
+stored_row! {
+    /// A [`ChunkHit`]'s row.
+    ChunkHitRow<I> -> ChunkHit {
+        attachment_id: I,
+        filename: String,
+        seq: i64,
+        content: String,
+        score: f64,
     }
 }
 

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Dialect, Sql};
+use super::columns::shared_sql;
 use super::{now, Result, StoreError};
 
 /// What a person may spend and run, as configured; 0 turns a limit off.
@@ -33,14 +33,8 @@ pub struct Spending {
     pub running: i64,
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    bool: for<'q> sqlx::Encode<'q, D> + sqlx::Type<D>,
-    Option<i64>: for<'q> sqlx::Encode<'q, D> + sqlx::Type<D>,
-    Spending: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(Spending);
     /// The person's spending today (UTC) and running turns; everyone's spending only when `everyone` is set
     /// (it reads every person's ledger rows of the day).
     pub(crate) async fn spending(

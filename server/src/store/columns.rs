@@ -13,7 +13,7 @@ pub(crate) trait Stored<T> {
     fn read(self, column: &str) -> Result<T>;
 }
 
-/// Types a backend stores as they are.
+/// Types a backend stores as they are (plain values of a row, too, so a row type reads every column alike).
 macro_rules! native {
     ($($t:ty),*) => {$(
         impl Stored<$t> for $t {
@@ -24,7 +24,7 @@ macro_rules! native {
     )*};
 }
 
-native!(Uuid, DateTime<Utc>, NaiveDate);
+native!(Uuid, DateTime<Utc>, NaiveDate, String, bool, i64, f64);
 
 impl Stored<Uuid> for String {
     fn read(self, column: &str) -> Result<Uuid> {
@@ -49,6 +49,50 @@ impl<S: Stored<T>, T> Stored<Option<T>> for Option<S> {
         self.map(|value| value.read(column)).transpose()
     }
 }
+
+/// Declares a row type generic over how the backend keeps ids (`I`), times (`T`) and lists (`L`), and its
+/// conversion to the type callers see. Each field in the first braces is read ([`Stored::read`]) into the field
+/// of that name; the fields after `with` are bound by name for the expressions after `=>`, which make the rest.
+macro_rules! stored_row {
+    (@reads I) => { uuid::Uuid };
+    (@reads T) => { chrono::DateTime<chrono::Utc> };
+    (@reads L) => { Vec<String> };
+    (
+        $(#[$attr:meta])*
+        $row:ident<$($p:ident),+> -> $target:ident {
+            $($field:ident: $ty:ty),* $(,)?
+        }
+        $(with {
+            $($other:ident: $other_ty:ty),* $(,)?
+        } => {
+            $($made:ident: $make:expr),* $(,)?
+        })?
+    ) => {
+        $(#[$attr])*
+        #[derive(sqlx::FromRow)]
+        pub(crate) struct $row<$($p),+> {
+            $($field: $ty,)*
+            $($($other: $other_ty,)*)?
+        }
+
+        impl<$($p),+> TryFrom<$row<$($p),+>> for $target
+        where
+            $($p: $crate::store::columns::Stored<$crate::store::columns::stored_row!(@reads $p)>,)+
+        {
+            type Error = $crate::store::StoreError;
+
+            fn try_from(row: $row<$($p),+>) -> $crate::store::Result<Self> {
+                use $crate::store::columns::Stored as _;
+                let $row { $($field,)* $($($other,)*)? } = row;
+                Ok($target {
+                    $($($made: $make,)*)?
+                    $($field: $field.read(stringify!($field))?,)*
+                })
+            }
+        }
+    };
+}
+pub(crate) use stored_row;
 
 /// Rows converted to what callers see, in order; the first malformed one fails them all.
 pub(crate) fn convert<R, T: TryFrom<R, Error = StoreError>>(rows: Vec<R>) -> Result<Vec<T>> {
@@ -140,5 +184,38 @@ impl Dialect for sqlx::Sqlite {
 }
 
 /// The statements both backends run alike, over a connection of the backend `D`; each concept adds its own
-/// (`impl<D: Dialect> Sql<D>` in its file).
+/// (with [`shared_sql!`] in its file).
 pub(crate) struct Sql<D>(std::marker::PhantomData<D>);
+
+/// Adds statements to [`Sql`]: writes `impl<D: Dialect> Sql<D>` with what every such statement needs of the
+/// backend (a connection that runs it, its arguments, the plain values it binds and reads) and, after `rows`,
+/// the row types the concept's statements read.
+///
+/// A macro, as Rust assumes where a trait is used only the bounds on `Self` and its associated types, not bounds
+/// on other types (`&mut D::Connection: Executor`, `bool: Column<D>`): a supertrait of [`Dialect`] could not
+/// carry them, and every generic `impl` would restate them. The statements stay written once against a generic
+/// `D` (not copied into an `impl` for each backend), so they read as the SQL both backends run.
+macro_rules! shared_sql {
+    (rows($($row:ty),* $(,)?); $($body:tt)*) => {
+        impl<D: $crate::store::columns::Dialect> $crate::store::columns::Sql<D>
+        where
+            for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
+            for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
+            usize: sqlx::ColumnIndex<D::Row>,
+            bool: $crate::store::columns::Column<D>,
+            i32: $crate::store::columns::Column<D>,
+            i64: $crate::store::columns::Column<D>,
+            String: $crate::store::columns::Column<D>,
+            Option<i64>: $crate::store::columns::Column<D>,
+            Option<String>: $crate::store::columns::Column<D>,
+            Option<D::Id>: $crate::store::columns::Column<D>,
+            $($row: for<'r> sqlx::FromRow<'r, D::Row>,)*
+        {
+            $($body)*
+        }
+    };
+    ($($body:tt)*) => {
+        $crate::store::columns::shared_sql! { rows(); $($body)* }
+    };
+}
+pub(crate) use shared_sql;

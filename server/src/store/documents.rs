@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
+use super::columns::stored_row;
 use super::{NewArtifact, Result, StoreError};
 
 /// A new version of an existing document.
@@ -102,76 +102,41 @@ pub struct Fulfilment {
     pub made_by: Option<Uuid>,
 }
 
-/// A [`Fulfilment`]'s row.
-#[derive(sqlx::FromRow)]
-pub(crate) struct FulfilmentRow<I> {
-    request: I,
-    made_by: Option<I>,
-}
-
-impl<I: Stored<Uuid>> TryFrom<FulfilmentRow<I>> for Fulfilment {
-    type Error = StoreError;
-
-    fn try_from(row: FulfilmentRow<I>) -> Result<Self> {
-        Ok(Fulfilment { request: row.request.read("request")?, made_by: row.made_by.read("made_by")? })
+stored_row! {
+    /// A [`Fulfilment`]'s row.
+    FulfilmentRow<I> -> Fulfilment {
+        request: I,
+        made_by: Option<I>,
     }
 }
 
-/// A document's row: ids and times as the backend keeps them (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct ArtifactRow<I, T> {
-    id: I,
-    thread_id: I,
-    artifact_type: String,
-    title: String,
-    content: String,
-    version: i64,
-    request_message_id: Option<I>,
-    assistant_message_id: Option<I>,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<ArtifactRow<I, T>> for Artifact {
-    type Error = StoreError;
-
-    fn try_from(row: ArtifactRow<I, T>) -> Result<Self> {
-        Ok(Artifact {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            artifact_type: ArtifactType::parse(&row.artifact_type)
-                .ok_or_else(|| StoreError::Corrupt(format!("type {}", row.artifact_type)))?,
-            title: row.title,
-            content: row.content,
-            version: row.version,
-            request_message_id: row.request_message_id.read("request_message_id")?,
-            assistant_message_id: row.assistant_message_id.read("assistant_message_id")?,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// A document's row: ids and times as the backend keeps them (see [`Stored`]).
+    ArtifactRow<I, T> -> Artifact {
+        id: I,
+        thread_id: I,
+        title: String,
+        content: String,
+        version: i64,
+        request_message_id: Option<I>,
+        assistant_message_id: Option<I>,
+        created_at: T,
+    } with {
+        artifact_type: String,
+    } => {
+        artifact_type: ArtifactType::parse(&artifact_type)
+            .ok_or_else(|| StoreError::Corrupt(format!("type {artifact_type}")))?,
     }
 }
 
-/// A document version's row (see [`VERSIONS`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct VersionRow<I, T> {
-    artifact_id: I,
-    version: i64,
-    title: String,
-    content: String,
-    request_message_id: Option<I>,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<VersionRow<I, T>> for ArtifactVersion {
-    type Error = StoreError;
-
-    fn try_from(row: VersionRow<I, T>) -> Result<Self> {
-        Ok(ArtifactVersion {
-            artifact_id: row.artifact_id.read("artifact_id")?,
-            version: row.version,
-            title: row.title,
-            content: row.content,
-            request_message_id: row.request_message_id.read("request_message_id")?,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// A document version's row (see [`VERSIONS`]).
+    VersionRow<I, T> -> ArtifactVersion {
+        artifact_id: I,
+        version: i64,
+        title: String,
+        content: String,
+        request_message_id: Option<I>,
+        created_at: T,
     }
 }

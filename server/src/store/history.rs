@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
+use super::columns::{stored_row, Stored};
 use super::{Result, StoreError};
 
 /// How many days of token use the statistics show.
@@ -288,29 +288,15 @@ impl<T: Stored<DateTime<Utc>>, D: Stored<NaiveDate>> StatsRows<T, D> {
     }
 }
 
-/// An attachment's metadata as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct AttachmentMetaRow<I, T> {
-    id: I,
-    thread_id: I,
-    filename: String,
-    content_type: String,
-    size: i64,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<AttachmentMetaRow<I, T>> for AttachmentMeta {
-    type Error = StoreError;
-
-    fn try_from(row: AttachmentMetaRow<I, T>) -> Result<Self> {
-        Ok(AttachmentMeta {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            filename: row.filename,
-            content_type: row.content_type,
-            size: row.size,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// An attachment's metadata as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    AttachmentMetaRow<I, T> -> AttachmentMeta {
+        id: I,
+        thread_id: I,
+        filename: String,
+        content_type: String,
+        size: i64,
+        created_at: T,
     }
 }
 

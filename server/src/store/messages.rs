@@ -10,10 +10,9 @@ use std::collections::{HashMap, HashSet};
 
 use app::api::{Branching, Message, MessageStatus};
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{convert, shared_sql, stored_row};
 use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
 
 /// The messages of a conversation.
@@ -179,13 +178,32 @@ impl Tree {
 const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-{
+shared_sql! {
+    rows(MessageRow<D::Id, D::Time>);
+
+    /// The person's messages of `thread` numbered `from_seq` or later, in order.
+    pub(crate) async fn messages_from(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        from_seq: i64,
+    ) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
+        );
+        let rows: Vec<MessageRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(from_seq).fetch_all(conn).await?;
+        convert(rows)
+    }
+
+    /// The person's message with this id.
+    pub(crate) async fn message(conn: &mut D::Connection, user: Uuid, message: Uuid) -> Result<Message> {
+        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
+        let row: Option<MessageRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(message)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
     /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree
     /// changes only between turns. Run in the transaction of the change it guards.
     pub(crate) async fn refuse_while_running(
@@ -212,65 +230,43 @@ where
 pub(crate) const MESSAGE_COLUMNS: &str =
     "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id";
 
-/// A message's row: ids and times as the backend keeps them (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct MessageRow<I, T> {
-    id: I,
-    thread_id: I,
-    seq: i64,
-    role: String,
-    content: String,
-    status: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    model: Option<String>,
-    created_at: T,
-    parent_id: Option<I>,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<MessageRow<I, T>> for Message {
-    type Error = StoreError;
-
-    fn try_from(row: MessageRow<I, T>) -> Result<Self> {
-        Ok(Message {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            seq: row.seq,
-            role: parse_role(&row.role)?,
-            status: MessageStatus::parse(&row.status)
-                .ok_or_else(|| StoreError::Corrupt(format!("status {}", row.status)))?,
-            content: row.content,
-            input_tokens: row.input_tokens as u64,
-            output_tokens: row.output_tokens as u64,
-            model: row.model,
-            created_at: row.created_at.read("created_at")?,
-            parent_id: row.parent_id.read("parent_id")?,
-        })
+stored_row! {
+    /// A message's row: ids and times as the backend keeps them (see [`Stored`]).
+    MessageRow<I, T> -> Message {
+        id: I,
+        thread_id: I,
+        seq: i64,
+        content: String,
+        model: Option<String>,
+        created_at: T,
+        parent_id: Option<I>,
+    } with {
+        role: String,
+        status: String,
+        input_tokens: i64,
+        output_tokens: i64,
+    } => {
+        role: parse_role(&role)?,
+        status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
+        input_tokens: input_tokens as u64,
+        output_tokens: output_tokens as u64,
     }
 }
 
 /// The columns a [`MessageHeadRow`] reads.
 pub(crate) const HEAD_COLUMNS: &str = "id, seq, role, parent_id";
 
-/// A [`MessageHead`]'s row.
-#[derive(sqlx::FromRow)]
-pub(crate) struct MessageHeadRow<I> {
-    id: I,
-    seq: i64,
-    role: String,
-    parent_id: Option<I>,
-}
-
-impl<I: Stored<Uuid>> TryFrom<MessageHeadRow<I>> for MessageHead {
-    type Error = StoreError;
-
-    fn try_from(row: MessageHeadRow<I>) -> Result<Self> {
-        Ok(MessageHead {
-            id: row.id.read("id")?,
-            seq: row.seq,
-            role: parse_role(&row.role)?,
-            parent: row.parent_id.read("parent_id")?,
-        })
+stored_row! {
+    /// A [`MessageHead`]'s row.
+    MessageHeadRow<I> -> MessageHead {
+        id: I,
+        seq: i64,
+    } with {
+        role: String,
+        parent_id: Option<I>,
+    } => {
+        role: parse_role(&role)?,
+        parent: parent_id.read("parent_id")?,
     }
 }
 

@@ -210,18 +210,6 @@ fn thread_from_row(row: &PgRow) -> Result<Thread> {
     ThreadRow::<Uuid, DateTime<Utc>, Vec<String>>::from_row(row)?.try_into()
 }
 
-fn user_from_row(row: &PgRow) -> Result<User> {
-    Ok(User {
-        id: row.try_get("id")?,
-        email: row.try_get("email")?,
-        password_hash: row.try_get("password_hash")?,
-        display_name: row.try_get("display_name")?,
-        created_at: row.try_get("created_at")?,
-        is_admin: row.try_get("is_admin")?,
-        disabled: row.try_get::<Option<DateTime<Utc>>, _>("disabled_at")?.is_some(),
-    })
-}
-
 fn is_unique_violation(err: &sqlx::Error) -> bool {
     matches!(err, sqlx::Error::Database(db) if db.is_unique_violation())
 }

@@ -5,7 +5,7 @@ use app::api::{Settings, Theme, UpdateSettings};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql};
+use super::columns::shared_sql;
 use super::{Result, StoreError};
 
 /// The settings columns of an account as both backends read them.
@@ -47,15 +47,8 @@ impl TryFrom<SettingsRow> for Settings {
     }
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    String: Column<D>,
-    Option<String>: Column<D>,
-    SettingsRow: for<'r> sqlx::FromRow<'r, D::Row>,
-    TurnSettingsRow: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(SettingsRow, TurnSettingsRow);
     pub(crate) async fn settings(conn: &mut D::Connection, user: Uuid) -> Result<Settings> {
         let row: Option<SettingsRow> =
             sqlx::query_as("select display_name, custom_instructions, theme, default_model from users where id = $1")

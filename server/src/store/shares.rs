@@ -3,10 +3,9 @@
 
 use app::api::ShareLink;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{convert, Column, Dialect, Sql, Stored};
+use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
 use super::{now, Result, StoreError};
 
@@ -27,27 +26,17 @@ pub fn share_path(token: &str) -> String {
     format!("/s/{token}")
 }
 
-/// A share link as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct ShareRow<I, T> {
-    id: I,
-    thread_id: I,
-    token: String,
-    title: String,
-    created_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<ShareRow<I, T>> for ShareLink {
-    type Error = StoreError;
-
-    fn try_from(row: ShareRow<I, T>) -> Result<Self> {
-        Ok(ShareLink {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            path: share_path(&row.token),
-            title: row.title,
-            created_at: row.created_at.read("created_at")?,
-        })
+stored_row! {
+    /// A share link as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    ShareRow<I, T> -> ShareLink {
+        id: I,
+        thread_id: I,
+        title: String,
+        created_at: T,
+    } with {
+        token: String,
+    } => {
+        path: share_path(&token),
     }
 }
 
@@ -56,18 +45,8 @@ pub(crate) fn too_many_shares(max: u32) -> StoreError {
     StoreError::Conflict(format!("You have {max} share links already; revoke one before sharing again."))
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-    i32: Column<D>,
-    i64: Column<D>,
-    String: Column<D>,
-    Option<D::Id>: Column<D>,
-    ShareRow<D::Id, D::Time>: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(ShareRow<D::Id, D::Time>);
     /// See [`Shares::create_share`]; the caller makes it one write.
     pub(crate) async fn create_share(
         conn: &mut D::Connection,

@@ -6,7 +6,7 @@ use std::{str::FromStr, time::Duration};
 
 use app::api::{AttachmentMeta, HistoryStats, Thread, Trace, Usage};
 use async_trait::async_trait;
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{NaiveDate, Utc};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
     ConnectOptions, FromRow, Row, SqliteConnection, SqlitePool,
@@ -15,8 +15,8 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, micros_to_time, now, search_query, History, IdempotencyClaim, NewUser, Result, Search,
-    SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns, User,
+    history::ImportThread, now, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store,
+    StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns,
 };
 use futures::future::BoxFuture;
 use writer::{Urgency, Writer};
@@ -142,10 +142,6 @@ fn opt_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>> {
     text.map(|t| Uuid::parse_str(&t).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))).transpose()
 }
 
-fn time(row: &SqliteRow, column: &str) -> Result<DateTime<Utc>> {
-    Ok(micros_to_time(row.try_get(column)?))
-}
-
 fn owner_token(user: Uuid) -> String {
     format!("u{}", user.simple())
 }
@@ -157,18 +153,6 @@ const THREAD_COLUMNS: &str = "t.id, t.title, t.model, t.pinned, t.archived, t.me
 /// A thread read by a statement that selects [`THREAD_COLUMNS`].
 fn thread_from_row(row: &SqliteRow) -> Result<Thread> {
     ThreadRow::<String, i64, String>::from_row(row)?.try_into()
-}
-
-fn user_from_row(row: &SqliteRow) -> Result<User> {
-    Ok(User {
-        id: uuid(row, "id")?,
-        email: row.try_get("email")?,
-        password_hash: row.try_get("password_hash")?,
-        display_name: row.try_get("display_name")?,
-        created_at: time(row, "created_at")?,
-        is_admin: row.try_get("is_admin")?,
-        disabled: row.try_get::<Option<i64>, _>("disabled_at")?.is_some(),
-    })
 }
 
 fn is_unique_violation(err: &sqlx::Error) -> bool {

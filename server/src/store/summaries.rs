@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::Stored;
-use super::{Result, StoreError};
+use super::columns::{shared_sql, stored_row};
+use super::{now, Result, StoreError};
 
 /// A conversation's summary as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,14 +38,13 @@ pub struct NewSummary {
 
 /// Reads a conversation's summary (as a [`SummaryRow`]); binds the conversation and its owner. Both backends
 /// take the same text (SQLite numbers parameters as PostgreSQL does).
-pub(crate) const READ_SUMMARY: &str =
-    "select content, covers_through, covered_count, model, input_tokens, output_tokens,
+const READ_SUMMARY: &str = "select content, covers_through, covered_count, model, input_tokens, output_tokens,
     updated_at from thread_summaries where thread_id = $1 and user_id = $2";
 
 /// Replaces a conversation's summary, adding its tokens to the ones before, and returns it (as a [`SummaryRow`]);
 /// nothing when the conversation is missing or another user's. Binds the text, the numbers it covers through and
 /// counted, the model, the input and output tokens, the time, the conversation and its owner.
-pub(crate) const SAVE_SUMMARY: &str = "insert into thread_summaries
+const SAVE_SUMMARY: &str = "insert into thread_summaries
         (thread_id, user_id, content, covers_through, covered_count, model, input_tokens, output_tokens, updated_at)
     select id, user_id, $1, $2, $3, $4, $5, $6, $7 from threads where id = $8 and user_id = $9
     on conflict (thread_id) do update set content = excluded.content, covers_through = excluded.covers_through,
@@ -54,33 +53,57 @@ pub(crate) const SAVE_SUMMARY: &str = "insert into thread_summaries
         output_tokens = thread_summaries.output_tokens + excluded.output_tokens, updated_at = excluded.updated_at
     returning content, covers_through, covered_count, model, input_tokens, output_tokens, updated_at";
 
-/// A summary as stored, with the backend's time column (`T`, see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct SummaryRow<T> {
-    content: String,
-    covers_through: i64,
-    covered_count: i64,
-    model: String,
-    input_tokens: i64,
-    output_tokens: i64,
-    updated_at: T,
+stored_row! {
+    /// A summary as stored, with the backend's time column (`T`, see [`Stored`]).
+    SummaryRow<T> -> ThreadSummary {
+        content: String,
+        covers_through: i64,
+        covered_count: i64,
+        model: String,
+        updated_at: T,
+    } with {
+        input_tokens: i64,
+        output_tokens: i64,
+    } => {
+        usage: Usage { input_tokens: input_tokens.max(0) as u64, output_tokens: output_tokens.max(0) as u64 },
+    }
 }
 
-impl<T: Stored<DateTime<Utc>>> TryFrom<SummaryRow<T>> for ThreadSummary {
-    type Error = StoreError;
+shared_sql! {
+    rows(SummaryRow<D::Time>);
 
-    fn try_from(row: SummaryRow<T>) -> Result<Self> {
-        Ok(ThreadSummary {
-            content: row.content,
-            covers_through: row.covers_through,
-            covered_count: row.covered_count,
-            model: row.model,
-            usage: Usage {
-                input_tokens: row.input_tokens.max(0) as u64,
-                output_tokens: row.output_tokens.max(0) as u64,
-            },
-            updated_at: row.updated_at.read("updated_at")?,
-        })
+    /// The conversation's summary; `None` when it has none, or is missing or another user's.
+    pub(crate) async fn thread_summary(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Option<ThreadSummary>> {
+        let row: Option<SummaryRow<D::Time>> =
+            sqlx::query_as(READ_SUMMARY).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.map(ThreadSummary::try_from).transpose()
+    }
+
+    /// Replaces the conversation's summary (see [`SAVE_SUMMARY`]) and returns it; its tokens in the owner's
+    /// ledger are the caller's. `NotFound` when the conversation is missing or another user's.
+    pub(crate) async fn save_summary(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        summary: NewSummary,
+    ) -> Result<ThreadSummary> {
+        let row: Option<SummaryRow<D::Time>> = sqlx::query_as(SAVE_SUMMARY)
+            .bind(summary.content)
+            .bind(summary.covers_through)
+            .bind(summary.covered_count)
+            .bind(summary.model)
+            .bind(summary.usage.input_tokens as i64)
+            .bind(summary.usage.output_tokens as i64)
+            .bind(D::time(now()))
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .fetch_optional(conn)
+            .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
     }
 }
 

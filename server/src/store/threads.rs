@@ -8,16 +8,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
+use super::columns::{shared_sql, stored_row, Stored};
 use super::{now, CursorKey, Result, StoreError, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort};
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    usize: sqlx::ColumnIndex<D::Row>,
-    bool: Column<D>,
-{
+shared_sql! {
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     pub(crate) async fn owns(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
@@ -74,37 +68,19 @@ pub(crate) async fn listing<R>(rows: Vec<R>, owned: impl Future<Output = Result<
     Ok(rows)
 }
 
-/// A thread's row: ids, times and the tag list as the backend keeps them (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct ThreadRow<I, T, L> {
-    id: I,
-    title: String,
-    model: Option<String>,
-    tags: L,
-    pinned: bool,
-    archived: bool,
-    message_count: i64,
-    first_message: Option<String>,
-    created_at: T,
-    updated_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>, L: Stored<Vec<String>>> TryFrom<ThreadRow<I, T, L>> for Thread {
-    type Error = StoreError;
-
-    fn try_from(row: ThreadRow<I, T, L>) -> Result<Self> {
-        Ok(Thread {
-            id: row.id.read("id")?,
-            title: row.title,
-            model: row.model,
-            tags: row.tags.read("tags")?,
-            pinned: row.pinned,
-            archived: row.archived,
-            message_count: row.message_count,
-            first_message: row.first_message,
-            created_at: row.created_at.read("created_at")?,
-            updated_at: row.updated_at.read("updated_at")?,
-        })
+stored_row! {
+    /// A thread's row: ids, times and the tag list as the backend keeps them (see [`Stored`]).
+    ThreadRow<I, T, L> -> Thread {
+        id: I,
+        title: String,
+        model: Option<String>,
+        tags: L,
+        pinned: bool,
+        archived: bool,
+        message_count: i64,
+        first_message: Option<String>,
+        created_at: T,
+        updated_at: T,
     }
 }
 

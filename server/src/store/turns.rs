@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{Column, Dialect, Sql, Stored};
-use super::{now, AnswerDraft, NewMessage, Result, StoreError, TurnLimits};
+use super::columns::{shared_sql, stored_row, Stored};
+use super::{now, AnswerDraft, NewMessage, Result, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,13 +45,8 @@ pub struct StoredEvent {
     pub data: String,
 }
 
-impl<D: Dialect> Sql<D>
-where
-    for<'c> &'c mut D::Connection: sqlx::Executor<'c, Database = D>,
-    for<'q> D::Arguments<'q>: sqlx::IntoArguments<'q, D>,
-    i64: Column<D>,
-    StoredEvent: for<'r> sqlx::FromRow<'r, D::Row>,
-{
+shared_sql! {
+    rows(StoredEvent);
     /// The events of `turn` after `after_seq`, in order.
     pub(crate) async fn turn_events_after(
         conn: &mut D::Connection,
@@ -156,27 +151,17 @@ pub struct TurnStart {
     pub request: Option<NewMessage>,
 }
 
-/// A turn as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
-#[derive(sqlx::FromRow)]
-pub(crate) struct TurnRow<I, T> {
-    id: I,
-    thread_id: I,
-    status: String,
-    stop_requested: bool,
-    heartbeat_at: T,
-}
-
-impl<I: Stored<Uuid>, T: Stored<DateTime<Utc>>> TryFrom<TurnRow<I, T>> for TurnRecord {
-    type Error = StoreError;
-
-    fn try_from(row: TurnRow<I, T>) -> Result<Self> {
-        Ok(TurnRecord {
-            id: row.id.read("id")?,
-            thread_id: row.thread_id.read("thread_id")?,
-            running: row.status == "running",
-            stop_requested: row.stop_requested,
-            heartbeat_at: row.heartbeat_at.read("heartbeat_at")?,
-        })
+stored_row! {
+    /// A turn as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
+    TurnRow<I, T> -> TurnRecord {
+        id: I,
+        thread_id: I,
+        stop_requested: bool,
+        heartbeat_at: T,
+    } with {
+        status: String,
+    } => {
+        running: status == "running",
     }
 }
 

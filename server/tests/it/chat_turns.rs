@@ -50,12 +50,11 @@ async fn closing_the_tab_still_saves_the_whole_answer() {
     let (server, _dir) = slow_builtin_server(15).await;
     let thread = server.create_thread().await;
     let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "The system must send reminders. Users should pick the time."}))
-        .send()
-        .await
-        .unwrap();
+        .send_chat(
+            thread,
+            &serde_json::json!({"content": "The system must send reminders. Users should pick the time."}),
+        )
+        .await;
     let mut body = response.bytes_stream();
     let _first = body.next().await.expect("some bytes");
     drop(body);
@@ -78,13 +77,7 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
     script.push(Step::Hang);
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me a long story"}))
-        .send()
-        .await
-        .unwrap();
+    let response = server.send_chat(thread, &serde_json::json!({"content": "Tell me a long story"})).await;
     let reader = tokio::spawn(read_frames(response));
     // Wait for the partial text to be on its way, then stop.
     for _ in 0..200 {
@@ -115,12 +108,11 @@ async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
     let (server, _dir) = slow_builtin_server(10).await;
     let thread = server.create_thread().await;
     let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Customers need invoices by email. Admins must export reports monthly."}))
-        .send()
-        .await
-        .unwrap();
+        .send_chat(
+            thread,
+            &serde_json::json!({"content": "Customers need invoices by email. Admins must export reports monthly."}),
+        )
+        .await;
     let seen = read_some_frames(response, 4).await;
     let last_id = seen.last().unwrap().id.clone().unwrap();
 
@@ -155,21 +147,9 @@ async fn a_second_concurrent_message_gets_409() {
     let script = vec![Step::Emit(StreamEvent::TextDelta("Thinking".into())), Step::Hang];
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
-    let first = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "first"}))
-        .send()
-        .await
-        .unwrap();
+    let first = server.send_chat(thread, &serde_json::json!({"content": "first"})).await;
     assert_eq!(first.status(), 200);
-    let second = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "second"}))
-        .send()
-        .await
-        .unwrap();
+    let second = server.send_chat(thread, &serde_json::json!({"content": "second"})).await;
     assert_eq!(second.status(), 409);
     assert_eq!(second.json::<ErrorBody>().await.unwrap().error.code, "conflict");
     server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
@@ -450,13 +430,7 @@ async fn chat_until_draft(
     content: &str,
     draft: &str,
 ) -> tokio::task::JoinHandle<Vec<Frame>> {
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({ "content": content }))
-        .send()
-        .await
-        .unwrap();
+    let response = server.send_chat(thread, &serde_json::json!({ "content": content })).await;
     let reader = tokio::spawn(read_frames(response));
     for _ in 0..500 {
         if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == draft) {
@@ -588,13 +562,7 @@ async fn a_request_abandoned_while_its_turn_starts_leaves_the_conversation_usabl
     server.wait_idle(thread).await;
     let mut frames = Vec::new();
     for _ in 0..20 {
-        let response = server
-            .client
-            .post(server.url(&format!("/api/threads/{thread}/chat")))
-            .json(&serde_json::json!({"content": "Are you still there?"}))
-            .send()
-            .await
-            .unwrap();
+        let response = server.send_chat(thread, &serde_json::json!({"content": "Are you still there?"})).await;
         if response.status() == 409 {
             // A late start of an abandoned request holds the conversation for its (short) answer.
             server.wait_idle(thread).await;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::backends::{check_property, properties, Backend};
-use crate::common::{created, read_frames, sqlite_store, text_of, Frame, GreedyModel, TestServer};
+use crate::common::{created, read_frames, send, sqlite_store, text_of, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
 use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
@@ -67,12 +67,8 @@ async fn a_silent_request_adds_a_document_and_no_message() {
     let before = server.detail(thread).await;
 
     let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Generate acceptance criteria", "artifact_generation": true}))
-        .send()
-        .await
-        .unwrap();
+        .send_chat(thread, &serde_json::json!({"content": "Generate acceptance criteria", "artifact_generation": true}))
+        .await;
     assert_eq!(response.status(), 200);
     let frames = read_frames(response).await;
     let names: Vec<&str> = frames.iter().map(|f| f.event.name()).collect();
@@ -105,13 +101,8 @@ async fn a_silent_request_adds_a_document_and_no_message() {
 async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
     let (server, _model, _dir) = greedy_server().await;
     let thread = server.create_thread().await;
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me a joke", "artifact_generation": true}))
-        .send()
-        .await
-        .unwrap();
+    let response =
+        server.send_chat(thread, &serde_json::json!({"content": "Tell me a joke", "artifact_generation": true})).await;
     let frames = read_frames(response).await;
     let ChatEvent::Error { code, message } = &frames.last().unwrap().event else { panic!("{frames:?}") };
     assert_eq!(code, "no_artifact");
@@ -208,16 +199,6 @@ async fn titled_thread(server: &TestServer) -> Uuid {
     let response = response.unwrap();
     assert_eq!(response.status(), 201);
     response.json::<app::api::Thread>().await.unwrap().id
-}
-
-/// Sends a message (typed, or silently from the Generate menu) and reads the turn's events.
-async fn send(server: &TestServer, thread: Uuid, content: &str, silent: bool) -> Vec<Frame> {
-    let body =
-        if silent { json!({"content": content, "artifact_generation": true}) } else { json!({"content": content}) };
-    let response =
-        server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 200, "chat status");
-    read_frames(response).await
 }
 
 /// The documents (and versions) a turn made.

@@ -12,40 +12,20 @@ use quire::history::{export::thread as thread_export, import::plan as import_pla
 use quire::store::{
     self,
     history::{ImportMessage, ImportThread},
-    DynStore, NewArtifact, NewMessage, NewUser, StoreError, ThreadPatch,
+    DynStore, NewArtifact, NewMessage, StoreError, ThreadPatch,
 };
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
+use crate::common::{new_message, new_user, tags};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
 
-async fn new_user(store: &DynStore) -> Uuid {
-    let email = format!("{}@example.test", Uuid::new_v4().simple());
-    store
-        .create_user(NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
-        .await
-        .expect("create user")
-        .id
-}
-
-fn tags(names: &[&str]) -> Vec<String> {
-    names.iter().map(|t| t.to_string()).collect()
-}
-
 async fn append(store: &DynStore, user: Uuid, thread: Uuid, role: Role, content: &str) -> app::api::Message {
-    let message = NewMessage {
-        thread_id: thread,
-        role,
-        content: content.to_string(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-    };
-    store.append_message(user, message).await.expect("append message")
+    store.append_message(user, new_message(thread, role, content)).await.expect("append message")
 }
 
 fn artifact(thread: Uuid, kind: ArtifactType, title: &str) -> NewArtifact {

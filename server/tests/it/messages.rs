@@ -185,13 +185,7 @@ async fn adding_a_message_waits_for_the_running_answer(db: Db) {
     assert_eq!(stranger.post(url).json(&json!({"content": "Hi"})).send().await.unwrap().status(), 404);
     assert_eq!(server.detail(thread).await.thread.message_count, 0);
 
-    let running = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&json!({"content": "Think about it"}))
-        .send()
-        .await
-        .unwrap();
+    let running = server.send_chat(thread, &json!({"content": "Think about it"})).await;
     assert_eq!(running.status(), 200);
     let busy = add(&server, thread, json!({"content": "One more thing"})).await;
     assert_eq!(busy.status(), 409);

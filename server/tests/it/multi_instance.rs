@@ -61,12 +61,8 @@ async fn two_instances_see_each_others_threads_and_turns() {
 
     // A writes an answer; the client drops after a few events and re-attaches on B.
     let response = a
-        .client
-        .post(a.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Drivers need route updates. Dispatchers must see delays."}))
-        .send()
-        .await
-        .unwrap();
+        .send_chat(thread, &serde_json::json!({"content": "Drivers need route updates. Dispatchers must see delays."}))
+        .await;
     let seen = read_some_frames(response, 3).await;
     let resumed = b
         .client
@@ -93,13 +89,7 @@ async fn a_turn_can_be_stopped_from_another_instance() {
     let a = instance(&url, ScriptedModel::new(vec![script])).await;
     let b = instance(&url, Arc::new(Builtin::new())).await;
     let thread = a.create_thread().await;
-    let response = a
-        .client
-        .post(a.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Go on"}))
-        .send()
-        .await
-        .unwrap();
+    let response = a.send_chat(thread, &serde_json::json!({"content": "Go on"})).await;
     let reader = tokio::spawn(read_frames(response));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stop = b.client.post(b.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();

@@ -250,13 +250,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     let (store, _dir) = crate::common::sqlite_store().await;
     let server = TestServer::with(store, model).await;
     let thread = server.create_thread().await;
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me everything"}))
-        .send()
-        .await
-        .unwrap();
+    let response = server.send_chat(thread, &serde_json::json!({"content": "Tell me everything"})).await;
     let mut body = response.bytes_stream();
     assert!(body.next().await.is_some(), "the stream started");
     // A second stream of the same session, re-attached.

@@ -9,21 +9,12 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{read_frames, Frame, TestServer};
+use crate::common::{send, Frame, TestServer};
 use crate::fake_upstream::greedy::GreedyUpstream;
 
 async fn greedy_server(db: &Db) -> (TestServer, GreedyUpstream) {
     let upstream = GreedyUpstream::start().await;
     (TestServer::with(db.store.clone(), upstream.provider()).await, upstream)
-}
-
-async fn send(server: &TestServer, thread: Uuid, content: &str, silent: bool) -> Vec<Frame> {
-    let body =
-        if silent { json!({"content": content, "artifact_generation": true}) } else { json!({"content": content}) };
-    let response =
-        server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&body).send().await.unwrap();
-    assert_eq!(response.status(), 200, "chat status");
-    read_frames(response).await
 }
 
 /// The turn the frames belong to (their ids are `<turn>:<n>`).

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{user_from_row, NewUser, Postgres, Shared};
+use super::{NewUser, Postgres, Shared};
 use crate::store::accounts::{Accounts, Session, User};
 use crate::store::admin::{Admin, SignUpMode};
 use crate::store::{Result, StoreError};
@@ -20,22 +20,12 @@ impl Accounts for Postgres {
 
     #[instrument(skip_all)]
     async fn user_by_email(&self, email: &str) -> Result<User> {
-        let row = sqlx::query("select * from users where lower(email) = lower($1)")
-            .bind(email)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        user_from_row(&row)
+        Shared::user_by_email(&mut *self.pool.acquire().await?, email.to_owned()).await
     }
 
     #[instrument(skip(self))]
     async fn user_by_id(&self, id: Uuid) -> Result<User> {
-        let row = sqlx::query("select * from users where id = $1")
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        user_from_row(&row)
+        Shared::user_by_id(&mut *self.pool.acquire().await?, id).await
     }
 
     #[instrument(skip_all)]

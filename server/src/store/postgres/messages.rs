@@ -113,18 +113,12 @@ impl Messages for Postgres {
 
     #[instrument(skip(self))]
     async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
-        let sql = format!(
-            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
-        );
-        let rows: Vec<Row> = sqlx::query_as(&sql).bind(thread).bind(user).bind(from_seq).fetch_all(&self.pool).await?;
-        convert(rows)
+        Shared::messages_from(&mut *self.pool.acquire().await?, user, thread, from_seq).await
     }
 
     #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
-        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
-        let row: Option<Row> = sqlx::query_as(&sql).bind(message).bind(user).fetch_optional(&self.pool).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
+        Shared::message(&mut *self.pool.acquire().await?, user, message).await
     }
 
     #[instrument(skip(self))]

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{user_from_row, NewUser, Shared, Sqlite};
+use super::{NewUser, Shared, Sqlite};
 use crate::store::accounts::{Accounts, Session, User};
 use crate::store::admin::{Admin, SignUpMode};
 use crate::store::{Result, StoreError};
@@ -20,22 +20,12 @@ impl Accounts for Sqlite {
 
     #[instrument(skip_all)]
     async fn user_by_email(&self, email: &str) -> Result<User> {
-        let row = sqlx::query("select * from users where lower(email) = lower(?)")
-            .bind(email)
-            .fetch_optional(&self.reader)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        user_from_row(&row)
+        Shared::user_by_email(&mut *self.reader.acquire().await?, email.to_owned()).await
     }
 
     #[instrument(skip(self))]
     async fn user_by_id(&self, id: Uuid) -> Result<User> {
-        let row = sqlx::query("select * from users where id = ?")
-            .bind(id.to_string())
-            .fetch_optional(&self.reader)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        user_from_row(&row)
+        Shared::user_by_id(&mut *self.reader.acquire().await?, id).await
     }
 
     #[instrument(skip_all)]

@@ -145,24 +145,12 @@ impl Messages for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
-        let sql = format!(
-            "select {MESSAGE_COLUMNS} from messages where thread_id = ? and user_id = ? and seq >= ? order by seq"
-        );
-        let rows: Vec<MessageRow<String, i64>> = sqlx::query_as(&sql)
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .bind(from_seq)
-            .fetch_all(&self.reader)
-            .await?;
-        convert(rows)
+        Shared::messages_from(&mut *self.reader.acquire().await?, user, thread, from_seq).await
     }
 
     #[instrument(skip(self))]
     async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
-        let sql = format!("select {MESSAGE_COLUMNS} from messages where id = ? and user_id = ?");
-        let row: Option<MessageRow<String, i64>> =
-            sqlx::query_as(&sql).bind(message.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
+        Shared::message(&mut *self.reader.acquire().await?, user, message).await
     }
 
     #[instrument(skip(self))]

@@ -115,15 +115,14 @@ impl TestServer {
         post_json(&self.client, &self.url(path), body).await
     }
 
+    /// `POST /api/threads/{thread}/chat` with `body` as this user: the answer, whatever its status.
+    pub async fn send_chat(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
+        self.client.post(self.url(&format!("/api/threads/{thread}/chat"))).json(body).send().await.unwrap()
+    }
+
     /// Sends a chat message and reads the whole event stream.
     pub async fn chat(&self, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
-        let response = self
-            .client
-            .post(self.url(&format!("/api/threads/{thread}/chat")))
-            .json(&serde_json::json!({ "content": content }))
-            .send()
-            .await
-            .unwrap();
+        let response = self.send_chat(thread, &serde_json::json!({ "content": content })).await;
         assert_eq!(response.status(), 200, "chat status");
         read_frames(response).await
     }
@@ -382,6 +381,45 @@ pub async fn sqlite_store() -> (DynStore, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("quire.db").display());
     (quire::store::connect(&url).await.expect("store"), dir)
+}
+
+/// A new account in `store` under an address no other test uses; its id.
+pub async fn new_user(store: &DynStore) -> uuid::Uuid {
+    let email = format!("{}@example.test", uuid::Uuid::new_v4().simple());
+    store
+        .create_user(quire::store::NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
+        .await
+        .expect("create user")
+        .id
+}
+
+/// Tags as a thread takes them.
+pub fn tags(names: &[&str]) -> Vec<String> {
+    names.iter().map(|t| t.to_string()).collect()
+}
+
+/// A finished message of `role` in `thread`, as a store appends it.
+pub fn new_message(thread: uuid::Uuid, role: app::api::Role, content: &str) -> quire::store::NewMessage {
+    quire::store::NewMessage {
+        thread_id: thread,
+        role,
+        content: content.to_string(),
+        status: app::api::MessageStatus::Complete,
+        usage: app::api::Usage::default(),
+        model: None,
+    }
+}
+
+/// Sends a message (typed, or silently from the Generate menu when `silent`) and reads the turn's events.
+pub async fn send(server: &TestServer, thread: uuid::Uuid, content: &str, silent: bool) -> Vec<Frame> {
+    let body = if silent {
+        serde_json::json!({"content": content, "artifact_generation": true})
+    } else {
+        serde_json::json!({"content": content})
+    };
+    let response = server.send_chat(thread, &body).await;
+    assert_eq!(response.status(), 200, "chat status");
+    read_frames(response).await
 }
 
 impl TestServer {

@@ -23,19 +23,11 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db, Raw};
+use crate::common::{new_message, new_user, tags};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
-
-async fn new_user(store: &DynStore) -> Uuid {
-    let email = format!("{}@example.test", Uuid::new_v4().simple());
-    store
-        .create_user(NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
-        .await
-        .expect("create user")
-        .id
-}
 
 /// Starts a turn of `user` in `thread` with their message `request`, under no limits.
 async fn start_with(
@@ -64,21 +56,6 @@ fn tool_step(name: &str, arguments: serde_json::Value, duration_ms: u64) -> Trac
 /// A trace of a new turn in `thread`, naming `message` as its answer.
 fn trace_of(thread: Uuid, message: Option<Uuid>, steps: Vec<TraceStep>) -> Trace {
     Trace { turn_id: Uuid::now_v7(), thread_id: thread, message_id: message, steps }
-}
-
-fn tags(names: &[&str]) -> Vec<String> {
-    names.iter().map(|t| t.to_string()).collect()
-}
-
-fn new_message(thread: Uuid, role: Role, content: &str) -> NewMessage {
-    NewMessage {
-        thread_id: thread,
-        role,
-        content: content.to_string(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-    }
 }
 
 async fn say(store: &DynStore, user: Uuid, thread: Uuid, content: &str) -> Message {
