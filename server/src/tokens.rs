@@ -2,10 +2,10 @@
 //!
 //! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's
 //! linear-time BPE implementation: counting stays linear even on pathological input such as one character
-//! repeated 100 KB. The vocabulary ships inside the binary as OpenAI's own 1.7 MB list (`server/data/`), and
-//! the encoder is built from it when the server starts (about a second, off the async workers), rather than
-//! taken ready-made from `bpe_openai::o200k_base`, whose prebuilt tables would add 32 MB to the binary and the
-//! container image. A test checks that both give the same tokens.
+//! repeated 100 KB. The vocabulary ships inside the binary as OpenAI's own list (`server/data/`, 1.3 MB with
+//! brotli), and the encoder is built from it when the server starts (about a second, off the async workers),
+//! rather than taken ready-made from `bpe_openai::o200k_base`, whose prebuilt tables would add 32 MB to the binary
+//! and the container image. A test checks that both give the same tokens.
 //! Two parts are our own because they were measured to matter (docs/perf-log.md, token counting from cold):
 //! cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`); both give exactly
 //! the crate's results, which property tests check.
@@ -20,7 +20,7 @@ use rustc_hash::FxBuildHasher;
 use uuid::Uuid;
 
 /// OpenAI's `o200k_base` vocabulary in its published form: one token a line, base64, in rank order.
-const O200K_VOCABULARY: &[u8] = include_bytes!("../data/o200k_base.tiktoken.gz");
+const O200K_VOCABULARY: &[u8] = include_bytes!("../data/o200k_base.tiktoken.br");
 
 /// The factor of the encoder's token hash for this vocabulary: one with no collisions among its tokens (the
 /// one `bpe_openai` builds its tables with).
@@ -47,9 +47,9 @@ const O200K_PATTERN: [(&str, bool); 3] = [
 
 /// Builds the `o200k_base` tokenizer from the embedded vocabulary.
 fn build_o200k() -> Tokenizer {
-    let mut listed = String::new();
-    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(O200K_VOCABULARY), &mut listed)
-        .expect("the embedded vocabulary is gzip text");
+    let mut listed = Vec::new();
+    brotli::BrotliDecompress(&mut &O200K_VOCABULARY[..], &mut listed).expect("the embedded vocabulary is brotli");
+    let listed = String::from_utf8(listed).expect("the embedded vocabulary is text");
     let tokens = bpe::byte_pair_encoding::read_tiktoken(&listed).expect("the embedded vocabulary is base64");
     let bpe = bpe::byte_pair_encoding::BytePairEncoding::from_dictionary(tokens, Some(O200K_HASH_FACTOR));
     Tokenizer::new_lookahead(bpe, &O200K_PATTERN, false).expect("the o200k pattern compiles")
