@@ -76,6 +76,18 @@ grep -q '^event: message_complete' "$work/stream" || fail "the turn did not comp
 answer="$(curl -fsS "${auth[@]}" "$base/api/threads/$thread" | jq -r '.messages[] | select(.role == "assistant") | .content')"
 [ -n "$answer" ] || fail "the answer was not saved"
 
+# The image keeps the site's files compressed only: each goes out as the client accepts, decoded for one that
+# takes no compression.
+wasm="$(find "$QUIRE_SITE/pkg" -maxdepth 1 -name '*.wasm' | head -1)"
+[ -n "$wasm" ] || fail "no wasm in $QUIRE_SITE/pkg"
+docker cp "$name:/app/site/pkg/$(basename "$wasm")" "$work/wasm" >/dev/null 2>&1 &&
+  fail "the image keeps the uncompressed wasm"
+docker cp "$name:/app/site/pkg/$(basename "$wasm").br" "$work/wasm.br" >/dev/null 2>&1 || fail "no brotli copy of the wasm"
+url="$base/pkg/$(basename "$wasm")"
+curl -fsS -H 'accept-encoding: identity' "$url" | cmp -s - "$wasm" || fail "the wasm decoded is not the built one"
+encoding="$(curl -fsS -o /dev/null -w '%header{content-encoding}' -H 'accept-encoding: gzip, br' "$url")"
+[ "$encoding" = br ] || fail "the wasm went out as '$encoding' to a client taking brotli"
+
 step "stopping the container (SIGTERM)"
 docker stop -t 20 "$name" >/dev/null
 [ "$(docker inspect --format '{{.State.ExitCode}}' "$name")" = 0 ] || fail "exit code after SIGTERM"

@@ -158,6 +158,38 @@ impl Site {
         Self { root: root.into(), hashing: hash_file.is_some(), hashed: Arc::new(hashed_names(&hashes)) }
     }
 
+    /// The file at the request's address, in the encoding it accepts when a compressed copy exists.
+    async fn serve(&self, request: Request) -> Response {
+        let files =
+            ServeDir::new(&self.root).precompressed_br().precompressed_gzip().append_index_html_on_directories(false);
+        // The file server answers every failure (an unreadable file included) with a status, never an error.
+        let Ok(response) = files.oneshot(request).await;
+        response.into_response()
+    }
+
+    /// A file kept only compressed, for a client that accepts neither copy: its gzip copy, decoded as it is sent.
+    /// The container image keeps no uncompressed copy of a file that has compressed ones (every browser takes one
+    /// of them; only a script or an old proxy may not), which saves the image 2 MB. The whole file is sent: a
+    /// range would count bytes of the decoded file, which is never on disk.
+    async fn serve_decoded(&self, parts: &axum::http::request::Parts) -> Response {
+        let mut probe = Request::builder().method(parts.method.clone()).uri(parts.uri.clone());
+        for name in [header::IF_MODIFIED_SINCE, header::IF_NONE_MATCH] {
+            if let Some(value) = parts.headers.get(&name) {
+                probe = probe.header(name, value);
+            }
+        }
+        let probe = probe.header(header::ACCEPT_ENCODING, "gzip").body(Body::empty()).unwrap_or_default();
+        let files = ServeDir::new(&self.root).precompressed_gzip().append_index_html_on_directories(false);
+        let Ok(response) = tower_http::decompression::Decompression::new(files).oneshot(probe).await;
+        let encoding = response.headers().get(header::CONTENT_ENCODING).cloned();
+        if encoding.is_some() {
+            // Only gzip was asked for, and only gzip is decoded: anything else would go out mislabelled.
+            tracing::warn!(path = parts.uri.path(), ?encoding, "a static file's copy could not be decoded");
+            return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+        }
+        response.map(Body::new)
+    }
+
     /// Whether a file name carries the hash of its content.
     fn is_hashed(&self, path: &str) -> bool {
         let name = path.rsplit('/').next().unwrap_or_default();
@@ -166,6 +198,12 @@ impl Site {
         let inner = parts.get(1..parts.len().saturating_sub(1)).unwrap_or_default();
         inner.iter().any(|part| self.hashed.contains(*part) || (self.hashing && looks_like_a_hash(part)))
     }
+}
+
+/// Whether an address names a file of a kind [`precompress`] gives compressed copies.
+fn is_compressible(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or_default();
+    name.rsplit_once('.').is_some_and(|(_, ext)| COMPRESSIBLE.contains(&ext))
 }
 
 /// cargo-leptos' content hashes: 22 characters of URL-safe base64 (128 bits).
@@ -194,24 +232,18 @@ pub async fn file_or_page(State(state): State<AppState>, request: Request) -> Re
             }
         }
         let site = state.site.clone();
-        let served = ServeDir::new(&site.root)
-            .precompressed_br()
-            .precompressed_gzip()
-            .append_index_html_on_directories(false)
-            .oneshot(probe.body(Body::empty()).unwrap_or_default())
-            .await;
-        match served {
-            Ok(response) if response.status() != StatusCode::NOT_FOUND => {
-                let mut response = response.into_response();
-                let rule = if site.is_hashed(parts.uri.path()) { IMMUTABLE } else { REVALIDATE };
-                let headers = response.headers_mut();
-                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(rule));
-                // The answer depends on the encodings the browser accepts: a cache between must keep them apart.
-                headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-                return response;
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "static file could not be read"),
+        let probe = probe.body(Body::empty()).unwrap_or_default();
+        let mut response = site.serve(probe).await;
+        if response.status() == StatusCode::NOT_FOUND && is_compressible(parts.uri.path()) {
+            response = site.serve_decoded(&parts).await;
+        }
+        if response.status() != StatusCode::NOT_FOUND {
+            let rule = if site.is_hashed(parts.uri.path()) { IMMUTABLE } else { REVALIDATE };
+            let headers = response.headers_mut();
+            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(rule));
+            // The answer depends on the encodings the browser accepts: a cache between must keep them apart.
+            headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+            return response;
         }
         let request = Request::from_parts(parts, body);
         return page(state, request).await;

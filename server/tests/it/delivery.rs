@@ -70,6 +70,41 @@ async fn static_files_go_out_in_the_encoding_the_browser_accepts() {
 }
 
 #[tokio::test]
+async fn a_file_kept_only_compressed_goes_out_decoded_to_a_client_that_takes_neither_copy() {
+    // As the container image keeps the site: the compressed copies without the file they were made from.
+    let (server, site, script) = server_with_site().await;
+    std::fs::remove_file(site.path().join("pkg/app.js")).unwrap();
+    let get = |encoding: Option<&'static str>| {
+        let mut request = server.anonymous().get(server.url("/pkg/app.js"));
+        if let Some(encoding) = encoding {
+            request = request.header("accept-encoding", encoding);
+        }
+        request.send()
+    };
+
+    let br = get(Some("gzip, br")).await.unwrap();
+    assert_eq!(br.headers()["content-encoding"], "br");
+    for encoding in [None, Some("identity"), Some("deflate")] {
+        let plain = get(encoding).await.unwrap();
+        assert_eq!(plain.status(), 200, "{encoding:?}");
+        assert!(plain.headers().get("content-encoding").is_none(), "{encoding:?}");
+        assert!(plain.headers()["content-type"].to_str().unwrap().contains("javascript"), "{encoding:?}");
+        assert!(plain.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
+        assert_eq!(plain.bytes().await.unwrap(), script, "{encoding:?}");
+    }
+    // A range is answered with the whole file: its offsets would count bytes that are never on disk.
+    let ranged = server.anonymous().get(server.url("/pkg/app.js")).header("range", "bytes=0-9").send().await.unwrap();
+    assert_eq!(ranged.status(), 200);
+    assert_eq!(ranged.bytes().await.unwrap(), script);
+
+    // With no copy at all the address is no file: the app's own "not found" page answers.
+    std::fs::remove_file(site.path().join("pkg/app.js.gz")).unwrap();
+    let missing = get(None).await.unwrap();
+    assert_eq!(missing.status(), 404);
+    assert!(missing.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+}
+
+#[tokio::test]
 async fn pages_are_private_and_large_api_answers_are_compressed_but_event_streams_are_not() {
     let (server, _site, _) = server_with_site().await;
     let page = server.anonymous().get(server.url("/signin")).send().await.unwrap();
