@@ -51,15 +51,16 @@ scripts/image "$tag"
 step "starting the container"
 docker run -d --name "$name" -p 127.0.0.1::3000 \
   -e QUIRE_RATE_LIMITS=off -e QUIRE_SIGNUP=open -e QUIRE_BUILTIN_DELAY_MS=5 -e QUIRE_SHUTDOWN_SECONDS=5 "$tag" >/dev/null
-base="http://$(docker port "$name" 3000/tcp | head -1)"
+# No reader that stops early in a pipeline: under pipefail the writer's SIGPIPE (exit 141) would end the script.
+base="http://$(docker port "$name" 3000/tcp | sed -n 1p)"
 for _ in $(seq 1 100); do curl -fsS "$base/api/health" >/dev/null 2>&1 && break; sleep 0.2; done
 fail() {
   echo "container smoke test failed: $*" >&2
   docker logs "$name" 2>&1 | tail -30 >&2
   exit 1
 }
-curl -fsS "$base/api/health" | grep -q '"ok"' || fail "no health at $base"
-curl -fsS "$base/api/ready" | grep -q '"ready"' || fail "not ready"
+grep -q '"ok"' <<<"$(curl -fsS "$base/api/health")" || fail "no health at $base"
+grep -q '"ready"' <<<"$(curl -fsS "$base/api/ready")" || fail "not ready"
 [ "$(docker exec "$name" /app/quire probe >/dev/null 2>&1; echo $?)" = 0 ] || fail "the health check command fails"
 user="$(docker inspect --format '{{.Config.User}}' "$name")"
 [ "$user" = "10001:10001" ] || fail "runs as '$user'"
@@ -78,13 +79,16 @@ answer="$(curl -fsS "${auth[@]}" "$base/api/threads/$thread" | jq -r '.messages[
 
 # The image keeps the site's files compressed only: each goes out as the client accepts, decoded for one that
 # takes no compression.
-wasm="$(find "$QUIRE_SITE/pkg" -maxdepth 1 -name '*.wasm' | head -1)"
-[ -n "$wasm" ] || fail "no wasm in $QUIRE_SITE/pkg"
+# The main module, named by its content's hash (quire.<hash>.wasm).
+wasms=("$QUIRE_SITE"/pkg/quire*.wasm)
+wasm="${wasms[0]}"
+[ -f "$wasm" ] || fail "no quire*.wasm in $QUIRE_SITE/pkg"
 docker cp "$name:/app/site/pkg/$(basename "$wasm")" "$work/wasm" >/dev/null 2>&1 &&
   fail "the image keeps the uncompressed wasm"
 docker cp "$name:/app/site/pkg/$(basename "$wasm").br" "$work/wasm.br" >/dev/null 2>&1 || fail "no brotli copy of the wasm"
 url="$base/pkg/$(basename "$wasm")"
-curl -fsS -H 'accept-encoding: identity' "$url" | cmp -s - "$wasm" || fail "the wasm decoded is not the built one"
+curl -fsS -H 'accept-encoding: identity' -o "$work/wasm.fetched" "$url" || fail "the wasm could not be fetched"
+cmp -s "$work/wasm.fetched" "$wasm" || fail "the wasm decoded is not the built one"
 encoding="$(curl -fsS -o /dev/null -w '%header{content-encoding}' -H 'accept-encoding: gzip, br' "$url")"
 [ "$encoding" = br ] || fail "the wasm went out as '$encoding' to a client taking brotli"
 
