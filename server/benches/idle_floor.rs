@@ -1,9 +1,9 @@
-//! The memory floor of an idle event stream over HTTP/1.1, without Quire: what a bare hyper server, and an axum
-//! router on it (what Quire is built on), keep for each open connection whose response sent one event and then
-//! waits. Quire's own number is the relay benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference
+//! The memory floor of an idle event stream over HTTP/1.1, without Quire: what a bare hyper HTTP/1.1 server,
+//! hyper-util's server for both HTTP versions (`auto`) and an axum router on `axum::serve` (what Quire is built on)
+//! keep for each open connection whose response sent one event and then waits. Quire's own number is the relay benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference
 //! between the two is what Quire itself keeps per stream.
 //!
-//! Each level runs in a fresh child process (this binary again, `--serve hyper` or `--serve axum`, with the same
+//! Each level runs in a fresh child process (this binary again, `--serve hyper`, `auto` or `axum`, with the same
 //! malloc setting as the relay benchmark gives Quire): one warm-up stream, then `N` connections each sending one
 //! request and reading its first event; the growth of the child's resident memory (VmRSS) over `N` is the cost of a
 //! stream. The median of `--runs` processes is printed.
@@ -40,7 +40,7 @@ fn main() -> anyhow::Result<()> {
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     println!("{:<8} {:>8} {:>16}", "server", "streams", "KiB per stream");
-    for kind in ["hyper", "axum"] {
+    for kind in ["hyper", "auto", "axum"] {
         for &streams in &levels {
             let mut per_stream: Vec<f64> =
                 (0..runs).map(|_| runtime.block_on(measure(kind, streams))).collect::<anyhow::Result<_>>()?;
@@ -133,6 +133,23 @@ fn serve(kind: &str) -> anyhow::Result<()> {
                     });
                     let io = hyper_util::rt::TokioIo::new(stream);
                     let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
+                });
+            },
+            // hyper-util's server that tells HTTP/1.1 from HTTP/2 by the connection's first bytes (what axum::serve
+            // runs), with the same service function: the cost of serving both versions on one port.
+            "auto" => loop {
+                let (stream, _) = listener.accept().await?;
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(|_request| async {
+                        let response = axum::http::Response::builder()
+                            .header("content-type", "text/event-stream")
+                            .body(idle_body())
+                            .expect("a valid response");
+                        Ok::<_, Infallible>(response)
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let _ = builder.serve_connection_with_upgrades(io, service).await;
                 });
             },
             // axum's own server and router, as Quire serves its event streams.
