@@ -20,6 +20,12 @@
 //!     ulimit -n 65536
 //!     cargo bench --profile server-release -p server --bench relay -- --streams 1,100,500 --idle 1000,5000
 //!
+//! With `--quire-cpus 0`, run under `taskset -c 1`, Quire has one core of two to itself and the load client and the
+//! fake provider the other (on PostgreSQL, start `scripts/with-postgres` under the same `taskset`: the database
+//! then shares the load's core):
+//!
+//!     taskset -c 1 target/server-release/deps/relay-<hash> --bench --streams 100,500 --rounds 2 --quire-cpus 0
+//!
 //! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
 
 #[path = "support/mode.rs"]
@@ -82,6 +88,10 @@ struct Args {
     /// depends on how many started at once.
     #[arg(long, default_value_t = 2500, value_parser = clap::value_parser!(u32).range(1..))]
     idle_open_rate: u32,
+    /// The CPUs Quire may run on (a `taskset` list, e.g. `0`): with the benchmark itself started under
+    /// `taskset -c 1`, Quire has one core to itself and the load client and the fake provider share the other.
+    #[arg(long)]
+    quire_cpus: Option<String>,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -230,12 +240,20 @@ impl Drop for Quire {
 }
 
 /// Starts Quire; `environment` is added to its environment.
-async fn start_quire(upstream: &Upstream, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
+async fn start_quire(upstream: &Upstream, cpus: Option<&str>, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
     let dir = tempfile::tempdir()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     // `QUIRE_BIN` measures another build of the server (for a before/after comparison).
     let binary = std::env::var_os("QUIRE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_quire").into());
-    let mut command = Command::new(binary);
+    // Pinned by `taskset` before the server starts, so every thread it makes inherits the CPUs.
+    let mut command = match cpus {
+        Some(cpus) => {
+            let mut taskset = Command::new("taskset");
+            taskset.arg("-c").arg(cpus).arg(binary);
+            taskset
+        }
+        None => Command::new(binary),
+    };
     if let Some(ca_file) = upstream.ca_file() {
         command.env("QUIRE_LLM_CA_FILE", ca_file);
     }
@@ -453,7 +471,7 @@ async fn main() -> anyhow::Result<()> {
         release: release_rx,
     };
     let upstream = start_fake(fake, args.upstream).await?;
-    let quire = start_quire(&upstream, &[]).await?;
+    let quire = start_quire(&upstream, args.quire_cpus.as_deref(), &[]).await?;
     let pid = quire.child.id();
     let base = quire.base.clone();
     let client = upstream.client()?;
@@ -661,7 +679,12 @@ async fn idle_streams(
             // A fixed mmap threshold (glibc's starting value) keeps the allocator from raising it after the
             // password hashes of sign-up (19 MiB each) are freed and then serving such blocks from the heap,
             // where the freed memory would stay resident and be reused by the streams, making them look cheaper.
-            let quire = start_quire(upstream, &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")]).await?;
+            let quire = start_quire(
+                upstream,
+                args.quire_cpus.as_deref(),
+                &[("GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=131072")],
+            )
+            .await?;
             runs.push(idle_run(n, args, client, &quire, stall, release).await?);
         }
         let mut per: Vec<f64> = runs.iter().map(IdleRun::per_stream_kib).collect();
