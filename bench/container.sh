@@ -6,7 +6,8 @@
 #
 #   QUIRE_BIN=target/debug/quire bench/container.sh
 #
-# Needs curl and a built site in target/site (QUIRE_SITE to use another).
+# Needs curl and a built site with its compressed copies (`quire precompress`) in target/site (QUIRE_SITE to use
+# another).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../scripts/toolchain.sh"
 cd "$ROOT"
@@ -79,13 +80,19 @@ answer="$(curl -fsS "${auth[@]}" "$base/api/threads/$thread" | jq -r '.messages[
 
 # The image keeps the site's files compressed only: each goes out as the client accepts, decoded for one that
 # takes no compression.
-# The main module, named by its content's hash (quire.<hash>.wasm).
-wasms=("$QUIRE_SITE"/pkg/quire*.wasm)
-wasm="${wasms[0]}"
+# The main module, named by its content's hash (quire.<hash>.wasm): the newest, this build's.
+wasm=
+for f in "$QUIRE_SITE"/pkg/quire*.wasm; do [ -n "$wasm" ] && ! [ "$f" -nt "$wasm" ] || wasm="$f"; done
 [ -f "$wasm" ] || fail "no quire*.wasm in $QUIRE_SITE/pkg"
 docker cp "$name:/app/site/pkg/$(basename "$wasm")" "$work/wasm" >/dev/null 2>&1 &&
   fail "the image keeps the uncompressed wasm"
 docker cp "$name:/app/site/pkg/$(basename "$wasm").br" "$work/wasm.br" >/dev/null 2>&1 || fail "no brotli copy of the wasm"
+# Files the server reads itself stay whole: the page renderer reads the wasm split's manifest.
+for manifest in "$QUIRE_SITE"/pkg/__wasm_split_manifest*.json; do
+  [ -f "$manifest" ] || continue
+  docker cp "$name:/app/site/pkg/$(basename "$manifest")" "$work/manifest" >/dev/null 2>&1 ||
+    fail "the image lacks $(basename "$manifest")"
+done
 url="$base/pkg/$(basename "$wasm")"
 curl -fsS -H 'accept-encoding: identity' -o "$work/wasm.fetched" "$url" || fail "the wasm could not be fetched"
 cmp -s "$work/wasm.fetched" "$wasm" || fail "the wasm decoded is not the built one"

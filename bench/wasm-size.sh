@@ -19,7 +19,7 @@ sizes() { # files...
   printf 'raw %d bytes, gzip %d bytes, brotli %d bytes' "$raw" "$gz" "$br"
 }
 # The main module is named by its content's hash (`quire.<hash>.wasm`); the newest is this build's.
-main=$(ls -t "$pkg"/quire*.wasm | head -n 1)
+main=$(ls -t "$pkg"/quire*.wasm | sed -n 1p)
 lazy=()
 for f in "$pkg"/*.wasm; do case "$f" in "$pkg"/quire*.wasm) ;; *) lazy+=("$f") ;; esac; done
 printf 'main module (loaded with the page): %s (%s)\n' "$(sizes "$main")" "$(git rev-parse --short HEAD)"

@@ -35,7 +35,7 @@ fn main() -> anyhow::Result<()> {
         None if bench => vec![1000, 5000],
         None => vec![10],
     };
-    let runs: usize = value("--runs").map(|r| r.parse()).transpose()?.unwrap_or(if bench { 3 } else { 1 });
+    let runs: usize = value("--runs").map(|r| r.parse()).transpose()?.unwrap_or(if bench { 3 } else { 1 }).max(1);
     raise_open_files(levels.iter().max().copied().unwrap_or(0) * 2 + 100);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -112,6 +112,16 @@ fn idle_body() -> axum::body::Body {
     axum::body::Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()))
 }
 
+/// Every request's answer on the servers without a router: an idle event stream.
+async fn idle_response(
+    _request: axum::http::Request<hyper::body::Incoming>,
+) -> Result<axum::http::Response<axum::body::Body>, Infallible> {
+    Ok(axum::http::Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(idle_body())
+        .expect("a valid response"))
+}
+
 /// The child: a server on a free port (printed first) answering every request with an idle event stream, on the
 /// runtime Quire uses (a worker thread per core).
 fn serve(kind: &str) -> anyhow::Result<()> {
@@ -124,13 +134,7 @@ fn serve(kind: &str) -> anyhow::Result<()> {
             "hyper" => loop {
                 let (stream, _) = listener.accept().await?;
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_request| async {
-                        let response = axum::http::Response::builder()
-                            .header("content-type", "text/event-stream")
-                            .body(idle_body())
-                            .expect("a valid response");
-                        Ok::<_, Infallible>(response)
-                    });
+                    let service = hyper::service::service_fn(idle_response);
                     let io = hyper_util::rt::TokioIo::new(stream);
                     let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
                 });
@@ -140,13 +144,7 @@ fn serve(kind: &str) -> anyhow::Result<()> {
             "auto" => loop {
                 let (stream, _) = listener.accept().await?;
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(|_request| async {
-                        let response = axum::http::Response::builder()
-                            .header("content-type", "text/event-stream")
-                            .body(idle_body())
-                            .expect("a valid response");
-                        Ok::<_, Infallible>(response)
-                    });
+                    let service = hyper::service::service_fn(idle_response);
                     let io = hyper_util::rt::TokioIo::new(stream);
                     let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
                     let _ = builder.serve_connection_with_upgrades(io, service).await;

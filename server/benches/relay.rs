@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use axum::body::Body;
 use axum::extract::State;
 use axum::response::Response;
@@ -272,7 +273,8 @@ async fn start_quire(upstream: &Upstream, cpus: Option<&str>, environment: &[(&s
         .env("RUST_LOG", "warn")
         .envs(environment.iter().copied())
         .stdout(Stdio::null())
-        .spawn()?;
+        .spawn()
+        .with_context(|| if cpus.is_some() { "starting quire under taskset (util-linux)" } else { "starting quire" })?;
     let base = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::new();
     for _ in 0..300 {

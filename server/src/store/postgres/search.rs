@@ -23,8 +23,8 @@ struct Ranked {
 /// and the order is that of the `(user_id, created_at, id)` indexes. Walking one of them newest first stops at
 /// the last candidate, so a word found in thousands of a person's messages reads a few hundred rows; for a word
 /// found in few the planner reads all of them from the GIN index instead (each statement is planned with its own
-/// words, see `search`). The messages' GIN index holds the owner first (migration 0140), so that read never
-/// touches another account's matches.
+/// words, see `search`). The messages' GIN index holds the owner too (migration 0140), so that read never
+/// fetches another account's matches from the table.
 const NEWEST: &str = "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
         where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
         order by m.created_at desc, m.id desc limit $3 + 1)
