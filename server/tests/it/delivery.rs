@@ -18,16 +18,19 @@ async fn server_with_site() -> (TestServer, tempfile::TempDir, Vec<u8>) {
     (server, site, script)
 }
 
+/// The site's script, asked for with the encodings given (none: no `accept-encoding` header at all).
+async fn fetch_script(server: &TestServer, encoding: Option<&'static str>) -> reqwest::Result<reqwest::Response> {
+    let mut request = server.anonymous().get(server.url("/pkg/app.js"));
+    if let Some(encoding) = encoding {
+        request = request.header("accept-encoding", encoding);
+    }
+    request.send().await
+}
+
 #[tokio::test]
 async fn static_files_go_out_in_the_encoding_the_browser_accepts() {
     let (server, _site, script) = server_with_site().await;
-    let get = |encoding: Option<&'static str>| {
-        let mut request = server.anonymous().get(server.url("/pkg/app.js"));
-        if let Some(encoding) = encoding {
-            request = request.header("accept-encoding", encoding);
-        }
-        request.send()
-    };
+    let get = |encoding| fetch_script(&server, encoding);
 
     let br = get(Some("br")).await.unwrap();
     assert_eq!(br.status(), 200);
@@ -74,13 +77,7 @@ async fn a_file_kept_only_compressed_goes_out_decoded_to_a_client_that_takes_nei
     // As the container image keeps the site: the compressed copies without the file they were made from.
     let (server, site, script) = server_with_site().await;
     std::fs::remove_file(site.path().join("pkg/app.js")).unwrap();
-    let get = |encoding: Option<&'static str>| {
-        let mut request = server.anonymous().get(server.url("/pkg/app.js"));
-        if let Some(encoding) = encoding {
-            request = request.header("accept-encoding", encoding);
-        }
-        request.send()
-    };
+    let get = |encoding| fetch_script(&server, encoding);
 
     let br = get(Some("gzip, br")).await.unwrap();
     assert_eq!(br.headers()["content-encoding"], "br");
