@@ -1,7 +1,8 @@
 //! The memory floor of an idle event stream over HTTP/1.1, without Quire: what a bare hyper HTTP/1.1 server,
 //! hyper-util's server for both HTTP versions (`auto`) and an axum router on `axum::serve` (what Quire is built on)
-//! keep for each open connection whose response sent one event and then waits. Quire's own number is the relay benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference
-//! between the two is what Quire itself keeps per stream.
+//! keep for each open connection whose response sent one event and then waits. Quire's own number is the relay
+//! benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference between the two is what Quire itself keeps
+//! per stream.
 //!
 //! Each level runs in a fresh child process (this binary again, `--serve hyper`, `auto` or `axum`, with the same
 //! malloc setting as the relay benchmark gives Quire): one warm-up stream, then `N` connections each sending one
@@ -12,38 +13,58 @@
 //!
 //! Under `cargo test --benches` it runs a tiny version (ten streams, one process per server).
 
+#[path = "support/mode.rs"]
+mod mode;
+#[path = "support/process.rs"]
+mod process;
+
 use std::convert::Infallible;
 use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use clap::Parser;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The one event each stream sends before it waits for good.
 const FIRST_EVENT: &[u8] = b": open\n\n";
 
+/// The servers measured, lightest first.
+const SERVERS: [&str; 3] = ["hyper", "auto", "axum"];
+
+#[derive(Parser, Debug)]
+struct Args {
+    /// Numbers of idle streams to hold open, one measurement each.
+    #[arg(long, value_delimiter = ',', default_value = "1000,5000")]
+    streams: Vec<usize>,
+    /// Fresh processes measured per server and number (the median is printed).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Run as the measured server (`hyper`, `auto` or `axum`): the child process.
+    #[arg(long, hide = true)]
+    serve: Option<String>,
+    #[command(flatten)]
+    mode: mode::Mode,
+}
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |flag: &str| args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned();
-    if let Some(kind) = value("--serve") {
-        return serve(&kind);
+    let mut args = Args::parse();
+    if let Some(kind) = &args.serve {
+        return serve(kind);
     }
-    let bench = args.iter().any(|a| a == "--bench");
-    let levels: Vec<usize> = match value("--streams") {
-        Some(list) => list.split(',').map(str::parse).collect::<Result<_, _>>().context("--streams")?,
-        None if bench => vec![1000, 5000],
-        None => vec![10],
-    };
-    let runs: usize = value("--runs").map(|r| r.parse()).transpose()?.unwrap_or(if bench { 3 } else { 1 }).max(1);
-    raise_open_files(levels.iter().max().copied().unwrap_or(0) * 2 + 100);
+    if args.mode.smoke() {
+        args.streams = vec![10];
+        args.runs = 1;
+    }
+    raise_open_files(args.streams.iter().max().copied().unwrap_or(0) * 2 + 100);
 
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     println!("{:<8} {:>8} {:>16}", "server", "streams", "KiB per stream");
-    for kind in ["hyper", "auto", "axum"] {
-        for &streams in &levels {
+    for kind in SERVERS {
+        for &streams in &args.streams {
             let mut per_stream: Vec<f64> =
-                (0..runs).map(|_| runtime.block_on(measure(kind, streams))).collect::<anyhow::Result<_>>()?;
+                (0..args.runs).map(|_| runtime.block_on(measure(kind, streams))).collect::<anyhow::Result<_>>()?;
             per_stream.sort_by(f64::total_cmp);
             println!("{kind:<8} {streams:>8} {:>16.1}", per_stream[per_stream.len() / 2]);
         }
@@ -66,13 +87,14 @@ async fn measure(kind: &str, streams: usize) -> anyhow::Result<f64> {
     // The first stream builds what every later one reuses (the runtime's threads, the router): not counted.
     let _warm = open_stream(port).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let before = rss_kib(pid)?;
+    let before = process::memory_kib(pid).0;
     let mut open = Vec::with_capacity(streams);
     for _ in 0..streams {
         open.push(open_stream(port).await?);
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let after = rss_kib(pid)?;
+    let after = process::memory_kib(pid).0;
+    anyhow::ensure!(before > 0 && after > 0, "the server's memory could not be read");
     child.kill().await?;
     Ok(after.saturating_sub(before) as f64 / streams as f64)
 }
@@ -92,12 +114,6 @@ async fn open_stream(port: u16) -> anyhow::Result<TcpStream> {
     Ok(stream)
 }
 
-fn rss_kib(pid: u32) -> anyhow::Result<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).context("no VmRSS")?;
-    Ok(line.split_whitespace().nth(1).context("VmRSS")?.parse()?)
-}
-
 fn raise_open_files(want: usize) {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let limit = getrlimit(Resource::Nofile);
@@ -112,7 +128,7 @@ fn idle_body() -> axum::body::Body {
     axum::body::Body::from_stream(futures::StreamExt::chain(first, futures::stream::pending()))
 }
 
-/// Every request's answer on the servers without a router: an idle event stream.
+/// Every request's answer on the servers without a router (`hyper`, `auto`): an idle event stream.
 async fn idle_response(
     _request: axum::http::Request<hyper::body::Incoming>,
 ) -> Result<axum::http::Response<axum::body::Body>, Infallible> {
@@ -130,24 +146,25 @@ fn serve(kind: &str) -> anyhow::Result<()> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         println!("{}", listener.local_addr()?.port());
         match kind {
-            // hyper's HTTP/1.1 connection with nothing above it: a service function per connection.
-            "hyper" => loop {
+            // hyper's HTTP/1.1 connection with nothing above it, or hyper-util's server that tells HTTP/1.1 from
+            // HTTP/2 by the connection's first bytes (what axum::serve runs): the same service function on both, so
+            // the difference is the cost of serving both versions on one port.
+            "hyper" | "auto" => loop {
                 let (stream, _) = listener.accept().await?;
+                let both_versions = kind == "auto";
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(idle_response);
                     let io = hyper_util::rt::TokioIo::new(stream);
-                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, service).await;
-                });
-            },
-            // hyper-util's server that tells HTTP/1.1 from HTTP/2 by the connection's first bytes (what axum::serve
-            // runs), with the same service function: the cost of serving both versions on one port.
-            "auto" => loop {
-                let (stream, _) = listener.accept().await?;
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(idle_response);
-                    let io = hyper_util::rt::TokioIo::new(stream);
-                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
-                    let _ = builder.serve_connection_with_upgrades(io, service).await;
+                    let _ = if both_versions {
+                        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                            .serve_connection_with_upgrades(io, service)
+                            .await
+                    } else {
+                        hyper::server::conn::http1::Builder::new()
+                            .serve_connection(io, service)
+                            .await
+                            .map_err(Into::into)
+                    };
                 });
             },
             // axum's own server and router, as Quire serves its event streams.

@@ -30,6 +30,8 @@
 
 #[path = "support/mode.rs"]
 mod mode;
+#[path = "support/process.rs"]
+mod process;
 #[path = "support/stats.rs"]
 mod stats;
 #[path = "../tests/it/common/tls.rs"]
@@ -48,6 +50,7 @@ use axum::routing::post;
 use axum::Router;
 use clap::Parser;
 use futures::StreamExt;
+use process::memory_kib;
 use serde_json::{json, Value};
 use stats::fmt;
 use tokio::net::TcpListener;
@@ -284,20 +287,6 @@ async fn start_quire(upstream: &Upstream, cpus: Option<&str>, environment: &[(&s
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     anyhow::bail!("quire did not start")
-}
-
-/// Resident memory now and at its peak (VmRSS, VmHWM), in KiB.
-fn memory_kib(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
 }
 
 /// CPU time used so far (user + system), from /proc/PID/stat.

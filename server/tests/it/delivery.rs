@@ -89,6 +89,11 @@ async fn a_file_kept_only_compressed_goes_out_decoded_to_a_client_that_takes_nei
         assert!(plain.headers()["vary"].to_str().unwrap().to_ascii_lowercase().contains("accept-encoding"));
         assert_eq!(plain.bytes().await.unwrap(), script, "{encoding:?}");
     }
+    // A client that refuses both copies outright (weight 0) gets the file decoded too, never a copy it refused.
+    let refusing = get(Some("br;q=0, gzip;q=0, *;q=0")).await.unwrap();
+    assert_eq!(refusing.status(), 200);
+    assert!(refusing.headers().get("content-encoding").is_none());
+    assert_eq!(refusing.bytes().await.unwrap(), script);
     // A range is answered with the whole file: its offsets would count bytes that are never on disk.
     let ranged = server.anonymous().get(server.url("/pkg/app.js")).header("range", "bytes=0-9").send().await.unwrap();
     assert_eq!(ranged.status(), 200);
