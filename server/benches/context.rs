@@ -96,11 +96,11 @@ fn context_benches(c: &mut Criterion) {
     let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
     for &n in sizes {
         let thread = rt.block_on(store.import_threads(user, vec![conversation(n, &mut gen)])).expect("import")[0].id;
-        let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None)).expect("load");
+        let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None)).expect("load");
         assert!(!built.record.included.is_empty() && !built.record.filtered.is_empty());
         group.bench_with_input(BenchmarkId::new("load_build", n), &n, |b, _| {
             b.to_async(&rt).iter(|| async {
-                context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None).await.expect("load")
+                context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None).await.expect("load")
             })
         });
         let messages = rt.block_on(store.list_messages(user, thread)).expect("messages");

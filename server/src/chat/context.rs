@@ -134,7 +134,9 @@ const FIRST_WINDOW: usize = 256;
 
 /// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary (the turn adds
 /// it, see [`super::summary`]);
-/// `ephemeral` as in [`ContextInput`].
+/// `ephemeral` as in [`ContextInput`]. `pending` is the person's message whose start is committing while this
+/// reads: the thread is read as it was before it (whether or not the commit has landed) and the message added
+/// last, on the active path.
 ///
 /// A long thread is not read whole: every message's id and role (what the filter and the record need), and the
 /// text only of the newest messages, a window starting at a request. Older messages stand in with a placeholder
@@ -146,8 +148,13 @@ pub async fn load(
     thread: Uuid,
     budget: usize,
     ephemeral: Option<&str>,
+    pending: Option<&Message>,
 ) -> Result<BuiltContext, StoreError> {
-    let (tree, fulfilled) = tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
+    let (mut tree, fulfilled) =
+        tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
+    if let Some(pending) = pending {
+        tree.forget(pending.id);
+    }
     // The model sees the active path only.
     let heads = tree.path();
     let on_path: HashSet<Uuid> = heads.iter().map(|h| h.id).collect();
@@ -163,7 +170,8 @@ pub async fn load(
         let mut recent = store.list_messages_from(user, thread, from_seq).await?;
         recent.retain(|m| on_path.contains(&m.id));
         let read: HashSet<Uuid> = recent.iter().map(|m| m.id).collect();
-        let messages: Vec<Message> = heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).collect();
+        let messages: Vec<Message> =
+            heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).chain(pending.cloned()).collect();
         let built =
             build(ContextInput { messages: &messages, fulfilled: &fulfilled, summary: None, budget, ephemeral });
         let inside = from == 0 || built.record.truncated.last().is_some_and(|id| read.contains(id));

@@ -3,7 +3,9 @@
 //! events and stopping it are methods of [`Engine`] (in `turn.rs` and `replay.rs`); their errors are
 //! [`ChatError`](super::error::ChatError)s, which only `http` turns into responses.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
@@ -39,7 +41,14 @@ pub struct Engine {
     /// The turns running in this process.
     pub(super) hub: Arc<TurnHub>,
     pub(super) limits: Limits,
+    /// The people whose start was refused lately, and when.
+    refusals: Arc<Mutex<HashMap<Uuid, Instant>>>,
 }
+
+/// How long a person whose start was refused opens model calls only once a start has committed.
+const CAUTIOUS_FOR: Duration = Duration::from_secs(60);
+/// Refusals remembered before those older than [`CAUTIOUS_FOR`] are forgotten.
+const REFUSALS_KEPT: usize = 4096;
 
 impl Engine {
     /// The engine, with its background work started: the heartbeat of the turns running here, and the release of
@@ -48,7 +57,28 @@ impl Engine {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(hub::release_abandoned_answers(store.clone()));
-        Self { store, models, hub, limits }
+        Self { store, models, hub, limits, refusals: Arc::default() }
+    }
+
+    /// Whether a start in `thread` may open its model call before its commit answers (see `turn::launch`): not
+    /// while a turn of this process holds the conversation (the start would be refused), nor for a person whose
+    /// start was refused within [`CAUTIOUS_FOR`] (over budget, at the cap of running turns, busy): a start that is
+    /// refused costs a model call at most once a minute a person.
+    pub(super) fn opens_early(&self, user: Uuid, thread: Uuid) -> bool {
+        if self.hub.get(thread).is_some() {
+            return false;
+        }
+        let refusals = self.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        refusals.get(&user).is_none_or(|at| at.elapsed() >= CAUTIOUS_FOR)
+    }
+
+    /// Notes that a start of `user`'s was refused.
+    pub(super) fn refused(&self, user: Uuid) {
+        let mut refusals = self.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if refusals.len() >= REFUSALS_KEPT {
+            refusals.retain(|_, at| at.elapsed() < CAUTIOUS_FOR);
+        }
+        refusals.insert(user, Instant::now());
     }
 
     /// The models on offer.

@@ -193,6 +193,13 @@ enum Opening {
 }
 
 /// Takes the thread and starts the turn in the background.
+///
+/// A new message or a silent generation knows what the model is asked before the thread is taken: its model
+/// call opens while the start commits (the conversation read as it was before the message, which is added in
+/// memory), so the first words do not wait for the database. The call's answer is held, not relayed, until the
+/// commit answers; a refused or failed start drops it (closing the provider's connection) and answers with the
+/// start's error, nothing saved. The other openings change the conversation once it is taken, so they open their
+/// call after the commit.
 async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> Result<Arc<LiveTurn>, ChatError> {
     let turn_id = Uuid::now_v7();
     // The start and the turn run in a task of their own, which the request going away (a client disconnecting
@@ -201,16 +208,43 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
     let (started, on_start) = oneshot::channel();
     let engine = engine.clone();
     tokio::spawn(async move {
-        // The turn row and the person's message are one transaction: one commit before the model is called.
-        let new_message = match &opening {
-            Opening::Message(message) => Some(message.clone()),
-            Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
+        let live = LiveTurn::new(turn_id, thread, user);
+        let message_id = Uuid::now_v7();
+        // The turn row and the person's message are one transaction: one commit before anything is relayed.
+        let start = TurnStart {
+            user,
+            thread,
+            turn: turn_id,
+            stale_after_ms: STALE_AFTER_MS,
+            request: match &opening {
+                Opening::Message(message) => Some(message.clone()),
+                Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
+            },
+            message_id,
         };
-        let start = TurnStart { user, thread, turn: turn_id, stale_after_ms: STALE_AFTER_MS, request: new_message };
-        let begun = engine.store.start_turn(start, &engine.limits.turns).await;
+        let early = match &opening {
+            Opening::Message(message) => Some((message.content.clone(), false)),
+            Opening::Silent(content) => Some((content.clone(), true)),
+            Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
+        };
+        let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, silent)| {
+            let pending = (!silent).then(|| pending_message(message_id, thread, &content));
+            let request_message = pending.as_ref().map(|m| m.id);
+            let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
+            (Turn::new(&engine, live.clone(), plan), pending)
+        });
+        let (begun, early) = match early {
+            Some((mut turn, pending)) => {
+                let begin = engine.store.start_turn(start, &engine.limits.turns);
+                let (begun, opened) = turn.open_beside(begin, pending.as_ref()).await;
+                (begun, opened.map(|opened| (turn, opened)))
+            }
+            None => (engine.store.start_turn(start, &engine.limits.turns).await, None),
+        };
         let saved = match begun {
             Ok(message) => message,
             Err(e) => {
+                engine.refused(user);
                 let _ = started.send(Err(busy_or(e)));
                 return;
             }
@@ -218,32 +252,20 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
         // into its end.
         let _handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
-        // A stored message to answer: the turn's answer goes after it.
-        let stored = |request: Message| (request.content, false, Some(request.id), false);
-        let store = engine.store.as_ref();
-        let planned = match opening {
-            Opening::Message(message) => {
-                let first = saved.as_ref().is_some_and(|m| m.seq == 1);
-                Ok((message.content, false, saved.map(|m| m.id), first))
-            }
-            Opening::Silent(content) => Ok((content, true, None, false)),
-            Opening::Retry(message) => Box::pin(take_over_failed(store, user, thread, message)).await.map(stored),
-            Opening::Edit { parent, message } => {
-                Box::pin(branch_off(store, user, thread, parent, message)).await.map(stored)
-            }
-            Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored),
-        };
-        let (content, silent, request_message, first) = match planned {
-            Ok(planned) => planned,
-            Err(e) => {
-                if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
-                    tracing::error!(error = %e, "closing a refused turn failed");
+        let first = saved.as_ref().is_some_and(|m| m.seq == 1);
+        let (mut turn, opened) = match early {
+            Some((turn, opened)) => (turn, Some(opened)),
+            None => match plan_taken(&engine, user, thread, opening, saved).await {
+                Ok(plan) => (Turn::new(&engine, live.clone(), plan), None),
+                Err(e) => {
+                    if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
+                        tracing::error!(error = %e, "closing a refused turn failed");
+                    }
+                    let _ = started.send(Err(e));
+                    return;
                 }
-                let _ = started.send(Err(e));
-                return;
-            }
+            },
         };
-        let live = LiveTurn::new(turn_id, thread, user);
         engine.hub.insert(live.clone());
         // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it
         // however the task ends (a panic too), so a dead turn never holds its conversation for longer than the
@@ -252,21 +274,59 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         let _ = started.send(Ok(live.clone()));
         // A conversation is named at its first message, unless it already has a title of its own. (Read only
         // then: the start above already refused a conversation that is missing or another person's.)
-        let name_thread = if first {
+        if first {
             match engine.store.get_thread(user, thread).await {
-                Ok(row) => Some(row.title),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the conversation's title failed; it is not named");
-                    None
-                }
+                Ok(row) => turn.plan.name_thread = Some(row.title),
+                Err(e) => tracing::warn!(error = %e, "reading the conversation's title failed; it is not named"),
             }
-        } else {
-            None
+        }
+        let opened = match opened {
+            Some(opened) => opened,
+            None => Box::pin(turn.open(None)).await,
         };
-        let plan = Plan { user, thread, silent, content, request_message, name_thread };
-        Turn::new(&engine, live, plan).run().await;
+        turn.run(opened).await;
     });
     on_start.await.map_err(|_| ChatError::Internal(anyhow::anyhow!("the turn ended before it started")))?
+}
+
+/// With the thread taken: what the turn answers, once the opening's changes to the conversation are made.
+async fn plan_taken(
+    engine: &Engine,
+    user: Uuid,
+    thread: Uuid,
+    opening: Opening,
+    saved: Option<Message>,
+) -> Result<Plan, ChatError> {
+    // A stored message to answer: the turn's answer goes after it.
+    let stored = |request: Message| (request.content, false, Some(request.id));
+    let store = engine.store.as_ref();
+    let (content, silent, request_message) = match opening {
+        Opening::Message(message) => (message.content, false, saved.map(|m| m.id)),
+        Opening::Silent(content) => (content, true, None),
+        Opening::Retry(message) => Box::pin(take_over_failed(store, user, thread, message)).await.map(stored)?,
+        Opening::Edit { parent, message } => {
+            Box::pin(branch_off(store, user, thread, parent, message)).await.map(stored)?
+        }
+        Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored)?,
+    };
+    Ok(Plan { user, thread, silent, content, request_message, name_thread: None })
+}
+
+/// The person's message as the model sees it while its start commits: numbered after every stored message.
+fn pending_message(id: Uuid, thread: Uuid, content: &str) -> Message {
+    Message {
+        id,
+        thread_id: thread,
+        seq: i64::MAX,
+        role: ApiRole::User,
+        content: content.to_string(),
+        status: MessageStatus::Complete,
+        input_tokens: 0,
+        output_tokens: 0,
+        model: None,
+        created_at: chrono::Utc::now(),
+        parent_id: None,
+    }
 }
 
 /// With the thread taken for a retry: checks the message can still be run again and removes what the failed
@@ -334,6 +394,14 @@ struct Plan {
     request_message: Option<Uuid>,
     /// Set on a thread's first message: its current title.
     name_thread: Option<String>,
+}
+
+/// What a turn asks the model, and its first call, open.
+struct Opened {
+    system: String,
+    messages: Vec<llm::Message>,
+    tools: tools::Offered,
+    call: (llm::EventStream, CallTiming),
 }
 
 /// How the model part of a turn ended.
@@ -416,8 +484,8 @@ impl<'a> Turn<'a> {
     /// The steps a turn takes once (naming, loading the conversation, running a tool, saving the end) are boxed
     /// where they are awaited: a future is as large as its largest step, and a turn spends nearly all its life
     /// waiting for the model's next words, thousands of turns at once (this halves a waiting turn's task).
-    async fn run(mut self) {
-        let ending = self.converse().await;
+    async fn run(mut self, opened: Result<Opened, Ending>) {
+        let ending = self.converse(opened).await;
         if self.title_by_model {
             let call = Box::pin(self.naming().by_model()).await;
             self.trace.push(call);
@@ -425,27 +493,88 @@ impl<'a> Turn<'a> {
         Box::pin(self.finish(ending)).await;
     }
 
-    /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds.
-    async fn converse(&mut self) -> Ending {
-        // The conversation, the person's settings and the tools on offer are read at once: none waits for another.
+    /// [`open`](Self::open) while `begin` (the start's commit) runs: what `begin` answered and, unless it
+    /// failed, what the opening did (a failed start drops the call, wherever it was).
+    async fn open_beside<B>(
+        &mut self,
+        begin: B,
+        pending: Option<&Message>,
+    ) -> (store::Result<Option<Message>>, Option<Result<Opened, Ending>>)
+    where
+        B: std::future::Future<Output = store::Result<Option<Message>>>,
+    {
+        let mut begin = std::pin::pin!(begin);
+        let mut open = Box::pin(self.open(pending));
+        let mut opened = None;
+        let begun = loop {
+            tokio::select! {
+                begun = begin.as_mut() => break begun,
+                done = open.as_mut(), if opened.is_none() => opened = Some(done),
+            }
+        };
+        if begun.is_err() {
+            return (begun, None);
+        }
+        let opened = match opened {
+            Some(opened) => opened,
+            None => open.await,
+        };
+        (begun, Some(opened))
+    }
+
+    /// Reads what the model is asked (the conversation, the person's settings and the tools on offer, none
+    /// waiting for another), chooses the model and opens the first call.
+    async fn open(&mut self, pending: Option<&Message>) -> Result<Opened, Ending> {
         let store = self.engine.store.clone();
         let (user, thread) = (self.plan.user, self.plan.thread);
         let (built, settings, tools) = tokio::join!(
-            Box::pin(self.load_context()),
+            Box::pin(self.load_context(pending)),
             store.turn_settings(user, thread),
             Box::pin(tools::Offered::for_thread(&store, user, thread))
         );
-        let built = match built {
-            Ok(built) => built,
-            Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))),
-        };
-        let settings = match settings {
-            Ok(settings) => settings,
-            Err(e) => return Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))),
-        };
+        let built =
+            built.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
+        let settings =
+            settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
         // A choice no longer on offer (the providers changed since) gives way to the next.
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;
+        let messages = Box::pin(self.history(built)).await;
+        // The person's custom instructions go below Quire's rules, which keep their priority.
+        let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
+        let call = self.call(&system, &messages, &tools).await?;
+        Ok(Opened { system, messages, tools, call })
+    }
+
+    /// Opens one model call: its stream of events and its timing.
+    async fn call(
+        &mut self,
+        system: &str,
+        messages: &[llm::Message],
+        tools: &tools::Offered,
+    ) -> Result<(llm::EventStream, CallTiming), Ending> {
+        let request = llm::ChatRequest {
+            system: system.to_string(),
+            messages: messages.to_vec(),
+            tools: tools.specs(),
+            max_tokens: 4096,
+        };
+        let timing = CallTiming::start(CallPurpose::Answer);
+        let (live, provider) = (self.live.clone(), self.provider.clone());
+        let started = tokio::select! {
+            biased;
+            () = live.cancelled() => return Err(self.end_call(timing, Ending::Stopped)),
+            r = provider.stream(request) => r,
+        };
+        match started {
+            Ok(stream) => Ok((stream, timing)),
+            Err(e) => Err(self.end_call(timing, Ending::Failed(e))),
+        }
+    }
+
+    /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds, the first call
+    /// already open.
+    async fn converse(&mut self, opened: Result<Opened, Ending>) -> Ending {
         // A title the model has to write is asked for after the answer, so it never delays the answer's first
         // words; any other is known at once.
         if let Some(current) = self.plan.name_thread.take() {
@@ -455,29 +584,22 @@ impl<'a> Turn<'a> {
                 Box::pin(self.naming().known(current)).await;
             }
         }
-        let mut messages = Box::pin(self.history(built)).await;
-        // The person's custom instructions go below Quire's rules, which keep their priority.
-        let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
+        let Opened { system, mut messages, tools, call } = match opened {
+            Ok(opened) => opened,
+            Err(ending) => return ending,
+        };
         // One wait for a stop serves the whole conversation rather than one per delta (each subscribes to the
         // stop signal).
         let live = self.live.clone();
         let mut cancelled = std::pin::pin!(async move { live.cancelled().await });
+        let mut next = Some(call);
         for _round in 0..MAX_ROUNDS {
-            let request = llm::ChatRequest {
-                system: system.clone(),
-                messages: messages.clone(),
-                tools: tools.specs(),
-                max_tokens: 4096,
-            };
-            let mut timing = CallTiming::start(CallPurpose::Answer);
-            let started = tokio::select! {
-                biased;
-                () = cancelled.as_mut() => return self.end_call(timing, Ending::Stopped),
-                r = self.provider.stream(request) => r,
-            };
-            let mut stream = match started {
-                Ok(s) => s,
-                Err(e) => return self.end_call(timing, Ending::Failed(e)),
+            let (mut stream, mut timing) = match next.take() {
+                Some(call) => call,
+                None => match self.call(&system, &messages, &tools).await {
+                    Ok(call) => call,
+                    Err(ending) => return ending,
+                },
             };
             let mut calls = Vec::new();
             let mut round_text = String::new();
@@ -591,7 +713,7 @@ impl<'a> Turn<'a> {
 
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
     /// rest fits the token budget; a silent request adds its instruction without storing it.
-    async fn load_context(&self) -> Result<context::BuiltContext, StoreError> {
+    async fn load_context(&self, pending: Option<&Message>) -> Result<context::BuiltContext, StoreError> {
         let ephemeral = self
             .plan
             .silent
@@ -602,6 +724,7 @@ impl<'a> Turn<'a> {
             self.plan.thread,
             self.engine.limits.context_tokens,
             ephemeral.as_deref(),
+            pending,
         )
         .await
     }

@@ -93,6 +93,15 @@ impl Tree {
         self.heads.iter().map(|h| (h.id, h.parent)).collect()
     }
 
+    /// The tree as it was before `message`, a leaf, was added: without it, and with its parent active if it was.
+    pub fn forget(&mut self, message: Uuid) {
+        let Some(at) = self.heads.iter().position(|h| h.id == message) else { return };
+        let head = self.heads.remove(at);
+        if self.active == Some(message) {
+            self.active = head.parent;
+        }
+    }
+
     /// The active path, first message first. With no active message (or one that is gone), the path to the
     /// newest message.
     pub fn path(&self) -> Vec<MessageHead> {
@@ -306,6 +315,28 @@ mod tests {
         let gone = Tree { active: Some(Uuid::from_u128(99)), ..tree(5) };
         assert_eq!(ids_of(&gone), ids(&[1, 2, 6, 7]), "the newest message's path when the active one is gone");
         assert!(Tree::default().path().is_empty());
+    }
+
+    #[test]
+    fn a_forgotten_leaf_gives_the_tree_back_as_it_was_before_it() {
+        let ids_of = |t: &Tree| t.path().iter().map(|h| h.id).collect::<Vec<_>>();
+        let mut added = tree(7);
+        added.heads.push(head(8, Some(7)));
+        added.active = Some(Uuid::from_u128(8));
+        added.forget(Uuid::from_u128(8));
+        assert_eq!(ids_of(&added), ids_of(&tree(7)));
+        assert_eq!(added.heads.len(), tree(7).heads.len());
+        // Added to a thread with no active message (its parent none): none is active again.
+        let mut unanchored = Tree { active: None, ..tree(5) };
+        unanchored.heads.push(head(9, None));
+        unanchored.active = Some(Uuid::from_u128(9));
+        unanchored.forget(Uuid::from_u128(9));
+        assert_eq!(unanchored.active, None);
+        assert_eq!(ids_of(&unanchored), ids(&[1, 2, 6, 7]));
+        // A message not in the tree (the commit not landed yet) changes nothing.
+        let mut before = tree(5);
+        before.forget(Uuid::from_u128(42));
+        assert_eq!(ids_of(&before), ids(&[1, 2, 3, 5]));
     }
 
     #[test]

@@ -67,11 +67,10 @@ impl Postgres {
     async fn save_request(
         &self,
         user: Uuid,
-        request: Option<&NewMessage>,
+        request: Option<(Uuid, &NewMessage)>,
         now: DateTime<Utc>,
     ) -> Result<Option<Message>> {
-        let Some(request) = request else { return Ok(None) };
-        let id = Uuid::now_v7();
+        let Some((id, request)) = request else { return Ok(None) };
         let mut tx = self.pool.begin().await?;
         let place = insert_message(&mut tx, user, id, request, now, false).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
@@ -364,9 +363,10 @@ async fn take_thread<'c>(
     thread: Uuid,
     turn: Uuid,
     now: DateTime<Utc>,
-    request: Option<&NewMessage>,
+    request: Option<(Uuid, &NewMessage)>,
 ) -> Result<Option<Message>> {
-    let id = Uuid::now_v7();
+    let id = request.map(|(id, _)| id);
+    let request = request.map(|(_, message)| message);
     let (taken, seq, parent): (i64, Option<i64>, Option<Uuid>) = sqlx::query_as(
         "with taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
@@ -392,7 +392,7 @@ async fn take_thread<'c>(
     .bind(thread)
     .bind(user)
     .bind(now)
-    .bind(request.map(|_| id))
+    .bind(id)
     .bind(request.map(|m| m.role.as_str()))
     .bind(request.map(|m| m.content.as_str()))
     .bind(request.map(|m| m.status.as_str()))
@@ -405,8 +405,8 @@ async fn take_thread<'c>(
     if taken == 0 {
         return Err(StoreError::NotFound);
     }
-    Ok(match (request, seq) {
-        (Some(message), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
+    Ok(match (request, id, seq) {
+        (Some(message), Some(id), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
         _ => None,
     })
 }

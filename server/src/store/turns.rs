@@ -149,6 +149,9 @@ pub struct TurnStart {
     pub turn: Uuid,
     pub stale_after_ms: i64,
     pub request: Option<NewMessage>,
+    /// The id `request` is saved under: chosen by the caller, which may read the conversation while the start
+    /// commits and must tell this message apart.
+    pub message_id: Uuid,
 }
 
 stored_row! {
@@ -196,7 +199,7 @@ pub trait Turns: Send + Sync {
     async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>>;
     /// A turn's start with no message and no limits (see [`start_turn`](Self::start_turn)).
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
-        let start = TurnStart { user, thread, turn, stale_after_ms, request: None };
+        let start = TurnStart { user, thread, turn, stale_after_ms, request: None, message_id: Uuid::now_v7() };
         self.start_turn(start, &TurnLimits::default()).await.map(drop)
     }
     /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.

@@ -23,6 +23,7 @@ stories!(
     a_persons_own_budget_wins_over_the_configured_one,
     a_turn_past_the_cap_is_refused_across_conversations,
     starts_at_once_never_pass_the_cap_together,
+    a_person_refused_lately_waits_for_the_commit_before_the_model_is_asked,
 );
 
 /// Tokens each scripted answer costs: 10 in, one word out.
@@ -277,4 +278,29 @@ async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
     assert_eq!(frames.last().unwrap().event.name(), "message_complete");
     let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
     assert_eq!(resumed.status(), 200, "the ended stream's place is free again");
+}
+
+/// A start opens its model call while it commits, so a refused one may have asked the model once (the call is
+/// dropped, nothing relayed or saved); the person's next starts within a minute wait for their commit, so
+/// refusals in a row never reach the model.
+async fn a_person_refused_lately_waits_for_the_commit_before_the_model_is_asked(db: Db) {
+    let model = ScriptedModel::new(Vec::new());
+    let server = TestServer::with_configured(db.store.clone(), model.clone(), |c| {
+        c.user_daily_tokens = TURN_TOKENS;
+    })
+    .await;
+    let calls = || model.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let thread = server.create_thread().await;
+    server.chat(thread, "The first question.").await;
+    let before = calls();
+    refused(say(&server, thread, "Over the budget.").await, "budget_exceeded").await;
+    assert!(calls() <= before + 1, "a refused start asks the model at most once");
+    let after_first = calls();
+    for attempt in 0..3 {
+        refused(say(&server, thread, &format!("Again {attempt}.")).await, "budget_exceeded").await;
+    }
+    let other = server.create_thread().await;
+    refused(say(&server, other, "Elsewhere.").await, "budget_exceeded").await;
+    assert_eq!(calls(), after_first, "starts refused in a row never reach the model");
+    assert_eq!(messages_in(&db, thread).await, 2, "no refused message was stored");
 }

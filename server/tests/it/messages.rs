@@ -1,5 +1,6 @@
 //! A person's messages outside the usual turn, on both backends: Retry runs a failed turn again without storing
-//! its message twice, and a message can be added without asking the model.
+//! its message twice, and a message can be added without asking the model. And the model is asked while the
+//! message that starts a turn commits, not after.
 
 use std::sync::Arc;
 
@@ -18,6 +19,13 @@ stories!(
     a_message_is_added_without_asking_the_model,
     adding_a_message_waits_for_the_running_answer,
 );
+
+/// On PostgreSQL, whose row locks can hold back one conversation's writes from outside (a SQLite database
+/// belongs to one process, whose writer does not wait for another's lock); the engine's path is the same on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_asked_while_the_message_commits() {
+    run_story(Backend::Postgres, "the_model_is_asked_while_the_message_commits", asked_while_committing).await;
+}
 
 async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
     let model = ScriptedModel::new(scripts);
@@ -195,4 +203,37 @@ async fn adding_a_message_waits_for_the_running_answer(db: Db) {
     assert_eq!(add(&server, thread, json!({"content": "One more thing"})).await.status(), 201);
     let messages = server.detail(thread).await.messages;
     assert_eq!(messages.last().map(|m| m.content.as_str()), Some("One more thing"));
+}
+
+/// With writes to the conversation held back, the person's message cannot commit; the model is asked all the
+/// same, with the conversation and the message, and nothing is relayed or saved until the commit lands.
+async fn asked_while_committing(db: Db) {
+    let scripts = vec![ScriptedModel::text(&["First answer"]), ScriptedModel::text(&["Second", " answer"])];
+    let (server, model) = server_with(&db, scripts).await;
+    let thread = server.create_thread().await;
+    server.chat(thread, "The first question.").await;
+    let asked = model.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let held = db.raw.hold_writes(thread).await;
+    let url = server.url(&format!("/api/threads/{thread}/chat"));
+    let sending = server.client.post(url).json(&json!({ "content": "The second question." })).send();
+    let response = tokio::spawn(sending);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while model.calls.load(std::sync::atomic::Ordering::SeqCst) == asked {
+        assert!(std::time::Instant::now() < deadline, "the model was not asked while the message committed");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(db.raw.count("messages", "thread_id", thread).await, 2, "nothing saved before the commit");
+    let request = model.requests.lock().unwrap().last().cloned().expect("the request");
+    let said: Vec<String> = request.messages.iter().map(|m| m.text()).collect();
+    assert_eq!(said.first().map(String::as_str), Some("The first question."));
+    assert_eq!(said.last().map(String::as_str), Some("The second question."), "{said:?}");
+    held.release().await;
+    let response = response.await.unwrap().unwrap();
+    assert_eq!(response.status(), 200, "the turn starts once the commit lands");
+    let frames = read_frames(response).await;
+    assert_eq!(names(&frames).last(), Some(&"message_complete"), "{:?}", names(&frames));
+    assert_eq!(text_of(&frames), "Second answer");
+    let messages = server.detail(thread).await.messages;
+    let texts: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    assert_eq!(texts[2..], ["The second question.", "Second answer"]);
 }

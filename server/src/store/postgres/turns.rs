@@ -78,7 +78,8 @@ impl Turns for Postgres {
 
     #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
     async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
-        let TurnStart { user, thread, turn, stale_after_ms, request } = start;
+        let TurnStart { user, thread, turn, stale_after_ms, request, message_id } = start;
+        let request = request.as_ref().map(|m| (message_id, m));
         let now = now();
         let mut tx = self.pool.begin().await?;
         // Instances share the database: the lock of the person, held until the commit that makes this start's
@@ -95,10 +96,10 @@ impl Turns for Postgres {
         // The common case takes the thread at once; a turn marked running in it fails the attempt (and only
         // the attempt: it has a savepoint of its own), then is taken over if it died.
         let mut attempt = sqlx::Acquire::begin(&mut *tx).await?;
-        let saved = match take_thread(&mut *attempt, user, thread, turn, now, request.as_ref()).await {
+        let saved = match take_thread(&mut *attempt, user, thread, turn, now, request).await {
             Err(StoreError::Database(e)) if is_unique_violation(&e) => {
                 attempt.rollback().await?;
-                take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request.as_ref()).await?
+                take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request).await?
             }
             other => {
                 let saved = other?;
@@ -108,7 +109,7 @@ impl Turns for Postgres {
         };
         tx.commit().await?;
         match saved {
-            None if request.is_some() => self.save_request(user, request.as_ref(), now).await,
+            None if request.is_some() => self.save_request(user, request, now).await,
             saved => Ok(saved),
         }
     }
@@ -250,7 +251,7 @@ pub(super) async fn take_over_thread(
     turn: Uuid,
     stale_after_ms: i64,
     now: DateTime<Utc>,
-    request: Option<&NewMessage>,
+    request: Option<(Uuid, &NewMessage)>,
 ) -> Result<Option<Message>> {
     // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
     let taken_over = sqlx::query(

@@ -131,7 +131,7 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
         Taken::Taken { message: None } if renumber_if_full(conn, start.user, start.thread).await? => {
             match &start.request {
                 Some(request) => {
-                    let id = Uuid::now_v7();
+                    let id = start.message_id;
                     let place =
                         insert_message(conn, start.user, id, request, created).await?.ok_or(StoreError::NotFound)?;
                     Taken::Taken { message: Some((id, place)) }
@@ -224,7 +224,7 @@ async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: Da
         .bind(at)
         .bind(thread.clone())
         .bind(user.clone());
-    let id = Uuid::now_v7();
+    let id = start.message_id;
     if let Some(message) = &start.request {
         // A missing thread matches nothing here either.
         push_new_message(&mut script, &id.to_string(), &thread, &user, NewRow::of(message), at, false);

@@ -69,9 +69,32 @@ impl Raw {
         result.unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
 
+    /// Makes writes to `thread` wait until [`WritesHeld::release`] by locking its row (PostgreSQL only: a SQLite
+    /// database's writes belong to the one process that serves it). Reads go on.
+    pub(crate) async fn hold_writes(&self, thread: Uuid) -> WritesHeld {
+        let Raw::Postgres(pool) = self else { panic!("writes are held back on PostgreSQL only") };
+        let mut tx = pool.begin().await.expect("begin");
+        sqlx::query("select 1 from threads where id = $1 for update")
+            .bind(thread)
+            .execute(&mut *tx)
+            .await
+            .expect("lock the thread's row");
+        WritesHeld(tx)
+    }
+
     /// How many rows of `table` have `column` equal to the id.
     pub(crate) async fn count(&self, table: &str, column: &str, id: Uuid) -> i64 {
         self.int(&format!("select count(*) from {table} where {column} = ?"), id).await
+    }
+}
+
+/// Writes held back by [`Raw::hold_writes`].
+pub(crate) struct WritesHeld(sqlx::Transaction<'static, sqlx::Postgres>);
+
+impl WritesHeld {
+    /// Lets the writes go on.
+    pub(crate) async fn release(self) {
+        self.0.rollback().await.expect("release the writes");
     }
 }
 

@@ -564,7 +564,9 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
 }
 
 /// (10) The model's view of a long thread, read from a window of its newest messages (the rest by id and role
-/// only), is exactly the view built from every message: the same messages sent, the same record.
+/// only), is exactly the view built from every message: the same messages sent, the same record. With the
+/// person's next message pending (read while its start commits), the view is the same whether the commit has
+/// landed or not, and is the view of every message followed by it.
 fn context_read_by_window_equals_building_from_every_message(backend: Backend, test: &str) {
     use quire::chat::context::{self, ContextInput};
     use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
@@ -621,7 +623,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         };
         let id = s.import_threads(u, vec![thread]).await.unwrap()[0].id;
 
-        let read = context::load(s.as_ref(), u, id, budget, None).await.unwrap();
+        let read = context::load(s.as_ref(), u, id, budget, None, None).await.unwrap();
         let every = s.list_messages(u, id).await.unwrap();
         let fulfilled: Vec<Uuid> = s.fulfilled_requests(u, id).await.unwrap().iter().map(|f| f.request).collect();
         let whole = context::build(ContextInput {
@@ -636,5 +638,54 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             |built: &context::BuiltContext| built.messages.iter().map(|m| (m.role, m.text())).collect::<Vec<_>>();
         assert_eq!(sent(&read), sent(&whole), "budget {budget}");
         assert!(!sent(&read).iter().any(|(_, text)| text.contains('\u{2026}')), "no placeholder reaches the model");
+
+        let next = NewMessage {
+            thread_id: id,
+            role: Role::User,
+            content: words(12, turns.len()),
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        };
+        let pending = Message {
+            id: Uuid::now_v7(),
+            thread_id: id,
+            seq: i64::MAX,
+            role: Role::User,
+            content: next.content.clone(),
+            status: MessageStatus::Complete,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: chrono::Utc::now(),
+            parent_id: None,
+        };
+        let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending)).await.unwrap();
+        let start = TurnStart {
+            user: u,
+            thread: id,
+            turn: Uuid::now_v7(),
+            stale_after_ms: 60_000,
+            request: Some(next),
+            message_id: pending.id,
+        };
+        let saved = s.start_turn(start, &TurnLimits::default()).await.unwrap().expect("the message is saved");
+        assert_eq!(saved.id, pending.id, "saved under the id the start chose");
+        let after = context::load(s.as_ref(), u, id, budget, None, Some(&pending)).await.unwrap();
+        assert_eq!(before.record, after.record, "budget {budget}");
+        assert_eq!(sent(&before), sent(&after), "budget {budget}");
+        let every_then_pending: Vec<Message> = every.iter().cloned().chain([pending.clone()]).collect();
+        let whole = context::build(ContextInput {
+            messages: &every_then_pending,
+            fulfilled: &fulfilled,
+            summary: None,
+            budget,
+            ephemeral: None,
+        });
+        assert_eq!(after.record, whole.record, "budget {budget}");
+        assert_eq!(sent(&after), sent(&whole), "budget {budget}");
+        // (After a blank answer, the request before it joins the pending message.)
+        let last = after.messages.last().map(|m| m.text()).unwrap_or_default();
+        assert!(last.ends_with(&pending.content), "the pending message goes last: {last}");
     });
 }
