@@ -233,45 +233,53 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
             let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
             (Turn::new(&engine, live.clone(), plan), pending)
         });
-        let (begun, early) = match early {
+        let mut started = Some(started);
+        // Told as soon as the start has committed, so the person can stop the turn while its model call opens.
+        let held = |begun: &store::Result<Option<Message>>| {
+            begun.is_ok().then(|| hold(&engine, &live, started.take().expect("the start is told once")))
+        };
+        let (begun, holding, early) = match early {
             Some((mut turn, pending)) => {
                 let begin = engine.store.start_turn(start, &engine.limits.turns);
-                let (begun, opened) = turn.open_beside(begin, pending.as_ref()).await;
-                (begun, opened.map(|opened| (turn, opened)))
+                let (begun, holding, opened) = turn.open_beside(begin, pending.as_ref(), held).await;
+                (begun, holding, opened.map(|opened| (turn, opened)))
             }
-            None => (engine.store.start_turn(start, &engine.limits.turns).await, None),
+            None => (engine.store.start_turn(start, &engine.limits.turns).await, None, None),
         };
         let saved = match begun {
             Ok(message) => message,
             Err(e) => {
                 engine.refused(user);
-                let _ = started.send(Err(busy_or(e)));
+                if let Some(started) = started.take() {
+                    let _ = started.send(Err(busy_or(e)));
+                }
                 return;
             }
         };
-        // However the task ends (a panic too), the store lets go of what the turn handed over and did not take
-        // into its end.
-        let _handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
         let first = saved.as_ref().is_some_and(|m| m.seq == 1);
-        let (mut turn, opened) = match early {
-            Some((turn, opened)) => (turn, Some(opened)),
-            None => match plan_taken(&engine, user, thread, opening, saved).await {
-                Ok(plan) => (Turn::new(&engine, live.clone(), plan), None),
-                Err(e) => {
-                    if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
-                        tracing::error!(error = %e, "closing a refused turn failed");
+        let (_held, mut turn, opened) = match early {
+            Some((turn, opened)) => (holding.expect("held when it began"), turn, Some(opened)),
+            None => {
+                // However the task ends (a panic too), the store lets go of what the turn handed over and did not
+                // take into its end.
+                let handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
+                let started = started.take().expect("the start is told once");
+                match plan_taken(&engine, user, thread, opening, saved).await {
+                    Ok(plan) => {
+                        let holding =
+                            Held { _handed_over: handed_over, _registered: register(&engine, &live, started) };
+                        (holding, Turn::new(&engine, live.clone(), plan), None)
                     }
-                    let _ = started.send(Err(e));
-                    return;
+                    Err(e) => {
+                        if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
+                            tracing::error!(error = %e, "closing a refused turn failed");
+                        }
+                        let _ = started.send(Err(e));
+                        return;
+                    }
                 }
-            },
+            }
         };
-        engine.hub.insert(live.clone());
-        // Kept alive by the hub's heartbeat (`hub::keep_alive`) while it is in the hub, and taken out of it
-        // however the task ends (a panic too), so a dead turn never holds its conversation for longer than the
-        // stale limit.
-        let _registered = Registered { hub: engine.hub.clone(), live: live.clone() };
-        let _ = started.send(Ok(live.clone()));
         // A conversation is named at its first message, unless it already has a title of its own. (Read only
         // then: the start above already refused a conversation that is missing or another person's.)
         if first {
@@ -287,6 +295,34 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         turn.run(opened).await;
     });
     on_start.await.map_err(|_| ChatError::Internal(anyhow::anyhow!("the turn ended before it started")))?
+}
+
+/// What a started turn holds until its task ends, however it ends (a panic too).
+struct Held {
+    /// The store lets go of what the turn handed over and did not take into its end.
+    _handed_over: HandedOver,
+    /// The turn's place in the hub.
+    _registered: Registered,
+}
+
+/// A committed start's turn, held and told to the person.
+fn hold(engine: &Engine, live: &Arc<LiveTurn>, started: oneshot::Sender<Result<Arc<LiveTurn>, ChatError>>) -> Held {
+    let handed_over = HandedOver { store: engine.store.clone(), turn: live.id };
+    Held { _handed_over: handed_over, _registered: register(engine, live, started) }
+}
+
+/// Puts the turn into the hub and tells the person it started. Kept alive by the hub's heartbeat
+/// (`hub::keep_alive`) while it is in the hub, and taken out of it when the returned place is dropped, so a dead
+/// turn never holds its conversation for longer than the stale limit.
+fn register(
+    engine: &Engine,
+    live: &Arc<LiveTurn>,
+    started: oneshot::Sender<Result<Arc<LiveTurn>, ChatError>>,
+) -> Registered {
+    engine.hub.insert(live.clone());
+    let registered = Registered { hub: engine.hub.clone(), live: live.clone() };
+    let _ = started.send(Ok(live.clone()));
+    registered
 }
 
 /// With the thread taken: what the turn answers, once the opening's changes to the conversation are made.
@@ -493,33 +529,36 @@ impl<'a> Turn<'a> {
         Box::pin(self.finish(ending)).await;
     }
 
-    /// [`open`](Self::open) while `begin` (the start's commit) runs: what `begin` answered and, unless it
-    /// failed, what the opening did (a failed start drops the call, wherever it was).
-    async fn open_beside<B>(
+    /// [`open`](Self::open) while `begin` (the start's commit) runs: what `begin` answered, what `begun` made of
+    /// it the moment it answered and, unless it failed, what the opening did (a failed start drops the call,
+    /// wherever it was).
+    async fn open_beside<B, G>(
         &mut self,
         begin: B,
         pending: Option<&Message>,
-    ) -> (store::Result<Option<Message>>, Option<Result<Opened, Ending>>)
+        begun: impl FnOnce(&store::Result<Option<Message>>) -> G,
+    ) -> (store::Result<Option<Message>>, G, Option<Result<Opened, Ending>>)
     where
         B: std::future::Future<Output = store::Result<Option<Message>>>,
     {
         let mut begin = std::pin::pin!(begin);
         let mut open = Box::pin(self.open(pending));
         let mut opened = None;
-        let begun = loop {
+        let answer = loop {
             tokio::select! {
-                begun = begin.as_mut() => break begun,
+                answer = begin.as_mut() => break answer,
                 done = open.as_mut(), if opened.is_none() => opened = Some(done),
             }
         };
-        if begun.is_err() {
-            return (begun, None);
+        let made = begun(&answer);
+        if answer.is_err() {
+            return (answer, made, None);
         }
         let opened = match opened {
             Some(opened) => opened,
             None => open.await,
         };
-        (begun, Some(opened))
+        (answer, made, Some(opened))
     }
 
     /// Reads what the model is asked (the conversation, the person's settings and the tools on offer, none
