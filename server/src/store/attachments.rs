@@ -194,6 +194,77 @@ pub fn chunk_query_words(query: &str) -> Vec<String> {
     out
 }
 
+/// Implements [`Attachments`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does; the module it is used in has the backend's
+/// `insert_chunks` (a new file's chunks), and the backend `chunk_hits` (the search of a thread's chunks for
+/// words), `owns` and `delete`.
+macro_rules! attachments_for {
+    ($backend:ty) => {
+        const _: () = {
+            use app::api::Attachment;
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::attachments::chunk_query_words;
+            use $crate::store::columns::convert;
+            use $crate::store::threads::{found, listing};
+            use $crate::store::{now, AttachmentLimits, Attachments, ChunkHit, NewAttachment, Result};
+
+            #[async_trait::async_trait]
+            impl Attachments for $backend {
+                #[instrument(skip(self, file), fields(thread = %file.thread_id, chunks = file.chunks.len()))]
+                async fn create_attachment(
+                    &self,
+                    user: Uuid,
+                    file: NewAttachment,
+                    limits: AttachmentLimits,
+                ) -> Result<Attachment> {
+                    let id = Uuid::now_v7();
+                    let created = now();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::insert_attachment(&mut *tx, id, user, &file, limits, created).await?;
+                            insert_chunks(tx, id, &file).await?;
+                            Ok(file.saved(id, created))
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>> {
+                    let rows = Shared::attachments(&mut *self.read().await?, user, thread).await?;
+                    convert(listing(rows, self.owns("threads", user, thread)).await?)
+                }
+
+                #[instrument(skip(self))]
+                async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()> {
+                    // The chunks (and, on SQLite, their index rows, through the trigger) go with it by the foreign
+                    // key's cascade.
+                    let sql = "delete from attachments where id = $1 and thread_id = $2 and user_id = $3";
+                    self.delete(sql, &[attachment, thread, user]).await
+                }
+
+                #[instrument(skip(self, query))]
+                async fn search_chunks(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    query: &str,
+                    limit: u32,
+                ) -> Result<Vec<ChunkHit>> {
+                    found(self.owns("threads", user, thread).await?)?;
+                    let words = chunk_query_words(query);
+                    if words.is_empty() {
+                        return Ok(Vec::new());
+                    }
+                    self.chunk_hits(user, thread, &words, limit.clamp(1, 20) as i64).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use attachments_for;
+
 #[cfg(test)]
 mod tests {
     use super::*;

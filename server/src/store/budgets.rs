@@ -117,6 +117,33 @@ pub trait Budgets: Send + Sync {
     async fn set_daily_token_budget(&self, user: Uuid, budget: Option<u64>) -> Result<()>;
 }
 
+/// Implements [`Budgets`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does.
+macro_rules! budgets_for {
+    ($backend:ty) => {
+        const _: () = {
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::{Budgets, Result, Spending, TurnLimits};
+
+            #[async_trait::async_trait]
+            impl Budgets for $backend {
+                #[instrument(skip(self))]
+                async fn spending(&self, user: Uuid, stale_after_ms: i64, limits: &TurnLimits) -> Result<Spending> {
+                    let mut conn = self.read().await?;
+                    Shared::spending(&mut conn, user, stale_after_ms, limits.daily_tokens > 0).await
+                }
+
+                #[instrument(skip(self))]
+                async fn set_daily_token_budget(&self, user: Uuid, budget: Option<u64>) -> Result<()> {
+                    self.write(move |conn| Box::pin(Shared::set_daily_token_budget(conn, user, budget))).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use budgets_for;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -127,6 +127,10 @@ pub(crate) trait Dialect: sqlx::Database {
     /// The lock a `select` takes on the rows it reads until the transaction ends (none where one writer makes
     /// every write one after the other).
     const FOR_UPDATE: &'static str;
+    /// The function that gives the larger of its arguments.
+    const GREATEST: &'static str;
+    /// What follows a text column in an `order by` for it to compare byte-wise (the database's locale aside).
+    const BYTEWISE: &'static str;
 
     fn id(id: Uuid) -> Self::Id;
     fn time(at: DateTime<Utc>) -> Self::Time;
@@ -135,6 +139,8 @@ pub(crate) trait Dialect: sqlx::Database {
     fn rows_affected(done: &Self::QueryResult) -> u64;
     /// SQL for the time `micros` microseconds after `time` (both SQL expressions).
     fn plus_micros(time: &str, micros: &str) -> String;
+    /// SQL for the UTC day of `time` (an SQL expression), as this backend stores a day.
+    fn utc_day(time: &str) -> String;
 }
 
 impl Dialect for sqlx::Postgres {
@@ -142,6 +148,8 @@ impl Dialect for sqlx::Postgres {
     type Time = DateTime<Utc>;
     type Day = NaiveDate;
     const FOR_UPDATE: &'static str = "for update";
+    const GREATEST: &'static str = "greatest";
+    const BYTEWISE: &'static str = " collate \"C\"";
 
     fn id(id: Uuid) -> Uuid {
         id
@@ -158,6 +166,9 @@ impl Dialect for sqlx::Postgres {
     fn plus_micros(time: &str, micros: &str) -> String {
         format!("{time} + {micros} * interval '1 microsecond'")
     }
+    fn utc_day(time: &str) -> String {
+        format!("({time} at time zone 'UTC')::date")
+    }
 }
 
 impl Dialect for sqlx::Sqlite {
@@ -165,6 +176,8 @@ impl Dialect for sqlx::Sqlite {
     type Time = i64;
     type Day = String;
     const FOR_UPDATE: &'static str = "";
+    const GREATEST: &'static str = "max";
+    const BYTEWISE: &'static str = "";
 
     fn id(id: Uuid) -> String {
         id.to_string()
@@ -180,6 +193,9 @@ impl Dialect for sqlx::Sqlite {
     }
     fn plus_micros(time: &str, micros: &str) -> String {
         format!("{time} + {micros}")
+    }
+    fn utc_day(time: &str) -> String {
+        format!("date({time} / 1000000, 'unixepoch')")
     }
 }
 
@@ -206,6 +222,7 @@ macro_rules! shared_sql {
             i32: $crate::store::columns::Column<D>,
             i64: $crate::store::columns::Column<D>,
             String: $crate::store::columns::Column<D>,
+            Option<bool>: $crate::store::columns::Column<D>,
             Option<i64>: $crate::store::columns::Column<D>,
             Option<String>: $crate::store::columns::Column<D>,
             Option<D::Id>: $crate::store::columns::Column<D>,

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::stored_row;
+use super::columns::{convert, shared_sql, stored_row};
+use super::threads::found;
 use super::{NewArtifact, Result, StoreError};
 
 /// A new version of an existing document.
@@ -18,6 +19,149 @@ pub struct ArtifactRevision {
     pub request_message_id: Option<Uuid>,
     /// Earlier requests of the thread this version answers too (see [`super::NewArtifact::answers`]).
     pub answers: Vec<Uuid>,
+}
+
+shared_sql! {
+    rows(ArtifactRow<D::Id, D::Time>, VersionRow<D::Id, D::Time>, FulfilmentRow<D::Id>);
+    /// Saves a document under `id` at its first version, once its thread and the messages it points at are found
+    /// to be the person's; the requests it answers besides are the caller's.
+    pub(crate) async fn insert_artifact(
+        conn: &mut D::Connection,
+        id: Uuid,
+        user: Uuid,
+        artifact: &NewArtifact,
+        created: DateTime<Utc>,
+    ) -> Result<()> {
+        Self::must_own(&mut *conn, "threads", user, artifact.thread_id).await?;
+        // A document may only point at its owner's messages (the foreign key alone would accept anyone's).
+        for message in [artifact.request_message_id, artifact.assistant_message_id].into_iter().flatten() {
+            Self::must_own(&mut *conn, "messages", user, message).await?;
+        }
+        sqlx::query(INSERT_ARTIFACT)
+            .bind(D::id(id))
+            .bind(D::id(artifact.thread_id))
+            .bind(D::id(user))
+            .bind(artifact.artifact_type.as_str().to_owned())
+            .bind(artifact.title.clone())
+            .bind(artifact.content.clone())
+            .bind(artifact.request_message_id.map(D::id))
+            .bind(artifact.assistant_message_id.map(D::id))
+            .bind(D::time(created))
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(INSERT_FIRST_VERSION)
+            .bind(D::id(id))
+            .bind(artifact.title.clone())
+            .bind(artifact.content.clone())
+            .bind(D::time(created))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Saves the next version of the person's document and makes it the current one; `NotFound` when it, or
+    /// the request the version points at, is missing or another user's. The requests it answers besides are
+    /// the caller's.
+    pub(crate) async fn insert_version(
+        conn: &mut D::Connection,
+        user: Uuid,
+        artifact: Uuid,
+        revision: &ArtifactRevision,
+        updated: DateTime<Utc>,
+    ) -> Result<()> {
+        // A version may only point at its owner's messages (the foreign key alone would accept anyone's).
+        if let Some(message) = revision.request_message_id {
+            Self::must_own(&mut *conn, "messages", user, message).await?;
+        }
+        let sql = format!(
+            "update artifacts set title = $1, content = $2, version = version + 1,
+             updated_at = {}(updated_at, $3) where id = $4 and user_id = $5 returning version",
+            D::GREATEST
+        );
+        let version: Option<i64> = sqlx::query_scalar(&sql)
+            .bind(revision.title.clone())
+            .bind(revision.content.clone())
+            .bind(D::time(updated))
+            .bind(D::id(artifact))
+            .bind(D::id(user))
+            .fetch_optional(&mut *conn)
+            .await?;
+        let version = version.ok_or(StoreError::NotFound)?;
+        sqlx::query(INSERT_VERSION)
+            .bind(D::id(artifact))
+            .bind(version)
+            .bind(revision.title.clone())
+            .bind(revision.content.clone())
+            .bind(D::time(updated))
+            .bind(revision.request_message_id.map(D::id))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// The document with this id, whoever owns it (for its writer, who checked).
+    pub(crate) async fn artifact_by_id(conn: &mut D::Connection, artifact: Uuid) -> Result<Artifact> {
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
+        let row: ArtifactRow<D::Id, D::Time> = sqlx::query_as(&sql).bind(D::id(artifact)).fetch_one(conn).await?;
+        row.try_into()
+    }
+
+    /// The person's document.
+    pub(crate) async fn artifact(conn: &mut D::Connection, user: Uuid, artifact: Uuid) -> Result<Artifact> {
+        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1 and user_id = $2");
+        let row: Option<ArtifactRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(artifact)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// The rows of the person's documents of `thread`, oldest first.
+    pub(crate) async fn artifacts(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Vec<ArtifactRow<D::Id, D::Time>>> {
+        let sql = format!(
+            "select {ARTIFACT_COLUMNS} from artifacts where thread_id = $1 and user_id = $2 order by created_at, pk"
+        );
+        Ok(sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
+    }
+
+    /// Every version of the person's document, oldest first.
+    pub(crate) async fn artifact_versions(
+        conn: &mut D::Connection,
+        user: Uuid,
+        artifact: Uuid,
+    ) -> Result<Vec<ArtifactVersion>> {
+        let sql = format!("{VERSIONS} where a.id = $1 and a.user_id = $2 order by v.version");
+        let rows: Vec<VersionRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(artifact)).bind(D::id(user)).fetch_all(conn).await?;
+        found(!rows.is_empty())?;
+        convert(rows)
+    }
+
+    /// One version of the person's document.
+    pub(crate) async fn artifact_version(
+        conn: &mut D::Connection,
+        user: Uuid,
+        artifact: Uuid,
+        version: i64,
+    ) -> Result<ArtifactVersion> {
+        let sql = format!("{VERSIONS} where a.id = $1 and a.user_id = $2 and v.version = $3");
+        let row: Option<VersionRow<D::Id, D::Time>> = sqlx::query_as(&sql)
+            .bind(D::id(artifact))
+            .bind(D::id(user))
+            .bind(version)
+            .fetch_optional(conn)
+            .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// See [`Documents::fulfilled_requests`].
+    pub(crate) async fn fulfilled(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
+        let rows: Vec<FulfilmentRow<D::Id>> =
+            sqlx::query_as(FULFILLED).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
+        convert(rows)
+    }
 }
 
 /// Documents (artifacts) and their versions, and which requests they fulfilled.
@@ -140,3 +284,103 @@ stored_row! {
         created_at: T,
     }
 }
+
+/// Implements [`Documents`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does; the module it is used in has the backend's
+/// `answer_requests` and `link_artifacts_to`, and the backend `owns` and `delete`.
+macro_rules! documents_for {
+    ($backend:ty) => {
+        const _: () = {
+            use app::api::{Artifact, ArtifactVersion};
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::columns::convert;
+            use $crate::store::threads::listing;
+            use $crate::store::{now, ArtifactRevision, Documents, Fulfilment, NewArtifact, Result};
+
+            #[async_trait::async_trait]
+            impl Documents for $backend {
+                #[instrument(skip(self, artifact), fields(thread = %artifact.thread_id))]
+                async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
+                    let id = Uuid::now_v7();
+                    let created = now();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::insert_artifact(&mut *tx, id, user, &artifact, created).await?;
+                            answer_requests(tx, id, &artifact.answers).await?;
+                            Ok(artifact.saved(id, created))
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>> {
+                    let rows = Shared::artifacts(&mut *self.read().await?, user, thread).await?;
+                    convert(listing(rows, self.owns("threads", user, thread)).await?)
+                }
+
+                #[instrument(skip(self))]
+                async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact> {
+                    Shared::artifact(&mut *self.read().await?, user, artifact).await
+                }
+
+                #[instrument(skip(self))]
+                async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()> {
+                    self.delete("delete from artifacts where id = $1 and user_id = $2", &[artifact, user]).await
+                }
+
+                #[instrument(skip(self, artifacts))]
+                async fn link_artifacts(&self, user: Uuid, artifacts: &[Uuid], assistant_message: Uuid) -> Result<()> {
+                    let artifacts = artifacts.to_vec();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::must_own(&mut *tx, "messages", user, assistant_message).await?;
+                            link_artifacts_to(tx, user, &artifacts, assistant_message).await
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self, revision))]
+                async fn revise_artifact(
+                    &self,
+                    user: Uuid,
+                    artifact: Uuid,
+                    revision: ArtifactRevision,
+                ) -> Result<Artifact> {
+                    let updated = now();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
+                            answer_requests(&mut *tx, artifact, &revision.answers).await?;
+                            Shared::artifact_by_id(tx, artifact).await
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>> {
+                    Shared::artifact_versions(&mut *self.read().await?, user, artifact).await
+                }
+
+                #[instrument(skip(self))]
+                async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
+                    Shared::fulfilled(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip(self))]
+                async fn get_artifact_version(
+                    &self,
+                    user: Uuid,
+                    artifact: Uuid,
+                    version: i64,
+                ) -> Result<ArtifactVersion> {
+                    Shared::artifact_version(&mut *self.read().await?, user, artifact, version).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use documents_for;

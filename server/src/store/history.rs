@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{stored_row, Stored};
+use super::columns::{convert, shared_sql, stored_row, Stored};
 use super::{Result, StoreError};
 
 /// How many days of token use the statistics show.
@@ -226,6 +226,87 @@ pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u
             entry
         })
         .collect()
+}
+
+shared_sql! {
+    rows(
+        (i64, i64, Option<D::Time>, Option<D::Time>),
+        (String, i64),
+        (i64, i64),
+        (D::Day, i64, i64),
+        (D::Day, i64),
+        AttachmentMetaRow<D::Id, D::Time>,
+    );
+    /// The person's statistics of the window ending `today` (see [`History::history_stats`]). Tags and types
+    /// with as many uses compare byte-wise, so ties break alike on both backends.
+    pub(crate) async fn history_stats(conn: &mut D::Connection, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
+        let (from, until) = stats_window_bounds(today);
+        let rows: StatsRows<D::Time, D::Day> = StatsRows {
+            totals: sqlx::query_as(
+                "select count(*) as threads, cast(coalesce(sum(message_count), 0) as bigint) as messages,
+                 min(created_at) as first, max(updated_at) as last from threads where user_id = $1",
+            )
+            .bind(D::id(user))
+            .fetch_one(&mut *conn)
+            .await?,
+            tags: sqlx::query_as(&format!(
+                "select tag, count(*) as n from thread_tags where user_id = $1
+                 group by tag order by n desc, tag{} limit $2",
+                D::BYTEWISE
+            ))
+            .bind(D::id(user))
+            .bind(TOP_TAGS)
+            .fetch_all(&mut *conn)
+            .await?,
+            tokens: sqlx::query_as(
+                "select cast(coalesce(sum(input_tokens), 0) as bigint) as input,
+                 cast(coalesce(sum(output_tokens), 0) as bigint) as output from usage_ledger where user_id = $1",
+            )
+            .bind(D::id(user))
+            .fetch_one(&mut *conn)
+            .await?,
+            used: sqlx::query_as(
+                "select day, cast(sum(input_tokens) as bigint) as input, cast(sum(output_tokens) as bigint) as output
+                 from usage_ledger where user_id = $1 and day >= $2 and day <= $3 group by day",
+            )
+            .bind(D::id(user))
+            .bind(D::day(stats_window_start(today)))
+            .bind(D::day(today))
+            .fetch_all(&mut *conn)
+            .await?,
+            written: sqlx::query_as(&format!(
+                "select {} as day, count(*) as n from messages
+                 where user_id = $1 and created_at >= $2 and created_at < $3 group by day",
+                D::utc_day("created_at")
+            ))
+            .bind(D::id(user))
+            .bind(D::time(from))
+            .bind(D::time(until))
+            .fetch_all(&mut *conn)
+            .await?,
+            artifacts: sqlx::query_as(&format!(
+                "select artifact_type, count(*) as n from artifacts where user_id = $1
+                 group by artifact_type order by n desc, artifact_type{}",
+                D::BYTEWISE
+            ))
+            .bind(D::id(user))
+            .fetch_all(conn)
+            .await?,
+        };
+        rows.stats(today)
+    }
+
+    /// See [`History::list_user_attachments`].
+    pub(crate) async fn user_attachments(conn: &mut D::Connection, user: Uuid) -> Result<Vec<AttachmentMeta>> {
+        let rows: Vec<AttachmentMetaRow<D::Id, D::Time>> = sqlx::query_as(
+            "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = $1
+             order by created_at, id",
+        )
+        .bind(D::id(user))
+        .fetch_all(conn)
+        .await?;
+        convert(rows)
+    }
 }
 
 /// The rows [`History::history_stats`] is made of, as both backends read them, with their time (`T`) and day

@@ -110,3 +110,36 @@ pub trait Preferences: Send + Sync {
     /// person's); `NotFound` for an unknown person.
     async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings>;
 }
+
+/// Implements [`Preferences`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does.
+macro_rules! preferences_for {
+    ($backend:ty) => {
+        const _: () = {
+            use app::api::{Settings, UpdateSettings};
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::{Preferences, Result, TurnSettings};
+
+            #[async_trait::async_trait]
+            impl Preferences for $backend {
+                #[instrument(skip(self))]
+                async fn settings(&self, user: Uuid) -> Result<Settings> {
+                    Shared::settings(&mut *self.read().await?, user).await
+                }
+
+                #[instrument(skip(self))]
+                async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
+                    Shared::turn_settings(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip_all, fields(user = %user))]
+                async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings> {
+                    let change = change.clone();
+                    self.write(move |conn| Box::pin(Shared::update_settings(conn, user, change))).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use preferences_for;

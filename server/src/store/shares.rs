@@ -133,3 +133,46 @@ pub trait Shares: Send + Sync {
     /// The snapshot a link shows; `NotFound` for an unknown or revoked token.
     async fn shared_snapshot(&self, token: &str) -> Result<String>;
 }
+
+/// Implements [`Shares`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does; the backend adds `owns` and `delete` (see
+/// [`Threads`](super::Threads)' listings).
+macro_rules! shares_for {
+    ($backend:ty) => {
+        const _: () = {
+            use app::api::ShareLink;
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::threads::found;
+            use $crate::store::{NewShare, Result, Shares};
+
+            #[async_trait::async_trait]
+            impl Shares for $backend {
+                #[instrument(skip(self, share), fields(thread = %share.thread))]
+                async fn create_share(&self, user: Uuid, share: NewShare, max: u32) -> Result<ShareLink> {
+                    self.write_together(move |conn| Box::pin(Shared::create_share(conn, user, share, max))).await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_shares(&self, user: Uuid, thread: Option<Uuid>) -> Result<Vec<ShareLink>> {
+                    let links = Shared::list_shares(&mut *self.read().await?, user, thread).await?;
+                    if let (true, Some(thread)) = (links.is_empty(), thread) {
+                        found(self.owns("threads", user, thread).await?)?;
+                    }
+                    Ok(links)
+                }
+
+                #[instrument(skip(self))]
+                async fn delete_share(&self, user: Uuid, share: Uuid) -> Result<()> {
+                    self.delete("delete from shares where id = $1 and user_id = $2", &[share, user]).await
+                }
+
+                #[instrument(skip_all)]
+                async fn shared_snapshot(&self, token: &str) -> Result<String> {
+                    Shared::shared_snapshot(&mut *self.read().await?, token.to_owned()).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use shares_for;

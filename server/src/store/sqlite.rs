@@ -105,6 +105,20 @@ impl Sqlite {
         self.writer.write(Urgency::Waited, write).await
     }
 
+    /// A connection of the read pool.
+    async fn read(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Sqlite>> {
+        Ok(self.reader.acquire().await?)
+    }
+
+    /// Runs writes that must agree: [`Sqlite::write`], as the writer runs each write in its transaction.
+    async fn write_together<R, F>(&self, write: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<R>> + Send + 'static,
+    {
+        self.write(write).await
+    }
+
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {

@@ -117,3 +117,44 @@ pub trait Summaries {
     /// another user's.
     async fn save_thread_summary(&self, user: Uuid, thread: Uuid, summary: &NewSummary) -> Result<ThreadSummary>;
 }
+
+/// Implements [`Summaries`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does; the module it is used in has the backend's `add_usage`.
+macro_rules! summaries_for {
+    ($backend:ty) => {
+        const _: () = {
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::summaries::{NewSummary, Summaries, ThreadSummary};
+            use $crate::store::{Result, SpentTokens};
+
+            #[async_trait::async_trait]
+            impl Summaries for $backend {
+                #[instrument(skip(self))]
+                async fn thread_summary(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadSummary>> {
+                    Shared::thread_summary(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip(self, summary))]
+                async fn save_thread_summary(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    summary: &NewSummary,
+                ) -> Result<ThreadSummary> {
+                    let summary = summary.clone();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            let saved = Shared::save_summary(&mut *tx, user, thread, summary.clone()).await?;
+                            let spent = SpentTokens { user, thread, model: summary.model, usage: summary.usage };
+                            add_usage(tx, &spent).await?;
+                            Ok(saved)
+                        })
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(crate) use summaries_for;

@@ -12,6 +12,7 @@ use super::columns::{shared_sql, stored_row, Stored};
 use super::{now, CursorKey, Result, StoreError, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort};
 
 shared_sql! {
+    rows((String, i64));
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     pub(crate) async fn owns(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<bool> {
@@ -33,6 +34,65 @@ shared_sql! {
     ) -> Result<()> {
         let sql = "select exists (select 1 from messages where id = $1 and thread_id = $2 and user_id = $3)";
         found(sqlx::query_scalar(sql).bind(D::id(message)).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?)
+    }
+
+    /// Saves a new thread of the person's, without tags.
+    pub(crate) async fn insert_thread(
+        conn: &mut D::Connection,
+        id: Uuid,
+        user: Uuid,
+        title: String,
+        created: DateTime<Utc>,
+    ) -> Result<()> {
+        sqlx::query(INSERT_THREAD)
+            .bind(D::id(id))
+            .bind(D::id(user))
+            .bind(title)
+            .bind(D::time(created))
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+
+    /// Changes the fields of the person's thread that `patch` carries, but its tags; `NotFound` when the thread
+    /// is missing or another user's.
+    pub(crate) async fn patch_thread(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        patch: &ThreadPatch,
+        updated: DateTime<Utc>,
+    ) -> Result<()> {
+        let sql = format!(
+            "update threads set title = coalesce($1, title), pinned = coalesce($2, pinned),
+             archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = {}(updated_at, $5),
+             model = case when $6 is null then model else nullif($7, '') end
+             where id = $8 and user_id = $9",
+            D::GREATEST
+        );
+        let done = sqlx::query(&sql)
+            .bind(patch.title.clone())
+            .bind(patch.pinned)
+            .bind(patch.archived)
+            .bind(patch.summary.clone())
+            .bind(D::time(updated))
+            .bind(patch.model.clone())
+            .bind(patch.model.clone())
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .execute(conn)
+            .await?;
+        found(D::rows_affected(&done) > 0)
+    }
+
+    /// See [`Threads::list_tags`].
+    pub(crate) async fn tag_counts(conn: &mut D::Connection, user: Uuid) -> Result<Vec<app::api::TagCount>> {
+        let sql = format!(
+            "select tag, count(*) as n from thread_tags where user_id = $1 group by tag order by n desc, tag{}",
+            D::BYTEWISE
+        );
+        let rows: Vec<(String, i64)> = sqlx::query_as(&sql).bind(D::id(user)).fetch_all(conn).await?;
+        Ok(rows.into_iter().map(|(tag, n)| app::api::TagCount { tag, count: n as u64 }).collect())
     }
 }
 

@@ -151,7 +151,8 @@ fn import_message(seq: i64, role: Role, content: &str) -> ImportMessage {
     }
 }
 
-fn import_thread(title: &str, messages: Vec<ImportMessage>) -> ImportThread {
+/// A conversation to import, made now, of `messages` and nothing else.
+pub(crate) fn import_thread(title: &str, messages: Vec<ImportMessage>) -> ImportThread {
     ImportThread {
         title: title.into(),
         tags: Vec::new(),

@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::TestServer;
+use crate::history_story::import_thread;
 
 async fn server(db: &Db) -> TestServer {
     TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await
@@ -204,17 +205,7 @@ fn stored_conversation(title: &str, n: i64, broken: bool) -> ImportThread {
             created_at: store::now(),
         })
         .collect();
-    ImportThread {
-        title: title.into(),
-        tags: vec!["t".into()],
-        pinned: false,
-        archived: false,
-        created_at: store::now(),
-        updated_at: store::now(),
-        messages,
-        artifacts: Vec::new(),
-        tree: None,
-    }
+    ImportThread { tags: vec!["t".into()], ..import_thread(title, messages) }
 }
 
 /// The store fails part way (a number twice breaks the database's own uniqueness, after thousands of rows

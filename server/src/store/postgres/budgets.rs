@@ -1,21 +1,6 @@
 //! postgres: see [`crate::store::Budgets`]; a turn's start checks them under a lock of its person
 //! (`turns.rs`).
 
-use super::*;
-use crate::store::{Budgets, Spending, TurnLimits};
-use tracing::instrument;
+use super::{Postgres, Shared};
 
-#[async_trait]
-impl Budgets for Postgres {
-    #[instrument(skip(self))]
-    async fn spending(&self, user: Uuid, stale_after_ms: i64, limits: &TurnLimits) -> Result<Spending> {
-        let mut conn = self.pool.acquire().await?;
-        Shared::spending(&mut conn, user, stale_after_ms, limits.daily_tokens > 0).await
-    }
-
-    #[instrument(skip(self))]
-    async fn set_daily_token_budget(&self, user: Uuid, budget: Option<u64>) -> Result<()> {
-        let mut conn = self.pool.acquire().await?;
-        Shared::set_daily_token_budget(&mut conn, user, budget).await
-    }
-}
+crate::store::budgets::budgets_for!(Postgres);

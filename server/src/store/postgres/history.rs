@@ -4,18 +4,14 @@ use std::collections::HashMap;
 
 use app::api::Thread;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
     add_usage, thread_from_row, write_import_part, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate,
-    Postgres, Usage, IMPORT_STATEMENTS, THREAD_COLUMNS,
+    Postgres, Shared, Usage, IMPORT_STATEMENTS, THREAD_COLUMNS,
 };
-use crate::store::columns::convert;
-use crate::store::history::{
-    import_groups, stats_window_bounds, stats_window_start, AttachmentMetaRow, Prepared, StatsRows, TOP_TAGS,
-};
+use crate::store::history::{import_groups, Prepared};
 use crate::store::{Result, SpentTokens};
 
 #[async_trait]
@@ -30,58 +26,7 @@ impl History for Postgres {
 
     #[instrument(skip(self))]
     async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
-        let (from, until) = stats_window_bounds(today);
-        let rows: StatsRows<DateTime<Utc>, NaiveDate> = StatsRows {
-            totals: sqlx::query_as(
-                "select count(*) as threads, coalesce(sum(message_count), 0)::bigint as messages,
-                 min(created_at) as first, max(updated_at) as last from threads where user_id = $1",
-            )
-            .bind(user)
-            .fetch_one(&self.pool)
-            .await?,
-            // Tags compare byte-wise, as SQLite's BINARY does, so ties break alike on both backends.
-            tags: sqlx::query_as(
-                "select tag, count(*) as n from thread_tags where user_id = $1
-                 group by tag order by n desc, tag collate \"C\" limit $2",
-            )
-            .bind(user)
-            .bind(TOP_TAGS)
-            .fetch_all(&self.pool)
-            .await?,
-            tokens: sqlx::query_as(
-                "select coalesce(sum(input_tokens), 0)::bigint as input,
-                 coalesce(sum(output_tokens), 0)::bigint as output from usage_ledger where user_id = $1",
-            )
-            .bind(user)
-            .fetch_one(&self.pool)
-            .await?,
-            used: sqlx::query_as(
-                "select day, sum(input_tokens)::bigint as input, sum(output_tokens)::bigint as output from usage_ledger
-                 where user_id = $1 and day >= $2 and day <= $3 group by day",
-            )
-            .bind(user)
-            .bind(stats_window_start(today))
-            .bind(today)
-            .fetch_all(&self.pool)
-            .await?,
-            written: sqlx::query_as(
-                "select (created_at at time zone 'UTC')::date as day, count(*) as n from messages
-                 where user_id = $1 and created_at >= $2 and created_at < $3 group by day",
-            )
-            .bind(user)
-            .bind(from)
-            .bind(until)
-            .fetch_all(&self.pool)
-            .await?,
-            artifacts: sqlx::query_as(
-                "select artifact_type, count(*) as n from artifacts where user_id = $1
-                 group by artifact_type order by n desc, artifact_type collate \"C\"",
-            )
-            .bind(user)
-            .fetch_all(&self.pool)
-            .await?,
-        };
-        rows.stats(today)
+        Shared::history_stats(&mut *self.read().await?, user, today).await
     }
 
     #[instrument(skip(self))]
@@ -94,14 +39,7 @@ impl History for Postgres {
 
     #[instrument(skip(self))]
     async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
-        let rows: Vec<AttachmentMetaRow<Uuid, DateTime<Utc>>> = sqlx::query_as(
-            "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = $1
-             order by created_at, id",
-        )
-        .bind(user)
-        .fetch_all(&self.pool)
-        .await?;
-        convert(rows)
+        Shared::user_attachments(&mut *self.read().await?, user).await
     }
 
     #[instrument(skip_all, fields(count = threads.len()))]

@@ -7,8 +7,8 @@ use sqlx::{PgConnection, Postgres as Pg, QueryBuilder};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{write_tags, Postgres, THREAD_COLUMNS};
-use crate::store::threads::{found, ListedRow, ThreadRow, INSERT_THREAD};
+use super::{write_tags, Postgres, Shared, THREAD_COLUMNS};
+use crate::store::threads::{ListedRow, ThreadRow};
 use crate::store::{micros_to_time, now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
 
 type Row = ThreadRow<Uuid, DateTime<Utc>, Vec<String>>;
@@ -57,7 +57,7 @@ impl Threads for Postgres {
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
         let id = Uuid::now_v7();
         let mut tx = self.pool.begin().await?;
-        sqlx::query(INSERT_THREAD).bind(id).bind(user).bind(title).bind(now()).execute(&mut *tx).await?;
+        Shared::insert_thread(&mut tx, id, user, title.to_owned(), now()).await?;
         write_tags(&mut tx, user, id, tags).await?;
         let thread = read_thread(&mut tx, id).await?;
         tx.commit().await?;
@@ -152,23 +152,7 @@ impl Threads for Postgres {
     #[instrument(skip(self, patch))]
     async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
         let mut tx = self.pool.begin().await?;
-        let updated = sqlx::query(
-            "update threads set title = coalesce($1, title), pinned = coalesce($2, pinned),
-             archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = greatest(updated_at, $5),
-             model = case when $8::text is null then model else nullif($8, '') end
-             where id = $6 and user_id = $7",
-        )
-        .bind(&patch.title)
-        .bind(patch.pinned)
-        .bind(patch.archived)
-        .bind(&patch.summary)
-        .bind(now())
-        .bind(thread)
-        .bind(user)
-        .bind(&patch.model)
-        .execute(&mut *tx)
-        .await?;
-        found(updated.rows_affected() > 0)?;
+        Shared::patch_thread(&mut tx, user, thread, patch, now()).await?;
         if let Some(tags) = &patch.tags {
             write_tags(&mut tx, user, thread, tags).await?;
         }
@@ -184,12 +168,6 @@ impl Threads for Postgres {
 
     #[instrument(skip(self))]
     async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "select tag, count(*) as n from thread_tags where user_id = $1 group by tag order by n desc, tag collate \"C\"",
-        )
-        .bind(user)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows.into_iter().map(|(tag, n)| app::api::TagCount { tag, count: n as u64 }).collect())
+        Shared::tag_counts(&mut *self.read().await?, user).await
     }
 }

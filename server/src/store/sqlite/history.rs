@@ -5,9 +5,10 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Sqlite, Usage};
-use crate::store::columns::{convert, ids};
-use crate::store::history::{stats_window_bounds, stats_window_start, AttachmentMetaRow, StatsRows, TOP_TAGS};
+use super::{
+    import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Shared, Sqlite, Usage,
+};
+use crate::store::columns::ids;
 use crate::store::{Result, SpentTokens};
 
 #[async_trait]
@@ -23,58 +24,7 @@ impl History for Sqlite {
 
     #[instrument(skip(self))]
     async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
-        let user_id = user.to_string();
-        let day = |day: NaiveDate| day.format("%Y-%m-%d").to_string();
-        let (from, until) = stats_window_bounds(today);
-        let rows: StatsRows<i64, String> = StatsRows {
-            totals: sqlx::query_as(
-                "select count(*) as threads, coalesce(sum(message_count), 0) as messages, min(created_at) as first,
-                 max(updated_at) as last from threads where user_id = ?",
-            )
-            .bind(&user_id)
-            .fetch_one(&self.reader)
-            .await?,
-            tags: sqlx::query_as(
-                "select tag, count(*) as n from thread_tags where user_id = ? group by tag order by n desc, tag limit ?",
-            )
-            .bind(&user_id)
-            .bind(TOP_TAGS)
-            .fetch_all(&self.reader)
-            .await?,
-            tokens: sqlx::query_as(
-                "select coalesce(sum(input_tokens), 0) as input, coalesce(sum(output_tokens), 0) as output
-                 from usage_ledger where user_id = ?",
-            )
-            .bind(&user_id)
-            .fetch_one(&self.reader)
-            .await?,
-            used: sqlx::query_as(
-                "select day, sum(input_tokens) as input, sum(output_tokens) as output from usage_ledger
-                 where user_id = ? and day >= ? and day <= ? group by day",
-            )
-            .bind(&user_id)
-            .bind(day(stats_window_start(today)))
-            .bind(day(today))
-            .fetch_all(&self.reader)
-            .await?,
-            written: sqlx::query_as(
-                "select date(created_at / 1000000, 'unixepoch') as day, count(*) as n from messages
-                 where user_id = ? and created_at >= ? and created_at < ? group by day",
-            )
-            .bind(&user_id)
-            .bind(from.timestamp_micros())
-            .bind(until.timestamp_micros())
-            .fetch_all(&self.reader)
-            .await?,
-            artifacts: sqlx::query_as(
-                "select artifact_type, count(*) as n from artifacts where user_id = ?
-                 group by artifact_type order by n desc, artifact_type",
-            )
-            .bind(&user_id)
-            .fetch_all(&self.reader)
-            .await?,
-        };
-        rows.stats(today)
+        Shared::history_stats(&mut *self.read().await?, user, today).await
     }
 
     #[instrument(skip(self))]
@@ -88,14 +38,7 @@ impl History for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_user_attachments(&self, user: Uuid) -> Result<Vec<AttachmentMeta>> {
-        let rows: Vec<AttachmentMetaRow<String, i64>> = sqlx::query_as(
-            "select id, thread_id, filename, content_type, size, created_at from attachments where user_id = ?
-             order by created_at, id",
-        )
-        .bind(user.to_string())
-        .fetch_all(&self.reader)
-        .await?;
-        convert(rows)
+        Shared::user_attachments(&mut *self.read().await?, user).await
     }
 
     #[instrument(skip_all, fields(count = threads.len()))]

@@ -6,8 +6,8 @@ use sqlx::SqliteConnection;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{write_tags, Sqlite, THREAD_COLUMNS};
-use crate::store::threads::{found, ListedRow, ThreadRow, INSERT_THREAD};
+use super::{write_tags, Shared, Sqlite, THREAD_COLUMNS};
+use crate::store::threads::{ListedRow, ThreadRow};
 use crate::store::{now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
 
 /// A thread as it is now.
@@ -22,17 +22,11 @@ impl Threads for Sqlite {
     #[instrument(skip(self, title, tags))]
     async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
         let id = Uuid::now_v7();
-        let created = now().timestamp_micros();
+        let created = now();
         let (title, tags) = (title.to_owned(), tags.to_vec());
         self.write(move |tx| {
             Box::pin(async move {
-                sqlx::query(INSERT_THREAD)
-                    .bind(id.to_string())
-                    .bind(user.to_string())
-                    .bind(title)
-                    .bind(created)
-                    .execute(&mut *tx)
-                    .await?;
+                Shared::insert_thread(&mut *tx, id, user, title, created).await?;
                 write_tags(tx, user, id, &tags).await?;
                 read_thread(tx, id).await
             })
@@ -124,24 +118,7 @@ impl Threads for Sqlite {
         let patch = patch.clone();
         self.write(move |tx| {
             Box::pin(async move {
-                let updated = sqlx::query(
-                    "update threads set title = coalesce(?, title), pinned = coalesce(?, pinned),
-                     archived = coalesce(?, archived), summary = coalesce(?, summary), updated_at = max(updated_at, ?),
-                     model = case when ? is null then model else nullif(?, '') end
-                     where id = ? and user_id = ?",
-                )
-                .bind(&patch.title)
-                .bind(patch.pinned)
-                .bind(patch.archived)
-                .bind(&patch.summary)
-                .bind(now().timestamp_micros())
-                .bind(&patch.model)
-                .bind(&patch.model)
-                .bind(thread.to_string())
-                .bind(user.to_string())
-                .execute(&mut *tx)
-                .await?;
-                found(updated.rows_affected() > 0)?;
+                Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
                 if let Some(tags) = &patch.tags {
                     write_tags(tx, user, thread, tags).await?;
                 }
@@ -158,12 +135,6 @@ impl Threads for Sqlite {
 
     #[instrument(skip(self))]
     async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "select tag, count(*) as n from thread_tags where user_id = ? group by tag order by n desc, tag",
-        )
-        .bind(user.to_string())
-        .fetch_all(&self.reader)
-        .await?;
-        Ok(rows.into_iter().map(|(tag, n)| app::api::TagCount { tag, count: n as u64 }).collect())
+        Shared::tag_counts(&mut *self.read().await?, user).await
     }
 }

@@ -491,6 +491,23 @@ mod tests {
         })
     }
 
+    /// A write that inserts `key` twice: the second insert fails (the key is taken) after the first went in.
+    fn insert_twice(writer: &Writer, key: &'static str) -> tokio::task::JoinHandle<Result<()>> {
+        let writer = writer.clone();
+        tokio::spawn(async move {
+            writer
+                .write(Urgency::Waited, move |conn| {
+                    Box::pin(async move {
+                        for _ in 0..2 {
+                            sqlx::query("insert into t (k) values (?)").bind(key).execute(&mut *conn).await?;
+                        }
+                        Ok(())
+                    })
+                })
+                .await
+        })
+    }
+
     /// Holds the writer until the returned sender is dropped.
     async fn hold(writer: &Writer) -> oneshot::Sender<()> {
         let (release, released) = oneshot::channel::<()>();
@@ -549,21 +566,7 @@ mod tests {
         let ran = Arc::new(Mutex::new(Vec::new()));
         let release = hold(&writer).await;
         let first = insert(&writer, Urgency::Waited, "a", &ran);
-        let failing = {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                writer
-                    .write(Urgency::Waited, |conn| {
-                        Box::pin(async move {
-                            sqlx::query("insert into t (k) values ('b')").execute(&mut *conn).await?;
-                            // The key is taken: this fails after the write above.
-                            sqlx::query("insert into t (k) values ('b')").execute(&mut *conn).await?;
-                            Ok(())
-                        })
-                    })
-                    .await
-            })
-        };
+        let failing = insert_twice(&writer, "b");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let last = insert(&writer, Urgency::Waited, "c", &ran);
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -579,20 +582,7 @@ mod tests {
         let writer = writer().await;
         let ran = Arc::new(Mutex::new(Vec::new()));
         let release = hold(&writer).await;
-        let failing = {
-            let writer = writer.clone();
-            tokio::spawn(async move {
-                writer
-                    .write(Urgency::Waited, |conn| {
-                        Box::pin(async move {
-                            sqlx::query("insert into t (k) values ('a')").execute(&mut *conn).await?;
-                            sqlx::query("insert into t (k) values ('a')").execute(&mut *conn).await?;
-                            Ok(())
-                        })
-                    })
-                    .await
-            })
-        };
+        let failing = insert_twice(&writer, "a");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let kept = insert(&writer, Urgency::Waited, "b", &ran);
         tokio::time::sleep(Duration::from_millis(20)).await;
