@@ -8,6 +8,7 @@ pub mod hub;
 pub mod prompt;
 pub mod replay;
 pub mod summary;
+pub mod title;
 pub mod tools;
 pub mod trace;
 pub mod turn;

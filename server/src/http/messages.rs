@@ -17,7 +17,8 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::context::ContextRecord;
-use crate::chat::turn::{DEFAULT_TITLE, STALE_AFTER_MS};
+use crate::chat::title::DEFAULT_TITLE;
+use crate::chat::turn::STALE_AFTER_MS;
 use crate::store::{self, NewMessage, ThreadPatch};
 use crate::AppState;
 
