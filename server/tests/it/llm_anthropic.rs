@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::fake_upstream::{
-    chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, text_events, weather_exchange, Collected,
-    FakeServer, Reply, Step,
+    assert_key_redacted, code_of, collect, err, fast_retries, hello, patient_timeouts, retried_events, text_events,
+    weather_exchange, Collected, FakeServer, Reply, Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
@@ -74,8 +74,7 @@ fn text_body(pieces: &[&str]) -> String {
 
 /// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
 async fn events_of(body: &str, chunk_size: usize) -> Collected {
-    let server = FakeServer::start(vec![Reply::sse_chunked(body, chunk_size)]).await;
-    collect(provider(&server).stream(hello()).await.unwrap()).await
+    crate::fake_upstream::events_of(provider, body, chunk_size).await
 }
 
 fn provider(server: &FakeServer) -> AnthropicProvider {
@@ -217,8 +216,7 @@ async fn rate_limited_then_success_is_retried_and_counted() {
         Reply::sse_chunked(&text_body(&["hi"]), 64),
     ])
     .await;
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
     assert_eq!(server.request_count(), 2);
 }
@@ -248,8 +246,7 @@ async fn overloaded_error_event_before_any_token_is_retried() {
     let events = collect(provider(&bare).stream(hello()).await.unwrap()).await;
     assert_eq!(events, vec![err("overloaded")]);
 
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(events[0], Ok(StreamEvent::TextDelta("second try".into())));
     assert_eq!(server.request_count(), 2);
 }
@@ -259,8 +256,7 @@ async fn overloaded_error_event_after_a_token_is_not_retried() {
     let body = message_start(10) + &text_block_start(0) + &text_delta(0, "Hel") + &overloaded_event();
     let server =
         FakeServer::start(vec![Reply::sse_chunked(&body, 64), Reply::sse_chunked(&text_body(&["never"]), 64)]).await;
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("Hel".into())), err("overloaded")]);
     assert_eq!(server.request_count(), 1);
 }
@@ -278,11 +274,8 @@ async fn malformed_json_is_a_protocol_error() {
 #[tokio::test]
 async fn connection_cut_mid_stream_is_a_network_error() {
     let head = message_start(5) + &text_block_start(0) + &text_delta(0, "partial");
-    let mut steps = chunks(head.as_bytes(), 1000);
-    steps.push(Step::Cut);
-    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let server = FakeServer::start(vec![Reply::sse_then(&head, Step::Cut)]).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]);
     assert_eq!(server.request_count(), 1);
 }
@@ -303,9 +296,7 @@ async fn end_without_message_stop_is_an_error() {
 #[tokio::test]
 async fn stalled_stream_times_out() {
     let head = message_start(5) + &text_block_start(0) + &text_delta(0, "hmm");
-    let mut steps = chunks(head.as_bytes(), 1000);
-    steps.push(Step::Stall);
-    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
+    let server = FakeServer::start(vec![Reply::sse_then(&head, Step::Stall)]).await;
     let mut config = provider(&server).config().clone();
     config.timeouts.idle = Duration::from_millis(200);
     let provider = AnthropicProvider::new(config).unwrap();
@@ -329,7 +320,5 @@ async fn unauthorized_is_not_retried() {
 async fn debug_output_does_not_reveal_the_key() {
     let server = FakeServer::start(vec![]).await;
     let provider = provider(&server);
-    let printed = format!("{provider:?} {:?}", provider.config());
-    assert!(!printed.contains(KEY), "{printed}");
-    assert!(printed.contains("[redacted]"), "{printed}");
+    assert_key_redacted(&format!("{provider:?} {:?}", provider.config()), KEY);
 }

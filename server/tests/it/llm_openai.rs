@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fake_upstream::{
-    chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, text_events, weather_exchange, Collected,
-    FakeServer, Reply, Step,
+    assert_key_redacted, chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, retried_events,
+    text_events, weather_exchange, Collected, FakeServer, Reply, Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
@@ -66,8 +66,7 @@ fn tool_fragment(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -
 
 /// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
 async fn events_of(body: &str, chunk_size: usize) -> Collected {
-    let server = FakeServer::start(vec![Reply::sse_chunked(body, chunk_size)]).await;
-    collect(provider(&server).stream(hello()).await.unwrap()).await
+    crate::fake_upstream::events_of(provider, body, chunk_size).await
 }
 
 fn provider(server: &FakeServer) -> OpenAiProvider {
@@ -233,8 +232,7 @@ async fn rate_limited_then_success_is_retried_and_counted() {
         Reply::sse_chunked(&text_body(&["hi"]), 64),
     ])
     .await;
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
     assert_eq!(server.request_count(), 2);
 }
@@ -305,8 +303,7 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
     steps.push(Step::Cut);
     let server =
         FakeServer::start(vec![Reply::sse(steps), Reply::sse_chunked(&text_body(&["second attempt"]), 64)]).await;
-    let retrying = RetryingProvider::new(provider(&server), fast_retries());
-    let events = collect(retrying.stream(hello()).await.unwrap()).await;
+    let events = retried_events(provider(&server)).await;
     assert_eq!(
         events,
         vec![
@@ -327,9 +324,8 @@ async fn clean_end_without_finish_or_done_is_an_error() {
 
 #[tokio::test]
 async fn stalled_stream_times_out() {
-    let mut steps = chunks(chunk(json!({"content": "thinking"}), None).as_bytes(), 1000);
-    steps.push(Step::Stall);
-    let server = FakeServer::start(vec![Reply::sse(steps)]).await;
+    let server =
+        FakeServer::start(vec![Reply::sse_then(&chunk(json!({"content": "thinking"}), None), Step::Stall)]).await;
     let mut config = provider(&server).config().clone();
     config.timeouts.idle = Duration::from_millis(200);
     let provider = OpenAiProvider::new(config).unwrap();
@@ -362,9 +358,7 @@ async fn unreachable_server_is_a_network_error() {
 async fn debug_output_does_not_reveal_the_key() {
     let server = FakeServer::start(vec![]).await;
     let provider = provider(&server);
-    let printed = format!("{provider:?} {:?}", provider.config());
-    assert!(!printed.contains(KEY), "{printed}");
-    assert!(printed.contains("[redacted]"), "{printed}");
+    assert_key_redacted(&format!("{provider:?} {:?}", provider.config()), KEY);
     let wrapped = format!("{:?}", RetryingProvider::new(provider, fast_retries()));
     assert!(!wrapped.contains(KEY), "{wrapped}");
 }

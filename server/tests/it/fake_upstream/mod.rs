@@ -20,7 +20,8 @@ use axum::{
     response::Response,
 };
 use futures::{Stream, StreamExt};
-use quire::llm::types::{ChatRequest, Message, Part, Role, StopReason, ToolCall, Usage};
+use quire::llm::retry::RetryingProvider;
+use quire::llm::types::{ChatRequest, Message, Part, Provider, Role, StopReason, ToolCall, Usage};
 use quire::llm::{EventStream, LlmError, StreamEvent};
 
 pub mod greedy;
@@ -62,6 +63,13 @@ impl Reply {
     /// fall inside lines, CRLFs and UTF-8 characters).
     pub fn sse_chunked(body: &str, chunk_size: usize) -> Self {
         Self::sse(chunks(body.as_bytes(), chunk_size))
+    }
+
+    /// An event-stream body that sends `head` in chunks of 1000 bytes, then does what `last` says (cut or stall).
+    pub fn sse_then(head: &str, last: Step) -> Self {
+        let mut steps = chunks(head.as_bytes(), 1000);
+        steps.push(last);
+        Self::sse(steps)
     }
 
     /// A non-streamed answer with a JSON body.
@@ -213,6 +221,24 @@ pub async fn collect(stream: EventStream) -> Collected {
     tokio::time::timeout(Duration::from_secs(20), stream.map(|item| item.map_err(|e| e.code())).collect())
         .await
         .expect("stream did not end")
+}
+
+/// What the provider `make` builds for a fake server yields for one answer of `body`, sent in HTTP chunks of
+/// `chunk_size` bytes.
+pub async fn events_of<P: Provider>(make: impl FnOnce(&FakeServer) -> P, body: &str, chunk_size: usize) -> Collected {
+    let server = FakeServer::start(vec![Reply::sse_chunked(body, chunk_size)]).await;
+    collect(make(&server).stream(hello()).await.unwrap()).await
+}
+
+/// What `provider`, retried as [`fast_retries`] allows, yields for [`hello`].
+pub async fn retried_events<P: Provider>(provider: P) -> Collected {
+    collect(RetryingProvider::new(provider, fast_retries()).stream(hello()).await.unwrap()).await
+}
+
+/// Fails unless `printed`, a provider's `Debug` output, shows its key redacted and never the key itself.
+pub fn assert_key_redacted(printed: &str, key: &str) {
+    assert!(!printed.contains(key), "{printed}");
+    assert!(printed.contains("[redacted]"), "{printed}");
 }
 
 /// Short form of `Err(code)` for expected error items.
