@@ -3,13 +3,13 @@
 use std::{sync::Arc, time::Duration};
 
 use crate::common::{
-    bearer_client, fresh_postgres_url, names, read_frames, read_some_frames, seq_of, sqlite_store, Frame,
-    ScriptedModel, Step, TestServer,
+    bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, sqlite_store,
+    sqlite_url, Frame, ScriptedModel, Step, TestServer,
 };
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role, SearchResults};
 use futures::StreamExt;
 use quire::llm::{builtin::Builtin, LlmError, StopReason, StreamEvent};
-use quire::store::{AnswerDraft, DynStore, MessageUpdate, NewUser, StoredEvent, TurnEnd, TurnProgress};
+use quire::store::{AnswerDraft, DynStore, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
 
 async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -291,11 +291,7 @@ fn last_event(seq: i64) -> StoredEvent {
 /// Progress handed over is written (the answer so far at once; the events on SQLite only with the turn's end),
 /// and a turn's end takes what is not written yet into its own commit: nothing of the turn lands after it.
 async fn handed_over_progress_is_written_and_the_end_takes_the_rest(store: DynStore) {
-    let user = store
-        .create_user(NewUser { email: "p@example.com".into(), password_hash: "x".into(), display_name: "P".into() })
-        .await
-        .unwrap()
-        .id;
+    let user = new_user(&store).await;
     let thread = store.create_thread(user, "Progress", &[]).await.unwrap().id;
     let turn = uuid::Uuid::now_v7();
     store.begin_turn(user, thread, turn, 60_000).await.unwrap();
@@ -340,14 +336,9 @@ async fn on_postgres_handed_over_progress_is_written_and_the_end_takes_the_rest(
 #[tokio::test]
 async fn an_ending_turn_waits_only_for_the_batch_being_written_and_takes_its_progress() {
     use sqlx::Connection;
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-    let store = quire::store::connect(&url).await.unwrap();
-    let user = store
-        .create_user(NewUser { email: "w@example.com".into(), password_hash: "x".into(), display_name: "W".into() })
-        .await
-        .unwrap()
-        .id;
+    let (store, dir) = sqlite_store().await;
+    let url = sqlite_url(dir.path());
+    let user = new_user(&store).await;
     let mut running = Vec::new();
     for i in 0..40 {
         let thread = store.create_thread(user, &format!("Running {i}"), &[]).await.unwrap().id;
@@ -392,21 +383,15 @@ async fn an_ending_turn_waits_only_for_the_batch_being_written_and_takes_its_pro
 
 #[tokio::test]
 async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-    let store = quire::store::connect(&url).await.unwrap();
-    let user = store
-        .create_user(NewUser { email: "r@example.com".into(), password_hash: "x".into(), display_name: "R".into() })
-        .await
-        .unwrap()
-        .id;
+    let (store, dir) = sqlite_store().await;
+    let user = new_user(&store).await;
     let thread = store.create_thread(user, "Cut off", &[]).await.unwrap().id;
     store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
     assert!(store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.is_err(), "held while running");
     drop(store);
 
     // The process that ran it is gone (killed): opening the database again frees the conversation at once.
-    let store = quire::store::connect(&url).await.unwrap();
+    let store = quire::store::connect(&sqlite_url(dir.path())).await.unwrap();
     assert!(!store.latest_turn(user, thread).await.unwrap().unwrap().running);
     store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
 }

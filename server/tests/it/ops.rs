@@ -253,7 +253,7 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     assert!(log.iter().any(|l| l.contains(&tagged)), "no log line carries {request_id}: {log:?}");
 
     // The answer so far was saved, as stopped, and the conversation is free again.
-    let store = quire::store::connect(&format!("sqlite://{}", dir.path().join("quire.db").display())).await.unwrap();
+    let store = quire::store::connect(&crate::common::sqlite_url(dir.path())).await.unwrap();
     let messages = store.list_messages(session.user.id, thread.id).await.unwrap();
     let answer = messages.iter().find(|m| m.role == Role::Assistant).expect("the partial answer was saved");
     assert!(answer.content.starts_with(&received), "{answer:?} does not go on from {received:?}");

@@ -121,7 +121,7 @@ impl Db {
         match backend {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().expect("temp dir");
-                let url = format!("sqlite://{}", dir.path().join("quire.db").display());
+                let url = super::sqlite_url(dir.path());
                 let store = store::connect(&url).await.expect("open the SQLite store");
                 assert_eq!(store.backend(), "sqlite");
                 let options = SqliteConnectOptions::from_str(&url).expect("sqlite url").read_only(true);

@@ -376,11 +376,15 @@ impl Provider for ScriptedModel {
     }
 }
 
+/// The URL of the SQLite store kept in `dir` (as [`sqlite_store`] and the server make it).
+pub fn sqlite_url(dir: &std::path::Path) -> String {
+    format!("sqlite://{}", dir.join("quire.db").display())
+}
+
 /// A SQLite store in its own temporary directory (kept alive by the returned guard).
 pub async fn sqlite_store() -> (DynStore, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-    (quire::store::connect(&url).await.expect("store"), dir)
+    (quire::store::connect(&sqlite_url(dir.path())).await.expect("store"), dir)
 }
 
 /// A new account in `store` under an address no other test uses; its id.

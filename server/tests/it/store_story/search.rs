@@ -372,8 +372,7 @@ async fn answers_cut_off_while_written_become_searchable(db: Db) {
     match &db.raw {
         Raw::Sqlite(_) => {
             let dir = db._dir.as_ref().expect("the SQLite file's directory");
-            let url = format!("sqlite://{}", dir.path().join("quire.db").display());
-            let reopened = store::connect(&url).await.expect("reopen");
+            let reopened = store::connect(&crate::common::sqlite_url(dir.path())).await.expect("reopen");
             assert_eq!(found(&reopened, u, "aardvark").await, vec![Some(ids[0].1)]);
         }
         Raw::Postgres(_) => {

@@ -12,6 +12,11 @@ stories!(
     a_turn_start_waits_for_a_change_holding_the_conversation,
 );
 
+/// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
+fn spent(user: Uuid, thread: Uuid, model: &str, input_tokens: u64, output_tokens: u64) -> SpentTokens {
+    SpentTokens { user, thread, model: model.into(), usage: Usage { input_tokens, output_tokens } }
+}
+
 async fn traces(db: Db) {
     let s = &db.store;
     let u = new_user(s).await;
@@ -196,12 +201,7 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     let end = TurnEnd {
         events: vec![event(1, "text_delta"), event(2, "message_complete")],
         answer: Some(FinalAnswer { user: u, draft: finished, artifacts: vec![doc.id, theirs.id] }),
-        usage: Some(SpentTokens {
-            user: u,
-            thread: t.id,
-            model: "model-a".into(),
-            usage: Usage { input_tokens: 7, output_tokens: 3 },
-        }),
+        usage: Some(spent(u, t.id, "model-a", 7, 3)),
         trace: Some(TurnTrace { user: u, thread: t.id, steps: vec![step.clone()] }),
     };
     s.finish_turn(turn, end).await.unwrap();
@@ -232,12 +232,7 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     let end = TurnEnd {
         events: vec![event(1, "message_complete")],
         answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id] }),
-        usage: Some(SpentTokens {
-            user: u,
-            thread: gone.id,
-            model: "model-b".into(),
-            usage: Usage { input_tokens: 2, output_tokens: 1 },
-        }),
+        usage: Some(spent(u, gone.id, "model-b", 2, 1)),
         trace: Some(TurnTrace { user: u, thread: gone.id, steps: vec![step.clone()] }),
     };
     s.finish_turn(turn, end).await.unwrap();
@@ -478,12 +473,7 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
                 let end = TurnEnd {
                     events: vec![StoredEvent { seq: 1, name: "message_complete".into(), data: "{}".into() }],
                     answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
-                    usage: Some(SpentTokens {
-                        user: u,
-                        thread,
-                        model: "crowd".into(),
-                        usage: Usage { input_tokens: 2, output_tokens: 1 },
-                    }),
+                    usage: Some(spent(u, thread, "crowd", 2, 1)),
                     trace: None,
                 };
                 store.finish_turn(turn, end).await
