@@ -18,7 +18,7 @@ mod mode;
 #[path = "support/text.rs"]
 mod text;
 
-use app::api::{ArtifactType, MessageStatus, Role, Usage};
+use app::api::{ArtifactType, Role};
 use chrono::{Duration, Utc};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
@@ -41,15 +41,7 @@ fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
         .map(|i| {
             let (role, content) =
                 if i % 2 == 0 { (Role::User, gen.text(10, 60)) } else { (Role::Assistant, gen.text(40, 300)) };
-            ImportMessage {
-                seq: i as i64 + 1,
-                role,
-                content,
-                status: MessageStatus::Complete,
-                usage: Usage::default(),
-                model: None,
-                created_at: start + Duration::seconds(i as i64),
-            }
+            ImportMessage::new(i as i64 + 1, role, content, start + Duration::seconds(i as i64))
         })
         .collect();
     let mut artifacts = Vec::new();
@@ -64,17 +56,7 @@ fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
             created_at: start + Duration::seconds(request as i64),
         });
     }
-    ImportThread {
-        title: "Benchmark conversation".into(),
-        tags: Vec::new(),
-        pinned: false,
-        archived: false,
-        created_at: start,
-        updated_at: start,
-        messages,
-        artifacts,
-        tree: None,
-    }
+    ImportThread::new("Benchmark conversation", start, messages, artifacts)
 }
 
 fn context_benches(c: &mut Criterion) {

@@ -117,7 +117,7 @@ impl<D: sqlx::Database, T> Column<D> for T where
 
 /// One backend's way of keeping ids, times and days, for the statements both backends run alike (written once,
 /// with `$n` placeholders, which both accept, as methods of [`Sql`]).
-pub(crate) trait Dialect: sqlx::Database {
+pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     /// An id as this backend stores it.
     type Id: Column<Self> + Stored<Uuid>;
     /// A time as this backend stores it.
@@ -226,6 +226,7 @@ macro_rules! shared_sql {
             Option<i64>: $crate::store::columns::Column<D>,
             Option<String>: $crate::store::columns::Column<D>,
             Option<D::Id>: $crate::store::columns::Column<D>,
+            for<'a> &'a str: sqlx::Encode<'a, D> + sqlx::Type<D>,
             $($row: for<'r> sqlx::FromRow<'r, D::Row>,)*
         {
             $($body)*

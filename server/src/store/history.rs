@@ -36,6 +36,29 @@ pub struct ImportThread {
     pub tree: Option<ImportTree>,
 }
 
+impl ImportThread {
+    /// A conversation made at `at` of one path of `messages`, with `artifacts`: untagged, neither pinned nor
+    /// archived.
+    pub fn new(
+        title: impl Into<String>,
+        at: DateTime<Utc>,
+        messages: Vec<ImportMessage>,
+        artifacts: Vec<ImportArtifact>,
+    ) -> Self {
+        ImportThread {
+            title: title.into(),
+            tags: Vec::new(),
+            pinned: false,
+            archived: false,
+            created_at: at,
+            updated_at: at,
+            messages,
+            artifacts,
+            tree: None,
+        }
+    }
+}
+
 /// The shape of an imported conversation, as indexes into its messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportTree {
@@ -56,6 +79,21 @@ pub struct ImportMessage {
     pub usage: Usage,
     pub model: Option<String>,
     pub created_at: DateTime<Utc>,
+}
+
+impl ImportMessage {
+    /// A complete message without token counts or model, written at `at`.
+    pub fn new(seq: i64, role: Role, content: impl Into<String>, at: DateTime<Utc>) -> Self {
+        ImportMessage {
+            seq,
+            role,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+            created_at: at,
+        }
+    }
 }
 
 /// A document of an imported conversation; its links are indexes into the conversation's messages.
@@ -226,6 +264,97 @@ pub fn fill_days(today: NaiveDate, used: &[DayTokens], messages: &[(NaiveDate, u
             entry
         })
         .collect()
+}
+
+shared_sql! {
+    /// Writes the messages `range` of an imported conversation, in one statement.
+    pub(crate) async fn insert_imported_messages(
+        conn: &mut D::Connection,
+        user: Uuid,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let sql = format!(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
+             output_tokens, model, created_at, parent_id) values {}",
+            value_rows(range.len(), 12)
+        );
+        let mut insert = sqlx::query(&sql);
+        for i in range {
+            let message = &p.thread.messages[i];
+            insert = insert
+                .bind(D::id(p.message_ids[i]))
+                .bind(D::id(p.id))
+                .bind(D::id(user))
+                .bind(message.seq)
+                .bind(message.role.as_str())
+                .bind(message.content.as_str())
+                .bind(message.status.as_str())
+                .bind(message.usage.input_tokens as i64)
+                .bind(message.usage.output_tokens as i64)
+                .bind(message.model.clone())
+                .bind(D::time(message.created_at))
+                .bind(p.parent(i).map(D::id));
+        }
+        insert.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+
+    /// Writes the documents `range` of an imported conversation with their first versions, a statement each.
+    pub(crate) async fn insert_imported_artifacts(
+        conn: &mut D::Connection,
+        user: Uuid,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let sql = format!(
+            "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
+             request_message_id, assistant_message_id, created_at, updated_at) values {}",
+            value_rows(range.len(), 11)
+        );
+        let mut insert = sqlx::query(&sql);
+        for i in range.clone() {
+            let artifact = &p.thread.artifacts[i];
+            insert = insert
+                .bind(D::id(p.artifact_ids[i]))
+                .bind(D::id(p.id))
+                .bind(D::id(user))
+                .bind(artifact.artifact_type.as_str())
+                .bind(artifact.title.as_str())
+                .bind(artifact.content.as_str())
+                .bind(artifact.version)
+                .bind(p.link(artifact.request_message).map(D::id))
+                .bind(p.link(artifact.assistant_message).map(D::id))
+                .bind(D::time(artifact.created_at))
+                .bind(D::time(artifact.created_at));
+        }
+        insert.persistent(false).execute(&mut *conn).await?;
+        let sql = format!(
+            "insert into artifact_versions (artifact_id, version, title, content, created_at) values {}",
+            value_rows(range.len(), 5)
+        );
+        let mut versions = sqlx::query(&sql);
+        for i in range {
+            let artifact = &p.thread.artifacts[i];
+            versions = versions
+                .bind(D::id(p.artifact_ids[i]))
+                .bind(artifact.version)
+                .bind(artifact.title.as_str())
+                .bind(artifact.content.as_str())
+                .bind(D::time(artifact.created_at));
+        }
+        versions.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+}
+
+/// The placeholders of `rows` rows of `columns` values each, numbered on: `($1, $2), ($3, $4)`.
+fn value_rows(rows: usize, columns: usize) -> String {
+    let row = |r: usize| {
+        let values: Vec<String> = (1..=columns).map(|c| format!("${}", r * columns + c)).collect();
+        format!("({})", values.join(", "))
+    };
+    (0..rows).map(row).collect::<Vec<_>>().join(", ")
 }
 
 shared_sql! {
@@ -405,39 +534,25 @@ mod tests {
 
     fn thread(messages: &[usize], artifacts: usize) -> ImportThread {
         let now = chrono::Utc::now();
-        ImportThread {
-            title: "t".into(),
-            tags: Vec::new(),
-            pinned: false,
-            archived: false,
+        let messages = messages
+            .iter()
+            .enumerate()
+            .map(|(i, size)| ImportMessage::new(i as i64 + 1, Role::User, "x".repeat(*size), now));
+        let artifacts = (0..artifacts).map(|_| ImportArtifact {
+            artifact_type: ArtifactType::Custom,
+            title: "d".into(),
+            content: "y".into(),
+            version: 1,
+            request_message: Some(0),
+            assistant_message: None,
             created_at: now,
-            updated_at: now,
-            messages: messages
-                .iter()
-                .enumerate()
-                .map(|(i, size)| ImportMessage {
-                    seq: i as i64 + 1,
-                    role: Role::User,
-                    content: "x".repeat(*size),
-                    status: MessageStatus::Complete,
-                    usage: Usage::default(),
-                    model: None,
-                    created_at: now,
-                })
-                .collect(),
-            tree: None,
-            artifacts: (0..artifacts)
-                .map(|_| ImportArtifact {
-                    artifact_type: ArtifactType::Custom,
-                    title: "d".into(),
-                    content: "y".into(),
-                    version: 1,
-                    request_message: Some(0),
-                    assistant_message: None,
-                    created_at: now,
-                })
-                .collect(),
-        }
+        });
+        ImportThread::new("t", now, messages.collect(), artifacts.collect())
+    }
+
+    #[test]
+    fn value_rows_number_every_placeholder_once() {
+        assert_eq!(value_rows(2, 3), "($1, $2, $3), ($4, $5, $6)");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
     postgres::{PgConnectOptions, PgPoolOptions, PgRow},
-    FromRow, PgPool, Postgres as Pg, QueryBuilder, Row,
+    FromRow, PgPool, Row,
 };
 use uuid::Uuid;
 
@@ -292,61 +292,10 @@ async fn write_import_part(
             write_tags(tx, user, p.id, &p.thread.tags).await?;
         }
         super::history::Part::Messages(t, range) => {
-            let p = &prepared[*t];
-            let mut insert = QueryBuilder::<Pg>::new(
-                "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
-                 output_tokens, model, created_at, parent_id) ",
-            );
-            insert.push_values(range.clone(), |mut row, i| {
-                let message = &p.thread.messages[i];
-                row.push_bind(p.message_ids[i])
-                    .push_bind(p.id)
-                    .push_bind(user)
-                    .push_bind(message.seq)
-                    .push_bind(message.role.as_str())
-                    .push_bind(message.content.as_str())
-                    .push_bind(message.status.as_str())
-                    .push_bind(message.usage.input_tokens as i64)
-                    .push_bind(message.usage.output_tokens as i64)
-                    .push_bind(message.model.as_deref())
-                    .push_bind(message.created_at)
-                    .push_bind(p.parent(i));
-            });
-            insert.build().persistent(false).execute(&mut *tx).await?;
+            Shared::insert_imported_messages(tx, user, &prepared[*t], range.clone()).await?
         }
         super::history::Part::Artifacts(t, range) => {
-            let p = &prepared[*t];
-            let mut insert = QueryBuilder::<Pg>::new(
-                "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
-                 request_message_id, assistant_message_id, created_at, updated_at) ",
-            );
-            insert.push_values(range.clone(), |mut row, i| {
-                let artifact = &p.thread.artifacts[i];
-                row.push_bind(p.artifact_ids[i])
-                    .push_bind(p.id)
-                    .push_bind(user)
-                    .push_bind(artifact.artifact_type.as_str())
-                    .push_bind(artifact.title.as_str())
-                    .push_bind(artifact.content.as_str())
-                    .push_bind(artifact.version)
-                    .push_bind(p.link(artifact.request_message))
-                    .push_bind(p.link(artifact.assistant_message))
-                    .push_bind(artifact.created_at)
-                    .push_bind(artifact.created_at);
-            });
-            insert.build().persistent(false).execute(&mut *tx).await?;
-            let mut versions = QueryBuilder::<Pg>::new(
-                "insert into artifact_versions (artifact_id, version, title, content, created_at) ",
-            );
-            versions.push_values(range.clone(), |mut row, i| {
-                let artifact = &p.thread.artifacts[i];
-                row.push_bind(p.artifact_ids[i])
-                    .push_bind(artifact.version)
-                    .push_bind(artifact.title.as_str())
-                    .push_bind(artifact.content.as_str())
-                    .push_bind(artifact.created_at);
-            });
-            versions.build().persistent(false).execute(&mut *tx).await?;
+            Shared::insert_imported_artifacts(tx, user, &prepared[*t], range.clone()).await?
         }
     }
     Ok(())

@@ -140,30 +140,12 @@ async fn stats_of_a_known_data_set(db: Db) {
 }
 
 fn import_message(seq: i64, role: Role, content: &str) -> ImportMessage {
-    ImportMessage {
-        seq,
-        role,
-        content: content.into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        created_at: store::now(),
-    }
+    ImportMessage::new(seq, role, content, store::now())
 }
 
 /// A conversation to import, made now, of `messages` and nothing else.
 pub(crate) fn import_thread(title: &str, messages: Vec<ImportMessage>) -> ImportThread {
-    ImportThread {
-        title: title.into(),
-        tags: Vec::new(),
-        pinned: false,
-        archived: false,
-        created_at: store::now(),
-        updated_at: store::now(),
-        messages,
-        artifacts: Vec::new(),
-        tree: None,
-    }
+    ImportThread::new(title, store::now(), messages, Vec::new())
 }
 
 async fn import_is_all_or_nothing(db: Db) {

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use app::api::{
-    ErrorBody, ImportResult, MessageStatus, Role, ThreadList, Usage, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS,
-    MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
+    ErrorBody, ImportResult, Role, ThreadList, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS, MAX_IMPORT_DOCUMENTS,
+    MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use quire::llm::builtin::Builtin;
@@ -195,14 +195,13 @@ async fn a_large_import_is_written_whole(db: Db) {
 /// A conversation of `n` short messages, the last of them numbered like the first when `broken`.
 fn stored_conversation(title: &str, n: i64, broken: bool) -> ImportThread {
     let messages = (1..=n)
-        .map(|seq| ImportMessage {
-            seq: if broken && seq == n { 1 } else { seq },
-            role: if seq % 2 == 1 { Role::User } else { Role::Assistant },
-            content: format!("findable words {seq} {}", "lorem ipsum ".repeat(30)),
-            status: MessageStatus::Complete,
-            usage: Usage::default(),
-            model: None,
-            created_at: store::now(),
+        .map(|seq| {
+            ImportMessage::new(
+                if broken && seq == n { 1 } else { seq },
+                if seq % 2 == 1 { Role::User } else { Role::Assistant },
+                format!("findable words {seq} {}", "lorem ipsum ".repeat(30)),
+                store::now(),
+            )
         })
         .collect();
     ImportThread { tags: vec!["t".into()], ..import_thread(title, messages) }

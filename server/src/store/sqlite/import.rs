@@ -15,10 +15,10 @@
 use std::{collections::HashMap, sync::Arc};
 
 use app::api::Thread;
-use sqlx::{QueryBuilder, Sqlite as Db, SqliteConnection};
+use sqlx::SqliteConnection;
 use uuid::Uuid;
 
-use super::{thread_from_row, write_tags, writer::Urgency, Sqlite, THREAD_COLUMNS};
+use super::{thread_from_row, write_tags, writer::Urgency, Shared, Sqlite, THREAD_COLUMNS};
 use crate::store::{
     history::{import_groups, Budget, ImportThread, Part, Prepared},
     Result, StoreError,
@@ -123,7 +123,6 @@ async fn write_part(
     p: &Prepared<'_>,
     part: &Part,
 ) -> Result<()> {
-    let user_id = user.to_string();
     match part {
         Part::Thread(_) => {
             let created_at = p.thread.created_at.timestamp_micros();
@@ -132,7 +131,7 @@ async fn write_part(
                  updated_at, import_id, active_id) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(p.id.to_string())
-            .bind(&user_id)
+            .bind(user.to_string())
             .bind(&p.thread.title)
             .bind(p.thread.pinned)
             .bind(p.thread.archived)
@@ -146,62 +145,8 @@ async fn write_part(
             .await?;
             write_tags(conn, user, p.id, &p.thread.tags).await?;
         }
-        Part::Messages(_, range) => {
-            let mut insert = QueryBuilder::<Db>::new(
-                "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens,
-                 output_tokens, model, created_at, parent_id) ",
-            );
-            insert.push_values(range.clone(), |mut row, i| {
-                let message = &p.thread.messages[i];
-                row.push_bind(p.message_ids[i].to_string())
-                    .push_bind(p.id.to_string())
-                    .push_bind(user_id.as_str())
-                    .push_bind(message.seq)
-                    .push_bind(message.role.as_str())
-                    .push_bind(message.content.as_str())
-                    .push_bind(message.status.as_str())
-                    .push_bind(message.usage.input_tokens as i64)
-                    .push_bind(message.usage.output_tokens as i64)
-                    .push_bind(message.model.as_deref())
-                    .push_bind(message.created_at.timestamp_micros())
-                    .push_bind(p.parent(i).map(|id| id.to_string()));
-            });
-            insert.build().persistent(false).execute(&mut *conn).await?;
-        }
-        Part::Artifacts(_, range) => {
-            let mut insert = QueryBuilder::<Db>::new(
-                "insert into artifacts (id, thread_id, user_id, artifact_type, title, content, version,
-                 request_message_id, assistant_message_id, created_at, updated_at) ",
-            );
-            insert.push_values(range.clone(), |mut row, i| {
-                let artifact = &p.thread.artifacts[i];
-                let at = artifact.created_at.timestamp_micros();
-                row.push_bind(p.artifact_ids[i].to_string())
-                    .push_bind(p.id.to_string())
-                    .push_bind(user_id.as_str())
-                    .push_bind(artifact.artifact_type.as_str())
-                    .push_bind(artifact.title.as_str())
-                    .push_bind(artifact.content.as_str())
-                    .push_bind(artifact.version)
-                    .push_bind(p.link(artifact.request_message).map(|id| id.to_string()))
-                    .push_bind(p.link(artifact.assistant_message).map(|id| id.to_string()))
-                    .push_bind(at)
-                    .push_bind(at);
-            });
-            insert.build().persistent(false).execute(&mut *conn).await?;
-            let mut versions = QueryBuilder::<Db>::new(
-                "insert into artifact_versions (artifact_id, version, title, content, created_at) ",
-            );
-            versions.push_values(range.clone(), |mut row, i| {
-                let artifact = &p.thread.artifacts[i];
-                row.push_bind(p.artifact_ids[i].to_string())
-                    .push_bind(artifact.version)
-                    .push_bind(artifact.title.as_str())
-                    .push_bind(artifact.content.as_str())
-                    .push_bind(artifact.created_at.timestamp_micros());
-            });
-            versions.build().persistent(false).execute(&mut *conn).await?;
-        }
+        Part::Messages(_, range) => Shared::insert_imported_messages(conn, user, p, range.clone()).await?,
+        Part::Artifacts(_, range) => Shared::insert_imported_artifacts(conn, user, p, range.clone()).await?,
     }
     Ok(())
 }

@@ -588,15 +588,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
                 (Role::User, words(5 + i % 40, i)),
                 (Role::Assistant, if *blank { String::new() } else { words(*answer_words, i + 1) }),
             ] {
-                messages.push(ImportMessage {
-                    seq: messages.len() as i64 + 1,
-                    role,
-                    content,
-                    status: MessageStatus::Complete,
-                    usage: Usage::default(),
-                    model: None,
-                    created_at: at,
-                });
+                messages.push(ImportMessage::new(messages.len() as i64 + 1, role, content, at));
             }
             if *fulfilled {
                 artifacts.push(ImportArtifact {
@@ -610,17 +602,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
                 });
             }
         }
-        let thread = ImportThread {
-            title: "Long".into(),
-            tags: Vec::new(),
-            pinned: false,
-            archived: false,
-            created_at: start,
-            updated_at: start,
-            messages,
-            artifacts,
-            tree: None,
-        };
+        let thread = ImportThread::new("Long", start, messages, artifacts);
         let id = s.import_threads(u, vec![thread]).await.unwrap()[0].id;
 
         let read = context::load(s.as_ref(), u, id, budget, None, None).await.unwrap();
