@@ -162,6 +162,15 @@ async fn make_users(store: &DynStore, count: usize) -> anyhow::Result<Vec<Uuid>>
     Ok(users)
 }
 
+/// `count` threads titled with a few words; thread `t` belongs to user `t % users`.
+async fn make_threads(store: &DynStore, users: &[Uuid], count: usize, gen: &mut TextGen) -> anyhow::Result<Vec<Uuid>> {
+    let mut threads = Vec::with_capacity(count);
+    for t in 0..count {
+        threads.push(store.create_thread(users[t % users.len()], &gen.text(3, 6), &[]).await?.id);
+    }
+    Ok(threads)
+}
+
 /// Thread `t` belongs to user `t % users`; message `s` (from 1) of a thread is the user's when odd.
 fn role(seq: usize) -> &'static str {
     if seq % 2 == 1 {
@@ -203,17 +212,16 @@ async fn seed_sqlite(args: &Args, threads: usize, per_thread: usize) -> anyhow::
     let started = Instant::now();
     let users = make_users(&store, args.users).await?;
     let mut gen = TextGen::new(7);
-    let mut thread_ids = Vec::new();
-    for t in 0..threads {
-        let thread = store.create_thread(users[t % users.len()], &gen.text(3, 6), &[]).await?;
-        thread_ids.push(thread.id.to_string());
-    }
+    let thread_ids: Vec<String> =
+        make_threads(&store, &users, threads, &mut gen).await?.iter().map(Uuid::to_string).collect();
     let users_text: Vec<String> = users.iter().map(Uuid::to_string).collect();
-    let row = "(?, ?, ?, ?, ?, ?, 'complete', ?)";
-    let full_batch = format!(
-        "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at) values {}",
-        vec![row; BATCH].join(", ")
-    );
+    let insert = |rows: usize| {
+        format!(
+            "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at) values {}",
+            vec!["(?, ?, ?, ?, ?, ?, 'complete', ?)"; rows].join(", ")
+        )
+    };
+    let full_batch = insert(BATCH);
     let base = chrono::Utc::now().timestamp_micros() - (per_thread * threads) as i64 * 1_000;
     let mut in_tx = 0;
     conn.execute("begin").await?;
@@ -223,14 +231,7 @@ async fn seed_sqlite(args: &Args, threads: usize, per_thread: usize) -> anyhow::
         for t in 0..threads {
             rows.push((gen.text(8, 60), t, seq));
             if rows.len() == BATCH || (seq == per_thread && t == threads - 1) {
-                let sql = if rows.len() == BATCH {
-                    full_batch.clone()
-                } else {
-                    format!(
-                        "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at) values {}",
-                        vec![row; rows.len()].join(", ")
-                    )
-                };
+                let sql = if rows.len() == BATCH { full_batch.clone() } else { insert(rows.len()) };
                 let mut query = sqlx::query(&sql);
                 for (content, t, seq) in rows.drain(..) {
                     let n = (seq - 1) * threads + t;
@@ -291,11 +292,7 @@ async fn seed_postgres(args: &Args, threads: usize, per_thread: usize) -> anyhow
     let started = Instant::now();
     let users = make_users(&store, args.users).await?;
     let mut gen = TextGen::new(7);
-    let mut thread_ids = Vec::new();
-    for t in 0..threads {
-        let thread = store.create_thread(users[t % users.len()], &gen.text(3, 6), &[]).await?;
-        thread_ids.push(thread.id);
-    }
+    let thread_ids = make_threads(&store, &users, threads, &mut gen).await?;
     let base = chrono::Utc::now() - chrono::Duration::milliseconds((per_thread * threads) as i64);
     const PG_BATCH: usize = 5_000;
     let mut columns = PgColumns::default();
