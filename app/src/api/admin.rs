@@ -169,7 +169,7 @@ pub mod calls {
     use uuid::Uuid;
 
     use super::*;
-    use crate::api::client::{expect_empty, network_error, read_json, ApiError};
+    use crate::api::client::{expect_empty, fetch, network_error, read_json, send_json, ApiError};
 
     type ApiResult<T> = Result<T, ApiError>;
 
@@ -181,7 +181,7 @@ pub mod calls {
     /// `GET /api/admin/users`: the page from `offset` (0 for the first, then `next_offset`).
     pub async fn accounts(offset: u32) -> ApiResult<AdminAccountList> {
         let path = format!("/api/admin/users?offset={offset}");
-        read_json(Request::get(&path).send().await.map_err(network_error)?).await
+        fetch(Request::get(&path)).await
     }
 
     /// `PUT /api/admin/users/{id}/role`.
@@ -206,19 +206,17 @@ pub mod calls {
 
     /// `POST /api/admin/users/{id}/reset-link`.
     pub async fn reset_link(id: Uuid) -> ApiResult<ResetLink> {
-        read_json(Request::post(&format!("/api/admin/users/{id}/reset-link")).send().await.map_err(network_error)?)
-            .await
+        fetch(Request::post(&format!("/api/admin/users/{id}/reset-link"))).await
     }
 
     /// `GET /api/admin/invites`.
     pub async fn invites() -> ApiResult<InviteList> {
-        read_json(Request::get("/api/admin/invites").send().await.map_err(network_error)?).await
+        fetch(Request::get("/api/admin/invites")).await
     }
 
     /// `POST /api/admin/invites`.
     pub async fn create_invite(body: &CreateInviteRequest) -> ApiResult<CreatedInvite> {
-        let request = Request::post("/api/admin/invites").json(body).map_err(network_error)?;
-        read_json(request.send().await.map_err(network_error)?).await
+        read_json(send_json(Request::post("/api/admin/invites"), body).await?).await
     }
 
     /// `DELETE /api/admin/invites/{id}`.
@@ -228,13 +226,13 @@ pub mod calls {
 
     /// `GET /api/admin/signup`.
     pub async fn sign_up_settings() -> ApiResult<SignUpSettings> {
-        read_json(Request::get("/api/admin/signup").send().await.map_err(network_error)?).await
+        fetch(Request::get("/api/admin/signup")).await
     }
 
     /// `PUT /api/admin/signup`.
     pub async fn set_sign_up_mode(mode: SignUpMode) -> ApiResult<()> {
-        let request = Request::put("/api/admin/signup").json(&SignUpSettings { mode }).map_err(network_error)?;
-        read_json::<SignUpSettings>(request.send().await.map_err(network_error)?).await.map(drop)
+        let response = send_json(Request::put("/api/admin/signup"), &SignUpSettings { mode }).await?;
+        read_json::<SignUpSettings>(response).await.map(drop)
     }
 
     /// `POST /api/auth/reset-password`.

@@ -1,8 +1,8 @@
 //! The browser's calls to the Quire API (gloo-net), including the incremental reading of a chat stream.
 
-use gloo_net::http::{Request, Response};
+use gloo_net::http::{Request, RequestBuilder, Response};
 use js_sys::{Reflect, Uint8Array};
-use serde::de::DeserializeOwned;
+use serde::{de::DeserializeOwned, Serialize};
 use uuid::Uuid;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
@@ -48,6 +48,21 @@ pub(crate) async fn read_json<T: DeserializeOwned>(response: Response) -> ApiRes
     Err(error_of(response).await)
 }
 
+/// Sends `request`; not reaching the server is an [`ApiError`] too.
+pub(crate) async fn send(request: RequestBuilder) -> ApiResult<Response> {
+    request.send().await.map_err(network_error)
+}
+
+/// Sends `request` with `body` as its JSON.
+pub(crate) async fn send_json(request: RequestBuilder, body: &impl Serialize) -> ApiResult<Response> {
+    request.json(body).map_err(network_error)?.send().await.map_err(network_error)
+}
+
+/// Sends `request` and reads the JSON of its answer.
+pub(crate) async fn fetch<T: DeserializeOwned>(request: RequestBuilder) -> ApiResult<T> {
+    read_json(send(request).await?).await
+}
+
 async fn error_of(response: Response) -> ApiError {
     let status = response.status();
     match response.json::<ErrorBody>().await {
@@ -58,16 +73,12 @@ async fn error_of(response: Response) -> ApiError {
 
 /// `POST /api/auth/register`: the server sets the HttpOnly session cookie; the token is not kept here.
 pub async fn register(body: &RegisterRequest) -> ApiResult<UserProfile> {
-    let response =
-        Request::post("/api/auth/register").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
-    read_json::<AuthResponse>(response).await.map(|r| r.user)
+    read_json::<AuthResponse>(send_json(Request::post("/api/auth/register"), body).await?).await.map(|r| r.user)
 }
 
 /// `POST /api/auth/login`.
 pub async fn login(body: &LoginRequest) -> ApiResult<UserProfile> {
-    let response =
-        Request::post("/api/auth/login").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
-    read_json::<AuthResponse>(response).await.map(|r| r.user)
+    read_json::<AuthResponse>(send_json(Request::post("/api/auth/login"), body).await?).await.map(|r| r.user)
 }
 
 /// `POST /api/auth/logout`: ends the session (the server clears the cookie).
@@ -77,8 +88,7 @@ pub async fn logout() -> ApiResult<()> {
 
 /// `GET /api/auth/me`: the signed-in account; status 401 when there is none.
 pub async fn me() -> ApiResult<UserProfile> {
-    let response = Request::get("/api/auth/me").send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get("/api/auth/me")).await
 }
 
 /// `GET /api/threads`: one page of the active (or the archived) conversations, only those carrying `tag` when
@@ -95,19 +105,12 @@ pub async fn list_threads(archived: bool, tag: Option<&str>, cursor: Option<&str
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));
     }
-    let response = Request::get("/api/threads").query(query).send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get("/api/threads").query(query)).await
 }
 
 /// `PATCH /api/threads/{id}`.
 pub async fn update_thread(id: Uuid, body: &UpdateThread) -> ApiResult<Thread> {
-    let response = Request::patch(&format!("/api/threads/{id}"))
-        .json(body)
-        .map_err(network_error)?
-        .send()
-        .await
-        .map_err(network_error)?;
-    read_json(response).await
+    read_json(send_json(Request::patch(&format!("/api/threads/{id}")), body).await?).await
 }
 
 /// `DELETE /api/threads/{id}`.
@@ -122,63 +125,44 @@ pub async fn search(q: &str, cursor: Option<&str>) -> ApiResult<SearchResults> {
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));
     }
-    let response = Request::get("/api/search").query(query).send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get("/api/search").query(query)).await
 }
 
 /// `POST /api/threads`.
 pub async fn create_thread(body: &CreateThread) -> ApiResult<Thread> {
-    let response =
-        Request::post("/api/threads").json(body).map_err(network_error)?.send().await.map_err(network_error)?;
-    read_json(response).await
+    read_json(send_json(Request::post("/api/threads"), body).await?).await
 }
 
 /// `GET /api/threads/{id}`.
 pub async fn get_thread(id: Uuid) -> ApiResult<ThreadDetail> {
-    let response = Request::get(&format!("/api/threads/{id}")).send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get(&format!("/api/threads/{id}"))).await
 }
 
 /// `POST /api/threads/{id}/chat`: calls `on_event` for each event as it arrives. Returns once the stream ends.
 pub async fn chat(id: Uuid, body: &ChatRequest, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
-    let response = Request::post(&format!("/api/threads/{id}/chat"))
-        .json(body)
-        .map_err(network_error)?
-        .send()
-        .await
-        .map_err(network_error)?;
+    let response = send_json(Request::post(&format!("/api/threads/{id}/chat")), body).await?;
     read_events(response, on_event).await
 }
 
 /// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the failed turn of a stored message again, calling
 /// `on_event` for each event as it arrives. Returns once the stream ends.
 pub async fn retry(id: Uuid, message: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
-    let response =
-        Request::post(&format!("/api/threads/{id}/messages/{message}/retry")).send().await.map_err(network_error)?;
+    let response = send(Request::post(&format!("/api/threads/{id}/messages/{message}/retry"))).await?;
     read_events(response, on_event).await
 }
 
 /// `POST /api/threads/{id}/messages/{answer}/regenerate`: another answer beside `answer`, calling `on_event` for each
 /// event as it arrives; `key` makes a resent request replay the same turn. Returns once the stream ends.
 pub async fn regenerate(id: Uuid, answer: Uuid, key: &str, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
-    let response = Request::post(&format!("/api/threads/{id}/messages/{answer}/regenerate"))
-        .header("Idempotency-Key", key)
-        .send()
-        .await
-        .map_err(network_error)?;
+    let request = Request::post(&format!("/api/threads/{id}/messages/{answer}/regenerate"));
+    let response = send(request.header("Idempotency-Key", key)).await?;
     read_events(response, on_event).await
 }
 
 /// `POST /api/threads/{id}/branch`: shows the branch through `message`; answers with the conversation as shown.
 pub async fn switch_branch(id: Uuid, message: Uuid) -> ApiResult<ThreadDetail> {
     let body = super::SwitchBranch { message_id: message };
-    let response = Request::post(&format!("/api/threads/{id}/branch"))
-        .json(&body)
-        .map_err(network_error)?
-        .send()
-        .await
-        .map_err(network_error)?;
-    read_json(response).await
+    read_json(send_json(Request::post(&format!("/api/threads/{id}/branch")), &body).await?).await
 }
 
 /// `DELETE /api/threads/{id}/messages/{message}`: deletes the message and every message after it on its branches.
@@ -188,7 +172,7 @@ pub async fn delete_message(id: Uuid, message: Uuid) -> ApiResult<()> {
 
 /// `GET /api/threads/{id}/stream`: re-attaches to the running (or last) turn from its first event.
 pub async fn resume(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
-    let response = Request::get(&format!("/api/threads/{id}/stream")).send().await.map_err(network_error)?;
+    let response = send(Request::get(&format!("/api/threads/{id}/stream"))).await?;
     if response.status() == 204 {
         return Ok(());
     }
@@ -207,20 +191,17 @@ pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
 
 /// `GET /api/stats`.
 pub async fn stats() -> ApiResult<HistoryStats> {
-    let response = Request::get("/api/stats").send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get("/api/stats")).await
 }
 
 /// `GET /api/messages/{id}/context`: what the model saw for an answer.
 pub async fn message_context(id: Uuid) -> ApiResult<ContextRecord> {
-    let response = Request::get(&format!("/api/messages/{id}/context")).send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get(&format!("/api/messages/{id}/context"))).await
 }
 
 /// `GET /api/messages/{id}/trace`: the steps taken to write an answer.
 pub async fn message_trace(id: Uuid) -> ApiResult<super::Trace> {
-    let response = Request::get(&format!("/api/messages/{id}/trace")).send().await.map_err(network_error)?;
-    read_json(response).await
+    fetch(Request::get(&format!("/api/messages/{id}/trace"))).await
 }
 
 /// `POST /api/threads/import` with the text of an export file, sent as it is.
@@ -296,7 +277,7 @@ pub async fn delete_account(body: &DeleteAccountRequest) -> ApiResult<()> {
 
 /// `GET /api/auth/sessions`: the account's sessions, the most recently used first.
 pub async fn sessions() -> ApiResult<SessionList> {
-    read_json(Request::get("/api/auth/sessions").send().await.map_err(network_error)?).await
+    fetch(Request::get("/api/auth/sessions")).await
 }
 
 /// `DELETE /api/auth/sessions/{id}`: ends one session of the account (this one signs out).
@@ -307,12 +288,12 @@ pub async fn end_session(id: &str) -> ApiResult<()> {
 
 /// `GET /api/tags`: every tag of the account with its count.
 pub async fn list_tags() -> ApiResult<TagList> {
-    read_json(Request::get("/api/tags").send().await.map_err(network_error)?).await
+    fetch(Request::get("/api/tags")).await
 }
 
 /// `GET /api/threads/{id}/attachments`.
 pub async fn list_attachments(thread: Uuid) -> ApiResult<AttachmentList> {
-    read_json(Request::get(&format!("/api/threads/{thread}/attachments")).send().await.map_err(network_error)?).await
+    fetch(Request::get(&format!("/api/threads/{thread}/attachments"))).await
 }
 
 /// `DELETE /api/threads/{id}/attachments/{attachment_id}`.
@@ -322,46 +303,45 @@ pub async fn delete_attachment(thread: Uuid, attachment: Uuid) -> ApiResult<()> 
 
 /// `GET /api/artifacts/{id}/versions`.
 pub async fn artifact_versions(id: Uuid) -> ApiResult<ArtifactVersionList> {
-    read_json(Request::get(&format!("/api/artifacts/{id}/versions")).send().await.map_err(network_error)?).await
+    fetch(Request::get(&format!("/api/artifacts/{id}/versions"))).await
 }
 
 /// `GET /api/artifacts/{id}/diff`: the lines changed from version `from` to version `to`.
 pub async fn version_diff(id: Uuid, from: i64, to: i64) -> ApiResult<VersionDiff> {
     let (from, to) = (from.to_string(), to.to_string());
     let request = Request::get(&format!("/api/artifacts/{id}/diff")).query([("from", from), ("to", to)]);
-    read_json(request.send().await.map_err(network_error)?).await
+    fetch(request).await
 }
 
 /// `POST /api/artifacts/{id}/versions/{version}/restore`: the document at its new version.
 pub async fn restore_version(id: Uuid, version: i64) -> ApiResult<Artifact> {
     let url = format!("/api/artifacts/{id}/versions/{version}/restore");
-    read_json(Request::post(&url).send().await.map_err(network_error)?).await
+    fetch(Request::post(&url)).await
 }
 
 /// `GET /api/models`.
 pub async fn models() -> ApiResult<super::ModelList> {
-    read_json(Request::get("/api/models").send().await.map_err(network_error)?).await
+    fetch(Request::get("/api/models")).await
 }
 
 /// `GET /api/settings`.
 pub async fn settings() -> ApiResult<super::Settings> {
-    read_json(Request::get("/api/settings").send().await.map_err(network_error)?).await
+    fetch(Request::get("/api/settings")).await
 }
 
 /// `PATCH /api/settings`: the settings as saved.
 pub async fn update_settings(body: &super::UpdateSettings) -> ApiResult<super::Settings> {
-    let request = Request::patch("/api/settings").json(body).map_err(network_error)?;
-    read_json(request.send().await.map_err(network_error)?).await
+    read_json(send_json(Request::patch("/api/settings"), body).await?).await
 }
 
 /// `POST /api/threads/{id}/shares`: a new link to a snapshot of the conversation.
 pub async fn share_thread(thread: Uuid) -> ApiResult<super::ShareLink> {
-    read_json(Request::post(&format!("/api/threads/{thread}/shares")).send().await.map_err(network_error)?).await
+    fetch(Request::post(&format!("/api/threads/{thread}/shares"))).await
 }
 
 /// `GET /api/shares`: every share link of the account, newest first.
 pub async fn list_shares() -> ApiResult<super::ShareList> {
-    read_json(Request::get("/api/shares").send().await.map_err(network_error)?).await
+    fetch(Request::get("/api/shares")).await
 }
 
 /// `DELETE /api/shares/{id}`: revokes a link.
@@ -372,5 +352,5 @@ pub async fn revoke_share(id: Uuid) -> ApiResult<()> {
 /// `GET /api/shared/{token}`: a shared conversation, without signing in.
 pub async fn shared(token: &str) -> ApiResult<super::SharedConversation> {
     let token = js_sys::encode_uri_component(token);
-    read_json(Request::get(&format!("/api/shared/{token}")).send().await.map_err(network_error)?).await
+    fetch(Request::get(&format!("/api/shared/{token}"))).await
 }
