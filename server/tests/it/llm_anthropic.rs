@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use crate::fake_upstream::{
-    assert_key_redacted, code_of, collect, err, fast_retries, hello, patient_timeouts, retried_events, text_events,
-    weather_exchange, Collected, FakeServer, Reply, Step,
+    assert_key_redacted, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts, retried_events,
+    text_events, weather_exchange, FakeServer, Reply, Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
@@ -72,11 +72,6 @@ fn text_body(pieces: &[&str]) -> String {
     body + &block_stop(0) + &message_end("end_turn", 15)
 }
 
-/// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
-async fn events_of(body: &str, chunk_size: usize) -> Collected {
-    crate::fake_upstream::events_of(provider, body, chunk_size).await
-}
-
 fn provider(server: &FakeServer) -> AnthropicProvider {
     let mut config = AnthropicConfig::with_base_url(&server.url, "claude-test");
     config.api_key = Some(ApiKey::new(KEY));
@@ -87,7 +82,7 @@ fn provider(server: &FakeServer) -> AnthropicProvider {
 #[tokio::test]
 async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
     let body = text_body(&["Héllo", " wörld", " 🦀"]);
-    let events = events_of(&body, 5).await;
+    let events = events_of(provider, &body, 5).await;
     assert_eq!(events, text_events(&["Héllo", " wörld", " 🦀"], 25, 15));
 }
 
@@ -109,7 +104,7 @@ async fn tool_use_input_fragments_are_parsed_at_block_stop() {
         {"type": "tool_use", "id": "toolu_02", "name": "get_time", "input": {}}}));
     body += &block_stop(2);
     body += &message_end("tool_use", 89);
-    let events = events_of(&body, 13).await;
+    let events = events_of(provider, &body, 13).await;
     assert_eq!(
         events,
         vec![
@@ -138,7 +133,7 @@ async fn unparsable_tool_input_is_a_protocol_error() {
     body += &json_delta(0, "{\"a\": tru");
     body += &block_stop(0);
     body += &message_end("tool_use", 3);
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![err("upstream_protocol")]);
 }
 
@@ -149,7 +144,7 @@ async fn max_tokens_stop_reason_and_unknown_events_are_tolerated() {
     body += &text_delta(0, "abc");
     body += &block_stop(0);
     body += &message_end("max_tokens", 1);
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
 }
 
@@ -267,7 +262,7 @@ async fn malformed_json_is_a_protocol_error() {
         + &text_block_start(0)
         + &text_delta(0, "ok")
         + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("ok".into())), err("upstream_protocol")]);
 }
 
@@ -289,7 +284,7 @@ async fn end_without_message_stop_is_an_error() {
         + &block_stop(0)
         + &event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                         "usage": {"output_tokens": 2}}));
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("almost".into())), err("upstream_protocol")]);
 }
 

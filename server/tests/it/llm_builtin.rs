@@ -81,6 +81,25 @@ fn content(call: &ToolCall) -> &str {
     call.arguments["content"].as_str().expect("content is a string")
 }
 
+/// The only call of `calls`, which saves a document of type `kind`.
+fn the_document<'a>(calls: &'a [ToolCall], kind: &str) -> &'a ToolCall {
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].arguments["artifact_type"], kind);
+    &calls[0]
+}
+
+/// The document types `calls` save, in order.
+fn kinds(calls: &[ToolCall]) -> Vec<&Value> {
+    calls.iter().map(|c| &c.arguments["artifact_type"]).collect()
+}
+
+/// The text of an answer that ends the turn without calling a tool.
+fn plain_answer(events: &[StreamEvent]) -> String {
+    assert!(calls_of(events).is_empty());
+    assert_eq!(stop_of(events), StopReason::EndTurn);
+    text_of(events)
+}
+
 async fn generate(latest: &str) -> Vec<ToolCall> {
     let events = run(request(users(&[REQUIREMENTS, latest]), all_tools())).await;
     assert_eq!(stop_of(&events), StopReason::ToolUse);
@@ -90,10 +109,8 @@ async fn generate(latest: &str) -> Vec<ToolCall> {
 #[tokio::test]
 async fn generates_user_stories() {
     let calls = generate("Great, please generate the user stories.").await;
-    assert_eq!(calls.len(), 1);
-    let call = &calls[0];
+    let call = the_document(&calls, "user_stories");
     assert_eq!(call.name, "save_artifact");
-    assert_eq!(call.arguments["artifact_type"], "user_stories");
     assert_eq!(call.arguments["title"], "User Stories: Mobile App for Booking Yoga Classes");
     let doc = content(call);
     assert!(doc.starts_with("# User Stories: Mobile App for Booking Yoga Classes"));
@@ -109,9 +126,7 @@ async fn generates_user_stories() {
 #[tokio::test]
 async fn generates_business_requirements_document() {
     let calls = generate("Now write a BRD.").await;
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].arguments["artifact_type"], "business_requirements");
-    let doc = content(&calls[0]);
+    let doc = content(the_document(&calls, "business_requirements"));
     for section in [
         "## 1. Purpose",
         "## 2. Scope",
@@ -135,10 +150,9 @@ async fn generates_business_requirements_document() {
 #[tokio::test]
 async fn generates_requirements_document_with_priorities() {
     let calls = generate("Draft the requirements document").await;
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].arguments["artifact_type"], "requirements_doc");
-    assert_eq!(calls[0].arguments["title"], "Requirements Document: Mobile App for Booking Yoga Classes");
-    let doc = content(&calls[0]);
+    let call = the_document(&calls, "requirements_doc");
+    assert_eq!(call.arguments["title"], "Requirements Document: Mobile App for Booking Yoga Classes");
+    let doc = content(call);
     assert!(doc.contains("## 1. Introduction"));
     assert!(doc.contains("## 2. Overall Description"));
     assert!(doc.contains("| ID | Requirement | Priority |"));
@@ -149,9 +163,7 @@ async fn generates_requirements_document_with_priorities() {
 #[tokio::test]
 async fn generates_acceptance_criteria() {
     let calls = generate("Can you produce acceptance criteria?").await;
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].arguments["artifact_type"], "acceptance_criteria");
-    let doc = content(&calls[0]);
+    let doc = content(the_document(&calls, "acceptance_criteria"));
     assert!(doc.contains("## AC-1: Book class in two taps"));
     assert!(doc.contains("- **When** I book a class in two taps"));
     assert!(doc.contains("- **Then** the app must send a reminder 24 hours before each class"));
@@ -167,9 +179,7 @@ async fn generates_meeting_summary() {
         Lena will draft the waitlist designs by Friday.";
     let events = run(request(users(&[transcript, "Give me a summary of the meeting"]), all_tools())).await;
     let calls = calls_of(&events);
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].arguments["artifact_type"], "meeting_summary");
-    let doc = content(&calls[0]);
+    let doc = content(the_document(&calls, "meeting_summary"));
     assert!(doc.contains("**Attendees:** Priya, Tom, Lena"));
     assert!(doc.contains("**Priya:** Customers keep asking for a waitlist."));
     assert!(doc.contains("- We agreed to launch the waitlist before the summer."));
@@ -179,13 +189,11 @@ async fn generates_meeting_summary() {
 #[tokio::test]
 async fn two_types_in_one_message_make_two_calls() {
     let calls = generate("Please create user stories and a business requirements document.").await;
-    let kinds: Vec<&Value> = calls.iter().map(|c| &c.arguments["artifact_type"]).collect();
-    assert_eq!(kinds, vec!["user_stories", "business_requirements"]);
+    assert_eq!(kinds(&calls), vec!["user_stories", "business_requirements"]);
     assert_ne!(calls[0].id, calls[1].id);
 
     let calls = generate("Generate the acceptance criteria, the user stories and again the user stories").await;
-    let kinds: Vec<&Value> = calls.iter().map(|c| &c.arguments["artifact_type"]).collect();
-    assert_eq!(kinds, vec!["acceptance_criteria", "user_stories"]);
+    assert_eq!(kinds(&calls), vec!["acceptance_criteria", "user_stories"]);
 }
 
 #[tokio::test]
@@ -198,8 +206,7 @@ async fn business_requirements_document_is_not_a_requirements_doc() {
         ("Prepare the software requirements specification", "requirements_doc"),
     ] {
         let calls = generate(ask).await;
-        let kinds: Vec<&Value> = calls.iter().map(|c| &c.arguments["artifact_type"]).collect();
-        assert_eq!(kinds, vec![kind], "for {ask:?}");
+        assert_eq!(kinds(&calls), vec![kind], "for {ask:?}");
     }
 }
 
@@ -211,10 +218,7 @@ async fn only_the_latest_message_triggers_generation() {
         Message::assistant("I've saved **User Stories: Mobile App for Booking Yoga Classes**."),
         Message::user("How long does a sprint usually take?"),
     ];
-    let events = run(request(messages, all_tools())).await;
-    assert!(calls_of(&events).is_empty());
-    assert_eq!(stop_of(&events), StopReason::EndTurn);
-    let text = text_of(&events);
+    let text = plain_answer(&run(request(messages, all_tools())).await);
     assert!(text.contains("How long does a sprint usually take"));
 }
 
@@ -255,10 +259,7 @@ async fn confirms_saved_artifacts() {
         "Artifact saved successfully: 'User Stories: Mobile App for Booking Yoga Classes' (ID: 7f3a)",
         false,
     );
-    let events = run(req).await;
-    assert!(calls_of(&events).is_empty());
-    assert_eq!(stop_of(&events), StopReason::EndTurn);
-    let text = text_of(&events);
+    let text = plain_answer(&run(req).await);
     assert!(text.starts_with(
         "I've saved **User Stories: Mobile App for Booking Yoga Classes**. You can open it from the card below."
     ));
@@ -349,9 +350,7 @@ async fn generates_from_attached_documents_after_searching() {
     );
     let events = run(req).await;
     let calls = calls_of(&events);
-    assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].arguments["artifact_type"], "user_stories");
-    let doc = content(&calls[0]);
+    let doc = content(the_document(&calls, "user_stories"));
     assert!(doc.contains("As a driver, I want to accept a delivery from the map"));
     assert!(doc.contains("As a dispatcher, I want a live view of all vehicles"));
     assert!(text_of(&events).contains("**spec.docx**"));
@@ -359,10 +358,7 @@ async fn generates_from_attached_documents_after_searching() {
 
 #[tokio::test]
 async fn chat_answer_restates_requirements() {
-    let events = run(request(users(&[REQUIREMENTS]), all_tools())).await;
-    assert!(calls_of(&events).is_empty());
-    assert_eq!(stop_of(&events), StopReason::EndTurn);
-    let text = text_of(&events);
+    let text = plain_answer(&run(request(users(&[REQUIREMENTS]), all_tools())).await);
     assert!(text.starts_with("Got it. I noted 4 requirements from your message."));
     assert!(text.contains("- Customers should be able to book a class in two taps."));
     assert!(text.contains("- Pages must load in under 2 seconds."));
@@ -388,10 +384,9 @@ async fn chat_answer_without_requirements_refers_to_the_message() {
 
 #[tokio::test]
 async fn without_save_artifact_the_document_is_inline() {
-    let events = run(request(users(&[REQUIREMENTS, "Generate user stories"]), vec![tool("document_search")])).await;
-    assert!(calls_of(&events).is_empty());
-    assert_eq!(stop_of(&events), StopReason::EndTurn);
-    let text = text_of(&events);
+    let text = plain_answer(
+        &run(request(users(&[REQUIREMENTS, "Generate user stories"]), vec![tool("document_search")])).await,
+    );
     assert!(text.contains("# User Stories: Mobile App for Booking Yoga Classes"));
     assert!(text.contains("As a customer, I want to book a class in two taps"));
 }

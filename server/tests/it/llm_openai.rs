@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fake_upstream::{
-    assert_key_redacted, chunks, code_of, collect, err, fast_retries, hello, patient_timeouts, retried_events,
-    text_events, weather_exchange, Collected, FakeServer, Reply, Step,
+    assert_key_redacted, chunks, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts,
+    retried_events, text_events, weather_exchange, FakeServer, Reply, Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
@@ -64,11 +64,6 @@ fn tool_fragment(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -
     chunk(json!({"tool_calls": [call]}), None)
 }
 
-/// What the provider yields for one answer of `body`, sent in HTTP chunks of `chunk_size` bytes.
-async fn events_of(body: &str, chunk_size: usize) -> Collected {
-    crate::fake_upstream::events_of(provider, body, chunk_size).await
-}
-
 fn provider(server: &FakeServer) -> OpenAiProvider {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", server.url), "gpt-test");
     config.api_key = Some(ApiKey::new(KEY));
@@ -80,14 +75,14 @@ fn provider(server: &FakeServer) -> OpenAiProvider {
 async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
     // 7-byte HTTP chunks split lines, JSON and the multi-byte characters.
     let body = text_body(&["Héllo", " wörld", " 🦀"]);
-    let events = events_of(&body, 7).await;
+    let events = events_of(provider, &body, 7).await;
     assert_eq!(events, text_events(&["Héllo", " wörld", " 🦀"], 21, 4));
 }
 
 #[tokio::test]
 async fn crlf_framing_and_keepalive_comments_are_accepted() {
     let body = format!(": keep-alive\n\n{}", text_body(&["ok"])).replace('\n', "\r\n");
-    let events = events_of(&body, 3).await;
+    let events = events_of(provider, &body, 3).await;
     assert_eq!(events.first(), Some(&Ok(StreamEvent::TextDelta("ok".into()))));
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::EndTurn))));
 }
@@ -105,7 +100,7 @@ async fn parallel_tool_calls_interleaved_by_index_are_parsed_once_complete() {
     body += &chunk(json!({}), Some("tool_calls"));
     body += &usage_chunk(80, 40);
     body += "data: [DONE]\n\n";
-    let events = events_of(&body, 11).await;
+    let events = events_of(provider, &body, 11).await;
     assert_eq!(
         events,
         vec![
@@ -131,7 +126,7 @@ async fn unparsable_tool_arguments_are_a_protocol_error() {
     body += &tool_fragment(0, None, None, "nope}");
     body += &chunk(json!({}), Some("tool_calls"));
     body += "data: [DONE]\n\n";
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![err("upstream_protocol")]);
 }
 
@@ -140,7 +135,7 @@ async fn length_finish_reason_maps_to_max_tokens() {
     let mut body = chunk(json!({"content": "cut sh"}), None);
     body += &chunk(json!({}), Some("length"));
     body += "data: [DONE]\n\n";
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::MaxTokens))));
 }
 
@@ -292,7 +287,7 @@ async fn malformed_json_line_is_a_protocol_error_after_earlier_text() {
     let mut body = chunk(json!({"content": "fine"}), None);
     body += "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n";
     body += &chunk(json!({"content": "never seen"}), None);
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("fine".into())), err("upstream_protocol")]);
 }
 
@@ -318,7 +313,7 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
 #[tokio::test]
 async fn clean_end_without_finish_or_done_is_an_error() {
     let body = chunk(json!({"content": "half an answ"}), None);
-    let events = events_of(&body, 64).await;
+    let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]);
 }
 
