@@ -237,8 +237,7 @@ async fn overloaded_error_event_before_any_token_is_retried() {
     .await;
 
     // The bare provider yields the error as the stream's only item.
-    let bare = FakeServer::start(vec![Reply::sse_chunked(&(message_start(10) + &overloaded_event()), 64)]).await;
-    let events = collect(provider(&bare).stream(hello()).await.unwrap()).await;
+    let events = events_of(provider, &(message_start(10) + &overloaded_event()), 64).await;
     assert_eq!(events, vec![err("overloaded")]);
 
     let events = retried_events(provider(&server)).await;

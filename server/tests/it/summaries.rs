@@ -140,6 +140,18 @@ async fn small_budget_server(db: &Db, provider: Arc<dyn Provider>) -> TestServer
     TestServer::with_configured(db.store.clone(), provider, move |config| config.context_tokens = budget).await
 }
 
+/// A conversation of `turns` turns on long messages (`long(1)` on), on a server with a small context budget
+/// whose model is `upstream`.
+async fn long_conversation(db: &Db, turns: usize) -> (Upstream, TestServer, Uuid) {
+    let upstream = Upstream::start().await;
+    let server = small_budget_server(db, upstream.provider()).await;
+    let thread = server.create_thread().await;
+    for i in 1..=turns {
+        server.chat(thread, &long(i)).await;
+    }
+    (upstream, server, thread)
+}
+
 async fn context_of(server: &TestServer, message: Uuid) -> ContextRecord {
     let response = server.client.get(server.url(&format!("/api/messages/{message}/context"))).send().await.unwrap();
     assert_eq!(response.status(), 200);
@@ -163,12 +175,7 @@ async fn summary_tokens(db: &Db, thread: Uuid) -> (i64, i64) {
 }
 
 async fn a_long_conversation_gets_a_summary_that_refreshes_and_is_metered(db: Db) {
-    let upstream = Upstream::start().await;
-    let server = small_budget_server(&db, upstream.provider()).await;
-    let thread = server.create_thread().await;
-    for i in 1..=3 {
-        server.chat(thread, &long(i)).await;
-    }
+    let (upstream, server, thread) = long_conversation(&db, 3).await;
     assert!(upstream.summary_requests().is_empty(), "nothing dropped yet, nothing summarised");
     let plain = context_of(&server, last_answer(&server, thread).await).await;
     assert!(plain.truncated.is_empty() && plain.note.is_none(), "{plain:?}");
@@ -218,12 +225,7 @@ async fn a_long_conversation_gets_a_summary_that_refreshes_and_is_metered(db: Db
 }
 
 async fn a_summary_that_fails_leaves_the_plain_note(db: Db) {
-    let upstream = Upstream::start().await;
-    let server = small_budget_server(&db, upstream.provider()).await;
-    let thread = server.create_thread().await;
-    for i in 1..=3 {
-        server.chat(thread, &long(i)).await;
-    }
+    let (upstream, server, thread) = long_conversation(&db, 3).await;
     upstream.failing.store(true, Ordering::SeqCst);
     let frames = server.chat(thread, &long(4)).await;
     assert_eq!(frames.last().unwrap().event.name(), "message_complete", "the turn goes on without a summary");
@@ -245,12 +247,7 @@ async fn a_summary_that_fails_leaves_the_plain_note(db: Db) {
 }
 
 async fn a_summary_of_deleted_messages_is_not_carried(db: Db) {
-    let upstream = Upstream::start().await;
-    let server = small_budget_server(&db, upstream.provider()).await;
-    let thread = server.create_thread().await;
-    for i in 1..=5 {
-        server.chat(thread, &long(i)).await;
-    }
+    let (upstream, server, thread) = long_conversation(&db, 5).await;
     assert_eq!(upstream.summary_requests().len(), 2);
     // The person deletes their first message, which the summary told of: everything after it on its branch goes
     // with it, and the summary with what it told of.
@@ -266,11 +263,7 @@ async fn a_summary_of_deleted_messages_is_not_carried(db: Db) {
 }
 
 async fn a_summary_written_on_one_branch_is_not_carried_on_another(db: Db) {
-    let upstream = Upstream::start().await;
-    let server = small_budget_server(&db, upstream.provider()).await;
-    let thread = server.create_thread().await;
-    server.chat(thread, &long(1)).await;
-    server.chat(thread, &long(2)).await;
+    let (upstream, server, thread) = long_conversation(&db, 2).await;
     let detail = server.detail(thread).await;
     let (second, branch_point) = (detail.messages[2].id, detail.messages[3].id);
     // Branch B: the second message edited, and one turn more; its messages are numbered between branch A's.
