@@ -81,11 +81,6 @@ async fn status_of_me(server: &TestServer, client: &reqwest::Client) -> u16 {
     client.get(server.url("/api/auth/me")).send().await.unwrap().status().as_u16()
 }
 
-async fn login(server: &TestServer, email: &str, password: &str) -> reqwest::Response {
-    let body = serde_json::json!({ "email": email, "password": password });
-    server.anonymous().post(server.url("/api/auth/login")).json(&body).send().await.unwrap()
-}
-
 /// Moves a row's expiry into the past: damage no API can make.
 async fn expire(db: &Db, table: &str, column: &str, id: Uuid) {
     let past = match db.raw {
@@ -263,14 +258,14 @@ async fn a_disabled_account_is_signed_out_and_cannot_sign_in(db: Db) {
     let disable = put(&server, &format!("/api/admin/users/{id}/disabled"), serde_json::json!({"disabled": true})).await;
     assert_eq!(disable.status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401, "the session ends at once");
-    refused(login(&server, "bob@example.com", PASSWORD).await, 403, "account_disabled").await;
-    refused(login(&server, "bob@example.com", "a wrong password here").await, 401, "invalid_credentials").await;
+    refused(server.sign_in("bob@example.com", PASSWORD).await, 403, "account_disabled").await;
+    refused(server.sign_in("bob@example.com", "a wrong password here").await, 401, "invalid_credentials").await;
     assert!(accounts(&server).await.accounts.iter().any(|a| a.id == id && a.disabled));
 
     let enable = put(&server, &format!("/api/admin/users/{id}/disabled"), serde_json::json!({"disabled": false})).await;
     assert_eq!(enable.status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401, "ended sessions stay ended");
-    assert_eq!(login(&server, "bob@example.com", PASSWORD).await.status(), 200);
+    assert_eq!(server.sign_in("bob@example.com", PASSWORD).await.status(), 200);
 
     // Not oneself, not an unknown account.
     let me = server.user.id;
@@ -350,7 +345,7 @@ async fn deleting_an_account_removes_it_and_ends_its_sessions(db: Db) {
     assert_eq!(db.raw.count("users", "id", id).await, 0);
     let again = server.client.delete(server.url(&format!("/api/admin/users/{id}"))).send().await.unwrap();
     assert_eq!(again.status(), 404);
-    refused(login(&server, "bob@example.com", PASSWORD).await, 401, "invalid_credentials").await;
+    refused(server.sign_in("bob@example.com", PASSWORD).await, 401, "invalid_credentials").await;
 }
 
 async fn a_reset_link_sets_a_password_once_and_ends_the_old_sessions(db: Db) {
@@ -373,10 +368,10 @@ async fn a_reset_link_sets_a_password_once_and_ends_the_old_sessions(db: Db) {
 
     assert_eq!(reset(link.token.clone(), new_password).await.unwrap().status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401, "the old sessions end");
-    refused(login(&server, "bob@example.com", PASSWORD).await, 401, "invalid_credentials").await;
-    assert_eq!(login(&server, "bob@example.com", new_password).await.status(), 200);
+    refused(server.sign_in("bob@example.com", PASSWORD).await, 401, "invalid_credentials").await;
+    assert_eq!(server.sign_in("bob@example.com", new_password).await.status(), 200);
     refused(reset(link.token, "yet another long passphrase").await.unwrap(), 422, "reset_used").await;
-    assert_eq!(login(&server, "bob@example.com", new_password).await.status(), 200, "a used link changes nothing");
+    assert_eq!(server.sign_in("bob@example.com", new_password).await.status(), 200, "a used link changes nothing");
 
     let old = server.client.post(server.url(&format!("/api/admin/users/{id}/reset-link"))).send().await.unwrap();
     let old: ResetLink = old.json().await.unwrap();
@@ -442,5 +437,5 @@ async fn a_disabled_account_is_refused_at_once_on_another_instance() {
     let path = format!("/api/admin/users/{}/disabled", session.user.id);
     assert_eq!(put(&a, &path, serde_json::json!({"disabled": true})).await.status(), 204);
     assert_eq!(status_of_me(&b, &bob).await, 401, "refused on the other instance at once");
-    refused(login(&b, "bob@example.com", PASSWORD).await, 403, "account_disabled").await;
+    refused(b.sign_in("bob@example.com", PASSWORD).await, 403, "account_disabled").await;
 }

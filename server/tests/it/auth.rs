@@ -1,6 +1,6 @@
 //! Accounts and sessions over real HTTP: sign-up, sign-in, sign-out, who am I, and every kind of bad token.
 
-use crate::common::{bearer_client, get_json, TestServer, PASSWORD};
+use crate::common::{bearer_client, get_json, post_raw_json, TestServer, PASSWORD};
 use app::api::{AuthResponse, ErrorBody, ThreadList, UserProfile};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use quire::auth::{Claims, JwtKeys, JwtSecret};
@@ -43,12 +43,7 @@ async fn register_login_logout_and_me() {
     assert_eq!(by_cookie.status(), 200);
 
     // E-mail is case-insensitive at sign-in.
-    let login = anon
-        .post(server.url("/api/auth/login"))
-        .json(&json!({"email": "ada@example.ORG", "password": "analytical engine"}))
-        .send()
-        .await
-        .unwrap();
+    let login = server.sign_in("ada@example.ORG", "analytical engine").await;
     assert_eq!(login.status(), 200);
     assert!(login.headers().get("set-cookie").is_some());
     let second: AuthResponse = login.json().await.unwrap();
@@ -68,15 +63,9 @@ async fn register_login_logout_and_me() {
 #[tokio::test]
 async fn failed_sign_ins_do_not_reveal_whether_the_account_exists() {
     let server = TestServer::start().await;
-    let anon = server.anonymous();
     let mut bodies = Vec::new();
     for (email, password) in [("owner@example.com", "wrong password"), ("nobody@example.com", PASSWORD)] {
-        let response = anon
-            .post(server.url("/api/auth/login"))
-            .json(&json!({"email": email, "password": password}))
-            .send()
-            .await
-            .unwrap();
+        let response = server.sign_in(email, password).await;
         assert_eq!(response.status(), 401);
         assert!(response.headers().get("set-cookie").is_none());
         bodies.push(response.json::<ErrorBody>().await.unwrap());
@@ -109,29 +98,13 @@ async fn sign_up_checks_its_input_and_changes_nothing_when_refused() {
         let error = response.json::<ErrorBody>().await.unwrap();
         assert_eq!(error.error.field.as_deref(), field, "{body}");
     }
-    let malformed = anon
-        .post(server.url("/api/auth/register"))
-        .header("content-type", "application/json")
-        .body("{\"email\":")
-        .send()
-        .await
-        .unwrap();
+    let malformed = post_raw_json(&anon, &server.url("/api/auth/register"), "{\"email\":").await;
     assert_eq!(malformed.status(), 400);
     // None of the refused sign-ups created an account.
-    let login = anon
-        .post(server.url("/api/auth/login"))
-        .json(&json!({"email": "new@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+    let login = server.sign_in("new@example.com", PASSWORD).await;
     assert_eq!(login.status(), 401);
     // The original owner's password is untouched by the duplicate attempt.
-    let owner = anon
-        .post(server.url("/api/auth/login"))
-        .json(&json!({"email": "owner@example.com", "password": PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+    let owner = server.sign_in("owner@example.com", PASSWORD).await;
     assert_eq!(owner.status(), 200);
 }
 

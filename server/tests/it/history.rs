@@ -1,6 +1,6 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-use crate::common::{ExpectJson, TestServer};
+use crate::common::{post_raw_json, ExpectJson, TestServer};
 use app::api::{
     AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
     Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
@@ -376,14 +376,7 @@ async fn invalid_imports_are_refused_and_create_nothing() {
         let error: ErrorBody = response.json().await.unwrap();
         assert!(!error.error.message.is_empty());
     }
-    let malformed = server
-        .client
-        .post(server.url("/api/threads/import"))
-        .header("content-type", "application/json")
-        .body("{\"format\": ")
-        .send()
-        .await
-        .unwrap();
+    let malformed = post_raw_json(&server.client, &server.url("/api/threads/import"), "{\"format\": ").await;
     assert_eq!(malformed.status(), 400);
     assert_eq!(thread_count(&server).await, before, "nothing was created");
 }

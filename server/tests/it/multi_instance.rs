@@ -185,26 +185,20 @@ async fn failed_sign_ins_on_one_instance_make_the_account_wait_on_the_other() {
     let Some(url) = fresh_postgres_url("failed_sign_ins_on_one_instance").await else { return };
     let a = instance(&url, Arc::new(Builtin::new())).await;
     let b = instance(&url, Arc::new(Builtin::new())).await;
-    let login = |server: &TestServer, password: &str| {
-        server
-            .anonymous()
-            .post(server.url("/api/auth/login"))
-            .json(&serde_json::json!({"email": "owner@example.com", "password": password}))
-            .send()
-    };
+    let login = |server: &TestServer, password: &str| server.sign_in("owner@example.com", password);
     // Free failures, then one that starts a wait, spread over both instances.
     for i in 0..=quire::auth::throttle::FREE_FAILURES {
         let server = if i % 2 == 0 { &a } else { &b };
-        assert_eq!(login(server, "wrong guess").await.unwrap().status(), 401);
+        assert_eq!(login(server, "wrong guess").await.status(), 401);
     }
     for server in [&a, &b] {
-        let refused = login(server, PASSWORD).await.unwrap();
+        let refused = login(server, PASSWORD).await;
         assert_eq!(refused.status(), 429, "even the right password waits, on either instance");
         assert!(refused.headers().get("retry-after").is_some());
     }
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert_eq!(login(&b, PASSWORD).await.unwrap().status(), 200);
-    assert_eq!(login(&a, "wrong guess").await.unwrap().status(), 401, "a success forgets the failures");
+    assert_eq!(login(&b, PASSWORD).await.status(), 200);
+    assert_eq!(login(&a, "wrong guess").await.status(), 401, "a success forgets the failures");
 }
 
 #[tokio::test]

@@ -1,6 +1,6 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
-use crate::common::{post_json, ExpectJson, TestServer, PASSWORD};
+use crate::common::{post_json, post_raw_json, ExpectJson, TestServer, PASSWORD};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
@@ -52,14 +52,9 @@ async fn malformed_requests_name_the_problem() {
     let before = server.detail(thread).await;
     let url = server.url(&format!("/api/threads/{thread}"));
 
-    let too_big = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .header("content-type", "application/json")
-        .body(format!("{{\"content\": \"{}\"}}", "a".repeat(1024 * 1024 + 10)))
-        .send()
-        .await
-        .unwrap();
+    let chat = server.url(&format!("/api/threads/{thread}/chat"));
+    let too_big =
+        post_raw_json(&server.client, &chat, format!("{{\"content\": \"{}\"}}", "a".repeat(1024 * 1024 + 10))).await;
     let (status, error) = error_of(too_big).await;
     assert_eq!((status, error.error.code.as_str()), (413, "payload_too_large"));
 
@@ -148,14 +143,10 @@ async fn sign_in_attempts_are_limited_per_ip_address() {
     // The harness's own sign-up is the first attempt.
     let server = TestServer::start_with(|c| c.limits.auth = 3).await;
     let anon = server.anonymous();
-    let login = || {
-        anon.post(server.url("/api/auth/login"))
-            .json(&json!({"email": "owner@example.com", "password": PASSWORD}))
-            .send()
-    };
-    assert_eq!(login().await.unwrap().status(), 200);
-    assert_eq!(login().await.unwrap().status(), 200);
-    let over = login().await.unwrap();
+    let login = || server.sign_in("owner@example.com", PASSWORD);
+    assert_eq!(login().await.status(), 200);
+    assert_eq!(login().await.status(), 200);
+    let over = login().await;
     assert_eq!(over.status(), 429);
     assert!(over.headers().get("retry-after").is_some());
     let register = anon
@@ -193,14 +184,9 @@ pub(crate) async fn guess_at_once(
     let start = std::time::Instant::now();
     let sent = (0..guesses).map(|i| {
         let server = servers[i % servers.len()];
-        server
-            .anonymous()
-            .post(server.url("/api/auth/login"))
-            .json(&json!({"email": email, "password": format!("wrong guess {i}")}))
-            .send()
+        server.sign_in(email, &format!("wrong guess {i}"))
     });
-    let statuses: Vec<u16> =
-        futures::future::join_all(sent).await.into_iter().map(|r| r.unwrap().status().as_u16()).collect();
+    let statuses: Vec<u16> = futures::future::join_all(sent).await.into_iter().map(|r| r.status().as_u16()).collect();
     let took = start.elapsed();
     assert!(statuses.iter().all(|s| [401, 429].contains(s)), "{statuses:?}");
     let checked = statuses.iter().filter(|&&s| s == 401).count();

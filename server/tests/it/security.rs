@@ -330,43 +330,31 @@ async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() 
     assert_eq!(change(crate::common::PASSWORD, "lantern orchard velvet").await.unwrap().status(), 204);
     assert_eq!(status_of(&server.client, &server, "/api/auth/me").await, 200, "this session goes on");
     assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 401, "the other one ended");
-    let login = |password: &str| {
-        server
-            .anonymous()
-            .post(server.url("/api/auth/login"))
-            .json(&serde_json::json!({"email": "owner@example.com", "password": password}))
-            .send()
-    };
-    assert_eq!(login(crate::common::PASSWORD).await.unwrap().status(), 401);
-    assert_eq!(login("lantern orchard velvet").await.unwrap().status(), 200);
+    let login = |password: &str| server.sign_in("owner@example.com", password);
+    assert_eq!(login(crate::common::PASSWORD).await.status(), 401);
+    assert_eq!(login("lantern orchard velvet").await.status(), 200);
 }
 
 #[tokio::test]
 async fn failed_sign_ins_slow_down_the_account_from_every_address() {
     // The per-address limit is out of reach here: only the per-account delays apply.
     let server = TestServer::start().await;
-    let attempt = |email: &str, password: &str| {
-        server
-            .anonymous()
-            .post(server.url("/api/auth/login"))
-            .json(&serde_json::json!({"email": email, "password": password}))
-            .send()
-    };
+    let attempt = |email: &str, password: &str| server.sign_in(email, password);
     for email in ["owner@example.com", "nobody@example.com"] {
         for _ in 0..quire::auth::throttle::FREE_FAILURES {
-            assert_eq!(attempt(email, "a wrong guess").await.unwrap().status(), 401, "{email}");
+            assert_eq!(attempt(email, "a wrong guess").await.status(), 401, "{email}");
         }
-        let wrong = attempt(email, "a wrong guess").await.unwrap();
+        let wrong = attempt(email, "a wrong guess").await;
         assert_eq!(wrong.status(), 401, "the first failure past the free ones is answered, then waits begin");
         // Now even the right password waits: the answer is the same for a known and an unknown address.
-        let held = attempt(email, crate::common::PASSWORD).await.unwrap();
+        let held = attempt(email, crate::common::PASSWORD).await;
         assert_eq!(held.status(), 429, "{email}");
         let retry: u64 = held.headers()["retry-after"].to_str().unwrap().parse().unwrap();
         assert!((1..=quire::auth::throttle::MAX_DELAY_SECS as u64).contains(&retry), "{retry}");
     }
     // Another account signs in as usual.
     let (_, other) = server.second_user("other@example.com").await;
-    assert_eq!(attempt(&other.user.email, crate::common::PASSWORD).await.unwrap().status(), 200);
+    assert_eq!(attempt(&other.user.email, crate::common::PASSWORD).await.status(), 200);
     // Once the wait is over the owner gets in, and the count starts again.
     let pool = sqlx::SqlitePool::connect(&server.state.config.database_url()).await.unwrap();
     sqlx::query("update sign_in_failures set last_failed_at = last_failed_at - 600000000")
@@ -374,7 +362,7 @@ async fn failed_sign_ins_slow_down_the_account_from_every_address() {
         .await
         .unwrap();
     pool.close().await;
-    assert_eq!(attempt("OWNER@example.com", crate::common::PASSWORD).await.unwrap().status(), 200);
+    assert_eq!(attempt("OWNER@example.com", crate::common::PASSWORD).await.status(), 200);
     assert!(server.state.store.sign_in_failures("owner@example.com").await.unwrap().is_none());
 }
 
@@ -445,8 +433,7 @@ mod deletion {
             .await
             .unwrap();
         assert_eq!(upload.status(), 201);
-        let wrong = serde_json::json!({"email": email, "password": "a wrong guess"});
-        server.anonymous().post(server.url("/api/auth/login")).json(&wrong).send().await.unwrap();
+        server.sign_in(email, "a wrong guess").await;
     }
 
     async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
@@ -486,7 +473,7 @@ mod deletion {
 
         assert_eq!(leaver.get(server.url("/api/auth/me")).send().await.unwrap().status(), 401);
         let login = serde_json::json!({"email": "leaver@example.com", "password": PASSWORD});
-        let response = server.anonymous().post(server.url("/api/auth/login")).json(&login).send().await.unwrap();
+        let response = server.sign_in("leaver@example.com", PASSWORD).await;
         assert_eq!(response.status(), 401);
         let hits: app::api::SearchResults = get_json(&other, &server.url("/api/search?q=library")).await;
         assert!(!hits.results.is_empty(), "the other account's conversation is still found");
@@ -559,13 +546,7 @@ async fn every_answer_carries_its_request_id() {
 #[tokio::test]
 async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
     let server = TestServer::start_with(|c| c.public_url = Some("https://quire.example.org".parse().unwrap())).await;
-    let response = server
-        .anonymous()
-        .post(server.url("/api/auth/login"))
-        .json(&serde_json::json!({"email": "owner@example.com", "password": crate::common::PASSWORD}))
-        .send()
-        .await
-        .unwrap();
+    let response = server.sign_in("owner@example.com", crate::common::PASSWORD).await;
     assert_eq!(response.status(), 200);
     let cookie = response.headers()["set-cookie"].to_str().unwrap().to_string();
     assert!(cookie.starts_with("__Host-quire_session="), "{cookie}");

@@ -1,6 +1,6 @@
 //! The first vertical slice over real HTTP: health, threads, a streamed chat turn, persistence.
 
-use crate::common::TestServer;
+use crate::common::{post_raw_json, TestServer};
 use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
 
 #[tokio::test]
@@ -79,14 +79,8 @@ async fn errors_use_the_error_format() {
     assert_eq!(bad_id.json::<ErrorBody>().await.unwrap().error.code, "invalid_path");
 
     let thread = server.create_thread().await;
-    let malformed = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .header("content-type", "application/json")
-        .body("{\"content\": ")
-        .send()
-        .await
-        .unwrap();
+    let malformed =
+        post_raw_json(&server.client, &server.url(&format!("/api/threads/{thread}/chat")), "{\"content\": ").await;
     assert_eq!(malformed.status(), 400);
     assert_eq!(malformed.json::<ErrorBody>().await.unwrap().error.code, "malformed_json");
 

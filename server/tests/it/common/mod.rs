@@ -84,6 +84,13 @@ impl TestServer {
         reqwest::Client::new()
     }
 
+    /// Signs in to `email` with `password` from a client without a session; the server's answer.
+    pub fn sign_in(&self, email: &str, password: &str) -> impl std::future::Future<Output = reqwest::Response> {
+        let body = serde_json::json!({ "email": email, "password": password });
+        let request = self.anonymous().post(self.url("/api/auth/login")).json(&body);
+        async move { request.send().await.unwrap() }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -379,6 +386,11 @@ impl Provider for ScriptedModel {
 /// The URL of the SQLite store kept in `dir` (as [`sqlite_store`] and the server make it).
 pub fn sqlite_url(dir: &std::path::Path) -> String {
     format!("sqlite://{}", dir.join("quire.db").display())
+}
+
+/// POSTs `body` to `url` as it is, labelled as JSON (for a body that is not valid JSON, or too large).
+pub async fn post_raw_json(client: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
+    client.post(url).header("content-type", "application/json").body(body).send().await.unwrap()
 }
 
 /// A SQLite store in its own temporary directory (kept alive by the returned guard).
