@@ -148,13 +148,18 @@ fn check(
     }
 }
 
-#[tokio::test]
-async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
-    let server = TestServer::start_with(|config| {
+/// A server that does one piece of heavy work at a time and keeps no queue.
+async fn one_heavy_place() -> TestServer {
+    TestServer::start_with(|config| {
         config.heavy_workers = 1;
         config.heavy_queue = 0;
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
+    let server = one_heavy_place().await;
     let thread = server.create_thread().await;
     // Someone else's job holds the only place.
     let held = server.state.heavy.admit(Uuid::new_v4()).unwrap();
@@ -180,11 +185,7 @@ async fn a_full_heavy_queue_answers_429_and_stores_nothing() {
 /// refused at once with `Retry-After`, and work again once a place is free.
 #[tokio::test]
 async fn exports_and_imports_wait_their_turn_in_the_heavy_queue() {
-    let server = TestServer::start_with(|config| {
-        config.heavy_workers = 1;
-        config.heavy_queue = 0;
-    })
-    .await;
+    let server = one_heavy_place().await;
     let export = serde_json::json!({
         "format": "quire.thread", "version": 1, "exported_at": "2026-01-01T00:00:00Z",
         "thread": {"id": Uuid::now_v7(), "title": "Courts", "tags": [], "created_at": "2026-01-01T00:00:00Z",

@@ -18,6 +18,13 @@ async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
     configured_instance(url, provider, |_| {}).await
 }
 
+/// Two instances answering with the built-in model on the database at `url`, each configured by `configure`.
+async fn two_builtin_instances(url: &str, configure: impl Fn(&mut Config)) -> (TestServer, TestServer) {
+    let a = configured_instance(url, Arc::new(Builtin::new()), &configure).await;
+    let b = configured_instance(url, Arc::new(Builtin::new()), &configure).await;
+    (a, b)
+}
+
 async fn configured_instance(
     url: &str,
     provider: Arc<dyn Provider>,
@@ -126,8 +133,7 @@ async fn following_a_turn_whose_instance_died_ends_instead_of_waiting() {
 async fn requests_alternated_between_two_instances_meet_one_general_limit() {
     let Some(url) = fresh_postgres_url("requests_alternated_between_two_instances").await else { return };
     let limit = |config: &mut Config| config.limits.general = 10;
-    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
-    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let (a, b) = two_builtin_instances(&url, limit).await;
     // A person whose requests so far are none, with one session used on both instances.
     let (client, _) = a.second_user("alternating@example.com").await;
     let mut statuses = Vec::new();
@@ -152,8 +158,7 @@ async fn wrong_guesses_at_one_account_on_two_instances_meet_one_throttle() {
     let Some(url) = fresh_postgres_url("wrong_guesses_at_one_account").await else { return };
     // Only the per-account throttle applies here, not the per-address limit.
     let limit = |config: &mut Config| config.limits.auth = 1_000;
-    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
-    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let (a, b) = two_builtin_instances(&url, limit).await;
     for email in ["owner@example.com", "nobody@example.com"] {
         let (checked, refused, took) = guess_at_once(&[&a, &b], email, 24).await;
         assert!(checked > FREE_FAILURES as usize, "{email}: the free failures are checked ({checked})");
@@ -165,8 +170,7 @@ async fn wrong_guesses_at_one_account_on_two_instances_meet_one_throttle() {
 async fn sign_in_attempts_from_one_address_meet_one_limit_on_two_instances() {
     let Some(url) = fresh_postgres_url("sign_in_attempts_from_one_address").await else { return };
     let limit = |config: &mut Config| config.limits.auth = 6;
-    let a = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
-    let b = configured_instance(&url, Arc::new(Builtin::new()), limit).await;
+    let (a, b) = two_builtin_instances(&url, limit).await;
     // Starting them used three attempts from this address: A signed up, B tried to and then signed in.
     // A body that is not JSON is refused after the limit is counted, without the cost of a password check.
     let mut statuses = Vec::new();
@@ -183,8 +187,7 @@ async fn sign_in_attempts_from_one_address_meet_one_limit_on_two_instances() {
 #[tokio::test]
 async fn failed_sign_ins_on_one_instance_make_the_account_wait_on_the_other() {
     let Some(url) = fresh_postgres_url("failed_sign_ins_on_one_instance").await else { return };
-    let a = instance(&url, Arc::new(Builtin::new())).await;
-    let b = instance(&url, Arc::new(Builtin::new())).await;
+    let (a, b) = two_builtin_instances(&url, |_| {}).await;
     let login = |server: &TestServer, password: &str| server.sign_in("owner@example.com", password);
     // Free failures, then one that starts a wait, spread over both instances.
     for i in 0..=quire::auth::throttle::FREE_FAILURES {
