@@ -4,12 +4,12 @@ use std::time::Duration;
 
 use crate::fake_upstream::{
     assert_key_redacted, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts, retried_events,
-    text_events, weather_exchange, FakeServer, Reply, Step,
+    text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::RetryingProvider,
-    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
     ApiKey,
 };
 use serde_json::json;
@@ -154,11 +154,7 @@ async fn request_body_and_headers() {
     let request = ChatRequest {
         system: "You are Quire.".into(),
         messages: weather_exchange("toolu_1", "city not found", true),
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Current weather for a city".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
-        }],
+        tools: vec![weather_tool(json!({"type": "object", "properties": {"city": {"type": "string"}}}))],
         max_tokens: 1024,
     };
     collect(provider(&server).stream(request).await.unwrap()).await;

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use crate::fake_upstream::{
     assert_key_redacted, chunks, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts,
-    retried_events, text_events, weather_exchange, FakeServer, Reply, Step,
+    retried_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::RetryingProvider,
-    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, ToolSpec, Usage},
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
     ApiKey,
 };
 use serde_json::json;
@@ -145,12 +145,8 @@ async fn request_body_and_headers() {
     let request = ChatRequest {
         system: "You are Quire.".into(),
         messages: weather_exchange("call_1", "18°C, sunny", false),
-        tools: vec![ToolSpec {
-            name: "get_weather".into(),
-            description: "Current weather for a city".into(),
-            input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}},
-                                 "required": ["city"]}),
-        }],
+        tools: vec![weather_tool(json!({"type": "object", "properties": {"city": {"type": "string"}},
+                                         "required": ["city"]}))],
         max_tokens: 256,
     };
     collect(provider(&server).stream(request).await.unwrap()).await;

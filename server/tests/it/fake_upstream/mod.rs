@@ -21,7 +21,7 @@ use axum::{
 };
 use futures::{Stream, StreamExt};
 use quire::llm::retry::RetryingProvider;
-use quire::llm::types::{ChatRequest, Message, Part, Provider, Role, StopReason, ToolCall, Usage};
+use quire::llm::types::{ChatRequest, Message, Part, Provider, Role, StopReason, ToolCall, ToolSpec, Usage};
 use quire::llm::{EventStream, LlmError, StreamEvent};
 
 pub mod greedy;
@@ -283,6 +283,11 @@ pub fn text_events(pieces: &[&str], input_tokens: u64, output_tokens: u64) -> Co
         Ok(StreamEvent::Stop(StopReason::EndTurn)),
     ])
     .collect()
+}
+
+/// The `get_weather` tool that [`weather_exchange`] calls, taking arguments of `input_schema`.
+pub fn weather_tool(input_schema: serde_json::Value) -> ToolSpec {
+    ToolSpec { name: "get_weather".into(), description: "Current weather for a city".into(), input_schema }
 }
 
 /// A user asking for the weather in Paris, the assistant calling `get_weather` as `call_id`, and the tool's
