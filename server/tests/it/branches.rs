@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
-use crate::common::{names, read_frames, text_of, Frame, GreedyModel, ScriptedModel, Step, TestServer};
+use crate::common::{names, new_user, read_frames, text_of, Frame, GreedyModel, ScriptedModel, Step, TestServer};
 
 stories!(
     an_edit_is_a_sibling_that_is_answered,
@@ -513,12 +513,6 @@ async fn legacy_conversations_become_one_path_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_conversations_become_one_path_postgres() {
     legacy_rows_become_one_path(Backend::Postgres).await;
-}
-
-async fn new_user(store: &store::DynStore) -> Uuid {
-    let email = format!("{}@example.test", Uuid::new_v4().simple());
-    let user = store::NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() };
-    store.create_user(user).await.expect("create user").id
 }
 
 /// What a random change to a conversation does.
