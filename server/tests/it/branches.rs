@@ -13,7 +13,9 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
-use crate::common::{names, new_user, read_frames, text_of, Frame, GreedyModel, ScriptedModel, Step, TestServer};
+use crate::common::{
+    names, new_user, read_frames, scripted_server, text_of, Frame, GreedyModel, ScriptedModel, Step, TestServer,
+};
 
 stories!(
     an_edit_is_a_sibling_that_is_answered,
@@ -29,11 +31,6 @@ stories!(
 
 properties!(the_shown_path_is_a_chain_from_a_first_message_to_the_active_one);
 
-async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
-    let model = ScriptedModel::new(scripts);
-    (TestServer::with(db.store.clone(), model.clone()).await, model)
-}
-
 /// One script a plain answer, for each of `texts`.
 fn answers(texts: &[&str]) -> Vec<Vec<Step>> {
     texts.iter().map(|text| ScriptedModel::text(&[*text])).collect()
@@ -41,7 +38,7 @@ fn answers(texts: &[&str]) -> Vec<Vec<Step>> {
 
 /// A server answering with `scripts`, and a conversation in which `questions` were asked one after the other.
 async fn conversation(db: &Db, scripts: Vec<Vec<Step>>, questions: &[&str]) -> (TestServer, Arc<ScriptedModel>, Uuid) {
-    let (server, model) = server_with(db, scripts).await;
+    let (server, model) = scripted_server(db, scripts).await;
     let thread = server.create_thread().await;
     for question in questions {
         server.chat(thread, question).await;
@@ -89,10 +86,6 @@ fn siblings(detail: &ThreadDetail, message: Uuid) -> Vec<Uuid> {
 }
 
 /// The texts of the messages the model was sent in its `n`-th request.
-fn sent_to_model(model: &ScriptedModel, n: usize) -> String {
-    model.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
-}
-
 /// The shown path is a chain: no parent for the first message, each next message a child of the one before.
 fn assert_chain(detail: &ThreadDetail) {
     let mut parent = None;
@@ -119,7 +112,7 @@ async fn an_edit_is_a_sibling_that_is_answered(db: Db) {
     assert_eq!(siblings(&after, edited), vec![first.id, edited], "the old version stays, first");
     assert_eq!(after.thread.message_count, 6, "nothing was lost");
     // The model saw the new branch only, and the record of what it saw names just that path.
-    assert_eq!(sent_to_model(&model, 2), "Plan B");
+    assert_eq!(model.sent(2), "Plan B");
     let record: ContextRecord = server.get_json(&format!("/api/messages/{answer}/context")).await;
     assert_eq!(record.included, vec![edited]);
 
@@ -140,7 +133,7 @@ async fn an_edit_is_a_sibling_that_is_answered(db: Db) {
 
 async fn another_answer_goes_beside_the_first(db: Db) {
     let scripts = vec![ScriptedModel::text(&["First take."]), ScriptedModel::text(&["Second take."]), vec![Step::Hang]];
-    let (server, model) = server_with(&db, scripts).await;
+    let (server, model) = scripted_server(&db, scripts).await;
     let thread = server.create_thread().await;
     let first = answer_of(&server.chat(thread, "Name the product").await);
     let question = server.detail(thread).await.messages[0].id;
@@ -155,7 +148,7 @@ async fn another_answer_goes_beside_the_first(db: Db) {
     assert_chain(&detail);
     assert_eq!(detail.messages[1].parent_id, Some(question));
     assert_eq!(siblings(&detail, second), vec![first, second]);
-    assert_eq!(sent_to_model(&model, 1), "Name the product", "the model does not see the first take");
+    assert_eq!(model.sent(1), "Name the product", "the model does not see the first take");
 
     // The same key replays the same turn instead of starting another.
     let replayed = read_frames(regenerate(&server, thread, first, Some("again-1")).await).await;

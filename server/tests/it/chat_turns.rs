@@ -1,21 +1,15 @@
 //! Chat turns over real HTTP: tools, closed tabs, stop, resume, one turn at a time, model failures.
 
-use std::{sync::Arc, time::Duration};
+use std::time::Duration;
 
 use crate::common::{
-    bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, sqlite_store,
-    sqlite_url, Frame, ScriptedModel, Step, TestServer,
+    bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, slow_builtin_server,
+    sqlite_store, sqlite_url, Frame, ScriptedModel, Step, TestServer,
 };
-use app::api::{ChatEvent, ErrorBody, MessageStatus, Role, SearchResults};
+use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
-use quire::llm::{builtin::Builtin, LlmError, StopReason, StreamEvent};
+use quire::llm::{LlmError, StopReason, StreamEvent};
 use quire::store::{AnswerDraft, DynStore, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
-
-async fn slow_builtin_server(delay_ms: u64) -> (TestServer, tempfile::TempDir) {
-    let (store, dir) = sqlite_store().await;
-    let server = TestServer::with(store, Arc::new(Builtin::new().with_delay(Duration::from_millis(delay_ms)))).await;
-    (server, dir)
-}
 
 #[tokio::test]
 async fn a_tool_call_saves_the_document_and_events_come_in_order() {
@@ -47,7 +41,7 @@ async fn a_tool_call_saves_the_document_and_events_come_in_order() {
 
 #[tokio::test]
 async fn closing_the_tab_still_saves_the_whole_answer() {
-    let (server, _dir) = slow_builtin_server(15).await;
+    let (server, _dir) = slow_builtin_server(Duration::from_millis(15)).await;
     let thread = server.create_thread().await;
     let response = server
         .send_chat(
@@ -105,7 +99,7 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
 
 #[tokio::test]
 async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
-    let (server, _dir) = slow_builtin_server(10).await;
+    let (server, _dir) = slow_builtin_server(Duration::from_millis(10)).await;
     let thread = server.create_thread().await;
     let response = server
         .send_chat(
@@ -396,15 +390,9 @@ async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
     store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
 }
 
-async fn search(server: &TestServer, q: &str) -> SearchResults {
-    let response = server.client.get(server.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    response.json().await.unwrap()
-}
-
 /// The message ids a search finds.
 async fn found(server: &TestServer, q: &str) -> Vec<Option<uuid::Uuid>> {
-    search(server, q).await.results.iter().map(|r| r.message_id).collect()
+    server.search(q).await.results.iter().map(|r| r.message_id).collect()
 }
 
 /// Sends a message and waits until the answer's draft reads `draft` (saved while the answer is being written);
@@ -526,7 +514,7 @@ async fn on_postgres_a_running_turns_events_are_stored_as_they_come() {
 /// the conversation taken: either no turn started, or it runs to its end, and the next message is answered.
 #[tokio::test]
 async fn a_request_abandoned_while_its_turn_starts_leaves_the_conversation_usable() {
-    let (server, _dir) = slow_builtin_server(1).await;
+    let (server, _dir) = slow_builtin_server(Duration::from_millis(1)).await;
     let thread = server.create_thread().await;
     let impatient = bearer_client(&server.token);
     for attempt in 0..20u64 {

@@ -194,13 +194,6 @@ async fn greedy_openai(store: quire::store::DynStore) -> (TestServer, GreedyUpst
 }
 
 /// A conversation with a title of its own, so the model is never asked to name it.
-async fn titled_thread(server: &TestServer) -> Uuid {
-    let response = server.client.post(server.url("/api/threads")).json(&json!({"title": "Planning"})).send().await;
-    let response = response.unwrap();
-    assert_eq!(response.status(), 201);
-    response.json::<app::api::Thread>().await.unwrap().id
-}
-
 /// The documents (and versions) a turn made.
 fn made(frames: &[Frame]) -> usize {
     created(frames).len()
@@ -215,7 +208,7 @@ async fn delete_artifact(server: &TestServer, id: Uuid) {
 async fn a_request_that_comes_back_is_fulfilled_once_and_then_left_alone() {
     let (store, _dir) = sqlite_store().await;
     let (server, upstream) = greedy_openai(store).await;
-    let thread = titled_thread(&server).await;
+    let thread = server.create_titled_thread("Planning").await;
     server.chat(thread, "We met with the warehouse team about stock counts.").await;
 
     // The request fails: it stays open, and the next turn makes its document.
@@ -246,7 +239,7 @@ async fn a_request_that_comes_back_is_fulfilled_once_and_then_left_alone() {
 async fn a_silent_request_fulfils_an_earlier_one_for_the_same_kind() {
     let (store, _dir) = sqlite_store().await;
     let (server, upstream) = greedy_openai(store).await;
-    let thread = titled_thread(&server).await;
+    let thread = server.create_titled_thread("Planning").await;
     upstream.fail_next(1);
     send(&server, thread, "Generate user stories", false).await;
     assert_eq!(made(&send(&server, thread, &menu_request(2), true).await), 1);
@@ -260,7 +253,7 @@ async fn a_silent_request_fulfils_an_earlier_one_for_the_same_kind() {
 async fn rounds_of_one_answer_are_separate_paragraphs() {
     let (store, _dir) = sqlite_store().await;
     let (server, _upstream) = greedy_openai(store).await;
-    let thread = titled_thread(&server).await;
+    let thread = server.create_titled_thread("Planning").await;
     let frames = send(&server, thread, "Generate a BRD", false).await;
     let expected = format!("{BEFORE_TOOLS}\n\n{AFTER_TOOLS}");
     assert_eq!(text_of(&frames), expected, "as streamed");
@@ -414,7 +407,7 @@ fn each_request_is_fulfilled_once(backend: Backend, test: &str) {
         let shared = shared.clone();
         async move {
             let (server, upstream) = shared.get_or_init(|| greedy_openai(db.store.clone())).await;
-            let thread = titled_thread(server).await;
+            let thread = server.create_titled_thread("Planning").await;
             let mut expected = Expected::default();
             for (step, act) in acts.iter().enumerate() {
                 let (made_now, should) = match *act {

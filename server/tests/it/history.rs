@@ -52,12 +52,6 @@ async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str)
     server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }
 
-async fn search(server: &TestServer, q: &str) -> SearchResults {
-    let response = server.client.get(server.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
-    assert_eq!(response.status(), 200, "{q:?}");
-    response.json().await.unwrap()
-}
-
 async fn thread_count(server: &TestServer) -> usize {
     let user = server.user.id;
     server.state.store.all_thread_ids(user).await.unwrap().len()
@@ -147,12 +141,12 @@ async fn deleting_cascades_and_message_counts_stay_true() {
     // The answer after it goes with it.
     let detail: ThreadDetail = server.detail(t.id).await;
     assert_eq!((detail.thread.message_count, detail.messages.len()), (0, 0));
-    assert_eq!(search(&server, "zebra").await.total, 1, "the document");
+    assert_eq!(server.search("zebra").await.total, 1, "the document");
 
     let url = server.url(&format!("/api/threads/{}", t.id));
     assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 204);
     assert_eq!(server.client.get(&url).send().await.unwrap().status(), 404);
-    assert_eq!(search(&server, "zebra").await.total, 0, "nothing of it is found any more");
+    assert_eq!(server.search("zebra").await.total, 0, "nothing of it is found any more");
     let export = server.client.get(server.url(&format!("/api/threads/{}/export", t.id))).send().await.unwrap();
     assert_eq!(export.status(), 404);
     let stats: HistoryStats = server.get_json("/api/stats").await;
@@ -170,7 +164,7 @@ async fn search_ranks_marks_and_pages() {
     let other = create(&server, json!({"title": "Unrelated"})).await;
     say(&server, other.id, Role::User, "nothing to see here").await;
 
-    let hits = search(&server, "refund*").await;
+    let hits = server.search("refund*").await;
     assert_eq!(hits.total, 3);
     for hit in &hits.results {
         assert!(hit.snippet.to_lowercase().contains("<mark>refund"), "{hit:?}");
@@ -183,13 +177,13 @@ async fn search_ranks_marks_and_pages() {
     assert!(answer.snippet.contains("&lt;b&gt;five&lt;/b&gt;"), "escaped: {}", answer.snippet);
     assert!(answer.message_id.is_some());
 
-    let phrase = search(&server, "\"five days\"").await;
+    let phrase = server.search("\"five days\"").await;
     assert_eq!(phrase.total, 1);
     assert!(phrase.results[0].snippet.contains("<mark>five"), "{}", phrase.results[0].snippet);
-    let title = search(&server, "payments").await;
+    let title = server.search("payments").await;
     assert_eq!((title.total, title.results[0].kind), (1, SearchKind::Thread));
     assert!(title.results[0].snippet.contains("&lt;script&gt;"));
-    assert_eq!(search(&server, "").await.total, 0);
+    assert_eq!(server.search("").await.total, 0);
 
     // Pages of one hit cover all three, once each.
     let mut seen = Vec::new();
@@ -468,7 +462,7 @@ async fn chatgpt_conversations_import_with_their_branches_the_current_one_shown(
     assert_eq!(detail.messages[1].created_at.timestamp(), 1_700_000_030);
     let rivers = &result.threads[1];
     assert_eq!(rivers.title, "Name three rivers of Europe", "titled from its first message");
-    assert_eq!(search(&server, "bloom").await.total, 1, "imported messages are searchable");
+    assert_eq!(server.search("bloom").await.total, 1, "imported messages are searchable");
 
     // A single conversation object works too.
     let single = body[1].clone();

@@ -2,15 +2,13 @@
 //! its message twice, and a message can be added without asking the model. And the model is asked while the
 //! message that starts a turn commits, not after.
 
-use std::sync::Arc;
-
 use app::api::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
 use quire::llm::{LlmError, StreamEvent};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{names, read_frames, text_of, ExpectJson, Frame, ScriptedModel, Step, TestServer};
+use crate::common::{names, read_frames, scripted_server, text_of, ExpectJson, Frame, ScriptedModel, Step, TestServer};
 
 stories!(
     retry_runs_the_failed_turn_without_storing_the_message_again,
@@ -25,11 +23,6 @@ stories!(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_is_asked_while_the_message_commits() {
     run_story(Backend::Postgres, "the_model_is_asked_while_the_message_commits", asked_while_committing).await;
-}
-
-async fn server_with(db: &Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
-    let model = ScriptedModel::new(scripts);
-    (TestServer::with(db.store.clone(), model.clone()).await, model)
 }
 
 async fn retry(server: &TestServer, thread: Uuid, message: Uuid) -> reqwest::Response {
@@ -48,13 +41,10 @@ fn ends_with_error(frames: &[Frame]) {
 }
 
 /// The texts of the person's messages the model was sent in its `n`-th request.
-fn sent_to_model(model: &ScriptedModel, n: usize) -> String {
-    model.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
-}
-
 async fn retry_runs_the_failed_turn_without_storing_the_message_again(db: Db) {
     let (server, model) =
-        server_with(&db, vec![vec![Step::Fail(LlmError::Overloaded)], ScriptedModel::text(&["Here ", "it is."])]).await;
+        scripted_server(&db, vec![vec![Step::Fail(LlmError::Overloaded)], ScriptedModel::text(&["Here ", "it is."])])
+            .await;
     let thread = server.create_thread().await;
     ends_with_error(&server.chat(thread, "Plan the spring launch").await);
     let request = server.detail(thread).await.messages.pop().unwrap();
@@ -74,7 +64,7 @@ async fn retry_runs_the_failed_turn_without_storing_the_message_again(db: Db) {
     // The model got the message once, in the retried turn as in the failed one.
     assert_eq!(model.calls.load(std::sync::atomic::Ordering::SeqCst), 2);
     for n in 0..2 {
-        assert_eq!(sent_to_model(&model, n).matches("Plan the spring launch").count(), 1, "request {n}");
+        assert_eq!(model.sent(n).matches("Plan the spring launch").count(), 1, "request {n}");
     }
     // Answered now: there is nothing to run again.
     assert_eq!(retry(&server, thread, request.id).await.status(), 409);
@@ -85,7 +75,7 @@ async fn retry_replaces_the_partial_answer_of_the_failed_turn(db: Db) {
         Step::Emit(StreamEvent::TextDelta("The first half".into())),
         Step::Fail(LlmError::Upstream { status: 500 }),
     ];
-    let (server, model) = server_with(&db, vec![cut_short, ScriptedModel::text(&["The whole answer."])]).await;
+    let (server, model) = scripted_server(&db, vec![cut_short, ScriptedModel::text(&["The whole answer."])]).await;
     let thread = server.create_thread().await;
     ends_with_error(&server.chat(thread, "Explain the plan").await);
     let before = server.detail(thread).await.messages;
@@ -102,7 +92,7 @@ async fn retry_replaces_the_partial_answer_of_the_failed_turn(db: Db) {
         ("The whole answer.", MessageStatus::Complete)
     );
     assert_eq!(after.thread.message_count, 2);
-    let seen = sent_to_model(&model, 1);
+    let seen = model.sent(1);
     assert!(!seen.contains("The first half"), "the failed attempt is not shown to the model: {seen}");
     assert_eq!(seen.matches("Explain the plan").count(), 1);
 }
@@ -114,7 +104,7 @@ async fn only_the_latest_message_whose_answer_failed_can_be_retried(db: Db) {
         vec![Step::Fail(LlmError::Overloaded)],
         vec![Step::Hang],
     ];
-    let (server, _model) = server_with(&db, scripts).await;
+    let (server, _model) = scripted_server(&db, scripts).await;
     let thread = server.create_thread().await;
     ends_with_error(&server.chat(thread, "First").await);
     server.chat(thread, "Second").await;
@@ -146,7 +136,7 @@ async fn add(server: &TestServer, thread: Uuid, body: serde_json::Value) -> reqw
 }
 
 async fn a_message_is_added_without_asking_the_model(db: Db) {
-    let (server, model) = server_with(&db, vec![ScriptedModel::text(&["Understood."])]).await;
+    let (server, model) = scripted_server(&db, vec![ScriptedModel::text(&["Understood."])]).await;
     let thread = server.create_thread().await;
     let response = add(&server, thread, json!({"content": "  Stock counts happen every Monday at seven.  "})).await;
     assert_eq!(response.status(), 201);
@@ -175,12 +165,12 @@ async fn a_message_is_added_without_asking_the_model(db: Db) {
 
     // The next turn sees it.
     server.chat(thread, "What do we know so far?").await;
-    assert!(sent_to_model(&model, 0).contains("Stock counts happen every Monday at seven."));
+    assert!(model.sent(0).contains("Stock counts happen every Monday at seven."));
     assert_eq!(server.detail(thread).await.thread.message_count, 3);
 }
 
 async fn adding_a_message_waits_for_the_running_answer(db: Db) {
-    let (server, _model) = server_with(&db, vec![vec![Step::Hang]]).await;
+    let (server, _model) = scripted_server(&db, vec![vec![Step::Hang]]).await;
     let thread = server.create_thread().await;
 
     // Checked as a chat message is.
@@ -209,7 +199,7 @@ async fn adding_a_message_waits_for_the_running_answer(db: Db) {
 /// same, with the conversation and the message, and nothing is relayed or saved until the commit lands.
 async fn asked_while_committing(db: Db) {
     let scripts = vec![ScriptedModel::text(&["First answer"]), ScriptedModel::text(&["Second", " answer"])];
-    let (server, model) = server_with(&db, scripts).await;
+    let (server, model) = scripted_server(&db, scripts).await;
     let thread = server.create_thread().await;
     server.chat(thread, "The first question.").await;
     let asked = model.calls.load(std::sync::atomic::Ordering::SeqCst);

@@ -10,7 +10,6 @@ use std::{collections::HashSet, sync::Arc, time::Duration};
 use app::api::{ChatEvent, Message, MessageStatus, Role, ThreadDetail};
 use futures::StreamExt;
 use quire::llm::{
-    builtin::Builtin,
     openai::{OpenAiConfig, OpenAiProvider},
     retry::{RetryPolicy, RetryingProvider},
     HttpTimeouts,
@@ -18,7 +17,7 @@ use quire::llm::{
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::common::{read_frames, seq_of, sqlite_store, text_of, Frame, TestServer};
+use crate::common::{read_frames, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer};
 use crate::fake_upstream::{FakeServer, Reply, Step};
 
 /// How many times a check runs: `QUIRE_RELIABILITY_ITERATIONS`, else `default`.
@@ -65,12 +64,6 @@ async fn read_up_to(response: reqwest::Response, n: usize) -> Vec<Frame> {
         }
     }
     frames
-}
-
-async fn slow_builtin_server(delay: Duration) -> (TestServer, tempfile::TempDir) {
-    let (store, dir) = sqlite_store().await;
-    let server = TestServer::with(store, Arc::new(Builtin::new().with_delay(delay))).await;
-    (server, dir)
 }
 
 async fn post_chat(server: &TestServer, thread: Uuid, content: &str) -> reqwest::Response {
@@ -293,13 +286,6 @@ async fn faulty_provider_server(fake: &FakeServer) -> (TestServer, tempfile::Tem
 }
 
 /// A conversation with a title of its own, so the model is not asked to name it.
-async fn titled_thread(server: &TestServer, title: &str) -> Uuid {
-    let response =
-        server.client.post(server.url("/api/threads")).json(&json!({ "title": title })).send().await.unwrap();
-    assert_eq!(response.status(), 201);
-    response.json::<app::api::Thread>().await.unwrap().id
-}
-
 #[tokio::test]
 async fn every_provider_fault_ends_the_turn_cleanly_and_loses_nothing_saved() {
     let turns = iterations(FAULTS.len());
@@ -311,7 +297,7 @@ async fn every_provider_fault_ends_the_turn_cleanly_and_loses_nothing_saved() {
 
     for turn in 0..turns {
         if turn % 25 == 0 {
-            saved.push((titled_thread(&server, &format!("Faults {turn}")).await, Vec::new()));
+            saved.push((server.create_titled_thread(&format!("Faults {turn}")).await, Vec::new()));
         }
         // Each kind once per round, in a random order within the round.
         let fault = if turn % FAULTS.len() == 0 || turns < FAULTS.len() {

@@ -101,10 +101,26 @@ impl TestServer {
 
     /// Starts a conversation as whoever `client` signs in as; its id.
     pub async fn create_thread_as(&self, client: &reqwest::Client) -> uuid::Uuid {
-        let response = client.post(self.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
+        self.post_thread(client, serde_json::json!({})).await
+    }
+
+    /// Starts a conversation titled `title`; its id.
+    pub async fn create_titled_thread(&self, title: &str) -> uuid::Uuid {
+        self.post_thread(&self.client, serde_json::json!({ "title": title })).await
+    }
+
+    async fn post_thread(&self, client: &reqwest::Client, body: serde_json::Value) -> uuid::Uuid {
+        let response = client.post(self.url("/api/threads")).json(&body).send().await.unwrap();
         assert_eq!(response.status(), 201);
         let thread: app::api::Thread = response.json().await.unwrap();
         thread.id
+    }
+
+    /// What a search for `q` finds (`GET /api/search`).
+    pub async fn search(&self, q: &str) -> app::api::SearchResults {
+        let response = self.client.get(self.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
+        assert_eq!(response.status(), 200, "{q:?}");
+        response.json().await.unwrap()
     }
 
     /// Attaches a file to a conversation (`POST /api/threads/{id}/attachments`) as this server's user.
@@ -334,6 +350,11 @@ impl ScriptedModel {
         Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), names: true, ..Default::default() })
     }
 
+    /// The texts of the messages of the `n`-th request made to it, joined by `|`.
+    pub fn sent(&self, n: usize) -> String {
+        self.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
+    }
+
     /// Text deltas, usage and a normal stop.
     pub fn text(words: &[&str]) -> Vec<Step> {
         use quire::llm::{StopReason, StreamEvent, Usage};
@@ -391,6 +412,20 @@ pub fn sqlite_url(dir: &std::path::Path) -> String {
 /// POSTs `body` to `url` as it is, labelled as JSON (for a body that is not valid JSON, or too large).
 pub async fn post_raw_json(client: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> reqwest::Response {
     client.post(url).header("content-type", "application/json").body(body).send().await.unwrap()
+}
+
+/// A server on its own SQLite store whose built-in model waits `delay` between tokens (the store's directory is
+/// kept alive by the returned guard).
+pub async fn slow_builtin_server(delay: std::time::Duration) -> (TestServer, TempDir) {
+    let (store, dir) = sqlite_store().await;
+    let server = TestServer::with(store, Arc::new(quire::llm::builtin::Builtin::new().with_delay(delay))).await;
+    (server, dir)
+}
+
+/// A server on `db` whose model follows `scripts`, and that model.
+pub async fn scripted_server(db: &backends::Db, scripts: Vec<Vec<Step>>) -> (TestServer, Arc<ScriptedModel>) {
+    let model = ScriptedModel::new(scripts);
+    (TestServer::with(db.store.clone(), model.clone()).await, model)
 }
 
 /// A SQLite store in its own temporary directory (kept alive by the returned guard).
