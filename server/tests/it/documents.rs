@@ -5,13 +5,13 @@
 
 use std::{io::Read, sync::Arc};
 
-use crate::common::{created, text_of, ScriptedModel, Step, TestServer};
+use crate::common::{created, new_user, text_of, ScriptedModel, Step, TestServer};
 use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
 use quire::llm::{builtin::Builtin, Part, Provider, StopReason, StreamEvent, ToolCall};
-use quire::store::{DynStore, NewArtifact, NewAttachment, NewUser};
+use quire::store::{DynStore, NewArtifact, NewAttachment};
 use tempfile::TempDir;
 use uuid::Uuid;
 
@@ -461,15 +461,7 @@ async fn another_users_documents_and_files_are_not_found() {
         let server = server_on(store, Arc::new(Builtin::new())).await;
         let store = &server.state.store;
         // The second user's data is made through the store: `server.client` acts as the local user.
-        let other = store
-            .create_user(NewUser {
-                email: "other@example.com".into(),
-                password_hash: String::new(),
-                display_name: "O".into(),
-            })
-            .await
-            .unwrap()
-            .id;
+        let other = new_user(store).await;
         let thread = store.create_thread(other, "Theirs", &[]).await.unwrap().id;
         let new = NewArtifact {
             thread_id: thread,
