@@ -349,11 +349,22 @@ mod tests {
     use crate::store::{Accounts, Messages, NewMessage, Threads};
     use app::api::MessageStatus;
 
+    /// The URL of the database file `file` in `dir`.
+    fn url_in(dir: &tempfile::TempDir, file: &str) -> String {
+        format!("sqlite://{}", dir.path().join(file).display())
+    }
+
+    /// A new account in `store`; its id.
+    async fn account(store: &Sqlite) -> Uuid {
+        let user = NewUser { email: "a@example.com".into(), password_hash: String::new(), display_name: "A".into() };
+        store.create_user(user).await.expect("user").id
+    }
+
     #[tokio::test]
     async fn commits_are_as_durable_as_configured() {
         let dir = tempfile::tempdir().expect("temp dir");
         for (sync, expected) in [(SqliteSync::Normal, 1), (SqliteSync::Full, 2)] {
-            let url = format!("sqlite://{}", dir.path().join("sync.db").display());
+            let url = url_in(&dir, "sync.db");
             let store = Sqlite::connect(&url, sync).await.expect("open");
             let level: i64 = sqlx::query_scalar("pragma synchronous").fetch_one(&store.reader).await.expect("pragma");
             assert_eq!(level, expected, "{sync:?}");
@@ -366,17 +377,9 @@ mod tests {
     #[tokio::test]
     async fn an_import_cut_off_part_way_is_gone_after_a_restart() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}", dir.path().join("import.db").display());
+        let url = url_in(&dir, "import.db");
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open");
-        let user = store
-            .create_user(NewUser {
-                email: "i@example.com".into(),
-                password_hash: String::new(),
-                display_name: "I".into(),
-            })
-            .await
-            .expect("user")
-            .id;
+        let user = account(&store).await;
         let kept = store.create_thread(user, "kept", &[]).await.expect("thread");
         let cut_off = store.create_thread(user, "cut off", &[]).await.expect("thread");
         store
@@ -415,19 +418,8 @@ mod tests {
     #[tokio::test]
     async fn a_turn_that_will_not_end_leaves_its_answer_so_far_and_nothing_held() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store =
-            Sqlite::connect(&format!("sqlite://{}", dir.path().join("abandon.db").display()), SqliteSync::Normal)
-                .await
-                .expect("open");
-        let user = store
-            .create_user(NewUser {
-                email: "a@example.com".into(),
-                password_hash: String::new(),
-                display_name: "A".into(),
-            })
-            .await
-            .expect("user")
-            .id;
+        let store = Sqlite::connect(&url_in(&dir, "abandon.db"), SqliteSync::Normal).await.expect("open");
+        let user = account(&store).await;
         let thread = store.create_thread(user, "abandoned", &[]).await.expect("thread").id;
         let turn = Uuid::now_v7();
         store.begin_turn(user, thread, turn, 30_000).await.expect("begin");
