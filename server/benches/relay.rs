@@ -26,12 +26,18 @@
 //!
 //!     taskset -c 1 target/server-release/deps/relay-<hash> --bench --streams 100,500 --rounds 2 --quire-cpus 0
 //!
+//! With `--floor` the same load runs through a minimal relay instead of Quire (`support/relay_floor.rs`: axum and
+//! reqwest, parsing and re-framing each delta, nothing stored), measured the same way: the floor under Quire's
+//! numbers on this machine.
+//!
 //! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
 
 #[path = "support/mode.rs"]
 mod mode;
 #[path = "support/process.rs"]
 mod process;
+#[path = "support/relay_floor.rs"]
+mod relay_floor;
 #[path = "support/stats.rs"]
 mod stats;
 #[path = "../tests/it/common/tls.rs"]
@@ -96,6 +102,9 @@ struct Args {
     /// `taskset -c 1`, Quire has one core to itself and the load client and the fake provider share the other.
     #[arg(long)]
     quire_cpus: Option<String>,
+    /// Measure the minimal relay (`support/relay_floor.rs`) in Quire's place.
+    #[arg(long)]
+    floor: bool,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -245,10 +254,24 @@ impl Drop for Quire {
 
 /// Starts Quire; `environment` is added to its environment.
 async fn start_quire(upstream: &Upstream, cpus: Option<&str>, environment: &[(&str, &str)]) -> anyhow::Result<Quire> {
+    start_server(upstream, cpus, environment, false).await
+}
+
+/// Starts Quire or, with `floor`, the minimal relay (this binary in its serving mode).
+async fn start_server(
+    upstream: &Upstream,
+    cpus: Option<&str>,
+    environment: &[(&str, &str)],
+    floor: bool,
+) -> anyhow::Result<Quire> {
     let dir = tempfile::tempdir()?;
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     // `QUIRE_BIN` measures another build of the server (for a before/after comparison).
-    let binary = std::env::var_os("QUIRE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_quire").into());
+    let binary = if floor {
+        std::env::current_exe()?.into_os_string()
+    } else {
+        std::env::var_os("QUIRE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_quire").into())
+    };
     // Pinned by `taskset` before the server starts, so every thread it makes inherits the CPUs.
     let mut command = match cpus {
         Some(cpus) => {
@@ -275,6 +298,7 @@ async fn start_quire(upstream: &Upstream, cpus: Option<&str>, environment: &[(&s
         .env("QUIRE_SIGNUP", "open")
         .env("RUST_LOG", "warn")
         .envs(environment.iter().copied())
+        .envs(floor.then_some((relay_floor::SERVE, "1")))
         .stdout(Stdio::null())
         .spawn()
         .with_context(|| if cpus.is_some() { "starting quire under taskset (util-linux)" } else { "starting quire" })?;
@@ -440,6 +464,9 @@ where
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    if std::env::var_os(relay_floor::SERVE).is_some() {
+        return relay_floor::serve().await;
+    }
     let mut args = Args::parse();
     if args.mode.smoke() {
         args.streams = vec![2];
@@ -462,7 +489,7 @@ async fn main() -> anyhow::Result<()> {
         release: release_rx,
     };
     let upstream = start_fake(fake, args.upstream).await?;
-    let quire = start_quire(&upstream, args.quire_cpus.as_deref(), &[]).await?;
+    let quire = start_server(&upstream, args.quire_cpus.as_deref(), &[], args.floor).await?;
     let pid = quire.child.id();
     let base = quire.base.clone();
     let client = upstream.client()?;
@@ -510,7 +537,7 @@ async fn main() -> anyhow::Result<()> {
             memory_kib: memory_kib(pid),
         };
         print_row(streams, "direct", &direct, None, None);
-        print_row(streams, "quire", &through, Some(&direct), Some(load));
+        print_row(streams, if args.floor { "floor" } else { "quire" }, &through, Some(&direct), Some(load));
     }
 
     if let [short, long] = args.split[..] {
