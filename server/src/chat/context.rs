@@ -182,6 +182,24 @@ pub async fn load(
     }
 }
 
+/// The person's message as the model sees it while its start commits (see [`load`]'s `pending`): numbered after
+/// every stored message.
+pub fn pending_message(id: Uuid, thread: Uuid, content: &str) -> Message {
+    Message {
+        id,
+        thread_id: thread,
+        seq: i64::MAX,
+        role: Role::User,
+        content: content.to_string(),
+        status: app::api::MessageStatus::Complete,
+        input_tokens: 0,
+        output_tokens: 0,
+        model: None,
+        created_at: chrono::Utc::now(),
+        parent_id: None,
+    }
+}
+
 /// A message whose text was not read: a placeholder.
 fn stand_in(head: &MessageHead, thread: Uuid) -> Message {
     Message {

@@ -204,7 +204,7 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
             Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
         };
         let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, silent)| {
-            let pending = (!silent).then(|| pending_message(message_id, thread, &content));
+            let pending = (!silent).then(|| context::pending_message(message_id, thread, &content));
             let request_message = pending.as_ref().map(|m| m.id);
             let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
             (Turn::new(&engine, live.clone(), plan), pending)
@@ -322,23 +322,6 @@ async fn plan_taken(
         Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored)?,
     };
     Ok(Plan { user, thread, silent, content, request_message, name_thread: None })
-}
-
-/// The person's message as the model sees it while its start commits: numbered after every stored message.
-fn pending_message(id: Uuid, thread: Uuid, content: &str) -> Message {
-    Message {
-        id,
-        thread_id: thread,
-        seq: i64::MAX,
-        role: ApiRole::User,
-        content: content.to_string(),
-        status: MessageStatus::Complete,
-        input_tokens: 0,
-        output_tokens: 0,
-        model: None,
-        created_at: chrono::Utc::now(),
-        parent_id: None,
-    }
 }
 
 /// With the thread taken for a retry: checks the message can still be run again and removes what the failed

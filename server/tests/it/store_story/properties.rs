@@ -629,19 +629,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             usage: Usage::default(),
             model: None,
         };
-        let pending = Message {
-            id: Uuid::now_v7(),
-            thread_id: id,
-            seq: i64::MAX,
-            role: Role::User,
-            content: next.content.clone(),
-            status: MessageStatus::Complete,
-            input_tokens: 0,
-            output_tokens: 0,
-            model: None,
-            created_at: chrono::Utc::now(),
-            parent_id: None,
-        };
+        let pending = context::pending_message(Uuid::now_v7(), id, &next.content);
         let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending)).await.unwrap();
         let start = TurnStart {
             user: u,
