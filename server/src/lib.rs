@@ -159,7 +159,7 @@ pub fn app(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(http::error::with_request_id))
         .layer(axum::middleware::from_fn_with_state(state.metrics.clone(), ops::metrics::track));
     let router = http::headers::apply(router, https_only);
-    let router = router.layer(http::assets::pages_private()).layer(http::compression());
+    let router = router.layer(http::assets::pages_private()).layer(http::CompressAnswers);
     // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
     // `x-request-id`: an error's message names it, so a report can be matched with the log.
     router
