@@ -20,7 +20,7 @@ mod text;
 
 use app::api::{ArtifactType, Role};
 use chrono::{Duration, Utc};
-use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
 use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
 use quire::store::{self, NewUser};
@@ -78,12 +78,26 @@ fn context_benches(c: &mut Criterion) {
     let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
     for &n in sizes {
         let thread = rt.block_on(store.import_threads(user, vec![conversation(n, &mut gen)])).expect("import")[0].id;
-        let built = rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None)).expect("load");
+        let loaded =
+            rt.block_on(context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None, None)).expect("load");
+        let built = &loaded.built;
         assert!(!built.record.included.is_empty() && !built.record.filtered.is_empty());
         group.bench_with_input(BenchmarkId::new("load_build", n), &n, |b, _| {
             b.to_async(&rt).iter(|| async {
-                context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None).await.expect("load")
+                context::load(store.as_ref(), user, thread, DEFAULT_BUDGET, None, None, None).await.expect("load")
             })
+        });
+        // A conversation's next turn: built from what its last turn kept, nothing read.
+        let kept = (loaded.materials.clone(), loaded.stamp);
+        group.bench_with_input(BenchmarkId::new("from_memory", n), &n, |b, _| {
+            b.to_async(&rt).iter_batched(
+                || kept.clone(),
+                |kept| async {
+                    let store = store.as_ref();
+                    context::load(store, user, thread, DEFAULT_BUDGET, None, None, Some(kept)).await.expect("load")
+                },
+                BatchSize::SmallInput,
+            )
         });
         let messages = rt.block_on(store.list_messages(user, thread)).expect("messages");
         let fulfilled: Vec<_> = rt

@@ -20,7 +20,7 @@ use app::api::{Artifact, ArtifactType, Message, Role};
 use uuid::Uuid;
 
 use crate::llm::{self, builtin::intent, Part};
-use crate::store::{Fulfilment, MessageHead, Store, StoreError};
+use crate::store::{Fulfilment, MessageHead, Store, StoreError, ThreadStamp, Tree};
 use crate::tokens::{count_message_tokens, count_tokens};
 
 /// Default token budget for the conversation sent to the model.
@@ -41,7 +41,7 @@ pub struct ContextInput<'a> {
 }
 
 /// The built context: messages for the model and the record of how they were chosen.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct BuiltContext {
     pub messages: Vec<llm::Message>,
     pub record: ContextRecord,
@@ -132,8 +132,60 @@ pub fn fulfilled_on(fulfilments: &[Fulfilment], on_path: &HashSet<Uuid>) -> Vec<
 /// fourfold until the budget runs out inside it.
 const FIRST_WINDOW: usize = 256;
 
-/// Loads what the model's view of a thread is built from and builds it with [`build`]. No summary (the turn adds
-/// it, see [`super::summary`]);
+/// What the model's view of a conversation is built from: its shape, the requests its documents answer and the
+/// text of its newest messages. Read from the store, or kept in memory from the conversation's last turn (see
+/// [`super::memory`]).
+#[derive(Debug, Clone, Default)]
+pub struct Materials {
+    tree: Tree,
+    fulfilments: Vec<Fulfilment>,
+    /// Every message numbered `texts_from` or later, of every branch, in order, with its text.
+    texts: Vec<Message>,
+    texts_from: i64,
+}
+
+impl Materials {
+    /// Nothing read yet, for `tree` and `fulfilments`.
+    fn of(tree: Tree, fulfilments: Vec<Fulfilment>) -> Self {
+        Self { tree, fulfilments, texts: Vec::new(), texts_from: i64::MAX }
+    }
+
+    /// The materials once a turn added `question` (on the active path) and its `answer`, as stored.
+    pub fn with_turn(mut self, question: &Message, answer: &Message) -> Self {
+        for message in [question, answer] {
+            self.tree.heads.push(MessageHead {
+                id: message.id,
+                seq: message.seq,
+                role: message.role,
+                parent: message.parent_id,
+            });
+            self.texts.push(message.clone());
+        }
+        self.tree.active = Some(answer.id);
+        self
+    }
+
+    /// About how many bytes they hold.
+    pub fn weight(&self) -> usize {
+        let texts: usize = self.texts.iter().map(|m| m.content.len() + std::mem::size_of::<Message>()).sum();
+        texts
+            + self.tree.heads.len() * std::mem::size_of::<MessageHead>()
+            + self.fulfilments.len() * std::mem::size_of::<Fulfilment>()
+    }
+}
+
+/// A context and what it was built from.
+#[derive(Debug)]
+pub struct Loaded {
+    pub built: BuiltContext,
+    pub materials: Materials,
+    /// The stamp of the thread whose state the materials are (without `pending`): the one given with them, or
+    /// the one read first when they were read. Every read came after it, so the materials are at least as new.
+    pub stamp: ThreadStamp,
+}
+
+/// Loads what the model's view of a thread is built from, or takes `kept` (materials and the stamp they are
+/// the state of), and builds it with [`build`]. No summary (the turn adds it, see [`super::summary`]);
 /// `ephemeral` as in [`ContextInput`]. `pending` is the person's message whose start is committing while this
 /// reads: the thread is read as it was before it (whether or not the commit has landed) and the message added
 /// last, on the active path.
@@ -149,17 +201,25 @@ pub async fn load(
     budget: usize,
     ephemeral: Option<&str>,
     pending: Option<&Message>,
-) -> Result<BuiltContext, StoreError> {
-    let (mut tree, fulfilled) =
-        tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
+    kept: Option<(Materials, ThreadStamp)>,
+) -> Result<Loaded, StoreError> {
+    let (mut materials, stamp) = match kept {
+        Some(kept) => kept,
+        None => {
+            // The stamp is read with the tree, before the requests: nothing read is older than it.
+            let (tree, stamp) = store.message_tree_stamped(user, thread).await?;
+            (Materials::of(tree, Vec::new()), stamp)
+        }
+    };
+    let fresh = materials.texts_from == i64::MAX;
     if let Some(pending) = pending {
-        tree.forget(pending.id);
+        materials.tree.forget(pending.id);
     }
     // The model sees the active path only.
-    let heads = tree.path();
+    let heads = materials.tree.path();
     let on_path: HashSet<Uuid> = heads.iter().map(|h| h.id).collect();
-    let fulfilled = fulfilled_on(&fulfilled, &on_path);
     let mut window = FIRST_WINDOW;
+    let mut fulfilled = None;
     loop {
         let mut from = heads.len().saturating_sub(window);
         while from > 0 && heads[from].role != Role::User {
@@ -167,16 +227,40 @@ pub async fn load(
         }
         // From the window's first request; the whole thread (and whatever came since the heads) at `from` 0.
         let from_seq = if from == 0 { i64::MIN } else { heads[from].seq };
-        let mut recent = store.list_messages_from(user, thread, from_seq).await?;
-        recent.retain(|m| on_path.contains(&m.id));
+        if from_seq < materials.texts_from {
+            let texts = store.list_messages_from(user, thread, from_seq);
+            let mut texts = if fresh && fulfilled.is_none() {
+                let (texts, fulfilments) = tokio::try_join!(texts, store.fulfilled_requests(user, thread))?;
+                materials.fulfilments = fulfilments;
+                texts
+            } else {
+                texts.await?
+            };
+            // What was read after the pending message committed leaves it out, as the tree does.
+            texts.retain(|m| pending.is_none_or(|p| p.id != m.id));
+            materials.texts = texts;
+            materials.texts_from = from_seq;
+        }
+        let fulfilled = fulfilled.get_or_insert_with(|| fulfilled_on(&materials.fulfilments, &on_path));
+        let recent: Vec<&Message> =
+            materials.texts.iter().filter(|m| m.seq >= from_seq && on_path.contains(&m.id)).collect();
         let read: HashSet<Uuid> = recent.iter().map(|m| m.id).collect();
-        let messages: Vec<Message> =
-            heads[..from].iter().map(|h| stand_in(h, thread)).chain(recent).chain(pending.cloned()).collect();
-        let built =
-            build(ContextInput { messages: &messages, fulfilled: &fulfilled, summary: None, budget, ephemeral });
+        let messages: Vec<Message> = heads[..from]
+            .iter()
+            .map(|h| stand_in(h, thread))
+            .chain(recent.into_iter().cloned())
+            .chain(pending.cloned())
+            .collect();
+        let built = build(ContextInput {
+            messages: &messages,
+            fulfilled: fulfilled.as_slice(),
+            summary: None,
+            budget,
+            ephemeral,
+        });
         let inside = from == 0 || built.record.truncated.last().is_some_and(|id| read.contains(id));
         if inside {
-            return Ok(built);
+            return Ok(Loaded { built, materials, stamp });
         }
         window = window.saturating_mul(4);
     }

@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use super::error::Result;
 use super::hub::{self, TurnHub};
+use super::memory::{ContextMemory, Source};
 use crate::config::Config;
 use crate::llm::Registry;
 use crate::store::{DynStore, TurnLimits};
@@ -43,6 +44,8 @@ pub struct Engine {
     pub(super) limits: Limits,
     /// The people whose start was refused lately, and when.
     refusals: Arc<Mutex<HashMap<Uuid, Instant>>>,
+    /// Hot conversations' context, kept from their last turn.
+    pub(super) memory: Arc<ContextMemory>,
 }
 
 /// How long a person whose start was refused opens model calls only once a start has committed.
@@ -57,7 +60,7 @@ impl Engine {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(hub::release_abandoned_answers(store.clone()));
-        Self { store, models, hub, limits, refusals: Arc::default() }
+        Self { store, models, hub, limits, refusals: Arc::default(), memory: Arc::default() }
     }
 
     /// Whether a start in `thread` may open its model call before its commit answers (see `turn::launch`): not
@@ -113,6 +116,18 @@ impl Engine {
             self.hub.cancel_all();
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
+    }
+
+    /// Forgets what is kept of `thread`'s context, after a write to it outside a turn. (Not needed to be right:
+    /// the next start finds the conversation changed by its stamp. Needed to not be wasteful: a start that opens
+    /// its model call early would open it with the old context, then drop it.)
+    pub fn conversation_changed(&self, thread: Uuid) {
+        self.memory.forget(thread);
+    }
+
+    /// How many turns' contexts were built from `source` in this process.
+    pub fn contexts_from(&self, source: Source) -> u64 {
+        self.memory.counted(source)
     }
 
     /// How many turns run in this process.

@@ -5,6 +5,8 @@ pub mod context;
 pub mod engine;
 pub mod error;
 pub mod hub;
+pub mod memory;
+mod openings;
 pub mod prompt;
 pub mod replay;
 pub mod summary;

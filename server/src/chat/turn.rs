@@ -6,21 +6,18 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use app::api::{
-    Artifact, CallPurpose, ChatEvent, ChatRequest, Message, MessageStatus, Role as ApiRole, TraceStep, Usage,
-    MAX_MESSAGE_CHARS,
-};
+use app::api::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, Role as ApiRole, TraceStep, Usage};
 use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
-use app::api::validate::Invalid;
-
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
 use super::error::{busy_or, ChatError};
 use super::hub::{LiveTurn, TurnHub};
+use super::memory::{Basis, Source};
+use super::openings::{plan_taken, Opening};
 use super::prompt;
 use super::summary;
 use super::title::{Naming, DEFAULT_TITLE};
@@ -28,7 +25,7 @@ use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
-    self, AnswerDraft, FinalAnswer, MessageUpdate, NewMessage, SpentTokens, Store, StoreError, StoredEvent, TurnEnd,
+    self, AnswerDraft, FinalAnswer, MessageUpdate, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd,
     TurnProgress, TurnStart, TurnTrace,
 };
 
@@ -41,133 +38,6 @@ pub const STALE_AFTER_MS: i64 = 30_000;
 /// Most provider -> tools rounds in one turn.
 pub const MAX_ROUNDS: usize = 5;
 
-impl Engine {
-    /// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
-    /// configured, with personal data replaced.
-    pub fn person_message(&self, content: &str) -> Result<String, ChatError> {
-        let content = app::api::validate::message(content, MAX_MESSAGE_CHARS)?;
-        // Personal data is replaced before the message is stored or reaches a model.
-        Ok(if self.limits.redact_pii { crate::privacy::redact(&content) } else { content })
-    }
-
-    /// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
-    pub async fn start(&self, user: Uuid, thread: Uuid, request: ChatRequest) -> Result<Arc<LiveTurn>, ChatError> {
-        let content = self.person_message(&request.content)?;
-        let message = NewMessage {
-            thread_id: thread,
-            role: ApiRole::User,
-            content,
-            status: MessageStatus::Complete,
-            usage: Usage::default(),
-            model: None,
-        };
-        let opening = match (request.edit_of, request.artifact_generation.unwrap_or(false)) {
-            (Some(_), true) => {
-                return Err(Invalid::new("edit_of", "A silent generation edits no message.").into());
-            }
-            (Some(edited), false) => {
-                // Checked before the thread is taken; the message stays, and the new version goes beside it.
-                let parent = edited_message(self.store.as_ref(), user, thread, edited).await?;
-                Opening::Edit { parent, message }
-            }
-            (None, true) => Opening::Silent(message.content),
-            (None, false) => Opening::Message(message),
-        };
-        launch(self, user, thread, opening).await
-    }
-
-    /// Another answer to the question `answer` answered: an ordinary turn whose answer is a sibling of it, the
-    /// old branch kept.
-    pub async fn regenerate(&self, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
-        let question = answered_question(self.store.as_ref(), user, thread, answer).await?;
-        launch(self, user, thread, Opening::Again(question)).await
-    }
-
-    /// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
-    /// failed attempt's partial answer, if one was kept, makes way for the new one.
-    pub async fn retry(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
-        // Checked before the thread is taken, so a refused retry leaves the last turn as it is; and again once it is
-        // taken, against a retry that ran meanwhile.
-        failed_attempt(self.store.as_ref(), user, thread, message).await?;
-        launch(self, user, thread, Opening::Retry(message)).await
-    }
-}
-
-/// The message to run again and the failed answers that followed it. Only the person's latest message can be,
-/// when every answer after it failed and it made no document; another thread's message is missing.
-async fn failed_attempt(
-    store: &dyn Store,
-    user: Uuid,
-    thread: Uuid,
-    message: Uuid,
-) -> Result<(Message, Vec<Uuid>), ChatError> {
-    let request = store.get_message(user, message).await?;
-    if request.thread_id != thread || request.role != ApiRole::User {
-        return Err(ChatError::NotFound);
-    }
-    let (tree, fulfilled) = tokio::try_join!(store.message_tree(user, thread), store.fulfilled_requests(user, thread))?;
-    // The messages after it on the shown path.
-    let path = tree.path();
-    let Some(at) = path.iter().position(|h| h.id == message) else {
-        return Err(ChatError::NotRetryable("Only a message of the branch shown can be sent again."));
-    };
-    let on_path = path.iter().map(|h| h.id).collect();
-    let fulfilled = context::fulfilled_on(&fulfilled, &on_path);
-    let later: Vec<Uuid> = path[at + 1..].iter().map(|h| h.id).collect();
-    let answers = store.messages_by_id(user, thread, &later).await?;
-    let first = &request;
-    let failed = |m: &Message| {
-        m.role == ApiRole::Assistant && matches!(m.status, MessageStatus::Interrupted | MessageStatus::Error)
-    };
-    if !answers.iter().all(failed) {
-        return Err(ChatError::NotRetryable(
-            "Only the latest message can be sent again, and only when its answer failed.",
-        ));
-    }
-    if fulfilled.contains(&message) {
-        return Err(ChatError::NotRetryable("This request already made its document."));
-    }
-    Ok((first.clone(), later))
-}
-
-/// The parent of the person's message `edited`, which an edit goes beside; another thread's message, or an
-/// answer, is missing.
-async fn edited_message(store: &dyn Store, user: Uuid, thread: Uuid, edited: Uuid) -> Result<Option<Uuid>, ChatError> {
-    let message = store.get_message(user, edited).await?;
-    if message.thread_id != thread || message.role != ApiRole::User {
-        return Err(ChatError::NotFound);
-    }
-    Ok(message.parent_id)
-}
-
-/// The person's message `answer` answers, which a new answer follows; another thread's message, a person's
-/// message, or an answer that follows none, is missing.
-async fn answered_question(store: &dyn Store, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Uuid, ChatError> {
-    let message = store.get_message(user, answer).await?;
-    if message.thread_id != thread || message.role != ApiRole::Assistant {
-        return Err(ChatError::NotFound);
-    }
-    let question = store.get_message(user, message.parent_id.ok_or(ChatError::NotFound)?).await?;
-    if question.role != ApiRole::User {
-        return Err(ChatError::NotFound);
-    }
-    Ok(question.id)
-}
-
-/// What a turn starts from.
-enum Opening {
-    /// A message the person sends now, saved in the commit that takes the thread.
-    Message(NewMessage),
-    /// Silent generation: the request is never stored.
-    Silent(String),
-    /// A stored message whose turn failed.
-    Retry(Uuid),
-    /// Edit and resend: a new version of a person's message, saved after `parent` (beside the old version).
-    Edit { parent: Option<Uuid>, message: NewMessage },
-    /// Regenerate: another answer to a stored message of the person's.
-    Again(Uuid),
-}
-
 /// Takes the thread and starts the turn in the background.
 ///
 /// A new message or a silent generation knows what the model is asked before the thread is taken: its model
@@ -176,7 +46,16 @@ enum Opening {
 /// commit answers; a refused or failed start drops it (closing the provider's connection) and answers with the
 /// start's error, nothing saved. The other openings change the conversation once it is taken, so they open their
 /// call after the commit.
-async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> Result<Arc<LiveTurn>, ChatError> {
+///
+/// A new message in a conversation whose last turn ran here builds the context from what that turn kept
+/// ([`super::memory`]), reading nothing; the start reports the conversation's stamp, and a context built from a
+/// conversation that changed since is dropped with the call opened with it, and read again.
+pub(super) async fn launch(
+    engine: &Engine,
+    user: Uuid,
+    thread: Uuid,
+    opening: Opening,
+) -> Result<Arc<LiveTurn>, ChatError> {
     let turn_id = Uuid::now_v7();
     // The start and the turn run in a task of their own, which the request going away (a client disconnecting
     // while it waits) never cuts short: a conversation taken for a turn always gets the turn, which frees it when
@@ -203,27 +82,38 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
             Opening::Silent(content) => Some((content.clone(), true)),
             Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
         };
+        // What is kept of the conversation from its last turn serves a new message only: the other openings
+        // change the conversation before they are answered.
+        let mut kept = match &opening {
+            Opening::Message(_) => engine.memory.take(user, thread),
+            Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => {
+                engine.memory.forget(thread);
+                None
+            }
+        };
         let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, silent)| {
             let pending = (!silent).then(|| context::pending_message(message_id, thread, &content));
             let request_message = pending.as_ref().map(|m| m.id);
             let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
-            (Turn::new(&engine, live.clone(), plan), pending)
+            let mut turn = Turn::new(&engine, live.clone(), plan);
+            turn.kept = kept.take();
+            (turn, pending)
         });
         let mut started = Some(started);
         // Told as soon as the start has committed, so the person can stop the turn while its model call opens.
-        let held = |begun: &store::Result<Option<Message>>| {
+        let held = |begun: &store::Result<Started>| {
             begun.is_ok().then(|| hold(&engine, &live, started.take().expect("the start is told once")))
         };
         let (begun, holding, early) = match early {
             Some((mut turn, pending)) => {
-                let begin = engine.store.start_turn(start, &engine.limits.turns);
+                let begin = engine.store.start_turn_stamped(start, &engine.limits.turns);
                 let (begun, holding, opened) = turn.open_beside(begin, pending.as_ref(), held).await;
-                (begun, holding, opened.map(|opened| (turn, opened)))
+                (begun, holding, opened.map(|opened| (turn, opened, pending)))
             }
-            None => (engine.store.start_turn(start, &engine.limits.turns).await, None, None),
+            None => (engine.store.start_turn_stamped(start, &engine.limits.turns).await, None, None),
         };
-        let saved = match begun {
-            Ok(message) => message,
+        let (saved, before) = match begun {
+            Ok(Started { message, before }) => (message, before),
             Err(e) => {
                 engine.refused(user);
                 if let Some(started) = started.take() {
@@ -234,17 +124,41 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         };
         let first = saved.as_ref().is_some_and(|m| m.seq == 1);
         let (_held, mut turn, opened) = match early {
-            Some((turn, opened)) => (holding.expect("held when it began"), turn, Some(opened)),
+            Some((mut turn, opened, pending)) => {
+                turn.question = saved.clone();
+                turn.before = before;
+                // A context built from what was kept, for a conversation changed since, is built again.
+                let opened = match turn.basis_fits() {
+                    true => opened,
+                    false => {
+                        drop(opened);
+                        engine.memory.count(Source::Stale);
+                        Box::pin(turn.open(pending.as_ref())).await
+                    }
+                };
+                (holding.expect("held when it began"), turn, Some(opened))
+            }
             None => {
                 // However the task ends (a panic too), the store lets go of what the turn handed over and did not
                 // take into its end.
                 let handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
                 let started = started.take().expect("the start is told once");
+                let question = saved.clone().filter(|_| matches!(opening, Opening::Message(_)));
                 match plan_taken(&engine, user, thread, opening, saved).await {
                     Ok(plan) => {
                         let holding =
                             Held { _handed_over: handed_over, _registered: register(&engine, &live, started) };
-                        (holding, Turn::new(&engine, live.clone(), plan), None)
+                        let mut turn = Turn::new(&engine, live.clone(), plan);
+                        turn.kept = match kept {
+                            Some((_, stamp)) if Some(stamp) != before => {
+                                engine.memory.count(Source::Stale);
+                                None
+                            }
+                            kept => kept,
+                        };
+                        turn.question = question;
+                        turn.before = before;
+                        (holding, turn, None)
                     }
                     Err(e) => {
                         if let Err(e) = engine.store.finish_turn(turn_id, TurnEnd::default()).await {
@@ -266,7 +180,16 @@ async fn launch(engine: &Engine, user: Uuid, thread: Uuid, opening: Opening) -> 
         }
         let opened = match opened {
             Some(opened) => opened,
-            None => Box::pin(turn.open(None)).await,
+            None => {
+                let question = turn.question.clone();
+                Box::pin(turn.open(question.as_ref())).await
+            }
+        };
+        turn.count_basis();
+        #[cfg(debug_assertions)]
+        let opened = match Box::pin(turn.check_memory()).await {
+            Ok(()) => opened,
+            Err(failed) => Err(failed),
         };
         turn.run(opened).await;
     });
@@ -301,61 +224,6 @@ fn register(
     registered
 }
 
-/// With the thread taken: what the turn answers, once the opening's changes to the conversation are made.
-async fn plan_taken(
-    engine: &Engine,
-    user: Uuid,
-    thread: Uuid,
-    opening: Opening,
-    saved: Option<Message>,
-) -> Result<Plan, ChatError> {
-    // A stored message to answer: the turn's answer goes after it.
-    let stored = |request: Message| (request.content, false, Some(request.id));
-    let store = engine.store.as_ref();
-    let (content, silent, request_message) = match opening {
-        Opening::Message(message) => (message.content, false, saved.map(|m| m.id)),
-        Opening::Silent(content) => (content, true, None),
-        Opening::Retry(message) => Box::pin(take_over_failed(store, user, thread, message)).await.map(stored)?,
-        Opening::Edit { parent, message } => {
-            Box::pin(branch_off(store, user, thread, parent, message)).await.map(stored)?
-        }
-        Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored)?,
-    };
-    Ok(Plan { user, thread, silent, content, request_message, name_thread: None })
-}
-
-/// With the thread taken for a retry: checks the message can still be run again and removes what the failed
-/// attempt left; the message to answer.
-async fn take_over_failed(store: &dyn Store, user: Uuid, thread: Uuid, message: Uuid) -> Result<Message, ChatError> {
-    let (request, failed) = failed_attempt(store, user, thread, message).await?;
-    // The first failed answer's subtree holds the others.
-    if let Some(answer) = failed.first() {
-        store.delete_message(user, thread, *answer, None).await?;
-    }
-    // The new answer follows the message, whatever other answers it has.
-    store.set_active(user, thread, Some(request.id), None).await?;
-    Ok(request)
-}
-
-/// With the thread taken for an edit: saves the new version of the person's message after `parent` (beside the
-/// version it replaces); the message to answer.
-async fn branch_off(
-    store: &dyn Store,
-    user: Uuid,
-    thread: Uuid,
-    parent: Option<Uuid>,
-    message: NewMessage,
-) -> Result<Message, ChatError> {
-    store.set_active(user, thread, parent, None).await?;
-    Ok(store.append_message(user, message).await?)
-}
-
-/// With the thread taken for another answer: the question, which the new answer follows.
-async fn answer_again(store: &dyn Store, user: Uuid, thread: Uuid, question: Uuid) -> Result<Message, ChatError> {
-    store.set_active(user, thread, Some(question), None).await?;
-    Ok(store.get_message(user, question).await?)
-}
-
 /// A turn's place in the hub, given up when dropped.
 struct Registered {
     hub: Arc<TurnHub>,
@@ -381,14 +249,15 @@ impl Drop for HandedOver {
     }
 }
 
-struct Plan {
-    user: Uuid,
-    thread: Uuid,
-    silent: bool,
-    content: String,
-    request_message: Option<Uuid>,
+/// What a turn answers.
+pub(super) struct Plan {
+    pub(super) user: Uuid,
+    pub(super) thread: Uuid,
+    pub(super) silent: bool,
+    pub(super) content: String,
+    pub(super) request_message: Option<Uuid>,
     /// Set on a thread's first message: its current title.
-    name_thread: Option<String>,
+    pub(super) name_thread: Option<String>,
 }
 
 /// What a turn asks the model, and its first call, open.
@@ -425,6 +294,18 @@ struct Turn<'a> {
     /// Set once a draft of the answer was handed over: the id it is saved under.
     assistant_id: Option<Uuid>,
     context: Option<ContextRecord>,
+    /// What is kept of the conversation from its last turn, for this turn's context (taken by `open`).
+    kept: Option<(context::Materials, ThreadStamp)>,
+    /// What the context was built from.
+    basis: Option<Basis>,
+    /// The context built from what was kept, and the pending message it was built with, checked against the
+    /// store in debug builds once the start has committed.
+    #[cfg(debug_assertions)]
+    built_from_memory: Option<(context::BuiltContext, Option<Message>)>,
+    /// The person's message the turn answers, as its start saved it (a new message only).
+    question: Option<Message>,
+    /// The thread's stamp right before the start wrote (see [`Started`]).
+    before: Option<ThreadStamp>,
     /// The conversation's summary being written anew beside the answer (see [`summary::Summariser::carry`]):
     /// the turn ends after it, so the next turn finds it.
     summary_refresh: Option<tokio::task::JoinHandle<()>>,
@@ -452,6 +333,12 @@ impl<'a> Turn<'a> {
             trace: Vec::new(),
             assistant_id: None,
             context: None,
+            kept: None,
+            basis: None,
+            #[cfg(debug_assertions)]
+            built_from_memory: None,
+            question: None,
+            before: None,
             summary_refresh: None,
             context_sent: false,
             flushed_events: 0,
@@ -495,10 +382,10 @@ impl<'a> Turn<'a> {
         &mut self,
         begin: B,
         pending: Option<&Message>,
-        begun: impl FnOnce(&store::Result<Option<Message>>) -> G,
-    ) -> (store::Result<Option<Message>>, G, Option<Result<Opened, Ending>>)
+        begun: impl FnOnce(&store::Result<Started>) -> G,
+    ) -> (store::Result<Started>, G, Option<Result<Opened, Ending>>)
     where
-        B: std::future::Future<Output = store::Result<Option<Message>>>,
+        B: std::future::Future<Output = store::Result<Started>>,
     {
         let mut begin = std::pin::pin!(begin);
         let mut open = Box::pin(self.open(pending));
@@ -525,13 +412,21 @@ impl<'a> Turn<'a> {
     async fn open(&mut self, pending: Option<&Message>) -> Result<Opened, Ending> {
         let store = self.engine.store.clone();
         let (user, thread) = (self.plan.user, self.plan.thread);
-        let (built, settings, tools) = tokio::join!(
-            Box::pin(self.load_context(pending)),
+        let kept = self.kept.take();
+        let from_memory = kept.is_some();
+        let (loaded, settings, tools) = tokio::join!(
+            Box::pin(self.load_context(pending, kept)),
             store.turn_settings(user, thread),
             Box::pin(tools::Offered::for_thread(&store, user, thread))
         );
-        let built =
-            built.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
+        let loaded =
+            loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
+        #[cfg(debug_assertions)]
+        {
+            self.built_from_memory = from_memory.then(|| (loaded.built.clone(), pending.cloned()));
+        }
+        let built = loaded.built;
+        self.basis = Some(Basis { materials: loaded.materials, stamp: loaded.stamp, from_memory });
         let settings =
             settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
         // A choice no longer on offer (the providers changed since) gives way to the next.
@@ -542,6 +437,61 @@ impl<'a> Turn<'a> {
         let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
+    }
+
+    /// Whether the context opened with is of the conversation as the start found it: it is, unless it was built
+    /// from what was kept and the conversation changed since.
+    fn basis_fits(&self) -> bool {
+        match &self.basis {
+            Some(basis) if basis.from_memory => basis.current(self.before, self.question.as_ref()),
+            _ => true,
+        }
+    }
+
+    /// Counts where the context came from.
+    fn count_basis(&self) {
+        if let Some(basis) = &self.basis {
+            self.engine.memory.count(if basis.from_memory { Source::Memory } else { Source::Store });
+        }
+    }
+
+    /// In debug builds (the tests), a context built from what was kept must be the one the store gives, unless
+    /// the conversation changed since the start; the turn fails at once if not.
+    #[cfg(debug_assertions)]
+    async fn check_memory(&mut self) -> Result<(), Ending> {
+        let Some((built, pending)) = self.built_from_memory.take() else { return Ok(()) };
+        let Ok(fresh) = self.load_context(pending.as_ref(), None).await else { return Ok(()) };
+        let since = self.engine.store.thread_stamp(self.plan.user, self.plan.thread).await.ok();
+        let started = self.before.zip(self.question.as_ref()).map(|(b, q)| super::memory::after_saving(b, q));
+        if since.is_none() || since != started || fresh.built == built {
+            return Ok(());
+        }
+        tracing::error!(kept = ?built, stored = ?fresh.built, "a context kept in memory differs from the store's");
+        Err(Ending::Failed(LlmError::Protocol("a context kept in memory differs from the store's".into())))
+    }
+
+    /// What to keep of the conversation for its next turn, once this one saved `answer` and the end left the
+    /// thread at `ended` (see [`Basis::after_turn`]). A turn that made documents keeps nothing: they change
+    /// which requests are answered.
+    fn keep_for_next(&mut self, answer: Option<&AnswerDraft>, ended: Option<ThreadStamp>) {
+        let (Some(answer), Some(ended), Some(question)) = (answer, ended, self.question.as_ref()) else { return };
+        let Some(basis) = self.basis.take().filter(|_| self.artifacts.is_empty()) else { return };
+        let stored = Message {
+            id: answer.id,
+            thread_id: answer.thread_id,
+            seq: question.seq + 1,
+            role: ApiRole::Assistant,
+            content: answer.update.content.clone(),
+            status: answer.update.status,
+            input_tokens: answer.update.usage.input_tokens,
+            output_tokens: answer.update.usage.output_tokens,
+            model: answer.update.model.clone(),
+            created_at: chrono::Utc::now(),
+            parent_id: Some(question.id),
+        };
+        if let Some((materials, stamp)) = basis.after_turn(self.before, question, &stored, ended) {
+            self.engine.memory.keep(self.plan.user, self.plan.thread, stamp, materials);
+        }
     }
 
     /// Opens one model call: its stream of events and its timing.
@@ -711,7 +661,11 @@ impl<'a> Turn<'a> {
 
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
     /// rest fits the token budget; a silent request adds its instruction without storing it.
-    async fn load_context(&self, pending: Option<&Message>) -> Result<context::BuiltContext, StoreError> {
+    async fn load_context(
+        &self,
+        pending: Option<&Message>,
+        kept: Option<(context::Materials, ThreadStamp)>,
+    ) -> Result<context::Loaded, StoreError> {
         let ephemeral = self
             .plan
             .silent
@@ -723,6 +677,7 @@ impl<'a> Turn<'a> {
             self.engine.limits.context_tokens,
             ephemeral.as_deref(),
             pending,
+            kept,
         )
         .await
     }
@@ -833,6 +788,7 @@ impl<'a> Turn<'a> {
         // The answer, its documents and trace, the tokens spent, the last events and the turn's closing are one
         // commit, stored before anyone is told: a client that sends its next message right after
         // `message_complete` finds the thread free, and a listener elsewhere finds all of it.
+        let kept_answer = answer.clone().filter(|_| self.question.is_some() && self.artifacts.is_empty());
         let end = TurnEnd {
             events: events.clone(),
             answer: answer.map(|draft| FinalAnswer {
@@ -852,16 +808,20 @@ impl<'a> Turn<'a> {
                 steps: std::mem::take(&mut self.trace),
             }),
         };
-        if let Err(e) = self.engine.store.finish_turn(self.live.id, end).await {
-            // The turn is closed all the same, so its conversation is free: the answer keeps its last saved draft
-            // (`interrupted`), which closing lets into the search index.
-            tracing::error!(error = %e, "saving the end of a turn failed");
-            last_event = self.ending_event(&ending, None);
-            events.pop();
-            events.push(stored(&last_event));
-            if let Err(e) = self.engine.store.finish_turn(self.live.id, TurnEnd { events, ..TurnEnd::default() }).await
-            {
-                tracing::error!(error = %e, "closing the turn failed");
+        match self.engine.store.finish_turn_stamped(self.live.id, end).await {
+            // Kept before anyone is told the turn ended, so the next message finds it.
+            Ok(ended) => self.keep_for_next(kept_answer.as_ref(), ended),
+            Err(e) => {
+                // The turn is closed all the same, so its conversation is free: the answer keeps its last saved
+                // draft (`interrupted`), which closing lets into the search index.
+                tracing::error!(error = %e, "saving the end of a turn failed");
+                last_event = self.ending_event(&ending, None);
+                events.pop();
+                events.push(stored(&last_event));
+                let closing = TurnEnd { events, ..TurnEnd::default() };
+                if let Err(e) = self.engine.store.finish_turn(self.live.id, closing).await {
+                    tracing::error!(error = %e, "closing the turn failed");
+                }
             }
         }
         self.live.push(last_event);

@@ -59,6 +59,7 @@ pub async fn add_message(
         .append_message_between_turns(user.id, message, STALE_AFTER_MS)
         .await
         .map_err(crate::chat::error::busy_or)?;
+    state.chat.conversation_changed(thread);
     // A conversation that starts here is named after the message's first words, as a chat names it when the model
     // cannot.
     if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {
@@ -110,6 +111,7 @@ pub async fn switch_branch(
         .switch_branch(user.id, thread, body.message_id, STALE_AFTER_MS)
         .await
         .map_err(crate::chat::error::busy_or)?;
+    state.chat.conversation_changed(thread);
     super::threads::get_thread(State(state), user, Path(thread)).await
 }
 

@@ -228,6 +228,7 @@ pub async fn delete_thread(
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode> {
     state.store.delete_thread(user.id, id).await?;
+    state.chat.conversation_changed(id);
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -247,5 +248,6 @@ pub async fn delete_message(
         .delete_message(user.id, id, message_id, Some(STALE_AFTER_MS))
         .await
         .map_err(crate::chat::error::busy_or)?;
+    state.chat.conversation_changed(id);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -35,6 +35,7 @@ use prometheus_client::{
 };
 
 use crate::{
+    chat::memory::Source,
     llm::{ChatRequest, EventStream, LlmError, Provider, StreamEvent},
     AppState,
 };
@@ -58,6 +59,12 @@ struct RequestLabels {
 struct RouteLabels {
     method: String,
     route: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ContextLabels {
+    /// `memory` (kept from the conversation's last turn), `store` (read) or `stale` (kept, but changed since).
+    source: &'static str,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -110,6 +117,7 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
     sqlite_waiting: Gauge,
     pool: Family<PoolLabels, Gauge>,
+    contexts: Family<ContextLabels, Counter>,
 }
 
 impl fmt::Debug for Metrics {
@@ -156,6 +164,8 @@ impl Metrics {
         registry.register("sqlite_writes_waiting", "Writes waiting for SQLite's writer", sqlite_waiting.clone());
         let pool = Family::<PoolLabels, Gauge>::default();
         registry.register("db_connections", "PostgreSQL connections by pool, in use and idle", pool.clone());
+        let contexts = Family::<ContextLabels, Counter>::default();
+        registry.register("context_builds", "Turns' contexts, by where they came from", contexts.clone());
         Self {
             registry,
             requests,
@@ -167,6 +177,7 @@ impl Metrics {
             tokens,
             sqlite_waiting,
             pool,
+            contexts,
         }
     }
 
@@ -179,6 +190,13 @@ impl Metrics {
                 .get_or_create(&PoolLabels { pool: name, state: "in_use" })
                 .set(i64::from(pool.size - pool.idle.min(pool.size)));
             self.pool.get_or_create(&PoolLabels { pool: name, state: "idle" }).set(i64::from(pool.idle));
+        }
+        for source in Source::ALL {
+            let counted = state.chat.contexts_from(source);
+            self.contexts
+                .get_or_create(&ContextLabels { source: source.as_str() })
+                .inner()
+                .store(counted, Ordering::Relaxed);
         }
         let mut text = String::new();
         // Writing to a String cannot fail.

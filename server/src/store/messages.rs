@@ -36,7 +36,14 @@ pub trait Messages: Send + Sync {
     async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>>;
     /// The thread's shape: every message without its text, by sequence number, and the active message;
     /// `NotFound` when the thread is missing or another user's.
-    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree>;
+    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree> {
+        self.message_tree_stamped(user, thread).await.map(|(tree, _)| tree)
+    }
+    /// [`message_tree`](Self::message_tree) with the thread's stamp read in the same statement as its active
+    /// message.
+    async fn message_tree_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Tree, ThreadStamp)>;
+    /// The thread's stamp; `NotFound` when the thread is missing or another user's.
+    async fn thread_stamp(&self, user: Uuid, thread: Uuid) -> Result<ThreadStamp>;
     /// These messages of the thread (those that exist), by sequence number.
     async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>>;
     /// Makes `leaf` (a message of the thread; `None`: before its first message) the active message. With
@@ -78,6 +85,29 @@ pub trait Messages: Send + Sync {
         let leaf = tree.newest_under(message).ok_or(StoreError::NotFound)?;
         self.set_active(user, thread, Some(leaf), Some(stale_after_ms)).await?;
         Ok(leaf)
+    }
+}
+
+/// Where a conversation stands in what the model's view of it is made from: the number of changes the
+/// database counted (`context_version`: every change but the text of an answer being written, see the migration
+/// `0150_context_versions`), its last message number and its active message. While a thread's stamp
+/// is unchanged, so are its messages, its documents and the requests they answer, and its active path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadStamp {
+    pub version: i64,
+    pub last_seq: i64,
+    pub active: Option<Uuid>,
+}
+
+/// The columns of `threads` a [`ThreadStamp`] is read from, in its order.
+pub(crate) const STAMP_COLUMNS: &str = "context_version as version, last_seq, active_id as active";
+
+stored_row! {
+    /// A [`ThreadStamp`]'s row (see [`STAMP_COLUMNS`]).
+    StampRow<I> -> ThreadStamp {
+        version: i64,
+        last_seq: i64,
+        active: Option<I>,
     }
 }
 
@@ -188,7 +218,15 @@ const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
 
 shared_sql! {
-    rows(MessageRow<D::Id, D::Time>);
+    rows(MessageRow<D::Id, D::Time>, StampRow<D::Id>);
+
+    /// The stamp of `user`'s `thread`; `None` when it is missing or another user's.
+    pub(crate) async fn stamp(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<ThreadStamp>> {
+        let sql = format!("select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2");
+        let row: Option<StampRow<D::Id>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.map(ThreadStamp::try_from).transpose()
+    }
 
     /// The person's messages of `thread` numbered `from_seq` or later, in order.
     pub(crate) async fn messages_from(

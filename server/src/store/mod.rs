@@ -39,15 +39,15 @@ pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::{ArtifactRevision, Documents, Fulfilment};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
-pub use messages::{Messages, Tree};
+pub use messages::{Messages, ThreadStamp, Tree};
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
-    FinalAnswer, IdempotencyClaim, SpentTokens, StoredEvent, TraceKey, Traces, TurnEnd, TurnProgress, TurnRecord,
-    TurnStart, TurnTrace, Turns,
+    FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd, TurnProgress,
+    TurnRecord, TurnStart, TurnTrace, Turns,
 };
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.

@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::threads::{found, ThreadRow};
 use super::{
     history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate,
-    NewMessage, NewUser, Place, Result, Search, SearchPage, Store, StoreError, StoredEvent, Traces, TurnRecord,
-    TurnTrace, Turns, User, MAX_SEQ,
+    NewMessage, NewUser, Place, Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadStamp, Traces,
+    TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
 };
 
 /// The statements both backends run alike, bound the PostgreSQL way.
@@ -128,7 +128,7 @@ impl Postgres {
 }
 
 /// Closes a turn in one transaction with what it leaves (see `Store::finish_turn`).
-async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<()> {
+async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Option<ThreadStamp>> {
     let mut tx = pool.begin().await?;
     let mut answer_saved = false;
     if let Some(answer) = &end.answer {
@@ -163,13 +163,17 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<()>
     .bind(turn)
     .execute(&mut *tx)
     .await?;
+    let stamp = match end.answer.as_ref().filter(|_| answer_saved) {
+        Some(answer) => Shared::stamp(&mut tx, answer.user, answer.draft.thread_id).await?,
+        None => None,
+    };
     // Last before the commit: the owner's ledger row for the day is shared by all their turns, and whoever
     // updates it holds it until the commit, so each of their other turns ending meanwhile waits that long.
     if let Some(spent) = &end.usage {
         add_usage(&mut tx, spent).await?;
     }
     tx.commit().await?;
-    Ok(())
+    Ok(stamp)
 }
 
 /// Saves a batch of running turns' progress in one transaction.
@@ -313,11 +317,15 @@ async fn take_thread<'c>(
     turn: Uuid,
     now: DateTime<Utc>,
     request: Option<(Uuid, &NewMessage)>,
-) -> Result<Option<Message>> {
+) -> Result<(Option<Message>, ThreadStamp)> {
     let id = request.map(|(id, _)| id);
     let request = request.map(|(_, message)| message);
-    let (taken, seq, parent): (i64, Option<i64>, Option<Uuid>) = sqlx::query_as(
-        "with taken as (
+    type Taken = (i64, Option<i64>, Option<Uuid>, Option<i64>, Option<i64>, Option<Uuid>);
+    // Every part of the statement sees the thread as it was before it: so does `stamp`.
+    let (taken, seq, parent, version, last_seq, active): Taken = sqlx::query_as(
+        "with stamp as (
+             select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
+         ), taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
              returning thread_id
@@ -335,7 +343,8 @@ async fn take_thread<'c>(
              select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
              returning seq, parent_id
          )
-         select (select count(*) from taken), (select seq from saved), (select parent_id from saved)",
+         select (select count(*) from taken), (select seq from saved), (select parent_id from saved),
+             (select context_version from stamp), (select last_seq from stamp), (select active_id from stamp)",
     )
     .bind(turn)
     .bind(thread)
@@ -351,13 +360,14 @@ async fn take_thread<'c>(
     .bind(MAX_SEQ)
     .fetch_one(conn)
     .await?;
-    if taken == 0 {
+    let (Some(version), Some(last_seq), true) = (version, last_seq, taken > 0) else {
         return Err(StoreError::NotFound);
-    }
-    Ok(match (request, id, seq) {
+    };
+    let saved = match (request, id, seq) {
         (Some(message), Some(id), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
         _ => None,
-    })
+    };
+    Ok((saved, ThreadStamp { version, last_seq, active }))
 }
 
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::columns::{shared_sql, stored_row, Stored};
-use super::{now, AnswerDraft, NewMessage, Result, TurnLimits};
+use super::{now, AnswerDraft, NewMessage, Result, ThreadStamp, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,6 +154,14 @@ pub struct TurnStart {
     pub message_id: Uuid,
 }
 
+/// A started turn: the person's message as saved, and the thread's stamp right before the start wrote anything
+/// (`None` when the start had to number the thread's messages again: they all changed).
+#[derive(Debug, Clone)]
+pub struct Started {
+    pub message: Option<Message>,
+    pub before: Option<ThreadStamp>,
+}
+
 stored_row! {
     /// A turn as stored, with the backend's id (`I`) and time (`T`) columns (see [`Stored`]).
     TurnRow<I, T> -> TurnRecord {
@@ -196,7 +204,11 @@ pub trait Turns: Send + Sync {
     /// [`StoreError::TooManyTurns`] when the person (or everyone) spent today's budget or already has
     /// `limits.concurrent_turns` running; the check and the start are one atomic step, so starts of one person at
     /// once, on any instance, are counted one after the other.
-    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>>;
+    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
+        self.start_turn_stamped(start, limits).await.map(|started| started.message)
+    }
+    /// [`start_turn`](Self::start_turn), with the thread's stamp as the start found it (see [`Started`]).
+    async fn start_turn_stamped(&self, start: TurnStart, limits: &TurnLimits) -> Result<Started>;
     /// A turn's start with no message and no limits (see [`start_turn`](Self::start_turn)).
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
         let start = TurnStart { user, thread, turn, stale_after_ms, request: None, message_id: Uuid::now_v7() };
@@ -212,7 +224,12 @@ pub trait Turns: Send + Sync {
     /// are kept for re-attaching. What the turn handed over (see [`submit_progress`](Self::submit_progress)) and
     /// is not written yet goes into the same commit, its events before `end`'s: nothing of the turn is written
     /// after it, and the end never waits for a batch of progress it is not in.
-    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()>;
+    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()> {
+        self.finish_turn_stamped(turn, end).await.map(drop)
+    }
+    /// [`finish_turn`](Self::finish_turn); when it saved an answer, the thread's stamp right after, read in the
+    /// same transaction.
+    async fn finish_turn_stamped(&self, turn: Uuid, end: TurnEnd) -> Result<Option<ThreadStamp>>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
     async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;

@@ -645,7 +645,7 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
     assert_eq!(branches[0].message_id, path[0].id);
 
     // The model sees the deep path, within its budget.
-    let built = quire::chat::context::load(s.as_ref(), u, thread, 2_000, None, None).await.unwrap();
+    let built = quire::chat::context::load(s.as_ref(), u, thread, 2_000, None, None, None).await.unwrap().built;
     assert!(!built.record.included.is_empty() && !built.record.truncated.is_empty());
     assert!(built.record.included.iter().chain(&built.record.truncated).all(|id| built.path.contains(id)));
 

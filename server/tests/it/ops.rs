@@ -66,6 +66,8 @@ async fn metrics_count_requests_and_the_tokens_of_a_turn() {
     assert_eq!(requests("/api/threads/{id}/chat", "POST", 200), Some(1.0), "{text}");
     let latency = sample(&text, r#"quire_http_request_duration_seconds_count{method="GET",route="/api/threads"}"#);
     assert_eq!(latency, Some(2.0), "{text}");
+    let contexts = |source: &str| sample(&text, &format!(r#"quire_context_builds_total{{source="{source}"}}"#));
+    assert_eq!((contexts("store"), contexts("memory")), (Some(1.0), Some(0.0)), "{text}");
 
     // The model's report of the turn's tokens, as stored on the answer.
     let model = answer.model.clone().expect("the answer names its model");

@@ -8,9 +8,9 @@ use uuid::Uuid;
 
 use super::{insert_message, rewrite_message, Postgres, Shared};
 use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS};
+use crate::store::messages::{MessageHeadRow, MessageRow, StampRow, HEAD_COLUMNS, MESSAGE_COLUMNS, STAMP_COLUMNS};
 use crate::store::threads::{found, listing};
-use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
+use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, ThreadStamp, Tree};
 
 type Row = MessageRow<Uuid, DateTime<Utc>>;
 
@@ -63,9 +63,14 @@ impl Messages for Postgres {
     }
 
     #[instrument(skip(self))]
-    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree> {
+    async fn message_tree_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Tree, ThreadStamp)> {
         let mut conn = self.pool.acquire().await?;
         read_tree(&mut conn, user, thread, false).await?.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_stamp(&self, user: Uuid, thread: Uuid) -> Result<ThreadStamp> {
+        Shared::stamp(&mut *self.pool.acquire().await?, user, thread).await?.ok_or(StoreError::NotFound)
     }
 
     #[instrument(skip(self, ids), fields(ids = ids.len()))]
@@ -141,7 +146,7 @@ impl Messages for Postgres {
     ) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         // Read with the thread's row locked, so no message joins the subtree meanwhile.
-        let tree = read_tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
+        let (tree, _) = read_tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
         let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
         if let Some(stale_after_ms) = stale_after_ms {
             Shared::refuse_while_running(&mut tx, user, thread, stale_after_ms).await?;
@@ -165,16 +170,20 @@ impl Messages for Postgres {
 }
 
 /// The shape of `user`'s `thread`, its row locked when `lock`; `None` when it is missing or another user's.
-async fn read_tree(conn: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, lock: bool) -> Result<Option<Tree>> {
+async fn read_tree(
+    conn: &mut sqlx::PgConnection,
+    user: Uuid,
+    thread: Uuid,
+    lock: bool,
+) -> Result<Option<(Tree, ThreadStamp)>> {
     let sql = format!(
-        "select active_id from threads where id = $1 and user_id = $2{}",
+        "select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2{}",
         if lock { " for update" } else { "" }
     );
-    let active: Option<Option<Uuid>> =
-        sqlx::query_scalar(&sql).bind(thread).bind(user).fetch_optional(&mut *conn).await?;
-    let Some(active) = active else { return Ok(None) };
+    let row: Option<StampRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&mut *conn).await?;
+    let Some(stamp) = row.map(ThreadStamp::try_from).transpose()? else { return Ok(None) };
     // Answered from the `messages_heads` index (an index-only scan once the table is vacuumed).
     let sql = format!("select {HEAD_COLUMNS} from messages where thread_id = $1 and user_id = $2 order by seq");
     let rows: Vec<MessageHeadRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_all(&mut *conn).await?;
-    Ok(Some(Tree { heads: convert(rows)?, active }))
+    Ok(Some((Tree { heads: convert(rows)?, active: stamp.active }, stamp)))
 }

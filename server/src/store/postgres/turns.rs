@@ -12,7 +12,8 @@ use super::{
 };
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
-    now, NewMessage, Result, StoreError, StoredEvent, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace,
+    now, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TraceKey, TurnEnd, TurnLimits,
+    TurnProgress, TurnStart, TurnTrace,
 };
 
 /// The first key of the advisory locks taken per person for a turn's start; the second is their id's hash.
@@ -77,7 +78,7 @@ impl Turns for Postgres {
     }
 
     #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
-    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
+    async fn start_turn_stamped(&self, start: TurnStart, limits: &TurnLimits) -> Result<Started> {
         let TurnStart { user, thread, turn, stale_after_ms, request, message_id } = start;
         let request = request.as_ref().map(|m| (message_id, m));
         let now = now();
@@ -109,8 +110,10 @@ impl Turns for Postgres {
         };
         tx.commit().await?;
         match saved {
-            None if request.is_some() => self.save_request(user, request, now).await,
-            saved => Ok(saved),
+            (None, _) if request.is_some() => {
+                Ok(Started { message: self.save_request(user, request, now).await?, before: None })
+            }
+            (message, before) => Ok(Started { message, before: Some(before) }),
         }
     }
 
@@ -137,7 +140,7 @@ impl Turns for Postgres {
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, mut end: TurnEnd) -> Result<()> {
+    async fn finish_turn_stamped(&self, turn: Uuid, mut end: TurnEnd) -> Result<Option<ThreadStamp>> {
         // What the turn handed over and is not written yet comes back (once no batch holding it is being
         // written) and goes first.
         let unwritten = self.progress.settle(turn).await;
@@ -252,7 +255,7 @@ pub(super) async fn take_over_thread(
     stale_after_ms: i64,
     now: DateTime<Utc>,
     request: Option<(Uuid, &NewMessage)>,
-) -> Result<Option<Message>> {
+) -> Result<(Option<Message>, ThreadStamp)> {
     // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
     let taken_over = sqlx::query(
         "update turns set status = 'done'

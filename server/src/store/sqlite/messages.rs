@@ -7,10 +7,10 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{turn_writes, Shared, Sqlite};
-use crate::store::columns::{convert, Stored};
+use crate::store::columns::convert;
 use crate::store::messages::{MessageHeadRow, MessageRow, HEAD_COLUMNS, MESSAGE_COLUMNS};
 use crate::store::threads::{found, listing};
-use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, Tree};
+use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, ThreadStamp, Tree};
 
 /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
 /// given; whether it exists.
@@ -93,9 +93,15 @@ impl Messages for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn message_tree(&self, user: Uuid, thread: Uuid) -> Result<Tree> {
+    async fn message_tree_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Tree, ThreadStamp)> {
         let mut conn = self.reader.acquire().await?;
         read_tree(&mut conn, user, thread).await?.ok_or(StoreError::NotFound)
+    }
+
+    #[instrument(skip(self))]
+    async fn thread_stamp(&self, user: Uuid, thread: Uuid) -> Result<ThreadStamp> {
+        let mut conn = self.reader.acquire().await?;
+        Shared::stamp(&mut conn, user, thread).await?.ok_or(StoreError::NotFound)
     }
 
     #[instrument(skip(self, ids), fields(ids = ids.len()))]
@@ -175,7 +181,7 @@ impl Messages for Sqlite {
         // The one writer serialises this with every turn's start.
         self.write(move |tx| {
             Box::pin(async move {
-                let tree = read_tree(tx, user, thread).await?.ok_or(StoreError::NotFound)?;
+                let (tree, _) = read_tree(tx, user, thread).await?.ok_or(StoreError::NotFound)?;
                 let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
                 if let Some(stale_after_ms) = stale_after_ms {
                     Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
@@ -203,20 +209,15 @@ impl Messages for Sqlite {
     }
 }
 
-/// The shape of `user`'s `thread`; `None` when it is missing or another user's.
-async fn read_tree(conn: &mut SqliteConnection, user: Uuid, thread: Uuid) -> Result<Option<Tree>> {
-    let active: Option<Option<String>> =
-        sqlx::query_scalar("select active_id from threads where id = ? and user_id = ?")
-            .bind(thread.to_string())
-            .bind(user.to_string())
-            .fetch_optional(&mut *conn)
-            .await?;
-    let Some(active) = active else { return Ok(None) };
+/// The shape of `user`'s `thread` and its stamp, read with its active message; `None` when it is missing or
+/// another user's.
+async fn read_tree(conn: &mut SqliteConnection, user: Uuid, thread: Uuid) -> Result<Option<(Tree, ThreadStamp)>> {
+    let Some(stamp) = Shared::stamp(&mut *conn, user, thread).await? else { return Ok(None) };
     // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
     let sql = format!(
         "select {HEAD_COLUMNS} from messages indexed by messages_heads where thread_id = ? and user_id = ? order by seq"
     );
     let rows: Vec<MessageHeadRow<String>> =
         sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&mut *conn).await?;
-    Ok(Some(Tree { heads: convert(rows)?, active: active.read("active_id")? }))
+    Ok(Some((Tree { heads: convert(rows)?, active: stamp.active }, stamp)))
 }

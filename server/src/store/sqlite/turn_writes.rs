@@ -18,11 +18,12 @@ use sqlx::{
 };
 use uuid::Uuid;
 
-use super::{is_unique_violation, writer::Urgency, Sqlite};
+use super::{is_unique_violation, writer::Urgency, Shared, Sqlite};
 use crate::store::columns::Stored;
+use crate::store::messages::STAMP_COLUMNS;
 use crate::store::{
-    now, renumbering_base, unnumberable, AnswerDraft, Message, NewMessage, Place, Result, SpentTokens, StoreError,
-    StoredEvent, TurnEnd, TurnStart, MAX_SEQ,
+    now, renumbering_base, unnumberable, AnswerDraft, NewMessage, Place, Result, SpentTokens, Started, StoreError,
+    StoredEvent, ThreadStamp, TurnEnd, TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
 
@@ -93,7 +94,7 @@ impl Sqlite {
 }
 
 /// Takes the thread for one new turn and saves the person's message that starts it.
-pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -> Result<Option<Message>> {
+pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -> Result<Started> {
     let created = now();
     // The common case (no other turn marked running) is one script. Only a conflict looks at the running turn,
     // taken over if its heartbeat went quiet.
@@ -128,15 +129,15 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
     };
     // A thread numbered up to `MAX_SEQ` saved nothing: numbered again, it has room for this turn's messages.
     let taken = match taken {
-        Taken::Taken { message: None } if renumber_if_full(conn, start.user, start.thread).await? => {
+        Taken::Taken { message: None, .. } if renumber_if_full(conn, start.user, start.thread).await? => {
             match &start.request {
                 Some(request) => {
                     let id = start.message_id;
                     let place =
                         insert_message(conn, start.user, id, request, created).await?.ok_or(StoreError::NotFound)?;
-                    Taken::Taken { message: Some((id, place)) }
+                    Taken::Taken { message: Some((id, place)), before: None }
                 }
-                None => Taken::Taken { message: None },
+                None => Taken::Taken { message: None, before: None },
             }
         }
         other => other,
@@ -190,28 +191,32 @@ async fn renumber_if_full(conn: &mut SqliteConnection, user: Uuid, thread: Uuid)
 enum Taken {
     /// The thread is missing or another person's: nothing was written.
     Missing,
-    /// The turn is marked running; the person's message, if any, was saved under this id and there.
-    Taken { message: Option<(Uuid, Place)> },
+    /// The turn is marked running; the person's message, if any, was saved under this id and there. The
+    /// thread's stamp before (`None` once its messages were numbered again).
+    Taken { message: Option<(Uuid, Place)>, before: Option<ThreadStamp> },
 }
 
-fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<Option<Message>> {
+fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<Started> {
     match (taken, &start.request) {
         (Taken::Missing, _) => Err(StoreError::NotFound),
-        (Taken::Taken { message: Some((id, place)) }, Some(request)) => {
-            Ok(Some(request.clone().saved(id, place, created)))
+        (Taken::Taken { message: Some((id, place)), before }, Some(request)) => {
+            Ok(Started { message: Some(request.clone().saved(id, place, created)), before })
         }
-        (Taken::Taken { .. }, _) => Ok(None),
+        (Taken::Taken { before, .. }, _) => Ok(Started { message: None, before }),
     }
 }
 
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
-/// one, with the thread's next number. Each statement that writes returns a row: the turn's, then the
-/// message's number.
+/// one, with the thread's next number. The thread's stamp is read first; then each statement that writes
+/// returns a row: the turn's, then the message's number.
 async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: DateTime<Utc>) -> Result<Taken> {
     let at = created.timestamp_micros();
     let (thread, user) = (start.thread.to_string(), start.user.to_string());
     let mut script = Script::default();
     script
+        .statement(&format!("select {STAMP_COLUMNS} from threads where id = ? and user_id = ?"))
+        .bind(thread.clone())
+        .bind(user.clone())
         .statement(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select ?, ?, ?, 'running', ?, ? where exists (select 1 from threads where id = ? and user_id = ?)
@@ -230,16 +235,18 @@ async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: Da
         push_new_message(&mut script, &id.to_string(), &thread, &user, NewRow::of(message), at, false);
     }
     Ok(match script.fetch_all(conn).await?.as_slice() {
-        [] => Taken::Missing,
-        [_turn] => Taken::Taken { message: None },
-        [_turn, message, ..] => Taken::Taken { message: Some((id, place_of(message)?)) },
+        [] | [_] => Taken::Missing,
+        [stamp, _turn] => Taken::Taken { message: None, before: Some(stamp_of(stamp)?) },
+        [stamp, _turn, message, ..] => {
+            Taken::Taken { message: Some((id, place_of(message)?)), before: Some(stamp_of(stamp)?) }
+        }
     })
 }
 
 /// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
 /// spent, its events, its trace and its closing; then the answer's documents. A turn
 /// whose thread was deleted meanwhile keeps nothing but its tokens on the ledger.
-pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEnd) -> Result<()> {
+pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEnd) -> Result<Option<ThreadStamp>> {
     let at = now().timestamp_micros();
     let turn = id.to_string();
     let mut closing = Script::default();
@@ -283,10 +290,9 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
         .bind(turn.clone())
         .bind(turn);
     let saved = !closing.fetch_all(conn).await?.is_empty();
-    if let (Some(answer), true) = (answer, saved) {
-        super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
-    }
-    Ok(())
+    let Some(answer) = answer.filter(|_| saved) else { return Ok(None) };
+    super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
+    Shared::stamp(conn, answer.user, answer.draft.thread_id).await
 }
 
 /// Saves an answer's state in one round trip (see [`push_save_answer`]); `false` when its thread is gone.
@@ -419,6 +425,12 @@ fn push_new_message<'q>(
         .statement("update threads set active_id = ? where id = ? and changes() = 1")
         .bind(id.to_string())
         .bind(thread.to_string());
+}
+
+/// A thread's stamp from a row of [`STAMP_COLUMNS`].
+fn stamp_of(row: &SqliteRow) -> Result<ThreadStamp> {
+    let active: Option<String> = row.try_get(2)?;
+    Ok(ThreadStamp { version: row.try_get(0)?, last_seq: row.try_get(1)?, active: active.read("active_id")? })
 }
 
 /// Where the message of a [`push_new_message`] went, from the row its insert returned.

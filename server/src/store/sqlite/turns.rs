@@ -1,6 +1,6 @@
 //! Turns, idempotency keys and traces on SQLite: see [`crate::store::Turns`].
 
-use app::api::{Message, Trace};
+use app::api::Trace;
 use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
@@ -11,7 +11,9 @@ use super::{
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
-use crate::store::{now, Result, StoreError, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace};
+use crate::store::{
+    now, Result, Started, StoreError, ThreadStamp, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace,
+};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -74,7 +76,7 @@ impl Turns for Sqlite {
     }
 
     #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
-    async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
+    async fn start_turn_stamped(&self, start: TurnStart, limits: &TurnLimits) -> Result<Started> {
         // One writer makes every start, so the check, made in the start's own write, sees every turn started
         // before it. Turns starting while the writer is busy start together, in one transaction.
         let limits = *limits;
@@ -125,7 +127,7 @@ impl Turns for Sqlite {
     }
 
     #[instrument(skip(self, end))]
-    async fn finish_turn(&self, turn: Uuid, end: TurnEnd) -> Result<()> {
+    async fn finish_turn_stamped(&self, turn: Uuid, end: TurnEnd) -> Result<Option<ThreadStamp>> {
         // Turns ending while the writer is busy end together, in one transaction.
         self.writer.finish(turn, end).await
     }

@@ -26,7 +26,7 @@ use tokio::{
 use uuid::Uuid;
 
 use super::turn_writes;
-use crate::store::{Result, StoreError, TurnEnd, TurnProgress};
+use crate::store::{Result, StoreError, ThreadStamp, TurnEnd, TurnProgress};
 
 /// Writes of one urgency in one transaction, at most.
 const STARTS_TOGETHER: usize = 64;
@@ -139,7 +139,7 @@ impl Writer {
     }
 
     /// Closes a turn with what it leaves, together with its progress not written yet (its events first).
-    pub(super) async fn finish(&self, turn: Uuid, mut end: TurnEnd) -> Result<()> {
+    pub(super) async fn finish(&self, turn: Uuid, mut end: TurnEnd) -> Result<Option<ThreadStamp>> {
         self.job(Urgency::Waited, move |owned| {
             Box::pin(async move {
                 let taken = owned.progress.take(turn);

@@ -8,6 +8,7 @@ stories!(
     concurrent_appends_take_distinct_numbers,
     delete_message_keeps_the_count_true,
     message_heads_and_tails,
+    the_stamp_changes_with_every_write_to_what_the_model_sees,
 );
 
 async fn messages_in_order(db: Db) {
@@ -163,4 +164,86 @@ async fn message_heads_and_tails(db: Db) {
     let intruder = new_user(s).await;
     assert_not_found(s.message_tree(intruder, t.id).await);
     assert!(s.list_messages_from(intruder, t.id, 1).await.unwrap().is_empty());
+}
+
+/// Adds `now` to the stamps `seen`, which must not hold it: the write before changed the thread's stamp.
+fn changed(seen: &mut Vec<store::ThreadStamp>, now: store::ThreadStamp, what: &str) {
+    assert!(!seen.contains(&now), "{what} left the stamp as it was before: {now:?}");
+    seen.push(now);
+}
+
+/// Every write to what the model's view of a conversation is made from (its messages, the active one, its
+/// documents and the requests they answer) changes the conversation's stamp; an answer being written does not,
+/// nor do changes the model does not see.
+async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Stamps", &[]).await.unwrap();
+    let stamp = || async { s.thread_stamp(u, t.id).await.unwrap() };
+    let mut seen = vec![stamp().await];
+
+    let q = say(s, u, t.id, "Plan a garden").await;
+    changed(&mut seen, stamp().await, "a message");
+    let a = answer(s, u, t.id, "Start with the soil").await;
+    changed(&mut seen, stamp().await, "an answer");
+    let edit = MessageUpdate {
+        content: "Start with the light".into(),
+        status: MessageStatus::Complete,
+        usage: Usage::default(),
+        model: None,
+        context: None,
+    };
+    s.update_message(u, a.id, &edit).await.unwrap();
+    changed(&mut seen, stamp().await, "rewriting an answer");
+    s.set_active(u, t.id, Some(q.id), None).await.unwrap();
+    changed(&mut seen, stamp().await, "another active message");
+    s.set_active(u, t.id, Some(a.id), None).await.unwrap();
+    changed(&mut seen, stamp().await, "the active message back");
+    let doc = NewArtifact { request_message_id: Some(q.id), ..new_artifact(t.id, "Plan", "# Plan") };
+    let doc = s.create_artifact(u, doc).await.unwrap();
+    changed(&mut seen, stamp().await, "a document");
+    let revision = store::ArtifactRevision {
+        title: "Plan".into(),
+        content: "# Plan v2".into(),
+        request_message_id: Some(q.id),
+        answers: Vec::new(),
+    };
+    s.revise_artifact(u, doc.id, revision).await.unwrap();
+    changed(&mut seen, stamp().await, "a document's new version");
+    s.link_artifacts(u, &[doc.id], a.id).await.unwrap();
+    changed(&mut seen, stamp().await, "a document linked to its answer");
+    s.delete_artifact(u, doc.id).await.unwrap();
+    changed(&mut seen, stamp().await, "a document deleted");
+    s.delete_message(u, t.id, a.id, None).await.unwrap();
+    changed(&mut seen, stamp().await, "a message deleted");
+
+    // A title the model does not see leaves the stamp as it is.
+    let before = stamp().await;
+    s.update_thread(u, t.id, &ThreadPatch { title: Some("Garden".into()), ..Default::default() }).await.unwrap();
+    assert_eq!(stamp().await, before);
+
+    // A turn: its message and the answer's first save change it; the answer being written does not, nor does its
+    // end, whose stamp is the thread's.
+    let turn = Uuid::now_v7();
+    start_with(s, u, t.id, turn, new_message(t.id, Role::User, "And a pond?")).await.unwrap();
+    changed(&mut seen, stamp().await, "a turn's message");
+    let answer_id = Uuid::now_v7();
+    s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "A pond needs", true)]).await.unwrap();
+    changed(&mut seen, stamp().await, "the answer's first save");
+    let written = stamp().await;
+    s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "A pond needs shade", true)]).await.unwrap();
+    assert_eq!(stamp().await, written, "an answer being written is its turn's own");
+    let draft = answer_draft(turn, u, t.id, answer_id, "A pond needs shade and plants.", false).answer.unwrap();
+    let end = TurnEnd {
+        events: Vec::new(),
+        answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
+        usage: None,
+        trace: None,
+    };
+    let ended = s.finish_turn_stamped(turn, end).await.unwrap();
+    assert_eq!(ended, Some(written));
+    assert_eq!(stamp().await, written);
+
+    let intruder = new_user(s).await;
+    assert_not_found(s.thread_stamp(intruder, t.id).await);
 }

@@ -566,9 +566,11 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
 /// (10) The model's view of a long thread, read from a window of its newest messages (the rest by id and role
 /// only), is exactly the view built from every message: the same messages sent, the same record. With the
 /// person's next message pending (read while its start commits), the view is the same whether the commit has
-/// landed or not, and is the view of every message followed by it.
+/// landed or not, and is the view of every message followed by it. Built from what a turn keeps in memory (what
+/// it read, with its question and answer added), the next turn's view is the one read from the store.
 fn context_read_by_window_equals_building_from_every_message(backend: Backend, test: &str) {
     use quire::chat::context::{self, ContextInput};
+    use quire::chat::memory::Basis;
     use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
     // Per turn: words of the answer, a blank answer, a fulfilled request (a document was made from it).
     let turn = (1usize..150, prop::bool::weighted(0.05), prop::bool::weighted(0.1));
@@ -605,7 +607,11 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         let thread = ImportThread::new("Long", start, messages, artifacts);
         let id = s.import_threads(u, vec![thread]).await.unwrap()[0].id;
 
-        let read = context::load(s.as_ref(), u, id, budget, None, None).await.unwrap();
+        let loaded = context::load(s.as_ref(), u, id, budget, None, None, None).await.unwrap();
+        let kept = (loaded.materials.clone(), loaded.stamp);
+        let again = context::load(s.as_ref(), u, id, budget, None, None, Some(kept.clone())).await.unwrap();
+        assert_eq!(again.built, loaded.built, "built again from what was read");
+        let read = loaded.built;
         let every = s.list_messages(u, id).await.unwrap();
         let fulfilled: Vec<Uuid> = s.fulfilled_requests(u, id).await.unwrap().iter().map(|f| f.request).collect();
         let whole = context::build(ContextInput {
@@ -630,7 +636,9 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             model: None,
         };
         let pending = context::pending_message(Uuid::now_v7(), id, &next.content);
-        let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending)).await.unwrap();
+        let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending), None).await.unwrap().built;
+        let from_memory = context::load(s.as_ref(), u, id, budget, None, Some(&pending), Some(kept)).await.unwrap();
+        assert_eq!(from_memory.built, before, "budget {budget}");
         let start = TurnStart {
             user: u,
             thread: id,
@@ -639,9 +647,15 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             request: Some(next),
             message_id: pending.id,
         };
-        let saved = s.start_turn(start, &TurnLimits::default()).await.unwrap().expect("the message is saved");
+        let turn = start.turn;
+        let started = s.start_turn_stamped(start, &TurnLimits::default()).await.unwrap();
+        let saved = started.message.expect("the message is saved");
         assert_eq!(saved.id, pending.id, "saved under the id the start chose");
-        let after = context::load(s.as_ref(), u, id, budget, None, Some(&pending)).await.unwrap();
+        assert_eq!(started.before, Some(from_memory.stamp), "what was read is the thread the start found");
+        let read_after = context::load(s.as_ref(), u, id, budget, None, Some(&pending), None).await.unwrap();
+        let basis = Basis { materials: from_memory.materials, stamp: from_memory.stamp, from_memory: true };
+        assert!(basis.current(started.before, Some(&saved)));
+        let after = read_after.built;
         assert_eq!(before.record, after.record, "budget {budget}");
         assert_eq!(sent(&before), sent(&after), "budget {budget}");
         let every_then_pending: Vec<Message> = every.iter().cloned().chain([pending.clone()]).collect();
@@ -657,5 +671,24 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         // (After a blank answer, the request before it joins the pending message.)
         let last = after.messages.last().map(|m| m.text()).unwrap_or_default();
         assert!(last.ends_with(&pending.content), "the pending message goes last: {last}");
+
+        // The turn ends with its answer; what it keeps builds the next turn's view as the store does.
+        let answer_id = Uuid::now_v7();
+        let draft = answer_draft(turn, u, id, answer_id, &words(30, 7), false).answer.unwrap();
+        let end = TurnEnd {
+            events: Vec::new(),
+            answer: Some(FinalAnswer { user: u, draft: draft.clone(), artifacts: Vec::new() }),
+            usage: None,
+            trace: None,
+        };
+        let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
+        let answer = s.get_message(u, answer_id).await.unwrap();
+        let (materials, stamp) =
+            basis.after_turn(started.before, &saved, &answer, ended).expect("nothing else was written");
+        assert_eq!(stamp, s.thread_stamp(u, id).await.unwrap());
+        let next = context::pending_message(Uuid::now_v7(), id, &words(5, 3));
+        let stored = context::load(s.as_ref(), u, id, budget, None, Some(&next), None).await.unwrap();
+        let kept = context::load(s.as_ref(), u, id, budget, None, Some(&next), Some((materials, stamp))).await.unwrap();
+        assert_eq!(kept.built, stored.built, "budget {budget}");
     });
 }
