@@ -4,8 +4,8 @@
 -- change counts here. A turn keeps the conversation's context in memory for its next turn under these three and
 -- reuses it only while they are unchanged (see `chat::context`), so nothing another instance writes is missed.
 --
--- An answer still being written (`writing`) changes without counting: its conversation is held by its turn, and
--- the turn that holds it knows what it writes. Rows removed by a cascade (`pg_trigger_depth() > 0`) do not
+-- The text of an answer still being written (`writing`) changes without counting, while its turn holds the
+-- conversation and knows what it writes; the save that finishes it (or finds it cut off) counts. Rows removed by a cascade (`pg_trigger_depth() > 0`) do not
 -- count either: the change that removed them counted already, or took their conversation with it.
 alter table threads add column context_version bigint not null default 0;
 
@@ -42,7 +42,7 @@ $$;
 create trigger context_version_active before update of active_id on threads
     for each row when (old.active_id is distinct from new.active_id) execute function context_version_active();
 create trigger context_version_message_update after update on messages
-    for each row when (not old.writing) execute function context_version_count();
+    for each row when (not old.writing or not new.writing) execute function context_version_count();
 create trigger context_version_message_delete after delete on messages
     for each row when (pg_trigger_depth() = 0) execute function context_version_count();
 create trigger context_version_artifacts after insert or update or delete on artifacts

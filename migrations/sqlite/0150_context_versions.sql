@@ -4,8 +4,8 @@
 -- change counts here. A turn keeps the conversation's context in memory for its next turn under these three and
 -- reuses it only while they are unchanged (see `chat::context`), so nothing another process writes is missed.
 --
--- An answer still being written (`writing`) changes without counting: its conversation is held by its turn, and
--- the turn that holds it knows what it writes.
+-- The text of an answer still being written (`writing`) changes without counting, while its turn holds the
+-- conversation and knows what it writes; the save that finishes it (or finds it cut off) counts.
 alter table threads add column context_version integer not null default 0;
 
 create trigger context_version_active after update of active_id on threads
@@ -14,7 +14,7 @@ begin
     update threads set context_version = context_version + 1 where id = new.id;
 end;
 
-create trigger context_version_message_update after update on messages when old.writing = 0
+create trigger context_version_message_update after update on messages when old.writing = 0 or new.writing = 0
 begin
     update threads set context_version = context_version + 1 where id = old.thread_id;
 end;

@@ -135,7 +135,7 @@ const FIRST_WINDOW: usize = 256;
 /// What the model's view of a conversation is built from: its shape, the requests its documents answer and the
 /// text of its newest messages. Read from the store, or kept in memory from the conversation's last turn (see
 /// [`super::memory`]).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Materials {
     tree: Tree,
     fulfilments: Vec<Fulfilment>,

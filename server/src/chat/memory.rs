@@ -80,9 +80,12 @@ impl ContextMemory {
     /// them for itself (one turn at a time holds a conversation) and keeps them again when it ends.
     pub fn take(&self, user: Uuid, thread: Uuid) -> Option<(Materials, ThreadStamp)> {
         let mut kept = self.lock();
+        if kept.map.get(&thread)?.user != user {
+            return None;
+        }
         let entry = kept.map.remove(&thread)?;
         kept.weight -= entry.weight;
-        (entry.user == user).then_some((entry.materials, entry.stamp))
+        Some((entry.materials, entry.stamp))
     }
 
     /// Lets go of what is kept of `thread`.
@@ -147,7 +150,9 @@ impl Basis {
     /// start or right after it.
     pub fn current(&self, before: Option<ThreadStamp>, question: Option<&Message>) -> bool {
         let Some(before) = before else { return false };
-        self.stamp == before || question.is_some_and(|q| self.stamp == after_saving(before, q))
+        // The question follows what the start found (a start that found another thread saved it elsewhere).
+        let followed = question.is_none_or(|q| q.seq == before.last_seq + 1 && q.parent_id == before.active);
+        followed && (self.stamp == before || question.is_some_and(|q| self.stamp == after_saving(before, q)))
     }
 
     /// The materials to keep once the turn ended with `answer` saved after `question` and the thread's stamp
@@ -164,12 +169,10 @@ impl Basis {
             return None;
         }
         let started = before.map(|before| after_saving(before, question))?;
-        // The answer became the active message: one change counted.
-        let expected = ThreadStamp { version: started.version + 1, last_seq: answer.seq, active: Some(answer.id) };
-        let only_these = question.seq == before?.last_seq + 1
-            && answer.seq == question.seq + 1
-            && answer.parent_id == Some(question.id)
-            && ended == expected;
+        // The answer became the active message when first saved, and was finished by the end's save: two
+        // changes counted.
+        let expected = ThreadStamp { version: started.version + 2, last_seq: answer.seq, active: Some(answer.id) };
+        let only_these = answer.seq == question.seq + 1 && answer.parent_id == Some(question.id) && ended == expected;
         only_these.then(|| (self.materials.with_turn(question, answer), ended))
     }
 }

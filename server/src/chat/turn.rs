@@ -132,7 +132,9 @@ pub(super) async fn launch(
                     true => opened,
                     false => {
                         drop(opened);
-                        engine.memory.count(Source::Stale);
+                        if turn.basis.as_ref().is_some_and(|b| b.from_memory) {
+                            engine.memory.count(Source::Stale);
+                        }
                         Box::pin(turn.open(pending.as_ref())).await
                     }
                 };
@@ -439,13 +441,11 @@ impl<'a> Turn<'a> {
         Ok(Opened { system, messages, tools, call })
     }
 
-    /// Whether the context opened with is of the conversation as the start found it: it is, unless it was built
-    /// from what was kept and the conversation changed since.
+    /// Whether the context opened with while the start committed is of the conversation as the start found it
+    /// (or right after it): not when it was kept from a conversation changed since, nor when it was read before
+    /// another write (another instance's turn ending, say) landed ahead of the start.
     fn basis_fits(&self) -> bool {
-        match &self.basis {
-            Some(basis) if basis.from_memory => basis.current(self.before, self.question.as_ref()),
-            _ => true,
-        }
+        self.basis.as_ref().is_none_or(|basis| basis.current(self.before, self.question.as_ref()))
     }
 
     /// Counts where the context came from.

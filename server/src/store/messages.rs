@@ -91,7 +91,8 @@ pub trait Messages: Send + Sync {
 /// Where a conversation stands in what the model's view of it is made from: the number of changes the
 /// database counted (`context_version`: every change but the text of an answer being written, see the migration
 /// `0150_context_versions`), its last message number and its active message. While a thread's stamp
-/// is unchanged, so are its messages, its documents and the requests they answer, and its active path.
+/// is unchanged, so are its messages (but the text of an answer being written, which only the turn holding the
+/// thread writes), its documents and the requests they answer, and its active path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ThreadStamp {
     pub version: i64,

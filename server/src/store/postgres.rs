@@ -317,15 +317,11 @@ async fn take_thread<'c>(
     turn: Uuid,
     now: DateTime<Utc>,
     request: Option<(Uuid, &NewMessage)>,
-) -> Result<(Option<Message>, ThreadStamp)> {
+) -> Result<Option<Message>> {
     let id = request.map(|(id, _)| id);
     let request = request.map(|(_, message)| message);
-    type Taken = (i64, Option<i64>, Option<Uuid>, Option<i64>, Option<i64>, Option<Uuid>);
-    // Every part of the statement sees the thread as it was before it: so does `stamp`.
-    let (taken, seq, parent, version, last_seq, active): Taken = sqlx::query_as(
-        "with stamp as (
-             select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
-         ), taken as (
+    let (taken, seq, parent): (i64, Option<i64>, Option<Uuid>) = sqlx::query_as(
+        "with taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
              returning thread_id
@@ -343,8 +339,7 @@ async fn take_thread<'c>(
              select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
              returning seq, parent_id
          )
-         select (select count(*) from taken), (select seq from saved), (select parent_id from saved),
-             (select context_version from stamp), (select last_seq from stamp), (select active_id from stamp)",
+         select (select count(*) from taken), (select seq from saved), (select parent_id from saved)",
     )
     .bind(turn)
     .bind(thread)
@@ -360,14 +355,13 @@ async fn take_thread<'c>(
     .bind(MAX_SEQ)
     .fetch_one(conn)
     .await?;
-    let (Some(version), Some(last_seq), true) = (version, last_seq, taken > 0) else {
+    if taken == 0 {
         return Err(StoreError::NotFound);
-    };
-    let saved = match (request, id, seq) {
+    }
+    Ok(match (request, id, seq) {
         (Some(message), Some(id), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
         _ => None,
-    };
-    Ok((saved, ThreadStamp { version, last_seq, active }))
+    })
 }
 
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the

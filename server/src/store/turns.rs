@@ -154,8 +154,9 @@ pub struct TurnStart {
     pub message_id: Uuid,
 }
 
-/// A started turn: the person's message as saved, and the thread's stamp right before the start wrote anything
-/// (`None` when the start had to number the thread's messages again: they all changed).
+/// A started turn: the person's message as saved, and the thread's stamp right before the start saved it (read
+/// where no other write can land before the start's own; `None` when the start had to number the thread's
+/// messages again: they all changed).
 #[derive(Debug, Clone)]
 pub struct Started {
     pub message: Option<Message>,

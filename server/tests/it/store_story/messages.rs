@@ -222,8 +222,8 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     s.update_thread(u, t.id, &ThreadPatch { title: Some("Garden".into()), ..Default::default() }).await.unwrap();
     assert_eq!(stamp().await, before);
 
-    // A turn: its message and the answer's first save change it; the answer being written does not, nor does its
-    // end, whose stamp is the thread's.
+    // A turn: its message, the answer's first save and its last change it; the answer being written in between
+    // does not.
     let turn = Uuid::now_v7();
     start_with(s, u, t.id, turn, new_message(t.id, Role::User, "And a pond?")).await.unwrap();
     changed(&mut seen, stamp().await, "a turn's message");
@@ -240,9 +240,9 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
         usage: None,
         trace: None,
     };
-    let ended = s.finish_turn_stamped(turn, end).await.unwrap();
-    assert_eq!(ended, Some(written));
-    assert_eq!(stamp().await, written);
+    let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
+    assert_eq!(ended, stamp().await, "the end's stamp is the thread's after it");
+    changed(&mut seen, ended, "the answer finished");
 
     let intruder = new_user(s).await;
     assert_not_found(s.thread_stamp(intruder, t.id).await);
