@@ -132,6 +132,16 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
     let mut tx = pool.begin().await?;
     let mut answer_saved = false;
     if let Some(answer) = &end.answer {
+        // Its documents first: the answer's save then locks the thread's row (its stamp counts the answer
+        // finished), and whoever edits or deletes a document locks the document, then the thread's row. One order
+        // for both, so neither waits for the other while holding what the other needs.
+        if !answer.artifacts.is_empty() {
+            sqlx::query("select id from artifacts where id = any($1) and user_id = $2 order by id for no key update")
+                .bind(&answer.artifacts)
+                .bind(answer.user)
+                .execute(&mut *tx)
+                .await?;
+        }
         answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
         if answer_saved {
             link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
@@ -317,11 +327,14 @@ async fn take_thread<'c>(
     turn: Uuid,
     now: DateTime<Utc>,
     request: Option<(Uuid, &NewMessage)>,
-) -> Result<Option<Message>> {
+) -> Result<(Option<Message>, ThreadStamp)> {
     let id = request.map(|(id, _)| id);
     let request = request.map(|(_, message)| message);
-    let (taken, seq, parent): (i64, Option<i64>, Option<Uuid>) = sqlx::query_as(
-        "with taken as (
+    type Taken = (i64, Option<i64>, Option<Uuid>, Option<i64>, Option<i64>, Option<i64>, Option<Uuid>);
+    let (taken, seq, parent, version, read_version, read_last_seq, read_active): Taken = sqlx::query_as(
+        "with stamp as (
+             select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
+         ), taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
              returning thread_id
@@ -332,14 +345,16 @@ async fn take_thread<'c>(
              updated_at = greatest(t.updated_at, $4), active_id = $5
              from previous p
              where p.id = t.id and t.id = (select thread_id from taken) and t.user_id = $3 and t.last_seq < $12
-             returning t.id, t.user_id, t.last_seq, p.active_id as parent_id
+             returning t.id, t.user_id, t.last_seq, p.active_id as parent_id, t.context_version
          ), saved as (
              insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
              model, created_at, writing, parent_id)
              select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
              returning seq, parent_id
          )
-         select (select count(*) from taken), (select seq from saved), (select parent_id from saved)",
+         select (select count(*) from taken), (select seq from saved), (select parent_id from saved),
+             (select context_version from counted),
+             (select context_version from stamp), (select last_seq from stamp), (select active_id from stamp)",
     )
     .bind(turn)
     .bind(thread)
@@ -355,12 +370,19 @@ async fn take_thread<'c>(
     .bind(MAX_SEQ)
     .fetch_one(conn)
     .await?;
-    if taken == 0 {
+    let (true, Some(read_version), Some(read_last_seq)) = (taken > 0, read_version, read_last_seq) else {
         return Err(StoreError::NotFound);
-    }
-    Ok(match (request, id, seq) {
-        (Some(message), Some(id), Some(seq)) => Some(message.clone().saved(id, Place { seq, parent }, now)),
-        _ => None,
+    };
+    Ok(match (request, id, seq, version) {
+        (Some(message), Some(id), Some(seq), Some(version)) => {
+            // The thread's stamp before the message, from the row the update locked and wrote (the newest: `stamp`
+            // reads the statement's snapshot, which a write committed while the update waited is not in). The
+            // message became the active one: one change counted.
+            let before = ThreadStamp { version: version - 1, last_seq: seq - 1, active: parent };
+            (Some(message.clone().saved(id, Place { seq, parent }, now)), before)
+        }
+        // No message (a silent generation): the snapshot's stamp.
+        _ => (None, ThreadStamp { version: read_version, last_seq: read_last_seq, active: read_active }),
     })
 }
 

@@ -10,7 +10,6 @@ use super::{
     end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
     IdempotencyClaim, Postgres, Shared, Traces, TurnRecord, Turns,
 };
-use crate::store::messages::{StampRow, STAMP_COLUMNS};
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
     now, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TraceKey, TurnEnd, TurnLimits,
@@ -95,12 +94,6 @@ impl Turns for Postgres {
         if let Some(refusal) = spending.refusal(limits, now) {
             return Err(refusal);
         }
-        // The thread's stamp, its row locked until the commit: every write the stamp counts changes that row, so
-        // none lands between this read and the start's own writes (a plain read in the start's statement would
-        // see that statement's snapshot, older than the row its update waits for and then writes).
-        let sql = format!("select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2 for update");
-        let row: Option<StampRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&mut *tx).await?;
-        let before = row.map(ThreadStamp::try_from).transpose()?.ok_or(StoreError::NotFound)?;
         // The common case takes the thread at once; a turn marked running in it fails the attempt (and only
         // the attempt: it has a savepoint of its own), then is taken over if it died.
         let mut attempt = sqlx::Acquire::begin(&mut *tx).await?;
@@ -117,10 +110,10 @@ impl Turns for Postgres {
         };
         tx.commit().await?;
         match saved {
-            None if request.is_some() => {
+            (None, _) if request.is_some() => {
                 Ok(Started { message: self.save_request(user, request, now).await?, before: None })
             }
-            message => Ok(Started { message, before: Some(before) }),
+            (message, before) => Ok(Started { message, before: Some(before) }),
         }
     }
 
@@ -262,7 +255,7 @@ pub(super) async fn take_over_thread(
     stale_after_ms: i64,
     now: DateTime<Utc>,
     request: Option<(Uuid, &NewMessage)>,
-) -> Result<Option<Message>> {
+) -> Result<(Option<Message>, ThreadStamp)> {
     // Turns carry their thread's owner: another person's thread matches nothing here, and is refused below.
     let taken_over = sqlx::query(
         "update turns set status = 'done'

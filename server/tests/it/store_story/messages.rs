@@ -225,12 +225,30 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     // A turn: its message, the answer's first save and its last change it; the answer being written in between
     // does not.
     let turn = Uuid::now_v7();
-    start_with(s, u, t.id, turn, new_message(t.id, Role::User, "And a pond?")).await.unwrap();
+    let idle = stamp().await;
+    let start = TurnStart {
+        user: u,
+        thread: t.id,
+        turn,
+        stale_after_ms: 60_000,
+        request: Some(new_message(t.id, Role::User, "And a pond?")),
+        message_id: Uuid::now_v7(),
+    };
+    let started = s.start_turn_stamped(start, &TurnLimits::default()).await.unwrap();
+    assert_eq!(started.before, Some(idle), "the start reports the thread as it found it");
+    let question = started.message.expect("the message is saved");
     changed(&mut seen, stamp().await, "a turn's message");
+    // The question became the active message: one change counted.
+    let asked = store::ThreadStamp { version: idle.version + 1, last_seq: question.seq, active: Some(question.id) };
+    assert_eq!(stamp().await, asked);
     let answer_id = Uuid::now_v7();
     s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "A pond needs", true)]).await.unwrap();
     changed(&mut seen, stamp().await, "the answer's first save");
     let written = stamp().await;
+    assert_eq!(
+        written,
+        store::ThreadStamp { version: asked.version + 1, last_seq: asked.last_seq + 1, active: Some(answer_id) }
+    );
     s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "A pond needs shade", true)]).await.unwrap();
     assert_eq!(stamp().await, written, "an answer being written is its turn's own");
     let draft = answer_draft(turn, u, t.id, answer_id, "A pond needs shade and plants.", false).answer.unwrap();
@@ -242,6 +260,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     };
     let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
     assert_eq!(ended, stamp().await, "the end's stamp is the thread's after it");
+    assert_eq!(ended, store::ThreadStamp { version: written.version + 1, ..written }, "finishing it counts once");
     changed(&mut seen, ended, "the answer finished");
 
     let intruder = new_user(s).await;
