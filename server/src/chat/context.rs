@@ -206,12 +206,20 @@ pub async fn load(
     let (mut materials, stamp) = match kept {
         Some(kept) => kept,
         None => {
-            // The stamp is read with the tree, before the requests: nothing read is older than it.
-            let (tree, stamp) = store.message_tree_stamped(user, thread).await?;
-            (Materials::of(tree, Vec::new()), stamp)
+            // Each read after a stamp of its own: when the two agree, nothing read is older than it. (Else the
+            // requests are read again after the tree's: rare, a write landed between the two.)
+            let (tree, fulfilments) = tokio::try_join!(
+                store.message_tree_stamped(user, thread),
+                store.fulfilled_requests_stamped(user, thread)
+            )?;
+            let ((tree, stamp), (fulfilments, read_at)) = (tree, fulfilments);
+            let fulfilments = match read_at == stamp {
+                true => fulfilments,
+                false => store.fulfilled_requests(user, thread).await?,
+            };
+            (Materials::of(tree, fulfilments), stamp)
         }
     };
-    let fresh = materials.texts_from == i64::MAX;
     if let Some(pending) = pending {
         materials.tree.forget(pending.id);
     }
@@ -228,14 +236,7 @@ pub async fn load(
         // From the window's first request; the whole thread (and whatever came since the heads) at `from` 0.
         let from_seq = if from == 0 { i64::MIN } else { heads[from].seq };
         if from_seq < materials.texts_from {
-            let texts = store.list_messages_from(user, thread, from_seq);
-            let mut texts = if fresh && fulfilled.is_none() {
-                let (texts, fulfilments) = tokio::try_join!(texts, store.fulfilled_requests(user, thread))?;
-                materials.fulfilments = fulfilments;
-                texts
-            } else {
-                texts.await?
-            };
+            let mut texts = store.list_messages_from(user, thread, from_seq).await?;
             // What was read after the pending message committed leaves it out, as the tree does.
             texts.retain(|m| pending.is_none_or(|p| p.id != m.id));
             materials.texts = texts;

@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
-use super::{NewArtifact, Result, StoreError};
+use super::{NewArtifact, Result, StoreError, ThreadStamp};
 
 /// A new version of an existing document.
 #[derive(Debug, Clone)]
@@ -185,6 +185,9 @@ pub trait Documents: Send + Sync {
     /// (what the model no longer sees), each with the answer that made the document when known, in no
     /// particular order; empty for a thread that is missing or another user's.
     async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>>;
+    /// [`fulfilled_requests`](Self::fulfilled_requests), read after the thread's stamp, which comes with them;
+    /// `NotFound` when the thread is missing or another user's.
+    async fn fulfilled_requests_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Vec<Fulfilment>, ThreadStamp)>;
     async fn get_artifact_version(&self, user: Uuid, artifact: Uuid, version: i64) -> Result<ArtifactVersion>;
 }
 
@@ -368,6 +371,18 @@ macro_rules! documents_for {
                 #[instrument(skip(self))]
                 async fn fulfilled_requests(&self, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
                     Shared::fulfilled(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip(self))]
+                async fn fulfilled_requests_stamped(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                ) -> Result<(Vec<Fulfilment>, $crate::store::ThreadStamp)> {
+                    let mut conn = self.read().await?;
+                    let stamp =
+                        Shared::stamp(&mut conn, user, thread).await?.ok_or($crate::store::StoreError::NotFound)?;
+                    Ok((Shared::fulfilled(&mut conn, user, thread).await?, stamp))
                 }
 
                 #[instrument(skip(self))]
