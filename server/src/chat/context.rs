@@ -165,12 +165,14 @@ impl Materials {
         self
     }
 
-    /// About how many bytes they hold.
+    /// About how many bytes they hold (what their vectors and texts reserved).
     pub fn weight(&self) -> usize {
-        let texts: usize = self.texts.iter().map(|m| m.content.len() + std::mem::size_of::<Message>()).sum();
+        let texts: usize =
+            self.texts.iter().map(|m| m.content.capacity() + m.model.as_ref().map_or(0, String::capacity)).sum();
         texts
-            + self.tree.heads.len() * std::mem::size_of::<MessageHead>()
-            + self.fulfilments.len() * std::mem::size_of::<Fulfilment>()
+            + self.texts.capacity() * std::mem::size_of::<Message>()
+            + self.tree.heads.capacity() * std::mem::size_of::<MessageHead>()
+            + self.fulfilments.capacity() * std::mem::size_of::<Fulfilment>()
     }
 }
 

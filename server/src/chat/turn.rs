@@ -135,6 +135,10 @@ pub(super) async fn launch(
                         if turn.basis.as_ref().is_some_and(|b| b.from_memory) {
                             engine.memory.count(Source::Stale);
                         }
+                        // A summary refresh started for the dropped context starts again with the new one.
+                        if let Some(refresh) = turn.summary_refresh.take() {
+                            refresh.abort();
+                        }
                         Box::pin(turn.open(pending.as_ref())).await
                     }
                 };
