@@ -126,12 +126,6 @@ impl ContextMemory {
     pub fn counted(&self, source: Source) -> u64 {
         self.counts[source as usize].load(Ordering::Relaxed)
     }
-
-    /// Conversations kept and the bytes they hold.
-    pub fn size(&self) -> (usize, usize) {
-        let kept = self.lock();
-        (kept.map.len(), kept.weight)
-    }
 }
 
 /// What a turn's context was built from.
