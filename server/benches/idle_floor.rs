@@ -1,10 +1,12 @@
-//! The memory floor of an idle event stream over HTTP/1.1, without Quire: what a bare hyper HTTP/1.1 server,
-//! hyper-util's server for both HTTP versions (`auto`) and an axum router on `axum::serve` (what Quire is built on)
-//! keep for each open connection whose response sent one event and then waits. Quire's own number is the relay
+//! The memory floor of an idle event stream over HTTP/1.1, without Quire's chat: what a bare hyper HTTP/1.1
+//! server, hyper-util's server for both HTTP versions (`auto`), an axum router on `axum::serve`, and the same
+//! router on Quire's own accept loop (`quire`, `http/connections.rs`: each connection's version told by its first
+//! bytes, then hyper's server for that version alone) keep for each open connection whose response sent one event
+//! and then waits. Quire's own number is the relay
 //! benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference between the two is what Quire itself keeps
 //! per stream.
 //!
-//! Each level runs in a fresh child process (this binary again, `--serve hyper`, `auto` or `axum`, with the same
+//! Each level runs in a fresh child process (this binary again, `--serve <level>`, with the same
 //! malloc setting as the relay benchmark gives Quire): one warm-up stream, then `N` connections each sending one
 //! request and reading its first event; the growth of the child's resident memory (VmRSS) over `N` is the cost of a
 //! stream. The median of `--runs` processes is printed.
@@ -30,8 +32,8 @@ use tokio::net::{TcpListener, TcpStream};
 /// The one event each stream sends before it waits for good.
 const FIRST_EVENT: &[u8] = b": open\n\n";
 
-/// The servers measured, lightest first.
-const SERVERS: [&str; 3] = ["hyper", "auto", "axum"];
+/// The servers measured.
+const SERVERS: [&str; 4] = ["hyper", "auto", "axum", "quire"];
 
 #[derive(Parser, Debug)]
 struct Args {
@@ -41,7 +43,7 @@ struct Args {
     /// Fresh processes measured per server and number (the median is printed).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
-    /// Run as the measured server (`hyper`, `auto` or `axum`): the child process.
+    /// Run as the measured server (`hyper`, `auto`, `axum` or `quire`): the child process.
     #[arg(long, hide = true)]
     serve: Option<String>,
     #[command(flatten)]
@@ -167,13 +169,17 @@ fn serve(kind: &str) -> anyhow::Result<()> {
                     };
                 });
             },
-            // axum's own server and router, as Quire serves its event streams.
-            "axum" => {
+            // An axum router on axum's own server, or on Quire's.
+            "axum" | "quire" => {
                 let events = axum::routing::get(|| async {
                     ([(axum::http::header::CONTENT_TYPE, "text/event-stream")], idle_body())
                 });
                 let router = axum::Router::new().route("/events", events);
-                axum::serve(listener, router).await?;
+                if kind == "axum" {
+                    axum::serve(listener, router).await?;
+                } else {
+                    quire::http::connections::serve(listener, router, std::future::pending()).await?;
+                }
                 Ok(())
             }
             other => anyhow::bail!("no server called {other}"),

@@ -19,11 +19,7 @@ pub mod privacy;
 pub mod store;
 pub mod tokens;
 
-use std::{
-    future::{Future, IntoFuture},
-    sync::Arc,
-    time::Duration,
-};
+use std::{future::Future, sync::Arc, time::Duration};
 
 use crate::attachments::Extractor;
 use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
@@ -33,7 +29,6 @@ use crate::http::rate_limit::RateLimits;
 use crate::llm::Provider;
 use crate::store::DynStore;
 use app::{shell, App};
-use axum::serve::ListenerExt;
 use axum::{
     extract::{DefaultBodyLimit, FromRef},
     Router,
@@ -183,24 +178,14 @@ pub async fn serve(
     let chat = state.chat.clone();
     let deadline = Duration::from_secs(state.config.shutdown_seconds);
     let router = app(state);
-    // Small writes (each event of a stream) go out at once: with Nagle's algorithm on, an event written right
-    // after the response head waits for the peer's delayed acknowledgement, up to 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY");
-        }
-    });
     let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
     let stop_chat = chat.clone();
-    // The peer address feeds the per-IP limits of sign-in and sign-up.
-    let server = axum::serve(listener, router.into_make_service_with_connect_info::<std::net::SocketAddr>())
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("stopping: no new connections; running turns save their answers");
-            stop_chat.stop_all();
-            let _ = stopping.send(());
-        })
-        .into_future();
+    let server = http::connections::serve(listener, router, async move {
+        shutdown.await;
+        tracing::info!("stopping: no new connections; running turns save their answers");
+        stop_chat.stop_all();
+        let _ = stopping.send(());
+    });
     tokio::pin!(server);
     tokio::select! {
         // The server ends gracefully only after `stopped` is sent: checked first, that branch sees every stop.

@@ -6,6 +6,7 @@ pub mod assets;
 pub mod attachments;
 pub mod auth;
 pub mod chat;
+pub mod connections;
 pub mod csrf;
 pub mod error;
 pub mod export;

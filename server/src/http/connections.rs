@@ -1,0 +1,308 @@
+//! Accepting and serving connections. Each connection is told apart by its first bytes (HTTP/2's preface, or
+//! HTTP/1.1) and then served by hyper's server for that one version, so it carries the state of one protocol
+//! only. This is lighter than `axum::serve`, whose per-connection state (hyper-util's server for both versions,
+//! its own shutdown watchers) is sized for either protocol: it keeps about 9 KiB more for each open connection,
+//! which at thousands of open event streams is most of what a stream costs (BENCHMARKS.md, "Idle streams").
+//!
+//! A client has [`HEAD_TIMEOUT`] to send the head of each request, the first and every later one on a kept-open
+//! connection: a connection that sends nothing, or its headers a byte at a time, is closed then instead of being
+//! held for good.
+
+use std::{future::Future, io, net::SocketAddr, pin::pin, pin::Pin, time::Duration};
+
+use axum::{extract::ConnectInfo, Router};
+use hyper::{
+    body::Incoming,
+    server::conn::{http1, http2},
+};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::{
+    net::{TcpListener, TcpStream},
+    sync::watch,
+};
+use tower::Service as _;
+
+/// How long a client may take to send a request's head (its first bytes included).
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What an HTTP/2 client sends first (RFC 9113, 3.4); nothing an HTTP/1.1 request begins with.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Serves `router` on every connection `listener` accepts until `shutdown` resolves; then stops accepting, asks
+/// each open connection to close once its requests are answered (HTTP/2: a GOAWAY) and returns when all have.
+/// Each request carries its peer's address as [`ConnectInfo<SocketAddr>`].
+pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) -> io::Result<()> {
+    serve_with(listener, router, shutdown, HEAD_TIMEOUT).await
+}
+
+async fn serve_with(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()>,
+    head_timeout: Duration,
+) -> io::Result<()> {
+    // Every connection holds a receiver: a value sent asks them to close, and the channel's sender learns when
+    // the last one is gone.
+    let (stop, stopping) = watch::channel(());
+    let mut shutdown = pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    refused(e).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        // Small writes (each event of a stream) go out at once: with Nagle's algorithm on, an event written right
+        // after the response head waits for the peer's delayed acknowledgement, up to 40 ms.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+        tokio::spawn(connection(stream, peer, router.clone(), stopping.clone(), head_timeout));
+    }
+    drop(listener);
+    drop(stopping);
+    // No receivers left (no connection open) is the one way this fails, and then there is nothing to wait for.
+    let _ = stop.send(());
+    stop.closed().await;
+    Ok(())
+}
+
+/// An accept that failed. A connection reset before it was accepted is the peer's business; anything else (out of
+/// file descriptors, most often) would fail again at once, so the loop pauses a second instead of spinning.
+async fn refused(e: io::Error) {
+    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(e.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
+        return;
+    }
+    tracing::error!(error = %e, "could not accept a connection");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Version {
+    Http1,
+    Http2,
+}
+
+/// Serves one connection until it closes, or closes it gracefully when asked to stop.
+async fn connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    router: Router,
+    mut stopping: watch::Receiver<()>,
+    head_timeout: Duration,
+) {
+    let version = tokio::select! {
+        version = tokio::time::timeout(head_timeout, version(&stream)) => match version {
+            Ok(Ok(version)) => version,
+            // Closed, failed or silent before a request began: nothing to answer.
+            _ => return,
+        },
+        _ = stopping.changed() => return,
+    };
+    // The router is cloned per request (a reference count): hyper's service is called through `&self`.
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(ConnectInfo(peer));
+        router.clone().call(request)
+    });
+    let io = TokioIo::new(stream);
+    match version {
+        Version::Http1 => {
+            let served = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(head_timeout)
+                .serve_connection(io, service);
+            until_stopped(served, stopping, |served| served.graceful_shutdown()).await;
+        }
+        Version::Http2 => {
+            // Boxed, so the task's own size is that of an HTTP/1.1 connection: an HTTP/2 one's state is larger,
+            // and it serves many streams (one task each) rather than one.
+            let served = Box::pin(http2::Builder::new(TokioExecutor::new()).serve_connection(io, service));
+            until_stopped(served, stopping, |served| served.get_mut().as_mut().graceful_shutdown()).await;
+        }
+    }
+}
+
+/// Drives `served` to its end; if asked to stop first, asks it (`graceful`) to finish what it has begun and close.
+async fn until_stopped<C>(served: C, mut stopping: watch::Receiver<()>, graceful: impl FnOnce(Pin<&mut C>))
+where
+    C: Future<Output = hyper::Result<()>>,
+{
+    let mut served = pin!(served);
+    let ended = tokio::select! {
+        ended = served.as_mut() => ended,
+        _ = stopping.changed() => {
+            graceful(served.as_mut());
+            served.await
+        }
+    };
+    if let Err(e) = ended {
+        tracing::debug!(error = %e, "a connection ended with an error");
+    }
+}
+
+/// Which protocol a connection speaks, from the bytes it sent first (peeked: hyper reads them again). Almost
+/// always the first peek decides; a client that sent part of HTTP/2's preface and paused is looked at again a
+/// little later each time, never in a busy loop.
+async fn version(stream: &TcpStream) -> io::Result<Version> {
+    let mut first = [0u8; PREFACE.len()];
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let n = stream.peek(&mut first).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        if first[..n] != PREFACE[..n] {
+            return Ok(Version::Http1);
+        }
+        if n == PREFACE.len() {
+            return Ok(Version::Http2);
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server on a free port.
+    struct Running {
+        addr: SocketAddr,
+        /// Asks it to stop.
+        stop: tokio::sync::oneshot::Sender<()>,
+        served: tokio::task::JoinHandle<io::Result<()>>,
+        /// Lets one request to `/slow` be answered.
+        release: tokio::sync::mpsc::Sender<()>,
+    }
+
+    /// A server answering `GET /peer` with the peer address each request carries, and `GET /slow` after `release`.
+    async fn started(head_timeout: Duration) -> Running {
+        let (release, released) = tokio::sync::mpsc::channel::<()>(1);
+        let released = std::sync::Arc::new(tokio::sync::Mutex::new(released));
+        let router = Router::new()
+            .route("/peer", get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }))
+            .route(
+                "/slow",
+                get(move || async move {
+                    released.lock().await.recv().await;
+                    "done"
+                }),
+            );
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(serve_with(
+            listener,
+            router,
+            async {
+                let _ = stopped.await;
+            },
+            head_timeout,
+        ));
+        Running { addr, stop, served, release }
+    }
+
+    /// Everything the server sends on `stream` until it closes the connection (a minute at most: a connection
+    /// never closed fails the test rather than hanging it). A connection closed with bytes the server never read
+    /// (part of a head) is reset rather than closed: that is a close too.
+    async fn until_closed(stream: &mut TcpStream) -> String {
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer))
+            .await
+            .expect("the server closes the connection");
+        if let Err(e) = read {
+            assert_eq!(e.kind(), io::ErrorKind::ConnectionReset, "{e}");
+        }
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test]
+    async fn both_versions_are_served_and_every_request_knows_its_peer() {
+        let server = started(HEAD_TIMEOUT).await;
+        let addr = server.addr;
+        let url = format!("http://{addr}/peer");
+        let http1 = reqwest::Client::builder().http1_only().build().unwrap();
+        let answer = http1.get(&url).send().await.unwrap();
+        assert_eq!(answer.version(), reqwest::Version::HTTP_11);
+        let peer: SocketAddr = answer.text().await.unwrap().parse().unwrap();
+        assert_eq!(peer.ip(), addr.ip());
+
+        let http2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+        let answer = http2.get(&url).send().await.unwrap();
+        assert_eq!(answer.version(), reqwest::Version::HTTP_2);
+        assert_eq!(answer.text().await.unwrap().parse::<SocketAddr>().unwrap().ip(), addr.ip());
+    }
+
+    #[tokio::test]
+    async fn a_preface_sent_in_pieces_is_still_http2() {
+        let server = started(HEAD_TIMEOUT).await;
+        let addr = server.addr;
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        for piece in PREFACE.chunks(5) {
+            stream.write_all(piece).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // An empty SETTINGS frame: the server answers with its own SETTINGS (type 4), which no HTTP/1.1 server
+        // would send.
+        stream.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        let mut head = [0u8; 9];
+        stream.read_exact(&mut head).await.unwrap();
+        assert_eq!(head[3], 4, "the server's first frame is its SETTINGS: {head:?}");
+    }
+
+    #[tokio::test]
+    async fn a_client_too_slow_with_its_head_is_closed() {
+        let server = started(Duration::from_millis(300)).await;
+        let addr = server.addr;
+        // Nothing sent at all.
+        let mut silent = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(until_closed(&mut silent).await, "");
+        // Half a head, then nothing more.
+        let mut slow = TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"GET /peer HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+        let answer = until_closed(&mut slow).await;
+        assert!(!answer.contains("200 OK"), "{answer}");
+        // Part of HTTP/2's preface, then nothing more.
+        let mut stalled = TcpStream::connect(addr).await.unwrap();
+        stalled.write_all(&PREFACE[..3]).await.unwrap();
+        assert_eq!(until_closed(&mut stalled).await, "");
+        // A request sent in time is answered as ever.
+        let answer = reqwest::get(format!("http://{addr}/peer")).await.unwrap();
+        assert!(answer.status().is_success());
+    }
+
+    #[tokio::test]
+    async fn stopping_lets_a_request_in_progress_finish_then_closes() {
+        let Running { addr, stop, served, release } = started(HEAD_TIMEOUT).await;
+        let mut open = TcpStream::connect(addr).await.unwrap();
+        open.write_all(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        // Wait until the request is in the handler.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET /peer HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        let mut first = [0u8; 12];
+        idle.read_exact(&mut first).await.unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+
+        stop.send(()).unwrap();
+        // The idle kept-open connection is closed; new connections are refused.
+        let rest = until_closed(&mut idle).await;
+        assert!(!rest.contains("HTTP/1.1"), "nothing more is answered: {rest}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(TcpStream::connect(addr).await.is_err(), "no more connections are accepted");
+        assert!(!served.is_finished(), "the request in progress holds the server");
+
+        release.send(()).await.unwrap();
+        let answer = until_closed(&mut open).await;
+        assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("done"), "{answer}");
+        served.await.unwrap().unwrap();
+    }
+}
