@@ -171,6 +171,7 @@ async fn version(stream: &TcpStream) -> io::Result<Version> {
 mod tests {
     use super::*;
     use axum::routing::get;
+    use futures::StreamExt;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     /// A server on a free port.
@@ -194,6 +195,17 @@ mod tests {
                 get(move || async move {
                     released.lock().await.recv().await;
                     "done"
+                }),
+            )
+            .route(
+                "/drip",
+                get(|| async {
+                    // Three parts 200 ms apart: a stream that outlasts a short head timeout.
+                    let parts = futures::stream::iter(["one ", "two ", "three"]).then(|part| async move {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Ok::<_, std::convert::Infallible>(part)
+                    });
+                    axum::body::Body::from_stream(parts)
                 }),
             );
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -278,6 +290,16 @@ mod tests {
         // A request sent in time is answered as ever.
         let answer = reqwest::get(format!("http://{addr}/peer")).await.unwrap();
         assert!(answer.status().is_success());
+    }
+
+    #[tokio::test]
+    async fn the_head_timeout_never_cuts_an_answer_being_sent() {
+        let server = started(Duration::from_millis(300)).await;
+        let client = reqwest::Client::builder().http1_only().build().unwrap();
+        let url = format!("http://{}/drip", server.addr);
+        assert_eq!(client.get(&url).send().await.unwrap().text().await.unwrap(), "one two three");
+        // The same connection, kept open, serves the next request sent in time.
+        assert_eq!(client.get(&url).send().await.unwrap().text().await.unwrap(), "one two three");
     }
 
     #[tokio::test]
