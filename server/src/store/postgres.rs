@@ -151,9 +151,9 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
         let answer = end.answer.as_ref().filter(|_| answer_saved).map(|a| a.draft.id);
         write_trace(&mut tx, turn, trace, answer).await?;
     }
-    insert_turn_events(&mut tx, turn, &end.events).await?;
-    sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
-    // A turn saves one answer: saved just now, it left nothing else being written in the thread.
+    // A turn saves one answer: saved just now, it left nothing else being written in the thread. Released
+    // before the turn's row is touched: releasing locks the thread's row (its stamp counts it), and a start
+    // locks the thread's row and then waits for the turn's; the other order deadlocked with such a start.
     if !answer_saved {
         sqlx::query(
             "update messages set writing = false
@@ -163,6 +163,8 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
         .execute(&mut *tx)
         .await?;
     }
+    insert_turn_events(&mut tx, turn, &end.events).await?;
+    sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
     // Only the newest turn's events are kept for re-attaching. Written as a list of turns, which the planner
     // looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan of
     // every turn's events (a few milliseconds per turn's end with hundreds streaming).

@@ -10,6 +10,7 @@ stories!(
     progress_of_several_turns_is_saved_together,
     concurrent_turns_take_the_thread_once,
     a_turn_start_waits_for_a_change_holding_the_conversation,
+    a_closing_turn_takes_the_conversation_before_its_own_row,
 );
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
@@ -400,6 +401,49 @@ async fn a_turn_start_waits_for_a_change_holding_the_conversation(db: Db) {
     start.await.unwrap().unwrap();
     let question = s.append_message_between_turns(u, new_message(t.id, Role::User, "Later"), 60_000).await;
     assert_conflict(question);
+}
+
+/// A turn closed without an answer (its end failed first) lets go of the answer it left being written before it
+/// touches its own row: that release locks the conversation's row (its stamp counts it), and a start locks the
+/// conversation's row and then waits for the turn's. The other order deadlocked with such a start (PostgreSQL;
+/// SQLite's one writer makes every write one after the other).
+async fn a_closing_turn_takes_the_conversation_before_its_own_row(db: Db) {
+    let Raw::Postgres(pool) = &db.raw else { return };
+    let s = &db.store;
+    let u = new_user(s).await;
+    let t = s.create_thread(u, "Closing", &[]).await.unwrap();
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
+    let update = MessageUpdate {
+        content: "Cut o".into(),
+        status: MessageStatus::Interrupted,
+        usage: Usage::default(),
+        model: Some("model-a".into()),
+        context: None,
+    };
+    let answer = store::AnswerDraft { id: Uuid::now_v7(), thread_id: t.id, update, writing: true };
+    s.save_progress(&[store::TurnProgress { turn, user: u, events: vec![], answer: Some(answer) }]).await.unwrap();
+    assert_eq!(db.raw.int("select count(*) from messages where thread_id = ? and writing", t.id).await, 1);
+
+    let held = db.raw.hold_writes(t.id).await;
+    let store = s.clone();
+    let closing = tokio::spawn(async move { store.finish_turn(turn, TurnEnd::default()).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!closing.is_finished(), "the close waits for the conversation's row");
+    // Meanwhile the turn's row is free: what a start holding the conversation's row would wait for next.
+    let mut start = pool.begin().await.unwrap();
+    sqlx::query("set local lock_timeout = '10s'").execute(&mut *start).await.unwrap();
+    sqlx::query("select 1 from turns where id = $1 for update")
+        .bind(turn)
+        .execute(&mut *start)
+        .await
+        .expect("the close holds the turn's row while it waits for the conversation's");
+    start.rollback().await.unwrap();
+
+    held.release().await;
+    closing.await.unwrap().unwrap();
+    assert_eq!(db.raw.int("select count(*) from messages where thread_id = ? and writing", t.id).await, 0);
+    assert_eq!(db.raw.int("select count(*) from turns where id = ? and status = 'done'", turn).await, 1);
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
