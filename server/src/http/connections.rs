@@ -1,12 +1,14 @@
 //! Accepting and serving connections. Each connection is told apart by its first bytes (HTTP/2's preface, or
 //! HTTP/1.1) and then served by hyper's server for that one version, so it carries the state of one protocol
 //! only. This is lighter than `axum::serve`, whose per-connection state (hyper-util's server for both versions,
-//! its own shutdown watchers) is sized for either protocol: it keeps about 9 KiB more for each open connection,
-//! which at thousands of open event streams is most of what a stream costs (BENCHMARKS.md, "Idle streams").
+//! its own shutdown watchers) is sized for either protocol: it keeps 8 KiB more for each open connection, which
+//! at thousands of open event streams is a third of what a stream costs (BENCHMARKS.md, "Idle streams").
 //!
-//! A client has [`HEAD_TIMEOUT`] to send the head of each request, the first and every later one on a kept-open
-//! connection: a connection that sends nothing, or its headers a byte at a time, is closed then instead of being
-//! held for good.
+//! Nothing is held open for good by a client that does not talk: a new connection must begin its first request
+//! within [`FIRST_BYTES_TIMEOUT`], and over HTTP/1.1 each request's head (a kept-open connection's wait for its
+//! next one too, which hyper times alike) must be in within [`HEAD_TIMEOUT`]. An HTTP/2 connection, once its
+//! preface is in, has no such limit (hyper has none for it), as with `axum::serve`. Connections are never
+//! upgraded (nothing in Quire speaks WebSocket).
 
 use std::{future::Future, io, net::SocketAddr, pin::pin, pin::Pin, time::Duration};
 
@@ -22,8 +24,19 @@ use tokio::{
 };
 use tower::Service as _;
 
-/// How long a client may take to send a request's head (its first bytes included).
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a new connection may stay silent before its first request begins.
+pub const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an HTTP/1.1 request's head may take to arrive, and a kept-open connection may wait for the next one.
+/// Longer than the common proxies keep idle connections to a server (Caddy two minutes, nginx and cloud load
+/// balancers one): a proxy never sends a request on a connection this server is closing as idle.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(150);
+
+/// The limits on clients that do not talk (see the module's description).
+#[derive(Clone, Copy)]
+struct Timeouts {
+    first_bytes: Duration,
+    head: Duration,
+}
 
 /// What an HTTP/2 client sends first (RFC 9113, 3.4); nothing an HTTP/1.1 request begins with.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
@@ -32,14 +45,14 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// each open connection to close once its requests are answered (HTTP/2: a GOAWAY) and returns when all have.
 /// Each request carries its peer's address as [`ConnectInfo<SocketAddr>`].
 pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-    serve_with(listener, router, shutdown, HEAD_TIMEOUT).await
+    serve_with(listener, router, shutdown, Timeouts { first_bytes: FIRST_BYTES_TIMEOUT, head: HEAD_TIMEOUT }).await
 }
 
 async fn serve_with(
     listener: TcpListener,
     router: Router,
     shutdown: impl Future<Output = ()>,
-    head_timeout: Duration,
+    timeouts: Timeouts,
 ) -> io::Result<()> {
     // Every connection holds a receiver: a value sent asks them to close, and the channel's sender learns when
     // the last one is gone.
@@ -61,7 +74,7 @@ async fn serve_with(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        tokio::spawn(connection(stream, peer, router.clone(), stopping.clone(), head_timeout));
+        tokio::spawn(connection(stream, peer, router.clone(), stopping.clone(), timeouts));
     }
     drop(listener);
     drop(stopping);
@@ -94,10 +107,10 @@ async fn connection(
     peer: SocketAddr,
     router: Router,
     mut stopping: watch::Receiver<()>,
-    head_timeout: Duration,
+    timeouts: Timeouts,
 ) {
     let version = tokio::select! {
-        version = tokio::time::timeout(head_timeout, version(&stream)) => match version {
+        version = tokio::time::timeout(timeouts.first_bytes, version(&stream)) => match version {
             Ok(Ok(version)) => version,
             // Closed, failed or silent before a request began: nothing to answer.
             _ => return,
@@ -114,7 +127,7 @@ async fn connection(
         Version::Http1 => {
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
-                .header_read_timeout(head_timeout)
+                .header_read_timeout(timeouts.head)
                 .serve_connection(io, service);
             until_stopped(served, stopping, |served| served.graceful_shutdown()).await;
         }
@@ -180,19 +193,24 @@ mod tests {
         /// Asks it to stop.
         stop: tokio::sync::oneshot::Sender<()>,
         served: tokio::task::JoinHandle<io::Result<()>>,
+        /// Told when a request to `/slow` is in its handler.
+        entered: tokio::sync::mpsc::Receiver<()>,
         /// Lets one request to `/slow` be answered.
         release: tokio::sync::mpsc::Sender<()>,
     }
 
-    /// A server answering `GET /peer` with the peer address each request carries, and `GET /slow` after `release`.
-    async fn started(head_timeout: Duration) -> Running {
+    /// A server answering `GET /peer` with the peer address each request carries, `GET /slow` after `release`
+    /// and `GET /drip` slowly; `timeout` is both of its limits on silent clients.
+    async fn started(timeout: Duration) -> Running {
         let (release, released) = tokio::sync::mpsc::channel::<()>(1);
         let released = std::sync::Arc::new(tokio::sync::Mutex::new(released));
+        let (enter, entered) = tokio::sync::mpsc::channel::<()>(1);
         let router = Router::new()
             .route("/peer", get(|ConnectInfo(peer): ConnectInfo<SocketAddr>| async move { peer.to_string() }))
             .route(
                 "/slow",
                 get(move || async move {
+                    let _ = enter.send(()).await;
                     released.lock().await.recv().await;
                     "done"
                 }),
@@ -217,9 +235,9 @@ mod tests {
             async {
                 let _ = stopped.await;
             },
-            head_timeout,
+            Timeouts { first_bytes: timeout, head: timeout },
         ));
-        Running { addr, stop, served, release }
+        Running { addr, stop, served, entered, release }
     }
 
     /// Everything the server sends on `stream` until it closes the connection (a minute at most: a connection
@@ -296,18 +314,20 @@ mod tests {
     async fn the_head_timeout_never_cuts_an_answer_being_sent() {
         let server = started(Duration::from_millis(300)).await;
         let client = reqwest::Client::builder().http1_only().build().unwrap();
-        let url = format!("http://{}/drip", server.addr);
-        assert_eq!(client.get(&url).send().await.unwrap().text().await.unwrap(), "one two three");
-        // The same connection, kept open, serves the next request sent in time.
-        assert_eq!(client.get(&url).send().await.unwrap().text().await.unwrap(), "one two three");
+        let (drip, peer) = (format!("http://{}/drip", server.addr), format!("http://{}/peer", server.addr));
+        let first: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(client.get(&drip).send().await.unwrap().text().await.unwrap(), "one two three");
+        // The same connection (the same port of the client's), kept open, serves the next request sent in time.
+        let again: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(first, again, "one connection served all three");
     }
 
     #[tokio::test]
     async fn stopping_lets_a_request_in_progress_finish_then_closes() {
-        let Running { addr, stop, served, release } = started(HEAD_TIMEOUT).await;
+        let Running { addr, stop, served, mut entered, release } = started(HEAD_TIMEOUT).await;
         let mut open = TcpStream::connect(addr).await.unwrap();
         open.write_all(b"GET /slow HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
-        // Wait until the request is in the handler.
+        entered.recv().await.unwrap();
         let mut idle = TcpStream::connect(addr).await.unwrap();
         idle.write_all(b"GET /peer HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
         let mut first = [0u8; 12];
