@@ -177,10 +177,14 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let chat = state.chat.clone();
     let deadline = Duration::from_secs(state.config.shutdown_seconds);
+    let timeouts = http::connections::Timeouts {
+        head: Duration::from_secs(state.config.header_timeout_seconds),
+        ..Default::default()
+    };
     let router = app(state);
     let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
     let stop_chat = chat.clone();
-    let server = http::connections::serve(listener, router, async move {
+    let server = http::connections::serve(listener, router, timeouts, async move {
         shutdown.await;
         tracing::info!("stopping: no new connections; running turns save their answers");
         stop_chat.stop_all();

@@ -50,7 +50,9 @@ async fn run(config: Config) -> anyhow::Result<()> {
         tracing::info!(addr = %metrics.local_addr()?, "metrics at /metrics");
         let router = quire::ops::metrics::router(state.clone());
         tokio::spawn(async move {
-            if let Err(e) = quire::http::connections::serve(metrics, router, std::future::pending()).await {
+            if let Err(e) =
+                quire::http::connections::serve(metrics, router, Default::default(), std::future::pending()).await
+            {
                 tracing::error!(error = %e, "the metrics address stopped serving");
             }
         });

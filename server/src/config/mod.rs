@@ -256,6 +256,12 @@ pub struct Config {
     #[arg(long, env = "QUIRE_SHUTDOWN_SECONDS", default_value_t = 10)]
     pub shutdown_seconds: u64,
 
+    /// Seconds an HTTP/1.1 request's head may take to arrive; it also bounds how long a kept-open connection waits
+    /// idle for its next request, so keep it above the idle time of a proxy in front (Caddy's is 120 s).
+    #[arg(long, env = "QUIRE_HEADER_TIMEOUT_SECONDS", default_value_t = 150,
+        value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub header_timeout_seconds: u64,
+
     /// Rate limits; `off` disables them all.
     #[command(flatten)]
     pub limits: RateLimitConfig,
@@ -415,6 +421,7 @@ impl Config {
             metrics_addr: None,
             log_format: LogFormat::Text,
             shutdown_seconds: 10,
+            header_timeout_seconds: 150,
             limits: RateLimitConfig::generous(),
             command: None,
         }

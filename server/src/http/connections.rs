@@ -26,16 +26,25 @@ use tower::Service as _;
 
 /// How long a new connection may stay silent before its first request begins.
 pub const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long an HTTP/1.1 request's head may take to arrive, and a kept-open connection may wait for the next one.
-/// Longer than the common proxies keep idle connections to a server (Caddy two minutes, nginx and cloud load
-/// balancers one): a proxy never sends a request on a connection this server is closing as idle.
+/// How long an HTTP/1.1 request's head may take to arrive, and a kept-open connection may wait for the next one,
+/// unless configured (`QUIRE_HEADER_TIMEOUT_SECONDS`). Longer than the common proxies keep idle connections to a
+/// server (Caddy two minutes, nginx and cloud load balancers one): a proxy never sends a request on a connection
+/// this server is closing as idle.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(150);
 
 /// The limits on clients that do not talk (see the module's description).
-#[derive(Clone, Copy)]
-struct Timeouts {
-    first_bytes: Duration,
-    head: Duration,
+#[derive(Debug, Clone, Copy)]
+pub struct Timeouts {
+    /// For a new connection's first bytes.
+    pub first_bytes: Duration,
+    /// For each HTTP/1.1 request's head, and a kept-open connection's idle wait.
+    pub head: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self { first_bytes: FIRST_BYTES_TIMEOUT, head: HEAD_TIMEOUT }
+    }
 }
 
 /// What an HTTP/2 client sends first (RFC 9113, 3.4); nothing an HTTP/1.1 request begins with.
@@ -44,15 +53,11 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Serves `router` on every connection `listener` accepts until `shutdown` resolves; then stops accepting, asks
 /// each open connection to close once its requests are answered (HTTP/2: a GOAWAY) and returns when all have.
 /// Each request carries its peer's address as [`ConnectInfo<SocketAddr>`].
-pub async fn serve(listener: TcpListener, router: Router, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-    serve_with(listener, router, shutdown, Timeouts { first_bytes: FIRST_BYTES_TIMEOUT, head: HEAD_TIMEOUT }).await
-}
-
-async fn serve_with(
+pub async fn serve(
     listener: TcpListener,
     router: Router,
-    shutdown: impl Future<Output = ()>,
     timeouts: Timeouts,
+    shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     // Every connection holds a receiver: a value sent asks them to close, and the channel's sender learns when
     // the last one is gone.
@@ -229,14 +234,9 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(serve_with(
-            listener,
-            router,
-            async {
-                let _ = stopped.await;
-            },
-            Timeouts { first_bytes: timeout, head: timeout },
-        ));
+        let served = tokio::spawn(serve(listener, router, Timeouts { first_bytes: timeout, head: timeout }, async {
+            let _ = stopped.await;
+        }));
         Running { addr, stop, served, entered, release }
     }
 

@@ -262,3 +262,27 @@ async fn the_storage_allowance_and_the_upload_rate_hold() {
     assert_eq!(response.status(), 429);
     assert!(response.headers().get("retry-after").is_some());
 }
+
+/// A client that sends half a request's head and then nothing is closed once `QUIRE_HEADER_TIMEOUT_SECONDS`
+/// passes, instead of holding its connection for good; the server answers others meanwhile.
+#[tokio::test]
+async fn a_head_sent_too_slowly_is_closed_at_the_configured_limit() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = TestServer::start_with(|config| config.header_timeout_seconds = 1).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"POST /api/auth/login HTTP/1.1\r\nhost: quire\r\ncontent-type: applic").await.unwrap();
+    let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let mut answer = Vec::new();
+    // A minute at most: a connection never closed fails the test rather than hanging it.
+    let read = tokio::time::timeout(Duration::from_secs(60), slow.read_to_end(&mut answer))
+        .await
+        .expect("the server closes a connection whose head never arrives");
+    if let Err(e) = read {
+        // Closed with unread bytes: a reset, which is a close too.
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(!answer.contains(" 200 "), "nothing was answered: {answer}");
+}
