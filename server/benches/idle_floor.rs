@@ -178,8 +178,7 @@ fn serve(kind: &str) -> anyhow::Result<()> {
                 if kind == "axum" {
                     axum::serve(listener, router).await?;
                 } else {
-                    quire::http::connections::serve(listener, router, Default::default(), std::future::pending())
-                        .await?;
+                    quire::http::connections::serve(listener, router, Default::default(), std::future::pending()).await;
                 }
                 Ok(())
             }

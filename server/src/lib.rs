@@ -200,7 +200,7 @@ pub async fn serve(
             })
             .await;
         }
-        served = &mut server => served?,
+        () = &mut server => {}
     }
     Ok(())
 }

@@ -49,13 +49,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
         let metrics = TcpListener::bind(metrics_addr).await?;
         tracing::info!(addr = %metrics.local_addr()?, "metrics at /metrics");
         let router = quire::ops::metrics::router(state.clone());
-        tokio::spawn(async move {
-            if let Err(e) =
-                quire::http::connections::serve(metrics, router, Default::default(), std::future::pending()).await
-            {
-                tracing::error!(error = %e, "the metrics address stopped serving");
-            }
-        });
+        tokio::spawn(quire::http::connections::serve(metrics, router, Default::default(), std::future::pending()));
     }
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.

@@ -210,15 +210,12 @@ pub async fn load(
         None => {
             // Each read after a stamp of its own: when the two agree, nothing read is older than it. (Else the
             // requests are read again after the tree's: rare, a write landed between the two.)
-            let (tree, fulfilments) = tokio::try_join!(
+            let ((tree, stamp), (fulfilments, read_at)) = tokio::try_join!(
                 store.message_tree_stamped(user, thread),
                 store.fulfilled_requests_stamped(user, thread)
             )?;
-            let ((tree, stamp), (fulfilments, read_at)) = (tree, fulfilments);
-            let fulfilments = match read_at == stamp {
-                true => fulfilments,
-                false => store.fulfilled_requests(user, thread).await?,
-            };
+            let fulfilments =
+                if read_at == stamp { fulfilments } else { store.fulfilled_requests(user, thread).await? };
             (Materials::of(tree, fulfilments), stamp)
         }
     };

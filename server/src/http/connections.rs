@@ -53,12 +53,7 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// Serves `router` on every connection `listener` accepts until `shutdown` resolves; then stops accepting, asks
 /// each open connection to close once its requests are answered (HTTP/2: a GOAWAY) and returns when all have.
 /// Each request carries its peer's address as [`ConnectInfo<SocketAddr>`].
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    timeouts: Timeouts,
-    shutdown: impl Future<Output = ()>,
-) -> io::Result<()> {
+pub async fn serve(listener: TcpListener, router: Router, timeouts: Timeouts, shutdown: impl Future<Output = ()>) {
     // Every connection holds a receiver: a value sent asks them to close, and the channel's sender learns when
     // the last one is gone.
     let (stop, stopping) = watch::channel(());
@@ -86,7 +81,6 @@ pub async fn serve(
     // No receivers left (no connection open) is the one way this fails, and then there is nothing to wait for.
     let _ = stop.send(());
     stop.closed().await;
-    Ok(())
 }
 
 /// An accept that failed. A connection reset before it was accepted is the peer's business; anything else (out of
@@ -197,7 +191,7 @@ mod tests {
         addr: SocketAddr,
         /// Asks it to stop.
         stop: tokio::sync::oneshot::Sender<()>,
-        served: tokio::task::JoinHandle<io::Result<()>>,
+        served: tokio::task::JoinHandle<()>,
         /// Told when a request to `/slow` is in its handler.
         entered: tokio::sync::mpsc::Receiver<()>,
         /// Lets one request to `/slow` be answered.
@@ -345,6 +339,6 @@ mod tests {
         release.send(()).await.unwrap();
         let answer = until_closed(&mut open).await;
         assert!(answer.starts_with("HTTP/1.1 200") && answer.ends_with("done"), "{answer}");
-        served.await.unwrap().unwrap();
+        served.await.unwrap();
     }
 }
