@@ -332,8 +332,19 @@ async fn take_thread<'c>(
 ) -> Result<(Option<Message>, ThreadStamp)> {
     let id = request.map(|(id, _)| id);
     let request = request.map(|(_, message)| message);
-    type Taken = (i64, Option<i64>, Option<Uuid>, Option<i64>, Option<i64>, Option<i64>, Option<Uuid>);
-    let (taken, seq, parent, version, read_version, read_last_seq, read_active): Taken = sqlx::query_as(
+    /// What the statement below did: turns taken (0 or 1), the message saved and the thread's version after it,
+    /// and the thread's stamp in the statement's snapshot.
+    #[derive(sqlx::FromRow)]
+    struct Taken {
+        taken: i64,
+        seq: Option<i64>,
+        parent: Option<Uuid>,
+        version: Option<i64>,
+        read_version: Option<i64>,
+        read_last_seq: Option<i64>,
+        read_active: Option<Uuid>,
+    }
+    let Taken { taken, seq, parent, version, read_version, read_last_seq, read_active } = sqlx::query_as(
         "with stamp as (
              select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
          ), taken as (
@@ -354,9 +365,10 @@ async fn take_thread<'c>(
              select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
              returning seq, parent_id
          )
-         select (select count(*) from taken), (select seq from saved), (select parent_id from saved),
-             (select context_version from counted),
-             (select context_version from stamp), (select last_seq from stamp), (select active_id from stamp)",
+         select (select count(*) from taken) as taken, (select seq from saved) as seq,
+             (select parent_id from saved) as parent, (select context_version from counted) as version,
+             (select context_version from stamp) as read_version, (select last_seq from stamp) as read_last_seq,
+             (select active_id from stamp) as read_active",
     )
     .bind(turn)
     .bind(thread)
