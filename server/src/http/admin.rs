@@ -139,7 +139,9 @@ fn not_self(admin: &AdminUser, id: Uuid) -> Result<()> {
 pub struct AccountsQuery {
     /// How many accounts to skip (from `next_offset`).
     #[serde(default)]
-    #[param(minimum = 0, maximum = 4294967295.0)]
+    // Described as a 64-bit integer: every `u32` is accepted, and `int32` (the default for `u32`) would tell
+    // clients that half of them are invalid.
+    #[param(value_type = i64, minimum = 0, maximum = 4294967295.0)]
     offset: u32,
 }
 

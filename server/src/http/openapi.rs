@@ -204,6 +204,9 @@ mod tests {
         for (stated, enforced) in limits {
             assert_eq!(stated.as_u64(), Some(enforced as u64));
         }
+        // Every offset the accounts page takes is within what its description allows.
+        let offset = parameter(&doc, "/api/admin/users", "offset");
+        assert_eq!((offset["format"].as_str(), offset["maximum"].as_u64()), (Some("int64"), Some(u32::MAX as u64)));
         for path in ["/api/threads", "/api/search"] {
             let limit = parameter(&doc, path, "limit");
             assert_eq!((limit["minimum"].as_u64(), limit["maximum"].as_u64()), (Some(1), Some(100)), "{path}");
