@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::columns::{convert, ids, shared_sql, stored_row, Stored};
+use super::threads::found;
 use super::{now, Result, StoreError};
 use crate::auth::throttle;
 
@@ -236,9 +237,7 @@ shared_sql! {
             .bind(D::id(user))
             .execute(&mut *conn)
             .await?;
-        if D::rows_affected(&changed) == 0 {
-            return Err(StoreError::NotFound);
-        }
+        found(D::rows_affected(&changed) > 0)?;
         Self::end_sessions_but(conn, user, Some(keep)).await
     }
 

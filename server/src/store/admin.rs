@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use super::columns::{convert, ids, shared_sql, stored_row, Stored};
+use super::threads::found;
 use super::{now, NewUser, Result, StoreError, User};
 
 /// Who may create an account once the first one exists (the first is always allowed and administers Quire).
@@ -415,10 +416,7 @@ shared_sql! {
             .bind(D::id(id))
             .execute(conn)
             .await?;
-        if D::rows_affected(&revoked) == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        found(D::rows_affected(&revoked) > 0)
     }
 
     pub(crate) async fn create_password_reset(
@@ -437,10 +435,7 @@ shared_sql! {
         .bind(D::id(user))
         .execute(conn)
         .await?;
-        if D::rows_affected(&created) == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        found(D::rows_affected(&created) > 0)
     }
 
     pub(crate) async fn password_reset_account(conn: &mut D::Connection, token_hash: String) -> Result<Option<Uuid>> {

@@ -7,6 +7,7 @@ use chrono::{DateTime, Days, NaiveTime, Utc};
 use uuid::Uuid;
 
 use super::columns::shared_sql;
+use super::threads::found;
 use super::{now, Result, StoreError};
 
 /// What a person may spend and run, as configured; 0 turns a limit off.
@@ -73,10 +74,7 @@ shared_sql! {
             .bind(D::id(user))
             .execute(conn)
             .await?;
-        if D::rows_affected(&updated) == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        found(D::rows_affected(&updated) > 0)
     }
 }
 

@@ -109,9 +109,7 @@ shared_sql! {
     /// The person's document.
     pub(crate) async fn artifact(conn: &mut D::Connection, user: Uuid, artifact: Uuid) -> Result<Artifact> {
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1 and user_id = $2");
-        let row: Option<ArtifactRow<D::Id, D::Time>> =
-            sqlx::query_as(&sql).bind(D::id(artifact)).bind(D::id(user)).fetch_optional(conn).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
+        Self::owned_row::<ArtifactRow<D::Id, D::Time>, _>(conn, &sql, artifact, user).await?.ok_or(StoreError::NotFound)
     }
 
     /// The rows of the person's documents of `thread`, oldest first.

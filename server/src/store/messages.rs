@@ -13,7 +13,10 @@ use async_trait::async_trait;
 use uuid::Uuid;
 
 use super::columns::{convert, shared_sql, stored_row};
-use super::{now, parse_role, MessageHead, MessageUpdate, NewMessage, Result, StoreError};
+use super::{
+    now, parse_role, renumbering_base, unnumberable, MessageHead, MessageUpdate, NewMessage, Result, StoreError,
+    MAX_SEQ,
+};
 
 /// The messages of a conversation.
 #[async_trait]
@@ -224,9 +227,7 @@ shared_sql! {
     /// The stamp of `user`'s `thread`; `None` when it is missing or another user's.
     pub(crate) async fn stamp(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<ThreadStamp>> {
         let sql = format!("select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2");
-        let row: Option<StampRow<D::Id>> =
-            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
-        row.map(ThreadStamp::try_from).transpose()
+        Self::owned_row::<StampRow<D::Id>, _>(conn, &sql, thread, user).await
     }
 
     /// The person's messages of `thread` numbered `from_seq` or later, in order.
@@ -247,9 +248,7 @@ shared_sql! {
     /// The person's message with this id.
     pub(crate) async fn message(conn: &mut D::Connection, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
-        let row: Option<MessageRow<D::Id, D::Time>> =
-            sqlx::query_as(&sql).bind(D::id(message)).bind(D::id(user)).fetch_optional(conn).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
+        Self::owned_row::<MessageRow<D::Id, D::Time>, _>(conn, &sql, message, user).await?.ok_or(StoreError::NotFound)
     }
 
     /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree
@@ -271,6 +270,51 @@ shared_sql! {
             return Err(StoreError::thread_busy());
         }
         Ok(())
+    }
+
+    /// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
+    /// [`MAX_SEQ`]; whether it did.
+    pub(crate) async fn renumber_if_full(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<bool> {
+        let sql = format!("select last_seq >= $1 from threads where id = $2 and user_id = $3 {}", D::FOR_UPDATE);
+        let full: Option<bool> = sqlx::query_scalar(&sql)
+            .bind(MAX_SEQ)
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .fetch_optional(&mut *conn)
+            .await?;
+        if full != Some(true) {
+            return Ok(false);
+        }
+        // SQLite kept numbers past the 64-bit range as floating point: read as the integers nearest them.
+        let (lowest, count): (Option<i64>, i64) =
+            sqlx::query_as("select cast(min(seq) as bigint), count(*) from messages where thread_id = $1")
+                .bind(D::id(thread))
+                .fetch_one(&mut *conn)
+                .await?;
+        let base = renumbering_base(lowest.unwrap_or(1), count).ok_or_else(unnumberable)?;
+        sqlx::query(
+            "update messages set seq = moved.seq
+             from (select id, $1 - row_number() over (order by seq) as seq from messages where thread_id = $2) as moved
+             where messages.id = moved.id",
+        )
+        .bind(base)
+        .bind(D::id(thread))
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query(
+            "update messages set seq = numbered.seq
+             from (select id, row_number() over (order by seq desc) as seq from messages where thread_id = $1)
+             as numbered where messages.id = numbered.id",
+        )
+        .bind(D::id(thread))
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query("update threads set last_seq = $1 where id = $2")
+            .bind(count)
+            .bind(D::id(thread))
+            .execute(conn)
+            .await?;
+        Ok(true)
     }
 }
 

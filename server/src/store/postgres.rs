@@ -16,9 +16,9 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, now, renumbering_base, search_query, unnumberable, History, IdempotencyClaim, MessageUpdate,
-    NewMessage, NewUser, Place, Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadStamp, Traces,
-    TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
+    history::ImportThread, now, search_query, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser, Place,
+    Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadStamp, TurnRecord, TurnTrace, Turns, User,
+    MAX_SEQ,
 };
 
 /// The statements both backends run alike, bound the PostgreSQL way.
@@ -415,7 +415,7 @@ async fn insert_message(
     let thread = message.thread_id;
     let place = match count_message(&mut *conn, user, thread, id, created).await? {
         Some(place) => place,
-        None if renumber_if_full(&mut *conn, user, thread).await? => {
+        None if Shared::renumber_if_full(&mut *conn, user, thread).await? => {
             count_message(&mut *conn, user, thread, id, created).await?.ok_or(StoreError::NotFound)?
         }
         None => return Ok(None),
@@ -466,46 +466,6 @@ async fn count_message(
     .fetch_optional(conn)
     .await?;
     Ok(row.map(|(seq, parent)| Place { seq, parent }))
-}
-
-/// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
-/// [`MAX_SEQ`]; whether it did.
-async fn renumber_if_full(conn: &mut sqlx::PgConnection, user: Uuid, thread: Uuid) -> Result<bool> {
-    let full: Option<bool> =
-        sqlx::query_scalar("select last_seq >= $1 from threads where id = $2 and user_id = $3 for update")
-            .bind(MAX_SEQ)
-            .bind(thread)
-            .bind(user)
-            .fetch_optional(&mut *conn)
-            .await?;
-    if full != Some(true) {
-        return Ok(false);
-    }
-    let (lowest, count): (Option<i64>, i64) =
-        sqlx::query_as("select min(seq), count(*) from messages where thread_id = $1")
-            .bind(thread)
-            .fetch_one(&mut *conn)
-            .await?;
-    let base = renumbering_base(lowest.unwrap_or(1), count).ok_or_else(unnumberable)?;
-    sqlx::query(
-        "update messages set seq = moved.seq
-         from (select id, $1 - row_number() over (order by seq) as seq from messages where thread_id = $2) as moved
-         where messages.id = moved.id",
-    )
-    .bind(base)
-    .bind(thread)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "update messages set seq = numbered.seq
-         from (select id, row_number() over (order by seq desc) as seq from messages where thread_id = $1)
-         as numbered where messages.id = numbered.id",
-    )
-    .bind(thread)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("update threads set last_seq = $1 where id = $2").bind(count).bind(thread).execute(&mut *conn).await?;
-    Ok(true)
 }
 
 /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::threads::{found, ThreadRow};
 use super::{
     history::ImportThread, now, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store,
-    StoreError, StoredEvent, Traces, TurnRecord, TurnTrace, Turns,
+    StoreError, StoredEvent, TurnRecord, TurnTrace, Turns,
 };
 use futures::future::BoxFuture;
 use writer::{Urgency, Writer};

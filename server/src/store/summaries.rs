@@ -78,9 +78,7 @@ shared_sql! {
         user: Uuid,
         thread: Uuid,
     ) -> Result<Option<ThreadSummary>> {
-        let row: Option<SummaryRow<D::Time>> =
-            sqlx::query_as(READ_SUMMARY).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
-        row.map(ThreadSummary::try_from).transpose()
+        Self::owned_row::<SummaryRow<D::Time>, _>(conn, READ_SUMMARY, thread, user).await
     }
 
     /// Replaces the conversation's summary (see [`SAVE_SUMMARY`]) and returns it; its tokens in the owner's

@@ -20,6 +20,17 @@ shared_sql! {
         Ok(sqlx::query_scalar(&sql).bind(D::id(id)).bind(D::id(user)).fetch_one(conn).await?)
     }
 
+    /// The row `sql` selects by an id (`$1`) and its owner (`$2`), as callers see it; `None` when there is none
+    /// (missing, or another user's).
+    pub(crate) async fn owned_row<R, T>(conn: &mut D::Connection, sql: &str, id: Uuid, user: Uuid) -> Result<Option<T>>
+    where
+        R: for<'r> sqlx::FromRow<'r, D::Row> + Send + Unpin,
+        T: TryFrom<R, Error = StoreError>,
+    {
+        let row: Option<R> = sqlx::query_as(sql).bind(D::id(id)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.map(T::try_from).transpose()
+    }
+
     /// `NotFound` unless the person owns the row with this id in `table`.
     pub(crate) async fn must_own(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
         found(Self::owns(conn, table, user, id).await?)

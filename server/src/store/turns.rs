@@ -59,6 +59,19 @@ shared_sql! {
             .fetch_all(conn)
             .await?)
     }
+
+    /// The person's trace found by `key`, as the backend's row (see [`traces_for`]).
+    pub(crate) async fn trace_row(conn: &mut D::Connection, user: Uuid, key: TraceKey) -> Result<Option<D::Row>> {
+        let (column, id) = key.column();
+        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
+        Ok(sqlx::query(&sql).bind(D::id(id)).bind(D::id(user)).fetch_optional(conn).await?)
+    }
+
+    /// The person's traces of `thread`, oldest first, as the backend's rows (see [`traces_for`]).
+    pub(crate) async fn thread_trace_rows(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<D::Row>> {
+        let sql = "select * from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id";
+        Ok(sqlx::query(sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
+    }
 }
 
 /// What a turn leaves behind, stored by [`Turns::finish_turn`] in the transaction that closes it.
@@ -273,3 +286,49 @@ pub trait Traces: Send + Sync {
     /// The traces of a thread's turns, oldest first; `NotFound` when the thread is missing or another user's.
     async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>>;
 }
+
+/// Implements [`Traces`] for a backend, written once for both, as [`accounts_for`](super::accounts::accounts_for)
+/// does; the module it is used in has the backend's `write_trace` (a turn's trace, written in a transaction) and
+/// `trace_from_row` (the trace a row of `turn_traces` holds, its steps as the backend keeps JSON).
+macro_rules! traces_for {
+    ($backend:ty) => {
+        const _: () = {
+            use app::api::Trace;
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::threads::{found, listing};
+            use $crate::store::{Result, StoreError, TraceKey, Traces, TurnTrace};
+
+            #[async_trait::async_trait]
+            impl Traces for $backend {
+                #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
+                async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
+                    let trace = trace.clone();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            if let Some(message) = trace.message_id {
+                                Shared::must_be_in_thread(&mut *tx, user, trace.thread_id, message).await?;
+                            }
+                            let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps };
+                            found(write_trace(tx, trace.turn_id, &turn, trace.message_id).await?)
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
+                    let row = Shared::trace_row(&mut *self.read().await?, user, key).await?;
+                    trace_from_row(&row.ok_or(StoreError::NotFound)?)
+                }
+
+                #[instrument(skip(self))]
+                async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+                    let rows = Shared::thread_trace_rows(&mut *self.read().await?, user, thread).await?;
+                    listing(rows, self.owns("threads", user, thread)).await?.iter().map(trace_from_row).collect()
+                }
+            }
+        };
+    };
+}
+pub(crate) use traces_for;

@@ -1,6 +1,6 @@
 //! Turns, idempotency keys and traces on PostgreSQL: see [`crate::store::Turns`].
 
-use app::api::{Message, Trace};
+use app::api::Message;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tracing::instrument;
@@ -8,12 +8,12 @@ use uuid::Uuid;
 
 use super::{
     end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
-    IdempotencyClaim, Postgres, Shared, Traces, TurnRecord, Turns,
+    IdempotencyClaim, Postgres, Shared, TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
-    now, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TraceKey, TurnEnd, TurnLimits,
-    TurnProgress, TurnStart, TurnTrace,
+    now, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd, TurnLimits, TurnProgress,
+    TurnStart,
 };
 
 /// The first key of the advisory locks taken per person for a turn's start; the second is their id's hash.
@@ -206,44 +206,7 @@ impl Turns for Postgres {
     }
 }
 
-#[async_trait]
-impl Traces for Postgres {
-    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
-    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        if let Some(message) = trace.message_id {
-            Shared::must_be_in_thread(&mut tx, user, trace.thread_id, message).await?;
-        }
-        let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
-        if !write_trace(&mut tx, trace.turn_id, &turn, trace.message_id).await? {
-            return Err(StoreError::NotFound);
-        }
-        tx.commit().await?;
-        Ok(())
-    }
-
-    #[instrument(skip(self))]
-    async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
-        let (column, id) = key.column();
-        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
-        let row = sqlx::query(&sql).bind(id).bind(user).fetch_optional(&self.pool).await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
-    }
-
-    #[instrument(skip(self))]
-    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
-        let rows =
-            sqlx::query("select * from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id")
-                .bind(thread)
-                .bind(user)
-                .fetch_all(&self.pool)
-                .await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        rows.iter().map(trace_from_row).collect()
-    }
-}
+crate::store::turns::traces_for!(Postgres);
 
 /// Takes the thread from its turn marked running, if that turn's heartbeat went quiet (`Conflict` while it is
 /// alive), and starts the new turn in its place, in `tx`.

@@ -22,8 +22,8 @@ use super::{is_unique_violation, writer::Urgency, Shared, Sqlite};
 use crate::store::columns::Stored;
 use crate::store::messages::STAMP_COLUMNS;
 use crate::store::{
-    now, renumbering_base, unnumberable, AnswerDraft, NewMessage, Place, Result, SpentTokens, Started, StoreError,
-    StoredEvent, ThreadStamp, TurnEnd, TurnStart, MAX_SEQ,
+    now, AnswerDraft, NewMessage, Place, Result, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd,
+    TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
 
@@ -129,7 +129,7 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
     };
     // A thread numbered up to `MAX_SEQ` saved nothing: numbered again, it has room for this turn's messages.
     let taken = match taken {
-        Taken::Taken { message: None, .. } if renumber_if_full(conn, start.user, start.thread).await? => {
+        Taken::Taken { message: None, .. } if Shared::renumber_if_full(conn, start.user, start.thread).await? => {
             match &start.request {
                 Some(request) => {
                     let id = start.message_id;
@@ -143,47 +143,6 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
         other => other,
     };
     started(start, taken, created)
-}
-
-/// Numbers the messages of `user`'s `thread` again from 1, in their order, when its count has reached
-/// [`MAX_SEQ`]; whether it did.
-async fn renumber_if_full(conn: &mut SqliteConnection, user: Uuid, thread: Uuid) -> Result<bool> {
-    let thread = thread.to_string();
-    let full: Option<bool> = sqlx::query_scalar("select last_seq >= ? from threads where id = ? and user_id = ?")
-        .bind(MAX_SEQ)
-        .bind(&thread)
-        .bind(user.to_string())
-        .fetch_optional(&mut *conn)
-        .await?;
-    if full != Some(true) {
-        return Ok(false);
-    }
-    // Numbers past the 64-bit range were kept as floating point: read as the integers nearest them.
-    let (lowest, count): (Option<i64>, i64) =
-        sqlx::query_as("select cast(min(seq) as integer), count(*) from messages where thread_id = ?")
-            .bind(&thread)
-            .fetch_one(&mut *conn)
-            .await?;
-    let base = renumbering_base(lowest.unwrap_or(1), count).ok_or_else(unnumberable)?;
-    sqlx::query(
-        "update messages set seq = moved.seq
-         from (select id, ?1 - row_number() over (order by seq) as seq from messages where thread_id = ?2) as moved
-         where messages.id = moved.id",
-    )
-    .bind(base)
-    .bind(&thread)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query(
-        "update messages set seq = numbered.seq
-         from (select id, row_number() over (order by seq desc) as seq from messages where thread_id = ?1)
-         as numbered where messages.id = numbered.id",
-    )
-    .bind(&thread)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("update threads set last_seq = ?1 where id = ?2").bind(count).bind(&thread).execute(&mut *conn).await?;
-    Ok(true)
 }
 
 /// What [`take_thread`] did.
@@ -371,7 +330,7 @@ pub(super) async fn insert_message(
         if let Some(row) = rows.first() {
             return place_of(row).map(Some);
         }
-        if renumbered || !renumber_if_full(conn, user, message.thread_id).await? {
+        if renumbered || !Shared::renumber_if_full(conn, user, message.thread_id).await? {
             return Ok(None);
         }
         renumbered = true;
@@ -380,7 +339,7 @@ pub(super) async fn insert_message(
 
 /// Counts a new message in its thread and inserts it with the thread's next number, which it returns; nothing
 /// when the thread is missing or another person's, a message with this id exists already, or the thread's count
-/// reached [`MAX_SEQ`] (see `renumber_if_full`).
+/// reached [`MAX_SEQ`] (see `Shared::renumber_if_full`).
 fn push_new_message<'q>(
     script: &mut Script<'q>,
     id: &str,

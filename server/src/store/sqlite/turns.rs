@@ -1,19 +1,16 @@
 //! Turns, idempotency keys and traces on SQLite: see [`crate::store::Turns`].
 
-use app::api::Trace;
 use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
 use super::writer::Urgency;
 use super::{
-    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent, Traces,
+    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent,
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
-use crate::store::{
-    now, Result, Started, StoreError, ThreadStamp, TraceKey, TurnEnd, TurnLimits, TurnProgress, TurnStart, TurnTrace,
-};
+use crate::store::{now, Result, Started, StoreError, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -204,45 +201,4 @@ impl Turns for Sqlite {
     }
 }
 
-#[async_trait]
-impl Traces for Sqlite {
-    #[instrument(skip(self, trace), fields(turn = %trace.turn_id))]
-    async fn save_trace(&self, user: Uuid, trace: &Trace) -> Result<()> {
-        let trace = trace.clone();
-        self.write(move |tx| {
-            Box::pin(async move {
-                if let Some(message) = trace.message_id {
-                    Shared::must_be_in_thread(tx, user, trace.thread_id, message).await?;
-                }
-                let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps.clone() };
-                if !write_trace(tx, trace.turn_id, &turn, trace.message_id).await? {
-                    return Err(StoreError::NotFound);
-                }
-                Ok(())
-            })
-        })
-        .await
-    }
-
-    #[instrument(skip(self))]
-    async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
-        let (column, id) = key.column();
-        let sql = format!("select * from turn_traces where {column} = ? and user_id = ?");
-        let row = sqlx::query(&sql).bind(id.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
-        trace_from_row(&row.ok_or(StoreError::NotFound)?)
-    }
-
-    #[instrument(skip(self))]
-    async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
-        let rows =
-            sqlx::query("select * from turn_traces where thread_id = ? and user_id = ? order by created_at, turn_id")
-                .bind(thread.to_string())
-                .bind(user.to_string())
-                .fetch_all(&self.reader)
-                .await?;
-        if rows.is_empty() && !self.owns("threads", user, thread).await? {
-            return Err(StoreError::NotFound);
-        }
-        rows.iter().map(trace_from_row).collect()
-    }
-}
+crate::store::turns::traces_for!(Sqlite);
