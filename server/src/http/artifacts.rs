@@ -17,7 +17,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
 use crate::artifacts::{docx, md, pdf};
-use crate::download::{content_disposition, file_name};
+use crate::download::file_name;
 use crate::store::ArtifactRevision;
 use crate::AppState;
 
@@ -204,12 +204,8 @@ pub(crate) async fn export(
         .run_blocking(move || render(format, &title, &content))
         .await
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
-    let mut response = bytes.into_response();
+    let mut response = super::export::attachment(bytes, format.content_type(), &filename);
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(format.content_type()));
-    if let Ok(value) = HeaderValue::from_str(&content_disposition(&filename)) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     if let Ok(value) = HeaderValue::from_str(&etag) {
         headers.insert(header::ETAG, value);

@@ -155,40 +155,35 @@ pub trait LimitKind: Send + Sync + 'static {
     const PER_USER: bool = true;
 }
 
-/// Chat turns per user.
-pub struct ChatTurns;
-/// Searches per user.
-pub struct Search;
-/// Exports and imports per user.
-pub struct Export;
-/// File uploads per user.
-pub struct Upload;
+/// Declares each per-user kind of limit: a marker type whose limit is the named field of [`RateLimits`].
+macro_rules! per_user_limits {
+    ($($(#[$doc:meta])* $kind:ident => $field:ident,)*) => {
+        $(
+            $(#[$doc])*
+            pub struct $kind;
+
+            impl LimitKind for $kind {
+                fn limit(limits: &RateLimits) -> &Limit {
+                    &limits.$field
+                }
+            }
+        )*
+    };
+}
+
+per_user_limits! {
+    /// Chat turns per user.
+    ChatTurns => chat,
+    /// Searches per user.
+    Search => search,
+    /// Exports and imports per user.
+    Export => export,
+    /// File uploads per user.
+    Upload => upload,
+}
+
 /// Sign-in and sign-up attempts per client IP address.
 pub struct SignIn;
-
-impl LimitKind for ChatTurns {
-    fn limit(limits: &RateLimits) -> &Limit {
-        &limits.chat
-    }
-}
-
-impl LimitKind for Search {
-    fn limit(limits: &RateLimits) -> &Limit {
-        &limits.search
-    }
-}
-
-impl LimitKind for Export {
-    fn limit(limits: &RateLimits) -> &Limit {
-        &limits.export
-    }
-}
-
-impl LimitKind for Upload {
-    fn limit(limits: &RateLimits) -> &Limit {
-        &limits.upload
-    }
-}
 
 impl LimitKind for SignIn {
     const PER_USER: bool = false;

@@ -2,7 +2,7 @@
 
 use std::{collections::BTreeMap, fmt, path::PathBuf};
 
-use reqwest::header::{HeaderValue, ACCEPT};
+use reqwest::header::ACCEPT;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
@@ -59,11 +59,7 @@ impl AnthropicConfig {
     /// Configuration for `model` from `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
     /// `ANTHROPIC_API_KEY`.
     pub fn from_env(model: impl Into<String>) -> Self {
-        let base_url = std::env::var("ANTHROPIC_BASE_URL")
-            .ok()
-            .map(|url| url.trim().to_owned())
-            .filter(|url| !url.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = transport::base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL);
         Self {
             api_key: ApiKey::from_env("ANTHROPIC_API_KEY"),
             ca_file: transport::ca_file_from_env(),
@@ -123,13 +119,7 @@ impl Provider for AnthropicProvider {
             .header(ACCEPT, "text/event-stream")
             .json(&wire_request(&self.config, &request));
         if let Some(key) = &self.config.api_key {
-            let mut value = HeaderValue::from_str(key.expose()).map_err(|_| {
-                tracing::warn!("Anthropic API key contains characters not allowed in a header");
-                LlmError::Unauthorized
-            })?;
-            // Keeps the value out of HTTP-level debug output.
-            value.set_sensitive(true);
-            builder = builder.header("x-api-key", value);
+            builder = builder.header("x-api-key", transport::secret_header(key.expose(), "Anthropic")?);
         }
         let response = transport::send(builder, &self.config.timeouts).await?;
         Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))

@@ -5,7 +5,7 @@
 
 use std::{collections::BTreeMap, fmt, path::PathBuf};
 
-use reqwest::header::{HeaderValue, ACCEPT, AUTHORIZATION};
+use reqwest::header::{ACCEPT, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
@@ -82,11 +82,7 @@ impl OpenAiConfig {
     /// Configuration for `model` from `OPENAI_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
     /// `OPENAI_API_KEY` (optional).
     pub fn from_env(model: impl Into<String>) -> Self {
-        let base_url = std::env::var("OPENAI_BASE_URL")
-            .ok()
-            .map(|url| url.trim().to_owned())
-            .filter(|url| !url.is_empty())
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
+        let base_url = transport::base_url_from_env("OPENAI_BASE_URL", DEFAULT_BASE_URL);
         Self {
             api_key: ApiKey::from_env("OPENAI_API_KEY"),
             ca_file: transport::ca_file_from_env(),
@@ -142,21 +138,12 @@ impl Provider for OpenAiProvider {
         let mut builder =
             lease.client().post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
         if let Some(key) = &self.config.api_key {
-            builder = builder.header(AUTHORIZATION, bearer(key)?);
+            builder =
+                builder.header(AUTHORIZATION, transport::secret_header(&format!("Bearer {}", key.expose()), "OpenAI")?);
         }
         let response = transport::send(builder, &self.config.timeouts).await?;
         Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))
     }
-}
-
-fn bearer(key: &ApiKey) -> Result<HeaderValue, LlmError> {
-    let mut value = HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-        tracing::warn!("OpenAI API key contains characters not allowed in a header");
-        LlmError::Unauthorized
-    })?;
-    // Keeps the value out of HTTP-level debug output.
-    value.set_sensitive(true);
-    Ok(value)
 }
 
 // ---------------------------------------------------------------------------------------------

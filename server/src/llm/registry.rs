@@ -247,13 +247,7 @@ impl Registry {
                     ca_file: super::transport::ca_file_from_env(),
                     ..openai::OpenAiConfig::with_base_url(base_url.clone(), model)
                 };
-                match openai::OpenAiProvider::new(config) {
-                    Ok(p) => Arc::new(Renamed::new(
-                        &named.name,
-                        retry::RetryingProvider::new(p, retry::RetryPolicy::default()),
-                    )),
-                    Err(e) => Arc::new(Broken::new(&named.name, model, e)),
-                }
+                remote(&named.name, model, openai::OpenAiProvider::new(config))
             }
             Source::Anthropic { base_url, api_key } => {
                 let config = anthropic::AnthropicConfig {
@@ -261,13 +255,7 @@ impl Registry {
                     ca_file: super::transport::ca_file_from_env(),
                     ..anthropic::AnthropicConfig::with_base_url(base_url.clone(), model)
                 };
-                match anthropic::AnthropicProvider::new(config) {
-                    Ok(p) => Arc::new(Renamed::new(
-                        &named.name,
-                        retry::RetryingProvider::new(p, retry::RetryPolicy::default()),
-                    )),
-                    Err(e) => Arc::new(Broken::new(&named.name, model, e)),
-                }
+                remote(&named.name, model, anthropic::AnthropicProvider::new(config))
             }
         };
         let provider = match &self.layer {
@@ -416,6 +404,17 @@ pub fn parse_list(body: &[u8]) -> Result<Vec<String>, LlmError> {
         }
     }
     Ok(models)
+}
+
+/// A remote provider answering under its configured name with retries, or, when it could not be built, one that
+/// fails every call with why.
+fn remote<P: Provider + 'static>(name: &str, model: &str, built: Result<P, LlmError>) -> Arc<dyn Provider> {
+    match built {
+        Ok(provider) => {
+            Arc::new(Renamed::new(name, retry::RetryingProvider::new(provider, retry::RetryPolicy::default())))
+        }
+        Err(e) => Arc::new(Broken::new(name, model, e)),
+    }
 }
 
 /// A provider answering under its configured name (traces and metrics tell two providers of a kind apart).

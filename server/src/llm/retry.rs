@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 
-use crate::llm::types::{ChatRequest, EventStream, LlmError, Provider};
+use crate::llm::types::{forward_identity, ChatRequest, EventStream, LlmError, Provider};
 
 /// How often and how patiently to retry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -127,17 +127,7 @@ impl<P: Provider> RetryingProvider<P> {
 
 #[async_trait::async_trait]
 impl<P: Provider> Provider for RetryingProvider<P> {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn names_threads(&self) -> bool {
-        self.inner.names_threads()
-    }
+    forward_identity!(inner);
 
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         stream_with_retry(&self.inner, request, &self.policy).await

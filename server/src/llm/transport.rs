@@ -11,7 +11,10 @@ use std::{
 
 use bytes::Bytes;
 use futures::{stream::BoxStream, StreamExt};
-use reqwest::{header::HeaderMap, RequestBuilder, Response, StatusCode};
+use reqwest::{
+    header::{HeaderMap, HeaderValue},
+    RequestBuilder, Response, StatusCode,
+};
 
 use crate::llm::{
     sse::{SseEvent, SseParser},
@@ -65,6 +68,26 @@ pub(crate) fn extra_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, LlmE
 /// Reads the optional path of extra trusted certificates for the model provider.
 pub(crate) fn ca_file_from_env() -> Option<PathBuf> {
     std::env::var_os("QUIRE_LLM_CA_FILE").filter(|p| !p.is_empty()).map(PathBuf::from)
+}
+
+/// The base URL in the environment variable `var`, trimmed; `default` when it is unset or blank.
+pub(crate) fn base_url_from_env(var: &str, default: &str) -> String {
+    std::env::var(var)
+        .ok()
+        .map(|url| url.trim().to_owned())
+        .filter(|url| !url.is_empty())
+        .unwrap_or_else(|| default.to_owned())
+}
+
+/// A header carrying `provider`'s API key, marked sensitive so that it stays out of HTTP-level debug output;
+/// `Unauthorized` when the key holds characters a header cannot.
+pub(crate) fn secret_header(value: &str, provider: &str) -> Result<HeaderValue, LlmError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| {
+        tracing::warn!("{provider} API key contains characters not allowed in a header");
+        LlmError::Unauthorized
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
 }
 
 /// The HTTP clients of one provider, each carrying at most [`STREAMS_PER_CLIENT`] streams at a time.

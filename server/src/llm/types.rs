@@ -211,6 +211,25 @@ pub trait Provider: Send + Sync + fmt::Debug {
     }
 }
 
+/// Answers [`Provider::name`], [`Provider::model`] and [`Provider::names_threads`] as the provider in the field
+/// `$inner` does: for a provider that wraps another to add behaviour (retries, metrics) and is otherwise the same.
+macro_rules! forward_identity {
+    ($inner:ident) => {
+        fn name(&self) -> &str {
+            self.$inner.name()
+        }
+
+        fn model(&self) -> &str {
+            self.$inner.model()
+        }
+
+        fn names_threads(&self) -> bool {
+            self.$inner.names_threads()
+        }
+    };
+}
+pub(crate) use forward_identity;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,7 +36,7 @@ use prometheus_client::{
 
 use crate::{
     chat::memory::Source,
-    llm::{ChatRequest, EventStream, LlmError, Provider, StreamEvent},
+    llm::{types::forward_identity, ChatRequest, EventStream, LlmError, Provider, StreamEvent},
     AppState,
 };
 
@@ -281,17 +281,7 @@ impl Metered {
 
 #[async_trait]
 impl Provider for Metered {
-    fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    fn model(&self) -> &str {
-        self.inner.model()
-    }
-
-    fn names_threads(&self) -> bool {
-        self.inner.names_threads()
-    }
+    forward_identity!(inner);
 
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
         let provider = self.inner.name().to_string();
