@@ -77,6 +77,17 @@ async fn put(server: &TestServer, path: &str, body: serde_json::Value) -> reqwes
     server.client.put(server.url(path)).json(&body).send().await.unwrap()
 }
 
+/// Makes account `id` an administrator or takes that away, as whoever `client` signs in as.
+async fn set_admin(server: &TestServer, client: &reqwest::Client, id: Uuid, admin: bool) -> reqwest::Response {
+    let url = server.url(&format!("/api/admin/users/{id}/role"));
+    client.put(url).json(&serde_json::json!({ "admin": admin })).send().await.unwrap()
+}
+
+/// Disables account `id` or enables it again, as this server's user.
+async fn set_disabled(server: &TestServer, id: Uuid, disabled: bool) -> reqwest::Response {
+    put(server, &format!("/api/admin/users/{id}/disabled"), serde_json::json!({ "disabled": disabled })).await
+}
+
 async fn status_of_me(server: &TestServer, client: &reqwest::Client) -> u16 {
     client.get(server.url("/api/auth/me")).send().await.unwrap().status().as_u16()
 }
@@ -169,10 +180,7 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
     let bob_row = listed.accounts.iter().find(|a| a.id == id).unwrap();
     assert!(!bob_row.admin && !bob_row.disabled && bob_row.own_daily_tokens.is_none());
     // Made an administrator, bob is answered.
-    assert_eq!(
-        put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(),
-        204
-    );
+    assert_eq!(set_admin(&server, &server.client, id, true).await.status(), 204);
     let now: AdminAccountList = get_json(&bob, &server.url("/api/admin/users")).await;
     assert_eq!(now.accounts.len(), 2, "an administrator now");
 }
@@ -255,71 +263,47 @@ async fn a_disabled_account_is_signed_out_and_cannot_sign_in(db: Db) {
     let id = session.user.id;
     assert_eq!(status_of_me(&server, &bob).await, 200);
 
-    let disable = put(&server, &format!("/api/admin/users/{id}/disabled"), serde_json::json!({"disabled": true})).await;
+    let disable = set_disabled(&server, id, true).await;
     assert_eq!(disable.status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401, "the session ends at once");
     refused(server.sign_in("bob@example.com", PASSWORD).await, 403, "account_disabled").await;
     refused(server.sign_in("bob@example.com", "a wrong password here").await, 401, "invalid_credentials").await;
     assert!(accounts(&server).await.accounts.iter().any(|a| a.id == id && a.disabled));
 
-    let enable = put(&server, &format!("/api/admin/users/{id}/disabled"), serde_json::json!({"disabled": false})).await;
+    let enable = set_disabled(&server, id, false).await;
     assert_eq!(enable.status(), 204);
     assert_eq!(status_of_me(&server, &bob).await, 401, "ended sessions stay ended");
     assert_eq!(server.sign_in("bob@example.com", PASSWORD).await.status(), 200);
 
     // Not oneself, not an unknown account.
     let me = server.user.id;
-    refused(
-        put(&server, &format!("/api/admin/users/{me}/disabled"), serde_json::json!({"disabled": true})).await,
-        409,
-        "conflict",
-    )
-    .await;
+    refused(set_disabled(&server, me, true).await, 409, "conflict").await;
     let unknown = Uuid::new_v4();
-    let missing =
-        put(&server, &format!("/api/admin/users/{unknown}/disabled"), serde_json::json!({"disabled": true})).await;
+    let missing = set_disabled(&server, unknown, true).await;
     assert_eq!(missing.status(), 404);
 }
 
 async fn administrators_are_made_and_never_all_removed(db: Db) {
     let server = server(&db, |_| {}).await;
     let me = server.user.id;
-    refused(
-        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await,
-        409,
-        "conflict",
-    )
-    .await;
+    refused(set_admin(&server, &server.client, me, false).await, 409, "conflict").await;
     let (bob, session) = server.second_user("bob@example.com").await;
     let id = session.user.id;
     assert_eq!(bob.get(server.url("/api/admin/users")).send().await.unwrap().status(), 404);
-    assert_eq!(
-        put(&server, &format!("/api/admin/users/{id}/role"), serde_json::json!({"admin": true})).await.status(),
-        204
-    );
+    assert_eq!(set_admin(&server, &server.client, id, true).await.status(), 204);
     assert_eq!(bob.get(server.url("/api/admin/users")).send().await.unwrap().status(), 200);
     // With two, one may step down; then the other may not.
-    assert_eq!(
-        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": false})).await.status(),
-        204
-    );
+    assert_eq!(set_admin(&server, &server.client, me, false).await.status(), 204);
     assert_eq!(server.client.get(server.url("/api/admin/users")).send().await.unwrap().status(), 404);
-    let response =
-        bob.put(server.url(&format!("/api/admin/users/{id}/role"))).json(&serde_json::json!({"admin": false}));
-    refused(response.send().await.unwrap(), 409, "conflict").await;
+    refused(set_admin(&server, &bob, id, false).await, 409, "conflict").await;
     let listed: AdminAccountList = get_json(&bob, &server.url("/api/admin/users")).await;
     assert_eq!(listed.accounts.iter().filter(|a| a.admin).count(), 1);
     // Nor may the last administrator delete their own account.
     let body = serde_json::json!({ "password": PASSWORD });
     refused(bob.delete(server.url("/api/auth/me")).json(&body).send().await.unwrap(), 409, "conflict").await;
     assert_eq!(status_of_me(&server, &bob).await, 200);
-    assert_eq!(
-        put(&server, &format!("/api/admin/users/{me}/role"), serde_json::json!({"admin": true})).await.status(),
-        404
-    );
-    let response =
-        bob.put(server.url(&format!("/api/admin/users/{me}/role"))).json(&serde_json::json!({"admin": true}));
-    assert_eq!(response.send().await.unwrap().status(), 204);
+    assert_eq!(set_admin(&server, &server.client, me, true).await.status(), 404);
+    assert_eq!(set_admin(&server, &bob, me, true).await.status(), 204);
     assert_eq!(bob.delete(server.url("/api/auth/me")).json(&body).send().await.unwrap().status(), 204);
     let listed = accounts(&server).await;
     assert_eq!((listed.accounts.len(), listed.accounts[0].admin), (1, true));
@@ -434,8 +418,7 @@ async fn a_disabled_account_is_refused_at_once_on_another_instance() {
     let b = instance(url).await;
     let (bob, session) = sign_up_or_in(&b.base, "bob@example.com").await;
     assert_eq!(status_of_me(&b, &bob).await, 200);
-    let path = format!("/api/admin/users/{}/disabled", session.user.id);
-    assert_eq!(put(&a, &path, serde_json::json!({"disabled": true})).await.status(), 204);
+    assert_eq!(set_disabled(&a, session.user.id, true).await.status(), 204);
     assert_eq!(status_of_me(&b, &bob).await, 401, "refused on the other instance at once");
     refused(b.sign_in("bob@example.com", PASSWORD).await, 403, "account_disabled").await;
 }

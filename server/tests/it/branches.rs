@@ -371,54 +371,55 @@ async fn an_export_carries_the_tree_and_an_import_restores_it(db: Db) {
     assert_eq!(s.get_message(u, next.parent_id.unwrap()).await.unwrap().content, "Follow-up");
 }
 
+/// A person with a conversation of four messages, numbered with a gap as after a deletion, and an empty one, as
+/// the schema before message trees held them.
+struct LegacyRows {
+    user: Uuid,
+    thread: Uuid,
+    empty: Uuid,
+    ids: Vec<Uuid>,
+}
+
+impl LegacyRows {
+    fn new() -> Self {
+        let ids = (0..4).map(|_| Uuid::now_v7()).collect();
+        Self { user: Uuid::now_v7(), thread: Uuid::now_v7(), empty: Uuid::now_v7(), ids }
+    }
+
+    /// The statements that write them, with `now` the backend's expression for the current time.
+    fn inserts(&self, now: &str) -> String {
+        let Self { user, thread, empty, ids } = self;
+        let mut sql = format!(
+            "insert into users (id, email, password_hash, created_at) values ('{user}', 'old@example.com', 'x', {now});"
+        );
+        for (id, count) in [(thread, 4), (empty, 0)] {
+            sql += &format!(
+                "insert into threads (id, user_id, title, message_count, last_seq, created_at, updated_at)
+                 values ('{id}', '{user}', 'Old', {count}, 5, {now}, {now});"
+            );
+        }
+        for (i, (id, seq)) in ids.iter().zip([1, 2, 4, 5]).enumerate() {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            sql += &format!(
+                "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
+                 values ('{id}', '{thread}', '{user}', {seq}, '{role}', 'old message {i}', 'complete', {now});"
+            );
+        }
+        sql
+    }
+}
+
 /// A migration over the schema before message trees, then rows written as that schema had them, then the store
 /// (which runs the rest): every conversation is one path, in order, its newest message shown, nothing lost.
 async fn legacy_rows_become_one_path(backend: Backend) {
-    let user = Uuid::now_v7();
-    let (thread, empty) = (Uuid::now_v7(), Uuid::now_v7());
-    let ids: Vec<Uuid> = (0..4).map(|_| Uuid::now_v7()).collect();
-    // Numbers with a gap, as after a deletion.
-    let seqs = [1i64, 2, 4, 5];
+    let rows = LegacyRows::new();
     let store = match backend {
         Backend::Sqlite => {
             let dir = tempfile::tempdir().unwrap();
             let url = format!("sqlite://{}?mode=rwc", dir.path().join("old.db").display());
             let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
             before_trees("../migrations/sqlite").await.run(&pool).await.unwrap();
-            sqlx::query(
-                "insert into users (id, email, password_hash, created_at) values (?, 'old@example.com', 'x', 1)",
-            )
-            .bind(user.to_string())
-            .execute(&pool)
-            .await
-            .unwrap();
-            for (id, count) in [(thread, 4), (empty, 0)] {
-                sqlx::query(
-                    "insert into threads (id, user_id, title, message_count, last_seq, created_at, updated_at)
-                     values (?, ?, 'Old', ?, 5, 1, 1)",
-                )
-                .bind(id.to_string())
-                .bind(user.to_string())
-                .bind(count)
-                .execute(&pool)
-                .await
-                .unwrap();
-            }
-            for (i, id) in ids.iter().enumerate() {
-                sqlx::query(
-                    "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
-                     values (?, ?, ?, ?, ?, ?, 'complete', 1)",
-                )
-                .bind(id.to_string())
-                .bind(thread.to_string())
-                .bind(user.to_string())
-                .bind(seqs[i])
-                .bind(if i % 2 == 0 { "user" } else { "assistant" })
-                .bind(format!("old message {i}"))
-                .execute(&pool)
-                .await
-                .unwrap();
-            }
+            sqlx::raw_sql(&rows.inserts("1")).execute(&pool).await.unwrap();
             pool.close().await;
             let store = store::connect(&url).await.unwrap();
             (store, Some(dir))
@@ -429,44 +430,12 @@ async fn legacy_rows_become_one_path(backend: Backend) {
             };
             let pool = sqlx::PgPool::connect(&url).await.unwrap();
             before_trees("../migrations/postgres").await.run(&pool).await.unwrap();
-            sqlx::query(
-                "insert into users (id, email, password_hash, created_at) values ($1, 'old@example.com', 'x', now())",
-            )
-            .bind(user)
-            .execute(&pool)
-            .await
-            .unwrap();
-            for (id, count) in [(thread, 4i64), (empty, 0)] {
-                sqlx::query(
-                    "insert into threads (id, user_id, title, message_count, last_seq, created_at, updated_at)
-                     values ($1, $2, 'Old', $3, 5, now(), now())",
-                )
-                .bind(id)
-                .bind(user)
-                .bind(count)
-                .execute(&pool)
-                .await
-                .unwrap();
-            }
-            for (i, id) in ids.iter().enumerate() {
-                sqlx::query(
-                    "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
-                     values ($1, $2, $3, $4, $5, $6, 'complete', now())",
-                )
-                .bind(id)
-                .bind(thread)
-                .bind(user)
-                .bind(seqs[i])
-                .bind(if i % 2 == 0 { "user" } else { "assistant" })
-                .bind(format!("old message {i}"))
-                .execute(&pool)
-                .await
-                .unwrap();
-            }
+            sqlx::raw_sql(&rows.inserts("now()")).execute(&pool).await.unwrap();
             pool.close().await;
             (store::connect(&url).await.unwrap(), None)
         }
     };
+    let LegacyRows { user, thread, empty, ids } = rows;
     let (store, _dir) = store;
     let tree = store.message_tree(user, thread).await.unwrap();
     assert_eq!(tree.active, Some(ids[3]));

@@ -43,12 +43,7 @@ async fn a_tool_call_saves_the_document_and_events_come_in_order() {
 async fn closing_the_tab_still_saves_the_whole_answer() {
     let (server, _dir) = slow_builtin_server(Duration::from_millis(15)).await;
     let thread = server.create_thread().await;
-    let response = server
-        .send_chat(
-            thread,
-            &serde_json::json!({"content": "The system must send reminders. Users should pick the time."}),
-        )
-        .await;
+    let response = server.send_text(thread, "The system must send reminders. Users should pick the time.").await;
     let mut body = response.bytes_stream();
     let _first = body.next().await.expect("some bytes");
     drop(body);
@@ -71,7 +66,7 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
     script.push(Step::Hang);
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
-    let response = server.send_chat(thread, &serde_json::json!({"content": "Tell me a long story"})).await;
+    let response = server.send_text(thread, "Tell me a long story").await;
     let reader = tokio::spawn(read_frames(response));
     // Wait for the partial text to be on its way, then stop.
     for _ in 0..200 {
@@ -101,31 +96,19 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
 async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
     let (server, _dir) = slow_builtin_server(Duration::from_millis(10)).await;
     let thread = server.create_thread().await;
-    let response = server
-        .send_chat(
-            thread,
-            &serde_json::json!({"content": "Customers need invoices by email. Admins must export reports monthly."}),
-        )
-        .await;
+    let response =
+        server.send_text(thread, "Customers need invoices by email. Admins must export reports monthly.").await;
     let seen = read_some_frames(response, 4).await;
     let last_id = seen.last().unwrap().id.clone().unwrap();
 
-    let resumed = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}/stream")))
-        .header("Last-Event-ID", &last_id)
-        .send()
-        .await
-        .unwrap();
+    let resumed = server.open_stream(thread, Some(last_id)).await;
     assert_eq!(resumed.status(), 200);
     let rest = read_frames(resumed).await;
     assert_eq!(seq_of(&rest[0]), seq_of(seen.last().unwrap()) + 1, "continues right after the last seen event");
 
     // The whole turn, replayed from the store once it is over, equals what the two reads got together.
     server.wait_idle(thread).await;
-    let full =
-        read_frames(server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap())
-            .await;
+    let full = read_frames(server.open_stream(thread, None).await).await;
     let mut joined: Vec<i64> = seen.iter().map(seq_of).collect();
     joined.extend(rest.iter().map(seq_of));
     assert_eq!(joined, full.iter().map(seq_of).collect::<Vec<_>>(), "no event lost or duplicated");
@@ -141,9 +124,9 @@ async fn a_second_concurrent_message_gets_409() {
     let script = vec![Step::Emit(StreamEvent::TextDelta("Thinking".into())), Step::Hang];
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
-    let first = server.send_chat(thread, &serde_json::json!({"content": "first"})).await;
+    let first = server.send_text(thread, "first").await;
     assert_eq!(first.status(), 200);
-    let second = server.send_chat(thread, &serde_json::json!({"content": "second"})).await;
+    let second = server.send_text(thread, "second").await;
     assert_eq!(second.status(), 409);
     assert_eq!(second.json::<ErrorBody>().await.unwrap().error.code, "conflict");
     server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
@@ -184,16 +167,12 @@ async fn a_model_failure_mid_answer_keeps_the_partial_answer_as_interrupted() {
 async fn an_idempotent_retry_replays_the_first_result_and_saves_once() {
     let server = TestServer::start().await;
     let thread = server.create_thread().await;
-    let post = |content: &str| {
-        server
-            .client
-            .post(server.url(&format!("/api/threads/{thread}/chat")))
-            .header("Idempotency-Key", "retry-42")
-            .json(&serde_json::json!({ "content": content }))
+    let post = |key: &str, content: &str| {
+        server.chat_request(thread).header("Idempotency-Key", key).json(&serde_json::json!({ "content": content }))
     };
-    let first = read_frames(post("The app must work offline.").send().await.unwrap()).await;
+    let first = read_frames(post("retry-42", "The app must work offline.").send().await.unwrap()).await;
     assert_eq!(first.last().unwrap().event.name(), "message_complete");
-    let retry = post("The app must work offline.").send().await.unwrap();
+    let retry = post("retry-42", "The app must work offline.").send().await.unwrap();
     assert_eq!(retry.status(), 200);
     let replay = read_frames(retry).await;
     let ids = |frames: &[Frame]| frames.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
@@ -205,19 +184,12 @@ async fn an_idempotent_retry_replays_the_first_result_and_saves_once() {
     let detail = server.detail(thread).await;
     assert_eq!(detail.messages.len(), 2, "saved once");
 
-    let other = post("Something else entirely").send().await.unwrap();
+    let other = post("retry-42", "Something else entirely").send().await.unwrap();
     assert_eq!(other.status(), 422);
     assert_eq!(other.json::<ErrorBody>().await.unwrap().error.code, "idempotency_key_reused");
     assert_eq!(server.detail(thread).await.messages.len(), 2, "nothing changed");
 
-    let bad = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .header("Idempotency-Key", "")
-        .json(&serde_json::json!({ "content": "hi" }))
-        .send()
-        .await
-        .unwrap();
+    let bad = post("", "hi").send().await.unwrap();
     assert_eq!(bad.status(), 400);
 }
 
@@ -403,7 +375,7 @@ async fn chat_until_draft(
     content: &str,
     draft: &str,
 ) -> tokio::task::JoinHandle<Vec<Frame>> {
-    let response = server.send_chat(thread, &serde_json::json!({ "content": content })).await;
+    let response = server.send_text(thread, content).await;
     let reader = tokio::spawn(read_frames(response));
     for _ in 0..500 {
         if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == draft) {
@@ -484,13 +456,7 @@ async fn a_running_turns_events_are_stored_for_other_instances(store: DynStore, 
     assert_eq!(stored.iter().map(|e| e.seq).collect::<Vec<_>>(), live.iter().map(seq_of).collect::<Vec<_>>());
     assert_eq!(stored.last().map(|e| e.name.as_str()), Some("message_complete"));
     let after_first = live[0].id.clone().expect("an id");
-    let replayed = server
-        .client
-        .get(server.url(&format!("/api/threads/{thread}/stream")))
-        .header("Last-Event-ID", &after_first)
-        .send()
-        .await
-        .unwrap();
+    let replayed = server.open_stream(thread, Some(after_first)).await;
     let replayed: Vec<ChatEvent> = read_frames(replayed).await.into_iter().map(|f| f.event).collect();
     assert_eq!(replayed, live[1..].iter().map(|f| f.event.clone()).collect::<Vec<_>>());
 }
@@ -535,7 +501,7 @@ async fn a_request_abandoned_while_its_turn_starts_leaves_the_conversation_usabl
     server.wait_idle(thread).await;
     let mut frames = Vec::new();
     for _ in 0..20 {
-        let response = server.send_chat(thread, &serde_json::json!({"content": "Are you still there?"})).await;
+        let response = server.send_text(thread, "Are you still there?").await;
         if response.status() == 409 {
             // A late start of an abandoned request holds the conversation for its (short) answer.
             server.wait_idle(thread).await;

@@ -38,13 +38,8 @@ async fn the_next_turn_builds_its_context_from_memory_until_the_conversation_cha
     assert_eq!(record.included, earlier, "the model saw the whole conversation before the answer");
 
     // A message added between turns changes the conversation: what was kept is let go, and it is read again.
-    let added = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/messages")))
-        .json(&serde_json::json!({ "content": "Librarians must approve long loans." }))
-        .send()
-        .await
-        .unwrap();
+    let added =
+        server.add_message(thread, &serde_json::json!({ "content": "Librarians must approve long loans." })).await;
     assert_eq!(added.status(), 201);
     let added: Message = added.json().await.unwrap();
     server.chat(thread, "What else should the app do?").await;

@@ -118,8 +118,7 @@ async fn pages_are_private_and_large_api_answers_are_compressed_but_event_stream
     let thread = server.create_thread().await;
     // The stream of a turn: never compressed, whatever the client accepts.
     let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
+        .chat_request(thread)
         .header("accept-encoding", "gzip, br")
         .json(&serde_json::json!({ "content": "Write a long plan for the launch of the product, with many steps" }))
         .send()
@@ -130,8 +129,7 @@ async fn pages_are_private_and_large_api_answers_are_compressed_but_event_stream
     assert!(!read_frames(response).await.is_empty());
 
     let note = serde_json::json!({ "content": "Requirements gathered in the workshop. ".repeat(60) });
-    let added = server.client.post(server.url(&format!("/api/threads/{thread}/messages"))).json(&note).send().await;
-    assert_eq!(added.unwrap().status(), 201);
+    assert_eq!(server.add_message(thread, &note).await.status(), 201);
     let path = format!("/api/threads/{thread}");
     let plain = server.client.get(server.url(&path)).send().await.unwrap();
     assert!(plain.headers().get("content-encoding").is_none());

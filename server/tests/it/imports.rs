@@ -339,13 +339,7 @@ async fn conversations_numbered_to_the_limit_keep_working(db: Db) {
         db.raw.exec(&format!("update messages set seq = {first} where thread_id = ? and seq = 1"), thread).await;
         db.raw.exec(&format!("update threads set last_seq = {last} where id = ?"), thread).await;
 
-        let added = server
-            .client
-            .post(server.url(&format!("/api/threads/{thread}/messages")))
-            .json(&json!({"content": "Still here?"}))
-            .send()
-            .await
-            .unwrap();
+        let added = server.add_message(thread, &json!({"content": "Still here?"})).await;
         assert_eq!(added.status(), 201, "{}", added.text().await.unwrap());
         let frames = server.chat(thread, "And one more, please.").await;
         assert_eq!(frames.last().unwrap().event.name(), "message_complete");

@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use crate::fake_upstream::{
     assert_key_redacted, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts, retried_events,
-    text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
+    stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::RetryingProvider,
     types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
-    ApiKey,
+    ApiKey, HttpTimeouts,
 };
 use serde_json::json;
 
@@ -64,6 +64,11 @@ fn overloaded_event() -> String {
     event(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
 }
 
+/// The start of an answer whose first text block has begun with `text`.
+fn text_begun(input_tokens: u64, text: &str) -> String {
+    message_start(input_tokens) + &text_block_start(0) + &text_delta(0, text)
+}
+
 fn text_body(pieces: &[&str]) -> String {
     let mut body = message_start(25) + &text_block_start(0) + &ping();
     for piece in pieces {
@@ -73,9 +78,14 @@ fn text_body(pieces: &[&str]) -> String {
 }
 
 fn provider(server: &FakeServer) -> AnthropicProvider {
+    provider_with(server, patient_timeouts())
+}
+
+/// The provider for `server`, with the test key, waiting as long as `timeouts` allow.
+fn provider_with(server: &FakeServer, timeouts: HttpTimeouts) -> AnthropicProvider {
     let mut config = AnthropicConfig::with_base_url(&server.url, "claude-test");
     config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = patient_timeouts();
+    config.timeouts = timeouts;
     AnthropicProvider::new(config).unwrap()
 }
 
@@ -243,7 +253,7 @@ async fn overloaded_error_event_before_any_token_is_retried() {
 
 #[tokio::test]
 async fn overloaded_error_event_after_a_token_is_not_retried() {
-    let body = message_start(10) + &text_block_start(0) + &text_delta(0, "Hel") + &overloaded_event();
+    let body = text_begun(10, "Hel") + &overloaded_event();
     let server =
         FakeServer::start(vec![Reply::sse_chunked(&body, 64), Reply::sse_chunked(&text_body(&["never"]), 64)]).await;
     let events = retried_events(provider(&server)).await;
@@ -253,17 +263,15 @@ async fn overloaded_error_event_after_a_token_is_not_retried() {
 
 #[tokio::test]
 async fn malformed_json_is_a_protocol_error() {
-    let body = message_start(1)
-        + &text_block_start(0)
-        + &text_delta(0, "ok")
-        + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
+    let body =
+        text_begun(1, "ok") + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
     let events = events_of(provider, &body, 64).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("ok".into())), err("upstream_protocol")]);
 }
 
 #[tokio::test]
 async fn connection_cut_mid_stream_is_a_network_error() {
-    let head = message_start(5) + &text_block_start(0) + &text_delta(0, "partial");
+    let head = text_begun(5, "partial");
     let server = FakeServer::start(vec![Reply::sse_then(&head, Step::Cut)]).await;
     let events = retried_events(provider(&server)).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]);
@@ -273,9 +281,7 @@ async fn connection_cut_mid_stream_is_a_network_error() {
 #[tokio::test]
 async fn end_without_message_stop_is_an_error() {
     // Everything but message_stop.
-    let body = message_start(5)
-        + &text_block_start(0)
-        + &text_delta(0, "almost")
+    let body = text_begun(5, "almost")
         + &block_stop(0)
         + &event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                         "usage": {"output_tokens": 2}}));
@@ -285,12 +291,7 @@ async fn end_without_message_stop_is_an_error() {
 
 #[tokio::test]
 async fn stalled_stream_times_out() {
-    let head = message_start(5) + &text_block_start(0) + &text_delta(0, "hmm");
-    let server = FakeServer::start(vec![Reply::sse_then(&head, Step::Stall)]).await;
-    let mut config = provider(&server).config().clone();
-    config.timeouts.idle = Duration::from_millis(200);
-    let provider = AnthropicProvider::new(config).unwrap();
-    let events = collect(provider.stream(hello()).await.unwrap()).await;
+    let events = stalled_events(provider_with, &text_begun(5, "hmm")).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("hmm".into())), err("upstream_timeout")]);
 }
 

@@ -5,13 +5,13 @@ use std::time::Duration;
 
 use crate::fake_upstream::{
     assert_key_redacted, chunks, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts,
-    retried_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
+    retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::RetryingProvider,
     types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
-    ApiKey,
+    ApiKey, HttpTimeouts,
 };
 use serde_json::json;
 
@@ -65,9 +65,14 @@ fn tool_fragment(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -
 }
 
 fn provider(server: &FakeServer) -> OpenAiProvider {
+    provider_with(server, patient_timeouts())
+}
+
+/// The provider for `server`, with the test key, waiting as long as `timeouts` allow.
+fn provider_with(server: &FakeServer, timeouts: HttpTimeouts) -> OpenAiProvider {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", server.url), "gpt-test");
     config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = patient_timeouts();
+    config.timeouts = timeouts;
     OpenAiProvider::new(config).unwrap()
 }
 
@@ -315,12 +320,7 @@ async fn clean_end_without_finish_or_done_is_an_error() {
 
 #[tokio::test]
 async fn stalled_stream_times_out() {
-    let server =
-        FakeServer::start(vec![Reply::sse_then(&chunk(json!({"content": "thinking"}), None), Step::Stall)]).await;
-    let mut config = provider(&server).config().clone();
-    config.timeouts.idle = Duration::from_millis(200);
-    let provider = OpenAiProvider::new(config).unwrap();
-    let events = collect(provider.stream(hello()).await.unwrap()).await;
+    let events = stalled_events(provider_with, &chunk(json!({"content": "thinking"}), None)).await;
     assert_eq!(events, vec![Ok(StreamEvent::TextDelta("thinking".into())), err("upstream_timeout")]);
 }
 
@@ -329,9 +329,8 @@ async fn slow_response_head_is_a_first_byte_timeout() {
     let server =
         FakeServer::start(vec![Reply::sse_chunked(&text_body(&["late"]), 64).head_delay(Duration::from_secs(30))])
             .await;
-    let mut config = provider(&server).config().clone();
-    config.timeouts.first_byte = Duration::from_millis(200);
-    let provider = OpenAiProvider::new(config).unwrap();
+    let provider =
+        provider_with(&server, HttpTimeouts { first_byte: Duration::from_millis(200), ..patient_timeouts() });
     assert_eq!(code_of(provider.stream(hello()).await), "upstream_timeout");
 }
 

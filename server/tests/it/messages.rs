@@ -131,14 +131,11 @@ async fn only_the_latest_message_whose_answer_failed_can_be_retried(db: Db) {
     assert_eq!(server.wait_idle(thread).await.thread.message_count, 4, "every message stored once");
 }
 
-async fn add(server: &TestServer, thread: Uuid, body: serde_json::Value) -> reqwest::Response {
-    server.client.post(server.url(&format!("/api/threads/{thread}/messages"))).json(&body).send().await.unwrap()
-}
-
 async fn a_message_is_added_without_asking_the_model(db: Db) {
     let (server, model) = scripted_server(&db, vec![ScriptedModel::text(&["Understood."])]).await;
     let thread = server.create_thread().await;
-    let response = add(&server, thread, json!({"content": "  Stock counts happen every Monday at seven.  "})).await;
+    let response =
+        server.add_message(thread, &json!({"content": "  Stock counts happen every Monday at seven.  "})).await;
     assert_eq!(response.status(), 201);
     let message: Message = response.json().await.unwrap();
     assert_eq!((message.role, message.seq, message.status), (Role::User, 1, MessageStatus::Complete));
@@ -174,23 +171,23 @@ async fn adding_a_message_waits_for_the_running_answer(db: Db) {
     let thread = server.create_thread().await;
 
     // Checked as a chat message is.
-    assert_eq!(add(&server, thread, json!({"content": "   "})).await.status(), 422);
-    assert_eq!(add(&server, thread, json!({"content": "x".repeat(MAX_MESSAGE_CHARS + 1)})).await.status(), 422);
-    assert_eq!(add(&server, thread, json!({"content": "Hi", "role": "assistant"})).await.status(), 422);
-    assert_eq!(add(&server, Uuid::now_v7(), json!({"content": "Hi"})).await.status(), 404);
+    assert_eq!(server.add_message(thread, &json!({"content": "   "})).await.status(), 422);
+    assert_eq!(server.add_message(thread, &json!({"content": "x".repeat(MAX_MESSAGE_CHARS + 1)})).await.status(), 422);
+    assert_eq!(server.add_message(thread, &json!({"content": "Hi", "role": "assistant"})).await.status(), 422);
+    assert_eq!(server.add_message(Uuid::now_v7(), &json!({"content": "Hi"})).await.status(), 404);
     let (stranger, _) = server.second_user("stranger@example.com").await;
     let url = server.url(&format!("/api/threads/{thread}/messages"));
     assert_eq!(stranger.post(url).json(&json!({"content": "Hi"})).send().await.unwrap().status(), 404);
     assert_eq!(server.detail(thread).await.thread.message_count, 0);
 
-    let running = server.send_chat(thread, &json!({"content": "Think about it"})).await;
+    let running = server.send_text(thread, "Think about it").await;
     assert_eq!(running.status(), 200);
-    let busy = add(&server, thread, json!({"content": "One more thing"})).await;
+    let busy = server.add_message(thread, &json!({"content": "One more thing"})).await;
     assert_eq!(busy.status(), 409);
     server.client.post(server.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
     read_frames(running).await;
     server.wait_idle(thread).await;
-    assert_eq!(add(&server, thread, json!({"content": "One more thing"})).await.status(), 201);
+    assert_eq!(server.add_message(thread, &json!({"content": "One more thing"})).await.status(), 201);
     let messages = server.detail(thread).await.messages;
     assert_eq!(messages.last().map(|m| m.content.as_str()), Some("One more thing"));
 }
@@ -204,8 +201,7 @@ async fn asked_while_committing(db: Db) {
     server.chat(thread, "The first question.").await;
     let asked = model.calls.load(std::sync::atomic::Ordering::SeqCst);
     let held = db.raw.hold_writes(thread).await;
-    let url = server.url(&format!("/api/threads/{thread}/chat"));
-    let sending = server.client.post(url).json(&json!({ "content": "The second question." })).send();
+    let sending = server.chat_request(thread).json(&json!({ "content": "The second question." })).send();
     let response = tokio::spawn(sending);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while model.calls.load(std::sync::atomic::Ordering::SeqCst) == asked {

@@ -205,6 +205,14 @@ async fn patch(client: &reqwest::Client, url: String, body: serde_json::Value) -
     client.patch(url).json(&body).send().await.unwrap()
 }
 
+/// A new conversation on `server` that chose `model`, and its address.
+async fn thread_choosing(server: &TestServer, model: &str) -> (uuid::Uuid, String) {
+    let thread = server.create_thread().await;
+    let url = server.url(&format!("/api/threads/{thread}"));
+    assert_eq!(patch(&server.client, url.clone(), json!({ "model": model })).await.status(), 200);
+    (thread, url)
+}
+
 #[tokio::test]
 async fn the_conversation_then_the_person_then_the_server_chooses() {
     let server = two_builtins().await;
@@ -253,9 +261,7 @@ async fn the_conversation_then_the_person_then_the_server_chooses() {
 #[tokio::test]
 async fn unknown_models_are_refused_and_nothing_changes() {
     let server = two_builtins().await;
-    let thread = server.create_thread().await;
-    let url = server.url(&format!("/api/threads/{thread}"));
-    assert_eq!(patch(&server.client, url.clone(), json!({ "model": "deep/quire-deeper" })).await.status(), 200);
+    let (thread, url) = thread_choosing(&server, "deep/quire-deeper").await;
     for bad in ["deep/gpt-5", "nowhere/quire-fast", "quire-fast", "deep/quire-deep\u{7}", &"x".repeat(300)] {
         let response = patch(&server.client, url.clone(), json!({ "model": bad })).await;
         assert_eq!(response.status(), 422, "{bad:?}");
@@ -282,9 +288,7 @@ async fn a_choice_no_longer_on_offer_falls_back_to_the_default() {
 #[tokio::test]
 async fn a_person_cannot_see_or_set_another_persons_choice() {
     let server = two_builtins().await;
-    let thread = server.create_thread().await;
-    let url = server.url(&format!("/api/threads/{thread}"));
-    assert_eq!(patch(&server.client, url.clone(), json!({ "model": "deep/quire-deep" })).await.status(), 200);
+    let (thread, url) = thread_choosing(&server, "deep/quire-deep").await;
     let settings = patch(&server.client, server.url("/api/settings"), json!({ "default_model": "deep/quire-deeper" }));
     assert_eq!(settings.await.status(), 200);
 

@@ -67,20 +67,12 @@ async fn two_instances_see_each_others_threads_and_turns() {
     assert!(listed.threads.iter().any(|t| t.id == thread), "B lists A's thread");
 
     // A writes an answer; the client drops after a few events and re-attaches on B.
-    let response = a
-        .send_chat(thread, &serde_json::json!({"content": "Drivers need route updates. Dispatchers must see delays."}))
-        .await;
+    let response = a.send_text(thread, "Drivers need route updates. Dispatchers must see delays.").await;
     let seen = read_some_frames(response, 3).await;
-    let resumed = b
-        .client
-        .get(b.url(&format!("/api/threads/{thread}/stream")))
-        .header("Last-Event-ID", seen.last().unwrap().id.clone().unwrap())
-        .send()
-        .await
-        .unwrap();
+    let resumed = b.open_stream(thread, Some(seen.last().unwrap().id.clone().unwrap())).await;
     let rest = read_frames(resumed).await;
     assert_eq!(rest.last().unwrap().event.name(), "message_complete", "B follows the turn to its end");
-    let full = read_frames(b.client.get(b.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap()).await;
+    let full = read_frames(b.open_stream(thread, None).await).await;
     let joined: Vec<Option<String>> = seen.iter().chain(rest.iter()).map(|f| f.id.clone()).collect();
     assert_eq!(joined, full.iter().map(|f| f.id.clone()).collect::<Vec<_>>(), "nothing lost, nothing twice");
 
@@ -96,7 +88,7 @@ async fn a_turn_can_be_stopped_from_another_instance() {
     let a = instance(&url, ScriptedModel::new(vec![script])).await;
     let b = instance(&url, Arc::new(Builtin::new())).await;
     let thread = a.create_thread().await;
-    let response = a.send_chat(thread, &serde_json::json!({"content": "Go on"})).await;
+    let response = a.send_text(thread, "Go on").await;
     let reader = tokio::spawn(read_frames(response));
     tokio::time::sleep(Duration::from_millis(300)).await;
     let stop = b.client.post(b.url(&format!("/api/threads/{thread}/stop"))).send().await.unwrap();
@@ -123,7 +115,7 @@ async fn following_a_turn_whose_instance_died_ends_instead_of_waiting() {
         .await
         .unwrap();
     assert!(!server.detail(thread).await.running, "the conversation is not shown as being answered");
-    let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let resumed = server.open_stream(thread, None).await;
     assert_eq!(resumed.status(), 200);
     let frames = tokio::time::timeout(Duration::from_secs(10), read_frames(resumed)).await;
     assert!(frames.expect("the stream ends instead of waiting for a dead turn").is_empty());

@@ -55,6 +55,19 @@ fn body_from(lines: Vec<String>) -> Vec<u8> {
     lines.concat().into_bytes()
 }
 
+/// A provider's stream decoder: the items of a body fed in the given chunks.
+type Decoder = fn(&[&[u8]]) -> Vec<Result<StreamEvent, LlmError>>;
+
+/// `decode` reads the body made of `lines`, fed in pieces cut at `cuts`, as a well-formed stream, and the same as
+/// when fed whole.
+fn check_cut_anywhere(decode: Decoder, lines: Vec<String>, cuts: &[usize]) -> Result<(), TestCaseError> {
+    let body = body_from(lines);
+    let items = decode(&split(&body, cuts));
+    check_stream_shape(&items)?;
+    prop_assert_eq!(format!("{items:?}"), format!("{:?}", decode(&[&body])));
+    Ok(())
+}
+
 fn text_piece() -> impl Strategy<Value = String> {
     prop_oneof![Just(String::new()), "[a-z ]{1,8}", "\\PC{0,4}", Just("é€😀".to_string())]
 }
@@ -149,10 +162,7 @@ proptest! {
         lines in prop::collection::vec(openai_line(), 0..12),
         cuts in prop::collection::vec(any::<usize>(), 0..6),
     ) {
-        let body = body_from(lines);
-        let items = openai::decode_body(&split(&body, &cuts));
-        check_stream_shape(&items)?;
-        prop_assert_eq!(format!("{items:?}"), format!("{:?}", openai::decode_body(&[&body])));
+        check_cut_anywhere(openai::decode_body, lines, &cuts)?;
     }
 
     #[test]
@@ -160,10 +170,7 @@ proptest! {
         lines in prop::collection::vec(anthropic_line(), 0..12),
         cuts in prop::collection::vec(any::<usize>(), 0..6),
     ) {
-        let body = body_from(lines);
-        let items = anthropic::decode_body(&split(&body, &cuts));
-        check_stream_shape(&items)?;
-        prop_assert_eq!(format!("{items:?}"), format!("{:?}", anthropic::decode_body(&[&body])));
+        check_cut_anywhere(anthropic::decode_body, lines, &cuts)?;
     }
 
     #[test]

@@ -36,7 +36,7 @@ async fn oversized_fields_are_refused_and_change_nothing() {
     let ok = server.client.post(server.url("/api/threads")).json(&at_limit).send().await.unwrap();
     assert_eq!(ok.status(), 201);
 
-    let long_message = server.send_chat(thread, &json!({"content": "m".repeat(10_001)})).await;
+    let long_message = server.send_text(thread, &"m".repeat(10_001)).await;
     let (status, error) = error_of(long_message).await;
     assert_eq!((status, error.error.field.as_deref()), (422, Some("content")));
 
@@ -110,7 +110,7 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
         server.chat(thread, &format!("Requirement {i}: the app must work offline.")).await;
         server.wait_idle(thread).await;
     }
-    let third = server.send_chat(thread, &json!({"content": "One more"})).await;
+    let third = server.send_text(thread, "One more").await;
     assert_eq!(third.status(), 429);
     let retry: u64 = third.headers().get("retry-after").unwrap().to_str().unwrap().parse().unwrap();
     assert!((1..=60).contains(&retry), "Retry-After {retry}");

@@ -66,19 +66,9 @@ async fn read_up_to(response: reqwest::Response, n: usize) -> Vec<Frame> {
     frames
 }
 
-async fn post_chat(server: &TestServer, thread: Uuid, content: &str) -> reqwest::Response {
-    server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/chat")))
-        .json(&json!({ "content": content }))
-        .send()
-        .await
-        .expect("chat request")
-}
-
 /// The whole stored event sequence of the thread's last turn (once it is over).
 async fn replay(server: &TestServer, thread: Uuid) -> Vec<Frame> {
-    let response = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let response = server.open_stream(thread, None).await;
     assert_eq!(response.status(), 200);
     read_frames(response).await
 }
@@ -95,7 +85,7 @@ async fn a_client_that_leaves_mid_answer_always_gets_the_whole_answer_saved() {
 
     for run in 0..runs {
         let thread = server.create_thread().await;
-        let response = post_chat(&server, thread, REQUIREMENTS).await;
+        let response = server.send_text(thread, REQUIREMENTS).await;
         assert_eq!(response.status(), 200);
         let read = rng.usize(0..reference.len() - 1);
         let seen = read_up_to(response, read).await;
@@ -123,7 +113,7 @@ async fn resuming_at_random_points_loses_and_repeats_no_event() {
 
     for run in 0..runs {
         let thread = server.create_thread().await;
-        let first = post_chat(&server, thread, REQUIREMENTS).await;
+        let first = server.send_text(thread, REQUIREMENTS).await;
         assert_eq!(first.status(), 200);
         let mut response = Some(first);
         let mut seen: Vec<Frame> = Vec::new();
@@ -136,11 +126,7 @@ async fn resuming_at_random_points_loses_and_repeats_no_event() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(rng.u64(0..30))).await;
-            let mut request = server.client.get(server.url(&format!("/api/threads/{thread}/stream")));
-            if let Some(id) = seen.last().and_then(|f| f.id.clone()) {
-                request = request.header("Last-Event-ID", id);
-            }
-            let resumed = request.send().await.unwrap();
+            let resumed = server.open_stream(thread, seen.last().and_then(|f| f.id.clone())).await;
             assert_eq!(resumed.status(), 200, "run {run}: re-attaching");
             response = Some(resumed);
             resumes += 1;
@@ -310,7 +296,7 @@ async fn every_provider_fault_ends_the_turn_cleanly_and_loses_nothing_saved() {
         fake.push(replies);
         let (thread, before) = saved.last().cloned().expect("a thread");
         let question = format!("Question {turn} ({fault:?})");
-        let response = post_chat(&server, thread, &question).await;
+        let response = server.send_text(thread, &question).await;
         assert_eq!(response.status(), 200, "turn {turn} ({fault:?})");
         let frames = read_frames(response).await;
         let last = frames.last().map(|f| f.event.clone());
@@ -455,8 +441,7 @@ async fn parallel_retries_with_one_idempotency_key_save_once() {
         let mut sends = Vec::new();
         for _ in 0..20 {
             let request = server
-                .client
-                .post(server.url(&format!("/api/threads/{thread}/chat")))
+                .chat_request(thread)
                 .header("Idempotency-Key", &key)
                 .json(&json!({ "content": "Members must be able to cancel a booking." }));
             sends.push(tokio::spawn(async move {

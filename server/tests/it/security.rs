@@ -62,7 +62,7 @@ async fn personal_answers_and_downloads_are_never_cached() {
         assert!(policy.starts_with("default-src 'none'"), "{path}: {policy}");
     }
     // The event stream of a turn, too.
-    let stream = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let stream = server.open_stream(thread, None).await;
     assert!(stream.headers()["cache-control"].to_str().unwrap().contains("no-store"));
 }
 
@@ -250,11 +250,11 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     let (store, _dir) = crate::common::sqlite_store().await;
     let server = TestServer::with(store, model).await;
     let thread = server.create_thread().await;
-    let response = server.send_chat(thread, &serde_json::json!({"content": "Tell me everything"})).await;
+    let response = server.send_text(thread, "Tell me everything").await;
     let mut body = response.bytes_stream();
     assert!(body.next().await.is_some(), "the stream started");
     // A second stream of the same session, re-attached.
-    let resumed = server.client.get(server.url(&format!("/api/threads/{thread}/stream"))).send().await.unwrap();
+    let resumed = server.open_stream(thread, None).await;
     let mut resumed = resumed.bytes_stream();
     assert_eq!(server.client.post(server.url("/api/auth/logout")).send().await.unwrap().status(), 204);
     for stream in [&mut body, &mut resumed] {

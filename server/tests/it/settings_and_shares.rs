@@ -23,14 +23,14 @@ async fn custom_instructions_reach_the_model_below_the_rules(db: Db) {
     let model = ScriptedModel::new(vec![ScriptedModel::text(&["Bonjour."]), ScriptedModel::text(&["Salut."])]);
     let server = TestServer::with(db.store.clone(), model.clone()).await;
     let thread = server.create_thread().await;
-    read_frames(server.send_chat(thread, &json!({ "content": "Hello" })).await).await;
+    read_frames(server.send_text(thread, "Hello").await).await;
     let before = model.requests.lock().unwrap()[0].system.clone();
     assert!(!before.contains("Answer in French"));
 
     let saved = patch_settings(&server, json!({ "custom_instructions": "  Answer in French.  " })).await;
     assert_eq!(saved.status(), 200);
     assert_eq!(saved.json::<Settings>().await.unwrap().custom_instructions, "Answer in French.");
-    read_frames(server.send_chat(thread, &json!({ "content": "Again" })).await).await;
+    read_frames(server.send_text(thread, "Again").await).await;
     let system = model.requests.lock().unwrap().last().unwrap().system.clone();
     let dedup = system.find("2. ARTIFACT DEDUPLICATION").expect("the rules are there");
     let last_rule = system.find("6. STYLE").expect("every rule is there");
@@ -74,7 +74,7 @@ async fn a_share_link_shows_a_snapshot_until_revoked(db: Db) {
     let server = TestServer::with(db.store.clone(), model).await;
     patch_settings(&server, json!({ "display_name": "Ada Secretname" })).await;
     let thread = server.create_thread().await;
-    read_frames(server.send_chat(thread, &json!({ "content": "What should the app do?" })).await).await;
+    read_frames(server.send_text(thread, "What should the app do?").await).await;
 
     let created = server.client.post(server.url(&format!("/api/threads/{thread}/shares"))).send().await.unwrap();
     assert_eq!(created.status(), 201);

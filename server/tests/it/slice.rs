@@ -84,7 +84,7 @@ async fn errors_use_the_error_format() {
     assert_eq!(malformed.status(), 400);
     assert_eq!(malformed.json::<ErrorBody>().await.unwrap().error.code, "malformed_json");
 
-    let empty = server.send_chat(thread, &serde_json::json!({"content": "   "})).await;
+    let empty = server.send_text(thread, "   ").await;
     assert_eq!(empty.status(), 422);
     let body = empty.json::<ErrorBody>().await.unwrap();
     assert_eq!(body.error.field.as_deref(), Some("content"));

@@ -268,8 +268,7 @@ async fn a_summary_written_on_one_branch_is_not_carried_on_another(db: Db) {
     let (second, branch_point) = (detail.messages[2].id, detail.messages[3].id);
     // Branch B: the second message edited, and one turn more; its messages are numbered between branch A's.
     let edit = json!({ "content": long(7), "edit_of": second });
-    let response = server.client.post(server.url(&format!("/api/threads/{thread}/chat"))).json(&edit).send().await;
-    assert_eq!(response.unwrap().status(), 200);
+    assert_eq!(server.send_chat(thread, &edit).await.status(), 200);
     server.wait_idle(thread).await;
     server.chat(thread, &long(8)).await;
     let b_leaf = last_answer(&server, thread).await;

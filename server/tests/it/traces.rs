@@ -29,26 +29,16 @@ async fn get_trace(client: &reqwest::Client, server: &TestServer, path: &str) ->
     (status, if status == 200 { Some(response.json().await.unwrap()) } else { None })
 }
 
-fn model_calls(trace: &Trace) -> Vec<&ModelCall> {
-    trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            TraceStep::ModelCall(call) => Some(call),
-            TraceStep::ToolCall(_) => None,
-        })
-        .collect()
-}
-
-fn tool_calls(trace: &Trace) -> Vec<&ToolCallStep> {
-    trace
-        .steps
-        .iter()
-        .filter_map(|s| match s {
-            TraceStep::ToolCall(call) => Some(call),
-            TraceStep::ModelCall(_) => None,
-        })
-        .collect()
+/// The model calls and the tool calls of a trace, each in order.
+fn calls_of(trace: &Trace) -> (Vec<&ModelCall>, Vec<&ToolCallStep>) {
+    let (mut models, mut tools) = (Vec::new(), Vec::new());
+    for step in &trace.steps {
+        match step {
+            TraceStep::ModelCall(call) => models.push(call),
+            TraceStep::ToolCall(call) => tools.push(call),
+        }
+    }
+    (models, tools)
 }
 
 async fn a_turn_with_a_tool_call_is_traced(db: Db) {
@@ -75,7 +65,7 @@ async fn a_turn_with_a_tool_call_is_traced(db: Db) {
         .collect();
     assert_eq!(kinds, ["model", "tool", "model", "title"], "in the order they happened");
 
-    let calls = model_calls(&trace);
+    let (calls, tools) = calls_of(&trace);
     for call in &calls {
         assert_eq!((call.provider.as_str(), call.model.as_str()), ("openai", "greedy-gpt"));
         assert_eq!(call.error, None);
@@ -86,7 +76,6 @@ async fn a_turn_with_a_tool_call_is_traced(db: Db) {
     assert_eq!(calls[1].stop_reason, Some(StopReason::EndTurn));
     assert!(calls[0].started_at <= calls[1].started_at);
 
-    let tools = tool_calls(&trace);
     assert_eq!(tools.len(), 1);
     let save = tools[0];
     assert_eq!(save.name, "save_artifact");
@@ -128,12 +117,13 @@ async fn a_failed_provider_call_shows_an_error_step(db: Db) {
     assert_eq!(status, 200);
     let trace = trace.unwrap();
     assert_eq!(trace.message_id, None);
-    let failed = model_calls(&trace).into_iter().find(|c| c.purpose == CallPurpose::Answer).expect("the answer call");
+    let (models, tools) = calls_of(&trace);
+    let failed = models.into_iter().find(|c| c.purpose == CallPurpose::Answer).expect("the answer call");
     let error = failed.error.as_ref().expect("an error step");
     assert_eq!(&error.code, code);
     assert_eq!(failed.stop_reason, None);
     assert_eq!(failed.first_token_ms, None);
-    assert!(tool_calls(&trace).is_empty());
+    assert!(tools.is_empty());
     let text = serde_json::to_string(&trace).unwrap();
     let host = upstream.server.url.trim_start_matches("http://");
     assert!(!text.contains(host) && !text.contains("/v1"), "no address of the provider: {text}");
@@ -152,9 +142,9 @@ async fn a_silent_turn_has_a_trace(db: Db) {
     assert_eq!(status, 200);
     let trace = trace.unwrap();
     assert_eq!(trace.message_id, None);
-    assert!(model_calls(&trace).iter().all(|c| c.purpose == CallPurpose::Answer), "a silent turn names nothing");
-    assert_eq!(model_calls(&trace).len(), 2);
-    let tools = tool_calls(&trace);
+    let (models, tools) = calls_of(&trace);
+    assert!(models.iter().all(|c| c.purpose == CallPurpose::Answer), "a silent turn names nothing");
+    assert_eq!(models.len(), 2);
     assert_eq!(tools.len(), 1);
     assert_eq!(
         (tools[0].name.as_str(), &tools[0].arguments["title"]),

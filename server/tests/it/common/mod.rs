@@ -138,14 +138,40 @@ impl TestServer {
         post_json(&self.client, &self.url(path), body).await
     }
 
+    /// `POST /api/threads/{thread}/chat` as this user, for the caller to add headers and a body to.
+    pub fn chat_request(&self, thread: uuid::Uuid) -> reqwest::RequestBuilder {
+        self.client.post(self.url(&format!("/api/threads/{thread}/chat")))
+    }
+
     /// `POST /api/threads/{thread}/chat` with `body` as this user: the answer, whatever its status.
     pub async fn send_chat(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
-        self.client.post(self.url(&format!("/api/threads/{thread}/chat"))).json(body).send().await.unwrap()
+        self.chat_request(thread).json(body).send().await.unwrap()
+    }
+
+    /// Sends a chat message of `content` alone as this user: the answer, whatever its status.
+    pub async fn send_text(&self, thread: uuid::Uuid, content: &str) -> reqwest::Response {
+        self.send_chat(thread, &serde_json::json!({ "content": content })).await
+    }
+
+    /// `POST /api/threads/{thread}/messages` with `body` as this user (a message added without asking the model):
+    /// the answer, whatever its status.
+    pub async fn add_message(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
+        self.client.post(self.url(&format!("/api/threads/{thread}/messages"))).json(body).send().await.unwrap()
+    }
+
+    /// `GET /api/threads/{thread}/stream` as this user, after the event `last_event_id` when given: the answer,
+    /// whatever its status.
+    pub async fn open_stream(&self, thread: uuid::Uuid, last_event_id: Option<String>) -> reqwest::Response {
+        let mut request = self.client.get(self.url(&format!("/api/threads/{thread}/stream")));
+        if let Some(id) = last_event_id {
+            request = request.header("Last-Event-ID", id);
+        }
+        request.send().await.unwrap()
     }
 
     /// Sends a chat message and reads the whole event stream.
     pub async fn chat(&self, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
-        let response = self.send_chat(thread, &serde_json::json!({ "content": content })).await;
+        let response = self.send_text(thread, content).await;
         assert_eq!(response.status(), 200, "chat status");
         read_frames(response).await
     }

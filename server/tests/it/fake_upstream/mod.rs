@@ -230,6 +230,17 @@ pub async fn events_of<P: Provider>(make: impl FnOnce(&FakeServer) -> P, body: &
     collect(make(&server).stream(hello()).await.unwrap()).await
 }
 
+/// What the provider `make` builds for a fake server, waiting at most 200 ms between bytes, yields for an answer
+/// that sends `head` and then nothing more.
+pub async fn stalled_events<P: Provider>(
+    make: impl FnOnce(&FakeServer, quire::llm::HttpTimeouts) -> P,
+    head: &str,
+) -> Collected {
+    let server = FakeServer::start(vec![Reply::sse_then(head, Step::Stall)]).await;
+    let timeouts = quire::llm::HttpTimeouts { idle: Duration::from_millis(200), ..patient_timeouts() };
+    collect(make(&server, timeouts).stream(hello()).await.unwrap()).await
+}
+
 /// What `provider`, retried as [`fast_retries`] allows, yields for [`hello`].
 pub async fn retried_events<P: Provider>(provider: P) -> Collected {
     collect(RetryingProvider::new(provider, fast_retries()).stream(hello()).await.unwrap()).await
