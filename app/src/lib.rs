@@ -136,114 +136,40 @@ fn Layout() -> impl IntoView {
 // with `cargo leptos build --split`), so the chat page, where people spend their time, becomes interactive sooner.
 // Each page fetches its own data once shown, so the routes carry none.
 
-/// `/search`, loaded on first visit.
-struct SearchRoute;
+/// Declares, for each page, a route type that carries no data and whose view is split out and loaded on first visit.
+macro_rules! lazy_pages {
+    ($($(#[$doc:meta])* $route:ident => $page:ident;)*) => {$(
+        $(#[$doc])*
+        struct $route;
 
-#[lazy_route]
-impl LazyRoute for SearchRoute {
-    fn data() -> Self {
-        SearchRoute
-    }
+        #[lazy_route]
+        impl LazyRoute for $route {
+            fn data() -> Self {
+                $route
+            }
 
-    fn view(_this: Self) -> AnyView {
-        view! { <SearchPage/> }.into_any()
-    }
+            fn view(_this: Self) -> AnyView {
+                view! { <$page/> }.into_any()
+            }
+        }
+    )*};
 }
 
-/// `/stats`, loaded on first visit.
-struct StatsRoute;
-
-#[lazy_route]
-impl LazyRoute for StatsRoute {
-    fn data() -> Self {
-        StatsRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <StatsPage/> }.into_any()
-    }
-}
-
-/// `/settings` (and `/account`), loaded on first visit.
-struct SettingsRoute;
-
-#[lazy_route]
-impl LazyRoute for SettingsRoute {
-    fn data() -> Self {
-        SettingsRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SettingsPage/> }.into_any()
-    }
-}
-
-/// `/s/<token>`, a shared conversation, loaded on first visit.
-struct SharedRoute;
-
-#[lazy_route]
-impl LazyRoute for SharedRoute {
-    fn data() -> Self {
-        SharedRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SharedPage/> }.into_any()
-    }
-}
-
-/// `/admin`, loaded on first visit.
-struct AdminRoute;
-
-#[lazy_route]
-impl LazyRoute for AdminRoute {
-    fn data() -> Self {
-        AdminRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <AdminPage/> }.into_any()
-    }
-}
-
-/// `/reset-password`, loaded on first visit.
-struct ResetPasswordRoute;
-
-#[lazy_route]
-impl LazyRoute for ResetPasswordRoute {
-    fn data() -> Self {
-        ResetPasswordRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <ResetPasswordPage/> }.into_any()
-    }
-}
-
-/// `/signin`, loaded on first visit.
-struct SignInRoute;
-
-#[lazy_route]
-impl LazyRoute for SignInRoute {
-    fn data() -> Self {
-        SignInRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SignInPage/> }.into_any()
-    }
-}
-
-/// `/signup`, loaded on first visit.
-struct SignUpRoute;
-
-#[lazy_route]
-impl LazyRoute for SignUpRoute {
-    fn data() -> Self {
-        SignUpRoute
-    }
-
-    fn view(_this: Self) -> AnyView {
-        view! { <SignUpPage/> }.into_any()
-    }
+lazy_pages! {
+    /// `/search`, loaded on first visit.
+    SearchRoute => SearchPage;
+    /// `/stats`, loaded on first visit.
+    StatsRoute => StatsPage;
+    /// `/settings` (and `/account`), loaded on first visit.
+    SettingsRoute => SettingsPage;
+    /// `/s/<token>`, a shared conversation, loaded on first visit.
+    SharedRoute => SharedPage;
+    /// `/admin`, loaded on first visit.
+    AdminRoute => AdminPage;
+    /// `/reset-password`, loaded on first visit.
+    ResetPasswordRoute => ResetPasswordPage;
+    /// `/signin`, loaded on first visit.
+    SignInRoute => SignInPage;
+    /// `/signup`, loaded on first visit.
+    SignUpRoute => SignUpPage;
 }

@@ -329,19 +329,7 @@ fn tool_status(tool: &str) -> String {
 
 /// A message shown before the server's copy is loaded.
 pub(crate) fn local_message(thread_id: Uuid, role: Role, content: String) -> Message {
-    Message {
-        id: Uuid::from_u128(js_random_u128()),
-        thread_id,
-        seq: 0,
-        role,
-        content,
-        status: MessageStatus::Complete,
-        input_tokens: 0,
-        output_tokens: 0,
-        model: None,
-        created_at: chrono::DateTime::<chrono::Utc>::default(),
-        parent_id: None,
-    }
+    Message::complete(Uuid::from_u128(js_random_u128()), thread_id, 0, role, content)
 }
 
 pub(crate) fn js_random_u128() -> u128 {
@@ -357,19 +345,7 @@ mod tests {
     use super::*;
 
     fn message(seq: i64, role: Role, content: &str, status: MessageStatus) -> Message {
-        Message {
-            id: Uuid::from_u128(seq as u128),
-            thread_id: Uuid::nil(),
-            seq,
-            role,
-            content: content.into(),
-            status,
-            input_tokens: 0,
-            output_tokens: 0,
-            model: None,
-            created_at: chrono::DateTime::<chrono::Utc>::default(),
-            parent_id: None,
-        }
+        Message { status, ..Message::complete(Uuid::from_u128(seq as u128), Uuid::nil(), seq, role, content) }
     }
 
     #[test]

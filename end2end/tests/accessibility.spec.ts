@@ -1,6 +1,13 @@
 import { expect, test } from '@playwright/test';
 import { send } from './conversation';
-import { expectAccessible, openHydrated, signInAsAdmin, signUp } from './helpers';
+import {
+  expectAccessible,
+  expectHydrated,
+  openHydrated,
+  reloadHydrated,
+  signInAsAdmin,
+  signUp,
+} from './helpers';
 
 for (const theme of ['light', 'dark'] as const) {
   test(`the main screens pass the WCAG A/AA checks in the ${theme} theme`, async ({ page }) => {
@@ -86,8 +93,7 @@ for (const theme of ['light', 'dark'] as const) {
       data: { tags: ['library', 'loans'] },
     });
     expect(tagged.status()).toBe(200);
-    await page.reload();
-    await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+    await reloadHydrated(page);
     await page.getByRole('button', { name: 'Show conversations tagged library' }).click();
     await page.getByRole('button', { name: 'Tags', exact: true }).click();
     await expect(page.getByTestId('tag-filter')).toBeVisible();
@@ -125,7 +131,7 @@ for (const theme of ['light', 'dark'] as const) {
     const stranger = await browser.newContext({ colorScheme: theme });
     const reader = await stranger.newPage();
     await reader.goto(url);
-    await expect(reader.locator('body')).toHaveAttribute('data-hydrated', 'true');
+    await expectHydrated(reader);
     await expect(reader.getByTestId('message-user')).toBeVisible();
     await expectAccessible(reader, 'shared conversation');
     await stranger.close();

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { Browser, expect, Page, test } from '@playwright/test';
 import { ADMIN_EMAIL, openHydrated, PASSWORD, sameOrigin, signInAsAdmin, signUp, uniqueEmail } from './helpers';
 
 /** Opens the admin page as the administrator. */
@@ -6,6 +6,12 @@ async function openAdmin(page: Page) {
   await signInAsAdmin(page);
   await openHydrated(page, '/admin');
   await expect(page.getByRole('heading', { name: 'Administration' })).toBeVisible();
+}
+
+/** A person signed up in a browser of their own, beside the administrator's. */
+async function signedUpPerson(browser: Browser) {
+  const person = await (await browser.newContext()).newPage();
+  return { person, email: await signUp(person) };
 }
 
 /** The admin page's notice of what an action did (or why it failed). */
@@ -136,8 +142,7 @@ test('the admin page shows the accounts a page of 200 at a time, with Next and P
 });
 
 test('an administrator makes someone an administrator and takes the role back', async ({ page, browser }) => {
-  const person = await (await browser.newContext()).newPage();
-  const email = await signUp(person);
+  const { person, email } = await signedUpPerson(browser);
   await openAdmin(page);
   const row = await accountRow(page, email);
   await expect(row.getByRole('cell', { name: 'member', exact: true })).toBeVisible();
@@ -163,8 +168,7 @@ test('an administrator sets a daily token budget, which the person sees on their
   page,
   browser,
 }) => {
-  const person = await (await browser.newContext()).newPage();
-  const email = await signUp(person);
+  const { person, email } = await signedUpPerson(browser);
   await openHydrated(person, '/stats');
   await expect(person.getByRole('heading', { name: 'Today\'s token budget' })).toHaveCount(0);
 
@@ -185,8 +189,7 @@ test('an administrator makes a reset link, with which the person sets a new pass
   page,
   browser,
 }) => {
-  const person = await (await browser.newContext()).newPage();
-  const email = await signUp(person);
+  const { person, email } = await signedUpPerson(browser);
   await openAdmin(page);
   await (await accountRow(page, email)).getByRole('button', { name: 'Reset link' }).click();
   await expect(adminNote(page)).toContainText('Password reset link (one use, 24 hours): ');
@@ -221,8 +224,7 @@ test('an administrator makes a reset link, with which the person sets a new pass
 });
 
 test('an administrator deletes an account after confirming, and not before', async ({ page, browser }) => {
-  const person = await (await browser.newContext()).newPage();
-  const email = await signUp(person);
+  const { person, email } = await signedUpPerson(browser);
   await openAdmin(page);
   const row = await accountRow(page, email);
 

@@ -1,6 +1,6 @@
 import { expect, Page, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
-import { openHydrated, signUp, snapshot } from './helpers';
+import { openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 
 test.beforeEach(async ({ page }) => {
   await signUp(page);
@@ -31,8 +31,7 @@ test('a typed request makes exactly one document card', async ({ page }) => {
   await viewer.getByRole('button', { name: 'Close' }).click();
   await expect(viewer).toHaveCount(0);
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('artifact-card')).toHaveCount(1);
 });
 
@@ -75,8 +74,7 @@ test('Generate makes a card silently: an indicator, no new bubble', async ({ pag
   await expect(users).toHaveCount(1);
   await expect(assistants).toHaveCount(1);
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('artifact-card')).toHaveCount(1);
   await expect(page.getByTestId('message-user')).toHaveCount(1);
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
@@ -111,8 +109,7 @@ test('the documents panel lists every document of the conversation and opens it'
   await expect(panel).toHaveCount(0);
   await viewer.getByRole('button', { name: 'Close' }).click();
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByRole('button', { name: 'Documents (2)' })).toBeVisible();
 });
 
@@ -158,8 +155,7 @@ test('a document downloads as Markdown, PDF and Word from its viewer, and can be
   await viewer.getByRole('button', { name: 'Delete document' }).click();
   await expect(viewer).toHaveCount(0);
   await expect(card).toHaveCount(0);
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('message-assistant').first()).toBeVisible();
   await expect(page.getByTestId('artifact-card')).toHaveCount(0);
 });

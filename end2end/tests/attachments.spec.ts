@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { openHydrated, signUp } from './helpers';
+import { openHydrated, reloadHydrated, signUp } from './helpers';
 import { conversationId, send } from './conversation';
 
 test.beforeEach(async ({ page }) => {
@@ -91,8 +91,7 @@ test('attached files are read, cited in answers, and listed with the documents',
   const id = conversationId(page);
   const listed = await page.request.get(`/api/threads/${id}/attachments`);
   expect((await listed.json()).attachments.map((a: { filename: string }) => a.filename)).toEqual(['billing-notes.txt']);
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByRole('button', { name: 'Documents (1)' })).toBeVisible();
 });
 

@@ -1,6 +1,6 @@
 import { expect, Locator, Page, test } from '@playwright/test';
 import { send } from './conversation';
-import { openHydrated, signUp } from './helpers';
+import { expectHydrated, openHydrated, reloadHydrated, signUp } from './helpers';
 
 test.beforeEach(async ({ page }) => {
   await signUp(page);
@@ -46,8 +46,7 @@ test('an edit sends a new version; both versions stay reachable and a reload kee
   await expect(userMessages(page).nth(1)).toContainText('Drivers must report delays.');
   await expect(versions(userMessages(page).first())).toContainText('1 / 2');
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(userMessages(page)).toHaveCount(2);
   await expect(userMessages(page).first()).toContainText('Plan A');
   await expect(versions(userMessages(page).first())).toContainText('1 / 2');
@@ -55,8 +54,7 @@ test('an edit sends a new version; both versions stay reachable and a reload kee
   await versions(userMessages(page).first()).getByRole('button', { name: 'Next version' }).click();
   await expect(userMessages(page)).toHaveCount(1);
   await expect(userMessages(page)).toContainText('Plan B');
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(userMessages(page)).toHaveCount(1);
   await expect(userMessages(page)).toContainText('Plan B');
 });
@@ -140,8 +138,7 @@ test('deleting a message asks first and takes what follows it too', async ({ pag
   await expect(answers(page)).toHaveCount(1);
   await expect(userMessages(page)).toContainText('compare prices');
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(userMessages(page)).toHaveCount(1);
   await expect(answers(page)).toHaveCount(1);
 });
@@ -163,7 +160,7 @@ test('a search hit on a branch that is not shown opens that branch at the messag
 
   // The switch is stored: the conversation opens on that branch.
   await page.goto(page.url().replace(/\?.*$/, ''));
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expectHydrated(page);
   await expect(userMessages(page)).toContainText('quokkaroo');
 });
 

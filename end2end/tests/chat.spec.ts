@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import { send } from './conversation';
-import { openHydrated, signUp, snapshot } from './helpers';
+import { openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 
 test.beforeEach(async ({ page }) => {
   await signUp(page);
@@ -40,8 +40,7 @@ test('a message streams an answer and both survive a reload', async ({ page }) =
   await expect(page.getByTestId('thread-item').first()).toContainText('We need a field service');
   await snapshot(page, 'chat-light');
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('message-user')).toHaveCount(1);
   await expect(page.getByTestId('message-user')).toContainText('Technicians must see their jobs offline');
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
@@ -81,8 +80,7 @@ test('answers render as Markdown as they stream, after a reload and in a convers
   await rendered();
   const first = page.url();
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await rendered();
 
   await page.getByRole('button', { name: 'New chat' }).click();

@@ -1,6 +1,6 @@
 import { expect, Page, test } from '@playwright/test';
 import { conversationId, send } from './conversation';
-import { openHydrated, signUp } from './helpers';
+import { openHydrated, reloadHydrated, signUp } from './helpers';
 
 test.beforeEach(async ({ page }) => {
   await signUp(page);
@@ -68,8 +68,7 @@ test('Stop ends the answer being written; it is marked as stopped, also after a 
   // Cut short: the answer's closing offer was never written.
   await expect(answer).not.toContainText('Just ask');
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
   await expect(page.getByTestId('message-assistant')).toContainText('Got it.');
   await expect(page.getByTestId('message-assistant')).toContainText('Stopped.');
@@ -109,8 +108,7 @@ test('a failed send shows the error in place with Retry, and Retry sends the mes
   await expect(page.getByTestId('message-user')).toContainText(text);
 
   // The server has it once too.
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('message-assistant')).toHaveCount(1);
   await expect(page.getByTestId('message-user')).toHaveCount(1);
   await expect(page.getByTestId('message-user')).toContainText(text);

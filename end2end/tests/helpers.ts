@@ -1,10 +1,21 @@
 import AxeBuilder from '@axe-core/playwright';
 import { expect, Page, test } from '@playwright/test';
 
+/** Waits until the WASM client has hydrated the page. */
+export async function expectHydrated(page: Page) {
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+}
+
 /** Opens a page and waits until the WASM client has hydrated it. */
 export async function openHydrated(page: Page, path = '/') {
   await page.goto(path);
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expectHydrated(page);
+}
+
+/** Reloads the page and waits until the WASM client has hydrated it again. */
+export async function reloadHydrated(page: Page) {
+  await page.reload();
+  await expectHydrated(page);
 }
 
 /** Saves a full-page screenshot into the test output for people to look at. */

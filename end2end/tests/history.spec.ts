@@ -1,5 +1,5 @@
 import { Browser, expect, Page, test } from '@playwright/test';
-import { openHydrated, sameOrigin, signUp, snapshot } from './helpers';
+import { openHydrated, reloadHydrated, sameOrigin, signUp, snapshot } from './helpers';
 
 /** A conversation as `POST /api/threads/import` takes it (Quire's own export format). */
 function conversation(
@@ -165,8 +165,7 @@ test('rename, tag, pin, archive and delete a conversation from its menu', async 
   await choose(page, 'Pin');
   await expect(items.first()).toContainText('Alpha plan');
   await expect(items.first()).toContainText('Pinned');
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(items).toHaveCount(3);
   await expect(items.first()).toContainText('Alpha plan');
   await openMenu(page, 'Alpha plan');

@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { expectAccessible, openHydrated, signUp, snapshot } from './helpers';
+import { expectAccessible, openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 import { send, sidewaysOverflow } from './conversation';
 
 // The server offering two models (`fixtures/models.toml`, started by playwright.config.ts).
@@ -32,8 +32,7 @@ test('a conversation answers with the model picked for it, and keeps it after a 
   await send(page, 'Patients cancel visits too.');
   await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick', 'quire-careful']);
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(picker(page)).toHaveValue(CAREFUL);
   await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick', 'quire-careful']);
 });
@@ -44,8 +43,7 @@ test('a model picked before the first message is the new conversation\'s', async
   await picker(page).selectOption(CAREFUL);
   await send(page, 'Doctors see their day.');
   await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(picker(page)).toHaveValue(CAREFUL);
 });
 
@@ -64,8 +62,7 @@ test('the default model set in Settings answers new conversations', async ({ pag
     await expectAccessible(page, `${theme} settings with the default model`);
   }
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(defaultModel).toHaveValue(CAREFUL);
 
   await openHydrated(page, '/');
@@ -143,7 +140,6 @@ test('a refused choice of model goes back to the one in use, on the chat page an
   await defaultModel.selectOption(CAREFUL);
   await expect(page.getByText('That is not a model of this server.')).toBeVisible();
   await expect(defaultModel).toHaveValue('');
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(defaultModel).toHaveValue('');
 });

@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { openHydrated, PASSWORD, signUp, uniqueEmail } from './helpers';
+import { expectHydrated, openHydrated, PASSWORD, reloadHydrated, signUp, uniqueEmail } from './helpers';
 import { send } from './conversation';
 
 /**
@@ -30,7 +30,7 @@ test('every page works under the Content Security Policy without a violation', a
     const policy = response!.headers()['content-security-policy'];
     expect(policy).toContain("frame-ancestors 'none'");
     expect(policy).not.toContain('unsafe-inline');
-    await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+    await expectHydrated(page);
   }
 
   // Signed in: the chat with an answer and a document, the document viewer, search, stats, a missing page.
@@ -43,8 +43,7 @@ test('every page works under the Content Security Policy without a violation', a
   await expect(page.getByRole('dialog')).toContainText('As a');
   await page.getByRole('dialog').getByRole('button', { name: 'Close' }).click();
 
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect(page.getByTestId('message-assistant')).toHaveCount(2);
 
   await page.getByRole('link', { name: 'Stats' }).click();

@@ -1,6 +1,6 @@
 import { expect, test } from '@playwright/test';
 import { readFile } from 'node:fs/promises';
-import { openHydrated, PASSWORD, signUp } from './helpers';
+import { expectHydrated, openHydrated, PASSWORD, signUp } from './helpers';
 import { send } from './conversation';
 
 test('settings keep the name, instructions and theme; a shared link is read signed out until revoked', async ({ page, browser }) => {
@@ -47,7 +47,7 @@ test('settings keep the name, instructions and theme; a shared link is read sign
   const reader = await stranger.newPage();
   const response = await reader.goto(url);
   expect(response!.headers()['x-robots-tag']).toContain('noindex');
-  await expect(reader.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expectHydrated(reader);
   await expect(reader.locator('meta[name="robots"]')).toHaveAttribute('content', /noindex/);
   await expect(reader.getByTestId('message-user')).toContainText('booking app for a small library');
   await expect(reader.getByText(email)).toHaveCount(0);

@@ -1,5 +1,5 @@
 import { expect, Page, test } from '@playwright/test';
-import { openHydrated, signUp, snapshot } from './helpers';
+import { openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 import { background, send, sidewaysOverflow } from './conversation';
 
 /** Picks a theme with the toggle (and checks that it really changed the colours). */
@@ -40,8 +40,7 @@ test('the toggle switches the theme, and it stays switched across pages and relo
   await page.getByRole('link', { name: 'Stats' }).click();
   await expect(page.getByRole('heading', { name: 'Stats' })).toBeVisible();
   expect(await background(page)).toBe(dark);
-  await page.reload();
-  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await reloadHydrated(page);
   await expect.poll(() => background(page)).toBe(dark);
 
   await useTheme(page, 'light');

@@ -165,6 +165,26 @@ pub struct Message {
     pub parent_id: Option<Uuid>,
 }
 
+impl Message {
+    /// A complete message that cost no tokens, names no model and follows no other, dated the epoch: one held
+    /// outside the store, such as a message shown before its stored copy is read.
+    pub fn complete(id: Uuid, thread_id: Uuid, seq: i64, role: Role, content: impl Into<String>) -> Self {
+        Message {
+            id,
+            thread_id,
+            seq,
+            role,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: DateTime::UNIX_EPOCH,
+            parent_id: None,
+        }
+    }
+}
+
 /// A message of the shown path that has siblings: other versions of it (edits, or other answers to the same
 /// question), each starting a branch of its own.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -40,17 +40,7 @@ pub fn has_nul(text: &str) -> bool {
 /// A conversation's (or a document's) title, trimmed: 1 to [`MAX_TITLE_CHARS`] characters, not only
 /// whitespace.
 pub fn title(title: &str) -> Result<String, Invalid> {
-    if title.chars().count() > MAX_TITLE_CHARS {
-        return Err(Invalid::new("title", format!("The title is longer than {MAX_TITLE_CHARS} characters.")));
-    }
-    if has_nul(title) {
-        return Err(Invalid::new("title", "The title must not contain NUL characters."));
-    }
-    let title = title.trim();
-    if title.is_empty() {
-        return Err(Invalid::new("title", "The title must not be empty."));
-    }
-    Ok(title.to_string())
+    not_blank(title, MAX_TITLE_CHARS, "title", "title")
 }
 
 /// One tag, trimmed: 1 to [`MAX_TAG_CHARS`] characters, not only whitespace.
@@ -85,17 +75,23 @@ pub fn tags(tags: &[String]) -> Result<Vec<String>, Invalid> {
 
 /// A message typed into a conversation, trimmed: at most `max_chars` characters, not only whitespace.
 pub fn message(content: &str, max_chars: usize) -> Result<String, Invalid> {
-    if content.chars().count() > max_chars {
-        return Err(Invalid::new("content", format!("The message is longer than {max_chars} characters.")));
+    not_blank(content, max_chars, "content", "message")
+}
+
+/// A text of `field`, trimmed: at most `max_chars` characters as sent, no NUL, not only whitespace. The errors
+/// call it "the `noun`".
+fn not_blank(text: &str, max_chars: usize, field: &'static str, noun: &str) -> Result<String, Invalid> {
+    if text.chars().count() > max_chars {
+        return Err(Invalid::new(field, format!("The {noun} is longer than {max_chars} characters.")));
     }
-    if has_nul(content) {
-        return Err(Invalid::new("content", "The message must not contain NUL characters."));
+    if has_nul(text) {
+        return Err(Invalid::new(field, format!("The {noun} must not contain NUL characters.")));
     }
-    let content = content.trim();
-    if content.is_empty() {
-        return Err(Invalid::new("content", "The message must not be empty."));
+    let text = text.trim();
+    if text.is_empty() {
+        return Err(Invalid::new(field, format!("The {noun} must not be empty.")));
     }
-    Ok(content.to_string())
+    Ok(text.to_string())
 }
 
 /// An e-mail address to sign up with: `local@domain.tld` with at least one dot in the domain, no whitespace

@@ -4,6 +4,7 @@ pub mod app_bar;
 pub mod artifact_card;
 pub mod day_chart;
 pub mod documents_panel;
+pub mod form_note;
 pub mod generate_menu;
 pub mod message_bubble;
 pub mod modal;

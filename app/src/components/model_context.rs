@@ -239,21 +239,13 @@ fn MessageGroup(heading: &'static str, empty: &'static str, items: Vec<SeenMessa
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::{ArtifactType, MessageStatus};
+    use crate::api::ArtifactType;
 
     fn message(seq: i64, role: Role, content: &str) -> Message {
         Message {
-            id: Uuid::from_u128(seq as u128),
-            thread_id: Uuid::nil(),
-            seq,
-            role,
-            content: content.to_string(),
-            status: MessageStatus::Complete,
             input_tokens: 10 * seq as u64,
             output_tokens: seq as u64,
-            model: None,
-            created_at: Default::default(),
-            parent_id: None,
+            ..Message::complete(Uuid::from_u128(seq as u128), Uuid::nil(), seq, role, content)
         }
     }
 

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
 use crate::api::MIN_PASSWORD_CHARS;
+use crate::components::form_note::form_note;
 use crate::format::moment;
 
 /// A path of Quire made into an address to pass on.
@@ -24,10 +25,7 @@ pub fn AdminPage() -> impl IntoView {
     view! {
         <section class="page admin-page" aria-labelledby="admin-heading">
             <h1 id="admin-heading">"Administration"</h1>
-            {move || note.get().map(|(ok, text)| {
-                let (class, role) = if ok { ("notice", "status") } else { ("error", "alert") };
-                view! { <p class=class role=role>{text}</p> }
-            })}
+            {form_note(note)}
             <Show when=move || !forbidden.get() fallback=|| view! { <p class="empty">"Page not found."</p> }>
                 <SignUpModeSetting note forbidden/>
                 <Invites note/>
@@ -344,10 +342,7 @@ pub fn ResetPasswordPage() -> impl IntoView {
                 <input id="reset-password" type="password" autocomplete="new-password" required
                     minlength=MIN_PASSWORD_CHARS.to_string()
                     prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
-                {move || note.get().map(|(ok, text)| {
-                    let (class, role) = if ok { ("notice", "status") } else { ("error", "alert") };
-                    view! { <p class=class role=role>{text}</p> }
-                })}
+                {form_note(note)}
                 <button type="submit" class="primary" disabled=move || busy.get()>"Set password"</button>
             </form>
             <p class="auth-switch"><a href="/signin">"Sign in"</a></p>

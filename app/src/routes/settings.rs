@@ -1,13 +1,17 @@
 //! `/settings` (also `/account`): the profile, custom instructions, theme, share links and the download of all
 //! one's data; the password, signed-in devices and deleting the account.
 
+use std::future::Future;
+
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use crate::api::client::ApiError;
 use crate::api::{
     client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
     MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
 };
+use crate::components::form_note::form_note;
 use crate::components::model_picker::{ModelChoice, ModelSelect};
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
 use crate::format::moment;
@@ -20,17 +24,18 @@ fn leave_for_sign_in() {
     }
 }
 
-/// A note under a form: done (a status) or failed (an alert).
-fn form_note(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
-    move || {
-        note.get().map(|(done, text)| {
-            if done {
-                view! { <p class="notice" role="status">{text}</p> }.into_any()
-            } else {
-                view! { <p class="error" role="alert">{text}</p> }.into_any()
-            }
-        })
-    }
+/// Makes a call in the background: its answer goes to `done`, a failure's message to `error`.
+fn call<T: 'static>(
+    request: impl Future<Output = Result<T, ApiError>> + 'static,
+    error: RwSignal<Option<String>>,
+    done: impl FnOnce(T) + 'static,
+) {
+    spawn_local(async move {
+        match request.await {
+            Ok(answer) => done(answer),
+            Err(e) => error.set(Some(e.message)),
+        }
+    });
 }
 
 /// The settings page.
@@ -38,14 +43,7 @@ fn form_note(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
 pub fn SettingsPage() -> impl IntoView {
     let settings = RwSignal::new(None::<Settings>);
     let error = RwSignal::new(None::<String>);
-    Effect::new(move |_| {
-        spawn_local(async move {
-            match client::settings().await {
-                Ok(found) => settings.set(Some(found)),
-                Err(e) => error.set(Some(e.message)),
-            }
-        })
-    });
+    Effect::new(move |_| call(client::settings(), error, move |found| settings.set(Some(found))));
     view! {
         <section class="auth account-page" aria-labelledby="settings-heading">
             <h1 id="settings-heading">"Settings"</h1>
@@ -198,23 +196,11 @@ fn Appearance() -> impl IntoView {
 fn SharedLinks() -> impl IntoView {
     let links = RwSignal::new(None::<Vec<ShareLink>>);
     let error = RwSignal::new(None::<String>);
-    let load = move || {
-        spawn_local(async move {
-            match client::list_shares().await {
-                Ok(list) => links.set(Some(list.shares)),
-                Err(e) => error.set(Some(e.message)),
-            }
-        })
-    };
+    let load = move || call(client::list_shares(), error, move |list| links.set(Some(list.shares)));
     Effect::new(move |_| load());
     let revoke = move |id| {
         error.set(None);
-        spawn_local(async move {
-            match client::revoke_share(id).await {
-                Ok(()) => load(),
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
+        call(client::revoke_share(id), error, move |()| load());
     };
     view! {
         <div class="auth-form" role="region" aria-labelledby="shares-heading">
@@ -305,33 +291,15 @@ fn ChangePassword() -> impl IntoView {
 fn Devices() -> impl IntoView {
     let sessions = RwSignal::new(None::<Vec<SessionInfo>>);
     let error = RwSignal::new(None::<String>);
-    let load = move || {
-        spawn_local(async move {
-            match client::sessions().await {
-                Ok(list) => sessions.set(Some(list.sessions)),
-                Err(e) => error.set(Some(e.message)),
-            }
-        })
-    };
+    let load = move || call(client::sessions(), error, move |list| sessions.set(Some(list.sessions)));
     Effect::new(move |_| load());
     let end = move |session: SessionInfo| {
         error.set(None);
-        spawn_local(async move {
-            match client::end_session(&session.id).await {
-                Ok(()) if session.current => leave_for_sign_in(),
-                Ok(()) => load(),
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
+        let current = session.current;
+        let ended = async move { client::end_session(&session.id).await };
+        call(ended, error, move |()| if current { leave_for_sign_in() } else { load() });
     };
-    let everywhere = move |_| {
-        spawn_local(async move {
-            match client::logout_all().await {
-                Ok(()) => leave_for_sign_in(),
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
-    };
+    let everywhere = move |_| call(client::logout_all(), error, |()| leave_for_sign_in());
     view! {
         <div class="auth-form" role="region" aria-labelledby="devices-heading">
             <h2 id="devices-heading">"Devices"</h2>

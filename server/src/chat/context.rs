@@ -269,36 +269,12 @@ pub async fn load(
 /// The person's message as the model sees it while its start commits (see [`load`]'s `pending`): numbered after
 /// every stored message.
 pub fn pending_message(id: Uuid, thread: Uuid, content: &str) -> Message {
-    Message {
-        id,
-        thread_id: thread,
-        seq: i64::MAX,
-        role: Role::User,
-        content: content.to_string(),
-        status: app::api::MessageStatus::Complete,
-        input_tokens: 0,
-        output_tokens: 0,
-        model: None,
-        created_at: chrono::Utc::now(),
-        parent_id: None,
-    }
+    Message { created_at: chrono::Utc::now(), ..Message::complete(id, thread, i64::MAX, Role::User, content) }
 }
 
 /// A message whose text was not read: a placeholder.
 fn stand_in(head: &MessageHead, thread: Uuid) -> Message {
-    Message {
-        id: head.id,
-        thread_id: thread,
-        seq: head.seq,
-        role: head.role,
-        content: "\u{2026}".into(),
-        status: app::api::MessageStatus::Complete,
-        input_tokens: 0,
-        output_tokens: 0,
-        model: None,
-        created_at: chrono::DateTime::UNIX_EPOCH,
-        parent_id: None,
-    }
+    Message::complete(head.id, thread, head.seq, head.role, "\u{2026}")
 }
 
 fn blank(message: &Message) -> bool {
@@ -400,23 +376,11 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::api::{ArtifactType, MessageStatus};
+    use app::api::ArtifactType;
     use chrono::Utc;
 
     fn message(seq: i64, role: Role, content: &str) -> Message {
-        Message {
-            id: Uuid::from_u128(seq as u128),
-            thread_id: Uuid::nil(),
-            seq,
-            role,
-            content: content.into(),
-            status: MessageStatus::Complete,
-            input_tokens: 0,
-            output_tokens: 0,
-            model: None,
-            created_at: Utc::now(),
-            parent_id: None,
-        }
+        Message::complete(Uuid::from_u128(seq as u128), Uuid::nil(), seq, role, content)
     }
 
     fn artifact(request: Option<Uuid>) -> Artifact {
