@@ -2,6 +2,9 @@
 //! script kept, and a `Content-Disposition` that carries the exact name (RFC 6266) beside an ASCII one for old
 //! clients.
 
+use axum::http::{header, HeaderValue};
+use axum::response::{IntoResponse, Response};
+
 /// A file name from a title: letters and digits of any script, dashes and underscores kept, everything else a
 /// space, spaces collapsed, at most 100 characters before the extension; `fallback` when nothing is left.
 pub fn file_name(title: &str, extension: &str, fallback: &str) -> String {
@@ -28,6 +31,17 @@ pub fn content_disposition(file_name: &str) -> String {
         }
     }
     format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}")
+}
+
+/// A download: the body with its type and `Content-Disposition: attachment` naming the file.
+pub fn attachment(body: impl IntoResponse, content_type: &'static str, file_name: &str) -> Response {
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(file_name)) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
 use crate::artifacts::{docx, md, pdf};
-use crate::download::file_name;
+use crate::download::{attachment, file_name};
 use crate::store::ArtifactRevision;
 use crate::AppState;
 
@@ -204,7 +204,7 @@ pub(crate) async fn export(
         .run_blocking(move || render(format, &title, &content))
         .await
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
-    let mut response = super::export::attachment(bytes, format.content_type(), &filename);
+    let mut response = attachment(bytes, format.content_type(), &filename);
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     if let Ok(value) = HeaderValue::from_str(&etag) {

@@ -4,7 +4,7 @@
 use app::api::ImportResult;
 use axum::{
     extract::{DefaultBodyLimit, FromRequest, Request, State},
-    http::{header, HeaderValue, StatusCode},
+    http::StatusCode,
     response::{IntoResponse, Response},
     routing::{get, post},
     Router,
@@ -33,20 +33,9 @@ pub fn import_router(max_bytes: usize) -> Router<AppState> {
         .layer(DefaultBodyLimit::max(max_bytes))
 }
 
-/// A download: the body with its type and `Content-Disposition: attachment` naming the file.
-pub(super) fn attachment(body: impl IntoResponse, content_type: &'static str, file_name: &str) -> Response {
-    let mut response = body.into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    if let Ok(value) = HeaderValue::from_str(&crate::download::content_disposition(file_name)) {
-        headers.insert(header::CONTENT_DISPOSITION, value);
-    }
-    response
-}
-
 /// An exported file as a download.
 fn download(file: Download) -> Response {
-    attachment(file.body, file.content_type, &file.file_name)
+    crate::download::attachment(file.body, file.content_type, &file.file_name)
 }
 
 /// The names `format` takes (documentation only: other values are answered with a 422).

@@ -288,8 +288,10 @@ pub trait Traces: Send + Sync {
 }
 
 /// Implements [`Traces`] for a backend, written once for both, as [`accounts_for`](super::accounts::accounts_for)
-/// does; the module it is used in has the backend's `write_trace` (a turn's trace, written in a transaction) and
-/// `trace_from_row` (the trace a row of `turn_traces` holds, its steps as the backend keeps JSON).
+/// does. The module it is used in has the backend's `Shared` statements, `write_trace` (a turn's trace, written
+/// in a transaction) and `trace_from_row` (the trace a row of `turn_traces` holds, its steps as the backend keeps
+/// JSON); the backend has `read` (a connection for reads), `write_together` (a write in one transaction) and
+/// `owns` (whether a person owns a row).
 macro_rules! traces_for {
     ($backend:ty) => {
         const _: () = {
