@@ -184,6 +184,16 @@ async fn verify_throttled(state: &AppState, email: &str, password: String, hash:
     Ok(matches)
 }
 
+/// The signed-in person's account, once `password` shows it is theirs (throttled as a sign-in is); a wrong one is
+/// refused as invalid `field`, saying `wrong`.
+async fn own_account(state: &AppState, user: &AuthUser, password: String, field: &str, wrong: &str) -> Result<User> {
+    let account = state.store.user_by_id(user.id).await?;
+    if !verify_throttled(state, &account.email, password, Some(account.password_hash.clone())).await? {
+        return Err(ApiError::invalid(field, wrong));
+    }
+    Ok(account)
+}
+
 /// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Signed out; clears the session cookie"),
@@ -281,10 +291,8 @@ pub async fn change_password(
     user: AuthUser,
     Json(body): Json<ChangePasswordRequest>,
 ) -> Result<StatusCode> {
-    let account = state.store.user_by_id(user.id).await?;
-    if !verify_throttled(&state, &account.email, body.current_password, Some(account.password_hash.clone())).await? {
-        return Err(ApiError::invalid("current_password", "The current password is wrong."));
-    }
+    let account =
+        own_account(&state, &user, body.current_password, "current_password", "The current password is wrong.").await?;
     check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
     let hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;
     let ended = state.store.set_password(user.id, &hash, user.jti).await?;
@@ -306,10 +314,7 @@ pub async fn delete_account(
     user: AuthUser,
     Json(body): Json<DeleteAccountRequest>,
 ) -> Result<Response> {
-    let account = state.store.user_by_id(user.id).await?;
-    if !verify_throttled(&state, &account.email, body.password, Some(account.password_hash.clone())).await? {
-        return Err(ApiError::invalid("password", "The password is wrong."));
-    }
+    let account = own_account(&state, &user, body.password, "password", "The password is wrong.").await?;
     if account.is_admin {
         // Refused (409) for the last administrator: Quire would be left without one.
         state.store.set_admin(user.id, false).await?;
