@@ -3,18 +3,15 @@
 //! files' text (before it is split and indexed), in imported conversations and documents, and in what a model
 //! writes that is kept as a name or summary (conversation titles, document titles, conversation summaries).
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::{Captures, Regex};
 
-static EMAIL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b").expect("regex"));
-static IBAN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b").expect("regex"));
-static CARD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[0-9](?:[ -]?[0-9]){12,18}\b").expect("regex"));
-static PHONE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,4}\)[ .-]?)?[0-9]{2,4}(?:[ .-]?[0-9]{2,4}){1,5}").expect("regex")
-});
+static EMAIL: Lazy<Regex> = lazy_regex!(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b");
+static IBAN: Lazy<Regex> = lazy_regex!(r"\b[A-Z]{2}[0-9]{2}(?:[ ]?[A-Z0-9]{4}){2,7}(?:[ ]?[A-Z0-9]{1,3})?\b");
+static CARD: Lazy<Regex> = lazy_regex!(r"\b[0-9](?:[ -]?[0-9]){12,18}\b");
+static PHONE: Lazy<Regex> =
+    lazy_regex!(r"(?:\+[0-9]{1,3}[ .-]?)?(?:\([0-9]{1,4}\)[ .-]?)?[0-9]{2,4}(?:[ .-]?[0-9]{2,4}){1,5}");
 
 /// Replaces personal data in `text` with `[EMAIL]`, `[IBAN]`, `[CARD]` and `[PHONE]`.
 pub fn redact(text: &str) -> String {

@@ -1,6 +1,7 @@
 //! The tools the model may call, and how Quire carries them out.
 
-use std::{collections::HashSet, sync::LazyLock};
+use lazy_regex::{lazy_regex, Lazy};
+use std::collections::HashSet;
 
 use app::api::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
 use regex::Regex;
@@ -364,11 +365,9 @@ fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() || c == ']' || c == '[' { ' ' } else { c }).collect()
 }
 
-static FAKE_SOURCE_INLINE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)\[(\s*(?:source|file|filename|document|doc|from)\s*[:=])").expect("regex"));
-static FAKE_SOURCE_LINE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)^[ \t]*(?:[-*#>]+[ \t]*)?\**(?:source|file|filename|document)\**[ \t]*[:=]").expect("regex")
-});
+static FAKE_SOURCE_INLINE: Lazy<Regex> = lazy_regex!(r"(?i)\[(\s*(?:source|file|filename|document|doc|from)\s*[:=])");
+static FAKE_SOURCE_LINE: Lazy<Regex> =
+    lazy_regex!(r"(?i)^[ \t]*(?:[-*#>]+[ \t]*)?\**(?:source|file|filename|document)\**[ \t]*[:=]");
 
 /// A passage that cannot close its quote or fake a source: lines of only dashes and anything that reads as a
 /// `[source: ...]` or `Source: ...` header are defused.

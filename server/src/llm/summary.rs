@@ -2,7 +2,7 @@
 //! to add to it, written out as a tagged transcript. Every provider gets it as an ordinary request; the built-in
 //! assistant recognises it ([`read`]) and writes its own.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
 
@@ -55,9 +55,7 @@ pub fn request(earlier: Option<&str>, messages: &[SummarySource], max_tokens: u3
     }
 }
 
-static BLOCK: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?s)<(summary|person|assistant)>\n(.*?)\n</(summary|person|assistant)>").expect("regex")
-});
+static BLOCK: Lazy<Regex> = lazy_regex!(r"(?s)<(summary|person|assistant)>\n(.*?)\n</(summary|person|assistant)>");
 
 /// The summary so far and the messages of a summary request; `None` for any other request.
 pub fn read(request: &ChatRequest) -> Option<(Option<String>, Vec<SummarySource>)> {

@@ -1,11 +1,11 @@
 //! What the latest user message asks for: documents to generate, or a question about attached
 //! documents.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
 
-use super::analysis::{is_requirement_sentence, keywords, re, split_sentences, words};
+use super::analysis::{is_requirement_sentence, keywords, split_sentences, words};
 
 /// A kind of document the assistant can generate and save as an artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -68,11 +68,9 @@ impl ArtifactKind {
 
 /// Phrases naming each kind. Alternatives are tried left to right at each position, and the
 /// leftmost match wins, so "business requirements document" is always a BRD.
-static ARTIFACT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:(?P<brd>business[\s-]+requirements?(?:\s+(?:documents?|docs?|specifications?|specs?))?|brds?)|(?P<req>(?:(?:software|system|product|functional|technical)\s+)?requirements?\s+(?:documents?|docs?|specifications?|specs?)|srs|prd)|(?P<us>user[\s-]+stor(?:y|ies))|(?P<ac>acceptance[\s-]+criteri(?:a|on|as))|(?P<ms>meeting\s+(?:summary|summaries|notes|minutes|recap)|summary\s+of\s+(?:the\s+last|the|our|this|today's|that)\s+(?:meeting|call|discussion)|(?:call|discussion)\s+summary|minutes))\b",
-    )
-});
+static ARTIFACT_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:(?P<brd>business[\s-]+requirements?(?:\s+(?:documents?|docs?|specifications?|specs?))?|brds?)|(?P<req>(?:(?:software|system|product|functional|technical)\s+)?requirements?\s+(?:documents?|docs?|specifications?|specs?)|srs|prd)|(?P<us>user[\s-]+stor(?:y|ies))|(?P<ac>acceptance[\s-]+criteri(?:a|on|as))|(?P<ms>meeting\s+(?:summary|summaries|notes|minutes|recap)|summary\s+of\s+(?:the\s+last|the|our|this|today's|that)\s+(?:meeting|call|discussion)|(?:call|discussion)\s+summary|minutes))\b"
+);
 
 /// One mention of a document kind in a sentence (byte offsets into the sentence).
 #[derive(Debug, Clone, Copy)]
@@ -200,11 +198,9 @@ fn is_source(sentence: &str, mention: &Mention) -> bool {
         .is_some_and(|w| SOURCE_PREPOSITIONS.contains(&w.as_str()))
 }
 
-static VERB_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|draft(?:s|ing)?|produc(?:e|es|ing)|mak(?:e|es|ing)|prepar(?:e|es|ing)|compos(?:e|ing)|put\s+together|give\s+me|give\s+us|send\s+me|show\s+me|provide|build|turn\b.{0,60}?\binto|convert\b.{0,60}?\binto|can\s+i\s+(?:get|have)|(?P<wish>(?:i|we)\s+(?:would\s+like|'d\s+like|want|need)))\b",
-    )
-});
+static VERB_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:generat(?:e|es|ing)|creat(?:e|es|ing)|writ(?:e|es|ing)|draft(?:s|ing)?|produc(?:e|es|ing)|mak(?:e|es|ing)|prepar(?:e|es|ing)|compos(?:e|ing)|put\s+together|give\s+me|give\s+us|send\s+me|show\s+me|provide|build|turn\b.{0,60}?\binto|convert\b.{0,60}?\binto|can\s+i\s+(?:get|have)|(?P<wish>(?:i|we)\s+(?:would\s+like|'d\s+like|want|need)))\b"
+);
 
 /// Words that may stand between "I need" / "I'd like" and the document.
 const WISH_FILLERS: &[&str] = &[
@@ -243,9 +239,8 @@ const BEFORE_TO_OK: &[&str] =
 const FOLLOWERS_AFTER_WISH: &[&str] =
     &["to", "that", "which", "should", "must", "can", "is", "are", "will", "feature", "be"];
 
-static QUESTION_START_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?i)^\s*(?:how|why|what\s+(?:is|are|does|do)|what's|whats|is\s+it|are\s+there|do\s+you\s+know)\b")
-});
+static QUESTION_START_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)^\s*(?:how|why|what\s+(?:is|are|does|do)|what's|whats|is\s+it|are\s+there|do\s+you\s+know)\b");
 
 const SHORT_FORM_WORDS: &[&str] = &[
     "please", "pls", "now", "ok", "okay", "great", "thanks", "thank", "you", "the", "a", "an", "some", "and", "also",
@@ -337,17 +332,13 @@ pub fn requested_artifacts(text: &str) -> Vec<ArtifactKind> {
     out
 }
 
-static DOC_REF_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?:\b(?:attached|attachments?|uploaded|according\s+to)\b|\b(?:the|my|our|this|that|these|those)\s+(?:documents?|docs?|files?|pdfs?|docx|spreadsheets?|reports?|slides?|decks?|transcripts?|attachments?|uploads?|notes)\b|\bwhat\s+does\b.{1,80}?\bsay\b|\b[\w\-]+\.(?:pdf|docx?|txt|md|csv|pptx?|xlsx?|rtf|html?)\b)",
-    )
-});
+static DOC_REF_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)(?:\b(?:attached|attachments?|uploaded|according\s+to)\b|\b(?:the|my|our|this|that|these|those)\s+(?:documents?|docs?|files?|pdfs?|docx|spreadsheets?|reports?|slides?|decks?|transcripts?|attachments?|uploads?|notes)\b|\bwhat\s+does\b.{1,80}?\bsay\b|\b[\w\-]+\.(?:pdf|docx?|txt|md|csv|pptx?|xlsx?|rtf|html?)\b)"
+);
 
-static ASK_START_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^\s*(?:(?:please|ok|okay|so|and|now|also|hey|hi)[,\s]+)*(?:what|how|why|when|where|who|which|does|do|did|is|are|was|were|can|could|would|will|summari[sz]e|explain|tell|find|list|show|describe|extract|look|check|search|read|quote|give|according|based|in|from)\b",
-    )
-});
+static ASK_START_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^\s*(?:(?:please|ok|okay|so|and|now|also|hey|hi)[,\s]+)*(?:what|how|why|when|where|who|which|does|do|did|is|are|was|were|can|could|would|will|summari[sz]e|explain|tell|find|list|show|describe|extract|look|check|search|read|quote|give|according|based|in|from)\b"
+);
 
 /// Whether a sentence mentions an attached or uploaded document.
 pub(crate) fn mentions_document(sentence: &str) -> bool {

@@ -1,5 +1,6 @@
 //! Decides what the built-in assistant answers to a request: text, tool calls, or both.
 
+use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -168,11 +169,9 @@ const GREETINGS: &[&str] =
 const THANKS: &[&str] =
     &["thanks", "thank", "thx", "great", "perfect", "cool", "awesome", "nice", "ok", "okay", "excellent", "brilliant"];
 
-static ASK_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^\s*(?:(?:please|so|and|now|hey|hi)[,\s]+)*(?:what|how|why|when|where|who|which|whose|tell\s+me|explain|describe|show\s+me|help\s+me|can\s+you|could\s+you|would\s+you|do\s+you|is\s+there|are\s+there)\b",
-    )
-});
+static ASK_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^\s*(?:(?:please|so|and|now|hey|hi)[,\s]+)*(?:what|how|why|when|where|who|which|whose|tell\s+me|explain|describe|show\s+me|help\s+me|can\s+you|could\s+you|would\s+you|do\s+you|is\s+there|are\s+there)\b"
+);
 
 /// The gist of a message to quote back: its first substantial sentence, shortened.
 fn key_phrase(text: &str) -> String {
@@ -431,17 +430,13 @@ pub(crate) struct Chunk {
     pub text: String,
 }
 
-static SOURCE_HEADER_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?im)\[\s*(?:source|file|document|doc|from)\s*[:=]\s*(?P<a>[^\]\n]+?)\s*\]|^[ \t]*(?:[-*#>]+[ \t]*)?\**(?:source|file|filename|document)\**[ \t]*[:=][ \t]*\**(?P<b>[^\n]+?)\**[ \t]*$",
-    )
-});
+static SOURCE_HEADER_RE: Lazy<Regex> = lazy_regex!(
+    r"(?im)\[\s*(?:source|file|document|doc|from)\s*[:=]\s*(?P<a>[^\]\n]+?)\s*\]|^[ \t]*(?:[-*#>]+[ \t]*)?\**(?:source|file|filename|document)\**[ \t]*[:=][ \t]*\**(?P<b>[^\n]+?)\**[ \t]*$"
+);
 
-static NOTHING_FOUND_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:no\s+(?:results?|matches|matching|relevant|documents?|chunks?|passages?|attachments?)|nothing\s+(?:was\s+)?found|not\s+find|0\s+results|found\s+nothing|no\s+documents?\s+(?:are\s+|were\s+)?(?:attached|uploaded))\b",
-    )
-});
+static NOTHING_FOUND_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:no\s+(?:results?|matches|matching|relevant|documents?|chunks?|passages?|attachments?)|nothing\s+(?:was\s+)?found|not\s+find|0\s+results|found\s+nothing|no\s+documents?\s+(?:are\s+|were\s+)?(?:attached|uploaded))\b"
+);
 
 fn clean_source(name: &str) -> String {
     let mut n = name.trim();

@@ -1,6 +1,7 @@
 //! How a requirement is classified from its wording: its MoSCoW priority and, for a
 //! non-functional requirement, its quality category.
 
+use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -59,21 +60,15 @@ impl Quality {
     }
 }
 
-static WONT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:(?:we|i)\s+(?:won't|will\s+not|don't\s+need|do\s+not\s+need|don't\s+want|do\s+not\s+want)|out\s+of\s+scope|not\s+in\s+scope|no\s+need\s+(?:for|to)|not\s+needed|not\s+required|later\s+phase|phase\s+2|future\s+release|not\s+(?:for|in)\s+(?:now|v1|the\s+first))\b",
-    )
-});
-static MUST_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:must|shall|has\s+to|have\s+to|required|requires?|mandatory|essential|critical|needs?\s+to|needs?|cannot|can't)\b",
-    )
-});
-static COULD_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:could|would\s+like|'d\s+like|nice\s+to\s+have|ideally|optional(?:ly)?|if\s+possible|maybe|perhaps|it\s+(?:would|'d)\s+be\s+(?:nice|great|good|helpful|useful))\b",
-    )
-});
+static WONT_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:(?:we|i)\s+(?:won't|will\s+not|don't\s+need|do\s+not\s+need|don't\s+want|do\s+not\s+want)|out\s+of\s+scope|not\s+in\s+scope|no\s+need\s+(?:for|to)|not\s+needed|not\s+required|later\s+phase|phase\s+2|future\s+release|not\s+(?:for|in)\s+(?:now|v1|the\s+first))\b"
+);
+static MUST_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:must|shall|has\s+to|have\s+to|required|requires?|mandatory|essential|critical|needs?\s+to|needs?|cannot|can't)\b"
+);
+static COULD_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:could|would\s+like|'d\s+like|nice\s+to\s+have|ideally|optional(?:ly)?|if\s+possible|maybe|perhaps|it\s+(?:would|'d)\s+be\s+(?:nice|great|good|helpful|useful))\b"
+);
 
 /// MoSCoW priority from the wording of a sentence.
 pub(crate) fn priority_of(sentence: &str) -> Priority {

@@ -1,17 +1,16 @@
 //! The main clause of a requirement: who it names, what it asks for (a [`Goal`]) and the
 //! benefit given after "so that" / "in order to".
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
 
-use super::re;
 use super::requirements::Goal;
 use super::roles::{first_person, role_of, DETERMINERS};
 use super::text::{first_word, lower_first, squash_spaces, strip_prefix_ci};
 
-static BENEFIT_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)(?:,\s*|\s+)\b(?P<k>so\s+that|in\s+order\s+to|in\s+order\s+that|so)\s+(?P<b>\S.*)$"));
+static BENEFIT_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)(?:,\s*|\s+)\b(?P<k>so\s+that|in\s+order\s+to|in\s+order\s+that|so)\s+(?P<b>\S.*)$");
 
 /// Words after a bare "so" that make it mean "so that" rather than "very".
 const SO_FOLLOWERS: &[&str] = &[
@@ -58,35 +57,27 @@ pub(super) fn split_benefit(clause: &str) -> (&str, Option<String>) {
     (clause[..whole.start()].trim_end(), Some(benefit))
 }
 
-static ENABLER_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)\b(?:allows?|allowing|lets?|letting|enables?|enabling|helps?|permits?)\s+(?P<rest>.+)$"));
+static ENABLER_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)\b(?:allows?|allowing|lets?|letting|enables?|enabling|helps?|permits?)\s+(?P<rest>.+)$");
 
-static PASSIVE_NEED_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?P<x>.+?)\s+(?:is|are)\s+(?:also\s+|really\s+|absolutely\s+)?(?:required|needed|necessary|mandatory|essential|a\s+must)\b[,\s]*(?P<y>.*)$",
-    )
-});
+static PASSIVE_NEED_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^(?P<x>.+?)\s+(?:is|are)\s+(?:also\s+|really\s+|absolutely\s+)?(?:required|needed|necessary|mandatory|essential|a\s+must)\b[,\s]*(?P<y>.*)$"
+);
 
-static THERE_BE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^there\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to|ought\s+to)\s+(?:also\s+)?be\s+(?P<x>.+)$",
-    )
-});
+static THERE_BE_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^there\s+(?:must|should|shall|will|needs?\s+to|has\s+to|have\s+to|ought\s+to)\s+(?:also\s+)?be\s+(?P<x>.+)$"
+);
 
-static MAIN_CUE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?P<subj>.*?)\b(?P<cue>must|should|shall|will|can|could|may|might|has\s+to|have\s+to|needs?\s+to|wants?\s+to|would\s+like\s+to|'d\s+like\s+to|would\s+like|'d\s+like|wants?|needs?|requires?|expects?\s+to|(?:is|are)\s+able\s+to|ought\s+to)\b\s*(?P<pred>.*)$",
-    )
-});
+static MAIN_CUE_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^(?P<subj>.*?)\b(?P<cue>must|should|shall|will|can|could|may|might|has\s+to|have\s+to|needs?\s+to|wants?\s+to|would\s+like\s+to|'d\s+like\s+to|would\s+like|'d\s+like|wants?|needs?|requires?|expects?\s+to|(?:is|are)\s+able\s+to|ought\s+to)\b\s*(?P<pred>.*)$"
+);
 
-static ADVERBS_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?:(?:also|always|really|definitely|ideally|probably|still|easily|absolutely|just|somehow|eventually|quickly|then|not\s+only)\s+)+",
-    )
-});
+static ADVERBS_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^(?:(?:also|always|really|definitely|ideally|probably|still|easily|absolutely|just|somehow|eventually|quickly|then|not\s+only)\s+)+"
+);
 
-static TRAILING_ADVERBS_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)(?:\s+(?:also|really|definitely|ideally|probably|still|all|just|then))+$"));
+static TRAILING_ADVERBS_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)(?:\s+(?:also|really|definitely|ideally|probably|still|all|just|then))+$");
 
 const SUBJECT_STARTERS: &[&str] =
     &["when", "if", "after", "before", "once", "whenever", "during", "while", "for", "on", "in", "at", "until"];

@@ -1,15 +1,14 @@
 //! Line labels: a speaker's name ("Alice: ...") or a note heading ("Decisions: ...") before a
 //! colon, and telling people's names apart from other capitalised words.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
 
-use super::re;
 use super::roles::role_of;
 
-static LABEL_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"^(?P<label>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2})\s*:\s+(?P<rest>.+)$"));
+static LABEL_RE: Lazy<Regex> =
+    lazy_regex!(r"^(?P<label>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2})\s*:\s+(?P<rest>.+)$");
 
 /// Splits a leading "Label: " (a speaker name or a heading word) from a sentence.
 pub(crate) fn split_label(sentence: &str) -> (Option<&str>, &str) {

@@ -1,13 +1,12 @@
 //! Meeting notes: attendees, discussion points, decisions and action items with their owners.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::{Captures, Regex};
 
 use super::labels::{
     looks_like_name, looks_like_person, split_label, ACTION_LABELS, ATTENDEE_LABELS, DECISION_LABELS, NOTE_LABELS,
 };
-use super::re;
 use super::sentences::strip_fillers;
 use super::text::{as_sentence, squash_spaces, strip_terminal, word_count};
 
@@ -27,29 +26,21 @@ pub(crate) struct Meeting {
     pub actions: Vec<ActionItem>,
 }
 
-static DECISION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:decided|decision|agreed|agree\s+on|(?:we|we'll|we\s+will)\s+go\s+with|going\s+with|chose|chosen|settled\s+on|approved|signed\s+off)\b",
-    )
-});
-static NAMED_ACTION_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"^(?P<who>[A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+)?)\s+(?P<verb>will|'ll|is\s+going\s+to|is\s+to|to|should|needs\s+to|has\s+to|must|agreed\s+to|volunteered\s+to|offered\s+to)\s+(?P<task>.+)$",
-    )
-});
-static SELF_ACTION_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^(?:i\s+will|i'll|i\s+am\s+going\s+to|i'm\s+going\s+to)\s+(?P<task>.+)$"));
-static ACTION_HINT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:action\s+items?|todo|to-do|follow\s+up|follow-up|by\s+(?:monday|tuesday|wednesday|thursday|friday|tomorrow|next\s+week|end\s+of\s+(?:day|week|month)|eod|eow))\b",
-    )
-});
-static NAME_VERB_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"\b(?P<n>[A-Z][a-z'\-]+)\s+(?:said|says|mentioned|suggested|asked|agreed|proposed|noted|raised|explained|presented|reported|confirmed|decided|thinks|pointed\s+out|joined|attended|shared|promised|volunteered|offered)\b",
-    )
-});
-static LIST_SPLIT_RE: LazyLock<Regex> = LazyLock::new(|| re(r"\s*(?:,|;|&|\band\b)\s*"));
+static DECISION_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:decided|decision|agreed|agree\s+on|(?:we|we'll|we\s+will)\s+go\s+with|going\s+with|chose|chosen|settled\s+on|approved|signed\s+off)\b"
+);
+static NAMED_ACTION_RE: Lazy<Regex> = lazy_regex!(
+    r"^(?P<who>[A-Z][a-z'\-]+(?:\s+[A-Z][a-z'\-]+)?)\s+(?P<verb>will|'ll|is\s+going\s+to|is\s+to|to|should|needs\s+to|has\s+to|must|agreed\s+to|volunteered\s+to|offered\s+to)\s+(?P<task>.+)$"
+);
+static SELF_ACTION_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)^(?:i\s+will|i'll|i\s+am\s+going\s+to|i'm\s+going\s+to)\s+(?P<task>.+)$");
+static ACTION_HINT_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:action\s+items?|todo|to-do|follow\s+up|follow-up|by\s+(?:monday|tuesday|wednesday|thursday|friday|tomorrow|next\s+week|end\s+of\s+(?:day|week|month)|eod|eow))\b"
+);
+static NAME_VERB_RE: Lazy<Regex> = lazy_regex!(
+    r"\b(?P<n>[A-Z][a-z'\-]+)\s+(?:said|says|mentioned|suggested|asked|agreed|proposed|noted|raised|explained|presented|reported|confirmed|decided|thinks|pointed\s+out|joined|attended|shared|promised|volunteered|offered)\b"
+);
+static LIST_SPLIT_RE: Lazy<Regex> = lazy_regex!(r"\s*(?:,|;|&|\band\b)\s*");
 
 /// Adds `item` (trimmed) unless it is empty or already there, compared case-insensitively.
 fn push_unique(list: &mut Vec<String>, item: &str) {

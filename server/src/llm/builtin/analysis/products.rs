@@ -1,6 +1,7 @@
 //! The product or project a conversation is about: its name when one is given, otherwise a
 //! title made from how it is described.
 
+use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -8,11 +9,9 @@ use regex::Regex;
 use super::re;
 use super::text::{normalize_quotes, title_case};
 
-static CALLED_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r#"\b(?:[Cc]alled|[Nn]amed|[Cc]ode-?named)\s+(?:"(?P<q>[^"]{2,40})"|'(?P<s>[^']{2,40})'|(?P<n>[A-Z0-9][\w\-]*(?:\s+[A-Z0-9][\w\-]*){0,3}))"#,
-    )
-});
+static CALLED_RE: Lazy<Regex> = lazy_regex!(
+    r#"\b(?:[Cc]alled|[Nn]amed|[Cc]ode-?named)\s+(?:"(?P<q>[^"]{2,40})"|'(?P<s>[^']{2,40})'|(?P<n>[A-Z0-9][\w\-]*(?:\s+[A-Z0-9][\w\-]*){0,3}))"#
+);
 
 const PRODUCT_HEADS: &str = "app|apps|application|system|platform|tool|website|site|portal|dashboard|service|bot|chatbot|marketplace|crm|api|product|software|solution|extension|plugin|game|program|workspace|tracker|planner|manager|assistant|store|shop";
 

@@ -1,6 +1,7 @@
 //! Requirement statements: recognising them among other sentences and parsing each into a
 //! [`Requirement`] (role, goal, benefit, priority, quality).
 
+use lazy_regex::{lazy_regex, Lazy};
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
@@ -51,17 +52,13 @@ pub(crate) struct Requirement {
     pub quality: Option<Quality>,
 }
 
-static CUE_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)\b(?:wants?|wanted|needs?|needed|must|should|shall|requires?|required|requirement|would\s+like|\w+'d\s+like|has\s+to|have\s+to|allows?|allowing|able\s+to|lets|let\s+(?:me|us|them|users|customers|people|admins|managers|staff|everyone|anyone)|enables?|expects?\s+to|expected\s+to|ought\s+to|nice\s+to\s+have|it\s+(?:would|'d)\s+be\s+(?:nice|great|good|helpful|useful)|could)\b",
-    )
-});
+static CUE_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)\b(?:wants?|wanted|needs?|needed|must|should|shall|requires?|required|requirement|would\s+like|\w+'d\s+like|has\s+to|have\s+to|allows?|allowing|able\s+to|lets|let\s+(?:me|us|them|users|customers|people|admins|managers|staff|everyone|anyone)|enables?|expects?\s+to|expected\s+to|ought\s+to|nice\s+to\s+have|it\s+(?:would|'d)\s+be\s+(?:nice|great|good|helpful|useful)|could)\b"
+);
 
-static ASKS_ASSISTANT_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)(?:\b(?:want|need|would\s+like|'d\s+like|ask)\s+you\b|\bneed\s+(?:some\s+|your\s+)?help\b|^\s*(?:can|could|would|will)\s+you\b|^\s*(?:how|why|what|who|which)\b|^\s*(?:thanks|thank\s+you)\b)",
-    )
-});
+static ASKS_ASSISTANT_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)(?:\b(?:want|need|would\s+like|'d\s+like|ask)\s+you\b|\bneed\s+(?:some\s+|your\s+)?help\b|^\s*(?:can|could|would|will)\s+you\b|^\s*(?:how|why|what|who|which)\b|^\s*(?:thanks|thank\s+you)\b)"
+);
 
 /// Whether a sentence states a requirement: it contains a cue such as want / need / must /
 /// should / require / would like / has to / allow / able to, says something after it, and is
@@ -81,14 +78,12 @@ pub(crate) fn is_requirement_sentence(sentence: &str) -> bool {
     })
 }
 
-static AS_ROLE_RE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)^\s*as\s+(?:an?|the)\s+(?P<role>[\w\- ]{1,40}?)\s*(?:,\s*|\s+(?P<subj>i|we)\b)"));
+static AS_ROLE_RE: Lazy<Regex> =
+    lazy_regex!(r"(?i)^\s*as\s+(?:an?|the)\s+(?P<role>[\w\- ]{1,40}?)\s*(?:,\s*|\s+(?P<subj>i|we)\b)");
 
-static WISH_PREFIX_RE: LazyLock<Regex> = LazyLock::new(|| {
-    re(
-        r"(?i)^(?:it\s+(?:would|'d|will)\s+be\s+(?:nice|great|good|helpful|useful|cool|ideal)\s+(?:if|to\s+have|that)|ideally|optionally|if\s+possible|preferably|maybe|perhaps)[,\s]+",
-    )
-});
+static WISH_PREFIX_RE: Lazy<Regex> = lazy_regex!(
+    r"(?i)^(?:it\s+(?:would|'d|will)\s+be\s+(?:nice|great|good|helpful|useful|cool|ideal)\s+(?:if|to\s+have|that)|ideally|optionally|if\s+possible|preferably|maybe|perhaps)[,\s]+"
+);
 
 /// Parses one requirement sentence.
 pub(crate) fn parse_requirement(sentence: &str) -> Requirement {

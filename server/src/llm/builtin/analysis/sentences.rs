@@ -1,13 +1,12 @@
 //! Splitting text into sentences and trimming the connective words that start a clause.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
 
-use super::re;
 use super::text::normalize_quotes;
 
-static BULLET_RE: LazyLock<Regex> = LazyLock::new(|| re(r"^\s*(?:[-*+>•]|\d{1,3}[.)])\s+"));
+static BULLET_RE: Lazy<Regex> = lazy_regex!(r"^\s*(?:[-*+>•]|\d{1,3}[.)])\s+");
 
 const ABBREVIATIONS: &[&str] =
     &["e.g", "i.e", "eg", "ie", "etc", "vs", "mr", "mrs", "ms", "dr", "approx", "incl", "no", "st"];

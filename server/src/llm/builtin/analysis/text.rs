@@ -1,10 +1,8 @@
 //! Small text helpers shared by the analyses: words, casing, punctuation and Markdown escaping.
 
-use std::sync::LazyLock;
+use lazy_regex::{lazy_regex, Lazy};
 
 use regex::Regex;
-
-use super::re;
 
 /// Replaces typographic quotes with ASCII ones so that patterns only deal with `'` and `"`.
 pub(crate) fn normalize_quotes(text: &str) -> String {
@@ -12,7 +10,7 @@ pub(crate) fn normalize_quotes(text: &str) -> String {
 }
 
 /// A word: letters and digits, with inner apostrophes or hyphens ("don't", "e-mail").
-pub(super) static WORD_RE: LazyLock<Regex> = LazyLock::new(|| re(r"[A-Za-z0-9]+(?:['\-][A-Za-z0-9]+)*"));
+pub(super) static WORD_RE: Lazy<Regex> = lazy_regex!(r"[A-Za-z0-9]+(?:['\-][A-Za-z0-9]+)*");
 
 /// The words of `text`, lowercased, in order.
 pub(crate) fn words(text: &str) -> Vec<String> {
