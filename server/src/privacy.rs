@@ -4,7 +4,6 @@
 //! writes that is kept as a name or summary (conversation titles, document titles, conversation summaries).
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::{Captures, Regex};
 
 static EMAIL: Lazy<Regex> = lazy_regex!(r"(?i)\b[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b");

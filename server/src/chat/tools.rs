@@ -1,9 +1,9 @@
 //! The tools the model may call, and how Quire carries them out.
 
-use lazy_regex::{lazy_regex, Lazy};
 use std::collections::HashSet;
 
 use app::api::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
+use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::json;

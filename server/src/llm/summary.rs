@@ -3,7 +3,6 @@
 //! assistant recognises it ([`read`]) and writes its own.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 use super::types::{ChatRequest, Message, Role};

@@ -2,7 +2,6 @@
 //! documents.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 use super::analysis::{is_requirement_sentence, keywords, split_sentences, words};

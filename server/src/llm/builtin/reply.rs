@@ -1,8 +1,8 @@
 //! Decides what the built-in assistant answers to a request: text, tool calls, or both.
 
-use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
+use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 use serde_json::{json, Value};
 

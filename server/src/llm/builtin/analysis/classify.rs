@@ -1,9 +1,9 @@
 //! How a requirement is classified from its wording: its MoSCoW priority and, for a
 //! non-functional requirement, its quality category.
 
-use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
+use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
 use super::re;

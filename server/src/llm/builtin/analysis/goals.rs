@@ -2,7 +2,6 @@
 //! benefit given after "so that" / "in order to".
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 use super::requirements::Goal;

@@ -2,7 +2,6 @@
 //! colon, and telling people's names apart from other capitalised words.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 use super::roles::role_of;

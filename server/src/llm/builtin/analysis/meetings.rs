@@ -1,7 +1,6 @@
 //! Meeting notes: attendees, discussion points, decisions and action items with their owners.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::{Captures, Regex};
 
 use super::labels::{

@@ -1,9 +1,9 @@
 //! The product or project a conversation is about: its name when one is given, otherwise a
 //! title made from how it is described.
 
-use lazy_regex::{lazy_regex, Lazy};
 use std::sync::LazyLock;
 
+use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
 use super::re;

@@ -1,10 +1,10 @@
 //! Requirement statements: recognising them among other sentences and parsing each into a
 //! [`Requirement`] (role, goal, benefit, priority, quality).
 
-use lazy_regex::{lazy_regex, Lazy};
 use std::collections::HashSet;
 use std::sync::LazyLock;
 
+use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
 use super::classify::{priority_of, quality_of, Priority, Quality};

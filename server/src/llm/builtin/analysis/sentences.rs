@@ -1,7 +1,6 @@
 //! Splitting text into sentences and trimming the connective words that start a clause.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 use super::text::normalize_quotes;

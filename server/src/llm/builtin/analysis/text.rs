@@ -1,7 +1,6 @@
 //! Small text helpers shared by the analyses: words, casing, punctuation and Markdown escaping.
 
 use lazy_regex::{lazy_regex, Lazy};
-
 use regex::Regex;
 
 /// Replaces typographic quotes with ASCII ones so that patterns only deal with `'` and `"`.
