@@ -40,7 +40,7 @@ pub fn has_nul(text: &str) -> bool {
 /// A conversation's (or a document's) title, trimmed: 1 to [`MAX_TITLE_CHARS`] characters, not only
 /// whitespace.
 pub fn title(title: &str) -> Result<String, Invalid> {
-    not_blank(title, MAX_TITLE_CHARS, "title", "title")
+    trimmed_text(title, MAX_TITLE_CHARS, "title", "title")
 }
 
 /// One tag, trimmed: 1 to [`MAX_TAG_CHARS`] characters, not only whitespace.
@@ -75,12 +75,12 @@ pub fn tags(tags: &[String]) -> Result<Vec<String>, Invalid> {
 
 /// A message typed into a conversation, trimmed: at most `max_chars` characters, not only whitespace.
 pub fn message(content: &str, max_chars: usize) -> Result<String, Invalid> {
-    not_blank(content, max_chars, "content", "message")
+    trimmed_text(content, max_chars, "content", "message")
 }
 
 /// A text of `field`, trimmed: at most `max_chars` characters as sent, no NUL, not only whitespace. The errors
 /// call it "the `noun`".
-fn not_blank(text: &str, max_chars: usize, field: &'static str, noun: &str) -> Result<String, Invalid> {
+fn trimmed_text(text: &str, max_chars: usize, field: &'static str, noun: &str) -> Result<String, Invalid> {
     if text.chars().count() > max_chars {
         return Err(Invalid::new(field, format!("The {noun} is longer than {max_chars} characters.")));
     }
