@@ -13,8 +13,23 @@ ensure_quire_bin() {
   [ -x "$QUIRE_BIN" ] || { echo "no quire binary at $QUIRE_BIN" >&2; exit 1; }
 }
 
+# A free port below the kernel's ephemeral range: a port the kernel hands out (bind to 0) may be taken as the
+# source port of an outgoing connection before the server binds it.
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for candidate in random.sample(range(min(20000, low - 1000), low), 200):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", candidate))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(candidate)
+    break
+'
 }
 
 # start_quire DATA_DIR PORT LOG: starts the server in the background (extra settings come from the
