@@ -257,7 +257,8 @@ pub struct Config {
     pub shutdown_seconds: u64,
 
     /// Seconds an HTTP/1.1 request's head may take to arrive; it also bounds how long a kept-open connection waits
-    /// idle for its next request, so keep it above the idle time of a proxy in front (Caddy's is 120 s).
+    /// idle for its next request (HTTP/2: with no request open), so keep it above the idle time of a proxy in
+    /// front (Caddy's is 120 s).
     #[arg(long, env = "QUIRE_HEADER_TIMEOUT_SECONDS", default_value_t = crate::http::connections::HEAD_TIMEOUT.as_secs(),
         value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub header_timeout_seconds: u64,

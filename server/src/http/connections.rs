@@ -6,13 +6,27 @@
 //!
 //! Nothing is held open for good by a client that does not talk: a new connection must begin its first request
 //! within [`FIRST_BYTES_TIMEOUT`], and over HTTP/1.1 each request's head (a kept-open connection's wait for its
-//! next one too, which hyper times alike) must be in within [`HEAD_TIMEOUT`]. An HTTP/2 connection, once its
-//! preface is in, has no such limit (hyper has none for it), as with `axum::serve`. Connections are never
-//! upgraded (nothing in Quire speaks WebSocket).
+//! next one too, which hyper times alike) must be in within [`HEAD_TIMEOUT`]. An HTTP/2 connection is closed
+//! (GOAWAY) once it has had no request open for as long; hyper has no such limit of its own, so the connection
+//! counts its open requests (a request is open until its answer's body is sent or dropped). Connections are
+//! never upgraded (nothing in Quire speaks WebSocket).
 
-use std::{future::Future, io, net::SocketAddr, pin::pin, pin::Pin, time::Duration};
+use std::{
+    future::Future,
+    io,
+    net::SocketAddr,
+    pin::{pin, Pin},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    task::{Context, Poll},
+    time::Duration,
+};
 
-use axum::{extract::ConnectInfo, Router};
+use axum::{body::Body, extract::ConnectInfo, Router};
+use futures::FutureExt as _;
+use http_body::{Frame, SizeHint};
 use hyper::{
     body::Incoming,
     server::conn::{http1, http2},
@@ -20,7 +34,7 @@ use hyper::{
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::{
     net::{TcpListener, TcpStream},
-    sync::watch,
+    sync::{watch, Notify},
 };
 use tower::Service as _;
 
@@ -32,12 +46,15 @@ pub const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(30);
 /// this server is closing as idle.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(150);
 
+/// How long an idle HTTP/2 connection asked to close may take to do so before it is dropped.
+const CLOSING_GRACE: Duration = Duration::from_secs(5);
+
 /// The limits on clients that do not talk (see the module's description).
 #[derive(Debug, Clone, Copy)]
 pub struct Timeouts {
     /// For a new connection's first bytes.
     pub first_bytes: Duration,
-    /// For each HTTP/1.1 request's head, and a kept-open connection's idle wait.
+    /// For each HTTP/1.1 request's head, and a kept-open connection's idle wait (HTTP/2: with no request open).
     pub head: Duration,
 }
 
@@ -117,32 +134,131 @@ async fn connection(
         _ = stopping.changed() => return,
     };
     // The router is cloned per request (a reference count): hyper's service is called through `&self`.
-    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+    let answer = move |mut request: hyper::Request<Incoming>| {
         request.extensions_mut().insert(ConnectInfo(peer));
         router.clone().call(request)
-    });
+    };
     let io = TokioIo::new(stream);
     match version {
         Version::Http1 => {
             let served = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(timeouts.head)
-                .serve_connection(io, service);
-            until_stopped(served, stopping, |served| served.graceful_shutdown()).await;
+                .serve_connection(io, hyper::service::service_fn(answer));
+            let never_idle = |_| std::future::pending();
+            until_stopped(served, stopping, never_idle, |served| served.graceful_shutdown()).await;
         }
         Version::Http2 => {
+            let open = Arc::new(OpenRequests::default());
+            let counted = open.clone();
+            let service = hyper::service::service_fn(move |request| {
+                let open = OpenRequest::new(counted.clone());
+                answer(request).map(|answered| answered.map(|response| response.map(|body| open.holding(body))))
+            });
             // Boxed, so the task's own size is that of an HTTP/1.1 connection: an HTTP/2 one's state is larger,
             // and it serves many streams (one task each) rather than one.
             let served = Box::pin(http2::Builder::new(TokioExecutor::new()).serve_connection(io, service));
-            until_stopped(served, stopping, |served| served.get_mut().as_mut().graceful_shutdown()).await;
+            let idle = |limit: Option<Duration>| open.idle_for(limit.unwrap_or(timeouts.head));
+            until_stopped(served, stopping, idle, |served| served.get_mut().as_mut().graceful_shutdown()).await;
         }
     }
 }
 
+/// How many requests of one HTTP/2 connection are open, told to whoever waits for the count to change.
+#[derive(Debug, Default)]
+struct OpenRequests {
+    count: AtomicUsize,
+    changed: Notify,
+}
+
+impl OpenRequests {
+    /// Resolves once no request has been open for `limit` without a break.
+    async fn idle_for(&self, limit: Duration) {
+        let sleep = tokio::time::sleep(limit);
+        let mut sleep = pin!(sleep);
+        loop {
+            let changed = self.changed.notified();
+            let mut changed = pin!(changed);
+            // Registered before the count is read, so a change in between is not missed.
+            changed.as_mut().enable();
+            if self.count.load(Ordering::Acquire) > 0 {
+                changed.await;
+                continue;
+            }
+            sleep.as_mut().reset(tokio::time::Instant::now() + limit);
+            tokio::select! {
+                () = sleep.as_mut() => return,
+                () = changed => {}
+            }
+        }
+    }
+}
+
+/// One open request of an HTTP/2 connection, counted from its head until its answer's body is sent or dropped
+/// (a stream reset by the client drops it too).
+#[derive(Debug)]
+struct OpenRequest(Arc<OpenRequests>);
+
+impl OpenRequest {
+    fn new(open: Arc<OpenRequests>) -> Self {
+        if open.count.fetch_add(1, Ordering::AcqRel) == 0 {
+            open.changed.notify_waiters();
+        }
+        Self(open)
+    }
+
+    /// The answer's body, counted open for as long as it lives.
+    fn holding(self, body: Body) -> Body {
+        Body::new(Counted { body, _open: self })
+    }
+}
+
+impl Drop for OpenRequest {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.changed.notify_waiters();
+        }
+    }
+}
+
+/// A body that keeps its request counted open.
+struct Counted {
+    body: Body,
+    _open: OpenRequest,
+}
+
+impl http_body::Body for Counted {
+    type Data = axum::body::Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
+    }
+}
+
 /// Drives `served` to its end; if asked to stop first, asks it (`graceful`) to finish what it has begun and close.
-async fn until_stopped<C>(served: C, mut stopping: watch::Receiver<()>, graceful: impl FnOnce(Pin<&mut C>))
-where
+/// `idle_for(limit)` resolves once the connection has had no request open for `limit` (`None`: the configured
+/// limit); then it is closed the same way, and dropped should it still be open [`CLOSING_GRACE`] later with no
+/// request open: HTTP/2's graceful close waits for the client to answer a PING, which a client may never do.
+async fn until_stopped<C, I>(
+    served: C,
+    mut stopping: watch::Receiver<()>,
+    idle_for: impl Fn(Option<Duration>) -> I,
+    graceful: impl FnOnce(Pin<&mut C>),
+) where
     C: Future<Output = hyper::Result<()>>,
+    I: Future<Output = ()>,
 {
     let mut served = pin!(served);
     let ended = tokio::select! {
@@ -150,6 +266,16 @@ where
         _ = stopping.changed() => {
             graceful(served.as_mut());
             served.await
+        }
+        () = idle_for(None) => {
+            graceful(served.as_mut());
+            tokio::select! {
+                ended = served.as_mut() => ended,
+                () = idle_for(Some(CLOSING_GRACE)) => {
+                    tracing::debug!("an idle connection did not close when asked; dropped");
+                    Ok(())
+                }
+            }
         }
     };
     if let Err(e) = ended {
@@ -314,6 +440,37 @@ mod tests {
         // The same connection (the same port of the client's), kept open, serves the next request sent in time.
         let again: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
         assert_eq!(first, again, "one connection served all three");
+    }
+
+    #[tokio::test]
+    async fn an_http2_connection_is_closed_once_idle_but_never_while_answering() {
+        let server = started(Duration::from_millis(300)).await;
+        let http2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
+        let (drip, peer) = (format!("http://{}/drip", server.addr), format!("http://{}/peer", server.addr));
+        let first: SocketAddr = http2.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        // An answer whose body takes twice the idle limit keeps the connection open: the next request goes on
+        // the same connection (the same port of the client's).
+        assert_eq!(http2.get(&drip).send().await.unwrap().text().await.unwrap(), "one two three");
+        let again: SocketAddr = http2.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(first, again, "one connection served all three");
+        // A request whose handler outlasts the limit too.
+        let Running { addr, mut entered, release, .. } = server;
+        let slow = tokio::spawn({
+            let http2 = http2.clone();
+            async move { http2.get(format!("http://{addr}/slow")).send().await.unwrap().text().await.unwrap() }
+        });
+        entered.recv().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        release.send(()).await.unwrap();
+        assert_eq!(slow.await.unwrap(), "done");
+        let still: SocketAddr = http2.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(first, still, "the connection outlived a slow handler");
+
+        // A client that sends the preface and its settings, then nothing: its connection is closed.
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        idle.write_all(PREFACE).await.unwrap();
+        idle.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        until_closed(&mut idle).await;
     }
 
     #[tokio::test]
