@@ -430,31 +430,33 @@ mod tests {
         assert!(answer.status().is_success());
     }
 
+    /// Asks `client` for an answer that takes twice a short limit (`/drip`) between two others, and checks that
+    /// one connection served all three (the client's port is the same); returns that port's address.
+    async fn one_connection_outlasts_a_slow_answer(client: &reqwest::Client, addr: SocketAddr) -> SocketAddr {
+        let (drip, peer) = (format!("http://{addr}/drip"), format!("http://{addr}/peer"));
+        let first: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(client.get(&drip).send().await.unwrap().text().await.unwrap(), "one two three");
+        let again: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
+        assert_eq!(first, again, "one connection served all three");
+        first
+    }
+
     #[tokio::test]
     async fn the_head_timeout_never_cuts_an_answer_being_sent() {
         let server = started(Duration::from_millis(300)).await;
         let client = reqwest::Client::builder().http1_only().build().unwrap();
-        let (drip, peer) = (format!("http://{}/drip", server.addr), format!("http://{}/peer", server.addr));
-        let first: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
-        assert_eq!(client.get(&drip).send().await.unwrap().text().await.unwrap(), "one two three");
-        // The same connection (the same port of the client's), kept open, serves the next request sent in time.
-        let again: SocketAddr = client.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
-        assert_eq!(first, again, "one connection served all three");
+        one_connection_outlasts_a_slow_answer(&client, server.addr).await;
     }
 
     #[tokio::test]
     async fn an_http2_connection_is_closed_once_idle_but_never_while_answering() {
         let server = started(Duration::from_millis(300)).await;
         let http2 = reqwest::Client::builder().http2_prior_knowledge().build().unwrap();
-        let (drip, peer) = (format!("http://{}/drip", server.addr), format!("http://{}/peer", server.addr));
-        let first: SocketAddr = http2.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
-        // An answer whose body takes twice the idle limit keeps the connection open: the next request goes on
-        // the same connection (the same port of the client's).
-        assert_eq!(http2.get(&drip).send().await.unwrap().text().await.unwrap(), "one two three");
-        let again: SocketAddr = http2.get(&peer).send().await.unwrap().text().await.unwrap().parse().unwrap();
-        assert_eq!(first, again, "one connection served all three");
+        // An answer whose body takes twice the idle limit keeps the connection open.
+        let first = one_connection_outlasts_a_slow_answer(&http2, server.addr).await;
         // A request whose handler outlasts the limit too.
         let Running { addr, mut entered, release, .. } = server;
+        let peer = format!("http://{addr}/peer");
         let slow = tokio::spawn({
             let http2 = http2.clone();
             async move { http2.get(format!("http://{addr}/slow")).send().await.unwrap().text().await.unwrap() }
