@@ -84,7 +84,7 @@ impl Sqlite {
         // An import cut off part way goes whole (see `import`).
         sqlx::query("delete from threads where import_id is not null").execute(&mut *tx).await?;
         tx.commit().await?;
-        let writer = Writer::start(writer);
+        let writer = Writer::start(writer, options.clone().pragma("temp_store", "memory").connect().await?);
         tokio::spawn(checkpoint_in_background(options.clone().connect().await?, writer.alive()));
         // A connection to a file in this process cannot go stale, so none is pinged before use: with the
         // default check, every query paid a second round trip to its connection's thread.

@@ -78,7 +78,7 @@ impl Turns for Sqlite {
         // before it. Turns starting while the writer is busy start together, in one transaction.
         let limits = *limits;
         self.writer
-            .write(Urgency::Start, move |conn| {
+            .write_bounded(Urgency::Start, move |conn| {
                 Box::pin(async move {
                     let spending =
                         Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;

@@ -8,6 +8,14 @@
 //! transaction is committed. A transaction is cut short when a more urgent write arrives or it grows past
 //! [`BATCH_TIME`], so a start waits for at most one short transaction.
 //!
+//! A savepoint's journal (the pages it changed, as they were) is kept where the write's [`Journal`] says: in
+//! memory for a chat turn's start and end, which a message's size bounds, and in a temporary file for every other
+//! write, which can be as large as all a person owns (deleting an account). SQLite keeps it in memory up to 64
+//! KiB either way; past that, a file is created, written and deleted again for every transaction, which a turn's
+//! end outgrows: that cost a fifth of a chat's fixed CPU (BENCHMARKS.md, "Relay overhead"). The writer owns two
+//! connections, one for each place (SQLite's `temp_store`, set when each was opened), and a transaction holds
+//! writes of one place only.
+//!
 //! Running turns hand their progress over through the same channel and never wait. The writer keeps it, one
 //! entry per turn, and writes the answers so far in background batches (so a crash keeps partial answers);
 //! their events stay here until the turn ends, since one process owns the database and follows its running
@@ -54,16 +62,43 @@ pub(super) enum Urgency {
     Background = 2,
 }
 
-/// The write connection and what the writer keeps of running turns.
+/// Where a write's savepoint keeps its journal (SQLite's `temp_store`; see the module's description).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Journal {
+    /// For writes whose size a message bounds.
+    Memory,
+    /// For every other write.
+    File,
+}
+
+/// The write connections and what the writer keeps of running turns.
 pub(super) struct Owned {
+    /// The connection writing now, whose savepoints keep their journal as `journal` says.
     conn: SqliteConnection,
+    journal: Journal,
+    /// The other connection, for the other place.
+    other: SqliteConnection,
     /// Handed over by running turns and not written yet, one entry per turn.
     progress: Progress,
 }
 
+impl Owned {
+    /// Makes the connection for `journal` the one writing.
+    fn use_journal(&mut self, journal: Journal) {
+        if self.journal != journal {
+            std::mem::swap(&mut self.conn, &mut self.other);
+            self.journal = journal;
+        }
+    }
+}
+
 /// A write: runs on the connection inside its savepoint, says whether it succeeded, and gives what answers its
 /// caller once the transaction is over (committed: `None`; or the commit's failure).
-type Job = Box<dyn for<'c> FnOnce(&'c mut Owned) -> BoxFuture<'c, (bool, Answer)> + Send>;
+struct Job {
+    journal: Journal,
+    run: Run,
+}
+type Run = Box<dyn for<'c> FnOnce(&'c mut Owned) -> BoxFuture<'c, (bool, Answer)> + Send>;
 type Answer = Box<dyn FnOnce(Option<&StoreError>) + Send>;
 
 enum Message {
@@ -105,10 +140,13 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    /// Starts the writer on the current runtime with the connection it owns.
-    pub(super) fn start(conn: SqliteConnection) -> Self {
+    /// Starts the writer on the current runtime with the two connections it owns: `file` keeps savepoints'
+    /// journals as SQLite does by default (a file past 64 KiB), `memory` was opened with `temp_store = memory`
+    /// (see [`Journal`]).
+    pub(super) fn start(file: SqliteConnection, memory: SqliteConnection) -> Self {
         let (line, arrivals) = mpsc::unbounded_channel();
-        tokio::spawn(run(arrivals, Owned { conn, progress: Progress::default() }));
+        let owned = Owned { conn: file, journal: Journal::File, other: memory, progress: Progress::default() };
+        tokio::spawn(run(arrivals, owned));
         Self { line }
     }
 
@@ -124,7 +162,17 @@ impl Writer {
         R: Send + 'static,
         F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<R>> + Send + 'static,
     {
-        self.job(urgency, move |owned| write(&mut owned.conn)).await
+        self.job(urgency, Journal::File, move |owned| write(&mut owned.conn)).await
+    }
+
+    /// [`Writer::write`] for a write whose size a message bounds (a chat turn's start): its savepoint's journal
+    /// stays in memory.
+    pub(super) async fn write_bounded<R, F>(&self, urgency: Urgency, write: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<R>> + Send + 'static,
+    {
+        self.job(urgency, Journal::Memory, move |owned| write(&mut owned.conn)).await
     }
 
     /// Hands over a running turn's progress. Never waits.
@@ -140,7 +188,7 @@ impl Writer {
 
     /// Closes a turn with what it leaves, together with its progress not written yet (its events first).
     pub(super) async fn finish(&self, turn: Uuid, mut end: TurnEnd) -> Result<Option<ThreadStamp>> {
-        self.job(Urgency::Waited, move |owned| {
+        self.job(Urgency::Waited, Journal::Memory, move |owned| {
             Box::pin(async move {
                 let taken = owned.progress.take(turn);
                 if let Some(taken) = &taken {
@@ -159,7 +207,7 @@ impl Writer {
         .await
     }
 
-    async fn job<R, F>(&self, urgency: Urgency, write: F) -> Result<R>
+    async fn job<R, F>(&self, urgency: Urgency, journal: Journal, write: F) -> Result<R>
     where
         R: Send + 'static,
         F: for<'c> FnOnce(&'c mut Owned) -> BoxFuture<'c, Result<R>> + Send + 'static,
@@ -167,7 +215,7 @@ impl Writer {
         let (reply, outcome) = oneshot::channel::<Result<R>>();
         // Counted as waiting (metrics) until the writer takes it up, or its caller goes away.
         let waiting = Waiting::new();
-        let job: Job = Box::new(move |owned| {
+        let run: Run = Box::new(move |owned| {
             Box::pin(async move {
                 drop(waiting);
                 if reply.is_closed() {
@@ -187,7 +235,7 @@ impl Writer {
                 (ok, answer)
             })
         });
-        if self.line.send(Message::Write(urgency, job)).is_err() {
+        if self.line.send(Message::Write(urgency, Job { journal, run })).is_err() {
             return Err(StoreError::Database(sqlx::Error::WorkerCrashed));
         }
         outcome.await.unwrap_or_else(|_| Err(StoreError::Database(sqlx::Error::WorkerCrashed)))
@@ -290,6 +338,15 @@ impl Lines {
     fn most_urgent(&self) -> Option<Urgency> {
         [Urgency::Start, Urgency::Waited, Urgency::Background].into_iter().find(|u| !self.0[*u as usize].is_empty())
     }
+
+    /// The next write of `urgency`, if its journal is kept as `journal`'s.
+    fn next(&mut self, urgency: Urgency, journal: Journal) -> Option<Run> {
+        let line = &mut self.0[urgency as usize];
+        if line.front()?.journal != journal {
+            return None;
+        }
+        line.pop_front().map(|job| job.run)
+    }
 }
 
 async fn run(mut arrivals: mpsc::UnboundedReceiver<Message>, mut owned: Owned) {
@@ -330,7 +387,7 @@ async fn run(mut arrivals: mpsc::UnboundedReceiver<Message>, mut owned: Owned) {
 }
 
 /// Runs the writes waiting in one line in one transaction, until the line is empty, the transaction is full or
-/// long enough, or a more urgent write arrives.
+/// long enough, a more urgent write arrives, or the next write keeps its journal elsewhere.
 async fn run_batch(
     owned: &mut Owned,
     lines: &mut Lines,
@@ -342,9 +399,13 @@ async fn run_batch(
         Urgency::Waited => WAITED_TOGETHER,
         Urgency::Background => BACKGROUND_TOGETHER,
     };
+    let Some(journal) = lines.0[urgency as usize].front().map(|job| job.journal) else { return };
     let began = Instant::now();
-    // The first write's savepoint opens with the transaction, in one round trip.
-    if let Err(e) = exec(&mut owned.conn, "begin; savepoint w").await {
+    owned.use_journal(journal);
+    // The first write's savepoint opens with the transaction, in one round trip. `immediate`: the write lock is
+    // taken (or waited for) at once, never by a statement that has read already, which SQLite would refuse at
+    // once rather than wait should anything else hold the lock.
+    if let Err(e) = exec(&mut owned.conn, "begin immediate; savepoint w").await {
         tracing::error!(error = %e, "the writer could not begin a transaction");
         let _ = exec(&mut owned.conn, "rollback").await;
         tokio::time::sleep(RETRY_AFTER).await;
@@ -352,10 +413,10 @@ async fn run_batch(
     }
     let mut answers: Vec<Answer> = Vec::new();
     let mut first = true;
-    while let Some(job) = lines.0[urgency as usize].pop_front() {
+    while let Some(run) = lines.next(urgency, journal) {
         let mut ok = std::mem::take(&mut first) || exec(&mut owned.conn, "release w; savepoint w").await.is_ok();
         if ok {
-            match AssertUnwindSafe(job(owned)).catch_unwind().await {
+            match AssertUnwindSafe(run(owned)).catch_unwind().await {
                 Ok((done, answer)) => {
                     ok = done;
                     answers.push(answer);
@@ -400,7 +461,7 @@ async fn run_batch(
 
 /// A write no one waits for: what an abandoned turn left.
 fn write_left(left: TurnProgress) -> Job {
-    Box::new(move |owned| {
+    let run: Run = Box::new(move |owned| {
         Box::pin(async move {
             let written = super::write_progress(&mut owned.conn, std::slice::from_ref(&left)).await;
             if let Err(e) = &written {
@@ -409,7 +470,9 @@ fn write_left(left: TurnProgress) -> Job {
             let nobody: Answer = Box::new(|_| ());
             (written.is_ok(), nobody)
         })
-    })
+    });
+    // A turn's answer so far, which a message's size bounds.
+    Job { journal: Journal::Memory, run }
 }
 
 /// Saves the answers of a batch of running turns; when the next batch is due.
@@ -420,7 +483,7 @@ async fn save_progress(owned: &mut Owned) -> Instant {
         return next;
     }
     let saved: BoxFuture<'_, Result<()>> = Box::pin(async {
-        exec(&mut owned.conn, "begin").await?;
+        exec(&mut owned.conn, "begin immediate").await?;
         if let Err(e) = super::write_progress(&mut owned.conn, &batch).await {
             exec(&mut owned.conn, "rollback").await?;
             return Err(e);
@@ -450,9 +513,11 @@ fn exec<'c>(conn: &'c mut SqliteConnection, sql: &'static str) -> BoxFuture<'c, 
 impl Writer {
     /// The turns whose progress the writer holds.
     pub(super) async fn held_turns(&self) -> Vec<Uuid> {
-        self.job(Urgency::Waited, |owned| Box::pin(async move { Ok(owned.progress.turns.keys().copied().collect()) }))
-            .await
-            .expect("held turns")
+        self.job(Urgency::Waited, Journal::File, |owned| {
+            Box::pin(async move { Ok(owned.progress.turns.keys().copied().collect()) })
+        })
+        .await
+        .expect("held turns")
     }
 }
 
@@ -460,14 +525,24 @@ impl Writer {
 mod tests {
     use std::sync::{Arc, Mutex};
 
-    use sqlx::Connection;
+    use std::{
+        str::FromStr,
+        sync::atomic::{AtomicUsize, Ordering},
+    };
+
+    use sqlx::{sqlite::SqliteConnectOptions, ConnectOptions};
 
     use super::*;
 
+    /// A writer on a database of its own (in memory, shared by its two connections).
     async fn writer() -> Writer {
-        let mut conn = SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let options =
+            SqliteConnectOptions::from_str(&format!("sqlite:file:writer{n}?mode=memory&cache=shared")).unwrap();
+        let mut conn = options.connect().await.unwrap();
         sqlx::query("create table t (k text primary key)").execute(&mut conn).await.unwrap();
-        Writer::start(conn)
+        Writer::start(conn, options.pragma("temp_store", "memory").connect().await.unwrap())
     }
 
     /// A write that inserts `key` and notes that it ran.
@@ -537,27 +612,70 @@ mod tests {
             .unwrap()
     }
 
-    #[tokio::test]
-    async fn starts_go_first_then_waited_writes_then_the_rest_and_equals_in_order() {
-        let writer = writer().await;
-        let ran = Arc::new(Mutex::new(Vec::new()));
-        let release = hold(&writer).await;
+    /// Puts the writes `send` sends in line while the writer is held, each in line before the next, then lets
+    /// the writer go and waits until all succeeded.
+    async fn in_line_while_held<T>(
+        writer: &Writer,
+        sent: impl IntoIterator<Item = T>,
+        mut send: impl FnMut(T) -> tokio::task::JoinHandle<Result<()>>,
+    ) {
+        let release = hold(writer).await;
         let mut writes = Vec::new();
-        for (key, urgency) in [
-            ("background", Urgency::Background),
-            ("end", Urgency::Waited),
-            ("start 1", Urgency::Start),
-            ("start 2", Urgency::Start),
-        ] {
-            writes.push(insert(&writer, urgency, key, &ran));
-            // Each is in line before the next.
+        for item in sent {
+            writes.push(send(item));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(release);
         for write in writes {
             write.await.unwrap().unwrap();
         }
+    }
+
+    #[tokio::test]
+    async fn starts_go_first_then_waited_writes_then_the_rest_and_equals_in_order() {
+        let writer = writer().await;
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let writes = [
+            ("background", Urgency::Background),
+            ("end", Urgency::Waited),
+            ("start 1", Urgency::Start),
+            ("start 2", Urgency::Start),
+        ];
+        in_line_while_held(&writer, writes, |(key, urgency)| insert(&writer, urgency, key, &ran)).await;
         assert_eq!(*ran.lock().unwrap(), vec!["start 1", "start 2", "end", "background"]);
+    }
+
+    /// A write that notes where its savepoint's journal is kept (`temp_store`: 0 is SQLite's default, a file
+    /// past 64 KiB; 2 is memory).
+    fn note_journal(
+        name: &'static str,
+        seen: Arc<Mutex<Vec<(&'static str, i64)>>>,
+    ) -> impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<()>> + Send + 'static {
+        move |conn| {
+            Box::pin(async move {
+                let place: i64 = sqlx::query_scalar("pragma temp_store").fetch_one(conn).await?;
+                seen.lock().unwrap().push((name, place));
+                Ok(())
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn each_write_keeps_its_savepoints_journal_where_its_size_allows_and_equals_stay_in_order() {
+        let writer = writer().await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let writes = [("a", false), ("b", true), ("c", true), ("d", false)];
+        in_line_while_held(&writer, writes, |(name, bounded)| {
+            let (writer, seen) = (writer.clone(), seen.clone());
+            tokio::spawn(async move {
+                match bounded {
+                    true => writer.write_bounded(Urgency::Waited, note_journal(name, seen)).await,
+                    false => writer.write(Urgency::Waited, note_journal(name, seen)).await,
+                }
+            })
+        })
+        .await;
+        assert_eq!(*seen.lock().unwrap(), vec![("a", 0), ("b", 2), ("c", 2), ("d", 0)]);
     }
 
     #[tokio::test]
