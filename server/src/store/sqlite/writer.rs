@@ -1,4 +1,4 @@
-//! SQLite's only writer. A database file has one writer at a time, so one task owns the write connection and
+//! SQLite's only writer. A database file has one writer at a time, so one task owns the write connections and
 //! takes every write from one channel. What waits is served most urgent first: a chat turn's start (someone
 //! watches for the first words), then a turn's end and every other write someone waits for, then background
 //! work (running turns' progress, heartbeats, the parts of an import); among equals, in order of arrival.
@@ -9,12 +9,14 @@
 //! [`BATCH_TIME`], so a start waits for at most one short transaction.
 //!
 //! A savepoint's journal (the pages it changed, as they were) is kept where the write's [`Journal`] says: in
-//! memory for a chat turn's start and end, which a message's size bounds, and in a temporary file for every other
-//! write, which can be as large as all a person owns (deleting an account). SQLite keeps it in memory up to 64
-//! KiB either way; past that, a file is created, written and deleted again for every transaction, which a turn's
-//! end outgrows: that cost a fifth of a chat's fixed CPU (BENCHMARKS.md, "Relay overhead"). The writer owns two
-//! connections, one for each place (SQLite's `temp_store`, set when each was opened), and a transaction holds
-//! writes of one place only.
+//! memory for a chat turn's start and end, which the message's or the answer's size bounds (with the share of
+//! the search index's merging their text sets off: FTS5 merges in steps in proportion to what is written, and
+//! only a rare "crisis" merge of a whole level of its index is larger), and in a temporary file for every other
+//! write in a savepoint, which can be as large as all a person owns (deleting an account). SQLite keeps it in
+//! memory up to 64 KiB either way; past that, a file is created, written and deleted again for every
+//! transaction, which a turn's end outgrows: that cost a fifth of a chat's fixed CPU (BENCHMARKS.md, "Relay
+//! overhead"). The writer owns two connections, one for each place (SQLite's `temp_store`, set when each was
+//! opened), and a transaction holds writes of one place only.
 //!
 //! Running turns hand their progress over through the same channel and never wait. The writer keeps it, one
 //! entry per turn, and writes the answers so far in background batches (so a crash keeps partial answers);
@@ -407,7 +409,10 @@ async fn run_batch(
     // once rather than wait should anything else hold the lock.
     if let Err(e) = exec(&mut owned.conn, "begin immediate; savepoint w").await {
         tracing::error!(error = %e, "the writer could not begin a transaction");
+        // Whatever either connection left open is rolled back: a transaction still open on the other one (after
+        // a commit that failed) holds the write lock this one waits for.
         let _ = exec(&mut owned.conn, "rollback").await;
+        let _ = exec(&mut owned.other, "rollback").await;
         tokio::time::sleep(RETRY_AFTER).await;
         return;
     }
@@ -497,6 +502,8 @@ async fn save_progress(owned: &mut Owned) -> Instant {
                 Ok(Err(e)) => tracing::warn!(error = %e, turns = batch.len(), "saving running turns' answers failed"),
                 _ => tracing::error!(turns = batch.len(), "saving running turns' answers panicked"),
             }
+            // Not left open after a commit that failed or a write that panicked (an error if nothing is open).
+            let _ = exec(&mut owned.conn, "rollback").await;
             owned.progress.put_back_answers(batch);
             owned.progress.round = 0;
             Instant::now() + RETRY_AFTER
