@@ -530,26 +530,32 @@ impl Writer {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use std::{
         str::FromStr,
-        sync::atomic::{AtomicUsize, Ordering},
+        sync::{
+            atomic::{AtomicUsize, Ordering},
+            Arc, Mutex,
+        },
     };
 
     use sqlx::{sqlite::SqliteConnectOptions, ConnectOptions};
 
     use super::*;
 
-    /// A writer on a database of its own (in memory, shared by its two connections).
-    async fn writer() -> Writer {
+    /// The writer's two connections (journals in a file, in memory) to a database of their own, in memory.
+    async fn connections() -> (SqliteConnection, SqliteConnection) {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let options =
             SqliteConnectOptions::from_str(&format!("sqlite:file:writer{n}?mode=memory&cache=shared")).unwrap();
-        let mut conn = options.connect().await.unwrap();
-        sqlx::query("create table t (k text primary key)").execute(&mut conn).await.unwrap();
-        Writer::start(conn, options.pragma("temp_store", "memory").connect().await.unwrap())
+        let mut file = options.connect().await.unwrap();
+        sqlx::query("create table t (k text primary key)").execute(&mut file).await.unwrap();
+        (file, options.pragma("temp_store", "memory").connect().await.unwrap())
+    }
+
+    async fn writer() -> Writer {
+        let (file, memory) = connections().await;
+        Writer::start(file, memory)
     }
 
     /// A write that inserts `key` and notes that it ran.
@@ -752,6 +758,40 @@ mod tests {
             start.await.unwrap().unwrap();
         }
         assert_eq!(*ran.lock().unwrap(), vec!["background 1", "start", "background 2"]);
+    }
+
+    #[tokio::test]
+    async fn a_transaction_left_open_on_the_other_connection_is_rolled_back_and_the_write_runs_after() {
+        // A database file (in memory, one connection's open transaction would make the other wait for good).
+        let dir = tempfile::tempdir().unwrap();
+        let options = SqliteConnectOptions::new()
+            .filename(dir.path().join("writer.db"))
+            .create_if_missing(true)
+            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+            .busy_timeout(Duration::from_millis(100));
+        let mut file = options.connect().await.unwrap();
+        sqlx::query("create table t (k text primary key)").execute(&mut file).await.unwrap();
+        let mut memory = options.pragma("temp_store", "memory").connect().await.unwrap();
+        // As after a commit that failed: the other connection still holds the write lock.
+        exec(&mut memory, "begin immediate").await.unwrap();
+        let mut owned = Owned { conn: file, journal: Journal::File, other: memory, progress: Progress::default() };
+        let mut lines = Lines::default();
+        let run: Run = Box::new(|owned| {
+            Box::pin(async move {
+                let inserted = sqlx::query("insert into t (k) values ('after')").execute(&mut owned.conn).await;
+                let nobody: Answer = Box::new(|_| ());
+                (inserted.is_ok(), nobody)
+            })
+        });
+        lines.put(Message::Write(Urgency::Waited, Job { journal: Journal::File, run }), &mut owned.progress);
+        let (_line, mut arrivals) = mpsc::unbounded_channel();
+        // The first try cannot begin; the second can, and runs the write.
+        for _ in 0..2 {
+            run_batch(&mut owned, &mut lines, &mut arrivals, Urgency::Waited).await;
+        }
+        assert!(lines.most_urgent().is_none(), "the write ran");
+        let keys: Vec<String> = sqlx::query_scalar("select k from t").fetch_all(&mut owned.conn).await.unwrap();
+        assert_eq!(keys, vec!["after"]);
     }
 
     #[tokio::test]
