@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::context::OpenRequest;
 use crate::llm::ToolSpec;
-use crate::store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError};
+use crate::store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError, TurnSettings};
 
 pub const SAVE_ARTIFACT: &str = "save_artifact";
 pub const DOCUMENT_SEARCH: &str = "document_search";
@@ -245,15 +245,9 @@ pub struct Offered {
 }
 
 impl Offered {
-    pub async fn for_thread(store: &DynStore, user: Uuid, thread: Uuid) -> Self {
-        let document_search = match store.list_attachments(user, thread).await {
-            Ok(attachments) => !attachments.is_empty(),
-            Err(e) => {
-                tracing::warn!(error = %e, "listing attachments failed; document_search not offered");
-                false
-            }
-        };
-        Self { document_search }
+    /// What a conversation is offered: `document_search` when files are attached to it.
+    pub fn for_thread(settings: &TurnSettings) -> Self {
+        Self { document_search: settings.has_attachments }
     }
 
     /// The specs, built for each request: a turn holds none of them while the model streams.

@@ -415,18 +415,16 @@ impl<'a> Turn<'a> {
         (answer, made, Some(opened))
     }
 
-    /// Reads what the model is asked (the conversation, the person's settings and the tools on offer, none
-    /// waiting for another), chooses the model and opens the first call.
+    /// Reads what the model is asked (the conversation, and the person's settings with the tools on offer,
+    /// neither waiting for the other), chooses the model and opens the first call.
     async fn open(&mut self, pending: Option<&Message>) -> Result<Opened, Ending> {
         let store = self.engine.store.clone();
         let (user, thread) = (self.plan.user, self.plan.thread);
         let kept = self.kept.take();
         let from_memory = kept.is_some();
-        let (loaded, settings, tools) = tokio::join!(
-            Box::pin(self.load_context(pending, kept)),
-            store.turn_settings(user, thread),
-            Box::pin(tools::Offered::for_thread(&store, user, thread))
-        );
+        // The settings' statement also says whether files are attached, which decides the tools.
+        let (loaded, settings) =
+            tokio::join!(Box::pin(self.load_context(pending, kept)), store.turn_settings(user, thread));
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
         #[cfg(debug_assertions)]
@@ -437,6 +435,7 @@ impl<'a> Turn<'a> {
         self.basis = Some(Basis { materials: loaded.materials, stamp: loaded.stamp, from_memory });
         let settings =
             settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
+        let tools = tools::Offered::for_thread(&settings);
         // A choice no longer on offer (the providers changed since) gives way to the next.
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;

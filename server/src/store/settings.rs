@@ -17,20 +17,25 @@ pub(crate) struct SettingsRow {
     default_model: Option<String>,
 }
 
-/// What a turn reads of its person and conversation: the settings and the conversation's model.
+/// What a turn reads of its person and conversation: the settings, the conversation's model and whether it has
+/// files.
 #[derive(sqlx::FromRow)]
 pub(crate) struct TurnSettingsRow {
     #[sqlx(flatten)]
     settings: SettingsRow,
     thread_model: Option<String>,
+    has_attachments: bool,
 }
 
-/// What a turn reads before it calls the model: the person's settings and the conversation's own model.
+/// What a turn reads before it calls the model: the person's settings, the conversation's own model and whether
+/// files are attached to it (which decides the tools on offer).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TurnSettings {
     pub settings: Settings,
     /// The conversation's model (`provider/model`), when the person chose one.
     pub thread_model: Option<String>,
+    /// Whether the person attached files to the conversation.
+    pub has_attachments: bool,
 }
 
 impl TryFrom<SettingsRow> for Settings {
@@ -58,12 +63,13 @@ shared_sql! {
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
-    /// The person's settings and the conversation's model, in one statement (another person's conversation has
-    /// none).
+    /// The person's settings, the conversation's model and whether it has files, in one statement (another
+    /// person's conversation has neither).
     pub(crate) async fn turn_settings(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
         let row: Option<TurnSettingsRow> = sqlx::query_as(
             "select display_name, custom_instructions, theme, default_model,
-               (select model from threads where id = $1 and user_id = $2) as thread_model
+               (select model from threads where id = $1 and user_id = $2) as thread_model,
+               exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments
              from users where id = $3",
         )
         .bind(D::id(thread))
@@ -72,7 +78,11 @@ shared_sql! {
         .fetch_optional(conn)
         .await?;
         let row = row.ok_or(StoreError::NotFound)?;
-        Ok(TurnSettings { settings: row.settings.try_into()?, thread_model: row.thread_model })
+        Ok(TurnSettings {
+            settings: row.settings.try_into()?,
+            thread_model: row.thread_model,
+            has_attachments: row.has_attachments,
+        })
     }
 
     pub(crate) async fn update_settings(
@@ -106,8 +116,8 @@ pub trait Preferences: Send + Sync {
     /// Saves the fields `change` carries (checked by the caller, see [`UpdateSettings::checked`]) and returns
     /// the settings as saved; `NotFound` for an unknown person.
     async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings>;
-    /// The person's settings with the conversation's model (`None` for a conversation that is missing or another
-    /// person's); `NotFound` for an unknown person.
+    /// The person's settings with the conversation's model and whether files are attached to it (`None` and
+    /// `false` for a conversation that is missing or another person's); `NotFound` for an unknown person.
     async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings>;
 }
 

@@ -172,10 +172,8 @@ async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: Da
     let at = created.timestamp_micros();
     let (thread, user) = (start.thread.to_string(), start.user.to_string());
     let mut script = Script::default();
+    push_stamp(&mut script, thread.clone(), user.clone());
     script
-        .statement(&format!("select {STAMP_COLUMNS} from threads where id = ? and user_id = ?"))
-        .bind(thread.clone())
-        .bind(user.clone())
         .statement(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select ?, ?, ?, 'running', ?, ? where exists (select 1 from threads where id = ? and user_id = ?)
@@ -248,8 +246,19 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
         )
         .bind(turn.clone())
         .bind(turn);
-    let saved = !closing.fetch_all(conn).await?.is_empty();
-    let Some(answer) = answer.filter(|_| saved) else { return Ok(None) };
+    // The thread's stamp after the end, read by the same script unless documents are still to be linked to the
+    // answer (which changes the stamp): one round trip less for most ends.
+    let stamped =
+        answer.filter(|a| a.artifacts.is_empty()).map(|a| (a.user.to_string(), a.draft.thread_id.to_string()));
+    if let Some((user, thread)) = stamped.clone() {
+        push_stamp(&mut closing, thread, user);
+    }
+    let rows = closing.fetch_all(conn).await?;
+    let Some(answer) = answer.filter(|_| !rows.is_empty()) else { return Ok(None) };
+    if stamped.is_some() {
+        // The answer's save returned rows, so its thread was there, and the stamp's row came last.
+        return rows.last().map(stamp_of).transpose();
+    }
     super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
     Shared::stamp(conn, answer.user, answer.draft.thread_id).await
 }
@@ -384,6 +393,14 @@ fn push_new_message<'q>(
         .statement("update threads set active_id = ? where id = ? and changes() = 1")
         .bind(id.to_string())
         .bind(thread.to_string());
+}
+
+/// Reads the thread's stamp (a row, read by [`stamp_of`], unless the thread is missing or another person's).
+fn push_stamp(script: &mut Script<'_>, thread: String, user: String) {
+    script
+        .statement(&format!("select {STAMP_COLUMNS} from threads where id = ? and user_id = ?"))
+        .bind(thread)
+        .bind(user);
 }
 
 /// A thread's stamp from a row of [`STAMP_COLUMNS`].

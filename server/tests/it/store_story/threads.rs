@@ -263,4 +263,23 @@ async fn model_choices(db: Db) {
     let back = app::api::UpdateSettings { default_model: Some(String::new()), ..Default::default() };
     assert_eq!(s.update_settings(u, &back).await.unwrap().default_model, None);
     assert_eq!(s.turn_settings(u, t.id).await.unwrap().thread_model, None);
+
+    // Whether files are attached (which decides the tools a turn offers): the conversation's own, never
+    // another's.
+    assert!(!s.turn_settings(u, t.id).await.unwrap().has_attachments);
+    let file = quire::store::NewAttachment {
+        thread_id: t.id,
+        filename: "plan.txt".into(),
+        content_type: "text/plain".into(),
+        size: 5,
+        chunks: vec!["Plans".into()],
+    };
+    let limits = quire::store::AttachmentLimits { per_thread: 20, user_bytes: None };
+    let attached = s.create_attachment(u, file, limits).await.unwrap();
+    let other_thread = s.create_thread(u, "Other", &[]).await.unwrap();
+    assert!(s.turn_settings(u, t.id).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(u, other_thread.id).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(other, t.id).await.unwrap().has_attachments);
+    s.delete_attachment(u, t.id, attached.id).await.unwrap();
+    assert!(!s.turn_settings(u, t.id).await.unwrap().has_attachments);
 }
