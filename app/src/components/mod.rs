@@ -10,6 +10,7 @@ pub mod message_bubble;
 pub mod modal;
 pub mod model_context;
 pub mod model_picker;
+pub mod new_password;
 pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;

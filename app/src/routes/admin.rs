@@ -6,8 +6,8 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
-use crate::api::MIN_PASSWORD_CHARS;
-use crate::components::form_note::form_note;
+use crate::components::form_note::{form_note, submit_noted};
+use crate::components::new_password::NewPassword;
 use crate::format::moment;
 
 /// A path of Quire made into an address to pass on.
@@ -323,25 +323,16 @@ pub fn ResetPasswordPage() -> impl IntoView {
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        busy.set(true);
         let body = ResetPasswordRequest { token: token.clone(), new_password: password.get_untracked() };
-        spawn_local(async move {
-            let result = calls::reset_password(&body).await;
-            busy.set(false);
-            note.set(Some(match result {
-                Ok(()) => (true, "Password set. Sign in with it now.".into()),
-                Err(e) => (false, e.message),
-            }));
+        submit_noted(busy, note, async move { calls::reset_password(&body).await }, |()| {
+            "Password set. Sign in with it now.".into()
         });
     };
     view! {
         <section class="auth" aria-labelledby="reset-heading">
             <h1 id="reset-heading">"Set a new password"</h1>
             <form class="auth-form" on:submit=submit>
-                <label for="reset-password">"New password"</label>
-                <input id="reset-password" type="password" autocomplete="new-password" required
-                    minlength=MIN_PASSWORD_CHARS.to_string()
-                    prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
+                <NewPassword id="reset-password" value=password/>
                 {form_note(note)}
                 <button type="submit" class="primary" disabled=move || busy.get()>"Set password"</button>
             </form>

@@ -11,8 +11,9 @@ use crate::api::{
     client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
     MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
 };
-use crate::components::form_note::form_note;
+use crate::components::form_note::{form_note, submit_noted};
 use crate::components::model_picker::{ModelChoice, ModelSelect};
+use crate::components::new_password::NewPassword;
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
 use crate::format::moment;
 use crate::CurrentUser;
@@ -72,25 +73,20 @@ fn save(
     done: &'static str,
     refused: impl FnOnce() + 'static,
 ) {
-    busy.set(true);
-    note.set(None);
-    spawn_local(async move {
+    let request = async move {
         let result = client::update_settings(&change).await;
-        busy.set(false);
-        match result {
-            Ok(saved) => {
-                user.0.update(|profile| {
-                    if let Some(profile) = profile {
-                        profile.display_name = saved.display_name;
-                    }
-                });
-                note.set(Some((true, done.into())));
-            }
-            Err(e) => {
-                refused();
-                note.set(Some((false, e.message)));
-            }
+        if result.is_err() {
+            refused();
         }
+        result
+    };
+    submit_noted(busy, note, request, move |saved| {
+        user.0.update(|profile| {
+            if let Some(profile) = profile {
+                profile.display_name = saved.display_name;
+            }
+        });
+        done.into()
     });
 }
 
@@ -252,21 +248,12 @@ fn ChangePassword() -> impl IntoView {
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        busy.set(true);
-        note.set(None);
         let body =
             ChangePasswordRequest { current_password: current.get_untracked(), new_password: new.get_untracked() };
-        spawn_local(async move {
-            let result = client::change_password(&body).await;
-            busy.set(false);
-            match result {
-                Ok(()) => {
-                    current.set(String::new());
-                    new.set(String::new());
-                    note.set(Some((true, "Password changed. Other devices are signed out.".into())));
-                }
-                Err(e) => note.set(Some((false, e.message))),
-            }
+        submit_noted(busy, note, async move { client::change_password(&body).await }, move |()| {
+            current.set(String::new());
+            new.set(String::new());
+            "Password changed. Other devices are signed out.".into()
         });
     };
     view! {
@@ -275,10 +262,7 @@ fn ChangePassword() -> impl IntoView {
             <label for="current-password">"Current password"</label>
             <input id="current-password" type="password" autocomplete="current-password" required
                 prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
-            <label for="new-password">"New password"</label>
-            <input id="new-password" type="password" autocomplete="new-password" required
-                minlength=MIN_PASSWORD_CHARS.to_string()
-                prop:value=move || new.get() on:input=move |ev| new.set(event_target_value(&ev))/>
+            <NewPassword id="new-password" value=new/>
             <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common or breached password.")}</p>
             {form_note(note)}
             <button type="submit" class="primary" disabled=move || busy.get()>"Change password"</button>

@@ -31,7 +31,7 @@ use prometheus_client::{
         gauge::Gauge,
         histogram::{exponential_buckets, Histogram},
     },
-    registry::Registry,
+    registry::{Metric, Registry, Unit},
 };
 
 use crate::{
@@ -105,14 +105,38 @@ fn first_token_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 14))
 }
 
+/// `metric`, registered under `name` with `help`.
+fn registered<M: Metric + Clone>(registry: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
+/// Durations in seconds, by the labels `L`.
+type Timings<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// A family of histograms in seconds, each with the buckets of `histogram`, registered under `name` with `help`.
+fn timings<L: Clone + std::hash::Hash + Eq>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    histogram: fn() -> Histogram,
+) -> Timings<L>
+where
+    Timings<L>: Metric + Clone,
+{
+    let family = Family::new_with_constructor(histogram);
+    registry.register_with_unit(name, help, Unit::Seconds, family.clone());
+    family
+}
+
 /// The measures of one Quire process.
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
-    latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    latency: Timings<RouteLabels>,
     open_streams: Gauge,
     running_turns: Gauge,
-    first_token: Family<ProviderLabels, Histogram, fn() -> Histogram>,
+    first_token: Timings<ProviderLabels>,
     provider_errors: Family<ErrorLabels, Counter>,
     tokens: Family<TokenLabels, Counter>,
     sqlite_waiting: Gauge,
@@ -136,36 +160,20 @@ impl Metrics {
     /// Every measure registered, all at zero.
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("quire");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register("http_requests", "HTTP requests answered, by route and status", requests.clone());
-        let latency = Family::new_with_constructor(latency_histogram as fn() -> Histogram);
-        registry.register_with_unit(
-            "http_request_duration",
-            "Time to the response's head, by route",
-            prometheus_client::registry::Unit::Seconds,
-            latency.clone(),
-        );
-        let open_streams = Gauge::default();
-        registry.register("open_streams", "Event streams open to browsers", open_streams.clone());
-        let running_turns = Gauge::default();
-        registry.register("running_turns", "Chat turns running in this process", running_turns.clone());
-        let first_token = Family::new_with_constructor(first_token_histogram as fn() -> Histogram);
-        registry.register_with_unit(
-            "provider_first_token",
-            "Time from asking the model to its first event",
-            prometheus_client::registry::Unit::Seconds,
-            first_token.clone(),
-        );
-        let provider_errors = Family::<ErrorLabels, Counter>::default();
-        registry.register("provider_errors", "Failed model calls, by stage", provider_errors.clone());
-        let tokens = Family::<TokenLabels, Counter>::default();
-        registry.register("tokens", "Tokens the model read and wrote, as it reported them", tokens.clone());
-        let sqlite_waiting = Gauge::default();
-        registry.register("sqlite_writes_waiting", "Writes waiting for SQLite's writer", sqlite_waiting.clone());
-        let pool = Family::<PoolLabels, Gauge>::default();
-        registry.register("db_connections", "PostgreSQL connections by pool, in use and idle", pool.clone());
-        let contexts = Family::<ContextLabels, Counter>::default();
-        registry.register("context_builds", "Turns' contexts, by where they came from", contexts.clone());
+        let r = &mut registry;
+        let requests = registered(r, "http_requests", "HTTP requests answered, by route and status", Family::default());
+        let latency = timings(r, "http_request_duration", "Time to the response's head, by route", latency_histogram);
+        let open_streams = registered(r, "open_streams", "Event streams open to browsers", Gauge::default());
+        let running_turns = registered(r, "running_turns", "Chat turns running in this process", Gauge::default());
+        let first_token =
+            timings(r, "provider_first_token", "Time from asking the model to its first event", first_token_histogram);
+        let provider_errors = registered(r, "provider_errors", "Failed model calls, by stage", Family::default());
+        let tokens = registered(r, "tokens", "Tokens the model read and wrote, as it reported them", Family::default());
+        let sqlite_waiting =
+            registered(r, "sqlite_writes_waiting", "Writes waiting for SQLite's writer", Gauge::default());
+        let pool =
+            registered(r, "db_connections", "PostgreSQL connections by pool, in use and idle", Family::default());
+        let contexts = registered(r, "context_builds", "Turns' contexts, by where they came from", Family::default());
         Self {
             registry,
             requests,

@@ -65,20 +65,22 @@ fn fts5_quote(word: &str) -> String {
     format!("\"{}\"", word.replace('"', "\"\""))
 }
 
-/// An FTS5 MATCH expression for the `body` column, or `None` when there is nothing to search.
-pub fn to_fts5(terms: &[Term]) -> Option<String> {
+/// Every term as `term` writes it, joined by `and`, or `None` when there is nothing to search.
+fn all_of(terms: &[Term], and: &str, term: impl Fn(&Term) -> String) -> Option<String> {
     if terms.is_empty() {
         return None;
     }
-    let parts: Vec<String> = terms
-        .iter()
-        .map(|t| match t {
-            Term::Word(w) => fts5_quote(w),
-            Term::Prefix(w) => format!("{}*", fts5_quote(w)),
-            Term::Phrase(ws) => fts5_quote(&ws.join(" ")),
-        })
-        .collect();
-    Some(format!("body : ({})", parts.join(" AND ")))
+    Some(terms.iter().map(term).collect::<Vec<_>>().join(and))
+}
+
+/// An FTS5 MATCH expression for the `body` column, or `None` when there is nothing to search.
+pub fn to_fts5(terms: &[Term]) -> Option<String> {
+    let all = all_of(terms, " AND ", |t| match t {
+        Term::Word(w) => fts5_quote(w),
+        Term::Prefix(w) => format!("{}*", fts5_quote(w)),
+        Term::Phrase(ws) => fts5_quote(&ws.join(" ")),
+    })?;
+    Some(format!("body : ({all})"))
 }
 
 fn ts_quote(word: &str) -> String {
@@ -87,18 +89,11 @@ fn ts_quote(word: &str) -> String {
 
 /// A PostgreSQL `to_tsquery('simple', ...)` expression, or `None` when there is nothing to search.
 pub fn to_tsquery(terms: &[Term]) -> Option<String> {
-    if terms.is_empty() {
-        return None;
-    }
-    let parts: Vec<String> = terms
-        .iter()
-        .map(|t| match t {
-            Term::Word(w) => ts_quote(w),
-            Term::Prefix(w) => format!("{}:*", ts_quote(w)),
-            Term::Phrase(ws) => format!("({})", ws.iter().map(|w| ts_quote(w)).collect::<Vec<_>>().join(" <-> ")),
-        })
-        .collect();
-    Some(parts.join(" & "))
+    all_of(terms, " & ", |t| match t {
+        Term::Word(w) => ts_quote(w),
+        Term::Prefix(w) => format!("{}:*", ts_quote(w)),
+        Term::Phrase(ws) => format!("({})", ws.iter().map(|w| ts_quote(w)).collect::<Vec<_>>().join(" <-> ")),
+    })
 }
 
 /// Whether a text matches the terms the way the index would (used by tests to check every hit).

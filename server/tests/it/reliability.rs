@@ -15,6 +15,7 @@ use quire::llm::{
     HttpTimeouts,
 };
 use serde_json::json;
+use tempfile::TempDir;
 use uuid::Uuid;
 
 use crate::common::{read_frames, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer};
@@ -38,6 +39,16 @@ const REQUIREMENTS: &str = "We are building a booking system for a chain of clim
     Members must be able to book a slot from their phone. Staff need a daily list of bookings. \
     The system should send a reminder two hours before each slot. Admins want a monthly usage report. \
     Payments must be refunded automatically when a gym closes early.";
+
+/// A server whose built-in model writes slowly, and its answer to [`REQUIREMENTS`] in a conversation of its own, as
+/// events and as the stored text: what every run is compared with.
+async fn slow_server_with_reference() -> (TestServer, TempDir, Vec<Frame>, String) {
+    let (server, dir) = slow_builtin_server(Duration::from_millis(2)).await;
+    let thread = server.create_thread().await;
+    let events = server.chat(thread, REQUIREMENTS).await;
+    let answer = server.detail(thread).await.messages[1].content.clone();
+    (server, dir, events, answer)
+}
 
 /// The event without what differs from one conversation to the next (ids).
 fn normalized(event: &ChatEvent) -> ChatEvent {
@@ -77,10 +88,7 @@ async fn replay(server: &TestServer, thread: Uuid) -> Vec<Frame> {
 async fn a_client_that_leaves_mid_answer_always_gets_the_whole_answer_saved() {
     let runs = iterations(4);
     let mut rng = rng("client_disconnect");
-    let (server, _dir) = slow_builtin_server(Duration::from_millis(2)).await;
-    let reference_thread = server.create_thread().await;
-    let reference = server.chat(reference_thread, REQUIREMENTS).await;
-    let reference_answer = server.detail(reference_thread).await.messages[1].content.clone();
+    let (server, _dir, reference, reference_answer) = slow_server_with_reference().await;
     assert!(reference.len() > 20, "the answer is long enough to leave in the middle: {} events", reference.len());
 
     for run in 0..runs {
@@ -106,10 +114,8 @@ async fn a_client_that_leaves_mid_answer_always_gets_the_whole_answer_saved() {
 async fn resuming_at_random_points_loses_and_repeats_no_event() {
     let runs = iterations(8);
     let mut rng = rng("resume");
-    let (server, _dir) = slow_builtin_server(Duration::from_millis(2)).await;
-    let reference_thread = server.create_thread().await;
-    let reference: Vec<ChatEvent> =
-        server.chat(reference_thread, REQUIREMENTS).await.iter().map(|f| normalized(&f.event)).collect();
+    let (server, _dir, reference, _) = slow_server_with_reference().await;
+    let reference: Vec<ChatEvent> = reference.iter().map(|f| normalized(&f.event)).collect();
 
     for run in 0..runs {
         let thread = server.create_thread().await;

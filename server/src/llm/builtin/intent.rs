@@ -359,7 +359,9 @@ pub fn asks_about_documents(text: &str) -> bool {
     split_sentences(text).iter().any(|s| is_document_question(s))
 }
 
-const QUERY_STOP: &[&str] = &[
+/// Words that point at an attached document rather than into it ("what do the files say about ..."): not what a
+/// question about documents is looking for.
+pub(crate) const DOCUMENT_WORDS: &[&str] = &[
     "document",
     "documents",
     "doc",
@@ -367,17 +369,22 @@ const QUERY_STOP: &[&str] = &[
     "file",
     "files",
     "pdf",
-    "pdfs",
     "attached",
-    "attachment",
-    "attachments",
     "uploaded",
-    "upload",
-    "uploads",
     "say",
     "says",
-    "said",
     "according",
+];
+
+/// The other words of a request about documents that are not what to search for: other names for them, and what
+/// to do with them.
+const REQUEST_WORDS: &[&str] = &[
+    "pdfs",
+    "attachment",
+    "attachments",
+    "upload",
+    "uploads",
+    "said",
     "generate",
     "create",
     "write",
@@ -418,7 +425,7 @@ pub fn search_query(text: &str) -> String {
         cleaned.push_str(&sentence[last..]);
         cleaned.push(' ');
     }
-    let kw = keywords(&cleaned, QUERY_STOP);
+    let kw = keywords(&cleaned, &[DOCUMENT_WORDS, REQUEST_WORDS].concat());
     if kw.is_empty() {
         let fallback = keywords(text, &[]);
         if fallback.is_empty() {

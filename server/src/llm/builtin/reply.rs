@@ -12,7 +12,8 @@ use super::analysis::{
 };
 use super::documents::{render, DocContext};
 use super::intent::{
-    asks_about_documents, is_document_question, is_generation_sentence, requested_artifacts, search_query, ArtifactKind,
+    asks_about_documents, is_document_question, is_generation_sentence, requested_artifacts, search_query,
+    ArtifactKind, DOCUMENT_WORDS,
 };
 use crate::llm::types::{ChatRequest, Part, Role};
 
@@ -511,21 +512,6 @@ pub(crate) fn parse_chunks(content: &str) -> Vec<Chunk> {
         .collect()
 }
 
-const QUESTION_STOP: &[&str] = &[
-    "document",
-    "documents",
-    "doc",
-    "docs",
-    "file",
-    "files",
-    "pdf",
-    "attached",
-    "uploaded",
-    "say",
-    "says",
-    "according",
-];
-
 fn answer_from_search(question: &str, outcome: &Outcome) -> String {
     let chunks = parse_chunks(&outcome.content);
     let query = outcome
@@ -541,7 +527,8 @@ fn answer_from_search(question: &str, outcome: &Outcome) -> String {
              relevant part here."
         );
     }
-    let wanted: Vec<String> = keywords(&format!("{question} {query}"), QUESTION_STOP).iter().map(|w| stem(w)).collect();
+    let wanted: Vec<String> =
+        keywords(&format!("{question} {query}"), DOCUMENT_WORDS).iter().map(|w| stem(w)).collect();
     // (score, chunk index, sentence index, sentence)
     let mut scored: Vec<(usize, usize, usize, String)> = Vec::new();
     for (ci, chunk) in chunks.iter().enumerate() {
