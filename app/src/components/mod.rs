@@ -2,6 +2,7 @@
 
 pub mod app_bar;
 pub mod artifact_card;
+pub mod counted_list;
 pub mod day_chart;
 pub mod documents_panel;
 pub mod form_note;

@@ -6,6 +6,7 @@ use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
 use crate::api::{client, Artifact, ContextPassage, ContextRecord, Message, Role};
+use crate::components::counted_list::CountedList;
 use crate::components::trace_steps::TraceSteps;
 use crate::format::grouped;
 
@@ -184,56 +185,33 @@ fn ContextDetails(view: ContextView) -> impl IntoView {
 /// The passages of attached files the model was given, with where each comes from and how well it matched.
 #[component]
 fn PassageList(passages: Vec<ContextPassage>) -> impl IntoView {
-    let count = passages.len();
-    let rows = passages
-        .into_iter()
-        .map(|p| {
-            view! {
-                <li>
-                    <span class="context-who">{p.filename}</span>
-                    " "
-                    <span class="context-reason">{format!("passage {}, score {:.2}", p.chunk + 1, p.score)}</span>
-                    " "
-                    <span class="context-excerpt">{p.excerpt}</span>
-                </li>
-            }
-        })
-        .collect_view();
-    (count > 0).then(|| {
+    let row = |p: ContextPassage| {
         view! {
-            <h3 class="context-heading">{format!("Passages from attached files ({count})")}</h3>
-            <ul class="context-list" data-testid="context-passages">{rows}</ul>
+            <li>
+                <span class="context-who">{p.filename}</span>
+                " "
+                <span class="context-reason">{format!("passage {}, score {:.2}", p.chunk + 1, p.score)}</span>
+                " "
+                <span class="context-excerpt">{p.excerpt}</span>
+            </li>
         }
-    })
+    };
+    view! { <CountedList heading="Passages from attached files" items=passages row testid="context-passages"/> }
 }
 
 #[component]
 fn MessageGroup(heading: &'static str, empty: &'static str, items: Vec<SeenMessage>, ordered: bool) -> impl IntoView {
-    let count = items.len();
-    let rows = items
-        .into_iter()
-        .map(|m| {
-            view! {
-                <li>
-                    <span class="context-who">{m.who}</span>
-                    " "
-                    <span class="context-excerpt">{m.excerpt}</span>
-                    {(!m.reason.is_empty()).then(|| view! { <span class="context-reason">{m.reason}</span> })}
-                </li>
-            }
-        })
-        .collect_view();
-    let list = if count == 0 {
-        view! { <p class="muted">{empty}</p> }.into_any()
-    } else if ordered {
-        view! { <ol class="context-list">{rows}</ol> }.into_any()
-    } else {
-        view! { <ul class="context-list">{rows}</ul> }.into_any()
+    let row = |m: SeenMessage| {
+        view! {
+            <li>
+                <span class="context-who">{m.who}</span>
+                " "
+                <span class="context-excerpt">{m.excerpt}</span>
+                {(!m.reason.is_empty()).then(|| view! { <span class="context-reason">{m.reason}</span> })}
+            </li>
+        }
     };
-    view! {
-        <h3 class="context-heading">{format!("{heading} ({count})")}</h3>
-        {list}
-    }
+    view! { <CountedList heading items row empty ordered/> }
 }
 
 #[cfg(test)]

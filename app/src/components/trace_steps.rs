@@ -6,6 +6,7 @@ use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
 use crate::api::{client, shortened, CallPurpose, ModelCall, StopReason, ToolCallStep, TraceStep};
+use crate::components::counted_list::CountedList;
 use crate::format::grouped;
 
 /// Longest arguments or result shown for a tool call, in characters.
@@ -118,29 +119,28 @@ pub fn TraceSteps(message_id: Uuid) -> impl IntoView {
 
 #[component]
 fn StepList(steps: Vec<StepView>) -> impl IntoView {
-    let count = steps.len();
-    let rows = steps
-        .into_iter()
-        .map(|step| {
-            view! {
-                <li class="trace-step">
-                    <span class="trace-title">{step.title}</span>
-                    <span class="trace-details">{step.details.join(" · ")}</span>
-                    {step.lines.into_iter().map(|(label, text)| view! {
-                        <span class="trace-line"><span class="trace-label">{label}": "</span><code>{text}</code></span>
-                    }).collect_view()}
-                    {step.error.map(|e| view! { <span class="trace-error">"Failed: "{e}</span> })}
-                </li>
-            }
-        })
-        .collect_view();
+    let row = |step: StepView| {
+        view! {
+            <li class="trace-step">
+                <span class="trace-title">{step.title}</span>
+                <span class="trace-details">{step.details.join(" · ")}</span>
+                {step.lines.into_iter().map(|(label, text)| view! {
+                    <span class="trace-line"><span class="trace-label">{label}": "</span><code>{text}</code></span>
+                }).collect_view()}
+                {step.error.map(|e| view! { <span class="trace-error">"Failed: "{e}</span> })}
+            </li>
+        }
+    };
     view! {
-        <h3 class="context-heading">{format!("Steps ({count})")}</h3>
-        {if count == 0 {
-            view! { <p class="muted">"No steps were kept for this answer."</p> }.into_any()
-        } else {
-            view! { <ol class="context-list trace-steps" data-testid="trace-steps">{rows}</ol> }.into_any()
-        }}
+        <CountedList
+            heading="Steps"
+            items=steps
+            row
+            empty="No steps were kept for this answer."
+            ordered=true
+            class="context-list trace-steps"
+            testid="trace-steps"
+        />
     }
 }
 
