@@ -593,18 +593,8 @@ async fn signing_out_on_one_instance_ends_the_streams_on_another() {
     let hanging = vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
     let a = instance(ScriptedModel::new(vec![])).await;
     let b = instance(ScriptedModel::new(vec![hanging])).await;
-    let thread = b.create_thread().await;
     // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
-    let response = a
-        .client
-        .post(b.url(&format!("/api/threads/{thread}/chat")))
-        .json(&serde_json::json!({"content": "Tell me everything"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let mut body = response.bytes_stream();
-    assert!(body.next().await.is_some(), "the stream started");
+    let mut body = session_list::open_stream(&b, &a.client).await;
     assert_eq!(a.client.post(a.url("/api/auth/logout")).send().await.unwrap().status(), 204);
     let ended =
         tokio::time::timeout(std::time::Duration::from_secs(2), async { while let Some(Ok(_)) = body.next().await {} })
@@ -690,7 +680,7 @@ mod session_list {
     }
 
     /// Starts an answer that never finishes, from `client`; its event stream.
-    async fn open_stream(
+    pub(super) async fn open_stream(
         server: &TestServer,
         client: &reqwest::Client,
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
