@@ -1,14 +1,14 @@
 //! Provider for the Anthropic Messages API (`POST {base}/v1/messages`, streamed).
 
-use std::{collections::BTreeMap, fmt, path::PathBuf};
+use std::{collections::BTreeMap, fmt};
 
 use reqwest::header::ACCEPT;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
-    secret::ApiKey,
+    endpoint::Endpoint,
     sse::SseEvent,
-    transport::{self, HttpTimeouts, Progress, SseDecoder},
+    transport::{self, Progress, SseDecoder},
     types::{
         ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
     },
@@ -24,16 +24,8 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// Settings of an [`AnthropicProvider`]. `Debug` does not show the API key.
 #[derive(Debug, Clone)]
 pub struct AnthropicConfig {
-    /// API root without `/v1`, e.g. `https://api.anthropic.com`.
-    pub base_url: String,
-    /// Sent as `x-api-key`; `None` only makes sense behind a proxy that adds it.
-    pub api_key: Option<ApiKey>,
-    /// Model identifier sent upstream.
-    pub model: String,
-    /// Connect, first-byte and idle timeouts.
-    pub timeouts: HttpTimeouts,
-    /// A PEM file of certificates trusted besides the public roots (`QUIRE_LLM_CA_FILE`).
-    pub ca_file: Option<PathBuf>,
+    /// Where the API answers (its root without `/v1`), with the key sent as `x-api-key`.
+    pub endpoint: Endpoint,
     /// `max_tokens` sent when the request leaves it at 0.
     pub default_max_tokens: u32,
 }
@@ -46,25 +38,18 @@ impl AnthropicConfig {
 
     /// Configuration for `model` on the server at `base_url`, without a key.
     pub fn with_base_url(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        Self {
-            base_url: base_url.into(),
-            api_key: None,
-            model: model.into(),
-            timeouts: HttpTimeouts::default(),
-            ca_file: None,
-            default_max_tokens: DEFAULT_MAX_TOKENS,
-        }
+        Self::at(Endpoint::new(base_url, model))
     }
 
     /// Configuration for `model` from `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
     /// `ANTHROPIC_API_KEY`.
     pub fn from_env(model: impl Into<String>) -> Self {
-        let base_url = transport::base_url_from_env("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL);
-        Self {
-            api_key: ApiKey::from_env("ANTHROPIC_API_KEY"),
-            ca_file: transport::ca_file_from_env(),
-            ..Self::with_base_url(base_url, model)
-        }
+        Self::at(Endpoint::from_env("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, "ANTHROPIC_API_KEY", model))
+    }
+
+    /// Configuration for `endpoint`, with the default output token limit.
+    pub fn at(endpoint: Endpoint) -> Self {
+        Self { endpoint, default_max_tokens: DEFAULT_MAX_TOKENS }
     }
 }
 
@@ -84,7 +69,7 @@ impl fmt::Debug for AnthropicProvider {
 impl AnthropicProvider {
     /// Creates the provider and its first HTTP client.
     pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        let clients = transport::Clients::new(&config.timeouts, config.ca_file.as_deref())?;
+        let clients = config.endpoint.clients()?;
         Ok(Self { config, clients })
     }
 
@@ -101,7 +86,7 @@ impl Provider for AnthropicProvider {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     fn names_threads(&self) -> bool {
@@ -109,8 +94,8 @@ impl Provider for AnthropicProvider {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = transport::join_url(&self.config.base_url, "v1/messages");
-        tracing::debug!(provider = "anthropic", model = %self.config.model, %url, "starting completion");
+        let url = transport::join_url(&self.config.endpoint.base_url, "v1/messages");
+        tracing::debug!(provider = "anthropic", model = %self.config.endpoint.model, %url, "starting completion");
         let lease = self.clients.lease()?;
         let mut builder = lease
             .client()
@@ -118,11 +103,11 @@ impl Provider for AnthropicProvider {
             .header("anthropic-version", API_VERSION)
             .header(ACCEPT, "text/event-stream")
             .json(&wire_request(&self.config, &request));
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &self.config.endpoint.api_key {
             builder = builder.header("x-api-key", transport::secret_header(key.expose(), "Anthropic")?);
         }
-        let response = transport::send(builder, &self.config.timeouts).await?;
-        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))
+        let response = transport::send(builder, &self.config.endpoint.timeouts).await?;
+        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.endpoint.timeouts.idle))
     }
 }
 
@@ -175,7 +160,7 @@ struct WireTool<'a> {
 
 fn wire_request<'a>(config: &'a AnthropicConfig, request: &'a ChatRequest) -> WireRequest<'a> {
     WireRequest {
-        model: &config.model,
+        model: &config.endpoint.model,
         max_tokens: if request.max_tokens > 0 { request.max_tokens } else { config.default_max_tokens },
         system: &request.system,
         messages: request.messages.iter().filter_map(wire_message).collect(),

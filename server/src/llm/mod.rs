@@ -3,6 +3,7 @@
 
 pub mod anthropic;
 pub mod builtin;
+pub mod endpoint;
 pub mod openai;
 pub mod registry;
 pub mod retry;
@@ -14,6 +15,7 @@ pub mod types;
 
 use std::sync::Arc;
 
+pub use endpoint::Endpoint;
 pub use registry::Registry;
 pub use secret::ApiKey;
 pub use transport::HttpTimeouts;

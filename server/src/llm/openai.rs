@@ -3,15 +3,15 @@
 //! The same wire format is spoken by most local servers (Ollama, llama.cpp, vLLM), so the API
 //! key is optional and the base URL configurable.
 
-use std::{collections::BTreeMap, fmt, path::PathBuf};
+use std::{collections::BTreeMap, fmt};
 
 use reqwest::header::{ACCEPT, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
-    secret::ApiKey,
+    endpoint::Endpoint,
     sse::SseEvent,
-    transport::{self, HttpTimeouts, Progress, SseDecoder},
+    transport::{self, Progress, SseDecoder},
     types::{
         ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
     },
@@ -46,16 +46,9 @@ impl MaxTokensField {
 /// Settings of an [`OpenAiProvider`]. `Debug` does not show the API key.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
-    /// API root, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`.
-    pub base_url: String,
-    /// Bearer token; `None` for local servers that need none.
-    pub api_key: Option<ApiKey>,
-    /// Model identifier sent upstream.
-    pub model: String,
-    /// Connect, first-byte and idle timeouts.
-    pub timeouts: HttpTimeouts,
-    /// A PEM file of certificates trusted besides the public roots (`QUIRE_LLM_CA_FILE`).
-    pub ca_file: Option<PathBuf>,
+    /// Where the API answers, e.g. `https://api.openai.com/v1` or `http://localhost:11434/v1`, with the bearer
+    /// token (none for local servers that need none).
+    pub endpoint: Endpoint,
     /// Field name used for the output token limit.
     pub max_tokens_field: MaxTokensField,
 }
@@ -68,26 +61,18 @@ impl OpenAiConfig {
 
     /// Configuration for `model` on the server at `base_url`, without a key.
     pub fn with_base_url(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        let base_url = base_url.into();
-        Self {
-            max_tokens_field: MaxTokensField::for_base_url(&base_url),
-            base_url,
-            api_key: None,
-            model: model.into(),
-            timeouts: HttpTimeouts::default(),
-            ca_file: None,
-        }
+        Self::at(Endpoint::new(base_url, model))
     }
 
     /// Configuration for `model` from `OPENAI_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
     /// `OPENAI_API_KEY` (optional).
     pub fn from_env(model: impl Into<String>) -> Self {
-        let base_url = transport::base_url_from_env("OPENAI_BASE_URL", DEFAULT_BASE_URL);
-        Self {
-            api_key: ApiKey::from_env("OPENAI_API_KEY"),
-            ca_file: transport::ca_file_from_env(),
-            ..Self::with_base_url(base_url, model)
-        }
+        Self::at(Endpoint::from_env("OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY", model))
+    }
+
+    /// Configuration for `endpoint`, with the token limit field its base URL expects.
+    pub fn at(endpoint: Endpoint) -> Self {
+        Self { max_tokens_field: MaxTokensField::for_base_url(&endpoint.base_url), endpoint }
     }
 }
 
@@ -107,7 +92,7 @@ impl fmt::Debug for OpenAiProvider {
 impl OpenAiProvider {
     /// Creates the provider and its first HTTP client.
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        let clients = transport::Clients::new(&config.timeouts, config.ca_file.as_deref())?;
+        let clients = config.endpoint.clients()?;
         Ok(Self { config, clients })
     }
 
@@ -124,7 +109,7 @@ impl Provider for OpenAiProvider {
     }
 
     fn model(&self) -> &str {
-        &self.config.model
+        &self.config.endpoint.model
     }
 
     fn names_threads(&self) -> bool {
@@ -132,17 +117,17 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = transport::join_url(&self.config.base_url, "chat/completions");
-        tracing::debug!(provider = "openai", model = %self.config.model, %url, "starting completion");
+        let url = transport::join_url(&self.config.endpoint.base_url, "chat/completions");
+        tracing::debug!(provider = "openai", model = %self.config.endpoint.model, %url, "starting completion");
         let lease = self.clients.lease()?;
         let mut builder =
             lease.client().post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
-        if let Some(key) = &self.config.api_key {
+        if let Some(key) = &self.config.endpoint.api_key {
             builder =
                 builder.header(AUTHORIZATION, transport::secret_header(&format!("Bearer {}", key.expose()), "OpenAI")?);
         }
-        let response = transport::send(builder, &self.config.timeouts).await?;
-        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.timeouts.idle))
+        let response = transport::send(builder, &self.config.endpoint.timeouts).await?;
+        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.endpoint.timeouts.idle))
     }
 }
 
@@ -232,7 +217,7 @@ fn wire_request<'a>(config: &'a OpenAiConfig, request: &'a ChatRequest) -> WireR
         MaxTokensField::MaxCompletionTokens => (None, limit),
     };
     WireRequest {
-        model: &config.model,
+        model: &config.endpoint.model,
         messages,
         stream: true,
         stream_options: StreamOptions { include_usage: true },

@@ -17,7 +17,7 @@ use futures::StreamExt;
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use super::{anthropic, builtin, openai, retry, ApiKey, EventStream, LlmError, Provider};
+use super::{anthropic, builtin, openai, retry, ApiKey, Endpoint, EventStream, LlmError, Provider};
 use crate::config::models::{ModelsConfig, ProviderSettings};
 use crate::config::ProviderKind;
 
@@ -242,20 +242,12 @@ impl Registry {
                 Arc::new(Renamed::new(&named.name, builtin::Builtin::new().with_delay(*delay).with_model(model)))
             }
             Source::OpenAi { base_url, api_key } => {
-                let config = openai::OpenAiConfig {
-                    api_key: api_key.clone(),
-                    ca_file: super::transport::ca_file_from_env(),
-                    ..openai::OpenAiConfig::with_base_url(base_url.clone(), model)
-                };
-                remote(&named.name, model, openai::OpenAiProvider::new(config))
+                let endpoint = Endpoint::configured(base_url.clone(), api_key.clone(), model);
+                remote(&named.name, model, openai::OpenAiProvider::new(openai::OpenAiConfig::at(endpoint)))
             }
             Source::Anthropic { base_url, api_key } => {
-                let config = anthropic::AnthropicConfig {
-                    api_key: api_key.clone(),
-                    ca_file: super::transport::ca_file_from_env(),
-                    ..anthropic::AnthropicConfig::with_base_url(base_url.clone(), model)
-                };
-                remote(&named.name, model, anthropic::AnthropicProvider::new(config))
+                let endpoint = Endpoint::configured(base_url.clone(), api_key.clone(), model);
+                remote(&named.name, model, anthropic::AnthropicProvider::new(anthropic::AnthropicConfig::at(endpoint)))
             }
         };
         let provider = match &self.layer {

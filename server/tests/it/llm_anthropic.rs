@@ -84,8 +84,8 @@ fn provider(server: &FakeServer) -> AnthropicProvider {
 /// The provider for `server`, with the test key, waiting as long as `timeouts` allow.
 fn provider_with(server: &FakeServer, timeouts: HttpTimeouts) -> AnthropicProvider {
     let mut config = AnthropicConfig::with_base_url(&server.url, "claude-test");
-    config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = timeouts;
+    config.endpoint.api_key = Some(ApiKey::new(KEY));
+    config.endpoint.timeouts = timeouts;
     AnthropicProvider::new(config).unwrap()
 }
 

@@ -71,8 +71,8 @@ fn provider(server: &FakeServer) -> OpenAiProvider {
 /// The provider for `server`, with the test key, waiting as long as `timeouts` allow.
 fn provider_with(server: &FakeServer, timeouts: HttpTimeouts) -> OpenAiProvider {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", server.url), "gpt-test");
-    config.api_key = Some(ApiKey::new(KEY));
-    config.timeouts = timeouts;
+    config.endpoint.api_key = Some(ApiKey::new(KEY));
+    config.endpoint.timeouts = timeouts;
     OpenAiProvider::new(config).unwrap()
 }
 
@@ -393,7 +393,7 @@ async fn more_streams_than_one_http2_connection_allows_all_run_at_once() {
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, &front.ca_pem).unwrap();
     let mut config = OpenAiConfig::with_base_url(format!("https://localhost:{}/v1", front.addr.port()), "m");
-    config.ca_file = Some(ca_file);
+    config.endpoint.ca_file = Some(ca_file);
     let provider = Arc::new(OpenAiProvider::new(config).unwrap());
     let streams = (0..STREAMS).map(|_| {
         let provider = provider.clone();
@@ -423,8 +423,8 @@ async fn a_provider_of_an_authority_not_trusted_is_refused() {
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, "not a certificate").unwrap();
     let mut config = OpenAiConfig::with_base_url(&url, "m");
-    config.ca_file = Some(ca_file.clone());
+    config.endpoint.ca_file = Some(ca_file.clone());
     assert!(OpenAiProvider::new(config.clone()).is_err());
-    config.ca_file = Some(dir.path().join("missing.pem"));
+    config.endpoint.ca_file = Some(dir.path().join("missing.pem"));
     assert!(OpenAiProvider::new(config).is_err());
 }

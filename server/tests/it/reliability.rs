@@ -261,7 +261,7 @@ fn script(fault: Fault, turn: usize) -> (Vec<Reply>, Outcome) {
 
 async fn faulty_provider_server(fake: &FakeServer) -> (TestServer, tempfile::TempDir) {
     let mut config = OpenAiConfig::with_base_url(format!("{}/v1", fake.url), "gpt-test");
-    config.timeouts = HttpTimeouts {
+    config.endpoint.timeouts = HttpTimeouts {
         connect: Duration::from_secs(5),
         first_byte: Duration::from_secs(5),
         idle: Duration::from_millis(400),
