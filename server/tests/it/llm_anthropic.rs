@@ -1,10 +1,9 @@
 //! The Anthropic adapter against a local fake speaking the Messages streaming format.
 
-use std::time::Duration;
-
 use crate::fake_upstream::{
-    assert_key_redacted, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts, retried_events,
-    stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
+    assert_key_redacted, assert_rate_limit_retried, code_of, collect, err, events_of, fast_retries, hello,
+    patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply,
+    Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
@@ -206,20 +205,7 @@ async fn request_body_and_headers() {
 #[tokio::test]
 async fn rate_limited_then_success_is_retried_and_counted() {
     let limited = r#"{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}"#;
-    let server = FakeServer::start(vec![Reply::status(429, limited).header("retry-after", "7")]).await;
-    assert!(matches!(
-        provider(&server).stream(hello()).await,
-        Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(7)
-    ));
-
-    let server = FakeServer::start(vec![
-        Reply::status(429, limited).header("retry-after", "7"),
-        Reply::sse_chunked(&text_body(&["hi"]), 64),
-    ])
-    .await;
-    let events = retried_events(provider(&server)).await;
-    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
-    assert_eq!(server.request_count(), 2);
+    assert_rate_limit_retried(provider, 7, limited, limited, &text_body(&["hi"])).await;
 }
 
 #[tokio::test]

@@ -4,8 +4,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fake_upstream::{
-    assert_key_redacted, chunks, code_of, collect, err, events_of, fast_retries, hello, patient_timeouts,
-    retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply, Step,
+    assert_key_redacted, assert_rate_limit_retried, chunks, code_of, collect, err, events_of, fast_retries, hello,
+    patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply,
+    Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
@@ -206,31 +207,10 @@ async fn max_completion_tokens_when_configured_and_no_key_no_header() {
 
 #[tokio::test]
 async fn rate_limited_then_success_is_retried_and_counted() {
-    let server = FakeServer::start(vec![
-        Reply::status(
-            429,
-            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
-        )
-        .header("retry-after", "1"),
-        Reply::sse_chunked(&text_body(&["hi"]), 64),
-    ])
-    .await;
-
-    // Without retries the caller sees the rate limit and its retry-after.
-    let direct = provider(&server).stream(hello()).await;
-    assert!(matches!(
-        direct,
-        Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(1)
-    ));
-
-    let server = FakeServer::start(vec![
-        Reply::status(429, r#"{"error":{"message":"Rate limit reached"}}"#).header("retry-after", "1"),
-        Reply::sse_chunked(&text_body(&["hi"]), 64),
-    ])
-    .await;
-    let events = retried_events(provider(&server)).await;
-    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
-    assert_eq!(server.request_count(), 2);
+    // A rate limit is known by its status alone: the body of the retried refusal has no type or code.
+    let limited = r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#;
+    let bare = r#"{"error":{"message":"Rate limit reached"}}"#;
+    assert_rate_limit_retried(provider, 1, limited, bare, &text_body(&["hi"])).await;
 }
 
 #[tokio::test]

@@ -246,6 +246,26 @@ pub async fn retried_events<P: Provider>(provider: P) -> Collected {
     collect(RetryingProvider::new(provider, fast_retries()).stream(hello()).await.unwrap()).await
 }
 
+/// A 429 with `retry-after: {seconds}` and the body `refusal` reaches the provider `make` builds as `RateLimited`
+/// for that long; behind retries, a 429 with the body `retried` is asked again and `answer` (saying "hi") streams.
+pub async fn assert_rate_limit_retried<P: Provider>(
+    make: impl Fn(&FakeServer) -> P,
+    seconds: u64,
+    refusal: &str,
+    retried: &str,
+    answer: &str,
+) {
+    let limited = |body| Reply::status(429, body).header("retry-after", &seconds.to_string());
+    let server = FakeServer::start(vec![limited(refusal)]).await;
+    let direct = make(&server).stream(hello()).await;
+    assert!(matches!(direct, Err(LlmError::RateLimited { retry_after: Some(d) }) if d == Duration::from_secs(seconds)));
+
+    let server = FakeServer::start(vec![limited(retried), Reply::sse_chunked(answer, 64)]).await;
+    let events = retried_events(make(&server)).await;
+    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
+    assert_eq!(server.request_count(), 2);
+}
+
 /// Fails unless `printed`, a provider's `Debug` output, shows its key redacted and never the key itself.
 pub fn assert_key_redacted(printed: &str, key: &str) {
     assert!(!printed.contains(key), "{printed}");
