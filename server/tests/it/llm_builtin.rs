@@ -40,7 +40,8 @@ async fn run(req: ChatRequest) -> Vec<StreamEvent> {
     stream.map(|e| e.expect("no stream error")).collect().await
 }
 
-fn text_of(events: &[StreamEvent]) -> String {
+/// The pieces of text of `events`, as they came.
+fn deltas(events: &[StreamEvent]) -> Vec<&str> {
     events
         .iter()
         .filter_map(|e| match e {
@@ -48,6 +49,10 @@ fn text_of(events: &[StreamEvent]) -> String {
             _ => None,
         })
         .collect()
+}
+
+fn text_of(events: &[StreamEvent]) -> String {
+    deltas(events).concat()
 }
 
 fn calls_of(events: &[StreamEvent]) -> Vec<ToolCall> {
@@ -88,6 +93,13 @@ fn the_document<'a>(calls: &'a [ToolCall], kind: &str) -> &'a ToolCall {
     &calls[0]
 }
 
+/// Fails unless `text` holds each of `parts`, naming the one it lacks.
+fn assert_holds(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "missing {part:?} in:\n{text}");
+    }
+}
+
 /// The document types `calls` save, in order.
 fn kinds(calls: &[ToolCall]) -> Vec<&Value> {
     calls.iter().map(|c| &c.arguments["artifact_type"]).collect()
@@ -114,11 +126,18 @@ async fn generates_user_stories() {
     assert_eq!(call.arguments["title"], "User Stories: Mobile App for Booking Yoga Classes");
     let doc = content(call);
     assert!(doc.starts_with("# User Stories: Mobile App for Booking Yoga Classes"));
-    assert!(doc.contains("As a customer, I want to book a class in two taps"));
-    assert!(doc.contains("As a studio manager, I want to see weekly attendance reports, so that I can plan staffing."));
-    assert!(doc.contains("I want the app to send a reminder 24 hours before each class"));
-    assert!(doc.contains("Customers should be able to book a class in two taps."));
-    assert!(doc.contains("**Given**") && doc.contains("**When**") && doc.contains("**Then**"));
+    assert_holds(
+        doc,
+        &[
+            "As a customer, I want to book a class in two taps",
+            "As a studio manager, I want to see weekly attendance reports, so that I can plan staffing.",
+            "I want the app to send a reminder 24 hours before each class",
+            "Customers should be able to book a class in two taps.",
+            "**Given**",
+            "**When**",
+            "**Then**",
+        ],
+    );
     // The request sentence itself is not a requirement.
     assert!(!doc.contains("generate the user stories"));
 }
@@ -127,7 +146,7 @@ async fn generates_user_stories() {
 async fn generates_business_requirements_document() {
     let calls = generate("Now write a BRD.").await;
     let doc = content(the_document(&calls, "business_requirements"));
-    for section in [
+    let sections = [
         "## 1. Purpose",
         "## 2. Scope",
         "### In scope",
@@ -137,14 +156,18 @@ async fn generates_business_requirements_document() {
         "## 5. Non-Functional Requirements",
         "## 6. Assumptions",
         "## 7. Constraints and Risks",
-    ] {
-        assert!(doc.contains(section), "missing {section}");
-    }
-    assert!(doc.contains("**FR-1** (Should): Customers should be able to book a class in two taps."));
-    assert!(doc.contains("**FR-2**"));
-    assert!(doc.contains("**FR-3** (Must): The app must send a reminder 24 hours before each class."));
-    assert!(doc.contains("**NFR-1** (Performance, Must): Pages must load in under 2 seconds."));
-    assert!(doc.contains("| Studio manager |"));
+    ];
+    assert_holds(doc, &sections);
+    assert_holds(
+        doc,
+        &[
+            "**FR-1** (Should): Customers should be able to book a class in two taps.",
+            "**FR-2**",
+            "**FR-3** (Must): The app must send a reminder 24 hours before each class.",
+            "**NFR-1** (Performance, Must): Pages must load in under 2 seconds.",
+            "| Studio manager |",
+        ],
+    );
 }
 
 #[tokio::test]
@@ -153,20 +176,30 @@ async fn generates_requirements_document_with_priorities() {
     let call = the_document(&calls, "requirements_doc");
     assert_eq!(call.arguments["title"], "Requirements Document: Mobile App for Booking Yoga Classes");
     let doc = content(call);
-    assert!(doc.contains("## 1. Introduction"));
-    assert!(doc.contains("## 2. Overall Description"));
-    assert!(doc.contains("| ID | Requirement | Priority |"));
-    assert!(doc.contains("| REQ-1 | Customers should be able to book a class in two taps. | Should |"));
-    assert!(doc.contains("| REQ-3 | The app must send a reminder 24 hours before each class. | Must |"));
+    assert_holds(
+        doc,
+        &[
+            "## 1. Introduction",
+            "## 2. Overall Description",
+            "| ID | Requirement | Priority |",
+            "| REQ-1 | Customers should be able to book a class in two taps. | Should |",
+            "| REQ-3 | The app must send a reminder 24 hours before each class. | Must |",
+        ],
+    );
 }
 
 #[tokio::test]
 async fn generates_acceptance_criteria() {
     let calls = generate("Can you produce acceptance criteria?").await;
     let doc = content(the_document(&calls, "acceptance_criteria"));
-    assert!(doc.contains("## AC-1: Book class in two taps"));
-    assert!(doc.contains("- **When** I book a class in two taps"));
-    assert!(doc.contains("- **Then** the app must send a reminder 24 hours before each class"));
+    assert_holds(
+        doc,
+        &[
+            "## AC-1: Book class in two taps",
+            "- **When** I book a class in two taps",
+            "- **Then** the app must send a reminder 24 hours before each class",
+        ],
+    );
     assert!(doc.matches("**Given**").count() >= 4);
 }
 
@@ -180,10 +213,15 @@ async fn generates_meeting_summary() {
     let events = run(request(users(&[transcript, "Give me a summary of the meeting"]), all_tools())).await;
     let calls = calls_of(&events);
     let doc = content(the_document(&calls, "meeting_summary"));
-    assert!(doc.contains("**Attendees:** Priya, Tom, Lena"));
-    assert!(doc.contains("**Priya:** Customers keep asking for a waitlist."));
-    assert!(doc.contains("- We agreed to launch the waitlist before the summer."));
-    assert!(doc.contains("- [ ] **Lena**: Draft the waitlist designs by Friday"));
+    assert_holds(
+        doc,
+        &[
+            "**Attendees:** Priya, Tom, Lena",
+            "**Priya:** Customers keep asking for a waitlist.",
+            "- We agreed to launch the waitlist before the summer.",
+            "- [ ] **Lena**: Draft the waitlist designs by Friday",
+        ],
+    );
 }
 
 #[tokio::test]
@@ -250,12 +288,15 @@ fn after_tool(earlier: &[&str], name: &str, arguments: Value, result: &str, is_e
     request(messages, all_tools())
 }
 
+/// The request after user stories for [`REQUIREMENTS`] were given to `save_artifact`, which answered `result`.
+fn after_saving_stories(result: &str, is_error: bool) -> ChatRequest {
+    let arguments = json!({"artifact_type": "user_stories", "title": "User Stories: X", "content": "# X"});
+    after_tool(&[REQUIREMENTS, "Generate user stories"], "save_artifact", arguments, result, is_error)
+}
+
 #[tokio::test]
 async fn confirms_saved_artifacts() {
-    let req = after_tool(
-        &[REQUIREMENTS, "Generate user stories"],
-        "save_artifact",
-        json!({"artifact_type": "user_stories", "title": "User Stories: X", "content": "# X"}),
+    let req = after_saving_stories(
         "Artifact saved successfully: 'User Stories: Mobile App for Booking Yoga Classes' (ID: 7f3a)",
         false,
     );
@@ -267,14 +308,7 @@ async fn confirms_saved_artifacts() {
 
 #[tokio::test]
 async fn reports_failed_tool_calls() {
-    let req = after_tool(
-        &[REQUIREMENTS, "Generate user stories"],
-        "save_artifact",
-        json!({"artifact_type": "user_stories", "title": "User Stories: X", "content": "# X"}),
-        "database is locked",
-        true,
-    );
-    let events = run(req).await;
+    let events = run(after_saving_stories("database is locked", true)).await;
     assert_eq!(stop_of(&events), StopReason::EndTurn);
     let text = text_of(&events);
     assert!(text.contains("Saving **User Stories: X** failed: database is locked."));
@@ -306,14 +340,16 @@ async fn answers_from_search_results_with_citations() {
     let result = "[source: contract.pdf]\nThe term is 12 months. Refunds are issued within 14 days \
                   of a written request. Late payments incur a 2% fee.\n\n[source: faq.md]\n\
                   Our support team answers within one business day.";
-    let req = after_tool(
-        &[question],
-        "document_search",
-        json!({"query": "contract refund policy", "limit": 3}),
-        result,
-        false,
-    );
-    let events = run(req).await;
+    let after_search = |result| {
+        after_tool(
+            &[question],
+            "document_search",
+            json!({"query": "contract refund policy", "limit": 3}),
+            result,
+            false,
+        )
+    };
+    let events = run(after_search(result)).await;
     assert!(calls_of(&events).is_empty());
     let text = text_of(&events);
     assert!(text.starts_with("According to **contract.pdf**:"), "{text}");
@@ -321,14 +357,7 @@ async fn answers_from_search_results_with_citations() {
     assert!(text.contains("Sources: contract.pdf, faq.md"));
     assert!(!text.contains("Late payments"));
 
-    let req = after_tool(
-        &[question],
-        "document_search",
-        json!({"query": "contract refund policy", "limit": 3}),
-        "No results found.",
-        false,
-    );
-    let text = text_of(&run(req).await);
+    let text = text_of(&run(after_search("No results found.")).await);
     assert!(text.contains("found nothing relevant"), "{text}");
 }
 
@@ -351,8 +380,13 @@ async fn generates_from_attached_documents_after_searching() {
     let events = run(req).await;
     let calls = calls_of(&events);
     let doc = content(the_document(&calls, "user_stories"));
-    assert!(doc.contains("As a driver, I want to accept a delivery from the map"));
-    assert!(doc.contains("As a dispatcher, I want a live view of all vehicles"));
+    assert_holds(
+        doc,
+        &[
+            "As a driver, I want to accept a delivery from the map",
+            "As a dispatcher, I want a live view of all vehicles",
+        ],
+    );
     assert!(text_of(&events).contains("**spec.docx**"));
 }
 
@@ -360,9 +394,14 @@ async fn generates_from_attached_documents_after_searching() {
 async fn chat_answer_restates_requirements() {
     let text = plain_answer(&run(request(users(&[REQUIREMENTS]), all_tools())).await);
     assert!(text.starts_with("Got it. I noted 4 requirements from your message."));
-    assert!(text.contains("- Customers should be able to book a class in two taps."));
-    assert!(text.contains("- Pages must load in under 2 seconds."));
-    assert!(text.contains("user stories"));
+    assert_holds(
+        &text,
+        &[
+            "- Customers should be able to book a class in two taps.",
+            "- Pages must load in under 2 seconds.",
+            "user stories",
+        ],
+    );
     assert!(text.split_whitespace().count() < 200);
 
     let other = text_of(&run(request(users(&["Admins need to approve every expense over $500."]), all_tools())).await);
@@ -387,8 +426,10 @@ async fn without_save_artifact_the_document_is_inline() {
     let text = plain_answer(
         &run(request(users(&[REQUIREMENTS, "Generate user stories"]), vec![tool("document_search")])).await,
     );
-    assert!(text.contains("# User Stories: Mobile App for Booking Yoga Classes"));
-    assert!(text.contains("As a customer, I want to book a class in two taps"));
+    assert_holds(
+        &text,
+        &["# User Stories: Mobile App for Booking Yoga Classes", "As a customer, I want to book a class in two taps"],
+    );
 }
 
 #[tokio::test]
@@ -426,13 +467,7 @@ async fn token_counts_are_honest() {
 #[tokio::test]
 async fn text_streams_token_by_token() {
     let events = run(request(users(&[REQUIREMENTS]), all_tools())).await;
-    let deltas: Vec<&String> = events
-        .iter()
-        .filter_map(|e| match e {
-            StreamEvent::TextDelta(t) => Some(t),
-            _ => None,
-        })
-        .collect();
+    let deltas = deltas(&events);
     assert!(deltas.len() > 10, "only {} deltas", deltas.len());
     assert!(deltas.iter().all(|d| d.split_whitespace().count() == 1));
     // Text first, then usage, then stop.
