@@ -17,6 +17,15 @@ function saved(page: Page, path: RegExp) {
   return page.waitForResponse((r) => r.request().method() === 'PATCH' && path.test(new URL(r.url()).pathname));
 }
 
+/** Signs up, picks the careful model for a new conversation and sends `text`: the careful model answers. */
+async function askTheCarefulModel(page: Page, text: string) {
+  await signUp(page);
+  await openHydrated(page);
+  await picker(page).selectOption(CAREFUL);
+  await send(page, text);
+  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+}
+
 test('a conversation answers with the model picked for it, and keeps it after a reload', async ({ page }) => {
   await signUp(page);
   await openHydrated(page);
@@ -38,11 +47,7 @@ test('a conversation answers with the model picked for it, and keeps it after a 
 });
 
 test('a model picked before the first message is the new conversation\'s', async ({ page }) => {
-  await signUp(page);
-  await openHydrated(page);
-  await picker(page).selectOption(CAREFUL);
-  await send(page, 'Doctors see their day.');
-  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+  await askTheCarefulModel(page, 'Doctors see their day.');
   await reloadHydrated(page);
   await expect(picker(page)).toHaveValue(CAREFUL);
 });
@@ -73,11 +78,7 @@ test('the default model set in Settings answers new conversations', async ({ pag
 });
 
 test('the picker and the answer\'s model in both themes and at phone width', async ({ page }) => {
-  await signUp(page);
-  await openHydrated(page);
-  await picker(page).selectOption(CAREFUL);
-  await send(page, 'We are building a clinic booking app.');
-  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+  await askTheCarefulModel(page, 'We are building a clinic booking app.');
   for (const theme of ['light', 'dark'] as const) {
     await page.emulateMedia({ colorScheme: theme });
     const label = page.getByTestId('answer-model');
@@ -119,11 +120,7 @@ async function refuseNextChoice(page: Page, path: RegExp, field: string) {
 }
 
 test('a refused choice of model goes back to the one in use, on the chat page and in Settings', async ({ page }) => {
-  await signUp(page);
-  await openHydrated(page);
-  await picker(page).selectOption(CAREFUL);
-  await send(page, 'We are building a clinic booking app.');
-  await expect(page.getByTestId('answer-model')).toHaveText(['quire-careful']);
+  await askTheCarefulModel(page, 'We are building a clinic booking app.');
 
   await refuseNextChoice(page, /^\/api\/threads\/[0-9a-f-]{36}$/, 'model');
   await picker(page).selectOption(QUICK);
