@@ -5,9 +5,7 @@ use super::*;
 stories!(artifacts, documents_answer_earlier_requests,);
 
 async fn artifacts(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Docs", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Docs").await;
     let question = say(s, u, t.id, "write the stories").await;
     let mut created = Vec::new();
     for (i, kind) in ArtifactType::ALL.into_iter().enumerate() {
@@ -77,9 +75,7 @@ fn sorted(mut ids: Vec<Uuid>) -> Vec<Uuid> {
 /// A document answers earlier requests besides its own turn's, when it is made and when it is revised: they
 /// count as fulfilled until it is deleted. Answers, and messages of another thread or person, are ignored.
 async fn documents_answer_earlier_requests(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Answers", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Answers").await;
     let failed = say(s, u, t.id, "Generate a BRD").await;
     let apology = answer(s, u, t.id, "Something went wrong.").await;
     let later = say(s, u, t.id, "Generate a BRD, please").await;

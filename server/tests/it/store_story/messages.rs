@@ -12,9 +12,7 @@ stories!(
 );
 
 async fn messages_in_order(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Order", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Order").await;
     let mut appended = Vec::new();
     for i in 1..=6 {
         let role = if i % 2 == 1 { Role::User } else { Role::Assistant };
@@ -61,9 +59,7 @@ async fn messages_in_order(db: Db) {
 /// A message added between turns takes the next number and is counted; while a live turn holds the thread it
 /// is refused, and a turn whose heartbeat went quiet holds nothing.
 async fn messages_between_turns(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Notes", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Notes").await;
     let note = |text: &str| new_message(t.id, Role::User, text);
     let first = s.append_message_between_turns(u, note("A note before anything"), 60_000).await.unwrap();
     assert_eq!((first.seq, first.role, first.content.as_str()), (1, Role::User, "A note before anything"));
@@ -86,9 +82,7 @@ async fn messages_between_turns(db: Db) {
 }
 
 async fn concurrent_appends_take_distinct_numbers(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Busy", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Busy").await;
     let tasks: Vec<_> = (0..20)
         .map(|i| {
             let store = s.clone();
@@ -106,9 +100,7 @@ async fn concurrent_appends_take_distinct_numbers(db: Db) {
 }
 
 async fn delete_message_keeps_the_count_true(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Edits", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Edits").await;
     let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
     let mut ids = Vec::new();
     for i in 1..=5 {
@@ -139,9 +131,7 @@ async fn delete_message_keeps_the_count_true(db: Db) {
 }
 
 async fn message_heads_and_tails(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Heads", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Heads").await;
     assert_eq!(s.message_tree(u, t.id).await.unwrap(), store::Tree::default());
     let long = "A long answer. ".repeat(200);
     let texts = ["Question", "", " \t\n ", long.as_str(), "Next"];
@@ -176,9 +166,7 @@ fn changed(seen: &mut Vec<store::ThreadStamp>, now: store::ThreadStamp, what: &s
 /// documents and the requests they answer) changes the conversation's stamp; an answer being written does not,
 /// nor do changes the model does not see.
 async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Stamps", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Stamps").await;
     let stamp = || async { s.thread_stamp(u, t.id).await.unwrap() };
     let mut seen = vec![stamp().await];
 

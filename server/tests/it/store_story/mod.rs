@@ -29,6 +29,14 @@ use crate::common::{new_message, new_user, tags};
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
 
+/// The store of `db`, a new person, and a conversation of theirs called `title`: where most stories start.
+async fn someones_thread<'a>(db: &'a Db, title: &str) -> (&'a DynStore, Uuid, app::api::Thread) {
+    let store = &db.store;
+    let user = new_user(store).await;
+    let thread = store.create_thread(user, title, &[]).await.unwrap();
+    (store, user, thread)
+}
+
 /// Starts a turn of `user` in `thread` with their message `request`, under no limits.
 async fn start_with(
     store: &DynStore,

@@ -111,9 +111,7 @@ fn users_are_isolated(backend: Backend, test: &str) {
 fn messages_come_back_in_order(backend: Backend, test: &str) {
     let strategy = prop::collection::vec((any::<bool>(), any_text()), 0..15);
     check_property(backend, test, 24, strategy, |db, messages| async move {
-        let s = &db.store;
-        let u = new_user(s).await;
-        let t = s.create_thread(u, "Ordered", &[]).await.unwrap();
+        let (s, u, t) = someones_thread(&db, "Ordered").await;
         let mut appended = Vec::new();
         for (from_user, content) in &messages {
             let role = if *from_user { Role::User } else { Role::Assistant };
@@ -201,9 +199,7 @@ fn titles_are_deterministic(backend: Backend, test: &str) {
         assert!(!title.is_empty());
         assert!(title.chars().count() <= 80, "{title:?}");
         assert!(title.split_whitespace().count() <= 5, "{title:?}");
-        let s = &db.store;
-        let u = new_user(s).await;
-        let t = s.create_thread(u, &title, &[]).await.unwrap();
+        let (s, u, t) = someones_thread(&db, &title).await;
         assert_eq!(t.title, title);
         assert_eq!(s.get_thread(u, t.id).await.unwrap().title, title);
     });
@@ -214,9 +210,7 @@ fn titles_are_deterministic(backend: Backend, test: &str) {
 fn every_search_hit_matches(backend: Backend, test: &str) {
     let strategy = (prop::collection::vec((0u8..3, text()), 1..10), prop::collection::vec(query(), 1..6));
     check_property(backend, test, CASES, strategy, |db, (docs, queries)| async move {
-        let s = &db.store;
-        let u = new_user(s).await;
-        let container = s.create_thread(u, "Container", &[]).await.unwrap();
+        let (s, u, container) = someones_thread(&db, "Container").await;
         // What each hit's text is, by the id the hit carries.
         let mut sources: HashMap<(HitKind, Uuid), String> = HashMap::new();
         sources.insert((HitKind::Thread, container.id), container.title.clone());
@@ -299,9 +293,7 @@ fn thread_op() -> impl Strategy<Value = ThreadOp> {
 /// (6) Whatever happens to a thread, its `updated_at` never goes back and never precedes `created_at`.
 fn updated_at_never_precedes_created_at(backend: Backend, test: &str) {
     check_property(backend, test, CASES, prop::collection::vec(thread_op(), 1..12), |db, ops| async move {
-        let s = &db.store;
-        let u = new_user(s).await;
-        let t = s.create_thread(u, "Timed", &[]).await.unwrap();
+        let (s, u, t) = someones_thread(&db, "Timed").await;
         let mut last = t.updated_at;
         for op in &ops {
             match op {
@@ -376,9 +368,7 @@ fn tag_filter_requires_every_tag(backend: Backend, test: &str) {
 fn message_count_is_the_real_count(backend: Backend, test: &str) {
     let op = prop_oneof![2 => Just(None), 1 => (0usize..20).prop_map(Some)];
     check_property(backend, test, 24, prop::collection::vec(op, 0..25), |db, ops| async move {
-        let s = &db.store;
-        let u = new_user(s).await;
-        let t = s.create_thread(u, "Counted", &[]).await.unwrap();
+        let (s, u, t) = someones_thread(&db, "Counted").await;
         // Every message with its number and parent.
         let mut model: Vec<(Uuid, i64, Option<Uuid>)> = Vec::new();
         let mut next_seq = 1;

@@ -14,9 +14,7 @@ stories!(
 );
 
 async fn search_phrases_prefixes_and_ranking(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Roadmap", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Roadmap").await;
     let phrase = say(s, u, t.id, "We should support single sign on for the login page").await;
     let scattered = say(s, u, t.id, "sign the single page on login").await;
     let prefixed = say(s, u, t.id, "authentication with authorization tokens").await;
@@ -81,9 +79,7 @@ async fn search_phrases_prefixes_and_ranking(db: Db) {
 }
 
 async fn search_escapes_html(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Markup", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Markup").await;
     say(s, u, t.id, "<script>alert('x')</script> if a < b && c > \"d\" then needle").await;
     say(s, u, t.id, "sentinel \u{2}needle\u{3} \u{3} characters \u{2} in stored text").await;
     let page = s.search(u, "needle", 10, 0).await.unwrap();
@@ -105,9 +101,7 @@ async fn search_escapes_html(db: Db) {
 }
 
 async fn search_syntax_never_errors(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Syntax (test) \"quoted\"", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Syntax (test) \"quoted\"").await;
     say(s, u, t.id, "plain words, e-mail and C++ with 日本語 and a crab 🦀 plus x:y and a*b").await;
     let long_word = "a".repeat(3000);
     let many_words = "word ".repeat(100);
@@ -205,9 +199,7 @@ async fn search_sees_only_the_callers_rows(db: Db) {
 }
 
 async fn search_ranks_and_counts_the_newest_hits_of_a_common_word(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Fruit", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Fruit").await;
     let n = RANKED_CANDIDATES as usize;
     // The best match of all, but older than the newest `n` hits.
     let oldest = say(s, u, t.id, "kiwi kiwi kiwi").await;
@@ -251,9 +243,7 @@ async fn search_ranks_and_counts_the_newest_hits_of_a_common_word(db: Db) {
 }
 
 async fn search_follows_changes_at_once(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Fresh", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Fresh").await;
     let m = answer(s, u, t.id, "brandnew").await;
     let page = s.search(u, "brandnew", 10, 0).await.unwrap();
     assert_eq!(page.hits.iter().map(|h| h.message_id).collect::<Vec<_>>(), vec![Some(m.id)]);

@@ -19,9 +19,7 @@ fn spent(user: Uuid, thread: Uuid, model: &str, input_tokens: u64, output_tokens
 }
 
 async fn traces(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Traced", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Traced").await;
     let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
     let reply = answer(s, u, t.id, "done").await;
     let quiet = answer(s, u, t.id, "no tools").await;
@@ -94,9 +92,7 @@ async fn usage_is_recorded(db: Db) {
 }
 
 async fn turns(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Turns", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Turns").await;
     assert_eq!(s.latest_turn(u, t.id).await.unwrap(), None);
     assert!(!s.request_stop(u, t.id).await.unwrap(), "nothing is running");
 
@@ -388,9 +384,7 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
 /// after the start sees the running turn (409). SQLite's one writer makes every write one after the other.
 async fn a_turn_start_waits_for_a_change_holding_the_conversation(db: Db) {
     let Raw::Postgres(pool) = &db.raw else { return };
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Held", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Held").await;
     let mut holding = pool.begin().await.unwrap();
     sqlx::query("select 1 from threads where id = $1 for update").bind(t.id).execute(&mut *holding).await.unwrap();
     let store = s.clone();
@@ -409,9 +403,7 @@ async fn a_turn_start_waits_for_a_change_holding_the_conversation(db: Db) {
 /// SQLite's one writer makes every write one after the other).
 async fn a_closing_turn_takes_the_conversation_before_its_own_row(db: Db) {
     let Raw::Postgres(pool) = &db.raw else { return };
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Closing", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Closing").await;
     let turn = Uuid::now_v7();
     s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
     let update = MessageUpdate {
@@ -447,9 +439,7 @@ async fn a_closing_turn_takes_the_conversation_before_its_own_row(db: Db) {
 }
 
 async fn concurrent_turns_take_the_thread_once(db: Db) {
-    let s = &db.store;
-    let u = new_user(s).await;
-    let t = s.create_thread(u, "Race", &[]).await.unwrap();
+    let (s, u, t) = someones_thread(&db, "Race").await;
     let tasks: Vec<_> = (0..8)
         .map(|_| {
             let store = s.clone();
