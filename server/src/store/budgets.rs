@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveTime, Utc};
 use uuid::Uuid;
 
-use super::columns::shared_sql;
+use super::columns::{shared_sql, Dialect};
 use super::threads::found;
 use super::{now, Result, StoreError};
 
@@ -34,32 +34,42 @@ pub struct Spending {
     pub running: i64,
 }
 
+/// The person's spending today (UTC) and running turns, and everyone's spending when asked (it reads every
+/// person's ledger rows of the day); its values, each named once and in order (so that SQLite's writer can run
+/// it in a script), are [`spending_values`]'.
+pub(crate) const SPENDING: &str = "with asked (user_id, day, everyone, stale_before) as (select $1, $2, $3, $4)
+ select
+   (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint) from usage_ledger l
+     where l.user_id = asked.user_id and l.day = asked.day) as user_used,
+   case when asked.everyone then (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint)
+     from usage_ledger l where l.day = asked.day) else cast(0 as bigint) end as everyone_used,
+   (select daily_token_budget from users where id = asked.user_id) as own_budget,
+   (select count(*) from turns t where t.user_id = asked.user_id and t.status = 'running'
+     and t.heartbeat_at >= asked.stale_before) as running
+ from asked";
+
+/// The values of [`SPENDING`], in order: the person, today, whether everyone's spending is read, and the time
+/// before which a running turn's last heartbeat makes it dead.
+pub(crate) fn spending_values<D: Dialect>(
+    user: Uuid,
+    stale_after_ms: i64,
+    everyone: bool,
+) -> (D::Id, D::Day, bool, D::Time) {
+    let stale_before = now() - chrono::Duration::milliseconds(stale_after_ms);
+    (D::id(user), D::day(Utc::now().date_naive()), everyone, D::time(stale_before))
+}
+
 shared_sql! {
     rows(Spending);
-    /// The person's spending today (UTC) and running turns; everyone's spending only when `everyone` is set
-    /// (it reads every person's ledger rows of the day).
+    /// The person's spending today (UTC) and running turns (see [`SPENDING`]).
     pub(crate) async fn spending(
         conn: &mut D::Connection,
         user: Uuid,
         stale_after_ms: i64,
         everyone: bool,
     ) -> Result<Spending> {
-        Ok(sqlx::query_as(
-            "select
-               (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint) from usage_ledger
-                 where user_id = $1 and day = $2) as user_used,
-               case when $3 then (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint)
-                 from usage_ledger where day = $2) else cast(0 as bigint) end as everyone_used,
-               (select daily_token_budget from users where id = $1) as own_budget,
-               (select count(*) from turns where user_id = $1 and status = 'running' and heartbeat_at >= $4)
-                 as running",
-        )
-        .bind(D::id(user))
-        .bind(D::day(Utc::now().date_naive()))
-        .bind(everyone)
-        .bind(D::time(now() - chrono::Duration::milliseconds(stale_after_ms)))
-        .fetch_one(conn)
-        .await?)
+        let (user, day, everyone, stale_before) = spending_values::<D>(user, stale_after_ms, everyone);
+        Ok(sqlx::query_as(SPENDING).bind(user).bind(day).bind(everyone).bind(stale_before).fetch_one(conn).await?)
     }
 
     /// Sets or clears a person's own daily budget; `NotFound` for an unknown person.

@@ -14,16 +14,17 @@ use chrono::{DateTime, Utc};
 use sqlx::{
     query::Query,
     sqlite::{SqliteArguments, SqliteQueryResult, SqliteRow},
-    Arguments, Encode, Row, Sqlite as Db, SqliteConnection, Type,
+    Arguments, Encode, FromRow, Row, Sqlite as Db, SqliteConnection, Type,
 };
 use uuid::Uuid;
 
 use super::{is_unique_violation, writer::Urgency, Shared, Sqlite};
+use crate::store::budgets::{spending_values, SPENDING};
 use crate::store::columns::Stored;
 use crate::store::messages::STAMP_COLUMNS;
 use crate::store::{
-    now, AnswerDraft, NewMessage, Place, Result, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd,
-    TurnStart, MAX_SEQ,
+    now, AnswerDraft, NewMessage, Place, Result, Spending, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp,
+    TurnEnd, TurnLimits, TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
 
@@ -48,6 +49,21 @@ impl<'q> Script<'q> {
         self.sql.push_str(sql);
         self.parameters += sql.matches('?').count();
         self
+    }
+
+    /// Appends a statement written for both backends, with numbered parameters (`$1`, `$2`, ...) that each
+    /// stand once and in their order, so they take the next values as `?` would. (sqlx binds a numbered
+    /// parameter to that place among all of a script's values, not the statement's.)
+    pub(super) fn shared_statement(&mut self, sql: &str) -> &mut Self {
+        let mut next = 1;
+        let anonymous = lazy_regex::regex_replace_all!(r"\$([0-9]+)", sql, |_, n: &str| {
+            if n.parse() != Ok(next) {
+                self.error.get_or_insert(format!("parameter ${n} stands where ${next} should").into());
+            }
+            next += 1;
+            "?"
+        });
+        self.statement(&anonymous)
     }
 
     /// The value of the next `?`.
@@ -93,12 +109,13 @@ impl Sqlite {
     }
 }
 
-/// Takes the thread for one new turn and saves the person's message that starts it.
-pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -> Result<Started> {
+/// Takes the thread for one new turn and saves the person's message that starts it, unless `limits` refuse the
+/// turn (a budget used up, too many turns running): then the writer rolls back what the script wrote.
+pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart, limits: &TurnLimits) -> Result<Started> {
     let created = now();
     // The common case (no other turn marked running) is one script. Only a conflict looks at the running turn,
     // taken over if its heartbeat went quiet.
-    let taken = match take_thread(conn, start, created).await {
+    let (taken, spending) = match take_thread(conn, start, limits, created).await {
         Err(StoreError::Database(e)) if is_unique_violation(&e) => {
             // Turns carry their thread's owner, so another person's thread matches nothing here.
             let taken_over = sqlx::query(
@@ -120,13 +137,16 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart) -
                 .bind(start.thread.to_string())
                 .execute(&mut *conn)
                 .await?;
-            match take_thread(conn, start, created).await {
+            match take_thread(conn, start, limits, created).await {
                 Err(StoreError::Database(e)) if is_unique_violation(&e) => return Err(StoreError::thread_busy()),
                 other => other?,
             }
         }
         other => other?,
     };
+    if let Some(refusal) = spending.refusal(limits, created) {
+        return Err(refusal);
+    }
     // A thread numbered up to `MAX_SEQ` saved nothing: numbered again, it has room for this turn's messages.
     let taken = match taken {
         Taken::Taken { message: None, .. } if Shared::renumber_if_full(conn, start.user, start.thread).await? => {
@@ -166,12 +186,21 @@ fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<St
 }
 
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
-/// one, with the thread's next number. The thread's stamp is read first; then each statement that writes
-/// returns a row: the turn's, then the message's number.
-async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: DateTime<Utc>) -> Result<Taken> {
+/// one, with the thread's next number; and reads what the person spent and runs, for `limits` to judge. The
+/// spending and the thread's stamp are read first; then each statement that writes returns a row: the turn's,
+/// then the message's number.
+async fn take_thread(
+    conn: &mut SqliteConnection,
+    start: &TurnStart,
+    limits: &TurnLimits,
+    created: DateTime<Utc>,
+) -> Result<(Taken, Spending)> {
     let at = created.timestamp_micros();
     let (thread, user) = (start.thread.to_string(), start.user.to_string());
     let mut script = Script::default();
+    let (user_id, day, everyone, stale_before) =
+        spending_values::<Db>(start.user, start.stale_after_ms, limits.daily_tokens > 0);
+    script.shared_statement(SPENDING).bind(user_id).bind(day).bind(everyone).bind(stale_before);
     push_stamp(&mut script, thread.clone(), user.clone());
     script
         .statement(
@@ -191,13 +220,18 @@ async fn take_thread(conn: &mut SqliteConnection, start: &TurnStart, created: Da
         // A missing thread matches nothing here either.
         push_new_message(&mut script, &id.to_string(), &thread, &user, NewRow::of(message), at, false);
     }
-    Ok(match script.fetch_all(conn).await?.as_slice() {
+    let rows = script.fetch_all(conn).await?;
+    let Some((spending, rows)) = rows.split_first() else {
+        return Err(StoreError::Corrupt("a turn's start read no spending".into()));
+    };
+    let taken = match rows {
         [] | [_] => Taken::Missing,
         [stamp, _turn] => Taken::Taken { message: None, before: Some(stamp_of(stamp)?) },
         [stamp, _turn, message, ..] => {
             Taken::Taken { message: Some((id, place_of(message)?)), before: Some(stamp_of(stamp)?) }
         }
-    })
+    };
+    Ok((taken, Spending::from_row(spending)?))
 }
 
 /// Stores what a turn leaves and closes it (see `Store::finish_turn`): one script for its answer, the tokens it
@@ -525,5 +559,37 @@ mod tests {
         let count: i64 = sqlx::query_scalar("select count(*) from t").fetch_one(&mut conn).await.unwrap();
         assert_eq!(count, 0, "nothing ran");
         assert!(Script::default().fetch_all(&mut conn).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_shared_statement_takes_its_values_in_turn_with_the_other_statements() {
+        let mut conn = table().await;
+        let mut script = Script::default();
+        script
+            .statement("insert into t (k, v) values (?, ?)")
+            .bind("a")
+            .bind(1_i64)
+            .shared_statement(
+                "with asked (k, plus) as (select $1, $2) select v + plus from t, asked where t.k = asked.k",
+            )
+            .bind("a")
+            .bind(41_i64)
+            .statement("insert into t (k, v) values (?, ?)")
+            .bind("b")
+            .bind(2_i64);
+        let rows = script.fetch_all(&mut conn).await.unwrap();
+        assert_eq!(rows.iter().map(|r| r.get::<i64, _>(0)).collect::<Vec<_>>(), vec![42]);
+        let all: Vec<(String, i64)> =
+            sqlx::query_as("select k, v from t order by k").fetch_all(&mut conn).await.unwrap();
+        assert_eq!(all, vec![("a".into(), 1), ("b".into(), 2)]);
+
+        // A parameter out of its order, or named twice, would take another's value: refused before anything runs.
+        for sql in ["select $2, $1", "select $1, $1", "select $1, $3"] {
+            let mut refused = Script::default();
+            refused.statement("delete from t").shared_statement(sql).bind(1_i64).bind(2_i64);
+            assert!(refused.fetch_all(&mut conn).await.is_err(), "{sql}");
+        }
+        let count: i64 = sqlx::query_scalar("select count(*) from t").fetch_one(&mut conn).await.unwrap();
+        assert_eq!(count, 2, "none ran");
     }
 }

@@ -79,14 +79,7 @@ impl Turns for Sqlite {
         let limits = *limits;
         self.writer
             .write_bounded(Urgency::Start, move |conn| {
-                Box::pin(async move {
-                    let spending =
-                        Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
-                    if let Some(refusal) = spending.refusal(&limits, now()) {
-                        return Err(refusal);
-                    }
-                    turn_writes::start_turn(conn, &start).await
-                })
+                Box::pin(async move { turn_writes::start_turn(conn, &start, &limits).await })
             })
             .await
     }
