@@ -186,6 +186,10 @@ async fn a_turn_past_the_cap_is_refused_across_conversations(db: Db) {
     assert!(message.contains("wait"), "{message}");
     assert_eq!(retry_after, None);
     assert_eq!(messages_in(&db, fourth).await, 0, "the refused message was not stored");
+    // The cap answers before a conversation still answering does, as for any other start.
+    let before = messages_in(&db, threads[2]).await;
+    refused(say(&server, threads[2], "Another in a busy one.").await, "too_many_turns").await;
+    assert_eq!(messages_in(&db, threads[2]).await, before, "the refused message was not stored");
     // Another person has caps of their own.
     let (bob, _) = server.second_user("bob@example.com").await;
     let bobs: Uuid = server.create_thread_as(&bob).await;

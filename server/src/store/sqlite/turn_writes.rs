@@ -53,7 +53,8 @@ impl<'q> Script<'q> {
 
     /// Appends a statement written for both backends, with numbered parameters (`$1`, `$2`, ...) that each
     /// stand once and in their order, so they take the next values as `?` would. (sqlx binds a numbered
-    /// parameter to that place among all of a script's values, not the statement's.)
+    /// parameter to that place among all of a script's values, not the statement's.) Its text must hold no `$`
+    /// or `?` in a literal.
     pub(super) fn shared_statement(&mut self, sql: &str) -> &mut Self {
         let mut next = 1;
         let anonymous = lazy_regex::regex_replace_all!(r"\$([0-9]+)", sql, |_, n: &str| {
@@ -110,13 +111,20 @@ impl Sqlite {
 }
 
 /// Takes the thread for one new turn and saves the person's message that starts it, unless `limits` refuse the
-/// turn (a budget used up, too many turns running): then the writer rolls back what the script wrote.
+/// turn (a budget used up, too many turns running): then the writer rolls back what the script wrote. A refusal
+/// answers before a conversation that is missing or busy.
 pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart, limits: &TurnLimits) -> Result<Started> {
     let created = now();
     // The common case (no other turn marked running) is one script. Only a conflict looks at the running turn,
     // taken over if its heartbeat went quiet.
     let (taken, spending) = match take_thread(conn, start, limits, created).await {
         Err(StoreError::Database(e)) if is_unique_violation(&e) => {
+            // The script's spending went with its failure: read again, so that a refusal answers before a busy
+            // conversation does, as when nothing conflicts (and on PostgreSQL).
+            let spending = Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
+            if let Some(refusal) = spending.refusal(limits, created) {
+                return Err(refusal);
+            }
             // Turns carry their thread's owner, so another person's thread matches nothing here.
             let taken_over = sqlx::query(
                 "update turns set status = 'done'
@@ -288,9 +296,11 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
         push_stamp(&mut closing, thread, user);
     }
     let rows = closing.fetch_all(conn).await?;
-    let Some(answer) = answer.filter(|_| !rows.is_empty()) else { return Ok(None) };
+    // Only the answer's save returns rows besides the stamp's: saved, the answer stands in its thread, whose
+    // stamp then came last.
+    let saved = rows.len() > usize::from(stamped.is_some());
+    let Some(answer) = answer.filter(|_| saved) else { return Ok(None) };
     if stamped.is_some() {
-        // The answer's save returned rows, so its thread was there, and the stamp's row came last.
         return rows.last().map(stamp_of).transpose();
     }
     super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
