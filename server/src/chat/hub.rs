@@ -1,17 +1,24 @@
 //! Turns running in this process: their events in order, for every listener, from any point.
+//!
+//! Each event is encoded once, as it happens, into the SSE text every listener writes (`id`, `event`, `data`):
+//! a listener takes a reference to the same bytes, and what the store keeps of the event is read off the same
+//! record. A listener waiting for the next event is woken by the push that adds it, with nothing else on the way.
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    pin::Pin,
+    sync::{Arc, Mutex, MutexGuard},
+    task::{Context, Poll, Waker},
 };
 
 use app::api::ChatEvent;
+use bytes::{BufMut, Bytes, BytesMut};
 use futures::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
 
 use super::turn::{HEARTBEAT_EVERY, STALE_AFTER_MS};
-use crate::store::DynStore;
+use crate::store::{DynStore, EventRun};
 
 /// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
 #[derive(Debug)]
@@ -19,43 +26,70 @@ pub struct LiveTurn {
     pub id: Uuid,
     pub thread_id: Uuid,
     pub user_id: Uuid,
-    events: Mutex<Vec<ChatEvent>>,
-    len: watch::Sender<usize>,
+    log: Mutex<Log>,
     cancel: watch::Sender<bool>,
+}
+
+/// The events so far and the listeners waiting for the next one.
+#[derive(Debug, Default)]
+struct Log {
+    events: Vec<Logged>,
+    waiting: Vec<Waker>,
+}
+
+/// One event as it was pushed: its SSE text and what the store keeps of it.
+#[derive(Debug)]
+struct Logged {
+    name: &'static str,
+    data: String,
+    frame: Bytes,
+    last: bool,
 }
 
 impl LiveTurn {
     pub fn new(id: Uuid, thread_id: Uuid, user_id: Uuid) -> Arc<Self> {
-        Arc::new(Self {
-            id,
-            thread_id,
-            user_id,
-            events: Mutex::new(Vec::new()),
-            len: watch::channel(0).0,
-            cancel: watch::channel(false).0,
-        })
+        Arc::new(Self { id, thread_id, user_id, log: Mutex::default(), cancel: watch::channel(false).0 })
     }
 
-    /// Adds an event; returns its sequence number (1-based).
+    fn log(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds an event and wakes the listeners waiting for it; returns its sequence number (1-based).
     pub fn push(&self, event: ChatEvent) -> i64 {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.push(event);
-        let len = events.len();
-        drop(events);
-        self.len.send_replace(len);
-        len as i64
+        let (name, data, last) = (event.name(), event.data_json(), event.is_terminal());
+        let mut log = self.log();
+        let seq = log.events.len() as i64 + 1;
+        let frame = frame(self.id, seq, name, &data);
+        log.events.push(Logged { name, data, frame, last });
+        // Woken under the lock: a wake only puts the listener's task in line, and a listener polling meanwhile
+        // then finds the event.
+        for listener in log.waiting.drain(..) {
+            listener.wake();
+        }
+        seq
     }
 
     /// The number the next event will get.
     pub fn next_seq(&self) -> i64 {
-        self.events.lock().unwrap_or_else(|e| e.into_inner()).len() as i64 + 1
+        self.log().events.len() as i64 + 1
     }
 
-    /// Events after `after` (a sequence number), with their numbers.
-    pub fn events_after(&self, after: i64) -> Vec<(i64, ChatEvent)> {
-        let events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        let start = after.max(0) as usize;
-        events.iter().enumerate().skip(start).map(|(i, e)| (i as i64 + 1, e.clone())).collect()
+    /// The events after `after` (a sequence number) as the store keeps them: each run of events of one name
+    /// that came one after another as one [`EventRun`] (a turn's text comes as hundreds of deltas). Also returns
+    /// the number of the last event taken (`after` when there is none).
+    pub fn runs_after(&self, after: i64) -> (Vec<EventRun>, i64) {
+        let log = self.log();
+        let start = (after.max(0) as usize).min(log.events.len());
+        let mut runs = Vec::new();
+        let mut i = start;
+        while i < log.events.len() {
+            let name = log.events[i].name;
+            let end = log.events[i..].iter().position(|e| e.name != name).map_or(log.events.len(), |n| i + n);
+            runs.push(EventRun::of(i as i64 + 1, name, log.events[i..end].iter().map(|e| e.data.as_str())));
+            i = end;
+        }
+        (runs, log.events.len() as i64)
     }
 
     /// Asks the turn to stop.
@@ -73,43 +107,67 @@ impl LiveTurn {
         *self.cancel.borrow()
     }
 
-    /// The events after `after`, as they come, ending with the turn's last event.
-    pub fn subscribe(self: &Arc<Self>, after: i64) -> impl Stream<Item = (i64, ChatEvent)> + Send + 'static {
-        struct State {
-            turn: Arc<LiveTurn>,
-            next: i64,
-            rx: watch::Receiver<usize>,
-            pending: std::collections::VecDeque<(i64, ChatEvent)>,
-            done: bool,
-        }
-        let state = State {
-            turn: self.clone(),
-            next: after,
-            rx: self.len.subscribe(),
-            pending: Default::default(),
-            done: false,
-        };
-        futures::stream::unfold(state, |mut s| async move {
-            loop {
-                if s.done {
-                    return None;
-                }
-                if let Some((seq, event)) = s.pending.pop_front() {
-                    s.next = seq;
-                    s.done = event.is_terminal();
-                    return Some(((seq, event), s));
-                }
-                let fresh = s.turn.events_after(s.next);
-                if !fresh.is_empty() {
-                    s.pending.extend(fresh);
-                    continue;
-                }
-                if s.rx.changed().await.is_err() {
-                    return None;
-                }
-            }
-        })
+    /// The events after `after`, as SSE text, as they come, ending with the turn's last event.
+    pub fn subscribe(self: &Arc<Self>, after: i64) -> Listener {
+        Listener { turn: self.clone(), next: after.max(0) as usize, done: false }
     }
+}
+
+/// A listener of a turn running here: its events' SSE text, one after another (see [`LiveTurn::subscribe`]).
+#[derive(Debug)]
+pub struct Listener {
+    turn: Arc<LiveTurn>,
+    /// The index of the next event.
+    next: usize,
+    done: bool,
+}
+
+impl Stream for Listener {
+    type Item = Bytes;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
+        let this = self.get_mut();
+        if this.done {
+            return Poll::Ready(None);
+        }
+        let mut log = this.turn.log();
+        match log.events.get(this.next) {
+            Some(event) => {
+                this.next += 1;
+                this.done = event.last;
+                Poll::Ready(Some(event.frame.clone()))
+            }
+            None => {
+                if !log.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                    log.waiting.push(cx.waker().clone());
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// An event's SSE text: `id: <turn>:<seq>`, `event: <name>`, its data on `data:` lines, a blank line. The data is
+/// JSON text, which holds no line break; a line break in it would start another `data:` line, which the client
+/// joins back with one.
+pub fn frame(turn: Uuid, seq: i64, name: &str, data: &str) -> Bytes {
+    let mut id = [0u8; uuid::fmt::Hyphenated::LENGTH];
+    let id = turn.as_hyphenated().encode_lower(&mut id);
+    let mut seq_text = itoa::Buffer::new();
+    let seq_text = seq_text.format(seq);
+    let mut out = BytesMut::with_capacity(30 + id.len() + seq_text.len() + name.len() + data.len());
+    out.put_slice(b"id: ");
+    out.put_slice(id.as_bytes());
+    out.put_u8(b':');
+    out.put_slice(seq_text.as_bytes());
+    out.put_slice(b"\nevent: ");
+    out.put_slice(name.as_bytes());
+    for line in data.split(['\n', '\r']) {
+        out.put_slice(b"\ndata: ");
+        out.put_slice(line.as_bytes());
+    }
+    out.put_slice(b"\n\n");
+    out.freeze()
 }
 
 /// The turns running in this process, by thread.
@@ -195,6 +253,37 @@ mod tests {
     use super::*;
     use futures::StreamExt;
 
+    #[test]
+    fn events_are_taken_for_the_store_in_runs_of_one_name() {
+        let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
+        let text = |t: &str| ChatEvent::TextDelta { text: t.into() };
+        turn.push(text("a"));
+        turn.push(text("b"));
+        let (runs, last) = turn.runs_after(0);
+        assert_eq!(last, 2);
+        assert_eq!(runs, [EventRun::of(1, "text_delta", [r#"{"text":"a"}"#, r#"{"text":"b"}"#].into_iter())]);
+        turn.push(ChatEvent::ToolExecuting { tool: "save_artifact".into(), input: serde_json::json!({}) });
+        turn.push(text("c"));
+        let (runs, last) = turn.runs_after(2);
+        let names: Vec<(i64, i64, &str)> = runs.iter().map(|r| (r.seq, r.last_seq, r.name.as_str())).collect();
+        assert_eq!((names, last), (vec![(3, 3, "tool_executing"), (4, 4, "text_delta")], 4));
+        assert_eq!(turn.runs_after(4), (Vec::new(), 4));
+    }
+
+    #[test]
+    fn a_frame_is_the_sse_text_of_one_event() {
+        let id = Uuid::from_u128(1);
+        assert_eq!(
+            frame(id, 12, "text_delta", r#"{"text":"hi"}"#),
+            "id: 00000000-0000-0000-0000-000000000001:12\nevent: text_delta\ndata: {\"text\":\"hi\"}\n\n"
+        );
+        // A line break would end the field: it starts another data line instead, which the client joins back.
+        assert_eq!(
+            frame(id, 1, "x", "a\nb"),
+            "id: 00000000-0000-0000-0000-000000000001:1\nevent: x\ndata: a\ndata: b\n\n"
+        );
+    }
+
     #[tokio::test]
     async fn late_listeners_get_everything_after_their_point() {
         let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
@@ -208,9 +297,17 @@ mod tests {
             stopped: false,
             model: None,
         });
-        let all: Vec<i64> = listener.map(|(seq, _)| seq).collect().await;
-        assert_eq!(all, vec![1, 2, 3]);
-        let rest: Vec<i64> = resumed.map(|(seq, _)| seq).collect().await;
-        assert_eq!(rest, vec![2, 3]);
+        let id = |frame: Bytes| String::from_utf8_lossy(&frame).lines().next().unwrap_or_default().to_string();
+        let all: Vec<String> = listener.map(id).collect().await;
+        assert_eq!(
+            all,
+            [
+                "id: 00000000-0000-0000-0000-000000000000:1",
+                "id: 00000000-0000-0000-0000-000000000000:2",
+                "id: 00000000-0000-0000-0000-000000000000:3"
+            ]
+        );
+        let rest: Vec<String> = resumed.map(id).collect().await;
+        assert_eq!(rest, all[1..]);
     }
 }

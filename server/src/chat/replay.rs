@@ -5,13 +5,14 @@
 use std::{sync::Arc, time::Duration};
 
 use app::api::{ChatEvent, ChatRequest};
+use bytes::Bytes;
 use futures::{stream, stream::BoxStream, Stream, StreamExt};
 use uuid::Uuid;
 
 use super::engine::Engine;
 use super::error::{ChatError, Result};
-use super::hub::LiveTurn;
-use crate::store::{DynStore, IdempotencyClaim};
+use super::hub::{self, LiveTurn};
+use crate::store::{DynStore, IdempotencyClaim, StoredEvent};
 
 /// How often a listener on another instance looks for new stored events.
 const POLL_EVERY: Duration = Duration::from_millis(150);
@@ -19,19 +20,9 @@ const POLL_EVERY: Duration = Duration::from_millis(150);
 /// How long an idempotency key is remembered.
 const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
 
-/// One event of a turn as it travels: its turn, its number in the turn, its name and its data as JSON text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnEvent {
-    pub turn: Uuid,
-    pub seq: i64,
-    pub name: String,
-    pub data: String,
-}
-
-/// The events of a turn running in this process, after number `after`.
-pub fn live_events(live: &Arc<LiveTurn>, after: i64) -> impl Stream<Item = TurnEvent> + Send + 'static {
-    let turn = live.id;
-    live.subscribe(after).map(move |(seq, e)| TurnEvent { turn, seq, name: e.name().to_string(), data: e.data_json() })
+/// The events of a turn running in this process after number `after`, as SSE text.
+pub fn live_events(live: &Arc<LiveTurn>, after: i64) -> impl Stream<Item = Bytes> + Send + 'static {
+    live.subscribe(after)
 }
 
 /// What a chat request started: a turn running here, or (a repeated request) a turn started earlier.
@@ -41,8 +32,8 @@ pub enum Started {
 }
 
 impl Started {
-    /// The turn's events from its beginning.
-    pub fn events(&self, engine: &Engine, user: Uuid, thread: Uuid) -> BoxStream<'static, TurnEvent> {
+    /// The turn's events from its beginning, as SSE text.
+    pub fn events(&self, engine: &Engine, user: Uuid, thread: Uuid) -> BoxStream<'static, Bytes> {
         match self {
             Started::Live(live) => live_events(live, 0).boxed(),
             Started::Earlier(turn) => engine.turn_events(user, thread, *turn, 0),
@@ -51,8 +42,9 @@ impl Started {
 }
 
 impl Engine {
-    /// The events of one turn after `after`: from this process while it runs here, else from the store.
-    pub fn turn_events(&self, user: Uuid, thread: Uuid, turn: Uuid, after: i64) -> BoxStream<'static, TurnEvent> {
+    /// The events of one turn after `after`, as SSE text: from this process while it runs here, else from the
+    /// store.
+    pub fn turn_events(&self, user: Uuid, thread: Uuid, turn: Uuid, after: i64) -> BoxStream<'static, Bytes> {
         match self.hub.get(thread).filter(|l| l.id == turn) {
             Some(live) => live_events(&live, after).boxed(),
             None => stored_events(self.store.clone(), user, thread, turn, after).boxed(),
@@ -120,14 +112,14 @@ fn fingerprint(request: &str) -> String {
     format!("{:x}", Sha256::digest(request.as_bytes()))
 }
 
-/// Replays a turn's stored events after `after`, following it while it runs on another instance.
+/// Replays a turn's stored events after `after`, as SSE text, following it while it runs on another instance.
 fn stored_events(
     store: DynStore,
     user: Uuid,
     thread: Uuid,
     turn: Uuid,
     after: i64,
-) -> impl Stream<Item = TurnEvent> + Send {
+) -> impl Stream<Item = Bytes> + Send {
     struct State {
         store: DynStore,
         user: Uuid,
@@ -136,11 +128,8 @@ fn stored_events(
         after: i64,
         done: bool,
     }
-    let as_event = |turn: Uuid, e: &crate::store::StoredEvent| TurnEvent {
-        turn,
-        seq: e.seq,
-        name: e.name.clone(),
-        data: e.data.clone(),
+    let framed = |turn: Uuid, events: Vec<StoredEvent>| -> Vec<Bytes> {
+        events.iter().map(|e| hub::frame(turn, e.seq, &e.name, &e.data)).collect()
     };
     let initial = State { store, user, thread, turn, after, done: false };
     stream::unfold(initial, move |mut s| async move {
@@ -159,9 +148,8 @@ fn stored_events(
                 s.done = events
                     .iter()
                     .any(|e| ChatEvent::from_parts(&e.name, &e.data).is_some_and(|event| event.is_terminal()));
-                let batch: Vec<TurnEvent> = events.iter().map(|e| as_event(s.turn, e)).collect();
                 s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
-                return Some((stream::iter(batch), s));
+                return Some((stream::iter(framed(s.turn, events)), s));
             }
             let running = matches!(s.store.latest_turn(s.user, s.thread).await,
                 Ok(Some(t)) if t.id == s.turn && t.alive(super::turn::STALE_AFTER_MS));
@@ -172,8 +160,7 @@ fn stored_events(
                 if tail.is_empty() {
                     return None;
                 }
-                let batch: Vec<TurnEvent> = tail.iter().map(|e| as_event(s.turn, e)).collect();
-                return Some((stream::iter(batch), s));
+                return Some((stream::iter(framed(s.turn, tail)), s));
             }
             tokio::time::sleep(POLL_EVERY).await;
         }

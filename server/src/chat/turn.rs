@@ -25,7 +25,7 @@ use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
-    self, AnswerDraft, FinalAnswer, MessageUpdate, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd,
+    self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, SpentTokens, Started, StoreError, ThreadStamp, TurnEnd,
     TurnProgress, TurnStart, TurnTrace,
 };
 
@@ -725,16 +725,9 @@ impl<'a> Turn<'a> {
     }
 
     /// The events not handed over yet, as stored.
-    fn fresh_events(&mut self) -> Vec<StoredEvent> {
-        let fresh: Vec<StoredEvent> = self
-            .live
-            .events_after(self.flushed_events)
-            .into_iter()
-            .map(|(seq, e)| StoredEvent { seq, name: e.name().to_string(), data: e.data_json() })
-            .collect();
-        if let Some(last) = fresh.last() {
-            self.flushed_events = last.seq;
-        }
+    fn fresh_events(&mut self) -> Vec<EventRun> {
+        let (fresh, last) = self.live.runs_after(self.flushed_events);
+        self.flushed_events = last;
         fresh
     }
 
@@ -788,7 +781,7 @@ impl<'a> Turn<'a> {
         // Whatever was handed over and not written yet goes with them (see `Store::finish_turn`).
         let mut events = self.fresh_events();
         let seq = self.live.next_seq();
-        let stored = |event: &ChatEvent| StoredEvent { seq, name: event.name().to_string(), data: event.data_json() };
+        let stored = |event: &ChatEvent| EventRun::single(seq, event.name(), event.data_json());
         events.push(stored(&last_event));
         // The answer, its documents and trace, the tokens spent, the last events and the turn's closing are one
         // commit, stored before anyone is told: a client that sends its next message right after

@@ -2,27 +2,32 @@
 //! (also from another instance, through the stored events); `POST .../stop` ends a running turn. Which events a
 //! listener gets, and starting a turn at most once per idempotency key, is [`crate::chat::replay`]'s.
 
-use std::{convert::Infallible, time::Duration};
+use std::{
+    convert::Infallible,
+    future::Future,
+    pin::Pin,
+    task::{Context, Poll},
+    time::Duration,
+};
 
 use app::api::ChatRequest;
 use axum::{
+    body::Body,
     extract::State,
     http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode},
-    response::{
-        sse::{Event, KeepAlive, Sse},
-        IntoResponse, Response,
-    },
+    response::{IntoResponse, Response},
     routing::{get, post},
     Router,
 };
-use futures::{Stream, StreamExt};
+use bytes::Bytes;
+use futures::Stream;
 use uuid::Uuid;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use super::streams::StreamPlace;
-use crate::chat::replay::{self, TurnEvent};
+use crate::chat::replay;
 use crate::AppState;
 
 /// Interval of keep-alive comments on every stream.
@@ -36,20 +41,81 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/messages/{message_id}/retry", post(retry))
 }
 
-/// A turn's events as an SSE response that no proxy buffers; each event's id is `<turn>:<n>`.
-pub(super) fn sse_response(events: impl Stream<Item = TurnEvent> + Send + 'static) -> Response {
-    let events = events
-        .map(|e| Ok::<_, Infallible>(Event::default().id(format!("{}:{}", e.turn, e.seq)).event(e.name).data(e.data)));
-    let mut response = Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)).into_response();
+/// A turn's events (their SSE text, see [`crate::chat::hub::frame`]) as the answer to a request: an event stream
+/// no proxy buffers, with a comment at least every [`KEEP_ALIVE`] while nothing else goes out. It ends when the
+/// session that opened it ends (signed out here or on another instance), and holds its place among the person's
+/// open streams until it ends (given back before its last byte goes out, so a client that saw it end may open
+/// another) or its client goes away.
+pub(super) fn event_stream(
+    state: &AppState,
+    user: &AuthUser,
+    place: StreamPlace,
+    frames: impl Stream<Item = Bytes> + Unpin + Send + 'static,
+) -> Response {
+    let half = KEEP_ALIVE / 2;
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + half, half);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let body = EventBody {
+        frames,
+        ended: Box::pin(state.sessions.ended(user.jti, user.id)),
+        tick,
+        sent: false,
+        place: Some(place),
+    };
+    let mut response = Response::new(Body::from_stream(body));
     let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store, no-transform"));
     headers.insert(HeaderName::from_static("x-accel-buffering"), HeaderValue::from_static("no"));
     response
 }
 
+/// The body of [`event_stream`]. A keep-alive comment goes out at a tick of half the interval when nothing went
+/// out since the tick before: no timer is touched as events go out.
+struct EventBody<S> {
+    frames: S,
+    ended: Pin<Box<dyn Future<Output = ()> + Send>>,
+    tick: tokio::time::Interval,
+    sent: bool,
+    /// Given back (dropped) when the stream ends.
+    place: Option<StreamPlace>,
+}
+
+impl<S: Stream<Item = Bytes> + Unpin> Stream for EventBody<S> {
+    type Item = std::result::Result<Bytes, Infallible>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.place.is_none() {
+            return Poll::Ready(None);
+        }
+        if this.ended.as_mut().poll(cx).is_ready() {
+            this.place = None;
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.frames).poll_next(cx) {
+            Poll::Ready(Some(frame)) => {
+                this.sent = true;
+                return Poll::Ready(Some(Ok(frame)));
+            }
+            Poll::Ready(None) => {
+                this.place = None;
+                return Poll::Ready(None);
+            }
+            Poll::Pending => {}
+        }
+        while this.tick.poll_tick(cx).is_ready() {
+            if !std::mem::replace(&mut this.sent, false) {
+                return Poll::Ready(Some(Ok(Bytes::from_static(b":\n\n"))));
+            }
+        }
+        Poll::Pending
+    }
+}
+
 /// One event of a chat stream as it travels (the OpenAPI description of the `text/event-stream` answers).
 #[derive(utoipa::ToSchema)]
-#[allow(dead_code)] // documentation only: the events are written by `sse_response`
+#[allow(dead_code)] // documentation only: the events are written by `event_stream`
 pub struct ChatStreamEvent {
     /// `<turn id>:<n>`: send the last one received as `Last-Event-ID` to resume after it.
     id: String,
@@ -78,7 +144,7 @@ pub async fn chat(
     // Taken before the turn starts: a stream refused here starts nothing.
     let place = state.streams.take(user.id)?;
     let started = state.chat.start_once(user.id, thread, idempotency_key(&headers)?, body).await?;
-    Ok(until_session_ends(&state, &user, place, sse_response(started.events(&state.chat, user.id, thread))))
+    Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
 }
 
 /// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the turn of the person's latest message again after
@@ -100,7 +166,7 @@ pub async fn retry(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let live = state.chat.retry(user.id, thread, message).await?;
-    Ok(until_session_ends(&state, &user, place, sse_response(replay::live_events(&live, 0))))
+    Ok(event_stream(&state, &user, place, replay::live_events(&live, 0)))
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.
@@ -146,25 +212,7 @@ pub async fn resume(
         _ => 0,
     };
     let events = state.chat.turn_events(user.id, thread, turn.id, after);
-    Ok(until_session_ends(&state, &user, place, sse_response(events)))
-}
-
-/// Ends an event stream when the session that opened it ends (signed out here or on another instance). The
-/// stream holds its place among the person's open streams until it ends (given back before its last byte goes
-/// out, so a client that saw it end may open another) or its client goes away.
-pub(super) fn until_session_ends(
-    state: &AppState,
-    user: &AuthUser,
-    place: StreamPlace,
-    response: Response,
-) -> Response {
-    let ended = state.sessions.ended(user.jti, user.id);
-    let mut place = Some(place);
-    let give_back = futures::stream::poll_fn(move |_| {
-        place.take();
-        std::task::Poll::Ready(None::<Result<axum::body::Bytes, axum::Error>>)
-    });
-    response.map(|body| axum::body::Body::from_stream(body.into_data_stream().take_until(ended).chain(give_back)))
+    Ok(event_stream(&state, &user, place, events))
 }
 
 /// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.

@@ -12,7 +12,7 @@ use axum::{
 };
 use uuid::Uuid;
 
-use super::chat::{idempotency_key, sse_response, until_session_ends};
+use super::chat::{event_stream, idempotency_key};
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
@@ -88,7 +88,7 @@ pub async fn regenerate(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let started = state.chat.regenerate_once(user.id, thread, idempotency_key(&headers)?, answer).await?;
-    Ok(until_session_ends(&state, &user, place, sse_response(started.events(&state.chat, user.id, thread))))
+    Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
 }
 
 /// `POST /api/threads/{id}/branch`: shows the branch through a message, down to its newest message (stored, so

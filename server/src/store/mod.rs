@@ -46,8 +46,8 @@ pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
-    FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd, TurnProgress,
-    TurnRecord, TurnStart, TurnTrace, Turns,
+    EventRun, FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd,
+    TurnProgress, TurnRecord, TurnStart, TurnTrace, Turns,
 };
 
 /// What can go wrong in storage. `NotFound` and `Conflict` are for callers; `Internal` text stays in logs.
@@ -274,9 +274,7 @@ pub(crate) type Answers<'a> = Vec<(Uuid, &'a AnswerDraft)>;
 /// A batch of progress as both backends write it: every event with its turn, and every answer with its owner,
 /// `Ok` when each answer comes once (they can be rewritten many per statement) and `Err` when one comes twice
 /// (written one by one, in order; progress handed over is kept one entry per turn, so it never comes twice).
-pub(crate) fn progress_parts(
-    progress: &[TurnProgress],
-) -> (Vec<(Uuid, &StoredEvent)>, Result<Answers<'_>, Answers<'_>>) {
+pub(crate) fn progress_parts(progress: &[TurnProgress]) -> (Vec<(Uuid, &EventRun)>, Result<Answers<'_>, Answers<'_>>) {
     let events = progress.iter().flat_map(|item| item.events.iter().map(move |e| (item.turn, e))).collect();
     let answers: Answers<'_> =
         progress.iter().filter_map(|item| item.answer.as_ref().map(|a| (item.user, a))).collect();

@@ -16,9 +16,8 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, now, search_query, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser, Place,
-    Result, Search, SearchPage, Store, StoreError, StoredEvent, ThreadStamp, TurnRecord, TurnTrace, Turns, User,
-    MAX_SEQ,
+    history::ImportThread, now, search_query, EventRun, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser,
+    Place, Result, Search, SearchPage, Store, StoreError, ThreadStamp, TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
 };
 
 /// The statements both backends run alike, bound the PostgreSQL way.
@@ -590,29 +589,32 @@ async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) ->
 
 /// Stores a turn's events in one statement. Skipped when the turn is gone (its thread was deleted meanwhile); a
 /// number already stored keeps its first event.
-async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+async fn insert_turn_events(conn: &mut sqlx::PgConnection, turn: Uuid, events: &[EventRun]) -> Result<()> {
     insert_events(conn, &events.iter().map(|e| (turn, e)).collect::<Vec<_>>()).await
 }
 
-/// Stores events of turns in one statement. Events of a turn that no longer exists (its thread was deleted
-/// meanwhile) are skipped; a number already stored keeps its first event.
-async fn insert_events(conn: &mut sqlx::PgConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
+/// Stores events of turns in one statement, a row per run (see [`EventRun`]). Events of a turn that no longer
+/// exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
+async fn insert_events(conn: &mut sqlx::PgConnection, events: &[(Uuid, &EventRun)]) -> Result<()> {
     if events.is_empty() {
         return Ok(());
     }
     let turns: Vec<Uuid> = events.iter().map(|(turn, _)| *turn).collect();
     let seqs: Vec<i64> = events.iter().map(|(_, e)| e.seq).collect();
+    let last_seqs: Vec<i64> = events.iter().map(|(_, e)| e.last_seq).collect();
     let names: Vec<&str> = events.iter().map(|(_, e)| e.name.as_str()).collect();
     let data: Vec<&str> = events.iter().map(|(_, e)| e.data.as_str()).collect();
     sqlx::query(
-        "insert into turn_events (turn_id, seq, name, data)
-         select e.turn_id, e.seq, e.name, e.data
-         from unnest($1::uuid[], $2::bigint[], $3::text[], $4::text[]) as e (turn_id, seq, name, data)
+        "insert into turn_events (turn_id, seq, last_seq, name, data)
+         select e.turn_id, e.seq, e.last_seq, e.name, e.data
+         from unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::text[], $5::text[])
+             as e (turn_id, seq, last_seq, name, data)
          where exists (select 1 from turns where id = e.turn_id)
          on conflict (turn_id, seq) do nothing",
     )
     .bind(&turns)
     .bind(&seqs)
+    .bind(&last_seqs)
     .bind(&names)
     .bind(&data)
     .execute(&mut *conn)

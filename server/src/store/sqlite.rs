@@ -346,7 +346,7 @@ impl Store for Sqlite {
 mod tests {
     use super::*;
     use crate::config::SqliteSync;
-    use crate::store::{Accounts, Messages, NewMessage, Threads};
+    use crate::store::{Accounts, EventRun, Messages, NewMessage, Threads};
     use app::api::MessageStatus;
 
     /// The URL of the database file `file` in `dir`.
@@ -427,7 +427,7 @@ mod tests {
         store.submit_progress(super::super::TurnProgress {
             turn,
             user,
-            events: vec![StoredEvent { seq: 1, name: "text_delta".into(), data: r#"{"text":"Half"}"#.into() }],
+            events: vec![EventRun::single(1, "text_delta", r#"{"text":"Half"}"#.into())],
             answer: Some(super::super::AnswerDraft {
                 id: answer,
                 thread_id: thread,

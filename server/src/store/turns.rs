@@ -37,27 +37,128 @@ pub enum IdempotencyClaim {
     Existing { fingerprint: String, response: Option<String> },
 }
 
-/// One stored event of a turn.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+/// One stored event of a turn; its data is JSON text.
+#[derive(Debug, Clone, PartialEq)]
 pub struct StoredEvent {
     pub seq: i64,
     pub name: String,
     pub data: String,
 }
 
+/// A stored event is a run of one.
+impl From<StoredEvent> for EventRun {
+    fn from(event: StoredEvent) -> Self {
+        EventRun { seq: event.seq, last_seq: event.seq, name: event.name, data: event.data }
+    }
+}
+
+/// Events of a turn as they are stored: one event, or a run of events of one name that came one after another
+/// (numbered `seq` to `last_seq`), kept as one row whose data is a JSON array of each event's data. A turn's text
+/// comes as hundreds of deltas: stored one row each, they were most of what a turn's end wrote.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct EventRun {
+    pub seq: i64,
+    pub last_seq: i64,
+    pub name: String,
+    pub data: String,
+}
+
+impl EventRun {
+    /// One event.
+    pub fn single(seq: i64, name: &str, data: String) -> Self {
+        Self { seq, last_seq: seq, name: name.to_string(), data }
+    }
+
+    /// The events named `name` whose data are `data`, in order, the first numbered `seq`.
+    pub fn of<'a>(seq: i64, name: &str, data: impl ExactSizeIterator<Item = &'a str>) -> Self {
+        let count = data.len() as i64;
+        debug_assert!(count > 0, "a run of no events");
+        let data = match count {
+            1 => data.collect(),
+            _ => {
+                let mut joined = String::from("[");
+                for (i, item) in data.enumerate() {
+                    if i > 0 {
+                        joined.push(',');
+                    }
+                    joined.push_str(item);
+                }
+                joined.push(']');
+                joined
+            }
+        };
+        Self { seq, last_seq: seq + count.max(1) - 1, name: name.to_string(), data }
+    }
+
+    /// The events' data separated by commas (what the JSON array holds).
+    fn items(&self) -> &str {
+        match self.last_seq > self.seq {
+            true => self.data.get(1..self.data.len().saturating_sub(1)).unwrap_or(""),
+            false => &self.data,
+        }
+    }
+
+    /// Adds `run` after the last of `runs`, into it when it goes on where that one ends and has its name.
+    pub fn push_merged(runs: &mut Vec<EventRun>, run: EventRun) {
+        match runs.last_mut() {
+            // Appended in place: a turn's text handed over in many pieces costs in proportion to its length.
+            Some(last) if last.name == run.name && last.last_seq + 1 == run.seq => {
+                match last.last_seq > last.seq {
+                    true => {
+                        last.data.pop();
+                    }
+                    false => last.data.insert(0, '['),
+                }
+                last.data.push(',');
+                last.data.push_str(run.items());
+                last.data.push(']');
+                last.last_seq = run.last_seq;
+            }
+            _ => runs.push(run),
+        }
+    }
+
+    /// The run's events numbered after `after`, in order. A run whose data is not an array of its events' data
+    /// (Quire never stores one) gives none.
+    pub fn events_after(self, after: i64) -> Vec<StoredEvent> {
+        if self.last_seq <= after {
+            return Vec::new();
+        }
+        if self.last_seq == self.seq {
+            return vec![StoredEvent { seq: self.seq, name: self.name, data: self.data }];
+        }
+        let items: Vec<&serde_json::value::RawValue> = match serde_json::from_str(&self.data) {
+            Ok(items) => items,
+            Err(_) => return Vec::new(),
+        };
+        if items.len() as i64 != self.last_seq - self.seq + 1 {
+            return Vec::new();
+        }
+        (self.seq..)
+            .zip(items)
+            .filter(|(seq, _)| *seq > after)
+            .map(|(seq, data)| StoredEvent { seq, name: self.name.clone(), data: data.get().to_string() })
+            .collect()
+    }
+}
+
 shared_sql! {
-    rows(StoredEvent);
-    /// The events of `turn` after `after_seq`, in order.
+    rows(EventRun);
+    /// The events of `turn` after `after_seq`, in order. (A row stored before runs were has no `last_seq`.)
     pub(crate) async fn turn_events_after(
         conn: &mut D::Connection,
         turn: Uuid,
         after_seq: i64,
     ) -> Result<Vec<StoredEvent>> {
-        Ok(sqlx::query_as("select seq, name, data from turn_events where turn_id = $1 and seq > $2 order by seq")
-            .bind(D::id(turn))
-            .bind(after_seq)
-            .fetch_all(conn)
-            .await?)
+        let runs: Vec<EventRun> = sqlx::query_as(
+            "select seq, coalesce(last_seq, seq) as last_seq, name, data from turn_events
+             where turn_id = $1 and coalesce(last_seq, seq) > $2 order by seq",
+        )
+        .bind(D::id(turn))
+        .bind(after_seq)
+        .fetch_all(conn)
+        .await?;
+        Ok(runs.into_iter().flat_map(|run| run.events_after(after_seq)).collect())
     }
 
     /// The person's trace found by `key`, as the backend's row (see [`traces_for`]).
@@ -78,7 +179,7 @@ shared_sql! {
 #[derive(Debug, Default, Clone)]
 pub struct TurnEnd {
     /// Its last events; the final one says how it ended.
-    pub events: Vec<StoredEvent>,
+    pub events: Vec<EventRun>,
     /// The answer's final state, if one is kept.
     pub answer: Option<FinalAnswer>,
     /// The tokens it spent.
@@ -118,7 +219,7 @@ pub struct SpentTokens {
 pub struct TurnProgress {
     pub turn: Uuid,
     pub user: Uuid,
-    pub events: Vec<StoredEvent>,
+    pub events: Vec<EventRun>,
     pub answer: Option<AnswerDraft>,
 }
 
@@ -126,6 +227,8 @@ impl TurnProgress {
     /// Adds what the turn handed over later: events after the earlier ones, the newer answer instead of the
     /// older (keeping the older's context record if the newer carries none, as it is sent only once).
     pub fn merge(&mut self, newer: TurnProgress) {
+        // Runs are kept as handed over: one that was written already is written again as it was (the same first
+        // number), so a repeated write keeps its first events (see `Turns::append_turn_events`).
         self.events.extend(newer.events);
         if let Some(mut answer) = newer.answer {
             if answer.update.context.is_none() {
@@ -246,7 +349,7 @@ pub trait Turns: Send + Sync {
     async fn finish_turn_stamped(&self, turn: Uuid, end: TurnEnd) -> Result<Option<ThreadStamp>>;
     /// The newest turn of a thread.
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>>;
-    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()>;
+    async fn append_turn_events(&self, turn: Uuid, events: &[EventRun]) -> Result<()>;
     /// Hands over what a running turn produced since it last did; it is written with a later batch, so a crash
     /// keeps the answer so far. Never waits. Where one process owns the store (SQLite) and follows its running
     /// turns in memory, the events wait for the turn's end; where several instances share it (PostgreSQL), they
@@ -334,3 +437,54 @@ macro_rules! traces_for {
     };
 }
 pub(crate) use traces_for;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: i64, data: &str) -> StoredEvent {
+        StoredEvent { seq, name: "text_delta".into(), data: data.into() }
+    }
+
+    #[test]
+    fn runs_give_back_their_events_from_any_point() {
+        let data = [r#"{"text":"a"}"#, r#"{"text":"\"],["}"#, "[1,2]", r#"{"text":"✓\n"}"#];
+        let run = EventRun::of(5, "text_delta", data.iter().copied());
+        assert_eq!((run.seq, run.last_seq), (5, 8));
+        let all: Vec<StoredEvent> = (5..).zip(data).map(|(seq, d)| event(seq, d)).collect();
+        for after in 0..=9 {
+            let expected: Vec<StoredEvent> = all.iter().filter(|e| e.seq > after).cloned().collect();
+            assert_eq!(run.clone().events_after(after), expected, "after {after}");
+        }
+        // One event keeps its data as it is, an array included.
+        assert_eq!(EventRun::of(3, "text_delta", ["[1,2]"].into_iter()).events_after(0), vec![event(3, "[1,2]")]);
+        // Data that is not an array of its events' data gives nothing rather than wrong events.
+        let broken = EventRun { seq: 1, last_seq: 3, name: "text_delta".into(), data: "[1,2]".into() };
+        assert!(broken.events_after(0).is_empty());
+    }
+
+    #[test]
+    fn runs_that_go_on_one_another_are_merged_in_place() {
+        let mut runs = Vec::new();
+        EventRun::push_merged(&mut runs, EventRun::single(1, "thread_name", "{}".into()));
+        EventRun::push_merged(&mut runs, EventRun::single(2, "text_delta", "1".into()));
+        EventRun::push_merged(&mut runs, EventRun::of(3, "text_delta", ["2", "3"].into_iter()));
+        EventRun::push_merged(&mut runs, EventRun::single(5, "text_delta", "4".into()));
+        // A gap in the numbers, or another name, starts a run of its own.
+        EventRun::push_merged(&mut runs, EventRun::single(7, "text_delta", "6".into()));
+        EventRun::push_merged(&mut runs, EventRun::single(8, "message_complete", "{}".into()));
+        let shape: Vec<(i64, i64, &str, &str)> =
+            runs.iter().map(|r| (r.seq, r.last_seq, r.name.as_str(), r.data.as_str())).collect();
+        assert_eq!(
+            shape,
+            [
+                (1, 1, "thread_name", "{}"),
+                (2, 5, "text_delta", "[1,2,3,4]"),
+                (7, 7, "text_delta", "6"),
+                (8, 8, "message_complete", "{}")
+            ]
+        );
+        let events: Vec<i64> = runs.into_iter().flat_map(|r| r.events_after(3)).map(|e| e.seq).collect();
+        assert_eq!(events, [4, 5, 7, 8]);
+    }
+}

@@ -9,7 +9,7 @@ use crate::common::{
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{LlmError, StopReason, StreamEvent};
-use quire::store::{AnswerDraft, DynStore, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
+use quire::store::{AnswerDraft, DynStore, EventRun, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
 
 #[tokio::test]
 async fn a_tool_call_saves_the_document_and_events_come_in_order() {
@@ -234,7 +234,7 @@ fn draft(
     TurnProgress {
         turn,
         user,
-        events: vec![StoredEvent { seq, name: "text_delta".into(), data: format!("{{\"text\":\"{text}\"}}") }],
+        events: vec![EventRun::single(seq, "text_delta", format!("{{\"text\":\"{text}\"}}"))],
         answer: Some(AnswerDraft {
             id: answer,
             thread_id: thread,
@@ -250,8 +250,8 @@ fn draft(
     }
 }
 
-fn last_event(seq: i64) -> StoredEvent {
-    StoredEvent { seq, name: "message_complete".into(), data: "{}".into() }
+fn last_event(seq: i64) -> EventRun {
+    EventRun::single(seq, "message_complete", "{}".into())
 }
 
 /// Progress handed over is written (the answer so far at once; the events on SQLite only with the turn's end),

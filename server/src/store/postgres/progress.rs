@@ -171,14 +171,14 @@ impl ProgressWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{AnswerDraft, MessageUpdate, StoredEvent};
+    use crate::store::{AnswerDraft, EventRun, MessageUpdate};
     use app::api::{MessageStatus, Usage};
 
     fn progress(turn: Uuid, seqs: &[i64], text: Option<&str>, context: Option<&str>) -> TurnProgress {
         TurnProgress {
             turn,
             user: Uuid::nil(),
-            events: seqs.iter().map(|&seq| StoredEvent { seq, name: "text_delta".into(), data: "{}".into() }).collect(),
+            events: seqs.iter().map(|&seq| EventRun::single(seq, "text_delta", "{}".into())).collect(),
             answer: text.map(|t| AnswerDraft {
                 id: Uuid::nil(),
                 thread_id: Uuid::nil(),

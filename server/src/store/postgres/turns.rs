@@ -12,8 +12,8 @@ use super::{
 };
 use crate::store::turns::{stop_requested, TurnRow};
 use crate::store::{
-    now, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd, TurnLimits, TurnProgress,
-    TurnStart,
+    now, EventRun, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd, TurnLimits,
+    TurnProgress, TurnStart,
 };
 
 /// The first key of the advisory locks taken per person for a turn's start; the second is their id's hash.
@@ -169,7 +169,7 @@ impl Turns for Postgres {
     }
 
     #[instrument(skip(self, events))]
-    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+    async fn append_turn_events(&self, turn: Uuid, events: &[EventRun]) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
         insert_turn_events(&mut conn, turn, events).await
     }

@@ -23,7 +23,7 @@ use crate::store::budgets::{spending_values, SPENDING};
 use crate::store::columns::Stored;
 use crate::store::messages::STAMP_COLUMNS;
 use crate::store::{
-    now, AnswerDraft, NewMessage, Place, Result, Spending, SpentTokens, Started, StoreError, StoredEvent, ThreadStamp,
+    now, AnswerDraft, EventRun, NewMessage, Place, Result, Spending, SpentTokens, Started, StoreError, ThreadStamp,
     TurnEnd, TurnLimits, TurnStart, MAX_SEQ,
 };
 use app::api::{Role, Usage};
@@ -483,28 +483,29 @@ fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
         .bind(usage.output_tokens as i64);
 }
 
-/// Stores events of turns in one statement of fixed text, the rows passed as one JSON array (a statement with
-/// a value per field would have a text for every number of rows, each prepared anew). Events of a turn that no
-/// longer exists (its thread was deleted meanwhile) are skipped; a number already stored keeps its first event.
-fn push_turn_events(script: &mut Script<'_>, events: &[(Uuid, &StoredEvent)]) {
+/// Stores events of turns in one statement of fixed text, a row per run (see [`EventRun`]), the rows passed as
+/// one JSON array (a statement with a value per field would have a text for every number of rows, each prepared
+/// anew). Events of a turn that no longer exists (its thread was deleted meanwhile) are skipped; a number already
+/// stored keeps its first event.
+fn push_turn_events(script: &mut Script<'_>, events: &[(Uuid, &EventRun)]) {
     if events.is_empty() {
         return;
     }
     // A turn's id goes in as it is stored, in its hyphenated text form.
-    let rows: Vec<(Uuid, i64, &str, &str)> =
-        events.iter().map(|(turn, e)| (*turn, e.seq, e.name.as_str(), e.data.as_str())).collect();
+    let rows: Vec<(Uuid, i64, i64, &str, &str)> =
+        events.iter().map(|(turn, e)| (*turn, e.seq, e.last_seq, e.name.as_str(), e.data.as_str())).collect();
     let rows = serde_json::to_string(&rows).unwrap_or_else(|_| "[]".into());
     script
         .statement(
-            "insert or ignore into turn_events (turn_id, seq, name, data)
-             select e.value ->> 0, e.value ->> 1, e.value ->> 2, e.value ->> 3 from json_each(?) as e
+            "insert or ignore into turn_events (turn_id, seq, last_seq, name, data)
+             select e.value ->> 0, e.value ->> 1, e.value ->> 2, e.value ->> 3, e.value ->> 4 from json_each(?) as e
              where exists (select 1 from turns where turns.id = e.value ->> 0)",
         )
         .bind(rows);
 }
 
 /// Stores events of turns in one round trip (see [`push_turn_events`]).
-pub(super) async fn insert_turn_events(conn: &mut SqliteConnection, events: &[(Uuid, &StoredEvent)]) -> Result<()> {
+pub(super) async fn insert_turn_events(conn: &mut SqliteConnection, events: &[(Uuid, &EventRun)]) -> Result<()> {
     let mut script = Script::default();
     push_turn_events(&mut script, events);
     script.fetch_all(conn).await?;

@@ -10,7 +10,9 @@ use super::{
     TurnRecord, Turns,
 };
 use crate::store::turns::{stop_requested, TurnRow};
-use crate::store::{now, Result, Started, StoreError, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart};
+use crate::store::{
+    now, EventRun, Result, Started, StoreError, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart,
+};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -136,7 +138,7 @@ impl Turns for Sqlite {
     }
 
     #[instrument(skip(self, events))]
-    async fn append_turn_events(&self, turn: Uuid, events: &[StoredEvent]) -> Result<()> {
+    async fn append_turn_events(&self, turn: Uuid, events: &[EventRun]) -> Result<()> {
         let events = events.to_vec();
         if events.is_empty() {
             return Ok(());

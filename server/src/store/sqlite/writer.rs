@@ -194,7 +194,13 @@ impl Writer {
             Box::pin(async move {
                 let taken = owned.progress.take(turn);
                 if let Some(taken) = &taken {
-                    end.events.splice(0..0, taken.events.iter().cloned());
+                    // The runs handed over one after another, and the end's, stored as few rows: the text
+                    // deltas of a whole answer as one.
+                    let mut events = Vec::new();
+                    for run in taken.events.iter().cloned().chain(std::mem::take(&mut end.events)) {
+                        crate::store::EventRun::push_merged(&mut events, run);
+                    }
+                    end.events = events;
                 }
                 let ended = turn_writes::end_turn(&mut owned.conn, turn, &end).await;
                 if ended.is_err() {

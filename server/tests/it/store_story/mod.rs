@@ -15,9 +15,9 @@ use std::{
 use app::api::{ArtifactType, Message, MessageStatus, Role, ToolCallStep, Trace, TraceStep, Usage};
 use proptest::prelude::*;
 use quire::store::{
-    self, search_query, CursorKey, DynStore, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage, NewUser,
-    SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort,
-    TurnEnd, TurnLimits, TurnStart, TurnTrace, RANKED_CANDIDATES,
+    self, search_query, CursorKey, DynStore, EventRun, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage,
+    NewUser, SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery,
+    ThreadSort, TurnEnd, TurnLimits, TurnStart, TurnTrace, RANKED_CANDIDATES,
 };
 use serde_json::json;
 use uuid::Uuid;

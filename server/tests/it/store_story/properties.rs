@@ -158,8 +158,8 @@ fn thread_delete_leaves_no_orphans(backend: Backend, test: &str) {
             }
             let turn = Uuid::now_v7();
             s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
-            let batch: Vec<StoredEvent> =
-                (1..=events).map(|seq| StoredEvent { seq, name: "delta".into(), data: seq.to_string() }).collect();
+            let batch: Vec<EventRun> =
+                (1..=events).map(|seq| EventRun::single(seq, "delta", seq.to_string())).collect();
             s.append_turn_events(turn, &batch).await.unwrap();
             if !running {
                 s.finish_turn(turn, TurnEnd::default()).await.unwrap();

@@ -153,7 +153,7 @@ async fn thread_delete_cascades(db: Db) {
     let doc = s.create_artifact(u, doc).await.unwrap();
     let turn = Uuid::now_v7();
     s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
-    let events = vec![StoredEvent { seq: 1, name: "delta".into(), data: "{}".into() }];
+    let events = vec![EventRun::single(1, "delta", "{}".into())];
     s.append_turn_events(turn, &events).await.unwrap();
     s.record_usage(u, t.id, "m", Usage { input_tokens: 1, output_tokens: 1 }).await.unwrap();
     let before = s.search(u, "zebra", 100, 0).await.unwrap();

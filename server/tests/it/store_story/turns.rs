@@ -11,6 +11,7 @@ stories!(
     concurrent_turns_take_the_thread_once,
     a_turn_start_waits_for_a_change_holding_the_conversation,
     a_closing_turn_takes_the_conversation_before_its_own_row,
+    a_turns_text_is_stored_in_runs_and_replayed_event_by_event,
 );
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
@@ -127,11 +128,14 @@ async fn turns(db: Db) {
     assert_eq!(s.heartbeat_turns(&[]).await.unwrap(), Vec::<Uuid>::new());
 
     let event = |seq: i64, name: &str, data: &str| StoredEvent { seq, name: name.into(), data: data.into() };
-    s.append_turn_events(first, &[event(1, "start", "{}"), event(2, "delta", "a"), event(3, "delta", "b")])
-        .await
-        .unwrap();
+    s.append_turn_events(
+        first,
+        &[event(1, "start", "{}").into(), event(2, "delta", "a").into(), event(3, "delta", "b").into()],
+    )
+    .await
+    .unwrap();
     // A repeated number keeps the first event; the batch goes on.
-    s.append_turn_events(first, &[event(3, "delta", "replaced?"), event(4, "done", "{}")]).await.unwrap();
+    s.append_turn_events(first, &[event(3, "delta", "replaced?").into(), event(4, "done", "{}").into()]).await.unwrap();
     s.append_turn_events(first, &[]).await.unwrap();
     let all = s.turn_events_after(first, 0).await.unwrap();
     assert_eq!(
@@ -141,7 +145,7 @@ async fn turns(db: Db) {
     assert_eq!(s.turn_events_after(first, 2).await.unwrap(), all[2..].to_vec());
     // Stored as given, whatever the text holds.
     let odd = event(9, "text_delta", "{\"text\":\"a \\\"quoted\\\" line\\nnext — ✓ \\u0000 ' ; --\"}");
-    s.append_turn_events(first, std::slice::from_ref(&odd)).await.unwrap();
+    s.append_turn_events(first, &[odd.clone().into()]).await.unwrap();
     assert_eq!(s.turn_events_after(first, 4).await.unwrap(), vec![odd.clone()]);
     let all = [all, vec![odd]].concat();
     assert!(s.turn_events_after(first, 9).await.unwrap().is_empty());
@@ -171,8 +175,8 @@ async fn turns(db: Db) {
     );
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
-    s.append_turn_events(second, &[event(1, "start", "{}")]).await.unwrap();
-    s.finish_turn(third, TurnEnd { events: vec![event(1, "done", "{}")], ..TurnEnd::default() }).await.unwrap();
+    s.append_turn_events(second, &[event(1, "start", "{}").into()]).await.unwrap();
+    s.finish_turn(third, TurnEnd { events: vec![event(1, "done", "{}").into()], ..TurnEnd::default() }).await.unwrap();
     assert!(s.turn_events_after(first, 0).await.unwrap().is_empty());
     assert!(s.turn_events_after(second, 0).await.unwrap().is_empty());
     assert_eq!(s.turn_events_after(third, 0).await.unwrap(), vec![event(1, "done", "{}")]);
@@ -196,7 +200,7 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     let step = tool_step("save_artifact", json!({"title": "Plan"}), 3);
     let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
     let end = TurnEnd {
-        events: vec![event(1, "text_delta"), event(2, "message_complete")],
+        events: vec![event(1, "text_delta").into(), event(2, "message_complete").into()],
         answer: Some(FinalAnswer { user: u, draft: finished, artifacts: vec![doc.id, theirs.id] }),
         usage: Some(spent(u, t.id, "model-a", 7, 3)),
         trace: Some(TurnTrace { user: u, thread: t.id, steps: vec![step.clone()] }),
@@ -227,7 +231,7 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     s.delete_thread(u, gone.id).await.unwrap();
     let draft = answer_draft(turn, u, gone.id, Uuid::now_v7(), "Lost words", false).answer.unwrap();
     let end = TurnEnd {
-        events: vec![event(1, "message_complete")],
+        events: vec![event(1, "message_complete").into()],
         answer: Some(FinalAnswer { user: u, draft, artifacts: vec![doc.id] }),
         usage: Some(spent(u, gone.id, "model-b", 2, 1)),
         trace: Some(TurnTrace { user: u, thread: gone.id, steps: vec![step.clone()] }),
@@ -238,6 +242,11 @@ async fn a_turn_ends_in_one_commit(db: Db) {
     assert_eq!(raw.count("usage_ledger", "user_id", u).await, 2);
     assert_eq!(s.turn_events_after(turn, 0).await.unwrap(), vec![]);
     assert_not_found(s.turn_trace(u, turn).await);
+}
+
+/// Events as a turn hands them over, each a run of one.
+fn runs(events: &[StoredEvent]) -> Vec<EventRun> {
+    events.iter().cloned().map(EventRun::from).collect()
 }
 
 async fn progress_of_several_turns_is_saved_together(db: Db) {
@@ -275,14 +284,19 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
         store::TurnProgress {
             turn: turn_a,
             user: u,
-            events: vec![event(1, "He")],
+            events: vec![event(1, "He").into()],
             answer: Some(draft(a.id, answer_a, "He", Some(json!({"included": 1})))),
         },
-        store::TurnProgress { turn: turn_b, user: u, events: vec![event(1, "x"), event(2, "y")], answer: None },
+        store::TurnProgress {
+            turn: turn_b,
+            user: u,
+            events: vec![event(1, "x").into(), event(2, "y").into()],
+            answer: None,
+        },
         store::TurnProgress {
             turn: turn_gone,
             user: u,
-            events: vec![event(1, "lost")],
+            events: vec![event(1, "lost").into()],
             answer: Some(draft(gone.id, answer_gone, "lost", None)),
         },
     ];
@@ -306,7 +320,7 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
     let next = store::TurnProgress {
         turn: turn_a,
         user: u,
-        events: vec![event(1, "again?"), event(2, "llo")],
+        events: vec![event(1, "again?").into(), event(2, "llo").into()],
         answer: Some(draft(a.id, answer_a, "Hello", None)),
     };
     s.save_progress(&[next]).await.unwrap();
@@ -335,9 +349,9 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
         |from: i64, tag: &str| (from..from + 601).map(|seq| event(seq, &format!("{tag}{seq}"))).collect::<Vec<_>>();
     let (more_a, more_b) = (many(3, "a"), many(3, "b"));
     s.save_progress(&[
-        store::TurnProgress { turn: turn_a, user: u, events: more_a.clone(), answer: None },
-        store::TurnProgress { turn: turn_b, user: u, events: more_b.clone(), answer: None },
-        store::TurnProgress { turn: turn_gone, user: u, events: many(2, "lost"), answer: None },
+        store::TurnProgress { turn: turn_a, user: u, events: runs(&more_a), answer: None },
+        store::TurnProgress { turn: turn_b, user: u, events: runs(&more_b), answer: None },
+        store::TurnProgress { turn: turn_gone, user: u, events: runs(&many(2, "lost")), answer: None },
     ])
     .await
     .unwrap();
@@ -505,7 +519,7 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
             tokio::spawn(async move {
                 let draft = answer_draft(turn, u, thread, Uuid::now_v7(), "Crowded answer", false).answer.unwrap();
                 let end = TurnEnd {
-                    events: vec![StoredEvent { seq: 1, name: "message_complete".into(), data: "{}".into() }],
+                    events: vec![EventRun::single(1, "message_complete", "{}".into())],
                     answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
                     usage: Some(spent(u, thread, "crowd", 2, 1)),
                     trace: None,
@@ -523,5 +537,48 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
         assert!(!s.latest_turn(u, thread).await.unwrap().unwrap().running);
         assert_eq!(s.turn_events_after(turn, 0).await.unwrap().len(), 1);
         assert_eq!(db.raw.int("select input_tokens from threads where id = ?", thread).await, 2);
+    }
+}
+
+/// A turn's text deltas handed over in pieces, then its end: stored as a few rows (on SQLite, where they all go
+/// with the end, the whole text as one), and read back as the events they were, from any point, whatever their
+/// text holds.
+async fn a_turns_text_is_stored_in_runs_and_replayed_event_by_event(db: Db) {
+    let (s, u, t) = someones_thread(&db, "Runs").await;
+    let turn = Uuid::now_v7();
+    s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
+    let texts = ["He", "llo", " \"quoted\", [brackets]", ",]", "— ✓", "\\n", "end"];
+    let data: Vec<String> = texts.iter().map(|t| json!({ "text": t }).to_string()).collect();
+    let handed = |from: usize, to: usize| store::TurnProgress {
+        turn,
+        user: u,
+        events: vec![EventRun::of(from as i64 + 1, "text_delta", data[from..to].iter().map(String::as_str))],
+        answer: None,
+    };
+    s.submit_progress(handed(0, 3));
+    s.submit_progress(handed(3, 4));
+    s.submit_progress(handed(4, 6));
+    let end = TurnEnd {
+        events: vec![
+            EventRun::of(7, "text_delta", data[6..].iter().map(String::as_str)),
+            EventRun::single(8, "message_complete", "{}".into()),
+        ],
+        ..TurnEnd::default()
+    };
+    s.finish_turn(turn, end).await.unwrap();
+
+    let mut events: Vec<StoredEvent> = (1..=7)
+        .map(|seq| StoredEvent { seq, name: "text_delta".into(), data: data[seq as usize - 1].clone() })
+        .collect();
+    events.push(StoredEvent { seq: 8, name: "message_complete".into(), data: "{}".into() });
+    for after in 0..=8 {
+        assert_eq!(s.turn_events_after(turn, after).await.unwrap(), events[after as usize..], "after {after}");
+    }
+    let rows = db.raw.count("turn_events", "turn_id", turn).await;
+    match s.backend() {
+        // Stored with the end, in one run.
+        "sqlite" => assert_eq!(rows, 2),
+        // Stored as they were handed over, for listeners on other instances.
+        _ => assert!(rows <= 5, "{rows} rows"),
     }
 }
