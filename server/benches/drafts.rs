@@ -41,9 +41,7 @@ use std::{
 };
 
 use quire::store::postgres::Postgres;
-use quire::store::{
-    self, AnswerDraft, DynStore, MessageUpdate, NewUser, Rate, SharedLimits, StoredEvent, TurnProgress,
-};
+use quire::store::{self, AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
 use text::TextGen;
 use uuid::Uuid;
 
@@ -94,12 +92,14 @@ fn events(user: Uuid, turns: &[Running], round: i64) -> Vec<TurnProgress> {
         .map(|t| TurnProgress {
             turn: t.turn,
             user,
-            events: (0..EVENTS_PER_TURN)
-                .map(|k| {
-                    let seq = round * EVENTS_PER_TURN + k + 1;
-                    StoredEvent { seq, name: "text_delta".into(), data: format!(r#"{{"text":"word{seq} and more "}}"#) }
-                })
-                .collect(),
+            // As the live turn hands them over: the batch's deltas are one run.
+            events: {
+                let first = round * EVENTS_PER_TURN + 1;
+                let data: Vec<String> = (first..first + EVENTS_PER_TURN)
+                    .map(|seq| format!(r#"{{"text":"word{seq} and more "}}"#))
+                    .collect();
+                vec![EventRun::of(first, "text_delta", data.iter().map(String::as_str))]
+            },
             answer: None,
         })
         .collect()
