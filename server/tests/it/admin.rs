@@ -373,7 +373,7 @@ async fn accounts_are_listed_with_their_usage_and_budgets(db: Db) {
     let id = session.user.id;
     let thread = server.create_thread().await;
     let frames = server.chat(thread, "Hello there").await;
-    assert_eq!(frames.last().unwrap().event.name(), "message_complete");
+    assert_eq!(frames.last().unwrap().event.name(), "message_complete", "{frames:?}");
 
     let listed = accounts(&server).await;
     assert_eq!(listed.accounts.len(), 2);
