@@ -34,6 +34,7 @@ mod budgets;
 mod documents;
 mod history;
 mod import;
+mod index;
 mod messages;
 mod search;
 mod settings;
@@ -93,6 +94,7 @@ impl Sqlite {
             .test_before_acquire(false)
             .connect_with(options.read_only(true))
             .await?;
+        tokio::spawn(index::index_in_background(reader.clone(), writer.alive()));
         Ok(Self { writer, reader })
     }
 
@@ -346,7 +348,7 @@ impl Store for Sqlite {
 mod tests {
     use super::*;
     use crate::config::SqliteSync;
-    use crate::store::{Accounts, EventRun, Messages, NewMessage, Threads};
+    use crate::store::{Accounts, EventRun, MessageUpdate, Messages, NewMessage, Threads};
     use app::api::MessageStatus;
 
     /// The URL of the database file `file` in `dir`.
@@ -413,6 +415,75 @@ mod tests {
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
         assert_eq!(store.all_thread_ids(user).await.expect("ids"), vec![kept.id]);
         assert_eq!(store.search(user, "import", 10, 0).await.expect("search").total, 0);
+    }
+
+    #[tokio::test]
+    async fn messages_are_indexed_in_batches_and_a_search_finds_all_saved_before_it() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = url_in(&dir, "index.db");
+        let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open");
+        let user = account(&store).await;
+        let thread = store.create_thread(user, "birds", &[]).await.expect("thread").id;
+        let said = |content: &str| NewMessage {
+            thread_id: thread,
+            role: app::api::Role::User,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        };
+        let found = |store: &Sqlite, word: &'static str| {
+            let store = store.clone();
+            async move { store.search(user, word, 10, 0).await.expect("search").total }
+        };
+        let queued = |store: &Sqlite| {
+            let reader = store.reader.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>("select count(*) from messages_to_index")
+                    .fetch_one(&reader)
+                    .await
+                    .expect("queue")
+            }
+        };
+        let indexed = |store: &Sqlite, word: &'static str| {
+            let reader = store.reader.clone();
+            async move {
+                sqlx::query_scalar::<_, i64>("select count(*) from messages_fts where messages_fts match ?")
+                    .bind(word)
+                    .fetch_one(&reader)
+                    .await
+                    .expect("index")
+            }
+        };
+        // Queued as it is saved, and still there after a restart.
+        let pelican = store.append_message(user, said("a pelican over the harbour")).await.expect("message");
+        drop(store);
+        let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
+        assert_eq!(found(&store, "pelican").await, 1);
+        assert_eq!(queued(&store).await, 0, "the search indexed the queue");
+        // A change replaces what the index holds of it; a delete takes it out.
+        let update = MessageUpdate {
+            content: "a heron over the harbour".into(),
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+            context: None,
+        };
+        store.update_message(user, pelican.id, &update).await.expect("update");
+        assert_eq!((found(&store, "pelican").await, found(&store, "heron").await), (0, 1));
+        store.delete_message(user, thread, pelican.id, None).await.expect("delete");
+        assert_eq!((found(&store, "heron").await, found(&store, "harbour").await), (0, 0));
+        // More than one write's worth, indexed in the background with no search asking.
+        for n in 0..150 {
+            store.append_message(user, said(&format!("kingfisher number {n}"))).await.expect("message");
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while queued(&store).await > 0 {
+            assert!(tokio::time::Instant::now() < deadline, "the queue was not indexed");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(indexed(&store, "kingfisher").await, 150);
+        assert_eq!(found(&store, "kingfisher").await, 150);
     }
 
     #[tokio::test]

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
+use super::writer::Urgency;
 use super::{owner_token, search_query, Search, SearchPage, Sqlite};
 use crate::store::search::{hits, Counted, HitRow, Window};
 use crate::store::Result;
@@ -47,6 +48,8 @@ impl Search for Sqlite {
         let Some(body) = search_query::to_fts5(&terms) else {
             return Ok(SearchPage::default());
         };
+        // Messages saved before the search and still queued for the index go in first (see [`super::index`]).
+        super::index::index_queued(&self.reader, &self.writer, Urgency::Waited).await?;
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.
         let expression = format!("owner : \"{}\" AND {body}", owner_token(user));
         // 1. Rank by the index rows alone (no joins, no snippets) and keep the page. Hits are ranked in windows

@@ -117,6 +117,11 @@ impl Alive {
     pub(super) fn is_open(&self) -> bool {
         self.0.upgrade().is_some()
     }
+
+    /// The writer, while the store is open; holding it keeps it open.
+    pub(super) fn writer(&self) -> Option<Writer> {
+        self.0.upgrade().map(|line| Writer { line })
+    }
 }
 
 /// A write in the writer's line, counted in the `sqlite_writes_waiting` gauge for as long as it lives.
