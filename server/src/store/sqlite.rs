@@ -356,6 +356,18 @@ mod tests {
         format!("sqlite://{}", dir.path().join(file).display())
     }
 
+    /// A finished message of the person's in `thread`.
+    fn said(thread: Uuid, content: &str) -> NewMessage {
+        NewMessage {
+            thread_id: thread,
+            role: app::api::Role::User,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        }
+    }
+
     /// A new account in `store`; its id.
     async fn account(store: &Sqlite) -> Uuid {
         let user = NewUser { email: "a@example.com".into(), password_hash: String::new(), display_name: "A".into() };
@@ -384,20 +396,7 @@ mod tests {
         let user = account(&store).await;
         let kept = store.create_thread(user, "kept", &[]).await.expect("thread");
         let cut_off = store.create_thread(user, "cut off", &[]).await.expect("thread");
-        store
-            .append_message(
-                user,
-                NewMessage {
-                    thread_id: cut_off.id,
-                    role: app::api::Role::User,
-                    content: "half an import".into(),
-                    status: MessageStatus::Complete,
-                    usage: Usage::default(),
-                    model: None,
-                },
-            )
-            .await
-            .expect("message");
+        store.append_message(user, said(cut_off.id, "half an import")).await.expect("message");
         // What a process stopped in the middle of an import leaves: a conversation still marked as its.
         let id = cut_off.id.to_string();
         store
@@ -424,14 +423,6 @@ mod tests {
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open");
         let user = account(&store).await;
         let thread = store.create_thread(user, "birds", &[]).await.expect("thread").id;
-        let said = |content: &str| NewMessage {
-            thread_id: thread,
-            role: app::api::Role::User,
-            content: content.into(),
-            status: MessageStatus::Complete,
-            usage: Usage::default(),
-            model: None,
-        };
         let found = |store: &Sqlite, word: &'static str| {
             let store = store.clone();
             async move { store.search(user, word, 10, 0).await.expect("search").total }
@@ -456,7 +447,7 @@ mod tests {
             }
         };
         // Queued as it is saved, and still there after a restart.
-        let pelican = store.append_message(user, said("a pelican over the harbour")).await.expect("message");
+        let pelican = store.append_message(user, said(thread, "a pelican over the harbour")).await.expect("message");
         drop(store);
         let store = Sqlite::connect(&url, SqliteSync::Normal).await.expect("open again");
         assert_eq!(found(&store, "pelican").await, 1);
@@ -475,7 +466,7 @@ mod tests {
         assert_eq!((found(&store, "heron").await, found(&store, "harbour").await), (0, 0));
         // More than one write's worth, indexed in the background with no search asking.
         for n in 0..150 {
-            store.append_message(user, said(&format!("kingfisher number {n}"))).await.expect("message");
+            store.append_message(user, said(thread, &format!("kingfisher number {n}"))).await.expect("message");
         }
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         while queued(&store).await > 0 {
