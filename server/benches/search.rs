@@ -17,7 +17,7 @@ mod stats;
 mod text;
 
 use std::str::FromStr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use quire::store::{self, DynStore, NewUser};
@@ -198,7 +198,9 @@ async fn seed_sqlite(args: &Args, threads: usize, per_thread: usize) -> anyhow::
         &SqliteConnectOptions::from_str(&url)?
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Off)
-            .foreign_keys(true),
+            .foreign_keys(true)
+            // The store indexes what each commit queued while seeding goes on: the seeder waits its turn.
+            .busy_timeout(Duration::from_secs(600)),
     )
     .await?;
     let existing: Vec<String> = sqlx::query_scalar("select id from users where email like 'bench%' order by email")

@@ -478,6 +478,61 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_write_of_the_index_takes_a_bounded_text_and_a_search_only_its_persons_queue() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Sqlite::connect(&url_in(&dir, "batches.db"), SqliteSync::Normal).await.expect("open");
+        let a = account(&store).await;
+        let b = store
+            .create_user(NewUser {
+                email: "b@example.com".into(),
+                password_hash: String::new(),
+                display_name: "B".into(),
+            })
+            .await
+            .expect("user")
+            .id;
+        let a_thread = store.create_thread(a, "long", &[]).await.expect("thread").id;
+        let b_thread = store.create_thread(b, "short", &[]).await.expect("thread").id;
+        // Queued and indexed in one write each, so the background's indexing cannot come in between.
+        let steps = store
+            .write(move |conn| {
+                Box::pin(async move {
+                    let long = "word ".repeat(4_000); // 20,000 bytes: two do not fit one write
+                    for (n, (user, thread, text)) in
+                        [(a, a_thread, long.as_str()), (a, a_thread, long.as_str()), (b, b_thread, "brief")]
+                            .into_iter()
+                            .enumerate()
+                    {
+                        sqlx::query(
+                            "insert into messages (id, thread_id, user_id, seq, role, content, status, created_at)
+                             values (?, ?, ?, ?, 'user', ?, 'complete', 0)",
+                        )
+                        .bind(Uuid::now_v7().to_string())
+                        .bind(thread.to_string())
+                        .bind(user.to_string())
+                        .bind(n as i64 + 1)
+                        .bind(text)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                    let mut steps = Vec::new();
+                    for _ in 0..3 {
+                        let more = index::index_some(conn, i64::MAX, Some(a.to_string())).await?;
+                        let queued: i64 =
+                            sqlx::query_scalar("select count(*) from messages_to_index").fetch_one(&mut *conn).await?;
+                        steps.push((more, queued));
+                    }
+                    Ok(steps)
+                })
+            })
+            .await
+            .expect("index");
+        // One long message a write, the other person's left queued; the last write finds nothing of the person's.
+        assert_eq!(steps, vec![(true, 2), (false, 1), (false, 1)]);
+        assert_eq!(store.search(b, "brief", 10, 0).await.expect("search").total, 1);
+    }
+
+    #[tokio::test]
     async fn a_turn_that_will_not_end_leaves_its_answer_so_far_and_nothing_held() {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Sqlite::connect(&url_in(&dir, "abandon.db"), SqliteSync::Normal).await.expect("open");

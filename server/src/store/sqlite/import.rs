@@ -24,8 +24,9 @@ use crate::store::{
     Result, StoreError,
 };
 
-/// One transaction of an import: about 5 ms of writing on two busy cores, 20 ms at most (the messages' text is
-/// indexed for search as it goes in, which is most of the cost).
+/// One transaction of an import: about 5 ms of writing on two busy cores, 20 ms at most (measured when the
+/// messages' text was indexed for search as it went in, which was most of the cost; it is queued now, see
+/// `index.rs`).
 const IMPORT_BUDGET: Budget = Budget { rows: 200, bytes: 128 * 1024, rows_per_statement: 100 };
 
 /// Rows one removal statement deletes at most.

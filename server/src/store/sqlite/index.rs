@@ -1,62 +1,95 @@
 //! Messages enter SQLite's search index in batches (migration 0170): saving or changing a message queues its row
-//! (`messages_to_index`, by the triggers), and the queue is indexed here, in the background and before any
-//! search. Indexing one message per transaction made FTS5 write a new segment, and its prefix indexes, in every
-//! chat's start and end; a batch writes one. Deleting a message takes it out of the index at once.
+//! (`messages_to_index`, by the triggers), and the queue is indexed here, in the background and before a search
+//! of the person's. Indexing one message per transaction made FTS5 write a new segment, and its prefix indexes,
+//! in every chat's start and end; a batch writes one. Deleting a message takes it out of the index at once.
 
 use std::time::Duration;
 
 use sqlx::{SqliteConnection, SqlitePool};
+use uuid::Uuid;
 
 use super::writer::{Alive, Urgency, Writer};
-use crate::store::Result;
+use crate::store::{Result, StoreError};
 
 /// How often the queue is looked at.
 const EVERY: Duration = Duration::from_millis(250);
-/// Messages indexed in one write, at most: a chat's start may wait for one (a few milliseconds).
+/// Messages indexed in one write, at most, and their text at most (always one message, however long): a chat's
+/// start may wait for one write, about 10 ms at this size (the text's size, not the count, is what costs).
 const ROWS_PER_WRITE: i64 = 100;
+const BYTES_PER_WRITE: i64 = 32 * 1024;
 
-/// Indexes what was queued up to the moment it is called: every write before a search is in the search.
-pub(super) async fn index_queued(reader: &SqlitePool, writer: &Writer, urgency: Urgency) -> Result<()> {
+/// Indexes what was queued up to the moment it is called, of one person's messages or of everyone's, one write
+/// at a time while `writer` gives the store's writer (the background lets go of it between writes, so a closed
+/// store stops at once). Every message saved before a search is in that search.
+pub(super) async fn index_queued(
+    reader: &SqlitePool,
+    writer: impl Fn() -> Option<Writer>,
+    urgency: Urgency,
+    owner: Option<Uuid>,
+) -> Result<()> {
+    let owner = owner.map(|u| u.to_string());
     // Rows queued later may be numbered lower (an answer's row is made when its turn starts); they are not
     // waited for, but a write that takes them is no harm.
-    let Some(upto) =
-        sqlx::query_scalar::<_, Option<i64>>("select max(pk) from messages_to_index").fetch_one(reader).await?
+    let Some(upto) = sqlx::query_scalar::<_, Option<i64>>(
+        "select max(q.pk) from messages_to_index q join messages m on m.pk = q.pk
+         where ?1 is null or m.user_id = ?1",
+    )
+    .bind(owner.clone())
+    .fetch_one(reader)
+    .await?
     else {
         return Ok(());
     };
     loop {
-        let taken = writer.write(urgency, move |conn| Box::pin(index_some(conn, upto))).await?;
-        if taken < ROWS_PER_WRITE {
+        let Some(writer) = writer() else { return Ok(()) };
+        let owner = owner.clone();
+        let more = writer.write(urgency, move |conn| Box::pin(index_some(conn, upto, owner))).await?;
+        if !more {
             return Ok(());
         }
     }
 }
 
-/// Indexes the first [`ROWS_PER_WRITE`] queued messages numbered at most `upto` as they stand now (a message being
-/// written stays out); how many it took off the queue.
-async fn index_some(conn: &mut SqliteConnection, upto: i64) -> Result<i64> {
-    const BATCH: &str = "select pk from messages_to_index where pk <= ?1 order by pk limit ?2";
-    sqlx::query(&format!("delete from messages_fts where rowid in ({BATCH})"))
-        .bind(upto)
-        .bind(ROWS_PER_WRITE)
-        .execute(&mut *conn)
-        .await?;
+/// Indexes the first queued messages numbered at most `upto` (of `owner`'s, if given), as they stand now (a
+/// message being written stays out), within [`ROWS_PER_WRITE`] and [`BYTES_PER_WRITE`]; whether more may be left.
+pub(super) async fn index_some(conn: &mut SqliteConnection, upto: i64, owner: Option<String>) -> Result<bool> {
+    // A row queued with no message (none should be: deleting one takes it off) is taken off with the others.
+    let queued: Vec<(i64, i64)> = sqlx::query_as(
+        "select q.pk, coalesce(length(cast(m.content as blob)), 0) from messages_to_index q
+         left join messages m on m.pk = q.pk
+         where q.pk <= ?1 and (?2 is null or m.user_id = ?2) order by q.pk limit ?3",
+    )
+    .bind(upto)
+    .bind(owner)
+    .bind(ROWS_PER_WRITE)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut bytes = 0;
+    let taken: Vec<i64> = queued
+        .iter()
+        .take_while(|(_, size)| {
+            let first = bytes == 0;
+            bytes += size.max(&1);
+            first || bytes <= BYTES_PER_WRITE
+        })
+        .map(|(pk, _)| *pk)
+        .collect();
+    if taken.is_empty() {
+        return Ok(false);
+    }
+    let pks = serde_json::to_string(&taken).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+    const TAKEN: &str = "select value from json_each(?1)";
+    sqlx::query(&format!("delete from messages_fts where rowid in ({TAKEN})")).bind(&pks).execute(&mut *conn).await?;
     sqlx::query(&format!(
         "insert into messages_fts (rowid, owner, body)
          select m.pk, 'u' || replace(m.user_id, '-', ''), m.content from messages m
-         where m.pk in ({BATCH}) and m.writing = 0"
+         where m.pk in ({TAKEN}) and m.writing = 0"
     ))
-    .bind(upto)
-    .bind(ROWS_PER_WRITE)
+    .bind(&pks)
     .execute(&mut *conn)
     .await?;
-    let taken = sqlx::query(&format!("delete from messages_to_index where pk in ({BATCH})"))
-        .bind(upto)
-        .bind(ROWS_PER_WRITE)
-        .execute(&mut *conn)
-        .await?
-        .rows_affected();
-    Ok(taken as i64)
+    sqlx::query(&format!("delete from messages_to_index where pk in ({TAKEN})")).bind(&pks).execute(&mut *conn).await?;
+    Ok(taken.len() < queued.len() || queued.len() as i64 == ROWS_PER_WRITE)
 }
 
 /// Indexes the queue every [`EVERY`] while the store is open, behind every write someone waits for.
@@ -65,8 +98,10 @@ pub(super) async fn index_in_background(reader: SqlitePool, alive: Alive) {
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        let Some(writer) = alive.writer() else { return };
-        if let Err(e) = index_queued(&reader, &writer, Urgency::Background).await {
+        if !alive.is_open() {
+            return;
+        }
+        if let Err(e) = index_queued(&reader, || alive.writer(), Urgency::Background, None).await {
             tracing::warn!(error = %e, "indexing saved messages for search failed");
         }
     }

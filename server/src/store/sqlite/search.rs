@@ -48,9 +48,10 @@ impl Search for Sqlite {
         let Some(body) = search_query::to_fts5(&terms) else {
             return Ok(SearchPage::default());
         };
-        // Messages saved before the search and still queued for the index go in first (see [`super::index`]); a
-        // store that cannot write now still searches what the index holds.
-        if let Err(e) = super::index::index_queued(&self.reader, &self.writer, Urgency::Waited).await {
+        // The person's messages saved before the search and still queued for the index go in first (see
+        // [`super::index`]); a store that cannot write now still searches what the index holds.
+        let writer = || Some(self.writer.clone());
+        if let Err(e) = super::index::index_queued(&self.reader, writer, Urgency::Waited, Some(user)).await {
             tracing::warn!(error = %e, "indexing saved messages before a search failed");
         }
         // The owner token is part of the MATCH, so FTS5 intersects posting lists instead of filtering rows.

@@ -10,8 +10,9 @@
 //!
 //! A savepoint's journal (the pages it changed, as they were) is kept where the write's [`Journal`] says: in
 //! memory for a chat turn's start and end, which the message's or the answer's size bounds (with the share of
-//! the search index's merging their text sets off: FTS5 merges in steps in proportion to what is written, and
-//! only a rare "crisis" merge of a whole level of its index is larger), and in a temporary file for every other
+//! the search index's merging a document's or a title's text sets off: FTS5 merges in steps in proportion to
+//! what is written, and only a rare "crisis" merge of a whole level of its index is larger; messages are indexed
+//! in batches of their own, see `index.rs`), and in a temporary file for every other
 //! write in a savepoint, which can be as large as all a person owns (deleting an account). SQLite keeps it in
 //! memory up to 64 KiB either way; past that, a file is created, written and deleted again for every
 //! transaction, which a turn's end outgrows: that cost a fifth of a chat's fixed CPU (BENCHMARKS.md, "Relay
@@ -40,8 +41,8 @@ use crate::store::{Result, StoreError, ThreadStamp, TurnEnd, TurnProgress};
 
 /// Writes of one urgency in one transaction, at most.
 const STARTS_TOGETHER: usize = 64;
-/// Ends write much more than starts (the answer into the search index, its events): a start arriving meanwhile
-/// waits for the whole transaction.
+/// Ends write much more than starts (the answer, its events and documents): a start arriving meanwhile waits for
+/// the whole transaction.
 const WAITED_TOGETHER: usize = 8;
 const BACKGROUND_TOGETHER: usize = 8;
 /// Running turns whose answers one progress transaction saves, at most.
