@@ -20,11 +20,6 @@ const POLL_EVERY: Duration = Duration::from_millis(150);
 /// How long an idempotency key is remembered.
 const IDEMPOTENCY_TTL_SECS: i64 = 24 * 60 * 60;
 
-/// The events of a turn running in this process after number `after`, as SSE text.
-pub fn live_events(live: &Arc<LiveTurn>, after: i64) -> impl Stream<Item = Bytes> + Send + 'static {
-    live.subscribe(after)
-}
-
 /// What a chat request started: a turn running here, or (a repeated request) a turn started earlier.
 pub enum Started {
     Live(Arc<LiveTurn>),
@@ -35,7 +30,7 @@ impl Started {
     /// The turn's events from its beginning, as SSE text.
     pub fn events(&self, engine: &Engine, user: Uuid, thread: Uuid) -> BoxStream<'static, Bytes> {
         match self {
-            Started::Live(live) => live_events(live, 0).boxed(),
+            Started::Live(live) => live.subscribe(0).boxed(),
             Started::Earlier(turn) => engine.turn_events(user, thread, *turn, 0),
         }
     }
@@ -46,7 +41,7 @@ impl Engine {
     /// store.
     pub fn turn_events(&self, user: Uuid, thread: Uuid, turn: Uuid, after: i64) -> BoxStream<'static, Bytes> {
         match self.hub.get(thread).filter(|l| l.id == turn) {
-            Some(live) => live_events(&live, after).boxed(),
+            Some(live) => live.subscribe(after).boxed(),
             None => stored_events(self.store.clone(), user, thread, turn, after).boxed(),
         }
     }

@@ -27,7 +27,6 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use super::streams::StreamPlace;
-use crate::chat::replay;
 use crate::AppState;
 
 /// Interval of keep-alive comments on every stream.
@@ -166,7 +165,7 @@ pub async fn retry(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let live = state.chat.retry(user.id, thread, message).await?;
-    Ok(event_stream(&state, &user, place, replay::live_events(&live, 0)))
+    Ok(event_stream(&state, &user, place, live.subscribe(0)))
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.

@@ -30,14 +30,15 @@ pub(super) async fn index_queued(
     let owner = owner.map(|u| u.to_string());
     // Rows queued later may be numbered lower (an answer's row is made when its turn starts); they are not
     // waited for, but a write that takes them is no harm.
-    let Some(upto) = sqlx::query_scalar::<_, Option<i64>>(
-        "select max(q.pk) from messages_to_index q join messages m on m.pk = q.pk
-         where ?1 is null or m.user_id = ?1",
-    )
-    .bind(owner.clone())
-    .fetch_one(reader)
-    .await?
-    else {
+    let last = match &owner {
+        // A seek in the queue's key.
+        None => sqlx::query_scalar("select max(pk) from messages_to_index"),
+        Some(owner) => sqlx::query_scalar(
+            "select max(q.pk) from messages_to_index q join messages m on m.pk = q.pk where m.user_id = ?",
+        )
+        .bind(owner.as_str()),
+    };
+    let Some(upto): Option<i64> = last.fetch_one(reader).await? else {
         return Ok(());
     };
     loop {
