@@ -1,9 +1,11 @@
 //! Exports: one conversation with everything in it, as JSON (which imports back) or as Markdown people can
 //! read, and everything a person has as one JSON file.
 
+#[cfg(doc)]
+use app::api::AccountExport;
 use app::api::{
-    AccountExport, ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role, ThreadExport,
-    ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
+    ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role, ThreadExport, ACCOUNT_EXPORT_FORMAT,
+    EXPORT_VERSION, THREAD_EXPORT_FORMAT,
 };
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -85,24 +87,179 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
     })
 }
 
-/// Everything the user has: every conversation (archived too) and the attachments' metadata.
-pub async fn account(store: &DynStore, user: Uuid) -> Result<AccountExport, StoreError> {
-    let mut threads = Vec::new();
-    for id in store.all_thread_ids(user).await? {
-        match thread(store, user, id).await {
-            Ok(export) => threads.push(export),
-            // Deleted while the export ran.
-            Err(StoreError::NotFound) => {}
-            Err(e) => return Err(e),
+/// Everything the user has as one JSON download (an [`AccountExport`]), written while it is read: one
+/// conversation at a time is in memory, its JSON made on a blocking thread of the heavy-work queue, and the text
+/// goes out in pieces of about [`PIECE_BYTES`], at most [`PIECES_AHEAD`] ahead of the client. So an account of
+/// any size costs about the same memory, and a long export holds no worker between pieces. The job's `ticket`
+/// is held until the last piece is taken, the client goes away, or it takes no piece for
+/// [`CLIENT_PATIENCE`]; a download cut short ends without the closing chunk, so it never reads as whole.
+pub async fn account_download(store: DynStore, user: Uuid, ticket: Ticket) -> Result<AccountDownload> {
+    // Read before the first byte, so that a failure here is still a status.
+    let ids = store.all_thread_ids(user).await?;
+    let exported_at = store::now();
+    let (pieces, received) = tokio::sync::mpsc::channel(PIECES_AHEAD);
+    tokio::spawn(async move {
+        let mut out = Piece { text: Vec::with_capacity(PIECE_BYTES * 2), pieces };
+        if let Err(e) = write_account(&store, user, &ticket, ids, exported_at, &mut out).await {
+            match e {
+                WriteError::Gone => tracing::debug!(%user, "account export stopped: the client went away"),
+                WriteError::Failed(e) => tracing::warn!(%user, error = %e, "account export failed part way"),
+            }
+        }
+        drop(ticket);
+    });
+    Ok(AccountDownload {
+        body: axum::body::Body::from_stream(AccountBody { received, ended: false }),
+        file_name: format!("quire-export-{}.json", exported_at.format("%Y-%m-%d")),
+    })
+}
+
+/// The account export being sent: its body and the name to save it under.
+pub struct AccountDownload {
+    pub body: axum::body::Body,
+    pub file_name: String,
+}
+
+/// About how much of an account export's text goes out at once.
+pub const PIECE_BYTES: usize = 256 * 1024;
+/// Pieces of an account export made before the client has taken them.
+const PIECES_AHEAD: usize = 2;
+/// How long an account export waits for the client to take a piece before giving up its place.
+pub const CLIENT_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What the body of an account export receives: a piece of text, or word that the text is whole.
+enum Sent {
+    Text(bytes::Bytes),
+    Whole,
+}
+
+/// Why the writing of an account export stopped early.
+#[derive(Debug)]
+enum WriteError {
+    /// The client went away or took nothing for [`CLIENT_PATIENCE`].
+    Gone,
+    Failed(Error),
+}
+
+impl From<Error> for WriteError {
+    fn from(e: Error) -> Self {
+        WriteError::Failed(e)
+    }
+}
+
+impl From<StoreError> for WriteError {
+    fn from(e: StoreError) -> Self {
+        WriteError::Failed(e.into())
+    }
+}
+
+/// The text of an account export not yet handed to the body.
+struct Piece {
+    text: Vec<u8>,
+    pieces: tokio::sync::mpsc::Sender<Sent>,
+}
+
+impl Piece {
+    /// Hands the text over once it is about [`PIECE_BYTES`] long.
+    async fn push(&mut self, text: &[u8]) -> Result<(), WriteError> {
+        self.text.extend_from_slice(text);
+        if self.text.len() >= PIECE_BYTES {
+            let text = std::mem::replace(&mut self.text, Vec::with_capacity(PIECE_BYTES * 2));
+            self.send(Sent::Text(text.into())).await?;
+        }
+        Ok(())
+    }
+
+    async fn send(&mut self, sent: Sent) -> Result<(), WriteError> {
+        match tokio::time::timeout(CLIENT_PATIENCE, self.pieces.send(sent)).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(_)) | Err(_) => Err(WriteError::Gone),
         }
     }
-    Ok(AccountExport {
-        format: ACCOUNT_EXPORT_FORMAT.into(),
-        version: EXPORT_VERSION,
-        exported_at: store::now(),
-        threads,
-        attachments: store.list_user_attachments(user).await?,
-    })
+
+    /// Hands over the rest of the text and says that it is whole.
+    async fn finish(&mut self) -> Result<(), WriteError> {
+        let text = std::mem::take(&mut self.text);
+        if !text.is_empty() {
+            self.send(Sent::Text(text.into())).await?;
+        }
+        self.send(Sent::Whole).await
+    }
+}
+
+/// Writes the account export of `user` into `out`: the fields of an [`AccountExport`] in its order, each
+/// conversation of `ids` still there as it is read.
+async fn write_account(
+    store: &DynStore,
+    user: Uuid,
+    ticket: &Ticket,
+    ids: Vec<Uuid>,
+    exported_at: DateTime<Utc>,
+    out: &mut Piece,
+) -> Result<(), WriteError> {
+    let head = format!(
+        "{{\"format\":{},\"version\":{},\"exported_at\":{},\"threads\":[",
+        json(ACCOUNT_EXPORT_FORMAT)?,
+        json(&EXPORT_VERSION)?,
+        json(&exported_at)?,
+    );
+    out.push(head.as_bytes()).await?;
+    let mut first = true;
+    for id in ids {
+        let export = match thread(store, user, id).await {
+            Ok(export) => export,
+            // Deleted while the export ran.
+            Err(StoreError::NotFound) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let text = ticket.run_blocking(move || serde_json::to_vec(&export)).await.ok_or(Error::Task)?;
+        if !std::mem::take(&mut first) {
+            out.push(b",").await?;
+        }
+        out.push(&text.map_err(Error::Render)?).await?;
+    }
+    let attachments = store.list_user_attachments(user).await?;
+    let tail = format!("],\"attachments\":{}}}", json(&attachments)?);
+    out.push(tail.as_bytes()).await?;
+    out.finish().await
+}
+
+/// One value as JSON text.
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(Error::Render)
+}
+
+/// The body of an account export: the pieces as they come, then its end only once the text is whole.
+struct AccountBody {
+    received: tokio::sync::mpsc::Receiver<Sent>,
+    ended: bool,
+}
+
+impl futures::Stream for AccountBody {
+    type Item = std::io::Result<bytes::Bytes>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        use std::task::Poll;
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.received.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Sent::Text(text))) => Poll::Ready(Some(Ok(text))),
+            Poll::Ready(Some(Sent::Whole)) => {
+                self.ended = true;
+                Poll::Ready(None)
+            }
+            // The writing stopped before the end: the body fails, and the download is cut short.
+            Poll::Ready(None) => {
+                self.ended = true;
+                Poll::Ready(Some(Err(std::io::Error::other("the export stopped before its end"))))
+            }
+        }
+    }
 }
 
 /// One conversation as a download in `format`, its text written on a blocking thread of the heavy-work queue
@@ -116,22 +273,6 @@ pub async fn thread_download(
 ) -> Result<Download> {
     let export = thread(store, user, id).await?;
     ticket.run_blocking(move || render_thread(&export, format)).await.ok_or(Error::Task)?
-}
-
-/// Everything the user has as one JSON download, its text written on a blocking thread of the heavy-work queue
-/// (the job `ticket` admitted).
-pub async fn account_download(store: &DynStore, user: Uuid, ticket: &Ticket) -> Result<Download> {
-    let export = account(store, user).await?;
-    ticket
-        .run_blocking(move || {
-            Ok(Download {
-                body: serde_json::to_string(&export).map_err(Error::Render)?,
-                content_type: "application/json",
-                file_name: format!("quire-export-{}.json", export.exported_at.format("%Y-%m-%d")),
-            })
-        })
-        .await
-        .ok_or(Error::Task)?
 }
 
 fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download> {
@@ -213,4 +354,57 @@ pub fn to_markdown(export: &ThreadExport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+
+    use super::*;
+
+    fn body() -> (Piece, AccountBody) {
+        let (pieces, received) = tokio::sync::mpsc::channel(PIECES_AHEAD);
+        (Piece { text: Vec::new(), pieces }, AccountBody { received, ended: false })
+    }
+
+    #[tokio::test]
+    async fn a_whole_export_ends_and_one_cut_short_fails() {
+        let (mut piece, mut whole) = body();
+        piece.push(b"{\"threads\":[").await.unwrap();
+        piece.push(b"]}").await.unwrap();
+        piece.finish().await.unwrap();
+        drop(piece);
+        assert_eq!(whole.next().await.unwrap().unwrap(), "{\"threads\":[]}");
+        assert!(whole.next().await.is_none());
+
+        let (mut piece, mut cut) = body();
+        piece.push(&vec![b' '; PIECE_BYTES]).await.unwrap();
+        piece.push(b"[").await.unwrap();
+        drop(piece);
+        assert_eq!(cut.next().await.unwrap().unwrap().len(), PIECE_BYTES);
+        assert!(cut.next().await.unwrap().is_err(), "a body without its end must not end as if whole");
+        assert!(cut.next().await.is_none());
+    }
+
+    #[tokio::test]
+    async fn text_waits_for_a_piece_and_stops_when_the_client_is_gone() {
+        let (mut piece, mut whole) = body();
+        piece.push(&vec![b'a'; PIECE_BYTES - 1]).await.unwrap();
+        assert!(futures::poll!(whole.next()).is_pending(), "less than a piece is kept back");
+        piece.push(b"b").await.unwrap();
+        assert_eq!(whole.next().await.unwrap().unwrap().len(), PIECE_BYTES);
+        drop(whole);
+        assert!(matches!(piece.push(&vec![b'c'; PIECE_BYTES]).await, Err(WriteError::Gone)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_that_takes_nothing_loses_its_place() {
+        let (mut piece, _stalled) = body();
+        for _ in 0..PIECES_AHEAD {
+            piece.push(&vec![b'a'; PIECE_BYTES]).await.unwrap();
+        }
+        let started = tokio::time::Instant::now();
+        assert!(matches!(piece.push(&vec![b'a'; PIECE_BYTES]).await, Err(WriteError::Gone)));
+        assert_eq!(started.elapsed(), CLIENT_PATIENCE);
+    }
 }

@@ -80,7 +80,8 @@ pub(crate) async fn export_thread(
     responses((status = 200, description = "All of the caller's data as one JSON download", content_type = "application/json"), (status = 401, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
 pub async fn export_account(State(state): State<AppState>, user: AuthUser, _: Quota<Export>) -> Result<Response> {
     let ticket = state.heavy.admit(user.id)?;
-    Ok(download(history::export::account_download(&state.store, user.id, &ticket).await?))
+    let file = history::export::account_download(state.store.clone(), user.id, ticket).await?;
+    Ok(crate::download::attachment(file.body, "application/json", &file.file_name))
 }
 
 #[utoipa::path(post, path = "/api/threads/import", tag = "history", security(("session" = []), ("bearer" = [])),

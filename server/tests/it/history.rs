@@ -330,6 +330,47 @@ async fn export_downloads_and_imports_back() {
 }
 
 #[tokio::test]
+async fn an_account_export_larger_than_a_piece_arrives_whole_and_in_order() {
+    let server = TestServer::start().await;
+    let mut expected = Vec::new();
+    for i in 0..8 {
+        let t = create(&server, json!({"title": format!("Long {i}"), "tags": [format!("t{i}")]})).await;
+        // Every conversation half a piece, so that the text goes out in several.
+        let text = format!("{i} ").repeat(quire::history::export::PIECE_BYTES / 4);
+        say(&server, t.id, Role::User, &text).await;
+        say(&server, t.id, Role::Assistant, "Noted.").await;
+        document(&server, t.id, &format!("Stories {i}"), "- As a user").await;
+        expected.push((t.id, format!("Long {i}"), text));
+    }
+    let deleted = create(&server, json!({"title": "Gone"})).await;
+    let response = server.client.delete(server.url(&format!("/api/threads/{}", deleted.id))).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+
+    let response = server.client.get(server.url("/api/export")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
+    let body = response.bytes().await.unwrap();
+    assert!(body.len() > 2 * quire::history::export::PIECE_BYTES, "{}", body.len());
+    let all: AccountExport = serde_json::from_slice(&body).unwrap();
+    let got: Vec<_> =
+        all.threads.iter().map(|t| (t.thread.id, t.thread.title.clone(), t.messages[0].content.clone())).collect();
+    assert_eq!(got, expected);
+    assert!(all.threads.iter().all(|t| t.messages.len() == 2 && t.artifacts.len() == 1 && t.thread.tags.len() == 1));
+    // The same text as one conversation's own export gives.
+    let one: ThreadExport = server.get_json(&format!("/api/threads/{}/export", expected[3].0)).await;
+    assert_eq!(all.threads[3].messages, one.messages);
+    assert_eq!(all.threads[3].artifacts, one.artifacts);
+    // The export's place in the heavy-work queue is given back once its last piece is taken.
+    for _ in 0..200 {
+        if server.state.heavy.admitted() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(server.state.heavy.admitted(), 0);
+}
+
+#[tokio::test]
 async fn invalid_imports_are_refused_and_create_nothing() {
     let server = TestServer::start().await;
     let t = create(&server, json!({"title": "Original"})).await;
