@@ -169,6 +169,11 @@ impl ChatEvent {
     pub fn is_terminal(&self) -> bool {
         matches!(self, ChatEvent::MessageComplete { .. } | ChatEvent::Error { .. })
     }
+
+    /// Whether an event of this name ends the turn: the name alone tells, without reading its data.
+    pub fn name_ends_turn(name: &str) -> bool {
+        matches!(name, "message_complete" | "error")
+    }
 }
 
 #[cfg(test)]
@@ -242,6 +247,13 @@ mod tests {
             let derived = serde_json::to_value(&event).unwrap();
             let data: serde_json::Value = serde_json::from_str(&event.data_json()).unwrap();
             assert_eq!(data, derived["data"], "{}", event.name());
+        }
+    }
+
+    #[test]
+    fn the_name_alone_tells_whether_an_event_ends_the_turn() {
+        for event in one_of_each() {
+            assert_eq!(ChatEvent::name_ends_turn(event.name()), event.is_terminal(), "{}", event.name());
         }
     }
 

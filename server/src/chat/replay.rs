@@ -140,9 +140,7 @@ fn stored_events(
                 }
             };
             if !events.is_empty() {
-                s.done = events
-                    .iter()
-                    .any(|e| ChatEvent::from_parts(&e.name, &e.data).is_some_and(|event| event.is_terminal()));
+                s.done = events.iter().any(|e| ChatEvent::name_ends_turn(&e.name));
                 s.after = events.last().map(|e| e.seq).unwrap_or(s.after);
                 return Some((stream::iter(framed(s.turn, events)), s));
             }

@@ -91,8 +91,9 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
 /// conversation at a time is in memory, its JSON made on a blocking thread of the heavy-work queue, and the text
 /// goes out in pieces of about [`PIECE_BYTES`], at most [`PIECES_AHEAD`] ahead of the client. So an account of
 /// any size costs about the same memory, and a long export holds no worker between pieces. The job's `ticket`
-/// is held until the last piece is taken, the client goes away, or it takes no piece for
-/// [`CLIENT_PATIENCE`]; a download cut short ends without the closing chunk, so it never reads as whole.
+/// is held until the last piece is handed over (and given back before the body ends), the client goes away, or
+/// it takes no piece for [`CLIENT_PATIENCE`]; a download cut short ends without the closing chunk, so it never
+/// reads as whole.
 pub async fn account_download(store: DynStore, user: Uuid, ticket: Ticket) -> Result<AccountDownload> {
     // Read before the first byte, so that a failure here is still a status.
     let ids = store.all_thread_ids(user).await?;
@@ -100,13 +101,19 @@ pub async fn account_download(store: DynStore, user: Uuid, ticket: Ticket) -> Re
     let (pieces, received) = tokio::sync::mpsc::channel(PIECES_AHEAD);
     tokio::spawn(async move {
         let mut out = Piece { text: Vec::with_capacity(PIECE_BYTES * 2), pieces };
-        if let Err(e) = write_account(&store, user, &ticket, ids, exported_at, &mut out).await {
-            match e {
-                WriteError::Gone => tracing::debug!(%user, "account export stopped: the client went away"),
-                WriteError::Failed(e) => tracing::warn!(%user, error = %e, "account export failed part way"),
-            }
-        }
+        let written = write_account(&store, user, &ticket, ids, exported_at, &mut out).await;
+        // The place is given back before the body ends, so a client that has the whole file can start the
+        // next job at once.
         drop(ticket);
+        let ended = match written {
+            Ok(()) => out.send(Sent::Whole).await,
+            Err(e) => Err(e),
+        };
+        match ended {
+            Ok(()) => {}
+            Err(WriteError::Gone) => tracing::debug!(%user, "account export stopped: the client went away"),
+            Err(WriteError::Failed(e)) => tracing::warn!(%user, error = %e, "account export failed part way"),
+        }
     });
     Ok(AccountDownload {
         body: axum::body::Body::from_stream(AccountBody { received, ended: false }),
@@ -177,13 +184,13 @@ impl Piece {
         }
     }
 
-    /// Hands over the rest of the text and says that it is whole.
-    async fn finish(&mut self) -> Result<(), WriteError> {
+    /// Hands over the rest of the text.
+    async fn flush(&mut self) -> Result<(), WriteError> {
         let text = std::mem::take(&mut self.text);
-        if !text.is_empty() {
-            self.send(Sent::Text(text.into())).await?;
+        if text.is_empty() {
+            return Ok(());
         }
-        self.send(Sent::Whole).await
+        self.send(Sent::Text(text.into())).await
     }
 }
 
@@ -221,7 +228,7 @@ async fn write_account(
     let attachments = store.list_user_attachments(user).await?;
     let tail = format!("],\"attachments\":{}}}", json(&attachments)?);
     out.push(tail.as_bytes()).await?;
-    out.finish().await
+    out.flush().await
 }
 
 /// One value as JSON text.
@@ -372,7 +379,8 @@ mod tests {
         let (mut piece, mut whole) = body();
         piece.push(b"{\"threads\":[").await.unwrap();
         piece.push(b"]}").await.unwrap();
-        piece.finish().await.unwrap();
+        piece.flush().await.unwrap();
+        piece.send(Sent::Whole).await.unwrap();
         drop(piece);
         assert_eq!(whole.next().await.unwrap().unwrap(), "{\"threads\":[]}");
         assert!(whole.next().await.is_none());
