@@ -10,7 +10,7 @@
 //! the process stops part way, it is removed the next time the store is opened. The rows are not hidden while
 //! they are written: hiding them would take a condition in every listing and search, for the few seconds a
 //! large import takes. The work runs in a task of its own, so a client that goes away does not cut it short
-//! between two groups.
+//! between two groups. The import answers once its messages are in the search index.
 
 use std::{collections::HashMap, sync::Arc};
 
@@ -51,6 +51,12 @@ async fn write_import(store: &Sqlite, user: Uuid, threads: Arc<Vec<ImportThread>
             tracing::error!(error = %cleanup, import, "removing a failed import failed; it goes at the next start");
         }
         return Err(e);
+    }
+    // The imported messages are indexed for search before the import answers, so that a search right after it
+    // finds them at once instead of waiting for them (see `index.rs`); a failure leaves them queued for the
+    // background and the import stands.
+    if let Err(e) = super::index::index_all_of(store.writer.clone(), user).await {
+        tracing::warn!(error = %e, "indexing imported messages for search failed; the background indexes them");
     }
     let ids: Vec<Uuid> = prepared.iter().map(|p| p.id).collect();
     read_back(store, &ids).await

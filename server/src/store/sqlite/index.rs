@@ -41,6 +41,21 @@ pub(super) async fn index_queued(
     let Some(upto): Option<i64> = last.fetch_one(reader).await? else {
         return Ok(());
     };
+    index_upto(writer, urgency, owner, upto).await
+}
+
+/// Indexes `owner`'s queued messages, all of them, one write at a time: for a write that queued many at once
+/// (an import), asked through the writer itself, which sees every row committed.
+pub(super) async fn index_all_of(writer: Writer, owner: Uuid) -> Result<()> {
+    index_upto(|| Some(writer.clone()), Urgency::Background, Some(owner.to_string()), i64::MAX).await
+}
+
+async fn index_upto(
+    writer: impl Fn() -> Option<Writer>,
+    urgency: Urgency,
+    owner: Option<String>,
+    upto: i64,
+) -> Result<()> {
     loop {
         let Some(writer) = writer() else { return Ok(()) };
         let owner = owner.clone();
