@@ -177,8 +177,14 @@ pub struct TurnHub {
 }
 
 impl TurnHub {
+    /// Holds `turn` as its thread's running turn. A turn of the thread still held here was taken over (the new
+    /// turn's start found its heartbeat gone quiet): it is asked to stop, so it spends nothing more.
     pub fn insert(&self, turn: Arc<LiveTurn>) {
-        self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(turn.thread_id, turn);
+        let id = turn.id;
+        let replaced = self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(turn.thread_id, turn);
+        if let Some(old) = replaced.filter(|old| old.id != id) {
+            old.cancel();
+        }
     }
 
     pub fn get(&self, thread: Uuid) -> Option<Arc<LiveTurn>> {
@@ -207,7 +213,8 @@ impl TurnHub {
 }
 
 /// Keeps the turns running here alive in the store, all in one statement every [`HEARTBEAT_EVERY`], and
-/// stops those for which a stop was requested (possibly through another instance).
+/// stops those for which a stop was requested (possibly through another instance) and those that no longer hold
+/// their conversation (taken over on another instance, or deleted with it).
 pub async fn keep_alive(hub: Arc<TurnHub>, store: DynStore) {
     let mut ticker = tokio::time::interval(HEARTBEAT_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -152,11 +152,13 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
     }
     // A turn saves one answer: saved just now, it left nothing else being written in the thread. Released
     // before the turn's row is touched: releasing locks the thread's row (its stamp counts it), and a start
-    // locks the thread's row and then waits for the turn's; the other order deadlocked with such a start.
+    // locks the thread's row and then waits for the turn's; the other order deadlocked with such a start. Only
+    // while the turn still holds the thread: one taken over (its heartbeat had gone quiet) leaves the newer
+    // turn's answer alone.
     if !answer_saved {
         sqlx::query(
             "update messages set writing = false
-             where writing and thread_id = (select thread_id from turns where id = $1)",
+             where writing and thread_id = (select thread_id from turns where id = $1 and status = 'running')",
         )
         .bind(turn)
         .execute(&mut *tx)
@@ -164,12 +166,15 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
     }
     insert_turn_events(&mut tx, turn, &end.events).await?;
     sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
-    // Only the newest turn's events are kept for re-attaching. Written as a list of turns, which the planner
-    // looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan of
-    // every turn's events (a few milliseconds per turn's end with hundreds streaming).
+    // Only the newest turn's events are kept for re-attaching: the thread's earlier turns' go, in the order in
+    // which `latest_turn` finds the newest (a newer one's, after a take-over, are kept). Written as a list of turns, which the planner looks up in the primary key
+    // one by one: as `in (select ...)` it joined the subquery against a scan of every turn's events (a few
+    // milliseconds per turn's end with hundreds streaming).
     sqlx::query(
         "delete from turn_events where turn_id = any(array(
-         select id from turns where thread_id = (select thread_id from turns where id = $1) and id <> $1))",
+         select earlier.id from turns this join turns earlier
+         on earlier.thread_id = this.thread_id
+         and (earlier.started_at, earlier.pk) < (this.started_at, this.pk) where this.id = $1))",
     )
     .bind(turn)
     .execute(&mut *tx)

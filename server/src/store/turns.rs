@@ -293,9 +293,17 @@ stored_row! {
     }
 }
 
-/// The turns a heartbeat reached for which a stop was requested.
-pub(crate) fn stop_requested<I: Stored<Uuid>>(beaten: Vec<(I, bool)>) -> Result<Vec<Uuid>> {
-    beaten.into_iter().filter(|(_, stop)| *stop).map(|(id, _)| id.read("turn id")).collect()
+/// The turns a heartbeat asked about that must stop: those it reached (still running) for which a stop was
+/// requested, and those it did not reach, which no longer hold their conversation: taken over by a newer turn
+/// once their heartbeat had gone quiet, or deleted with their conversation.
+pub(crate) fn to_stop<I: Stored<Uuid>>(asked: &[Uuid], beaten: Vec<(I, bool)>) -> Result<Vec<Uuid>> {
+    let mut going_on = Vec::with_capacity(beaten.len());
+    for (id, stop) in beaten {
+        if !stop {
+            going_on.push(id.read("turn id")?);
+        }
+    }
+    Ok(asked.iter().filter(|id| !going_on.contains(id)).copied().collect())
 }
 
 /// Chat turns: who holds a conversation, their progress, end and events, and idempotent requests.
@@ -331,8 +339,8 @@ pub trait Turns: Send + Sync {
         let start = TurnStart { user, thread, turn, stale_after_ms, request: None, message_id: Uuid::now_v7() };
         self.start_turn(start, &TurnLimits::default()).await.map(drop)
     }
-    /// Keeps these turns alive, in one statement; returns those of them for which a stop was requested.
-    /// Unknown ids are ignored.
+    /// Keeps these turns alive, in one statement; returns those of them that must stop (see [`to_stop`]): a stop
+    /// was requested, or they no longer hold their conversation.
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>>;
     async fn request_stop(&self, user: Uuid, thread: Uuid) -> Result<bool>;
     /// Closes a turn in one transaction with what it leaves (see [`TurnEnd`]): whoever sees it closed can read

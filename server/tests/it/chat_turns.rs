@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::common::backends::{run_story, stories, Backend, Db, Raw};
 use crate::common::{
     bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, slow_builtin_server,
     sqlite_store, sqlite_url, Frame, ScriptedModel, Step, TestServer,
@@ -369,7 +370,7 @@ async fn found(server: &TestServer, q: &str) -> Vec<Option<uuid::Uuid>> {
 
 /// Sends a message and waits until the answer's draft reads `draft` (saved while the answer is being written);
 /// the stream's frames come from the returned task.
-async fn chat_until_draft(
+pub(crate) async fn chat_until_draft(
     server: &TestServer,
     thread: uuid::Uuid,
     content: &str,
@@ -377,7 +378,9 @@ async fn chat_until_draft(
 ) -> tokio::task::JoinHandle<Vec<Frame>> {
     let response = server.send_text(thread, content).await;
     let reader = tokio::spawn(read_frames(response));
-    for _ in 0..500 {
+    // The first turn of a test process waits for the tokenizer to be built (seconds in a debug build).
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
         if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == draft) {
             return reader;
         }
@@ -518,4 +521,77 @@ async fn a_request_abandoned_while_its_turn_starts_leaves_the_conversation_usabl
         assert_eq!(pair.len(), 2, "{:?}", detail.messages);
         assert_eq!((pair[0].role, pair[1].role), (Role::User, Role::Assistant));
     }
+}
+
+stories!(deleting_a_conversation_stops_its_answer, a_turn_taken_over_stops_and_the_newer_one_answers);
+
+/// Half an answer, saved as a draft (its second part comes after the first was handed over), and then nothing.
+pub(crate) fn half_an_answer() -> Vec<Step> {
+    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
+    vec![
+        delta("Half "),
+        Step::Sleep(quire::chat::turn::FLUSH_EVERY + Duration::from_millis(50)),
+        delta("an answer"),
+        Step::Hang,
+    ]
+}
+
+/// A turn's last event, which must say it was stopped.
+fn assert_stopped(frames: &[Frame]) {
+    let last = frames.last().map(|f| &f.event);
+    assert!(matches!(last, Some(ChatEvent::MessageComplete { stopped: true, .. })), "{:?}", names(frames));
+}
+
+/// A conversation deleted while its answer is being written: the turn stops at its next heartbeat instead of
+/// spending on an answer nobody can read any more.
+async fn deleting_a_conversation_stops_its_answer(db: Db) {
+    let script = half_an_answer();
+    let server = TestServer::with(db.store.clone(), ScriptedModel::new(vec![script])).await;
+    let thread = server.create_thread().await;
+    let reader = chat_until_draft(&server, thread, "Tell me everything", "Half an answer").await;
+    let deleted = server.client.delete(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap();
+    assert_eq!(deleted.status(), 204);
+    let frames = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("the turn stops").unwrap();
+    assert_stopped(&frames);
+}
+
+/// A turn whose heartbeat went quiet while it still ran (its instance could not reach the database for a while)
+/// is taken over by the conversation's next message: the old turn stops with its answer so far, the new one
+/// answers, and re-attaching replays the new one.
+async fn a_turn_taken_over_stops_and_the_newer_one_answers(db: Db) {
+    let old = half_an_answer();
+    let model = ScriptedModel::new(vec![old, ScriptedModel::text(&["The ", "newer ", "answer."])]);
+    let server = TestServer::with(db.store.clone(), model).await;
+    let thread = server.create_thread().await;
+    let reader = chat_until_draft(&server, thread, "First question", "Half an answer").await;
+    let quiet = match db.raw {
+        Raw::Sqlite(_) => "update turns set heartbeat_at = 0 where thread_id = ?",
+        Raw::Postgres(_) => "update turns set heartbeat_at = now() - interval '1 hour' where thread_id = ?",
+    };
+    // The turn's own heartbeat (every two seconds) may come between the two: the start is refused, and tried again.
+    let mut taken_over = None;
+    for _ in 0..5 {
+        db.raw.exec(quiet, thread).await;
+        let response = server.send_text(thread, "Second question").await;
+        if response.status() == 200 {
+            taken_over = Some(response);
+            break;
+        }
+        assert_eq!(response.status(), 409);
+    }
+    let newer = read_frames(taken_over.expect("the quiet turn is taken over")).await;
+    assert!(matches!(newer.last().map(|f| &f.event), Some(ChatEvent::MessageComplete { stopped: false, .. })));
+    let frames = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("the old turn stops").unwrap();
+    assert_stopped(&frames);
+
+    let detail = server.wait_idle(thread).await;
+    let shown: Vec<_> = detail.messages.iter().map(|m| (m.content.as_str(), m.status)).collect();
+    let (done, stopped) = (MessageStatus::Complete, MessageStatus::Stopped);
+    assert_eq!(
+        shown,
+        [("First question", done), ("Half an answer", stopped), ("Second question", done), ("The newer answer.", done)]
+    );
+    let replayed = read_frames(server.open_stream(thread, None).await).await;
+    let events = |frames: &[Frame]| frames.iter().map(|f| f.event.clone()).collect::<Vec<_>>();
+    assert_eq!(events(&replayed), events(&newer), "the newer turn's events are kept");
 }

@@ -10,7 +10,7 @@ use super::{
     end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
     IdempotencyClaim, Postgres, Shared, TurnRecord, Turns,
 };
-use crate::store::turns::{stop_requested, TurnRow};
+use crate::store::turns::{to_stop, TurnRow};
 use crate::store::{
     now, EventRun, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd, TurnLimits,
     TurnProgress, TurnStart,
@@ -122,13 +122,15 @@ impl Turns for Postgres {
         if turns.is_empty() {
             return Ok(Vec::new());
         }
-        let beaten: Vec<(Uuid, bool)> =
-            sqlx::query_as("update turns set heartbeat_at = $1 where id = any($2) returning id, stop_requested")
-                .bind(now())
-                .bind(turns)
-                .fetch_all(&self.pool)
-                .await?;
-        stop_requested(beaten)
+        let beaten: Vec<(Uuid, bool)> = sqlx::query_as(
+            "update turns set heartbeat_at = $1 where id = any($2) and status = 'running'
+                 returning id, stop_requested",
+        )
+        .bind(now())
+        .bind(turns)
+        .fetch_all(&self.pool)
+        .await?;
+        to_stop(turns, beaten)
     }
 
     #[instrument(skip(self))]

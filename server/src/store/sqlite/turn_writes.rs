@@ -269,24 +269,26 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
             .bind(trace.user.to_string());
     }
     closing
-        .statement("update turns set status = 'done' where id = ?")
-        .bind(turn.clone())
         // A turn saves one answer: saved, it left nothing else being written in the thread; otherwise whatever
-        // it left is cut off.
+        // it left is cut off. Only while it still holds the thread: a turn taken over (its heartbeat had gone
+        // quiet) leaves the newer turn's answer alone.
         .statement(
             "update messages set writing = 0 where writing = 1
-             and thread_id = (select thread_id from turns where id = ?)
+             and thread_id = (select thread_id from turns where id = ? and status = 'running')
              and not exists (select 1 from messages where id = ? and user_id = ?)",
         )
         .bind(turn.clone())
         .bind(answer.map(|a| a.draft.id.to_string()))
         .bind(answer.map(|a| a.user.to_string()))
-        // Events of the thread's earlier turns are let go.
-        .statement(
-            "delete from turn_events where turn_id in
-             (select id from turns where thread_id = (select thread_id from turns where id = ?) and id <> ?)",
-        )
+        .statement("update turns set status = 'done' where id = ?")
         .bind(turn.clone())
+        // Events of the thread's earlier turns are let go, in the order in which `latest_turn` finds the newest
+        // (a newer one's, after a take-over, are kept).
+        .statement(
+            "delete from turn_events where turn_id in (select earlier.id from turns this join turns earlier
+             on earlier.thread_id = this.thread_id
+             and (earlier.started_at, earlier.rowid) < (this.started_at, this.rowid) where this.id = ?)",
+        )
         .bind(turn);
     // The thread's stamp after the end, read by the same script unless documents are still to be linked to the
     // answer (which changes the stamp): one round trip less for most ends.

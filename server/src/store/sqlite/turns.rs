@@ -9,7 +9,7 @@ use super::{
     trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent,
     TurnRecord, Turns,
 };
-use crate::store::turns::{stop_requested, TurnRow};
+use crate::store::turns::{to_stop, TurnRow};
 use crate::store::{
     now, EventRun, Result, Started, StoreError, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart,
 };
@@ -98,7 +98,8 @@ impl Turns for Sqlite {
             .write(Urgency::Background, move |conn| {
                 Box::pin(async move {
                     Ok(sqlx::query_as(
-                        "update turns set heartbeat_at = ? where id in (select value from json_each(?))
+                        "update turns set heartbeat_at = ?
+                         where id in (select value from json_each(?)) and status = 'running'
                          returning id, stop_requested",
                     )
                     .bind(now().timestamp_micros())
@@ -108,7 +109,7 @@ impl Turns for Sqlite {
                 })
             })
             .await?;
-        stop_requested(beaten)
+        to_stop(turns, beaten)
     }
 
     #[instrument(skip(self))]

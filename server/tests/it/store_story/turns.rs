@@ -12,6 +12,7 @@ stories!(
     a_turn_start_waits_for_a_change_holding_the_conversation,
     a_closing_turn_takes_the_conversation_before_its_own_row,
     a_turns_text_is_stored_in_runs_and_replayed_event_by_event,
+    a_turn_taken_over_ends_without_touching_the_newer_turn,
 );
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
@@ -122,9 +123,13 @@ async fn turns(db: Db) {
     assert!(beat >= latest.heartbeat_at);
     assert!(s.request_stop(u, t.id).await.unwrap());
     let unknown = Uuid::now_v7();
-    assert_eq!(s.heartbeat_turns(&[unknown, first]).await.unwrap(), vec![first], "the heartbeat sees the stop request");
+    assert_eq!(
+        s.heartbeat_turns(&[unknown, first]).await.unwrap(),
+        vec![unknown, first],
+        "the heartbeat sees the stop request, and a turn with no row (deleted with its conversation) stops too"
+    );
     assert!(s.latest_turn(u, t.id).await.unwrap().unwrap().stop_requested);
-    assert_eq!(s.heartbeat_turns(&[unknown]).await.unwrap(), Vec::<Uuid>::new());
+    assert_eq!(s.heartbeat_turns(&[unknown]).await.unwrap(), vec![unknown]);
     assert_eq!(s.heartbeat_turns(&[]).await.unwrap(), Vec::<Uuid>::new());
 
     let event = |seq: i64, name: &str, data: &str| StoredEvent { seq, name: name.into(), data: data.into() };
@@ -170,8 +175,8 @@ async fn turns(db: Db) {
     assert_eq!(s.latest_turn(u, t.id).await.unwrap().unwrap().id, third);
     assert_eq!(
         s.heartbeat_turns(&[second, third]).await.unwrap(),
-        Vec::<Uuid>::new(),
-        "the dead turn still answers heartbeats"
+        vec![second],
+        "a turn taken over is told to stop at its next heartbeat, should it still be running somewhere"
     );
     assert_conflict(s.begin_turn(u, t.id, Uuid::now_v7(), 60_000).await);
     assert_not_found(s.begin_turn(u, Uuid::now_v7(), Uuid::now_v7(), 0).await);
@@ -581,4 +586,50 @@ async fn a_turns_text_is_stored_in_runs_and_replayed_event_by_event(db: Db) {
         // Stored as they were handed over, for listeners on other instances.
         _ => assert!(rows <= 5, "{rows} rows"),
     }
+}
+
+/// A turn whose heartbeat went quiet while it still ran (its instance could not reach the database for a while)
+/// is taken over by the conversation's next turn, and ends after it started: it keeps the tokens it spent, and
+/// leaves the newer turn's events and its answer being written as they are.
+async fn a_turn_taken_over_ends_without_touching_the_newer_turn(db: Db) {
+    let (s, u, t) = someones_thread(&db, "Taken over").await;
+    let old = Uuid::now_v7();
+    start_with(s, u, t.id, old, new_message(t.id, Role::User, "First question")).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    let new = Uuid::now_v7();
+    s.begin_turn(u, t.id, new, 10).await.unwrap();
+    assert_eq!(s.heartbeat_turns(&[old, new]).await.unwrap(), vec![old], "the old turn is told to stop");
+    let answer = Uuid::now_v7();
+    s.save_progress(&[answer_draft(new, u, t.id, answer, "Wombats dig", true)]).await.unwrap();
+    let event = |seq: i64, name: &str| StoredEvent { seq, name: name.into(), data: "{}".into() };
+    s.append_turn_events(new, &[event(1, "text_delta").into()]).await.unwrap();
+
+    // The old turn ends last, stopped before it wrote a word.
+    let end = TurnEnd {
+        events: vec![event(1, "message_complete").into()],
+        usage: Some(spent(u, t.id, "model-a", 9, 0)),
+        ..TurnEnd::default()
+    };
+    s.finish_turn(old, end).await.unwrap();
+    assert_eq!(
+        s.turn_events_after(new, 0).await.unwrap(),
+        vec![event(1, "text_delta")],
+        "the newer turn's events stay"
+    );
+    assert!(found(s, u, "wombats").await.is_empty(), "the newer answer is still being written");
+    let latest = s.latest_turn(u, t.id).await.unwrap().unwrap();
+    assert_eq!((latest.id, latest.running), (new, true));
+    assert_eq!(db.raw.count("usage_ledger", "user_id", u).await, 1, "the old turn's tokens are metered");
+
+    // The newer turn's end lets the old one's events go, as any later turn's does.
+    let finished = answer_draft(new, u, t.id, answer, "Wombats dig burrows", false).answer.unwrap();
+    let end = TurnEnd {
+        events: vec![event(2, "message_complete").into()],
+        answer: Some(FinalAnswer { user: u, draft: finished, artifacts: vec![] }),
+        ..TurnEnd::default()
+    };
+    s.finish_turn(new, end).await.unwrap();
+    assert!(s.turn_events_after(old, 0).await.unwrap().is_empty());
+    assert_eq!(s.turn_events_after(new, 0).await.unwrap().len(), 2);
+    assert_eq!(found(s, u, "wombats").await, vec![Some(answer)]);
 }
