@@ -536,8 +536,27 @@ pub(crate) fn half_an_answer() -> Vec<Step> {
     ]
 }
 
+/// Sends `content` to `thread` once the thread's running turn looks dead (its heartbeat made old through `raw`)
+/// and reads the answer. The turn's own heartbeat (every two seconds) may come between the two: the start is then
+/// refused, and tried again.
+pub(crate) async fn take_over(raw: &Raw, server: &TestServer, thread: uuid::Uuid, content: &str) -> Vec<Frame> {
+    let quiet = match raw {
+        Raw::Sqlite(_) => "update turns set heartbeat_at = 0 where thread_id = ?",
+        Raw::Postgres(_) => "update turns set heartbeat_at = now() - interval '1 hour' where thread_id = ?",
+    };
+    for _ in 0..5 {
+        raw.exec(quiet, thread).await;
+        let response = server.send_text(thread, content).await;
+        if response.status() == 200 {
+            return read_frames(response).await;
+        }
+        assert_eq!(response.status(), 409);
+    }
+    panic!("the quiet turn was never taken over");
+}
+
 /// A turn's last event, which must say it was stopped.
-fn assert_stopped(frames: &[Frame]) {
+pub(crate) fn assert_stopped(frames: &[Frame]) {
     let last = frames.last().map(|f| &f.event);
     assert!(matches!(last, Some(ChatEvent::MessageComplete { stopped: true, .. })), "{:?}", names(frames));
 }
@@ -564,22 +583,7 @@ async fn a_turn_taken_over_stops_and_the_newer_one_answers(db: Db) {
     let server = TestServer::with(db.store.clone(), model).await;
     let thread = server.create_thread().await;
     let reader = chat_until_draft(&server, thread, "First question", "Half an answer").await;
-    let quiet = match db.raw {
-        Raw::Sqlite(_) => "update turns set heartbeat_at = 0 where thread_id = ?",
-        Raw::Postgres(_) => "update turns set heartbeat_at = now() - interval '1 hour' where thread_id = ?",
-    };
-    // The turn's own heartbeat (every two seconds) may come between the two: the start is refused, and tried again.
-    let mut taken_over = None;
-    for _ in 0..5 {
-        db.raw.exec(quiet, thread).await;
-        let response = server.send_text(thread, "Second question").await;
-        if response.status() == 200 {
-            taken_over = Some(response);
-            break;
-        }
-        assert_eq!(response.status(), 409);
-    }
-    let newer = read_frames(taken_over.expect("the quiet turn is taken over")).await;
+    let newer = take_over(&db.raw, &server, thread, "Second question").await;
     assert!(matches!(newer.last().map(|f| &f.event), Some(ChatEvent::MessageComplete { stopped: false, .. })));
     let frames = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("the old turn stops").unwrap();
     assert_stopped(&frames);

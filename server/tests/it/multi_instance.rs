@@ -4,12 +4,13 @@
 
 use std::{num::NonZeroU32, sync::Arc, time::Duration};
 
-use crate::chat_turns::{chat_until_draft, half_an_answer};
+use crate::chat_turns::{assert_stopped, chat_until_draft, half_an_answer, take_over};
+use crate::common::backends::Raw;
 use crate::common::{
     fresh_postgres_url, read_frames, read_some_frames, ExpectJson, ScriptedModel, Step, TestServer, PASSWORD,
 };
 use crate::protection::{guess_at_once, most_admitted_within};
-use app::api::{ChatEvent, MessageStatus, ThreadList};
+use app::api::{MessageStatus, ThreadList};
 use quire::auth::throttle::FREE_FAILURES;
 use quire::config::Config;
 use quire::llm::{builtin::Builtin, Provider, StreamEvent};
@@ -112,26 +113,11 @@ async fn a_turn_taken_over_on_another_instance_stops_at_its_next_heartbeat() {
     let b = instance(&url, Arc::new(Builtin::new())).await;
     let thread = a.create_thread().await;
     let reader = chat_until_draft(&a, thread, "Go on", "Half an answer").await;
-    let pool = sqlx::PgPool::connect(&url).await.unwrap();
-    // A's heartbeat (every two seconds) may come between the two: the start is refused, and tried again.
-    let mut taken_over = None;
-    for _ in 0..5 {
-        sqlx::query("update turns set heartbeat_at = now() - interval '1 hour' where thread_id = $1")
-            .bind(thread)
-            .execute(&pool)
-            .await
-            .unwrap();
-        let response = b.send_text(thread, "Are you still there?").await;
-        if response.status() == 200 {
-            taken_over = Some(response);
-            break;
-        }
-        assert_eq!(response.status(), 409);
-    }
-    let newer = read_frames(taken_over.expect("the quiet turn is taken over")).await;
+    let raw = Raw::Postgres(sqlx::PgPool::connect(&url).await.unwrap());
+    let newer = take_over(&raw, &b, thread, "Are you still there?").await;
     assert_eq!(newer.last().unwrap().event.name(), "message_complete");
     let frames = tokio::time::timeout(Duration::from_secs(10), reader).await.expect("A's turn stops").unwrap();
-    assert!(matches!(frames.last().map(|f| &f.event), Some(ChatEvent::MessageComplete { stopped: true, .. })));
+    assert_stopped(&frames);
     let detail = b.wait_idle(thread).await;
     assert_eq!(
         (detail.messages[1].content.as_str(), detail.messages[1].status),
