@@ -177,13 +177,19 @@ pub struct TurnHub {
 }
 
 impl TurnHub {
-    /// Holds `turn` as its thread's running turn. A turn of the thread still held here was taken over (the new
-    /// turn's start found its heartbeat gone quiet): it is asked to stop, so it spends nothing more.
+    /// Holds `turn` as its thread's running turn. Of two turns of one thread held here, the older was taken over
+    /// (the newer one's start found its heartbeat gone quiet): it is asked to stop, so it spends nothing more, and
+    /// the newer one stays, whichever of them came here first. Turn ids are v7 UUIDs: the newer is the greater.
     pub fn insert(&self, turn: Arc<LiveTurn>) {
-        let id = turn.id;
-        let replaced = self.live.lock().unwrap_or_else(|e| e.into_inner()).insert(turn.thread_id, turn);
-        if let Some(old) = replaced.filter(|old| old.id != id) {
-            old.cancel();
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        match live.get(&turn.thread_id) {
+            Some(held) if held.id > turn.id => turn.cancel(),
+            _ => {
+                let id = turn.id;
+                if let Some(older) = live.insert(turn.thread_id, turn).filter(|older| older.id != id) {
+                    older.cancel();
+                }
+            }
         }
     }
 
@@ -259,6 +265,25 @@ pub async fn release_abandoned_answers(store: DynStore) {
 mod tests {
     use super::*;
     use futures::StreamExt;
+
+    #[test]
+    fn of_two_turns_of_one_thread_the_older_is_stopped_whichever_comes_first() {
+        let thread = Uuid::now_v7();
+        let (older, newer) = (Uuid::now_v7(), Uuid::now_v7());
+        for (first, second) in [(older, newer), (newer, older)] {
+            let hub = TurnHub::default();
+            let (first, second) =
+                (LiveTurn::new(first, thread, Uuid::nil()), LiveTurn::new(second, thread, Uuid::nil()));
+            hub.insert(first.clone());
+            hub.insert(second.clone());
+            assert_eq!(hub.get(thread).map(|t| t.id), Some(newer));
+            let stopped = [&first, &second].into_iter().filter(|t| t.is_cancelled()).map(|t| t.id).collect::<Vec<_>>();
+            assert_eq!(stopped, vec![older]);
+            hub.remove(&first);
+            hub.remove(&second);
+            assert!(hub.turn_ids().is_empty());
+        }
+    }
 
     #[test]
     fn events_are_taken_for_the_store_in_runs_of_one_name() {

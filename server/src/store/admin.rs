@@ -175,8 +175,8 @@ pub trait Admin: Send + Sync {
     /// Makes an account an administrator or not. `NotFound` for an unknown account; `Conflict` when it would
     /// leave no enabled administrator.
     async fn set_admin(&self, user: Uuid, admin: bool) -> Result<()>;
-    /// Disables an account (it cannot sign in; every session ends and is refused) or enables it again; the ids
-    /// of the sessions it ended. `NotFound` for an unknown account; `Conflict` when it would leave no enabled
+    /// Disables an account (it cannot sign in; every session ends and is refused; its turns running are asked to
+    /// stop) or enables it again; the ids of the sessions it ended. `NotFound` for an unknown account; `Conflict` when it would leave no enabled
     /// administrator.
     async fn set_disabled(&self, user: Uuid, disabled: bool) -> Result<Vec<Uuid>>;
 
@@ -353,6 +353,12 @@ shared_sql! {
         let at = now();
         sqlx::query("update users set disabled_at = coalesce(disabled_at, $1) where id = $2")
             .bind(D::time(at))
+            .bind(D::id(user))
+            .execute(&mut *conn)
+            .await?;
+        // What the account has being written stops too, on whichever instance runs it (at its next heartbeat).
+        sqlx::query("update turns set stop_requested = $1 where user_id = $2 and status = 'running'")
+            .bind(true)
             .bind(D::id(user))
             .execute(&mut *conn)
             .await?;

@@ -166,15 +166,16 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
     }
     insert_turn_events(&mut tx, turn, &end.events).await?;
     sqlx::query("update turns set status = 'done' where id = $1").bind(turn).execute(&mut *tx).await?;
-    // Only the newest turn's events are kept for re-attaching: the thread's earlier turns' go, in the order in
-    // which `latest_turn` finds the newest (a newer one's, after a take-over, are kept). Written as a list of turns, which the planner looks up in the primary key
-    // one by one: as `in (select ...)` it joined the subquery against a scan of every turn's events (a few
-    // milliseconds per turn's end with hundreds streaming).
+    // Only the thread's newest turn keeps its events for re-attaching, as `latest_turn` finds it: this one's, or
+    // after a take-over the newer turn's (and then this one's go at once). Written as a list of turns, which the
+    // planner looks up in the primary key one by one: as `in (select ...)` it joined the subquery against a scan
+    // of every turn's events (a few milliseconds per turn's end with hundreds streaming).
     sqlx::query(
         "delete from turn_events where turn_id = any(array(
-         select earlier.id from turns this join turns earlier
-         on earlier.thread_id = this.thread_id
-         and (earlier.started_at, earlier.pk) < (this.started_at, this.pk) where this.id = $1))",
+         select t.id from turns t join
+         (select id, thread_id from turns where thread_id = (select thread_id from turns where id = $1)
+          order by started_at desc, pk desc limit 1) newest
+         on t.thread_id = newest.thread_id and t.id <> newest.id))",
     )
     .bind(turn)
     .execute(&mut *tx)

@@ -297,10 +297,10 @@ stored_row! {
 /// requested, and those it did not reach, which no longer hold their conversation: taken over by a newer turn
 /// once their heartbeat had gone quiet, or deleted with their conversation.
 pub(crate) fn to_stop<I: Stored<Uuid>>(asked: &[Uuid], beaten: Vec<(I, bool)>) -> Result<Vec<Uuid>> {
-    let mut going_on = Vec::with_capacity(beaten.len());
+    let mut going_on = std::collections::HashSet::with_capacity(beaten.len());
     for (id, stop) in beaten {
         if !stop {
-            going_on.push(id.read("turn id")?);
+            going_on.insert(id.read("turn id")?);
         }
     }
     Ok(asked.iter().filter(|id| !going_on.contains(id)).copied().collect())

@@ -1,20 +1,22 @@
 //! Operator control on both backends: the first account administers Quire (also when the first sign-ups come
 //! at once), sign-up is open, by invitation or closed, invitations are counted atomically and refused clearly
 //! once invalid, expired, revoked or used up; `/api/admin/...` is a 404 to everyone but an administrator;
-//! disabling ends an account's sessions at once (on PostgreSQL also on another instance), deleting removes it
+//! disabling ends an account's sessions at once (on PostgreSQL also on another instance) and stops its answers
+//! being written, deleting removes it
 //! as deleting one's own account does, and a reset link sets a new password once and ends the old sessions.
 
 use std::sync::Arc;
 
 use app::api::admin::{AdminAccountList, CreatedInvite, InviteList, ResetLink, SignUpMode as WireMode, SignUpSettings};
-use app::api::{AuthResponse, ErrorBody};
+use app::api::{AuthResponse, ErrorBody, MessageStatus};
 use futures::future::join_all;
 use quire::config::Config;
 use quire::store::{NewUser, SignUpMode, SignUpRefusal};
 use uuid::Uuid;
 
+use crate::chat_turns::half_an_answer;
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-use crate::common::{fresh_postgres_url, get_json, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
+use crate::common::{fresh_postgres_url, get_json, read_frames, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
 
 stories!(
     the_first_account_administers_and_later_ones_do_not,
@@ -26,6 +28,7 @@ stories!(
     a_one_use_invitation_admits_one_of_many_at_once,
     the_sign_up_mode_is_shared_and_closes_sign_up,
     a_disabled_account_is_signed_out_and_cannot_sign_in,
+    disabling_an_account_stops_the_answers_it_has_being_written,
     administrators_are_made_and_never_all_removed,
     deleting_an_account_removes_it_and_ends_its_sessions,
     a_reset_link_sets_a_password_once_and_ends_the_old_sessions,
@@ -281,6 +284,41 @@ async fn a_disabled_account_is_signed_out_and_cannot_sign_in(db: Db) {
     let unknown = Uuid::new_v4();
     let missing = set_disabled(&server, unknown, true).await;
     assert_eq!(missing.status(), 404);
+}
+
+/// An administrator cutting an account off also stops what it spends: its answer being written stops at the next
+/// heartbeat of whichever instance writes it, and keeps what it had.
+async fn disabling_an_account_stops_the_answers_it_has_being_written(db: Db) {
+    let server = TestServer::with(db.store.clone(), ScriptedModel::new(vec![half_an_answer()])).await;
+    let (bob, session) = server.second_user("bob@example.com").await;
+    let (id, thread) = (session.user.id, server.create_thread_as(&bob).await);
+    let url = server.url(&format!("/api/threads/{thread}/chat"));
+    let response = bob.post(url).json(&serde_json::json!({"content": "Tell me everything"})).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let _reader = tokio::spawn(read_frames(response));
+    let answer = |messages: Vec<app::api::Message>| messages.get(1).map(|m| (m.content.clone(), m.status));
+    let mut drafted = None;
+    for _ in 0..6_000 {
+        drafted = answer(db.store.list_messages(id, thread).await.unwrap());
+        if drafted.as_ref().is_some_and(|(content, _)| content == "Half an answer") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(drafted.map(|(content, _)| content).as_deref(), Some("Half an answer"), "the answer is being written");
+
+    assert_eq!(set_disabled(&server, id, true).await.status(), 204);
+    let stopped = Some(("Half an answer".to_string(), MessageStatus::Stopped));
+    let mut now = None;
+    for _ in 0..1_000 {
+        now = answer(db.store.list_messages(id, thread).await.unwrap());
+        if now == stopped {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(now, stopped, "the answer stops within a heartbeat or two");
+    assert!(!db.store.latest_turn(id, thread).await.unwrap().unwrap().running);
 }
 
 async fn administrators_are_made_and_never_all_removed(db: Db) {

@@ -282,12 +282,13 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
         .bind(answer.map(|a| a.user.to_string()))
         .statement("update turns set status = 'done' where id = ?")
         .bind(turn.clone())
-        // Events of the thread's earlier turns are let go, in the order in which `latest_turn` finds the newest
-        // (a newer one's, after a take-over, are kept).
+        // Only the thread's newest turn keeps its events, as `latest_turn` finds it: this one's, or after a
+        // take-over the newer turn's (and then this one's go at once).
         .statement(
-            "delete from turn_events where turn_id in (select earlier.id from turns this join turns earlier
-             on earlier.thread_id = this.thread_id
-             and (earlier.started_at, earlier.rowid) < (this.started_at, this.rowid) where this.id = ?)",
+            "delete from turn_events where turn_id in (select t.id from turns t join
+             (select id, thread_id from turns where thread_id = (select thread_id from turns where id = ?)
+              order by started_at desc, rowid desc limit 1) newest
+             on t.thread_id = newest.thread_id and t.id <> newest.id)",
         )
         .bind(turn);
     // The thread's stamp after the end, read by the same script unless documents are still to be linked to the
