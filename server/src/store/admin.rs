@@ -176,8 +176,8 @@ pub trait Admin: Send + Sync {
     /// leave no enabled administrator.
     async fn set_admin(&self, user: Uuid, admin: bool) -> Result<()>;
     /// Disables an account (it cannot sign in; every session ends and is refused; its turns running are asked to
-    /// stop) or enables it again; the ids of the sessions it ended. `NotFound` for an unknown account; `Conflict` when it would leave no enabled
-    /// administrator.
+    /// stop) or enables it again; the ids of the sessions it ended. `NotFound` for an unknown account;
+    /// `Conflict` when it would leave no enabled administrator.
     async fn set_disabled(&self, user: Uuid, disabled: bool) -> Result<Vec<Uuid>>;
 
     /// Stores a new invitation whose token has the SHA-256 `token_hash`.

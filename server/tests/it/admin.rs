@@ -14,9 +14,9 @@ use quire::config::Config;
 use quire::store::{NewUser, SignUpMode, SignUpRefusal};
 use uuid::Uuid;
 
-use crate::chat_turns::half_an_answer;
+use crate::chat_turns::{chat_until_draft_as, half_an_answer};
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-use crate::common::{fresh_postgres_url, get_json, read_frames, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
+use crate::common::{fresh_postgres_url, get_json, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
 
 stories!(
     the_first_account_administers_and_later_ones_do_not,
@@ -292,33 +292,29 @@ async fn disabling_an_account_stops_the_answers_it_has_being_written(db: Db) {
     let server = TestServer::with(db.store.clone(), ScriptedModel::new(vec![half_an_answer()])).await;
     let (bob, session) = server.second_user("bob@example.com").await;
     let (id, thread) = (session.user.id, server.create_thread_as(&bob).await);
-    let url = server.url(&format!("/api/threads/{thread}/chat"));
-    let response = bob.post(url).json(&serde_json::json!({"content": "Tell me everything"})).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let _reader = tokio::spawn(read_frames(response));
-    let answer = |messages: Vec<app::api::Message>| messages.get(1).map(|m| (m.content.clone(), m.status));
-    let mut drafted = None;
-    for _ in 0..6_000 {
-        drafted = answer(db.store.list_messages(id, thread).await.unwrap());
-        if drafted.as_ref().is_some_and(|(content, _)| content == "Half an answer") {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert_eq!(drafted.map(|(content, _)| content).as_deref(), Some("Half an answer"), "the answer is being written");
+    let _reader = chat_until_draft_as(&server, &bob, thread, "Tell me everything", "Half an answer").await;
 
     assert_eq!(set_disabled(&server, id, true).await.status(), 204);
-    let stopped = Some(("Half an answer".to_string(), MessageStatus::Stopped));
-    let mut now = None;
-    for _ in 0..1_000 {
-        now = answer(db.store.list_messages(id, thread).await.unwrap());
-        if now == stopped {
-            break;
+    let stopped = ("Half an answer".to_string(), MessageStatus::Stopped);
+    assert_eq!(answer_once(&db, id, thread, &stopped).await, Some(stopped), "it stops within a heartbeat or two");
+    assert!(!db.store.latest_turn(id, thread).await.unwrap().unwrap().running);
+}
+
+/// The answer in `user`'s `thread` (its text and status) once it is `wanted`, else as it stands 10 s later.
+async fn answer_once(
+    db: &Db,
+    user: Uuid,
+    thread: Uuid,
+    wanted: &(String, MessageStatus),
+) -> Option<(String, MessageStatus)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let answer = db.store.list_messages(user, thread).await.unwrap().get(1).map(|m| (m.content.clone(), m.status));
+        if answer.as_ref() == Some(wanted) || std::time::Instant::now() > deadline {
+            return answer;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert_eq!(now, stopped, "the answer stops within a heartbeat or two");
-    assert!(!db.store.latest_turn(id, thread).await.unwrap().unwrap().running);
 }
 
 async fn administrators_are_made_and_never_all_removed(db: Db) {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
 use crate::common::{
     bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, slow_builtin_server,
-    sqlite_store, sqlite_url, Frame, ScriptedModel, Step, TestServer,
+    sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
 };
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
@@ -376,12 +376,27 @@ pub(crate) async fn chat_until_draft(
     content: &str,
     draft: &str,
 ) -> tokio::task::JoinHandle<Vec<Frame>> {
-    let response = server.send_text(thread, content).await;
+    chat_until_draft_as(server, &server.client, thread, content, draft).await
+}
+
+/// [`chat_until_draft`] as whoever `client` signs in as.
+pub(crate) async fn chat_until_draft_as(
+    server: &TestServer,
+    client: &reqwest::Client,
+    thread: uuid::Uuid,
+    content: &str,
+    draft: &str,
+) -> tokio::task::JoinHandle<Vec<Frame>> {
+    let url = server.url(&format!("/api/threads/{thread}"));
+    let response = client.post(format!("{url}/chat")).json(&serde_json::json!({ "content": content })).send();
+    let response = response.await.unwrap();
+    assert_eq!(response.status(), 200);
     let reader = tokio::spawn(read_frames(response));
     // The first turn of a test process waits for the tokenizer to be built (seconds in a debug build).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
-        if server.detail(thread).await.messages.get(1).is_some_and(|m| m.content == draft) {
+        let detail: app::api::ThreadDetail = client.get(&url).expect_json().await;
+        if detail.messages.get(1).is_some_and(|m| m.content == draft) {
             return reader;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -124,7 +124,7 @@ impl Turns for Postgres {
         }
         let beaten: Vec<(Uuid, bool)> = sqlx::query_as(
             "update turns set heartbeat_at = $1 where id = any($2) and status = 'running'
-                 returning id, stop_requested",
+             returning id, stop_requested",
         )
         .bind(now())
         .bind(turns)
