@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::ReadableStreamDefaultReader;
 
-use super::sse::SseDecoder;
+use super::sse::SseParser;
 use super::{
     Artifact, ArtifactVersionList, AttachmentList, AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest,
     ContextRecord, CreateThread, DeleteAccountRequest, ErrorBody, HistoryStats, ImportResult, LoginRequest,
@@ -230,7 +230,7 @@ async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) ->
         return Ok(());
     };
     let reader: ReadableStreamDefaultReader = stream.get_reader().unchecked_into();
-    let mut decoder = SseDecoder::new();
+    let mut parser = SseParser::new();
     loop {
         let chunk = JsFuture::from(reader.read()).await.map_err(|e| network_error(format!("{e:?}")))?;
         let done = Reflect::get(&chunk, &"done".into()).ok().and_then(|v| v.as_bool()).unwrap_or(true);
@@ -239,8 +239,8 @@ async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) ->
         }
         let value = Reflect::get(&chunk, &"value".into()).map_err(|e| network_error(format!("{e:?}")))?;
         let bytes = Uint8Array::new(&value).to_vec();
-        for frame in decoder.push(&bytes) {
-            if let Some(event) = frame.event.as_deref().and_then(|name| ChatEvent::from_parts(name, &frame.data)) {
+        for frame in parser.feed(&bytes).map_err(|e| network_error(e.to_string()))? {
+            if let Some(event) = ChatEvent::from_parts(&frame.event, &frame.data) {
                 on_event(event);
             }
         }

@@ -2,12 +2,12 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use app::api::sse::SseEvent;
 use reqwest::header::ACCEPT;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
     endpoint::Endpoint,
-    sse::SseEvent,
     transport::{self, Progress, SseDecoder},
     types::{
         ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,

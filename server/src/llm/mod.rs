@@ -8,7 +8,6 @@ pub mod openai;
 pub mod registry;
 pub mod retry;
 pub mod secret;
-pub mod sse;
 pub mod summary;
 mod transport;
 pub mod types;

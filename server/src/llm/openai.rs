@@ -5,12 +5,12 @@
 
 use std::{collections::BTreeMap, fmt};
 
+use app::api::sse::SseEvent;
 use reqwest::header::{ACCEPT, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
     endpoint::Endpoint,
-    sse::SseEvent,
     transport::{self, Progress, SseDecoder},
     types::{
         ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
@@ -540,7 +540,7 @@ mod tests {
         let mut results = Vec::new();
         for line in lines {
             let mut out = Vec::new();
-            let step = decoder.on_event(SseEvent { event: "message".into(), data: (*line).into() }, &mut out);
+            let step = decoder.on_event(SseEvent { event: "message".into(), data: (*line).into(), id: None }, &mut out);
             results.extend(out.into_iter().map(Ok));
             match step {
                 Ok(Progress::Done) => return results,

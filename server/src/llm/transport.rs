@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+use app::api::sse::{SseEvent, SseParser};
 use bytes::Bytes;
 use futures::{stream::BoxStream, StreamExt};
 use reqwest::{
@@ -16,10 +17,7 @@ use reqwest::{
     RequestBuilder, Response, StatusCode,
 };
 
-use crate::llm::{
-    sse::{SseEvent, SseParser},
-    types::{EventStream, LlmError, StreamEvent},
-};
+use crate::llm::types::{EventStream, LlmError, StreamEvent};
 
 /// At most this much of an error body is read (it is only inspected and logged).
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;

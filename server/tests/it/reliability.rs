@@ -8,7 +8,6 @@
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
 use app::api::{ChatEvent, Message, MessageStatus, Role, ThreadDetail};
-use futures::StreamExt;
 use quire::llm::{
     openai::{OpenAiConfig, OpenAiProvider},
     retry::{RetryPolicy, RetryingProvider},
@@ -18,7 +17,9 @@ use serde_json::json;
 use tempfile::TempDir;
 use uuid::Uuid;
 
-use crate::common::{read_frames, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer};
+use crate::common::{
+    read_frames, read_frames_until, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer,
+};
 use crate::fake_upstream::{FakeServer, Reply, Step};
 
 /// How many times a check runs: `QUIRE_RELIABILITY_ITERATIONS`, else `default`.
@@ -61,22 +62,6 @@ fn normalized(event: &ChatEvent) -> ChatEvent {
     }
 }
 
-/// Reads frames until at least `n` arrived or the stream ended, then drops the connection.
-async fn read_up_to(response: reqwest::Response, n: usize) -> Vec<Frame> {
-    let mut decoder = app::api::sse::SseDecoder::new();
-    let mut frames = Vec::new();
-    let mut body = response.bytes_stream();
-    while frames.len() < n {
-        let Some(chunk) = body.next().await else { break };
-        for f in decoder.push(&chunk.expect("chunk")) {
-            let name = f.event.clone().unwrap_or_default();
-            let event = ChatEvent::from_parts(&name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
-            frames.push(Frame { id: f.id, event });
-        }
-    }
-    frames
-}
-
 /// The whole stored event sequence of the thread's last turn (once it is over).
 async fn replay(server: &TestServer, thread: Uuid) -> Vec<Frame> {
     let response = server.open_stream(thread, None).await;
@@ -96,7 +81,7 @@ async fn a_client_that_leaves_mid_answer_always_gets_the_whole_answer_saved() {
         let response = server.send_text(thread, REQUIREMENTS).await;
         assert_eq!(response.status(), 200);
         let read = rng.usize(0..reference.len() - 1);
-        let seen = read_up_to(response, read).await;
+        let seen = read_frames_until(response, read).await;
 
         let detail = server.wait_idle(thread).await;
         assert_eq!(detail.messages.len(), 2, "run {run}: the question and one answer");
@@ -127,7 +112,7 @@ async fn resuming_at_random_points_loses_and_repeats_no_event() {
         // Up to three departures, each after a random number of events and a random pause.
         for _ in 0..rng.usize(1..=3) {
             let open = response.take().expect("an open stream");
-            seen.extend(read_up_to(open, rng.usize(0..reference.len())).await);
+            seen.extend(read_frames_until(open, rng.usize(0..reference.len())).await);
             if seen.last().is_some_and(|f| f.event.is_terminal()) {
                 break;
             }

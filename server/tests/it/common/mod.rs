@@ -315,31 +315,27 @@ pub fn created(frames: &[Frame]) -> Vec<app::api::Artifact> {
 
 /// Reads at least `n` frames, then drops the connection (a client that goes away mid-answer).
 pub async fn read_some_frames(response: reqwest::Response, n: usize) -> Vec<Frame> {
-    use futures::StreamExt;
-    let mut decoder = app::api::sse::SseDecoder::new();
-    let mut frames = Vec::new();
-    let mut body = response.bytes_stream();
-    while frames.len() < n {
-        let chunk = body.next().await.expect("the stream ended early").expect("chunk");
-        for f in decoder.push(&chunk) {
-            let name = f.event.clone().unwrap_or_default();
-            let event = ChatEvent::from_parts(&name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
-            frames.push(Frame { id: f.id, event });
-        }
-    }
+    let frames = read_frames_until(response, n).await;
+    assert!(frames.len() >= n, "the stream ended early");
     frames
 }
 
 /// Reads SSE frames until the stream ends.
 pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
+    read_frames_until(response, usize::MAX).await
+}
+
+/// Reads SSE frames until the stream ends or at least `n` have come, then drops the connection.
+pub async fn read_frames_until(response: reqwest::Response, n: usize) -> Vec<Frame> {
     use futures::StreamExt;
-    let mut decoder = app::api::sse::SseDecoder::new();
+    let mut parser = app::api::sse::SseParser::new();
     let mut frames = Vec::new();
     let mut body = response.bytes_stream();
-    while let Some(chunk) = body.next().await {
-        for f in decoder.push(&chunk.expect("chunk")) {
-            let name = f.event.clone().unwrap_or_default();
-            let event = ChatEvent::from_parts(&name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
+    while frames.len() < n {
+        let Some(chunk) = body.next().await else { break };
+        for f in parser.feed(&chunk.expect("chunk")).expect("an event of a sane size") {
+            let name = &f.event;
+            let event = ChatEvent::from_parts(name, &f.data).unwrap_or_else(|| panic!("bad event {name}: {}", f.data));
             frames.push(Frame { id: f.id, event });
         }
     }
