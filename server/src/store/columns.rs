@@ -24,7 +24,7 @@ macro_rules! native {
     )*};
 }
 
-native!(Uuid, DateTime<Utc>, NaiveDate, String, bool, i64, f64);
+native!(Uuid, DateTime<Utc>, NaiveDate, String, bool, i64, f64, serde_json::Value);
 
 impl Stored<Uuid> for String {
     fn read(self, column: &str) -> Result<Uuid> {
@@ -44,19 +44,26 @@ impl Stored<NaiveDate> for String {
     }
 }
 
+impl Stored<serde_json::Value> for String {
+    fn read(self, column: &str) -> Result<serde_json::Value> {
+        serde_json::from_str(&self).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+    }
+}
+
 impl<S: Stored<T>, T> Stored<Option<T>> for Option<S> {
     fn read(self, column: &str) -> Result<Option<T>> {
         self.map(|value| value.read(column)).transpose()
     }
 }
 
-/// Declares a row type generic over how the backend keeps ids (`I`), times (`T`) and lists (`L`), and its
+/// Declares a row type generic over how the backend keeps ids (`I`), times (`T`), lists (`L`) and JSON (`J`), and its
 /// conversion to the type callers see. Each field in the first braces is read ([`Stored::read`]) into the field
 /// of that name; the fields after `with` are bound by name for the expressions after `=>`, which make the rest.
 macro_rules! stored_row {
     (@reads I) => { uuid::Uuid };
     (@reads T) => { chrono::DateTime<chrono::Utc> };
     (@reads L) => { Vec<String> };
+    (@reads J) => { serde_json::Value };
     (
         $(#[$attr:meta])*
         $row:ident<$($p:ident),+> -> $target:ident {
@@ -124,6 +131,10 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     type Time: Column<Self> + Stored<DateTime<Utc>>;
     /// A UTC day as this backend stores it.
     type Day: Column<Self> + Stored<NaiveDate>;
+    /// A JSON value as this backend stores it.
+    type Json: Column<Self> + Stored<serde_json::Value>;
+    /// A list of ids as this backend binds it, for [`Dialect::in_ids`].
+    type Ids: Column<Self>;
     /// The lock a `select` takes on the rows it reads until the transaction ends (none where one writer makes
     /// every write one after the other).
     const FOR_UPDATE: &'static str;
@@ -135,6 +146,12 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     fn id(id: Uuid) -> Self::Id;
     fn time(at: DateTime<Utc>) -> Self::Time;
     fn day(day: NaiveDate) -> Self::Day;
+    fn json(value: &impl serde::Serialize) -> Result<Self::Json>;
+    fn ids(ids: &[Uuid]) -> Self::Ids;
+    /// SQL for "`column` is one of the ids bound to the placeholder `param`" (bound with [`Dialect::ids`]).
+    fn in_ids(column: &str, param: &str) -> String;
+    /// What follows a table's name for the query planner to read it through `index` (where one can be named).
+    fn indexed_by(index: &str) -> String;
     /// How many rows a statement changed.
     fn rows_affected(done: &Self::QueryResult) -> u64;
     /// SQL for the time `micros` microseconds after `time` (both SQL expressions).
@@ -147,6 +164,8 @@ impl Dialect for sqlx::Postgres {
     type Id = Uuid;
     type Time = DateTime<Utc>;
     type Day = NaiveDate;
+    type Json = serde_json::Value;
+    type Ids = Vec<Uuid>;
     const FOR_UPDATE: &'static str = "for update";
     const GREATEST: &'static str = "greatest";
     const BYTEWISE: &'static str = " collate \"C\"";
@@ -159,6 +178,18 @@ impl Dialect for sqlx::Postgres {
     }
     fn day(day: NaiveDate) -> NaiveDate {
         day
+    }
+    fn json(value: &impl serde::Serialize) -> Result<serde_json::Value> {
+        serde_json::to_value(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+    fn ids(ids: &[Uuid]) -> Vec<Uuid> {
+        ids.to_vec()
+    }
+    fn in_ids(column: &str, param: &str) -> String {
+        format!("{column} = any({param})")
+    }
+    fn indexed_by(_: &str) -> String {
+        String::new()
     }
     fn rows_affected(done: &sqlx::postgres::PgQueryResult) -> u64 {
         done.rows_affected()
@@ -175,6 +206,9 @@ impl Dialect for sqlx::Sqlite {
     type Id = String;
     type Time = i64;
     type Day = String;
+    type Json = String;
+    /// A JSON array of the ids, as text.
+    type Ids = String;
     const FOR_UPDATE: &'static str = "";
     const GREATEST: &'static str = "max";
     const BYTEWISE: &'static str = "";
@@ -187,6 +221,18 @@ impl Dialect for sqlx::Sqlite {
     }
     fn day(day: NaiveDate) -> String {
         day.format("%Y-%m-%d").to_string()
+    }
+    fn json(value: &impl serde::Serialize) -> Result<String> {
+        serde_json::to_string(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+    fn ids(ids: &[Uuid]) -> String {
+        serde_json::Value::from(ids.iter().map(Uuid::to_string).collect::<Vec<_>>()).to_string()
+    }
+    fn in_ids(column: &str, param: &str) -> String {
+        format!("{column} in (select value from json_each({param}))")
+    }
+    fn indexed_by(index: &str) -> String {
+        format!("indexed by {index}")
     }
     fn rows_affected(done: &sqlx::sqlite::SqliteQueryResult) -> u64 {
         done.rows_affected()
@@ -226,6 +272,8 @@ macro_rules! shared_sql {
             Option<i64>: $crate::store::columns::Column<D>,
             Option<String>: $crate::store::columns::Column<D>,
             Option<D::Id>: $crate::store::columns::Column<D>,
+            Option<D::Json>: $crate::store::columns::Column<D>,
+            Option<D::Time>: $crate::store::columns::Column<D>,
             for<'a> &'a str: sqlx::Encode<'a, D> + sqlx::Type<D>,
             $($row: for<'r> sqlx::FromRow<'r, D::Row>,)*
         {

@@ -154,6 +154,40 @@ shared_sql! {
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
+    /// Records that a document answers these earlier requests too: the person's messages of its own thread among
+    /// them (others are ignored).
+    pub(crate) async fn answer_requests(conn: &mut D::Connection, artifact: Uuid, requests: &[Uuid]) -> Result<()> {
+        if requests.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "insert into artifact_requests (artifact_id, message_id)
+             select a.id, m.id from artifacts a join messages m on m.thread_id = a.thread_id and m.user_id = a.user_id
+             where a.id = $1 and m.role = 'user' and {} on conflict do nothing",
+            D::in_ids("m.id", "$2")
+        );
+        sqlx::query(&sql).bind(D::id(artifact)).bind(D::ids(requests)).execute(conn).await?;
+        Ok(())
+    }
+
+    /// Links the person's documents to the answer that wrote them, in one statement.
+    pub(crate) async fn link_artifacts_to(
+        conn: &mut D::Connection,
+        user: Uuid,
+        artifacts: &[Uuid],
+        message: Uuid,
+    ) -> Result<()> {
+        if artifacts.is_empty() {
+            return Ok(());
+        }
+        let sql = format!(
+            "update artifacts set assistant_message_id = $1 where user_id = $2 and {}",
+            D::in_ids("id", "$3")
+        );
+        sqlx::query(&sql).bind(D::id(message)).bind(D::id(user)).bind(D::ids(artifacts)).execute(conn).await?;
+        Ok(())
+    }
+
     /// See [`Documents::fulfilled_requests`].
     pub(crate) async fn fulfilled(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
         let rows: Vec<FulfilmentRow<D::Id>> =
@@ -287,8 +321,7 @@ stored_row! {
 }
 
 /// Implements [`Documents`] for a backend, written once for both, as
-/// [`accounts_for`](super::accounts::accounts_for) does; the module it is used in has the backend's
-/// `answer_requests` and `link_artifacts_to`, and the backend `owns` and `delete`.
+/// [`accounts_for`](super::accounts::accounts_for) does; the backend has `owns` and `delete`.
 macro_rules! documents_for {
     ($backend:ty) => {
         const _: () = {
@@ -308,7 +341,7 @@ macro_rules! documents_for {
                     self.write_together(move |tx| {
                         Box::pin(async move {
                             Shared::insert_artifact(&mut *tx, id, user, &artifact, created).await?;
-                            answer_requests(tx, id, &artifact.answers).await?;
+                            Shared::answer_requests(tx, id, &artifact.answers).await?;
                             Ok(artifact.saved(id, created))
                         })
                     })
@@ -337,7 +370,7 @@ macro_rules! documents_for {
                     self.write_together(move |tx| {
                         Box::pin(async move {
                             Shared::must_own(&mut *tx, "messages", user, assistant_message).await?;
-                            link_artifacts_to(tx, user, &artifacts, assistant_message).await
+                            Shared::link_artifacts_to(tx, user, &artifacts, assistant_message).await
                         })
                     })
                     .await
@@ -354,7 +387,7 @@ macro_rules! documents_for {
                     self.write_together(move |tx| {
                         Box::pin(async move {
                             Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
-                            answer_requests(&mut *tx, artifact, &revision.answers).await?;
+                            Shared::answer_requests(&mut *tx, artifact, &revision.answers).await?;
                             Shared::artifact_by_id(tx, artifact).await
                         })
                     })

@@ -12,7 +12,8 @@ use app::api::{Branching, Message, MessageStatus};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::columns::{convert, shared_sql, stored_row};
+use super::columns::{convert, shared_sql, stored_row, Stored as _};
+use super::threads::found;
 use super::{
     now, parse_role, renumbering_base, unnumberable, MessageHead, MessageUpdate, NewMessage, Result, StoreError,
     MAX_SEQ,
@@ -222,7 +223,7 @@ const TURN_RUNNING: &str = "select exists (select 1 from turns
     where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
 
 shared_sql! {
-    rows(MessageRow<D::Id, D::Time>, StampRow<D::Id>);
+    rows(MessageRow<D::Id, D::Time>, StampRow<D::Id>, MessageHeadRow<D::Id>);
 
     /// The stamp of `user`'s `thread`; `None` when it is missing or another user's.
     pub(crate) async fn stamp(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<ThreadStamp>> {
@@ -249,6 +250,130 @@ shared_sql! {
     pub(crate) async fn message(conn: &mut D::Connection, user: Uuid, message: Uuid) -> Result<Message> {
         let sql = format!("select {MESSAGE_COLUMNS} from messages where id = $1 and user_id = $2");
         Self::owned_row::<MessageRow<D::Id, D::Time>, _>(conn, &sql, message, user).await?.ok_or(StoreError::NotFound)
+    }
+
+    /// The person's messages of `thread` among `ids`, in order.
+    pub(crate) async fn messages_by_id(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        ids: &[Uuid],
+    ) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and {} order by seq",
+            D::in_ids("id", "$3")
+        );
+        let rows: Vec<MessageRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(D::ids(ids)).fetch_all(conn).await?;
+        convert(rows)
+    }
+
+    /// The context the person's message was answered with, if it kept one.
+    pub(crate) async fn message_context(
+        conn: &mut D::Connection,
+        user: Uuid,
+        message: Uuid,
+    ) -> Result<Option<serde_json::Value>> {
+        let context: Option<Option<D::Json>> =
+            sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
+                .bind(D::id(message))
+                .bind(D::id(user))
+                .fetch_optional(conn)
+                .await?;
+        context.ok_or(StoreError::NotFound)?.read("context")
+    }
+
+    /// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
+    /// given; whether it exists.
+    pub(crate) async fn rewrite_message(
+        conn: &mut D::Connection,
+        user: Uuid,
+        message: Uuid,
+        update: &MessageUpdate,
+        writing: bool,
+    ) -> Result<bool> {
+        let updated = sqlx::query(
+            "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4, writing = $5,
+             model = coalesce($6, model), context = coalesce($7, context) where id = $8 and user_id = $9",
+        )
+        .bind(update.content.as_str())
+        .bind(update.status.as_str())
+        .bind(update.usage.input_tokens as i64)
+        .bind(update.usage.output_tokens as i64)
+        .bind(writing)
+        .bind(update.model.clone())
+        .bind(update.context.as_ref().map(|c| D::json(c)).transpose()?)
+        .bind(D::id(message))
+        .bind(D::id(user))
+        .execute(conn)
+        .await?;
+        Ok(D::rows_affected(&updated) > 0)
+    }
+
+    /// Makes `leaf` the active message of the person's `thread` (`None`: its newest); `NotFound` when the
+    /// thread is missing or another user's, or `leaf` is not one of its messages.
+    pub(crate) async fn set_active(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        leaf: Option<Uuid>,
+    ) -> Result<()> {
+        let updated = sqlx::query(
+            "update threads set active_id = $1 where id = $2 and user_id = $3
+             and ($1 is null or exists (select 1 from messages where id = $1 and thread_id = $2))",
+        )
+        .bind(leaf.map(D::id))
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .execute(conn)
+        .await?;
+        found(D::rows_affected(&updated) > 0)
+    }
+
+    /// Deletes the person's messages `gone` of `thread` and makes `active` its active message; how many went.
+    pub(crate) async fn delete_messages(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        gone: &[Uuid],
+        active: Option<Uuid>,
+    ) -> Result<u64> {
+        let sql = format!("delete from messages where thread_id = $1 and user_id = $2 and {}", D::in_ids("id", "$3"));
+        let deleted =
+            sqlx::query(&sql).bind(D::id(thread)).bind(D::id(user)).bind(D::ids(gone)).execute(&mut *conn).await?;
+        let deleted = D::rows_affected(&deleted);
+        sqlx::query("update threads set message_count = message_count - $1, active_id = $2 where id = $3")
+            .bind(deleted as i64)
+            .bind(active.map(D::id))
+            .bind(D::id(thread))
+            .execute(conn)
+            .await?;
+        Ok(deleted)
+    }
+
+    /// The shape of `user`'s `thread` and its stamp, its row locked until the transaction ends when `lock`;
+    /// `None` when it is missing or another user's.
+    pub(crate) async fn tree(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        lock: bool,
+    ) -> Result<Option<(Tree, ThreadStamp)>> {
+        let sql = format!(
+            "select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2 {}",
+            if lock { D::FOR_UPDATE } else { "" }
+        );
+        let Some(stamp) = Self::owned_row::<StampRow<D::Id>, ThreadStamp>(&mut *conn, &sql, thread, user).await? else {
+            return Ok(None);
+        };
+        // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
+        let sql = format!(
+            "select {HEAD_COLUMNS} from messages {} where thread_id = $1 and user_id = $2 order by seq",
+            D::indexed_by("messages_heads")
+        );
+        let rows: Vec<MessageHeadRow<D::Id>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
+        Ok(Some((Tree { heads: convert(rows)?, active: stamp.active }, stamp)))
     }
 
     /// `Conflict` while a turn heard from within `stale_after_ms` holds `user`'s `thread`: the message tree

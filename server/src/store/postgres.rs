@@ -5,7 +5,7 @@
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
-use app::api::{AttachmentMeta, HistoryStats, Message, Thread, Trace, Usage};
+use app::api::{AttachmentMeta, HistoryStats, Message, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, now, search_query, EventRun, History, IdempotencyClaim, MessageUpdate, NewMessage, NewUser,
-    Place, Result, Search, SearchPage, Store, StoreError, ThreadStamp, TurnRecord, TurnTrace, Turns, User, MAX_SEQ,
+    history::ImportThread, now, search_query, EventRun, History, IdempotencyClaim, NewMessage, NewUser, Place, Result,
+    Search, SearchPage, Store, StoreError, ThreadStamp, TurnRecord, Turns, User, MAX_SEQ,
 };
 
 /// The statements both backends run alike, bound the PostgreSQL way.
@@ -27,7 +27,6 @@ mod accounts;
 mod admin;
 mod attachments;
 mod budgets;
-mod documents;
 mod history;
 mod limits;
 mod messages;
@@ -37,6 +36,8 @@ mod settings;
 mod summaries;
 mod threads;
 mod turns;
+
+super::documents::documents_for!(Postgres);
 
 /// Most connections one server process opens for its queries (rate-limit checks have their own, below).
 const MAX_CONNECTIONS: u32 = 16;
@@ -143,12 +144,12 @@ async fn end_turn(pool: &PgPool, turn: Uuid, end: &super::TurnEnd) -> Result<Opt
         }
         answer_saved = save_answer(&mut tx, answer.user, &answer.draft).await?;
         if answer_saved {
-            link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
+            Shared::link_artifacts_to(&mut tx, answer.user, &answer.artifacts, answer.draft.id).await?;
         }
     }
     if let Some(trace) = &end.trace {
         let answer = end.answer.as_ref().filter(|_| answer_saved).map(|a| a.draft.id);
-        write_trace(&mut tx, turn, trace, answer).await?;
+        Shared::write_trace(&mut tx, turn, trace, answer).await?;
     }
     // A turn saves one answer: saved just now, it left nothing else being written in the thread. Released
     // before the turn's row is touched: releasing locks the thread's row (its stamp counts it), and a start
@@ -255,7 +256,6 @@ async fn write_tags(tx: &mut sqlx::PgConnection, user: Uuid, thread: Uuid, tags:
     Ok(())
 }
 
-/// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
 #[async_trait]
 impl Store for Postgres {
     fn backend(&self) -> &'static str {
@@ -473,94 +473,17 @@ async fn count_message(
     Ok(row.map(|(seq, parent)| Place { seq, parent }))
 }
 
-/// Rewrites an answer's text, status, usage, whether it is still being written, and model and context when
-/// given; whether it exists.
-async fn rewrite_message(
-    conn: &mut sqlx::PgConnection,
-    user: Uuid,
-    message: Uuid,
-    update: &MessageUpdate,
-    writing: bool,
-) -> Result<bool> {
-    let updated = sqlx::query(
-        "update messages set content = $1, status = $2, input_tokens = $3, output_tokens = $4,
-         model = coalesce($5, model), context = coalesce($6, context), writing = $9 where id = $7 and user_id = $8",
-    )
-    .bind(&update.content)
-    .bind(update.status.as_str())
-    .bind(update.usage.input_tokens as i64)
-    .bind(update.usage.output_tokens as i64)
-    .bind(&update.model)
-    .bind(&update.context)
-    .bind(message)
-    .bind(user)
-    .bind(writing)
-    .execute(&mut *conn)
-    .await?;
-    Ok(updated.rows_affected() > 0)
-}
-
 /// Saves an answer's state: rewrites it, or creates it at its first save. `false` when its thread is gone
 /// (deleted meanwhile): there is nothing to keep it in.
 async fn save_answer(conn: &mut sqlx::PgConnection, user: Uuid, answer: &super::AnswerDraft) -> Result<bool> {
-    if rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await? {
+    if Shared::rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await? {
         return Ok(true);
     }
     // Inserted as being written, so a finished answer's search vector is computed once, with the rewrite.
     if insert_message(conn, user, answer.id, &answer.first_save(), now(), true).await?.is_none() {
         return Ok(false);
     }
-    rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
-}
-
-/// Links the user's documents to the answer that wrote them, in one statement.
-async fn link_artifacts_to(conn: &mut sqlx::PgConnection, user: Uuid, artifacts: &[Uuid], message: Uuid) -> Result<()> {
-    if artifacts.is_empty() {
-        return Ok(());
-    }
-    sqlx::query("update artifacts set assistant_message_id = $1 where id = any($2) and user_id = $3")
-        .bind(message)
-        .bind(artifacts)
-        .bind(user)
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
-
-/// Stores a turn's trace (replacing one of the same turn and owner), with the answer it kept if that is a
-/// message of its thread; nothing when the thread is missing or another user's. Whether it was stored.
-async fn write_trace(
-    conn: &mut sqlx::PgConnection,
-    turn: Uuid,
-    trace: &TurnTrace,
-    message: Option<Uuid>,
-) -> Result<bool> {
-    let written = sqlx::query(
-        "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
-         select $1, t.id, t.user_id, (select m.id from messages m where m.id = $2 and m.thread_id = t.id), $3, $4
-         from threads t where t.id = $5 and t.user_id = $6
-         on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
-         where turn_traces.user_id = excluded.user_id",
-    )
-    .bind(turn)
-    .bind(message)
-    .bind(sqlx::types::Json(&trace.steps))
-    .bind(now())
-    .bind(trace.thread)
-    .bind(trace.user)
-    .execute(&mut *conn)
-    .await?;
-    Ok(written.rows_affected() > 0)
-}
-
-fn trace_from_row(row: &PgRow) -> Result<Trace> {
-    let sqlx::types::Json(steps) = row.try_get("steps")?;
-    Ok(Trace {
-        turn_id: row.try_get("turn_id")?,
-        thread_id: row.try_get("thread_id")?,
-        message_id: row.try_get("message_id")?,
-        steps,
-    })
+    Shared::rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
 }
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
@@ -721,9 +644,9 @@ async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &su
     Ok(())
 }
 
-/// Rewrites answer drafts saved before, all in one statement, as [`rewrite_message`] does one by one (their ids
-/// distinct); gives back the drafts that matched no message of their user (first saves, and answers whose
-/// thread is gone).
+/// Rewrites answer drafts saved before, all in one statement, as [`Shared::rewrite_message`] does one by one
+/// (their ids distinct); gives back the drafts that matched no message of their user (first saves, and answers
+/// whose thread is gone).
 async fn rewrite_drafts<'a>(
     conn: &mut sqlx::PgConnection,
     drafts: &[(Uuid, &'a super::AnswerDraft)],

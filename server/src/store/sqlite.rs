@@ -4,19 +4,19 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{AttachmentMeta, HistoryStats, Thread, Trace, Usage};
+use app::api::{AttachmentMeta, HistoryStats, Thread, Usage};
 use async_trait::async_trait;
 use chrono::{NaiveDate, Utc};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous},
-    ConnectOptions, FromRow, Row, SqliteConnection, SqlitePool,
+    ConnectOptions, FromRow, SqliteConnection, SqlitePool,
 };
 use uuid::Uuid;
 
 use super::threads::{found, ThreadRow};
 use super::{
-    history::ImportThread, now, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store,
-    StoreError, StoredEvent, TurnRecord, TurnTrace, Turns,
+    history::ImportThread, search_query, History, IdempotencyClaim, NewUser, Result, Search, SearchPage, Store,
+    StoreError, StoredEvent, TurnRecord, Turns,
 };
 use futures::future::BoxFuture;
 use writer::{Urgency, Writer};
@@ -31,7 +31,6 @@ mod accounts;
 mod admin;
 mod attachments;
 mod budgets;
-mod documents;
 mod history;
 mod import;
 mod index;
@@ -43,6 +42,8 @@ mod threads;
 mod turn_writes;
 mod turns;
 mod writer;
+
+super::documents::documents_for!(Sqlite);
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
@@ -148,16 +149,6 @@ impl Sqlite {
     }
 }
 
-fn uuid(row: &SqliteRow, column: &str) -> Result<Uuid> {
-    let text: String = row.try_get(column)?;
-    Uuid::parse_str(&text).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
-}
-
-fn opt_uuid(row: &SqliteRow, column: &str) -> Result<Option<Uuid>> {
-    let text: Option<String> = row.try_get(column)?;
-    text.map(|t| Uuid::parse_str(&t).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))).transpose()
-}
-
 fn owner_token(user: Uuid) -> String {
     format!("u{}", user.simple())
 }
@@ -182,8 +173,8 @@ fn today() -> String {
 /// Answer drafts per update statement (nine parameters each).
 const DRAFT_ROWS_PER_STATEMENT: usize = 100;
 
-/// Rewrites answer drafts saved before, many per statement, as [`messages::rewrite_message`] does one by one; gives back
-/// the drafts that matched no message of their user (first saves, and answers whose thread is gone).
+/// Rewrites answer drafts saved before, many per statement, as [`Shared::rewrite_message`] does one by one;
+/// gives back the drafts that matched no message of their user (first saves, and answers whose thread is gone).
 async fn rewrite_drafts<'a>(
     conn: &mut sqlx::SqliteConnection,
     drafts: &[(Uuid, &'a super::AnswerDraft)],
@@ -248,74 +239,7 @@ async fn checkpoint_in_background(mut conn: SqliteConnection, alive: writer::Ali
     }
 }
 
-/// Links the user's documents to the answer that wrote them, in one statement.
-async fn link_artifacts_to(
-    conn: &mut sqlx::SqliteConnection,
-    user: Uuid,
-    artifacts: &[Uuid],
-    message: Uuid,
-) -> Result<()> {
-    if artifacts.is_empty() {
-        return Ok(());
-    }
-    let ids = serde_json::to_string(&artifacts.iter().map(Uuid::to_string).collect::<Vec<_>>())
-        .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-    sqlx::query(
-        "update artifacts set assistant_message_id = ? where user_id = ? and id in (select value from json_each(?))",
-    )
-    .bind(message.to_string())
-    .bind(user.to_string())
-    .bind(ids)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
-}
-
-/// Stores a turn's trace (replacing one of the same turn and owner), with the answer it kept if that is a
-/// message of its thread; nothing when the thread is missing or another user's. Whether it was stored.
-async fn write_trace(
-    conn: &mut sqlx::SqliteConnection,
-    turn: Uuid,
-    trace: &TurnTrace,
-    message: Option<Uuid>,
-) -> Result<bool> {
-    let written = sqlx::query(WRITE_TRACE)
-        .bind(turn.to_string())
-        .bind(message.map(|m| m.to_string()))
-        .bind(steps_json(trace)?)
-        .bind(now().timestamp_micros())
-        .bind(trace.thread.to_string())
-        .bind(trace.user.to_string())
-        .execute(&mut *conn)
-        .await?;
-    Ok(written.rows_affected() > 0)
-}
-
-/// Stores a turn's trace (see [`write_trace`]). Binds the turn, its answer (kept only if it is a message of the
-/// thread), the steps as JSON, the time, the thread and its owner; stores nothing for another user's thread.
-pub(super) const WRITE_TRACE: &str =
-    "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
-    select ?, t.id, t.user_id, (select m.id from messages m where m.id = ? and m.thread_id = t.id), ?, ?
-    from threads t where t.id = ? and t.user_id = ?
-    on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
-    where turn_traces.user_id = excluded.user_id";
-
-/// A trace's steps as stored.
-pub(super) fn steps_json(trace: &TurnTrace) -> Result<String> {
-    serde_json::to_string(&trace.steps).map_err(|e| StoreError::Corrupt(format!("trace: {e}")))
-}
-
-fn trace_from_row(row: &SqliteRow) -> Result<Trace> {
-    let steps: String = row.try_get("steps")?;
-    Ok(Trace {
-        turn_id: uuid(row, "turn_id")?,
-        thread_id: uuid(row, "thread_id")?,
-        message_id: opt_uuid(row, "message_id")?,
-        steps: serde_json::from_str(&steps).map_err(|e| StoreError::Corrupt(format!("trace steps: {e}")))?,
-    })
-}
-
-/// `NotFound` unless the user owns the row with this id in `table` (`threads` or `messages`).
+/// Replaces a thread's tags, keeping their order; a repeated tag keeps its first position.
 async fn write_tags(tx: &mut sqlx::SqliteConnection, user: Uuid, thread: Uuid, tags: &[String]) -> Result<()> {
     sqlx::query("delete from thread_tags where thread_id = ?").bind(thread.to_string()).execute(&mut *tx).await?;
     for (position, tag) in tags.iter().enumerate() {

@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::columns::{shared_sql, stored_row, Stored};
-use super::{now, AnswerDraft, NewMessage, Result, ThreadStamp, TurnLimits};
+use super::columns::{convert, shared_sql, stored_row, Stored};
+use super::{now, AnswerDraft, NewMessage, Result, StoreError, ThreadStamp, TurnLimits};
 
 /// A chat turn as recorded for locking and re-attaching.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,7 +143,7 @@ impl EventRun {
 }
 
 shared_sql! {
-    rows(EventRun);
+    rows(EventRun, TraceRow<D::Id, D::Json>);
     /// The events of `turn` after `after_seq`, in order. (A row stored before runs were has no `last_seq`.)
     pub(crate) async fn turn_events_after(
         conn: &mut D::Connection,
@@ -161,17 +161,133 @@ shared_sql! {
         Ok(runs.into_iter().flat_map(|run| run.events_after(after_seq)).collect())
     }
 
-    /// The person's trace found by `key`, as the backend's row (see [`traces_for`]).
-    pub(crate) async fn trace_row(conn: &mut D::Connection, user: Uuid, key: TraceKey) -> Result<Option<D::Row>> {
+    /// The person's trace found by `key`.
+    pub(crate) async fn trace(conn: &mut D::Connection, user: Uuid, key: TraceKey) -> Result<Option<Trace>> {
         let (column, id) = key.column();
-        let sql = format!("select * from turn_traces where {column} = $1 and user_id = $2");
-        Ok(sqlx::query(&sql).bind(D::id(id)).bind(D::id(user)).fetch_optional(conn).await?)
+        let sql = format!("select {TRACE_COLUMNS} from turn_traces where {column} = $1 and user_id = $2");
+        let row: Option<TraceRow<D::Id, D::Json>> =
+            sqlx::query_as(&sql).bind(D::id(id)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.map(Trace::try_from).transpose()
     }
 
-    /// The person's traces of `thread`, oldest first, as the backend's rows (see [`traces_for`]).
-    pub(crate) async fn thread_trace_rows(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<D::Row>> {
-        let sql = "select * from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id";
-        Ok(sqlx::query(sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
+    /// The person's traces of `thread`, oldest first.
+    pub(crate) async fn thread_traces(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
+        let sql = format!(
+            "select {TRACE_COLUMNS} from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id"
+        );
+        let rows: Vec<TraceRow<D::Id, D::Json>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
+        convert(rows)
+    }
+
+    /// Stores a turn's trace (see [`WRITE_TRACE`]); whether it was stored.
+    pub(crate) async fn write_trace(
+        conn: &mut D::Connection,
+        turn: Uuid,
+        trace: &TurnTrace,
+        message: Option<Uuid>,
+    ) -> Result<bool> {
+        let written = sqlx::query(WRITE_TRACE)
+            .bind(D::id(turn))
+            .bind(message.map(D::id))
+            .bind(D::json(&trace.steps)?)
+            .bind(D::time(now()))
+            .bind(D::id(trace.thread))
+            .bind(D::id(trace.user))
+            .execute(conn)
+            .await?;
+        Ok(D::rows_affected(&written) > 0)
+    }
+
+    /// See [`Turns::claim_idempotency_key`]; its statements must run in one transaction.
+    pub(crate) async fn claim_idempotency_key(
+        conn: &mut D::Connection,
+        user: Uuid,
+        key: &str,
+        fingerprint: &str,
+        ttl_secs: i64,
+    ) -> Result<IdempotencyClaim> {
+        let now = now();
+        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and expires_at < $3")
+            .bind(D::id(user))
+            .bind(key)
+            .bind(D::time(now))
+            .execute(&mut *conn)
+            .await?;
+        let inserted = sqlx::query(
+            "insert into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
+             values ($1, $2, $3, $4, $5) on conflict (user_id, key) do nothing",
+        )
+        .bind(D::id(user))
+        .bind(key)
+        .bind(fingerprint)
+        .bind(D::time(now))
+        .bind(D::time(now + chrono::Duration::seconds(ttl_secs)))
+        .execute(&mut *conn)
+        .await?;
+        if D::rows_affected(&inserted) == 1 {
+            return Ok(IdempotencyClaim::Fresh);
+        }
+        let (fingerprint, response) =
+            sqlx::query_as("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
+                .bind(D::id(user))
+                .bind(key)
+                .fetch_one(conn)
+                .await?;
+        Ok(IdempotencyClaim::Existing { fingerprint, response })
+    }
+
+    /// Refreshes the heartbeat of those of `turns` still running; those that must stop (see [`to_stop`]).
+    pub(crate) async fn heartbeat_turns(conn: &mut D::Connection, turns: &[Uuid]) -> Result<Vec<Uuid>> {
+        if turns.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = format!(
+            "update turns set heartbeat_at = $1 where {} and status = 'running' returning id, stop_requested",
+            D::in_ids("id", "$2")
+        );
+        let beaten: Vec<(D::Id, bool)> =
+            sqlx::query_as(&sql).bind(D::time(now())).bind(D::ids(turns)).fetch_all(conn).await?;
+        to_stop(turns, beaten)
+    }
+
+    /// See [`Turns::release_abandoned_answers`].
+    pub(crate) async fn release_abandoned_answers(conn: &mut D::Connection, stale_after_ms: i64) -> Result<u64> {
+        let released = sqlx::query(
+            "update messages set writing = false where writing and not exists (select 1 from turns t
+             where t.thread_id = messages.thread_id and t.status = 'running' and t.heartbeat_at >= $1)",
+        )
+        .bind(D::time(now() - chrono::Duration::milliseconds(stale_after_ms)))
+        .execute(conn)
+        .await?;
+        Ok(D::rows_affected(&released))
+    }
+}
+
+/// Stores a turn's trace, replacing one of the same turn and owner, with the answer it kept if that is a message
+/// of its thread; stores nothing for a thread missing or another user's. Binds the turn, its answer, the steps
+/// as JSON, the time, the thread and its owner.
+pub(crate) const WRITE_TRACE: &str =
+    "insert into turn_traces (turn_id, thread_id, user_id, message_id, steps, created_at)
+    select $1, t.id, t.user_id, (select m.id from messages m where m.id = $2 and m.thread_id = t.id), $3, $4
+    from threads t where t.id = $5 and t.user_id = $6
+    on conflict (turn_id) do update set message_id = excluded.message_id, steps = excluded.steps
+    where turn_traces.user_id = excluded.user_id";
+
+/// The columns a [`TraceRow`] reads.
+const TRACE_COLUMNS: &str = "turn_id, thread_id, message_id, steps";
+
+stored_row! {
+    /// A trace's row, its steps as the backend keeps JSON (`J`).
+    TraceRow<I, J> -> Trace {
+        turn_id: I,
+        thread_id: I,
+        message_id: Option<I>,
+    } with {
+        steps: J,
+    } => {
+        steps: serde_json::from_value(steps.read("steps")?)
+            .map_err(|e| StoreError::Corrupt(format!("trace steps: {e}")))?,
     }
 }
 
@@ -399,10 +515,8 @@ pub trait Traces: Send + Sync {
 }
 
 /// Implements [`Traces`] for a backend, written once for both, as [`accounts_for`](super::accounts::accounts_for)
-/// does. The module it is used in has the backend's `Shared` statements, `write_trace` (a turn's trace, written
-/// in a transaction) and `trace_from_row` (the trace a row of `turn_traces` holds, its steps as the backend keeps
-/// JSON); the backend has `read` (a connection for reads), `write_together` (a write in one transaction) and
-/// `owns` (whether a person owns a row).
+/// does. The module it is used in has the backend's `Shared` statements; the backend has `read` (a connection
+/// for reads), `write_together` (a write in one transaction) and `owns` (whether a person owns a row).
 macro_rules! traces_for {
     ($backend:ty) => {
         const _: () = {
@@ -423,7 +537,7 @@ macro_rules! traces_for {
                                 Shared::must_be_in_thread(&mut *tx, user, trace.thread_id, message).await?;
                             }
                             let turn = TurnTrace { user, thread: trace.thread_id, steps: trace.steps };
-                            found(write_trace(tx, trace.turn_id, &turn, trace.message_id).await?)
+                            found(Shared::write_trace(tx, trace.turn_id, &turn, trace.message_id).await?)
                         })
                     })
                     .await
@@ -431,14 +545,13 @@ macro_rules! traces_for {
 
                 #[instrument(skip(self))]
                 async fn trace_by(&self, user: Uuid, key: TraceKey) -> Result<Trace> {
-                    let row = Shared::trace_row(&mut *self.read().await?, user, key).await?;
-                    trace_from_row(&row.ok_or(StoreError::NotFound)?)
+                    Shared::trace(&mut *self.read().await?, user, key).await?.ok_or(StoreError::NotFound)
                 }
 
                 #[instrument(skip(self))]
                 async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
-                    let rows = Shared::thread_trace_rows(&mut *self.read().await?, user, thread).await?;
-                    listing(rows, self.owns("threads", user, thread)).await?.iter().map(trace_from_row).collect()
+                    let traces = Shared::thread_traces(&mut *self.read().await?, user, thread).await?;
+                    listing(traces, self.owns("threads", user, thread)).await
                 }
             }
         };

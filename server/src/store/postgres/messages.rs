@@ -2,17 +2,12 @@
 
 use app::api::Message;
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{insert_message, rewrite_message, Postgres, Shared};
-use crate::store::columns::convert;
-use crate::store::messages::{MessageHeadRow, MessageRow, StampRow, HEAD_COLUMNS, MESSAGE_COLUMNS, STAMP_COLUMNS};
+use super::{insert_message, Postgres, Shared};
 use crate::store::threads::{found, listing};
 use crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, ThreadStamp, Tree};
-
-type Row = MessageRow<Uuid, DateTime<Utc>>;
 
 #[async_trait]
 impl Messages for Postgres {
@@ -53,7 +48,7 @@ impl Messages for Postgres {
     #[instrument(skip(self, update))]
     async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
-        found(rewrite_message(&mut conn, user, message, update, false).await?)
+        found(Shared::rewrite_message(&mut conn, user, message, update, false).await?)
     }
 
     #[instrument(skip(self))]
@@ -64,8 +59,7 @@ impl Messages for Postgres {
 
     #[instrument(skip(self))]
     async fn message_tree_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Tree, ThreadStamp)> {
-        let mut conn = self.pool.acquire().await?;
-        read_tree(&mut conn, user, thread, false).await?.ok_or(StoreError::NotFound)
+        Shared::tree(&mut *self.pool.acquire().await?, user, thread, false).await?.ok_or(StoreError::NotFound)
     }
 
     #[instrument(skip(self))]
@@ -75,11 +69,7 @@ impl Messages for Postgres {
 
     #[instrument(skip(self, ids), fields(ids = ids.len()))]
     async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>> {
-        let sql = format!(
-            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and id = any($3) order by seq"
-        );
-        let rows: Vec<Row> = sqlx::query_as(&sql).bind(thread).bind(user).bind(ids).fetch_all(&self.pool).await?;
-        convert(rows)
+        Shared::messages_by_id(&mut *self.pool.acquire().await?, user, thread, ids).await
     }
 
     #[instrument(skip(self))]
@@ -102,16 +92,7 @@ impl Messages for Postgres {
         if let Some(stale_after_ms) = stale_after_ms {
             Shared::refuse_while_running(&mut tx, user, thread, stale_after_ms).await?;
         }
-        let updated = sqlx::query(
-            "update threads set active_id = $1 where id = $2 and user_id = $3
-             and ($1::uuid is null or exists (select 1 from messages where id = $1 and thread_id = $2))",
-        )
-        .bind(leaf)
-        .bind(thread)
-        .bind(user)
-        .execute(&mut *tx)
-        .await?;
-        found(updated.rows_affected() > 0)?;
+        Shared::set_active(&mut tx, user, thread, leaf).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -128,12 +109,7 @@ impl Messages for Postgres {
 
     #[instrument(skip(self))]
     async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
-        Ok(sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
-            .bind(message)
-            .bind(user)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?)
+        Shared::message_context(&mut *self.pool.acquire().await?, user, message).await
     }
 
     #[instrument(skip(self))]
@@ -146,44 +122,13 @@ impl Messages for Postgres {
     ) -> Result<u64> {
         let mut tx = self.pool.begin().await?;
         // Read with the thread's row locked, so no message joins the subtree meanwhile.
-        let (tree, _) = read_tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
+        let (tree, _) = Shared::tree(&mut tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
         let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
         if let Some(stale_after_ms) = stale_after_ms {
             Shared::refuse_while_running(&mut tx, user, thread, stale_after_ms).await?;
         }
-        let deleted = sqlx::query("delete from messages where thread_id = $1 and user_id = $2 and id = any($3)")
-            .bind(thread)
-            .bind(user)
-            .bind(&gone)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-        sqlx::query("update threads set message_count = message_count - $1, active_id = $2 where id = $3")
-            .bind(deleted as i64)
-            .bind(active)
-            .bind(thread)
-            .execute(&mut *tx)
-            .await?;
+        let deleted = Shared::delete_messages(&mut tx, user, thread, &gone, active).await?;
         tx.commit().await?;
         Ok(deleted)
     }
-}
-
-/// The shape of `user`'s `thread`, its row locked when `lock`; `None` when it is missing or another user's.
-async fn read_tree(
-    conn: &mut sqlx::PgConnection,
-    user: Uuid,
-    thread: Uuid,
-    lock: bool,
-) -> Result<Option<(Tree, ThreadStamp)>> {
-    let sql = format!(
-        "select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2{}",
-        if lock { " for update" } else { "" }
-    );
-    let row: Option<StampRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&mut *conn).await?;
-    let Some(stamp) = row.map(ThreadStamp::try_from).transpose()? else { return Ok(None) };
-    // Answered from the `messages_heads` index (an index-only scan once the table is vacuumed).
-    let sql = format!("select {HEAD_COLUMNS} from messages where thread_id = $1 and user_id = $2 order by seq");
-    let rows: Vec<MessageHeadRow<Uuid>> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_all(&mut *conn).await?;
-    Ok(Some((Tree { heads: convert(rows)?, active: stamp.active }, stamp)))
 }

@@ -7,10 +7,10 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::{
-    end_turn, insert_turn_events, is_unique_violation, take_thread, trace_from_row, write_progress, write_trace,
-    IdempotencyClaim, Postgres, Shared, TurnRecord, Turns,
+    end_turn, insert_turn_events, is_unique_violation, take_thread, write_progress, IdempotencyClaim, Postgres, Shared,
+    TurnRecord, Turns,
 };
-use crate::store::turns::{to_stop, TurnRow};
+use crate::store::turns::TurnRow;
 use crate::store::{
     now, EventRun, NewMessage, Result, Started, StoreError, StoredEvent, ThreadStamp, TurnEnd, TurnLimits,
     TurnProgress, TurnStart,
@@ -29,36 +29,8 @@ impl Turns for Postgres {
         fingerprint: &str,
         ttl_secs: i64,
     ) -> Result<IdempotencyClaim> {
-        let now = now();
         let mut tx = self.pool.begin().await?;
-        sqlx::query("delete from idempotency_keys where user_id = $1 and key = $2 and expires_at < $3")
-            .bind(user)
-            .bind(key)
-            .bind(now)
-            .execute(&mut *tx)
-            .await?;
-        let inserted = sqlx::query(
-            "insert into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
-             values ($1, $2, $3, $4, $5) on conflict (user_id, key) do nothing",
-        )
-        .bind(user)
-        .bind(key)
-        .bind(fingerprint)
-        .bind(now)
-        .bind(now + chrono::Duration::seconds(ttl_secs))
-        .execute(&mut *tx)
-        .await?;
-        let claim = if inserted.rows_affected() == 1 {
-            IdempotencyClaim::Fresh
-        } else {
-            let (fingerprint, response) =
-                sqlx::query_as("select fingerprint, response from idempotency_keys where user_id = $1 and key = $2")
-                    .bind(user)
-                    .bind(key)
-                    .fetch_one(&mut *tx)
-                    .await?;
-            IdempotencyClaim::Existing { fingerprint, response }
-        };
+        let claim = Shared::claim_idempotency_key(&mut tx, user, key, fingerprint, ttl_secs).await?;
         tx.commit().await?;
         Ok(claim)
     }
@@ -119,18 +91,7 @@ impl Turns for Postgres {
 
     #[instrument(skip_all, fields(turns = turns.len()))]
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
-        if turns.is_empty() {
-            return Ok(Vec::new());
-        }
-        let beaten: Vec<(Uuid, bool)> = sqlx::query_as(
-            "update turns set heartbeat_at = $1 where id = any($2) and status = 'running'
-             returning id, stop_requested",
-        )
-        .bind(now())
-        .bind(turns)
-        .fetch_all(&self.pool)
-        .await?;
-        to_stop(turns, beaten)
+        Shared::heartbeat_turns(&mut *self.pool.acquire().await?, turns).await
     }
 
     #[instrument(skip(self))]
@@ -192,14 +153,7 @@ impl Turns for Postgres {
 
     #[instrument(skip(self))]
     async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
-        let released = sqlx::query(
-            "update messages m set writing = false where m.writing and not exists (select 1 from turns t
-             where t.thread_id = m.thread_id and t.status = 'running' and t.heartbeat_at >= $1)",
-        )
-        .bind(now() - chrono::Duration::milliseconds(stale_after_ms))
-        .execute(&self.pool)
-        .await?;
-        Ok(released.rows_affected())
+        Shared::release_abandoned_answers(&mut *self.pool.acquire().await?, stale_after_ms).await
     }
 
     #[instrument(skip(self))]

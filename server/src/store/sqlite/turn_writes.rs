@@ -20,8 +20,9 @@ use uuid::Uuid;
 
 use super::{is_unique_violation, writer::Urgency, Shared, Sqlite};
 use crate::store::budgets::{spending_values, SPENDING};
-use crate::store::columns::Stored;
+use crate::store::columns::{Dialect, Stored};
 use crate::store::messages::STAMP_COLUMNS;
+use crate::store::turns::WRITE_TRACE;
 use crate::store::{
     now, AnswerDraft, EventRun, NewMessage, Place, Result, Spending, SpentTokens, Started, StoreError, ThreadStamp,
     TurnEnd, TurnLimits, TurnStart, MAX_SEQ,
@@ -260,10 +261,10 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
     if let Some(trace) = &end.trace {
         // After the answer's save, so the trace can name it.
         closing
-            .statement(super::WRITE_TRACE)
+            .shared_statement(WRITE_TRACE)
             .bind(turn.clone())
             .bind(answer.map(|a| a.draft.id.to_string()))
-            .bind(super::steps_json(trace)?)
+            .bind(Db::json(&trace.steps)?)
             .bind(at)
             .bind(trace.thread.to_string())
             .bind(trace.user.to_string());
@@ -306,7 +307,7 @@ pub(super) async fn end_turn(conn: &mut SqliteConnection, id: Uuid, end: &TurnEn
     if stamped.is_some() {
         return rows.last().map(stamp_of).transpose();
     }
-    super::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
+    Shared::link_artifacts_to(conn, answer.user, &answer.artifacts, answer.draft.id).await?;
     Shared::stamp(conn, answer.user, answer.draft.thread_id).await
 }
 

@@ -5,14 +5,9 @@ use tracing::instrument;
 use uuid::Uuid;
 
 use super::writer::Urgency;
-use super::{
-    trace_from_row, turn_writes, write_progress, write_trace, IdempotencyClaim, Shared, Sqlite, StoredEvent,
-    TurnRecord, Turns,
-};
-use crate::store::turns::{to_stop, TurnRow};
-use crate::store::{
-    now, EventRun, Result, Started, StoreError, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart,
-};
+use super::{turn_writes, write_progress, IdempotencyClaim, Shared, Sqlite, StoredEvent, TurnRecord, Turns};
+use crate::store::turns::TurnRow;
+use crate::store::{EventRun, Result, Started, ThreadStamp, TurnEnd, TurnLimits, TurnProgress, TurnStart};
 
 #[async_trait]
 impl Turns for Sqlite {
@@ -24,38 +19,9 @@ impl Turns for Sqlite {
         fingerprint: &str,
         ttl_secs: i64,
     ) -> Result<IdempotencyClaim> {
-        let now = now().timestamp_micros();
         let (key, fingerprint) = (key.to_owned(), fingerprint.to_owned());
         self.write(move |tx| {
-            Box::pin(async move {
-                sqlx::query("delete from idempotency_keys where user_id = ? and key = ? and expires_at < ?")
-                    .bind(user.to_string())
-                    .bind(&key)
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                let inserted = sqlx::query(
-                    "insert or ignore into idempotency_keys (user_id, key, fingerprint, created_at, expires_at)
-                     values (?, ?, ?, ?, ?)",
-                )
-                .bind(user.to_string())
-                .bind(&key)
-                .bind(&fingerprint)
-                .bind(now)
-                .bind(now + ttl_secs * 1_000_000)
-                .execute(&mut *tx)
-                .await?;
-                if inserted.rows_affected() == 1 {
-                    return Ok(IdempotencyClaim::Fresh);
-                }
-                let (fingerprint, response) =
-                    sqlx::query_as("select fingerprint, response from idempotency_keys where user_id = ? and key = ?")
-                        .bind(user.to_string())
-                        .bind(&key)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                Ok(IdempotencyClaim::Existing { fingerprint, response })
-            })
+            Box::pin(async move { Shared::claim_idempotency_key(tx, user, &key, &fingerprint, ttl_secs).await })
         })
         .await
     }
@@ -88,28 +54,12 @@ impl Turns for Sqlite {
 
     #[instrument(skip_all, fields(turns = turns.len()))]
     async fn heartbeat_turns(&self, turns: &[Uuid]) -> Result<Vec<Uuid>> {
-        if turns.is_empty() {
-            return Ok(Vec::new());
-        }
-        let ids = serde_json::to_string(&turns.iter().map(Uuid::to_string).collect::<Vec<_>>())
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
-        let beaten: Vec<(String, bool)> = self
-            .writer
+        let turns = turns.to_vec();
+        self.writer
             .write(Urgency::Background, move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query_as(
-                        "update turns set heartbeat_at = ?
-                         where id in (select value from json_each(?)) and status = 'running'
-                         returning id, stop_requested",
-                    )
-                    .bind(now().timestamp_micros())
-                    .bind(ids)
-                    .fetch_all(conn)
-                    .await?)
-                })
+                Box::pin(async move { Shared::heartbeat_turns(conn, &turns).await })
             })
-            .await?;
-        to_stop(turns, beaten)
+            .await
     }
 
     #[instrument(skip(self))]
@@ -174,21 +124,11 @@ impl Turns for Sqlite {
 
     #[instrument(skip(self))]
     async fn release_abandoned_answers(&self, stale_after_ms: i64) -> Result<u64> {
-        let released = self
-            .writer
+        self.writer
             .write(Urgency::Background, move |conn| {
-                Box::pin(async move {
-                    Ok(sqlx::query(
-                        "update messages set writing = 0 where writing = 1 and not exists (select 1 from turns
-             where turns.thread_id = messages.thread_id and status = 'running' and heartbeat_at >= ?)",
-                    )
-                    .bind(now().timestamp_micros() - stale_after_ms * 1000)
-                    .execute(conn)
-                    .await?)
-                })
+                Box::pin(async move { Shared::release_abandoned_answers(conn, stale_after_ms).await })
             })
-            .await?;
-        Ok(released.rows_affected())
+            .await
     }
 
     #[instrument(skip(self))]
