@@ -252,6 +252,16 @@ shared_sql! {
         Self::owned_row::<MessageRow<D::Id, D::Time>, _>(conn, &sql, message, user).await?.ok_or(StoreError::NotFound)
     }
 
+    /// `NotFound` unless the person's `thread` is there; its row stays locked until the transaction ends. A
+    /// turn starting with a message of its own updates that row, so it either committed before (and is seen
+    /// after this) or waits until this transaction is in. (SQLite's one writer makes every write in turn.)
+    pub(crate) async fn lock_thread(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<()> {
+        let sql = format!("select id from threads where id = $1 and user_id = $2 {}", D::FOR_UPDATE);
+        let owned: Option<D::Id> =
+            sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        found(owned.is_some())
+    }
+
     /// The person's messages of `thread` among `ids`, in order.
     pub(crate) async fn messages_by_id(
         conn: &mut D::Connection,
@@ -486,6 +496,147 @@ stored_row! {
         parent: parent_id.read("parent_id")?,
     }
 }
+
+/// Implements [`Messages`] for a backend, written once for both, as [`accounts_for`](super::accounts::accounts_for)
+/// does, given the backend's way to save a new message (`$insert`: numbered, in a transaction; its place, `None`
+/// when its thread is missing or another user's). The module it is used in has the backend's `Shared`
+/// statements; the backend has `read`, `write`, `write_together` and `owns`.
+macro_rules! messages_for {
+    ($backend:ty, $insert:path) => {
+        const _: () = {
+            use app::api::Message;
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::threads::{found, listing};
+            use $crate::store::{now, MessageUpdate, Messages, NewMessage, Result, StoreError, ThreadStamp, Tree};
+
+            #[async_trait::async_trait]
+            impl Messages for $backend {
+                #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+                async fn append_message(&self, user: Uuid, message: NewMessage) -> Result<Message> {
+                    let (id, created) = (Uuid::now_v7(), now());
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            let place = $insert(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                            Ok(message.saved(id, place, created))
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self, message), fields(thread = %message.thread_id))]
+                async fn append_message_between_turns(
+                    &self,
+                    user: Uuid,
+                    message: NewMessage,
+                    stale_after_ms: i64,
+                ) -> Result<Message> {
+                    let (id, created) = (Uuid::now_v7(), now());
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::lock_thread(&mut *tx, user, message.thread_id).await?;
+                            Shared::refuse_while_running(&mut *tx, user, message.thread_id, stale_after_ms).await?;
+                            let place = $insert(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
+                            Ok(message.saved(id, place, created))
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self, update))]
+                async fn update_message(&self, user: Uuid, message: Uuid, update: &MessageUpdate) -> Result<()> {
+                    let update = update.clone();
+                    self.write(move |conn| {
+                        Box::pin(
+                            async move { found(Shared::rewrite_message(conn, user, message, &update, false).await?) },
+                        )
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
+                    let messages = self.list_messages_from(user, thread, i64::MIN).await?;
+                    listing(messages, self.owns("threads", user, thread)).await
+                }
+
+                #[instrument(skip(self))]
+                async fn message_tree_stamped(&self, user: Uuid, thread: Uuid) -> Result<(Tree, ThreadStamp)> {
+                    Shared::tree(&mut *self.read().await?, user, thread, false).await?.ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self))]
+                async fn thread_stamp(&self, user: Uuid, thread: Uuid) -> Result<ThreadStamp> {
+                    Shared::stamp(&mut *self.read().await?, user, thread).await?.ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self, ids), fields(ids = ids.len()))]
+                async fn messages_by_id(&self, user: Uuid, thread: Uuid, ids: &[Uuid]) -> Result<Vec<Message>> {
+                    Shared::messages_by_id(&mut *self.read().await?, user, thread, ids).await
+                }
+
+                #[instrument(skip(self))]
+                async fn set_active(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    leaf: Option<Uuid>,
+                    stale_after_ms: Option<i64>,
+                ) -> Result<()> {
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::lock_thread(&mut *tx, user, thread).await?;
+                            if let Some(stale_after_ms) = stale_after_ms {
+                                Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
+                            }
+                            Shared::set_active(tx, user, thread, leaf).await
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_messages_from(&self, user: Uuid, thread: Uuid, from_seq: i64) -> Result<Vec<Message>> {
+                    Shared::messages_from(&mut *self.read().await?, user, thread, from_seq).await
+                }
+
+                #[instrument(skip(self))]
+                async fn get_message(&self, user: Uuid, message: Uuid) -> Result<Message> {
+                    Shared::message(&mut *self.read().await?, user, message).await
+                }
+
+                #[instrument(skip(self))]
+                async fn message_context(&self, user: Uuid, message: Uuid) -> Result<Option<serde_json::Value>> {
+                    Shared::message_context(&mut *self.read().await?, user, message).await
+                }
+
+                #[instrument(skip(self))]
+                async fn delete_message(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    message: Uuid,
+                    stale_after_ms: Option<i64>,
+                ) -> Result<u64> {
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            // Read with the thread's row locked, so no message joins the subtree meanwhile.
+                            let (tree, _) =
+                                Shared::tree(&mut *tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
+                            let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
+                            if let Some(stale_after_ms) = stale_after_ms {
+                                Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
+                            }
+                            Shared::delete_messages(tx, user, thread, &gone, active).await
+                        })
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(crate) use messages_for;
 
 #[cfg(test)]
 mod tests {

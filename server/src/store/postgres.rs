@@ -27,6 +27,7 @@ mod accounts;
 mod admin;
 mod attachments;
 mod budgets;
+mod documents;
 mod history;
 mod limits;
 mod messages;
@@ -36,8 +37,6 @@ mod settings;
 mod summaries;
 mod threads;
 mod turns;
-
-super::documents::documents_for!(Postgres);
 
 /// Most connections one server process opens for its queries (rate-limit checks have their own, below).
 const MAX_CONNECTIONS: u32 = 16;
@@ -72,7 +71,7 @@ impl Postgres {
     ) -> Result<Option<Message>> {
         let Some((id, request)) = request else { return Ok(None) };
         let mut tx = self.pool.begin().await?;
-        let place = insert_message(&mut tx, user, id, request, now, false).await?.ok_or(StoreError::NotFound)?;
+        let place = insert_new_message(&mut tx, user, id, request, now).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(Some(request.clone().saved(id, place, now)))
     }
@@ -403,6 +402,17 @@ async fn take_thread<'c>(
         // No message (a silent generation): the snapshot's stamp.
         _ => (None, ThreadStamp { version: read_version, last_seq: read_last_seq, active: read_active }),
     })
+}
+
+/// A message saved whole (see [`insert_message`]).
+async fn insert_new_message(
+    conn: &mut sqlx::PgConnection,
+    user: Uuid,
+    id: Uuid,
+    message: &NewMessage,
+    created: DateTime<Utc>,
+) -> Result<Option<Place>> {
+    insert_message(conn, user, id, message, created, false).await
 }
 
 /// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the

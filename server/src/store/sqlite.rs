@@ -31,6 +31,7 @@ mod accounts;
 mod admin;
 mod attachments;
 mod budgets;
+mod documents;
 mod history;
 mod import;
 mod index;
@@ -42,8 +43,6 @@ mod threads;
 mod turn_writes;
 mod turns;
 mod writer;
-
-super::documents::documents_for!(Sqlite);
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
