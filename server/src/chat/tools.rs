@@ -70,6 +70,11 @@ impl ToolOutcome {
     fn error(message: impl Into<String>) -> Self {
         Self { result: message.into(), is_error: true, artifact: None, created: false }
     }
+
+    /// The document as it stands, `created` when this call saved it.
+    fn saved(artifact: &Artifact, created: bool) -> Self {
+        Self { result: saved_message(artifact), is_error: false, artifact: Some(artifact.clone()), created }
+    }
 }
 
 /// Where the tools of one turn act.
@@ -137,12 +142,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     if let Some(existing) =
         ctx.saved.iter().find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
     {
-        return ToolOutcome {
-            result: saved_message(existing),
-            is_error: false,
-            artifact: Some(existing.clone()),
-            created: false,
-        };
+        return ToolOutcome::saved(existing, false);
     }
     // A revision: the document named by `artifact_id`, or one of an earlier turn with the same type and title.
     let target = match input.artifact_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
@@ -152,12 +152,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             };
             if let Some(existing) = ctx.saved.iter().find(|a| a.id == id) {
                 // Saved in this turn already: the per-turn guard keeps it as it is.
-                return ToolOutcome {
-                    result: saved_message(existing),
-                    is_error: false,
-                    artifact: Some(existing.clone()),
-                    created: false,
-                };
+                return ToolOutcome::saved(existing, false);
             }
             match ctx.store.get_artifact(ctx.user, id).await {
                 Ok(a) if a.thread_id == ctx.thread && ctx.on_path(&a) => Some((a.id, a.artifact_type)),
@@ -183,42 +178,33 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             }
         },
     };
-    if let Some((id, revised_type)) = target {
-        let revision = ArtifactRevision {
-            title,
-            content: input.content,
-            request_message_id: ctx.request_message,
-            answers: ctx.answered(revised_type),
-        };
-        return match ctx.store.revise_artifact(ctx.user, id, revision).await {
-            Ok(artifact) => {
-                ctx.saved.push(artifact.clone());
-                ToolOutcome {
-                    result: saved_message(&artifact),
-                    is_error: false,
-                    artifact: Some(artifact),
-                    created: true,
-                }
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "revising an artifact failed");
-                ToolOutcome::error("The document could not be saved.")
-            }
-        };
-    }
-    let new = NewArtifact {
-        thread_id: ctx.thread,
-        artifact_type,
-        title,
-        content: input.content,
-        request_message_id: ctx.request_message,
-        assistant_message_id: None,
-        answers: ctx.answered(artifact_type),
+    let saved = match target {
+        Some((id, revised_type)) => {
+            let revision = ArtifactRevision {
+                title,
+                content: input.content,
+                request_message_id: ctx.request_message,
+                answers: ctx.answered(revised_type),
+            };
+            ctx.store.revise_artifact(ctx.user, id, revision).await
+        }
+        None => {
+            let new = NewArtifact {
+                thread_id: ctx.thread,
+                artifact_type,
+                title,
+                content: input.content,
+                request_message_id: ctx.request_message,
+                assistant_message_id: None,
+                answers: ctx.answered(artifact_type),
+            };
+            ctx.store.create_artifact(ctx.user, new).await
+        }
     };
-    match ctx.store.create_artifact(ctx.user, new).await {
+    match saved {
         Ok(artifact) => {
             ctx.saved.push(artifact.clone());
-            ToolOutcome { result: saved_message(&artifact), is_error: false, artifact: Some(artifact), created: true }
+            ToolOutcome::saved(&artifact, true)
         }
         Err(e) => {
             tracing::error!(error = %e, "saving an artifact failed");

@@ -6,7 +6,7 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use app::api::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, Role as ApiRole, TraceStep, Usage};
+use app::api::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, TraceStep, Usage};
 use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -25,8 +25,8 @@ use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
 use crate::llm::{self, LlmError, Part, StreamEvent};
 use crate::store::{
-    self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, SpentTokens, Started, StoreError, ThreadStamp, TurnEnd,
-    TurnProgress, TurnStart, TurnTrace,
+    self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, Place, SpentTokens, Started, StoreError, ThreadStamp,
+    TurnEnd, TurnProgress, TurnStart, TurnTrace,
 };
 
 /// How often a running turn hands its progress over to be written.
@@ -481,19 +481,8 @@ impl<'a> Turn<'a> {
     fn keep_for_next(&mut self, answer: Option<&AnswerDraft>, ended: Option<ThreadStamp>) {
         let (Some(answer), Some(ended), Some(question)) = (answer, ended, self.question.as_ref()) else { return };
         let Some(basis) = self.basis.take().filter(|_| self.artifacts.is_empty()) else { return };
-        let stored = Message {
-            id: answer.id,
-            thread_id: answer.thread_id,
-            seq: question.seq + 1,
-            role: ApiRole::Assistant,
-            content: answer.update.content.clone(),
-            status: answer.update.status,
-            input_tokens: answer.update.usage.input_tokens,
-            output_tokens: answer.update.usage.output_tokens,
-            model: answer.update.model.clone(),
-            created_at: chrono::Utc::now(),
-            parent_id: Some(question.id),
-        };
+        let place = Place { seq: question.seq + 1, parent: Some(question.id) };
+        let stored = answer.first_save().saved(answer.id, place, chrono::Utc::now());
         if let Some((materials, stamp)) = basis.after_turn(self.before, question, &stored, ended) {
             self.engine.memory.keep(self.plan.user, self.plan.thread, stamp, materials);
         }
