@@ -31,6 +31,16 @@ shared_sql! {
         row.map(T::try_from).transpose()
     }
 
+    /// The person's thread, read with `columns` (the backend's `THREAD_COLUMNS`, over `threads t`) as `R`.
+    pub(crate) async fn thread_as<R>(conn: &mut D::Connection, columns: &str, user: Uuid, thread: Uuid) -> Result<Thread>
+    where
+        R: for<'r> sqlx::FromRow<'r, D::Row> + Send + Unpin,
+        Thread: TryFrom<R, Error = StoreError>,
+    {
+        let sql = format!("select {columns} from threads t where t.id = $1 and t.user_id = $2");
+        Self::owned_row::<R, Thread>(conn, &sql, thread, user).await?.ok_or(StoreError::NotFound)
+    }
+
     /// `NotFound` unless the person owns the row with this id in `table`.
     pub(crate) async fn must_own(conn: &mut D::Connection, table: &str, user: Uuid, id: Uuid) -> Result<()> {
         found(Self::owns(conn, table, user, id).await?)
@@ -253,3 +263,70 @@ impl ThreadQuery {
         Ok(ThreadPage { threads, next })
     }
 }
+
+/// Implements [`Threads`] for a backend, written once for both, as [`accounts_for`](super::accounts::accounts_for)
+/// does, given the row type the backend reads a thread's `THREAD_COLUMNS` into. The module it is used in has the
+/// backend's `Shared` statements, `THREAD_COLUMNS` and `write_tags` (replaces a thread's tags); the backend has
+/// `read`, `write_together`, `delete` and `thread_page` (a page of a listing).
+macro_rules! threads_for {
+    ($backend:ty, $row:ty) => {
+        const _: () = {
+            use app::api::{TagCount, Thread};
+            use tracing::instrument;
+            use uuid::Uuid;
+            use $crate::store::{now, Result, ThreadPage, ThreadPatch, ThreadQuery, Threads};
+
+            #[async_trait::async_trait]
+            impl Threads for $backend {
+                #[instrument(skip(self, title, tags))]
+                async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
+                    let (id, title, tags) = (Uuid::now_v7(), title.to_owned(), tags.to_vec());
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::insert_thread(&mut *tx, id, user, title, now()).await?;
+                            write_tags(&mut *tx, user, id, &tags).await?;
+                            Shared::thread_as::<$row>(tx, THREAD_COLUMNS, user, id).await
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self, query))]
+                async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+                    self.thread_page(user, query).await
+                }
+
+                #[instrument(skip(self))]
+                async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
+                    Shared::thread_as::<$row>(&mut *self.read().await?, THREAD_COLUMNS, user, thread).await
+                }
+
+                #[instrument(skip(self, patch))]
+                async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
+                    let patch = patch.clone();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
+                            if let Some(tags) = &patch.tags {
+                                write_tags(&mut *tx, user, thread, tags).await?;
+                            }
+                            Shared::thread_as::<$row>(tx, THREAD_COLUMNS, user, thread).await
+                        })
+                    })
+                    .await
+                }
+
+                #[instrument(skip(self))]
+                async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
+                    self.delete("delete from threads where id = $1 and user_id = $2", &[thread, user]).await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_tags(&self, user: Uuid) -> Result<Vec<TagCount>> {
+                    Shared::tag_counts(&mut *self.read().await?, user).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use threads_for;

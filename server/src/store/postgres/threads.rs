@@ -1,24 +1,12 @@
 //! Conversations on PostgreSQL.
 
-use app::api::Thread;
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, Postgres as Pg, QueryBuilder};
-use tracing::instrument;
+use sqlx::{Postgres as Pg, QueryBuilder};
 use uuid::Uuid;
 
 use super::{write_tags, Postgres, Shared, THREAD_COLUMNS};
 use crate::store::threads::{ListedRow, ThreadRow};
-use crate::store::{micros_to_time, now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
-
-type Row = ThreadRow<Uuid, DateTime<Utc>, Vec<String>>;
-
-/// A thread as it is now.
-async fn read_thread(conn: &mut PgConnection, thread: Uuid) -> Result<Thread> {
-    let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1");
-    let row: Row = sqlx::query_as(&sql).bind(thread).fetch_one(conn).await?;
-    row.try_into()
-}
+use crate::store::{micros_to_time, CursorKey, Result, StoreError, ThreadPage, ThreadQuery};
 
 /// A snapshot mark from a cursor, checked as PostgreSQL checks a `pg_snapshot` before it parses it, so a forged
 /// cursor is a bad request rather than a database error: `xmin:xmax:xip,...`, all numbers of 64 bits, `xmin` not
@@ -51,21 +39,9 @@ fn valid_snapshot(text: &str) -> Result<&str> {
     check().map(|()| text).ok_or(StoreError::InvalidCursor)
 }
 
-#[async_trait]
-impl Threads for Postgres {
-    #[instrument(skip(self, title, tags))]
-    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
-        let id = Uuid::now_v7();
-        let mut tx = self.pool.begin().await?;
-        Shared::insert_thread(&mut tx, id, user, title.to_owned(), now()).await?;
-        write_tags(&mut tx, user, id, tags).await?;
-        let thread = read_thread(&mut tx, id).await?;
-        tx.commit().await?;
-        Ok(thread)
-    }
-
-    #[instrument(skip(self, query))]
-    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+impl Postgres {
+    /// A page of the person's threads (see [`Threads::list_threads`](crate::store::Threads::list_threads)).
+    async fn thread_page(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
         // Later pages order and filter by each thread's state when the walk began (`s`, see ThreadCursor):
         // the versions written by transactions the first page's snapshot could not see tell what changed.
         // The first page reads the current state, straight from `threads` and its indexes.
@@ -141,33 +117,6 @@ impl Threads for Postgres {
         let rows: Vec<ListedRow<Uuid, DateTime<Utc>, Vec<String>>> = q.build_query_as().fetch_all(&self.pool).await?;
         query.page(rows)
     }
-
-    #[instrument(skip(self))]
-    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
-        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = $1 and t.user_id = $2");
-        let row: Option<Row> = sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&self.pool).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
-    }
-
-    #[instrument(skip(self, patch))]
-    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
-        let mut tx = self.pool.begin().await?;
-        Shared::patch_thread(&mut tx, user, thread, patch, now()).await?;
-        if let Some(tags) = &patch.tags {
-            write_tags(&mut tx, user, thread, tags).await?;
-        }
-        let updated = read_thread(&mut tx, thread).await?;
-        tx.commit().await?;
-        Ok(updated)
-    }
-
-    #[instrument(skip(self))]
-    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
-        self.delete("delete from threads where id = $1 and user_id = $2", &[thread, user]).await
-    }
-
-    #[instrument(skip(self))]
-    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
-        Shared::tag_counts(&mut *self.read().await?, user).await
-    }
 }
+
+crate::store::threads::threads_for!(Postgres, ThreadRow<Uuid, DateTime<Utc>, Vec<String>>);

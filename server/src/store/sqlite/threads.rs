@@ -1,41 +1,14 @@
 //! Conversations on SQLite.
 
-use app::api::Thread;
-use async_trait::async_trait;
-use sqlx::SqliteConnection;
-use tracing::instrument;
 use uuid::Uuid;
 
 use super::{write_tags, Shared, Sqlite, THREAD_COLUMNS};
 use crate::store::threads::{ListedRow, ThreadRow};
-use crate::store::{now, CursorKey, Result, StoreError, ThreadPage, ThreadPatch, ThreadQuery, Threads};
+use crate::store::{CursorKey, Result, StoreError, ThreadPage, ThreadQuery};
 
-/// A thread as it is now.
-async fn read_thread(conn: &mut SqliteConnection, thread: Uuid) -> Result<Thread> {
-    let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ?");
-    let row: ThreadRow<String, i64, String> = sqlx::query_as(&sql).bind(thread.to_string()).fetch_one(conn).await?;
-    row.try_into()
-}
-
-#[async_trait]
-impl Threads for Sqlite {
-    #[instrument(skip(self, title, tags))]
-    async fn create_thread(&self, user: Uuid, title: &str, tags: &[String]) -> Result<Thread> {
-        let id = Uuid::now_v7();
-        let created = now();
-        let (title, tags) = (title.to_owned(), tags.to_vec());
-        self.write(move |tx| {
-            Box::pin(async move {
-                Shared::insert_thread(&mut *tx, id, user, title, created).await?;
-                write_tags(tx, user, id, &tags).await?;
-                read_thread(tx, id).await
-            })
-        })
-        .await
-    }
-
-    #[instrument(skip(self, query))]
-    async fn list_threads(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
+impl Sqlite {
+    /// A page of the person's threads (see [`Threads::list_threads`](crate::store::Threads::list_threads)).
+    async fn thread_page(&self, user: Uuid, query: &ThreadQuery) -> Result<ThreadPage> {
         // Later pages order and filter by each thread's state when the walk began (`s`, see ThreadCursor);
         // the first page by the current one, straight from `threads` and its indexes.
         let walk = match &query.cursor {
@@ -104,37 +77,6 @@ impl Threads for Sqlite {
             q.bind(query.page_size() as i64 + 1).fetch_all(&self.reader).await?;
         query.page(rows)
     }
-
-    #[instrument(skip(self))]
-    async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread> {
-        let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = ? and t.user_id = ?");
-        let row: Option<ThreadRow<String, i64, String>> =
-            sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
-        row.ok_or(StoreError::NotFound)?.try_into()
-    }
-
-    #[instrument(skip(self, patch))]
-    async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
-        let patch = patch.clone();
-        self.write(move |tx| {
-            Box::pin(async move {
-                Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
-                if let Some(tags) = &patch.tags {
-                    write_tags(tx, user, thread, tags).await?;
-                }
-                read_thread(tx, thread).await
-            })
-        })
-        .await
-    }
-
-    #[instrument(skip(self))]
-    async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
-        self.delete("delete from threads where id = ? and user_id = ?", &[thread, user]).await
-    }
-
-    #[instrument(skip(self))]
-    async fn list_tags(&self, user: Uuid) -> Result<Vec<app::api::TagCount>> {
-        Shared::tag_counts(&mut *self.read().await?, user).await
-    }
 }
+
+crate::store::threads::threads_for!(Sqlite, ThreadRow<String, i64, String>);
