@@ -72,8 +72,8 @@ impl ToolOutcome {
     }
 
     /// The document as it stands, `created` when this call saved it.
-    fn saved(artifact: &Artifact, created: bool) -> Self {
-        Self { result: saved_message(artifact), is_error: false, artifact: Some(artifact.clone()), created }
+    fn saved(artifact: Artifact, created: bool) -> Self {
+        Self { result: saved_message(&artifact), is_error: false, artifact: Some(artifact), created }
     }
 }
 
@@ -142,7 +142,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     if let Some(existing) =
         ctx.saved.iter().find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
     {
-        return ToolOutcome::saved(existing, false);
+        return ToolOutcome::saved(existing.clone(), false);
     }
     // A revision: the document named by `artifact_id`, or one of an earlier turn with the same type and title.
     let target = match input.artifact_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
@@ -152,7 +152,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             };
             if let Some(existing) = ctx.saved.iter().find(|a| a.id == id) {
                 // Saved in this turn already: the per-turn guard keeps it as it is.
-                return ToolOutcome::saved(existing, false);
+                return ToolOutcome::saved(existing.clone(), false);
             }
             match ctx.store.get_artifact(ctx.user, id).await {
                 Ok(a) if a.thread_id == ctx.thread && ctx.on_path(&a) => Some((a.id, a.artifact_type)),
@@ -204,7 +204,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     match saved {
         Ok(artifact) => {
             ctx.saved.push(artifact.clone());
-            ToolOutcome::saved(&artifact, true)
+            ToolOutcome::saved(artifact, true)
         }
         Err(e) => {
             tracing::error!(error = %e, "saving an artifact failed");

@@ -24,7 +24,7 @@ macro_rules! native {
     )*};
 }
 
-native!(Uuid, DateTime<Utc>, NaiveDate, String, bool, i64, f64, serde_json::Value);
+native!(Uuid, DateTime<Utc>, NaiveDate, String, bool, i64, f64);
 
 impl Stored<Uuid> for String {
     fn read(self, column: &str) -> Result<Uuid> {
@@ -47,6 +47,12 @@ impl Stored<NaiveDate> for String {
 impl Stored<serde_json::Value> for String {
     fn read(self, column: &str) -> Result<serde_json::Value> {
         serde_json::from_str(&self).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
+    }
+}
+
+impl Stored<serde_json::Value> for sqlx::types::Json<Box<serde_json::value::RawValue>> {
+    fn read(self, column: &str) -> Result<serde_json::Value> {
+        serde_json::from_str(self.0.get()).map_err(|e| StoreError::Corrupt(format!("{column}: {e}")))
     }
 }
 
@@ -164,7 +170,8 @@ impl Dialect for sqlx::Postgres {
     type Id = Uuid;
     type Time = DateTime<Utc>;
     type Day = NaiveDate;
-    type Json = serde_json::Value;
+    /// JSON text as it was made, sent as it is (no tree of the value is built to write it).
+    type Json = sqlx::types::Json<Box<serde_json::value::RawValue>>;
     type Ids = Vec<Uuid>;
     const FOR_UPDATE: &'static str = "for update";
     const GREATEST: &'static str = "greatest";
@@ -179,8 +186,8 @@ impl Dialect for sqlx::Postgres {
     fn day(day: NaiveDate) -> NaiveDate {
         day
     }
-    fn json(value: &impl serde::Serialize) -> Result<serde_json::Value> {
-        serde_json::to_value(value).map_err(|e| StoreError::Corrupt(e.to_string()))
+    fn json(value: &impl serde::Serialize) -> Result<Self::Json> {
+        serde_json::value::to_raw_value(value).map(sqlx::types::Json).map_err(|e| StoreError::Corrupt(e.to_string()))
     }
     fn ids(ids: &[Uuid]) -> Vec<Uuid> {
         ids.to_vec()

@@ -254,8 +254,12 @@ shared_sql! {
 
     /// `NotFound` unless the person's `thread` is there; its row stays locked until the transaction ends. A
     /// turn starting with a message of its own updates that row, so it either committed before (and is seen
-    /// after this) or waits until this transaction is in. (SQLite's one writer makes every write in turn.)
+    /// after this) or waits until this transaction is in. Nothing where one writer makes every write in turn
+    /// (SQLite): there is nothing to wait for, and the change it guards finds a missing thread itself.
     pub(crate) async fn lock_thread(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<()> {
+        if D::FOR_UPDATE.is_empty() {
+            return Ok(());
+        }
         let sql = format!("select id from threads where id = $1 and user_id = $2 {}", D::FOR_UPDATE);
         let owned: Option<D::Id> =
             sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
@@ -320,8 +324,8 @@ shared_sql! {
         Ok(D::rows_affected(&updated) > 0)
     }
 
-    /// Makes `leaf` the active message of the person's `thread` (`None`: its newest); `NotFound` when the
-    /// thread is missing or another user's, or `leaf` is not one of its messages.
+    /// Makes `leaf` the active message of the person's `thread` (`None`: before its first message); `NotFound`
+    /// when the thread is missing or another user's, or `leaf` is not one of its messages.
     pub(crate) async fn set_active(
         conn: &mut D::Connection,
         user: Uuid,
