@@ -77,6 +77,7 @@ fn batch(user: Uuid, turns: &[Running], round: u64, writing: bool) -> Vec<TurnPr
                     context: None,
                 },
                 writing,
+                question: None,
             }),
         })
         .collect()

@@ -738,6 +738,7 @@ impl<'a> Turn<'a> {
                 },
             },
             writing,
+            question: self.plan.request_message,
         }
     }
 

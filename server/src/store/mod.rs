@@ -292,6 +292,9 @@ pub struct AnswerDraft {
     /// Whether more of the answer is still to come: such a save stays out of the search index, which takes the
     /// answer in once, at the save that says it is finished.
     pub writing: bool,
+    /// The message it answers: its first save goes after it (none when that is gone), and becomes the active
+    /// message only while that one is, so a turn taken over answers beside the newer turn. `None`: after the active.
+    pub question: Option<Uuid>,
 }
 
 impl AnswerDraft {

@@ -412,13 +412,13 @@ async fn insert_new_message(
     message: &NewMessage,
     created: DateTime<Utc>,
 ) -> Result<Option<Place>> {
-    insert_message(conn, user, id, message, created, false).await
+    insert_message(conn, user, id, message, created, false, None).await
 }
 
-/// Inserts a message under `id` with the thread's next number and bumps the thread's count; `None` when the
-/// thread is missing or another user's. The update locks the thread row until commit, so concurrent appends
-/// take consecutive numbers. A message inserted as `writing` has no search vector. A thread whose count
-/// reached [`MAX_SEQ`] is numbered again first.
+/// Inserts a message under `id` with the thread's next number, after `after` or the active message, and bumps
+/// the thread's count; `None` when the thread is missing or another user's, or `after` is gone. The update locks
+/// the thread row until commit, so concurrent appends take consecutive numbers. A message inserted as `writing`
+/// has no search vector. A thread whose count reached [`MAX_SEQ`] is numbered again first.
 async fn insert_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
@@ -426,12 +426,13 @@ async fn insert_message(
     message: &NewMessage,
     created: DateTime<Utc>,
     writing: bool,
+    after: Option<Uuid>,
 ) -> Result<Option<Place>> {
     let thread = message.thread_id;
-    let place = match count_message(&mut *conn, user, thread, id, created).await? {
+    let place = match count_message(&mut *conn, user, thread, id, created, after).await? {
         Some(place) => place,
         None if Shared::renumber_if_full(&mut *conn, user, thread).await? => {
-            count_message(&mut *conn, user, thread, id, created).await?.ok_or(StoreError::NotFound)?
+            count_message(&mut *conn, user, thread, id, created, after).await?.ok_or(StoreError::NotFound)?
         }
         None => return Ok(None),
     };
@@ -457,27 +458,32 @@ async fn insert_message(
     Ok(Some(place))
 }
 
-/// Counts one more message in `user`'s `thread` and makes `id` its active message; where the message goes (its
-/// number, after the active message before), or `None` when the thread is missing or its count reached
-/// [`MAX_SEQ`].
+/// Counts one more message in `user`'s `thread`; where the message goes (its number, after `after` or else the
+/// active message), which it becomes the active message after; `None` when the thread is missing, `after` is
+/// gone or the count reached [`MAX_SEQ`].
 async fn count_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
     thread: Uuid,
     id: Uuid,
     at: DateTime<Utc>,
+    after: Option<Uuid>,
 ) -> Result<Option<Place>> {
     let row: Option<(i64, Option<Uuid>)> = sqlx::query_as(
         "with previous as (select id, active_id from threads where id = $2 and user_id = $3 for update)
          update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
-         updated_at = greatest(t.updated_at, $1), active_id = $5
-         from previous p where t.id = p.id and t.last_seq < $4 returning t.last_seq, p.active_id",
+         updated_at = greatest(t.updated_at, $1),
+         active_id = case when p.active_id is not distinct from coalesce($6, p.active_id) then $5 else t.active_id end
+         from previous p where t.id = p.id and t.last_seq < $4
+         and ($6::uuid is null or exists (select 1 from messages m where m.id = $6 and m.thread_id = t.id))
+         returning t.last_seq, coalesce($6, p.active_id)",
     )
     .bind(at)
     .bind(thread)
     .bind(user)
     .bind(MAX_SEQ)
     .bind(id)
+    .bind(after)
     .fetch_optional(conn)
     .await?;
     Ok(row.map(|(seq, parent)| Place { seq, parent }))
@@ -490,7 +496,7 @@ async fn save_answer(conn: &mut sqlx::PgConnection, user: Uuid, answer: &super::
         return Ok(true);
     }
     // Inserted as being written, so a finished answer's search vector is computed once, with the rewrite.
-    if insert_message(conn, user, answer.id, &answer.first_save(), now(), true).await?.is_none() {
+    if insert_message(conn, user, answer.id, &answer.first_save(), now(), true, answer.question).await?.is_none() {
         return Ok(false);
     }
     Shared::rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
@@ -630,25 +636,30 @@ async fn insert_first_drafts(conn: &mut sqlx::PgConnection, drafts: &[(Uuid, &su
     c.bind(sqlx::query(
         "with v as (
              select * from unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::text[], $5::text[], $6::bigint[],
-                                  $7::bigint[], $8::text[], $9::jsonb[], $10::bool[])
-             as v (id, user_id, thread_id, content, status, input_tokens, output_tokens, model, context, writing)
+                                  $7::bigint[], $8::text[], $9::jsonb[], $10::bool[], $13::uuid[])
+             as v (id, user_id, thread_id, content, status, input_tokens, output_tokens, model, context, writing,
+                   after)
          ), previous as (
              select id, active_id from threads where id in (select thread_id from v) for update
          ), counted as (
              update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
-             updated_at = greatest(t.updated_at, $11), active_id = v.id
+             updated_at = greatest(t.updated_at, $11),
+             active_id = case when p.active_id is not distinct from coalesce(v.after, p.active_id) then v.id
+                         else t.active_id end
              from v, previous p where t.id = v.thread_id and t.user_id = v.user_id and p.id = t.id
              and not exists (select 1 from messages m where m.id = v.id)
-             returning t.id, t.last_seq, p.active_id
+             and (v.after is null or exists (select 1 from messages q where q.id = v.after and q.thread_id = t.id))
+             returning t.id, t.last_seq, coalesce(v.after, p.active_id) as parent_id
          )
          insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens, model,
          context, created_at, writing, parent_id)
          select v.id, v.thread_id, v.user_id, c.last_seq, $12, v.content, v.status, v.input_tokens, v.output_tokens,
-         v.model, v.context, $11, v.writing, c.active_id
+         v.model, v.context, $11, v.writing, c.parent_id
          from v join counted c on c.id = v.thread_id",
     ))
     .bind(now())
     .bind(app::api::Role::Assistant.as_str())
+    .bind(drafts.iter().map(|(_, d)| d.question).collect::<Vec<_>>())
     .execute(&mut *conn)
     .await?;
     Ok(())

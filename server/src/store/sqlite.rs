@@ -479,6 +479,7 @@ mod tests {
                     context: None,
                 },
                 writing: true,
+                question: None,
             }),
         });
         assert_eq!(store.writer.held_turns().await, vec![turn]);

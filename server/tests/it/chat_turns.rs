@@ -247,6 +247,7 @@ fn draft(
                 context: None,
             },
             writing: true,
+            question: None,
         }),
     }
 }

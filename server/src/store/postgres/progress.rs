@@ -190,6 +190,7 @@ mod tests {
                     context: context.map(|c| serde_json::json!(c)),
                 },
                 writing: true,
+                question: None,
             }),
         }
     }

@@ -330,6 +330,7 @@ pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: 
         status: update.status.as_str(),
         usage: update.usage,
         model: update.model.as_deref(),
+        after: answer.question.map(|q| q.to_string()),
     };
     push_new_message(script, &id, &thread, &user, row, at, true);
     script
@@ -355,6 +356,8 @@ struct NewRow<'q> {
     status: &'static str,
     usage: Usage,
     model: Option<&'q str>,
+    /// The message it goes after (see [`AnswerDraft::question`]); `None`: the active one.
+    after: Option<String>,
 }
 
 impl<'q> NewRow<'q> {
@@ -365,6 +368,7 @@ impl<'q> NewRow<'q> {
             status: message.status.as_str(),
             usage: message.usage,
             model: message.model.as_deref(),
+            after: None,
         }
     }
 }
@@ -395,8 +399,8 @@ pub(super) async fn insert_message(
 }
 
 /// Counts a new message in its thread and inserts it with the thread's next number, which it returns; nothing
-/// when the thread is missing or another person's, a message with this id exists already, or the thread's count
-/// reached [`MAX_SEQ`] (see `Shared::renumber_if_full`).
+/// when the thread is missing or another person's, a message with this id exists already, the message it goes
+/// after is gone, or the thread's count reached [`MAX_SEQ`] (see `Shared::renumber_if_full`).
 fn push_new_message<'q>(
     script: &mut Script<'q>,
     id: &str,
@@ -410,19 +414,23 @@ fn push_new_message<'q>(
         .statement(
             "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
              updated_at = max(updated_at, ?)
-             where id = ? and user_id = ? and last_seq < ? and not exists (select 1 from messages where id = ?)",
+             where id = ? and user_id = ? and last_seq < ? and not exists (select 1 from messages where id = ?)
+             and (? is null or exists (select 1 from messages where id = ? and thread_id = threads.id))",
         )
         .bind(at)
         .bind(thread.to_string())
         .bind(user.to_string())
         .bind(MAX_SEQ)
         .bind(id.to_string())
+        .bind(row.after.clone())
+        .bind(row.after.clone())
         // Only when the count above was taken (`changes()`: the rows the statement before changed). The message
-        // follows the conversation's active message, and becomes it.
+        // follows the one it answers or the conversation's active message, and becomes the active one if that
+        // one still is.
         .statement(
             "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
              model, created_at, writing, parent_id)
-             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, active_id from threads
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, active_id) from threads
              where id = ? and user_id = ? and changes() = 1 and not exists (select 1 from messages where id = ?)
              returning seq, parent_id",
         )
@@ -435,12 +443,16 @@ fn push_new_message<'q>(
         .bind(row.model)
         .bind(at)
         .bind(writing)
+        .bind(row.after.clone())
         .bind(thread.to_string())
         .bind(user.to_string())
         .bind(id.to_string())
-        .statement("update threads set active_id = ? where id = ? and changes() = 1")
+        .statement(
+            "update threads set active_id = ? where id = ? and changes() = 1 and active_id is coalesce(?, active_id)",
+        )
         .bind(id.to_string())
-        .bind(thread.to_string());
+        .bind(thread.to_string())
+        .bind(row.after);
 }
 
 /// Reads the thread's stamp (a row, read by [`stamp_of`], unless the thread is missing or another person's).

@@ -145,6 +145,7 @@ fn answer_draft(turn: Uuid, user: Uuid, thread: Uuid, id: Uuid, content: &str, w
                 context: None,
             },
             writing,
+            question: None,
         }),
     }
 }

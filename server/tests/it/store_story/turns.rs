@@ -13,6 +13,7 @@ stories!(
     a_closing_turn_takes_the_conversation_before_its_own_row,
     a_turns_text_is_stored_in_runs_and_replayed_event_by_event,
     a_turn_taken_over_ends_without_touching_the_newer_turn,
+    a_turn_taken_over_before_its_first_save_answers_its_own_question,
 );
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
@@ -269,6 +270,7 @@ async fn progress_of_several_turns_is_saved_together(db: Db) {
             context,
         },
         writing: true,
+        question: None,
     };
     let (a, b, gone) = (
         s.create_thread(u, "A", &[]).await.unwrap(),
@@ -432,7 +434,7 @@ async fn a_closing_turn_takes_the_conversation_before_its_own_row(db: Db) {
         model: Some("model-a".into()),
         context: None,
     };
-    let answer = store::AnswerDraft { id: Uuid::now_v7(), thread_id: t.id, update, writing: true };
+    let answer = store::AnswerDraft { id: Uuid::now_v7(), thread_id: t.id, update, writing: true, question: None };
     s.save_progress(&[store::TurnProgress { turn, user: u, events: vec![], answer: Some(answer) }]).await.unwrap();
     assert_eq!(db.raw.int("select count(*) from messages where thread_id = ? and writing", t.id).await, 1);
 
@@ -632,4 +634,43 @@ async fn a_turn_taken_over_ends_without_touching_the_newer_turn(db: Db) {
     s.finish_turn(new, end).await.unwrap();
     assert_eq!(s.turn_events_after(new, 0).await.unwrap().len(), 2);
     assert_eq!(found(s, u, "wombats").await, vec![Some(answer)]);
+}
+
+/// A turn taken over before its first save (its heartbeat went quiet while its model was slow) saves its answer
+/// after its own question, beside the newer turn's question, which stays on the path shown; the newer turn's
+/// answer follows its own question. A first save comes in a progress batch or with a turn's end: both ways.
+async fn a_turn_taken_over_before_its_first_save_answers_its_own_question(db: Db) {
+    for old_ends_first in [true, false] {
+        let (s, u, t) = someones_thread(&db, "Taken over early").await;
+        let (old, new) = (Uuid::now_v7(), Uuid::now_v7());
+        let first = start_with(s, u, t.id, old, new_message(t.id, Role::User, "First question")).await.unwrap();
+        let first = first.unwrap();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let request = Some(new_message(t.id, Role::User, "Second question"));
+        let start =
+            TurnStart { user: u, thread: t.id, turn: new, stale_after_ms: 10, request, message_id: Uuid::now_v7() };
+        let second = s.start_turn(start, &TurnLimits::default()).await.unwrap().unwrap();
+        assert_eq!(second.parent_id, Some(first.id), "no answer came between the questions");
+
+        let answer = |turn: Uuid, question: &Message, text: &str, writing: bool| {
+            let mut progress = answer_draft(turn, u, t.id, Uuid::now_v7(), text, writing);
+            progress.answer.as_mut().unwrap().question = Some(question.id);
+            progress
+        };
+        let (early, newer) =
+            (answer(old, &first, "An early answer", false), answer(new, &second, "The newer one", false));
+        let ids = [&early, &newer].map(|p| p.answer.as_ref().unwrap().id);
+        let (ending, drafted) = if old_ends_first { (early, newer) } else { (newer, early) };
+        let draft = ending.answer.unwrap();
+        let end = TurnEnd { answer: Some(FinalAnswer { user: u, draft, artifacts: vec![] }), ..TurnEnd::default() };
+        s.finish_turn(ending.turn, end).await.unwrap();
+        s.save_progress(&[drafted]).await.unwrap();
+
+        let parents = [s.get_message(u, ids[0]).await.unwrap(), s.get_message(u, ids[1]).await.unwrap()];
+        let parents = parents.map(|m| m.parent_id);
+        assert_eq!(parents, [Some(first.id), Some(second.id)], "each answer follows its own question");
+        let (path, _) = s.list_path(u, t.id).await.unwrap();
+        let shown: Vec<_> = path.iter().map(|m| m.content.as_str()).collect();
+        assert_eq!(shown, ["First question", "Second question", "The newer one"], "old answer first: {old_ends_first}");
+    }
 }
