@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
 use crate::common::{
-    bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, slow_builtin_server,
-    sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
+    bearer_client, fresh_postgres_url, message_update, names, new_user, read_frames, read_some_frames, seq_of,
+    slow_builtin_server, sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
 };
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{LlmError, StopReason, StreamEvent};
-use quire::store::{AnswerDraft, DynStore, EventRun, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
+use quire::store::{AnswerDraft, DynStore, EventRun, StoredEvent, TurnEnd, TurnProgress};
 
 #[tokio::test]
 async fn a_tool_call_saves_the_document_and_events_come_in_order() {
@@ -239,13 +239,7 @@ fn draft(
         answer: Some(AnswerDraft {
             id: answer,
             thread_id: thread,
-            update: MessageUpdate {
-                content: text.into(),
-                status: MessageStatus::Interrupted,
-                usage: Default::default(),
-                model: None,
-                context: None,
-            },
+            update: message_update(text, MessageStatus::Interrupted),
             writing: true,
         }),
     }

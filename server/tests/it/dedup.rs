@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::backends::{check_property, properties, Backend};
-use crate::common::{created, read_frames, send, sqlite_store, text_of, Frame, GreedyModel, TestServer};
+use crate::common::{created, read_frames, send, sqlite_store, text_of, tool_call, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
 use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
@@ -115,14 +115,11 @@ async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
 #[tokio::test]
 async fn parallel_duplicate_calls_in_one_turn_make_one_document() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{StopReason, StreamEvent, ToolCall};
+    use quire::llm::{StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, kind: &str, title: &str| {
-        Step::Emit(StreamEvent::ToolCall(ToolCall {
-            id: id.into(),
-            name: "save_artifact".into(),
-            arguments: serde_json::json!({"artifact_type": kind, "title": title, "content": "# Doc"}),
-        }))
+        let arguments = serde_json::json!({"artifact_type": kind, "title": title, "content": "# Doc"});
+        Step::Emit(tool_call(id, "save_artifact", arguments))
     };
     let first_round = vec![
         call("a", "user_stories", "Stories"),
@@ -264,14 +261,11 @@ async fn rounds_of_one_answer_are_separate_paragraphs() {
 #[tokio::test]
 async fn a_silent_turn_makes_one_document_at_most() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{Part, StopReason, StreamEvent, ToolCall};
+    use quire::llm::{Part, StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, title: &str| {
-        Step::Emit(StreamEvent::ToolCall(ToolCall {
-            id: id.into(),
-            name: "save_artifact".into(),
-            arguments: json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"}),
-        }))
+        let arguments = json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"});
+        Step::Emit(tool_call(id, "save_artifact", arguments))
     };
     let first_round =
         vec![call("a", "Stories"), call("b", "More stories"), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))];

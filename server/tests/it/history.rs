@@ -1,12 +1,12 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-use crate::common::{post_raw_json, ExpectJson, TestServer};
+use crate::common::{new_artifact, new_message, post_raw_json, ExpectJson, TestServer};
 use app::api::{
-    AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
-    Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
+    AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, Role, SearchKind, SearchResults, Thread,
+    ThreadDetail, ThreadExport, ThreadList, Usage,
 };
 use proptest::{prelude::*, test_runner::Config as ProptestConfig};
-use quire::store::{NewArtifact, NewMessage};
+use quire::store::NewMessage;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -29,26 +29,15 @@ async fn list(server: &TestServer, query: &str) -> ThreadList {
 
 async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> app::api::Message {
     let message = NewMessage {
-        thread_id: thread,
-        role,
-        content: content.into(),
-        status: MessageStatus::Complete,
         usage: Usage { input_tokens: 3, output_tokens: 4 },
         model: (role == Role::Assistant).then(|| "test-model".to_string()),
+        ..new_message(thread, role, content)
     };
     server.state.store.append_message(server.user.id, message).await.unwrap()
 }
 
 async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> app::api::Artifact {
-    let artifact = NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::UserStories,
-        title: title.into(),
-        content: content.into(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    };
+    let artifact = new_artifact(thread, ArtifactType::UserStories, title, content);
     server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }
 

@@ -4,22 +4,17 @@
 
 use std::sync::Arc;
 
-use crate::common::{fresh_postgres_url, get_json, sqlite_store, TestServer};
+use crate::common::{every_store, get_json, new_artifact, TestServer};
 use app::api::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
 use quire::llm::builtin::Builtin;
-use quire::store::{ArtifactRevision, DynStore, NewArtifact};
+use quire::store::ArtifactRevision;
 use tempfile::TempDir;
 use uuid::Uuid;
 
 /// A server on every configured backend (SQLite always).
 async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {
-    let (sqlite, dir) = sqlite_store().await;
-    let mut stores: Vec<(DynStore, Option<TempDir>)> = vec![(sqlite, Some(dir))];
-    if let Some(url) = fresh_postgres_url(test).await {
-        stores.push((quire::store::connect(&url).await.expect("open postgres"), None));
-    }
     let mut servers = Vec::new();
-    for (store, dir) in stores {
+    for (store, dir) in every_store(test).await {
         servers.push((TestServer::with(store, Arc::new(Builtin::new())).await, dir));
     }
     servers
@@ -29,15 +24,7 @@ async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {
 async fn document_with_versions(server: &TestServer) -> Uuid {
     let thread = server.create_thread().await;
     let store = &server.state.store;
-    let new = NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::RequirementsDoc,
-        title: "Plan".into(),
-        content: "# Plan\n\nShip in May.\nOne.".into(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    };
+    let new = new_artifact(thread, ArtifactType::RequirementsDoc, "Plan", "# Plan\n\nShip in May.\nOne.");
     let id = store.create_artifact(server.user.id, new).await.unwrap().id;
     for (title, content) in [("Plan", "# Plan\n\nShip in June.\nTwo."), ("Plan B", "# Plan B\n\nShip in July.\nThree.")]
     {

@@ -377,6 +377,12 @@ impl ScriptedModel {
         self.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
     }
 
+    /// A call `call_1` of the tool `name` with `arguments`, then a stop for its result.
+    pub fn tool_use(name: &str, arguments: serde_json::Value) -> Vec<Step> {
+        use quire::llm::{StopReason, StreamEvent};
+        vec![Step::Emit(tool_call("call_1", name, arguments)), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))]
+    }
+
     /// Text deltas, usage and a normal stop.
     pub fn text(words: &[&str]) -> Vec<Step> {
         use quire::llm::{StopReason, StreamEvent, Usage};
@@ -481,6 +487,40 @@ pub fn new_message(thread: uuid::Uuid, role: app::api::Role, content: &str) -> q
         usage: app::api::Usage::default(),
         model: None,
     }
+}
+
+/// A finished answer's `content` with `status`, without usage, model or context.
+pub fn message_update(content: &str, status: app::api::MessageStatus) -> quire::store::MessageUpdate {
+    quire::store::MessageUpdate {
+        content: content.to_string(),
+        status,
+        usage: app::api::Usage::default(),
+        model: None,
+        context: None,
+    }
+}
+
+/// A document of `kind` in `thread`, linked to no message.
+pub fn new_artifact(
+    thread: uuid::Uuid,
+    kind: app::api::ArtifactType,
+    title: &str,
+    content: &str,
+) -> quire::store::NewArtifact {
+    quire::store::NewArtifact {
+        thread_id: thread,
+        artifact_type: kind,
+        title: title.to_string(),
+        content: content.to_string(),
+        request_message_id: None,
+        assistant_message_id: None,
+        answers: Vec::new(),
+    }
+}
+
+/// The model's call `id` of the tool `name` with `arguments`.
+pub fn tool_call(id: &str, name: &str, arguments: serde_json::Value) -> quire::llm::StreamEvent {
+    quire::llm::StreamEvent::ToolCall(quire::llm::ToolCall { id: id.into(), name: name.into(), arguments })
 }
 
 /// Sends a message (typed, or silently from the Generate menu when `silent`) and reads the turn's events.
@@ -601,16 +641,32 @@ impl Provider for GreedyModel {
 /// A fresh, empty PostgreSQL database on the cluster named by `QUIRE_TEST_POSTGRES_URL`, or `None` (with a
 /// "skipped" line) when the variable is not set. `scripts/test` always sets it.
 pub async fn fresh_postgres_url(test: &str) -> Option<String> {
+    fresh_postgres(test).await.map(|(_, _, url)| url)
+}
+
+/// Like [`fresh_postgres_url`]: the cluster's URL, the new database's name and its URL.
+pub async fn fresh_postgres(test: &str) -> Option<(String, String, String)> {
     use sqlx::postgres::PgPoolOptions;
-    let Ok(base) = std::env::var("QUIRE_TEST_POSTGRES_URL") else {
-        eprintln!("{test}: skipped: QUIRE_TEST_POSTGRES_URL not set");
+    use std::io::Write;
+    let Ok(base) = std::env::var(backends::POSTGRES_URL_VAR) else {
+        // Straight to stderr: the test harness would swallow eprintln! of a passing test.
+        let _ = writeln!(std::io::stderr(), "{test}: skipped: {} not set", backends::POSTGRES_URL_VAR);
         return None;
     };
     let name = format!("quire_{}", uuid::Uuid::new_v4().simple());
     let maintenance = PgPoolOptions::new().max_connections(1).connect(&base).await.expect("connect to PostgreSQL");
     sqlx::query(&format!("create database {name}")).execute(&maintenance).await.expect("create database");
     maintenance.close().await;
-    let (prefix, rest) = base.rsplit_once('/').expect("database url");
-    let query = rest.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
-    Some(format!("{prefix}/{name}{query}"))
+    let url = backends::with_database(&base, &name);
+    Some((base, name, url))
+}
+
+/// A fresh store on every configured backend (SQLite always), each with the guard of its directory.
+pub async fn every_store(test: &str) -> Vec<(DynStore, Option<TempDir>)> {
+    let (sqlite, dir) = sqlite_store().await;
+    let mut stores = vec![(sqlite, Some(dir))];
+    if let Some(url) = fresh_postgres_url(test).await {
+        stores.push((quire::store::connect(&url).await.expect("open postgres"), None));
+    }
+    stores
 }

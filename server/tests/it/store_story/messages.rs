@@ -174,13 +174,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     changed(&mut seen, stamp().await, "a message");
     let a = answer(s, u, t.id, "Start with the soil").await;
     changed(&mut seen, stamp().await, "an answer");
-    let edit = MessageUpdate {
-        content: "Start with the light".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let edit = message_update("Start with the light", MessageStatus::Complete);
     s.update_message(u, a.id, &edit).await.unwrap();
     changed(&mut seen, stamp().await, "rewriting an answer");
     s.set_active(u, t.id, Some(q.id), None).await.unwrap();

@@ -81,13 +81,7 @@ async fn other_users_rows_are_not_found(db: Db) {
     assert_not_found(s.list_messages(intruder, t.id).await);
     assert_not_found(s.get_message(intruder, question.id).await);
     assert_not_found(s.message_context(intruder, question.id).await);
-    let update = MessageUpdate {
-        content: "x".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let update = message_update("x", MessageStatus::Complete);
     assert_not_found(s.update_message(intruder, reply.id, &update).await);
     assert_not_found(s.delete_message(intruder, t.id, question.id, None).await);
     assert_not_found(s.delete_message(intruder, own_thread.id, question.id, None).await);
