@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::backends::{check_property, properties, Backend};
-use crate::common::{created, read_frames, send, sqlite_store, text_of, tool_call, Frame, GreedyModel, TestServer};
+use crate::common::{created, send, sqlite_store, text_of, tool_call, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
 use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
@@ -66,11 +66,7 @@ async fn a_silent_request_adds_a_document_and_no_message() {
     server.chat(thread, "Generate user stories").await;
     let before = server.detail(thread).await;
 
-    let response = server
-        .send_chat(thread, &serde_json::json!({"content": "Generate acceptance criteria", "artifact_generation": true}))
-        .await;
-    assert_eq!(response.status(), 200);
-    let frames = read_frames(response).await;
+    let frames = send(&server, thread, "Generate acceptance criteria", true).await;
     let names: Vec<&str> = frames.iter().map(|f| f.event.name()).collect();
     assert!(!names.contains(&"text_delta"), "no text reaches the client: {names:?}");
     assert!(names.contains(&"tool_executing"));
@@ -101,9 +97,7 @@ async fn a_silent_request_adds_a_document_and_no_message() {
 async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
     let (server, _model, _dir) = greedy_server().await;
     let thread = server.create_thread().await;
-    let response =
-        server.send_chat(thread, &serde_json::json!({"content": "Tell me a joke", "artifact_generation": true})).await;
-    let frames = read_frames(response).await;
+    let frames = send(&server, thread, "Tell me a joke", true).await;
     let ChatEvent::Error { code, message } = &frames.last().unwrap().event else { panic!("{frames:?}") };
     assert_eq!(code, "no_artifact");
     assert!(!message.is_empty());

@@ -387,14 +387,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
 
     // A text file's NULs are dropped: its words are kept and found.
     let text = b"Rackets\0 and\0\0 nets are stored in the\0 shed.".to_vec();
-    let part = reqwest::multipart::Part::bytes(text).file_name("nul.txt").mime_str("text/plain").unwrap();
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/attachments")))
-        .multipart(reqwest::multipart::Form::new().part("file", part))
-        .send()
-        .await
-        .unwrap();
+    let response = server.upload(thread, "nul.txt", "text/plain", text).await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
     let found = db.store.search_chunks(server.user.id, thread, "rackets shed", 5).await.unwrap();
     assert_eq!(found.len(), 1);

@@ -90,31 +90,16 @@ type Body = (&'static str, Vec<u8>);
 /// `no-cors` mode), a multipart form, plain text, a URL-encoded form and nothing at all.
 fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<Body>)> {
     let multipart = "--x\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--x--\r\n";
+    let planted: &[u8] = br#"{"title":"planted"}"#;
+    let post = |name, path: &str, content_type, body: &[u8]| {
+        (name, reqwest::Method::POST, path.to_string(), Some((content_type, body.to_vec())))
+    };
+    let attachments = format!("/api/threads/{thread}/attachments");
     vec![
-        (
-            "json",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("application/json", br#"{"title":"planted"}"#.to_vec())),
-        ),
-        (
-            "multipart",
-            reqwest::Method::POST,
-            format!("/api/threads/{thread}/attachments"),
-            Some(("multipart/form-data; boundary=x", multipart.as_bytes().to_vec())),
-        ),
-        (
-            "text/plain",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("text/plain", br#"{"title":"planted"}"#.to_vec())),
-        ),
-        (
-            "form",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("application/x-www-form-urlencoded", b"title=planted".to_vec())),
-        ),
+        post("json", "/api/threads", "application/json", planted),
+        post("multipart", &attachments, "multipart/form-data; boundary=x", multipart.as_bytes()),
+        post("text/plain", "/api/threads", "text/plain", planted),
+        post("form", "/api/threads", "application/x-www-form-urlencoded", b"title=planted"),
         ("no body", reqwest::Method::DELETE, format!("/api/threads/{thread}"), None),
         ("sign-out", reqwest::Method::POST, "/api/auth/logout".into(), None),
     ]
@@ -258,15 +243,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     let mut resumed = resumed.bytes_stream();
     assert_eq!(server.client.post(server.url("/api/auth/logout")).send().await.unwrap().status(), 204);
     for stream in [&mut body, &mut resumed] {
-        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
-            while let Some(chunk) = stream.next().await {
-                if chunk.is_err() {
-                    break;
-                }
-            }
-        })
-        .await;
-        assert!(ended.is_ok(), "the stream is still open a second after signing out");
+        session_list::ends_within_a_second(stream).await;
     }
 }
 
@@ -370,7 +347,7 @@ mod deletion {
     use std::collections::BTreeMap;
 
     use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-    use crate::common::{get_json, post_json, read_frames, TestServer, PASSWORD};
+    use crate::common::{get_json, post_json, read_frames, upload, TestServer, PASSWORD};
 
     stories!(deleting_an_account_removes_every_row_it_owns);
 
@@ -432,16 +409,8 @@ mod deletion {
         read_frames(chat("We plan a library app. Members renew loans online.", Some("first")).await.unwrap()).await;
         read_frames(chat("Generate user stories from this conversation", None).await.unwrap()).await;
         read_frames(chat("Add a story about overdue reminders to the user stories", None).await.unwrap()).await;
-        let part = reqwest::multipart::Part::bytes(b"Loans last three weeks. Renewals are free.".to_vec())
-            .file_name("policy.txt")
-            .mime_str("text/plain")
-            .unwrap();
-        let upload = client
-            .post(server.url(&format!("/api/threads/{}/attachments", thread.id)))
-            .multipart(reqwest::multipart::Form::new().part("file", part))
-            .send()
-            .await
-            .unwrap();
+        let policy = b"Loans last three weeks. Renewals are free.".to_vec();
+        let upload = upload(client, &server.base, thread.id, "policy.txt", "text/plain", policy).await;
         assert_eq!(upload.status(), 201);
         server.sign_in(email, "a wrong guess").await;
     }
@@ -707,7 +676,9 @@ mod session_list {
         stream
     }
 
-    async fn ends_within_a_second(stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin)) {
+    pub(super) async fn ends_within_a_second(
+        stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    ) {
         let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
             while let Some(Ok(_)) = stream.next().await {}
         })

@@ -262,7 +262,7 @@ pub async fn assert_rate_limit_retried<P: Provider>(
 
     let server = FakeServer::start(vec![limited(retried), Reply::sse_chunked(answer, 64)]).await;
     let events = retried_events(make(&server)).await;
-    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
+    assert_eq!(events[0], delta("hi"));
     assert_eq!(server.request_count(), 2);
 }
 
@@ -275,6 +275,11 @@ pub fn assert_key_redacted(printed: &str, key: &str) {
 /// Short form of `Err(code)` for expected error items.
 pub fn err(code: &'static str) -> Result<StreamEvent, &'static str> {
     Err(code)
+}
+
+/// Short form of a collected text delta.
+pub fn delta(text: &str) -> Result<StreamEvent, &'static str> {
+    Ok(StreamEvent::TextDelta(text.into()))
 }
 
 /// The error's code, for `Result<_, LlmError>` returned by `Provider::stream`.
@@ -308,7 +313,7 @@ pub fn hello() -> ChatRequest {
 
 /// What a provider yields for a plain answer: the pieces of text, the usage, the end of the turn.
 pub fn text_events(pieces: &[&str], input_tokens: u64, output_tokens: u64) -> Collected {
-    let text = pieces.iter().map(|piece| Ok(StreamEvent::TextDelta((*piece).into())));
+    let text = pieces.iter().map(|piece| delta(piece));
     text.chain([
         Ok(StreamEvent::Usage(Usage { input_tokens, output_tokens })),
         Ok(StreamEvent::Stop(StopReason::EndTurn)),

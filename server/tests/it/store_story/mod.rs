@@ -103,6 +103,11 @@ async fn all_threads(store: &DynStore, user: Uuid, query: &ThreadQuery) -> Vec<a
     }
 }
 
+/// The ids of every thread of a listing.
+async fn all_thread_ids<C: FromIterator<Uuid>>(store: &DynStore, user: Uuid, query: &ThreadQuery) -> C {
+    all_threads(store, user, query).await.iter().map(|t| t.id).collect()
+}
+
 /// The snippet without its `<mark>` tags.
 fn unmarked(snippet: &str) -> String {
     snippet.replace("<mark>", "").replace("</mark>", "")
