@@ -271,7 +271,7 @@ async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
     let open = vec![say(&server, first, "One.").await, say(&server, second, "Two.").await];
     assert!(open.iter().all(|r| r.status() == 200));
     refused(say(&server, third, "Three.").await, "too_many_streams").await;
-    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    let resumed = server.get(&format!("/api/threads/{first}/stream")).await;
     refused(resumed, "too_many_streams").await;
     assert_eq!(server.detail(third).await.messages.len(), 0, "nothing started");
     // A stream that ends gives its place back.
@@ -280,7 +280,7 @@ async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
     assert_eq!(stopped.status(), 202);
     let frames = read_frames(open.next().unwrap()).await;
     assert_eq!(frames.last().unwrap().event.name(), "message_complete");
-    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    let resumed = server.get(&format!("/api/threads/{first}/stream")).await;
     assert_eq!(resumed.status(), 200, "the ended stream's place is free again");
 }
 

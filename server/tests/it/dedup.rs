@@ -152,8 +152,7 @@ async fn the_context_record_says_what_the_model_saw() {
     assert_eq!(record["model"], "greedy-1");
     assert!(record["tokens"].as_u64().unwrap() > 0);
 
-    let user_message =
-        server.client.get(server.url(&format!("/api/messages/{}/context", m[0].id))).send().await.unwrap();
+    let user_message = server.get(&format!("/api/messages/{}/context", m[0].id)).await;
     assert_eq!(user_message.status(), 404);
 }
 

@@ -45,7 +45,7 @@ async fn save_document(server: &TestServer, thread: Uuid, title: &str, content: 
 }
 
 async fn download(server: &TestServer, path: &str) -> (String, String, Vec<u8>) {
-    let response = server.client.get(server.url(path)).send().await.unwrap();
+    let response = server.get(path).await;
     assert_eq!(response.status(), 200, "{path}");
     let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     let (content_type, disposition) = (header("content-type"), header("content-disposition"));
@@ -179,12 +179,7 @@ async fn a_rich_document_exports_to_markdown_pdf_and_word() {
     assert!(find("fn main() { println!(\"hello\"); }").0.contains("Courier New"));
 
     // An unknown format is refused.
-    let response = server
-        .client
-        .get(server.url(&format!("/api/artifacts/{}/export?format=odt", artifact.id)))
-        .send()
-        .await
-        .unwrap();
+    let response = server.get(&format!("/api/artifacts/{}/export?format=odt", artifact.id)).await;
     assert_eq!(response.status(), 422);
 }
 
@@ -251,7 +246,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         assert!(disposition.contains("Checkout%20Plan.md"), "{disposition}");
         let text = pdftotext(&download(&server, &format!("/api/artifacts/{id}/export?format=pdf&version=2")).await.2);
         assert!(text.contains("Version two."), "{text}");
-        let missing = server.client.get(server.url(&format!("/api/artifacts/{id}/versions/9"))).send().await.unwrap();
+        let missing = server.get(&format!("/api/artifacts/{id}/versions/9")).await;
         assert_eq!(missing.status(), 404);
 
         // An ID from elsewhere is an error the model sees, not a new document.
@@ -270,7 +265,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         let response = server.client.delete(server.url(&format!("/api/artifacts/{id}"))).send().await.unwrap();
         assert_eq!(response.status(), 204);
         for path in [format!("/api/artifacts/{id}"), format!("/api/artifacts/{id}/versions")] {
-            assert_eq!(server.client.get(server.url(&path)).send().await.unwrap().status(), 404, "{path}");
+            assert_eq!(server.get(&path).await.status(), 404, "{path}");
         }
     }
 }
@@ -446,7 +441,7 @@ async fn another_users_documents_and_files_are_not_found() {
             format!("/api/artifacts/{artifact}/export?format=docx"),
             format!("/api/threads/{thread}/attachments"),
         ] {
-            let response = server.client.get(server.url(&path)).send().await.unwrap();
+            let response = server.get(&path).await;
             assert_eq!(response.status(), 404, "GET {path}");
         }
         for path in [format!("/api/artifacts/{artifact}"), format!("/api/threads/{thread}/attachments/{attachment}")] {

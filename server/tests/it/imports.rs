@@ -241,7 +241,7 @@ fn cursor(value: Value) -> String {
 
 /// The status of a listing and, for a refusal, its error's code and field.
 async fn list_status(server: &TestServer, query: &str) -> (u16, Option<String>, Option<String>) {
-    let response = server.client.get(server.url(&format!("/api/threads?{query}"))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads?{query}")).await;
     let status = response.status().as_u16();
     match response.json::<ErrorBody>().await {
         Ok(body) => (status, Some(body.error.code), body.error.field),
@@ -370,13 +370,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
         post(format!("/api/threads/{thread}/chat"), json!({"content": "a\u{0}b"})).await,
         post("/api/threads".into(), json!({"title": "a\u{0}b"})).await,
         post("/api/threads".into(), json!({"tags": ["a\u{0}b"]})).await,
-        server
-            .client
-            .patch(server.url(&format!("/api/threads/{thread}")))
-            .json(&json!({"title": "a\u{0}b"}))
-            .send()
-            .await
-            .unwrap(),
+        server.patch_thread(thread, &json!({"title": "a\u{0}b"})).await,
         import(&server, &export("a\u{0}b", vec![message(1, "hello")])).await,
     ];
     for (i, response) in refused.into_iter().enumerate() {
@@ -395,7 +389,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
 
     // Searches and filters with a NUL are answered, not failed.
     for query in ["/api/search?q=a%00b", "/api/search?q=%00", "/api/threads?tags=a%00b"] {
-        let status = server.client.get(server.url(query)).send().await.unwrap().status().as_u16();
+        let status = server.get(query).await.status().as_u16();
         assert!(status == 200 || status == 400, "{query}: {status}");
     }
     assert_eq!(threads_of(&db, server.user.id).await, 1);

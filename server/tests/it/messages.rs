@@ -156,7 +156,7 @@ async fn a_message_is_added_without_asking_the_model(db: Db) {
     let hits: Vec<Uuid> = search.results.iter().filter_map(|r| r.message_id).collect();
     assert_eq!(hits, vec![message.id], "the message (and the title named after it)");
     for export in [format!("/api/threads/{thread}/export"), "/api/export".to_string()] {
-        let body = server.client.get(server.url(&export)).send().await.unwrap().text().await.unwrap();
+        let body = server.get(&export).await.text().await.unwrap();
         assert!(body.contains("Stock counts happen every Monday at seven."), "{export}: {body}");
     }
 

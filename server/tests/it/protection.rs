@@ -26,8 +26,7 @@ async fn oversized_fields_are_refused_and_change_nothing() {
         let create = server.client.post(server.url("/api/threads")).json(&body).send().await.unwrap();
         let (status, error) = error_of(create).await;
         assert_eq!((status, error.error.field.as_deref()), (422, Some(field)), "create {body}");
-        let patch =
-            server.client.patch(server.url(&format!("/api/threads/{thread}"))).json(&body).send().await.unwrap();
+        let patch = server.patch_thread(thread, &body).await;
         let (status, error) = error_of(patch).await;
         assert_eq!((status, error.error.field.as_deref()), (422, Some(field)), "patch {body}");
     }
@@ -82,15 +81,15 @@ async fn malformed_requests_name_the_problem() {
     let not_json = server.client.patch(&url).body("title=x").send().await.unwrap();
     assert_eq!(not_json.status(), 415);
 
-    let bad_sort = server.client.get(server.url("/api/threads?sort=size")).send().await.unwrap();
+    let bad_sort = server.get("/api/threads?sort=size").await;
     let (status, error) = error_of(bad_sort).await;
     assert_eq!((status, error.error.field.as_deref()), (422, Some("sort")));
-    let bad_bool = server.client.get(server.url("/api/threads?archived=maybe")).send().await.unwrap();
+    let bad_bool = server.get("/api/threads?archived=maybe").await;
     let (status, error) = error_of(bad_bool).await;
     assert_eq!((status, error.error.code.as_str()), (400, "invalid_query"));
 
     for path in ["/api/threads/42", "/api/messages/nope/context", &format!("/api/threads/{thread}/messages/x")] {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let response = server.get(path).await;
         let response = if response.status() == 405 {
             server.client.delete(server.url(path)).send().await.unwrap()
         } else {
@@ -129,9 +128,9 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
 async fn the_general_limit_applies_per_user() {
     let server = TestServer::start_with(|c| c.limits.general = 5).await;
     for _ in 0..5 {
-        assert_eq!(server.client.get(server.url("/api/threads")).send().await.unwrap().status(), 200);
+        assert_eq!(server.get("/api/threads").await.status(), 200);
     }
-    let over = server.client.get(server.url("/api/threads")).send().await.unwrap();
+    let over = server.get("/api/threads").await;
     assert_eq!(over.status(), 429);
     assert!(over.headers().get("retry-after").is_some());
     let (other, _) = server.second_user("other@example.com").await;
@@ -157,7 +156,7 @@ async fn sign_in_attempts_are_limited_per_ip_address() {
         .unwrap();
     assert_eq!(register.status(), 429);
     // Signed-in use is not affected by the sign-in limit.
-    assert_eq!(server.client.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
+    assert_eq!(server.get("/api/auth/me").await.status(), 200);
 }
 
 /// The most wrong guesses at one account the throttle lets through within `elapsed` of the first, however they
@@ -275,7 +274,7 @@ async fn rate_limits_can_be_turned_off() {
     })
     .await;
     for _ in 0..5 {
-        assert_eq!(server.client.get(server.url("/api/threads")).send().await.unwrap().status(), 200);
+        assert_eq!(server.get("/api/threads").await.status(), 200);
     }
 }
 

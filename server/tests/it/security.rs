@@ -53,7 +53,7 @@ async fn personal_answers_and_downloads_are_never_cached() {
         "/api/no-such-route".to_string(),
     ];
     for path in paths {
-        let response = server.client.get(server.url(&path)).send().await.unwrap();
+        let response = server.get(&path).await;
         let headers = response.headers();
         let cache = headers.get("cache-control").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
         assert!(cache.contains("no-store"), "{path}: Cache-Control {cache:?}");
@@ -513,7 +513,7 @@ async fn every_answer_carries_its_request_id() {
     let server = TestServer::start().await;
     let mut ids = Vec::new();
     for path in ["/api/health", "/api/threads", "/signin"] {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let response = server.get(path).await;
         let id = response.headers()["x-request-id"].to_str().unwrap().to_string();
         assert!(uuid::Uuid::parse_str(&id).is_ok(), "{path}: {id}");
         ids.push(id);

@@ -153,7 +153,7 @@ async fn long_conversation(db: &Db, turns: usize) -> (Upstream, TestServer, Uuid
 }
 
 async fn context_of(server: &TestServer, message: Uuid) -> ContextRecord {
-    let response = server.client.get(server.url(&format!("/api/messages/{message}/context"))).send().await.unwrap();
+    let response = server.get(&format!("/api/messages/{message}/context")).await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }

@@ -150,7 +150,7 @@ async fn a_silent_turn_has_a_trace(db: Db) {
 
     // The export carries it with the typed turn's trace, and an import takes the file back whole.
     let typed = send(&server, thread, "Generate a meeting summary", false).await;
-    let response = server.client.get(server.url(&format!("/api/threads/{thread}/export"))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads/{thread}/export")).await;
     assert_eq!(response.status(), 200);
     let export: ThreadExport = response.json().await.unwrap();
     let turns: Vec<Uuid> = export.traces.iter().map(|t| t.turn_id).collect();

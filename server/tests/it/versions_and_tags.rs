@@ -126,8 +126,7 @@ async fn the_tag_list_counts_each_tag_over_the_accounts_own_conversations() {
         // An archived conversation's tags count too: the list filters the archive as well.
         let archived = server.create_thread().await;
         let body = serde_json::json!({ "tags": ["ops"], "archived": true });
-        let response = server.client.patch(server.url(&format!("/api/threads/{archived}"))).json(&body).send().await;
-        assert_eq!(response.unwrap().status(), 200);
+        assert_eq!(server.patch_thread(archived, &body).await.status(), 200);
         let (other, _) = server.second_user("tagger@example.com").await;
         let response = other.post(server.url("/api/threads")).json(&serde_json::json!({"tags": ["secret", "billing"]}));
         assert_eq!(response.send().await.unwrap().status(), 201);

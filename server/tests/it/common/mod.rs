@@ -138,6 +138,16 @@ impl TestServer {
         post_json(&self.client, &self.url(path), body).await
     }
 
+    /// `GET path` as this user: the answer, whatever its status.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// `PATCH /api/threads/{thread}` with `body` as this user: the answer, whatever its status.
+    pub async fn patch_thread(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
+        self.client.patch(self.url(&format!("/api/threads/{thread}"))).json(body).send().await.unwrap()
+    }
+
     /// `POST /api/threads/{thread}/chat` as this user, for the caller to add headers and a body to.
     pub fn chat_request(&self, thread: uuid::Uuid) -> reqwest::RequestBuilder {
         self.client.post(self.url(&format!("/api/threads/{thread}/chat")))
