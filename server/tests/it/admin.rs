@@ -344,8 +344,7 @@ async fn deleting_an_account_removes_it_and_ends_its_sessions(db: Db) {
     let server = server(&db, |_| {}).await;
     let (bob, session) = server.second_user("bob@example.com").await;
     let id = session.user.id;
-    let thread = bob.post(server.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
-    assert_eq!(thread.status(), 201);
+    server.create_thread_as(&bob).await;
     assert_eq!(db.raw.count("threads", "user_id", id).await, 1);
 
     let me = server.user.id;

@@ -68,10 +68,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
 
     // Two uploads at a time from two accounts (each person may run two at once).
     let (other_client, _) = server.second_user("hostile-two@example.com").await;
-    let other_files = {
-        let response = other_client.post(server.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
-        response.json::<app::api::Thread>().await.unwrap().id
-    };
+    let other_files = server.create_thread_as(&other_client).await;
     let mut kept = [Vec::new(), Vec::new()];
     let mut pending = Vec::new();
     for (i, (name, mime, bytes, expect)) in cases().into_iter().enumerate() {

@@ -49,10 +49,7 @@ async fn another_users_objects_answer_404_like_missing_ones() {
         }
     }
     // Message-level routes: the owner's message ids under the attacker's own thread, and directly.
-    let own_thread = {
-        let response = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
-        response.json::<app::api::Thread>().await.unwrap().id
-    };
+    let own_thread = server.create_thread_as(&mallory).await;
     for message in [question, answer] {
         let delete = mallory.delete(server.url(&format!("/api/threads/{own_thread}/messages/{message}")));
         assert_not_found(delete.send().await.unwrap(), "DELETE message via own thread").await;
@@ -85,9 +82,8 @@ async fn documents_stay_with_their_owner() {
     let server = TestServer::start().await;
     let (thread, before) = owner_with_a_conversation(&server).await;
     let (mallory, _) = server.second_user("mallory@example.com").await;
-    let own = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
-    let own: app::api::Thread = own.json().await.unwrap();
-    let mine: ThreadDetail = get_json(&mallory, &server.url(&format!("/api/threads/{}", own.id))).await;
+    let own = server.create_thread_as(&mallory).await;
+    let mine: ThreadDetail = get_json(&mallory, &server.url(&format!("/api/threads/{own}"))).await;
     assert!(mine.artifacts.is_empty() && mine.messages.is_empty());
     assert_eq!(server.detail(thread).await.artifacts, before.artifacts);
 }

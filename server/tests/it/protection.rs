@@ -1,6 +1,6 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
-use crate::common::{post_json, post_raw_json, ExpectJson, TestServer, PASSWORD};
+use crate::common::{post_raw_json, ExpectJson, TestServer, PASSWORD};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
@@ -118,9 +118,8 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
 
     // Another user has a quota of their own.
     let (other, _) = server.second_user("other@example.com").await;
-    let own: app::api::Thread = post_json(&other, &server.url("/api/threads"), &json!({})).await;
-    let response =
-        other.post(server.url(&format!("/api/threads/{}/chat", own.id))).json(&json!({"content": "Hi"})).send();
+    let own = server.create_thread_as(&other).await;
+    let response = other.post(server.url(&format!("/api/threads/{own}/chat"))).json(&json!({"content": "Hi"})).send();
     assert_eq!(response.await.unwrap().status(), 200);
 }
 

@@ -587,7 +587,7 @@ mod session_list {
     use futures::StreamExt;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
-    use crate::common::{bearer_client, post_json, ScriptedModel, Step, TestServer, PASSWORD};
+    use crate::common::{bearer_client, ScriptedModel, Step, TestServer, PASSWORD};
 
     stories!(people_see_their_sessions_and_end_one, ending_a_session_in_any_way_ends_its_open_streams);
 
@@ -663,9 +663,9 @@ mod session_list {
         server: &TestServer,
         client: &reqwest::Client,
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
-        let thread: app::api::Thread = post_json(client, &server.url("/api/threads"), &serde_json::json!({})).await;
+        let thread = server.create_thread_as(client).await;
         let response = client
-            .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
+            .post(server.url(&format!("/api/threads/{thread}/chat")))
             .json(&serde_json::json!({"content": "Tell me everything"}))
             .send()
             .await

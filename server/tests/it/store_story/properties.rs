@@ -658,10 +658,8 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         let answer_id = Uuid::now_v7();
         let draft = answer_draft(turn, u, id, answer_id, &words(30, 7), false).answer.unwrap();
         let end = TurnEnd {
-            events: Vec::new(),
             answer: Some(FinalAnswer { user: u, draft: draft.clone(), artifacts: Vec::new() }),
-            usage: None,
-            trace: None,
+            ..TurnEnd::default()
         };
         let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
         let answer = s.get_message(u, answer_id).await.unwrap();

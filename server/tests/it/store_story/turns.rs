@@ -521,7 +521,7 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
                     events: vec![EventRun::single(1, "message_complete", "{}".into())],
                     answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
                     usage: Some(spent(u, thread, "crowd", 2, 1)),
-                    trace: None,
+                    ..TurnEnd::default()
                 };
                 store.finish_turn(turn, end).await
             })
