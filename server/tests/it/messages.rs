@@ -3,7 +3,7 @@
 //! message that starts a turn commits, not after.
 
 use app::api::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
-use quire::llm::{LlmError, StreamEvent};
+use quire::llm::LlmError;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -71,10 +71,7 @@ async fn retry_runs_the_failed_turn_without_storing_the_message_again(db: Db) {
 }
 
 async fn retry_replaces_the_partial_answer_of_the_failed_turn(db: Db) {
-    let cut_short = vec![
-        Step::Emit(StreamEvent::TextDelta("The first half".into())),
-        Step::Fail(LlmError::Upstream { status: 500 }),
-    ];
+    let cut_short = vec![Step::delta("The first half"), Step::Fail(LlmError::Upstream { status: 500 })];
     let (server, model) = scripted_server(&db, vec![cut_short, ScriptedModel::text(&["The whole answer."])]).await;
     let thread = server.create_thread().await;
     ends_with_error(&server.chat(thread, "Explain the plan").await);

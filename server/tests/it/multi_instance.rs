@@ -13,7 +13,7 @@ use crate::protection::{guess_at_once, most_admitted_within};
 use app::api::{MessageStatus, ThreadList};
 use quire::auth::throttle::FREE_FAILURES;
 use quire::config::Config;
-use quire::llm::{builtin::Builtin, Provider, StreamEvent};
+use quire::llm::{builtin::Builtin, Provider};
 use quire::store::{Admission, Rate};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
@@ -86,7 +86,7 @@ async fn two_instances_see_each_others_threads_and_turns() {
 #[tokio::test]
 async fn a_turn_can_be_stopped_from_another_instance() {
     let Some(url) = fresh_postgres_url("a_turn_can_be_stopped_from_another_instance").await else { return };
-    let script = vec![Step::Emit(StreamEvent::TextDelta("Half an answer".into())), Step::Hang];
+    let script = vec![Step::delta("Half an answer"), Step::Hang];
     let a = instance(&url, ScriptedModel::new(vec![script])).await;
     let b = instance(&url, Arc::new(Builtin::new())).await;
     let thread = a.create_thread().await;

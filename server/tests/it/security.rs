@@ -229,7 +229,7 @@ async fn set_last_seen(server: &TestServer, session: &quire::store::Session) {
 async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     use futures::StreamExt;
     let model = crate::common::ScriptedModel::new(vec![vec![
-        crate::common::Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())),
+        crate::common::Step::delta("Thinking"),
         crate::common::Step::Hang,
     ]]);
     let (store, _dir) = crate::common::sqlite_store().await;
@@ -569,7 +569,7 @@ async fn signing_out_on_one_instance_ends_the_streams_on_another() {
             .await
         }
     };
-    let hanging = vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+    let hanging = vec![Step::delta("Thinking"), Step::Hang];
     let a = instance(ScriptedModel::new(vec![])).await;
     let b = instance(ScriptedModel::new(vec![hanging])).await;
     // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
@@ -687,7 +687,7 @@ mod session_list {
     }
 
     async fn ending_a_session_in_any_way_ends_its_open_streams(db: Db) {
-        let hanging = || vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+        let hanging = || vec![Step::delta("Thinking"), Step::Hang];
         let model = ScriptedModel::new(vec![hanging(), hanging(), hanging(), hanging()]);
         let server = TestServer::with(db.store.clone(), model).await;
         let laptop = &server.client;

@@ -372,6 +372,13 @@ pub enum Step {
     Hang,
 }
 
+impl Step {
+    /// A piece of the answer's text.
+    pub fn delta(text: &str) -> Self {
+        Step::Emit(quire::llm::StreamEvent::TextDelta(text.into()))
+    }
+}
+
 impl ScriptedModel {
     pub fn new(scripts: Vec<Vec<Step>>) -> Arc<Self> {
         Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), ..Default::default() })
@@ -396,7 +403,7 @@ impl ScriptedModel {
     /// Text deltas, usage and a normal stop.
     pub fn text(words: &[&str]) -> Vec<Step> {
         use quire::llm::{StopReason, StreamEvent, Usage};
-        let mut steps: Vec<Step> = words.iter().map(|w| Step::Emit(StreamEvent::TextDelta(w.to_string()))).collect();
+        let mut steps: Vec<Step> = words.iter().map(|w| Step::delta(w)).collect();
         steps.push(Step::Emit(StreamEvent::Usage(Usage { input_tokens: 10, output_tokens: words.len() as u64 })));
         steps.push(Step::Emit(StreamEvent::Stop(StopReason::EndTurn)));
         steps
