@@ -213,6 +213,20 @@ fn body_stream(steps: Vec<Step>) -> impl Stream<Item = Result<Bytes, std::io::Er
     })
 }
 
+/// The `data:` line of an OpenAI chunk whose only choice carries `delta` and `finish_reason`.
+pub fn openai_chunk(delta: serde_json::Value, finish: Option<&str>) -> String {
+    let body = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_718_000_000,
+        "model": "fake-gpt", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {body}\n\n")
+}
+
+/// The `data:` lines that end an OpenAI stream: its usage chunk, then `[DONE]`.
+pub fn openai_usage_and_done(prompt: u64, completion: u64) -> String {
+    let usage = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
+    format!("data: {usage}\n\ndata: [DONE]\n\n")
+}
+
 /// Neutral events, with errors reduced to their stable code for easy comparison.
 pub type Collected = Vec<Result<StreamEvent, &'static str>>;
 
