@@ -17,7 +17,9 @@ use uuid::Uuid;
 
 use crate::chat_turns::{chat_until_draft_as, half_an_answer};
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-use crate::common::{fresh_postgres_url, get_json, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
+use crate::common::{
+    fresh_postgres_url, get_json, shared_instance, sign_up_or_in, ScriptedModel, TestServer, PASSWORD,
+};
 
 stories!(
     the_first_account_administers_and_later_ones_do_not,
@@ -437,15 +439,8 @@ async fn a_disabled_account_is_refused_at_once_on_another_instance() {
     let Some(url) = fresh_postgres_url("a_disabled_account_is_refused_at_once_on_another_instance").await else {
         return;
     };
-    let instance = |url: String| async move {
-        let store = quire::store::connect(&url).await.expect("connect");
-        TestServer::with_configured(store, Arc::new(quire::llm::builtin::Builtin::new()), |config| {
-            config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
-        })
-        .await
-    };
-    let a = instance(url.clone()).await;
-    let b = instance(url).await;
+    let instance = || shared_instance(&url, Arc::new(quire::llm::builtin::Builtin::new()), |_| {});
+    let (a, b) = (instance().await, instance().await);
     let (bob, session) = sign_up_or_in(&b.base, "bob@example.com").await;
     assert_eq!(status_of_me(&b, &bob).await, 200);
     assert_eq!(set_disabled(&a, session.user.id, true).await.status(), 204);

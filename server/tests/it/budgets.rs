@@ -14,7 +14,9 @@ use quire::store::{NewSummary, StoreError, TurnLimits};
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{fresh_postgres_url, get_json, read_frames, sign_up_or_in, ScriptedModel, Step, TestServer};
+use crate::common::{
+    fresh_postgres_url, get_json, read_frames, shared_instance, sign_up_or_in, ScriptedModel, Step, TestServer,
+};
 
 stories!(
     a_turn_over_the_personal_budget_is_refused_and_stores_nothing,
@@ -218,9 +220,7 @@ async fn starts_at_once_never_pass_the_cap_together(db: Db) {
 
 /// An instance of a shared PostgreSQL database, capping turns at 3 and budgets at `user_daily_tokens`.
 async fn instance(url: &str, model: Arc<ScriptedModel>, user_daily_tokens: u64) -> TestServer {
-    let store = quire::store::connect(url).await.expect("connect");
-    TestServer::with_configured(store, model, move |config| {
-        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+    shared_instance(url, model, move |config| {
         config.user_concurrent_turns = 3;
         config.user_daily_tokens = user_daily_tokens;
     })

@@ -556,22 +556,12 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
 
 #[tokio::test]
 async fn signing_out_on_one_instance_ends_the_streams_on_another() {
-    use crate::common::{fresh_postgres_url, ScriptedModel, Step};
+    use crate::common::{fresh_postgres_url, shared_instance, ScriptedModel, Step};
     use futures::StreamExt;
     let Some(url) = fresh_postgres_url("signing_out_on_one_instance_ends_the_streams_on_another").await else { return };
-    let instance = |provider: std::sync::Arc<dyn quire::llm::Provider>| {
-        let url = url.clone();
-        async move {
-            let store = quire::store::connect(&url).await.unwrap();
-            TestServer::with_configured(store, provider, |c| {
-                c.jwt_secret = Some("a shared session key for every instance of this test".parse().unwrap());
-            })
-            .await
-        }
-    };
     let hanging = vec![Step::delta("Thinking"), Step::Hang];
-    let a = instance(ScriptedModel::new(vec![])).await;
-    let b = instance(ScriptedModel::new(vec![hanging])).await;
+    let a = shared_instance(&url, ScriptedModel::new(vec![]), |_| {}).await;
+    let b = shared_instance(&url, ScriptedModel::new(vec![hanging]), |_| {}).await;
     // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
     let mut body = session_list::open_stream(&b, &a.client).await;
     assert_eq!(a.client.post(a.url("/api/auth/logout")).send().await.unwrap().status(), 204);

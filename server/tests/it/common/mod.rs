@@ -678,6 +678,22 @@ pub async fn fresh_postgres(test: &str) -> Option<(String, String, String)> {
     Some((base, name, url))
 }
 
+/// An instance on the PostgreSQL database at `url`, configured by `configure`. Instances sharing a database share
+/// the session key, as the README says they must.
+pub async fn shared_instance(
+    url: &str,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut Config),
+) -> TestServer {
+    let store = quire::store::connect(url).await.expect("connect");
+    assert_eq!(store.backend(), "postgres");
+    TestServer::with_configured(store, provider, |config| {
+        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+        configure(config);
+    })
+    .await
+}
+
 /// A fresh store on every configured backend (SQLite always), each with the guard of its directory.
 pub async fn every_store(test: &str) -> Vec<(DynStore, Option<TempDir>)> {
     let (sqlite, dir) = sqlite_store().await;
