@@ -85,7 +85,6 @@ fn siblings(detail: &ThreadDetail, message: Uuid) -> Vec<Uuid> {
     detail.branches.iter().find(|b| b.message_id == message).map(|b| b.siblings.clone()).unwrap_or(vec![message])
 }
 
-/// The texts of the messages the model was sent in its `n`-th request.
 /// The shown path is a chain: no parent for the first message, each next message a child of the one before.
 fn assert_chain(detail: &ThreadDetail) {
     let mut parent = None;

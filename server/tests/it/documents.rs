@@ -3,7 +3,7 @@
 //! isolation between users. Stories that touch storage run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is
 //! set (`scripts/with-postgres`), on PostgreSQL too.
 
-use std::{io::Read, sync::Arc};
+use std::io::Read;
 
 use crate::common::{
     created, every_store, new_artifact, new_user, text_of, tool_call, ScriptedModel, Step, TestServer,
@@ -12,7 +12,7 @@ use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
-use quire::llm::{builtin::Builtin, Part, StopReason, StreamEvent};
+use quire::llm::{Part, StopReason, StreamEvent};
 use quire::store::NewAttachment;
 use uuid::Uuid;
 
@@ -282,7 +282,7 @@ Support answers billing questions within two working days.
 #[tokio::test]
 async fn an_attached_document_is_searched_and_cited_turns_later() {
     for (store, _guard) in every_store("documents").await {
-        let server = TestServer::with(store, Arc::new(Builtin::new())).await;
+        let server = TestServer::builtin(store).await;
         let thread = server.create_thread().await;
         let response = server.upload(thread, "billing-notes.md", "text/markdown", NOTES.as_bytes().to_vec()).await;
         assert_eq!(response.status(), 201);
@@ -414,7 +414,7 @@ async fn uploads_have_limits_and_unsupported_types_are_refused() {
 #[tokio::test]
 async fn another_users_documents_and_files_are_not_found() {
     for (store, _guard) in every_store("documents").await {
-        let server = TestServer::with(store, Arc::new(Builtin::new())).await;
+        let server = TestServer::builtin(store).await;
         let store = &server.state.store;
         // The second user's data is made through the store: `server.client` acts as the local user.
         let other = new_user(store).await;

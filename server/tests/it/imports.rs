@@ -2,14 +2,11 @@
 //! one is written whole, a failed one leaves nothing behind, numbers leave room for later messages, and no
 //! filter or cursor a client makes up reaches a server error.
 
-use std::sync::Arc;
-
 use app::api::{
     ErrorBody, ImportResult, Role, ThreadList, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS, MAX_IMPORT_DOCUMENTS,
     MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use quire::llm::builtin::Builtin;
 use quire::store::{
     self,
     history::{ImportMessage, ImportThread},
@@ -22,7 +19,7 @@ use crate::common::TestServer;
 use crate::history_story::import_thread;
 
 async fn server(db: &Db) -> TestServer {
-    TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await
+    TestServer::builtin(db.store.clone()).await
 }
 
 async fn threads_of(db: &Db, user: Uuid) -> i64 {

@@ -108,7 +108,7 @@ async fn ready_means_the_database_answers_with_every_migration() {
 async fn on_postgres_ready_checks_migrations_and_metrics_show_the_pool() {
     let Some(url) = crate::common::fresh_postgres_url("ops postgres").await else { return };
     let store = quire::store::connect(&url).await.unwrap();
-    let server = TestServer::with(store, std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+    let server = TestServer::builtin(store).await;
     assert_eq!(reqwest::get(server.url("/api/ready")).await.unwrap().status(), 200);
     let metrics = metrics_address(&server).await;
     let text = reqwest::get(format!("{metrics}/metrics")).await.unwrap().text().await.unwrap();

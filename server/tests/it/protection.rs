@@ -203,11 +203,10 @@ async fn wrong_guesses_at_once_get_no_more_checks_than_one_after_another() {
 }
 
 mod sign_in_counts {
-    use std::{sync::Arc, time::Duration};
+    use std::time::Duration;
 
     use chrono::Duration as Span;
     use quire::auth::throttle::{FORGET_AFTER_HOURS, FREE_FAILURES};
-    use quire::llm::builtin::Builtin;
     use quire::store::now;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
@@ -255,7 +254,7 @@ mod sign_in_counts {
         assert_eq!(db.store.forget_sign_in_failures(at - day).await.unwrap(), 0);
         // A running server deletes them by itself (the first time as it starts).
         assert_eq!(db.store.count_sign_in_attempt("stale", at - day * 2).await.unwrap(), None);
-        let _server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
+        let _server = TestServer::builtin(db.store.clone()).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while db.store.sign_in_failures("stale").await.unwrap().is_some() {
             assert!(std::time::Instant::now() < deadline, "the stale count is still there");

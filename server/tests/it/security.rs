@@ -416,8 +416,7 @@ mod deletion {
     }
 
     async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
-        let provider = std::sync::Arc::new(quire::llm::builtin::Builtin::new());
-        let server = TestServer::with(db.store.clone(), provider).await;
+        let server = TestServer::builtin(db.store.clone()).await;
         let (other, _) = server.second_user("other@example.com").await;
         use_account(&server, &other, "other@example.com").await;
         let before = counts(&db.raw).await;
@@ -604,7 +603,7 @@ mod session_list {
     }
 
     async fn people_see_their_sessions_and_end_one(db: Db) {
-        let server = TestServer::with(db.store.clone(), std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+        let server = TestServer::builtin(db.store.clone()).await;
         let laptop = &server.client;
         let phone = sign_in_from(&server, "owner@example.com", PASSWORD, FIREFOX).await;
         let (other, _) = server.second_user("other@example.com").await;

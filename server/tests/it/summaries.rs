@@ -337,7 +337,7 @@ The refund window for annual plans is forty-five days after purchase, and refund
 
 /// Attaches a text file to the conversation.
 async fn the_context_record_names_the_passages_the_model_received(db: Db) {
-    let server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
+    let server = TestServer::builtin(db.store.clone()).await;
     let thread = server.create_thread().await;
     let response = server.upload(thread, "billing-notes.txt", "text/plain", NOTES.as_bytes().to_vec()).await;
     assert_eq!(response.status(), 201);

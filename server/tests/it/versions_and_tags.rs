@@ -2,11 +2,8 @@
 //! their counts: owner-only (another account's document is a 404 and stays as it was), bad input answered
 //! clearly. Run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is set, on PostgreSQL too.
 
-use std::sync::Arc;
-
 use crate::common::{every_store, get_json, new_artifact, TestServer};
 use app::api::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
-use quire::llm::builtin::Builtin;
 use quire::store::ArtifactRevision;
 use tempfile::TempDir;
 use uuid::Uuid;
@@ -15,7 +12,7 @@ use uuid::Uuid;
 async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {
     let mut servers = Vec::new();
     for (store, dir) in every_store(test).await {
-        servers.push((TestServer::with(store, Arc::new(Builtin::new())).await, dir));
+        servers.push((TestServer::builtin(store).await, dir));
     }
     servers
 }

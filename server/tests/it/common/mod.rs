@@ -39,6 +39,11 @@ impl TestServer {
         Self::with_state(state, Some(dir)).await
     }
 
+    /// A server over a given store, with the built-in assistant.
+    pub async fn builtin(store: DynStore) -> Self {
+        Self::with(store, Arc::new(quire::llm::builtin::Builtin::new())).await
+    }
+
     /// A server over a given store and provider.
     pub async fn with(store: DynStore, provider: Arc<dyn Provider>) -> Self {
         Self::with_configured(store, provider, |_| {}).await
