@@ -2,8 +2,8 @@
 //! at once), sign-up is open, by invitation or closed, invitations are counted atomically and refused clearly
 //! once invalid, expired, revoked or used up; `/api/admin/...` is a 404 to everyone but an administrator;
 //! disabling ends an account's sessions at once (on PostgreSQL also on another instance) and stops its answers
-//! being written, deleting removes it
-//! as deleting one's own account does, and a reset link sets a new password once and ends the old sessions.
+//! being written, deleting removes it as deleting one's own account does, and a reset link sets a new password
+//! once and ends the old sessions.
 
 use std::sync::Arc;
 
@@ -12,11 +12,14 @@ use app::api::{AuthResponse, ErrorBody, MessageStatus};
 use futures::future::join_all;
 use quire::config::Config;
 use quire::store::{NewUser, SignUpMode, SignUpRefusal};
+use reqwest::Method;
 use uuid::Uuid;
 
 use crate::chat_turns::{chat_until_draft_as, half_an_answer};
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-use crate::common::{fresh_postgres_url, get_json, sign_up_or_in, ScriptedModel, TestServer, PASSWORD};
+use crate::common::{
+    fresh_postgres_url, get_json, shared_instance, sign_up_or_in, ScriptedModel, TestServer, PASSWORD,
+};
 
 stories!(
     the_first_account_administers_and_later_ones_do_not,
@@ -71,7 +74,7 @@ async fn create_invite(server: &TestServer, hours: u32, uses: u32) -> CreatedInv
 }
 
 async fn accounts(server: &TestServer) -> AdminAccountList {
-    let response = server.client.get(server.url("/api/admin/users")).send().await.unwrap();
+    let response = server.get("/api/admin/users").await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }
@@ -149,22 +152,18 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
     let foreign = bob.get(server.url(&format!("/api/threads/{}", Uuid::new_v4()))).send().await.unwrap();
     assert_eq!(foreign.status(), 404);
     let foreign: ErrorBody = foreign.json().await.unwrap();
-    let routes: Vec<(reqwest::Method, String, Option<serde_json::Value>)> = vec![
-        (reqwest::Method::GET, "/api/admin/users".into(), None),
-        (reqwest::Method::DELETE, format!("/api/admin/users/{id}"), None),
-        (reqwest::Method::PUT, format!("/api/admin/users/{id}/role"), Some(serde_json::json!({"admin": true}))),
-        (reqwest::Method::PUT, format!("/api/admin/users/{id}/disabled"), Some(serde_json::json!({"disabled": true}))),
-        (reqwest::Method::PUT, format!("/api/admin/users/{id}/budget"), Some(serde_json::json!({"daily_tokens": 5}))),
-        (reqwest::Method::POST, format!("/api/admin/users/{id}/reset-link"), None),
-        (reqwest::Method::GET, "/api/admin/invites".into(), None),
-        (
-            reqwest::Method::POST,
-            "/api/admin/invites".into(),
-            Some(serde_json::json!({"expires_in_hours": 1, "max_uses": 1})),
-        ),
-        (reqwest::Method::DELETE, format!("/api/admin/invites/{}", Uuid::new_v4()), None),
-        (reqwest::Method::GET, "/api/admin/signup".into(), None),
-        (reqwest::Method::PUT, "/api/admin/signup".into(), Some(serde_json::json!({"mode": "open"}))),
+    let routes: Vec<(Method, String, Option<serde_json::Value>)> = vec![
+        (Method::GET, "/api/admin/users".into(), None),
+        (Method::DELETE, format!("/api/admin/users/{id}"), None),
+        (Method::PUT, format!("/api/admin/users/{id}/role"), Some(serde_json::json!({"admin": true}))),
+        (Method::PUT, format!("/api/admin/users/{id}/disabled"), Some(serde_json::json!({"disabled": true}))),
+        (Method::PUT, format!("/api/admin/users/{id}/budget"), Some(serde_json::json!({"daily_tokens": 5}))),
+        (Method::POST, format!("/api/admin/users/{id}/reset-link"), None),
+        (Method::GET, "/api/admin/invites".into(), None),
+        (Method::POST, "/api/admin/invites".into(), Some(serde_json::json!({"expires_in_hours": 1, "max_uses": 1}))),
+        (Method::DELETE, format!("/api/admin/invites/{}", Uuid::new_v4()), None),
+        (Method::GET, "/api/admin/signup".into(), None),
+        (Method::PUT, "/api/admin/signup".into(), Some(serde_json::json!({"mode": "open"}))),
     ];
     for client in [&bob, &server.anonymous()] {
         for (method, path, body) in &routes {
@@ -328,7 +327,7 @@ async fn administrators_are_made_and_never_all_removed(db: Db) {
     assert_eq!(bob.get(server.url("/api/admin/users")).send().await.unwrap().status(), 200);
     // With two, one may step down; then the other may not.
     assert_eq!(set_admin(&server, &server.client, me, false).await.status(), 204);
-    assert_eq!(server.client.get(server.url("/api/admin/users")).send().await.unwrap().status(), 404);
+    assert_eq!(server.get("/api/admin/users").await.status(), 404);
     refused(set_admin(&server, &bob, id, false).await, 409, "conflict").await;
     let listed: AdminAccountList = get_json(&bob, &server.url("/api/admin/users")).await;
     assert_eq!(listed.accounts.iter().filter(|a| a.admin).count(), 1);
@@ -347,8 +346,7 @@ async fn deleting_an_account_removes_it_and_ends_its_sessions(db: Db) {
     let server = server(&db, |_| {}).await;
     let (bob, session) = server.second_user("bob@example.com").await;
     let id = session.user.id;
-    let thread = bob.post(server.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
-    assert_eq!(thread.status(), 201);
+    server.create_thread_as(&bob).await;
     assert_eq!(db.raw.count("threads", "user_id", id).await, 1);
 
     let me = server.user.id;
@@ -441,15 +439,8 @@ async fn a_disabled_account_is_refused_at_once_on_another_instance() {
     let Some(url) = fresh_postgres_url("a_disabled_account_is_refused_at_once_on_another_instance").await else {
         return;
     };
-    let instance = |url: String| async move {
-        let store = quire::store::connect(&url).await.expect("connect");
-        TestServer::with_configured(store, Arc::new(quire::llm::builtin::Builtin::new()), |config| {
-            config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
-        })
-        .await
-    };
-    let a = instance(url.clone()).await;
-    let b = instance(url).await;
+    let instance = || shared_instance(&url, Arc::new(quire::llm::builtin::Builtin::new()), |_| {});
+    let (a, b) = (instance().await, instance().await);
     let (bob, session) = sign_up_or_in(&b.base, "bob@example.com").await;
     assert_eq!(status_of_me(&b, &bob).await, 200);
     assert_eq!(set_disabled(&a, session.user.id, true).await.status(), 204);

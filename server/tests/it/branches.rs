@@ -85,7 +85,6 @@ fn siblings(detail: &ThreadDetail, message: Uuid) -> Vec<Uuid> {
     detail.branches.iter().find(|b| b.message_id == message).map(|b| b.siblings.clone()).unwrap_or(vec![message])
 }
 
-/// The texts of the messages the model was sent in its `n`-th request.
 /// The shown path is a chain: no parent for the first message, each next message a child of the one before.
 fn assert_chain(detail: &ThreadDetail) {
     let mut parent = None;
@@ -634,17 +633,9 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
 }
 
 async fn a_share_link_shows_the_versions_chosen_and_their_documents(db: Db) {
-    use quire::llm::{StopReason, StreamEvent, ToolCall};
     let save = |title: &str| {
         let arguments = json!({ "artifact_type": "user_stories", "title": title, "content": "# Stories\n\n- One" });
-        vec![
-            Step::Emit(StreamEvent::ToolCall(ToolCall {
-                id: "call_1".into(),
-                name: "save_artifact".into(),
-                arguments,
-            })),
-            Step::Emit(StreamEvent::Stop(StopReason::ToolUse)),
-        ]
+        ScriptedModel::tool_use("save_artifact", arguments)
     };
     let scripts = vec![
         save("Bus stories"),

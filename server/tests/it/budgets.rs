@@ -14,7 +14,9 @@ use quire::store::{NewSummary, StoreError, TurnLimits};
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{fresh_postgres_url, get_json, read_frames, sign_up_or_in, ScriptedModel, Step, TestServer};
+use crate::common::{
+    fresh_postgres_url, get_json, read_frames, shared_instance, sign_up_or_in, ScriptedModel, Step, TestServer,
+};
 
 stories!(
     a_turn_over_the_personal_budget_is_refused_and_stores_nothing,
@@ -218,9 +220,7 @@ async fn starts_at_once_never_pass_the_cap_together(db: Db) {
 
 /// An instance of a shared PostgreSQL database, capping turns at 3 and budgets at `user_daily_tokens`.
 async fn instance(url: &str, model: Arc<ScriptedModel>, user_daily_tokens: u64) -> TestServer {
-    let store = quire::store::connect(url).await.expect("connect");
-    TestServer::with_configured(store, model, move |config| {
-        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+    shared_instance(url, model, move |config| {
         config.user_concurrent_turns = 3;
         config.user_daily_tokens = user_daily_tokens;
     })
@@ -271,7 +271,7 @@ async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
     let open = vec![say(&server, first, "One.").await, say(&server, second, "Two.").await];
     assert!(open.iter().all(|r| r.status() == 200));
     refused(say(&server, third, "Three.").await, "too_many_streams").await;
-    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    let resumed = server.get(&format!("/api/threads/{first}/stream")).await;
     refused(resumed, "too_many_streams").await;
     assert_eq!(server.detail(third).await.messages.len(), 0, "nothing started");
     // A stream that ends gives its place back.
@@ -280,7 +280,7 @@ async fn a_stream_past_the_cap_is_refused_before_its_turn_starts() {
     assert_eq!(stopped.status(), 202);
     let frames = read_frames(open.next().unwrap()).await;
     assert_eq!(frames.last().unwrap().event.name(), "message_complete");
-    let resumed = server.client.get(server.url(&format!("/api/threads/{first}/stream"))).send().await.unwrap();
+    let resumed = server.get(&format!("/api/threads/{first}/stream")).await;
     assert_eq!(resumed.status(), 200, "the ended stream's place is free again");
 }
 

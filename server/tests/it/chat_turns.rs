@@ -4,13 +4,13 @@ use std::time::Duration;
 
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
 use crate::common::{
-    bearer_client, fresh_postgres_url, names, new_user, read_frames, read_some_frames, seq_of, slow_builtin_server,
-    sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
+    bearer_client, fresh_postgres_url, message_update, names, new_user, read_frames, read_some_frames, seq_of,
+    slow_builtin_server, sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
 };
 use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
 use quire::llm::{LlmError, StopReason, StreamEvent};
-use quire::store::{AnswerDraft, DynStore, EventRun, MessageUpdate, StoredEvent, TurnEnd, TurnProgress};
+use quire::store::{AnswerDraft, DynStore, EventRun, StoredEvent, TurnEnd, TurnProgress};
 
 #[tokio::test]
 async fn a_tool_call_saves_the_document_and_events_come_in_order() {
@@ -60,11 +60,7 @@ async fn closing_the_tab_still_saves_the_whole_answer() {
 #[tokio::test]
 async fn stop_keeps_the_partial_answer_as_stopped() {
     let (store, _dir) = sqlite_store().await;
-    let mut script = vec![
-        Step::Emit(StreamEvent::TextDelta("Partial ".into())),
-        Step::Emit(StreamEvent::TextDelta("answer".into())),
-    ];
-    script.push(Step::Hang);
+    let script = vec![Step::delta("Partial "), Step::delta("answer"), Step::Hang];
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
     let response = server.send_text(thread, "Tell me a long story").await;
@@ -122,7 +118,7 @@ async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
 #[tokio::test]
 async fn a_second_concurrent_message_gets_409() {
     let (store, _dir) = sqlite_store().await;
-    let script = vec![Step::Emit(StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+    let script = vec![Step::delta("Thinking"), Step::Hang];
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
     let first = server.send_text(thread, "first").await;
@@ -140,11 +136,7 @@ async fn a_second_concurrent_message_gets_409() {
 #[tokio::test]
 async fn a_model_failure_mid_answer_keeps_the_partial_answer_as_interrupted() {
     let (store, _dir) = sqlite_store().await;
-    let script = vec![
-        Step::Emit(StreamEvent::TextDelta("The first ".into())),
-        Step::Emit(StreamEvent::TextDelta("half".into())),
-        Step::Fail(LlmError::Upstream { status: 500 }),
-    ];
+    let script = vec![Step::delta("The first "), Step::delta("half"), Step::Fail(LlmError::Upstream { status: 500 })];
     let server = TestServer::with(store, ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
     let frames = server.chat(thread, "Explain the plan").await;
@@ -239,13 +231,7 @@ fn draft(
         answer: Some(AnswerDraft {
             id: answer,
             thread_id: thread,
-            update: MessageUpdate {
-                content: text.into(),
-                status: MessageStatus::Interrupted,
-                usage: Default::default(),
-                model: None,
-                context: None,
-            },
+            update: message_update(text, MessageStatus::Interrupted),
             writing: true,
             question: None,
         }),
@@ -408,10 +394,10 @@ pub(crate) async fn chat_until_draft_as(
 /// An answer is found by search once it is finished (stopped or complete), never while it is being written,
 /// though its draft is saved and shown meanwhile.
 async fn answers_are_found_once_finished(store: DynStore) {
-    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
     let pause = Step::Sleep(Duration::from_millis(300));
-    let stopped = vec![delta("Quokkas "), pause.clone(), delta("smile"), Step::Hang];
-    let done = vec![delta("Wombats "), pause, delta("dig"), Step::Emit(StreamEvent::Stop(StopReason::EndTurn))];
+    let stopped = vec![Step::delta("Quokkas "), pause.clone(), Step::delta("smile"), Step::Hang];
+    let done =
+        vec![Step::delta("Wombats "), pause, Step::delta("dig"), Step::Emit(StreamEvent::Stop(StopReason::EndTurn))];
     let server = TestServer::with(store, ScriptedModel::new(vec![stopped, done])).await;
     let thread = server.create_thread().await;
     let reader = chat_until_draft(&server, thread, "Tell me about marsupials", "Quokkas smile").await;
@@ -453,8 +439,8 @@ async fn on_postgres_answers_are_found_once_finished() {
 /// when it ends where one process owns the store (SQLite, which follows it in memory); either way the answer so
 /// far is saved as it comes, and once the turn is over every event is stored and replays after any of them.
 async fn a_running_turns_events_are_stored_for_other_instances(store: DynStore, shared: bool) {
-    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
-    let script = vec![delta("Koalas "), Step::Sleep(Duration::from_millis(300)), delta("sleep"), Step::Hang];
+    let script =
+        vec![Step::delta("Koalas "), Step::Sleep(Duration::from_millis(300)), Step::delta("sleep"), Step::Hang];
     let server = TestServer::with(store.clone(), ScriptedModel::new(vec![script])).await;
     let thread = server.create_thread().await;
     let reader = chat_until_draft(&server, thread, "Tell me about koalas", "Koalas sleep").await;
@@ -543,11 +529,10 @@ stories!(deleting_a_conversation_stops_its_answer, a_turn_taken_over_stops_and_t
 
 /// Half an answer, saved as a draft (its second part comes after the first was handed over), and then nothing.
 pub(crate) fn half_an_answer() -> Vec<Step> {
-    let delta = |text: &str| Step::Emit(StreamEvent::TextDelta(text.into()));
     vec![
-        delta("Half "),
+        Step::delta("Half "),
         Step::Sleep(quire::chat::turn::FLUSH_EVERY + Duration::from_millis(50)),
-        delta("an answer"),
+        Step::delta("an answer"),
         Step::Hang,
     ]
 }

@@ -9,7 +9,7 @@ use quire::chat::memory::Source;
 use quire::llm::builtin::Builtin;
 use uuid::Uuid;
 
-use crate::common::{fresh_postgres_url, ExpectJson, TestServer};
+use crate::common::{fresh_postgres_url, shared_instance, ExpectJson, TestServer};
 
 /// How many turns' contexts `server` built from each source: memory, store, stale.
 fn counts(server: &TestServer) -> [u64; 3] {
@@ -73,13 +73,7 @@ async fn the_next_turn_builds_its_context_from_memory_until_the_conversation_cha
 #[tokio::test]
 async fn a_turn_on_another_instance_makes_what_was_kept_stale() {
     let Some(url) = fresh_postgres_url("a_turn_on_another_instance_makes_what_was_kept_stale").await else { return };
-    let instance = || async {
-        let store = quire::store::connect(&url).await.expect("connect");
-        TestServer::with_configured(store, Arc::new(Builtin::new()), |config| {
-            config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
-        })
-        .await
-    };
+    let instance = || shared_instance(&url, Arc::new(Builtin::new()), |_| {});
     let (a, b) = (instance().await, instance().await);
     let thread = a.create_thread().await;
     a.chat(thread, "We are planning a bakery website. Customers must order cakes.").await;

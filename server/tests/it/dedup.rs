@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::common::backends::{check_property, properties, Backend};
-use crate::common::{created, read_frames, send, sqlite_store, text_of, Frame, GreedyModel, TestServer};
+use crate::common::{created, send, sqlite_store, text_of, tool_call, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
 use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
@@ -66,11 +66,7 @@ async fn a_silent_request_adds_a_document_and_no_message() {
     server.chat(thread, "Generate user stories").await;
     let before = server.detail(thread).await;
 
-    let response = server
-        .send_chat(thread, &serde_json::json!({"content": "Generate acceptance criteria", "artifact_generation": true}))
-        .await;
-    assert_eq!(response.status(), 200);
-    let frames = read_frames(response).await;
+    let frames = send(&server, thread, "Generate acceptance criteria", true).await;
     let names: Vec<&str> = frames.iter().map(|f| f.event.name()).collect();
     assert!(!names.contains(&"text_delta"), "no text reaches the client: {names:?}");
     assert!(names.contains(&"tool_executing"));
@@ -101,9 +97,7 @@ async fn a_silent_request_adds_a_document_and_no_message() {
 async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
     let (server, _model, _dir) = greedy_server().await;
     let thread = server.create_thread().await;
-    let response =
-        server.send_chat(thread, &serde_json::json!({"content": "Tell me a joke", "artifact_generation": true})).await;
-    let frames = read_frames(response).await;
+    let frames = send(&server, thread, "Tell me a joke", true).await;
     let ChatEvent::Error { code, message } = &frames.last().unwrap().event else { panic!("{frames:?}") };
     assert_eq!(code, "no_artifact");
     assert!(!message.is_empty());
@@ -115,14 +109,11 @@ async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
 #[tokio::test]
 async fn parallel_duplicate_calls_in_one_turn_make_one_document() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{StopReason, StreamEvent, ToolCall};
+    use quire::llm::{StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, kind: &str, title: &str| {
-        Step::Emit(StreamEvent::ToolCall(ToolCall {
-            id: id.into(),
-            name: "save_artifact".into(),
-            arguments: serde_json::json!({"artifact_type": kind, "title": title, "content": "# Doc"}),
-        }))
+        let arguments = serde_json::json!({"artifact_type": kind, "title": title, "content": "# Doc"});
+        Step::Emit(tool_call(id, "save_artifact", arguments))
     };
     let first_round = vec![
         call("a", "user_stories", "Stories"),
@@ -161,8 +152,7 @@ async fn the_context_record_says_what_the_model_saw() {
     assert_eq!(record["model"], "greedy-1");
     assert!(record["tokens"].as_u64().unwrap() > 0);
 
-    let user_message =
-        server.client.get(server.url(&format!("/api/messages/{}/context", m[0].id))).send().await.unwrap();
+    let user_message = server.get(&format!("/api/messages/{}/context", m[0].id)).await;
     assert_eq!(user_message.status(), 404);
 }
 
@@ -264,14 +254,11 @@ async fn rounds_of_one_answer_are_separate_paragraphs() {
 #[tokio::test]
 async fn a_silent_turn_makes_one_document_at_most() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{Part, StopReason, StreamEvent, ToolCall};
+    use quire::llm::{Part, StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, title: &str| {
-        Step::Emit(StreamEvent::ToolCall(ToolCall {
-            id: id.into(),
-            name: "save_artifact".into(),
-            arguments: json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"}),
-        }))
+        let arguments = json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"});
+        Step::Emit(tool_call(id, "save_artifact", arguments))
     };
     let first_round =
         vec![call("a", "Stories"), call("b", "More stories"), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))];

@@ -131,7 +131,7 @@ async fn pages_are_private_and_large_api_answers_are_compressed_but_event_stream
     let note = serde_json::json!({ "content": "Requirements gathered in the workshop. ".repeat(60) });
     assert_eq!(server.add_message(thread, &note).await.status(), 201);
     let path = format!("/api/threads/{thread}");
-    let plain = server.client.get(server.url(&path)).send().await.unwrap();
+    let plain = server.get(&path).await;
     assert!(plain.headers().get("content-encoding").is_none());
     let plain = plain.bytes().await.unwrap();
     assert!(plain.len() > 1024, "the conversation is large enough to compress: {}", plain.len());

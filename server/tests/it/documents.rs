@@ -3,37 +3,18 @@
 //! isolation between users. Stories that touch storage run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is
 //! set (`scripts/with-postgres`), on PostgreSQL too.
 
-use std::{io::Read, sync::Arc};
+use std::io::Read;
 
-use crate::common::{created, new_user, text_of, ScriptedModel, Step, TestServer};
+use crate::common::{
+    created, every_store, new_artifact, new_user, text_of, tool_call, ScriptedModel, Step, TestServer,
+};
 use app::api::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
-use quire::llm::{builtin::Builtin, Part, Provider, StopReason, StreamEvent, ToolCall};
-use quire::store::{DynStore, NewArtifact, NewAttachment};
-use tempfile::TempDir;
+use quire::llm::{Part, StopReason, StreamEvent};
+use quire::store::NewAttachment;
 use uuid::Uuid;
-
-/// A fresh store of every configured backend (SQLite always).
-async fn stores() -> Vec<(DynStore, Option<TempDir>)> {
-    let (sqlite, dir) = crate::common::sqlite_store().await;
-    let mut all = vec![(sqlite, Some(dir))];
-    if let Ok(base) = std::env::var("QUIRE_TEST_POSTGRES_URL") {
-        let name = format!("quire_docs_{}", Uuid::new_v4().simple());
-        let admin = sqlx::PgPool::connect(&base).await.expect("postgres");
-        sqlx::query(&format!("create database {name}")).execute(&admin).await.expect("create database");
-        admin.close().await;
-        let (prefix, _) = base.rsplit_once('/').expect("database url with a name");
-        let url = format!("{prefix}/{name}");
-        all.push((quire::store::connect(&url).await.expect("open postgres"), None));
-    }
-    all
-}
-
-async fn server_on(store: DynStore, provider: Arc<dyn Provider>) -> TestServer {
-    TestServer::with(store, provider).await
-}
 
 const RICH: &str = "# Café Roadmap — Überblick
 
@@ -59,20 +40,12 @@ fn main() { println!(\"hello\"); }
 ";
 
 async fn save_document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> Artifact {
-    let new = NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::RequirementsDoc,
-        title: title.into(),
-        content: content.into(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    };
+    let new = new_artifact(thread, ArtifactType::RequirementsDoc, title, content);
     server.state.store.create_artifact(server.user.id, new).await.expect("artifact")
 }
 
 async fn download(server: &TestServer, path: &str) -> (String, String, Vec<u8>) {
-    let response = server.client.get(server.url(path)).send().await.unwrap();
+    let response = server.get(path).await;
     assert_eq!(response.status(), 200, "{path}");
     let header = |name: &str| response.headers().get(name).map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
     let (content_type, disposition) = (header("content-type"), header("content-disposition"));
@@ -206,34 +179,23 @@ async fn a_rich_document_exports_to_markdown_pdf_and_word() {
     assert!(find("fn main() { println!(\"hello\"); }").0.contains("Courier New"));
 
     // An unknown format is refused.
-    let response = server
-        .client
-        .get(server.url(&format!("/api/artifacts/{}/export?format=odt", artifact.id)))
-        .send()
-        .await
-        .unwrap();
+    let response = server.get(&format!("/api/artifacts/{}/export?format=odt", artifact.id)).await;
     assert_eq!(response.status(), 422);
 }
 
 fn tool_turn(name: &str, arguments: serde_json::Value) -> Vec<Vec<Step>> {
-    vec![
-        vec![
-            Step::Emit(StreamEvent::ToolCall(ToolCall { id: "call_1".into(), name: name.into(), arguments })),
-            Step::Emit(StreamEvent::Stop(StopReason::ToolUse)),
-        ],
-        ScriptedModel::text(&["Done."]),
-    ]
+    vec![ScriptedModel::tool_use(name, arguments), ScriptedModel::text(&["Done."])]
 }
 
 #[tokio::test]
 async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
-    for (store, _guard) in stores().await {
+    for (store, _guard) in every_store("documents").await {
         let plan = |content: &str| serde_json::json!({"artifact_type": "requirements_doc", "title": "Checkout Plan", "content": content});
         let mut scripts = tool_turn("save_artifact", plan("# Checkout Plan\n\nVersion one."));
         // A later turn with the same type and title revises it.
         scripts.extend(tool_turn("save_artifact", plan("# Checkout Plan\n\nVersion two.")));
         let model = ScriptedModel::new(scripts);
-        let server = server_on(store, model.clone()).await;
+        let server = TestServer::with(store, model.clone()).await;
         let thread = server.create_thread().await;
         let first = created(&server.chat(thread, "Write the requirements doc").await);
         assert_eq!(first.len(), 1);
@@ -248,18 +210,12 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         // Naming the document by ID revises it whatever the title; two calls in one turn make one version.
         let third = serde_json::json!({"artifact_type": "requirements_doc", "title": "Checkout Plan v3",
             "content": "# Checkout Plan v3\n\nVersion three.", "artifact_id": id.to_string()});
-        let call = |n: &str| {
-            Step::Emit(StreamEvent::ToolCall(ToolCall {
-                id: n.into(),
-                name: "save_artifact".into(),
-                arguments: third.clone(),
-            }))
-        };
+        let call = |n: &str| Step::Emit(tool_call(n, "save_artifact", third.clone()));
         let model3 = ScriptedModel::new(vec![
             vec![call("a"), call("b"), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))],
             ScriptedModel::text(&["Updated."]),
         ]);
-        let server = server_on(server.state.store.clone(), model3).await;
+        let server = TestServer::with(server.state.store.clone(), model3).await;
         let frames = server.chat(thread, "Rename it and add version three").await;
         let third_events = created(&frames);
         assert_eq!(third_events.len(), 1, "the duplicate call in the same turn makes no version");
@@ -290,14 +246,14 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         assert!(disposition.contains("Checkout%20Plan.md"), "{disposition}");
         let text = pdftotext(&download(&server, &format!("/api/artifacts/{id}/export?format=pdf&version=2")).await.2);
         assert!(text.contains("Version two."), "{text}");
-        let missing = server.client.get(server.url(&format!("/api/artifacts/{id}/versions/9"))).send().await.unwrap();
+        let missing = server.get(&format!("/api/artifacts/{id}/versions/9")).await;
         assert_eq!(missing.status(), 404);
 
         // An ID from elsewhere is an error the model sees, not a new document.
         let bogus = serde_json::json!({"artifact_type": "requirements_doc", "title": "X", "content": "# X",
             "artifact_id": Uuid::now_v7().to_string()});
         let model4 = ScriptedModel::new(tool_turn("save_artifact", bogus));
-        let server = server_on(server.state.store.clone(), model4.clone()).await;
+        let server = TestServer::with(server.state.store.clone(), model4.clone()).await;
         assert!(created(&server.chat(thread, "Revise the other one").await).is_empty());
         let result = model4.requests.lock().unwrap()[1].messages.last().unwrap().parts.iter().find_map(|p| match p {
             Part::ToolResult { content, is_error, .. } => Some((content.clone(), *is_error)),
@@ -309,7 +265,7 @@ async fn revising_a_document_adds_versions_and_every_version_stays_readable() {
         let response = server.client.delete(server.url(&format!("/api/artifacts/{id}"))).send().await.unwrap();
         assert_eq!(response.status(), 204);
         for path in [format!("/api/artifacts/{id}"), format!("/api/artifacts/{id}/versions")] {
-            assert_eq!(server.client.get(server.url(&path)).send().await.unwrap().status(), 404, "{path}");
+            assert_eq!(server.get(&path).await.status(), 404, "{path}");
         }
     }
 }
@@ -325,8 +281,8 @@ Support answers billing questions within two working days.
 
 #[tokio::test]
 async fn an_attached_document_is_searched_and_cited_turns_later() {
-    for (store, _guard) in stores().await {
-        let server = server_on(store, Arc::new(Builtin::new())).await;
+    for (store, _guard) in every_store("documents").await {
+        let server = TestServer::builtin(store).await;
         let thread = server.create_thread().await;
         let response = server.upload(thread, "billing-notes.md", "text/markdown", NOTES.as_bytes().to_vec()).await;
         assert_eq!(response.status(), 201);
@@ -352,10 +308,10 @@ async fn an_attached_document_is_searched_and_cited_turns_later() {
 
 #[tokio::test]
 async fn search_results_reach_the_model_as_quoted_data_and_pdfs_are_read() {
-    for (store, _guard) in stores().await {
+    for (store, _guard) in every_store("documents").await {
         let search = serde_json::json!({"query": "warehouse opening hours", "limit": 3});
         let model = ScriptedModel::new(tool_turn("document_search", search));
-        let server = server_on(store, model.clone()).await;
+        let server = TestServer::with(store, model.clone()).await;
         let thread = server.create_thread().await;
         // A PDF made by Quire's own export, then read back by the upload's extractor.
         let pdf = quire::artifacts::pdf::render(
@@ -391,9 +347,9 @@ async fn search_results_reach_the_model_as_quoted_data_and_pdfs_are_read() {
 
 #[tokio::test]
 async fn deleting_an_attachment_removes_its_chunks() {
-    for (store, _guard) in stores().await {
+    for (store, _guard) in every_store("documents").await {
         let model = ScriptedModel::new(vec![ScriptedModel::text(&["Hello."])]);
-        let server = server_on(store, model.clone()).await;
+        let server = TestServer::with(store, model.clone()).await;
         let thread = server.create_thread().await;
         let attachment: Attachment =
             server.upload(thread, "notes.txt", "text/plain", NOTES.as_bytes().to_vec()).await.json().await.unwrap();
@@ -457,21 +413,13 @@ async fn uploads_have_limits_and_unsupported_types_are_refused() {
 
 #[tokio::test]
 async fn another_users_documents_and_files_are_not_found() {
-    for (store, _guard) in stores().await {
-        let server = server_on(store, Arc::new(Builtin::new())).await;
+    for (store, _guard) in every_store("documents").await {
+        let server = TestServer::builtin(store).await;
         let store = &server.state.store;
         // The second user's data is made through the store: `server.client` acts as the local user.
         let other = new_user(store).await;
         let thread = store.create_thread(other, "Theirs", &[]).await.unwrap().id;
-        let new = NewArtifact {
-            thread_id: thread,
-            artifact_type: ArtifactType::UserStories,
-            title: "Secret".into(),
-            content: "# Secret".into(),
-            request_message_id: None,
-            assistant_message_id: None,
-            answers: Vec::new(),
-        };
+        let new = new_artifact(thread, ArtifactType::UserStories, "Secret", "# Secret");
         let artifact = store.create_artifact(other, new).await.unwrap().id;
         let file = NewAttachment {
             thread_id: thread,
@@ -493,7 +441,7 @@ async fn another_users_documents_and_files_are_not_found() {
             format!("/api/artifacts/{artifact}/export?format=docx"),
             format!("/api/threads/{thread}/attachments"),
         ] {
-            let response = server.client.get(server.url(&path)).send().await.unwrap();
+            let response = server.get(&path).await;
             assert_eq!(response.status(), 404, "GET {path}");
         }
         for path in [format!("/api/artifacts/{artifact}"), format!("/api/threads/{thread}/attachments/{attachment}")] {

@@ -1,12 +1,12 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
-use crate::common::{post_raw_json, ExpectJson, TestServer};
+use crate::common::{new_artifact, new_message, post_raw_json, ExpectJson, TestServer};
 use app::api::{
-    AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, MessageStatus, Role, SearchKind, SearchResults,
-    Thread, ThreadDetail, ThreadExport, ThreadList, Usage,
+    AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, Role, SearchKind, SearchResults, Thread,
+    ThreadDetail, ThreadExport, ThreadList, Usage,
 };
 use proptest::{prelude::*, test_runner::Config as ProptestConfig};
-use quire::store::{NewArtifact, NewMessage};
+use quire::store::NewMessage;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -17,38 +17,27 @@ async fn create(server: &TestServer, body: Value) -> Thread {
 }
 
 async fn patch(server: &TestServer, id: Uuid, body: Value) {
-    let response = server.client.patch(server.url(&format!("/api/threads/{id}"))).json(&body).send().await.unwrap();
+    let response = server.patch_thread(id, &body).await;
     assert_eq!(response.status(), 200, "{:?}", response.text().await);
 }
 
 async fn list(server: &TestServer, query: &str) -> ThreadList {
-    let response = server.client.get(server.url(&format!("/api/threads?{query}"))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads?{query}")).await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }
 
 async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> app::api::Message {
     let message = NewMessage {
-        thread_id: thread,
-        role,
-        content: content.into(),
-        status: MessageStatus::Complete,
         usage: Usage { input_tokens: 3, output_tokens: 4 },
         model: (role == Role::Assistant).then(|| "test-model".to_string()),
+        ..new_message(thread, role, content)
     };
     server.state.store.append_message(server.user.id, message).await.unwrap()
 }
 
 async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> app::api::Artifact {
-    let artifact = NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::UserStories,
-        title: title.into(),
-        content: content.into(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    };
+    let artifact = new_artifact(thread, ArtifactType::UserStories, title, content);
     server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }
 
@@ -88,7 +77,7 @@ async fn listing_puts_pinned_first_hides_archived_and_filters_tags() {
     assert_eq!(both.threads.iter().map(|t| t.id).collect::<Vec<_>>(), [a.id]);
 
     for bad in ["limit=0", "limit=101", "sort=size", "order=up", "cursor=%21%21"] {
-        let response = server.client.get(server.url(&format!("/api/threads?{bad}"))).send().await.unwrap();
+        let response = server.get(&format!("/api/threads?{bad}")).await;
         assert!(matches!(response.status().as_u16(), 400 | 422), "{bad}: {}", response.status());
         let body: ErrorBody = response.json().await.unwrap();
         assert!(!body.error.code.is_empty());
@@ -147,7 +136,7 @@ async fn deleting_cascades_and_message_counts_stay_true() {
     assert_eq!(server.client.delete(&url).send().await.unwrap().status(), 204);
     assert_eq!(server.client.get(&url).send().await.unwrap().status(), 404);
     assert_eq!(server.search("zebra").await.total, 0, "nothing of it is found any more");
-    let export = server.client.get(server.url(&format!("/api/threads/{}/export", t.id))).send().await.unwrap();
+    let export = server.get(&format!("/api/threads/{}/export", t.id)).await;
     assert_eq!(export.status(), 404);
     let stats: HistoryStats = server.get_json("/api/stats").await;
     assert_eq!((stats.total_threads, stats.total_messages), (0, 0));
@@ -204,7 +193,7 @@ async fn search_ranks_marks_and_pages() {
     seen.sort();
     seen.dedup();
     assert_eq!(seen.len(), 3);
-    let bad = server.client.get(server.url("/api/search?q=x&cursor=zzz")).send().await.unwrap();
+    let bad = server.get("/api/search?q=x&cursor=zzz").await;
     assert_eq!(bad.status(), 400);
 }
 
@@ -257,7 +246,7 @@ async fn stats_describe_a_known_data_set() {
     let user = server.user.id;
     server.state.store.record_usage(user, a.id, "m", Usage { input_tokens: 40, output_tokens: 2 }).await.unwrap();
 
-    let response = server.client.get(server.url("/api/stats")).send().await.unwrap();
+    let response = server.get("/api/stats").await;
     assert_eq!(response.status(), 200);
     let raw: Value = response.json().await.unwrap();
     let stats: HistoryStats = serde_json::from_value(raw.clone()).unwrap();
@@ -279,7 +268,7 @@ async fn export_downloads_and_imports_back() {
     say(&server, t.id, Role::Assistant, "Noted: June.").await;
     document(&server, t.id, "Launch stories", "- As a PM I want a date").await;
 
-    let response = server.client.get(server.url(&format!("/api/threads/{}/export", t.id))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads/{}/export", t.id)).await;
     assert_eq!(response.status(), 200);
     let disposition = response.headers()["content-disposition"].to_str().unwrap().to_string();
     assert_eq!(
@@ -291,15 +280,14 @@ async fn export_downloads_and_imports_back() {
     assert_eq!((export.messages.len(), export.artifacts.len()), (2, 1));
     assert_eq!(export.messages[1].model.as_deref(), Some("test-model"));
 
-    let md =
-        server.client.get(server.url(&format!("/api/threads/{}/export?format=markdown", t.id))).send().await.unwrap();
+    let md = server.get(&format!("/api/threads/{}/export?format=markdown", t.id)).await;
     assert_eq!(md.status(), 200);
     assert!(md.headers()["content-disposition"].to_str().unwrap().contains("filename=\"Launch plan Q3 Q4.md\""));
     let text = md.text().await.unwrap();
     assert!(text.starts_with("# Launch plan: Q3/Q4\n"), "{text}");
     assert!(text.contains("### You") && text.contains("We launch in **June**.") && text.contains("### Assistant"));
     assert!(text.contains("## Documents") && text.contains("Launch stories (User Stories)"));
-    let bad = server.client.get(server.url(&format!("/api/threads/{}/export?format=pdf", t.id))).send().await.unwrap();
+    let bad = server.get(&format!("/api/threads/{}/export?format=pdf", t.id)).await;
     assert_eq!(bad.status(), 422);
 
     let response = server.client.post(server.url("/api/threads/import")).json(&export).send().await.unwrap();
@@ -317,7 +305,7 @@ async fn export_downloads_and_imports_back() {
     };
     assert_eq!(strip(&again), strip(&export));
 
-    let everything = server.client.get(server.url("/api/export")).send().await.unwrap();
+    let everything = server.get("/api/export").await;
     assert_eq!(everything.status(), 200);
     assert!(everything.headers()["content-disposition"]
         .to_str()
@@ -346,7 +334,7 @@ async fn an_account_export_larger_than_a_piece_arrives_whole_and_in_order() {
     let response = server.client.delete(server.url(&format!("/api/threads/{}", deleted.id))).send().await.unwrap();
     assert_eq!(response.status(), 204);
 
-    let response = server.client.get(server.url("/api/export")).send().await.unwrap();
+    let response = server.get("/api/export").await;
     assert_eq!(response.status(), 200);
     assert!(response.headers()["content-type"].to_str().unwrap().starts_with("application/json"));
     let body = response.bytes().await.unwrap();

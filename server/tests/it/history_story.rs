@@ -18,7 +18,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
-use crate::common::{new_message, new_user, tags};
+use crate::common::{new_artifact, new_message, new_user, tags};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -29,15 +29,7 @@ async fn append(store: &DynStore, user: Uuid, thread: Uuid, role: Role, content:
 }
 
 fn artifact(thread: Uuid, kind: ArtifactType, title: &str) -> NewArtifact {
-    NewArtifact {
-        thread_id: thread,
-        artifact_type: kind,
-        title: title.to_string(),
-        content: format!("# {title}"),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    }
+    new_artifact(thread, kind, title, &format!("# {title}"))
 }
 
 /// An export without what an import may change: ids (links become message positions) and the export time.
@@ -293,13 +285,9 @@ fn export_import_export_is_identity(backend: Backend, test: &str) {
         for (kind, title, content, request, answer) in &c.documents {
             let link = |i: &Option<usize>| i.and_then(|i| messages.get(i).copied());
             let doc = NewArtifact {
-                thread_id: t.id,
-                artifact_type: *kind,
-                title: title.clone(),
-                content: content.clone(),
                 request_message_id: link(request),
                 assistant_message_id: link(answer),
-                answers: Vec::new(),
+                ..new_artifact(t.id, *kind, title, content)
             };
             s.create_artifact(u, doc).await.unwrap();
         }

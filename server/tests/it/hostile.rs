@@ -68,10 +68,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
 
     // Two uploads at a time from two accounts (each person may run two at once).
     let (other_client, _) = server.second_user("hostile-two@example.com").await;
-    let other_files = {
-        let response = other_client.post(server.url("/api/threads")).json(&serde_json::json!({})).send().await.unwrap();
-        response.json::<app::api::Thread>().await.unwrap().id
-    };
+    let other_files = server.create_thread_as(&other_client).await;
     let mut kept = [Vec::new(), Vec::new()];
     let mut pending = Vec::new();
     for (i, (name, mime, bytes, expect)) in cases().into_iter().enumerate() {
@@ -86,7 +83,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
             for done in std::mem::take(&mut pending) {
                 check(done.await.unwrap(), &mut kept);
             }
-            let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+            let health = server.get("/api/health").await;
             assert_eq!(health.status(), 200, "the server answers between hostile uploads");
         }
     }
@@ -113,7 +110,7 @@ async fn crafted_files_get_clear_answers_while_a_chat_streams_on() {
     assert_eq!(frames.last().map(|f| f.event.name()), Some("message_complete"));
     let detail = server.wait_idle(chatting).await;
     assert_eq!(detail.messages.last().unwrap().content, streamed);
-    let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+    let health = server.get("/api/health").await;
     assert_eq!(health.status(), 200);
 }
 
@@ -212,7 +209,7 @@ async fn exports_and_imports_wait_their_turn_in_the_heavy_queue() {
     let held = server.state.heavy.admit(Uuid::new_v4()).unwrap();
     let mut refused = vec![import().await.unwrap()];
     for path in &heavy {
-        refused.push(server.client.get(server.url(path)).send().await.unwrap());
+        refused.push(server.get(path).await);
     }
     for response in refused {
         let url = response.url().path().to_string();
@@ -225,7 +222,7 @@ async fn exports_and_imports_wait_their_turn_in_the_heavy_queue() {
     drop(held);
 
     for path in &heavy {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let response = server.get(path).await;
         assert_eq!(response.status(), 200, "{path}");
         // The account export holds its place until its body is sent.
         response.bytes().await.unwrap();
@@ -274,7 +271,7 @@ async fn a_head_sent_too_slowly_is_closed_at_the_configured_limit() {
     let addr = server.base.trim_start_matches("http://").to_string();
     let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
     slow.write_all(b"POST /api/auth/login HTTP/1.1\r\nhost: quire\r\ncontent-type: applic").await.unwrap();
-    let health = server.client.get(server.url("/api/health")).send().await.unwrap();
+    let health = server.get("/api/health").await;
     assert_eq!(health.status(), 200);
     let mut answer = Vec::new();
     // A minute at most: a connection never closed fails the test rather than hanging it.

@@ -2,14 +2,11 @@
 //! one is written whole, a failed one leaves nothing behind, numbers leave room for later messages, and no
 //! filter or cursor a client makes up reaches a server error.
 
-use std::sync::Arc;
-
 use app::api::{
     ErrorBody, ImportResult, Role, ThreadList, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS, MAX_IMPORT_DOCUMENTS,
     MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use quire::llm::builtin::Builtin;
 use quire::store::{
     self,
     history::{ImportMessage, ImportThread},
@@ -22,7 +19,7 @@ use crate::common::TestServer;
 use crate::history_story::import_thread;
 
 async fn server(db: &Db) -> TestServer {
-    TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await
+    TestServer::builtin(db.store.clone()).await
 }
 
 async fn threads_of(db: &Db, user: Uuid) -> i64 {
@@ -241,7 +238,7 @@ fn cursor(value: Value) -> String {
 
 /// The status of a listing and, for a refusal, its error's code and field.
 async fn list_status(server: &TestServer, query: &str) -> (u16, Option<String>, Option<String>) {
-    let response = server.client.get(server.url(&format!("/api/threads?{query}"))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads?{query}")).await;
     let status = response.status().as_u16();
     match response.json::<ErrorBody>().await {
         Ok(body) => (status, Some(body.error.code), body.error.field),
@@ -370,13 +367,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
         post(format!("/api/threads/{thread}/chat"), json!({"content": "a\u{0}b"})).await,
         post("/api/threads".into(), json!({"title": "a\u{0}b"})).await,
         post("/api/threads".into(), json!({"tags": ["a\u{0}b"]})).await,
-        server
-            .client
-            .patch(server.url(&format!("/api/threads/{thread}")))
-            .json(&json!({"title": "a\u{0}b"}))
-            .send()
-            .await
-            .unwrap(),
+        server.patch_thread(thread, &json!({"title": "a\u{0}b"})).await,
         import(&server, &export("a\u{0}b", vec![message(1, "hello")])).await,
     ];
     for (i, response) in refused.into_iter().enumerate() {
@@ -387,14 +378,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
 
     // A text file's NULs are dropped: its words are kept and found.
     let text = b"Rackets\0 and\0\0 nets are stored in the\0 shed.".to_vec();
-    let part = reqwest::multipart::Part::bytes(text).file_name("nul.txt").mime_str("text/plain").unwrap();
-    let response = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/attachments")))
-        .multipart(reqwest::multipart::Form::new().part("file", part))
-        .send()
-        .await
-        .unwrap();
+    let response = server.upload(thread, "nul.txt", "text/plain", text).await;
     assert_eq!(response.status(), 201, "{}", response.text().await.unwrap());
     let found = db.store.search_chunks(server.user.id, thread, "rackets shed", 5).await.unwrap();
     assert_eq!(found.len(), 1);
@@ -402,7 +386,7 @@ async fn nul_characters_never_reach_the_database(db: Db) {
 
     // Searches and filters with a NUL are answered, not failed.
     for query in ["/api/search?q=a%00b", "/api/search?q=%00", "/api/threads?tags=a%00b"] {
-        let status = server.client.get(server.url(query)).send().await.unwrap().status().as_u16();
+        let status = server.get(query).await.status().as_u16();
         assert!(status == 200 || status == 400, "{query}: {status}");
     }
     assert_eq!(threads_of(&db, server.user.id).await, 1);

@@ -9,13 +9,7 @@ use uuid::Uuid;
 /// The owner's conversation with a finished turn (so it has messages, a context record and stored events).
 async fn owner_with_a_conversation(server: &TestServer) -> (Uuid, ThreadDetail) {
     let thread = server.create_thread().await;
-    server
-        .client
-        .patch(server.url(&format!("/api/threads/{thread}")))
-        .json(&json!({"title": "Private plans", "tags": ["secret"]}))
-        .send()
-        .await
-        .unwrap();
+    server.patch_thread(thread, &json!({"title": "Private plans", "tags": ["secret"]})).await;
     server.chat(thread, "We need a payroll system. Please write the user stories.").await;
     (thread, server.wait_idle(thread).await)
 }
@@ -31,7 +25,7 @@ async fn another_users_objects_answer_404_like_missing_ones() {
     let (thread, before) = owner_with_a_conversation(&server).await;
     let question = before.messages.iter().find(|m| m.role == Role::User).unwrap().id;
     let answer = before.messages.iter().find(|m| m.role == Role::Assistant).unwrap().id;
-    let owner_context = server.client.get(server.url(&format!("/api/messages/{answer}/context"))).send().await.unwrap();
+    let owner_context = server.get(&format!("/api/messages/{answer}/context")).await;
     assert_eq!(owner_context.status(), 200, "the owner sees the context record");
 
     let (mallory, _) = server.second_user("mallory@example.com").await;
@@ -55,10 +49,7 @@ async fn another_users_objects_answer_404_like_missing_ones() {
         }
     }
     // Message-level routes: the owner's message ids under the attacker's own thread, and directly.
-    let own_thread = {
-        let response = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
-        response.json::<app::api::Thread>().await.unwrap().id
-    };
+    let own_thread = server.create_thread_as(&mallory).await;
     for message in [question, answer] {
         let delete = mallory.delete(server.url(&format!("/api/threads/{own_thread}/messages/{message}")));
         assert_not_found(delete.send().await.unwrap(), "DELETE message via own thread").await;
@@ -82,7 +73,7 @@ async fn another_users_objects_answer_404_like_missing_ones() {
     assert_eq!(after.thread.title, "Private plans");
     let owner_list: ThreadList = server.get_json("/api/threads").await;
     assert_eq!(owner_list.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![thread]);
-    let context = server.client.get(server.url(&format!("/api/messages/{answer}/context"))).send().await.unwrap();
+    let context = server.get(&format!("/api/messages/{answer}/context")).await;
     assert_eq!(context.status(), 200);
 }
 
@@ -91,9 +82,8 @@ async fn documents_stay_with_their_owner() {
     let server = TestServer::start().await;
     let (thread, before) = owner_with_a_conversation(&server).await;
     let (mallory, _) = server.second_user("mallory@example.com").await;
-    let own = mallory.post(server.url("/api/threads")).json(&json!({})).send().await.unwrap();
-    let own: app::api::Thread = own.json().await.unwrap();
-    let mine: ThreadDetail = get_json(&mallory, &server.url(&format!("/api/threads/{}", own.id))).await;
+    let own = server.create_thread_as(&mallory).await;
+    let mine: ThreadDetail = get_json(&mallory, &server.url(&format!("/api/threads/{own}"))).await;
     assert!(mine.artifacts.is_empty() && mine.messages.is_empty());
     assert_eq!(server.detail(thread).await.artifacts, before.artifacts);
 }
@@ -103,20 +93,8 @@ async fn history_documents_and_files_stay_with_their_owner() {
     let server = TestServer::start().await;
     let (thread, before) = owner_with_a_conversation(&server).await;
     let artifact = before.artifacts.first().expect("the conversation made a document").id;
-    let form = reqwest::multipart::Form::new().part(
-        "file",
-        reqwest::multipart::Part::text("Payroll runs on the last Friday of each month.")
-            .file_name("payroll.txt")
-            .mime_str("text/plain")
-            .unwrap(),
-    );
-    let uploaded = server
-        .client
-        .post(server.url(&format!("/api/threads/{thread}/attachments")))
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
+    let payroll = b"Payroll runs on the last Friday of each month.".to_vec();
+    let uploaded = server.upload(thread, "payroll.txt", "text/plain", payroll).await;
     assert_eq!(uploaded.status(), 201);
     let attachment = uploaded.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_string();
 

@@ -1,14 +1,15 @@
 //! The Anthropic adapter against a local fake speaking the Messages streaming format.
 
+use crate::common::tool_call;
 use crate::fake_upstream::{
-    assert_key_redacted, assert_rate_limit_retried, code_of, collect, err, events_of, fast_retries, hello,
+    assert_key_redacted, assert_rate_limit_retried, code_of, collect, delta, err, events_of, fast_retries, hello,
     patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply,
     Step,
 };
 use quire::llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::RetryingProvider,
-    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage},
     ApiKey, HttpTimeouts,
 };
 use serde_json::json;
@@ -117,17 +118,13 @@ async fn tool_use_input_fragments_are_parsed_at_block_stop() {
     assert_eq!(
         events,
         vec![
-            Ok(StreamEvent::TextDelta("Let me check.".into())),
-            Ok(StreamEvent::ToolCall(ToolCall {
-                id: "toolu_01T1x1fJ34qAmk2tNTrN7Up6".into(),
-                name: "get_weather".into(),
-                arguments: json!({"location": "San Francisco, CA", "unit": "fahrenheit"}),
-            })),
-            Ok(StreamEvent::ToolCall(ToolCall {
-                id: "toolu_02".into(),
-                name: "get_time".into(),
-                arguments: json!({}),
-            })),
+            delta("Let me check."),
+            Ok(tool_call(
+                "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+                "get_weather",
+                json!({"location": "San Francisco, CA", "unit": "fahrenheit"})
+            )),
+            Ok(tool_call("toolu_02", "get_time", json!({}))),
             Ok(StreamEvent::Usage(Usage { input_tokens: 472, output_tokens: 89 })),
             Ok(StreamEvent::Stop(StopReason::ToolUse)),
         ]
@@ -233,7 +230,7 @@ async fn overloaded_error_event_before_any_token_is_retried() {
     assert_eq!(events, vec![err("overloaded")]);
 
     let events = retried_events(provider(&server)).await;
-    assert_eq!(events[0], Ok(StreamEvent::TextDelta("second try".into())));
+    assert_eq!(events[0], delta("second try"));
     assert_eq!(server.request_count(), 2);
 }
 
@@ -243,7 +240,7 @@ async fn overloaded_error_event_after_a_token_is_not_retried() {
     let server =
         FakeServer::start(vec![Reply::sse_chunked(&body, 64), Reply::sse_chunked(&text_body(&["never"]), 64)]).await;
     let events = retried_events(provider(&server)).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("Hel".into())), err("overloaded")]);
+    assert_eq!(events, vec![delta("Hel"), err("overloaded")]);
     assert_eq!(server.request_count(), 1);
 }
 
@@ -252,7 +249,7 @@ async fn malformed_json_is_a_protocol_error() {
     let body =
         text_begun(1, "ok") + "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0,\n\n";
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("ok".into())), err("upstream_protocol")]);
+    assert_eq!(events, vec![delta("ok"), err("upstream_protocol")]);
 }
 
 #[tokio::test]
@@ -260,7 +257,7 @@ async fn connection_cut_mid_stream_is_a_network_error() {
     let head = text_begun(5, "partial");
     let server = FakeServer::start(vec![Reply::sse_then(&head, Step::Cut)]).await;
     let events = retried_events(provider(&server)).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("partial".into())), err("upstream_unreachable")]);
+    assert_eq!(events, vec![delta("partial"), err("upstream_unreachable")]);
     assert_eq!(server.request_count(), 1);
 }
 
@@ -272,13 +269,13 @@ async fn end_without_message_stop_is_an_error() {
         + &event(json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
                         "usage": {"output_tokens": 2}}));
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("almost".into())), err("upstream_protocol")]);
+    assert_eq!(events, vec![delta("almost"), err("upstream_protocol")]);
 }
 
 #[tokio::test]
 async fn stalled_stream_times_out() {
     let events = stalled_events(provider_with, &text_begun(5, "hmm")).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("hmm".into())), err("upstream_timeout")]);
+    assert_eq!(events, vec![delta("hmm"), err("upstream_timeout")]);
 }
 
 #[tokio::test]

@@ -3,15 +3,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::tool_call;
 use crate::fake_upstream::{
-    assert_key_redacted, assert_rate_limit_retried, chunks, code_of, collect, err, events_of, fast_retries, hello,
-    patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply,
-    Step,
+    assert_key_redacted, assert_rate_limit_retried, chunks, code_of, collect, delta, err, events_of, fast_retries,
+    hello, patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer,
+    Reply, Step,
 };
 use quire::llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::RetryingProvider,
-    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolCall, Usage},
+    types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage},
     ApiKey, HttpTimeouts,
 };
 use serde_json::json;
@@ -89,7 +90,7 @@ async fn streams_text_usage_and_stop_from_chunks_split_anywhere() {
 async fn crlf_framing_and_keepalive_comments_are_accepted() {
     let body = format!(": keep-alive\n\n{}", text_body(&["ok"])).replace('\n', "\r\n");
     let events = events_of(provider, &body, 3).await;
-    assert_eq!(events.first(), Some(&Ok(StreamEvent::TextDelta("ok".into()))));
+    assert_eq!(events.first(), Some(&delta("ok")));
     assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::EndTurn))));
 }
 
@@ -110,16 +111,8 @@ async fn parallel_tool_calls_interleaved_by_index_are_parsed_once_complete() {
     assert_eq!(
         events,
         vec![
-            Ok(StreamEvent::ToolCall(ToolCall {
-                id: "call_weather".into(),
-                name: "get_weather".into(),
-                arguments: json!({"city": "Paris"}),
-            })),
-            Ok(StreamEvent::ToolCall(ToolCall {
-                id: "call_time".into(),
-                name: "get_time".into(),
-                arguments: json!({"tz": "UTC"}),
-            })),
+            Ok(tool_call("call_weather", "get_weather", json!({"city": "Paris"}))),
+            Ok(tool_call("call_time", "get_time", json!({"tz": "UTC"}))),
             Ok(StreamEvent::Usage(Usage { input_tokens: 80, output_tokens: 40 })),
             Ok(StreamEvent::Stop(StopReason::ToolUse)),
         ]
@@ -269,7 +262,7 @@ async fn malformed_json_line_is_a_protocol_error_after_earlier_text() {
     body += "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"bro\n\n";
     body += &chunk(json!({"content": "never seen"}), None);
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("fine".into())), err("upstream_protocol")]);
+    assert_eq!(events, vec![delta("fine"), err("upstream_protocol")]);
 }
 
 #[tokio::test]
@@ -280,14 +273,7 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
     let server =
         FakeServer::start(vec![Reply::sse(steps), Reply::sse_chunked(&text_body(&["second attempt"]), 64)]).await;
     let events = retried_events(provider(&server)).await;
-    assert_eq!(
-        events,
-        vec![
-            Ok(StreamEvent::TextDelta("one".into())),
-            Ok(StreamEvent::TextDelta("two".into())),
-            err("upstream_unreachable"),
-        ]
-    );
+    assert_eq!(events, vec![delta("one"), delta("two"), err("upstream_unreachable"),]);
     assert_eq!(server.request_count(), 1, "no retry after the first token");
 }
 
@@ -295,13 +281,13 @@ async fn connection_cut_mid_stream_is_a_network_error_and_not_retried() {
 async fn clean_end_without_finish_or_done_is_an_error() {
     let body = chunk(json!({"content": "half an answ"}), None);
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("half an answ".into())), err("upstream_protocol")]);
+    assert_eq!(events, vec![delta("half an answ"), err("upstream_protocol")]);
 }
 
 #[tokio::test]
 async fn stalled_stream_times_out() {
     let events = stalled_events(provider_with, &chunk(json!({"content": "thinking"}), None)).await;
-    assert_eq!(events, vec![Ok(StreamEvent::TextDelta("thinking".into())), err("upstream_timeout")]);
+    assert_eq!(events, vec![delta("thinking"), err("upstream_timeout")]);
 }
 
 #[tokio::test]
@@ -383,7 +369,7 @@ async fn more_streams_than_one_http2_connection_allows_all_run_at_once() {
         .await
         .expect("streams beyond one connection's limit waited for the others");
     for events in all {
-        assert!(events.unwrap().contains(&Ok(StreamEvent::TextDelta("Hi".into()))));
+        assert!(events.unwrap().contains(&delta("Hi")));
     }
     let versions = versions.lock().unwrap();
     assert_eq!(versions.len(), STREAMS);

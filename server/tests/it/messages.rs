@@ -3,7 +3,7 @@
 //! message that starts a turn commits, not after.
 
 use app::api::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
-use quire::llm::{LlmError, StreamEvent};
+use quire::llm::LlmError;
 use serde_json::json;
 use uuid::Uuid;
 
@@ -71,10 +71,7 @@ async fn retry_runs_the_failed_turn_without_storing_the_message_again(db: Db) {
 }
 
 async fn retry_replaces_the_partial_answer_of_the_failed_turn(db: Db) {
-    let cut_short = vec![
-        Step::Emit(StreamEvent::TextDelta("The first half".into())),
-        Step::Fail(LlmError::Upstream { status: 500 }),
-    ];
+    let cut_short = vec![Step::delta("The first half"), Step::Fail(LlmError::Upstream { status: 500 })];
     let (server, model) = scripted_server(&db, vec![cut_short, ScriptedModel::text(&["The whole answer."])]).await;
     let thread = server.create_thread().await;
     ends_with_error(&server.chat(thread, "Explain the plan").await);
@@ -156,7 +153,7 @@ async fn a_message_is_added_without_asking_the_model(db: Db) {
     let hits: Vec<Uuid> = search.results.iter().filter_map(|r| r.message_id).collect();
     assert_eq!(hits, vec![message.id], "the message (and the title named after it)");
     for export in [format!("/api/threads/{thread}/export"), "/api/export".to_string()] {
-        let body = server.client.get(server.url(&export)).send().await.unwrap().text().await.unwrap();
+        let body = server.get(&export).await.text().await.unwrap();
         assert!(body.contains("Stock counts happen every Monday at seven."), "{export}: {body}");
     }
 

@@ -7,39 +7,25 @@ use std::{num::NonZeroU32, sync::Arc, time::Duration};
 use crate::chat_turns::{assert_stopped, chat_until_draft, half_an_answer, take_over};
 use crate::common::backends::Raw;
 use crate::common::{
-    fresh_postgres_url, read_frames, read_some_frames, ExpectJson, ScriptedModel, Step, TestServer, PASSWORD,
+    fresh_postgres_url, read_frames, read_some_frames, shared_instance, ExpectJson, ScriptedModel, Step, TestServer,
+    PASSWORD,
 };
 use crate::protection::{guess_at_once, most_admitted_within};
 use app::api::{MessageStatus, ThreadList};
 use quire::auth::throttle::FREE_FAILURES;
 use quire::config::Config;
-use quire::llm::{builtin::Builtin, Provider, StreamEvent};
+use quire::llm::{builtin::Builtin, Provider};
 use quire::store::{Admission, Rate};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
-    configured_instance(url, provider, |_| {}).await
+    shared_instance(url, provider, |_| {}).await
 }
 
 /// Two instances answering with the built-in model on the database at `url`, each configured by `configure`.
 async fn two_builtin_instances(url: &str, configure: impl Fn(&mut Config)) -> (TestServer, TestServer) {
-    let a = configured_instance(url, Arc::new(Builtin::new()), &configure).await;
-    let b = configured_instance(url, Arc::new(Builtin::new()), &configure).await;
+    let a = shared_instance(url, Arc::new(Builtin::new()), &configure).await;
+    let b = shared_instance(url, Arc::new(Builtin::new()), &configure).await;
     (a, b)
-}
-
-async fn configured_instance(
-    url: &str,
-    provider: Arc<dyn Provider>,
-    configure: impl FnOnce(&mut Config),
-) -> TestServer {
-    let store = quire::store::connect(url).await.expect("connect");
-    assert_eq!(store.backend(), "postgres");
-    // Instances sharing a database share the session key, as the README says they must.
-    TestServer::with_configured(store, provider, |config| {
-        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
-        configure(config);
-    })
-    .await
 }
 
 #[tokio::test]
@@ -86,7 +72,7 @@ async fn two_instances_see_each_others_threads_and_turns() {
 #[tokio::test]
 async fn a_turn_can_be_stopped_from_another_instance() {
     let Some(url) = fresh_postgres_url("a_turn_can_be_stopped_from_another_instance").await else { return };
-    let script = vec![Step::Emit(StreamEvent::TextDelta("Half an answer".into())), Step::Hang];
+    let script = vec![Step::delta("Half an answer"), Step::Hang];
     let a = instance(&url, ScriptedModel::new(vec![script])).await;
     let b = instance(&url, Arc::new(Builtin::new())).await;
     let thread = a.create_thread().await;

@@ -40,7 +40,7 @@ async fn metrics_count_requests_and_the_tokens_of_a_turn() {
     let metrics = metrics_address(&server).await;
     let thread = server.create_thread().await;
     for _ in 0..2 {
-        let listed = server.client.get(server.url("/api/threads")).send().await.unwrap();
+        let listed = server.get("/api/threads").await;
         assert_eq!(listed.status(), 200);
     }
     let missing = server.client.get(server.url(&format!("/api/threads/{}", uuid::Uuid::new_v4()))).send().await;
@@ -108,7 +108,7 @@ async fn ready_means_the_database_answers_with_every_migration() {
 async fn on_postgres_ready_checks_migrations_and_metrics_show_the_pool() {
     let Some(url) = crate::common::fresh_postgres_url("ops postgres").await else { return };
     let store = quire::store::connect(&url).await.unwrap();
-    let server = TestServer::with(store, std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+    let server = TestServer::builtin(store).await;
     assert_eq!(reqwest::get(server.url("/api/ready")).await.unwrap().status(), 200);
     let metrics = metrics_address(&server).await;
     let text = reqwest::get(format!("{metrics}/metrics")).await.unwrap().text().await.unwrap();
@@ -134,7 +134,7 @@ async fn every_answer_carries_its_request_id() {
     let server = TestServer::start().await;
     let sent = server.client.get(server.url("/api/threads")).header("x-request-id", "trace-42").send().await.unwrap();
     assert_eq!(sent.headers()["x-request-id"], "trace-42");
-    let made = server.client.get(server.url("/api/health")).send().await.unwrap();
+    let made = server.get("/api/health").await;
     let id = made.headers()["x-request-id"].to_str().unwrap();
     assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
 }

@@ -1,6 +1,6 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
-use crate::common::{post_json, post_raw_json, ExpectJson, TestServer, PASSWORD};
+use crate::common::{post_raw_json, ExpectJson, TestServer, PASSWORD};
 use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
@@ -26,8 +26,7 @@ async fn oversized_fields_are_refused_and_change_nothing() {
         let create = server.client.post(server.url("/api/threads")).json(&body).send().await.unwrap();
         let (status, error) = error_of(create).await;
         assert_eq!((status, error.error.field.as_deref()), (422, Some(field)), "create {body}");
-        let patch =
-            server.client.patch(server.url(&format!("/api/threads/{thread}"))).json(&body).send().await.unwrap();
+        let patch = server.patch_thread(thread, &body).await;
         let (status, error) = error_of(patch).await;
         assert_eq!((status, error.error.field.as_deref()), (422, Some(field)), "patch {body}");
     }
@@ -82,15 +81,15 @@ async fn malformed_requests_name_the_problem() {
     let not_json = server.client.patch(&url).body("title=x").send().await.unwrap();
     assert_eq!(not_json.status(), 415);
 
-    let bad_sort = server.client.get(server.url("/api/threads?sort=size")).send().await.unwrap();
+    let bad_sort = server.get("/api/threads?sort=size").await;
     let (status, error) = error_of(bad_sort).await;
     assert_eq!((status, error.error.field.as_deref()), (422, Some("sort")));
-    let bad_bool = server.client.get(server.url("/api/threads?archived=maybe")).send().await.unwrap();
+    let bad_bool = server.get("/api/threads?archived=maybe").await;
     let (status, error) = error_of(bad_bool).await;
     assert_eq!((status, error.error.code.as_str()), (400, "invalid_query"));
 
     for path in ["/api/threads/42", "/api/messages/nope/context", &format!("/api/threads/{thread}/messages/x")] {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let response = server.get(path).await;
         let response = if response.status() == 405 {
             server.client.delete(server.url(path)).send().await.unwrap()
         } else {
@@ -119,9 +118,8 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
 
     // Another user has a quota of their own.
     let (other, _) = server.second_user("other@example.com").await;
-    let own: app::api::Thread = post_json(&other, &server.url("/api/threads"), &json!({})).await;
-    let response =
-        other.post(server.url(&format!("/api/threads/{}/chat", own.id))).json(&json!({"content": "Hi"})).send();
+    let own = server.create_thread_as(&other).await;
+    let response = other.post(server.url(&format!("/api/threads/{own}/chat"))).json(&json!({"content": "Hi"})).send();
     assert_eq!(response.await.unwrap().status(), 200);
 }
 
@@ -129,9 +127,9 @@ async fn chat_turns_over_the_limit_get_429_with_retry_after() {
 async fn the_general_limit_applies_per_user() {
     let server = TestServer::start_with(|c| c.limits.general = 5).await;
     for _ in 0..5 {
-        assert_eq!(server.client.get(server.url("/api/threads")).send().await.unwrap().status(), 200);
+        assert_eq!(server.get("/api/threads").await.status(), 200);
     }
-    let over = server.client.get(server.url("/api/threads")).send().await.unwrap();
+    let over = server.get("/api/threads").await;
     assert_eq!(over.status(), 429);
     assert!(over.headers().get("retry-after").is_some());
     let (other, _) = server.second_user("other@example.com").await;
@@ -157,7 +155,7 @@ async fn sign_in_attempts_are_limited_per_ip_address() {
         .unwrap();
     assert_eq!(register.status(), 429);
     // Signed-in use is not affected by the sign-in limit.
-    assert_eq!(server.client.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
+    assert_eq!(server.get("/api/auth/me").await.status(), 200);
 }
 
 /// The most wrong guesses at one account the throttle lets through within `elapsed` of the first, however they
@@ -205,11 +203,10 @@ async fn wrong_guesses_at_once_get_no_more_checks_than_one_after_another() {
 }
 
 mod sign_in_counts {
-    use std::{sync::Arc, time::Duration};
+    use std::time::Duration;
 
     use chrono::Duration as Span;
     use quire::auth::throttle::{FORGET_AFTER_HOURS, FREE_FAILURES};
-    use quire::llm::builtin::Builtin;
     use quire::store::now;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
@@ -257,7 +254,7 @@ mod sign_in_counts {
         assert_eq!(db.store.forget_sign_in_failures(at - day).await.unwrap(), 0);
         // A running server deletes them by itself (the first time as it starts).
         assert_eq!(db.store.count_sign_in_attempt("stale", at - day * 2).await.unwrap(), None);
-        let _server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
+        let _server = TestServer::builtin(db.store.clone()).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while db.store.sign_in_failures("stale").await.unwrap().is_some() {
             assert!(std::time::Instant::now() < deadline, "the stale count is still there");
@@ -275,7 +272,7 @@ async fn rate_limits_can_be_turned_off() {
     })
     .await;
     for _ in 0..5 {
-        assert_eq!(server.client.get(server.url("/api/threads")).send().await.unwrap().status(), 200);
+        assert_eq!(server.get("/api/threads").await.status(), 200);
     }
 }
 

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use app::api::{ChatEvent, Thread};
-use quire::llm::{Part, StopReason, StreamEvent, ToolCall};
-use serde_json::{json, Value};
+use quire::llm::Part;
+use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
-use crate::common::{ExpectJson, ScriptedModel, Step, TestServer};
+use crate::common::{ExpectJson, ScriptedModel, TestServer};
 
 stories!(
     attached_text_is_redacted_before_it_is_indexed,
@@ -62,16 +62,10 @@ fn sent(model: &ScriptedModel) -> String {
     out
 }
 
-fn tool_call(name: &str, arguments: Value) -> Vec<Step> {
-    vec![
-        Step::Emit(StreamEvent::ToolCall(ToolCall { id: "call_1".into(), name: name.into(), arguments })),
-        Step::Emit(StreamEvent::Stop(StopReason::ToolUse)),
-    ]
-}
-
 async fn attached_text_is_redacted_before_it_is_indexed(db: Db) {
     let search = json!({"query": "refunds contact", "limit": 5});
-    let model = ScriptedModel::new(vec![tool_call("document_search", search), ScriptedModel::text(&["Done."])]);
+    let model =
+        ScriptedModel::new(vec![ScriptedModel::tool_use("document_search", search), ScriptedModel::text(&["Done."])]);
     let server = redacting_server(&db, model.clone()).await;
     let thread = server.create_thread().await;
     let text = format!("Refunds: write to {EMAIL} or call {PHONE} within 45 days.\n\nContact the desk first.");
@@ -151,7 +145,7 @@ async fn titles_people_and_models_write_are_redacted(db: Db) {
     let document = json!({"artifact_type": "requirements_doc", "title": format!("Plan for {EMAIL}"),
                           "content": "# Plan\n\nShip in spring."});
     let model = ScriptedModel::naming(vec![
-        tool_call("save_artifact", document),
+        ScriptedModel::tool_use("save_artifact", document),
         ScriptedModel::text(&["Saved."]),
         ScriptedModel::text(&[format!("Call {PHONE}").as_str()]),
     ]);

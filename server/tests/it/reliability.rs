@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::common::{
     read_frames, read_frames_until, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer,
 };
-use crate::fake_upstream::{FakeServer, Reply, Step};
+use crate::fake_upstream::{openai_chunk, openai_usage_and_done, FakeServer, Reply, Step};
 
 /// How many times a check runs: `QUIRE_RELIABILITY_ITERATIONS`, else `default`.
 fn iterations(default: usize) -> usize {
@@ -182,20 +182,12 @@ enum Outcome {
     },
 }
 
-fn openai_line(delta: serde_json::Value, finish: Option<&str>) -> String {
-    let body = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_718_000_000, "model": "gpt-test",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-    format!("data: {body}\n\n")
-}
-
 fn openai_text(pieces: &[&str]) -> String {
-    pieces.iter().map(|p| openai_line(json!({ "content": p }), None)).collect()
+    pieces.iter().map(|p| openai_chunk(json!({ "content": p }), None)).collect()
 }
 
 fn openai_end() -> String {
-    let usage = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1_718_000_000, "model": "gpt-test",
-        "choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 4, "total_tokens": 34}});
-    format!("{}data: {usage}\n\ndata: [DONE]\n\n", openai_line(json!({}), Some("stop")))
+    openai_chunk(json!({}), Some("stop")) + &openai_usage_and_done(30, 4)
 }
 
 fn bytes(text: String) -> Step {

@@ -53,7 +53,7 @@ async fn personal_answers_and_downloads_are_never_cached() {
         "/api/no-such-route".to_string(),
     ];
     for path in paths {
-        let response = server.client.get(server.url(&path)).send().await.unwrap();
+        let response = server.get(&path).await;
         let headers = response.headers();
         let cache = headers.get("cache-control").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
         assert!(cache.contains("no-store"), "{path}: Cache-Control {cache:?}");
@@ -90,31 +90,16 @@ type Body = (&'static str, Vec<u8>);
 /// `no-cors` mode), a multipart form, plain text, a URL-encoded form and nothing at all.
 fn attacks(thread: uuid::Uuid) -> Vec<(&'static str, reqwest::Method, String, Option<Body>)> {
     let multipart = "--x\r\ncontent-disposition: form-data; name=\"file\"; filename=\"a.txt\"\r\ncontent-type: text/plain\r\n\r\nhello\r\n--x--\r\n";
+    let planted: &[u8] = br#"{"title":"planted"}"#;
+    let post = |name, path: &str, content_type, body: &[u8]| {
+        (name, reqwest::Method::POST, path.to_string(), Some((content_type, body.to_vec())))
+    };
+    let attachments = format!("/api/threads/{thread}/attachments");
     vec![
-        (
-            "json",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("application/json", br#"{"title":"planted"}"#.to_vec())),
-        ),
-        (
-            "multipart",
-            reqwest::Method::POST,
-            format!("/api/threads/{thread}/attachments"),
-            Some(("multipart/form-data; boundary=x", multipart.as_bytes().to_vec())),
-        ),
-        (
-            "text/plain",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("text/plain", br#"{"title":"planted"}"#.to_vec())),
-        ),
-        (
-            "form",
-            reqwest::Method::POST,
-            "/api/threads".into(),
-            Some(("application/x-www-form-urlencoded", b"title=planted".to_vec())),
-        ),
+        post("json", "/api/threads", "application/json", planted),
+        post("multipart", &attachments, "multipart/form-data; boundary=x", multipart.as_bytes()),
+        post("text/plain", "/api/threads", "text/plain", planted),
+        post("form", "/api/threads", "application/x-www-form-urlencoded", b"title=planted"),
         ("no body", reqwest::Method::DELETE, format!("/api/threads/{thread}"), None),
         ("sign-out", reqwest::Method::POST, "/api/auth/logout".into(), None),
     ]
@@ -244,7 +229,7 @@ async fn set_last_seen(server: &TestServer, session: &quire::store::Session) {
 async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     use futures::StreamExt;
     let model = crate::common::ScriptedModel::new(vec![vec![
-        crate::common::Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())),
+        crate::common::Step::delta("Thinking"),
         crate::common::Step::Hang,
     ]]);
     let (store, _dir) = crate::common::sqlite_store().await;
@@ -258,15 +243,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
     let mut resumed = resumed.bytes_stream();
     assert_eq!(server.client.post(server.url("/api/auth/logout")).send().await.unwrap().status(), 204);
     for stream in [&mut body, &mut resumed] {
-        let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
-            while let Some(chunk) = stream.next().await {
-                if chunk.is_err() {
-                    break;
-                }
-            }
-        })
-        .await;
-        assert!(ended.is_ok(), "the stream is still open a second after signing out");
+        session_list::ends_within_a_second(stream).await;
     }
 }
 
@@ -370,7 +347,7 @@ mod deletion {
     use std::collections::BTreeMap;
 
     use crate::common::backends::{run_story, stories, Backend, Db, Raw};
-    use crate::common::{get_json, post_json, read_frames, TestServer, PASSWORD};
+    use crate::common::{get_json, post_json, read_frames, upload, TestServer, PASSWORD};
 
     stories!(deleting_an_account_removes_every_row_it_owns);
 
@@ -432,23 +409,14 @@ mod deletion {
         read_frames(chat("We plan a library app. Members renew loans online.", Some("first")).await.unwrap()).await;
         read_frames(chat("Generate user stories from this conversation", None).await.unwrap()).await;
         read_frames(chat("Add a story about overdue reminders to the user stories", None).await.unwrap()).await;
-        let part = reqwest::multipart::Part::bytes(b"Loans last three weeks. Renewals are free.".to_vec())
-            .file_name("policy.txt")
-            .mime_str("text/plain")
-            .unwrap();
-        let upload = client
-            .post(server.url(&format!("/api/threads/{}/attachments", thread.id)))
-            .multipart(reqwest::multipart::Form::new().part("file", part))
-            .send()
-            .await
-            .unwrap();
+        let policy = b"Loans last three weeks. Renewals are free.".to_vec();
+        let upload = upload(client, &server.base, thread.id, "policy.txt", "text/plain", policy).await;
         assert_eq!(upload.status(), 201);
         server.sign_in(email, "a wrong guess").await;
     }
 
     async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
-        let provider = std::sync::Arc::new(quire::llm::builtin::Builtin::new());
-        let server = TestServer::with(db.store.clone(), provider).await;
+        let server = TestServer::builtin(db.store.clone()).await;
         let (other, _) = server.second_user("other@example.com").await;
         use_account(&server, &other, "other@example.com").await;
         let before = counts(&db.raw).await;
@@ -544,7 +512,7 @@ async fn every_answer_carries_its_request_id() {
     let server = TestServer::start().await;
     let mut ids = Vec::new();
     for path in ["/api/health", "/api/threads", "/signin"] {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+        let response = server.get(path).await;
         let id = response.headers()["x-request-id"].to_str().unwrap().to_string();
         assert!(uuid::Uuid::parse_str(&id).is_ok(), "{path}: {id}");
         ids.push(id);
@@ -587,22 +555,12 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
 
 #[tokio::test]
 async fn signing_out_on_one_instance_ends_the_streams_on_another() {
-    use crate::common::{fresh_postgres_url, ScriptedModel, Step};
+    use crate::common::{fresh_postgres_url, shared_instance, ScriptedModel, Step};
     use futures::StreamExt;
     let Some(url) = fresh_postgres_url("signing_out_on_one_instance_ends_the_streams_on_another").await else { return };
-    let instance = |provider: std::sync::Arc<dyn quire::llm::Provider>| {
-        let url = url.clone();
-        async move {
-            let store = quire::store::connect(&url).await.unwrap();
-            TestServer::with_configured(store, provider, |c| {
-                c.jwt_secret = Some("a shared session key for every instance of this test".parse().unwrap());
-            })
-            .await
-        }
-    };
-    let hanging = vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
-    let a = instance(ScriptedModel::new(vec![])).await;
-    let b = instance(ScriptedModel::new(vec![hanging])).await;
+    let hanging = vec![Step::delta("Thinking"), Step::Hang];
+    let a = shared_instance(&url, ScriptedModel::new(vec![]), |_| {}).await;
+    let b = shared_instance(&url, ScriptedModel::new(vec![hanging]), |_| {}).await;
     // The same session (A's harness signed in to the account B made) streams on B and signs out on A.
     let mut body = session_list::open_stream(&b, &a.client).await;
     assert_eq!(a.client.post(a.url("/api/auth/logout")).send().await.unwrap().status(), 204);
@@ -618,7 +576,7 @@ mod session_list {
     use futures::StreamExt;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
-    use crate::common::{bearer_client, post_json, ScriptedModel, Step, TestServer, PASSWORD};
+    use crate::common::{bearer_client, ScriptedModel, Step, TestServer, PASSWORD};
 
     stories!(people_see_their_sessions_and_end_one, ending_a_session_in_any_way_ends_its_open_streams);
 
@@ -645,7 +603,7 @@ mod session_list {
     }
 
     async fn people_see_their_sessions_and_end_one(db: Db) {
-        let server = TestServer::with(db.store.clone(), std::sync::Arc::new(quire::llm::builtin::Builtin::new())).await;
+        let server = TestServer::builtin(db.store.clone()).await;
         let laptop = &server.client;
         let phone = sign_in_from(&server, "owner@example.com", PASSWORD, FIREFOX).await;
         let (other, _) = server.second_user("other@example.com").await;
@@ -694,9 +652,9 @@ mod session_list {
         server: &TestServer,
         client: &reqwest::Client,
     ) -> impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin {
-        let thread: app::api::Thread = post_json(client, &server.url("/api/threads"), &serde_json::json!({})).await;
+        let thread = server.create_thread_as(client).await;
         let response = client
-            .post(server.url(&format!("/api/threads/{}/chat", thread.id)))
+            .post(server.url(&format!("/api/threads/{thread}/chat")))
             .json(&serde_json::json!({"content": "Tell me everything"}))
             .send()
             .await
@@ -707,7 +665,9 @@ mod session_list {
         stream
     }
 
-    async fn ends_within_a_second(stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin)) {
+    pub(super) async fn ends_within_a_second(
+        stream: &mut (impl futures::Stream<Item = reqwest::Result<bytes::Bytes>> + Unpin),
+    ) {
         let ended = tokio::time::timeout(std::time::Duration::from_secs(1), async {
             while let Some(Ok(_)) = stream.next().await {}
         })
@@ -716,7 +676,7 @@ mod session_list {
     }
 
     async fn ending_a_session_in_any_way_ends_its_open_streams(db: Db) {
-        let hanging = || vec![Step::Emit(quire::llm::StreamEvent::TextDelta("Thinking".into())), Step::Hang];
+        let hanging = || vec![Step::delta("Thinking"), Step::Hang];
         let model = ScriptedModel::new(vec![hanging(), hanging(), hanging(), hanging()]);
         let server = TestServer::with(db.store.clone(), model).await;
         let laptop = &server.client;

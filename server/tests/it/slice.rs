@@ -6,7 +6,7 @@ use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
 #[tokio::test]
 async fn health_answers_ok() {
     let server = TestServer::start().await;
-    let response = server.client.get(server.url("/api/health")).send().await.unwrap();
+    let response = server.get("/api/health").await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.json::<serde_json::Value>().await.unwrap(), serde_json::json!({"status": "ok"}));
 }
@@ -70,11 +70,11 @@ async fn first_message_names_the_thread() {
 #[tokio::test]
 async fn errors_use_the_error_format() {
     let server = TestServer::start().await;
-    let missing = server.client.get(server.url(&format!("/api/threads/{}", uuid::Uuid::nil()))).send().await.unwrap();
+    let missing = server.get(&format!("/api/threads/{}", uuid::Uuid::nil())).await;
     assert_eq!(missing.status(), 404);
     assert_eq!(missing.json::<ErrorBody>().await.unwrap().error.code, "not_found");
 
-    let bad_id = server.client.get(server.url("/api/threads/not-a-uuid")).send().await.unwrap();
+    let bad_id = server.get("/api/threads/not-a-uuid").await;
     assert_eq!(bad_id.status(), 400);
     assert_eq!(bad_id.json::<ErrorBody>().await.unwrap().error.code, "invalid_path");
 

@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::TestServer;
-use crate::fake_upstream::{FakeServer, Recorded, Reply};
+use crate::fake_upstream::{openai_chunk, openai_usage_and_done, FakeServer, Recorded, Reply};
 
 stories!(
     a_long_conversation_gets_a_summary_that_refreshes_and_is_metered,
@@ -42,17 +42,10 @@ const SUMMARY_USAGE: (u64, u64) = (100, 20);
 
 /// A streamed completion on the OpenAI wire format: `text`, then the usage.
 fn completion(text: &str, (prompt, completion): (u64, u64)) -> Reply {
-    let chunk = |delta: Value, finish: Option<&str>| {
-        let body = json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
-        format!("data: {body}\n\n")
-    };
-    let mut out = chunk(json!({"role": "assistant", "content": ""}), None);
-    out += &chunk(json!({"content": text}), None);
-    out += &chunk(json!({}), Some("stop"));
-    let usage = json!({"id": "c", "object": "chat.completion.chunk", "choices": [],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
-    out += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    let mut out = openai_chunk(json!({"role": "assistant", "content": ""}), None);
+    out += &openai_chunk(json!({"content": text}), None);
+    out += &openai_chunk(json!({}), Some("stop"));
+    out += &openai_usage_and_done(prompt, completion);
     Reply::sse_chunked(&out, 64)
 }
 
@@ -153,7 +146,7 @@ async fn long_conversation(db: &Db, turns: usize) -> (Upstream, TestServer, Uuid
 }
 
 async fn context_of(server: &TestServer, message: Uuid) -> ContextRecord {
-    let response = server.client.get(server.url(&format!("/api/messages/{message}/context"))).send().await.unwrap();
+    let response = server.get(&format!("/api/messages/{message}/context")).await;
     assert_eq!(response.status(), 200);
     response.json().await.unwrap()
 }
@@ -344,7 +337,7 @@ The refund window for annual plans is forty-five days after purchase, and refund
 
 /// Attaches a text file to the conversation.
 async fn the_context_record_names_the_passages_the_model_received(db: Db) {
-    let server = TestServer::with(db.store.clone(), Arc::new(Builtin::new())).await;
+    let server = TestServer::builtin(db.store.clone()).await;
     let thread = server.create_thread().await;
     let response = server.upload(thread, "billing-notes.txt", "text/plain", NOTES.as_bytes().to_vec()).await;
     assert_eq!(response.status(), 201);

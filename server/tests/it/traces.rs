@@ -23,10 +23,13 @@ fn turn_of(frames: &[Frame]) -> Uuid {
     Uuid::parse_str(id.split_once(':').expect("<turn>:<n>").0).expect("a turn id")
 }
 
-async fn get_trace(client: &reqwest::Client, server: &TestServer, path: &str) -> (u16, Option<Trace>) {
+/// The trace at `path`, or the status of the refusal.
+async fn get_trace(client: &reqwest::Client, server: &TestServer, path: &str) -> Result<Trace, u16> {
     let response = client.get(server.url(path)).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, if status == 200 { Some(response.json().await.unwrap()) } else { None })
+    match response.status().as_u16() {
+        200 => Ok(response.json().await.unwrap()),
+        status => Err(status),
+    }
 }
 
 /// The model calls and the tool calls of a trace, each in order.
@@ -50,9 +53,7 @@ async fn a_turn_with_a_tool_call_is_traced(db: Db) {
     };
     let turn = turn_of(&frames);
 
-    let (status, trace) = get_trace(&server.client, &server, &format!("/api/messages/{answer}/trace")).await;
-    assert_eq!(status, 200);
-    let trace = trace.unwrap();
+    let trace = get_trace(&server.client, &server, &format!("/api/messages/{answer}/trace")).await.unwrap();
     assert_eq!((trace.turn_id, trace.thread_id, trace.message_id), (turn, thread, Some(*answer)));
     let kinds: Vec<&str> = trace
         .steps
@@ -85,20 +86,20 @@ async fn a_turn_with_a_tool_call_is_traced(db: Db) {
     assert_eq!(save.error, None);
 
     // The same trace by the turn's id; none for the person's own message.
-    let (status, by_turn) = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await;
-    assert_eq!((status, by_turn.as_ref()), (200, Some(&trace)));
+    let by_turn = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await;
+    assert_eq!(by_turn.as_ref(), Ok(&trace));
     let detail = server.detail(thread).await;
     let question = detail.messages.iter().find(|m| m.role == Role::User).unwrap().id;
-    assert_eq!(get_trace(&server.client, &server, &format!("/api/messages/{question}/trace")).await.0, 404);
+    assert_eq!(get_trace(&server.client, &server, &format!("/api/messages/{question}/trace")).await.err(), Some(404));
 
     // Nobody else reads it: the same answer as for a message that does not exist.
     let (intruder, _) = server.second_user("trace-intruder@example.test").await;
     for path in [format!("/api/messages/{answer}/trace"), format!("/api/turns/{turn}/trace")] {
-        assert_eq!(get_trace(&intruder, &server, &path).await.0, 404, "{path}");
+        assert_eq!(get_trace(&intruder, &server, &path).await.err(), Some(404), "{path}");
     }
     let missing = Uuid::now_v7();
-    assert_eq!(get_trace(&server.client, &server, &format!("/api/messages/{missing}/trace")).await.0, 404);
-    assert_eq!(get_trace(&server.client, &server, "/api/messages/not-an-id/trace").await.0, 400);
+    assert_eq!(get_trace(&server.client, &server, &format!("/api/messages/{missing}/trace")).await.err(), Some(404));
+    assert_eq!(get_trace(&server.client, &server, "/api/messages/not-an-id/trace").await.err(), Some(400));
 }
 
 async fn a_failed_provider_call_shows_an_error_step(db: Db) {
@@ -113,9 +114,7 @@ async fn a_failed_provider_call_shows_an_error_step(db: Db) {
     assert!(message.contains(&turn.to_string()), "the error names the turn: {message}");
 
     // No answer was kept, but the turn's trace was: its failed call, as plainly as the person was told.
-    let (status, trace) = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await;
-    assert_eq!(status, 200);
-    let trace = trace.unwrap();
+    let trace = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await.unwrap();
     assert_eq!(trace.message_id, None);
     let (models, tools) = calls_of(&trace);
     let failed = models.into_iter().find(|c| c.purpose == CallPurpose::Answer).expect("the answer call");
@@ -138,9 +137,7 @@ async fn a_silent_turn_has_a_trace(db: Db) {
         "{frames:?}"
     );
     let turn = turn_of(&frames);
-    let (status, trace) = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await;
-    assert_eq!(status, 200);
-    let trace = trace.unwrap();
+    let trace = get_trace(&server.client, &server, &format!("/api/turns/{turn}/trace")).await.unwrap();
     assert_eq!(trace.message_id, None);
     let (models, tools) = calls_of(&trace);
     assert!(models.iter().all(|c| c.purpose == CallPurpose::Answer), "a silent turn names nothing");
@@ -153,7 +150,7 @@ async fn a_silent_turn_has_a_trace(db: Db) {
 
     // The export carries it with the typed turn's trace, and an import takes the file back whole.
     let typed = send(&server, thread, "Generate a meeting summary", false).await;
-    let response = server.client.get(server.url(&format!("/api/threads/{thread}/export"))).send().await.unwrap();
+    let response = server.get(&format!("/api/threads/{thread}/export")).await;
     assert_eq!(response.status(), 200);
     let export: ThreadExport = response.json().await.unwrap();
     let turns: Vec<Uuid> = export.traces.iter().map(|t| t.turn_id).collect();
@@ -165,8 +162,7 @@ async fn a_silent_turn_has_a_trace(db: Db) {
     let response = server.client.post(server.url("/api/threads/import")).json(&export).send().await.unwrap();
     assert_eq!(response.status(), 201);
     let copy = response.json::<ImportResult>().await.unwrap().threads.remove(0);
-    let response = server.client.get(server.url(&format!("/api/threads/{}/export", copy.id))).send().await.unwrap();
-    let copied: ThreadExport = response.json().await.unwrap();
+    let copied: ThreadExport = server.get_json(&format!("/api/threads/{}/export", copy.id)).await;
     assert_eq!(copied.messages.len(), export.messages.len());
     assert!(copied.traces.is_empty(), "a copy's answers were not written by its own turns");
 }

@@ -2,25 +2,17 @@
 //! their counts: owner-only (another account's document is a 404 and stays as it was), bad input answered
 //! clearly. Run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is set, on PostgreSQL too.
 
-use std::sync::Arc;
-
-use crate::common::{fresh_postgres_url, get_json, sqlite_store, TestServer};
+use crate::common::{every_store, get_json, new_artifact, TestServer};
 use app::api::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
-use quire::llm::builtin::Builtin;
-use quire::store::{ArtifactRevision, DynStore, NewArtifact};
+use quire::store::ArtifactRevision;
 use tempfile::TempDir;
 use uuid::Uuid;
 
 /// A server on every configured backend (SQLite always).
 async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {
-    let (sqlite, dir) = sqlite_store().await;
-    let mut stores: Vec<(DynStore, Option<TempDir>)> = vec![(sqlite, Some(dir))];
-    if let Some(url) = fresh_postgres_url(test).await {
-        stores.push((quire::store::connect(&url).await.expect("open postgres"), None));
-    }
     let mut servers = Vec::new();
-    for (store, dir) in stores {
-        servers.push((TestServer::with(store, Arc::new(Builtin::new())).await, dir));
+    for (store, dir) in every_store(test).await {
+        servers.push((TestServer::builtin(store).await, dir));
     }
     servers
 }
@@ -29,15 +21,7 @@ async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {
 async fn document_with_versions(server: &TestServer) -> Uuid {
     let thread = server.create_thread().await;
     let store = &server.state.store;
-    let new = NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::RequirementsDoc,
-        title: "Plan".into(),
-        content: "# Plan\n\nShip in May.\nOne.".into(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    };
+    let new = new_artifact(thread, ArtifactType::RequirementsDoc, "Plan", "# Plan\n\nShip in May.\nOne.");
     let id = store.create_artifact(server.user.id, new).await.unwrap().id;
     for (title, content) in [("Plan", "# Plan\n\nShip in June.\nTwo."), ("Plan B", "# Plan B\n\nShip in July.\nThree.")]
     {
@@ -139,8 +123,7 @@ async fn the_tag_list_counts_each_tag_over_the_accounts_own_conversations() {
         // An archived conversation's tags count too: the list filters the archive as well.
         let archived = server.create_thread().await;
         let body = serde_json::json!({ "tags": ["ops"], "archived": true });
-        let response = server.client.patch(server.url(&format!("/api/threads/{archived}"))).json(&body).send().await;
-        assert_eq!(response.unwrap().status(), 200);
+        assert_eq!(server.patch_thread(archived, &body).await.status(), 200);
         let (other, _) = server.second_user("tagger@example.com").await;
         let response = other.post(server.url("/api/threads")).json(&serde_json::json!({"tags": ["secret", "billing"]}));
         assert_eq!(response.send().await.unwrap().status(), 201);

@@ -3,7 +3,7 @@
 //! variable the PostgreSQL runs print a "skipped" line and pass). `stories!` declares async stories over a fresh
 //! store, `properties!` proptest properties; both make `<name>::sqlite` and `<name>::postgres`.
 
-use std::{fmt::Debug, future::Future, io::Write, panic::AssertUnwindSafe, str::FromStr, sync::Arc};
+use std::{fmt::Debug, future::Future, panic::AssertUnwindSafe, str::FromStr, sync::Arc};
 
 use futures::FutureExt;
 use proptest::{
@@ -129,20 +129,7 @@ impl Db {
                 Some(Db { store, raw: Raw::Sqlite(raw), _dir: Some(Arc::new(dir)), drop_database: None })
             }
             Backend::Postgres => {
-                let Ok(base) = std::env::var(POSTGRES_URL_VAR) else {
-                    // Straight to stderr: the test harness would swallow println! of a passing test.
-                    let _ = writeln!(std::io::stderr(), "{test}: skipped: {POSTGRES_URL_VAR} not set");
-                    return None;
-                };
-                let name = format!("quire_{}", Uuid::new_v4().simple());
-                let maintenance = PgPoolOptions::new()
-                    .max_connections(1)
-                    .connect(&base)
-                    .await
-                    .unwrap_or_else(|e| panic!("connect to {POSTGRES_URL_VAR}: {e}"));
-                sqlx::query(&format!("create database {name}")).execute(&maintenance).await.expect("create database");
-                maintenance.close().await;
-                let url = with_database(&base, &name);
+                let (base, name, url) = super::fresh_postgres(test).await?;
                 let store = store::connect(&url).await.expect("open the PostgreSQL store");
                 assert_eq!(store.backend(), "postgres");
                 let raw = PgPoolOptions::new().max_connections(2).connect(&url).await.expect("raw postgres");

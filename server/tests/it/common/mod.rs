@@ -39,6 +39,11 @@ impl TestServer {
         Self::with_state(state, Some(dir)).await
     }
 
+    /// A server over a given store, with the built-in assistant.
+    pub async fn builtin(store: DynStore) -> Self {
+        Self::with(store, Arc::new(quire::llm::builtin::Builtin::new())).await
+    }
+
     /// A server over a given store and provider.
     pub async fn with(store: DynStore, provider: Arc<dyn Provider>) -> Self {
         Self::with_configured(store, provider, |_| {}).await
@@ -136,6 +141,16 @@ impl TestServer {
     /// `POST path` with a JSON body as this user, the JSON of the answer (the request must succeed).
     pub async fn post_json<T: serde::de::DeserializeOwned>(&self, path: &str, body: &serde_json::Value) -> T {
         post_json(&self.client, &self.url(path), body).await
+    }
+
+    /// `GET path` as this user: the answer, whatever its status.
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    /// `PATCH /api/threads/{thread}` with `body` as this user: the answer, whatever its status.
+    pub async fn patch_thread(&self, thread: uuid::Uuid, body: &serde_json::Value) -> reqwest::Response {
+        self.client.patch(self.url(&format!("/api/threads/{thread}"))).json(body).send().await.unwrap()
     }
 
     /// `POST /api/threads/{thread}/chat` as this user, for the caller to add headers and a body to.
@@ -362,6 +377,13 @@ pub enum Step {
     Hang,
 }
 
+impl Step {
+    /// A piece of the answer's text.
+    pub fn delta(text: &str) -> Self {
+        Step::Emit(quire::llm::StreamEvent::TextDelta(text.into()))
+    }
+}
+
 impl ScriptedModel {
     pub fn new(scripts: Vec<Vec<Step>>) -> Arc<Self> {
         Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), ..Default::default() })
@@ -377,10 +399,16 @@ impl ScriptedModel {
         self.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
     }
 
+    /// A call `call_1` of the tool `name` with `arguments`, then a stop for its result.
+    pub fn tool_use(name: &str, arguments: serde_json::Value) -> Vec<Step> {
+        use quire::llm::{StopReason, StreamEvent};
+        vec![Step::Emit(tool_call("call_1", name, arguments)), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))]
+    }
+
     /// Text deltas, usage and a normal stop.
     pub fn text(words: &[&str]) -> Vec<Step> {
         use quire::llm::{StopReason, StreamEvent, Usage};
-        let mut steps: Vec<Step> = words.iter().map(|w| Step::Emit(StreamEvent::TextDelta(w.to_string()))).collect();
+        let mut steps: Vec<Step> = words.iter().map(|w| Step::delta(w)).collect();
         steps.push(Step::Emit(StreamEvent::Usage(Usage { input_tokens: 10, output_tokens: words.len() as u64 })));
         steps.push(Step::Emit(StreamEvent::Stop(StopReason::EndTurn)));
         steps
@@ -481,6 +509,40 @@ pub fn new_message(thread: uuid::Uuid, role: app::api::Role, content: &str) -> q
         usage: app::api::Usage::default(),
         model: None,
     }
+}
+
+/// A finished answer's `content` with `status`, without usage, model or context.
+pub fn message_update(content: &str, status: app::api::MessageStatus) -> quire::store::MessageUpdate {
+    quire::store::MessageUpdate {
+        content: content.to_string(),
+        status,
+        usage: app::api::Usage::default(),
+        model: None,
+        context: None,
+    }
+}
+
+/// A document of `kind` in `thread`, linked to no message.
+pub fn new_artifact(
+    thread: uuid::Uuid,
+    kind: app::api::ArtifactType,
+    title: &str,
+    content: &str,
+) -> quire::store::NewArtifact {
+    quire::store::NewArtifact {
+        thread_id: thread,
+        artifact_type: kind,
+        title: title.to_string(),
+        content: content.to_string(),
+        request_message_id: None,
+        assistant_message_id: None,
+        answers: Vec::new(),
+    }
+}
+
+/// The model's call `id` of the tool `name` with `arguments`.
+pub fn tool_call(id: &str, name: &str, arguments: serde_json::Value) -> quire::llm::StreamEvent {
+    quire::llm::StreamEvent::ToolCall(quire::llm::ToolCall { id: id.into(), name: name.into(), arguments })
 }
 
 /// Sends a message (typed, or silently from the Generate menu when `silent`) and reads the turn's events.
@@ -601,16 +663,48 @@ impl Provider for GreedyModel {
 /// A fresh, empty PostgreSQL database on the cluster named by `QUIRE_TEST_POSTGRES_URL`, or `None` (with a
 /// "skipped" line) when the variable is not set. `scripts/test` always sets it.
 pub async fn fresh_postgres_url(test: &str) -> Option<String> {
+    fresh_postgres(test).await.map(|(_, _, url)| url)
+}
+
+/// Like [`fresh_postgres_url`]: the cluster's URL, the new database's name and its URL.
+pub async fn fresh_postgres(test: &str) -> Option<(String, String, String)> {
     use sqlx::postgres::PgPoolOptions;
-    let Ok(base) = std::env::var("QUIRE_TEST_POSTGRES_URL") else {
-        eprintln!("{test}: skipped: QUIRE_TEST_POSTGRES_URL not set");
+    use std::io::Write;
+    let Ok(base) = std::env::var(backends::POSTGRES_URL_VAR) else {
+        // Straight to stderr: the test harness would swallow eprintln! of a passing test.
+        let _ = writeln!(std::io::stderr(), "{test}: skipped: {} not set", backends::POSTGRES_URL_VAR);
         return None;
     };
     let name = format!("quire_{}", uuid::Uuid::new_v4().simple());
     let maintenance = PgPoolOptions::new().max_connections(1).connect(&base).await.expect("connect to PostgreSQL");
     sqlx::query(&format!("create database {name}")).execute(&maintenance).await.expect("create database");
     maintenance.close().await;
-    let (prefix, rest) = base.rsplit_once('/').expect("database url");
-    let query = rest.split_once('?').map(|(_, q)| format!("?{q}")).unwrap_or_default();
-    Some(format!("{prefix}/{name}{query}"))
+    let url = backends::with_database(&base, &name);
+    Some((base, name, url))
+}
+
+/// An instance on the PostgreSQL database at `url`, configured by `configure`. Instances sharing a database share
+/// the session key, as the README says they must.
+pub async fn shared_instance(
+    url: &str,
+    provider: Arc<dyn Provider>,
+    configure: impl FnOnce(&mut Config),
+) -> TestServer {
+    let store = quire::store::connect(url).await.expect("connect");
+    assert_eq!(store.backend(), "postgres");
+    TestServer::with_configured(store, provider, |config| {
+        config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
+        configure(config);
+    })
+    .await
+}
+
+/// A fresh store on every configured backend (SQLite always), each with the guard of its directory.
+pub async fn every_store(test: &str) -> Vec<(DynStore, Option<TempDir>)> {
+    let (sqlite, dir) = sqlite_store().await;
+    let mut stores = vec![(sqlite, Some(dir))];
+    if let Some(url) = fresh_postgres_url(test).await {
+        stores.push((quire::store::connect(&url).await.expect("open postgres"), None));
+    }
+    stores
 }

@@ -14,7 +14,7 @@ use quire::llm::{
 };
 use serde_json::{json, Value};
 
-use super::{FakeServer, Recorded, Reply};
+use super::{openai_chunk, openai_usage_and_done, FakeServer, Recorded, Reply};
 
 /// What the model says before its tool calls, and after their results.
 pub const BEFORE_TOOLS: &str = "I'll draft it now.";
@@ -113,16 +113,9 @@ fn answer(request: &Recorded) -> Reply {
 
 /// A streamed completion: text, then one `save_artifact` call per kind, then usage.
 fn stream(text: &[&str], calls: &[Kind]) -> Reply {
-    let chunk = |delta: Value, finish: Option<&str>| {
-        let body = json!({
-            "id": "chatcmpl-greedy", "object": "chat.completion.chunk", "created": 1_718_000_000, "model": "greedy-gpt",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-        });
-        format!("data: {body}\n\n")
-    };
-    let mut out = chunk(json!({"role": "assistant", "content": ""}), None);
+    let mut out = openai_chunk(json!({"role": "assistant", "content": ""}), None);
     for piece in text {
-        out += &chunk(json!({"content": piece}), None);
+        out += &openai_chunk(json!({"content": piece}), None);
     }
     for (i, kind) in calls.iter().enumerate() {
         let arguments = json!({
@@ -132,11 +125,9 @@ fn stream(text: &[&str], calls: &[Kind]) -> Reply {
         });
         let call = json!({"index": i, "id": format!("call_{i}"), "type": "function",
             "function": {"name": "save_artifact", "arguments": arguments.to_string()}});
-        out += &chunk(json!({"tool_calls": [call]}), None);
+        out += &openai_chunk(json!({"tool_calls": [call]}), None);
     }
-    out += &chunk(json!({}), Some(if calls.is_empty() { "stop" } else { "tool_calls" }));
-    let usage = json!({"id": "chatcmpl-greedy", "object": "chat.completion.chunk", "choices": [],
-        "usage": {"prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52}});
-    out += &format!("data: {usage}\n\ndata: [DONE]\n\n");
+    out += &openai_chunk(json!({}), Some(if calls.is_empty() { "stop" } else { "tool_calls" }));
+    out += &openai_usage_and_done(40, 12);
     Reply::sse_chunked(&out, 64)
 }

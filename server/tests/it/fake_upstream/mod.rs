@@ -213,6 +213,20 @@ fn body_stream(steps: Vec<Step>) -> impl Stream<Item = Result<Bytes, std::io::Er
     })
 }
 
+/// The `data:` line of an OpenAI chunk whose only choice carries `delta` and `finish_reason`.
+pub fn openai_chunk(delta: serde_json::Value, finish: Option<&str>) -> String {
+    let body = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 1_718_000_000,
+        "model": "fake-gpt", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    format!("data: {body}\n\n")
+}
+
+/// The `data:` lines that end an OpenAI stream: its usage chunk, then `[DONE]`.
+pub fn openai_usage_and_done(prompt: u64, completion: u64) -> String {
+    let usage = serde_json::json!({"id": "chatcmpl-fake", "object": "chat.completion.chunk", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}});
+    format!("data: {usage}\n\ndata: [DONE]\n\n")
+}
+
 /// Neutral events, with errors reduced to their stable code for easy comparison.
 pub type Collected = Vec<Result<StreamEvent, &'static str>>;
 
@@ -262,7 +276,7 @@ pub async fn assert_rate_limit_retried<P: Provider>(
 
     let server = FakeServer::start(vec![limited(retried), Reply::sse_chunked(answer, 64)]).await;
     let events = retried_events(make(&server)).await;
-    assert_eq!(events[0], Ok(StreamEvent::TextDelta("hi".into())));
+    assert_eq!(events[0], delta("hi"));
     assert_eq!(server.request_count(), 2);
 }
 
@@ -275,6 +289,11 @@ pub fn assert_key_redacted(printed: &str, key: &str) {
 /// Short form of `Err(code)` for expected error items.
 pub fn err(code: &'static str) -> Result<StreamEvent, &'static str> {
     Err(code)
+}
+
+/// Short form of a collected text delta.
+pub fn delta(text: &str) -> Result<StreamEvent, &'static str> {
+    Ok(StreamEvent::TextDelta(text.into()))
 }
 
 /// The error's code, for `Result<_, LlmError>` returned by `Provider::stream`.
@@ -308,7 +327,7 @@ pub fn hello() -> ChatRequest {
 
 /// What a provider yields for a plain answer: the pieces of text, the usage, the end of the turn.
 pub fn text_events(pieces: &[&str], input_tokens: u64, output_tokens: u64) -> Collected {
-    let text = pieces.iter().map(|piece| Ok(StreamEvent::TextDelta((*piece).into())));
+    let text = pieces.iter().map(|piece| delta(piece));
     text.chain([
         Ok(StreamEvent::Usage(Usage { input_tokens, output_tokens })),
         Ok(StreamEvent::Stop(StopReason::EndTurn)),

@@ -174,13 +174,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     changed(&mut seen, stamp().await, "a message");
     let a = answer(s, u, t.id, "Start with the soil").await;
     changed(&mut seen, stamp().await, "an answer");
-    let edit = MessageUpdate {
-        content: "Start with the light".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let edit = message_update("Start with the light", MessageStatus::Complete);
     s.update_message(u, a.id, &edit).await.unwrap();
     changed(&mut seen, stamp().await, "rewriting an answer");
     s.set_active(u, t.id, Some(q.id), None).await.unwrap();
@@ -240,12 +234,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     s.save_progress(&[answer_draft(turn, u, t.id, answer_id, "A pond needs shade", true)]).await.unwrap();
     assert_eq!(stamp().await, written, "an answer being written is its turn's own");
     let draft = answer_draft(turn, u, t.id, answer_id, "A pond needs shade and plants.", false).answer.unwrap();
-    let end = TurnEnd {
-        events: Vec::new(),
-        answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
-        usage: None,
-        trace: None,
-    };
+    let end = TurnEnd { answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }), ..TurnEnd::default() };
     let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
     assert_eq!(ended, stamp().await, "the end's stamp is the thread's after it");
     assert_eq!(ended, store::ThreadStamp { version: written.version + 1, ..written }, "finishing it counts once");

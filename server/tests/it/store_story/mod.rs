@@ -23,7 +23,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db, Raw};
-use crate::common::{new_message, new_user, tags};
+use crate::common::{message_update, new_message, new_user, tags};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Helpers
@@ -76,15 +76,7 @@ async fn answer(store: &DynStore, user: Uuid, thread: Uuid, content: &str) -> Me
 }
 
 fn new_artifact(thread: Uuid, title: &str, content: &str) -> NewArtifact {
-    NewArtifact {
-        thread_id: thread,
-        artifact_type: ArtifactType::Custom,
-        title: title.to_string(),
-        content: content.to_string(),
-        request_message_id: None,
-        assistant_message_id: None,
-        answers: Vec::new(),
-    }
+    crate::common::new_artifact(thread, ArtifactType::Custom, title, content)
 }
 
 #[track_caller]
@@ -109,6 +101,11 @@ async fn all_threads(store: &DynStore, user: Uuid, query: &ThreadQuery) -> Vec<a
             None => return out,
         }
     }
+}
+
+/// The ids of every thread of a listing.
+async fn all_thread_ids<C: FromIterator<Uuid>>(store: &DynStore, user: Uuid, query: &ThreadQuery) -> C {
+    all_threads(store, user, query).await.iter().map(|t| t.id).collect()
 }
 
 /// The snippet without its `<mark>` tags.
@@ -137,13 +134,7 @@ fn answer_draft(turn: Uuid, user: Uuid, thread: Uuid, id: Uuid, content: &str, w
         answer: Some(store::AnswerDraft {
             id,
             thread_id: thread,
-            update: MessageUpdate {
-                content: content.into(),
-                status: if writing { MessageStatus::Interrupted } else { MessageStatus::Complete },
-                usage: Usage::default(),
-                model: None,
-                context: None,
-            },
+            update: message_update(content, if writing { MessageStatus::Interrupted } else { MessageStatus::Complete }),
             writing,
             question: None,
         }),

@@ -83,14 +83,10 @@ fn users_are_isolated(backend: Backend, test: &str) {
             owned[*owner].insert(t.id);
         }
         for (n, user) in users.iter().enumerate() {
-            let listed: HashSet<Uuid> = all_threads(s, *user, &ThreadQuery { limit: 3, ..Default::default() })
-                .await
-                .iter()
-                .map(|t| t.id)
-                .collect();
+            let listed: HashSet<Uuid> = all_thread_ids(s, *user, &ThreadQuery { limit: 3, ..Default::default() }).await;
             assert_eq!(listed, owned[n]);
             let tagged = ThreadQuery { tags: tags(&["shared"]), ..Default::default() };
-            let tagged: HashSet<Uuid> = all_threads(s, *user, &tagged).await.iter().map(|t| t.id).collect();
+            let tagged: HashSet<Uuid> = all_thread_ids(s, *user, &tagged).await;
             assert_eq!(tagged, owned[n]);
             for word in WORDS {
                 let page = s.search(*user, word, 100, 0).await.unwrap();
@@ -484,11 +480,7 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
         let expected: Vec<Uuid> = everything.threads.iter().map(|t| t.id).collect();
 
         // Undisturbed: the same list, in the same order.
-        let paged: Vec<Uuid> = all_threads(s, u, &ThreadQuery { limit: paging.page_size, ..base.clone() })
-            .await
-            .iter()
-            .map(|t| t.id)
-            .collect();
+        let paged: Vec<Uuid> = all_thread_ids(s, u, &ThreadQuery { limit: paging.page_size, ..base.clone() }).await;
         assert_eq!(paged, expected);
 
         // With changes between pages: the listing as it was, less what was deleted.
@@ -666,10 +658,8 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         let answer_id = Uuid::now_v7();
         let draft = answer_draft(turn, u, id, answer_id, &words(30, 7), false).answer.unwrap();
         let end = TurnEnd {
-            events: Vec::new(),
             answer: Some(FinalAnswer { user: u, draft: draft.clone(), artifacts: Vec::new() }),
-            usage: None,
-            trace: None,
+            ..TurnEnd::default()
         };
         let ended = s.finish_turn_stamped(turn, end).await.unwrap().expect("the answer is saved");
         let answer = s.get_message(u, answer_id).await.unwrap();

@@ -248,13 +248,7 @@ async fn search_follows_changes_at_once(db: Db) {
     let page = s.search(u, "brandnew", 10, 0).await.unwrap();
     assert_eq!(page.hits.iter().map(|h| h.message_id).collect::<Vec<_>>(), vec![Some(m.id)]);
 
-    let update = MessageUpdate {
-        content: "rewritten entirely".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let update = message_update("rewritten entirely", MessageStatus::Complete);
     s.update_message(u, m.id, &update).await.unwrap();
     assert_eq!(s.search(u, "brandnew", 10, 0).await.unwrap().total, 0);
     assert_eq!(s.search(u, "rewritten", 10, 0).await.unwrap().total, 1);
@@ -313,13 +307,7 @@ async fn answers_are_searchable_once_finished(db: Db) {
     let short = Uuid::now_v7();
     s.save_progress(&[answer_draft(turn_b, u, b.id, short, "Echidnas lay eggs", false)]).await.unwrap();
     assert_eq!(found(s, u, "echidnas").await, vec![Some(short)]);
-    let edit = MessageUpdate {
-        content: "Platypuses too".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let edit = message_update("Platypuses too", MessageStatus::Complete);
     s.update_message(u, short, &edit).await.unwrap();
     assert_eq!(found(s, u, "echidnas").await, vec![]);
     assert_eq!(found(s, u, "platypuses").await, vec![Some(short)]);

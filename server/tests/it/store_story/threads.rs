@@ -47,10 +47,9 @@ async fn threads(db: Db) {
     // Archived threads only show in the archive.
     let other = s.create_thread(u, "Other", &[]).await.unwrap();
     s.update_thread(u, t.id, &ThreadPatch { archived: Some(true), ..Default::default() }).await.unwrap();
-    let active = all_threads(s, u, &ThreadQuery::default()).await;
-    assert_eq!(active.iter().map(|t| t.id).collect::<Vec<_>>(), vec![other.id]);
-    let archive = all_threads(s, u, &ThreadQuery { archived: true, ..Default::default() }).await;
-    assert_eq!(archive.iter().map(|t| t.id).collect::<Vec<_>>(), vec![t.id]);
+    assert_eq!(all_thread_ids::<Vec<_>>(s, u, &ThreadQuery::default()).await, vec![other.id]);
+    let archive = ThreadQuery { archived: true, ..Default::default() };
+    assert_eq!(all_thread_ids::<Vec<_>>(s, u, &archive).await, vec![t.id]);
 
     s.delete_thread(u, t.id).await.unwrap();
     assert_not_found(s.get_thread(u, t.id).await);
@@ -81,13 +80,7 @@ async fn other_users_rows_are_not_found(db: Db) {
     assert_not_found(s.list_messages(intruder, t.id).await);
     assert_not_found(s.get_message(intruder, question.id).await);
     assert_not_found(s.message_context(intruder, question.id).await);
-    let update = MessageUpdate {
-        content: "x".into(),
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-        context: None,
-    };
+    let update = message_update("x", MessageStatus::Complete);
     assert_not_found(s.update_message(intruder, reply.id, &update).await);
     assert_not_found(s.delete_message(intruder, t.id, question.id, None).await);
     assert_not_found(s.delete_message(intruder, own_thread.id, question.id, None).await);
@@ -109,8 +102,7 @@ async fn other_users_rows_are_not_found(db: Db) {
     assert_eq!(s.latest_turn(intruder, t.id).await.unwrap(), None);
     let found = s.search(intruder, "secret", 50, 0).await.unwrap();
     assert_eq!((found.total, found.hits.len()), (0, 0));
-    let listed = all_threads(s, intruder, &ThreadQuery::default()).await;
-    assert_eq!(listed.iter().map(|t| t.id).collect::<Vec<_>>(), vec![own_thread.id]);
+    assert_eq!(all_thread_ids::<Vec<_>>(s, intruder, &ThreadQuery::default()).await, vec![own_thread.id]);
     let tagged = all_threads(s, intruder, &ThreadQuery { tags: tags(&["private"]), ..Default::default() }).await;
     assert!(tagged.is_empty());
 

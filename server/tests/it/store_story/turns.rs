@@ -427,13 +427,7 @@ async fn a_closing_turn_takes_the_conversation_before_its_own_row(db: Db) {
     let (s, u, t) = someones_thread(&db, "Closing").await;
     let turn = Uuid::now_v7();
     s.begin_turn(u, t.id, turn, 60_000).await.unwrap();
-    let update = MessageUpdate {
-        content: "Cut o".into(),
-        status: MessageStatus::Interrupted,
-        usage: Usage::default(),
-        model: Some("model-a".into()),
-        context: None,
-    };
+    let update = MessageUpdate { model: Some("model-a".into()), ..message_update("Cut o", MessageStatus::Interrupted) };
     let answer = store::AnswerDraft { id: Uuid::now_v7(), thread_id: t.id, update, writing: true, question: None };
     s.save_progress(&[store::TurnProgress { turn, user: u, events: vec![], answer: Some(answer) }]).await.unwrap();
     assert_eq!(db.raw.int("select count(*) from messages where thread_id = ? and writing", t.id).await, 1);
@@ -529,7 +523,7 @@ async fn concurrent_turns_take_the_thread_once(db: Db) {
                     events: vec![EventRun::single(1, "message_complete", "{}".into())],
                     answer: Some(FinalAnswer { user: u, draft, artifacts: Vec::new() }),
                     usage: Some(spent(u, thread, "crowd", 2, 1)),
-                    trace: None,
+                    ..TurnEnd::default()
                 };
                 store.finish_turn(turn, end).await
             })
