@@ -1,7 +1,5 @@
-//! How numbers and dates are written on screen.
-//!
-//! Written by hand rather than with chrono's `format` or Rust's float formatting: both pull large generic
-//! machinery into the browser bundle for a handful of fixed patterns.
+//! How numbers and dates are written on screen: by hand, as chrono's `format` and Rust's float formatting pull
+//! large generic machinery into the browser bundle for a handful of fixed patterns.
 
 use chrono::{DateTime, Datelike, NaiveDate, Timelike, Utc};
 

@@ -132,14 +132,12 @@ fn Layout() -> impl IntoView {
     }
 }
 
-// The pages besides the chat are loaded when first visited: their code is split out of the main wasm bundle (built
-// with `cargo leptos build --split`), so the chat page, where people spend their time, becomes interactive sooner.
-// Each page fetches its own data once shown, so the routes carry none.
+// The pages besides the chat are split out of the main wasm bundle (`cargo leptos build --split`) and loaded on first
+// visit, so the chat page, where people spend their time, becomes interactive sooner. Each fetches its own data.
 
 /// Declares, for each page, a route type that carries no data and whose view is split out and loaded on first visit.
 macro_rules! lazy_pages {
-    ($($(#[$doc:meta])* $route:ident => $page:ident;)*) => {$(
-        $(#[$doc])*
+    ($($route:ident => $page:ident;)*) => {$(
         struct $route;
 
         #[lazy_route]
@@ -156,20 +154,12 @@ macro_rules! lazy_pages {
 }
 
 lazy_pages! {
-    /// `/search`, loaded on first visit.
     SearchRoute => SearchPage;
-    /// `/stats`, loaded on first visit.
     StatsRoute => StatsPage;
-    /// `/settings` (and `/account`), loaded on first visit.
     SettingsRoute => SettingsPage;
-    /// `/s/<token>`, a shared conversation, loaded on first visit.
     SharedRoute => SharedPage;
-    /// `/admin`, loaded on first visit.
     AdminRoute => AdminPage;
-    /// `/reset-password`, loaded on first visit.
     ResetPasswordRoute => ResetPasswordPage;
-    /// `/signin`, loaded on first visit.
     SignInRoute => SignInPage;
-    /// `/signup`, loaded on first visit.
     SignUpRoute => SignUpPage;
 }

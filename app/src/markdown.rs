@@ -1,7 +1,5 @@
-//! Markdown to safe HTML, the same on the server and in the browser.
-//!
-//! Safety comes from construction rather than from cleaning afterwards: raw HTML in the source is shown as
-//! text, images become plain links (nothing remote is loaded), and links keep only safe schemes.
+//! Markdown to safe HTML, the same on server and browser. Safe by construction, not by cleaning afterwards: raw
+//! HTML shows as text, images become plain links (nothing remote loads), links keep only safe schemes.
 
 use leptos::prelude::*;
 use pulldown_cmark::{html, CodeBlockKind, CowStr, Event, LinkType, Options, Parser, Tag, TagEnd};
@@ -74,9 +72,8 @@ pub fn to_safe_html(markdown: &str) -> String {
     out
 }
 
-/// Whether the browser has the Markdown renderer's code: it is split out of the main wasm bundle in release builds
-/// and fetched right after the page starts (see [`load_renderer`]), so it never delays the first interaction. The
-/// server always has it.
+/// Whether the browser has the renderer's code, split out of the main wasm bundle in release builds and fetched
+/// right after the page starts ([`load_renderer`]) so it never delays the first interaction; the server has it.
 #[derive(Clone, Copy)]
 pub struct Renderer {
     ready: Signal<bool>,
@@ -121,9 +118,8 @@ fn render_split(markdown: String) -> Result<String, leptos::wasm_split::SplitLoa
 }
 
 impl Renderer {
-    /// `markdown` as safe HTML, or, while the renderer's code is still on its way, as escaped plain text (in a
-    /// `pre-wrap` paragraph so lines keep their place). Reactive: it renders again once the code arrives. A page
-    /// rendered on the server keeps the server's HTML while it hydrates.
+    /// `markdown` as safe HTML, or as escaped `pre-wrap` text until the renderer's code arrives (reactive: it then
+    /// renders again). A page rendered on the server keeps the server's HTML while it hydrates.
     pub fn html(&self, markdown: &str) -> String {
         if !self.ready.get() {
             return plain_html(markdown);
@@ -144,11 +140,8 @@ impl Renderer {
     }
 }
 
-/// `code` in `language` as escaped HTML with a `<span class="tok-...">` around each token the highlighter
-/// recognises (keywords, strings, comments, numbers...; colours in the stylesheet, one set per theme); a
-/// language it does not know gives the code escaped. `oxidoc_highlight` finds the tokens (one forward pass per language, so the
-/// cost grows with the code's length); the markup is written here, and a token out of order or off a character
-/// boundary is shown as plain text rather than trusted.
+/// `code` as escaped HTML with a `<span class="tok-...">` around each token `oxidoc_highlight` finds (in one
+/// forward pass); the markup is ours, and a token out of order or off a character boundary stays plain text.
 fn highlighted(code: &str, language: &str) -> String {
     let mut out = String::with_capacity(code.len() * 2);
     let mut shown = 0;
@@ -194,51 +187,24 @@ fn plain_html(text: &str) -> String {
 /// Keeps http(s), mailto and relative links; anything else (javascript:, data:, vbscript: ...) becomes `#`.
 fn safe_url(url: CowStr<'_>) -> CowStr<'_> {
     let trimmed: String = url.chars().filter(|c| !c.is_whitespace() && !c.is_control()).collect();
-    let lower = trimmed.to_ascii_lowercase();
-    let scheme_end = lower.find(':');
-    let path_start = lower.find(['/', '?', '#']);
-    let has_scheme = matches!((scheme_end, path_start), (Some(c), Some(p)) if c < p)
-        || (scheme_end.is_some() && path_start.is_none());
-    if !has_scheme || lower.starts_with("http:") || lower.starts_with("https:") || lower.starts_with("mailto:") {
+    if has_safe_scheme(&trimmed.to_ascii_lowercase()) {
         url
     } else {
         CowStr::Borrowed("#")
     }
 }
 
+/// Whether a lower-case URL is relative or goes to an http(s) or mailto address.
+fn has_safe_scheme(url: &str) -> bool {
+    let has_scheme = url.find(':').is_some_and(|colon| url.find(['/', '?', '#']).is_none_or(|path| colon < path));
+    !has_scheme || ["http:", "https:", "mailto:"].iter().any(|s| url.starts_with(s))
+}
+
 /// Tags the renderer may produce (pulldown-cmark's own, the task-list checkbox, our code-block frame and the
-/// highlighter's token spans).
-const ALLOWED_TAGS: &[&str] = &[
-    "p",
-    "h1",
-    "h2",
-    "h3",
-    "h4",
-    "h5",
-    "h6",
-    "blockquote",
-    "pre",
-    "code",
-    "ul",
-    "ol",
-    "li",
-    "em",
-    "strong",
-    "del",
-    "a",
-    "hr",
-    "br",
-    "table",
-    "thead",
-    "tbody",
-    "tr",
-    "th",
-    "td",
-    "input",
-    "div",
-    "button",
-    "span",
-];
+/// highlighter's token spans), separated by spaces.
+const ALLOWED_TAGS: &str =
+    "p h1 h2 h3 h4 h5 h6 blockquote pre code ul ol li em strong del a hr br table thead tbody tr \
+    th td input div button span";
 /// Attributes the renderer may produce; `href` and `style` are checked further.
 const ALLOWED_ATTRIBUTES: &[&str] =
     &["href", "title", "class", "type", "disabled", "checked", "start", "style", "aria-label"];
@@ -254,7 +220,7 @@ pub fn markup_problem(html: &str) -> Option<String> {
         let inner = tag.strip_prefix('/').unwrap_or(tag);
         let inner = inner.strip_suffix('/').unwrap_or(inner);
         let (name, mut attributes) = inner.split_once(' ').unwrap_or((inner, ""));
-        if !ALLOWED_TAGS.contains(&name) {
+        if !ALLOWED_TAGS.split(' ').any(|allowed| allowed == name) {
             return Some(format!("tag <{tag}>"));
         }
         loop {
@@ -282,23 +248,33 @@ pub fn markup_problem(html: &str) -> Option<String> {
 
 /// Whether a browser would follow `href` (as written in HTML) to an http(s) or mailto address or a relative one.
 fn is_safe_link(href: &str) -> bool {
-    let decoded = href
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&");
     // Browsers drop tabs and newlines anywhere in a URL, and leading spaces and control characters.
-    let url: String = decoded.chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
-    let url = url.trim_start_matches(|c: char| c <= ' ').to_ascii_lowercase();
-    let scheme_end = url.find(':');
-    let path_start = url.find(['/', '?', '#']);
-    let has_scheme = match (scheme_end, path_start) {
-        (Some(colon), Some(path)) => colon < path,
-        (Some(_), None) => true,
-        _ => false,
-    };
-    !has_scheme || ["http:", "https:", "mailto:"].iter().any(|s| url.starts_with(s))
+    let url: String = unescape(href).chars().filter(|c| !matches!(c, '\t' | '\n' | '\r')).collect();
+    has_safe_scheme(&url.trim_start_matches(|c: char| c <= ' ').to_ascii_lowercase())
+}
+
+/// Undoes HTML escaping (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&#39;`); anything else stays as it is.
+pub(crate) fn unescape(text: &str) -> String {
+    const ENTITIES: [(&str, char); 5] =
+        [("&lt;", '<'), ("&gt;", '>'), ("&quot;", '"'), ("&#39;", '\''), ("&amp;", '&')];
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('&') {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        match ENTITIES.iter().find(|(entity, _)| rest.starts_with(entity)) {
+            Some((entity, c)) => {
+                out.push(*c);
+                rest = &rest[entity.len()..];
+            }
+            None => {
+                out.push('&');
+                rest = &rest[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -379,21 +355,7 @@ mod tests {
         };
         let pieces =
             ["\"", "'", "`", "/*", "*/", "<!--", "r#\"", "${", "\\", "é", "🦀", "0x", "<<EOF\n", "--", "#", "\n"];
-        for language in [
-            "rust",
-            "python",
-            "javascript",
-            "typescript",
-            "bash",
-            "sql",
-            "c",
-            "go",
-            "java",
-            "json",
-            "yaml",
-            "html",
-            "php",
-        ] {
+        for language in "rust python javascript typescript bash sql c go java json yaml html php".split(' ') {
             for (i, piece) in pieces.iter().enumerate() {
                 let code = format!("{}{}", piece.repeat(50), pieces[(i + 1) % pieces.len()].repeat(7));
                 let html = highlighted(&code, language);

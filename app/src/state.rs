@@ -283,9 +283,7 @@ impl ChatState {
             });
         }
     }
-}
 
-impl ChatState {
     /// Shows a new title when the conversation on screen was renamed elsewhere (the sidebar).
     pub fn renamed(&self, thread: &Thread) {
         if self.current.get_untracked() == Some(thread.id) {
@@ -300,15 +298,8 @@ impl ChatState {
 
     /// Forgets the conversation on screen (after signing out).
     pub fn clear(&self) {
-        self.current.set(None);
-        self.files.set(Vec::new());
-        self.pending.set(Vec::new());
-        self.draft.set(String::new());
-        self.messages.set(Vec::new());
-        self.live.set(None);
+        self.reset(None);
         self.busy.set(false);
-        self.error.set(None);
-        self.title.set(String::new());
     }
 }
 

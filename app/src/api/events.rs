@@ -95,11 +95,8 @@ impl ChatEvent {
         serde_json::to_string(&data).unwrap_or_default()
     }
 
-    /// Rebuilds an event from its SSE name and data.
-    ///
-    /// Each variant's fields are read straight from `data` by the name: the derived `Deserialize` of an adjacently
-    /// tagged enum buffers every variant through serde's generic content and was the largest piece of JSON code in
-    /// the browser bundle. The tests round-trip every variant against the derived `Serialize`.
+    /// Rebuilds an event from its SSE name and data, read by the name: the derived `Deserialize` of an adjacently
+    /// tagged enum buffers through serde's generic content, the largest JSON code in the browser bundle.
     pub fn from_parts(name: &str, data: &str) -> Option<Self> {
         use serde_json::from_str;
 

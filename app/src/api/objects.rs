@@ -1,7 +1,5 @@
-//! Reading structs only from JSON objects. A derived `Deserialize` also takes a struct's fields as an array of
-//! values (`["quire.thread", 1, ...]`), which the API does not document: the fields of the import formats that
-//! hold structs read them through these functions (`#[serde(deserialize_with = "...")]`), which refuse anything
-//! but an object, at no cost in memory.
+//! Reading structs only from JSON objects: a derived `Deserialize` also takes fields as an undocumented array
+//! (`["quire.thread", 1, ...]`), so the import formats read their structs through these, at no cost in memory.
 
 use std::{collections::HashMap, fmt, hash::Hash, marker::PhantomData};
 

@@ -1,6 +1,5 @@
-//! Schemas of the OpenAPI document for values with limits: each states the limit from the constant the server
-//! enforces, so the document and the checks cannot drift apart. Documentation only: fields keep their Rust
-//! types and name one of these as their `value_type`.
+//! OpenAPI schemas of values with limits, stated from the constants the server enforces so the two cannot drift
+//! apart. Documentation only: fields keep their Rust types and name one of these as their `value_type`.
 
 use std::borrow::Cow;
 
@@ -39,9 +38,15 @@ fn whole_number(minimum: i64, maximum: i64, description: &str) -> RefOr<Schema> 
         .into()
 }
 
-/// Declares a documentation-only schema named `$name`.
-macro_rules! schema {
-    ($(#[$doc:meta])* $name:ident => $schema:expr) => {
+fn constant(value: impl Into<serde_json::Value>) -> RefOr<Schema> {
+    let value = value.into();
+    let kind = if value.is_string() { Type::String } else { Type::Integer };
+    ObjectBuilder::new().schema_type(kind).enum_values(Some([value])).into()
+}
+
+/// Declares documentation-only schemas, each named `$name`.
+macro_rules! schemas {
+    ($($(#[$doc:meta])* $name:ident => $schema:expr;)*) => {$(
         $(#[$doc])*
         pub struct $name;
 
@@ -56,104 +61,50 @@ macro_rules! schema {
                 Cow::Borrowed(stringify!($name))
             }
         }
-    };
+    )*};
 }
 
-schema!(
+schemas! {
     /// A conversation's or a document's title.
-    Title => text(MAX_TITLE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
-);
-
-schema!(
+    Title => text(MAX_TITLE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// One tag of a conversation.
-    Tag => text(MAX_TAG_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
-);
-
-schema!(
+    Tag => text(MAX_TAG_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// The tags of a conversation.
     Tags => ArrayBuilder::new()
         .items(Tag::schema())
         .max_items(Some(MAX_TAGS))
         .description(Some("Repeated tags are kept once"))
-        .into()
-);
-
-schema!(
+        .into();
     /// A message typed into a conversation.
-    MessageText => text(MAX_MESSAGE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved")
-);
-
-schema!(
+    MessageText => text(MAX_MESSAGE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// An imported message's text (longer than a typed one may be: other apps' answers can be long).
-    ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is")
-);
-
-schema!(
+    ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is");
     /// The name of the model that wrote an answer.
-    ModelName => text(MAX_MODEL_CHARS, NO_NUL_PATTERN, "As the provider names it")
-);
-
-schema!(
+    ModelName => text(MAX_MODEL_CHARS, NO_NUL_PATTERN, "As the provider names it");
     /// A message's number in its conversation, as an import may carry it.
-    MessageNumber => whole_number(1, MAX_IMPORTED_SEQ, "Distinct within the conversation")
-);
-
-schema!(
+    MessageNumber => whole_number(1, MAX_IMPORTED_SEQ, "Distinct within the conversation");
     /// A document's version, as an import may carry it.
-    DocumentVersion => whole_number(1, MAX_IMPORTED_VERSION, "1 for a first version")
-);
-
-schema!(
+    DocumentVersion => whole_number(1, MAX_IMPORTED_VERSION, "1 for a first version");
     /// Tokens of one imported message.
-    TokenCount => whole_number(0, MAX_IMPORTED_TOKENS as i64, "As metered when the answer was written")
-);
-
-fn constant(value: impl Into<serde_json::Value>) -> RefOr<Schema> {
-    let value = value.into();
-    let kind = if value.is_string() { Type::String } else { Type::Integer };
-    ObjectBuilder::new().schema_type(kind).enum_values(Some([value])).into()
-}
-
-schema!(
+    TokenCount => whole_number(0, MAX_IMPORTED_TOKENS as i64, "As metered when the answer was written");
     /// The `format` of a one-conversation export.
-    ThreadFormat => constant(THREAD_EXPORT_FORMAT)
-);
-
-schema!(
+    ThreadFormat => constant(THREAD_EXPORT_FORMAT);
     /// The `format` of an account export.
-    AccountFormat => constant(ACCOUNT_EXPORT_FORMAT)
-);
-
-schema!(
+    AccountFormat => constant(ACCOUNT_EXPORT_FORMAT);
     /// The `version` of both export formats.
-    ExportVersion => constant(EXPORT_VERSION)
-);
-
-schema!(
+    ExportVersion => constant(EXPORT_VERSION);
     /// An e-mail address to sign up with.
-    Email => text(MAX_EMAIL_CHARS, EMAIL_PATTERN, "`local@domain.tld`: no whitespace")
-);
-
-schema!(
+    Email => text(MAX_EMAIL_CHARS, EMAIL_PATTERN, "`local@domain.tld`: no whitespace");
     /// A new account's password.
     NewPassword => ObjectBuilder::new()
         .schema_type(Type::String)
         .min_length(Some(MIN_PASSWORD_CHARS))
         .max_length(Some(MAX_PASSWORD_CHARS))
-        .into()
-);
-
-schema!(
+        .into();
     /// A person's name as shown.
-    DisplayName => text(MAX_DISPLAY_NAME_CHARS, NO_NUL_PATTERN, "Trimmed when saved")
-);
-
-schema!(
+    DisplayName => text(MAX_DISPLAY_NAME_CHARS, NO_NUL_PATTERN, "Trimmed when saved");
     /// A person's new display name: not only whitespace.
-    NewDisplayName => text(MAX_DISPLAY_NAME_CHARS, NOT_BLANK_PATTERN, "Trimmed when saved")
-);
-
-schema!(
+    NewDisplayName => text(MAX_DISPLAY_NAME_CHARS, NOT_BLANK_PATTERN, "Trimmed when saved");
     /// Standing instructions for the assistant (empty for none).
-    CustomInstructions => text(MAX_INSTRUCTIONS_CHARS, NO_NUL_PATTERN, "Trimmed when saved")
-);
+    CustomInstructions => text(MAX_INSTRUCTIONS_CHARS, NO_NUL_PATTERN, "Trimmed when saved");
+}

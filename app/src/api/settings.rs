@@ -73,37 +73,27 @@ impl UpdateSettings {
     /// The change as it is saved: the display name trimmed and not empty, the instructions trimmed and within
     /// [`MAX_INSTRUCTIONS_CHARS`], no NUL anywhere.
     pub fn checked(self) -> Result<Self, Invalid> {
-        let display_name = match self.display_name {
-            Some(name) => {
-                let name = super::validate::display_name(&name)?;
-                if name.is_empty() {
-                    return Err(Invalid {
-                        field: "display_name",
-                        message: "The display name must not be empty.".into(),
-                    });
-                }
-                Some(name)
-            }
-            None => None,
-        };
-        let custom_instructions = match self.custom_instructions {
-            Some(text) => {
+        let display_name = self
+            .display_name
+            .map(|name| match super::validate::display_name(&name)? {
+                name if name.is_empty() => Err(Invalid::new("display_name", "The display name must not be empty.")),
+                name => Ok(name),
+            })
+            .transpose()?;
+        let custom_instructions = self
+            .custom_instructions
+            .map(|text| {
+                let field = "custom_instructions";
                 if text.chars().count() > MAX_INSTRUCTIONS_CHARS {
-                    return Err(Invalid {
-                        field: "custom_instructions",
-                        message: format!("The instructions are longer than {MAX_INSTRUCTIONS_CHARS} characters."),
-                    });
+                    let message = format!("The instructions are longer than {MAX_INSTRUCTIONS_CHARS} characters.");
+                    return Err(Invalid::new(field, message));
                 }
                 if has_nul(&text) {
-                    return Err(Invalid {
-                        field: "custom_instructions",
-                        message: "The instructions must not contain NUL characters.".into(),
-                    });
+                    return Err(Invalid::new(field, "The instructions must not contain NUL characters."));
                 }
-                Some(text.trim().to_string())
-            }
-            None => None,
-        };
+                Ok(text.trim().to_string())
+            })
+            .transpose()?;
         let default_model = self.default_model.map(|id| super::models::checked_id("default_model", id)).transpose()?;
         Ok(Self { display_name, custom_instructions, theme: self.theme, default_model })
     }

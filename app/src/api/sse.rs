@@ -1,15 +1,5 @@
-//! An incremental parser for Server-Sent Events (the `text/event-stream` format): the server reads model
-//! providers' streams with it, the browser and the tests read Quire's own chat streams.
-//!
-//! It follows the WHATWG "event stream interpretation" rules: lines end in CRLF, LF or a lone CR;
-//! `data:` lines of one event are joined with `\n`; `event:` names the event; lines starting with
-//! `:` are comments; a blank line dispatches the event. Bytes may be fed in chunks split anywhere,
-//! including between the CR and LF of a CRLF or inside a multi-byte UTF-8 character: a line is only
-//! decoded once it is complete, and line terminators are ASCII bytes that never occur inside a
-//! UTF-8 sequence, so splitting on bytes first is safe.
-//!
-//! An event's `id:` is handed back with it (Quire's own streams number their events so a client can resume
-//! after the last it saw); `retry:` is ignored.
+//! An incremental Server-Sent Events parser (WHATWG rules; `id:` kept, `retry:` ignored). Chunks may split anywhere,
+//! even inside a CRLF or a UTF-8 character: lines split on ASCII terminator bytes and are decoded once complete.
 
 use thiserror::Error;
 

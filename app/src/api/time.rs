@@ -1,6 +1,5 @@
-//! Times as the browser reads them: strict RFC 3339, the form the server writes. chrono's own `Deserialize` goes
-//! through its general, relaxed parser (with RFC 2822 and format items), which the browser never needs; the wire
-//! types use these in the browser build only, so the server accepts what it always did.
+//! Times as the browser reads them: strict RFC 3339, as the server writes them, not chrono's larger relaxed parser.
+//! Used in the browser build only, so the server accepts what it always did.
 
 use chrono::{DateTime, Utc};
 use serde::de::{Deserializer, Error, Visitor};

@@ -1,8 +1,5 @@
-//! The rules a conversation's fields follow wherever they come from (typed, changed, or imported), and the
-//! regular expressions that state them in the OpenAPI document.
-//!
-//! Lengths count characters of the value as sent, before surrounding whitespace is trimmed, so that what the
-//! document allows is exactly what is accepted. No text may hold a NUL character: PostgreSQL cannot store one.
+//! The rules fields follow wherever they come from, and their patterns in the OpenAPI document. Lengths count the
+//! value as sent, before trimming, as the document says; no text may hold a NUL: PostgreSQL cannot store one.
 
 use super::{
     MAX_DISPLAY_NAME_CHARS, MAX_EMAIL_CHARS, MAX_PASSWORD_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_TITLE_CHARS,

@@ -7,10 +7,8 @@ use crate::api::{MessageStatus, Role};
 use crate::components::model_context::ModelContext;
 use crate::markdown::Renderer;
 
-/// A user or assistant bubble. Assistant text is rendered as safe Markdown; user text stays plain.
-/// `saved` is the saved message's id and its thread's: search results point at the message, and a saved answer
-/// offers "What the model saw"; `highlighted` marks the message a search opened; `children` go below the text (what
-/// can be done with the message).
+/// A user or assistant bubble, an answer as safe Markdown. `saved` (message and thread ids) lets search results
+/// point at it and an answer offer "What the model saw"; `highlighted` marks the message a search opened.
 #[component]
 pub fn MessageBubble(
     role: Role,

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, ContextPassage, ContextRecord, Message, Role};
+use crate::api::{client, shortened, Artifact, ContextPassage, ContextRecord, Message, Role};
 use crate::components::counted_list::CountedList;
 use crate::components::trace_steps::TraceSteps;
 use crate::format::grouped;
@@ -40,13 +40,7 @@ pub struct ContextView {
 }
 
 fn excerpt(text: &str) -> String {
-    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if text.chars().count() <= EXCERPT_CHARS {
-        return text;
-    }
-    let mut short: String = text.chars().take(EXCERPT_CHARS).collect();
-    short.push('…');
-    short
+    shortened(&text.split_whitespace().collect::<Vec<_>>().join(" "), EXCERPT_CHARS)
 }
 
 fn who(role: Role) -> &'static str {

@@ -14,13 +14,8 @@ pub struct ModelChoice {
     pub before: Option<String>,
 }
 
-/// A select of the models on offer, its first option "the default" (`default_label` with the default's id: the
-/// person's, or with `server` the server's). It shows `chosen`, sets it at once and calls `on_choose`; whoever saves
-/// the choice sets `chosen` back to [`ModelChoice::before`] when it is refused, so the select never shows a model
-/// that is not the one in use. `label` is its accessible name.
-///
-/// Most servers offer one model, so the select, the list's request and its reading are loaded apart from the main
-/// bundle, once the page is interactive (nothing of it is rendered on the server).
+/// A select of the models on offer, first "the default" (the person's, or with `server` the server's); a refused
+/// choice is set back to [`ModelChoice::before`]. Loaded apart from the main bundle: most servers offer one model.
 #[component]
 pub fn ModelSelect(
     label: &'static str,

@@ -136,15 +136,10 @@ fn VersionCompare(artifact: Uuid, numbers: Vec<i64>, from: RwSignal<i64>, to: Rw
 /// A line of the diff: removed lines struck through, added ones marked, with a sign for those who cannot see
 /// the colours.
 fn diff_line(line: DiffLine) -> impl IntoView {
-    match line.op {
-        DiffOp::Equal => view! { <div class="diff-line"><span class="diff-sign" aria-hidden="true">" "</span>{line.text}</div> }.into_any(),
-        DiffOp::Insert => view! {
-            <div class="diff-line diff-insert"><span class="diff-sign" aria-hidden="true">"+"</span><ins>{line.text}</ins></div>
-        }
-        .into_any(),
-        DiffOp::Delete => view! {
-            <div class="diff-line diff-delete"><span class="diff-sign" aria-hidden="true">"−"</span><del>{line.text}</del></div>
-        }
-        .into_any(),
-    }
+    let (class, sign, text) = match line.op {
+        DiffOp::Equal => ("diff-line", " ", line.text.into_any()),
+        DiffOp::Insert => ("diff-line diff-insert", "+", view! { <ins>{line.text}</ins> }.into_any()),
+        DiffOp::Delete => ("diff-line diff-delete", "−", view! { <del>{line.text}</del> }.into_any()),
+    };
+    view! { <div class=class><span class="diff-sign" aria-hidden="true">{sign}</span>{text}</div> }
 }

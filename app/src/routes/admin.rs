@@ -1,11 +1,15 @@
 //! `/admin`: operator control for administrators (accounts with their usage and actions, invitations, the
 //! sign-up mode), and `/reset-password`, where a reset link an administrator made sets a new password.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_query_map;
 
 use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
+use crate::api::client::ApiError;
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::new_password::NewPassword;
 use crate::format::moment;
@@ -14,6 +18,23 @@ use crate::format::moment;
 fn full_link(path: &str) -> String {
     let origin = web_sys::window().and_then(|w| w.location().origin().ok()).unwrap_or_default();
     format!("{origin}{path}")
+}
+
+/// The page's note: done (a status) or refused (an alert).
+type Note = RwSignal<Option<(bool, String)>>;
+
+/// Makes a call in the background: its answer goes to `done`, a refusal's message to the note.
+fn noted<T: 'static>(
+    note: Note,
+    call: impl Future<Output = Result<T, ApiError>> + 'static,
+    done: impl FnOnce(T) + 'static,
+) {
+    spawn_local(async move {
+        match call.await {
+            Ok(answer) => done(answer),
+            Err(e) => note.set(Some((false, e.message))),
+        }
+    });
 }
 
 /// The admin page. To someone who is not an administrator the server answers 404, and so does this page.
@@ -37,7 +58,7 @@ pub fn AdminPage() -> impl IntoView {
 
 /// Who may sign up: a select that saves at once.
 #[component]
-fn SignUpModeSetting(note: RwSignal<Option<(bool, String)>>, forbidden: RwSignal<bool>) -> impl IntoView {
+fn SignUpModeSetting(note: Note, forbidden: RwSignal<bool>) -> impl IntoView {
     let mode = RwSignal::new(None::<SignUpMode>);
     Effect::new(move |_| {
         spawn_local(async move {
@@ -59,14 +80,9 @@ fn SignUpModeSetting(note: RwSignal<Option<(bool, String)>>, forbidden: RwSignal
             "closed" => SignUpMode::Closed,
             _ => SignUpMode::Invite,
         };
-        spawn_local(async move {
-            match calls::set_sign_up_mode(chosen).await {
-                Ok(()) => {
-                    mode.set(Some(chosen));
-                    note.set(Some((true, "Sign-up mode saved.".into())));
-                }
-                Err(e) => note.set(Some((false, e.message))),
-            }
+        noted(note, calls::set_sign_up_mode(chosen), move |()| {
+            mode.set(Some(chosen));
+            note.set(Some((true, "Sign-up mode saved.".into())));
         });
     };
     view! {
@@ -85,7 +101,7 @@ fn SignUpModeSetting(note: RwSignal<Option<(bool, String)>>, forbidden: RwSignal
 
 /// Invitations: make one (the link is shown once), list them, revoke one.
 #[component]
-fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
+fn Invites(note: Note) -> impl IntoView {
     let hours = RwSignal::new("168".to_string());
     let uses = RwSignal::new("1".to_string());
     let link = RwSignal::new(None::<String>);
@@ -104,25 +120,13 @@ fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
             expires_in_hours: hours.get_untracked().trim().parse().unwrap_or(0),
             max_uses: uses.get_untracked().trim().parse().unwrap_or(0),
         };
-        spawn_local(async move {
-            match calls::create_invite(&body).await {
-                Ok(created) => {
-                    link.set(Some(full_link(&created.link)));
-                    note.set(None);
-                    load();
-                }
-                Err(e) => note.set(Some((false, e.message))),
-            }
+        noted(note, async move { calls::create_invite(&body).await }, move |created| {
+            link.set(Some(full_link(&created.link)));
+            note.set(None);
+            load();
         });
     };
-    let revoke = move |id| {
-        spawn_local(async move {
-            match calls::revoke_invite(id).await {
-                Ok(()) => load(),
-                Err(e) => note.set(Some((false, e.message))),
-            }
-        })
-    };
+    let revoke = move |id| noted(note, calls::revoke_invite(id), move |()| load());
     view! {
         <section aria-labelledby="invites-heading">
             <h2 id="invites-heading">"Invitations"</h2>
@@ -167,7 +171,7 @@ fn Invites(note: RwSignal<Option<(bool, String)>>) -> impl IntoView {
 /// Every account with its usage and what an administrator may do to it, a page at a time (as the server cuts
 /// them), with Previous and Next.
 #[component]
-fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> impl IntoView {
+fn Accounts(note: Note, reload: RwSignal<u32>) -> impl IntoView {
     let accounts = RwSignal::new(Vec::<AdminAccount>::new());
     let offset = RwSignal::new(0u32);
     // Where the pages before this one began, nearest last: Previous goes back exactly as Next came.
@@ -240,22 +244,15 @@ fn Accounts(note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> im
 
 /// One account's row: usage, and buttons to disable, promote, set a budget, make a reset link, delete.
 #[component]
-fn AccountRow(account: AdminAccount, note: RwSignal<Option<(bool, String)>>, reload: RwSignal<u32>) -> impl IntoView {
+fn AccountRow(account: AdminAccount, note: Note, reload: RwSignal<u32>) -> impl IntoView {
     let id = account.id;
     let email = account.email.clone();
     let budget = RwSignal::new(account.own_daily_tokens.map(|b| b.to_string()).unwrap_or_default());
-    let act = move |done: &'static str,
-                    call: std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<(), crate::api::client::ApiError>>>,
-    >| {
-        spawn_local(async move {
-            match call.await {
-                Ok(()) => {
-                    note.set(Some((true, done.to_string())));
-                    reload.update(|n| *n += 1);
-                }
-                Err(e) => note.set(Some((false, e.message))),
-            }
+    // Once an action is done, the note says so and the accounts are listed again.
+    let act = move |done: &'static str, call: Pin<Box<dyn Future<Output = Result<(), ApiError>>>>| {
+        noted(note, call, move |()| {
+            note.set(Some((true, done.to_string())));
+            reload.update(|n| *n += 1);
         })
     };
     let (admin, disabled) = (account.admin, account.disabled);
@@ -271,12 +268,8 @@ fn AccountRow(account: AdminAccount, note: RwSignal<Option<(bool, String)>>, rel
         act("Budget saved.", Box::pin(calls::set_budget(id, tokens)))
     };
     let reset = move |_| {
-        spawn_local(async move {
-            match calls::reset_link(id).await {
-                Ok(link) => note
-                    .set(Some((true, format!("Password reset link (one use, 24 hours): {}", full_link(&link.link))))),
-                Err(e) => note.set(Some((false, e.message))),
-            }
+        noted(note, calls::reset_link(id), move |link| {
+            note.set(Some((true, format!("Password reset link (one use, 24 hours): {}", full_link(&link.link)))))
         })
     };
     let confirm_email = email.clone();

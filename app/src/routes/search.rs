@@ -6,12 +6,10 @@ use leptos_router::hooks::use_query_map;
 use uuid::Uuid;
 
 use crate::api::{client, Role, SearchKind, SearchResult};
+use crate::markdown::unescape;
 
-/// A snippet split into plain text and marked hits.
-///
-/// The server sends HTML-escaped text in which only `<mark>` and `</mark>` are markup. The page never inserts
-/// that as HTML: it unescapes the text and renders each part as a text node, marked parts inside `<mark>`,
-/// so whatever else a snippet held shows as text.
+/// A snippet (HTML-escaped, only `<mark>` as markup) split into unescaped text and marked hits: each is shown as
+/// a text node, never inserted as HTML, so whatever else a snippet held shows as text.
 pub fn snippet_parts(html: &str) -> Vec<(String, bool)> {
     let mut parts: Vec<(String, bool)> = Vec::new();
     let mut marked = false;
@@ -34,30 +32,6 @@ pub fn snippet_parts(html: &str) -> Vec<(String, bool)> {
         }
     }
     parts
-}
-
-/// Undoes the server's HTML escaping (`&amp;`, `&lt;`, `&gt;`, `&quot;`, `&#39;`); anything else stays as it is.
-fn unescape(text: &str) -> String {
-    const ENTITIES: [(&str, char); 5] =
-        [("&lt;", '<'), ("&gt;", '>'), ("&quot;", '"'), ("&#39;", '\''), ("&amp;", '&')];
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find('&') {
-        out.push_str(&rest[..at]);
-        rest = &rest[at..];
-        match ENTITIES.iter().find(|(entity, _)| rest.starts_with(entity)) {
-            Some((entity, c)) => {
-                out.push(*c);
-                rest = &rest[entity.len()..];
-            }
-            None => {
-                out.push('&');
-                rest = &rest[1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Hits of one conversation, in the order of their first (best) hit.
@@ -122,51 +96,43 @@ pub fn SearchPage() -> impl IntoView {
     let loading = RwSignal::new(false);
     let error = RwSignal::new(None::<String>);
 
+    // The page of hits for `text` at `cursor` (the first without one); dropped if the query changed meanwhile.
+    let fetch = move |text: String, cursor: Option<String>| {
+        loading.set(true);
+        spawn_local(async move {
+            let result = client::search(&text, cursor.as_deref()).await;
+            if q.get_untracked() != text {
+                return;
+            }
+            loading.set(false);
+            match result {
+                Ok(page) => {
+                    if cursor.is_some() {
+                        results.update(|r| r.extend(page.results));
+                    } else {
+                        results.set(page.results);
+                        total.set((page.total, page.total_is_lower_bound));
+                    }
+                    next.set(page.next_cursor);
+                }
+                Err(e) => error.set(Some(e.message)),
+            }
+        });
+    };
     Effect::new(move |_| {
         let text = q.get();
         results.set(Vec::new());
         total.set((0, false));
         next.set(None);
         error.set(None);
-        if text.is_empty() {
-            return;
+        if !text.is_empty() {
+            fetch(text, None);
         }
-        loading.set(true);
-        spawn_local(async move {
-            let result = client::search(&text, None).await;
-            if q.get_untracked() != text {
-                return;
-            }
-            loading.set(false);
-            match result {
-                Ok(page) => {
-                    results.set(page.results);
-                    total.set((page.total, page.total_is_lower_bound));
-                    next.set(page.next_cursor);
-                }
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
     });
-
     let more = move |_| {
-        let Some(cursor) = next.get_untracked() else { return };
-        let text = q.get_untracked();
-        loading.set(true);
-        spawn_local(async move {
-            let result = client::search(&text, Some(&cursor)).await;
-            if q.get_untracked() != text {
-                return;
-            }
-            loading.set(false);
-            match result {
-                Ok(page) => {
-                    results.update(|r| r.extend(page.results));
-                    next.set(page.next_cursor);
-                }
-                Err(e) => error.set(Some(e.message)),
-            }
-        });
+        if let Some(cursor) = next.get_untracked() {
+            fetch(q.get_untracked(), Some(cursor));
+        }
     };
 
     let summary = move || {

@@ -84,25 +84,8 @@ impl Listing {
 
     /// Lists the first page (of the archive when it is shown; of one tag's conversations when filtered).
     fn first_page(self, archived: bool, tag: Option<String>) {
-        let this_walk = self.walk.get_value() + 1;
-        self.walk.set_value(this_walk);
-        self.loading.set(true);
-        spawn_local(async move {
-            let result = client::list_threads(archived, tag.as_deref(), None).await;
-            if self.walk.get_value() != this_walk {
-                return;
-            }
-            self.loading.set(false);
-            match result {
-                Ok(page) => {
-                    self.threads.set(page.threads);
-                    self.next.set(page.next_cursor);
-                    self.error.set(None);
-                }
-                Err(e) => self.error.set(Some(e.message)),
-            }
-            self.restore_focus();
-        });
+        self.walk.update_value(|walk| *walk += 1);
+        self.fetch(archived, tag, None);
     }
 
     /// Fetches the next page when the end of the list is near.
@@ -111,19 +94,26 @@ impl Listing {
             return;
         }
         let Some(cursor) = self.next.get_untracked() else { return };
-        let archived = self.show_archived.get_untracked();
-        let tag = self.tag.get_untracked();
+        self.fetch(self.show_archived.get_untracked(), self.tag.get_untracked(), Some(cursor));
+    }
+
+    /// Fetches the page at `cursor` of the current walk (the first page without one) and shows it.
+    fn fetch(self, archived: bool, tag: Option<String>, cursor: Option<String>) {
         let this_walk = self.walk.get_value();
         self.loading.set(true);
         spawn_local(async move {
-            let result = client::list_threads(archived, tag.as_deref(), Some(&cursor)).await;
+            let result = client::list_threads(archived, tag.as_deref(), cursor.as_deref()).await;
             if self.walk.get_value() != this_walk {
                 return;
             }
             self.loading.set(false);
+            let first = cursor.is_none();
             match result {
                 Ok(page) => {
                     self.threads.update(|list| {
+                        if first {
+                            list.clear();
+                        }
                         for thread in page.threads {
                             if !list.iter().any(|t| t.id == thread.id) {
                                 list.push(thread);
@@ -131,8 +121,14 @@ impl Listing {
                         }
                     });
                     self.next.set(page.next_cursor);
+                    if first {
+                        self.error.set(None);
+                    }
                 }
                 Err(e) => self.error.set(Some(e.message)),
+            }
+            if first {
+                self.restore_focus();
             }
         });
     }

@@ -1,6 +1,5 @@
-//! The sidebar: "New chat", the search box, the tag filter ([`tags`]), the conversations ([`list`]: pinned first,
-//! more loaded as the list is scrolled, archived ones behind a toggle, each conversation's menu and its
-//! [`dialogs`]), and the account.
+//! The sidebar: "New chat", the search box, the tag filter ([`tags`]), the conversations ([`list`], with each
+//! one's menu and its [`dialogs`]), and the account.
 
 mod dialogs;
 mod list;

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::branches::Branches;
 use super::budget_banner::show_if_over_budget;
+use crate::api::client::ApiError;
 use crate::api::{
     client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
 };
@@ -57,19 +58,22 @@ impl ChatActions {
         self.branches
     }
 
-    /// Whether the view follows the answer as it grows.
-    pub(super) fn follow(&self) -> RwSignal<bool> {
-        self.follow
-    }
-
     /// Tells the sidebar the list of conversations may have changed.
     pub(super) fn changed(&self) -> ThreadsChanged {
         self.changed
     }
 
     /// Whether a turn or a silent generation is running (no other may start meanwhile).
-    fn occupied(&self) -> bool {
+    pub(super) fn occupied(&self) -> bool {
         self.state.busy.get_untracked() || self.state.generating.get_untracked().is_some()
+    }
+
+    /// Marks a turn as running and followed, the last error and budget notice gone.
+    pub(super) fn begin_turn(&self) {
+        self.state.busy.set(true);
+        self.state.error.set(None);
+        self.state.budget.set(None);
+        self.follow.set(true);
     }
 
     /// Sends what the message box holds, once the files picked for it are attached. The files' chips go: the
@@ -141,10 +145,7 @@ impl ChatActions {
         if content.trim().is_empty() || self.occupied() {
             return;
         }
-        state.busy.set(true);
-        state.error.set(None);
-        state.budget.set(None);
-        self.follow.set(true);
+        self.begin_turn();
         spawn_local(async move {
             let Some(id) = self.ensure_thread().await else {
                 self.draft.set(content);
@@ -154,8 +155,7 @@ impl ChatActions {
             let sent = local_message(id, Role::User, content.clone());
             let sent_id = sent.id;
             state.messages.update(|m| m.push(sent));
-            state.live.set(Some(LiveAnswer::default()));
-            state.turn_artifacts.set(Vec::new());
+            start_answer(state);
             let request = ChatRequest { content: content.clone(), artifact_generation: None, edit_of: None };
             let mut started = false;
             let result = client::chat(id, &request, |event| {
@@ -164,9 +164,6 @@ impl ChatActions {
             })
             .await;
             if let Err(e) = result {
-                if state.live.get_untracked().is_some() {
-                    state.end_turn(id, None, MessageStatus::Interrupted);
-                }
                 if e.status == 409 || e.status == 422 || e.code == "budget_exceeded" {
                     // Not saved: drop the optimistic bubble and give the text back.
                     state.messages.update(|m| m.retain(|x| x.id != sent_id));
@@ -179,9 +176,7 @@ impl ChatActions {
                     0 => Some(Retry::Rerun { content, saved: started }),
                     _ => Some(Retry::Resend { content, bubble: sent_id }),
                 };
-                if !show_if_over_budget(state, &e) {
-                    state.error.set(Some(ErrorNote { message: e.message, retry }));
-                }
+                turn_failed(state, id, e, retry);
             }
             state.busy.set(false);
         });
@@ -245,9 +240,8 @@ impl ChatActions {
     }
 }
 
-/// Runs the failed turn of the saved message of the conversation `id` again, so the server never stores the message
-/// twice; a message it does not have is sent again. Loaded at a first retry (split out of the main wasm bundle in
-/// release builds).
+/// Runs the failed turn of a saved message of conversation `id` again (so the server never stores it twice), or
+/// sends again one it does not have. Loaded at a first retry (split out of the main wasm bundle in release builds).
 #[lazy]
 async fn rerun_turn(actions: ChatActions, id: Uuid, content: String, saved: bool) {
     let state = actions.state;
@@ -274,19 +268,30 @@ async fn rerun_turn(actions: ChatActions, id: Uuid, content: String, saved: bool
     // The failed attempt's partial answer makes way for the new one.
     state.messages.set(detail.messages.into_iter().filter(|m| m.seq <= request.seq).collect());
     state.artifacts.set(detail.artifacts);
-    state.live.set(Some(LiveAnswer::default()));
-    state.turn_artifacts.set(Vec::new());
+    start_answer(state);
     let result = client::retry(id, request.id, |event| state.apply(id, event, &content, actions.changed)).await;
     if let Err(e) = result {
-        if state.live.get_untracked().is_some() {
-            state.end_turn(id, None, MessageStatus::Interrupted);
-        }
         let retry = (e.status != 404).then_some(Retry::Rerun { content, saved: true });
-        if !show_if_over_budget(state, &e) {
-            state.error.set(Some(ErrorNote { message: e.message, retry }));
-        }
+        turn_failed(state, id, e, retry);
     }
     state.busy.set(false);
+}
+
+/// Shows an empty answer that a turn's events will write.
+pub(super) fn start_answer(state: ChatState) {
+    state.live.set(Some(LiveAnswer::default()));
+    state.turn_artifacts.set(Vec::new());
+}
+
+/// Ends a turn of conversation `id` that failed: the answer so far goes, and `e` shows in the budget notice or
+/// the error banner (with `retry`).
+pub(super) fn turn_failed(state: ChatState, id: Uuid, e: ApiError, retry: Option<Retry>) {
+    if state.live.get_untracked().is_some() {
+        state.end_turn(id, None, MessageStatus::Interrupted);
+    }
+    if !show_if_over_budget(state, &e) {
+        state.error.set(Some(ErrorNote { message: e.message, retry }));
+    }
 }
 
 /// Asks for a document of `kind` from the conversation `id` without a message: the indicator shows meanwhile, then

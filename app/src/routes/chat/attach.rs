@@ -1,6 +1,5 @@
-//! Files attached from the message box: each shows as a chip that follows its upload and the server's reading of
-//! it, or says why it was refused; a chip can be removed before the message is sent (the file is deleted again).
-//! A first file in a new chat creates the conversation, as a first message does.
+//! Files attached from the message box, each a chip that follows its upload and reading or says why it was refused
+//! (removing it deletes the file); a first file in a new chat creates the conversation, as a first message does.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashSet;

@@ -6,12 +6,11 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use uuid::Uuid;
 
-use super::actions::ChatActions;
-use super::budget_banner::show_if_over_budget;
-use crate::api::{client, Branching, ChatRequest, Message, MessageStatus, Role, ThreadDetail};
+use super::actions::{start_answer, turn_failed, ChatActions};
+use crate::api::{client, Branching, ChatRequest, Message, Role, ThreadDetail};
 use crate::components::message_bubble::MessageBubble;
 use crate::components::modal::ModalDialog;
-use crate::state::{js_random_u128, local_message, ErrorNote, LiveAnswer};
+use crate::state::{js_random_u128, local_message, ErrorNote};
 
 /// What the chat page knows of the shown path's branches, and which message is being edited or deleted.
 #[derive(Clone, Copy)]
@@ -139,14 +138,11 @@ impl ChatActions {
     fn fork(self, at: Uuid, fork: Fork) {
         let state = self.state();
         let Some(id) = state.current.get_untracked() else { return };
-        if state.busy.get_untracked() || state.generating.get_untracked().is_some() {
+        if self.occupied() {
             return;
         }
-        state.busy.set(true);
-        state.error.set(None);
-        state.budget.set(None);
+        self.begin_turn();
         self.branches().editing.set(None);
-        self.follow().set(true);
         spawn_local(run_fork(self, id, at, fork));
     }
 
@@ -166,9 +162,8 @@ impl ChatActions {
     }
 }
 
-/// Runs a turn that starts a branch at the message `at` of the conversation `id`: the path shows up to there (with
-/// the new version of an edited message), the answer streams in below, and the conversation is then shown as the
-/// server has it. Loaded at a first edit or new answer (split out of the main wasm bundle in release builds).
+/// Runs a turn that branches at message `at` of conversation `id`: the path up to there (and an edit), the answer
+/// streaming below, then the conversation as stored. Loaded at a first edit or new answer (split out in release).
 #[lazy]
 async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
     let state = actions.state();
@@ -188,8 +183,7 @@ async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
             list.push(local_message(id, Role::User, content.clone()));
         }
     });
-    state.live.set(Some(LiveAnswer::default()));
-    state.turn_artifacts.set(Vec::new());
+    start_answer(state);
     let changed = actions.changed();
     let result = match &fork {
         Fork::Edit { of, content } => {
@@ -202,12 +196,7 @@ async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
         }
     };
     if let Err(e) = result {
-        if state.live.get_untracked().is_some() {
-            state.end_turn(id, None, MessageStatus::Interrupted);
-        }
-        if !show_if_over_budget(state, &e) {
-            state.error.set(Some(ErrorNote::new(e.message)));
-        }
+        turn_failed(state, id, e, None);
     }
     actions.reload(id).await;
     state.busy.set(false);

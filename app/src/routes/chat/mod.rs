@@ -1,6 +1,5 @@
-//! The chat page: the conversation ([`timeline`]) and its branches ([`branches`]), the message box ([`composer`]),
-//! the header with documents and exports ([`header`]), and what people's actions do ([`actions`]). The
-//! conversation's state lives above the router, in [`crate::state::ChatState`].
+//! The chat page: [`timeline`], [`branches`], the message box ([`composer`]), the [`header`] with documents and
+//! exports, and what people's actions do ([`actions`]); the state lives above the router ([`crate::state::ChatState`]).
 
 mod actions;
 mod attach;
@@ -146,9 +145,8 @@ fn focused_element() -> Option<web_sys::HtmlElement> {
     active.dyn_into::<web_sys::HtmlElement>().ok()
 }
 
-/// Gives focus back to `element` once the viewer of `document` is gone. When it left the page: to the panel's
-/// toggle if it was an entry of the documents panel (which closed), to the document's card if it was a card
-/// (drawn again at a new version), else to the message box.
+/// Gives focus back to `element` once the viewer of `document` is gone; if it left the page, to the documents
+/// panel's toggle (for a panel entry), the document's card (redrawn at a new version), else the message box.
 fn return_focus(element: Option<web_sys::HtmlElement>, document: Uuid) {
     use wasm_bindgen::JsCast;
     request_animation_frame(move || {

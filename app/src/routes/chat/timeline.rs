@@ -1,6 +1,5 @@
-//! The conversation as it reads: messages in order with the documents their turns made, the answer being
-//! written, a tool's status line and the generating indicator. The view follows a growing answer while the person
-//! stays at the bottom.
+//! The conversation as it reads: messages with the documents their turns made, the answer being written, a tool's
+//! status line and the generating indicator; the view follows a growing answer while the person stays at the bottom.
 
 use leptos::html;
 use leptos::prelude::*;
