@@ -29,11 +29,6 @@ use text::TextGen;
 
 const SIZES: [usize; 3] = [100, 1_000, 10_000];
 
-/// Under `cargo test --benches` (no `--bench` argument) criterion runs each benchmark once: small inputs then.
-fn smoke() -> bool {
-    mode::smoke_run()
-}
-
 /// A conversation of `n` messages: requests of 10-60 words, answers of 40-300 words.
 fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
     let start = Utc::now() - Duration::days(30);
@@ -75,7 +70,7 @@ fn context_benches(c: &mut Criterion) {
     let mut gen = TextGen::new(1);
     let mut group = c.benchmark_group("context");
     group.sample_size(20);
-    let sizes: &[usize] = if smoke() { &SIZES[..1] } else { &SIZES };
+    let sizes: &[usize] = if mode::smoke_run() { &SIZES[..1] } else { &SIZES };
     for &n in sizes {
         let thread = rt.block_on(store.import_threads(user, vec![conversation(n, &mut gen)])).expect("import")[0].id;
         let loaded =
@@ -126,7 +121,7 @@ fn context_benches(c: &mut Criterion) {
 }
 
 fn token_benches(c: &mut Criterion) {
-    let scale = if smoke() { 100 } else { 1 };
+    let scale = if mode::smoke_run() { 100 } else { 1 };
     let prose = TextGen::new(2).prose(500 * 1024 / scale);
     let repeated = "a".repeat(100 * 1024 / scale);
     quire::tokens::warm_up();

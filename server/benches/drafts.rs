@@ -58,15 +58,29 @@ struct Running {
     text: String,
 }
 
-/// A batch of every turn's draft, each text changed by `round` (as a longer text would change it).
-fn batch(user: Uuid, turns: &[Running], round: u64, writing: bool) -> Vec<TurnProgress> {
+/// Events streamed per turn between two batches (deltas 20 ms apart, a batch every 250 ms).
+const EVENTS_PER_TURN: i64 = 12;
+
+/// A batch for every turn: its draft, the text changed by `round` (as a longer text would change it) and saved as
+/// `writing` says; or with `None`, no draft but `EVENTS_PER_TURN` new events, numbered after earlier rounds'.
+fn batch(user: Uuid, turns: &[Running], round: i64, writing: Option<bool>) -> Vec<TurnProgress> {
     turns
         .iter()
         .map(|t| TurnProgress {
             turn: t.turn,
             user,
-            events: Vec::new(),
-            answer: Some(AnswerDraft {
+            // As the live turn hands them over: the batch's deltas are one run.
+            events: match writing {
+                Some(_) => Vec::new(),
+                None => {
+                    let first = round * EVENTS_PER_TURN + 1;
+                    let data: Vec<String> = (first..first + EVENTS_PER_TURN)
+                        .map(|seq| format!(r#"{{"text":"word{seq} and more "}}"#))
+                        .collect();
+                    vec![EventRun::of(first, "text_delta", data.iter().map(String::as_str))]
+                }
+            },
+            answer: writing.map(|writing| AnswerDraft {
                 id: t.answer,
                 thread_id: t.thread,
                 update: MessageUpdate {
@@ -79,29 +93,6 @@ fn batch(user: Uuid, turns: &[Running], round: u64, writing: bool) -> Vec<TurnPr
                 writing,
                 question: None,
             }),
-        })
-        .collect()
-}
-
-/// Events streamed per turn between two batches (deltas 20 ms apart, a batch every 250 ms).
-const EVENTS_PER_TURN: i64 = 12;
-
-/// A batch of `EVENTS_PER_TURN` new events for every turn, numbered after those of earlier rounds.
-fn events(user: Uuid, turns: &[Running], round: i64) -> Vec<TurnProgress> {
-    turns
-        .iter()
-        .map(|t| TurnProgress {
-            turn: t.turn,
-            user,
-            // As the live turn hands them over: the batch's deltas are one run.
-            events: {
-                let first = round * EVENTS_PER_TURN + 1;
-                let data: Vec<String> = (first..first + EVENTS_PER_TURN)
-                    .map(|seq| format!(r#"{{"text":"word{seq} and more "}}"#))
-                    .collect();
-                vec![EventRun::of(first, "text_delta", data.iter().map(String::as_str))]
-            },
-            answer: None,
         })
         .collect()
 }
@@ -124,7 +115,7 @@ async fn running_turns(store: &DynStore, n: usize, writing: bool, gen: &mut Text
         store.begin_turn(user, thread, turn, 3_600_000).await.expect("turn");
         turns.push(Running { turn, thread, answer: Uuid::now_v7(), text: gen.prose(DRAFT_CHARS) });
     }
-    store.save_progress(&batch(user, &turns, 0, writing)).await.expect("first save");
+    store.save_progress(&batch(user, &turns, 0, Some(writing))).await.expect("first save");
     (user, turns)
 }
 
@@ -145,11 +136,11 @@ fn draft_benches(c: &mut Criterion) {
     group.sample_size(20);
     group.throughput(Throughput::Elements(n as u64));
     for (backend, store) in &stores {
-        for writing in [true, false] {
-            let (user, turns) = rt.block_on(running_turns(store, n, writing, &mut gen));
+        // Drafts as being written, drafts finished, or events without drafts (`None`).
+        for (kind, writing) in [("writing", Some(true)), ("finished", Some(false)), ("events", None)] {
+            let (user, turns) = rt.block_on(running_turns(store, n, writing.unwrap_or(true), &mut gen));
             let round = std::cell::Cell::new(0);
-            let name = format!("{backend}/{}", if writing { "writing" } else { "finished" });
-            group.bench_function(name, |b| {
+            group.bench_function(format!("{backend}/{kind}"), |b| {
                 b.to_async(&rt).iter_batched(
                     || {
                         round.set(round.get() + 1);
@@ -160,18 +151,6 @@ fn draft_benches(c: &mut Criterion) {
                 )
             });
         }
-        let (user, turns) = rt.block_on(running_turns(store, n, true, &mut gen));
-        let round = std::cell::Cell::new(0);
-        group.bench_function(format!("{backend}/events"), |b| {
-            b.to_async(&rt).iter_batched(
-                || {
-                    round.set(round.get() + 1);
-                    events(user, &turns, round.get())
-                },
-                |progress| async move { store.save_progress(&progress).await.expect("save") },
-                BatchSize::LargeInput,
-            )
-        });
     }
     group.finish();
 }
@@ -189,9 +168,8 @@ async fn timed_checks(limits: Arc<dyn SharedLimits>, checks: usize, keys: usize,
     samples
 }
 
-/// The pools of limit checks compared, each a store of its own on the same database: 16 connections (the
-/// store's main pool, where checks ran before they had a pool of their own), and pools of their own of 1, 2 (the
-/// default) and 4.
+/// The pools of limit checks compared, each a store of its own on the same database: the store's main pool of 16
+/// connections, and pools of their own of 1, 2 (the default) and 4.
 fn limit_pools() -> Vec<(&'static str, PgPoolOptions)> {
     vec![
         ("shared pool of 16", Postgres::pool_options()),

@@ -2,14 +2,13 @@
 //! server, hyper-util's server for both HTTP versions (`auto`), an axum router on `axum::serve`, and the same
 //! router on Quire's own accept loop (`quire`, `http/connections.rs`: each connection's version told by its first
 //! bytes, then hyper's server for that version alone) keep for each open connection whose response sent one event
-//! and then waits. Quire's own number is the relay
-//! benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the difference between the two is what Quire itself keeps
-//! per stream.
+//! and then waits. Quire's own number is the relay benchmark's `--idle` (BENCHMARKS.md, "Idle streams"); the
+//! difference between the two is what Quire itself keeps per stream.
 //!
-//! Each level runs in a fresh child process (this binary again, `--serve <level>`, with the same
-//! malloc setting as the relay benchmark gives Quire): one warm-up stream, then `N` connections each sending one
-//! request and reading its first event; the growth of the child's resident memory (VmRSS) over `N` is the cost of a
-//! stream. The median of `--runs` processes is printed.
+//! Each level runs in a fresh child process (this binary again, `--serve <level>`, with the same malloc setting as
+//! the relay benchmark gives Quire): one warm-up stream, then `N` connections each sending one request and reading
+//! its first event; the growth of the child's resident memory (VmRSS) over `N` is the cost of a stream. The median
+//! of `--runs` processes is printed.
 //!
 //!     cargo bench --profile server-release -p server --bench idle_floor -- --streams 1000,5000
 //!

@@ -332,29 +332,22 @@ struct Account {
     token: String,
 }
 
+/// Sends `request` and reads its JSON answer.
+async fn answer(request: reqwest::RequestBuilder) -> anyhow::Result<Value> {
+    Ok(request.send().await?.error_for_status()?.json().await?)
+}
+
 async fn register(client: &reqwest::Client, base: &str, i: usize) -> anyhow::Result<Account> {
-    let reply: Value = client
-        .post(format!("{base}/api/auth/register"))
-        .json(&json!({"email": format!("bench{i}@example.com"), "password": "bench-password-1234", "display_name": "Bench"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let body =
+        json!({"email": format!("bench{i}@example.com"), "password": "bench-password-1234", "display_name": "Bench"});
+    let reply = answer(client.post(format!("{base}/api/auth/register")).json(&body)).await?;
     Ok(Account { token: reply["token"].as_str().unwrap_or_default().to_string() })
 }
 
 async fn new_thread(client: &reqwest::Client, base: &str, account: &Account) -> anyhow::Result<String> {
     // A title of its own, so the first turn does not ask the model for one.
-    let reply: Value = client
-        .post(format!("{base}/api/threads"))
-        .bearer_auth(&account.token)
-        .json(&json!({"title": "Relay benchmark"}))
-        .send()
-        .await?
-        .error_for_status()?
-        .json()
-        .await?;
+    let request = client.post(format!("{base}/api/threads")).bearer_auth(&account.token);
+    let reply = answer(request.json(&json!({"title": "Relay benchmark"}))).await?;
     Ok(reply["id"].as_str().unwrap_or_default().to_string())
 }
 
@@ -612,12 +605,12 @@ struct Load {
 }
 
 fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples>, load: Option<Load>) {
-    let mut ttft = s.ttft.clone();
-    let mut gaps = s.gaps.clone();
-    let mut ends = s.ends.clone();
-    ttft.sort_unstable();
-    gaps.sort_unstable();
-    ends.sort_unstable();
+    let sorted = |samples: &[Duration]| {
+        let mut samples = samples.to_vec();
+        samples.sort_unstable();
+        samples
+    };
+    let (ttft, gaps, ends) = (sorted(&s.ttft), sorted(&s.gaps), sorted(&s.ends));
     let p = |v: &[Duration], q: f64| if v.is_empty() { Duration::ZERO } else { stats::rank(v, q) };
     let diff = |a: Duration, b: Duration| {
         let d = a.as_secs_f64() - b.as_secs_f64();
@@ -630,10 +623,7 @@ fn print_row(streams: usize, path: &str, s: &Samples, reference: Option<&Samples
     };
     let (added, extra) = match reference {
         Some(r) => {
-            let mut rt = r.ttft.clone();
-            let mut rg = r.gaps.clone();
-            rt.sort_unstable();
-            rg.sort_unstable();
+            let (rt, rg) = (sorted(&r.ttft), sorted(&r.gaps));
             (
                 format!(
                     "{:>10} {:>10} | {:>10} {:>10}",

@@ -1,18 +1,15 @@
 //! Token counting shared by the whole server.
 //!
-//! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's
-//! linear-time BPE implementation: counting stays linear even on pathological input such as one character
-//! repeated 100 KB. The vocabulary ships inside the binary as OpenAI's own list (`server/data/`, 1.3 MB with
-//! brotli), and the encoder is built from it when the server starts (about a second, off the async workers),
-//! rather than taken ready-made from `bpe_openai::o200k_base`, whose prebuilt tables would add 32 MB to the binary
-//! and the container image. A test checks that both give the same tokens.
-//! Two parts are our own because they were measured to matter (docs/perf-log.md, token counting from cold):
-//! cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`); both give exactly
-//! the crate's results, which property tests check.
+//! Counts use OpenAI's `o200k_base` byte-pair encoding through [`bpe_openai`], GitHub's linear-time BPE (linear even
+//! on one character repeated 100 KB). The vocabulary ships in the binary as OpenAI's list (`server/data/`, 1.3 MB
+//! with brotli) and the encoder is built from it at start-up (about a second, off the async workers): the prebuilt
+//! tables of `bpe_openai::o200k_base` would add 32 MB to the binary and the image (a test checks both agree).
+//! Cutting ASCII text into pieces (`split`) and counting short pieces (`merge_count`) are our own, measured to matter
+//! (docs/perf-log.md); property tests check they give exactly the crate's results.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::sync::{LazyLock, Mutex};
 
 use bpe_openai::Tokenizer;
@@ -26,9 +23,8 @@ const O200K_VOCABULARY: &[u8] = include_bytes!("../data/o200k_base.tiktoken.br")
 /// one `bpe_openai` builds its tables with).
 const O200K_HASH_FACTOR: u64 = 17_846_336_922_010_275_747;
 
-/// `o200k_base`'s pre-tokenizing pattern, in the form `bpe_openai` takes it: the published pattern with its
-/// negative look-ahead `\s+(?!\S)` written as a look-ahead alternative (`true`: its last character is not
-/// part of the piece) followed by plain whitespace.
+/// `o200k_base`'s pre-tokenizing pattern as `bpe_openai` takes it: the look-ahead `\s+(?!\S)` becomes an alternative
+/// whose last character is left out of the piece (`true`), then plain whitespace.
 const O200K_PATTERN: [(&str, bool); 3] = [
     (
         concat!(
@@ -63,9 +59,8 @@ pub fn tokenizer() -> &'static Tokenizer {
     &TOKENIZER
 }
 
-/// Builds the tokenizer and the table of token ranks now, so that the first request does not pay for them.
-///
-/// Calling it is optional: [`count_tokens`] builds both lazily.
+/// Builds the tokenizer and the table of token ranks now, so that the first request does not pay for them
+/// (optional: [`count_tokens`] builds both lazily).
 pub fn warm_up() {
     LazyLock::force(&TOKENIZER);
     LazyLock::force(&RANKS);
@@ -77,14 +72,8 @@ static RANKS: LazyLock<HashMap<&'static [u8], u32, FxBuildHasher>> = LazyLock::n
     (0..bpe.num_tokens() as u32).map(|id| (bpe.token_bytes(id), id)).collect()
 });
 
-/// Number of tokens the byte-pair encoding makes of a short piece, by OpenAI's merge loop: join the adjacent
-/// pair whose joined bytes rank lowest (the leftmost of equals) until no pair is a token. `bpe`'s encoder finds
-/// the same encoding another way; tests compare the two counts.
-///
-/// Why not `tokenizer.bpe.count`: from cold, counting the distinct pieces of 500 KB of prose is most of the
-/// time (6.3 ms of 9-10 ms, about half of it in `bpe`'s checks of token pairs), and this loop counts the
-/// same pieces in 4.3 ms. Its cost grows with the square of the length, so it is used only up to
-/// [`CACHED_PIECE_BYTES`]; longer pieces go to `bpe`, which stays linear. Tests compare both.
+/// Tokens of a piece by OpenAI's merge loop (join the lowest-ranked adjacent pair until none is a token): 4.3 ms for
+/// the pieces of 500 KB of prose where `bpe.count` takes 6.3; quadratic, so longer pieces go to `bpe` (linear).
 fn merge_count(piece: &[u8]) -> usize {
     let ranks = &*RANKS;
     if piece.len() > CACHED_PIECE_BYTES {
@@ -140,11 +129,8 @@ thread_local! {
     static PIECES: RefCell<PieceCounts> = RefCell::default();
 }
 
-/// Remembered token counts of short pieces.
-///
-/// The pieces are kept one after the other in one string rather than each in its own allocation: counting
-/// 500 KB of prose from cold remembers about 12,000 pieces, and allocating and freeing each took about 0.5 ms
-/// more (of 9-10 ms) than this.
+/// Remembered token counts of short pieces, kept one after the other in one string: an allocation for each (some
+/// 12,000 for 500 KB of prose) cost 0.5 ms more of the 9-10 ms of counting it from cold.
 #[derive(Default)]
 struct PieceCounts {
     /// The remembered pieces, one after the other.
@@ -206,13 +192,8 @@ pub fn count_tokens(text: &str) -> usize {
     })
 }
 
-/// The pieces `tokenizer.split` cuts `text` into (`o200k_base`'s pattern), found faster.
-///
-/// The tokenizer matches a many-branch Unicode regex at every piece: splitting 500 KB of prose took 4.3 ms, a
-/// third of counting it from cold, and takes 1.2 ms cut by hand (see docs/perf-log.md). Most text is ASCII, where
-/// the pattern reduces to a few byte classes, so [`ascii_piece`] cuts such pieces; wherever a byte outside ASCII
-/// could change where a piece ends, that piece is cut by the tokenizer's own regex instead. The result is the
-/// same sequence of pieces (property tests compare them on varied text).
+/// The pieces `tokenizer.split` cuts `text` into, found faster (1.2 ms for 500 KB of prose, not 4.3): [`ascii_piece`]
+/// cuts ASCII by byte classes, the tokenizer's regex each piece whose end a byte outside ASCII could change.
 fn split<'a>(tokenizer: &'a Tokenizer, text: &'a str) -> impl Iterator<Item = &'a str> + 'a {
     let mut start = 0;
     std::iter::from_fn(move || {
@@ -275,26 +256,14 @@ fn class_at(text: &[u8], i: usize) -> Class {
     text.get(i).map_or(Class::End, |&b| CLASSES[b as usize])
 }
 
-/// The end of the piece of `text` that starts at `start` (not at its end), as `o200k_base`'s pattern cuts
-/// it, or `None` when a byte outside ASCII takes part in the decision.
-///
-/// The pattern's branches, tried in order at `start` (the tokenizer's regex is anchored, leftmost-first):
-/// 1. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
-/// 2. `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?`
-/// 3. `\p{N}{1,3}`
-/// 4. ` ?[^\s\p{L}\p{N}]+[\r\n/]*`
-/// 5. `\s*[\r\n]+`
-/// 6. `\s+$`
-/// 7. `\s+\s`, whose last character is left for the next piece
-/// 8. `\s+`
-///
-/// In ASCII, upper and lower case are disjoint, so 1 and 2 together are: an optional prefix, upper case letters
-/// then lower case letters (at least one letter), an optional contraction.
+/// The end of the piece at `start` (not the text's end) as `o200k_base`'s pattern cuts it, `None` where a byte outside
+/// ASCII takes part; branches 1 to 8 are those of [`O200K_PATTERN`] in order, tried leftmost-first.
 #[inline]
 fn ascii_piece(text: &[u8], start: usize) -> Option<usize> {
     let class = |i: usize| class_at(text, i);
     match class(start) {
         Class::Wide | Class::End => None,
+        // Branches 1 and 2 in one: in ASCII, upper and lower case letters are disjoint.
         Class::Lower | Class::Upper => word(text, start),
         Class::Digit => {
             let mut end = start + 1;
@@ -406,14 +375,10 @@ static MESSAGE_COUNTS: LazyLock<Mutex<HashMap<Uuid, (u64, usize)>>> = LazyLock::
 /// [`count_tokens`] of a stored message, remembered per message: building the context of a long conversation
 /// again at every turn then only counts what is new. A message whose text changed is counted again.
 pub fn count_message_tokens(id: Uuid, text: &str) -> usize {
-    let mut hasher = DefaultHasher::new();
-    text.hash(&mut hasher);
-    let fingerprint = hasher.finish();
+    let fingerprint = BuildHasherDefault::<DefaultHasher>::default().hash_one(text);
     let cached = MESSAGE_COUNTS.lock().unwrap_or_else(|e| e.into_inner()).get(&id).copied();
-    if let Some((seen, count)) = cached {
-        if seen == fingerprint {
-            return count;
-        }
+    if let Some((_, count)) = cached.filter(|&(seen, _)| seen == fingerprint) {
+        return count;
     }
     let count = count_tokens(text);
     let mut counts = MESSAGE_COUNTS.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,17 +1,15 @@
 //! Provider for the Anthropic Messages API (`POST {base}/v1/messages`, streamed).
 
-use std::{collections::BTreeMap, fmt};
+use std::collections::BTreeMap;
 
 use app::api::sse::SseEvent;
-use reqwest::header::ACCEPT;
+use reqwest::RequestBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
     endpoint::Endpoint,
-    transport::{self, Progress, SseDecoder},
-    types::{
-        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
-    },
+    transport::{self, Progress, Remote, SseDecoder, Wire},
+    types::{ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
 };
 
 /// Base URL used when `ANTHROPIC_BASE_URL` is not set.
@@ -31,18 +29,12 @@ pub struct AnthropicConfig {
 }
 
 impl AnthropicConfig {
-    /// Configuration for `model` on api.anthropic.com without a key; adjust the fields as needed.
-    pub fn new(model: impl Into<String>) -> Self {
-        Self::with_base_url(DEFAULT_BASE_URL, model)
-    }
-
     /// Configuration for `model` on the server at `base_url`, without a key.
     pub fn with_base_url(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self::at(Endpoint::new(base_url, model))
     }
 
-    /// Configuration for `model` from `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
-    /// `ANTHROPIC_API_KEY`.
+    /// Configuration for `model` from `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and `ANTHROPIC_API_KEY`.
     pub fn from_env(model: impl Into<String>) -> Self {
         Self::at(Endpoint::from_env("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, "ANTHROPIC_API_KEY", model))
     }
@@ -53,61 +45,27 @@ impl AnthropicConfig {
     }
 }
 
-/// A [`Provider`] speaking the Messages API with `stream: true`.
-pub struct AnthropicProvider {
-    config: AnthropicConfig,
-    clients: transport::Clients,
-}
+/// A [`Provider`](crate::llm::Provider) speaking the Messages API with `stream: true`.
+pub type AnthropicProvider = Remote<AnthropicConfig>;
 
-impl fmt::Debug for AnthropicProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The config's Debug redacts the key; the clients are left out as noise.
-        f.debug_struct("AnthropicProvider").field("config", &self.config).finish_non_exhaustive()
-    }
-}
+impl Wire for AnthropicConfig {
+    const NAME: &'static str = "anthropic";
+    const PATH: &'static str = "v1/messages";
 
-impl AnthropicProvider {
-    /// Creates the provider and its first HTTP client.
-    pub fn new(config: AnthropicConfig) -> Result<Self, LlmError> {
-        let clients = config.endpoint.clients()?;
-        Ok(Self { config, clients })
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    /// The configuration in use.
-    pub fn config(&self) -> &AnthropicConfig {
-        &self.config
-    }
-}
-
-#[async_trait::async_trait]
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        "anthropic"
+    fn prepare(&self, builder: RequestBuilder, request: &ChatRequest) -> Result<RequestBuilder, LlmError> {
+        let builder = builder.header("anthropic-version", API_VERSION).json(&wire_request(self, request));
+        Ok(match &self.endpoint.api_key {
+            Some(key) => builder.header("x-api-key", transport::secret_header(key.expose(), "Anthropic")?),
+            None => builder,
+        })
     }
 
-    fn model(&self) -> &str {
-        &self.config.endpoint.model
-    }
-
-    fn names_threads(&self) -> bool {
-        true
-    }
-
-    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = transport::join_url(&self.config.endpoint.base_url, "v1/messages");
-        tracing::debug!(provider = "anthropic", model = %self.config.endpoint.model, %url, "starting completion");
-        let lease = self.clients.lease()?;
-        let mut builder = lease
-            .client()
-            .post(url)
-            .header("anthropic-version", API_VERSION)
-            .header(ACCEPT, "text/event-stream")
-            .json(&wire_request(&self.config, &request));
-        if let Some(key) = &self.config.endpoint.api_key {
-            builder = builder.header("x-api-key", transport::secret_header(key.expose(), "Anthropic")?);
-        }
-        let response = transport::send(builder, &self.config.endpoint.timeouts).await?;
-        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.endpoint.timeouts.idle))
+    fn decoder() -> impl SseDecoder {
+        Decoder::default()
     }
 }
 
@@ -408,25 +366,24 @@ impl SseDecoder for Decoder {
     }
 }
 
+impl WireUsage {
+    /// Input tokens are split into uncached, cache-written and cache-read counts; the neutral usage reports their
+    /// sum (`None` when none is given).
+    fn input(&self) -> Option<u64> {
+        let counts = [self.input_tokens, self.cache_creation_input_tokens, self.cache_read_input_tokens];
+        counts.iter().any(Option::is_some).then(|| counts.iter().flatten().sum())
+    }
+}
+
 impl Decoder {
-    /// Input tokens are split into uncached, cache-written and cache-read counts; the neutral
-    /// usage reports their sum.
     fn add_usage(&mut self, usage: &WireUsage) {
-        self.usage.input_tokens = usage.input_tokens.unwrap_or(0)
-            + usage.cache_creation_input_tokens.unwrap_or(0)
-            + usage.cache_read_input_tokens.unwrap_or(0);
+        self.usage.input_tokens = usage.input().unwrap_or(0);
         self.usage.output_tokens = usage.output_tokens.unwrap_or(0);
     }
 
     /// `message_delta` counts are cumulative, so they replace earlier ones.
     fn update_usage(&mut self, usage: &WireUsage) {
-        if usage.input_tokens.is_some()
-            || usage.cache_creation_input_tokens.is_some()
-            || usage.cache_read_input_tokens.is_some()
-        {
-            let input = usage.input_tokens.unwrap_or(0)
-                + usage.cache_creation_input_tokens.unwrap_or(0)
-                + usage.cache_read_input_tokens.unwrap_or(0);
+        if let Some(input) = usage.input() {
             self.usage.input_tokens = self.usage.input_tokens.max(input);
         }
         if let Some(output) = usage.output_tokens {
@@ -498,7 +455,7 @@ mod tests {
             tools: vec![],
             max_tokens: 0,
         };
-        let config = AnthropicConfig::new("claude");
+        let config = AnthropicConfig::with_base_url(DEFAULT_BASE_URL, "claude");
         let body = serde_json::to_value(wire_request(&config, &request)).unwrap();
         assert_eq!(body["max_tokens"], json!(DEFAULT_MAX_TOKENS));
         assert_eq!(body["system"], json!("be brief"));

@@ -22,8 +22,7 @@ pub use types::*;
 
 use crate::config::{Config, ProviderKind};
 
-/// Builds the provider named in the configuration. Remote providers retry failures that happen before
-/// the first token.
+/// Builds the provider named in the configuration. Remote providers retry failures that happen before the first token.
 pub fn from_config(config: &Config) -> anyhow::Result<Arc<dyn Provider>> {
     Ok(match config.llm_provider {
         ProviderKind::Builtin => {

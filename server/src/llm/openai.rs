@@ -3,27 +3,23 @@
 //! The same wire format is spoken by most local servers (Ollama, llama.cpp, vLLM), so the API
 //! key is optional and the base URL configurable.
 
-use std::{collections::BTreeMap, fmt};
+use std::collections::BTreeMap;
 
 use app::api::sse::SseEvent;
-use reqwest::header::{ACCEPT, AUTHORIZATION};
+use reqwest::{header::AUTHORIZATION, RequestBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::llm::{
     endpoint::Endpoint,
-    transport::{self, Progress, SseDecoder},
-    types::{
-        ChatRequest, EventStream, LlmError, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, Usage,
-    },
+    transport::{self, Progress, Remote, SseDecoder, Wire},
+    types::{ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
 };
 
 /// Base URL used when `OPENAI_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
-/// Which request field carries [`ChatRequest::max_tokens`].
-///
-/// OpenAI deprecated `max_tokens` and its reasoning models reject it, while some local servers
-/// only understand `max_tokens`.
+/// Which request field carries [`ChatRequest::max_tokens`]: OpenAI's reasoning models reject the deprecated
+/// `max_tokens`, while some local servers only understand it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MaxTokensField {
     /// `max_completion_tokens`, what api.openai.com expects.
@@ -54,18 +50,12 @@ pub struct OpenAiConfig {
 }
 
 impl OpenAiConfig {
-    /// Configuration for `model` on api.openai.com without a key; adjust the fields as needed.
-    pub fn new(model: impl Into<String>) -> Self {
-        Self::with_base_url(DEFAULT_BASE_URL, model)
-    }
-
     /// Configuration for `model` on the server at `base_url`, without a key.
     pub fn with_base_url(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         Self::at(Endpoint::new(base_url, model))
     }
 
-    /// Configuration for `model` from `OPENAI_BASE_URL` (default [`DEFAULT_BASE_URL`]) and
-    /// `OPENAI_API_KEY` (optional).
+    /// Configuration for `model` from `OPENAI_BASE_URL` (default [`DEFAULT_BASE_URL`]) and `OPENAI_API_KEY` (optional).
     pub fn from_env(model: impl Into<String>) -> Self {
         Self::at(Endpoint::from_env("OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY", model))
     }
@@ -76,58 +66,29 @@ impl OpenAiConfig {
     }
 }
 
-/// A [`Provider`] speaking the Chat Completions API with `stream: true`.
-pub struct OpenAiProvider {
-    config: OpenAiConfig,
-    clients: transport::Clients,
-}
+/// A [`Provider`](crate::llm::Provider) speaking the Chat Completions API with `stream: true`.
+pub type OpenAiProvider = Remote<OpenAiConfig>;
 
-impl fmt::Debug for OpenAiProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // The config's Debug redacts the key; the clients are left out as noise.
-        f.debug_struct("OpenAiProvider").field("config", &self.config).finish_non_exhaustive()
-    }
-}
+impl Wire for OpenAiConfig {
+    const NAME: &'static str = "openai";
+    const PATH: &'static str = "chat/completions";
 
-impl OpenAiProvider {
-    /// Creates the provider and its first HTTP client.
-    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
-        let clients = config.endpoint.clients()?;
-        Ok(Self { config, clients })
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
     }
 
-    /// The configuration in use.
-    pub fn config(&self) -> &OpenAiConfig {
-        &self.config
-    }
-}
-
-#[async_trait::async_trait]
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        "openai"
+    fn prepare(&self, builder: RequestBuilder, request: &ChatRequest) -> Result<RequestBuilder, LlmError> {
+        let builder = builder.json(&wire_request(self, request));
+        Ok(match &self.endpoint.api_key {
+            Some(key) => {
+                builder.header(AUTHORIZATION, transport::secret_header(&format!("Bearer {}", key.expose()), "OpenAI")?)
+            }
+            None => builder,
+        })
     }
 
-    fn model(&self) -> &str {
-        &self.config.endpoint.model
-    }
-
-    fn names_threads(&self) -> bool {
-        true
-    }
-
-    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = transport::join_url(&self.config.endpoint.base_url, "chat/completions");
-        tracing::debug!(provider = "openai", model = %self.config.endpoint.model, %url, "starting completion");
-        let lease = self.clients.lease()?;
-        let mut builder =
-            lease.client().post(url).header(ACCEPT, "text/event-stream").json(&wire_request(&self.config, &request));
-        if let Some(key) = &self.config.endpoint.api_key {
-            builder =
-                builder.header(AUTHORIZATION, transport::secret_header(&format!("Bearer {}", key.expose()), "OpenAI")?);
-        }
-        let response = transport::send(builder, &self.config.endpoint.timeouts).await?;
-        Ok(transport::decode_stream(lease, response, Decoder::default(), self.config.endpoint.timeouts.idle))
+    fn decoder() -> impl SseDecoder {
+        Decoder::default()
     }
 }
 
@@ -423,8 +384,7 @@ impl SseDecoder for Decoder {
 
     fn on_eof(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         if self.stop.is_some() {
-            // Some servers close right after the finish_reason chunk without `[DONE]`; the
-            // answer is complete.
+            // Some servers close right after the finish_reason chunk without `[DONE]`; the answer is complete.
             self.complete(out)
         } else {
             Err(LlmError::Protocol("stream ended before the completion finished".into()))
@@ -438,19 +398,12 @@ impl Decoder {
             Some(index) => index,
             // A server that leaves out `index` is assumed to send calls one after another: a new
             // id starts a new call, anything else continues the last one.
-            None => {
-                let last = self.calls.keys().next_back().copied();
-                let is_new = match (&fragment.id, last) {
-                    (_, None) => true,
-                    (Some(id), Some(last)) => !id.is_empty() && self.calls[&last].id != *id,
-                    (None, Some(_)) => false,
-                };
-                match last {
-                    Some(last) if !is_new => last,
-                    Some(last) => last + 1,
-                    None => 0,
+            None => match self.calls.last_key_value() {
+                Some((&last, call)) => {
+                    last + u32::from(fragment.id.as_ref().is_some_and(|id| !id.is_empty() && call.id != *id))
                 }
-            }
+                None => 0,
+            },
         };
         let call = self.calls.entry(index).or_default();
         if let Some(id) = fragment.id.filter(|id| !id.is_empty()) {
@@ -535,29 +488,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// Decodes one `data:` event per line.
     fn decode(lines: &[&str]) -> Vec<Result<StreamEvent, String>> {
-        let mut decoder = Decoder::default();
-        let mut results = Vec::new();
-        for line in lines {
-            let mut out = Vec::new();
-            let step = decoder.on_event(SseEvent { event: "message".into(), data: (*line).into(), id: None }, &mut out);
-            results.extend(out.into_iter().map(Ok));
-            match step {
-                Ok(Progress::Done) => return results,
-                Ok(Progress::Continue) => {}
-                Err(e) => {
-                    results.push(Err(e.code().to_owned()));
-                    return results;
-                }
-            }
-        }
-        let mut out = Vec::new();
-        let end = decoder.on_eof(&mut out);
-        results.extend(out.into_iter().map(Ok));
-        if let Err(e) = end {
-            results.push(Err(e.code().to_owned()));
-        }
-        results
+        let body: String = lines.iter().map(|line| format!("data: {line}\n\n")).collect();
+        decode_body(&[body.as_bytes()]).into_iter().map(|item| item.map_err(|e| e.code().to_owned())).collect()
     }
 
     #[test]

@@ -174,15 +174,9 @@ impl Registry {
 
     /// The provider of the default model.
     pub fn default_provider(&self) -> Arc<dyn Provider> {
-        if let Some(provider) = self.built_for(&self.default) {
-            return provider;
-        }
-        let (name, model) = self.default.split_once('/').unwrap_or((&self.default, ""));
-        match self.providers.iter().find(|p| p.name == name) {
-            Some(named) => self.instantiate(named, model),
-            // A registry is only made from a checked file or one provider: the default always has its provider.
-            None => unreachable!("the default model {} has no provider", self.default),
-        }
+        // A registry is only made from a checked file or one provider: the default always has its provider.
+        self.provider_for(&self.default)
+            .unwrap_or_else(|| unreachable!("the default model {} has no provider", self.default))
     }
 
     /// Every model on offer, provider by provider in the file's order.
@@ -218,19 +212,22 @@ impl Registry {
             if !self.knows(id).await {
                 continue;
             }
-            if let Some(provider) = self.built_for(id) {
+            if let Some(provider) = self.provider_for(id) {
                 return provider;
-            }
-            let (name, model) = id.split_once('/').unwrap_or_default();
-            if let Some(named) = self.providers.iter().find(|p| p.name == name) {
-                return self.instantiate(named, model);
             }
         }
         self.default_provider()
     }
 
-    fn built_for(&self, id: &str) -> Option<Arc<dyn Provider>> {
-        self.built.read().unwrap_or_else(|e| e.into_inner()).get(id).cloned()
+    /// The provider of the model `id` (`provider/model`), built now if it was not yet; `None` when no provider has
+    /// the name.
+    fn provider_for(&self, id: &str) -> Option<Arc<dyn Provider>> {
+        if let Some(provider) = self.built.read().unwrap_or_else(|e| e.into_inner()).get(id) {
+            return Some(provider.clone());
+        }
+        let (name, model) = id.split_once('/')?;
+        let named = self.providers.iter().find(|p| p.name == name)?;
+        Some(self.instantiate(named, model))
     }
 
     /// The provider answering with `model` of `named`, built now if it was not yet.

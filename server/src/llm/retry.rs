@@ -1,11 +1,9 @@
 //! Retrying a completion that failed before anything reached the user.
 //!
-//! A completion may be retried only while nothing has been yielded from its stream: once a token
-//! has been shown, a second attempt would produce a different answer glued onto the first. So the
-//! retry loop waits for the first event of each attempt; errors up to that point (HTTP 429/5xx,
-//! overloaded, connect failures, and errors that arrive as the first stream item, such as
-//! Anthropic's `overloaded_error` event right after `200 OK`) are retried with exponential backoff
-//! and jitter. After the first event the stream is handed over untouched.
+//! Only then: once a token has been shown, a second attempt would glue a different answer onto the first. So each
+//! attempt waits for its first event; errors up to it (HTTP 429/5xx, overloaded, connect failures, an error as the
+//! first stream item, such as Anthropic's `overloaded_error` right after `200 OK`) are retried with exponential
+//! backoff and jitter. After the first event the stream is handed over untouched.
 
 use std::time::Duration;
 
@@ -38,15 +36,8 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// A policy that never retries.
-    pub fn none() -> Self {
-        Self { max_attempts: 1, ..Self::default() }
-    }
-
-    /// The wait after attempt number `failed_attempt` (1-based) failed with `error`: the server's
-    /// `retry-after` (capped at `max_retry_after`) when it sent one, otherwise
-    /// `base_delay * 2^(failed_attempt - 1)` capped at `max_delay`, with "equal jitter" (a random
-    /// point in the upper half) so that clients that failed together do not retry together.
+    /// The wait after attempt `failed_attempt` (from 1) failed with `error`: the server's capped `retry-after`, else
+    /// `base_delay * 2^(failed_attempt - 1)` up to `max_delay`, jittered in its upper half (lest clients retry as one).
     pub fn delay_for(&self, failed_attempt: u32, error: &LlmError) -> Duration {
         if let LlmError::RateLimited { retry_after: Some(wait) } = error {
             return (*wait).min(self.max_retry_after);
@@ -58,10 +49,8 @@ impl RetryPolicy {
     }
 }
 
-/// Starts a completion on `provider`, retrying per `policy` until the first event arrives.
-///
-/// Returns the error of the last attempt when all failed or the error is not retryable
-/// (see [`LlmError::is_retryable`]). The returned stream starts with that first event.
+/// Starts a completion on `provider`, retrying per `policy` until the first event arrives (with which the stream
+/// starts); the last attempt's error when all failed or it is not [retryable](LlmError::is_retryable).
 pub async fn stream_with_retry<P: Provider + ?Sized>(
     provider: &P,
     request: ChatRequest,
@@ -112,16 +101,6 @@ impl<P: Provider> RetryingProvider<P> {
     /// Wraps `inner`, retrying according to `policy`.
     pub fn new(inner: P, policy: RetryPolicy) -> Self {
         Self { inner, policy }
-    }
-
-    /// The wrapped provider.
-    pub fn inner(&self) -> &P {
-        &self.inner
-    }
-
-    /// The policy in use.
-    pub fn policy(&self) -> &RetryPolicy {
-        &self.policy
     }
 }
 

@@ -2,11 +2,8 @@
 
 use std::fmt;
 
-/// An API key for a model provider.
-///
-/// `Debug` prints `[redacted]`, there is deliberately no `Display` and no `Serialize`, so the key
-/// cannot end up in a log line, an error message or a JSON document by accident. The only way to
-/// read it is [`ApiKey::expose`], which makes every use greppable.
+/// An API key for a model provider: `Debug` redacts it and there is no `Display` or `Serialize`, so it cannot reach a
+/// log, an error or a JSON document by accident; only [`ApiKey::expose`] reads it, which keeps every use greppable.
 #[derive(Clone, PartialEq, Eq)]
 pub struct ApiKey(String);
 

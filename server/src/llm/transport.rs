@@ -4,6 +4,7 @@
 use std::{
     collections::VecDeque,
     error::Error as _,
+    fmt,
     path::{Path, PathBuf},
     sync::Arc,
     time::Duration,
@@ -13,11 +14,14 @@ use app::api::sse::{SseEvent, SseParser};
 use bytes::Bytes;
 use futures::{stream::BoxStream, StreamExt};
 use reqwest::{
-    header::{HeaderMap, HeaderValue},
+    header::{HeaderMap, HeaderValue, ACCEPT},
     RequestBuilder, Response, StatusCode,
 };
 
-use crate::llm::types::{EventStream, LlmError, StreamEvent};
+use crate::llm::{
+    endpoint::Endpoint,
+    types::{ChatRequest, EventStream, LlmError, Provider, StreamEvent},
+};
 
 /// At most this much of an error body is read (it is only inspected and logged).
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
@@ -42,11 +46,8 @@ impl Default for HttpTimeouts {
     }
 }
 
-/// Streams sent through one HTTP client at a time. Over TLS a provider is spoken to in HTTP/2 when it offers it
-/// (one connection carries many streams, so an open stream costs no connection of its own), and HTTP/2 servers
-/// limit the streams open on one connection, commonly to 100 (RFC 9113 asks for no fewer). hyper's pool never opens
-/// a second connection to an origin whose connection is full: streams over the limit would wait for others to end.
-/// So no client carries more than this many, and more streams spread over more clients (each with its own pool).
+/// Streams sent through one HTTP client at a time: HTTP/2 servers commonly allow 100 on a connection, and hyper's pool
+/// never opens a second connection to a full one (streams would wait), so more streams spread over more clients.
 pub(crate) const STREAMS_PER_CLIENT: usize = 100;
 
 /// The certificates (PEM) in `path`, trusted besides the usual public roots: a provider behind a private
@@ -146,6 +147,71 @@ impl Clients {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.lanes.lock().expect("lanes").len()
+    }
+}
+
+/// One wire format spoken over HTTP with streamed answers: what a provider file adds to [`Remote`].
+pub trait Wire: fmt::Debug + Send + Sync + 'static {
+    /// The provider's name (`openai`, `anthropic`).
+    const NAME: &'static str;
+    /// Where a completion is posted, below the endpoint's base URL.
+    const PATH: &'static str;
+    /// Where the API answers.
+    fn endpoint(&self) -> &Endpoint;
+    /// Adds the headers, the key and the body of one completion to its request.
+    fn prepare(&self, builder: RequestBuilder, request: &ChatRequest) -> Result<RequestBuilder, LlmError>;
+    /// A decoder for one streamed answer.
+    fn decoder() -> impl SseDecoder;
+}
+
+/// A [`Provider`] speaking the wire format of its configuration `W`.
+pub struct Remote<W> {
+    config: W,
+    clients: Clients,
+}
+
+impl<W: fmt::Debug> fmt::Debug for Remote<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The config's Debug redacts the key; the clients are left out as noise.
+        f.debug_struct("Remote").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl<W: Wire> Remote<W> {
+    /// Creates the provider and its first HTTP client.
+    pub fn new(config: W) -> Result<Self, LlmError> {
+        let clients = config.endpoint().clients()?;
+        Ok(Self { config, clients })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &W {
+        &self.config
+    }
+}
+
+#[async_trait::async_trait]
+impl<W: Wire> Provider for Remote<W> {
+    fn name(&self) -> &str {
+        W::NAME
+    }
+
+    fn model(&self) -> &str {
+        &self.config.endpoint().model
+    }
+
+    fn names_threads(&self) -> bool {
+        true
+    }
+
+    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
+        let endpoint = self.config.endpoint();
+        let url = join_url(&endpoint.base_url, W::PATH);
+        tracing::debug!(provider = W::NAME, model = %endpoint.model, %url, "starting completion");
+        let lease = self.clients.lease()?;
+        let builder = lease.client().post(url).header(ACCEPT, "text/event-stream");
+        let response = send(self.config.prepare(builder, &request)?, &endpoint.timeouts).await?;
+        Ok(decode_stream(lease, response, W::decoder(), endpoint.timeouts.idle))
     }
 }
 
@@ -257,7 +323,7 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
 
 /// What a decoder says after handling an SSE event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Progress {
+pub enum Progress {
     /// More events are expected.
     Continue,
     /// The provider signalled the end of the completion; the rest of the body is not read.
@@ -265,9 +331,8 @@ pub(crate) enum Progress {
 }
 
 /// Turns one provider's SSE events into neutral stream events.
-pub(crate) trait SseDecoder: Send + 'static {
-    /// Handles one event, pushing what it produced to `out`. An error ends the stream, after the
-    /// events already pushed.
+pub trait SseDecoder: Send + 'static {
+    /// Handles one event, pushing what it produced to `out`. An error ends the stream, after the events already pushed.
     fn on_event(&mut self, event: SseEvent, out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError>;
 
     /// The body ended before the decoder reported [`Progress::Done`]. Returns the error to end the
@@ -290,9 +355,8 @@ struct Driver<D> {
     finished: bool,
 }
 
-/// Decodes the SSE body of `response` with `decoder`. The stream ends after the decoder's
-/// [`Progress::Done`] or after the first error, which is always reported: a body that stalls for
-/// `idle`, breaks off, or ends early never looks like a complete answer.
+/// Decodes the SSE body of `response` with `decoder` until [`Progress::Done`] or the first error, always reported: a
+/// body that stalls for `idle`, breaks off or ends early never looks like a complete answer.
 pub(crate) fn decode_stream<D: SseDecoder>(
     lease: Lease,
     response: Response,
@@ -348,7 +412,7 @@ impl<D: SseDecoder> Driver<D> {
                 }
                 self.decoder.on_eof(&mut out).map(|()| Progress::Done)
             }
-            Ok(Some(Ok(chunk))) => self.decode_chunk(&chunk, &mut out),
+            Ok(Some(Ok(chunk))) => feed(&mut self.parser, &mut self.decoder, &chunk, &mut out),
         };
         self.queue.extend(out.into_iter().map(Ok));
         match outcome {
@@ -359,10 +423,6 @@ impl<D: SseDecoder> Driver<D> {
                 self.finish();
             }
         }
-    }
-
-    fn decode_chunk(&mut self, chunk: &[u8], out: &mut Vec<StreamEvent>) -> Result<Progress, LlmError> {
-        feed(&mut self.parser, &mut self.decoder, chunk, out)
     }
 
     /// Stops reading and releases the connection.

@@ -45,8 +45,7 @@ impl Message {
                 Part::Text { text } => Some(text.as_str()),
                 _ => None,
             })
-            .collect::<Vec<_>>()
-            .join("")
+            .collect()
     }
 }
 

@@ -3,8 +3,8 @@
 use std::fmt::Write as _;
 
 use super::analysis::{
-    article, benefit_of, capitalize_first, strip_terminal, table_cell, words, ActionItem, Goal, Meeting, Priority,
-    Quality, Requirement,
+    article, benefit_of, capitalize_first, distinct, strip_terminal, table_cell, words, ActionItem, Goal, Meeting,
+    Priority, Quality, Requirement,
 };
 use super::intent::ArtifactKind;
 
@@ -427,16 +427,12 @@ fn meeting_summary(ctx: &DocContext, md: &mut String) {
 
 /// The roles the requirements name, each once, in the order they first appear ("user" when none do).
 fn roles(ctx: &DocContext) -> Vec<&str> {
-    let mut roles: Vec<&str> = Vec::new();
-    for req in &ctx.requirements {
-        if !roles.contains(&req.role.as_str()) {
-            roles.push(&req.role);
-        }
-    }
+    let roles = distinct(ctx.requirements.iter().map(|r| r.role.as_str()));
     if roles.is_empty() {
-        roles.push("user");
+        vec!["user"]
+    } else {
+        roles
     }
-    roles
 }
 
 #[cfg(test)]

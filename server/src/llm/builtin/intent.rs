@@ -1,10 +1,9 @@
-//! What the latest user message asks for: documents to generate, or a question about attached
-//! documents.
+//! What the latest user message asks for: documents to generate, or a question about attached documents.
 
 use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
-use super::analysis::{is_requirement_sentence, keywords, split_sentences, words};
+use super::analysis::{distinct, is_requirement_sentence, keywords, split_sentences, words};
 
 /// A kind of document the assistant can generate and save as an artifact.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -243,8 +242,8 @@ static QUESTION_START_RE: Lazy<Regex> =
 
 const SHORT_FORM_WORDS: &[&str] = &[
     "please", "pls", "now", "ok", "okay", "great", "thanks", "thank", "you", "the", "a", "an", "some", "and", "also",
-    "then", "next", "too", "as", "well", "both", "me", "it", "them", "this", "now", "finally", "lastly", "perfect",
-    "cool", "nice",
+    "then", "next", "too", "as", "well", "both", "me", "it", "them", "this", "finally", "lastly", "perfect", "cool",
+    "nice",
 ];
 
 /// Whether a sentence asks to generate documents; returns the kinds it asks for, in order.
@@ -320,15 +319,7 @@ pub(crate) fn is_generation_sentence(sentence: &str) -> bool {
 
 /// The document kinds a message asks to generate, in the order they are mentioned, each once.
 pub fn requested_artifacts(text: &str) -> Vec<ArtifactKind> {
-    let mut out: Vec<ArtifactKind> = Vec::new();
-    for sentence in split_sentences(text) {
-        for kind in generation_in_sentence(&sentence) {
-            if !out.contains(&kind) {
-                out.push(kind);
-            }
-        }
-    }
-    out
+    distinct(split_sentences(text).iter().flat_map(|sentence| generation_in_sentence(sentence)))
 }
 
 static DOC_REF_RE: Lazy<Regex> = lazy_regex!(
@@ -352,6 +343,11 @@ pub(crate) fn is_document_question(sentence: &str) -> bool {
     }
     let question = s.ends_with('?') || ASK_START_RE.is_match(s);
     question && (s.ends_with('?') || !is_requirement_sentence(s))
+}
+
+/// Whether a sentence is an instruction to the assistant (documents to make, a question about files), not content.
+pub(crate) fn is_instruction(sentence: &str) -> bool {
+    is_generation_sentence(sentence) || is_document_question(sentence)
 }
 
 /// Whether a message asks about an attached document.

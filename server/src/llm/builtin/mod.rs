@@ -1,10 +1,9 @@
 //! The built-in provider: an offline, deterministic assistant that needs no network and no key.
 //!
-//! It reads the latest user message and either answers in text (restating the requirements
-//! captured so far), calls `save_artifact` with generated Markdown documents (user stories, BRD,
-//! requirements document, acceptance criteria, meeting summary), calls `document_search` for
-//! questions about attached files, or answers the results of those calls. Text is streamed word
-//! by word, followed by honest token counts from [`crate::tokens::count_tokens`].
+//! It reads the latest user message and either answers in text (restating the requirements captured so far), calls
+//! `save_artifact` with generated Markdown documents (user stories, BRD, requirements document, acceptance criteria,
+//! meeting summary), calls `document_search` for questions about attached files, or answers the results of those calls.
+//! Text is streamed word by word, followed by honest token counts from [`crate::tokens::count_tokens`].
 
 mod analysis;
 mod documents;
@@ -26,10 +25,7 @@ use reply::{plan, Plan};
 /// Model name reported when none is configured.
 pub const DEFAULT_MODEL: &str = "quire-builtin-1";
 
-/// Environment variable holding the delay between streamed tokens, in milliseconds.
-pub const DELAY_ENV: &str = "QUIRE_BUILTIN_DELAY_MS";
-
-/// Delay used by [`Builtin::from_env`] when [`DELAY_ENV`] is unset or invalid.
+/// Delay between streamed tokens, in milliseconds, when `QUIRE_BUILTIN_DELAY_MS` is unset or invalid.
 pub const DEFAULT_DELAY_MS: u64 = 20;
 
 /// Quire's built-in assistant provider.
@@ -53,13 +49,6 @@ impl Builtin {
         Self { delay: Duration::ZERO, model: DEFAULT_MODEL.to_string() }
     }
 
-    /// A provider configured from the environment: the delay comes from
-    /// `QUIRE_BUILTIN_DELAY_MS` (default [`DEFAULT_DELAY_MS`]).
-    pub fn from_env() -> Self {
-        let value = std::env::var(DELAY_ENV).ok();
-        Self::new().with_delay(delay_from(value.as_deref()))
-    }
-
     /// Sets the pause between streamed tokens.
     pub fn with_delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
@@ -77,9 +66,7 @@ impl Builtin {
         self.delay
     }
 
-    /// Computes every event of the answer to `request`, without delays.
-    ///
-    /// This is what [`Provider::stream`] streams; it is deterministic.
+    /// Every event of the answer to `request`, without delays: what [`Provider::stream`] streams (deterministic).
     pub fn events(&self, request: &ChatRequest) -> Vec<StreamEvent> {
         // A summary is wanted whole, not word by word: it is read before an answer starts.
         let summary =
@@ -146,14 +133,13 @@ impl Provider for Builtin {
     }
 }
 
-/// Parses the value of [`DELAY_ENV`]; unset or invalid values give [`DEFAULT_DELAY_MS`].
+/// Parses a delay in milliseconds (`QUIRE_BUILTIN_DELAY_MS`); unset or invalid values give [`DEFAULT_DELAY_MS`].
 pub fn delay_from(value: Option<&str>) -> Duration {
     let ms = value.and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(DEFAULT_DELAY_MS);
     Duration::from_millis(ms)
 }
 
-/// Input tokens of a request: the system prompt, the text of every message, the arguments of
-/// earlier tool calls and the content of tool results.
+/// Input tokens of a request: the system prompt, every message's text, earlier tool calls' arguments and tool results.
 pub fn input_tokens(request: &ChatRequest) -> u64 {
     let parts: usize = request
         .messages
@@ -168,8 +154,8 @@ pub fn input_tokens(request: &ChatRequest) -> u64 {
     (count_tokens(&request.system) + parts) as u64
 }
 
-/// Splits text into streaming tokens: each word with the whitespace that follows it (leading
-/// whitespace stays with the first token). Concatenating the tokens gives back the text.
+/// Splits text into streaming tokens: each word with the whitespace after it (leading whitespace stays with the
+/// first). Concatenating the tokens gives back the text.
 pub fn split_tokens(text: &str) -> Vec<String> {
     let mut tokens = Vec::new();
     let mut current = String::new();

@@ -7,13 +7,13 @@ use regex::Regex;
 use serde_json::{json, Value};
 
 use super::analysis::{
-    analyse_meeting, capitalize_first, collect_requirements, derive_subject, first_words, keywords, re,
+    analyse_meeting, capitalize_first, collect_requirements, derive_subject, distinct, first_words, keywords, re,
     split_sentences, stem, strip_terminal, words,
 };
 use super::documents::{render, DocContext};
 use super::intent::{
-    asks_about_documents, is_document_question, is_generation_sentence, requested_artifacts, search_query,
-    ArtifactKind, DOCUMENT_WORDS,
+    asks_about_documents, is_generation_sentence, is_instruction, requested_artifacts, search_query, ArtifactKind,
+    DOCUMENT_WORDS,
 };
 use crate::llm::types::{ChatRequest, Part, Role};
 
@@ -42,7 +42,7 @@ impl Plan {
 
 /// Plans the answer to a request. Deterministic: equal requests give equal plans.
 pub(crate) fn plan(request: &ChatRequest) -> Plan {
-    let latest = latest_user_text(request);
+    let latest = user_texts(request).pop().unwrap_or_default();
     if let Some(outcomes) = last_tool_results(request) {
         return second_round(request, &latest, &outcomes);
     }
@@ -72,19 +72,7 @@ fn has_tool(request: &ChatRequest, name: &str) -> bool {
     request.tools.iter().any(|t| t.name == name)
 }
 
-/// Text of the latest user message that has any text.
-fn latest_user_text(request: &ChatRequest) -> String {
-    request
-        .messages
-        .iter()
-        .rev()
-        .filter(|m| m.role == Role::User)
-        .map(|m| m.text())
-        .find(|t| !t.trim().is_empty())
-        .unwrap_or_default()
-}
-
-/// Texts of all user messages, in order.
+/// Texts of all user messages that have any, in order.
 fn user_texts(request: &ChatRequest) -> Vec<String> {
     request
         .messages
@@ -93,11 +81,6 @@ fn user_texts(request: &ChatRequest) -> Vec<String> {
         .map(|m| m.text())
         .filter(|t| !t.trim().is_empty())
         .collect()
-}
-
-/// Sentences that are instructions to the assistant rather than content.
-fn is_instruction(sentence: &str) -> bool {
-    is_generation_sentence(sentence) || is_document_question(sentence)
 }
 
 fn search_call(latest: &str) -> Plan {
@@ -163,7 +146,6 @@ fn generate(
 
 // ---------------------------------------------------------------------------------------------
 // Chat answers
-// ---------------------------------------------------------------------------------------------
 
 const GREETINGS: &[&str] =
     &["hi", "hello", "hey", "hiya", "howdy", "greetings", "yo", "morning", "evening", "afternoon"];
@@ -262,7 +244,6 @@ fn chat_answer(request: &ChatRequest, latest: &str) -> String {
 
 // ---------------------------------------------------------------------------------------------
 // Second round: answering tool results
-// ---------------------------------------------------------------------------------------------
 
 /// One tool result of the last message, with the call it answers.
 #[derive(Debug, Clone)]
@@ -320,12 +301,7 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
     // "Generate user stories from the attached document": the search came back, now generate.
     if !searches.is_empty() && !kinds.is_empty() && !saved_now {
         let chunks: Vec<Chunk> = searches.iter().flat_map(|o| parse_chunks(&o.content)).collect();
-        let mut sources: Vec<String> = Vec::new();
-        for c in &chunks {
-            if !sources.contains(&c.source) {
-                sources.push(c.source.clone());
-            }
-        }
+        let sources = distinct(chunks.iter().map(|c| c.source.clone()));
         let preface = if chunks.is_empty() {
             "I found nothing relevant in your documents, so I'm working from our conversation.".to_string()
         } else {
@@ -349,17 +325,11 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
         .collect();
     if !titles.is_empty() {
         let named: Vec<String> = titles.iter().map(|t| format!("**{t}**")).collect();
-        paragraphs.push(if titles.len() == 1 {
-            format!(
-                "I've saved {}. You can open it from the card below. Let me know if you'd like any changes.",
-                named[0]
-            )
-        } else {
-            format!(
-                "I've saved {}. You can open them from the cards below. Let me know if you'd like any changes.",
-                join_and(&named)
-            )
-        });
+        let (it, cards) = if titles.len() == 1 { ("it", "card") } else { ("them", "cards") };
+        paragraphs.push(format!(
+            "I've saved {}. You can open {it} from the {cards} below. Let me know if you'd like any changes.",
+            join_and(&named)
+        ));
     }
     for o in outcomes {
         if o.is_error {
@@ -453,9 +423,8 @@ fn json_str<'a>(obj: &'a serde_json::Map<String, Value>, keys: &[&str]) -> Optio
     keys.iter().find_map(|k| obj.get(*k).and_then(Value::as_str))
 }
 
-/// Parses the chunks of a `document_search` result. Accepts JSON (an array of objects, or an
-/// object holding one) or text blocks introduced by `[source: name]` / `Source: name` lines;
-/// text without any header is one chunk from "the document".
+/// The chunks of a `document_search` result: JSON (an array of objects, or an object holding one) or text blocks after
+/// `[source: name]` / `Source: name` lines; text without any header is one chunk from "the document".
 pub(crate) fn parse_chunks(content: &str) -> Vec<Chunk> {
     if let Ok(value) = serde_json::from_str::<Value>(content) {
         let items = match &value {
@@ -550,25 +519,14 @@ fn answer_from_search(question: &str, outcome: &Outcome) -> String {
         ));
         scored.iter().filter(|s| s.2 == 0).take(1).collect()
     } else {
-        let mut files: Vec<String> = Vec::new();
-        for s in &relevant {
-            let f = format!("**{}**", chunks[s.1].source);
-            if !files.contains(&f) {
-                files.push(f);
-            }
-        }
+        let files = distinct(relevant.iter().map(|s| format!("**{}**", chunks[s.1].source)));
         out.push_str(&format!("According to {}:\n\n", join_and(&files)));
         relevant
     };
     for (_, ci, _, sentence) in &picked {
         out.push_str(&format!("> {}\n>\n> — *{}*\n\n", first_words(sentence, 60), chunks[*ci].source));
     }
-    let mut sources: Vec<&str> = Vec::new();
-    for c in &chunks {
-        if !sources.contains(&c.source.as_str()) {
-            sources.push(&c.source);
-        }
-    }
+    let sources = distinct(chunks.iter().map(|c| c.source.as_str()));
     out.push_str(&format!("Sources: {}", sources.join(", ")));
     out
 }

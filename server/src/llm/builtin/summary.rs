@@ -4,7 +4,7 @@
 //! in for dropped turns) gives the same product and requirements again.
 
 use super::analysis::{collect_requirements, derive_subject, first_words, keywords, split_sentences};
-use super::intent::{is_document_question, is_generation_sentence};
+use super::intent::is_instruction;
 use crate::llm::summary::SummarySource;
 use crate::llm::types::Role;
 use crate::tokens::count_tokens;
@@ -30,8 +30,7 @@ pub(crate) fn write(earlier: Option<&str>, messages: &[SummarySource]) -> String
     let earlier = earlier.unwrap_or("");
     let texts: Vec<&str> = std::iter::once(earlier).chain(person.iter().copied()).collect();
 
-    let instruction = |s: &str| is_generation_sentence(s) || is_document_question(s);
-    let requirements: Vec<String> = collect_requirements(texts.iter().copied(), instruction)
+    let requirements: Vec<String> = collect_requirements(texts.iter().copied(), is_instruction)
         .into_iter()
         .take(MAX_REQUIREMENTS)
         .map(|r| first_words(&r.text, REQUIREMENT_WORDS))
@@ -44,7 +43,7 @@ pub(crate) fn write(earlier: Option<&str>, messages: &[SummarySource]) -> String
         .filter(|t| !t.is_empty())
         .collect();
     for text in &person {
-        let plain: Vec<String> = split_sentences(text).into_iter().filter(|s| !instruction(s)).collect::<Vec<_>>();
+        let plain: Vec<String> = split_sentences(text).into_iter().filter(|s| !is_instruction(s)).collect::<Vec<_>>();
         for word in keywords(&plain.join(" "), DULL) {
             if topics.len() < MAX_TOPICS && !topics.iter().any(|t| t.eq_ignore_ascii_case(&word)) {
                 topics.push(word);

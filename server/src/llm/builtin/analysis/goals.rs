@@ -36,8 +36,7 @@ const SO_FOLLOWERS: &[&str] = &[
     "you",
 ];
 
-/// Splits "... so that X" / "... in order to X" off a clause; the benefit comes back in the
-/// form "X" / "I can X".
+/// Splits "... so that X" / "... in order to X" off a clause; the benefit comes back in the form "X" / "I can X".
 pub(super) fn split_benefit(clause: &str) -> (&str, Option<String>) {
     let Some(c) = BENEFIT_RE.captures(clause) else {
         return (clause, None);

@@ -1,5 +1,4 @@
-//! Content words: the words of a text that carry meaning (stopwords removed), and a light stem
-//! to compare them.
+//! Content words: the words of a text that carry meaning (stopwords removed), and a light stem to compare them.
 
 use super::text::{normalize_quotes, WORD_RE};
 
@@ -140,7 +139,6 @@ const STOPWORDS: &[&str] = &[
     "hey",
     "there's",
     "that's",
-    "any",
     "anything",
     "something",
     "give",

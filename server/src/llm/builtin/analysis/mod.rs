@@ -22,7 +22,7 @@ pub(crate) use meetings::{analyse_meeting, ActionItem, Meeting};
 pub(crate) use products::derive_subject;
 pub(crate) use requirements::{benefit_of, collect_requirements, is_requirement_sentence, Goal, Requirement};
 pub(crate) use sentences::split_sentences;
-pub(crate) use text::{article, capitalize_first, first_words, strip_terminal, table_cell, words};
+pub(crate) use text::{article, capitalize_first, distinct, first_words, strip_terminal, table_cell, words};
 
 // Parsing a single sentence is needed outside this module only by the document tests.
 #[cfg(test)]

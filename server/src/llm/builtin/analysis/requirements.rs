@@ -60,9 +60,8 @@ static ASKS_ASSISTANT_RE: Lazy<Regex> = lazy_regex!(
     r"(?i)(?:\b(?:want|need|would\s+like|'d\s+like|ask)\s+you\b|\bneed\s+(?:some\s+|your\s+)?help\b|^\s*(?:can|could|would|will)\s+you\b|^\s*(?:how|why|what|who|which)\b|^\s*(?:thanks|thank\s+you)\b)"
 );
 
-/// Whether a sentence states a requirement: it contains a cue such as want / need / must /
-/// should / require / would like / has to / allow / able to, says something after it, and is
-/// neither a question nor a request addressed to the assistant.
+/// Whether a sentence states a requirement: a cue such as want / need / must / should / would like / able to with
+/// something after it, and neither a question nor a request addressed to the assistant.
 pub(crate) fn is_requirement_sentence(sentence: &str) -> bool {
     let s = sentence.trim();
     if s.ends_with('?') || word_count(s) < 3 || ASKS_ASSISTANT_RE.is_match(s) {

@@ -121,6 +121,17 @@ pub(super) fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str
     head.eq_ignore_ascii_case(prefix).then(|| &text[prefix.len()..])
 }
 
+/// `items` in their order, each once.
+pub(crate) fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
 /// Collapses every run of whitespace to one space ("is  going\tto" -> "is going to").
 pub(super) fn squash_spaces(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
