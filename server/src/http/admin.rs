@@ -1,7 +1,5 @@
-//! `/api/admin/...`: operator control for administrators: accounts with their usage, roles, disabling and
-//! deleting accounts, password reset links, invitations, the sign-up mode and personal budgets. To anyone
-//! else every one of these routes is a 404, like any object that is not theirs. Also `POST
-//! /api/auth/reset-password`, where a reset link's token sets a new password.
+//! `/api/admin/...`: accounts, roles, reset links, invitations, the sign-up mode and budgets, for administrators
+//! (a 404 to anyone else), and `POST /api/auth/reset-password`, where a reset link's token sets a new password.
 
 use app::api::admin::{
     AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,

@@ -81,8 +81,7 @@ pub async fn version(
     Ok(Json(state.store.get_artifact_version(user.id, id, version).await?))
 }
 
-/// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one; the
-/// versions in between stay.
+/// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one.
 #[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
     responses((status = 201, body = app::api::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
         (status = 409, body = app::api::ErrorBody, description = "The version is already the current one")))]
@@ -190,21 +189,17 @@ pub(crate) async fn export(
     // A version of a document never changes, so its id, number and format name the file's bytes: a client that
     // holds them gets a 304 without the file being rendered again.
     let etag = format!("\"{id}-v{version}-{}\"", format.as_str());
-    if if_none_match(&request_headers, &etag) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        if let Ok(value) = HeaderValue::from_str(&etag) {
-            response.headers_mut().insert(header::ETAG, value);
-        }
-        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
-        return Ok(response);
-    }
-    let filename = file_name(&title, format.as_str(), "document");
-    let ticket = state.heavy.admit(user.id)?;
-    let bytes = ticket
-        .run_blocking(move || render(format, &title, &content))
-        .await
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
-    let mut response = attachment(bytes, format.content_type(), &filename);
+    let mut response = if if_none_match(&request_headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let filename = file_name(&title, format.as_str(), "document");
+        let ticket = state.heavy.admit(user.id)?;
+        let bytes = ticket
+            .run_blocking(move || render(format, &title, &content))
+            .await
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
+        attachment(bytes, format.content_type(), &filename)
+    };
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     if let Ok(value) = HeaderValue::from_str(&etag) {

@@ -91,18 +91,24 @@ impl ApiError {
         ApiError::BadRequest { code, message: message.into(), field: None }
     }
 
+    /// A 400 about one field of the request.
+    fn bad_field(code: &'static str, field: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest { code, message: message.into(), field: Some(field.to_string()) }
+    }
+
     /// A 400 about one query parameter, beyond the limits the API states for it.
     pub fn invalid_query(field: &str, message: impl Into<String>) -> Self {
-        ApiError::BadRequest { code: "invalid_query", message: message.into(), field: Some(field.to_string()) }
+        Self::bad_field("invalid_query", field, message)
     }
 
     /// A 400 for a listing cursor that is not one the API gave out (or no longer fits the listing).
     pub fn invalid_cursor() -> Self {
-        ApiError::BadRequest {
-            code: "invalid_cursor",
-            message: "The cursor is not valid.".into(),
-            field: Some("cursor".into()),
-        }
+        Self::bad_field("invalid_cursor", "cursor", "The cursor is not valid.")
+    }
+
+    /// A 415 for a body not declared as JSON.
+    pub fn not_json() -> Self {
+        ApiError::UnsupportedMediaType("Expected a JSON body with `Content-Type: application/json`.".into())
     }
 
     pub fn status_code(&self) -> StatusCode {
@@ -202,11 +208,9 @@ impl From<StoreError> for ApiError {
             StoreError::TooManyTurns => ApiError::TooManyTurns,
             StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),
             StoreError::InvalidCursor => ApiError::invalid_cursor(),
-            StoreError::ExpiredCursor => ApiError::BadRequest {
-                code: "cursor_expired",
-                message: "The cursor has expired; list again from the first page.".into(),
-                field: Some("cursor".into()),
-            },
+            StoreError::ExpiredCursor => {
+                Self::bad_field("cursor_expired", "cursor", "The cursor has expired; list again from the first page.")
+            }
             other => ApiError::Internal(other.into()),
         }
     }
@@ -270,9 +274,7 @@ impl From<JsonRejection> for ApiError {
                 ApiError::Unprocessable { code: "invalid_body", message: e.body_text(), field: None }
             }
             JsonRejection::JsonSyntaxError(e) => ApiError::bad_request("malformed_json", e.body_text()),
-            JsonRejection::MissingJsonContentType(_) => {
-                ApiError::UnsupportedMediaType("Expected a JSON body with `Content-Type: application/json`.".into())
-            }
+            JsonRejection::MissingJsonContentType(_) => ApiError::not_json(),
             JsonRejection::BytesRejection(_) => ApiError::PayloadTooLarge,
             other => ApiError::bad_request("invalid_body", other.body_text()),
         }

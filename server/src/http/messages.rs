@@ -1,6 +1,5 @@
-//! Messages: adding a person's message without a turn, the branches of a conversation (another answer to a
-//! question, which branch is shown), what the model saw for an answer, and the steps a turn took to write it (its
-//! trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
+//! Messages: adding one without a turn, branches (another answer, which one is shown), what the model saw for
+//! an answer and the steps a turn took (its trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
 
 use app::api::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
 use axum::{
@@ -60,8 +59,7 @@ pub async fn add_message(
         .await
         .map_err(crate::chat::error::busy_or)?;
     state.chat.conversation_changed(thread);
-    // A conversation that starts here is named after the message's first words, as a chat names it when the model
-    // cannot.
+    // A conversation that starts here is named after the message's first words.
     if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {
         let patch = ThreadPatch { title: Some(store::title_from_message(&saved.content)), ..Default::default() };
         state.store.update_thread(user.id, thread, &patch).await?;
@@ -91,9 +89,8 @@ pub async fn regenerate(
     Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
 }
 
-/// `POST /api/threads/{id}/branch`: shows the branch through a message, down to its newest message (stored, so
-/// every device shows the same), and answers with the conversation as shown now; refused while an answer is
-/// being written.
+/// `POST /api/threads/{id}/branch`: shows the branch through a message (stored, for every device) and answers
+/// with the conversation as shown now; refused while an answer is being written.
 #[utoipa::path(post, path = "/api/threads/{id}/branch", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")), request_body = SwitchBranch,
     responses((status = 200, body = ThreadDetail), (status = 401, body = app::api::ErrorBody),
@@ -141,9 +138,8 @@ pub async fn trace(State(state): State<AppState>, user: AuthUser, Path(id): Path
     Ok(Json(state.store.trace(user.id, id).await?))
 }
 
-/// `GET /api/turns/{id}/trace`: a turn's steps by the turn's id (the `<turn>` of its events' ids, and the
-/// reference an error gives): also for turns that kept no answer, a silent generation or a failure before any
-/// words. 404 for anyone else's turn.
+/// `GET /api/turns/{id}/trace`: a turn's steps by its id (from its events' ids or an error's reference), also for
+/// a turn that kept no answer. 404 for anyone else's turn.
 #[utoipa::path(get, path = "/api/turns/{id}/trace", tag = "chat", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Turn id")),
     responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
