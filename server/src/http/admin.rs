@@ -70,8 +70,7 @@ pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
 
 /// The answer to a refused sign-up.
 pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
-    let invalid =
-        |code, message: &str| ApiError::Unprocessable { code, message: message.into(), field: Some("invite".into()) };
+    let invalid = |code, message: &str| ApiError::unprocessable(code, message, Some("invite"));
     match refusal {
         SignUpRefusal::Closed => ApiError::Forbidden {
             code: "signup_closed",
@@ -346,7 +345,7 @@ fn reset_refused(refusal: ResetRefusal) -> ApiError {
         ResetRefusal::Expired => ("reset_expired", "This password reset link has expired. Ask for a new one."),
         ResetRefusal::Used => ("reset_used", "This password reset link was used already. Ask for a new one."),
     };
-    ApiError::Unprocessable { code, message: message.into(), field: Some("token".into()) }
+    ApiError::unprocessable(code, message, Some("token"))
 }
 
 /// `POST /api/auth/reset-password`: sets a new password with the token of a reset link an administrator made;

@@ -83,7 +83,12 @@ pub fn request_id() -> Option<String> {
 impl ApiError {
     /// A 422 about one field of the request.
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        ApiError::Unprocessable { code: "validation_failed", message: message.into(), field: Some(field.to_string()) }
+        Self::unprocessable("validation_failed", message, Some(field))
+    }
+
+    /// A 422 with a code, about one field of the request if any.
+    pub fn unprocessable(code: &'static str, message: impl Into<String>, field: Option<&str>) -> Self {
+        ApiError::Unprocessable { code, message: message.into(), field: field.map(str::to_string) }
     }
 
     /// A 400 with a code and message.
@@ -225,11 +230,11 @@ impl From<ChatError> for ApiError {
                 "An answer is already being written in this conversation; wait for it or stop it.".into(),
             ),
             ChatError::NotRetryable(message) => ApiError::Conflict(message.into()),
-            ChatError::KeyReused => ApiError::Unprocessable {
-                code: "idempotency_key_reused",
-                message: "This Idempotency-Key was already used for a different request.".into(),
-                field: None,
-            },
+            ChatError::KeyReused => Self::unprocessable(
+                "idempotency_key_reused",
+                "This Idempotency-Key was already used for a different request.",
+                None,
+            ),
             ChatError::KeyInProgress => {
                 ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into())
             }
@@ -257,9 +262,7 @@ impl From<history::Error> for ApiError {
     fn from(err: history::Error) -> Self {
         match err {
             history::Error::Malformed(message) => ApiError::bad_request("malformed_json", message),
-            history::Error::Unsupported(message) => {
-                ApiError::Unprocessable { code: "unsupported_import", message, field: None }
-            }
+            history::Error::Unsupported(message) => Self::unprocessable("unsupported_import", message, None),
             history::Error::Invalid { field, message } => ApiError::invalid(&field, message),
             history::Error::Store(e) => e.into(),
             other @ (history::Error::Render(_) | history::Error::Task) => ApiError::Internal(other.into()),
@@ -270,9 +273,7 @@ impl From<history::Error> for ApiError {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
-            JsonRejection::JsonDataError(e) => {
-                ApiError::Unprocessable { code: "invalid_body", message: e.body_text(), field: None }
-            }
+            JsonRejection::JsonDataError(e) => Self::unprocessable("invalid_body", e.body_text(), None),
             JsonRejection::JsonSyntaxError(e) => ApiError::bad_request("malformed_json", e.body_text()),
             JsonRejection::MissingJsonContentType(_) => ApiError::not_json(),
             JsonRejection::BytesRejection(_) => ApiError::PayloadTooLarge,

@@ -31,11 +31,7 @@ where
         let any_json = TypeId::of::<T>() == TypeId::of::<serde_json::Value>();
         let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if !any_json && !starts_object && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() {
-            return Err(ApiError::Unprocessable {
-                code: "invalid_body",
-                message: "The body must be a JSON object.".into(),
-                field: None,
-            });
+            return Err(ApiError::unprocessable("invalid_body", "The body must be a JSON object.", None));
         }
         axum::Json::<T>::from_bytes(&bytes).map(|axum::Json(value)| Json(value)).map_err(ApiError::from)
     }

@@ -125,10 +125,6 @@ impl RateLimits {
     pub async fn check_general(&self, user: Uuid) -> Result<(), ApiError> {
         self.general.check(self.shared.as_deref(), Key::User(user)).await
     }
-
-    async fn check(&self, limit: &Limit, key: Key) -> Result<(), ApiError> {
-        limit.check(self.shared.as_deref(), key).await
-    }
 }
 
 /// Deletes the shared rows that ran out, now and then, so the table holds only recent callers.
@@ -211,7 +207,7 @@ impl<K: LimitKind> FromRequestParts<AppState> for Quota<K> {
         } else {
             Key::Address(client_ip(parts))
         };
-        state.limits.check(K::limit(&state.limits), key).await?;
+        K::limit(&state.limits).check(state.limits.shared.as_deref(), key).await?;
         Ok(Self(PhantomData))
     }
 }

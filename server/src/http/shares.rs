@@ -86,11 +86,8 @@ async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String,
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the snapshot's work panicked")))?
         .map_err(|e| ApiError::Internal(e.into()))?;
     if json.len() > MAX_SNAPSHOT_BYTES {
-        return Err(ApiError::Unprocessable {
-            code: "too_large_to_share",
-            message: "This conversation is too large to share; export it instead.".into(),
-            field: None,
-        });
+        let message = "This conversation is too large to share; export it instead.";
+        return Err(ApiError::unprocessable("too_large_to_share", message, None));
     }
     Ok((title, json))
 }
