@@ -169,8 +169,7 @@ fn without_nul(text: String) -> String {
 
 /// At most `max` bytes of `bytes` as text, cut at a character boundary; invalid sequences become U+FFFD.
 fn truncate_utf8_lossy(bytes: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
-    let mut text = text.into_owned();
+    let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned();
     if bytes.len() > max {
         // A character cut in half at the end became U+FFFD: drop it.
         while text.ends_with('\u{fffd}') {

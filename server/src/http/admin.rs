@@ -285,10 +285,8 @@ pub async fn create_invite(
     Json(body): Json<CreateInviteRequest>,
 ) -> Result<(StatusCode, Json<CreatedInvite>)> {
     if !(1..=MAX_INVITE_HOURS).contains(&body.expires_in_hours) {
-        return Err(ApiError::invalid(
-            "expires_in_hours",
-            format!("An invitation lasts 1 to {MAX_INVITE_HOURS} hours."),
-        ));
+        let message = format!("An invitation lasts 1 to {MAX_INVITE_HOURS} hours.");
+        return Err(ApiError::invalid("expires_in_hours", message));
     }
     if !(1..=MAX_INVITE_USES).contains(&body.max_uses) {
         return Err(ApiError::invalid("max_uses", format!("An invitation has 1 to {MAX_INVITE_USES} uses.")));

@@ -81,7 +81,8 @@ pub async fn version(
     Ok(Json(state.store.get_artifact_version(user.id, id, version).await?))
 }
 
-/// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one.
+/// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one; the
+/// versions in between stay.
 #[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
     responses((status = 201, body = app::api::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
         (status = 409, body = app::api::ErrorBody, description = "The version is already the current one")))]
@@ -247,9 +248,8 @@ mod tests {
         assert!(diff_lines("same\r\n", "same\r\n").iter().all(|l| l.op == DiffOp::Equal && l.text == "same"));
     }
 
-    /// Two long versions that differ on every other line: the line diff's worst kind of input (its cost grows
-    /// with the length times the number of changes). The deadline cuts the search short, and what comes out is
-    /// still a true diff: its kept and deleted lines give the old version, its kept and inserted ones the new.
+    /// Two long versions differing on every other line, the line diff's worst input: the deadline cuts the search
+    /// short and the diff stays true (kept and deleted lines give the old version, kept and inserted the new).
     #[test]
     fn a_long_diff_ends_by_its_deadline_and_stays_true() {
         let old: String = (0..20_000).map(|i| format!("line {i}\n")).collect();

@@ -168,12 +168,8 @@ pub async fn retry(
 pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
     let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()));
-    key.map(|k| Some(k.to_string())).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_idempotency_key",
-            "The Idempotency-Key must be 1 to 255 visible ASCII characters.",
-        )
-    })
+    let message = "The Idempotency-Key must be 1 to 255 visible ASCII characters.";
+    key.map(|k| Some(k.to_string())).ok_or_else(|| ApiError::bad_request("invalid_idempotency_key", message))
 }
 
 /// Parses `Last-Event-ID` (`<turn>:<seq>`).

@@ -196,9 +196,7 @@ impl IntoResponse for ApiError {
             _ => None,
         };
         if let Some(secs) = retry_after_secs {
-            if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         response
     }

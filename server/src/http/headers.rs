@@ -25,8 +25,8 @@ pub fn page_policy(nonce: &str) -> String {
     )
 }
 
-/// Tells browsers to reach Quire's host and the names below it over HTTPS only, for two years (not
-/// `example.org`'s other names for `quire.example.org`).
+/// Tells browsers to reach Quire's host and the names below it (not its parent's other names) over HTTPS only,
+/// for two years.
 pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=63072000; includeSubDomains";
 
 /// Adds the headers every response carries (outermost layers of the application). `https_only` (an `https`

@@ -89,8 +89,9 @@ pub async fn regenerate(
     Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
 }
 
-/// `POST /api/threads/{id}/branch`: shows the branch through a message (stored, for every device) and answers
-/// with the conversation as shown now; refused while an answer is being written.
+/// `POST /api/threads/{id}/branch`: shows the branch through a message, down to its newest message (stored, so
+/// every device shows the same), and answers with the conversation as shown now; refused while an answer is
+/// being written.
 #[utoipa::path(post, path = "/api/threads/{id}/branch", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")), request_body = SwitchBranch,
     responses((status = 200, body = ThreadDetail), (status = 401, body = app::api::ErrorBody),
@@ -138,8 +139,9 @@ pub async fn trace(State(state): State<AppState>, user: AuthUser, Path(id): Path
     Ok(Json(state.store.trace(user.id, id).await?))
 }
 
-/// `GET /api/turns/{id}/trace`: a turn's steps by its id (from its events' ids or an error's reference), also for
-/// a turn that kept no answer. 404 for anyone else's turn.
+/// `GET /api/turns/{id}/trace`: a turn's steps by the turn's id (the `<turn>` of its events' ids, and the
+/// reference an error gives): also for turns that kept no answer, a silent generation or a failure before any
+/// words. 404 for anyone else's turn.
 #[utoipa::path(get, path = "/api/turns/{id}/trace", tag = "chat", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Turn id")),
     responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),

@@ -148,8 +148,8 @@ pub async fn health() -> axum::Json<Health> {
     axum::Json(Health { status: "ok".into() })
 }
 
-/// `GET /api/ready`: whether the database answers and carries every migration this build knows
-/// (`/api/health` only says the process is up).
+/// `GET /api/ready`: whether this instance can serve, that is its database answers and carries every migration
+/// this build knows. `/api/health` only says the process is up.
 #[utoipa::path(get, path = "/api/ready", tag = "meta", responses(
     (status = 200, description = "Ready to serve", body = Health),
     (status = 503, description = "The database cannot be reached or lacks migrations", body = app::api::ErrorBody),
