@@ -9,7 +9,7 @@ use docx_rs::{
     TableBorder, TableBorderPosition, TableBorders, TableCell, TableRow,
 };
 
-use super::{parse_markdown, Block, Span};
+use super::{titled_blocks, Block, Span};
 
 /// Why a Word file could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -88,20 +88,18 @@ fn abstract_numbering(id: usize, ordered: bool) -> AbstractNumbering {
 /// A table with the rows' own cells: the parser fills short rows with empty cells, but only so many (past that,
 /// filling each row to the widest would make the file grow with rows times columns).
 fn table(header: bool, rows: &[Vec<Vec<Span>>]) -> Table {
+    use TableBorderPosition::{Bottom, InsideH, InsideV, Left, Right, Top};
     let rows: Vec<TableRow> = rows
         .iter()
         .enumerate()
         .map(|(r, row)| {
+            let head = header && r == 0;
             let mut cells: Vec<TableCell> = row
                 .iter()
                 .map(|spans| {
-                    let spans: Vec<Span> = if header && r == 0 {
-                        spans.iter().cloned().map(|s| Span { bold: true, ..s }).collect()
-                    } else {
-                        spans.clone()
-                    };
+                    let spans: Vec<Span> = spans.iter().cloned().map(|s| Span { bold: s.bold || head, ..s }).collect();
                     let cell = TableCell::new().add_paragraph(paragraph(&spans));
-                    if header && r == 0 {
+                    if head {
                         cell.shading(Shading::new().fill("D9E2F3"))
                     } else {
                         cell
@@ -114,23 +112,15 @@ fn table(header: bool, rows: &[Vec<Vec<Span>>]) -> Table {
             TableRow::new(cells)
         })
         .collect();
-    let border = |position| TableBorder::new(position).border_type(BorderType::Single).size(4).color("808080");
-    let borders = TableBorders::new()
-        .set(border(TableBorderPosition::Top))
-        .set(border(TableBorderPosition::Bottom))
-        .set(border(TableBorderPosition::Left))
-        .set(border(TableBorderPosition::Right))
-        .set(border(TableBorderPosition::InsideH))
-        .set(border(TableBorderPosition::InsideV));
+    let borders = [Top, Bottom, Left, Right, InsideH, InsideV].into_iter().fold(TableBorders::new(), |borders, at| {
+        borders.set(TableBorder::new(at).border_type(BorderType::Single).size(4).color("808080"))
+    });
     Table::new(rows).set_borders(borders)
 }
 
 /// The Word file of a document.
 pub fn render(title: &str, markdown: &str) -> Result<Vec<u8>, DocxError> {
-    let mut blocks = parse_markdown(markdown);
-    if !matches!(blocks.first(), Some(Block::Heading(..))) {
-        blocks.insert(0, Block::Heading(1, vec![Span { text: title.to_string(), ..Default::default() }]));
-    }
+    let blocks = titled_blocks(title, markdown);
     let mut docx = heading_styles(Docx::new().default_fonts(RunFonts::new().ascii(BODY_FONT).hi_ansi(BODY_FONT)))
         .add_abstract_numbering(abstract_numbering(BULLETS, false))
         .add_numbering(Numbering::new(BULLETS, BULLETS));
@@ -177,7 +167,7 @@ pub fn render(title: &str, markdown: &str) -> Result<Vec<u8>, DocxError> {
             }
             Block::Table { header, rows } => docx.add_table(table(*header, rows)).add_paragraph(Paragraph::new()),
             Block::Code(code) => {
-                let span = Span { text: code.clone(), code: true, ..Default::default() };
+                let span = Span { code: true, ..Span::plain(code) };
                 docx.add_paragraph(paragraph(&[span]).align(AlignmentType::Left).indent(Some(284), None, None, None))
             }
             Block::Rule => docx.add_paragraph(Paragraph::new().add_run(Run::new().add_text("———"))),
@@ -195,7 +185,7 @@ mod tests {
     use super::*;
 
     fn cell(text: &str) -> Vec<Span> {
-        vec![Span { text: text.into(), ..Default::default() }]
+        vec![Span::plain(text)]
     }
 
     /// The cells of a table as written in the file.

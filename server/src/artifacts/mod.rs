@@ -16,6 +16,13 @@ pub struct Span {
     pub code: bool,
 }
 
+impl Span {
+    /// Text without a style.
+    pub fn plain(text: &str) -> Self {
+        Span { text: text.to_string(), ..Default::default() }
+    }
+}
+
 /// One block of a document, in reading order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
@@ -198,6 +205,15 @@ pub fn parse_markdown(markdown: &str) -> Vec<Block> {
     builder.blocks
 }
 
+/// The blocks of a document that opens with a heading, given `title` as one if it does not.
+pub fn titled_blocks(title: &str, markdown: &str) -> Vec<Block> {
+    let mut blocks = parse_markdown(markdown);
+    if !matches!(blocks.first(), Some(Block::Heading(..))) {
+        blocks.insert(0, Block::Heading(1, vec![Span::plain(title)]));
+    }
+    blocks
+}
+
 /// The plain text of spans.
 pub fn plain(spans: &[Span]) -> String {
     spans.iter().map(|s| s.text.as_str()).collect()
@@ -212,7 +228,7 @@ mod tests {
         let blocks = parse_markdown(
             "# Title\n\nSome **bold** and *it*.\n\n- one\n- two\n  1. deep\n\n| A | B |\n|---|---|\n| x | y |\n\n```\nfn main() {}\n```\n",
         );
-        assert_eq!(blocks[0], Block::Heading(1, vec![Span { text: "Title".into(), ..Default::default() }]));
+        assert_eq!(blocks[0], Block::Heading(1, vec![Span::plain("Title")]));
         let Block::Paragraph(spans) = &blocks[1] else { panic!("{blocks:?}") };
         assert!(spans.iter().any(|s| s.bold && s.text == "bold"));
         assert!(spans.iter().any(|s| s.italic && s.text == "it"));

@@ -1,8 +1,5 @@
-//! The PDF export: the document's blocks laid out on A4 pages with embedded fonts (DejaVu, and Droid Sans
-//! Fallback for CJK), subset by krilla with a text map so the PDF's text can be selected, searched and
-//! extracted.
-//!
-//! Layout first (pure, into positioned text runs and rectangles), drawing second.
+//! The PDF export: the document's blocks laid out on A4 pages (pure, into text runs and rectangles), then drawn
+//! with embedded fonts (DejaVu, Droid Sans Fallback for CJK) subset by krilla with a text map, so text can be found.
 
 use std::sync::LazyLock;
 
@@ -14,10 +11,9 @@ use krilla::paint::Fill;
 use krilla::text::{Font, TextDirection};
 use krilla::{Data, Document};
 
-use super::{parse_markdown, Block, Span};
+use super::{titled_blocks, Block, Span};
 
-// Kept compressed with brotli (`server/assets/fonts/README.md`): 2.4 MB in the binary rather than 5.9 MB. They are
-// unpacked once, when the first PDF is made.
+// Kept compressed with brotli (`server/assets/fonts/README.md`): 2.4 MB in the binary rather than 5.9 MB.
 static SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf.br");
 static SANS_BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf.br");
 static SANS_OBLIQUE: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Oblique.ttf.br");
@@ -37,7 +33,7 @@ const LEADING: f32 = 1.4;
 #[error("pdf export failed: {0}")]
 pub struct PdfError(String);
 
-/// The face a run is drawn with.
+/// The face a run is drawn with, in the order of [`Fonts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Face {
     Regular,
@@ -50,14 +46,11 @@ enum Face {
 
 impl Face {
     fn of(span: &Span) -> Face {
-        if span.code {
-            Face::Mono
-        } else if span.bold {
-            Face::Bold
-        } else if span.italic {
-            Face::Italic
-        } else {
-            Face::Regular
+        match span {
+            Span { code: true, .. } => Face::Mono,
+            Span { bold: true, .. } => Face::Bold,
+            Span { italic: true, .. } => Face::Italic,
+            _ => Face::Regular,
         }
     }
 }
@@ -84,13 +77,8 @@ fn glyph(metrics: &ttf_parser::Face<'_>, c: char) -> (bool, u16) {
     (id.is_some(), metrics.glyph_hor_advance(id.unwrap_or(ttf_parser::GlyphId(0))).unwrap_or(0))
 }
 
-struct Fonts {
-    regular: LoadedFont,
-    bold: LoadedFont,
-    italic: LoadedFont,
-    mono: LoadedFont,
-    fallback: LoadedFont,
-}
+/// The font of each [`Face`], in its order; unpacked when the first PDF is made.
+struct Fonts(Vec<LoadedFont>);
 
 /// A font file as it was before compression. Unpacked once for the life of the process (as the embedded bytes
 /// live), so the parsed faces may borrow it.
@@ -108,24 +96,13 @@ fn load(compressed: &[u8]) -> Option<LoadedFont> {
 }
 
 static FONTS: LazyLock<Option<Fonts>> = LazyLock::new(|| {
-    Some(Fonts {
-        regular: load(SANS)?,
-        bold: load(SANS_BOLD)?,
-        italic: load(SANS_OBLIQUE)?,
-        mono: load(MONO)?,
-        fallback: load(FALLBACK)?,
-    })
+    let fonts = [SANS, SANS_BOLD, SANS_OBLIQUE, MONO, FALLBACK].into_iter().map(load).collect::<Option<_>>();
+    fonts.map(Fonts)
 });
 
 impl Fonts {
     fn get(&self, face: Face) -> &LoadedFont {
-        match face {
-            Face::Regular => &self.regular,
-            Face::Bold => &self.bold,
-            Face::Italic => &self.italic,
-            Face::Mono => &self.mono,
-            Face::Fallback => &self.fallback,
-        }
+        &self.0[face as usize]
     }
 
     /// The face that draws a piece of text: the wanted one, or the fallback when only it has the glyphs.
@@ -280,18 +257,23 @@ impl<'f> Layout<'f> {
         }
     }
 
+    /// Lines at `x` from the current height down, each on a new page when it does not fit.
     fn lines(&mut self, lines: &[Line], x: f32, size: f32) {
-        let height = size * LEADING;
         for line in lines {
-            self.room(height);
-            let baseline = self.y + size;
-            for (dx, face, text) in line {
-                if !text.trim().is_empty() {
-                    self.ops().push(Op::Text { x: x + dx, y: baseline, face: *face, size, text: text.clone() });
-                }
-            }
-            self.y += height;
+            self.room(size * LEADING);
+            self.line(line, x, size);
         }
+    }
+
+    /// One line's text at `x`, on the current page, and the height moved below it.
+    fn line(&mut self, line: &Line, x: f32, size: f32) {
+        let baseline = self.y + size;
+        for (dx, face, text) in line {
+            if !text.trim().is_empty() {
+                self.ops().push(Op::Text { x: x + dx, y: baseline, face: *face, size, text: text.clone() });
+            }
+        }
+        self.y += size * LEADING;
     }
 
     fn block(&mut self, block: &Block) {
@@ -331,15 +313,9 @@ impl<'f> Layout<'f> {
                 let lines = wrap(fonts, spans, BODY, CONTENT_W - indent, None);
                 self.room(BODY * LEADING);
                 if !marker.is_empty() {
-                    let w = fonts.width(Face::Regular, BODY, marker);
-                    let op = Op::Text {
-                        x: MARGIN + indent - 5.0 - w,
-                        y: self.y + BODY,
-                        face: Face::Regular,
-                        size: BODY,
-                        text: marker.clone(),
-                    };
-                    self.ops().push(op);
+                    let x = MARGIN + indent - 5.0 - fonts.width(Face::Regular, BODY, marker);
+                    let (y, text) = (self.y + BODY, marker.clone());
+                    self.ops().push(Op::Text { x, y, face: Face::Regular, size: BODY, text });
                 }
                 self.lines(&lines, MARGIN + indent, BODY);
                 self.y += 2.0;
@@ -347,20 +323,19 @@ impl<'f> Layout<'f> {
             Block::Table { header, rows } => self.table(*header, rows),
             Block::Code(code) => {
                 let size = 9.0;
-                let span = Span { text: code.clone(), code: true, ..Default::default() };
                 // Keep the code's own line breaks and indentation.
-                for source_line in span.text.split('\n') {
+                for source_line in code.split('\n') {
                     let indent: String = source_line.chars().take_while(|c| *c == ' ').collect();
                     let rest = &source_line[indent.len()..];
                     let dx = fonts.width(Face::Mono, size, &indent);
-                    let piece = Span { text: rest.to_string(), code: true, ..Default::default() };
+                    let piece = Span { code: true, ..Span::plain(rest) };
                     let lines = wrap(fonts, &[piece], size, CONTENT_W - 12.0 - dx, None);
                     for line in lines {
-                        self.room(size * LEADING);
                         let h = size * LEADING;
+                        self.room(h);
                         let y = self.y;
                         self.ops().push(Op::Rect { x: MARGIN, y, w: CONTENT_W, h, gray: 240 });
-                        self.lines(&[line], MARGIN + 6.0 + dx, size);
+                        self.line(&line, MARGIN + 6.0 + dx, size);
                     }
                 }
                 self.y += 8.0;
@@ -392,14 +367,7 @@ impl<'f> Layout<'f> {
                 self.y = top + pad;
                 let x = MARGIN + c as f32 * col_w + pad;
                 for line in lines {
-                    for (dx, face, text) in line {
-                        if !text.trim().is_empty() {
-                            let op =
-                                Op::Text { x: x + dx, y: self.y + BODY, face: *face, size: BODY, text: text.clone() };
-                            self.ops().push(op);
-                        }
-                    }
-                    self.y += BODY * LEADING;
+                    self.line(line, x, BODY);
                 }
             }
             // Cell borders: the top of the row, the edges of its cells and the table's right edge. The parser
@@ -419,13 +387,8 @@ impl<'f> Layout<'f> {
 
 /// Lays the document out into pages of drawing operations.
 fn layout(fonts: &Fonts, title: &str, markdown: &str) -> Vec<Vec<Op>> {
-    let mut blocks = parse_markdown(markdown);
-    // A document that does not open with a heading gets its title as one.
-    if !matches!(blocks.first(), Some(Block::Heading(..))) {
-        blocks.insert(0, Block::Heading(1, vec![Span { text: title.to_string(), ..Default::default() }]));
-    }
     let mut layout = Layout::new(fonts);
-    for block in &blocks {
+    for block in &titled_blocks(title, markdown) {
         layout.block(block);
     }
     layout.pages
@@ -477,7 +440,7 @@ mod tests {
     fn lines_never_exceed_the_width() {
         let text = "Ünïcödé words wrap across lines when the paragraph is longer than the column is wide, \
                     and a verylongwordwithoutanyspacesthatcannotfitonasinglelineatallinthiscolumn is cut.";
-        let lines = wrap(fonts(), &[Span { text: text.into(), ..Default::default() }], BODY, 200.0, None);
+        let lines = wrap(fonts(), &[Span::plain(text)], BODY, 200.0, None);
         assert!(lines.len() > 3, "{lines:?}");
         for line in &lines {
             let (x, face, text) = line.last().unwrap();
@@ -504,15 +467,14 @@ mod tests {
 
     #[test]
     fn characters_dejavu_lacks_use_the_fallback_face() {
-        let span = Span { text: "Zoë 日本チーム".into(), ..Default::default() };
-        let lines = wrap(fonts(), &[span], BODY, 400.0, None);
+        let lines = wrap(fonts(), &[Span::plain("Zoë 日本チーム")], BODY, 400.0, None);
         let faces: Vec<(Face, String)> = lines[0].iter().map(|(_, f, t)| (*f, t.clone())).collect();
         assert_eq!(faces, vec![(Face::Regular, "Zoë ".into()), (Face::Fallback, "日本チーム".into())]);
     }
 
     /// A cell holding one word.
     fn cell(text: &str) -> Vec<Span> {
-        vec![Span { text: text.into(), ..Default::default() }]
+        vec![Span::plain(text)]
     }
 
     /// The vertical edges a table's rows are drawn with.

@@ -1,8 +1,5 @@
 //! Splitting text into overlapping chunks of a few hundred words, cut at paragraph and sentence ends where
-//! possible, so a search hit carries enough context to answer from.
-//!
-//! One pass over the text: words are read in place, pieces and chunks keep their character counts as they
-//! grow, and the pass ends as soon as [`MAX_CHUNKS`] chunks are made.
+//! possible, so a search hit carries enough context to answer from. One pass, ending at [`MAX_CHUNKS`] chunks.
 
 /// Target chunk size in characters.
 pub const CHUNK_CHARS: usize = 1200;
@@ -11,8 +8,8 @@ const OVERLAP_CHARS: usize = 150;
 /// Most chunks kept of one file (about 2.4 MB of text).
 pub const MAX_CHUNKS: usize = 2000;
 
-/// Splits text into chunks of about [`CHUNK_CHARS`] characters (plus the overlap carried from the previous one). Whitespace is normalised;
-/// empty text gives no chunks.
+/// Splits text into chunks of about [`CHUNK_CHARS`] characters (plus the overlap carried from the previous one),
+/// whitespace normalised; empty text gives no chunks.
 pub fn chunk_text(text: &str) -> Vec<String> {
     let mut chunks = Chunks::default();
     for paragraph in text.split("\n\n") {

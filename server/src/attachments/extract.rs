@@ -1,7 +1,5 @@
-//! Text out of uploaded files. Plain text and Markdown are read as they are. PDF is parsed in a child process of
-//! Quire's own binary (`quire extract pdf`, fed the file on stdin) with limits on its address space, CPU time and
-//! wall-clock time and a cap on the text it returns: a hostile file that makes the parser recurse without end,
-//! inflate a stream to gigabytes or spin can only end that child, never the server.
+//! Text out of uploaded files. PDF is parsed in a child process (`quire extract pdf`, fed on stdin) with limits on
+//! its memory, CPU and wall-clock time and text: a hostile file can only end that child, never the server.
 
 use std::{
     io::{Read, Write},
@@ -99,8 +97,7 @@ impl Extractor {
     }
 
     /// The text of a file, at most [`MAX_TEXT_BYTES`], without NUL characters (PostgreSQL's text cannot hold
-    /// them; both backends get the same text). Text is checked and trimmed of a byte-order mark on a blocking
-    /// thread; PDF goes to a child process.
+    /// them); text is checked on a blocking thread, PDF goes to a child process.
     pub async fn extract(&self, kind: FileKind, bytes: Vec<u8>) -> Result<String, ExtractError> {
         match kind {
             FileKind::Text | FileKind::Markdown => {
@@ -172,8 +169,7 @@ fn without_nul(text: String) -> String {
 
 /// At most `max` bytes of `bytes` as text, cut at a character boundary; invalid sequences become U+FFFD.
 fn truncate_utf8_lossy(bytes: &[u8], max: usize) -> String {
-    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
-    let mut text = text.into_owned();
+    let mut text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]).into_owned();
     if bytes.len() > max {
         // A character cut in half at the end became U+FFFD: drop it.
         while text.ends_with('\u{fffd}') {
@@ -235,9 +231,8 @@ fn limit(resource: rustix::process::Resource, value: u64) -> std::io::Result<()>
     rustix::process::setrlimit(resource, limit).map_err(std::io::Error::from)
 }
 
-/// The body of `quire extract pdf`: limits itself, reads a PDF from stdin, writes its text to stdout. Exits
-/// non-zero when the file cannot be read; a crash or a limit ends the process, which the server reads the same
-/// way.
+/// The body of `quire extract pdf`: limits itself, reads a PDF from stdin, writes its text to stdout; exits
+/// non-zero (or is ended by a crash or limit) when the file cannot be read.
 pub fn child_main() -> std::process::ExitCode {
     use rustix::process::Resource;
     let limits = [

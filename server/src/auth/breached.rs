@@ -1,10 +1,6 @@
-//! The list of breached passwords that new passwords are checked against, shipped inside the binary.
-//!
-//! `breached_passwords.txt.gz` holds the 43,940 passwords of at least 12 characters among the million most
-//! frequent of Mark Burnett's "10 million passwords" (compiled from public breaches, published in OWASP
-//! SecLists), lower-cased, one a line. `scripts/breached-passwords` rebuilds it and says where it comes from;
-//! the list is under Creative Commons Attribution-ShareAlike 3.0. About 320 KB compressed; unpacked on first
-//! use into a set of about 2 MB.
+//! The breached passwords new ones are checked against, shipped in the binary: the 43,940 of at least 12
+//! characters among the million most frequent of Mark Burnett's "10 million passwords" (OWASP SecLists, CC BY-SA
+//! 3.0), lower-cased; `scripts/breached-passwords` rebuilds the file. Unpacked on first use (about 2 MB).
 
 use std::io::Read;
 use std::sync::LazyLock;

@@ -1,6 +1,5 @@
-//! What the list of a person's sessions shows of where each was signed in: the browser and system in a few
-//! words, and the network as a prefix. Enough to recognise one's own devices; never the whole address or the
-//! whole `User-Agent`.
+//! Where a session was signed in, as its list shows it: the browser and system in a few words and the network as
+//! a prefix, enough to recognise one's own devices (never the whole address or `User-Agent`).
 
 use std::net::IpAddr;
 

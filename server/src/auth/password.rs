@@ -24,9 +24,8 @@ pub enum WeakPassword {
     Guessable,
 }
 
-/// Checks a new password: its length, the list of breached passwords, then how guessable it is (zxcvbn, whose
-/// lists of common passwords, names and words ship with the crate), also from the account's own e-mail address
-/// and name. Costs a few milliseconds: call it off the async workers.
+/// Checks a new password's length, the breached list, then how guessable it is (zxcvbn), also from the account's
+/// e-mail address and name. Costs a few milliseconds: call it off the async workers.
 pub fn check_new(password: &str, email: &str, display_name: &str) -> Result<(), WeakPassword> {
     let n = password.chars().count();
     if n < MIN_PASSWORD_CHARS {

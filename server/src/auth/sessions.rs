@@ -1,6 +1,5 @@
-//! Ending the open event streams of sessions that end. A stream holds a [`LiveSessions::ended`] future and stops
-//! when it resolves: at once when the session ends on this instance, and within [`FOLLOW_EVERY`] when it ends on
-//! another one sharing the database (see [`follow_ended`]).
+//! Ending the open event streams of sessions that end: at once when the session ends on this instance, within
+//! [`FOLLOW_EVERY`] when it ends on another one sharing the database (see [`follow_ended`]).
 
 use std::{
     collections::HashMap,

@@ -1,10 +1,8 @@
-//! Sign-in throttling per account: the first few failures cost nothing (typing mistakes), then every further
-//! attempt must wait twice as long as the one before, up to [`MAX_DELAY_SECS`], so guessing a password from many
-//! addresses is slow while the owner is never kept out for long. Failures are forgotten a day after the last.
+//! Sign-in throttling per account: after a few free failures each attempt waits twice as long as the one before,
+//! up to [`MAX_DELAY_SECS`], so guessing from many addresses is slow and the owner is never kept out for long.
 //!
-//! An attempt is counted as a failure before its password is checked, in the same statement that decides whether
-//! its wait is over ([`crate::store::Accounts::count_sign_in_attempt`]), and forgotten when the password was
-//! right: many guesses at once, from any number of addresses or instances, cannot all pass one read of the count.
+//! An attempt counts as a failure before its check, in the statement that decides whether its wait is over
+//! ([`crate::store::Accounts::count_sign_in_attempt`]), so guesses at once cannot all pass one read of the count.
 
 use std::sync::LazyLock;
 
@@ -56,7 +54,7 @@ pub static DELAY_MICROS_SQL: LazyLock<String> = LazyLock::new(|| {
 });
 
 /// Deletes, now and then, the counts whose last failure is older than [`FORGET_AFTER_HOURS`] (they count for
-/// nothing any more), so the table holds only the accounts tried in the last day.
+/// nothing any more).
 pub async fn forget_old_failures(store: DynStore) {
     let mut every = tokio::time::interval(FORGET_EVERY);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -328,15 +328,8 @@ pub struct RateLimitConfig {
 impl RateLimitConfig {
     /// Limits high enough that no test meets them (the rate-limit tests set their own).
     pub fn generous() -> Self {
-        Self {
-            enabled: "on".into(),
-            general: 100_000,
-            search: 100_000,
-            export: 100_000,
-            chat: 100_000,
-            upload: 100_000,
-            auth: 100_000,
-        }
+        let n = 100_000;
+        Self { enabled: "on".into(), general: n, search: n, export: n, chat: n, upload: n, auth: n }
     }
 }
 

@@ -87,8 +87,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
         return Err(format!("at most {MAX_PROVIDERS} providers"));
     }
     let mut providers: Vec<ProviderSettings> = Vec::with_capacity(file.providers.len());
-    for entry in file.providers {
-        let name = entry.name;
+    for ProviderEntry { name, kind, base_url, api_key_env, api_key_file, models } in file.providers {
         let valid = !name.is_empty()
             && name.chars().count() <= MAX_NAME_CHARS
             && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
@@ -98,7 +97,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
         if providers.iter().any(|p| p.name == name) {
             return Err(format!("provider name {name:?} is used twice"));
         }
-        let api_key = match (entry.api_key_env, entry.api_key_file) {
+        let api_key = match (api_key_env, api_key_file) {
             (Some(_), Some(_)) => return Err(format!("provider {name}: give api_key_env or api_key_file, not both")),
             (Some(var), None) => match env(&var).map(ApiKey::new).filter(|k| !k.expose().is_empty()) {
                 Some(key) => Some(key),
@@ -115,16 +114,16 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
             }
             (None, None) => None,
         };
-        if let Some(url) = &entry.base_url {
+        if let Some(url) = &base_url {
             let parsed = url::Url::parse(url).map_err(|e| format!("provider {name}: base_url: {e}"))?;
             if !matches!(parsed.scheme(), "http" | "https") {
                 return Err(format!("provider {name}: base_url must be http or https"));
             }
         }
-        if entry.kind == ProviderKind::Builtin && (entry.base_url.is_some() || api_key.is_some()) {
+        if kind == ProviderKind::Builtin && (base_url.is_some() || api_key.is_some()) {
             return Err(format!("provider {name}: the built-in assistant takes no base_url or key"));
         }
-        if let Some(models) = &entry.models {
+        if let Some(models) = &models {
             if models.is_empty() || models.len() > MAX_FIXED_MODELS {
                 return Err(format!("provider {name}: list 1 to {MAX_FIXED_MODELS} models, or leave models out"));
             }
@@ -132,13 +131,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
                 return Err(format!("provider {name}: model {bad:?} is not a model name"));
             }
         }
-        providers.push(ProviderSettings {
-            name,
-            kind: entry.kind,
-            base_url: entry.base_url,
-            api_key,
-            models: entry.models,
-        });
+        providers.push(ProviderSettings { name, kind, base_url, api_key, models });
     }
     let default_model = match file.default_model {
         Some(id) => {
@@ -157,15 +150,12 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
             id
         }
         None => {
-            let first = &providers[0];
-            match (&first.models, first.kind) {
-                (Some(models), _) => format!("{}/{}", first.name, models[0]),
-                (None, ProviderKind::Builtin) => format!("{}/{}", first.name, crate::llm::builtin::DEFAULT_MODEL),
+            let ProviderSettings { name, kind, models, .. } = &providers[0];
+            match (models, kind) {
+                (Some(models), _) => format!("{name}/{}", models[0]),
+                (None, ProviderKind::Builtin) => format!("{name}/{}", crate::llm::builtin::DEFAULT_MODEL),
                 (None, _) => {
-                    return Err(format!(
-                        "set default_model: provider {} lists no models of its own in the file",
-                        first.name
-                    ))
+                    return Err(format!("set default_model: provider {name} lists no models of its own in the file"))
                 }
             }
         }

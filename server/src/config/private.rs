@@ -1,12 +1,10 @@
-//! Quire's own files are its user's alone: the data directory is made `0700`, and the SQLite database (with its
-//! write-ahead log and shared-memory file) and the session key `0600`, whatever the process umask, also for
-//! files left by an older version.
+//! Quire's own files are its user's alone, whatever the umask: the data directory `0700`, the SQLite database
+//! (with its `-wal` and `-shm` files) and the session key `0600`, also files left by an older version.
 
 use std::{io, path::Path};
 
-/// Makes the data directory, and the SQLite database at `sqlite_path` if it is inside Quire's care, private to
-/// the user Quire runs as. The database file is created empty (`0600`) when missing, so SQLite's own files,
-/// which take its mode, are private from the first write.
+/// Makes the data directory and the SQLite database at `sqlite_path` private; the database is created empty
+/// (`0600`) when missing, so SQLite's own files, which take its mode, are private from the first write.
 pub fn secure(data_dir: &Path, sqlite_path: Option<&Path>) -> io::Result<()> {
     std::fs::create_dir_all(data_dir)?;
     #[cfg(unix)]

@@ -1,7 +1,5 @@
-//! `/api/admin/...`: operator control for administrators: accounts with their usage, roles, disabling and
-//! deleting accounts, password reset links, invitations, the sign-up mode and personal budgets. To anyone
-//! else every one of these routes is a 404, like any object that is not theirs. Also `POST
-//! /api/auth/reset-password`, where a reset link's token sets a new password.
+//! `/api/admin/...`: accounts, roles, reset links, invitations, the sign-up mode and budgets, for administrators
+//! (a 404 to anyone else), and `POST /api/auth/reset-password`, where a reset link's token sets a new password.
 
 use app::api::admin::{
     AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,
@@ -72,8 +70,7 @@ pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
 
 /// The answer to a refused sign-up.
 pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
-    let invalid =
-        |code, message: &str| ApiError::Unprocessable { code, message: message.into(), field: Some("invite".into()) };
+    let invalid = |code, message: &str| ApiError::unprocessable(code, message, Some("invite"));
     match refusal {
         SignUpRefusal::Closed => ApiError::Forbidden {
             code: "signup_closed",
@@ -288,10 +285,8 @@ pub async fn create_invite(
     Json(body): Json<CreateInviteRequest>,
 ) -> Result<(StatusCode, Json<CreatedInvite>)> {
     if !(1..=MAX_INVITE_HOURS).contains(&body.expires_in_hours) {
-        return Err(ApiError::invalid(
-            "expires_in_hours",
-            format!("An invitation lasts 1 to {MAX_INVITE_HOURS} hours."),
-        ));
+        let message = format!("An invitation lasts 1 to {MAX_INVITE_HOURS} hours.");
+        return Err(ApiError::invalid("expires_in_hours", message));
     }
     if !(1..=MAX_INVITE_USES).contains(&body.max_uses) {
         return Err(ApiError::invalid("max_uses", format!("An invitation has 1 to {MAX_INVITE_USES} uses.")));
@@ -348,7 +343,7 @@ fn reset_refused(refusal: ResetRefusal) -> ApiError {
         ResetRefusal::Expired => ("reset_expired", "This password reset link has expired. Ask for a new one."),
         ResetRefusal::Used => ("reset_used", "This password reset link was used already. Ask for a new one."),
     };
-    ApiError::Unprocessable { code, message: message.into(), field: Some("token".into()) }
+    ApiError::unprocessable(code, message, Some("token"))
 }
 
 /// `POST /api/auth/reset-password`: sets a new password with the token of a reset link an administrator made;

@@ -190,21 +190,17 @@ pub(crate) async fn export(
     // A version of a document never changes, so its id, number and format name the file's bytes: a client that
     // holds them gets a 304 without the file being rendered again.
     let etag = format!("\"{id}-v{version}-{}\"", format.as_str());
-    if if_none_match(&request_headers, &etag) {
-        let mut response = StatusCode::NOT_MODIFIED.into_response();
-        if let Ok(value) = HeaderValue::from_str(&etag) {
-            response.headers_mut().insert(header::ETAG, value);
-        }
-        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
-        return Ok(response);
-    }
-    let filename = file_name(&title, format.as_str(), "document");
-    let ticket = state.heavy.admit(user.id)?;
-    let bytes = ticket
-        .run_blocking(move || render(format, &title, &content))
-        .await
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
-    let mut response = attachment(bytes, format.content_type(), &filename);
+    let mut response = if if_none_match(&request_headers, &etag) {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        let filename = file_name(&title, format.as_str(), "document");
+        let ticket = state.heavy.admit(user.id)?;
+        let bytes = ticket
+            .run_blocking(move || render(format, &title, &content))
+            .await
+            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("rendering a document failed")))??;
+        attachment(bytes, format.content_type(), &filename)
+    };
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("private, no-store"));
     if let Ok(value) = HeaderValue::from_str(&etag) {
@@ -252,9 +248,8 @@ mod tests {
         assert!(diff_lines("same\r\n", "same\r\n").iter().all(|l| l.op == DiffOp::Equal && l.text == "same"));
     }
 
-    /// Two long versions that differ on every other line: the line diff's worst kind of input (its cost grows
-    /// with the length times the number of changes). The deadline cuts the search short, and what comes out is
-    /// still a true diff: its kept and deleted lines give the old version, its kept and inserted ones the new.
+    /// Two long versions differing on every other line, the line diff's worst input: the deadline cuts the search
+    /// short and the diff stays true (kept and deleted lines give the old version, kept and inserted the new).
     #[test]
     fn a_long_diff_ends_by_its_deadline_and_stays_true() {
         let old: String = (0..20_000).map(|i| format!("line {i}\n")).collect();

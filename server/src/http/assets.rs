@@ -1,6 +1,5 @@
-//! The site's static files (the wasm, its JavaScript, the stylesheet): compressed once at build time and served
-//! by content negotiation, cached for a year when their name carries a hash of their content, revalidated
-//! otherwise. Anything that is not a file is a page, rendered by the app (its "not found" page included).
+//! The site's static files, compressed at build time and served by content negotiation, cached for a year when
+//! their name carries a hash of their content. Anything that is not a file is a page rendered by the app.
 
 use std::collections::HashSet;
 use std::io::Write;
@@ -10,7 +9,7 @@ use std::sync::Arc;
 use axum::{
     body::Body,
     extract::{Request, State},
-    http::{header, HeaderValue, Method, StatusCode},
+    http::{header, request::Parts, HeaderValue, Method, StatusCode},
     response::{IntoResponse, Response},
 };
 use tower::ServiceExt;
@@ -42,9 +41,8 @@ pub struct Precompressed {
     pub gzip_bytes: u64,
 }
 
-/// Writes `<file>.br` (brotli at its highest quality) and `<file>.gz` (gzip level 9) beside every compressible file
-/// under `dir`, for the server to send to browsers that accept them. A copy newer than its file is kept, so a
-/// second run after an unchanged build does nothing. Files are compressed on every core.
+/// Writes `<file>.br` and `<file>.gz` (best quality, on every core) beside every compressible file under `dir`; a
+/// copy newer than its file is kept, so a second run after an unchanged build does nothing.
 pub fn precompress(dir: &Path) -> std::io::Result<Precompressed> {
     let mut files = Vec::new();
     collect(dir, &mut files)?;
@@ -167,17 +165,10 @@ impl Site {
         response.into_response()
     }
 
-    /// A file kept only compressed, for a client that accepts neither copy: its gzip copy, decoded as it is sent.
-    /// The container image keeps no uncompressed copy of a file that has compressed ones (every browser takes one
-    /// of them; only a script or an old proxy may not), which saves the image 2.3 MB. The whole file is sent: a
-    /// range would count bytes of the decoded file, which is never on disk.
-    async fn serve_decoded(&self, parts: &axum::http::request::Parts) -> Response {
-        let mut probe = Request::builder().method(parts.method.clone()).uri(parts.uri.clone());
-        for name in [header::IF_MODIFIED_SINCE, header::IF_NONE_MATCH] {
-            if let Some(value) = parts.headers.get(&name) {
-                probe = probe.header(name, value);
-            }
-        }
+    /// For a client that accepts neither copy, a file's gzip copy decoded as it is sent: the container image keeps
+    /// no uncompressed copy (saving 2.3 MB). No range: it would count bytes of a decoded file never on disk.
+    async fn serve_decoded(&self, parts: &Parts) -> Response {
+        let probe = probe(parts, [header::IF_MODIFIED_SINCE, header::IF_NONE_MATCH]);
         let probe = probe.header(header::ACCEPT_ENCODING, "gzip").body(Body::empty()).unwrap_or_default();
         let files = ServeDir::new(&self.root).precompressed_gzip().append_index_html_on_directories(false);
         let Ok(response) = tower_http::decompression::Decompression::new(files).oneshot(probe).await;
@@ -211,9 +202,8 @@ fn looks_like_a_hash(part: &str) -> bool {
     part.len() == 22 && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The file names a hash list stands for: the list holds `<kind>: <hash>` pairs and the files are named
-/// `quire.<hash>.<ext>` (or `<stem>.<hash>.<ext>` for the split loader), so any served name holding one of the
-/// hashes as a dot-separated part counts.
+/// The hashes of a hash list (`<kind>: <hash>` lines): a served name holding one as a dot-separated part
+/// (`quire.<hash>.<ext>`, `<stem>.<hash>.<ext>`) counts as hashed.
 fn hashed_names(hashes: &str) -> HashSet<String> {
     hashes.lines().filter_map(|line| line.split_once(':')).map(|(_, hash)| hash.trim().to_string()).collect()
 }
@@ -221,34 +211,37 @@ fn hashed_names(hashes: &str) -> HashSet<String> {
 /// The fallback of the router: a static file when one exists under the site's root (compressed as the
 /// browser accepts, with its cache rule), otherwise the app's page for the address.
 pub async fn file_or_page(State(state): State<AppState>, request: Request) -> Response {
-    if matches!(*request.method(), Method::GET | Method::HEAD) {
-        let (parts, body) = request.into_parts();
-        // Only what a file's answer depends on goes to the file server: the method, the address, the encodings
-        // accepted and the validators of a cached copy.
-        let mut probe = Request::builder().method(parts.method.clone()).uri(parts.uri.clone());
-        for name in [header::ACCEPT_ENCODING, header::IF_MODIFIED_SINCE, header::IF_NONE_MATCH, header::RANGE] {
-            if let Some(value) = parts.headers.get(&name) {
-                probe = probe.header(name, value);
-            }
-        }
-        let site = state.site.clone();
-        let probe = probe.body(Body::empty()).unwrap_or_default();
-        let mut response = site.serve(probe).await;
-        if response.status() == StatusCode::NOT_FOUND && is_compressible(parts.uri.path()) {
-            response = site.serve_decoded(&parts).await;
-        }
-        if response.status() != StatusCode::NOT_FOUND {
-            let rule = if site.is_hashed(parts.uri.path()) { IMMUTABLE } else { REVALIDATE };
-            let headers = response.headers_mut();
-            headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(rule));
-            // The answer depends on the encodings the browser accepts: a cache between must keep them apart.
-            headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-            return response;
-        }
-        let request = Request::from_parts(parts, body);
+    if !matches!(*request.method(), Method::GET | Method::HEAD) {
         return page(state, request).await;
     }
-    page(state, request).await
+    let (parts, body) = request.into_parts();
+    // Only what a file's answer depends on goes to the file server.
+    let names = [header::ACCEPT_ENCODING, header::IF_MODIFIED_SINCE, header::IF_NONE_MATCH, header::RANGE];
+    let site = state.site.clone();
+    let mut response = site.serve(probe(&parts, names).body(Body::empty()).unwrap_or_default()).await;
+    if response.status() == StatusCode::NOT_FOUND && is_compressible(parts.uri.path()) {
+        response = site.serve_decoded(&parts).await;
+    }
+    if response.status() != StatusCode::NOT_FOUND {
+        let rule = if site.is_hashed(parts.uri.path()) { IMMUTABLE } else { REVALIDATE };
+        let headers = response.headers_mut();
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(rule));
+        // The answer depends on the encodings the browser accepts: a cache between must keep them apart.
+        headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+        return response;
+    }
+    page(state, Request::from_parts(parts, body)).await
+}
+
+/// A request for the file server with the method, address and the headers `names` of the request `parts`.
+fn probe<const N: usize>(parts: &Parts, names: [header::HeaderName; N]) -> axum::http::request::Builder {
+    let mut probe = Request::builder().method(parts.method.clone()).uri(parts.uri.clone());
+    for name in names {
+        if let Some(value) = parts.headers.get(&name) {
+            probe = probe.header(name, value);
+        }
+    }
+    probe
 }
 
 /// The app's page for an address that is no file (its own "not found" page for an unknown one).
@@ -260,7 +253,7 @@ async fn page(state: AppState, request: Request) -> Response {
 }
 
 /// The cache rule of answers that set none, which leaves pages: they may show personal data, so no shared cache
-/// keeps them and the browser asks again each time. (API answers carry `no-store`, static files their own.)
+/// keeps them and the browser asks again each time.
 pub fn pages_private() -> tower_http::set_header::SetResponseHeaderLayer<HeaderValue> {
     tower_http::set_header::SetResponseHeaderLayer::if_not_present(
         header::CACHE_CONTROL,

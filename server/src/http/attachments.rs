@@ -49,11 +49,7 @@ fn clean_filename(name: &str) -> String {
     let base = name.rsplit(['/', '\\']).next().unwrap_or("");
     let cleaned: String = base.chars().filter(|c| !c.is_control()).take(255).collect();
     let cleaned = cleaned.trim();
-    if cleaned.is_empty() {
-        "file".to_string()
-    } else {
-        cleaned.to_string()
-    }
+    (if cleaned.is_empty() { "file" } else { cleaned }).to_string()
 }
 
 /// The form of an upload (documentation only: the handler reads the multipart stream itself).
@@ -118,11 +114,10 @@ pub async fn upload(
         let _running = ticket.start().await;
         state.extractor.extract(kind, bytes.into()).await.map_err(|e| match e {
             ExtractError::NotUtf8 => ApiError::invalid("file", "The file is not valid UTF-8 text."),
-            ExtractError::Unreadable => ApiError::Unprocessable {
-                code: "unreadable_file",
-                message: "This file could not be read: it may be damaged, encrypted or too complex.".into(),
-                field: Some("file".into()),
-            },
+            ExtractError::Unreadable => {
+                let message = "This file could not be read: it may be damaged, encrypted or too complex.";
+                ApiError::unprocessable("unreadable_file", message, Some("file"))
+            }
             ExtractError::Spawn(e) => ApiError::Internal(e.into()),
         })?
     };

@@ -164,10 +164,8 @@ pub async fn login(
     }
 }
 
-/// Checks a password of the account `email` (`hash` is `None` for an unknown one), throttled per account as well
-/// as per address, so that many addresses cannot share out the guessing: after a few failures, an attempt before
-/// its wait is over is refused with 429 unchecked. Every attempt is counted as a failure before the check (in the
-/// statement that lets it through, so guesses at once cannot all slip past the count); a success forgets it.
+/// Checks a password of the account `email` (`hash`: `None` for an unknown one), throttled per account so many
+/// addresses cannot share out the guessing (see [`throttle`]): an attempt before its wait is over is a 429.
 async fn verify_throttled(state: &AppState, email: &str, password: String, hash: Option<String>) -> Result<bool> {
     let account = throttle::account_key(email);
     let now = crate::store::now();

@@ -1,6 +1,5 @@
-//! The chat stream over HTTP: `POST .../chat` starts a turn and streams its events; `GET .../stream` re-attaches
-//! (also from another instance, through the stored events); `POST .../stop` ends a running turn. Which events a
-//! listener gets, and starting a turn at most once per idempotency key, is [`crate::chat::replay`]'s.
+//! The chat stream over HTTP: `POST .../chat` starts a turn and streams its events, `GET .../stream` re-attaches
+//! (also from another instance), `POST .../stop` ends a turn. What a listener gets is [`crate::chat::replay`]'s.
 
 use std::{
     convert::Infallible,
@@ -40,11 +39,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/messages/{message_id}/retry", post(retry))
 }
 
-/// A turn's events (their SSE text, see [`crate::chat::hub::frame`]) as the answer to a request: an event stream
-/// no proxy buffers, with a comment at least every [`KEEP_ALIVE`] while nothing else goes out. It ends when the
-/// session that opened it ends (signed out here or on another instance), and holds its place among the person's
-/// open streams until it ends (given back before its last byte goes out, so a client that saw it end may open
-/// another) or its client goes away.
+/// A turn's SSE frames as an event stream no proxy buffers, kept alive every [`KEEP_ALIVE`]; it ends with its
+/// session, and gives its `place` back as it ends (before its last byte, so a client may open another at once).
 pub(super) fn event_stream(
     state: &AppState,
     user: &AuthUser,
@@ -172,12 +168,8 @@ pub async fn retry(
 pub(super) fn idempotency_key(headers: &HeaderMap) -> Result<Option<String>> {
     let Some(value) = headers.get("idempotency-key") else { return Ok(None) };
     let key = value.to_str().ok().filter(|k| (1..=255).contains(&k.len()) && k.bytes().all(|b| b.is_ascii_graphic()));
-    key.map(|k| Some(k.to_string())).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_idempotency_key",
-            "The Idempotency-Key must be 1 to 255 visible ASCII characters.",
-        )
-    })
+    let message = "The Idempotency-Key must be 1 to 255 visible ASCII characters.";
+    key.map(|k| Some(k.to_string())).ok_or_else(|| ApiError::bad_request("invalid_idempotency_key", message))
 }
 
 /// Parses `Last-Event-ID` (`<turn>:<seq>`).

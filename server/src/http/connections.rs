@@ -1,15 +1,11 @@
-//! Accepting and serving connections. Each connection is told apart by its first bytes (HTTP/2's preface, or
-//! HTTP/1.1) and then served by hyper's server for that one version, so it carries the state of one protocol
-//! only. This is lighter than `axum::serve`, whose per-connection state (hyper-util's server for both versions,
-//! its own shutdown watchers) is sized for either protocol: it keeps 8 KiB more for each open connection, which
-//! at thousands of open event streams is a third of what a stream costs (BENCHMARKS.md, "Idle streams").
+//! Accepting and serving connections. Each is told apart by its first bytes (HTTP/2's preface, or HTTP/1.1) and
+//! served by hyper's server for that one version: `axum::serve` keeps state for both, 8 KiB more a connection,
+//! a third of what an idle event stream costs (BENCHMARKS.md, "Idle streams").
 //!
-//! Nothing is held open for good by a client that does not talk: a new connection must begin its first request
-//! within [`FIRST_BYTES_TIMEOUT`], and over HTTP/1.1 each request's head (a kept-open connection's wait for its
-//! next one too, which hyper times alike) must be in within [`HEAD_TIMEOUT`]. An HTTP/2 connection is closed
-//! (GOAWAY) once it has had no request open for as long; hyper has no such limit of its own, so the connection
-//! counts its open requests (a request is open until its answer's body is sent or dropped). Connections are
-//! never upgraded (nothing in Quire speaks WebSocket).
+//! A client that does not talk holds nothing for good: its first request must begin within
+//! [`FIRST_BYTES_TIMEOUT`], and each HTTP/1.1 head (a kept-open connection's wait too) arrive within
+//! [`HEAD_TIMEOUT`]. An HTTP/2 connection with no request open for as long is closed (GOAWAY); hyper has no such
+//! limit, so the connection counts its open requests. Connections are never upgraded (no WebSocket).
 
 use std::{
     future::Future,
@@ -40,10 +36,8 @@ use tower::Service as _;
 
 /// How long a new connection may stay silent before its first request begins.
 pub const FIRST_BYTES_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long an HTTP/1.1 request's head may take to arrive, and a kept-open connection may wait for the next one,
-/// unless configured (`QUIRE_HEADER_TIMEOUT_SECONDS`). Longer than the common proxies keep idle connections to a
-/// server (Caddy two minutes, nginx and cloud load balancers one): a proxy never sends a request on a connection
-/// this server is closing as idle.
+/// The default of `QUIRE_HEADER_TIMEOUT_SECONDS`: longer than common proxies keep idle connections (Caddy two
+/// minutes), so a proxy never sends a request on a connection this server is closing as idle.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(150);
 
 /// How long an idle HTTP/2 connection asked to close may take to do so before it is dropped.
@@ -67,9 +61,8 @@ impl Default for Timeouts {
 /// What an HTTP/2 client sends first (RFC 9113, 3.4); nothing an HTTP/1.1 request begins with.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
-/// Serves `router` on every connection `listener` accepts until `shutdown` resolves; then stops accepting, asks
-/// each open connection to close once its requests are answered (HTTP/2: a GOAWAY) and returns when all have.
-/// Each request carries its peer's address as [`ConnectInfo<SocketAddr>`].
+/// Serves `router` (each request carrying [`ConnectInfo<SocketAddr>`]) until `shutdown` resolves; then asks each
+/// connection to close once its requests are answered, and returns when all have.
 pub async fn serve(listener: TcpListener, router: Router, timeouts: Timeouts, shutdown: impl Future<Output = ()>) {
     // Every connection holds a receiver: a value sent asks them to close, and the channel's sender learns when
     // the last one is gone.
@@ -247,10 +240,8 @@ impl http_body::Body for Counted {
     }
 }
 
-/// Drives `served` to its end; if asked to stop first, asks it (`graceful`) to finish what it has begun and close.
-/// `idle_for(limit)` resolves once the connection has had no request open for `limit` (`None`: the configured
-/// limit); then it is closed the same way, and dropped should it still be open [`CLOSING_GRACE`] later with no
-/// request open: HTTP/2's graceful close waits for the client to answer a PING, which a client may never do.
+/// Drives `served` to its end, closing it (`graceful`) when asked to stop or once `idle_for(None)` resolves; an
+/// idle one still open [`CLOSING_GRACE`] later is dropped (HTTP/2's close waits for a PING a client may never answer).
 async fn until_stopped<C, I>(
     served: C,
     mut stopping: watch::Receiver<()>,
@@ -283,9 +274,8 @@ async fn until_stopped<C, I>(
     }
 }
 
-/// Which protocol a connection speaks, from the bytes it sent first (peeked: hyper reads them again). Almost
-/// always the first peek decides; a client that sent part of HTTP/2's preface and paused is looked at again a
-/// little later each time, never in a busy loop.
+/// Which protocol a connection speaks, from its first bytes (peeked: hyper reads them again); part of a preface
+/// is looked at again a little later each time, never in a busy loop.
 async fn version(stream: &TcpStream) -> io::Result<Version> {
     let mut first = [0u8; PREFACE.len()];
     let mut pause = Duration::from_millis(1);
@@ -360,9 +350,8 @@ mod tests {
         Running { addr, stop, served, entered, release }
     }
 
-    /// Everything the server sends on `stream` until it closes the connection (a minute at most: a connection
-    /// never closed fails the test rather than hanging it). A connection closed with bytes the server never read
-    /// (part of a head) is reset rather than closed: that is a close too.
+    /// Everything the server sends on `stream` until it closes it (a minute at most); a reset (bytes left unread)
+    /// is a close too.
     async fn until_closed(stream: &mut TcpStream) -> String {
         let mut answer = Vec::new();
         let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut answer))

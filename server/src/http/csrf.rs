@@ -1,9 +1,7 @@
-//! Cross-site request refusal. A browser attaches the session cookie to a request another site makes it send;
-//! such a request that could change something (any method but `GET`, `HEAD` and `OPTIONS`) is refused with 403
-//! unless the browser says it comes from Quire's own pages: its `Origin` is Quire's, or, without `Origin`,
-//! `Sec-Fetch-Site` is `same-origin`. A request with neither is a program's, not a page's: it passes when it
-//! carries no session cookie. Requests authenticated by an `Authorization` header are left alone: no other site
-//! can make a browser send that header to Quire.
+//! Cross-site request refusal: a browser attaches the session cookie to requests other sites make it send, so one
+//! that could change something (not `GET`, `HEAD`, `OPTIONS`) is refused with 403 unless its `Origin` is Quire's
+//! or, without `Origin`, `Sec-Fetch-Site` is `same-origin`. With neither it is a program's, passing without a
+//! session cookie. An `Authorization` header passes: no other site can make a browser send it.
 
 use axum::{
     extract::{Request, State},

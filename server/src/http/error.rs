@@ -83,7 +83,12 @@ pub fn request_id() -> Option<String> {
 impl ApiError {
     /// A 422 about one field of the request.
     pub fn invalid(field: &str, message: impl Into<String>) -> Self {
-        ApiError::Unprocessable { code: "validation_failed", message: message.into(), field: Some(field.to_string()) }
+        Self::unprocessable("validation_failed", message, Some(field))
+    }
+
+    /// A 422 with a code, about one field of the request if any.
+    pub fn unprocessable(code: &'static str, message: impl Into<String>, field: Option<&str>) -> Self {
+        ApiError::Unprocessable { code, message: message.into(), field: field.map(str::to_string) }
     }
 
     /// A 400 with a code and message.
@@ -91,18 +96,24 @@ impl ApiError {
         ApiError::BadRequest { code, message: message.into(), field: None }
     }
 
+    /// A 400 about one field of the request.
+    fn bad_field(code: &'static str, field: &str, message: impl Into<String>) -> Self {
+        ApiError::BadRequest { code, message: message.into(), field: Some(field.to_string()) }
+    }
+
     /// A 400 about one query parameter, beyond the limits the API states for it.
     pub fn invalid_query(field: &str, message: impl Into<String>) -> Self {
-        ApiError::BadRequest { code: "invalid_query", message: message.into(), field: Some(field.to_string()) }
+        Self::bad_field("invalid_query", field, message)
     }
 
     /// A 400 for a listing cursor that is not one the API gave out (or no longer fits the listing).
     pub fn invalid_cursor() -> Self {
-        ApiError::BadRequest {
-            code: "invalid_cursor",
-            message: "The cursor is not valid.".into(),
-            field: Some("cursor".into()),
-        }
+        Self::bad_field("invalid_cursor", "cursor", "The cursor is not valid.")
+    }
+
+    /// A 415 for a body not declared as JSON.
+    pub fn not_json() -> Self {
+        ApiError::UnsupportedMediaType("Expected a JSON body with `Content-Type: application/json`.".into())
     }
 
     pub fn status_code(&self) -> StatusCode {
@@ -185,9 +196,7 @@ impl IntoResponse for ApiError {
             _ => None,
         };
         if let Some(secs) = retry_after_secs {
-            if let Ok(value) = HeaderValue::from_str(&secs.max(1).to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs.max(1)));
         }
         response
     }
@@ -202,11 +211,9 @@ impl From<StoreError> for ApiError {
             StoreError::TooManyTurns => ApiError::TooManyTurns,
             StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),
             StoreError::InvalidCursor => ApiError::invalid_cursor(),
-            StoreError::ExpiredCursor => ApiError::BadRequest {
-                code: "cursor_expired",
-                message: "The cursor has expired; list again from the first page.".into(),
-                field: Some("cursor".into()),
-            },
+            StoreError::ExpiredCursor => {
+                Self::bad_field("cursor_expired", "cursor", "The cursor has expired; list again from the first page.")
+            }
             other => ApiError::Internal(other.into()),
         }
     }
@@ -221,11 +228,11 @@ impl From<ChatError> for ApiError {
                 "An answer is already being written in this conversation; wait for it or stop it.".into(),
             ),
             ChatError::NotRetryable(message) => ApiError::Conflict(message.into()),
-            ChatError::KeyReused => ApiError::Unprocessable {
-                code: "idempotency_key_reused",
-                message: "This Idempotency-Key was already used for a different request.".into(),
-                field: None,
-            },
+            ChatError::KeyReused => Self::unprocessable(
+                "idempotency_key_reused",
+                "This Idempotency-Key was already used for a different request.",
+                None,
+            ),
             ChatError::KeyInProgress => {
                 ApiError::Conflict("A request with this Idempotency-Key is still being processed.".into())
             }
@@ -253,9 +260,7 @@ impl From<history::Error> for ApiError {
     fn from(err: history::Error) -> Self {
         match err {
             history::Error::Malformed(message) => ApiError::bad_request("malformed_json", message),
-            history::Error::Unsupported(message) => {
-                ApiError::Unprocessable { code: "unsupported_import", message, field: None }
-            }
+            history::Error::Unsupported(message) => Self::unprocessable("unsupported_import", message, None),
             history::Error::Invalid { field, message } => ApiError::invalid(&field, message),
             history::Error::Store(e) => e.into(),
             other @ (history::Error::Render(_) | history::Error::Task) => ApiError::Internal(other.into()),
@@ -266,13 +271,9 @@ impl From<history::Error> for ApiError {
 impl From<JsonRejection> for ApiError {
     fn from(rejection: JsonRejection) -> Self {
         match rejection {
-            JsonRejection::JsonDataError(e) => {
-                ApiError::Unprocessable { code: "invalid_body", message: e.body_text(), field: None }
-            }
+            JsonRejection::JsonDataError(e) => Self::unprocessable("invalid_body", e.body_text(), None),
             JsonRejection::JsonSyntaxError(e) => ApiError::bad_request("malformed_json", e.body_text()),
-            JsonRejection::MissingJsonContentType(_) => {
-                ApiError::UnsupportedMediaType("Expected a JSON body with `Content-Type: application/json`.".into())
-            }
+            JsonRejection::MissingJsonContentType(_) => ApiError::not_json(),
             JsonRejection::BytesRejection(_) => ApiError::PayloadTooLarge,
             other => ApiError::bad_request("invalid_body", other.body_text()),
         }

@@ -15,10 +15,7 @@ use uuid::Uuid;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, JsonBytes, Path, Query};
 use super::rate_limit::{Export, Quota};
-use crate::history::{
-    self,
-    export::{Download, ThreadFormat},
-};
+use crate::history::{self, export::ThreadFormat};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -31,11 +28,6 @@ pub fn import_router(max_bytes: usize) -> Router<AppState> {
         .route("/api/threads/import", post(import))
         // Enforced when the body is read, so a refusal is the API's own 413 body.
         .layer(DefaultBodyLimit::max(max_bytes))
-}
-
-/// An exported file as a download.
-fn download(file: Download) -> Response {
-    crate::download::attachment(file.body, file.content_type, &file.file_name)
 }
 
 /// The names `format` takes (documentation only: other values are answered with a 422).
@@ -73,7 +65,8 @@ pub(crate) async fn export_thread(
         Some(_) => return Err(ApiError::invalid("format", "The format is json or markdown.")),
     };
     let ticket = state.heavy.admit(user.id)?;
-    Ok(download(history::export::thread_download(&state.store, user.id, id, format, &ticket).await?))
+    let file = history::export::thread_download(&state.store, user.id, id, format, &ticket).await?;
+    Ok(crate::download::attachment(file.body, file.content_type, &file.file_name))
 }
 
 #[utoipa::path(get, path = "/api/export", tag = "history", security(("session" = []), ("bearer" = [])),

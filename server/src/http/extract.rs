@@ -14,9 +14,8 @@ use super::error::ApiError;
 use crate::auth::{HOST_SESSION_COOKIE, SESSION_COOKIE};
 use crate::AppState;
 
-/// `axum::Json`, rejecting with [`ApiError`]. Request bodies must be JSON objects (serde would also read a
-/// struct from an array of its field values, which the API does not document); `Json<serde_json::Value>`
-/// takes any JSON.
+/// `axum::Json`, rejecting with [`ApiError`]. Bodies must be objects (serde would also read a struct from an
+/// array of its values, which the API does not document); `Json<serde_json::Value>` takes any JSON.
 #[derive(Debug)]
 pub struct Json<T>(pub T);
 
@@ -32,11 +31,7 @@ where
         let any_json = TypeId::of::<T>() == TypeId::of::<serde_json::Value>();
         let starts_object = bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
         if !any_json && !starts_object && serde_json::from_slice::<serde_json::Value>(&bytes).is_ok() {
-            return Err(ApiError::Unprocessable {
-                code: "invalid_body",
-                message: "The body must be a JSON object.".into(),
-                field: None,
-            });
+            return Err(ApiError::unprocessable("invalid_body", "The body must be a JSON object.", None));
         }
         axum::Json::<T>::from_bytes(&bytes).map(|axum::Json(value)| Json(value)).map_err(ApiError::from)
     }
@@ -52,9 +47,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonBytes {
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         if !is_json(request.headers()) {
-            return Err(ApiError::UnsupportedMediaType(
-                "Expected a JSON body with `Content-Type: application/json`.".into(),
-            ));
+            return Err(ApiError::not_json());
         }
         Bytes::from_request(request, state).await.map(JsonBytes).map_err(|_| ApiError::PayloadTooLarge)
     }
@@ -83,9 +76,8 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-/// The signed-in person making the request: a valid session token (the session cookie or
-/// `Authorization: Bearer`) whose session is live: not ended, not expired, not idle too long. Anything else is a 401. Also counts the request against
-/// the person's general rate limit.
+/// The signed-in person: a valid session token (cookie or `Authorization: Bearer`) of a live session, else a 401.
+/// Also counts the request against the person's general rate limit.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthUser {
     pub id: Uuid,

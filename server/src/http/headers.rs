@@ -25,8 +25,8 @@ pub fn page_policy(nonce: &str) -> String {
     )
 }
 
-/// What tells browsers to reach Quire and the names below its own over HTTPS only, for two years. Names below
-/// Quire's host only: `quire.example.org` covers `*.quire.example.org`, not `example.org`'s other names.
+/// Tells browsers to reach Quire's host and the names below it (not its parent's other names) over HTTPS only,
+/// for two years.
 pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=63072000; includeSubDomains";
 
 /// Adds the headers every response carries (outermost layers of the application). `https_only` (an `https`
@@ -56,8 +56,8 @@ pub fn apply<S: Clone + Send + Sync + 'static>(router: Router<S>, https_only: bo
     }
 }
 
-/// The layer of API routes: their answers carry personal data (or could), so no cache keeps them. A route
-/// that says more (an event stream's `no-transform`) keeps its own value.
+/// The layer of API routes: their answers may carry personal data, so no cache keeps them (a route's own
+/// `Cache-Control` wins).
 pub fn no_store() -> SetResponseHeaderLayer<HeaderValue> {
     SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, HeaderValue::from_static("no-store"))
 }

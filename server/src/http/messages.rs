@@ -1,6 +1,5 @@
-//! Messages: adding a person's message without a turn, the branches of a conversation (another answer to a
-//! question, which branch is shown), what the model saw for an answer, and the steps a turn took to write it (its
-//! trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
+//! Messages: adding one without a turn, branches (another answer, which one is shown), what the model saw for
+//! an answer and the steps a turn took (its trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
 
 use app::api::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
 use axum::{
@@ -60,8 +59,7 @@ pub async fn add_message(
         .await
         .map_err(crate::chat::error::busy_or)?;
     state.chat.conversation_changed(thread);
-    // A conversation that starts here is named after the message's first words, as a chat names it when the model
-    // cannot.
+    // A conversation that starts here is named after the message's first words.
     if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {
         let patch = ThreadPatch { title: Some(store::title_from_message(&saved.content)), ..Default::default() };
         state.store.update_thread(user.id, thread, &patch).await?;

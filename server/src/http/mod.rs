@@ -29,9 +29,8 @@ use axum::{routing::get, Router};
 use crate::{config::Config, AppState};
 use error::ApiError;
 
-/// Compresses answers worth it (over 1 KiB) as the client accepts: API answers and pages. Never an event
-/// stream (each event must leave at once), never what is compressed already: images, PDF and Word files, and
-/// the static files, which carry their own precompressed encoding.
+/// Compresses answers over 1 KiB as the client accepts; never an event stream (each event must leave at once)
+/// nor what is compressed already (images, PDF and Word files, the precompressed static files).
 pub fn compression() -> tower_http::compression::CompressionLayer<impl tower_http::compression::Predicate> {
     use tower_http::compression::predicate::{NotForContentType, Predicate, SizeAbove};
     let predicate = SizeAbove::new(1024)
@@ -41,28 +40,25 @@ pub fn compression() -> tower_http::compression::CompressionLayer<impl tower_htt
         .and(NotForContentType::const_new("application/pdf"))
         .and(NotForContentType::const_new("application/vnd.openxmlformats"))
         .and(NotForContentType::const_new("application/zip"));
-    // Answers are compressed as they stream, on the task serving them: quality 4 keeps that at well over 50 MB/s
-    // (the encoders' default, brotli's 11, runs at a few MB/s and would hold a worker for seconds on a large
-    // export). Static files get the best compression once, at build time.
+    // Compressed as they stream, on the serving task: quality 4 runs at over 50 MB/s, where brotli's default 11
+    // would hold a worker for seconds on a large export. Static files get the best compression at build time.
     tower_http::compression::CompressionLayer::new()
         .quality(tower_http::CompressionLevel::Precise(4))
         .compress_when(predicate)
 }
 
-/// [`compression`] around every answer but the chat event streams, which pass beside it: the layer wraps each
-/// body that goes through it, compressed or not, and a wrapped event stream holds about 5 KiB more for as long as
-/// it is open (22.2 against 16.7 KiB a stream with 5,000 idle streams, BENCHMARKS.md). Event streams are never
-/// compressed anyway; their errors (small JSON bodies) are not worth it.
+/// [`compression`] around every answer but the chat event streams, which pass beside it: a wrapped event stream
+/// holds about 5 KiB more while open (BENCHMARKS.md), and event streams are never compressed anyway.
 #[derive(Clone, Copy)]
 pub struct CompressAnswers;
 
+type Request = axum::extract::Request;
+type Response = axum::response::Response;
+type Infallible = std::convert::Infallible;
+
 impl<S> tower::Layer<S> for CompressAnswers
 where
-    S: tower::Service<axum::extract::Request, Response = axum::response::Response, Error = std::convert::Infallible>
-        + Clone
-        + Send
-        + Sync
-        + 'static,
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + Sync + 'static,
     S::Future: Send + 'static,
 {
     type Service = AnswersCompressed<S>;
@@ -80,28 +76,24 @@ where
 #[derive(Clone)]
 pub struct AnswersCompressed<S> {
     plain: S,
-    compressed:
-        tower::util::BoxCloneSyncService<axum::extract::Request, axum::response::Response, std::convert::Infallible>,
+    compressed: tower::util::BoxCloneSyncService<Request, Response, Infallible>,
 }
 
 /// Whether a request is answered with a chat event stream: a message, a resumed stream, a retry or a new answer
 /// (`http/chat.rs`, `http/messages.rs`).
-fn answered_with_events(request: &axum::extract::Request) -> bool {
+fn answered_with_events(request: &Request) -> bool {
     let path = request.uri().path();
     path.starts_with("/api/threads/")
         && ["/chat", "/stream", "/retry", "/regenerate"].iter().any(|end| path.ends_with(end))
 }
 
-impl<S> tower::Service<axum::extract::Request> for AnswersCompressed<S>
+impl<S> tower::Service<Request> for AnswersCompressed<S>
 where
-    S: tower::Service<axum::extract::Request, Response = axum::response::Response, Error = std::convert::Infallible>
-        + Clone
-        + Send
-        + 'static,
+    S: tower::Service<Request, Response = Response, Error = Infallible> + Clone + Send + 'static,
     S::Future: Send + 'static,
 {
-    type Response = axum::response::Response;
-    type Error = std::convert::Infallible;
+    type Response = Response;
+    type Error = Infallible;
     type Future = futures::future::BoxFuture<'static, Result<Self::Response, Self::Error>>;
 
     fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
@@ -109,7 +101,7 @@ where
         std::task::Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: axum::extract::Request) -> Self::Future {
+    fn call(&mut self, request: Request) -> Self::Future {
         use tower::ServiceExt;
         if answered_with_events(&request) {
             Box::pin(self.plain.clone().oneshot(request))
@@ -121,8 +113,6 @@ where
 
 /// Largest accepted request body (1 MiB).
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// Largest accepted upload (10 MiB), for upload routes, which lift the body limit to this on their own route.
-pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
 
 /// Routes with a body limit of their own, merged outside the global one (see `crate::app`).
 pub fn large_body_router(config: &Config) -> Router<AppState> {
@@ -184,7 +174,7 @@ mod tests {
 
     #[test]
     fn only_the_chat_event_streams_pass_beside_compression() {
-        let request = |path: &str| axum::extract::Request::builder().uri(path).body(axum::body::Body::empty()).unwrap();
+        let request = |path: &str| axum::http::Request::builder().uri(path).body(axum::body::Body::empty()).unwrap();
         let id = "0193a5e4-0000-7000-8000-000000000000";
         for path in [
             format!("/api/threads/{id}/chat"),

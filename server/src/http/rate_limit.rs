@@ -1,13 +1,9 @@
-//! Rate limits (GCRA): per user over the whole API, tighter per user for costly routes, and per client IP
-//! address for sign-in and sign-up. Over a limit the answer is `429` with `Retry-After`.
+//! Rate limits (GCRA): per user over the whole API (checked by [`AuthUser`](super::extract::AuthUser)), tighter
+//! per user for costly routes and per client IP address for sign-in, which a route opts into with a [`Quota`]
+//! argument (`_: Quota<Search>`). Over a limit the answer is `429` with `Retry-After`.
 //!
-//! Where the store keeps limits for every instance (PostgreSQL) each check is one statement on a row per key,
-//! so instances sharing a database share every limit. On SQLite one process owns the database and counts them
-//! in memory (`governor`).
-//!
-//! The general limit is checked by [`AuthUser`](super::extract::AuthUser) for every signed-in request. A route
-//! opts into a tighter one by taking a [`Quota`] argument, e.g. a search handler adds `_: Quota<Search>` and an
-//! export handler `_: Quota<Export>`; sign-in and sign-up take `_: Quota<SignIn>`.
+//! On PostgreSQL each check is one statement on a row per key, so instances sharing a database share every
+//! limit; on SQLite one process owns the database and counts in memory (`governor`).
 
 use std::{fmt, marker::PhantomData, net::IpAddr, num::NonZeroU32, sync::Arc, time::Duration};
 
@@ -129,10 +125,6 @@ impl RateLimits {
     pub async fn check_general(&self, user: Uuid) -> Result<(), ApiError> {
         self.general.check(self.shared.as_deref(), Key::User(user)).await
     }
-
-    async fn check(&self, limit: &Limit, key: Key) -> Result<(), ApiError> {
-        limit.check(self.shared.as_deref(), key).await
-    }
 }
 
 /// Deletes the shared rows that ran out, now and then, so the table holds only recent callers.
@@ -193,8 +185,8 @@ impl LimitKind for SignIn {
     }
 }
 
-/// The peer address of the connection. Headers such as `X-Forwarded-For` are not trusted: anyone can send
-/// them. Without connection info (requests made in-process) every caller shares one key.
+/// The peer address of the connection (`X-Forwarded-For` is not trusted: anyone can send it). Without connection
+/// info (requests made in-process) every caller shares one key.
 fn client_ip(parts: &Parts) -> IpAddr {
     parts
         .extensions
@@ -215,7 +207,7 @@ impl<K: LimitKind> FromRequestParts<AppState> for Quota<K> {
         } else {
             Key::Address(client_ip(parts))
         };
-        state.limits.check(K::limit(&state.limits), key).await?;
+        K::limit(&state.limits).check(state.limits.shared.as_deref(), key).await?;
         Ok(Self(PhantomData))
     }
 }

@@ -1,6 +1,5 @@
-//! Share links: a read-only snapshot of a conversation, taken when the link is made, readable by anyone with its
-//! random link (`/s/<token>`) until its owner revokes it. The shared page and its JSON name no one (no e-mail,
-//! no name, no ids) and ask search engines not to index them; an unknown or revoked token is a 404.
+//! Share links: a read-only snapshot of a conversation, readable by anyone with its random link (`/s/<token>`)
+//! until revoked. It names no one (no e-mail, name or ids) and is `noindex`; an unknown or revoked token is a 404.
 
 use app::api::{
     MessageStatus, ShareLink, ShareList, SharedConversation, SharedDocument, SharedMessage, MAX_SHARES_PER_PERSON,
@@ -49,9 +48,8 @@ fn well_formed(token: &str) -> bool {
     token.len() == TOKEN_CHARS && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The conversation as a shared page shows it, as JSON: the messages of the path its owner sees (the versions
-/// chosen, not the other branches), with text (not failed attempts), and the documents written on that path (or by
-/// no message) at their latest version. Written on a blocking thread of the heavy-work queue.
+/// The shared page's JSON: the messages with text on the path its owner sees, and the documents written on that
+/// path (or by no message) at their latest version. Written on a blocking thread of the heavy-work queue.
 async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String, String)> {
     let ticket = state.heavy.admit(user)?;
     let info = state.store.get_thread(user, thread).await?;
@@ -88,11 +86,8 @@ async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String,
         .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("the snapshot's work panicked")))?
         .map_err(|e| ApiError::Internal(e.into()))?;
     if json.len() > MAX_SNAPSHOT_BYTES {
-        return Err(ApiError::Unprocessable {
-            code: "too_large_to_share",
-            message: "This conversation is too large to share; export it instead.".into(),
-            field: None,
-        });
+        let message = "This conversation is too large to share; export it instead.";
+        return Err(ApiError::unprocessable("too_large_to_share", message, None));
     }
     Ok((title, json))
 }
@@ -168,8 +163,8 @@ pub async fn shared(State(state): State<AppState>, Path(token): Path<String>) ->
     Ok((headers, snapshot).into_response())
 }
 
-/// Marks the shared pages (`/s/<token>`) `noindex` for search engines, and answers 404 for an unknown or revoked
-/// token (the page itself says so). Other paths pass untouched.
+/// Marks the shared pages (`/s/<token>`) `noindex`, with a 404 for an unknown or revoked token; other paths
+/// pass untouched.
 pub async fn shared_pages(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let Some(token) = request.uri().path().strip_prefix("/s/").map(str::to_owned) else {
         return next.run(request).await;

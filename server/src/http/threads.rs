@@ -188,8 +188,7 @@ pub async fn get_thread(
 ) -> Result<Json<ThreadDetail>> {
     let thread = state.store.get_thread(user.id, id).await?;
     // The turn is read before the messages: a turn's end stores its answer and closes it in one commit, so a
-    // turn read as over has its answer in the messages read after. (Read side by side, a reader could see the
-    // turn closed and the answer still as a draft.)
+    // turn read as over has its answer in the messages read after.
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
     let ((messages, branches), artifacts) =
         tokio::try_join!(state.store.list_path(user.id, id), state.store.list_artifacts(user.id, id))?;
