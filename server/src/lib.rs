@@ -141,8 +141,7 @@ pub fn app(state: AppState) -> Router {
         .merge(http::api_router())
         .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
         .fallback(http::assets::file_or_page)
-        // Extractors refuse larger bodies with the API's own 413 body (an upload route raises it to
-        // `MAX_UPLOAD_BYTES` with a `DefaultBodyLimit` layer of its own).
+        // Extractors refuse larger bodies with the API's own 413 body (uploads and imports set limits of their own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
