@@ -327,7 +327,7 @@ async fn ask(http: &reqwest::Client, named: &Named) -> Result<Vec<String>, LlmEr
                 .get(super::transport::join_url(base_url, "v1/models?limit=1000"))
                 .header("anthropic-version", anthropic::API_VERSION);
             match api_key {
-                Some(key) => request.header("x-api-key", key.expose()),
+                Some(key) => request.header("x-api-key", super::transport::secret_header(key.expose(), "anthropic")?),
                 None => request,
             }
         }
