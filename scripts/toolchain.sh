@@ -1,5 +1,5 @@
 # Shared by scripts/run and scripts/test: installs what building Quire needs, skipping what is there.
-# Versions are pinned to ones that work together with rustc 1.95 (see README).
+# Versions are pinned to ones that work together with rustc 1.95 (see docs/operating.md).
 
 CARGO_LEPTOS_VERSION=0.3.10
 WASM_BINDGEN_VERSION=0.2.130
