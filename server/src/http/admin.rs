@@ -80,6 +80,17 @@ pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
             code: "invite_required",
             message: "Sign-up needs an invitation. Ask the administrator for an invitation link.".into(),
         },
+        SignUpRefusal::SetupRequired => ApiError::Forbidden {
+            code: "setup_required",
+            message: "Quire has no administrator yet. Open the setup link from the server's log to create the first \
+                      account."
+                .into(),
+        },
+        SignUpRefusal::SetupInvalid => ApiError::unprocessable(
+            "setup_invalid",
+            "This setup link is not valid: it was used, or Quire has an administrator already.",
+            Some("setup"),
+        ),
         SignUpRefusal::InviteInvalid => invalid("invite_invalid", "This invitation is not valid (or was revoked)."),
         SignUpRefusal::InviteExpired => invalid("invite_expired", "This invitation has expired."),
         SignUpRefusal::InviteUsedUp => invalid("invite_used_up", "This invitation has been used up."),
