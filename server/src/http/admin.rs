@@ -64,8 +64,7 @@ impl FromRequestParts<AppState> for AdminUser {
 
 /// The sign-up mode in force: the one an administrator set (shared by every instance), else `QUIRE_SIGNUP`.
 pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
-    let stored = state.store.setting(SIGN_UP_MODE_SETTING).await?;
-    Ok(stored.as_deref().and_then(SignUpMode::parse).unwrap_or(state.config.signup))
+    Ok(crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await?)
 }
 
 /// The answer to a refused sign-up.
