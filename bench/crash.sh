@@ -81,7 +81,9 @@ for i in $(seq 1 "$iterations"); do
   curl -sN -D "$tmp/headers" "${auth[@]}" -H 'content-type: application/json' -d "$body" \
     "$base/api/threads/$thread/chat" >"$stream" 2>/dev/null &
   stream_pid=$!
-  for _ in $(seq 1 200); do
+  # Up to a minute: the first answer after a restart waits for the start-up's recovery, and a loaded machine
+  # slows both; the loop ends at the first piece, so a healthy run waits no longer.
+  for _ in $(seq 1 1200); do
     grep -q '^event: text_delta' "$stream" && break
     sleep 0.05
   done

@@ -158,10 +158,7 @@ pub fn app(state: AppState) -> Router {
     // `x-request-id`: an error's message names it, so a report can be matched with the log.
     router
         .layer(tower_http::request_id::PropagateRequestIdLayer::x_request_id())
-        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(|request: &axum::extract::Request| {
-            let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
-            tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = id)
-        }))
+        .layer(tower_http::trace::TraceLayer::new_for_http().make_span_with(ops::logs::request_span))
         .layer(tower_http::request_id::SetRequestIdLayer::x_request_id(tower_http::request_id::MakeRequestUuid))
         .with_state(state)
 }

@@ -4,14 +4,14 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use quire::{
-    config::{Command, Config},
+    config::{AdminCommand, Command, Config},
     serve, AppState,
 };
 use tokio::net::TcpListener;
 
 fn main() -> anyhow::Result<ExitCode> {
     let config = Config::parse();
-    match config.command {
+    match config.command.clone() {
         // The extraction child stays single-threaded and small: no runtime, no logging.
         Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
         Some(Command::Probe { path }) => Ok(probe(config.addr, &path)),
@@ -27,6 +27,25 @@ fn main() -> anyhow::Result<ExitCode> {
                 done.skipped
             );
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Admin { command: AdminCommand::Create { email, display_name, password_file } }) => {
+            let password = admin_password(password_file.as_deref())?;
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            runtime.block_on(async {
+                let url = config.database_url();
+                quire::config::private::secure(&config.data_dir, quire::config::private::sqlite_file(&url).as_deref())?;
+                let store = quire::store::connect_with(&url, config.sqlite_sync, 1).await?;
+                match quire::auth::setup::create_admin(&store, &email, password, display_name.as_deref()).await {
+                    Ok(user) => {
+                        println!("administrator {} created ({})", user.email, user.id);
+                        Ok(ExitCode::SUCCESS)
+                    }
+                    Err(e) => {
+                        eprintln!("no administrator created: {e}");
+                        Ok(ExitCode::FAILURE)
+                    }
+                }
+            })
         }
         None => {
             let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
@@ -54,21 +73,47 @@ async fn run(config: Config) -> anyhow::Result<()> {
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.
     tokio::task::spawn_blocking(quire::tokens::warm_up);
+    let base = match &state.config.public_url {
+        Some(url) => url.origin().to_string(),
+        None => format!("http://{}", reachable(listener.local_addr()?)),
+    };
+    quire::auth::setup::announce(&state.store, state.config.signup, &base).await?;
     tracing::info!(addr = %listener.local_addr()?, store = state.store.backend(), default_model = state.chat.models().default_model(), "Quire is listening");
     serve(listener, state, shutdown_signal()).await?;
     tracing::info!("stopped");
     Ok(())
 }
 
-/// `quire probe`: 0 when `GET <path>` on the configured address answers 2xx within a few seconds, 1 otherwise.
-fn probe(addr: std::net::SocketAddr, path: &str) -> ExitCode {
-    // A server listening on every interface is asked on the loopback one.
+/// The password for `quire admin create`: the first line of `file`, else `QUIRE_ADMIN_PASSWORD`, else the first
+/// line of standard input (never an argument, which other users of the machine could see).
+fn admin_password(file: Option<&std::path::Path>) -> anyhow::Result<String> {
+    let text = match file {
+        Some(file) => std::fs::read_to_string(file)?,
+        None => match std::env::var(quire::config::ADMIN_PASSWORD_ENV) {
+            Ok(password) => password,
+            Err(_) => {
+                let mut line = String::new();
+                std::io::stdin().read_line(&mut line)?;
+                line
+            }
+        },
+    };
+    Ok(text.lines().next().unwrap_or_default().to_string())
+}
+
+/// `addr` as a client reaches it: one listening on every interface is reached on the loopback one.
+fn reachable(addr: std::net::SocketAddr) -> std::net::SocketAddr {
     let host = match addr.ip() {
         ip if ip.is_unspecified() && ip.is_ipv4() => std::net::Ipv4Addr::LOCALHOST.into(),
         ip if ip.is_unspecified() => std::net::Ipv6Addr::LOCALHOST.into(),
         ip => ip,
     };
-    let url = format!("http://{}{path}", std::net::SocketAddr::new(host, addr.port()));
+    std::net::SocketAddr::new(host, addr.port())
+}
+
+/// `quire probe`: 0 when `GET <path>` on the configured address answers 2xx within a few seconds, 1 otherwise.
+fn probe(addr: std::net::SocketAddr, path: &str) -> ExitCode {
+    let url = format!("http://{}{path}", reachable(addr));
     let asked = tokio::runtime::Builder::new_current_thread().enable_all().build().map(|runtime| {
         runtime.block_on(async {
             let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(5)).build()?;

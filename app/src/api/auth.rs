@@ -31,6 +31,10 @@ pub struct RegisterRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "ssr", schema(max_length = 64))]
     pub invite: Option<String>,
+    /// The token of the setup link the server logs while it has no administrator: the account administers Quire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "ssr", schema(max_length = 64))]
+    pub setup: Option<String>,
 }
 
 /// `POST /api/auth/login`.

@@ -41,6 +41,8 @@ fn AuthForm(mode: Mode) -> impl IntoView {
     let navigate = use_navigate();
     // A sign-up link from an invitation carries its token.
     let invite = use_query_map().with_untracked(|query| query.get("invite"));
+    // So does the setup link the server logs while it has no administrator.
+    let setup = use_query_map().with_untracked(|query| query.get("setup"));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -51,12 +53,13 @@ fn AuthForm(mode: Mode) -> impl IntoView {
         error.set(None);
         let (e, p) = (email.get_untracked(), password.get_untracked());
         let navigate = navigate.clone();
-        let invite = invite.clone();
+        let (invite, setup) = (invite.clone(), setup.clone());
         spawn_local(async move {
             let result: Result<UserProfile, _> = match mode {
                 Mode::SignIn => client::login(&LoginRequest { email: e, password: p }).await,
                 Mode::SignUp => {
-                    client::register(&RegisterRequest { email: e, password: p, display_name: None, invite }).await
+                    let body = RegisterRequest { email: e, password: p, display_name: None, invite, setup };
+                    client::register(&body).await
                 }
             };
             busy.set(false);

@@ -7,6 +7,7 @@ pub mod one_time;
 pub mod password;
 pub mod secret;
 pub mod sessions;
+pub mod setup;
 pub mod throttle;
 
 pub use jwt::{Claims, JwtKeys, HOST_SESSION_COOKIE, SESSION_COOKIE};

@@ -289,6 +289,11 @@ pub enum Command {
         #[arg(long, default_value = "/api/ready")]
         path: String,
     },
+    /// Administrators, from the command line of the machine Quire runs on.
+    Admin {
+        #[command(subcommand)]
+        command: AdminCommand,
+    },
     /// Writes a brotli and a gzip copy beside every compressible file of the built site, which the server sends
     /// to browsers that accept them. Part of every site build (`scripts/run`, `scripts/test`).
     #[command(hide = true)]
@@ -298,6 +303,28 @@ pub enum Command {
         dir: PathBuf,
     },
 }
+
+/// `quire admin ...`.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
+pub enum AdminCommand {
+    /// Creates an administrator account in the configured database, whatever the sign-up mode (for scripted
+    /// installs; every setup link then stops working). The password is read from `--password-file`, else from
+    /// `QUIRE_ADMIN_PASSWORD`, else from the first line of standard input: never from the command line.
+    Create {
+        /// The account's e-mail address.
+        #[arg(long)]
+        email: String,
+        /// The name shown for the account; the part of the address before `@` when left out.
+        #[arg(long)]
+        display_name: Option<String>,
+        /// A file whose first line is the password.
+        #[arg(long)]
+        password_file: Option<PathBuf>,
+    },
+}
+
+/// The environment variable `quire admin create` reads the password from when no file is named.
+pub const ADMIN_PASSWORD_ENV: &str = "QUIRE_ADMIN_PASSWORD";
 
 /// Requests allowed per minute; 0 turns one limit off.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]

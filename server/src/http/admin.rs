@@ -64,8 +64,7 @@ impl FromRequestParts<AppState> for AdminUser {
 
 /// The sign-up mode in force: the one an administrator set (shared by every instance), else `QUIRE_SIGNUP`.
 pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
-    let stored = state.store.setting(SIGN_UP_MODE_SETTING).await?;
-    Ok(stored.as_deref().and_then(SignUpMode::parse).unwrap_or(state.config.signup))
+    Ok(crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await?)
 }
 
 /// The answer to a refused sign-up.
@@ -80,6 +79,17 @@ pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
             code: "invite_required",
             message: "Sign-up needs an invitation. Ask the administrator for an invitation link.".into(),
         },
+        SignUpRefusal::SetupRequired => ApiError::Forbidden {
+            code: "setup_required",
+            message: "Quire has no administrator yet. Open the setup link from the server's log to create the first \
+                      account."
+                .into(),
+        },
+        SignUpRefusal::SetupInvalid => ApiError::unprocessable(
+            "setup_invalid",
+            "This setup link is not valid: it was used, or Quire has an administrator already.",
+            Some("setup"),
+        ),
         SignUpRefusal::InviteInvalid => invalid("invite_invalid", "This invitation is not valid (or was revoked)."),
         SignUpRefusal::InviteExpired => invalid("invite_expired", "This invitation has expired."),
         SignUpRefusal::InviteUsedUp => invalid("invite_used_up", "This invitation has been used up."),

@@ -16,7 +16,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Quota, SignIn};
 use crate::auth::{device, one_time, password, throttle};
-use crate::store::{NewUser, Session, SignUpRefusal, StoreError, User};
+use crate::store::{NewUser, Session, SignUpPass, SignUpRefusal, StoreError, User};
 use crate::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -89,15 +89,18 @@ fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderV
         .map_err(|e| ApiError::Internal(e.into()))
 }
 
-/// `POST /api/auth/register`: creates the account and signs it in. The first account administers Quire; after
-/// it, the sign-up mode decides: anyone (`open`), with an invitation's token (`invite`), or nobody (`closed`).
+/// `POST /api/auth/register`: creates the account and signs it in. The sign-up mode decides: anyone (`open`, the
+/// first account administers Quire), with an invitation's token (`invite`), or nobody (`closed`). A setup link's
+/// token makes the first administrator in any mode; without an administrator, `invite` and `closed` need it.
 #[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, body = AuthResponse, description = "Signed up and in; sets the session cookie"),
         (status = 403, body = app::api::ErrorBody,
-            description = "Sign-up is closed (`signup_closed`) or needs an invitation (`invite_required`)"),
+            description = "Sign-up is closed (`signup_closed`), needs an invitation (`invite_required`) or, with no \
+                administrator yet, the setup link (`setup_required`)"),
         (status = 409, body = app::api::ErrorBody, description = "E-mail already registered"),
         (status = 422, body = app::api::ErrorBody,
-            description = "Invalid fields, or an invitation that is not valid, expired or used up (`invite`)"),
+            description = "Invalid fields, an invitation that is not valid, expired or used up (`invite`), or a \
+                setup link that is not valid or used (`setup`)"),
         (status = 429, body = app::api::ErrorBody)))]
 pub async fn register(
     State(state): State<AppState>,
@@ -108,17 +111,14 @@ pub async fn register(
     let email = validate::email(&body.email)?;
     validate::password(&body.password)?;
     let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
-    let invite = body.invite.as_deref().map(str::trim).filter(|token| !token.is_empty());
-    if invite.is_some_and(|token| token.chars().count() > one_time::MAX_TOKEN_CHARS) {
-        return Err(super::admin::sign_up_refused(SignUpRefusal::InviteInvalid));
-    }
+    let pass = sign_up_pass(body.invite.as_deref(), body.setup.as_deref())?;
     let mode = super::admin::sign_up_mode(&state).await?;
     check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
     let password_hash = password::hash(body.password).await.map_err(ApiError::Internal)?;
     let new = NewUser { email, password_hash, display_name };
-    let user = match state.store.sign_up(new, mode, invite.map(one_time::hash)).await {
+    let user = match state.store.sign_up(new, mode, pass).await {
         Ok(Ok(user)) => user,
         Ok(Err(refusal)) => return Err(super::admin::sign_up_refused(refusal)),
         Err(StoreError::Conflict(_)) => {
@@ -128,6 +128,21 @@ pub async fn register(
     };
     tracing::info!(user = %user.id, admin = user.is_admin, "account created");
     signed_in(&state, StatusCode::CREATED, user, from).await
+}
+
+/// What a sign-up carries besides the mode: a setup link's token (it wins) or an invitation's, as stored.
+fn sign_up_pass(invite: Option<&str>, setup: Option<&str>) -> Result<Option<SignUpPass>> {
+    let token = |sent: Option<&str>, too_long| {
+        let token = sent.map(str::trim).filter(|token| !token.is_empty());
+        match token {
+            Some(token) if token.chars().count() > one_time::MAX_TOKEN_CHARS => {
+                Err(super::admin::sign_up_refused(too_long))
+            }
+            token => Ok(token.map(one_time::hash)),
+        }
+    };
+    let (invite, setup) = (token(invite, SignUpRefusal::InviteInvalid)?, token(setup, SignUpRefusal::SetupInvalid)?);
+    Ok(setup.map(SignUpPass::Setup).or(invite.map(SignUpPass::Invite)))
 }
 
 /// `POST /api/auth/login`: the same answer whether the e-mail is unknown or the password wrong. After a few

@@ -11,7 +11,8 @@ use super::columns::{convert, ids, shared_sql, stored_row, Stored};
 use super::threads::found;
 use super::{now, NewUser, Result, StoreError, User};
 
-/// Who may create an account once the first one exists (the first is always allowed and administers Quire).
+/// Who may create an account. In `Open` mode the first account administers Quire; in the others the first
+/// administrator needs a setup link (or the operator's `quire admin create`), see [`SignUpPass`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum SignUpMode {
     /// Anyone who reaches Quire.
@@ -44,11 +45,26 @@ impl SignUpMode {
     }
 }
 
+/// What lets a sign-up in besides the sign-up mode, with the SHA-256 of its token where it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignUpPass {
+    /// An invitation an administrator made.
+    Invite(String),
+    /// A setup link printed to the log while Quire has no administrator: makes the first one, in any mode.
+    Setup(String),
+    /// The operator on the command line (`quire admin create`): an administrator, in any mode.
+    Operator,
+}
+
 /// Why a sign-up was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignUpRefusal {
     /// Sign-up is closed.
     Closed,
+    /// Quire has no administrator yet and sign-up is not open: only the setup link makes the first account.
+    SetupRequired,
+    /// No unused setup link has this token, or Quire has an administrator already.
+    SetupInvalid,
     /// Sign-up needs an invitation and none came.
     InviteRequired,
     /// No invitation has this token, or it was revoked.
@@ -153,17 +169,24 @@ pub const MAX_ACCOUNTS_PAGE: u32 = 500;
 /// Storage of operator control.
 #[async_trait]
 pub trait Admin: Send + Sync {
-    /// Creates an account if `mode` lets it in: the first account always (it becomes the administrator), then
-    /// anyone (`Open`), those with a usable invitation whose token has the SHA-256 `invite` (`Invite`, one use
-    /// counted in the same transaction), or nobody (`Closed`). Sign-ups at once, on any instance, are made one
-    /// after the other, so exactly one first account administers Quire and an invitation is never used more
-    /// often than it may be. `Conflict` when the e-mail is taken (the invitation's use is not counted then).
+    /// Creates an account if `mode` or `pass` lets it in. A setup link's token (while no administrator exists)
+    /// or the operator makes an administrator in any mode, and every setup link then stops working. Otherwise:
+    /// anyone (`Open`; the very first account administers Quire), those with a usable invitation (`Invite`, one
+    /// use counted in the same transaction), or nobody (`Closed`); in those two modes nobody is let in before an
+    /// administrator exists. Sign-ups at once, on any instance, are made one after the other, so exactly one
+    /// first account administers Quire and an invitation or a setup link is never used more often than it may
+    /// be. `Conflict` when the e-mail is taken (nothing is used up then).
     async fn sign_up(
         &self,
         user: NewUser,
         mode: SignUpMode,
-        invite: Option<String>,
+        pass: Option<SignUpPass>,
     ) -> Result<std::result::Result<User, SignUpRefusal>>;
+
+    /// Stores a setup link whose token has the SHA-256 `token_hash` if Quire has no administrator; whether it
+    /// did. Links stored before stay valid: each instance that starts prints its own, and any one of them
+    /// makes the first administrator.
+    async fn create_setup_token(&self, token_hash: &str) -> Result<bool>;
 
     /// A shared setting, if it was set.
     async fn setting(&self, key: &str) -> Result<Option<String>>;
@@ -248,31 +271,47 @@ shared_sql! {
         conn: &mut D::Connection,
         user: NewUser,
         mode: SignUpMode,
-        invite: Option<String>,
+        pass: Option<SignUpPass>,
     ) -> Result<std::result::Result<User, SignUpRefusal>> {
-        let first: bool = sqlx::query_scalar("select not exists (select 1 from users)").fetch_one(&mut *conn).await?;
-        if !first {
-            match (mode, invite) {
-                (SignUpMode::Open, _) => {}
-                (SignUpMode::Closed, _) => return Ok(Err(SignUpRefusal::Closed)),
-                (SignUpMode::Invite, None) => return Ok(Err(SignUpRefusal::InviteRequired)),
-                (SignUpMode::Invite, Some(hash)) => {
-                    // The row lock keeps the check and the count of one use together.
-                    let sql = format!("select * from invites where token_hash = $1 {}", D::FOR_UPDATE);
-                    let row: Option<InviteRow<D::Id, D::Time>> =
-                        sqlx::query_as(&sql).bind(hash).fetch_optional(&mut *conn).await?;
-                    let Some(invite) = row.map(Invite::try_from).transpose()? else {
-                        return Ok(Err(SignUpRefusal::InviteInvalid));
-                    };
-                    if let Some(refusal) = invite.refusal(now()) {
-                        return Ok(Err(refusal));
-                    }
-                    sqlx::query("update invites set uses = uses + 1 where id = $1")
-                        .bind(D::id(invite.id))
-                        .execute(&mut *conn)
-                        .await?;
+        let (first, has_admin): (bool, bool) = sqlx::query_as(
+            "select not exists (select 1 from users), exists (select 1 from users where is_admin)",
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        let admin = match (mode, pass) {
+            (_, Some(SignUpPass::Operator)) => true,
+            (_, Some(SignUpPass::Setup(hash))) => {
+                let used = sqlx::query("delete from setup_tokens where token_hash = $1").bind(hash).execute(&mut *conn);
+                if has_admin || D::rows_affected(&used.await?) == 0 {
+                    return Ok(Err(SignUpRefusal::SetupInvalid));
                 }
+                true
             }
+            (SignUpMode::Open, _) => first,
+            (SignUpMode::Closed | SignUpMode::Invite, _) if !has_admin => return Ok(Err(SignUpRefusal::SetupRequired)),
+            (SignUpMode::Closed, _) => return Ok(Err(SignUpRefusal::Closed)),
+            (SignUpMode::Invite, None) => return Ok(Err(SignUpRefusal::InviteRequired)),
+            (SignUpMode::Invite, Some(SignUpPass::Invite(hash))) => {
+                // The row lock keeps the check and the count of one use together.
+                let sql = format!("select * from invites where token_hash = $1 {}", D::FOR_UPDATE);
+                let row: Option<InviteRow<D::Id, D::Time>> =
+                    sqlx::query_as(&sql).bind(hash).fetch_optional(&mut *conn).await?;
+                let Some(invite) = row.map(Invite::try_from).transpose()? else {
+                    return Ok(Err(SignUpRefusal::InviteInvalid));
+                };
+                if let Some(refusal) = invite.refusal(now()) {
+                    return Ok(Err(refusal));
+                }
+                sqlx::query("update invites set uses = uses + 1 where id = $1")
+                    .bind(D::id(invite.id))
+                    .execute(&mut *conn)
+                    .await?;
+                false
+            }
+        };
+        if admin {
+            // Once an administrator exists no setup link is needed; none stays usable.
+            sqlx::query("delete from setup_tokens").execute(&mut *conn).await?;
         }
         let (id, created) = (Uuid::now_v7(), now());
         let insert = sqlx::query(
@@ -284,16 +323,29 @@ shared_sql! {
         .bind(user.password_hash.clone())
         .bind(user.display_name.clone())
         .bind(D::time(created))
-        .bind(first)
+        .bind(admin)
         .execute(conn)
         .await;
         match insert {
-            Ok(_) => Ok(Ok(User { is_admin: first, ..user.registered(id, created) })),
+            Ok(_) => Ok(Ok(User { is_admin: admin, ..user.registered(id, created) })),
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 Err(StoreError::Conflict("email already registered".into()))
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// See [`Admin::create_setup_token`]; the caller makes it one of the changes of who administers.
+    pub(crate) async fn create_setup_token(conn: &mut D::Connection, token_hash: String) -> Result<bool> {
+        let created = sqlx::query(
+            "insert into setup_tokens (token_hash, created_at)
+             select $1, $2 where not exists (select 1 from users where is_admin)",
+        )
+        .bind(token_hash)
+        .bind(D::time(now()))
+        .execute(conn)
+        .await?;
+        Ok(D::rows_affected(&created) > 0)
     }
 
     pub(crate) async fn setting(conn: &mut D::Connection, key: String) -> Result<Option<String>> {
@@ -491,7 +543,9 @@ macro_rules! admin_for {
             use chrono::{DateTime, Utc};
             use tracing::instrument;
             use uuid::Uuid;
-            use $crate::store::{AccountUsage, Admin, Invite, ResetRefusal, Result, SignUpMode, SignUpRefusal};
+            use $crate::store::{
+                AccountUsage, Admin, Invite, ResetRefusal, Result, SignUpMode, SignUpPass, SignUpRefusal,
+            };
 
             #[async_trait::async_trait]
             impl Admin for $backend {
@@ -500,9 +554,15 @@ macro_rules! admin_for {
                     &self,
                     user: NewUser,
                     mode: SignUpMode,
-                    invite: Option<String>,
+                    pass: Option<SignUpPass>,
                 ) -> Result<std::result::Result<User, SignUpRefusal>> {
-                    self.change_accounts(move |conn| Box::pin(Shared::sign_up(conn, user, mode, invite))).await
+                    self.change_accounts(move |conn| Box::pin(Shared::sign_up(conn, user, mode, pass))).await
+                }
+
+                #[instrument(skip_all)]
+                async fn create_setup_token(&self, token_hash: &str) -> Result<bool> {
+                    let token_hash = token_hash.to_owned();
+                    self.change_accounts(move |conn| Box::pin(Shared::create_setup_token(conn, token_hash))).await
                 }
 
                 #[instrument(skip(self))]

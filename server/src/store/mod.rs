@@ -33,7 +33,7 @@ use uuid::Uuid;
 pub use crate::config::SqliteSync;
 
 pub use accounts::{Accounts, NewUser, Session, User};
-pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpRefusal};
+pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
 pub use documents::{ArtifactRevision, Documents, Fulfilment};

@@ -183,6 +183,8 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
         // Slow enough that the answer is still being written when the signal comes.
         .env("QUIRE_BUILTIN_DELAY_MS", "100")
         .env("QUIRE_RATE_LIMITS", "off")
+        // The first account signs up without a setup link.
+        .env("QUIRE_SIGNUP", "open")
         // Each request's start and end are logged, in its span.
         .env("RUST_LOG", "info,tower_http=debug")
         .stdout(Stdio::piped())

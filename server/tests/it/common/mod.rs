@@ -74,8 +74,14 @@ impl TestServer {
             .await
             .expect("serve");
         });
+        // By invitation or closed, the first administrator signs up with a setup link, as an operator would.
+        let mode = quire::auth::setup::sign_up_mode(&state.store, state.config.signup).await.expect("mode");
+        let setup = match mode {
+            quire::store::SignUpMode::Open => None,
+            _ => quire::auth::setup::issue(&state.store).await.expect("setup link"),
+        };
         // On a database shared with another instance the account may exist already: sign in to it then.
-        let (client, session) = sign_up_or_in(&base, "owner@example.com").await;
+        let (client, session) = sign_up_or_in_with(&base, "owner@example.com", setup.as_deref()).await;
         Self { base, client, user: session.user, token: session.token, state, shutdown: Some(tx), _dir: dir }
     }
 
@@ -265,11 +271,24 @@ pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, app::api::Aut
 /// Signs up `email`, or signs in when that account exists or sign-up is closed to it (instances sharing one
 /// database).
 pub async fn sign_up_or_in(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
-    let body = serde_json::json!({ "email": email, "password": PASSWORD });
+    sign_up_or_in_with(base, email, None).await
+}
+
+/// [`sign_up_or_in`] with a setup link's token, when given.
+pub async fn sign_up_or_in_with(
+    base: &str,
+    email: &str,
+    setup: Option<&str>,
+) -> (reqwest::Client, app::api::AuthResponse) {
+    let mut body = serde_json::json!({ "email": email, "password": PASSWORD });
+    if let Some(token) = setup {
+        body["setup"] = token.into();
+    }
     let client = reqwest::Client::new();
     let registered = client.post(format!("{base}/api/auth/register")).json(&body).send().await.expect("register");
     let response = if registered.status() == 409 || registered.status() == 403 {
-        client.post(format!("{base}/api/auth/login")).json(&body).send().await.expect("login")
+        let login = serde_json::json!({ "email": email, "password": PASSWORD });
+        client.post(format!("{base}/api/auth/login")).json(&login).send().await.expect("login")
     } else {
         registered
     };
