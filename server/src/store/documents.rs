@@ -266,13 +266,13 @@ pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, 
     values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)";
 
 /// Saves the first version of a document: its id, title, content, time and thread, written on the path its
-/// thread shows now (see [`VERSIONS_ON_PATH`]).
+/// thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
 pub(crate) const INSERT_FIRST_VERSION: &str =
     "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on)
      values ($1, 1, $2, $3, $4, (select active_id from threads where id = $5))";
 
 /// Saves a later version of a document: its id, number, title, content, time and the request that asked for it,
-/// written on the path its thread shows now (see [`VERSIONS_ON_PATH`]).
+/// written on the path its thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
 pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
     (artifact_id, version, title, content, created_at, request_message_id, written_on)
     values ($1, $2, $3, $4, $5, $6,

@@ -1,5 +1,6 @@
 //! Share links: read-only snapshots of conversations, readable by anyone holding the link's token until their
-//! owner revokes them, while the owner's account is enabled (a deleted account's links are deleted with it). Both backends implement it (`sqlite/shares.rs`, `postgres/shares.rs`).
+//! owner revokes them, while the owner's account is enabled (a deleted account's links are deleted with it). Both
+//! backends implement it (`sqlite/settings.rs`, `postgres/settings.rs`).
 
 use app::api::{ArtifactType, ShareLink, SharedDocument};
 use async_trait::async_trait;
