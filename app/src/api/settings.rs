@@ -142,7 +142,7 @@ pub struct SharedMessage {
     pub created_at: DateTime<Utc>,
 }
 
-/// One document of a shared conversation, at its latest version when it was shared.
+/// One document of a shared conversation, at the newest version written on the path shared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct SharedDocument {

@@ -352,6 +352,11 @@ fn reset_refused(refusal: ResetRefusal) -> ApiError {
         ResetRefusal::Invalid => ("reset_invalid", "This password reset link is not valid."),
         ResetRefusal::Expired => ("reset_expired", "This password reset link has expired. Ask for a new one."),
         ResetRefusal::Used => ("reset_used", "This password reset link was used already. Ask for a new one."),
+        ResetRefusal::Ended => (
+            "reset_ended",
+            "This password reset link no longer works: a newer one was made, or the password was changed since. \
+             Ask for a new one.",
+        ),
     };
     ApiError::unprocessable(code, message, Some("token"))
 }
@@ -361,7 +366,7 @@ fn reset_refused(refusal: ResetRefusal) -> ApiError {
 #[utoipa::path(post, path = "/api/auth/reset-password", tag = "auth", request_body = ResetPasswordRequest,
     responses((status = 204, description = "The password is set; every session of the account ended"),
         (status = 422, body = app::api::ErrorBody,
-            description = "The link is not valid, expired or used (`token`), or the password too weak (`new_password`)"),
+            description = "The link is not valid, expired, used or ended (`token`), or the password too weak (`new_password`)"),
         (status = 429, body = app::api::ErrorBody)))]
 pub async fn reset_password(
     State(state): State<AppState>,

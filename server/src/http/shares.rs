@@ -1,9 +1,8 @@
 //! Share links: a read-only snapshot of a conversation, readable by anyone with its random link (`/s/<token>`)
-//! until revoked. It names no one (no e-mail, name or ids) and is `noindex`; an unknown or revoked token is a 404.
+//! until revoked. It names no one (no e-mail, name or ids) and is `noindex`; an unknown or revoked token is a 404,
+//! and so is a link of a disabled account (until it is enabled again) or a deleted one.
 
-use app::api::{
-    MessageStatus, ShareLink, ShareList, SharedConversation, SharedDocument, SharedMessage, MAX_SHARES_PER_PERSON,
-};
+use app::api::{MessageStatus, ShareLink, ShareList, SharedConversation, SharedMessage, MAX_SHARES_PER_PERSON};
 use axum::{
     extract::{Request, State},
     http::{header, HeaderName, HeaderValue, StatusCode},
@@ -48,16 +47,15 @@ fn well_formed(token: &str) -> bool {
     token.len() == TOKEN_CHARS && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
-/// The shared page's JSON: the messages with text on the path its owner sees, and the documents written on that
-/// path (or by no message) at their latest version. Written on a blocking thread of the heavy-work queue.
+/// The shared page's JSON: the messages with text on the path its owner sees, and each document at the newest
+/// version written on that path (none written on it: left out), so nothing of a branch the owner left shows.
+/// Written on a blocking thread of the heavy-work queue.
 async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String, String)> {
     let ticket = state.heavy.admit(user)?;
     let info = state.store.get_thread(user, thread).await?;
-    let ((messages, _), documents) =
-        tokio::try_join!(state.store.list_path(user, thread), state.store.list_artifacts(user, thread))?;
-    let on_path: std::collections::HashSet<Uuid> = messages.iter().map(|m| m.id).collect();
-    let documents: Vec<_> =
-        documents.into_iter().filter(|d| d.assistant_message_id.is_none_or(|maker| on_path.contains(&maker))).collect();
+    let (messages, _) = state.store.list_path(user, thread).await?;
+    let path: Vec<Uuid> = messages.iter().map(|m| m.id).collect();
+    let documents = state.store.documents_on_path(user, thread, &path).await?;
     let title = info.title;
     let page_title = title.clone();
     let json = ticket
@@ -70,15 +68,7 @@ async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String,
                     .filter(|m| m.status != MessageStatus::Error && !m.content.trim().is_empty())
                     .map(|m| SharedMessage { role: m.role, content: m.content, created_at: m.created_at })
                     .collect(),
-                documents: documents
-                    .into_iter()
-                    .map(|d| SharedDocument {
-                        artifact_type: d.artifact_type,
-                        title: d.title,
-                        content: d.content,
-                        version: d.version,
-                    })
-                    .collect(),
+                documents,
             };
             serde_json::to_string(&shared)
         })
@@ -150,7 +140,8 @@ pub async fn revoke(State(state): State<AppState>, user: AuthUser, Path(id): Pat
 #[utoipa::path(get, path = "/api/shared/{token}", tag = "threads",
     params(("token" = String, Path, description = "The last part of a link's `path`")),
     responses((status = 200, body = SharedConversation, description = "Sent with `X-Robots-Tag: noindex`"),
-        (status = 404, body = app::api::ErrorBody, description = "No such link, or it was revoked")))]
+        (status = 404, body = app::api::ErrorBody,
+            description = "No such link, it was revoked, or its owner's account is disabled or deleted")))]
 pub async fn shared(State(state): State<AppState>, Path(token): Path<String>) -> Result<Response> {
     if !well_formed(&token) {
         return Err(ApiError::NotFound);

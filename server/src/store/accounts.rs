@@ -238,6 +238,8 @@ shared_sql! {
             .execute(&mut *conn)
             .await?;
         found(D::rows_affected(&changed) > 0)?;
+        // A reset link made before the change would undo it.
+        Self::end_reset_links(&mut *conn, user, now()).await?;
         Self::end_sessions_but(conn, user, Some(keep)).await
     }
 
@@ -332,8 +334,8 @@ pub trait Accounts: Send + Sync {
     async fn end_sessions(&self, user: Uuid, keep: Option<Uuid>) -> Result<Vec<Uuid>>;
     /// The sessions ended at or after `since`, with their owners.
     async fn sessions_ended_since(&self, since: DateTime<Utc>) -> Result<Vec<(Uuid, Uuid)>>;
-    /// Replaces the password hash of `user` and ends every other session, in one transaction; returns the ids
-    /// of the sessions it ended. `NotFound` when the account is gone.
+    /// Replaces the password hash of `user` and ends every other session and every reset link of the account,
+    /// in one transaction; returns the ids of the sessions it ended. `NotFound` when the account is gone.
     async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>>;
 
     /// Removes the account and everything it owns (conversations, messages, documents and their versions,

@@ -84,6 +84,8 @@ pub enum ResetRefusal {
     Expired,
     /// The link was used already.
     Used,
+    /// A newer link of the account was made, or its password changed, since this one was.
+    Ended,
 }
 
 /// The key of the sign-up mode in the shared settings.
@@ -216,15 +218,15 @@ pub trait Admin: Send + Sync {
     /// Revokes an invitation; `NotFound` when there is none with this id or it is revoked already.
     async fn revoke_invite(&self, id: Uuid) -> Result<()>;
 
-    /// Stores a one-time password reset link of `user` whose token has the SHA-256 `token_hash`. `NotFound`
-    /// for an unknown account.
+    /// Stores a one-time password reset link of `user` whose token has the SHA-256 `token_hash`, and ends the
+    /// account's older links, in one transaction. `NotFound` for an unknown account.
     async fn create_password_reset(&self, user: Uuid, token_hash: &str, expires_at: DateTime<Utc>) -> Result<()>;
     /// The account of the reset link whose token has the SHA-256 `token_hash`, used or not; `None` when there
     /// is none.
     async fn password_reset_account(&self, token_hash: &str) -> Result<Option<Uuid>>;
-    /// Uses the reset link whose token has the SHA-256 `token_hash`: in one transaction it is marked used, the
-    /// account's password replaced and every session of it ended. The account and the ids of the sessions
-    /// ended.
+    /// Uses the reset link whose token has the SHA-256 `token_hash`: in one transaction it is marked used (if it
+    /// is usable, decided in that same statement), the account's password replaced, its other links ended and
+    /// every session of it ended. The account and the ids of the sessions ended.
     async fn reset_password(
         &self,
         token_hash: &str,
@@ -236,9 +238,16 @@ pub trait Admin: Send + Sync {
 pub const MAX_INVITES_LISTED: u32 = 500;
 
 /// Why the reset link with these columns cannot be used at `now`, if it cannot.
-pub(crate) fn reset_refusal(expires_at: DateTime<Utc>, used: bool, now: DateTime<Utc>) -> Option<ResetRefusal> {
+pub(crate) fn reset_refusal(
+    expires_at: DateTime<Utc>,
+    used: bool,
+    ended: bool,
+    now: DateTime<Utc>,
+) -> Option<ResetRefusal> {
     if used {
         Some(ResetRefusal::Used)
+    } else if ended {
+        Some(ResetRefusal::Ended)
     } else if expires_at <= now {
         Some(ResetRefusal::Expired)
     } else {
@@ -248,8 +257,23 @@ pub(crate) fn reset_refusal(expires_at: DateTime<Utc>, used: bool, now: DateTime
 
 const LAST_ADMIN: &str = "Quire needs at least one administrator.";
 
-/// A reset link's account, expiry and time of use, as a backend keeps them.
-type ResetRow<I, T> = (I, T, Option<T>);
+shared_sql! {
+    /// Ends every reset link of `user` that is neither used nor ended, at `at`: a newer link was made, or the
+    /// password changed (by whatever route), so none made before works any more.
+    pub(crate) async fn end_reset_links(conn: &mut D::Connection, user: Uuid, at: DateTime<Utc>) -> Result<()> {
+        sqlx::query(
+            "update password_resets set ended_at = $1 where user_id = $2 and used_at is null and ended_at is null",
+        )
+        .bind(D::time(at))
+        .bind(D::id(user))
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+}
+
+/// A reset link's expiry, time of use and end, as a backend keeps them.
+type ResetRow<T> = (T, Option<T>, Option<T>);
 
 shared_sql! {
     rows(InviteRow<D::Id, D::Time>, AccountUsageRow<D::Id, D::Time>);
@@ -477,18 +501,21 @@ shared_sql! {
         found(D::rows_affected(&revoked) > 0)
     }
 
+    /// See [`Admin::create_password_reset`]; the caller makes it one transaction.
     pub(crate) async fn create_password_reset(
         conn: &mut D::Connection,
         user: Uuid,
         token_hash: String,
         expires_at: DateTime<Utc>,
     ) -> Result<()> {
+        let at = now();
+        Self::end_reset_links(&mut *conn, user, at).await?;
         let created = sqlx::query(
             "insert into password_resets (token_hash, user_id, created_at, expires_at)
              select $1, id, $2, $3 from users where id = $4",
         )
         .bind(token_hash)
-        .bind(D::time(now()))
+        .bind(D::time(at))
         .bind(D::time(expires_at))
         .bind(D::id(user))
         .execute(conn)
@@ -510,26 +537,38 @@ shared_sql! {
         token_hash: String,
         password_hash: String,
     ) -> Result<std::result::Result<(Uuid, Vec<Uuid>), ResetRefusal>> {
-        // The row lock makes a second use wait for the first and then see it used.
-        let sql =
-            format!("select user_id, expires_at, used_at from password_resets where token_hash = $1 {}", D::FOR_UPDATE);
-        let row: Option<ResetRow<D::Id, D::Time>> =
-            sqlx::query_as(&sql).bind(token_hash.clone()).fetch_optional(&mut *conn).await?;
-        let Some((user, expires_at, used_at)) = row else { return Ok(Err(ResetRefusal::Invalid)) };
-        let (user, at) = (user.read("user_id")?, now());
-        if let Some(refusal) = reset_refusal(expires_at.read("expires_at")?, used_at.is_some(), at) {
-            return Ok(Err(refusal));
-        }
-        sqlx::query("update password_resets set used_at = $1 where token_hash = $2")
-            .bind(D::time(at))
-            .bind(token_hash)
-            .execute(&mut *conn)
-            .await?;
+        let at = now();
+        // The statement that uses the link decides whether it may: a use at the same time, or a newer link or a
+        // password change committed meanwhile, leaves it nothing to update.
+        let used: Option<D::Id> = sqlx::query_scalar(
+            "update password_resets set used_at = $1
+             where token_hash = $2 and used_at is null and ended_at is null and expires_at > $1 returning user_id",
+        )
+        .bind(D::time(at))
+        .bind(token_hash.clone())
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some(user) = used else {
+            let row: Option<ResetRow<D::Time>> =
+                sqlx::query_as("select expires_at, used_at, ended_at from password_resets where token_hash = $1")
+                    .bind(token_hash)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            let refusal = match row {
+                Some((expires_at, used_at, ended_at)) => {
+                    reset_refusal(expires_at.read("expires_at")?, used_at.is_some(), ended_at.is_some(), at)
+                }
+                None => None,
+            };
+            return Ok(Err(refusal.unwrap_or(ResetRefusal::Invalid)));
+        };
+        let user = user.read("user_id")?;
         sqlx::query("update users set password_hash = $1 where id = $2")
             .bind(password_hash)
             .bind(D::id(user))
             .execute(&mut *conn)
             .await?;
+        Self::end_reset_links(&mut *conn, user, at).await?;
         Ok(Ok((user, Self::end_sessions(conn, user, at).await?)))
     }
 }
@@ -624,8 +663,10 @@ macro_rules! admin_for {
                     expires_at: DateTime<Utc>,
                 ) -> Result<()> {
                     let token_hash = token_hash.to_owned();
-                    self.write(move |conn| Box::pin(Shared::create_password_reset(conn, user, token_hash, expires_at)))
-                        .await
+                    self.write_together(move |conn| {
+                        Box::pin(Shared::create_password_reset(conn, user, token_hash, expires_at))
+                    })
+                    .await
                 }
 
                 #[instrument(skip_all)]

@@ -54,6 +54,7 @@ shared_sql! {
             .bind(artifact.title.clone())
             .bind(artifact.content.clone())
             .bind(D::time(created))
+            .bind(D::id(artifact.thread_id))
             .execute(conn)
             .await?;
         Ok(())
@@ -170,7 +171,9 @@ shared_sql! {
         Ok(())
     }
 
-    /// Links the person's documents to the answer that wrote them, in one statement.
+    /// Links the person's documents to the answer that wrote them, and the versions its turn wrote of them
+    /// (those written on the path that ends at the question it answers) to that answer's place, so they are on
+    /// its path and not on a sibling answer's.
     pub(crate) async fn link_artifacts_to(
         conn: &mut D::Connection,
         user: Uuid,
@@ -183,6 +186,13 @@ shared_sql! {
         let sql = format!(
             "update artifacts set assistant_message_id = $1 where user_id = $2 and {}",
             D::in_ids("id", "$3")
+        );
+        sqlx::query(&sql).bind(D::id(message)).bind(D::id(user)).bind(D::ids(artifacts)).execute(&mut *conn).await?;
+        let sql = format!(
+            "update artifact_versions set written_on = $1
+             where {} and artifact_id in (select id from artifacts where user_id = $2)
+             and written_on = (select parent_id from messages where id = $1 and user_id = $2)",
+            D::in_ids("artifact_id", "$3")
         );
         sqlx::query(&sql).bind(D::id(message)).bind(D::id(user)).bind(D::ids(artifacts)).execute(conn).await?;
         Ok(())
@@ -255,13 +265,18 @@ pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, 
     version, request_message_id, assistant_message_id, created_at, updated_at)
     values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)";
 
-/// Saves the first version of a document: its id, title, content and time.
+/// Saves the first version of a document: its id, title, content, time and thread, written on the path its
+/// thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
 pub(crate) const INSERT_FIRST_VERSION: &str =
-    "insert into artifact_versions (artifact_id, version, title, content, created_at) values ($1, 1, $2, $3, $4)";
+    "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on)
+     values ($1, 1, $2, $3, $4, (select active_id from threads where id = $5))";
 
-/// Saves a later version of a document: its id, number, title, content, time and the request that asked for it.
+/// Saves a later version of a document: its id, number, title, content, time and the request that asked for it,
+/// written on the path its thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
 pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
-    (artifact_id, version, title, content, created_at, request_message_id) values ($1, $2, $3, $4, $5, $6)";
+    (artifact_id, version, title, content, created_at, request_message_id, written_on)
+    values ($1, $2, $3, $4, $5, $6,
+        (select t.active_id from threads t join artifacts a on a.thread_id = t.id where a.id = $1))";
 
 /// The requests of a thread (`$1`) of a user (`$2`) that a document or a version of one answers.
 pub(crate) const FULFILLED: &str = "select request_message_id as request, assistant_message_id as made_by

@@ -329,9 +329,10 @@ shared_sql! {
                 .bind(D::time(artifact.created_at));
         }
         insert.persistent(false).execute(&mut *conn).await?;
+        // Each version written where the answer the document names stands (by no answer: on every path).
         let sql = format!(
-            "insert into artifact_versions (artifact_id, version, title, content, created_at) values {}",
-            value_rows(range.len(), 5)
+            "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on) values {}",
+            value_rows(range.len(), 6)
         );
         let mut versions = sqlx::query(&sql);
         for i in range {
@@ -341,7 +342,8 @@ shared_sql! {
                 .bind(artifact.version)
                 .bind(artifact.title.as_str())
                 .bind(artifact.content.as_str())
-                .bind(D::time(artifact.created_at));
+                .bind(D::time(artifact.created_at))
+                .bind(p.link(artifact.assistant_message).map(D::id));
         }
         versions.persistent(false).execute(conn).await?;
         Ok(())

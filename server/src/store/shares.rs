@@ -1,7 +1,8 @@
 //! Share links: read-only snapshots of conversations, readable by anyone holding the link's token until their
-//! owner revokes them. Both backends implement it (`sqlite/shares.rs`, `postgres/shares.rs`).
+//! owner revokes them, while the owner's account is enabled (a deleted account's links are deleted with it). Both
+//! backends implement it (`sqlite/settings.rs`, `postgres/settings.rs`).
 
-use app::api::ShareLink;
+use app::api::{ArtifactType, ShareLink, SharedDocument};
 use async_trait::async_trait;
 use uuid::Uuid;
 
@@ -112,10 +113,43 @@ shared_sql! {
         convert(rows)
     }
 
+    /// See [`Shares::shared_snapshot`]: the owner's state is read in the statement that reads the snapshot.
     pub(crate) async fn shared_snapshot(conn: &mut D::Connection, token: String) -> Result<String> {
-        let snapshot: Option<String> =
-            sqlx::query_scalar("select snapshot from shares where token = $1").bind(token).fetch_optional(conn).await?;
+        let snapshot: Option<String> = sqlx::query_scalar(
+            "select s.snapshot from shares s join users u on u.id = s.user_id
+             where s.token = $1 and u.disabled_at is null",
+        )
+        .bind(token)
+        .fetch_optional(conn)
+        .await?;
         snapshot.ok_or(StoreError::NotFound)
+    }
+
+    /// See [`Shares::documents_on_path`].
+    pub(crate) async fn documents_on_path(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        path: &[Uuid],
+    ) -> Result<Vec<SharedDocument>> {
+        let sql = format!(
+            "select a.artifact_type, v.title, v.content, v.version
+             from artifacts a join artifact_versions v on v.artifact_id = a.id
+             where a.thread_id = $1 and a.user_id = $2 and v.version = (
+                 select max(w.version) from artifact_versions w
+                 where w.artifact_id = a.id and (w.written_on is null or {}))
+             order by a.created_at, a.pk",
+            D::in_ids("w.written_on", "$3")
+        );
+        let rows: Vec<(String, String, String, i64)> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(D::ids(path)).fetch_all(conn).await?;
+        rows.into_iter()
+            .map(|(artifact_type, title, content, version)| {
+                let kind = ArtifactType::parse(&artifact_type)
+                    .ok_or_else(|| StoreError::Corrupt(format!("type {artifact_type}")))?;
+                Ok(SharedDocument { artifact_type: kind, title, content, version })
+            })
+            .collect()
     }
 }
 
@@ -130,8 +164,13 @@ pub trait Shares: Send + Sync {
     async fn list_shares(&self, user: Uuid, thread: Option<Uuid>) -> Result<Vec<ShareLink>>;
     /// Revokes one of the person's links; `NotFound` when they have none with this id.
     async fn delete_share(&self, user: Uuid, share: Uuid) -> Result<()>;
-    /// The snapshot a link shows; `NotFound` for an unknown or revoked token.
+    /// The snapshot a link shows; `NotFound` for an unknown or revoked token, and while its owner's account is
+    /// disabled (checked in the same statement).
     async fn shared_snapshot(&self, token: &str) -> Result<String>;
+    /// The person's documents of `thread` as a link to the path `path` (the messages shown, first to last)
+    /// shows them, oldest first: each at the newest version written on that path, none written on it left out.
+    /// Empty for a conversation that is not theirs.
+    async fn documents_on_path(&self, user: Uuid, thread: Uuid, path: &[Uuid]) -> Result<Vec<SharedDocument>>;
 }
 
 /// Implements [`Shares`] for a backend, written once for both, as
@@ -170,6 +209,16 @@ macro_rules! shares_for {
                 #[instrument(skip_all)]
                 async fn shared_snapshot(&self, token: &str) -> Result<String> {
                     Shared::shared_snapshot(&mut *self.read().await?, token.to_owned()).await
+                }
+
+                #[instrument(skip(self, path))]
+                async fn documents_on_path(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    path: &[Uuid],
+                ) -> Result<Vec<app::api::SharedDocument>> {
+                    Shared::documents_on_path(&mut *self.read().await?, user, thread, path).await
                 }
             }
         };

@@ -30,6 +30,7 @@ mod protection;
 mod redaction;
 mod reliability;
 mod security;
+mod security_links;
 mod security_setup;
 mod settings_and_shares;
 mod slice;
