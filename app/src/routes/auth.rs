@@ -1,13 +1,15 @@
 //! Sign-in and sign-up pages. The session lives in an HttpOnly cookie the server sets; the browser code never
-//! sees the token.
+//! sees the token. The form posts to the server the plain way until the page is alive (and without scripts), and
+//! through the API once it is; either way nothing typed goes into an address.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::{
     components::A,
-    hooks::{use_navigate, use_query_map},
+    hooks::{use_location, use_navigate, use_query_map},
 };
 
+use crate::api::forms::{fragment_value, FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
 use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
 use crate::{CurrentUser, ThreadsChanged};
 
@@ -34,13 +36,20 @@ pub fn SignUpPage() -> impl IntoView {
 fn AuthForm(mode: Mode) -> impl IntoView {
     let email = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let busy = RwSignal::new(false);
     let user = expect_context::<CurrentUser>();
     let changed = expect_context::<ThreadsChanged>();
     let navigate = use_navigate();
-    // A sign-up link from an invitation carries its token.
-    let invite = use_query_map().with_untracked(|query| query.get("invite"));
+    // How a plain post of this form went (the server sends the browser back with its code).
+    let outcome =
+        use_query_map().with_untracked(|query| FormOutcome::from_query(query.get_str("error"), query.get_str("done")));
+    let error = RwSignal::new(outcome.filter(|o| !o.is_done()).map(|o| o.message().to_string()));
+    let notice = outcome.filter(|o| o.is_done()).map(FormOutcome::message);
+    let busy = RwSignal::new(false);
+    // A sign-up link from an invitation carries its token; a refused plain post brings it back in the fragment
+    // (seen only here, in the browser).
+    let posted_invite = use_query_map().with_untracked(|query| query.get("invite")).filter(|_| mode == Mode::SignUp);
+    let invite =
+        posted_invite.clone().or_else(|| use_location().hash.with_untracked(|hash| fragment_value(hash, "invite")));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -78,11 +87,14 @@ fn AuthForm(mode: Mode) -> impl IntoView {
         }
     };
     let password_hint = (mode == Mode::SignUp).then(|| format!("At least {MIN_PASSWORD_CHARS} characters."));
+    let action = if mode == Mode::SignUp { SIGN_UP_ACTION } else { SIGN_IN_ACTION };
 
     view! {
         <section class="auth" aria-labelledby="auth-heading">
             <h1 id="auth-heading">{heading}</h1>
-            <form class="auth-form" on:submit=submit>
+            {notice.map(|text| view! { <p class="notice" role="status">{text}</p> })}
+            <form class="auth-form" method="post" action=action on:submit=submit>
+                {posted_invite.map(|token| view! { <input type="hidden" name="invite" value=token/> })}
                 <label for="auth-email">"Email"</label>
                 <input
                     id="auth-email"
