@@ -149,6 +149,20 @@ pub fn fragment_value(fragment: &str, name: &str) -> Option<String> {
         .filter(|value| !value.is_empty())
 }
 
+/// The value of `name` in the fragment of the page the browser shows; `None` on the server, which never sees one.
+pub fn from_fragment(name: &str) -> Option<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        let hash = web_sys::window().and_then(|window| window.location().hash().ok())?;
+        fragment_value(&hash, name)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = name;
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,11 +6,11 @@ use std::pin::Pin;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::{use_location, use_query_map};
+use leptos_router::hooks::use_query_map;
 
 use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
 use crate::api::client::ApiError;
-use crate::api::forms::{fragment_value, FormOutcome, RESET_PASSWORD_ACTION};
+use crate::api::forms::{from_fragment, FormOutcome, RESET_PASSWORD_ACTION};
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::new_password::NewPassword;
 use crate::format::moment;
@@ -316,7 +316,7 @@ pub fn ResetPasswordPage() -> impl IntoView {
     let posted_token = query.with_untracked(|query| query.get("token")).unwrap_or_default();
     let token = Some(posted_token.clone())
         .filter(|token| !token.is_empty())
-        .or_else(|| use_location().hash.with_untracked(|hash| fragment_value(hash, "token")))
+        .or_else(|| from_fragment("token"))
         .unwrap_or_default();
     let password = RwSignal::new(String::new());
     let refused = query.with_untracked(|query| FormOutcome::from_query(query.get_str("error"), None));

@@ -6,10 +6,10 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::{
     components::A,
-    hooks::{use_location, use_navigate, use_query_map},
+    hooks::{use_navigate, use_query_map},
 };
 
-use crate::api::forms::{fragment_value, FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
+use crate::api::forms::{from_fragment, FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
 use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
 use crate::{CurrentUser, ThreadsChanged};
 
@@ -48,8 +48,7 @@ fn AuthForm(mode: Mode) -> impl IntoView {
     // A sign-up link from an invitation carries its token; a refused plain post brings it back in the fragment
     // (seen only here, in the browser).
     let posted_invite = use_query_map().with_untracked(|query| query.get("invite")).filter(|_| mode == Mode::SignUp);
-    let invite =
-        posted_invite.clone().or_else(|| use_location().hash.with_untracked(|hash| fragment_value(hash, "invite")));
+    let invite = posted_invite.clone().or_else(|| from_fragment("invite"));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
