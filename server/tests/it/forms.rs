@@ -3,8 +3,6 @@
 //! redirect that never holds what was typed, pass the same cross-site check, limits and throttling, and keep
 //! passwords out of the log. Also the pages' policy while cargo-leptos watches the sources.
 
-use std::sync::{Arc, Mutex};
-
 use reqwest::{header, redirect, StatusCode};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
@@ -206,6 +204,9 @@ async fn invitations_and_reset_links_work_as_plain_posts_and_stay_out_of_the_add
     assert_eq!(again.location, format!("/reset-password?error=reset_used#token={}", link.token));
 }
 
+/// A form's fields, as posted.
+type Fields<'a> = &'a [(&'a str, &'a str)];
+
 #[tokio::test]
 async fn form_posts_from_other_sites_are_refused_and_quire_s_own_pass_under_no_referrer() {
     let server = TestServer::start().await;
@@ -214,7 +215,7 @@ async fn form_posts_from_other_sites_are_refused_and_quire_s_own_pass_under_no_r
     let sign_in = [("email", email.as_str()), ("password", PASSWORD)];
     let change = [("current_password", PASSWORD), ("new_password", "a hijacked passphrase here")];
     let delete = [("password", PASSWORD)];
-    let attacks: [(&str, &[(&str, &str)], Option<&str>); 4] = [
+    let attacks: [(&str, Fields, Option<&str>); 4] = [
         ("/signin", &sign_in, None),
         ("/signup", &[("email", "planted@example.com"), ("password", PASSWORD)], None),
         ("/settings/password", &change, Some(session.as_str())),
@@ -271,50 +272,74 @@ async fn form_posts_count_against_the_same_limits_and_throttling() {
     assert_eq!(server.sign_in(&email, PASSWORD).await.status(), 429);
 }
 
-/// Everything the log writes, kept for the test to read.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
+/// The real binary, logging every request as JSON lines (as an access log would): its address and its log.
+async fn logged_quire(dir: &std::path::Path) -> (String, tokio::process::Child, tokio::task::JoinHandle<Vec<String>>) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_quire"))
+        .env_clear()
+        .env("QUIRE_DATA_DIR", dir)
+        .env("LEPTOS_SITE_ADDR", "127.0.0.1:0")
+        .env("QUIRE_LOG_FORMAT", "json")
+        .env("QUIRE_SIGNUP", "open")
+        .env("RUST_LOG", "info,tower_http=debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut base = None;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else { continue };
+        if event["fields"]["message"] == "Quire is listening" {
+            base = Some(format!("http://{}", event["fields"]["addr"].as_str().unwrap()));
+            break;
+        }
     }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
+    let base = base.expect("quire exited before listening");
+    // The rest of the log is read (so it never blocks the process) until it ends.
+    let log = tokio::spawn(async move {
+        let mut all = Vec::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            all.push(line);
+        }
+        all
+    });
+    (base, child, log)
 }
 
-// One thread: the server's tasks log on the thread whose log is captured.
-#[tokio::test(flavor = "current_thread")]
+#[tokio::test]
 async fn the_log_never_holds_a_password_posted_by_a_form() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("debug")
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
-
-    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (base, mut child, log) = logged_quire(dir.path()).await;
+    let post = |path: &str, fields: &[(&str, &str)], cookie: Option<String>| {
+        let mut request = browser().post(format!("{base}{path}")).form(fields).header(header::ORIGIN, &base);
+        if let Some(cookie) = cookie {
+            request = request.header(header::COOKIE, cookie);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    let location = |response: &reqwest::Response| response.headers()[header::LOCATION].to_str().unwrap().to_string();
     let email = "logged@example.com";
     let password = "a passphrase nobody logs 7Q";
     let changed = "another passphrase nobody logs 8R";
-    let signed_up = post_form(&server, "/signup", &[("email", email), ("password", password)], None).await;
-    assert_eq!(signed_up.location, "/");
-    let wrong = post_form(&server, "/signin", &[("email", email), ("password", "a guess nobody logs 9S")], None).await;
-    assert_eq!(wrong.location, "/signin?error=invalid_credentials");
-    let signed_in = post_form(&server, "/signin", &[("email", email), ("password", password)], None).await;
-    let fields = [("current_password", password), ("new_password", changed)];
-    let change = post_form(&server, "/settings/password", &fields, Some(&signed_in.session())).await;
-    assert_eq!(change.location, "/settings?form=change-password&done=password_changed");
-    drop(server);
+    let guess = "a guess nobody logs 9S";
 
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    assert!(log.contains("uri=/signin") && log.contains("uri=/settings/password"), "requests are logged:\n{log}");
-    for secret in [password, changed, "a guess nobody logs 9S"] {
+    assert_eq!(location(&post("/signup", &[("email", email), ("password", password)], None).await), "/");
+    let wrong = post("/signin", &[("email", email), ("password", guess)], None).await;
+    assert_eq!(location(&wrong), "/signin?error=invalid_credentials");
+    let signed_in = post("/signin", &[("email", email), ("password", password)], None).await;
+    let cookie = signed_in.headers()[header::SET_COOKIE].to_str().unwrap().split(';').next().unwrap().to_string();
+    let fields = [("current_password", password), ("new_password", changed)];
+    let change = post("/settings/password", &fields, Some(cookie)).await;
+    assert_eq!(location(&change), "/settings?form=change-password&done=password_changed");
+
+    child.kill().await.unwrap();
+    let log = log.await.unwrap().join("\n");
+    for path in ["/signup", "/signin", "/settings/password"] {
+        assert!(log.contains(&format!("\"uri\":\"{path}\"")), "the request to {path} is logged:\n{log}");
+    }
+    for secret in [password, changed, guess] {
         for form in [secret.to_string(), secret.replace(' ', "+"), secret.replace(' ', "%20")] {
             assert!(!log.contains(&form), "{form:?} is in the log");
         }
