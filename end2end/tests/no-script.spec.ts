@@ -3,7 +3,7 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { PASSWORD, sameOrigin, uniqueEmail } from './helpers';
+import { expectHydrated, PASSWORD, sameOrigin, signUp, uniqueEmail } from './helpers';
 
 // The forms before and without the page's WebAssembly: they post to the server the plain way, and nothing typed
 // ever goes into an address the browser asks for, nor into the server's log.
@@ -96,6 +96,26 @@ test.describe('without JavaScript', () => {
     await page.getByRole('searchbox', { name: 'Search conversations' }).press('Enter');
     await expect(page).toHaveURL(/\/search\?q=library\+loans$/);
   });
+});
+
+test('a page the server sent back with an error hydrates with it, and shows only the fixed texts', async ({ page, context }) => {
+  const email = await signUp(page);
+  await context.clearCookies();
+  await page.goto('/signin?error=invalid_credentials');
+  await expectHydrated(page);
+  await expect(page.getByRole('alert')).toHaveText('Wrong e-mail or password.');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await expect(page).toHaveURL(/\/$/);
+  await expect(page.getByTestId('account-email')).toHaveText(email);
+
+  // A crafted address cannot put words on the page.
+  await context.clearCookies();
+  await page.goto('/signin?error=Call%20us%20at%20555&done=invalid_credentials');
+  await expectHydrated(page);
+  await expect(page.getByRole('alert')).toHaveCount(0);
+  await expect(page.getByRole('status')).toHaveCount(0);
 });
 
 /** A server of its own whose log (requests included) the test reads. */

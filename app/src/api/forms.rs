@@ -182,6 +182,8 @@ mod tests {
         assert_eq!(FormOutcome::from_query(None, Some("invalid_credentials")), None);
         assert_eq!(FormOutcome::from_query(Some("password_set"), None), None);
         assert_eq!(FormOutcome::from_query(None, Some("password_set")), Some(FormOutcome::PasswordSet));
+        let minimum = format!("at least {} characters", super::super::MIN_PASSWORD_CHARS);
+        assert!(FormOutcome::WeakPassword.message().contains(&minimum));
     }
 
     #[test]
