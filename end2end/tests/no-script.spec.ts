@@ -118,6 +118,20 @@ test('a page the server sent back with an error hydrates with it, and shows only
   await expect(page.getByRole('status')).toHaveCount(0);
 });
 
+test('an invitation a refused plain sign-up brought back in the fragment goes with the next sign-up', async ({ page }) => {
+  await page.goto('/signup?error=weak_password#invite=an-invitation-token');
+  await expectHydrated(page);
+  await expect(page.getByRole('alert')).toContainText('Choose another password');
+  await page.getByLabel('Email').fill(uniqueEmail('invited'));
+  await page.getByLabel('Password').fill(PASSWORD);
+  const [register] = await Promise.all([
+    page.waitForRequest((r) => new URL(r.url()).pathname === '/api/auth/register'),
+    page.getByRole('button', { name: 'Create account' }).click(),
+  ]);
+  expect(register.postDataJSON().invite).toBe('an-invitation-token');
+  expect(register.url()).not.toContain('an-invitation-token');
+});
+
 /** A server of its own whose log (requests included) the test reads. */
 class LoggedServer {
   log = '';
