@@ -108,6 +108,7 @@ impl AppState {
             .site_root(config.site_root.clone())
             .site_pkg_dir("pkg")
             .site_addr(config.addr)
+            .reload_port(u32::from(config.reload_port))
             .hash_files(hashed)
             .build();
         let site = http::assets::Site::new(config.site_root.clone(), hashed.then_some(hash_file.as_path()));
@@ -139,6 +140,8 @@ pub fn app(state: AppState) -> Router {
     let leptos = state.leptos.clone();
     let router = Router::new()
         .merge(http::api_router())
+        // The pages' plain form posts, on the pages' own paths (their `GET` is the page).
+        .merge(http::forms::router())
         .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
         .fallback(http::assets::file_or_page)
         // Extractors refuse larger bodies with the API's own 413 body (uploads and imports set limits of their own).
@@ -152,7 +155,9 @@ pub fn app(state: AppState) -> Router {
     let router = router
         .layer(axum::middleware::from_fn(http::error::with_request_id))
         .layer(axum::middleware::from_fn_with_state(state.metrics.clone(), ops::metrics::track));
-    let router = http::headers::apply(router, https_only);
+    let live_reload =
+        state.config.live_reload_port().map(|port| http::headers::LiveReload::new(port, state.config.addr));
+    let router = http::headers::apply(router, https_only, live_reload);
     let router = router.layer(http::assets::pages_private()).layer(http::CompressAnswers);
     // Every request gets an id (kept from a proxy in front when it sent one), logged with it and sent back in
     // `x-request-id`: an error's message names it, so a report can be matched with the log.

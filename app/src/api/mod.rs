@@ -5,6 +5,7 @@ pub mod auth;
 pub mod client;
 pub mod documents;
 pub mod events;
+pub mod forms;
 pub mod history;
 pub mod models;
 pub mod objects;

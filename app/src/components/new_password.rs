@@ -5,12 +5,12 @@ use leptos::prelude::*;
 use crate::api::MIN_PASSWORD_CHARS;
 
 /// A labelled field for a new password, held in `value`, that asks for at least [`MIN_PASSWORD_CHARS`]
-/// characters and lets password managers offer one.
+/// characters and lets password managers offer one. `name` is its field in the form's plain post.
 #[component]
-pub fn NewPassword(id: &'static str, value: RwSignal<String>) -> impl IntoView {
+pub fn NewPassword(id: &'static str, name: &'static str, value: RwSignal<String>) -> impl IntoView {
     view! {
         <label for=id>"New password"</label>
-        <input id=id type="password" autocomplete="new-password" required
+        <input id=id name=name type="password" autocomplete="new-password" required
             minlength=MIN_PASSWORD_CHARS.to_string()
             prop:value=move || value.get() on:input=move |ev| value.set(event_target_value(&ev))/>
     }

@@ -46,9 +46,11 @@ pub fn SearchBox() -> impl IntoView {
     };
 
     view! {
-        <form class="search-box" role="search" on:submit=submit>
+        // Before the page is alive the browser opens the search page itself: a search holds nothing secret.
+        <form class="search-box" role="search" method="get" action="/search" on:submit=submit>
             <input
                 type="search"
+                name="q"
                 node_ref=input
                 aria-label="Search conversations"
                 aria-keyshortcuts="Control+K Meta+K"

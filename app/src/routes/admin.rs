@@ -10,6 +10,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
 use crate::api::client::ApiError;
+use crate::api::forms::{from_fragment, FormOutcome, RESET_PASSWORD_ACTION};
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::new_password::NewPassword;
 use crate::format::moment;
@@ -307,12 +308,19 @@ fn AccountRow(account: AdminAccount, note: Note, reload: RwSignal<u32>) -> impl 
     }
 }
 
-/// `/reset-password?token=...`: a new password with a reset link's token; then sign in.
+/// `/reset-password?token=...`: a new password with a reset link's token; then sign in. The form posts to the
+/// server the plain way until the page is alive; a refusal brings the token back in the fragment.
 #[component]
 pub fn ResetPasswordPage() -> impl IntoView {
-    let token = use_query_map().with_untracked(|query| query.get("token")).unwrap_or_default();
+    let query = use_query_map();
+    let posted_token = query.with_untracked(|query| query.get("token")).unwrap_or_default();
+    let token = Some(posted_token.clone())
+        .filter(|token| !token.is_empty())
+        .or_else(|| from_fragment("token"))
+        .unwrap_or_default();
     let password = RwSignal::new(String::new());
-    let note = RwSignal::new(None::<(bool, String)>);
+    let refused = query.with_untracked(|query| FormOutcome::from_query(query.get_str("error"), None));
+    let note = RwSignal::new(refused.map(|outcome| (false, outcome.message().to_string())));
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -324,8 +332,9 @@ pub fn ResetPasswordPage() -> impl IntoView {
     view! {
         <section class="auth" aria-labelledby="reset-heading">
             <h1 id="reset-heading">"Set a new password"</h1>
-            <form class="auth-form" on:submit=submit>
-                <NewPassword id="reset-password" value=password/>
+            <form class="auth-form" method="post" action=RESET_PASSWORD_ACTION on:submit=submit>
+                <input type="hidden" name="token" value=posted_token/>
+                <NewPassword id="reset-password" name="new_password" value=password/>
                 {form_note(note)}
                 <button type="submit" class="primary" disabled=move || busy.get()>"Set password"</button>
             </form>

@@ -1,5 +1,6 @@
 //! Sign-in and sign-up pages. The session lives in an HttpOnly cookie the server sets; the browser code never
-//! sees the token.
+//! sees the token. The form posts to the server the plain way until the page is alive (and without scripts), and
+//! through the API once it is; either way nothing typed goes into an address.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -8,6 +9,7 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
+use crate::api::forms::{from_fragment, FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
 use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
 use crate::{CurrentUser, ThreadsChanged};
 
@@ -34,15 +36,21 @@ pub fn SignUpPage() -> impl IntoView {
 fn AuthForm(mode: Mode) -> impl IntoView {
     let email = RwSignal::new(String::new());
     let password = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let busy = RwSignal::new(false);
     let user = expect_context::<CurrentUser>();
     let changed = expect_context::<ThreadsChanged>();
     let navigate = use_navigate();
-    // A sign-up link from an invitation carries its token.
-    let invite = use_query_map().with_untracked(|query| query.get("invite"));
-    // So does the setup link the server logs while it has no administrator.
-    let setup = use_query_map().with_untracked(|query| query.get("setup"));
+    // How a plain post of this form went (the server sends the browser back with its code).
+    let outcome =
+        use_query_map().with_untracked(|query| FormOutcome::from_query(query.get_str("error"), query.get_str("done")));
+    let error = RwSignal::new(outcome.filter(|o| !o.is_done()).map(|o| o.message().to_string()));
+    let notice = outcome.filter(|o| o.is_done()).map(FormOutcome::message);
+    let busy = RwSignal::new(false);
+    // A sign-up link from an invitation carries its token, and so does the setup link the server logs while it has
+    // no administrator; a refused plain post brings the token back in the fragment (seen only here, in the browser).
+    let posted = |name: &str| use_query_map().with_untracked(|query| query.get(name)).filter(|_| mode == Mode::SignUp);
+    let (posted_invite, posted_setup) = (posted("invite"), posted("setup"));
+    let invite = posted_invite.clone().or_else(|| from_fragment("invite"));
+    let setup = posted_setup.clone().or_else(|| from_fragment("setup"));
 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -81,11 +89,15 @@ fn AuthForm(mode: Mode) -> impl IntoView {
         }
     };
     let password_hint = (mode == Mode::SignUp).then(|| format!("At least {MIN_PASSWORD_CHARS} characters."));
+    let action = if mode == Mode::SignUp { SIGN_UP_ACTION } else { SIGN_IN_ACTION };
 
     view! {
         <section class="auth" aria-labelledby="auth-heading">
             <h1 id="auth-heading">{heading}</h1>
-            <form class="auth-form" on:submit=submit>
+            {notice.map(|text| view! { <p class="notice" role="status">{text}</p> })}
+            <form class="auth-form" method="post" action=action on:submit=submit>
+                {posted_invite.map(|token| view! { <input type="hidden" name="invite" value=token/> })}
+                {posted_setup.map(|token| view! { <input type="hidden" name="setup" value=token/> })}
                 <label for="auth-email">"Email"</label>
                 <input
                     id="auth-email"

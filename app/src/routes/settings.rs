@@ -1,5 +1,9 @@
 //! `/settings` (also `/account`): the profile, custom instructions, theme, share links and the download of all
 //! one's data; the password, signed-in devices and deleting the account.
+//!
+//! The two forms that take a password (changing it, deleting the account) post to the server the plain way
+//! until the page is alive, and through the API once it is. The others need the page alive: they appear only
+//! once it has loaded the settings (the profile, the instructions) or act only through it (buttons, the theme).
 
 use std::future::Future;
 
@@ -7,6 +11,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api::client::ApiError;
+use crate::api::forms::{
+    FormOutcome, CHANGE_PASSWORD_ACTION, CHANGE_PASSWORD_FORM, DELETE_ACCOUNT_ACTION, DELETE_ACCOUNT_FORM,
+};
 use crate::api::{
     client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
     MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
@@ -17,6 +24,15 @@ use crate::components::new_password::NewPassword;
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
 use crate::format::moment;
 use crate::CurrentUser;
+
+/// How the last plain post of the settings form `form` went, from the page's query.
+fn posted_outcome(form: &str) -> Option<FormOutcome> {
+    leptos_router::hooks::use_query_map().with_untracked(|query| {
+        (query.get_str("form") == Some(form))
+            .then(|| FormOutcome::from_query(query.get_str("error"), query.get_str("done")))
+            .flatten()
+    })
+}
 
 /// Leaves for the sign-in page with a fresh load, so nothing of the account stays in this tab.
 fn leave_for_sign_in() {
@@ -244,7 +260,8 @@ fn YourData() -> impl IntoView {
 fn ChangePassword() -> impl IntoView {
     let current = RwSignal::new(String::new());
     let new = RwSignal::new(String::new());
-    let note = RwSignal::new(None::<(bool, String)>);
+    let posted = posted_outcome(CHANGE_PASSWORD_FORM);
+    let note = RwSignal::new(posted.map(|outcome| (outcome.is_done(), outcome.message().to_string())));
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -257,12 +274,13 @@ fn ChangePassword() -> impl IntoView {
         });
     };
     view! {
-        <form class="auth-form" aria-labelledby="change-password-heading" on:submit=submit>
+        <form class="auth-form" aria-labelledby="change-password-heading" method="post"
+            action=CHANGE_PASSWORD_ACTION on:submit=submit>
             <h2 id="change-password-heading">"Change password"</h2>
             <label for="current-password">"Current password"</label>
-            <input id="current-password" type="password" autocomplete="current-password" required
-                prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
-            <NewPassword id="new-password" value=new/>
+            <input id="current-password" name="current_password" type="password" autocomplete="current-password"
+                required prop:value=move || current.get() on:input=move |ev| current.set(event_target_value(&ev))/>
+            <NewPassword id="new-password" name="new_password" value=new/>
             <p class="hint">{format!("At least {MIN_PASSWORD_CHARS} characters, and not a common or breached password.")}</p>
             {form_note(note)}
             <button type="submit" class="primary" disabled=move || busy.get()>"Change password"</button>
@@ -327,7 +345,8 @@ fn SessionRow(session: SessionInfo, on_end: impl Fn() + Send + Sync + 'static) -
 #[component]
 fn DeleteAccount() -> impl IntoView {
     let password = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
+    let posted = posted_outcome(DELETE_ACCOUNT_FORM).filter(|outcome| !outcome.is_done());
+    let error = RwSignal::new(posted.map(|outcome| outcome.message().to_string()));
     let busy = RwSignal::new(false);
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -344,11 +363,12 @@ fn DeleteAccount() -> impl IntoView {
         });
     };
     view! {
-        <form class="auth-form" aria-labelledby="delete-account-heading" on:submit=submit>
+        <form class="auth-form" aria-labelledby="delete-account-heading" method="post"
+            action=DELETE_ACCOUNT_ACTION on:submit=submit>
             <h2 id="delete-account-heading">"Delete account"</h2>
             <p class="hint">"Deletes the account with all its conversations, documents and files. This cannot be undone."</p>
             <label for="delete-password">"Password"</label>
-            <input id="delete-password" type="password" autocomplete="current-password" required
+            <input id="delete-password" name="password" type="password" autocomplete="current-password" required
                 prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <button type="submit" class="danger" disabled=move || busy.get()>"Delete account"</button>

@@ -192,6 +192,15 @@ pub struct Config {
     #[arg(long, env = "QUIRE_PUBLIC_URL")]
     pub public_url: Option<PublicUrl>,
 
+    /// Set by `cargo leptos watch`: pages then carry its live-reload script, and their policy lets it connect to
+    /// `reload_port` on the page's host.
+    #[arg(long, env = "LEPTOS_WATCH", hide = true)]
+    pub leptos_watch: bool,
+
+    /// The port of cargo-leptos's live-reload socket (cargo-leptos sets it); used only under `LEPTOS_WATCH`.
+    #[arg(long, env = "LEPTOS_RELOAD_PORT", default_value_t = 3001, hide = true)]
+    pub reload_port: u16,
+
     /// Replace e-mail addresses, phone numbers, IBANs and card numbers in people's messages with placeholders
     /// before they are stored or sent to a model.
     #[arg(long, env = "QUIRE_REDACT_PII", default_value_t = false)]
@@ -361,6 +370,11 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// The port of the live-reload socket pages may connect to: only while cargo-leptos watches the sources.
+    pub fn live_reload_port(&self) -> Option<u16> {
+        self.leptos_watch.then_some(self.reload_port)
+    }
+
     /// Whether the session cookie is marked `Secure`: when asked, and always under an `https` public URL.
     pub fn secure_cookies(&self) -> bool {
         self.cookie_secure || self.public_url.as_ref().is_some_and(PublicUrl::is_https)
@@ -426,6 +440,8 @@ impl Config {
             session_idle_hours: 24,
             cookie_secure: false,
             public_url: None,
+            leptos_watch: false,
+            reload_port: 3001,
             redact_pii: false,
             max_import_mb: 64,
             user_storage_mb: 200,

@@ -373,6 +373,12 @@ pub async fn reset_password(
     _: Quota<SignIn>,
     Json(body): Json<ResetPasswordRequest>,
 ) -> Result<StatusCode> {
+    reset_with_link(&state, body).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Sets a new password with a reset link's token; the link is used up and every session of the account ends.
+pub(super) async fn reset_with_link(state: &AppState, body: ResetPasswordRequest) -> Result<()> {
     let token = body.token.trim();
     if token.is_empty() || token.chars().count() > one_time::MAX_TOKEN_CHARS {
         return Err(reset_refused(ResetRefusal::Invalid));
@@ -394,5 +400,5 @@ pub async fn reset_password(
     state.sessions.end(&ended);
     state.sessions.end_user(user);
     tracing::info!(user = %user, sessions_ended = ended.len(), "password set with a reset link");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }

@@ -67,8 +67,8 @@ pub(super) async fn check_new_password(field: &str, password: &str, email: &str,
     checked.map_err(|weak| ApiError::invalid(field, weak.to_string()))
 }
 
-/// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
-async fn signed_in(state: &AppState, status: StatusCode, user: User, from: SignInFrom) -> Result<Response> {
+/// A new session for `user`: its token and the HttpOnly cookie that carries it.
+pub(super) async fn new_session(state: &AppState, user: &User, from: SignInFrom) -> Result<(String, HeaderValue)> {
     let (token, claims) = state.jwt.issue(user.id).map_err(ApiError::Internal)?;
     let session = Session {
         device: from.device,
@@ -78,6 +78,12 @@ async fn signed_in(state: &AppState, status: StatusCode, user: User, from: SignI
     state.store.create_session(&session).await?;
     let max_age = state.jwt.lifetime.num_seconds();
     let cookie = session_cookie(state, &token, max_age)?;
+    Ok((token, cookie))
+}
+
+/// A new session for `user`: the JSON answer and the HttpOnly cookie that carries the same token.
+async fn signed_in(state: &AppState, status: StatusCode, user: User, from: SignInFrom) -> Result<Response> {
+    let (token, cookie) = new_session(state, &user, from).await?;
     let body = AuthResponse { user: profile(user), token };
     Ok((status, [(header::SET_COOKIE, cookie)], Json(body)).into_response())
 }
@@ -108,11 +114,17 @@ pub async fn register(
     from: SignInFrom,
     Json(body): Json<RegisterRequest>,
 ) -> Result<Response> {
+    let user = create_account(&state, body).await?;
+    signed_in(&state, StatusCode::CREATED, user, from).await
+}
+
+/// Creates the account `body` asks for, as far as the sign-up mode allows; the new account.
+pub(super) async fn create_account(state: &AppState, body: RegisterRequest) -> Result<User> {
     let email = validate::email(&body.email)?;
     validate::password(&body.password)?;
     let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
     let pass = sign_up_pass(body.invite.as_deref(), body.setup.as_deref())?;
-    let mode = super::admin::sign_up_mode(&state).await?;
+    let mode = super::admin::sign_up_mode(state).await?;
     check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
@@ -127,7 +139,7 @@ pub async fn register(
         Err(e) => return Err(e.into()),
     };
     tracing::info!(user = %user.id, admin = user.is_admin, "account created");
-    signed_in(&state, StatusCode::CREATED, user, from).await
+    Ok(user)
 }
 
 /// What a sign-up carries besides the mode: a setup link's token (it wins) or an invitation's, as stored.
@@ -158,6 +170,13 @@ pub async fn login(
     from: SignInFrom,
     Json(body): Json<LoginRequest>,
 ) -> Result<Response> {
+    let user = authenticate(&state, body).await?;
+    signed_in(&state, StatusCode::OK, user, from).await
+}
+
+/// The enabled account `body` names, when its password matches; the same refusal whether the e-mail is unknown
+/// or the password wrong, throttled per account.
+pub(super) async fn authenticate(state: &AppState, body: LoginRequest) -> Result<User> {
     let email = body.email.trim();
     // No account has an address that long or with a NUL in it (nor could the database compare one).
     let possible = email.chars().count() <= MAX_EMAIL_CHARS && !validate::has_nul(email);
@@ -168,13 +187,13 @@ pub async fn login(
         Err(e) => return Err(e.into()),
     };
     let hash = user.as_ref().map(|u| u.password_hash.clone()).filter(|h| !h.is_empty());
-    let matches = verify_throttled(&state, &body.email, body.password, hash).await?;
+    let matches = verify_throttled(state, &body.email, body.password, hash).await?;
     match user {
         Some(user) if matches && user.disabled => Err(ApiError::Forbidden {
             code: "account_disabled",
             message: "This account is disabled. Ask the administrator.".into(),
         }),
-        Some(user) if matches => signed_in(&state, StatusCode::OK, user, from).await,
+        Some(user) if matches => Ok(user),
         _ => Err(ApiError::InvalidCredentials),
     }
 }
@@ -276,8 +295,12 @@ pub async fn end_session(State(state): State<AppState>, user: AuthUser, Path(id)
 
 /// The answer to signing out: no content, and a cookie that replaces the session's with an expired one.
 fn signed_out(state: &AppState) -> Result<Response> {
-    let cookie = session_cookie(state, "", 0)?;
-    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, cookie)]).into_response())
+    Ok((StatusCode::NO_CONTENT, [(header::SET_COOKIE, expired_cookie(state)?)]).into_response())
+}
+
+/// A cookie that replaces the session's with an expired one.
+pub(super) fn expired_cookie(state: &AppState) -> Result<HeaderValue> {
+    session_cookie(state, "", 0)
 }
 
 /// `GET /api/auth/me`: the signed-in account.
@@ -304,14 +327,20 @@ pub async fn change_password(
     user: AuthUser,
     Json(body): Json<ChangePasswordRequest>,
 ) -> Result<StatusCode> {
+    set_new_password(&state, &user, body).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Changes the signed-in person's password, given the current one; every other session ends.
+pub(super) async fn set_new_password(state: &AppState, user: &AuthUser, body: ChangePasswordRequest) -> Result<()> {
     let account =
-        own_account(&state, &user, body.current_password, "current_password", "The current password is wrong.").await?;
+        own_account(state, user, body.current_password, "current_password", "The current password is wrong.").await?;
     check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
     let hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;
     let ended = state.store.set_password(user.id, &hash, user.jti).await?;
     state.sessions.end(&ended);
     tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
-    Ok(StatusCode::NO_CONTENT)
+    Ok(())
 }
 
 /// `DELETE /api/auth/me`: removes the account and everything it owns, given its password; its sessions and
@@ -327,7 +356,13 @@ pub async fn delete_account(
     user: AuthUser,
     Json(body): Json<DeleteAccountRequest>,
 ) -> Result<Response> {
-    let account = own_account(&state, &user, body.password, "password", "The password is wrong.").await?;
+    remove_account(&state, &user, body).await?;
+    signed_out(&state)
+}
+
+/// Deletes the signed-in person's account and everything it owns, given its password; its sessions end.
+pub(super) async fn remove_account(state: &AppState, user: &AuthUser, body: DeleteAccountRequest) -> Result<()> {
+    let account = own_account(state, user, body.password, "password", "The password is wrong.").await?;
     if account.is_admin {
         // Refused (409) for the last administrator: Quire would be left without one.
         state.store.set_admin(user.id, false).await?;
@@ -335,5 +370,5 @@ pub async fn delete_account(
     state.store.delete_user(user.id).await?;
     state.sessions.end_user(user.id);
     tracing::info!(user = %user.id, "account deleted");
-    signed_out(&state)
+    Ok(())
 }

@@ -2,6 +2,11 @@
 //! that could change something (not `GET`, `HEAD`, `OPTIONS`) is refused with 403 unless its `Origin` is Quire's
 //! or, without `Origin`, `Sec-Fetch-Site` is `same-origin`. With neither it is a program's, passing without a
 //! session cookie. An `Authorization` header passes: no other site can make a browser send it.
+//!
+//! A form a page of Quire's posts the browser's way says `Origin: null`: under `Referrer-Policy: no-referrer`
+//! browsers hide the origin of every request that is not a `fetch` in `cors` mode. It passes only when the browser
+//! also says `Sec-Fetch-Site: same-origin`; the other sources of `null` (a sandboxed frame, a `data:` page) are
+//! `cross-site` there.
 
 use axum::{
     extract::{Request, State},
@@ -38,11 +43,15 @@ fn is_cross_site(parts: &Parts, public_url: Option<&PublicUrl>) -> bool {
     if headers.contains_key(header::AUTHORIZATION) {
         return false;
     }
+    let same_origin_by_fetch_metadata = headers.get("sec-fetch-site").map(|site| site == "same-origin");
     if let Some(origin) = headers.get(header::ORIGIN) {
+        if origin == "null" {
+            return same_origin_by_fetch_metadata != Some(true);
+        }
         return !origin.to_str().is_ok_and(|origin| is_own_origin(origin, headers, public_url));
     }
-    if let Some(site) = headers.get("sec-fetch-site") {
-        return site != "same-origin";
+    if let Some(same_origin) = same_origin_by_fetch_metadata {
+        return !same_origin;
     }
     session_cookie(parts).is_some()
 }
@@ -91,6 +100,12 @@ mod tests {
         assert!(!post(&[COOKIE, HOST, ("authorization", "Bearer x"), ("origin", "https://evil.test")]));
         // Another site may not sign people in or up either.
         assert!(post(&[HOST, ("origin", "https://evil.test")]));
+        // A form of Quire's own page, posted under `no-referrer`; `null` from anywhere else stays refused.
+        assert!(!post(&[COOKIE, HOST, ("origin", "null"), ("sec-fetch-site", "same-origin")]));
+        assert!(!post(&[HOST, ("origin", "null"), ("sec-fetch-site", "same-origin")]));
+        assert!(post(&[COOKIE, HOST, ("origin", "null"), ("sec-fetch-site", "cross-site")]));
+        assert!(post(&[HOST, ("origin", "null"), ("sec-fetch-site", "same-site")]));
+        assert!(post(&[HOST, ("origin", "null")]));
         // Reading is always allowed.
         assert!(!is_cross_site(&parts(Method::GET, &[COOKIE, HOST, ("origin", "https://evil.test")]), None));
     }

@@ -11,6 +11,7 @@ pub mod csrf;
 pub mod error;
 pub mod export;
 pub mod extract;
+pub mod forms;
 pub mod headers;
 pub mod messages;
 pub mod models;

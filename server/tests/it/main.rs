@@ -13,6 +13,7 @@ mod context_memory;
 mod dedup;
 mod delivery;
 mod documents;
+mod forms;
 mod history;
 mod history_story;
 mod hostile;
