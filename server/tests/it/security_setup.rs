@@ -23,6 +23,7 @@ stories!(
     by_invitation_nobody_signs_up_before_the_setup_link_makes_the_administrator,
     closed_quire_makes_no_account_but_the_setup_links,
     open_quire_makes_its_first_account_administrator_without_a_link,
+    the_setup_link_works_through_the_plain_sign_up_form,
 );
 
 /// A server on `db` in sign-up `mode` that nobody has signed up to yet.
@@ -67,6 +68,23 @@ impl Fresh {
             Err(e) => panic!("{e}"),
         }
     }
+}
+
+/// A page's plain sign-up form, posted before its WebAssembly is alive (or without scripts): where the answer
+/// sends the browser, and whether it signed in.
+async fn post_sign_up_form(base: &str, fields: &[(&str, &str)]) -> (String, bool) {
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let response = browser
+        .post(format!("{base}/signup"))
+        .header("origin", base)
+        .header("sec-fetch-site", "same-origin")
+        .form(fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 303);
+    let location = response.headers()["location"].to_str().unwrap().to_string();
+    (location, response.headers().contains_key("set-cookie"))
 }
 
 /// Asserts the status and error code of a refusal.
@@ -288,4 +306,29 @@ async fn the_setup_link_is_logged_once_and_no_secret_of_a_link_is_logged_at_any_
     // The requests were logged, with their secrets replaced.
     assert!(log.iter().any(|line| line.contains(r#""uri":"/signup?[redacted]""#)), "{log:#?}");
     assert!(log.iter().any(|line| line.contains("code=[redacted]&state=[redacted]")), "{log:#?}");
+}
+
+async fn the_setup_link_works_through_the_plain_sign_up_form(db: Db) {
+    let quire = Fresh::start(&db, SignUpMode::Invite).await;
+    let link = setup::issue(&quire.state.store).await.unwrap().expect("a link while nobody administers");
+    let email = ("email", "first@example.com");
+
+    let (location, signed_in) = post_sign_up_form(&quire.base, &[email, ("password", PASSWORD)]).await;
+    assert_eq!(location, "/signup?error=setup_required");
+    assert!(!signed_in);
+    // A wrong token comes back only in the fragment, which the browser never sends.
+    let (location, signed_in) =
+        post_sign_up_form(&quire.base, &[email, ("password", PASSWORD), ("setup", "guess")]).await;
+    assert_eq!(location, "/signup?error=setup_invalid#setup=guess");
+    assert!(!signed_in && !quire.exists("first@example.com").await);
+    // A weak password keeps the real link in the fragment, so the next try still carries it.
+    let (location, _) = post_sign_up_form(&quire.base, &[email, ("password", "short"), ("setup", &link)]).await;
+    assert_eq!(location, format!("/signup?error=weak_password#setup={link}"));
+
+    let (location, signed_in) =
+        post_sign_up_form(&quire.base, &[email, ("password", PASSWORD), ("setup", &link)]).await;
+    assert_eq!(location, "/");
+    assert!(signed_in, "the new administrator is signed in");
+    let admin = quire.state.store.user_by_email("first@example.com").await.unwrap();
+    assert!(admin.is_admin);
 }
