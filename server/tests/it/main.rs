@@ -30,6 +30,7 @@ mod protection;
 mod redaction;
 mod reliability;
 mod security;
+mod security_budgets;
 mod settings_and_shares;
 mod slice;
 mod store_story;
