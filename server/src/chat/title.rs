@@ -87,8 +87,7 @@ impl Naming<'_> {
         let mut timing = CallTiming::start(CallPurpose::Title);
         // However the call ends (a timeout included), its tokens go on the ledger.
         let meter = Meter::new(&request);
-        let spend =
-            Spend::new(self.engine.store.clone(), self.user, self.thread, self.provider.model(), meter.clone());
+        let spend = Spend::new(self.engine.store.clone(), self.user, self.thread, self.provider.model(), meter.clone());
         let mut text = String::new();
         let collect = async {
             let stream = self.provider.stream(request).await.inspect_err(|_| meter.refused())?;

@@ -221,7 +221,11 @@ mod tests {
     fn running_turns_hold_what_they_reserved_and_a_turn_may_spend_what_is_left() {
         let now = Utc::now();
         let limits = TurnLimits { user_daily_tokens: 100, daily_tokens: 1_000, concurrent_turns: 0, turn_tokens: 30 };
-        let held = |user_reserved, everyone_reserved| Spending { user_reserved, everyone_reserved, ..spending(60, 900, None, 1) };
+        let held = |user_reserved, everyone_reserved| Spending {
+            user_reserved,
+            everyone_reserved,
+            ..spending(60, 900, None, 1)
+        };
         // 40 left of the person's budget, at most 30 for one turn.
         assert_eq!(held(0, 0).allowance(&limits), Some(30));
         // Another of their turns holds 25: 15 left, the least of both budgets.

@@ -39,7 +39,9 @@ async fn used_today(server: &TestServer) -> u64 {
 
 /// The tokens of `user`'s ledger today that Quire counted itself.
 async fn counted_on_ledger(db: &Db, user: Uuid) -> i64 {
-    db.raw.int("select cast(coalesce(sum(counted_tokens), 0) as bigint) from usage_ledger where user_id = ?", user).await
+    db.raw
+        .int("select cast(coalesce(sum(counted_tokens), 0) as bigint) from usage_ledger where user_id = ?", user)
+        .await
 }
 
 /// The model calls of the traces of `thread`, in order.
@@ -127,7 +129,8 @@ async fn a_provider_that_drops_the_connection_is_metered(db: Db) {
     let head = openai_chunk(serde_json::json!({"role": "assistant", "content": "Wombats dig "}), None)
         + &openai_chunk(serde_json::json!({"content": "burrows"}), None);
     let upstream = FakeServer::start(vec![Reply::sse_then(&head, Wire::Cut)]).await;
-    let provider = OpenAiProvider::new(OpenAiConfig::with_base_url(format!("{}/v1", upstream.url), "fake-gpt")).unwrap();
+    let provider =
+        OpenAiProvider::new(OpenAiConfig::with_base_url(format!("{}/v1", upstream.url), "fake-gpt")).unwrap();
     let server =
         TestServer::with_configured(db.store.clone(), Arc::new(provider), |c| c.user_daily_tokens = AMPLE).await;
     let thread = server.create_thread().await;
@@ -211,7 +214,11 @@ async fn an_answer_over_the_budget_ends_with_a_note_and_no_half_written_document
     // The model starts a document and is cut off by the length limit it was given.
     let cut_off = vec![
         Step::delta("I'll write the plan."),
-        Step::Emit(tool_call("call_1", "save_artifact", serde_json::json!({"artifact_type": "requirements_doc", "title": "Plan", "content": "# Pl"}))),
+        Step::Emit(tool_call(
+            "call_1",
+            "save_artifact",
+            serde_json::json!({"artifact_type": "requirements_doc", "title": "Plan", "content": "# Pl"}),
+        )),
         Step::Emit(StreamEvent::Usage(Usage { input_tokens: 20, output_tokens: 200 })),
         Step::Emit(StreamEvent::Stop(StopReason::MaxTokens)),
     ];

@@ -5,9 +5,7 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{
-    import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Shared, Sqlite,
-};
+use super::{import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Shared, Sqlite};
 use crate::store::columns::ids;
 use crate::store::{Result, SpentTokens};
 
