@@ -86,6 +86,10 @@ pub struct ModelCall {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// The tokens were counted by Quire (the request sent, the answer received so far): the call ended before
+    /// the provider reported them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counted: bool,
     /// Milliseconds from sending the request to the first text or tool call; `None` when none came.
     #[serde(default)]
     pub first_token_ms: Option<u64>,

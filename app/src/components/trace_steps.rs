@@ -50,7 +50,12 @@ fn model_call(call: &ModelCall) -> StepView {
     };
     let mut details = vec![
         format!("{} ({})", call.model, call.provider),
-        format!("{} tokens in, {} out", grouped(call.input_tokens), grouped(call.output_tokens)),
+        format!(
+            "{} tokens in, {} out{}",
+            grouped(call.input_tokens),
+            grouped(call.output_tokens),
+            if call.counted { " (counted by Quire: the provider did not report them)" } else { "" }
+        ),
     ];
     if let Some(first) = call.first_token_ms {
         details.push(format!("first token after {}", duration(first)));
@@ -165,6 +170,7 @@ mod tests {
             model: "quire-builtin-1".into(),
             input_tokens: 1200,
             output_tokens: 40,
+            counted: false,
             first_token_ms: Some(80),
             duration_ms: 1500,
             stop_reason: Some(StopReason::ToolUse),

@@ -29,7 +29,9 @@ pub struct Limits {
 
 impl Limits {
     pub fn from_config(config: &Config) -> Self {
-        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii, turns: config.turn_limits() }
+        let turns =
+            TurnLimits { turn_tokens: super::turn::turn_estimate(config.context_tokens), ..config.turn_limits() };
+        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii, turns }
     }
 }
 
@@ -66,9 +68,11 @@ impl Engine {
     /// Whether a start in `thread` may open its model call before its commit answers (see `turn::launch`): not
     /// while a turn of this process holds the conversation (the start would be refused), nor for a person whose
     /// start was refused within [`CAUTIOUS_FOR`] (over budget, at the cap of running turns, busy): a start that is
-    /// refused costs a model call at most once a minute a person.
+    /// refused costs a model call at most once a minute a person. Never under a configured budget: a call's
+    /// `max_tokens` is fitted to what the start reserves.
     pub(super) fn opens_early(&self, user: Uuid, thread: Uuid) -> bool {
-        if self.hub.get(thread).is_some() {
+        let budgets = self.limits.turns;
+        if budgets.user_daily_tokens > 0 || budgets.daily_tokens > 0 || self.hub.get(thread).is_some() {
             return false;
         }
         let refusals = self.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -9,6 +9,7 @@ pub mod memory;
 mod openings;
 pub mod prompt;
 pub mod replay;
+mod spend;
 pub mod summary;
 pub mod title;
 pub mod tools;

@@ -18,10 +18,11 @@ use futures::StreamExt;
 use uuid::Uuid;
 
 use super::context::BuiltContext;
+use super::spend::Spend;
 use crate::llm::{
     self,
     summary::{request, SummarySource},
-    Provider, StreamEvent,
+    Meter, Provider, StreamEvent,
 };
 use crate::store::{DynStore, MessageHead, NewSummary};
 use crate::tokens::count_tokens;
@@ -145,8 +146,19 @@ impl Summariser {
             // Only blank answers dropped: the summary stays as it is, and now covers them too.
             (earlier?.to_string(), Usage::default())
         } else {
-            let (text, usage) = self.ask(request(earlier, &sources, SUMMARY_MAX_TOKENS)).await?;
-            (self.clean(&text)?, usage)
+            let (text, spend) = self.ask(user, thread, request(earlier, &sources, SUMMARY_MAX_TOKENS)).await?;
+            let Some(content) = self.clean(&text) else {
+                spend.record().await;
+                return None;
+            };
+            // Tokens the provider reported go on the ledger with the summary; counted ones on their own, marked so.
+            match spend.settle_reported() {
+                Ok(usage) => (content, usage),
+                Err(spend) => {
+                    spend.record().await;
+                    (content, Usage::default())
+                }
+            }
         };
         let summary = NewSummary {
             content,
@@ -161,31 +173,37 @@ impl Summariser {
         Some(summary.content)
     }
 
-    /// The model's answer to a summary request and what it cost; `None` when it fails or takes too long.
-    async fn ask(&self, request: llm::ChatRequest) -> Option<(String, Usage)> {
+    /// The model's answer to a summary request, with its tokens still to be put on the ledger; `None` when it
+    /// fails or takes too long, its tokens recorded. A call aborted with its task records them when dropped.
+    async fn ask(&self, user: Uuid, thread: Uuid, request: llm::ChatRequest) -> Option<(String, Spend)> {
+        let meter = Meter::new(&request);
+        let spend = Spend::new(self.store.clone(), user, thread, self.provider.model(), meter.clone());
         let answer = async {
-            let mut stream = self.provider.stream(request).await.map_err(|e| e.code())?;
-            let (mut text, mut usage) = (String::new(), Usage::default());
+            let stream = self.provider.stream(request).await.map_err(|e| {
+                meter.refused();
+                e.code()
+            })?;
+            let mut stream = meter.watch(stream);
+            let mut text = String::new();
             while let Some(event) = stream.next().await {
                 match event.map_err(|e| e.code())? {
                     StreamEvent::TextDelta(delta) => text.push_str(&delta),
-                    StreamEvent::Usage(u) => {
-                        usage.input_tokens += u.input_tokens;
-                        usage.output_tokens += u.output_tokens;
-                    }
-                    StreamEvent::ToolCall(_) | StreamEvent::Stop(_) => {}
+                    StreamEvent::Usage(_) | StreamEvent::ToolCall(_) | StreamEvent::Stop(_) => {}
                 }
             }
-            Ok::<_, &'static str>((text, usage))
+            Ok::<_, &'static str>(text)
         };
-        match tokio::time::timeout(SUMMARY_TIMEOUT, answer).await {
-            Ok(Ok(answer)) => Some(answer),
+        let outcome = tokio::time::timeout(SUMMARY_TIMEOUT, answer).await;
+        match outcome {
+            Ok(Ok(text)) => Some((text, spend)),
             Ok(Err(code)) => {
                 tracing::warn!(code, "writing the conversation's summary failed");
+                spend.record().await;
                 None
             }
             Err(_) => {
                 tracing::warn!("writing the conversation's summary took too long");
+                spend.record().await;
                 None
             }
         }

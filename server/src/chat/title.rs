@@ -3,14 +3,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{CallPurpose, ChatEvent, TraceStep, Usage};
+use app::api::{CallPurpose, ChatEvent, TraceStep};
 use futures::StreamExt;
 use uuid::Uuid;
 
 use super::engine::Engine;
 use super::hub::LiveTurn;
+use super::spend::Spend;
 use super::trace::CallTiming;
-use crate::llm::{self, LlmError, StreamEvent};
+use crate::llm::{self, LlmError, Meter, StreamEvent};
 use crate::store::{self, ThreadPatch};
 
 /// How long naming a conversation may take before the first words of the message are used instead.
@@ -84,31 +85,29 @@ impl Naming<'_> {
             max_tokens: 24,
         };
         let mut timing = CallTiming::start(CallPurpose::Title);
+        // However the call ends (a timeout included), its tokens go on the ledger.
+        let meter = Meter::new(&request);
+        let spend = Spend::new(self.engine.store.clone(), self.user, self.thread, self.provider.model(), meter.clone());
+        let mut text = String::new();
         let collect = async {
-            let mut stream = self.provider.stream(request).await?;
-            let mut text = String::new();
+            let stream = self.provider.stream(request).await.inspect_err(|_| meter.refused())?;
+            let mut stream = meter.watch(stream);
             while let Some(event) = stream.next().await {
                 match event?.without_nul() {
                     StreamEvent::TextDelta(t) => {
                         timing.output();
                         text.push_str(&t);
                     }
-                    StreamEvent::Usage(u) => timing.add_usage(u),
                     StreamEvent::Stop(reason) => timing.stopped_by_model(reason),
-                    StreamEvent::ToolCall(_) => {}
+                    StreamEvent::Usage(_) | StreamEvent::ToolCall(_) => {}
                 }
             }
-            Ok(text)
+            Ok(())
         };
-        let text = tokio::time::timeout(TITLE_TIMEOUT, collect).await.unwrap_or(Err(LlmError::Timeout));
-        let usage = Usage { input_tokens: timing.usage().input_tokens, output_tokens: timing.usage().output_tokens };
-        if text.is_ok() {
-            let model = self.provider.model().to_string();
-            if let Err(e) = self.engine.store.record_usage(self.user, self.thread, &model, usage).await {
-                tracing::warn!(error = %e, "recording title usage failed");
-            }
-        }
-        let call = timing.step(self.provider.as_ref(), text.as_ref().err());
+        let answered = tokio::time::timeout(TITLE_TIMEOUT, collect).await.unwrap_or(Err(LlmError::Timeout));
+        timing.metered(spend.record().await);
+        let call = timing.step(self.provider.as_ref(), answered.as_ref().err());
+        let text = answered.map(|()| text);
         // A title is kept and shown: personal data in it is replaced as in a person's own words.
         let title = text.ok().as_deref().and_then(clean_title);
         (title.map(|title| crate::privacy::redact_if(self.engine.limits.redact_pii, title, 80)), call)

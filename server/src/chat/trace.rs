@@ -19,6 +19,8 @@ pub struct CallTiming {
     clock: Instant,
     first_token_ms: Option<u64>,
     usage: llm::Usage,
+    /// Whether Quire counted the usage (no report from the provider).
+    counted: bool,
     stop: Option<StopReason>,
 }
 
@@ -31,6 +33,7 @@ impl CallTiming {
             clock: Instant::now(),
             first_token_ms: None,
             usage: llm::Usage::default(),
+            counted: false,
             stop: None,
         }
     }
@@ -50,6 +53,17 @@ impl CallTiming {
     /// The tokens the call was metered so far.
     pub fn usage(&self) -> llm::Usage {
         self.usage
+    }
+
+    /// The call's tokens as its meter read them once it was over (reported, or counted by Quire).
+    pub fn metered(&mut self, reading: llm::Metered) {
+        self.usage = reading.usage;
+        self.counted = reading.counted;
+    }
+
+    /// Whether the model stopped at the answer's length limit (`max_tokens`).
+    pub fn cut_off(&self) -> bool {
+        self.stop == Some(StopReason::MaxTokens)
     }
 
     /// The provider said why the model stopped.
@@ -75,6 +89,7 @@ impl CallTiming {
             model: provider.model().to_string(),
             input_tokens: self.usage.input_tokens,
             output_tokens: self.usage.output_tokens,
+            counted: self.counted,
             first_token_ms: self.first_token_ms,
             duration_ms: millis(self.clock),
             stop_reason: if error.is_some() { None } else { self.stop },

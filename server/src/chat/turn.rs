@@ -23,7 +23,7 @@ use super::summary;
 use super::title::{Naming, DEFAULT_TITLE};
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
-use crate::llm::{self, LlmError, Part, StreamEvent};
+use crate::llm::{self, LlmError, Meter, Part, StreamEvent};
 use crate::store::{
     self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, Place, SpentTokens, Started, StoreError, ThreadStamp,
     TurnEnd, TurnProgress, TurnStart, TurnTrace,
@@ -37,6 +37,27 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 pub const STALE_AFTER_MS: i64 = 30_000;
 /// Most provider -> tools rounds in one turn.
 pub const MAX_ROUNDS: usize = 5;
+/// Most tokens one model call of a turn may write.
+pub const ANSWER_MAX_TOKENS: u32 = 4096;
+/// Fewest tokens a call is asked to write within a budget: after a turn's first call, one that cannot have this
+/// many is not made (the turn ends with [`OVER_BUDGET`]).
+const MIN_CALL_TOKENS: u64 = 64;
+/// Tokens of a request beyond the conversation (Quire's rules, a person's instructions, the tools' descriptions)
+/// that a turn's estimate allows for.
+const PROMPT_OVERHEAD_TOKENS: u64 = 4_000;
+/// The calls a turn's estimate covers: one that asks for a tool and one that answers with its result.
+const ESTIMATED_CALLS: u64 = 2;
+/// What ends an answer cut short by the budget.
+const OVER_BUDGET: &str = "*The answer stops here: it used the tokens today's budget leaves for one answer.*";
+/// What ends an answer cut off by its length limit while it was calling a tool (the call, incomplete, is not run).
+const CUT_OFF: &str = "*The answer stops here: it reached its length limit, so what it was writing was not saved.*";
+
+/// Most tokens one turn reserves while a budget applies (see [`TurnLimits::turn_tokens`](crate::store::TurnLimits)):
+/// [`ESTIMATED_CALLS`] calls, each with a whole conversation of `context_tokens` and a whole answer.
+pub fn turn_estimate(context_tokens: usize) -> u64 {
+    let call = (context_tokens as u64).saturating_add(PROMPT_OVERHEAD_TOKENS).saturating_add(ANSWER_MAX_TOKENS.into());
+    call.saturating_mul(ESTIMATED_CALLS)
+}
 
 /// Takes the thread and starts the turn in the background.
 ///
@@ -112,8 +133,8 @@ pub(super) async fn launch(
             }
             None => (engine.store.start_turn_stamped(start, &engine.limits.turns).await, None, None),
         };
-        let (saved, before) = match begun {
-            Ok(Started { message, before }) => (message, before),
+        let (saved, before, allowance) = match begun {
+            Ok(Started { message, before, allowance }) => (message, before, allowance),
             Err(e) => {
                 engine.refused(user);
                 if let Some(started) = started.take() {
@@ -127,6 +148,7 @@ pub(super) async fn launch(
             Some((mut turn, opened, pending)) => {
                 turn.question = saved.clone();
                 turn.before = before;
+                turn.allowance = allowance;
                 // A context built from what was kept, for a conversation changed since, is built again.
                 let opened = match turn.basis_fits() {
                     true => opened,
@@ -164,6 +186,7 @@ pub(super) async fn launch(
                         };
                         turn.question = question;
                         turn.before = before;
+                        turn.allowance = allowance;
                         (holding, turn, None)
                     }
                     Err(e) => {
@@ -271,7 +294,17 @@ struct Opened {
     system: String,
     messages: Vec<llm::Message>,
     tools: tools::Offered,
-    call: (llm::EventStream, CallTiming),
+    call: Call,
+}
+
+/// One open model call of a turn.
+struct Call {
+    /// Its events, each taken into account by `meter` as it passes.
+    stream: llm::EventStream,
+    timing: CallTiming,
+    meter: Meter,
+    /// Whether its `max_tokens` was lowered to fit the budget.
+    capped: bool,
 }
 
 /// How the model part of a turn ended.
@@ -290,7 +323,12 @@ struct Turn<'a> {
     live: Arc<LiveTurn>,
     plan: Plan,
     text: String,
+    /// The tokens of the calls over so far (see `meters`).
     usage: Usage,
+    /// One meter for each model call the turn made: what they cost, however they ended.
+    meters: Vec<Meter>,
+    /// What the turn may spend, reserved when it started; `None` when no budget applies.
+    allowance: Option<u64>,
     artifacts: Vec<Artifact>,
     /// The requests for documents the model sees (what a document made in this turn may answer).
     open_requests: Vec<OpenRequest>,
@@ -335,6 +373,8 @@ impl<'a> Turn<'a> {
             plan,
             text: String::new(),
             usage: Usage::default(),
+            meters: Vec::new(),
+            allowance: None,
             artifacts: Vec::new(),
             open_requests: Vec::new(),
             path: HashSet::new(),
@@ -406,6 +446,10 @@ impl<'a> Turn<'a> {
         };
         let made = begun(&answer);
         if answer.is_err() {
+            // The call may have gone out: what it cost goes on the ledger all the same.
+            drop(open);
+            drop(opened);
+            self.record_unkept();
             return (answer, made, None);
         }
         let opened = match opened {
@@ -488,30 +532,90 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Opens one model call: its stream of events and its timing.
-    async fn call(
-        &mut self,
-        system: &str,
-        messages: &[llm::Message],
-        tools: &tools::Offered,
-    ) -> Result<(llm::EventStream, CallTiming), Ending> {
-        let request = llm::ChatRequest {
+    /// Opens one model call, metered. Within a budget, the call may write what the turn's allowance leaves once
+    /// its request is paid for; after the turn's first call, one that would have less than [`MIN_CALL_TOKENS`]
+    /// is not made and the answer ends with [`OVER_BUDGET`].
+    async fn call(&mut self, system: &str, messages: &[llm::Message], tools: &tools::Offered) -> Result<Call, Ending> {
+        let mut request = llm::ChatRequest {
             system: system.to_string(),
             messages: messages.to_vec(),
             tools: tools.specs(),
-            max_tokens: 4096,
+            max_tokens: ANSWER_MAX_TOKENS,
         };
+        let (meter, capped) = match self.allowance {
+            None => (Meter::new(&request), false),
+            Some(allowance) => {
+                let prompt = request.prompt_tokens();
+                let (spent, _) = self.metered();
+                let spent = spent.input_tokens.saturating_add(spent.output_tokens);
+                let left = allowance.saturating_sub(spent).saturating_sub(prompt);
+                if !self.meters.is_empty() && left < MIN_CALL_TOKENS {
+                    return Err(self.noted(OVER_BUDGET));
+                }
+                let cap = left.clamp(MIN_CALL_TOKENS, ANSWER_MAX_TOKENS.into());
+                request.max_tokens = u32::try_from(cap).unwrap_or(ANSWER_MAX_TOKENS);
+                (Meter::counted(prompt), cap < u64::from(ANSWER_MAX_TOKENS))
+            }
+        };
+        self.meters.push(meter.clone());
         let timing = CallTiming::start(CallPurpose::Answer);
         let (live, provider) = (self.live.clone(), self.provider.clone());
         let started = tokio::select! {
             biased;
-            () = live.cancelled() => return Err(self.end_call(timing, Ending::Stopped)),
+            () = live.cancelled() => return Err(self.end_call(timing, &meter, Ending::Stopped)),
             r = provider.stream(request) => r,
         };
         match started {
-            Ok(stream) => Ok((stream, timing)),
-            Err(e) => Err(self.end_call(timing, Ending::Failed(e))),
+            Ok(stream) => Ok(Call { stream: meter.watch(stream), timing, meter, capped }),
+            Err(e) => {
+                meter.refused();
+                Err(self.end_call(timing, &meter, Ending::Failed(e)))
+            }
         }
+    }
+
+    /// What the turn's calls cost so far, however each ended, and how much of it Quire counted.
+    fn metered(&self) -> (Usage, u64) {
+        let (mut usage, mut counted) = (Usage::default(), 0u64);
+        for reading in self.meters.iter().map(Meter::reading) {
+            usage.input_tokens = usage.input_tokens.saturating_add(reading.usage.input_tokens);
+            usage.output_tokens = usage.output_tokens.saturating_add(reading.usage.output_tokens);
+            counted = counted.saturating_add(reading.counted_tokens());
+        }
+        (usage, counted)
+    }
+
+    /// A call is over: its tokens go into its step of the trace and the answer's usage.
+    fn settle(&mut self, timing: &mut CallTiming, meter: &Meter) {
+        timing.metered(meter.reading());
+        self.usage = self.metered().0;
+    }
+
+    /// Ends the answer with `note`, as its own paragraph; the model conversation is over.
+    fn noted(&mut self, note: &str) -> Ending {
+        let text = format!("{}{note}", paragraph_break(&self.text));
+        self.text.push_str(&text);
+        if !self.plan.silent {
+            self.live.push(ChatEvent::TextDelta { text });
+        }
+        Ending::Done
+    }
+
+    /// Puts on the ledger what the calls of a turn that will not end cost (its start was refused after its first
+    /// call had gone out), without waiting.
+    fn record_unkept(&self) {
+        let (usage, counted_tokens) = self.metered();
+        if usage == Usage::default() {
+            return;
+        }
+        let spent =
+            SpentTokens { user: self.plan.user, thread: self.plan.thread, model: self.model(), usage, counted_tokens };
+        let store = self.engine.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.record_spent(&spent).await {
+                tracing::warn!(error = %e, "recording the tokens of a refused turn's call failed");
+            }
+        });
     }
 
     /// The model conversation: provider -> tools -> provider, at most [`MAX_ROUNDS`] rounds, the first call
@@ -536,7 +640,7 @@ impl<'a> Turn<'a> {
         let mut cancelled = std::pin::pin!(async move { live.cancelled().await });
         let mut next = Some(call);
         for _round in 0..MAX_ROUNDS {
-            let (mut stream, mut timing) = match next.take() {
+            let Call { mut stream, mut timing, meter, capped } = match next.take() {
                 Some(call) => call,
                 None => match self.call(&system, &messages, &tools).await {
                     Ok(call) => call,
@@ -548,7 +652,7 @@ impl<'a> Turn<'a> {
             loop {
                 let next = tokio::select! {
                     biased;
-                    () = cancelled.as_mut() => return self.end_call(timing, Ending::Stopped),
+                    () = cancelled.as_mut() => return self.end_call(timing, &meter, Ending::Stopped),
                     n = stream.next() => n.map(|event| event.map(StreamEvent::without_nul)),
                 };
                 match next {
@@ -572,16 +676,24 @@ impl<'a> Turn<'a> {
                         timing.output();
                         calls.push(call);
                     }
-                    Some(Ok(StreamEvent::Usage(u))) => {
-                        timing.add_usage(u);
-                        self.usage.input_tokens += u.input_tokens;
-                        self.usage.output_tokens += u.output_tokens;
-                    }
+                    // The meter took it.
+                    Some(Ok(StreamEvent::Usage(_))) => {}
                     Some(Ok(StreamEvent::Stop(reason))) => timing.stopped_by_model(reason),
-                    Some(Err(e)) => return self.end_call(timing, Ending::Failed(e)),
+                    Some(Err(e)) => return self.end_call(timing, &meter, Ending::Failed(e)),
                 }
             }
+            drop(stream);
+            self.settle(&mut timing, &meter);
+            let cut_off = timing.cut_off();
             self.trace.push(timing.step(self.provider.as_ref(), None));
+            // A call cut off by its length limit may have been writing a tool call's arguments: none of its tool
+            // calls is run (no half-written document is saved). Cut off by the budget, the answer says so.
+            if cut_off && capped {
+                return self.noted(OVER_BUDGET);
+            }
+            if cut_off && !calls.is_empty() {
+                return self.noted(CUT_OFF);
+            }
             if calls.is_empty() {
                 return Ending::Done;
             }
@@ -602,8 +714,9 @@ impl<'a> Turn<'a> {
         Ending::Done
     }
 
-    /// Keeps a model call that ended the model conversation (stopped or failed) in the trace.
-    fn end_call(&mut self, mut timing: CallTiming, ending: Ending) -> Ending {
+    /// Keeps a model call that ended the model conversation (stopped or failed) in the trace, with what it cost.
+    fn end_call(&mut self, mut timing: CallTiming, meter: &Meter, ending: Ending) -> Ending {
+        self.settle(&mut timing, meter);
         let error = match &ending {
             Ending::Failed(e) => Some(e),
             Ending::Stopped => {
@@ -744,6 +857,9 @@ impl<'a> Turn<'a> {
 
     async fn finish(mut self: Box<Self>, ending: Ending) {
         let user = self.plan.user;
+        // Every call the turn made, one dropped unread included.
+        let (usage, counted_tokens) = self.metered();
+        self.usage = usage;
         let status = match &ending {
             Ending::Done => MessageStatus::Complete,
             Ending::Stopped => MessageStatus::Stopped,
@@ -789,6 +905,7 @@ impl<'a> Turn<'a> {
                 thread: self.plan.thread,
                 model: self.model(),
                 usage: self.usage,
+                counted_tokens,
             }),
             trace: (!self.trace.is_empty()).then(|| TurnTrace {
                 user,

@@ -410,6 +410,7 @@ impl Config {
             user_daily_tokens: self.user_daily_tokens,
             daily_tokens: self.daily_tokens,
             concurrent_turns: self.user_concurrent_turns,
+            turn_tokens: 0,
         }
     }
 

@@ -4,6 +4,7 @@
 pub mod anthropic;
 pub mod builtin;
 pub mod endpoint;
+pub mod meter;
 pub mod openai;
 pub mod registry;
 pub mod retry;
@@ -15,6 +16,7 @@ pub mod types;
 use std::sync::Arc;
 
 pub use endpoint::Endpoint;
+pub use meter::{Meter, Metered};
 pub use registry::Registry;
 pub use secret::ApiKey;
 pub use transport::HttpTimeouts;

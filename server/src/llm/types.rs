@@ -5,6 +5,8 @@ use std::{fmt, pin::Pin, time::Duration};
 use futures::Stream;
 use serde::{Deserialize, Serialize};
 
+use crate::tokens::count_tokens;
+
 /// Who wrote a message in the model's conversation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -72,6 +74,29 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+}
+
+impl ChatRequest {
+    /// The request's tokens as Quire counts them (o200k): its instructions, messages and tools' descriptions.
+    /// What a call costs before its first word, used when the provider reports nothing and to fit a budget.
+    pub fn prompt_tokens(&self) -> u64 {
+        let parts: usize = self
+            .messages
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .map(|p| match p {
+                Part::Text { text } => count_tokens(text),
+                Part::ToolCall(call) => count_tokens(&call.name) + count_tokens(&call.arguments.to_string()),
+                Part::ToolResult { content, .. } => count_tokens(content),
+            })
+            .sum();
+        let tools: usize = self
+            .tools
+            .iter()
+            .map(|t| count_tokens(&t.name) + count_tokens(&t.description) + count_tokens(&t.input_schema.to_string()))
+            .sum();
+        (count_tokens(&self.system) + parts + tools) as u64
+    }
 }
 
 /// Token counts reported by the provider.

@@ -19,6 +19,9 @@ pub struct TurnLimits {
     pub daily_tokens: u64,
     /// Turns one person may have running at once, across all their conversations.
     pub concurrent_turns: u32,
+    /// Most tokens one turn may spend while a budget applies (0 = no such bound): what it reserves as it starts
+    /// when that much remains.
+    pub turn_tokens: u64,
 }
 
 /// Today's spending as the budgets see it, and the person's running turns.
@@ -32,10 +35,15 @@ pub struct Spending {
     pub own_budget: Option<i64>,
     /// The person's turns running now (heard from recently).
     pub running: i64,
+    /// Tokens the person's running turns hold (see [`Spending::allowance`]).
+    pub user_reserved: i64,
+    /// Tokens everyone's running turns hold; 0 when no global budget asked for it.
+    pub everyone_reserved: i64,
 }
 
-/// The person's spending today (UTC) and running turns, and everyone's spending when asked (it reads every
-/// person's ledger rows of the day); its values, each named once and in order (so that SQLite's writer can run
+/// The person's spending today (UTC), running turns and what they hold, and everyone's spending and holdings
+/// when asked (it reads every person's ledger rows of the day); a turn that ended or went quiet holds nothing
+/// (its end wrote what it spent into the ledger; a dead one's is lost with its instance). Its values, each named once and in order (so that SQLite's writer can run
 /// it in a script), are [`spending_values`]'.
 pub(crate) const SPENDING: &str = "with asked (user_id, day, everyone, stale_before) as (select $1, $2, $3, $4)
  select
@@ -45,7 +53,12 @@ pub(crate) const SPENDING: &str = "with asked (user_id, day, everyone, stale_bef
      from usage_ledger l where l.day = asked.day) else cast(0 as bigint) end as everyone_used,
    (select daily_token_budget from users where id = asked.user_id) as own_budget,
    (select count(*) from turns t where t.user_id = asked.user_id and t.status = 'running'
-     and t.heartbeat_at >= asked.stale_before) as running
+     and t.heartbeat_at >= asked.stale_before) as running,
+   (select cast(coalesce(sum(reserved_tokens), 0) as bigint) from turns t where t.user_id = asked.user_id
+     and t.status = 'running' and t.heartbeat_at >= asked.stale_before) as user_reserved,
+   case when asked.everyone then (select cast(coalesce(sum(reserved_tokens), 0) as bigint) from turns t
+     where t.status = 'running' and t.heartbeat_at >= asked.stale_before) else cast(0 as bigint) end
+     as everyone_reserved
  from asked";
 
 /// The values of [`SPENDING`], in order: the person, today, whether everyone's spending is read, and the time
@@ -95,11 +108,32 @@ impl Spending {
         (budget > 0).then_some(budget)
     }
 
-    /// Why a new turn may not start now, if it may not: a budget used up or too many turns running.
-    pub fn refusal(&self, limits: &TurnLimits, now: DateTime<Utc>) -> Option<StoreError> {
-        let used_up = |budget: Option<u64>, used: i64| budget.is_some_and(|b| used.max(0) as u64 >= b);
+    /// What is left of each budget that applies (the person's, everyone's), once the ledger and the running
+    /// turns' reservations are taken off.
+    fn left(&self, limits: &TurnLimits) -> impl Iterator<Item = u64> {
+        let left = |budget: Option<u64>, used: i64, reserved: i64| {
+            budget.map(|b| b.saturating_sub((used.max(0) as u64).saturating_add(reserved.max(0) as u64)))
+        };
         let everyone = (limits.daily_tokens > 0).then_some(limits.daily_tokens);
-        if used_up(self.user_budget(limits), self.user_used) || used_up(everyone, self.everyone_used) {
+        [
+            left(self.user_budget(limits), self.user_used, self.user_reserved),
+            left(everyone, self.everyone_used, self.everyone_reserved),
+        ]
+        .into_iter()
+        .flatten()
+    }
+
+    /// What a turn starting now may spend and reserves: the least that is left of the budgets that apply, at
+    /// most [`TurnLimits::turn_tokens`]; `None` when no budget applies (nothing is reserved).
+    pub fn allowance(&self, limits: &TurnLimits) -> Option<u64> {
+        let left = self.left(limits).min()?;
+        Some(if limits.turn_tokens > 0 { left.min(limits.turn_tokens) } else { left })
+    }
+
+    /// Why a new turn may not start now, if it may not: a budget used up (spent, or held by running turns) or
+    /// too many turns running.
+    pub fn refusal(&self, limits: &TurnLimits, now: DateTime<Utc>) -> Option<StoreError> {
+        if self.left(limits).any(|left| left == 0) {
             return Some(StoreError::BudgetExceeded { resets_at: budget_resets_at(now) });
         }
         if limits.concurrent_turns > 0 && self.running >= i64::from(limits.concurrent_turns) {
@@ -157,7 +191,7 @@ mod tests {
     use super::*;
 
     fn spending(user_used: i64, everyone_used: i64, own_budget: Option<i64>, running: i64) -> Spending {
-        Spending { user_used, everyone_used, own_budget, running }
+        Spending { user_used, everyone_used, own_budget, running, user_reserved: 0, everyone_reserved: 0 }
     }
 
     #[test]
@@ -171,7 +205,7 @@ mod tests {
     #[test]
     fn a_turn_is_refused_once_a_budget_is_spent_or_the_cap_is_reached() {
         let now = Utc::now();
-        let limits = TurnLimits { user_daily_tokens: 100, daily_tokens: 1_000, concurrent_turns: 3 };
+        let limits = TurnLimits { user_daily_tokens: 100, daily_tokens: 1_000, concurrent_turns: 3, turn_tokens: 0 };
         assert!(spending(99, 999, None, 2).refusal(&limits, now).is_none());
         assert!(matches!(spending(100, 0, None, 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
         assert!(matches!(spending(0, 1_000, None, 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
@@ -181,5 +215,30 @@ mod tests {
         assert!(matches!(spending(50, 0, Some(40), 0).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
         assert!(spending(5_000, 0, Some(0), 0).refusal(&limits, now).is_none());
         assert!(spending(i64::MAX, i64::MAX, None, i64::MAX).refusal(&TurnLimits::default(), now).is_none());
+    }
+
+    #[test]
+    fn running_turns_hold_what_they_reserved_and_a_turn_may_spend_what_is_left() {
+        let now = Utc::now();
+        let limits = TurnLimits { user_daily_tokens: 100, daily_tokens: 1_000, concurrent_turns: 0, turn_tokens: 30 };
+        let held = |user_reserved, everyone_reserved| Spending {
+            user_reserved,
+            everyone_reserved,
+            ..spending(60, 900, None, 1)
+        };
+        // 40 left of the person's budget, at most 30 for one turn.
+        assert_eq!(held(0, 0).allowance(&limits), Some(30));
+        // Another of their turns holds 25: 15 left, the least of both budgets.
+        assert_eq!(held(25, 25).allowance(&limits), Some(15));
+        // Everyone's turns hold 95 of the 100 left there.
+        assert_eq!(held(0, 95).allowance(&limits), Some(5));
+        // What running turns hold is as good as spent: none may start on it.
+        assert!(matches!(held(40, 40).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
+        assert!(matches!(held(0, 100).refusal(&limits, now), Some(StoreError::BudgetExceeded { .. })));
+        assert!(held(39, 39).refusal(&limits, now).is_none());
+        // No budget: nothing to reserve, no bound.
+        assert_eq!(held(10, 10).allowance(&TurnLimits::default()), None);
+        let unbounded = TurnLimits { turn_tokens: 0, ..limits };
+        assert_eq!(held(0, 0).allowance(&unbounded), Some(40));
     }
 }

@@ -515,8 +515,13 @@ stored_row! {
 /// A person's history as a whole: usage, stats, export and import.
 #[async_trait]
 pub trait History: Send + Sync {
-    /// Adds tokens to the thread totals and the user's ledger for today and this model.
-    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()>;
+    /// Adds tokens the provider reported to the thread totals and the user's ledger for today and this model.
+    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
+        let spent = super::SpentTokens { user, thread, model: model.to_string(), usage, counted_tokens: 0 };
+        self.record_spent(&spent).await
+    }
+    /// Adds spent tokens (some perhaps counted by Quire) to the thread totals and the user's ledger for today.
+    async fn record_spent(&self, spent: &super::SpentTokens) -> Result<()>;
     /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
     /// type, over the user's own rows.
     async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats>;

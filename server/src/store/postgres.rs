@@ -5,7 +5,7 @@
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
-use app::api::{AttachmentMeta, HistoryStats, Message, Thread, Usage};
+use app::api::{AttachmentMeta, HistoryStats, Message, Thread};
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::{
@@ -504,7 +504,7 @@ async fn save_answer(conn: &mut sqlx::PgConnection, user: Uuid, answer: &super::
 
 /// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
 async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) -> Result<()> {
-    let super::SpentTokens { user, thread, ref model, usage } = *spent;
+    let super::SpentTokens { user, thread, ref model, usage, counted_tokens } = *spent;
     sqlx::query(
         "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
          where id = $3 and user_id = $4",
@@ -516,10 +516,12 @@ async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) ->
     .execute(&mut *conn)
     .await?;
     sqlx::query(
-        "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values ($1, $2, $3, $4, $5)
+        "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens, counted_tokens)
+         values ($1, $2, $3, $4, $5, $6)
          on conflict (user_id, day, model) do update
          set input_tokens = usage_ledger.input_tokens + excluded.input_tokens,
-             output_tokens = usage_ledger.output_tokens + excluded.output_tokens",
+             output_tokens = usage_ledger.output_tokens + excluded.output_tokens,
+             counted_tokens = usage_ledger.counted_tokens + excluded.counted_tokens",
     )
     .bind(user)
     // The UTC day, as SQLite stores it; `current_date` would follow the session's time zone.
@@ -527,6 +529,7 @@ async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) ->
     .bind(model)
     .bind(usage.input_tokens as i64)
     .bind(usage.output_tokens as i64)
+    .bind(i64::try_from(counted_tokens).unwrap_or(i64::MAX))
     .execute(&mut *conn)
     .await?;
     Ok(())

@@ -4,7 +4,7 @@
 
 use std::{str::FromStr, time::Duration};
 
-use app::api::{AttachmentMeta, HistoryStats, Thread, Usage};
+use app::api::{AttachmentMeta, HistoryStats, Thread};
 use async_trait::async_trait;
 use chrono::{NaiveDate, Utc};
 use sqlx::{
@@ -286,7 +286,7 @@ mod tests {
             role: app::api::Role::User,
             content: content.into(),
             status: MessageStatus::Complete,
-            usage: Usage::default(),
+            usage: app::api::Usage::default(),
             model: None,
         }
     }
@@ -379,7 +379,7 @@ mod tests {
         let update = MessageUpdate {
             content: "a heron over the harbour".into(),
             status: MessageStatus::Complete,
-            usage: Usage::default(),
+            usage: app::api::Usage::default(),
             model: None,
             context: None,
         };
@@ -474,7 +474,7 @@ mod tests {
                 update: super::super::MessageUpdate {
                     content: "Half an answer".into(),
                     status: MessageStatus::Interrupted,
-                    usage: Usage::default(),
+                    usage: app::api::Usage::default(),
                     model: None,
                     context: None,
                 },

@@ -144,7 +144,13 @@ macro_rules! summaries_for {
                     self.write_together(move |tx| {
                         Box::pin(async move {
                             let saved = Shared::save_summary(&mut *tx, user, thread, summary.clone()).await?;
-                            let spent = SpentTokens { user, thread, model: summary.model, usage: summary.usage };
+                            let spent = SpentTokens {
+                                user,
+                                thread,
+                                model: summary.model,
+                                usage: summary.usage,
+                                counted_tokens: 0,
+                            };
                             add_usage(tx, &spent).await?;
                             Ok(saved)
                         })

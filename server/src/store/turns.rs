@@ -327,6 +327,8 @@ pub struct SpentTokens {
     pub thread: Uuid,
     pub model: String,
     pub usage: Usage,
+    /// Of `usage`, the tokens Quire counted itself: their calls ended before the provider reported them.
+    pub counted_tokens: u64,
 }
 
 /// What one running turn produced since its progress was last saved: its new events and, for a typed turn,
@@ -393,6 +395,9 @@ pub struct TurnStart {
 pub struct Started {
     pub message: Option<Message>,
     pub before: Option<ThreadStamp>,
+    /// What the turn may spend, reserved against the budgets until it ends (see
+    /// [`Spending::allowance`](super::Spending::allowance)); `None` when no budget applies.
+    pub allowance: Option<u64>,
 }
 
 stored_row! {
@@ -444,7 +449,9 @@ pub trait Turns: Send + Sync {
     /// returned as saved: one commit where a turn starts. Refused with [`StoreError::BudgetExceeded`] or
     /// [`StoreError::TooManyTurns`] when the person (or everyone) spent today's budget or already has
     /// `limits.concurrent_turns` running; the check and the start are one atomic step, so starts of one person at
-    /// once, on any instance, are counted one after the other.
+    /// once, on any instance, are counted one after the other (and, under a global budget, everyone's starts).
+    /// When a budget applies, the turn reserves what it may spend ([`Started::allowance`]) in the same step: the
+    /// starts after it count it as spent until it ends.
     async fn start_turn(&self, start: TurnStart, limits: &TurnLimits) -> Result<Option<Message>> {
         self.start_turn_stamped(start, limits).await.map(|started| started.message)
     }

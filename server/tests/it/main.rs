@@ -31,6 +31,7 @@ mod protection;
 mod redaction;
 mod reliability;
 mod security;
+mod security_budgets;
 mod security_links;
 mod security_setup;
 mod settings_and_shares;

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{
     add_usage, thread_from_row, write_import_part, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate,
-    Postgres, Shared, Usage, IMPORT_STATEMENTS, THREAD_COLUMNS,
+    Postgres, Shared, IMPORT_STATEMENTS, THREAD_COLUMNS,
 };
 use crate::store::history::{import_groups, Prepared};
 use crate::store::{Result, SpentTokens};
@@ -17,9 +17,9 @@ use crate::store::{Result, SpentTokens};
 #[async_trait]
 impl History for Postgres {
     #[instrument(skip(self))]
-    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
+    async fn record_spent(&self, spent: &SpentTokens) -> Result<()> {
         let mut tx = self.pool.begin().await?;
-        add_usage(&mut tx, &SpentTokens { user, thread, model: model.to_string(), usage }).await?;
+        add_usage(&mut tx, spent).await?;
         tx.commit().await?;
         Ok(())
     }

@@ -56,16 +56,19 @@ impl Turns for Postgres {
         let now = now();
         let mut tx = self.pool.begin().await?;
         // Instances share the database: the lock of the person, held until the commit that makes this start's
-        // turn visible, makes starts of one person on any instance count and start one after the other.
+        // turn visible, makes starts of one person on any instance count and start one after the other. Under a
+        // global budget every start reserves from one remainder: they all take one lock instead.
+        let whose = if limits.daily_tokens > 0 { String::new() } else { user.to_string() };
         sqlx::query("select pg_advisory_xact_lock($1, hashtext($2))")
             .bind(TURN_START_LOCKS)
-            .bind(user.to_string())
+            .bind(whose)
             .execute(&mut *tx)
             .await?;
         let spending = Shared::spending(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
         if let Some(refusal) = spending.refusal(limits, now) {
             return Err(refusal);
         }
+        let allowance = spending.allowance(limits);
         // The common case takes the thread at once; a turn marked running in it fails the attempt (and only
         // the attempt: it has a savepoint of its own), then is taken over if it died.
         let mut attempt = sqlx::Acquire::begin(&mut *tx).await?;
@@ -80,12 +83,19 @@ impl Turns for Postgres {
                 saved
             }
         };
+        if let Some(reserved) = allowance.filter(|&tokens| tokens > 0) {
+            sqlx::query("update turns set reserved_tokens = $1 where id = $2")
+                .bind(i64::try_from(reserved).unwrap_or(i64::MAX))
+                .bind(turn)
+                .execute(&mut *tx)
+                .await?;
+        }
         tx.commit().await?;
         match saved {
             (None, _) if request.is_some() => {
-                Ok(Started { message: self.save_request(user, request, now).await?, before: None })
+                Ok(Started { message: self.save_request(user, request, now).await?, before: None, allowance })
             }
-            (message, before) => Ok(Started { message, before: Some(before) }),
+            (message, before) => Ok(Started { message, before: Some(before), allowance }),
         }
     }
 

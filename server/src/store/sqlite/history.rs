@@ -5,21 +5,16 @@ use async_trait::async_trait;
 use tracing::instrument;
 use uuid::Uuid;
 
-use super::{
-    import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Shared, Sqlite, Usage,
-};
+use super::{import, turn_writes, AttachmentMeta, History, HistoryStats, ImportThread, NaiveDate, Shared, Sqlite};
 use crate::store::columns::ids;
 use crate::store::{Result, SpentTokens};
 
 #[async_trait]
 impl History for Sqlite {
     #[instrument(skip(self))]
-    async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
-        let model = model.to_owned();
-        self.write(move |tx| {
-            Box::pin(async move { turn_writes::add_usage(tx, &SpentTokens { user, thread, model, usage }).await })
-        })
-        .await
+    async fn record_spent(&self, spent: &SpentTokens) -> Result<()> {
+        let spent = spent.clone();
+        self.write(move |tx| Box::pin(async move { turn_writes::add_usage(tx, &spent).await })).await
     }
 
     #[instrument(skip(self))]

@@ -156,6 +156,15 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart, l
     if let Some(refusal) = spending.refusal(limits, created) {
         return Err(refusal);
     }
+    // The writer runs one start at a time: the spending read above is still the whole story.
+    let allowance = spending.allowance(limits);
+    if let Some(reserved) = allowance.filter(|&tokens| tokens > 0) {
+        sqlx::query("update turns set reserved_tokens = ? where id = ?")
+            .bind(i64::try_from(reserved).unwrap_or(i64::MAX))
+            .bind(start.turn.to_string())
+            .execute(&mut *conn)
+            .await?;
+    }
     // A thread numbered up to `MAX_SEQ` saved nothing: numbered again, it has room for this turn's messages.
     let taken = match taken {
         Taken::Taken { message: None, .. } if Shared::renumber_if_full(conn, start.user, start.thread).await? => {
@@ -171,7 +180,7 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart, l
         }
         other => other,
     };
-    started(start, taken, created)
+    started(start, taken, created, allowance)
 }
 
 /// What [`take_thread`] did.
@@ -184,13 +193,13 @@ enum Taken {
     Taken { message: Option<(Uuid, Place)>, before: Option<ThreadStamp> },
 }
 
-fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>) -> Result<Started> {
+fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>, allowance: Option<u64>) -> Result<Started> {
     match (taken, &start.request) {
         (Taken::Missing, _) => Err(StoreError::NotFound),
         (Taken::Taken { message: Some((id, place)), before }, Some(request)) => {
-            Ok(Started { message: Some(request.clone().saved(id, place, created)), before })
+            Ok(Started { message: Some(request.clone().saved(id, place, created)), before, allowance })
         }
-        (Taken::Taken { before, .. }, _) => Ok(Started { message: None, before }),
+        (Taken::Taken { before, .. }, _) => Ok(Started { message: None, before, allowance }),
     }
 }
 
@@ -488,15 +497,18 @@ fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
         .bind(spent.thread.to_string())
         .bind(user.clone())
         .statement(
-            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens) values (?, ?, ?, ?, ?)
+            "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens, counted_tokens)
+             values (?, ?, ?, ?, ?, ?)
              on conflict (user_id, day, model) do update set input_tokens = input_tokens + excluded.input_tokens,
-             output_tokens = output_tokens + excluded.output_tokens",
+             output_tokens = output_tokens + excluded.output_tokens,
+             counted_tokens = counted_tokens + excluded.counted_tokens",
         )
         .bind(user)
         .bind(super::today())
         .bind(spent.model.as_str())
         .bind(usage.input_tokens as i64)
-        .bind(usage.output_tokens as i64);
+        .bind(usage.output_tokens as i64)
+        .bind(i64::try_from(spent.counted_tokens).unwrap_or(i64::MAX));
 }
 
 /// Stores events of turns in one statement of fixed text, a row per run (see [`EventRun`]), the rows passed as

@@ -18,7 +18,7 @@ stories!(
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
 fn spent(user: Uuid, thread: Uuid, model: &str, input_tokens: u64, output_tokens: u64) -> SpentTokens {
-    SpentTokens { user, thread, model: model.into(), usage: Usage { input_tokens, output_tokens } }
+    SpentTokens { user, thread, model: model.into(), usage: Usage { input_tokens, output_tokens }, counted_tokens: 0 }
 }
 
 async fn traces(db: Db) {
@@ -32,6 +32,7 @@ async fn traces(db: Db) {
         model: "gpt-test".into(),
         input_tokens: 0,
         output_tokens: 0,
+        counted: false,
         first_token_ms: None,
         duration_ms: 0,
         stop_reason: None,

@@ -1,0 +1,84 @@
+//! The tokens of a model call made beside a turn's answer (a title, a summary), put on the person's ledger however
+//! the call ends: when its caller gets there, or else when the call is dropped (it timed out, or the task carrying
+//! it was aborted), from the call's meter.
+
+use uuid::Uuid;
+
+use crate::llm::{Meter, Metered};
+use crate::store::{DynStore, SpentTokens};
+
+/// A call's tokens not yet on the ledger.
+pub(super) struct Spend {
+    store: DynStore,
+    user: Uuid,
+    thread: Uuid,
+    model: String,
+    meter: Meter,
+    settled: bool,
+}
+
+impl Spend {
+    /// The tokens `meter` reads, to be put on `user`'s ledger for `thread` and `model`.
+    pub(super) fn new(store: DynStore, user: Uuid, thread: Uuid, model: &str, meter: Meter) -> Self {
+        Self { store, user, thread, model: model.to_string(), meter, settled: false }
+    }
+
+    fn spent(&self, reading: Metered) -> SpentTokens {
+        SpentTokens {
+            user: self.user,
+            thread: self.thread,
+            model: self.model.clone(),
+            usage: app::api::Usage {
+                input_tokens: reading.usage.input_tokens,
+                output_tokens: reading.usage.output_tokens,
+            },
+            counted_tokens: reading.counted_tokens(),
+        }
+    }
+
+    /// Puts the call's tokens on the ledger now; what they were.
+    pub(super) async fn record(mut self) -> Metered {
+        self.settled = true;
+        let reading = self.meter.reading();
+        if reading.total() > 0 {
+            if let Err(e) = self.store.record_spent(&self.spent(reading)).await {
+                tracing::warn!(error = %e, "recording a model call's tokens failed");
+            }
+        }
+        reading
+    }
+
+    /// The tokens the provider reported, which go on the ledger with what the call wrote; the call back when
+    /// they were counted by Quire (to be recorded as such).
+    pub(super) fn settle_reported(mut self) -> Result<app::api::Usage, Self> {
+        let reading = self.meter.reading();
+        if reading.counted {
+            return Err(self);
+        }
+        self.settled = true;
+        Ok(app::api::Usage { input_tokens: reading.usage.input_tokens, output_tokens: reading.usage.output_tokens })
+    }
+}
+
+impl Drop for Spend {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let reading = self.meter.reading();
+        if reading.total() == 0 {
+            return;
+        }
+        let (store, spent) = (self.store.clone(), self.spent(reading));
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(e) = store.record_spent(&spent).await {
+                        tracing::warn!(error = %e, "recording a dropped model call's tokens failed");
+                    }
+                });
+            }
+            Err(_) => tracing::warn!(tokens = reading.total(), "a dropped model call's tokens went unrecorded"),
+        }
+    }
+}
