@@ -69,7 +69,8 @@ impl Engine {
     /// while a turn of this process holds the conversation (the start would be refused), nor for a person whose
     /// start was refused within [`CAUTIOUS_FOR`] (over budget, at the cap of running turns, busy): a start that is
     /// refused costs a model call at most once a minute a person. Never under a configured budget: a call's
-    /// `max_tokens` is fitted to what the start reserves.
+    /// `max_tokens` is fitted to what the start reserves; nor, for a minute, for a person whose own budget made an
+    /// early call too large (it was opened again, its request paid twice).
     pub(super) fn opens_early(&self, user: Uuid, thread: Uuid) -> bool {
         let budgets = self.limits.turns;
         if budgets.user_daily_tokens > 0 || budgets.daily_tokens > 0 || self.hub.get(thread).is_some() {
@@ -79,7 +80,7 @@ impl Engine {
         refusals.get(&user).is_none_or(|at| at.elapsed() >= CAUTIOUS_FOR)
     }
 
-    /// Notes that a start of `user`'s was refused.
+    /// Notes that a start of `user`'s was refused, or bounded by a budget of their own.
     pub(super) fn refused(&self, user: Uuid) {
         let mut refusals = self.refusals.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if refusals.len() >= REFUSALS_KEPT {

@@ -149,12 +149,19 @@ pub(super) async fn launch(
                 turn.question = saved.clone();
                 turn.before = before;
                 turn.allowance = allowance;
-                // A context built from what was kept, for a conversation changed since, is built again.
-                let opened = match turn.basis_fits() {
+                // A context built from what was kept, for a conversation changed since, is built again; so is a
+                // call that may write more than the start reserved for a person with a budget of their own (its
+                // request is paid for all the same: the meter keeps it).
+                let (fits, within) = (turn.basis_fits(), turn.early_call_fits());
+                if !within {
+                    // The person's next starts wait for their commit, so their calls are fitted from the first.
+                    engine.refused(user);
+                }
+                let opened = match fits && within {
                     true => opened,
                     false => {
                         drop(opened);
-                        if turn.basis.as_ref().is_some_and(|b| b.from_memory) {
+                        if !fits && turn.basis.as_ref().is_some_and(|b| b.from_memory) {
                             engine.memory.count(Source::Stale);
                         }
                         // A summary refresh started for the dropped context starts again with the new one.
@@ -572,6 +579,15 @@ impl<'a> Turn<'a> {
                 Err(self.end_call(timing, &meter, Ending::Failed(e)))
             }
         }
+    }
+
+    /// Whether the call opened before the start committed may write all it asked for within the allowance the
+    /// start reserved (always without a budget: an early call is made only when no configured budget applies, but
+    /// a person may have one of their own).
+    fn early_call_fits(&self) -> bool {
+        let Some(allowance) = self.allowance else { return true };
+        let request = self.meters.last().map_or(0, |meter| meter.reading().usage.input_tokens);
+        allowance >= request.saturating_add(ANSWER_MAX_TOKENS.into())
     }
 
     /// What the turn's calls cost so far, however each ended, and how much of it Quire counted.

@@ -27,6 +27,7 @@ stories!(
     turns_started_at_once_never_exceed_the_budget_by_more_than_one_turns_estimate,
     an_answer_over_the_budget_ends_with_a_note_and_no_half_written_document,
     the_tool_loop_makes_no_call_the_budget_cannot_pay_for,
+    a_persons_own_budget_caps_the_answer_as_a_configured_one_does,
 );
 
 /// A budget far from spent: `used_today` shows every token.
@@ -265,4 +266,36 @@ async fn the_tool_loop_makes_no_call_the_budget_cannot_pay_for(db: Db) {
     assert!(answer.content.contains("today's budget"), "{}", answer.content);
     assert_eq!(db.raw.count("artifacts", "thread_id", thread).await, 1, "the whole document is kept");
     assert_eq!(used_today(&server).await, 270);
+}
+
+async fn a_persons_own_budget_caps_the_answer_as_a_configured_one_does(db: Db) {
+    // Nothing configured, so the model is asked while the message commits; the person's own budget, set by an
+    // administrator, leaves room for two requests and a short answer, not for a whole one.
+    let answer = || {
+        vec![
+            Step::delta("Beds of beans."),
+            Step::Emit(StreamEvent::Usage(Usage { input_tokens: 20, output_tokens: 5 })),
+            Step::Emit(StreamEvent::Stop(StopReason::EndTurn)),
+        ]
+    };
+    let model = ScriptedModel::new(vec![answer(), answer(), answer()]);
+    let server = TestServer::with(db.store.clone(), model.clone()).await;
+    const OWN_BUDGET: u64 = 3_500;
+    db.store.set_daily_token_budget(server.user.id, Some(OWN_BUDGET)).await.unwrap();
+    let thread = server.create_thread().await;
+    let frames = server.chat(thread, "What should we plant?").await;
+    assert_eq!(frames.last().unwrap().event.name(), "message_complete");
+    let requests = model.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 2, "the call opened early is opened again, fitted to the budget");
+    let prompt = requests[1].prompt_tokens();
+    assert!(2 * prompt + 64 <= OWN_BUDGET, "the test's budget leaves room for a fitted call: prompt {prompt}");
+    // The early call's request is paid for (its meter counts it), and the answer fits what is left after both.
+    assert!(u64::from(requests[1].max_tokens) <= OWN_BUDGET - 2 * prompt, "max_tokens {}", requests[1].max_tokens);
+    assert_eq!(server.wait_idle(thread).await.messages[1].content, "Beds of beans.");
+    assert!(used_today(&server).await <= OWN_BUDGET);
+    // The next message waits for its start: one call, fitted from the first.
+    server.chat(thread, "And in winter?").await;
+    let requests = model.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 3);
+    assert!(u64::from(requests[2].max_tokens) < u64::from(quire::chat::turn::ANSWER_MAX_TOKENS));
 }
