@@ -180,7 +180,9 @@ impl Summariser {
         let spend = Spend::new(self.store.clone(), user, thread, self.provider.model(), meter.clone());
         let answer = async {
             let stream = self.provider.stream(request).await.map_err(|e| {
-                meter.refused();
+                if e.billed_nothing() {
+                    meter.refused();
+                }
                 e.code()
             })?;
             let mut stream = meter.watch(stream);

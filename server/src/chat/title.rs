@@ -90,7 +90,11 @@ impl Naming<'_> {
         let spend = Spend::new(self.engine.store.clone(), self.user, self.thread, self.provider.model(), meter.clone());
         let mut text = String::new();
         let collect = async {
-            let stream = self.provider.stream(request).await.inspect_err(|_| meter.refused())?;
+            let stream = self.provider.stream(request).await.inspect_err(|e| {
+                if e.billed_nothing() {
+                    meter.refused();
+                }
+            })?;
             let mut stream = meter.watch(stream);
             while let Some(event) = stream.next().await {
                 match event?.without_nul() {

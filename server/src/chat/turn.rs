@@ -575,7 +575,9 @@ impl<'a> Turn<'a> {
         match started {
             Ok(stream) => Ok(Call { stream: meter.watch(stream), timing, meter, capped }),
             Err(e) => {
-                meter.refused();
+                if e.billed_nothing() {
+                    meter.refused();
+                }
                 Err(self.end_call(timing, &meter, Ending::Failed(e)))
             }
         }
@@ -929,6 +931,8 @@ impl<'a> Turn<'a> {
                 steps: std::mem::take(&mut self.trace),
             }),
         };
+        // Kept apart in case the end cannot be saved: the tokens go on the ledger all the same.
+        let spent = end.usage.clone();
         match self.engine.store.finish_turn_stamped(self.live.id, end).await {
             // Kept before anyone is told the turn ended, so the next message finds it.
             Ok(ended) => self.keep_for_next(kept_answer.as_ref(), ended),
@@ -942,6 +946,11 @@ impl<'a> Turn<'a> {
                 let closing = TurnEnd { events, ..TurnEnd::default() };
                 if let Err(e) = self.engine.store.finish_turn(self.live.id, closing).await {
                     tracing::error!(error = %e, "closing the turn failed");
+                }
+                if let Some(spent) = spent {
+                    if let Err(e) = self.engine.store.record_spent(&spent).await {
+                        tracing::error!(error = %e, "recording the tokens of a turn whose end was not saved failed");
+                    }
                 }
             }
         }

@@ -174,6 +174,12 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// Whether the provider refused the call before it could bill any of it: an error status, or no connection. A
+    /// timeout or an unreadable answer came after the request was sent, so the call is metered all the same.
+    pub fn billed_nothing(&self) -> bool {
+        !matches!(self, LlmError::Timeout | LlmError::Protocol(_))
+    }
+
     /// Stable machine-readable code for the SSE `error` event.
     pub fn code(&self) -> &'static str {
         match self {

@@ -2,9 +2,9 @@
 //! Every line written while a request is answered carries the request's span, with its `request_id`.
 //!
 //! No secret of a link reaches the log, at any level and from any crate: every line written has the values of
-//! `token`, `invite`, `code`, `state` and `setup` parameters, and the whole query of the sign-up and password
-//! reset pages, replaced by [`REDACTED`] (see [`redact`]). The one exception is the line that prints the setup
-//! link for the operator ([`SETUP_LINK_TARGET`]).
+//! `token`, `invite`, `code`, `state` and `setup` parameters, the whole query of the sign-up and password reset
+//! pages, and a share link's token (its path) replaced by [`REDACTED`] (see [`redact`]). The one exception is the
+//! line that prints the setup link for the operator ([`SETUP_LINK_TARGET`]).
 
 use std::{borrow::Cow, io::Write, sync::LazyLock};
 
@@ -26,7 +26,7 @@ pub const REDACTED: &str = "[redacted]";
 /// Secrets in links, each as a pattern whose first group is kept and whose rest is replaced. A value runs to the
 /// end of its URL (whitespace, `#`, or the end of a quoted or JSON-escaped text: `"`, `'`, `\`) or to the next
 /// parameter (`&`; once percent-encoded inside another parameter, `%26` or `&`).
-static SECRETS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+static SECRETS: LazyLock<[Regex; 5]> = LazyLock::new(|| {
     let names = "(?:token|invite|code|state|setup)";
     let encoded_value = r#"(?:[^&\s"'\\#%]|%(?:[013-9A-Fa-f][0-9A-Fa-f]|2[0-57-9A-Fa-f]))*"#;
     [
@@ -37,6 +37,8 @@ static SECRETS: LazyLock<[Regex; 4]> = LazyLock::new(|| {
         // A parameter so named in any URL, and percent-encoded inside another's value (`redirect=`).
         format!(r#"(?i)([?&;]{names}=)[^&\s"'\\#]*"#),
         format!(r"(?i)((?:%3F|%26|%3B){names}%3D){encoded_value}"),
+        // A share link's token, which is its path: the page and its JSON.
+        r"((?:^|[\s\x22'=])/(?:s|api/shared)/)[A-Za-z0-9_-]+".to_string(),
     ]
     .map(|pattern| Regex::new(&pattern).expect("valid pattern"))
 });
@@ -168,6 +170,9 @@ mod tests {
             ("/signin?next=%2Fsignup%3Finvite%3Dabc", "/signin?next=%2Fsignup%3F[redacted]"),
             ("/signin?next=%2Fx%3Fcode%3Dabc%26b%3D1", "/signin?next=%2Fx%3Fcode%3D[redacted]%26b%3D1"),
             ("/a?token=p%2Fq%3Dr%26s&b=1", "/a?token=[redacted]&b=1"),
+            ("GET /s/AbC-12_x HTTP/1.1", "GET /s/[redacted] HTTP/1.1"),
+            (r#"{"uri":"/api/shared/AbC-12_x"}"#, r#"{"uri":"/api/shared/[redacted]"}"#),
+            ("uri=/api/shares/AbC request_id=7", "uri=/api/shares/AbC request_id=7"),
             (
                 "/signin?next=%2Freset-password%3Ftoken%3Dabc&lang=en",
                 "/signin?next=%2Freset-password%3F[redacted]&lang=en",
