@@ -36,14 +36,19 @@ impl Spend {
         }
     }
 
-    /// Puts the call's tokens on the ledger now; what they were.
+    /// Puts the call's tokens on the ledger now (on a task of its own, so that a caller aborted meanwhile does not
+    /// lose them); what they were.
     pub(super) async fn record(mut self) -> Metered {
         self.settled = true;
         let reading = self.meter.reading();
         if reading.total() > 0 {
-            if let Err(e) = self.store.record_spent(&self.spent(reading)).await {
-                tracing::warn!(error = %e, "recording a model call's tokens failed");
-            }
+            let (store, spent) = (self.store.clone(), self.spent(reading));
+            let recording = tokio::spawn(async move {
+                if let Err(e) = store.record_spent(&spent).await {
+                    tracing::warn!(error = %e, "recording a model call's tokens failed");
+                }
+            });
+            let _ = recording.await;
         }
         reading
     }

@@ -24,7 +24,7 @@ use crate::llm::{
     summary::{request, SummarySource},
     Meter, Provider, StreamEvent,
 };
-use crate::store::{DynStore, MessageHead, NewSummary};
+use crate::store::{DynStore, MessageHead, NewSummary, SpentTokens};
 use crate::tokens::count_tokens;
 
 /// How long writing a summary may take (the first one delays its turn's answer by at most this much).
@@ -167,9 +167,21 @@ impl Summariser {
             model: self.provider.model().to_string(),
             usage,
         };
-        if let Err(e) = self.store.save_thread_summary(user, thread, &summary).await {
+        // On a task of its own, so that a refresh aborted while it saves (its turn stopped) loses neither the summary
+        // nor its tokens; a summary that cannot be saved still puts its tokens on the ledger.
+        let (store, model) = (self.store.clone(), summary.model.clone());
+        let saving = summary.clone();
+        let saved = tokio::spawn(async move {
+            let Err(e) = store.save_thread_summary(user, thread, &saving).await else { return };
             tracing::warn!(error = %e, "saving the conversation's summary failed");
-        }
+            if saving.usage != Usage::default() {
+                let spent = SpentTokens { user, thread, model, usage: saving.usage, counted_tokens: 0 };
+                if let Err(e) = store.record_spent(&spent).await {
+                    tracing::warn!(error = %e, "recording the tokens of a summary not saved failed");
+                }
+            }
+        });
+        let _ = saved.await;
         Some(summary.content)
     }
 
