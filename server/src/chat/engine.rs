@@ -30,7 +30,7 @@ pub struct Limits {
 impl Limits {
     pub fn from_config(config: &Config) -> Self {
         let turns =
-            TurnLimits { turn_tokens: super::turn::turn_estimate(config.context_tokens), ..config.turn_limits() };
+            TurnLimits { turn_tokens: super::allowance::turn_estimate(config.context_tokens), ..config.turn_limits() };
         Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii, turns }
     }
 }

@@ -1,6 +1,7 @@
 //! One chat turn, from the person's message to a saved answer: context, the model, tools, events. The HTTP layer
 //! reaches all of it through [`Engine`].
 
+mod allowance;
 pub mod context;
 pub mod engine;
 pub mod error;

@@ -12,6 +12,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
 use super::error::{busy_or, ChatError};
@@ -39,26 +40,6 @@ pub const STALE_AFTER_MS: i64 = 30_000;
 pub const MAX_ROUNDS: usize = 5;
 /// Most tokens one model call of a turn may write.
 pub const ANSWER_MAX_TOKENS: u32 = 4096;
-/// Fewest tokens a call is asked to write within a budget: after a turn's first call, one that cannot have this
-/// many is not made (the turn ends with [`OVER_BUDGET`]).
-const MIN_CALL_TOKENS: u64 = 64;
-/// Tokens of a request beyond the conversation (Quire's rules, a person's instructions, the tools' descriptions)
-/// that a turn's estimate allows for.
-const PROMPT_OVERHEAD_TOKENS: u64 = 4_000;
-/// The calls a turn's estimate covers: one that asks for a tool and one that answers with its result.
-const ESTIMATED_CALLS: u64 = 2;
-/// What ends an answer cut short by the budget.
-const OVER_BUDGET: &str = "*The answer stops here: it used the tokens today's budget leaves for one answer.*";
-/// What ends an answer cut off by its length limit while it was calling a tool (the call, incomplete, is not run).
-const CUT_OFF: &str = "*The answer stops here: it reached its length limit, so what it was writing was not saved.*";
-
-/// Most tokens one turn reserves while a budget applies (see [`TurnLimits::turn_tokens`](crate::store::TurnLimits)):
-/// [`ESTIMATED_CALLS`] calls, each with a whole conversation of `context_tokens` and a whole answer.
-pub fn turn_estimate(context_tokens: usize) -> u64 {
-    let call = (context_tokens as u64).saturating_add(PROMPT_OVERHEAD_TOKENS).saturating_add(ANSWER_MAX_TOKENS.into());
-    call.saturating_mul(ESTIMATED_CALLS)
-}
-
 /// Takes the thread and starts the turn in the background.
 ///
 /// A new message or a silent generation knows what the model is asked before the thread is taken: its model
@@ -540,8 +521,8 @@ impl<'a> Turn<'a> {
     }
 
     /// Opens one model call, metered. Within a budget, the call may write what the turn's allowance leaves once
-    /// its request is paid for; after the turn's first call, one that would have less than [`MIN_CALL_TOKENS`]
-    /// is not made and the answer ends with [`OVER_BUDGET`].
+    /// its request is paid for; after the turn's first call, one that would have too few tokens left
+    /// is not made and the answer ends with [`OVER_BUDGET`] (see [`allowance::call_cap`]).
     async fn call(&mut self, system: &str, messages: &[llm::Message], tools: &tools::Offered) -> Result<Call, Ending> {
         let mut request = llm::ChatRequest {
             system: system.to_string(),
@@ -555,13 +536,11 @@ impl<'a> Turn<'a> {
                 let prompt = request.prompt_tokens();
                 let (spent, _) = self.metered();
                 let spent = spent.input_tokens.saturating_add(spent.output_tokens);
-                let left = allowance.saturating_sub(spent).saturating_sub(prompt);
-                if !self.meters.is_empty() && left < MIN_CALL_TOKENS {
+                let Some(cap) = allowance::call_cap(allowance, spent, prompt, self.meters.is_empty()) else {
                     return Err(self.noted(OVER_BUDGET));
-                }
-                let cap = left.clamp(MIN_CALL_TOKENS, ANSWER_MAX_TOKENS.into());
-                request.max_tokens = u32::try_from(cap).unwrap_or(ANSWER_MAX_TOKENS);
-                (Meter::counted(prompt), cap < u64::from(ANSWER_MAX_TOKENS))
+                };
+                request.max_tokens = cap;
+                (Meter::counted(prompt), cap < ANSWER_MAX_TOKENS)
             }
         };
         self.meters.push(meter.clone());
