@@ -6,4 +6,4 @@ mod stream_cut;
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| stream_cut::check(data, quire::llm::anthropic::decode_body));
+fuzz_target!(|data: &[u8]| stream_cut::check(data, llm::anthropic::decode_body));

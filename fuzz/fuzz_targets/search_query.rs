@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use quire::store::search_query::{parse, to_fts5, to_tsquery, Term};
+use store::search_query::{parse, to_fts5, to_tsquery, Term};
 
 fuzz_target!(|input: &str| {
     let terms = parse(input);

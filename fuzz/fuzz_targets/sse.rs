@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use quire::llm::sse::SseParser;
+use wire::sse::SseParser;
 
 fn events(chunks: &[&[u8]]) -> Option<Vec<(String, String)>> {
     let mut parser = SseParser::with_max_event_bytes(4096);

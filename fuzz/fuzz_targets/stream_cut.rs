@@ -1,7 +1,7 @@
 //! The property both provider stream targets check: a decoder never panics, and a stream ends with `Stop` or
 //! with one error, wherever the body is cut, exactly as when it arrives in one piece.
 
-use quire::llm::{LlmError, StreamEvent};
+use llm::{LlmError, StreamEvent};
 
 pub fn check(data: &[u8], decode_body: fn(&[&[u8]]) -> Vec<Result<StreamEvent, LlmError>>) {
     let Some((&cut, body)) = data.split_first() else { return };

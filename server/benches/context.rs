@@ -18,14 +18,14 @@ mod mode;
 #[path = "support/text.rs"]
 mod text;
 
-use app::api::{ArtifactType, Role};
 use chrono::{Duration, Utc};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
+use llm::tokens::count_tokens;
 use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
-use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
-use quire::store::{self, NewUser};
-use quire::tokens::count_tokens;
+use store::history::{ImportArtifact, ImportMessage, ImportThread};
+use store::{self, NewUser};
 use text::TextGen;
+use wire::{ArtifactType, Role};
 
 const SIZES: [usize; 3] = [100, 1_000, 10_000];
 
@@ -124,7 +124,7 @@ fn token_benches(c: &mut Criterion) {
     let scale = if mode::smoke_run() { 100 } else { 1 };
     let prose = TextGen::new(2).prose(500 * 1024 / scale);
     let repeated = "a".repeat(100 * 1024 / scale);
-    quire::tokens::warm_up();
+    llm::tokens::warm_up();
     let mut group = c.benchmark_group("tokens");
     group.sample_size(20);
     group.throughput(Throughput::Bytes(prose.len() as u64));
@@ -132,13 +132,13 @@ fn token_benches(c: &mut Criterion) {
     // From cold: no piece count remembered (what a first count of a long paste costs).
     group.bench_function("prose_500k_cold", |b| {
         b.iter(|| {
-            quire::tokens::forget_pieces();
+            llm::tokens::forget_pieces();
             count_tokens(std::hint::black_box(&prose))
         })
     });
     // The tokenizer's own count, without remembered pieces: the reference the two above are compared with.
     group.bench_function("prose_500k_tokenizer", |b| {
-        b.iter(|| quire::tokens::tokenizer().count(std::hint::black_box(prose.as_str())))
+        b.iter(|| llm::tokens::tokenizer().count(std::hint::black_box(prose.as_str())))
     });
     group.throughput(Throughput::Bytes(repeated.len() as u64));
     group.bench_function("repeated_100k", |b| b.iter(|| count_tokens(std::hint::black_box(&repeated))));

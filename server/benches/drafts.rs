@@ -30,7 +30,6 @@ mod stats;
 #[path = "support/text.rs"]
 mod text;
 
-use app::api::{MessageStatus, Usage};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use std::{
@@ -39,9 +38,10 @@ use std::{
     sync::Arc,
     time::{Duration, Instant},
 };
+use wire::{MessageStatus, Usage};
 
-use quire::store::postgres::Postgres;
-use quire::store::{self, AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
+use store::postgres::Postgres;
+use store::{self, AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
 use text::TextGen;
 use uuid::Uuid;
 

@@ -20,9 +20,9 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use quire::store::{self, DynStore, NewUser};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection, Executor};
+use store::{self, DynStore, NewUser};
 use uuid::Uuid;
 
 use stats::Summary;

@@ -13,11 +13,8 @@ pub mod download;
 pub mod heavy;
 pub mod history;
 pub mod http;
-pub mod llm;
 pub mod ops;
 pub mod privacy;
-pub mod store;
-pub mod tokens;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
@@ -26,8 +23,6 @@ use crate::auth::{sessions::LiveSessions, JwtKeys, JwtSecret};
 use crate::config::Config;
 use crate::heavy::HeavyQueue;
 use crate::http::rate_limit::RateLimits;
-use crate::llm::Provider;
-use crate::store::DynStore;
 use app::{shell, App};
 use axum::{
     extract::{DefaultBodyLimit, FromRef},
@@ -35,6 +30,8 @@ use axum::{
 };
 use leptos::prelude::LeptosOptions;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use llm::Provider;
+use store::DynStore;
 use tokio::net::TcpListener;
 
 /// What every handler can reach.
@@ -75,7 +72,7 @@ impl AppState {
         let url = config.database_url();
         config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
         let store = store::connect_with(&url, config.sqlite_sync, config.rate_limit_connections).await?;
-        let models = llm::registry_from_config(&config)?;
+        let models = llm::registry(&config.llm())?;
         Self::with_models(config, store, models).await
     }
 

@@ -34,7 +34,7 @@ fn main() -> anyhow::Result<ExitCode> {
             runtime.block_on(async {
                 let url = config.database_url();
                 quire::config::private::secure(&config.data_dir, quire::config::private::sqlite_file(&url).as_deref())?;
-                let store = quire::store::connect_with(&url, config.sqlite_sync, 1).await?;
+                let store = store::connect_with(&url, config.sqlite_sync, 1).await?;
                 match quire::auth::setup::create_admin(&store, &email, password, display_name.as_deref()).await {
                     Ok(user) => {
                         println!("administrator {} created ({})", user.email, user.id);
@@ -72,7 +72,7 @@ async fn run(config: Config) -> anyhow::Result<()> {
     }
     // The tokenizer and its table of ranks take a moment to build: done now, beside serving, rather than by the
     // first conversation.
-    tokio::task::spawn_blocking(quire::tokens::warm_up);
+    tokio::task::spawn_blocking(llm::tokens::warm_up);
     let base = match &state.config.public_url {
         Some(url) => url.origin().to_string(),
         None => format!("http://{}", reachable(listener.local_addr()?)),

@@ -8,9 +8,11 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::admin::{calls, AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
+use crate::api::admin::{AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
+use crate::api::admin_calls as calls;
 use crate::api::client::ApiError;
-use crate::api::forms::{from_fragment, FormOutcome, RESET_PASSWORD_ACTION};
+use crate::api::forms::{FormOutcome, RESET_PASSWORD_ACTION};
+use crate::api::from_fragment;
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::new_password::NewPassword;
 use crate::format::moment;

@@ -9,7 +9,8 @@ use leptos_router::{
     hooks::{use_navigate, use_query_map},
 };
 
-use crate::api::forms::{from_fragment, FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
+use crate::api::forms::{FormOutcome, SIGN_IN_ACTION, SIGN_UP_ACTION};
+use crate::api::from_fragment;
 use crate::api::{client, LoginRequest, RegisterRequest, UserProfile, MIN_PASSWORD_CHARS};
 use crate::{CurrentUser, ThreadsChanged};
 

@@ -6,7 +6,7 @@ use argon2::{
     Argon2,
 };
 
-pub use app::api::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
+pub use wire::{MAX_PASSWORD_CHARS, MIN_PASSWORD_CHARS};
 
 /// Why a new password is refused, in words fit to show.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -10,7 +10,7 @@ use std::{
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::store::DynStore;
+use store::DynStore;
 
 /// How often an instance looks for sessions ended elsewhere.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(500);
@@ -69,11 +69,11 @@ impl LiveSessions {
 pub async fn follow_ended(live: Arc<LiveSessions>, store: DynStore) {
     // Clocks of instances differ a little: each look reaches back a few seconds (ending twice is harmless).
     let overlap = chrono::Duration::seconds(5);
-    let mut since = crate::store::now() - overlap;
+    let mut since = store::now() - overlap;
     let mut ticks = tokio::time::interval(FOLLOW_EVERY);
     loop {
         ticks.tick().await;
-        let now = crate::store::now();
+        let now = store::now();
         match store.sessions_ended_since(since).await {
             Ok(ended) => {
                 live.end(&ended.into_iter().map(|(id, _)| id).collect::<Vec<_>>());

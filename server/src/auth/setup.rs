@@ -2,10 +2,10 @@
 //! link printed at start while there is no administrator and sign-up is by invitation or closed, and
 //! `quire admin create` on the command line. In `open` mode the first account to sign up administers Quire.
 
-use app::api::validate;
+use wire::validate;
 
 use super::{one_time, password};
-use crate::store::{self, admin::SIGN_UP_MODE_SETTING, DynStore, NewUser, SignUpMode, SignUpPass, StoreError, User};
+use store::{self, admin::SIGN_UP_MODE_SETTING, DynStore, NewUser, SignUpMode, SignUpPass, StoreError, User};
 
 /// The log target of the line that prints the setup link: the one line the log's redaction leaves as it is
 /// (`ops::logs`), since the link is meant for the operator who reads it.

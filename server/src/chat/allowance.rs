@@ -18,7 +18,7 @@ pub(super) const OVER_BUDGET: &str =
 pub(super) const CUT_OFF: &str =
     "*The answer stops here: it reached its length limit, so what it was writing was not saved.*";
 
-/// Most tokens one turn reserves while a budget applies (see [`TurnLimits::turn_tokens`](crate::store::TurnLimits)):
+/// Most tokens one turn reserves while a budget applies (see [`TurnLimits::turn_tokens`](store::TurnLimits)):
 /// [`ESTIMATED_CALLS`] calls, each with a whole conversation of `context_tokens` and a whole answer.
 pub fn turn_estimate(context_tokens: usize) -> u64 {
     let call = (context_tokens as u64).saturating_add(PROMPT_OVERHEAD_TOKENS).saturating_add(ANSWER_MAX_TOKENS.into());

@@ -1,6 +1,6 @@
 //! What the model sees of a conversation.
 //!
-//! The model sees the conversation's active path only (see [`crate::store::Tree`]), and de-duplication follows
+//! The model sees the conversation's active path only (see [`store::Tree`]), and de-duplication follows
 //! it: a document made on another branch fulfils no request of this one ([`fulfilled_on`]).
 //!
 //! Filter first, then truncate: a request that already produced a document (an artifact points at it through
@@ -15,13 +15,13 @@
 
 use std::collections::HashSet;
 
-pub use app::api::ContextRecord;
-use app::api::{Artifact, ArtifactType, Message, Role};
 use uuid::Uuid;
+pub use wire::ContextRecord;
+use wire::{Artifact, ArtifactType, Message, Role};
 
-use crate::llm::{self, builtin::intent, Part};
-use crate::store::{Fulfilment, MessageHead, Store, StoreError, ThreadStamp, Tree};
-use crate::tokens::{count_message_tokens, count_tokens};
+use llm::tokens::{count_message_tokens, count_tokens};
+use llm::{self, builtin::intent, Part};
+use store::{Fulfilment, MessageHead, Store, StoreError, ThreadStamp, Tree};
 
 /// Default token budget for the conversation sent to the model.
 pub const DEFAULT_BUDGET: usize = 24_000;
@@ -376,8 +376,8 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::api::ArtifactType;
     use chrono::Utc;
+    use wire::ArtifactType;
 
     fn message(seq: i64, role: Role, content: &str) -> Message {
         Message::complete(Uuid::from_u128(seq as u128), Uuid::nil(), seq, role, content)

@@ -13,8 +13,8 @@ use super::error::Result;
 use super::hub::{self, TurnHub};
 use super::memory::{ContextMemory, Source};
 use crate::config::Config;
-use crate::llm::Registry;
-use crate::store::{DynStore, TurnLimits};
+use llm::Registry;
+use store::{DynStore, TurnLimits};
 
 /// What a turn keeps to.
 #[derive(Debug, Clone, Copy)]

@@ -1,9 +1,9 @@
 //! What can go wrong when a person starts, retries or follows a turn, in the chat engine's own words. The HTTP
 //! layer decides how each is answered (`http::error`).
 
-use app::api::validate::Invalid;
+use wire::validate::Invalid;
 
-use crate::store::StoreError;
+use store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {

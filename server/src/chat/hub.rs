@@ -11,14 +11,14 @@ use std::{
     task::{Context, Poll, Waker},
 };
 
-use app::api::ChatEvent;
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::Stream;
 use tokio::sync::watch;
 use uuid::Uuid;
+use wire::ChatEvent;
 
 use super::turn::{HEARTBEAT_EVERY, STALE_AFTER_MS};
-use crate::store::{DynStore, EventRun};
+use store::{DynStore, EventRun};
 
 /// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
 #[derive(Debug)]

@@ -9,12 +9,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use app::api::Message;
 use hashlink::LruCache;
 use uuid::Uuid;
+use wire::Message;
 
 use super::context::Materials;
-use crate::store::ThreadStamp;
+use store::ThreadStamp;
 
 /// Bytes of conversations kept at most.
 pub const CAPACITY: usize = 64 << 20;

@@ -4,22 +4,22 @@
 
 use std::sync::Arc;
 
-use app::api::validate::Invalid;
-use app::api::{ChatRequest, Message, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 use uuid::Uuid;
+use wire::validate::Invalid;
+use wire::{ChatRequest, Message, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 
 use super::context;
 use super::engine::Engine;
 use super::error::ChatError;
 use super::hub::LiveTurn;
 use super::turn::{launch, Plan};
-use crate::store::{NewMessage, Store};
+use store::{NewMessage, Store};
 
 impl Engine {
     /// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
     /// configured, with personal data replaced.
     pub fn person_message(&self, content: &str) -> Result<String, ChatError> {
-        let content = app::api::validate::message(content, MAX_MESSAGE_CHARS)?;
+        let content = wire::validate::message(content, MAX_MESSAGE_CHARS)?;
         // Personal data is replaced before the message is stored or reaches a model.
         Ok(if self.limits.redact_pii { crate::privacy::redact(&content) } else { content })
     }

@@ -4,15 +4,15 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{ChatEvent, ChatRequest};
 use bytes::Bytes;
 use futures::{stream, stream::BoxStream, Stream, StreamExt};
 use uuid::Uuid;
+use wire::{ChatEvent, ChatRequest};
 
 use super::engine::Engine;
 use super::error::{ChatError, Result};
 use super::hub::{self, LiveTurn};
-use crate::store::{DynStore, IdempotencyClaim, StoredEvent};
+use store::{DynStore, IdempotencyClaim, StoredEvent};
 
 /// How often a listener on another instance looks for new stored events.
 const POLL_EVERY: Duration = Duration::from_millis(150);

@@ -4,8 +4,8 @@
 
 use uuid::Uuid;
 
-use crate::llm::{Meter, Metered};
-use crate::store::{DynStore, SpentTokens};
+use llm::{Meter, Metered};
+use store::{DynStore, SpentTokens};
 
 /// A call's tokens not yet on the ledger.
 pub(super) struct Spend {
@@ -28,10 +28,7 @@ impl Spend {
             user: self.user,
             thread: self.thread,
             model: self.model.clone(),
-            usage: app::api::Usage {
-                input_tokens: reading.usage.input_tokens,
-                output_tokens: reading.usage.output_tokens,
-            },
+            usage: wire::Usage { input_tokens: reading.usage.input_tokens, output_tokens: reading.usage.output_tokens },
             counted_tokens: reading.counted_tokens(),
         }
     }
@@ -55,13 +52,13 @@ impl Spend {
 
     /// The tokens the provider reported, which go on the ledger with what the call wrote; the call back when
     /// they were counted by Quire (to be recorded as such).
-    pub(super) fn settle_reported(mut self) -> Result<app::api::Usage, Self> {
+    pub(super) fn settle_reported(mut self) -> Result<wire::Usage, Self> {
         let reading = self.meter.reading();
         if reading.counted {
             return Err(self);
         }
         self.settled = true;
-        Ok(app::api::Usage { input_tokens: reading.usage.input_tokens, output_tokens: reading.usage.output_tokens })
+        Ok(wire::Usage { input_tokens: reading.usage.input_tokens, output_tokens: reading.usage.output_tokens })
     }
 }
 

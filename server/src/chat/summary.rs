@@ -13,19 +13,19 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use app::api::{Role, Usage};
 use futures::StreamExt;
 use uuid::Uuid;
+use wire::{Role, Usage};
 
 use super::context::BuiltContext;
 use super::spend::Spend;
-use crate::llm::{
+use llm::tokens::count_tokens;
+use llm::{
     self,
     summary::{request, SummarySource},
     Meter, Provider, StreamEvent,
 };
-use crate::store::{DynStore, MessageHead, NewSummary, SpentTokens};
-use crate::tokens::count_tokens;
+use store::{DynStore, MessageHead, NewSummary, SpentTokens};
 
 /// How long writing a summary may take (the first one delays its turn's answer by at most this much).
 pub const SUMMARY_TIMEOUT: Duration = Duration::from_secs(8);

@@ -3,16 +3,16 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::api::{CallPurpose, ChatEvent, TraceStep};
 use futures::StreamExt;
 use uuid::Uuid;
+use wire::{CallPurpose, ChatEvent, TraceStep};
 
 use super::engine::Engine;
 use super::hub::LiveTurn;
 use super::spend::Spend;
 use super::trace::CallTiming;
-use crate::llm::{self, LlmError, Meter, StreamEvent};
-use crate::store::{self, ThreadPatch};
+use llm::{self, LlmError, Meter, StreamEvent};
+use store::{self, ThreadPatch};
 
 /// How long naming a conversation may take before the first words of the message are used instead.
 const TITLE_TIMEOUT: Duration = Duration::from_secs(10);

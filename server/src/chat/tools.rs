@@ -2,16 +2,16 @@
 
 use std::collections::HashSet;
 
-use app::api::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
 use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
+use wire::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
 
 use super::context::OpenRequest;
-use crate::llm::ToolSpec;
-use crate::store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError, TurnSettings};
+use llm::ToolSpec;
+use store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError, TurnSettings};
 
 pub const SAVE_ARTIFACT: &str = "save_artifact";
 pub const DOCUMENT_SEARCH: &str = "document_search";

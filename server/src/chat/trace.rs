@@ -2,15 +2,14 @@
 //! call with its arguments and the start of its result. Errors are kept as people are told them (a code and a
 //! plain sentence), never with the provider's addresses.
 
-use app::api::{
+use chrono::{DateTime, Utc};
+use tokio::time::Instant;
+use wire::{
     shortened, shortened_strings, CallPurpose, ModelCall, StepError, StopReason, ToolCallStep, TraceStep,
     TRACE_ARGUMENT_CHARS, TRACE_RESULT_CHARS,
 };
-use chrono::{DateTime, Utc};
-use tokio::time::Instant;
 
-use crate::llm::{self, LlmError, Provider};
-use crate::store;
+use llm::{self, LlmError, Provider};
 
 /// A model call being timed.
 pub struct CallTiming {
@@ -131,7 +130,7 @@ fn millis(since: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::builtin::Builtin;
+    use llm::builtin::Builtin;
 
     #[test]
     fn a_failed_call_keeps_the_plain_sentence_only() {

@@ -6,11 +6,11 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use app::api::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, TraceStep, Usage};
 use futures::StreamExt;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 use uuid::Uuid;
+use wire::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, TraceStep, Usage};
 
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
@@ -24,8 +24,8 @@ use super::summary;
 use super::title::{Naming, DEFAULT_TITLE};
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
-use crate::llm::{self, LlmError, Meter, Part, StreamEvent};
-use crate::store::{
+use llm::{self, LlmError, Meter, Part, StreamEvent};
+use store::{
     self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, Place, SpentTokens, Started, StoreError, ThreadStamp,
     TurnEnd, TurnProgress, TurnStart, TurnTrace,
 };

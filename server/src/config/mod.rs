@@ -1,37 +1,39 @@
 //! Start-up configuration: command-line flags, each also readable from the environment.
 
-pub mod models;
 pub mod private;
 
 use std::{net::SocketAddr, path::PathBuf};
 
 use clap::{Parser, ValueEnum};
 
+pub use llm::ProviderKind;
+pub use store::SqliteSync;
+
 use crate::auth::JwtSecret;
 
-/// Which model answers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProviderKind {
-    /// The offline, deterministic assistant built into Quire.
-    Builtin,
-    /// Any OpenAI-compatible Chat Completions endpoint.
-    Openai,
-    /// Anthropic's Messages API.
-    Anthropic,
+/// `QUIRE_LLM_PROVIDER`: the provider by its name.
+fn provider_kind(name: &str) -> Result<ProviderKind, String> {
+    match name.to_ascii_lowercase().as_str() {
+        "builtin" => Ok(ProviderKind::Builtin),
+        "openai" => Ok(ProviderKind::Openai),
+        "anthropic" => Ok(ProviderKind::Anthropic),
+        _ => Err(format!("`{name}` is not one of `builtin`, `openai`, `anthropic`")),
+    }
 }
 
-/// When a SQLite commit counts as done (PostgreSQL follows its own `synchronous_commit`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum SqliteSync {
-    /// Once it is in the write-ahead log; the log reaches the disk at checkpoints. Nothing is lost when Quire
-    /// crashes or is killed; a power cut or an operating-system crash may lose the last commits, never the
-    /// database's integrity. SQLite's recommended setting in WAL mode.
-    #[default]
-    Normal,
-    /// Once it is on the disk: nothing acknowledged is lost even on a power cut, at the price of an fsync per
-    /// commit (a turn's start waits for it).
-    Full,
+/// `QUIRE_SIGNUP`: the mode by its name.
+fn sign_up_mode(name: &str) -> Result<store::SignUpMode, String> {
+    store::SignUpMode::parse(&name.to_ascii_lowercase())
+        .ok_or_else(|| format!("`{name}` is not one of `open`, `invite`, `closed`"))
+}
+
+/// `QUIRE_SQLITE_SYNC`: the store's [`SqliteSync`] by its name.
+fn sqlite_sync(name: &str) -> Result<SqliteSync, String> {
+    match name.to_ascii_lowercase().as_str() {
+        "normal" => Ok(SqliteSync::Normal),
+        "full" => Ok(SqliteSync::Full),
+        _ => Err(format!("`{name}` is not one of `normal`, `full`")),
+    }
 }
 
 /// How log lines are written.
@@ -133,7 +135,7 @@ pub struct Config {
     pub database_url: Option<DatabaseUrl>,
 
     /// When a SQLite commit counts as done: `normal` (in the write-ahead log) or `full` (on the disk).
-    #[arg(long, env = "QUIRE_SQLITE_SYNC", value_enum, default_value = "normal")]
+    #[arg(long, env = "QUIRE_SQLITE_SYNC", value_parser = sqlite_sync, default_value = "normal")]
     pub sqlite_sync: SqliteSync,
 
     /// PostgreSQL only: connections kept for rate-limit checks, apart from the pool of every other query, so
@@ -143,7 +145,7 @@ pub struct Config {
     pub rate_limit_connections: u32,
 
     /// Model provider.
-    #[arg(long, env = "QUIRE_LLM_PROVIDER", value_enum, default_value = "builtin")]
+    #[arg(long, env = "QUIRE_LLM_PROVIDER", value_parser = provider_kind, default_value = "builtin")]
     pub llm_provider: ProviderKind,
 
     /// Model name sent to the provider (each provider has a default).
@@ -218,8 +220,8 @@ pub struct Config {
     /// Who may sign up once the first account (the administrator) exists: `open` (anyone), `invite` (with an
     /// invitation an administrator made) or `closed`. The default until an administrator changes it on the
     /// admin page, which every instance then follows.
-    #[arg(long, env = "QUIRE_SIGNUP", value_enum, default_value = "invite")]
-    pub signup: crate::store::SignUpMode,
+    #[arg(long, env = "QUIRE_SIGNUP", value_parser = sign_up_mode, default_value = "invite")]
+    pub signup: store::SignUpMode,
 
     /// Tokens (input and output) one person may spend in a UTC day (0 = no budget); an administrator may give
     /// a person a budget of their own. A turn started within the budget finishes.
@@ -370,6 +372,16 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// What the model layer needs of the configuration.
+    pub fn llm(&self) -> llm::Settings {
+        llm::Settings {
+            provider: self.llm_provider,
+            model: self.model.clone(),
+            models_file: self.models_file.clone(),
+            builtin_delay: std::time::Duration::from_millis(self.builtin_delay_ms),
+        }
+    }
+
     /// The port of the live-reload socket pages may connect to: only while cargo-leptos watches the sources.
     pub fn live_reload_port(&self) -> Option<u16> {
         self.leptos_watch.then_some(self.reload_port)
@@ -405,8 +417,8 @@ impl Config {
     }
 
     /// Daily token budgets and the cap on a person's running turns.
-    pub fn turn_limits(&self) -> crate::store::TurnLimits {
-        crate::store::TurnLimits {
+    pub fn turn_limits(&self) -> store::TurnLimits {
+        store::TurnLimits {
             user_daily_tokens: self.user_daily_tokens,
             daily_tokens: self.daily_tokens,
             concurrent_turns: self.user_concurrent_turns,
@@ -447,7 +459,7 @@ impl Config {
             max_import_mb: 64,
             user_storage_mb: 200,
             // Tests sign up many people; those of sign-up modes set theirs.
-            signup: crate::store::SignUpMode::Open,
+            signup: store::SignUpMode::Open,
             // Tests that need budgets or caps set them; others run many turns of one person at once.
             user_daily_tokens: 0,
             daily_tokens: 0,
@@ -476,7 +488,7 @@ mod tests {
         assert_eq!(config.database_url(), "sqlite:///tmp/q/quire.db");
         assert_eq!(config.llm_provider, ProviderKind::Builtin);
         assert_eq!(config.sqlite_sync, SqliteSync::Normal);
-        assert_eq!(config.signup, crate::store::SignUpMode::Invite, "sign-up is by invitation by default");
+        assert_eq!(config.signup, store::SignUpMode::Invite, "sign-up is by invitation by default");
         let full = Config::try_parse_from(["quire", "--sqlite-sync", "full"]).unwrap();
         assert_eq!(full.sqlite_sync, SqliteSync::Full);
         assert!(Config::try_parse_from(["quire", "--sqlite-sync", "sometimes"]).is_err());

@@ -1,14 +1,14 @@
 //! ChatGPT's `conversations.json`: the part of its format an import reads. Every field not named here is skipped
 //! while parsing, without being kept in memory; the ones named are read from objects only (see
-//! [`app::api::objects`]).
+//! [`wire::objects`]).
 
 use std::collections::HashMap;
 
-use app::api::objects;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
+use wire::objects;
 
 /// One conversation: a tree of messages (`mapping`, by node id) and the node the person last saw.
 #[derive(Debug, Deserialize, ToSchema)]

@@ -1,18 +1,18 @@
 //! Exports: one conversation with everything in it, as JSON (which imports back) or as Markdown people can
 //! read, and everything a person has as one JSON file.
 
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
 #[cfg(doc)]
-use app::api::AccountExport;
-use app::api::{
+use wire::AccountExport;
+use wire::{
     ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role, ThreadExport, ACCOUNT_EXPORT_FORMAT,
     EXPORT_VERSION, THREAD_EXPORT_FORMAT,
 };
-use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::{Error, Result};
 use crate::heavy::Ticket;
-use crate::store::{self, DynStore, StoreError};
+use store::{self, DynStore, StoreError};
 
 /// How a conversation is downloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,22 +8,22 @@
 
 use std::{collections::HashMap, fmt::Display};
 
-use app::api::{
-    objects::Object, validate, AccountExport, ExportedArtifact, ExportedMessage, MessageStatus, Role, Thread,
-    ThreadExport, Usage, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS,
-    MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS,
-    MAX_MODEL_CHARS, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
-};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
+use wire::{
+    objects::Object, validate, AccountExport, ExportedArtifact, ExportedMessage, MessageStatus, Role, Thread,
+    ThreadExport, Usage, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS,
+    MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS,
+    MAX_MODEL_CHARS, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
+};
 
 use super::chatgpt::{self, epoch_seconds};
 use super::{Error, Result};
 use crate::heavy::Ticket;
-use crate::store::{
+use store::{
     self,
     history::{ImportArtifact, ImportMessage, ImportThread, ImportTree},
     DynStore,

@@ -9,7 +9,7 @@ pub mod chatgpt;
 pub mod export;
 pub mod import;
 
-use crate::store::StoreError;
+use store::StoreError;
 
 /// What can go wrong taking history out or bringing it in.
 #[derive(Debug, thiserror::Error)]

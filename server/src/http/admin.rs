@@ -1,11 +1,6 @@
 //! `/api/admin/...`: accounts, roles, reset links, invitations, the sign-up mode and budgets, for administrators
 //! (a 404 to anyone else), and `POST /api/auth/reset-password`, where a reset link's token sets a new password.
 
-use app::api::admin::{
-    AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,
-    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpMode as WireMode, SignUpSettings, MAX_INVITE_HOURS,
-    MAX_INVITE_USES, RESET_LINK_HOURS,
-};
 use axum::{
     extract::{FromRequestParts, State},
     http::{request::Parts, StatusCode},
@@ -14,15 +9,20 @@ use axum::{
 };
 use serde::Deserialize;
 use uuid::Uuid;
+use wire::admin::{
+    AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,
+    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpMode as WireMode, SignUpSettings, MAX_INVITE_HOURS,
+    MAX_INVITE_USES, RESET_LINK_HOURS,
+};
 
 use super::auth::check_new_password;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Quota, SignIn};
 use crate::auth::{one_time, password};
-use crate::store::admin::{AccountUsage, SIGN_UP_MODE_SETTING};
-use crate::store::{Invite, ResetRefusal, SignUpMode, SignUpRefusal, StoreError};
 use crate::AppState;
+use store::admin::{AccountUsage, SIGN_UP_MODE_SETTING};
+use store::{Invite, ResetRefusal, SignUpMode, SignUpRefusal, StoreError};
 
 /// Accounts one page of `GET /api/admin/users` lists.
 const ACCOUNTS_PAGE: u32 = 200;
@@ -156,7 +156,7 @@ pub struct AccountsQuery {
 #[utoipa::path(get, path = "/api/admin/users", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(AccountsQuery),
     responses((status = 200, body = AdminAccountList),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
 pub async fn list_accounts(
     State(state): State<AppState>,
     _: AdminUser,
@@ -173,8 +173,8 @@ pub async fn list_accounts(
 #[utoipa::path(put, path = "/api/admin/users/{id}/role", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The account")), request_body = RoleRequest,
     responses((status = 204, description = "Changed"),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account"),
-        (status = 409, body = app::api::ErrorBody, description = "It would leave no administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account"),
+        (status = 409, body = wire::ErrorBody, description = "It would leave no administrator")))]
 pub async fn set_role(
     State(state): State<AppState>,
     admin: AdminUser,
@@ -191,8 +191,8 @@ pub async fn set_role(
 #[utoipa::path(put, path = "/api/admin/users/{id}/disabled", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The account")), request_body = DisableRequest,
     responses((status = 204, description = "Changed"),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account"),
-        (status = 409, body = app::api::ErrorBody, description = "One's own account, or the last administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account"),
+        (status = 409, body = wire::ErrorBody, description = "One's own account, or the last administrator")))]
 pub async fn set_disabled(
     State(state): State<AppState>,
     admin: AdminUser,
@@ -215,8 +215,8 @@ pub async fn set_disabled(
 #[utoipa::path(put, path = "/api/admin/users/{id}/budget", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The account")), request_body = BudgetRequest,
     responses((status = 204, description = "Changed"),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account"),
-        (status = 422, body = app::api::ErrorBody, description = "Larger than a budget can be")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account"),
+        (status = 422, body = wire::ErrorBody, description = "Larger than a budget can be")))]
 pub async fn set_budget(
     State(state): State<AppState>,
     _: AdminUser,
@@ -235,8 +235,8 @@ pub async fn set_budget(
 #[utoipa::path(delete, path = "/api/admin/users/{id}", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The account")),
     responses((status = 204, description = "The account and all its data are gone"),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account"),
-        (status = 409, body = app::api::ErrorBody, description = "One's own account, or an administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account"),
+        (status = 409, body = wire::ErrorBody, description = "One's own account, or an administrator")))]
 pub async fn delete_account(
     State(state): State<AppState>,
     admin: AdminUser,
@@ -260,14 +260,14 @@ pub async fn delete_account(
 #[utoipa::path(post, path = "/api/admin/users/{id}/reset-link", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The account")),
     responses((status = 201, body = ResetLink),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such account")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account")))]
 pub async fn reset_link(
     State(state): State<AppState>,
     admin: AdminUser,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<ResetLink>)> {
     let (token, hash) = one_time::issue();
-    let expires_at = crate::store::now() + chrono::Duration::hours(i64::from(RESET_LINK_HOURS));
+    let expires_at = store::now() + chrono::Duration::hours(i64::from(RESET_LINK_HOURS));
     state.store.create_password_reset(id, &hash, expires_at).await?;
     tracing::info!(admin = %admin.0.id, account = %id, "password reset link made");
     let link = format!("/reset-password?token={token}");
@@ -277,7 +277,7 @@ pub async fn reset_link(
 /// `GET /api/admin/invites`: the invitations, the newest first.
 #[utoipa::path(get, path = "/api/admin/invites", tag = "admin", security(("session" = []), ("bearer" = [])),
     responses((status = 200, body = InviteList),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
 pub async fn list_invites(State(state): State<AppState>, _: AdminUser) -> Result<Json<InviteList>> {
     let invites = state.store.invites().await?.into_iter().map(invite_info).collect();
     Ok(Json(InviteList { invites }))
@@ -287,8 +287,8 @@ pub async fn list_invites(State(state): State<AppState>, _: AdminUser) -> Result
 #[utoipa::path(post, path = "/api/admin/invites", tag = "admin", security(("session" = []), ("bearer" = [])),
     request_body = CreateInviteRequest,
     responses((status = 201, body = CreatedInvite),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator"),
-        (status = 422, body = app::api::ErrorBody, description = "Expiry or uses out of range")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator"),
+        (status = 422, body = wire::ErrorBody, description = "Expiry or uses out of range")))]
 pub async fn create_invite(
     State(state): State<AppState>,
     admin: AdminUser,
@@ -302,7 +302,7 @@ pub async fn create_invite(
         return Err(ApiError::invalid("max_uses", format!("An invitation has 1 to {MAX_INVITE_USES} uses.")));
     }
     let (token, hash) = one_time::issue();
-    let expires_at = crate::store::now() + chrono::Duration::hours(i64::from(body.expires_in_hours));
+    let expires_at = store::now() + chrono::Duration::hours(i64::from(body.expires_in_hours));
     let invite = state.store.create_invite(&hash, admin.0.id, expires_at, body.max_uses).await?;
     tracing::info!(admin = %admin.0.id, invite = %invite.id, "invitation made");
     let link = format!("/signup?invite={token}");
@@ -313,7 +313,7 @@ pub async fn create_invite(
 #[utoipa::path(delete, path = "/api/admin/invites/{id}", tag = "admin", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "The invitation")),
     responses((status = 204, description = "Revoked"),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator, or no such open invitation")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such open invitation")))]
 pub async fn revoke_invite(State(state): State<AppState>, _: AdminUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
     state.store.revoke_invite(id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -322,7 +322,7 @@ pub async fn revoke_invite(State(state): State<AppState>, _: AdminUser, Path(id)
 /// `GET /api/admin/signup`: who may sign up now.
 #[utoipa::path(get, path = "/api/admin/signup", tag = "admin", security(("session" = []), ("bearer" = [])),
     responses((status = 200, body = SignUpSettings),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
 pub async fn sign_up_settings(State(state): State<AppState>, _: AdminUser) -> Result<Json<SignUpSettings>> {
     Ok(Json(SignUpSettings { mode: wire_mode(sign_up_mode(&state).await?) }))
 }
@@ -331,7 +331,7 @@ pub async fn sign_up_settings(State(state): State<AppState>, _: AdminUser) -> Re
 #[utoipa::path(put, path = "/api/admin/signup", tag = "admin", security(("session" = []), ("bearer" = [])),
     request_body = SignUpSettings,
     responses((status = 200, body = SignUpSettings),
-        (status = 404, body = app::api::ErrorBody, description = "Not an administrator")))]
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
 pub async fn set_sign_up_settings(
     State(state): State<AppState>,
     admin: AdminUser,
@@ -365,9 +365,9 @@ fn reset_refused(refusal: ResetRefusal) -> ApiError {
 /// the link is used up and every session of the account ends. Sign in afterwards.
 #[utoipa::path(post, path = "/api/auth/reset-password", tag = "auth", request_body = ResetPasswordRequest,
     responses((status = 204, description = "The password is set; every session of the account ended"),
-        (status = 422, body = app::api::ErrorBody,
+        (status = 422, body = wire::ErrorBody,
             description = "The link is not valid, expired, used or ended (`token`), or the password too weak (`new_password`)"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn reset_password(
     State(state): State<AppState>,
     _: Quota<SignIn>,
@@ -392,7 +392,7 @@ pub(super) async fn reset_with_link(state: &AppState, body: ResetPasswordRequest
         Err(StoreError::NotFound) => return Err(reset_refused(ResetRefusal::Invalid)),
         Err(e) => return Err(e.into()),
     };
-    app::api::validate::password(&body.new_password)
+    wire::validate::password(&body.new_password)
         .map_err(|invalid| ApiError::invalid("new_password", invalid.message))?;
     check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
     let password_hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;

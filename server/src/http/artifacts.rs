@@ -1,8 +1,5 @@
 //! Documents: list, open, delete, their versions, and downloads as Markdown, PDF or Word.
 
-use app::api::{
-    Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, ExportFormat, VersionDiff,
-};
 use axum::{
     extract::State,
     http::{header, HeaderValue, StatusCode},
@@ -12,14 +9,15 @@ use axum::{
 };
 use serde::Deserialize;
 use uuid::Uuid;
+use wire::{Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, ExportFormat, VersionDiff};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
 use crate::artifacts::{docx, md, pdf};
 use crate::download::{attachment, file_name};
-use crate::store::ArtifactRevision;
 use crate::AppState;
+use store::ArtifactRevision;
 
 /// How long a diff may search for the shortest edit before it settles for a longer, still correct one.
 const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
@@ -36,7 +34,7 @@ pub fn router() -> Router<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/threads/{id}/artifacts", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
-    responses((status = 200, body = app::api::ArtifactList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::ArtifactList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
@@ -46,13 +44,13 @@ pub async fn list(
 }
 
 #[utoipa::path(get, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
-    responses((status = 200, body = app::api::Artifact), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::Artifact), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
     Ok(Json(state.store.get_artifact(user.id, id).await?))
 }
 
 #[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
-    responses((status = 204, description = "Deleted with all its versions"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 204, description = "Deleted with all its versions"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
     // Read first for its conversation, whose context kept in memory this changes.
     let artifact = state.store.get_artifact(user.id, id).await?;
@@ -62,7 +60,7 @@ pub async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Pat
 }
 
 #[utoipa::path(get, path = "/api/artifacts/{id}/versions", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
-    responses((status = 200, body = app::api::ArtifactVersionList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::ArtifactVersionList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn versions(
     State(state): State<AppState>,
     user: AuthUser,
@@ -72,7 +70,7 @@ pub async fn versions(
 }
 
 #[utoipa::path(get, path = "/api/artifacts/{id}/versions/{version}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "Version number")), 
-    responses((status = 200, body = app::api::ArtifactVersion), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::ArtifactVersion), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn version(
     State(state): State<AppState>,
     user: AuthUser,
@@ -84,8 +82,8 @@ pub async fn version(
 /// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one; the
 /// versions in between stay.
 #[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
-    responses((status = 201, body = app::api::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "The version is already the current one")))]
+    responses((status = 201, body = wire::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "The version is already the current one")))]
 pub async fn restore(
     State(state): State<AppState>,
     user: AuthUser,
@@ -117,8 +115,8 @@ pub struct DiffParams {
 /// `GET /api/artifacts/{id}/diff?from=&to=`: a line diff between two versions, computed here so the browser
 /// carries no diff code.
 #[utoipa::path(get, path = "/api/artifacts/{id}/diff", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), DiffParams),
-    responses((status = 200, body = app::api::VersionDiff), (status = 400, body = app::api::ErrorBody, description = "`from` or `to` missing or not a number"), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody, description = "The document or one of the versions does not exist"), (status = 429, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::VersionDiff), (status = 400, body = wire::ErrorBody, description = "`from` or `to` missing or not a number"), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody, description = "The document or one of the versions does not exist"), (status = 429, body = wire::ErrorBody)))]
 pub async fn diff(
     State(state): State<AppState>,
     user: AuthUser,
@@ -161,8 +159,8 @@ pub(crate) struct ExportParams {
 }
 
 /// `GET /api/artifacts/{id}/export?format=md|pdf|docx[&version=n]`: a download named after the title.
-#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = Option<app::api::ExportFormat>, Query, description = "md (the default), pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
-    responses((status = 200, description = "A download in the asked format"), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = Option<wire::ExportFormat>, Query, description = "md (the default), pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
+    responses((status = 200, description = "A download in the asked format"), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,
     user: AuthUser,

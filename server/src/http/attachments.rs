@@ -1,6 +1,5 @@
 //! Files attached to a conversation: upload (text, Markdown, PDF), list, delete.
 
-use app::api::{Attachment, AttachmentList, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES};
 use axum::{
     extract::{multipart::MultipartRejection, DefaultBodyLimit, Multipart, State},
     http::StatusCode,
@@ -14,13 +13,14 @@ use utoipa::openapi::{
     RefOr, Schema,
 };
 use uuid::Uuid;
+use wire::{Attachment, AttachmentList, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Quota, Upload};
 use crate::attachments::{chunk_text, ExtractError, FileKind};
-use crate::store::{AttachmentLimits, NewAttachment, StoreError};
 use crate::AppState;
+use store::{AttachmentLimits, NewAttachment, StoreError};
 
 /// Room for the multipart framing around a file of the largest accepted size.
 const MULTIPART_OVERHEAD: usize = 64 * 1024;
@@ -70,10 +70,10 @@ impl utoipa::PartialSchema for UploadForm {
 impl utoipa::ToSchema for UploadForm {}
 
 #[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content = UploadForm, content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
-    responses((status = 201, body = app::api::Attachment), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 409, body = app::api::ErrorBody),
-        (status = 413, body = app::api::ErrorBody, description = "The file is larger than 10 MiB, or the account's files would pass its storage allowance (`storage_quota_exceeded`)"), (status = 415, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "No `file` field, text that is not UTF-8, or a file that could not be read (`unreadable_file`)"),
-        (status = 429, body = app::api::ErrorBody, description = "Too many uploads, or too much file work under way; `Retry-After` says when to try again")))]
+    responses((status = 201, body = wire::Attachment), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody),
+        (status = 413, body = wire::ErrorBody, description = "The file is larger than 10 MiB, or the account's files would pass its storage allowance (`storage_quota_exceeded`)"), (status = 415, body = wire::ErrorBody),
+        (status = 422, body = wire::ErrorBody, description = "No `file` field, text that is not UTF-8, or a file that could not be read (`unreadable_file`)"),
+        (status = 429, body = wire::ErrorBody, description = "Too many uploads, or too much file work under way; `Retry-After` says when to try again")))]
 pub async fn upload(
     State(state): State<AppState>,
     user: AuthUser,
@@ -153,7 +153,7 @@ pub async fn upload(
 }
 
 #[utoipa::path(get, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
-    responses((status = 200, body = app::api::AttachmentList), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::AttachmentList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
     user: AuthUser,
@@ -163,7 +163,7 @@ pub async fn list(
 }
 
 #[utoipa::path(delete, path = "/api/threads/{id}/attachments/{attachment_id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ("attachment_id" = Uuid, Path, description = "File id")), 
-    responses((status = 204, description = "Removed with its indexed text"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 204, description = "Removed with its indexed text"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     State(state): State<AppState>,
     user: AuthUser,

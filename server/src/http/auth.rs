@@ -1,9 +1,5 @@
 //! Accounts and sessions: sign up, sign in, sign out, the list of sessions, and who am I.
 
-use app::api::{
-    validate, AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, SessionInfo,
-    SessionList, UserProfile, MAX_EMAIL_CHARS,
-};
 use axum::{
     extract::{ConnectInfo, FromRequestParts, State},
     http::{header, request::Parts, HeaderValue, StatusCode},
@@ -11,13 +7,17 @@ use axum::{
     routing::{delete, get, post},
     Router,
 };
+use wire::{
+    validate, AuthResponse, ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest, SessionInfo,
+    SessionList, UserProfile, MAX_EMAIL_CHARS,
+};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Quota, SignIn};
 use crate::auth::{device, one_time, password, throttle};
-use crate::store::{NewUser, Session, SignUpPass, SignUpRefusal, StoreError, User};
 use crate::AppState;
+use store::{NewUser, Session, SignUpPass, SignUpRefusal, StoreError, User};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -100,14 +100,14 @@ fn session_cookie(state: &AppState, token: &str, max_age: i64) -> Result<HeaderV
 /// token makes the first administrator in any mode; without an administrator, `invite` and `closed` need it.
 #[utoipa::path(post, path = "/api/auth/register", tag = "auth", request_body = RegisterRequest,
     responses((status = 201, body = AuthResponse, description = "Signed up and in; sets the session cookie"),
-        (status = 403, body = app::api::ErrorBody,
+        (status = 403, body = wire::ErrorBody,
             description = "Sign-up is closed (`signup_closed`), needs an invitation (`invite_required`) or, with no \
                 administrator yet, the setup link (`setup_required`)"),
-        (status = 409, body = app::api::ErrorBody, description = "E-mail already registered"),
-        (status = 422, body = app::api::ErrorBody,
+        (status = 409, body = wire::ErrorBody, description = "E-mail already registered"),
+        (status = 422, body = wire::ErrorBody,
             description = "Invalid fields, an invitation that is not valid, expired or used up (`invite`), or a \
                 setup link that is not valid or used (`setup`)"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn register(
     State(state): State<AppState>,
     _: Quota<SignIn>,
@@ -161,9 +161,9 @@ fn sign_up_pass(invite: Option<&str>, setup: Option<&str>) -> Result<Option<Sign
 /// failures an account's attempts wait longer and longer (429 with `Retry-After`), from any address.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = AuthResponse, description = "Signed in; sets the session cookie"),
-        (status = 401, body = app::api::ErrorBody, description = "Wrong e-mail or password"),
-        (status = 403, body = app::api::ErrorBody, description = "The account is disabled (`account_disabled`)"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody, description = "Wrong e-mail or password"),
+        (status = 403, body = wire::ErrorBody, description = "The account is disabled (`account_disabled`)"),
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn login(
     State(state): State<AppState>,
     _: Quota<SignIn>,
@@ -202,7 +202,7 @@ pub(super) async fn authenticate(state: &AppState, body: LoginRequest) -> Result
 /// addresses cannot share out the guessing (see [`throttle`]): an attempt before its wait is over is a 429.
 async fn verify_throttled(state: &AppState, email: &str, password: String, hash: Option<String>) -> Result<bool> {
     let account = throttle::account_key(email);
-    let now = crate::store::now();
+    let now = store::now();
     if let Some((failures, last)) = state.store.count_sign_in_attempt(&account, now).await? {
         // The count may have moved on since it refused: wait at least a second.
         let wait = throttle::wait(failures, last, now).unwrap_or_default();
@@ -229,7 +229,7 @@ async fn own_account(state: &AppState, user: &AuthUser, password: String, field:
 /// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Signed out; clears the session cookie"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
     state.store.end_session(user.id, user.jti).await?;
     state.sessions.end(&[user.jti]);
@@ -239,7 +239,7 @@ pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Res
 /// `POST /api/auth/logout-all`: every session of the account ends, this one too (on a lost or shared device).
 #[utoipa::path(post, path = "/api/auth/logout-all", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Every session ended; clears the session cookie"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody)))]
 pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
     let ended = state.store.end_sessions(user.id, None).await?;
     state.sessions.end_user(user.id);
@@ -250,9 +250,9 @@ pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result
 /// `GET /api/auth/sessions`: the account's sessions that can still be used (not ended, expired or idle too
 /// long), the most recently used first; the one asking is marked `current`.
 #[utoipa::path(get, path = "/api/auth/sessions", tag = "auth", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = SessionList), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = SessionList), (status = 401, body = wire::ErrorBody)))]
 pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<Json<SessionList>> {
-    let now = crate::store::now();
+    let now = store::now();
     let sessions = state
         .store
         .open_sessions(user.id)
@@ -276,8 +276,8 @@ pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<J
 #[utoipa::path(delete, path = "/api/auth/sessions/{id}", tag = "auth", security(("session" = []), ("bearer" = [])),
     params(("id" = String, Path, description = "A session's `id` from `GET /api/auth/sessions`")),
     responses((status = 204, description = "Ended; clears the session cookie when it was the current one"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody, description = "No open session of this account has that id")))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody, description = "No open session of this account has that id")))]
 pub async fn end_session(State(state): State<AppState>, user: AuthUser, Path(id): Path<String>) -> Result<Response> {
     let session = state.store.open_sessions(user.id).await?.into_iter().find(|session| session.public_id() == id);
     let Some(session) = session else { return Err(ApiError::NotFound) };
@@ -305,7 +305,7 @@ pub(super) fn expired_cookie(state: &AppState) -> Result<HeaderValue> {
 
 /// `GET /api/auth/me`: the signed-in account.
 #[utoipa::path(get, path = "/api/auth/me", tag = "auth", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = UserProfile), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = UserProfile), (status = 401, body = wire::ErrorBody)))]
 pub async fn me(State(state): State<AppState>, user: AuthUser) -> Result<Json<UserProfile>> {
     match state.store.user_by_id(user.id).await {
         Ok(found) => Ok(Json(profile(found))),
@@ -319,9 +319,9 @@ pub async fn me(State(state): State<AppState>, user: AuthUser) -> Result<Json<Us
 #[utoipa::path(post, path = "/api/auth/password", tag = "auth", security(("session" = []), ("bearer" = [])),
     request_body = ChangePasswordRequest,
     responses((status = 204, description = "Changed; every other session ended"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "The current password is wrong (`current_password`) or the new one too weak (`new_password`)"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody),
+        (status = 422, body = wire::ErrorBody, description = "The current password is wrong (`current_password`) or the new one too weak (`new_password`)"),
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn change_password(
     State(state): State<AppState>,
     user: AuthUser,
@@ -348,9 +348,9 @@ pub(super) async fn set_new_password(state: &AppState, user: &AuthUser, body: Ch
 #[utoipa::path(delete, path = "/api/auth/me", tag = "auth", security(("session" = []), ("bearer" = [])),
     request_body = DeleteAccountRequest,
     responses((status = 204, description = "The account and all its data are gone; clears the session cookie"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "The last administrator; make another one first"),
-        (status = 422, body = app::api::ErrorBody, description = "The password is wrong (`password`)")))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "The last administrator; make another one first"),
+        (status = 422, body = wire::ErrorBody, description = "The password is wrong (`password`)")))]
 pub async fn delete_account(
     State(state): State<AppState>,
     user: AuthUser,

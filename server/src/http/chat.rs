@@ -9,7 +9,6 @@ use std::{
     time::Duration,
 };
 
-use app::api::ChatRequest;
 use axum::{
     body::Body,
     extract::State,
@@ -21,6 +20,7 @@ use axum::{
 use bytes::Bytes;
 use futures::Stream;
 use uuid::Uuid;
+use wire::ChatRequest;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
@@ -125,9 +125,9 @@ pub struct ChatStreamEvent {
 #[utoipa::path(post, path = "/api/threads/{id}/chat", tag = "chat", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body = ChatRequest,
     responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent,
             description = "Named SSE events (`event:` is the `ChatEvent` variant name, `data:` its fields), each with `id: <turn>:<n>`"),
-        (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "An answer is already being written"),
-        (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+        (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "An answer is already being written"),
+        (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn chat(
     State(state): State<AppState>,
     user: AuthUser,
@@ -149,10 +149,10 @@ pub async fn chat(
         ("message_id" = Uuid, Path, description = "The person's latest message, whose answer failed")),
     responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent,
             description = "The new turn's events, as for `POST .../chat`; a partial answer the failed turn kept is removed"),
-        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody,
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody,
             description = "An answer is being written, or the message is not the latest, its answer did not fail or it made its document"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn retry(
     State(state): State<AppState>,
     user: AuthUser,
@@ -184,8 +184,8 @@ fn last_event_id(headers: &HeaderMap) -> Option<(Uuid, i64)> {
     params(("id" = Uuid, Path, description = "Conversation id"),
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event (`<turn>:<n>`)")),
     responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent, description = "The turn's events"),
-        (status = 204, description = "The conversation has no turn"), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+        (status = 204, description = "The conversation has no turn"), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn resume(
     State(state): State<AppState>,
     user: AuthUser,
@@ -209,7 +209,7 @@ pub async fn resume(
 /// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.
 #[utoipa::path(post, path = "/api/threads/{id}/stop", tag = "chat", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
     responses((status = 202, description = "Stop requested"), (status = 204, description = "Nothing was running"),
-        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn stop(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<StatusCode> {
     let running = state.chat.stop(user.id, thread).await?;
     Ok(if running { StatusCode::ACCEPTED } else { StatusCode::NO_CONTENT })

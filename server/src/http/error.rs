@@ -1,17 +1,17 @@
 //! The one error type of the HTTP boundary. Every failure leaves as `{"error":{"code","message","field"?}}`
 //! with the right status; internal causes are logged, never sent.
 
-use app::api::{validate, ErrorBody, ErrorDetail};
 use axum::{
     extract::rejection::{JsonRejection, PathRejection, QueryRejection},
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
+use wire::{validate, ErrorBody, ErrorDetail};
 
 use crate::chat::ChatError;
 use crate::history;
-use crate::store::StoreError;
+use store::StoreError;
 
 /// An error answered to a client.
 #[derive(Debug, thiserror::Error)]

@@ -1,7 +1,6 @@
 //! Exports and imports over HTTP: one conversation as JSON or Markdown, everything as JSON, and imports (the
 //! work itself is in [`crate::history`]).
 
-use app::api::ImportResult;
 use axum::{
     extract::{DefaultBodyLimit, FromRequest, Request, State},
     http::StatusCode,
@@ -11,6 +10,7 @@ use axum::{
 };
 use serde::Deserialize;
 use uuid::Uuid;
+use wire::ImportResult;
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, JsonBytes, Path, Query};
@@ -51,7 +51,7 @@ pub(crate) struct ExportParams {
 }
 
 #[utoipa::path(get, path = "/api/threads/{id}/export", tag = "history", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ExportParams),
-    responses((status = 200, description = "A download (Content-Disposition): Quire's JSON, or Markdown", content(("application/json"), ("text/markdown"))), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+    responses((status = 200, description = "A download (Content-Disposition): Quire's JSON, or Markdown", content(("application/json"), ("text/markdown"))), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub(crate) async fn export_thread(
     State(state): State<AppState>,
     user: AuthUser,
@@ -70,7 +70,7 @@ pub(crate) async fn export_thread(
 }
 
 #[utoipa::path(get, path = "/api/export", tag = "history", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, description = "All of the caller's data as one JSON download", content_type = "application/json"), (status = 401, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+    responses((status = 200, description = "All of the caller's data as one JSON download", content_type = "application/json"), (status = 401, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub async fn export_account(State(state): State<AppState>, user: AuthUser, _: Quota<Export>) -> Result<Response> {
     let ticket = state.heavy.admit(user.id)?;
     let file = history::export::account_download(state.store.clone(), user.id, ticket).await?;
@@ -79,9 +79,9 @@ pub async fn export_account(State(state): State<AppState>, user: AuthUser, _: Qu
 
 #[utoipa::path(post, path = "/api/threads/import", tag = "history", security(("session" = []), ("bearer" = [])),
     request_body(content = history::import::ImportBody, description = "A Quire export (one conversation or a whole account) or a ChatGPT conversations.json"),
-    responses((status = 201, body = app::api::ImportResult), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody), (status = 413, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "Not a format Quire imports, or a value breaks a rule the schema cannot state (two messages with one number, a document pointing at a message not in the export)"),
-        (status = 429, body = app::api::ErrorBody)))]
+    responses((status = 201, body = wire::ImportResult), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 413, body = wire::ErrorBody),
+        (status = 422, body = wire::ErrorBody, description = "Not a format Quire imports, or a value breaks a rule the schema cannot state (two messages with one number, a document pointing at a message not in the export)"),
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn import(
     State(state): State<AppState>,
     user: AuthUser,

@@ -126,7 +126,7 @@ impl FromRequestParts<AppState> for AuthUser {
             .and_then(|t| state.jwt.verify(t))
             .ok_or(ApiError::Unauthorized)?;
         let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
-        let now = crate::store::now();
+        let now = store::now();
         let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
             return Err(ApiError::Unauthorized);
         };

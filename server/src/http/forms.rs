@@ -5,12 +5,6 @@
 //! page with `?error=<code>` (never what was typed). A token the page needs again (an invitation, a reset link's)
 //! comes back in the fragment, which browsers never send.
 
-use app::api::admin::ResetPasswordRequest;
-use app::api::forms::{
-    FormOutcome, CHANGE_PASSWORD_ACTION, CHANGE_PASSWORD_FORM, DELETE_ACCOUNT_ACTION, DELETE_ACCOUNT_FORM,
-    RESET_PASSWORD_ACTION, SIGN_IN_ACTION, SIGN_UP_ACTION,
-};
-use app::api::{ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest};
 use axum::{
     extract::{rejection::FormRejection, Form, State},
     http::{header, HeaderValue},
@@ -18,6 +12,12 @@ use axum::{
     routing::post,
     Router,
 };
+use wire::admin::ResetPasswordRequest;
+use wire::forms::{
+    FormOutcome, CHANGE_PASSWORD_ACTION, CHANGE_PASSWORD_FORM, DELETE_ACCOUNT_ACTION, DELETE_ACCOUNT_FORM,
+    RESET_PASSWORD_ACTION, SIGN_IN_ACTION, SIGN_UP_ACTION,
+};
+use wire::{ChangePasswordRequest, DeleteAccountRequest, LoginRequest, RegisterRequest};
 
 use super::auth::{self, SignInFrom};
 use super::error::ApiError;

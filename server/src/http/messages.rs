@@ -1,7 +1,6 @@
 //! Messages: adding one without a turn, branches (another answer, which one is shown), what the model saw for
 //! an answer and the steps a turn took (its trace). An edit and resend is a chat request (`ChatRequest::edit_of`).
 
-use app::api::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
 use axum::{
     extract::State,
     http::{HeaderMap, StatusCode},
@@ -10,6 +9,7 @@ use axum::{
     Router,
 };
 use uuid::Uuid;
+use wire::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
 
 use super::chat::{event_stream, idempotency_key};
 use super::error::{ApiError, Result};
@@ -18,8 +18,8 @@ use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::context::ContextRecord;
 use crate::chat::title::DEFAULT_TITLE;
 use crate::chat::turn::STALE_AFTER_MS;
-use crate::store::{self, NewMessage, ThreadPatch};
 use crate::AppState;
+use store::{self, NewMessage, ThreadPatch};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -35,9 +35,9 @@ pub fn router() -> Router<AppState> {
 /// message is, and refused while an answer is being written.
 #[utoipa::path(post, path = "/api/threads/{id}/messages", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")), request_body = AddMessage,
-    responses((status = 201, body = Message), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
-        (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 201, body = Message), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "An answer is being written"),
+        (status = 422, body = wire::ErrorBody)))]
 pub async fn add_message(
     State(state): State<AppState>,
     user: AuthUser,
@@ -74,9 +74,9 @@ pub async fn add_message(
         ("Idempotency-Key" = Option<String>, Header, description = "Starts the turn at most once")),
     responses((status = 200, content_type = "text/event-stream", body = super::chat::ChatStreamEvent,
             description = "The new turn's events, as for `POST .../chat`"),
-        (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody, description = "No such answer"),
-        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody, description = "No such answer"),
+        (status = 409, body = wire::ErrorBody, description = "An answer is being written"),
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn regenerate(
     State(state): State<AppState>,
     user: AuthUser,
@@ -94,10 +94,10 @@ pub async fn regenerate(
 /// being written.
 #[utoipa::path(post, path = "/api/threads/{id}/branch", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")), request_body = SwitchBranch,
-    responses((status = 200, body = ThreadDetail), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody, description = "No such conversation, or no such message in it"),
-        (status = 409, body = app::api::ErrorBody, description = "An answer is being written"),
-        (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ThreadDetail), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody, description = "No such conversation, or no such message in it"),
+        (status = 409, body = wire::ErrorBody, description = "An answer is being written"),
+        (status = 422, body = wire::ErrorBody)))]
 pub async fn switch_branch(
     State(state): State<AppState>,
     user: AuthUser,
@@ -117,8 +117,8 @@ pub async fn switch_branch(
 /// messages that have none (the person's own messages).
 #[utoipa::path(get, path = "/api/messages/{id}/context", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Answer id")),
-    responses((status = 200, body = ContextRecord), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ContextRecord), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn context(
     State(state): State<AppState>,
     user: AuthUser,
@@ -133,8 +133,8 @@ pub async fn context(
 /// each tool call. 404 for anyone else's message, and for messages without one (the person's own, imported).
 #[utoipa::path(get, path = "/api/messages/{id}/trace", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Answer id")),
-    responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = Trace), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn trace(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Trace>> {
     Ok(Json(state.store.trace(user.id, id).await?))
 }
@@ -144,8 +144,8 @@ pub async fn trace(State(state): State<AppState>, user: AuthUser, Path(id): Path
 /// words. 404 for anyone else's turn.
 #[utoipa::path(get, path = "/api/turns/{id}/trace", tag = "chat", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Turn id")),
-    responses((status = 200, body = Trace), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = Trace), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn turn_trace(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Trace>> {
     Ok(Json(state.store.turn_trace(user.id, id).await?))
 }

@@ -24,8 +24,8 @@ pub mod stats;
 pub mod streams;
 pub mod threads;
 
-use app::api::Health;
 use axum::{routing::get, Router};
+use wire::Health;
 
 use crate::{config::Config, AppState};
 use error::ApiError;
@@ -153,7 +153,7 @@ pub async fn health() -> axum::Json<Health> {
 /// this build knows. `/api/health` only says the process is up.
 #[utoipa::path(get, path = "/api/ready", tag = "meta", responses(
     (status = 200, description = "Ready to serve", body = Health),
-    (status = 503, description = "The database cannot be reached or lacks migrations", body = app::api::ErrorBody),
+    (status = 503, description = "The database cannot be reached or lacks migrations", body = wire::ErrorBody),
 ))]
 pub async fn ready(axum::extract::State(state): axum::extract::State<AppState>) -> error::Result<axum::Json<Health>> {
     match state.store.ready().await {

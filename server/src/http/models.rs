@@ -1,7 +1,7 @@
 //! `GET /api/models`: the models people may choose for a conversation or as their default.
 
-use app::api::{ModelInfo, ModelList};
 use axum::{extract::State, routing::get, Router};
+use wire::{ModelInfo, ModelList};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json};
@@ -14,7 +14,7 @@ pub fn router() -> Router<AppState> {
 /// `GET /api/models`.
 #[utoipa::path(get, path = "/api/models", tag = "threads", security(("session" = []), ("bearer" = [])),
     responses((status = 200, body = ModelList, description = "Provider by provider (a provider's own list is kept for 10 minutes), with the caller's default"),
-        (status = 401, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody)))]
 pub async fn list_models(State(state): State<AppState>, user: AuthUser) -> Result<Json<ModelList>> {
     let registry = state.chat.models();
     let (offered, settings) = tokio::join!(registry.models(), state.store.settings(user.id));

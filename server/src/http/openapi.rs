@@ -39,7 +39,7 @@ use super::{
         artifacts::restore, artifacts::diff, artifacts::export,
         attachments::upload, attachments::list, attachments::remove,
     ),
-    components(schemas(app::api::ErrorBody, app::api::ErrorDetail, app::api::ChatEvent, app::api::ExportFormat)),
+    components(schemas(wire::ErrorBody, wire::ErrorDetail, wire::ChatEvent, wire::ExportFormat)),
     modifiers(&SessionSchemes, &ExtractorErrors),
     tags((name = "auth", description = "Accounts and sessions"),
         (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
@@ -115,11 +115,11 @@ pub async fn document() -> Json<utoipa::openapi::OpenApi> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use app::api::{
-        validate, MAX_EMAIL_CHARS, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_PASSWORD_CHARS,
-    };
     use proptest::prelude::*;
     use serde_json::Value;
+    use wire::{
+        validate, MAX_EMAIL_CHARS, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_PASSWORD_CHARS,
+    };
 
     fn document() -> Value {
         serde_json::to_value(ApiDoc::openapi()).expect("the document is JSON")

@@ -20,8 +20,8 @@ use uuid::Uuid;
 use super::error::ApiError;
 use super::extract::AuthUser;
 use crate::config::RateLimitConfig;
-use crate::store::{Admission, Rate, SharedLimits};
 use crate::AppState;
+use store::{Admission, Rate, SharedLimits};
 
 /// How often an instance deletes the shared limits' rows that have run out (they are as good as missing).
 const FORGET_IDLE_EVERY: Duration = Duration::from_secs(60);
@@ -62,12 +62,10 @@ impl Limit {
     async fn check(&self, shared: Option<&dyn SharedLimits>, key: Key) -> Result<(), ApiError> {
         let Some(rate) = self.rate else { return Ok(()) };
         let wait = match (shared, &self.local) {
-            (Some(shared), _) => {
-                match shared.admit(&format!("{}:{key}", self.name), rate, crate::store::now()).await? {
-                    Admission::Admitted => return Ok(()),
-                    Admission::Refused { retry_after } => retry_after,
-                }
-            }
+            (Some(shared), _) => match shared.admit(&format!("{}:{key}", self.name), rate, store::now()).await? {
+                Admission::Admitted => return Ok(()),
+                Admission::Refused { retry_after } => retry_after,
+            },
             (None, Some(local)) => {
                 let Err(not_until) = local.check_key(&key) else {
                     // Forget keys that are back to a full allowance, so memory stays bounded by recent callers.
@@ -133,7 +131,7 @@ async fn forget_idle(shared: Arc<dyn SharedLimits>) {
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        if let Err(e) = shared.forget_idle_limits(crate::store::now()).await {
+        if let Err(e) = shared.forget_idle_limits(store::now()).await {
             tracing::warn!(error = %e, "deleting spent rate-limit rows failed");
         }
     }

@@ -1,15 +1,15 @@
 //! `GET /api/search`: the caller's messages, conversation titles and documents, best match first.
 
-use app::api::{SearchKind, SearchResult, SearchResults};
 use axum::{extract::State, routing::get, Router};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Deserialize;
+use wire::{SearchKind, SearchResult, SearchResults};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Query};
 use super::rate_limit::{Quota, Search};
-use crate::store::{HitKind, SearchHit};
 use crate::AppState;
+use store::{HitKind, SearchHit};
 
 /// Hits per page unless asked otherwise.
 const DEFAULT_LIMIT: u32 = 20;
@@ -76,8 +76,8 @@ fn result(hit: SearchHit) -> SearchResult {
 }
 
 #[utoipa::path(get, path = "/api/search", tag = "history", security(("session" = []), ("bearer" = [])), params(SearchParams),
-    responses((status = 200, body = app::api::SearchResults), (status = 400, body = app::api::ErrorBody, description = "A malformed parameter, a query too long, or a cursor that is not one of ours"),
-        (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody), (status = 429, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::SearchResults), (status = 400, body = wire::ErrorBody, description = "A malformed parameter, a query too long, or a cursor that is not one of ours"),
+        (status = 401, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub(crate) async fn search(
     State(state): State<AppState>,
     user: AuthUser,

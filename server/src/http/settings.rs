@@ -1,8 +1,8 @@
 //! `GET`/`PATCH /api/settings`: what a person sets for themselves (display name, custom instructions, theme).
 //! The password, sessions and account removal are under `/api/auth` (see [`super::auth`]).
 
-use app::api::{Settings, UpdateSettings};
 use axum::{extract::State, routing::get, Router};
+use wire::{Settings, UpdateSettings};
 
 use super::error::Result;
 use super::extract::{AuthUser, Json};
@@ -14,7 +14,7 @@ pub fn router() -> Router<AppState> {
 
 /// `GET /api/settings`.
 #[utoipa::path(get, path = "/api/settings", tag = "auth", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = Settings), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = Settings), (status = 401, body = wire::ErrorBody)))]
 pub async fn settings(State(state): State<AppState>, user: AuthUser) -> Result<Json<Settings>> {
     Ok(Json(state.store.settings(user.id).await?))
 }
@@ -22,9 +22,9 @@ pub async fn settings(State(state): State<AppState>, user: AuthUser) -> Result<J
 /// `PATCH /api/settings`: changes the fields given; answers with the settings as saved.
 #[utoipa::path(patch, path = "/api/settings", tag = "auth", security(("session" = []), ("bearer" = [])),
     request_body = UpdateSettings,
-    responses((status = 200, body = Settings), (status = 401, body = app::api::ErrorBody),
-        (status = 403, body = app::api::ErrorBody),
-        (status = 422, body = app::api::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme or model")))]
+    responses((status = 200, body = Settings), (status = 401, body = wire::ErrorBody),
+        (status = 403, body = wire::ErrorBody),
+        (status = 422, body = wire::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme or model")))]
 pub async fn update_settings(
     State(state): State<AppState>,
     user: AuthUser,

@@ -2,7 +2,6 @@
 //! until revoked. It names no one (no e-mail, name or ids) and is `noindex`; an unknown or revoked token is a 404,
 //! and so is a link of a disabled account (until it is enabled again) or a deleted one.
 
-use app::api::{MessageStatus, ShareLink, ShareList, SharedConversation, SharedMessage, MAX_SHARES_PER_PERSON};
 use axum::{
     extract::{Request, State},
     http::{header, HeaderName, HeaderValue, StatusCode},
@@ -13,12 +12,13 @@ use axum::{
 };
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use uuid::Uuid;
+use wire::{MessageStatus, ShareLink, ShareList, SharedConversation, SharedMessage, MAX_SHARES_PER_PERSON};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Export, Quota};
-use crate::store::{self, NewShare};
 use crate::AppState;
+use store::{self, NewShare};
 
 /// Random bytes in a link's token: 256 bits, so links cannot be guessed or enumerated.
 const TOKEN_BYTES: usize = 32;
@@ -86,11 +86,11 @@ async fn snapshot(state: &AppState, user: Uuid, thread: Uuid) -> Result<(String,
 #[utoipa::path(post, path = "/api/threads/{id}/shares", tag = "threads", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")),
     responses((status = 201, body = ShareLink, description = "The link; its `path` is the page anyone with it can read"),
-        (status = 401, body = app::api::ErrorBody), (status = 403, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "The person has as many links as they may (100)"),
-        (status = 422, body = app::api::ErrorBody, description = "The conversation is too large to share"),
-        (status = 429, body = app::api::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "The person has as many links as they may (100)"),
+        (status = 422, body = wire::ErrorBody, description = "The conversation is too large to share"),
+        (status = 429, body = wire::ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     user: AuthUser,
@@ -107,8 +107,8 @@ pub async fn create(
 /// `GET /api/threads/{id}/shares`: the conversation's links, newest first.
 #[utoipa::path(get, path = "/api/threads/{id}/shares", tag = "threads", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id")),
-    responses((status = 200, body = ShareList), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ShareList), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn list_for_thread(
     State(state): State<AppState>,
     user: AuthUser,
@@ -119,7 +119,7 @@ pub async fn list_for_thread(
 
 /// `GET /api/shares`: every link of the caller, newest first.
 #[utoipa::path(get, path = "/api/shares", tag = "threads", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = ShareList), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ShareList), (status = 401, body = wire::ErrorBody)))]
 pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<ShareList>> {
     Ok(Json(ShareList { shares: state.store.list_shares(user.id, None).await? }))
 }
@@ -127,9 +127,9 @@ pub async fn list(State(state): State<AppState>, user: AuthUser) -> Result<Json<
 /// `DELETE /api/shares/{id}`: revokes a link; its page is a 404 from now on.
 #[utoipa::path(delete, path = "/api/shares/{id}", tag = "threads", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "A link's `id`")),
-    responses((status = 204, description = "Revoked"), (status = 401, body = app::api::ErrorBody),
-        (status = 403, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody, description = "The caller has no link with this id")))]
+    responses((status = 204, description = "Revoked"), (status = 401, body = wire::ErrorBody),
+        (status = 403, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody, description = "The caller has no link with this id")))]
 pub async fn revoke(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
     state.store.delete_share(user.id, id).await?;
     tracing::info!(user = %user.id, share = %id, "share link revoked");
@@ -140,7 +140,7 @@ pub async fn revoke(State(state): State<AppState>, user: AuthUser, Path(id): Pat
 #[utoipa::path(get, path = "/api/shared/{token}", tag = "threads",
     params(("token" = String, Path, description = "The last part of a link's `path`")),
     responses((status = 200, body = SharedConversation, description = "Sent with `X-Robots-Tag: noindex`"),
-        (status = 404, body = app::api::ErrorBody,
+        (status = 404, body = wire::ErrorBody,
             description = "No such link, it was revoked, or its owner's account is disabled or deleted")))]
 pub async fn shared(State(state): State<AppState>, Path(token): Path<String>) -> Result<Response> {
     if !well_formed(&token) {

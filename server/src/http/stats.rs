@@ -1,26 +1,26 @@
 //! `GET /api/stats`: how much the caller has talked, about what, at what cost in tokens, and what is left of
 //! their daily token budget.
 
-use app::api::{HistoryStats, TokenBudget};
 use axum::{extract::State, routing::get, Router};
 use chrono::Utc;
+use wire::{HistoryStats, TokenBudget};
 
 use super::error::Result;
 use super::extract::{AuthUser, Json};
 use crate::chat::turn::STALE_AFTER_MS;
-use crate::store::budgets::budget_resets_at;
 use crate::AppState;
+use store::budgets::budget_resets_at;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/stats", get(stats))
 }
 
 #[utoipa::path(get, path = "/api/stats", tag = "history", security(("session" = []), ("bearer" = [])), 
-    responses((status = 200, body = app::api::HistoryStats), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = wire::HistoryStats), (status = 401, body = wire::ErrorBody)))]
 pub async fn stats(State(state): State<AppState>, user: AuthUser) -> Result<Json<HistoryStats>> {
     // Days are UTC days, as the usage ledger records them.
     let now = Utc::now();
-    let personal = crate::store::TurnLimits { daily_tokens: 0, ..state.config.turn_limits() };
+    let personal = store::TurnLimits { daily_tokens: 0, ..state.config.turn_limits() };
     let (mut stats, spending) = tokio::try_join!(
         state.store.history_stats(user.id, now.date_naive()),
         state.store.spending(user.id, STALE_AFTER_MS, &personal),

@@ -1,8 +1,5 @@
 //! Conversations: create, list, show, change, delete.
 
-use app::api::{
-    validate, CreateThread, TagList, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS,
-};
 use axum::{
     http::StatusCode,
     response::IntoResponse,
@@ -12,12 +9,13 @@ use axum::{
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Deserialize;
 use uuid::Uuid;
+use wire::{validate, CreateThread, TagList, Thread, ThreadDetail, ThreadList, UpdateThread, MAX_TAGS, MAX_TAG_CHARS};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use crate::chat::turn::STALE_AFTER_MS;
-use crate::store::{ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort};
 use crate::AppState;
+use store::{ThreadCursor, ThreadPatch, ThreadQuery, ThreadSort};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -30,12 +28,12 @@ pub fn router() -> Router<AppState> {
 /// A title a person gives a conversation, checked and, when so configured, with personal data replaced.
 fn person_title(state: &AppState, title: &str) -> Result<String> {
     let title = validate::title(title)?;
-    Ok(crate::privacy::redact_if(state.config.redact_pii, title, app::api::MAX_TITLE_CHARS))
+    Ok(crate::privacy::redact_if(state.config.redact_pii, title, wire::MAX_TITLE_CHARS))
 }
 
 /// `POST /api/threads`.
 #[utoipa::path(post, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), request_body = CreateThread,
-    responses((status = 201, body = Thread), (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 201, body = Thread), (status = 401, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody)))]
 pub async fn create_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -136,8 +134,8 @@ pub fn tag_filter(text: &str) -> Result<Vec<String>> {
 
 /// `GET /api/threads`.
 #[utoipa::path(get, path = "/api/threads", tag = "threads", security(("session" = []), ("bearer" = [])), params(ListParams),
-    responses((status = 200, body = ThreadList), (status = 400, body = app::api::ErrorBody, description = "A malformed parameter, a cursor that is not one of ours or has expired, too many tags"),
-        (status = 401, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ThreadList), (status = 400, body = wire::ErrorBody, description = "A malformed parameter, a cursor that is not one of ours or has expired, too many tags"),
+        (status = 401, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody)))]
 pub async fn list_threads(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -172,15 +170,15 @@ pub async fn list_threads(
 
 /// `GET /api/tags`: every tag of the caller's conversations with how many carry it, archived ones counted too.
 #[utoipa::path(get, path = "/api/tags", tag = "threads", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = TagList, description = "Most used first, ties by name"), (status = 401, body = app::api::ErrorBody)))]
+    responses((status = 200, body = TagList, description = "Most used first, ties by name"), (status = 401, body = wire::ErrorBody)))]
 pub async fn list_tags(state: axum::extract::State<AppState>, user: AuthUser) -> Result<Json<TagList>> {
     Ok(Json(TagList { tags: state.store.list_tags(user.id).await? }))
 }
 
 /// `GET /api/threads/{id}`.
 #[utoipa::path(get, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
-    responses((status = 200, body = ThreadDetail), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 200, body = ThreadDetail), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn get_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -197,8 +195,8 @@ pub async fn get_thread(
 
 /// `PATCH /api/threads/{id}`.
 #[utoipa::path(patch, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body = UpdateThread,
-    responses((status = 200, body = Thread), (status = 400, body = app::api::ErrorBody), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody), (status = 422, body = app::api::ErrorBody)))]
+    responses((status = 200, body = Thread), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody)))]
 pub async fn update_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -211,7 +209,7 @@ pub async fn update_thread(
         pinned: body.pinned,
         archived: body.archived,
         summary: None,
-        model: body.model.map(|id| app::api::checked_id("model", id)).transpose()?,
+        model: body.model.map(|id| wire::checked_id("model", id)).transpose()?,
     };
     let patch = ThreadPatch { model: super::models::checked_choice(&state, "model", patch.model).await?, ..patch };
     Ok(Json(state.store.update_thread(user.id, id, &patch).await?))
@@ -219,8 +217,8 @@ pub async fn update_thread(
 
 /// `DELETE /api/threads/{id}`.
 #[utoipa::path(delete, path = "/api/threads/{id}", tag = "threads", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")),
-    responses((status = 204, description = "Deleted with everything in it"), (status = 401, body = app::api::ErrorBody),
-        (status = 404, body = app::api::ErrorBody)))]
+    responses((status = 204, description = "Deleted with everything in it"), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
 pub async fn delete_thread(
     state: axum::extract::State<AppState>,
     user: AuthUser,
@@ -235,8 +233,8 @@ pub async fn delete_thread(
 /// branches; refused while an answer is being written.
 #[utoipa::path(delete, path = "/api/threads/{id}/messages/{message_id}", tag = "messages", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id"), ("message_id" = Uuid, Path, description = "Message id")),
-    responses((status = 204, description = "Deleted, with every message after it on its branches"), (status = 401, body = app::api::ErrorBody), (status = 404, body = app::api::ErrorBody),
-        (status = 409, body = app::api::ErrorBody, description = "An answer is being written")))]
+    responses((status = 204, description = "Deleted, with every message after it on its branches"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "An answer is being written")))]
 pub async fn delete_message(
     state: axum::extract::State<AppState>,
     user: AuthUser,

@@ -5,10 +5,7 @@
 
 use std::{
     fmt,
-    sync::{
-        atomic::{AtomicI64, Ordering},
-        Arc,
-    },
+    sync::{atomic::Ordering, Arc},
     time::Instant,
 };
 
@@ -34,20 +31,10 @@ use prometheus_client::{
     registry::{Metric, Registry, Unit},
 };
 
-use crate::{
-    chat::memory::Source,
-    llm::{types::forward_identity, ChatRequest, EventStream, LlmError, Provider, StreamEvent},
-    AppState,
-};
+use crate::{chat::memory::Source, AppState};
+use llm::{forward_identity, ChatRequest, EventStream, LlmError, Provider, StreamEvent};
 
 /// Writes waiting for SQLite's only writer, in this process (set by the store's write queue).
-static SQLITE_WRITES_WAITING: AtomicI64 = AtomicI64::new(0);
-
-/// Counts a write joining (`1`) or leaving (`-1`) the line for SQLite's writer.
-pub fn sqlite_writes_waiting(change: i64) {
-    SQLITE_WRITES_WAITING.fetch_add(change, Ordering::Relaxed);
-}
-
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
     method: String,
@@ -192,7 +179,7 @@ impl Metrics {
     /// The text of a scrape, with the gauges read from the state first.
     pub fn render(&self, state: &AppState) -> String {
         self.running_turns.set(i64::try_from(state.chat.running_turns()).unwrap_or(i64::MAX));
-        self.sqlite_waiting.set(SQLITE_WRITES_WAITING.load(Ordering::Relaxed).max(0));
+        self.sqlite_waiting.set(store::sqlite::writes_waiting());
         for (name, pool) in state.store.pool_use() {
             self.pool
                 .get_or_create(&PoolLabels { pool: name, state: "in_use" })

@@ -7,13 +7,13 @@
 
 use std::sync::Arc;
 
-use app::api::admin::{AdminAccountList, CreatedInvite, InviteList, ResetLink, SignUpMode as WireMode, SignUpSettings};
-use app::api::{AuthResponse, ErrorBody, MessageStatus};
 use futures::future::join_all;
 use quire::config::Config;
-use quire::store::{NewUser, SignUpMode, SignUpRefusal};
 use reqwest::Method;
+use store::{NewUser, SignUpMode, SignUpRefusal};
 use uuid::Uuid;
+use wire::admin::{AdminAccountList, CreatedInvite, InviteList, ResetLink, SignUpMode as WireMode, SignUpSettings};
+use wire::{AuthResponse, ErrorBody, MessageStatus};
 
 use crate::chat_turns::{chat_until_draft_as, half_an_answer};
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
@@ -116,9 +116,9 @@ async fn the_first_account_administers_and_later_ones_do_not(db: Db) {
     assert!(server.user.admin, "the first account administers Quire");
     let (client, bob) = server.second_user("bob@example.com").await;
     assert!(!bob.user.admin);
-    let me: app::api::UserProfile = get_json(&client, &server.url("/api/auth/me")).await;
+    let me: wire::UserProfile = get_json(&client, &server.url("/api/auth/me")).await;
     assert!(!me.admin);
-    let me: app::api::UserProfile = server.get_json("/api/auth/me").await;
+    let me: wire::UserProfile = server.get_json("/api/auth/me").await;
     assert!(me.admin);
 }
 
@@ -134,7 +134,7 @@ async fn first_sign_ups_at_once_give_exactly_one_administrator(db: Db) {
 async fn a_closed_quire_admits_only_the_first_account(db: Db) {
     // The first comes with the setup link the server logged (without it, nobody: see `security_setup`).
     let setup = quire::auth::setup::issue(&db.store).await.unwrap().expect("no administrator yet");
-    let pass = || Some(quire::store::SignUpPass::Setup(quire::auth::one_time::hash(&setup)));
+    let pass = || Some(store::SignUpPass::Setup(quire::auth::one_time::hash(&setup)));
     let made = join_all((0..6).map(|n| db.store.sign_up(new_user(n), SignUpMode::Closed, pass()))).await;
     let made: Vec<_> = made.into_iter().map(Result::unwrap).collect();
     assert_eq!(made.iter().filter(|m| m.as_ref().is_ok_and(|user| user.is_admin)).count(), 1);
@@ -444,7 +444,7 @@ async fn a_disabled_account_is_refused_at_once_on_another_instance() {
     let Some(url) = fresh_postgres_url("a_disabled_account_is_refused_at_once_on_another_instance").await else {
         return;
     };
-    let instance = || shared_instance(&url, Arc::new(quire::llm::builtin::Builtin::new()), |_| {});
+    let instance = || shared_instance(&url, Arc::new(llm::builtin::Builtin::new()), |_| {});
     let (a, b) = (instance().await, instance().await);
     let (bob, session) = sign_up_or_in(&b.base, "bob@example.com").await;
     assert_eq!(status_of_me(&b, &bob).await, 200);

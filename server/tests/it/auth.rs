@@ -1,10 +1,10 @@
 //! Accounts and sessions over real HTTP: sign-up, sign-in, sign-out, who am I, and every kind of bad token.
 
 use crate::common::{bearer_client, get_json, post_raw_json, TestServer, PASSWORD};
-use app::api::{AuthResponse, ErrorBody, ThreadList, UserProfile};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use quire::auth::{Claims, JwtKeys, JwtSecret};
 use serde_json::json;
+use wire::{AuthResponse, ErrorBody, ThreadList, UserProfile};
 
 async fn me(client: &reqwest::Client, server: &TestServer) -> reqwest::StatusCode {
     client.get(server.url("/api/auth/me")).send().await.unwrap().status()

@@ -4,13 +4,11 @@
 
 use std::{borrow::Cow, collections::HashSet, path::Path, sync::Arc};
 
-use app::api::{
-    ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ShareLink, SharedConversation, ThreadDetail,
-};
 use proptest::prelude::*;
-use quire::store::{self, NewMessage};
 use serde_json::{json, Value};
+use store::{self, NewMessage};
 use uuid::Uuid;
+use wire::{ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ShareLink, SharedConversation, ThreadDetail};
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
 use crate::common::{
@@ -222,7 +220,7 @@ async fn deleting_a_message_deletes_what_follows_it(db: Db) {
     assert_eq!(detail.thread.message_count, 2);
     let found: SearchResults = server.get_json("/api/search?q=zebra").await;
     assert_eq!(found.total, 0, "nothing of the deleted branch is found");
-    let stats: app::api::HistoryStats = server.get_json("/api/stats").await;
+    let stats: wire::HistoryStats = server.get_json("/api/stats").await;
     assert_eq!(stats.total_messages, 2);
 }
 
@@ -319,7 +317,7 @@ async fn de_duplication_follows_the_shown_path(db: Db) {
 }
 
 /// A person's message (or an answer, by the count of messages) after the active one.
-async fn say(s: &store::DynStore, user: Uuid, thread: Uuid, role: Role, text: &str) -> app::api::Message {
+async fn say(s: &store::DynStore, user: Uuid, thread: Uuid, role: Role, text: &str) -> wire::Message {
     let message = NewMessage {
         thread_id: thread,
         role,
@@ -351,7 +349,7 @@ async fn an_export_carries_the_tree_and_an_import_restores_it(db: Db) {
             tree.heads.iter().map(|h| (texts[&h.id].clone(), name(h.parent))).collect();
         (edges, tree.path().iter().map(|h| texts[&h.id].clone()).collect::<Vec<_>>())
     };
-    let texts_of = |messages: Vec<app::api::Message>| messages.into_iter().map(|m| (m.id, m.content)).collect();
+    let texts_of = |messages: Vec<wire::Message>| messages.into_iter().map(|m| (m.id, m.content)).collect();
     let before = shape(&s.message_tree(u, t.id).await.unwrap(), &texts_of(s.list_messages(u, t.id).await.unwrap()));
     assert_eq!(before.1, ["Question", "Second answer", "Follow-up"]);
 
@@ -576,7 +574,7 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
     say(s, u, t.id, Role::User, "Seed").await;
     let mut shape = export::thread(s, u, t.id).await.unwrap();
     let template = shape.messages[0].clone();
-    let message = |n: usize, role: Role, parent: Option<Uuid>| app::api::ExportedMessage {
+    let message = |n: usize, role: Role, parent: Option<Uuid>| wire::ExportedMessage {
         id: Uuid::from_u128(n as u128 + 1),
         seq: n as i64 + 1,
         role,
@@ -584,14 +582,14 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
         parent_id: parent,
         ..template.clone()
     };
-    let mut messages = Vec::with_capacity(app::api::MAX_IMPORT_MESSAGES);
+    let mut messages = Vec::with_capacity(wire::MAX_IMPORT_MESSAGES);
     while messages.len() < 5_000 {
         let question = message(messages.len(), Role::User, None);
         let answer = message(messages.len() + 1, Role::Assistant, Some(question.id));
         messages.extend([question, answer]);
     }
     let mut parent = messages.last().map(|m| m.id);
-    while messages.len() < app::api::MAX_IMPORT_MESSAGES {
+    while messages.len() < wire::MAX_IMPORT_MESSAGES {
         let role = if messages.len() % 2 == 0 { Role::User } else { Role::Assistant };
         let next = message(messages.len(), role, parent);
         parent = Some(next.id);
@@ -602,12 +600,12 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
     let plan = import::plan(&serde_json::to_vec(&shape).unwrap()).expect("plan");
     let thread = s.import_threads(u, plan).await.unwrap()[0].id;
     let ids: Vec<Uuid> = s.message_tree(u, thread).await.unwrap().heads.iter().map(|h| h.id).collect();
-    assert_eq!(ids.len(), app::api::MAX_IMPORT_MESSAGES);
+    assert_eq!(ids.len(), wire::MAX_IMPORT_MESSAGES);
 
     // The shown path: the last version of the question, its answer and the deep chain; the question has 2,500
     // versions to go through.
     let (path, branches) = s.list_path(u, thread).await.unwrap();
-    assert_eq!(path.len(), 2 + (app::api::MAX_IMPORT_MESSAGES - 5_000));
+    assert_eq!(path.len(), 2 + (wire::MAX_IMPORT_MESSAGES - 5_000));
     assert_eq!(branches.len(), 1);
     assert_eq!(branches[0].siblings.len(), 2_500);
     assert_eq!(branches[0].message_id, path[0].id);
@@ -626,7 +624,7 @@ async fn a_conversation_of_thousands_of_edits_stays_usable(db: Db) {
 
     // Deleting the last version takes its answer and the whole chain with it; the other versions stay.
     let gone = s.delete_message(u, thread, path[0].id, None).await.unwrap();
-    assert_eq!(gone as usize, app::api::MAX_IMPORT_MESSAGES - 4_998);
+    assert_eq!(gone as usize, wire::MAX_IMPORT_MESSAGES - 4_998);
     assert_eq!(s.get_thread(u, thread).await.unwrap().message_count as usize, 4_998);
     let (path, _) = s.list_path(u, thread).await.unwrap();
     assert_eq!(path.len(), 2, "the newest version left is shown");

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
-use app::api::{ErrorBody, HistoryStats, TokenBudget};
 use chrono::{DateTime, Days, Utc};
 use futures::future::join_all;
 use quire::config::Config;
-use quire::store::{NewSummary, StoreError, TurnLimits};
+use store::{NewSummary, StoreError, TurnLimits};
 use uuid::Uuid;
+use wire::{ErrorBody, HistoryStats, TokenBudget};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{
@@ -130,7 +130,7 @@ async fn silent_generation_and_summaries_count_against_the_budget(db: Db) {
         covers_through: 0,
         covered_count: 0,
         model: "scripted-1".into(),
-        usage: app::api::Usage { input_tokens: 40, output_tokens: 10 },
+        usage: wire::Usage { input_tokens: 40, output_tokens: 10 },
     };
     db.store.save_thread_summary(server.user.id, thread, &summary).await.unwrap();
     assert_eq!(budget_of(&server, &server.client).await.unwrap().used_today, TURN_TOKENS + 50);

@@ -7,10 +7,10 @@ use crate::common::{
     bearer_client, fresh_postgres_url, message_update, names, new_user, read_frames, read_some_frames, seq_of,
     slow_builtin_server, sqlite_store, sqlite_url, ExpectJson, Frame, ScriptedModel, Step, TestServer,
 };
-use app::api::{ChatEvent, ErrorBody, MessageStatus, Role};
 use futures::StreamExt;
-use quire::llm::{LlmError, StopReason, StreamEvent};
-use quire::store::{AnswerDraft, DynStore, EventRun, StoredEvent, TurnEnd, TurnProgress};
+use llm::{LlmError, StopReason, StreamEvent};
+use store::{AnswerDraft, DynStore, EventRun, StoredEvent, TurnEnd, TurnProgress};
+use wire::{ChatEvent, ErrorBody, MessageStatus, Role};
 
 #[tokio::test]
 async fn a_tool_call_saves_the_document_and_events_come_in_order() {
@@ -281,7 +281,7 @@ async fn on_postgres_handed_over_progress_is_written_and_the_end_takes_the_rest(
     else {
         return;
     };
-    handed_over_progress_is_written_and_the_end_takes_the_rest(quire::store::connect(&url).await.unwrap()).await;
+    handed_over_progress_is_written_and_the_end_takes_the_rest(store::connect(&url).await.unwrap()).await;
 }
 
 /// While SQLite's writer is held up writing a batch of running turns' answers (another connection holds the
@@ -345,7 +345,7 @@ async fn on_sqlite_a_restart_frees_a_conversation_whose_turn_was_cut_off() {
     drop(store);
 
     // The process that ran it is gone (killed): opening the database again frees the conversation at once.
-    let store = quire::store::connect(&sqlite_url(dir.path())).await.unwrap();
+    let store = store::connect(&sqlite_url(dir.path())).await.unwrap();
     assert!(!store.latest_turn(user, thread).await.unwrap().unwrap().running);
     store.begin_turn(user, thread, uuid::Uuid::now_v7(), 60_000).await.unwrap();
 }
@@ -382,7 +382,7 @@ pub(crate) async fn chat_until_draft_as(
     // The first turn of a test process waits for the tokenizer to be built (seconds in a debug build).
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while std::time::Instant::now() < deadline {
-        let detail: app::api::ThreadDetail = client.get(&url).expect_json().await;
+        let detail: wire::ThreadDetail = client.get(&url).expect_json().await;
         if detail.messages.get(1).is_some_and(|m| m.content == draft) {
             return reader;
         }
@@ -432,7 +432,7 @@ async fn on_sqlite_answers_are_found_once_finished() {
 #[tokio::test]
 async fn on_postgres_answers_are_found_once_finished() {
     let Some(url) = fresh_postgres_url("on_postgres_answers_are_found_once_finished").await else { return };
-    answers_are_found_once_finished(quire::store::connect(&url).await.expect("connect")).await;
+    answers_are_found_once_finished(store::connect(&url).await.expect("connect")).await;
 }
 
 /// A running turn's events are stored as they come where another instance may follow it (PostgreSQL), and only
@@ -477,8 +477,7 @@ async fn on_postgres_a_running_turns_events_are_stored_as_they_come() {
     let Some(url) = fresh_postgres_url("on_postgres_a_running_turns_events_are_stored_as_they_come").await else {
         return;
     };
-    a_running_turns_events_are_stored_for_other_instances(quire::store::connect(&url).await.expect("connect"), true)
-        .await;
+    a_running_turns_events_are_stored_for_other_instances(store::connect(&url).await.expect("connect"), true).await;
 }
 
 /// A request that goes away while its turn starts (the client gives up after a few milliseconds) never leaves

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use app::api::{ContextRecord, Message, Role};
+use llm::builtin::Builtin;
 use quire::chat::memory::Source;
-use quire::llm::builtin::Builtin;
 use uuid::Uuid;
+use wire::{ContextRecord, Message, Role};
 
 use crate::common::{fresh_postgres_url, shared_instance, ExpectJson, TestServer};
 
@@ -58,7 +58,7 @@ async fn the_next_turn_builds_its_context_from_memory_until_the_conversation_cha
 
     // The document deleted behind the engine's back (as another instance would): the start finds what was kept
     // stale by the conversation's stamp, and the request is seen again.
-    let documents: app::api::ArtifactList =
+    let documents: wire::ArtifactList =
         server.client.get(server.url(&format!("/api/threads/{thread}/artifacts"))).expect_json().await;
     let document = documents.artifacts.first().expect("the stories").id;
     server.state.store.delete_artifact(server.user.id, document).await.unwrap();

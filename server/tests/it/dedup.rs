@@ -7,10 +7,10 @@ use std::sync::Arc;
 use crate::common::backends::{check_property, properties, Backend};
 use crate::common::{created, send, sqlite_store, text_of, tool_call, Frame, GreedyModel, TestServer};
 use crate::fake_upstream::greedy::{GreedyUpstream, AFTER_TOOLS, BEFORE_TOOLS, KINDS};
-use app::api::{ArtifactType, ChatEvent, Role};
 use proptest::prelude::*;
 use serde_json::json;
 use uuid::Uuid;
+use wire::{ArtifactType, ChatEvent, Role};
 
 async fn greedy_server() -> (TestServer, Arc<GreedyModel>, tempfile::TempDir) {
     let (store, dir) = sqlite_store().await;
@@ -20,7 +20,7 @@ async fn greedy_server() -> (TestServer, Arc<GreedyModel>, tempfile::TempDir) {
 
 #[test]
 fn the_fake_model_really_is_greedy() {
-    use quire::llm::{ChatRequest, Message};
+    use llm::{ChatRequest, Message};
     let request = ChatRequest {
         messages: vec![
             Message::user("Generate user stories"),
@@ -109,7 +109,7 @@ async fn a_silent_request_without_a_document_says_so_and_saves_nothing() {
 #[tokio::test]
 async fn parallel_duplicate_calls_in_one_turn_make_one_document() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{StopReason, StreamEvent};
+    use llm::{StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, kind: &str, title: &str| {
         let arguments = serde_json::json!({"artifact_type": kind, "title": title, "content": "# Doc"});
@@ -178,7 +178,7 @@ fn menu_request(kind: usize) -> String {
 }
 
 /// A server over `store` whose model is the greedy one, speaking the OpenAI wire format.
-async fn greedy_openai(store: quire::store::DynStore) -> (TestServer, GreedyUpstream) {
+async fn greedy_openai(store: store::DynStore) -> (TestServer, GreedyUpstream) {
     let upstream = GreedyUpstream::start().await;
     (TestServer::with(store, upstream.provider()).await, upstream)
 }
@@ -254,7 +254,7 @@ async fn rounds_of_one_answer_are_separate_paragraphs() {
 #[tokio::test]
 async fn a_silent_turn_makes_one_document_at_most() {
     use crate::common::{ScriptedModel, Step};
-    use quire::llm::{Part, StopReason, StreamEvent};
+    use llm::{Part, StopReason, StreamEvent};
     let (store, _dir) = sqlite_store().await;
     let call = |id: &str, title: &str| {
         let arguments = json!({"artifact_type": "user_stories", "title": title, "content": "# Stories"});

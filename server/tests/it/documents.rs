@@ -8,13 +8,13 @@ use std::io::Read;
 use crate::common::{
     created, every_store, new_artifact, new_user, text_of, tool_call, ScriptedModel, Step, TestServer,
 };
-use app::api::{
+use llm::{Part, StopReason, StreamEvent};
+use store::NewAttachment;
+use uuid::Uuid;
+use wire::{
     Artifact, ArtifactList, ArtifactType, ArtifactVersion, ArtifactVersionList, Attachment, AttachmentList, ChatEvent,
     ErrorBody, MAX_ATTACHMENTS_PER_THREAD, MAX_ATTACHMENT_BYTES,
 };
-use quire::llm::{Part, StopReason, StreamEvent};
-use quire::store::NewAttachment;
-use uuid::Uuid;
 
 const RICH: &str = "# Café Roadmap — Überblick
 
@@ -428,7 +428,7 @@ async fn another_users_documents_and_files_are_not_found() {
             size: 12,
             chunks: vec!["Secret plans.".into()],
         };
-        let limits = quire::store::AttachmentLimits { per_thread: 20, user_bytes: None };
+        let limits = store::AttachmentLimits { per_thread: 20, user_bytes: None };
         let attachment = store.create_attachment(other, file, limits).await.unwrap().id;
 
         for path in [
@@ -481,7 +481,7 @@ async fn a_download_names_its_version_and_a_client_holding_it_gets_a_304() {
     assert_eq!(other.status(), 200);
 
     // A new version is a new file: the old tag no longer matches.
-    let revision = quire::store::ArtifactRevision {
+    let revision = store::ArtifactRevision {
         title: "Plan".into(),
         content: "The plan, changed.".into(),
         request_message_id: None,

@@ -73,7 +73,7 @@ async fn me(server: &TestServer, cookie: &str) -> Result<String, StatusCode> {
     if response.status() != StatusCode::OK {
         return Err(response.status());
     }
-    Ok(response.json::<app::api::UserProfile>().await.unwrap().email)
+    Ok(response.json::<wire::UserProfile>().await.unwrap().email)
 }
 
 stories!(a_person_without_scripts_signs_up_in_changes_the_password_and_leaves);
@@ -149,8 +149,8 @@ async fn a_person_without_scripts_signs_up_in_changes_the_password_and_leaves(db
 
 #[tokio::test]
 async fn invitations_and_reset_links_work_as_plain_posts_and_stay_out_of_the_address() {
-    let server = TestServer::start_with(|config| config.signup = quire::store::SignUpMode::Invite).await;
-    let invite: app::api::admin::CreatedInvite =
+    let server = TestServer::start_with(|config| config.signup = store::SignUpMode::Invite).await;
+    let invite: wire::admin::CreatedInvite =
         server.post_json("/api/admin/invites", &serde_json::json!({ "expires_in_hours": 1, "max_uses": 1 })).await;
     let email = "invited@example.com";
 
@@ -178,11 +178,11 @@ async fn invitations_and_reset_links_work_as_plain_posts_and_stay_out_of_the_add
     .await;
     assert_eq!(used.location, format!("/signup?error=invite_used_up#invite={}", invite.token));
 
-    let account: app::api::UserProfile = {
+    let account: wire::UserProfile = {
         let response = browser().get(server.url("/api/auth/me")).header(header::COOKIE, joined.session()).send().await;
         response.unwrap().json().await.unwrap()
     };
-    let link: app::api::admin::ResetLink =
+    let link: wire::admin::ResetLink =
         server.post_json(&format!("/api/admin/users/{}/reset-link", account.id), &serde_json::json!({})).await;
     let new_password = "a fresh passphrase for this";
     let bad =

@@ -1,14 +1,14 @@
 //! Conversation history over real HTTP: listing, organising, search, stats, export and import.
 
 use crate::common::{new_artifact, new_message, post_raw_json, ExpectJson, TestServer};
-use app::api::{
+use proptest::{prelude::*, test_runner::Config as ProptestConfig};
+use serde_json::{json, Value};
+use store::NewMessage;
+use uuid::Uuid;
+use wire::{
     AccountExport, ArtifactType, ErrorBody, HistoryStats, ImportResult, Role, SearchKind, SearchResults, Thread,
     ThreadDetail, ThreadExport, ThreadList, Usage,
 };
-use proptest::{prelude::*, test_runner::Config as ProptestConfig};
-use quire::store::NewMessage;
-use serde_json::{json, Value};
-use uuid::Uuid;
 
 async fn create(server: &TestServer, body: Value) -> Thread {
     let response = server.client.post(server.url("/api/threads")).json(&body).send().await.unwrap();
@@ -27,7 +27,7 @@ async fn list(server: &TestServer, query: &str) -> ThreadList {
     response.json().await.unwrap()
 }
 
-async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> app::api::Message {
+async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> wire::Message {
     let message = NewMessage {
         usage: Usage { input_tokens: 3, output_tokens: 4 },
         model: (role == Role::Assistant).then(|| "test-model".to_string()),
@@ -36,7 +36,7 @@ async fn say(server: &TestServer, thread: Uuid, role: Role, content: &str) -> ap
     server.state.store.append_message(server.user.id, message).await.unwrap()
 }
 
-async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> app::api::Artifact {
+async fn document(server: &TestServer, thread: Uuid, title: &str, content: &str) -> wire::Artifact {
     let artifact = new_artifact(thread, ArtifactType::UserStories, title, content);
     server.state.store.create_artifact(server.user.id, artifact).await.unwrap()
 }

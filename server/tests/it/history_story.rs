@@ -5,17 +5,17 @@
 
 use std::{collections::HashSet, fmt::Debug};
 
-use app::api::{ArtifactType, MessageStatus, Role, TagCount, ThreadExport, TypeCount, Usage};
 use chrono::Utc;
 use proptest::prelude::*;
 use quire::history::{export::thread as thread_export, import::plan as import_plan};
-use quire::store::{
+use serde_json::json;
+use store::{
     self,
     history::{ImportMessage, ImportThread},
     DynStore, NewArtifact, NewMessage, StoreError, ThreadPatch,
 };
-use serde_json::json;
 use uuid::Uuid;
+use wire::{ArtifactType, MessageStatus, Role, TagCount, ThreadExport, TypeCount, Usage};
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db};
 use crate::common::{new_artifact, new_message, new_user, tags};
@@ -24,7 +24,7 @@ use crate::common::{new_artifact, new_message, new_user, tags};
 // Helpers
 // ---------------------------------------------------------------------------------------------------------------
 
-async fn append(store: &DynStore, user: Uuid, thread: Uuid, role: Role, content: &str) -> app::api::Message {
+async fn append(store: &DynStore, user: Uuid, thread: Uuid, role: Role, content: &str) -> wire::Message {
     store.append_message(user, new_message(thread, role, content)).await.expect("append message")
 }
 

@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use app::api::{AttachmentList, ErrorBody};
 use uuid::Uuid;
+use wire::{AttachmentList, ErrorBody};
 
 use crate::common::{get_json, read_frames, text_of, upload, TestServer};
 
@@ -195,7 +195,7 @@ async fn exports_and_imports_wait_their_turn_in_the_heavy_queue() {
     let import = || server.client.post(server.url("/api/threads/import")).json(&export).send();
     let response = import().await.unwrap();
     assert_eq!(response.status(), 201);
-    let thread = response.json::<app::api::ImportResult>().await.unwrap().threads[0].id;
+    let thread = response.json::<wire::ImportResult>().await.unwrap().threads[0].id;
     let document = server.detail(thread).await.artifacts[0].id;
     let heavy = [
         format!("/api/threads/{thread}/export?format=markdown"),

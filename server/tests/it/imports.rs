@@ -2,17 +2,17 @@
 //! one is written whole, a failed one leaves nothing behind, numbers leave room for later messages, and no
 //! filter or cursor a client makes up reaches a server error.
 
-use app::api::{
-    ErrorBody, ImportResult, Role, ThreadList, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS, MAX_IMPORT_DOCUMENTS,
-    MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
-};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use quire::store::{
+use serde_json::{json, Value};
+use store::{
     self,
     history::{ImportMessage, ImportThread},
 };
-use serde_json::{json, Value};
 use uuid::Uuid;
+use wire::{
+    ErrorBody, ImportResult, Role, ThreadList, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS, MAX_IMPORT_DOCUMENTS,
+    MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS, MAX_TAGS,
+};
 
 use crate::common::backends::{run_story, stories, Backend, Db, Raw};
 use crate::common::TestServer;

@@ -2,9 +2,9 @@
 //! listings hold only the caller's data, and the owner's data is unchanged afterwards.
 
 use crate::common::{get_json, TestServer};
-use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use serde_json::json;
 use uuid::Uuid;
+use wire::{ErrorBody, Role, ThreadDetail, ThreadList};
 
 /// The owner's conversation with a finished turn (so it has messages, a context record and stored events).
 async fn owner_with_a_conversation(server: &TestServer) -> (Uuid, ThreadDetail) {

@@ -6,7 +6,7 @@ use crate::fake_upstream::{
     patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer, Reply,
     Step,
 };
-use quire::llm::{
+use llm::{
     anthropic::{AnthropicConfig, AnthropicProvider, API_VERSION},
     retry::RetryingProvider,
     types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage},

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use futures::StreamExt;
-use quire::llm::builtin::Builtin;
-use quire::llm::builtin::{delay_from, input_tokens, split_tokens, DEFAULT_DELAY_MS};
-use quire::llm::{ChatRequest, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage};
-use quire::tokens::count_tokens;
+use llm::builtin::Builtin;
+use llm::builtin::{delay_from, input_tokens, split_tokens, DEFAULT_DELAY_MS};
+use llm::tokens::count_tokens;
+use llm::{ChatRequest, Message, Part, Provider, Role, StopReason, StreamEvent, ToolCall, ToolSpec, Usage};
 use serde_json::{json, Value};
 
 const REQUIREMENTS: &str = "We're building a mobile app for booking yoga classes. \

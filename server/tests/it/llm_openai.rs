@@ -9,7 +9,7 @@ use crate::fake_upstream::{
     hello, patient_timeouts, retried_events, stalled_events, text_events, weather_exchange, weather_tool, FakeServer,
     Reply, Step,
 };
-use quire::llm::{
+use llm::{
     openai::{MaxTokensField, OpenAiConfig, OpenAiProvider},
     retry::RetryingProvider,
     types::{ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage},

@@ -2,10 +2,10 @@
 //! its message twice, and a message can be added without asking the model. And the model is asked while the
 //! message that starts a turn commits, not after.
 
-use app::api::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
-use quire::llm::LlmError;
+use llm::LlmError;
 use serde_json::json;
 use uuid::Uuid;
+use wire::{ChatEvent, HistoryStats, Message, MessageStatus, Role, SearchResults, MAX_MESSAGE_CHARS};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{names, read_frames, scripted_server, text_of, ExpectJson, Frame, ScriptedModel, Step, TestServer};

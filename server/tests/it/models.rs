@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
-use app::api::{ChatEvent, ModelList, Settings, Thread};
-use quire::config::models::{parse, ModelsConfig};
-use quire::llm::Registry;
-use quire::store::ThreadPatch;
+use llm::models_file::{parse, ModelsConfig};
+use llm::Registry;
 use serde_json::json;
+use store::ThreadPatch;
+use wire::{ChatEvent, ModelList, Settings, Thread};
 
 use crate::common::{get_json, TestServer};
 use crate::fake_upstream::{FakeServer, Reply};
@@ -94,7 +94,7 @@ fn list_of(ids: &[&str]) -> Reply {
     Reply::status(200, &json!({ "object": "list", "data": data }).to_string())
 }
 
-fn ids(models: &[quire::llm::registry::Offered]) -> Vec<&str> {
+fn ids(models: &[llm::registry::Offered]) -> Vec<&str> {
     models.iter().map(|m| m.id.as_str()).collect()
 }
 

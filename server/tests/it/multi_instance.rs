@@ -11,11 +11,11 @@ use crate::common::{
     PASSWORD,
 };
 use crate::protection::{guess_at_once, most_admitted_within};
-use app::api::{MessageStatus, ThreadList};
+use llm::{builtin::Builtin, Provider};
 use quire::auth::throttle::FREE_FAILURES;
 use quire::config::Config;
-use quire::llm::{builtin::Builtin, Provider};
-use quire::store::{Admission, Rate};
+use store::{Admission, Rate};
+use wire::{MessageStatus, ThreadList};
 
 async fn instance(url: &str, provider: Arc<dyn Provider>) -> TestServer {
     shared_instance(url, provider, |_| {}).await
@@ -211,7 +211,7 @@ async fn failed_sign_ins_on_one_instance_make_the_account_wait_on_the_other() {
 #[tokio::test]
 async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
     let Some(url) = fresh_postgres_url("the_database_applies_the_gcra_rule").await else { return };
-    let store = quire::store::connect(&url).await.expect("connect");
+    let store = store::connect(&url).await.expect("connect");
     let limits = store.shared_limits().expect("postgres shares its limits");
     let rate = Rate::per_minute(NonZeroU32::new(4).unwrap());
     let start = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap();
@@ -234,7 +234,7 @@ async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
     assert_eq!(limits.admit("test:other", rate, start).await.unwrap(), Admission::Admitted);
 
     // Two instances' checks at the same moment admit the burst once between them.
-    let other = quire::store::connect(&url).await.expect("connect").shared_limits().unwrap();
+    let other = store::connect(&url).await.expect("connect").shared_limits().unwrap();
     let checks = (0..20).map(|i| {
         let limits = if i % 2 == 0 { limits.clone() } else { other.clone() };
         tokio::spawn(async move { limits.admit("test:race", rate, start).await.unwrap() })
@@ -256,9 +256,9 @@ async fn the_database_applies_the_gcra_rule_and_forgets_spent_keys() {
 
 #[tokio::test]
 async fn rate_limit_checks_are_answered_while_every_other_connection_waits() {
-    use quire::store::{postgres::Postgres, Accounts, SharedLimits, StoreError};
     use sqlx::{postgres::PgConnectOptions, Connection};
     use std::str::FromStr;
+    use store::{postgres::Postgres, Accounts, SharedLimits, StoreError};
 
     let Some(url) = fresh_postgres_url("rate_limit_checks_have_their_own_pool").await else { return };
     let options = PgConnectOptions::from_str(&url).unwrap();
@@ -285,7 +285,7 @@ async fn rate_limit_checks_are_answered_while_every_other_connection_waits() {
     }
 
     let rate = Rate::per_minute(NonZeroU32::new(4).unwrap());
-    let check = store.admit("test:own-pool", rate, quire::store::now()).await.expect("check");
+    let check = store.admit("test:own-pool", rate, store::now()).await.expect("check");
     assert_eq!(check, Admission::Admitted);
     assert!(!blocked.is_finished(), "the other query still holds the only connection of its pool");
     lock.rollback().await.unwrap();

@@ -3,11 +3,11 @@
 
 use std::{process::Stdio, time::Duration};
 
-use app::api::{MessageStatus, Role};
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
     net::{TcpListener, TcpStream},
 };
+use wire::{MessageStatus, Role};
 
 use crate::common::{read_some_frames, sign_up, text_of, ExpectJson, TestServer};
 
@@ -107,7 +107,7 @@ async fn ready_means_the_database_answers_with_every_migration() {
 #[tokio::test]
 async fn on_postgres_ready_checks_migrations_and_metrics_show_the_pool() {
     let Some(url) = crate::common::fresh_postgres_url("ops postgres").await else { return };
-    let store = quire::store::connect(&url).await.unwrap();
+    let store = store::connect(&url).await.unwrap();
     let server = TestServer::builtin(store).await;
     assert_eq!(reqwest::get(server.url("/api/ready")).await.unwrap().status(), 200);
     let metrics = metrics_address(&server).await;
@@ -209,7 +209,7 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     assert_eq!(reqwest::get(format!("{base}/metrics")).await.unwrap().status(), 404);
     assert!(probe(&base).await, "`quire probe` finds it ready");
     let (client, session) = sign_up(&base, "ops@example.com").await;
-    let thread: app::api::Thread =
+    let thread: wire::Thread =
         client.post(format!("{base}/api/threads")).json(&serde_json::json!({})).expect_json().await;
     let chat = client
         .post(format!("{base}/api/threads/{}/chat", thread.id))
@@ -257,7 +257,7 @@ async fn sigterm_stops_within_the_deadline_and_saves_the_running_turn() {
     assert!(log.iter().any(|l| l.contains(&tagged)), "no log line carries {request_id}: {log:?}");
 
     // The answer so far was saved, as stopped, and the conversation is free again.
-    let store = quire::store::connect(&crate::common::sqlite_url(dir.path())).await.unwrap();
+    let store = store::connect(&crate::common::sqlite_url(dir.path())).await.unwrap();
     let messages = store.list_messages(session.user.id, thread.id).await.unwrap();
     let answer = messages.iter().find(|m| m.role == Role::Assistant).expect("the partial answer was saved");
     assert!(answer.content.starts_with(&received), "{answer:?} does not go on from {received:?}");

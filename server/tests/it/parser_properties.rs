@@ -2,12 +2,12 @@
 //! (bytes from a model server), and the import planner (a file from anyone). The same properties are fuzzed
 //! with cargo-fuzz by `bench/fuzz.sh` (targets in `fuzz/`); here they run on stable with proptest.
 
-use app::api::sse::SseParser;
+use llm::{anthropic, openai, LlmError, StreamEvent};
 use proptest::prelude::*;
 use quire::history::import::plan as import_plan;
 use quire::http::error::ApiError;
-use quire::llm::{anthropic, openai, LlmError, StreamEvent};
 use serde_json::{json, Value};
+use wire::sse::SseParser;
 
 /// Splits `body` at the given points (taken modulo its length).
 fn split<'a>(body: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {

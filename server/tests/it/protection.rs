@@ -1,9 +1,9 @@
 //! Input limits, rate limits, personal-data redaction and the OpenAPI document.
 
 use crate::common::{post_raw_json, ExpectJson, TestServer, PASSWORD};
-use app::api::{ErrorBody, Role, ThreadDetail, ThreadList};
 use quire::auth::throttle::{delay_after, FREE_FAILURES};
 use serde_json::json;
+use wire::{ErrorBody, Role, ThreadDetail, ThreadList};
 
 async fn error_of(response: reqwest::Response) -> (u16, ErrorBody) {
     let status = response.status().as_u16();
@@ -207,7 +207,7 @@ mod sign_in_counts {
 
     use chrono::Duration as Span;
     use quire::auth::throttle::{FORGET_AFTER_HOURS, FREE_FAILURES};
-    use quire::store::now;
+    use store::now;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
     use crate::common::TestServer;

@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use app::api::{ChatEvent, Thread};
-use quire::llm::Part;
+use llm::Part;
 use serde_json::json;
 use uuid::Uuid;
+use wire::{ChatEvent, Thread};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{ExpectJson, ScriptedModel, TestServer};
@@ -71,7 +71,7 @@ async fn attached_text_is_redacted_before_it_is_indexed(db: Db) {
     let text = format!("Refunds: write to {EMAIL} or call {PHONE} within 45 days.\n\nContact the desk first.");
     let response = server.upload(thread, &format!("contact {EMAIL}.txt"), "text/plain", text.as_bytes().to_vec()).await;
     assert_eq!(response.status(), 201);
-    let attachment: app::api::Attachment = response.json().await.unwrap();
+    let attachment: wire::Attachment = response.json().await.unwrap();
     assert_clean("the file name", &attachment.filename);
 
     // Neither the stored chunks nor the search index hold it: a search for it finds nothing.
@@ -87,7 +87,7 @@ async fn attached_text_is_redacted_before_it_is_indexed(db: Db) {
     assert!(seen.contains("write to [EMAIL] or call [PHONE]"), "{seen}");
     assert_clean("what the model was sent", &seen);
     let answer = server.wait_idle(thread).await.messages.pop().unwrap();
-    let record: app::api::ContextRecord = server.get_json(&format!("/api/messages/{}/context", answer.id)).await;
+    let record: wire::ContextRecord = server.get_json(&format!("/api/messages/{}/context", answer.id)).await;
     assert!(!record.passages.is_empty());
     for passage in &record.passages {
         assert_clean("a passage", &passage.excerpt);
@@ -116,7 +116,7 @@ async fn imported_conversations_and_documents_are_redacted(db: Db) {
     });
     let response = server.client.post(server.url("/api/threads/import")).json(&body).send().await.unwrap();
     assert_eq!(response.status(), 201);
-    let imported: app::api::ImportResult = response.json().await.unwrap();
+    let imported: wire::ImportResult = response.json().await.unwrap();
     let thread = imported.threads[0].id;
     assert_eq!(imported.threads[0].title, "Call [PHONE]");
 

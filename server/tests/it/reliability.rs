@@ -7,8 +7,7 @@
 
 use std::{collections::HashSet, sync::Arc, time::Duration};
 
-use app::api::{ChatEvent, Message, MessageStatus, Role, ThreadDetail};
-use quire::llm::{
+use llm::{
     openai::{OpenAiConfig, OpenAiProvider},
     retry::{RetryPolicy, RetryingProvider},
     HttpTimeouts,
@@ -16,6 +15,7 @@ use quire::llm::{
 use serde_json::json;
 use tempfile::TempDir;
 use uuid::Uuid;
+use wire::{ChatEvent, Message, MessageStatus, Role, ThreadDetail};
 
 use crate::common::{
     read_frames, read_frames_until, seq_of, slow_builtin_server, sqlite_store, text_of, Frame, TestServer,

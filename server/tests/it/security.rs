@@ -118,7 +118,7 @@ async fn requests_from_other_sites_are_refused_whatever_their_body() {
             }
             let response = request.send().await.unwrap();
             assert_eq!(response.status(), 403, "{name} from {origin:?}");
-            let error: app::api::ErrorBody = response.json().await.unwrap();
+            let error: wire::ErrorBody = response.json().await.unwrap();
             assert_eq!(error.error.code, "cross_site_request", "{name}");
         }
         // A browser that sends `Sec-Fetch-Site` but no `Origin` says where the request comes from that way.
@@ -127,7 +127,7 @@ async fn requests_from_other_sites_are_refused_whatever_their_body() {
     }
     // Nothing changed and the session still works.
     assert_eq!(server.detail(thread).await, before);
-    let list: app::api::ThreadList = server.get_json("/api/threads").await;
+    let list: wire::ThreadList = server.get_json("/api/threads").await;
     assert_eq!(list.threads.len(), 1);
     assert!(server.state.store.list_attachments(server.user.id, thread).await.unwrap().is_empty());
     assert_eq!(by_cookie(&server, reqwest::Method::GET, "/api/auth/me", None).send().await.unwrap().status(), 200);
@@ -213,7 +213,7 @@ fn session_id(token: &str) -> uuid::Uuid {
 }
 
 /// Writes a session's `last_seen_at` straight into the test server's SQLite file.
-async fn set_last_seen(server: &TestServer, session: &quire::store::Session) {
+async fn set_last_seen(server: &TestServer, session: &store::Session) {
     let url = server.state.config.database_url();
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
     sqlx::query("update sessions set last_seen_at = ? where id = ?")
@@ -248,7 +248,7 @@ async fn signing_out_ends_the_session_s_open_streams_within_a_second() {
 }
 
 /// Signs up with `password`, which must be refused as unprocessable; the error.
-async fn refused_sign_up(server: &TestServer, password: &str) -> app::api::ErrorBody {
+async fn refused_sign_up(server: &TestServer, password: &str) -> wire::ErrorBody {
     let response = server
         .anonymous()
         .post(server.url("/api/auth/register"))
@@ -296,7 +296,7 @@ async fn changing_the_password_needs_the_old_one_and_ends_every_other_session() 
     ] {
         let response = change(current, new).await.unwrap();
         assert_eq!(response.status(), 422);
-        let error: app::api::ErrorBody = response.json().await.unwrap();
+        let error: wire::ErrorBody = response.json().await.unwrap();
         assert_eq!(error.error.field.as_deref(), Some(field));
     }
     assert_eq!(status_of(&phone, &server, "/api/auth/me").await, 200, "refused changes end nothing");
@@ -395,7 +395,7 @@ mod deletion {
     /// What an account leaves behind in ordinary use: a conversation with answers, a document and a revision
     /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
     async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
-        let thread: app::api::Thread =
+        let thread: wire::Thread =
             post_json(client, &server.url("/api/threads"), &serde_json::json!({"tags": ["work"]})).await;
         let chat = |content: &'static str, key: Option<&'static str>| {
             let mut request = client
@@ -453,7 +453,7 @@ mod deletion {
         let login = serde_json::json!({"email": "leaver@example.com", "password": PASSWORD});
         let response = server.sign_in("leaver@example.com", PASSWORD).await;
         assert_eq!(response.status(), 401);
-        let hits: app::api::SearchResults = get_json(&other, &server.url("/api/search?q=library")).await;
+        let hits: wire::SearchResults = get_json(&other, &server.url("/api/search?q=library")).await;
         assert!(!hits.results.is_empty(), "the other account's conversation is still found");
         // The address can be used again.
         let again = reqwest::Client::new().post(server.url("/api/auth/register")).json(&login).send().await.unwrap();
@@ -481,14 +481,8 @@ async fn a_failing_model_provider_is_described_plainly_with_a_reference_to_the_l
     let internal = "error sending request for url (http://llm.internal.example:8080/v1/chat/completions): \
                     tcp connect error: Connection refused (os error 111)";
     let failures = vec![
-        (
-            quire::llm::LlmError::Network(internal.into()),
-            "The model provider could not be reached. Try again in a minute.",
-        ),
-        (
-            quire::llm::LlmError::Protocol(format!("malformed JSON from {internal}")),
-            "The model provider sent an answer",
-        ),
+        (llm::LlmError::Network(internal.into()), "The model provider could not be reached. Try again in a minute."),
+        (llm::LlmError::Protocol(format!("malformed JSON from {internal}")), "The model provider sent an answer"),
     ];
     for (failure, expected) in failures {
         let (store, _dir) = crate::common::sqlite_store().await;
@@ -496,7 +490,7 @@ async fn a_failing_model_provider_is_described_plainly_with_a_reference_to_the_l
         let thread = server.create_thread().await;
         let frames = server.chat(thread, "Hello").await;
         let last = frames.last().unwrap();
-        let app::api::ChatEvent::Error { message, .. } = &last.event else { panic!("{frames:?}") };
+        let wire::ChatEvent::Error { message, .. } = &last.event else { panic!("{frames:?}") };
         assert!(message.starts_with(expected), "{message}");
         for leak in ["llm.internal", "8080", "os error", "Connection refused", "http"] {
             assert!(!message.contains(leak), "{leak} shown: {message}");
@@ -534,7 +528,7 @@ async fn behind_an_https_address_the_cookie_is_host_only_and_secure() {
     assert_eq!(response.headers()["strict-transport-security"], hsts);
     let page = server.anonymous().get(server.url("/signin")).send().await.unwrap();
     assert_eq!(page.headers()["strict-transport-security"], hsts, "pages carry it too");
-    let token = response.json::<app::api::AuthResponse>().await.unwrap().token;
+    let token = response.json::<wire::AuthResponse>().await.unwrap().token;
     // Only the prefixed cookie signs in: a plain one could be planted by a neighbouring subdomain.
     let me = |cookie: String| server.anonymous().get(server.url("/api/auth/me")).header("cookie", cookie).send();
     assert_eq!(me(format!("__Host-quire_session={token}")).await.unwrap().status(), 200);
@@ -572,8 +566,8 @@ async fn signing_out_on_one_instance_ends_the_streams_on_another() {
 
 /// The list of sessions and ending one of them, on both backends.
 mod session_list {
-    use app::api::SessionList;
     use futures::StreamExt;
+    use wire::SessionList;
 
     use crate::common::backends::{run_story, stories, Backend, Db};
     use crate::common::{bearer_client, ScriptedModel, Step, TestServer, PASSWORD};
@@ -588,7 +582,7 @@ mod session_list {
         let client = reqwest::Client::builder().user_agent(user_agent).build().unwrap();
         let response = client.post(server.url("/api/auth/login")).json(&body).send().await.unwrap();
         assert_eq!(response.status(), 200);
-        bearer_client(&response.json::<app::api::AuthResponse>().await.unwrap().token)
+        bearer_client(&response.json::<wire::AuthResponse>().await.unwrap().token)
     }
 
     async fn list(server: &TestServer, client: &reqwest::Client) -> SessionList {
@@ -626,7 +620,7 @@ mod session_list {
         {
             let response = end(client, &server, id).await;
             assert_eq!(response.status(), 404, "{id}");
-            let _: app::api::ErrorBody = response.json().await.unwrap();
+            let _: wire::ErrorBody = response.json().await.unwrap();
         }
         assert_eq!(phone.get(server.url("/api/auth/me")).send().await.unwrap().status(), 200);
 

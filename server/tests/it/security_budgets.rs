@@ -7,12 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use app::api::{ChatEvent, HistoryStats, MessageStatus, TraceStep};
 use futures::future::join_all;
-use quire::llm::openai::{OpenAiConfig, OpenAiProvider};
-use quire::llm::{StopReason, StreamEvent, Usage};
-use quire::tokens::count_tokens;
+use llm::openai::{OpenAiConfig, OpenAiProvider};
+use llm::tokens::count_tokens;
+use llm::{StopReason, StreamEvent, Usage};
 use uuid::Uuid;
+use wire::{ChatEvent, HistoryStats, MessageStatus, TraceStep};
 
 use crate::chat_turns::chat_until_draft;
 use crate::common::backends::{run_story, stories, Backend, Db};
@@ -46,7 +46,7 @@ async fn counted_on_ledger(db: &Db, user: Uuid) -> i64 {
 }
 
 /// The model calls of the traces of `thread`, in order.
-async fn model_calls(db: &Db, user: Uuid, thread: Uuid) -> Vec<app::api::ModelCall> {
+async fn model_calls(db: &Db, user: Uuid, thread: Uuid) -> Vec<wire::ModelCall> {
     let traces = db.store.thread_traces(user, thread).await.unwrap();
     traces
         .into_iter()
@@ -105,7 +105,7 @@ async fn a_turn_stopped_after_its_first_words_is_metered(db: Db) {
 
 /// The issue's own reproduction: the built-in assistant reports its tokens only at the end of its answer.
 async fn a_turn_of_the_builtin_assistant_stopped_early_is_metered(db: Db) {
-    let builtin = quire::llm::builtin::Builtin::new().with_delay(Duration::from_millis(150));
+    let builtin = llm::builtin::Builtin::new().with_delay(Duration::from_millis(150));
     let server =
         TestServer::with_configured(db.store.clone(), Arc::new(builtin), |c| c.user_daily_tokens = AMPLE).await;
     let thread = server.create_thread().await;
@@ -160,7 +160,7 @@ async fn a_title_call_that_times_out_is_metered(db: Db) {
     assert_eq!(used_today(&server).await, 10 + 1 + title_spent);
     assert_eq!(counted_on_ledger(&db, server.user.id).await, title_spent as i64);
     let calls = model_calls(&db, server.user.id, thread).await;
-    let title = calls.iter().find(|c| c.purpose == app::api::CallPurpose::Title).expect("the title call");
+    let title = calls.iter().find(|c| c.purpose == wire::CallPurpose::Title).expect("the title call");
     assert!(title.counted && title.error.is_some(), "{title:?}");
     assert_eq!(title.input_tokens + title.output_tokens, title_spent);
     // The conversation is named after its first words instead.
@@ -169,12 +169,12 @@ async fn a_title_call_that_times_out_is_metered(db: Db) {
 
 async fn turns_started_at_once_never_exceed_the_budget_by_more_than_one_turns_estimate(db: Db) {
     let question = "Write a short plan for a vegetable garden.";
-    let builtin = quire::llm::builtin::Builtin::new().with_delay(Duration::from_millis(20));
+    let builtin = llm::builtin::Builtin::new().with_delay(Duration::from_millis(20));
     // What one such turn costs, measured alone by someone without a budget of their own.
     let measure = TestServer::with_configured(db.store.clone(), Arc::new(builtin.clone()), |_| {}).await;
     let alone = measure.create_thread().await;
     measure.chat(alone, question).await;
-    let limits = quire::store::TurnLimits { user_daily_tokens: AMPLE, ..Default::default() };
+    let limits = store::TurnLimits { user_daily_tokens: AMPLE, ..Default::default() };
     let one_turn = db.store.spending(measure.user.id, 30_000, &limits).await.unwrap().user_used as u64;
     assert!(one_turn > 100, "{one_turn}");
 

@@ -3,11 +3,11 @@
 //! until it is enabled and a deleted account's are gone, and a password reset link ends once a newer one is made
 //! or used (and is used once when tried at once), or the account's password changes by any route.
 
-use app::api::admin::ResetLink;
-use app::api::{ChatEvent, ErrorBody, ShareLink, SharedConversation, SharedDocument};
 use futures::future::join_all;
 use serde_json::{json, Value};
 use uuid::Uuid;
+use wire::admin::ResetLink;
+use wire::{ChatEvent, ErrorBody, ShareLink, SharedConversation, SharedDocument};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{read_frames, scripted_server, send, ScriptedModel, Step, TestServer, PASSWORD};

@@ -6,15 +6,15 @@
 
 use std::{process::Stdio, sync::Arc, time::Duration};
 
-use app::api::{AuthResponse, ErrorBody};
 use quire::auth::setup;
 use quire::config::Config;
-use quire::store::{SignUpMode, StoreError};
+use store::{SignUpMode, StoreError};
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader},
     net::TcpListener,
     sync::oneshot,
 };
+use wire::{AuthResponse, ErrorBody};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{test_config, PASSWORD};
@@ -39,7 +39,7 @@ impl Fresh {
         let dir = tempfile::tempdir().unwrap();
         let mut config: Config = test_config(dir.path());
         config.signup = mode;
-        let provider = Arc::new(quire::llm::builtin::Builtin::new());
+        let provider = Arc::new(llm::builtin::Builtin::new());
         let state = quire::AppState::new(config, db.store.clone(), provider).await.unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -133,7 +133,7 @@ async fn by_invitation_nobody_signs_up_before_the_setup_link_makes_the_administr
     let admin_client = crate::common::bearer_client(&admin.token);
     let invite = serde_json::json!({ "expires_in_hours": 1, "max_uses": 1 });
     let created = admin_client.post(format!("{}/api/admin/invites", quire.base)).json(&invite).send().await.unwrap();
-    let created: app::api::admin::CreatedInvite = created.json().await.unwrap();
+    let created: wire::admin::CreatedInvite = created.json().await.unwrap();
     let invited = quire.register("second@example.com", serde_json::json!({ "invite": created.token })).await;
     assert!(!signed_up(invited).await.user.admin);
 }
@@ -197,7 +197,7 @@ async fn quire_admin_create_makes_an_administrator_from_the_command_line() {
     let (ok, out, err) = admin_create(dir.path(), &["--email", "root@example.com"], &[], password).await;
     assert!(ok, "{out}{err}");
     assert!(!out.contains(password) && !err.contains(password));
-    let store = quire::store::connect(&store_url).await.unwrap();
+    let store = store::connect(&store_url).await.unwrap();
     let root = store.user_by_email("root@example.com").await.unwrap();
     assert!(root.is_admin, "an administrator, though sign-up is by invitation");
     let verified = quire::auth::password::verify(password.into(), Some(root.password_hash.clone())).await.unwrap();

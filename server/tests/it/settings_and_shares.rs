@@ -2,8 +2,8 @@
 //! rules, the profile and theme round trip; a share link shows a snapshot naming no one, marked `noindex`, until
 //! it is revoked; another person can neither list nor revoke it.
 
-use app::api::{Role, Settings, ShareLink, ShareList, SharedConversation, Theme, MAX_INSTRUCTIONS_CHARS};
 use serde_json::json;
+use wire::{Role, Settings, ShareLink, ShareList, SharedConversation, Theme, MAX_INSTRUCTIONS_CHARS};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{read_frames, ExpectJson, ScriptedModel, TestServer};
@@ -49,7 +49,7 @@ async fn profile_and_theme_round_trip_and_bad_values_change_nothing(db: Db) {
     let (other, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
     let read: Settings = crate::common::get_json(&other, &server.url("/api/settings")).await;
     assert_eq!((read.display_name.as_str(), read.theme), ("Ada Lovelace", Theme::Dark));
-    let me: app::api::UserProfile = server.get_json("/api/auth/me").await;
+    let me: wire::UserProfile = server.get_json("/api/auth/me").await;
     assert_eq!(me.display_name, "Ada Lovelace");
 
     let too_long = "x".repeat(MAX_INSTRUCTIONS_CHARS + 1);
@@ -87,11 +87,11 @@ async fn a_share_link_shows_a_snapshot_until_revoked(db: Db) {
         .store
         .append_message(
             server.user.id,
-            quire::store::NewMessage {
+            store::NewMessage {
                 thread_id: thread,
                 role: Role::User,
                 content: "A later message".into(),
-                status: app::api::MessageStatus::Complete,
+                status: wire::MessageStatus::Complete,
                 usage: Default::default(),
                 model: None,
             },
@@ -153,10 +153,10 @@ async fn another_person_can_neither_list_nor_revoke_a_link(db: Db) {
     // A person has a bounded number of links, counted in the store.
     let limit = 2;
     let share =
-        |n: u32| quire::store::NewShare { thread, token: format!("{n:043}"), title: "t".into(), snapshot: "{}".into() };
+        |n: u32| store::NewShare { thread, token: format!("{n:043}"), title: "t".into(), snapshot: "{}".into() };
     assert!(db.store.create_share(server.user.id, share(1), limit).await.is_ok());
     let refused = db.store.create_share(server.user.id, share(2), limit).await;
-    assert!(matches!(refused, Err(quire::store::StoreError::Conflict(_))), "{refused:?}");
+    assert!(matches!(refused, Err(store::StoreError::Conflict(_))), "{refused:?}");
 
     // Deleting the conversation takes its links with it.
     let deleted = server.client.delete(server.url(&format!("/api/threads/{thread}"))).send().await.unwrap();

@@ -1,7 +1,7 @@
 //! The first vertical slice over real HTTP: health, threads, a streamed chat turn, persistence.
 
 use crate::common::{post_raw_json, TestServer};
-use app::api::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
+use wire::{ChatEvent, ErrorBody, Role, ThreadDetail, ThreadList};
 
 #[tokio::test]
 async fn health_answers_ok() {

@@ -9,16 +9,16 @@ use std::sync::{
     Arc,
 };
 
-use app::api::{Attachment, ContextRecord, HistoryStats, Role};
-use quire::llm::{
+use llm::tokens::count_tokens;
+use llm::{
     builtin::Builtin,
     openai::{OpenAiConfig, OpenAiProvider},
     summary::SUMMARY_PROMPT,
     Provider,
 };
-use quire::tokens::count_tokens;
 use serde_json::{json, Value};
 use uuid::Uuid;
+use wire::{Attachment, ContextRecord, HistoryStats, Role};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::TestServer;
@@ -356,7 +356,7 @@ async fn the_context_record_names_the_passages_the_model_received(db: Db) {
     assert!(passage.chunk >= 0);
     assert!(passage.score > 0.0, "{}", passage.score);
     assert!(passage.excerpt.contains("refund window"), "{}", passage.excerpt);
-    assert!(passage.excerpt.chars().count() <= app::api::PASSAGE_EXCERPT_CHARS + 1);
+    assert!(passage.excerpt.chars().count() <= wire::PASSAGE_EXCERPT_CHARS + 1);
     // The answer cites what the record names.
     let reply = server.detail(thread).await.messages.last().unwrap().content.clone();
     assert!(reply.contains("forty-five days"), "{reply}");

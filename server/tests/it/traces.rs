@@ -2,11 +2,11 @@
 //! `GET /api/messages/{id}/trace` and `GET /api/turns/{id}/trace`, in exports, and nobody else's. A greedy model
 //! on the OpenAI wire format makes the turns, on both backends.
 
-use app::api::{
-    CallPurpose, ChatEvent, ImportResult, ModelCall, Role, StopReason, ThreadExport, ToolCallStep, Trace, TraceStep,
-};
 use serde_json::json;
 use uuid::Uuid;
+use wire::{
+    CallPurpose, ChatEvent, ImportResult, ModelCall, Role, StopReason, ThreadExport, ToolCallStep, Trace, TraceStep,
+};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{send, Frame, TestServer};

@@ -3,10 +3,10 @@
 //! clearly. Run on SQLite and, when `QUIRE_TEST_POSTGRES_URL` is set, on PostgreSQL too.
 
 use crate::common::{every_store, get_json, new_artifact, TestServer};
-use app::api::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
-use quire::store::ArtifactRevision;
+use store::ArtifactRevision;
 use tempfile::TempDir;
 use uuid::Uuid;
+use wire::{Artifact, ArtifactType, ArtifactVersionList, DiffOp, ErrorBody, TagList, VersionDiff};
 
 /// A server on every configured backend (SQLite always).
 async fn servers(test: &str) -> Vec<(TestServer, Option<TempDir>)> {

@@ -10,12 +10,12 @@ use proptest::{
     strategy::Strategy,
     test_runner::{Config as ProptestConfig, TestRunner},
 };
-use quire::store::{self, DynStore};
 use sqlx::{
     postgres::PgPoolOptions,
     sqlite::{SqliteConnectOptions, SqlitePoolOptions},
     PgPool, SqlitePool,
 };
+use store::{self, DynStore};
 use tempfile::TempDir;
 use uuid::Uuid;
 

@@ -6,17 +6,19 @@ pub mod tls;
 
 use std::sync::Arc;
 
-use app::api::ChatEvent;
-use quire::{config::Config, llm::Provider, store::DynStore, AppState};
+use llm::Provider;
+use quire::{config::Config, AppState};
+use store::DynStore;
 use tempfile::TempDir;
 use tokio::{net::TcpListener, sync::oneshot};
+use wire::ChatEvent;
 
 pub struct TestServer {
     pub base: String,
     /// Sends the token of [`TestServer::user`] with every request.
     pub client: reqwest::Client,
     /// The account signed up when the server started.
-    pub user: app::api::UserProfile,
+    pub user: wire::UserProfile,
     /// Its session token.
     pub token: String,
     pub state: AppState,
@@ -41,7 +43,7 @@ impl TestServer {
 
     /// A server over a given store, with the built-in assistant.
     pub async fn builtin(store: DynStore) -> Self {
-        Self::with(store, Arc::new(quire::llm::builtin::Builtin::new())).await
+        Self::with(store, Arc::new(llm::builtin::Builtin::new())).await
     }
 
     /// A server over a given store and provider.
@@ -77,7 +79,7 @@ impl TestServer {
         // By invitation or closed, the first administrator signs up with a setup link, as an operator would.
         let mode = quire::auth::setup::sign_up_mode(&state.store, state.config.signup).await.expect("mode");
         let setup = match mode {
-            quire::store::SignUpMode::Open => None,
+            store::SignUpMode::Open => None,
             _ => quire::auth::setup::issue(&state.store).await.expect("setup link"),
         };
         // On a database shared with another instance the account may exist already: sign in to it then.
@@ -86,7 +88,7 @@ impl TestServer {
     }
 
     /// Signs up another account; its client sends that account's token by default.
-    pub async fn second_user(&self, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+    pub async fn second_user(&self, email: &str) -> (reqwest::Client, wire::AuthResponse) {
         sign_up(&self.base, email).await
     }
 
@@ -123,12 +125,12 @@ impl TestServer {
     async fn post_thread(&self, client: &reqwest::Client, body: serde_json::Value) -> uuid::Uuid {
         let response = client.post(self.url("/api/threads")).json(&body).send().await.unwrap();
         assert_eq!(response.status(), 201);
-        let thread: app::api::Thread = response.json().await.unwrap();
+        let thread: wire::Thread = response.json().await.unwrap();
         thread.id
     }
 
     /// What a search for `q` finds (`GET /api/search`).
-    pub async fn search(&self, q: &str) -> app::api::SearchResults {
+    pub async fn search(&self, q: &str) -> wire::SearchResults {
         let response = self.client.get(self.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
         assert_eq!(response.status(), 200, "{q:?}");
         response.json().await.unwrap()
@@ -256,7 +258,7 @@ pub fn test_config(dir: &std::path::Path) -> Config {
 }
 
 /// Registers `email` (password `correct horse battery`) and returns a client carrying its token.
-pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, wire::AuthResponse) {
     let response = reqwest::Client::new()
         .post(format!("{base}/api/auth/register"))
         .json(&serde_json::json!({ "email": email, "password": PASSWORD }))
@@ -264,22 +266,18 @@ pub async fn sign_up(base: &str, email: &str) -> (reqwest::Client, app::api::Aut
         .await
         .expect("register");
     assert_eq!(response.status(), 201, "register {email}");
-    let session: app::api::AuthResponse = response.json().await.expect("auth response");
+    let session: wire::AuthResponse = response.json().await.expect("auth response");
     (bearer_client(&session.token), session)
 }
 
 /// Signs up `email`, or signs in when that account exists or sign-up is closed to it (instances sharing one
 /// database).
-pub async fn sign_up_or_in(base: &str, email: &str) -> (reqwest::Client, app::api::AuthResponse) {
+pub async fn sign_up_or_in(base: &str, email: &str) -> (reqwest::Client, wire::AuthResponse) {
     sign_up_or_in_with(base, email, None).await
 }
 
 /// [`sign_up_or_in`] with a setup link's token, when given.
-pub async fn sign_up_or_in_with(
-    base: &str,
-    email: &str,
-    setup: Option<&str>,
-) -> (reqwest::Client, app::api::AuthResponse) {
+pub async fn sign_up_or_in_with(base: &str, email: &str, setup: Option<&str>) -> (reqwest::Client, wire::AuthResponse) {
     let mut body = serde_json::json!({ "email": email, "password": PASSWORD });
     if let Some(token) = setup {
         body["setup"] = token.into();
@@ -293,7 +291,7 @@ pub async fn sign_up_or_in_with(
         registered
     };
     assert!(response.status().is_success(), "sign up or in {email}: {}", response.status());
-    let session: app::api::AuthResponse = response.json().await.expect("auth response");
+    let session: wire::AuthResponse = response.json().await.expect("auth response");
     (bearer_client(&session.token), session)
 }
 
@@ -337,7 +335,7 @@ pub fn names(frames: &[Frame]) -> Vec<&'static str> {
 }
 
 /// The documents the frames announce.
-pub fn created(frames: &[Frame]) -> Vec<app::api::Artifact> {
+pub fn created(frames: &[Frame]) -> Vec<wire::Artifact> {
     frames
         .iter()
         .filter_map(|f| match &f.event {
@@ -362,7 +360,7 @@ pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
 /// Reads SSE frames until the stream ends or at least `n` have come, then drops the connection.
 pub async fn read_frames_until(response: reqwest::Response, n: usize) -> Vec<Frame> {
     use futures::StreamExt;
-    let mut parser = app::api::sse::SseParser::new();
+    let mut parser = wire::sse::SseParser::new();
     let mut frames = Vec::new();
     let mut body = response.bytes_stream();
     while frames.len() < n {
@@ -383,14 +381,14 @@ pub struct ScriptedModel {
     /// Behaves as a real model that names conversations (its first script is then the title request).
     pub names: bool,
     pub calls: std::sync::atomic::AtomicUsize,
-    pub requests: std::sync::Mutex<Vec<quire::llm::ChatRequest>>,
+    pub requests: std::sync::Mutex<Vec<llm::ChatRequest>>,
 }
 
 /// One step of a scripted answer.
 #[derive(Debug, Clone)]
 pub enum Step {
-    Emit(quire::llm::StreamEvent),
-    Fail(quire::llm::LlmError),
+    Emit(llm::StreamEvent),
+    Fail(llm::LlmError),
     Sleep(std::time::Duration),
     /// Never finishes (until the turn is stopped).
     Hang,
@@ -399,7 +397,7 @@ pub enum Step {
 impl Step {
     /// A piece of the answer's text.
     pub fn delta(text: &str) -> Self {
-        Step::Emit(quire::llm::StreamEvent::TextDelta(text.into()))
+        Step::Emit(llm::StreamEvent::TextDelta(text.into()))
     }
 }
 
@@ -420,13 +418,13 @@ impl ScriptedModel {
 
     /// A call `call_1` of the tool `name` with `arguments`, then a stop for its result.
     pub fn tool_use(name: &str, arguments: serde_json::Value) -> Vec<Step> {
-        use quire::llm::{StopReason, StreamEvent};
+        use llm::{StopReason, StreamEvent};
         vec![Step::Emit(tool_call("call_1", name, arguments)), Step::Emit(StreamEvent::Stop(StopReason::ToolUse))]
     }
 
     /// Text deltas, usage and a normal stop.
     pub fn text(words: &[&str]) -> Vec<Step> {
-        use quire::llm::{StopReason, StreamEvent, Usage};
+        use llm::{StopReason, StreamEvent, Usage};
         let mut steps: Vec<Step> = words.iter().map(|w| Step::delta(w)).collect();
         steps.push(Step::Emit(StreamEvent::Usage(Usage { input_tokens: 10, output_tokens: words.len() as u64 })));
         steps.push(Step::Emit(StreamEvent::Stop(StopReason::EndTurn)));
@@ -448,7 +446,7 @@ impl Provider for ScriptedModel {
         self.names
     }
 
-    async fn stream(&self, request: quire::llm::ChatRequest) -> Result<quire::llm::EventStream, quire::llm::LlmError> {
+    async fn stream(&self, request: llm::ChatRequest) -> Result<llm::EventStream, llm::LlmError> {
         use futures::StreamExt;
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.requests.lock().unwrap().push(request);
@@ -487,7 +485,7 @@ pub async fn post_raw_json(client: &reqwest::Client, url: &str, body: impl Into<
 /// kept alive by the returned guard).
 pub async fn slow_builtin_server(delay: std::time::Duration) -> (TestServer, TempDir) {
     let (store, dir) = sqlite_store().await;
-    let server = TestServer::with(store, Arc::new(quire::llm::builtin::Builtin::new().with_delay(delay))).await;
+    let server = TestServer::with(store, Arc::new(llm::builtin::Builtin::new().with_delay(delay))).await;
     (server, dir)
 }
 
@@ -500,14 +498,14 @@ pub async fn scripted_server(db: &backends::Db, scripts: Vec<Vec<Step>>) -> (Tes
 /// A SQLite store in its own temporary directory (kept alive by the returned guard).
 pub async fn sqlite_store() -> (DynStore, TempDir) {
     let dir = tempfile::tempdir().expect("temp dir");
-    (quire::store::connect(&sqlite_url(dir.path())).await.expect("store"), dir)
+    (store::connect(&sqlite_url(dir.path())).await.expect("store"), dir)
 }
 
 /// A new account in `store` under an address no other test uses; its id.
 pub async fn new_user(store: &DynStore) -> uuid::Uuid {
     let email = format!("{}@example.test", uuid::Uuid::new_v4().simple());
     store
-        .create_user(quire::store::NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
+        .create_user(store::NewUser { email, password_hash: "hash".into(), display_name: "Tester".into() })
         .await
         .expect("create user")
         .id
@@ -519,36 +517,31 @@ pub fn tags(names: &[&str]) -> Vec<String> {
 }
 
 /// A finished message of `role` in `thread`, as a store appends it.
-pub fn new_message(thread: uuid::Uuid, role: app::api::Role, content: &str) -> quire::store::NewMessage {
-    quire::store::NewMessage {
+pub fn new_message(thread: uuid::Uuid, role: wire::Role, content: &str) -> store::NewMessage {
+    store::NewMessage {
         thread_id: thread,
         role,
         content: content.to_string(),
-        status: app::api::MessageStatus::Complete,
-        usage: app::api::Usage::default(),
+        status: wire::MessageStatus::Complete,
+        usage: wire::Usage::default(),
         model: None,
     }
 }
 
 /// A finished answer's `content` with `status`, without usage, model or context.
-pub fn message_update(content: &str, status: app::api::MessageStatus) -> quire::store::MessageUpdate {
-    quire::store::MessageUpdate {
+pub fn message_update(content: &str, status: wire::MessageStatus) -> store::MessageUpdate {
+    store::MessageUpdate {
         content: content.to_string(),
         status,
-        usage: app::api::Usage::default(),
+        usage: wire::Usage::default(),
         model: None,
         context: None,
     }
 }
 
 /// A document of `kind` in `thread`, linked to no message.
-pub fn new_artifact(
-    thread: uuid::Uuid,
-    kind: app::api::ArtifactType,
-    title: &str,
-    content: &str,
-) -> quire::store::NewArtifact {
-    quire::store::NewArtifact {
+pub fn new_artifact(thread: uuid::Uuid, kind: wire::ArtifactType, title: &str, content: &str) -> store::NewArtifact {
+    store::NewArtifact {
         thread_id: thread,
         artifact_type: kind,
         title: title.to_string(),
@@ -560,8 +553,8 @@ pub fn new_artifact(
 }
 
 /// The model's call `id` of the tool `name` with `arguments`.
-pub fn tool_call(id: &str, name: &str, arguments: serde_json::Value) -> quire::llm::StreamEvent {
-    quire::llm::StreamEvent::ToolCall(quire::llm::ToolCall { id: id.into(), name: name.into(), arguments })
+pub fn tool_call(id: &str, name: &str, arguments: serde_json::Value) -> llm::StreamEvent {
+    llm::StreamEvent::ToolCall(llm::ToolCall { id: id.into(), name: name.into(), arguments })
 }
 
 /// Sends a message (typed, or silently from the Generate menu when `silent`) and reads the turn's events.
@@ -578,7 +571,7 @@ pub async fn send(server: &TestServer, thread: uuid::Uuid, content: &str, silent
 
 impl TestServer {
     /// Waits until the thread has no running turn.
-    pub async fn wait_idle(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
+    pub async fn wait_idle(&self, thread: uuid::Uuid) -> wire::ThreadDetail {
         for _ in 0..400 {
             let detail = self.detail(thread).await;
             if !detail.running {
@@ -589,7 +582,7 @@ impl TestServer {
         panic!("the turn never finished");
     }
 
-    pub async fn detail(&self, thread: uuid::Uuid) -> app::api::ThreadDetail {
+    pub async fn detail(&self, thread: uuid::Uuid) -> wire::ThreadDetail {
         self.client.get(self.url(&format!("/api/threads/{thread}"))).expect_json().await
     }
 }
@@ -598,7 +591,7 @@ impl TestServer {
 /// without Quire's filtering, N requests would make up to N(N+1)/2 documents.
 #[derive(Debug, Default)]
 pub struct GreedyModel {
-    pub requests: std::sync::Mutex<Vec<quire::llm::ChatRequest>>,
+    pub requests: std::sync::Mutex<Vec<llm::ChatRequest>>,
 }
 
 impl GreedyModel {
@@ -621,8 +614,8 @@ impl GreedyModel {
     }
 
     /// The tool calls this model makes for a request.
-    pub fn calls_for(request: &quire::llm::ChatRequest) -> Vec<quire::llm::ToolCall> {
-        use quire::llm::{Part, Role};
+    pub fn calls_for(request: &llm::ChatRequest) -> Vec<llm::ToolCall> {
+        use llm::{Part, Role};
         let answering_tools =
             request.messages.last().is_some_and(|m| m.parts.iter().any(|p| matches!(p, Part::ToolResult { .. })));
         if answering_tools {
@@ -640,7 +633,7 @@ impl GreedyModel {
             .flat_map(|text| text.split("\n\n"))
             .filter_map(Self::requested_type)
             .enumerate()
-            .map(|(i, kind)| quire::llm::ToolCall {
+            .map(|(i, kind)| llm::ToolCall {
                 id: format!("call_{i}"),
                 name: "save_artifact".into(),
                 arguments: serde_json::json!({
@@ -663,8 +656,8 @@ impl Provider for GreedyModel {
         "greedy-1"
     }
 
-    async fn stream(&self, request: quire::llm::ChatRequest) -> Result<quire::llm::EventStream, quire::llm::LlmError> {
-        use quire::llm::{StopReason, StreamEvent, Usage};
+    async fn stream(&self, request: llm::ChatRequest) -> Result<llm::EventStream, llm::LlmError> {
+        use llm::{StopReason, StreamEvent, Usage};
         self.requests.lock().unwrap().push(request.clone());
         let calls = Self::calls_for(&request);
         let mut events = vec![Ok(StreamEvent::TextDelta("Working on it. ".into()))];
@@ -709,7 +702,7 @@ pub async fn shared_instance(
     provider: Arc<dyn Provider>,
     configure: impl FnOnce(&mut Config),
 ) -> TestServer {
-    let store = quire::store::connect(url).await.expect("connect");
+    let store = store::connect(url).await.expect("connect");
     assert_eq!(store.backend(), "postgres");
     TestServer::with_configured(store, provider, |config| {
         config.jwt_secret = Some("a shared session key for every instance of this test".parse().expect("secret"));
@@ -723,7 +716,7 @@ pub async fn every_store(test: &str) -> Vec<(DynStore, Option<TempDir>)> {
     let (sqlite, dir) = sqlite_store().await;
     let mut stores = vec![(sqlite, Some(dir))];
     if let Some(url) = fresh_postgres_url(test).await {
-        stores.push((quire::store::connect(&url).await.expect("open postgres"), None));
+        stores.push((store::connect(&url).await.expect("open postgres"), None));
     }
     stores
 }

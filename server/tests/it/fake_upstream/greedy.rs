@@ -8,7 +8,7 @@ use std::sync::{
     Arc,
 };
 
-use quire::llm::{
+use llm::{
     openai::{OpenAiConfig, OpenAiProvider},
     Provider,
 };

@@ -20,9 +20,9 @@ use axum::{
     response::Response,
 };
 use futures::{Stream, StreamExt};
-use quire::llm::retry::RetryingProvider;
-use quire::llm::types::{ChatRequest, Message, Part, Provider, Role, StopReason, ToolCall, ToolSpec, Usage};
-use quire::llm::{EventStream, LlmError, StreamEvent};
+use llm::retry::RetryingProvider;
+use llm::types::{ChatRequest, Message, Part, Provider, Role, StopReason, ToolCall, ToolSpec, Usage};
+use llm::{EventStream, LlmError, StreamEvent};
 
 pub mod greedy;
 
@@ -247,11 +247,11 @@ pub async fn events_of<P: Provider>(make: impl FnOnce(&FakeServer) -> P, body: &
 /// What the provider `make` builds for a fake server, waiting at most 200 ms between bytes, yields for an answer
 /// that sends `head` and then nothing more.
 pub async fn stalled_events<P: Provider>(
-    make: impl FnOnce(&FakeServer, quire::llm::HttpTimeouts) -> P,
+    make: impl FnOnce(&FakeServer, llm::HttpTimeouts) -> P,
     head: &str,
 ) -> Collected {
     let server = FakeServer::start(vec![Reply::sse_then(head, Step::Stall)]).await;
-    let timeouts = quire::llm::HttpTimeouts { idle: Duration::from_millis(200), ..patient_timeouts() };
+    let timeouts = llm::HttpTimeouts { idle: Duration::from_millis(200), ..patient_timeouts() };
     collect(make(&server, timeouts).stream(hello()).await.unwrap()).await
 }
 
@@ -305,14 +305,14 @@ pub fn code_of<T>(result: Result<T, LlmError>) -> &'static str {
 }
 
 /// Timeouts long enough that only a test that stalls on purpose meets them.
-pub fn patient_timeouts() -> quire::llm::HttpTimeouts {
+pub fn patient_timeouts() -> llm::HttpTimeouts {
     let five = Duration::from_secs(5);
-    quire::llm::HttpTimeouts { connect: five, first_byte: five, idle: five }
+    llm::HttpTimeouts { connect: five, first_byte: five, idle: five }
 }
 
 /// Retries of a few milliseconds, so tests of retrying stay quick.
-pub fn fast_retries() -> quire::llm::retry::RetryPolicy {
-    quire::llm::retry::RetryPolicy {
+pub fn fast_retries() -> llm::retry::RetryPolicy {
+    llm::retry::RetryPolicy {
         max_attempts: 3,
         base_delay: Duration::from_millis(1),
         max_delay: Duration::from_millis(5),

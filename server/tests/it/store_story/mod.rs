@@ -12,15 +12,15 @@ use std::{
     time::Duration,
 };
 
-use app::api::{ArtifactType, Message, MessageStatus, Role, ToolCallStep, Trace, TraceStep, Usage};
 use proptest::prelude::*;
-use quire::store::{
+use serde_json::json;
+use store::{
     self, search_query, CursorKey, DynStore, EventRun, FinalAnswer, HitKind, MessageUpdate, NewArtifact, NewMessage,
     NewUser, SearchPage, Session, SpentTokens, StoreError, StoredEvent, ThreadCursor, ThreadPatch, ThreadQuery,
     ThreadSort, TurnEnd, TurnLimits, TurnStart, TurnTrace, RANKED_CANDIDATES,
 };
-use serde_json::json;
 use uuid::Uuid;
+use wire::{ArtifactType, Message, MessageStatus, Role, ToolCallStep, Trace, TraceStep, Usage};
 
 use crate::common::backends::{check_property, properties, run_story, stories, Backend, Db, Raw};
 use crate::common::{message_update, new_message, new_user, tags};
@@ -30,7 +30,7 @@ use crate::common::{message_update, new_message, new_user, tags};
 // ---------------------------------------------------------------------------------------------------------------
 
 /// The store of `db`, a new person, and a conversation of theirs called `title`: where most stories start.
-async fn someones_thread<'a>(db: &'a Db, title: &str) -> (&'a DynStore, Uuid, app::api::Thread) {
+async fn someones_thread<'a>(db: &'a Db, title: &str) -> (&'a DynStore, Uuid, wire::Thread) {
     let store = &db.store;
     let user = new_user(store).await;
     let thread = store.create_thread(user, title, &[]).await.unwrap();
@@ -90,7 +90,7 @@ fn assert_conflict<T: Debug>(result: Result<T, StoreError>) {
 }
 
 /// Every thread of a listing, page by page.
-async fn all_threads(store: &DynStore, user: Uuid, query: &ThreadQuery) -> Vec<app::api::Thread> {
+async fn all_threads(store: &DynStore, user: Uuid, query: &ThreadQuery) -> Vec<wire::Thread> {
     let mut query = query.clone();
     let mut out = Vec::new();
     loop {

@@ -553,7 +553,7 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
 fn context_read_by_window_equals_building_from_every_message(backend: Backend, test: &str) {
     use quire::chat::context::{self, ContextInput};
     use quire::chat::memory::Basis;
-    use quire::store::history::{ImportArtifact, ImportMessage, ImportThread};
+    use store::history::{ImportArtifact, ImportMessage, ImportThread};
     // Per turn: words of the answer, a blank answer, a fulfilled request (a document was made from it).
     let turn = (1usize..150, prop::bool::weighted(0.05), prop::bool::weighted(0.1));
     let strategy = (prop::collection::vec(turn, 100..700), 50usize..60_000);

@@ -240,9 +240,9 @@ async fn model_choices(db: Db) {
     assert_eq!(s.update_thread(u, t.id, &renamed).await.unwrap().model.as_deref(), Some("deep/quire-deep"));
     assert!(matches!(s.update_thread(other, t.id, &chosen).await, Err(StoreError::NotFound)));
 
-    let change = app::api::UpdateSettings { default_model: Some("fast/quire-fast".into()), ..Default::default() };
+    let change = wire::UpdateSettings { default_model: Some("fast/quire-fast".into()), ..Default::default() };
     assert_eq!(s.update_settings(u, &change).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
-    let theme = app::api::UpdateSettings { theme: Some(app::api::Theme::Dark), ..Default::default() };
+    let theme = wire::UpdateSettings { theme: Some(wire::Theme::Dark), ..Default::default() };
     assert_eq!(s.update_settings(u, &theme).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
     let read = s.turn_settings(u, t.id).await.unwrap();
     assert_eq!(read.thread_model.as_deref(), Some("deep/quire-deep"));
@@ -252,21 +252,21 @@ async fn model_choices(db: Db) {
 
     let cleared = ThreadPatch { model: Some(String::new()), ..Default::default() };
     assert_eq!(s.update_thread(u, t.id, &cleared).await.unwrap().model, None);
-    let back = app::api::UpdateSettings { default_model: Some(String::new()), ..Default::default() };
+    let back = wire::UpdateSettings { default_model: Some(String::new()), ..Default::default() };
     assert_eq!(s.update_settings(u, &back).await.unwrap().default_model, None);
     assert_eq!(s.turn_settings(u, t.id).await.unwrap().thread_model, None);
 
     // Whether files are attached (which decides the tools a turn offers): the conversation's own, never
     // another's.
     assert!(!s.turn_settings(u, t.id).await.unwrap().has_attachments);
-    let file = quire::store::NewAttachment {
+    let file = store::NewAttachment {
         thread_id: t.id,
         filename: "plan.txt".into(),
         content_type: "text/plain".into(),
         size: 5,
         chunks: vec!["Plans".into()],
     };
-    let limits = quire::store::AttachmentLimits { per_thread: 20, user_bytes: None };
+    let limits = store::AttachmentLimits { per_thread: 20, user_bytes: None };
     let attached = s.create_attachment(u, file, limits).await.unwrap();
     let other_thread = s.create_thread(u, "Other", &[]).await.unwrap();
     assert!(s.turn_settings(u, t.id).await.unwrap().has_attachments);

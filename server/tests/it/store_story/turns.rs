@@ -26,8 +26,8 @@ async fn traces(db: Db) {
     let other = s.create_thread(u, "Elsewhere", &[]).await.unwrap();
     let reply = answer(s, u, t.id, "done").await;
     let quiet = answer(s, u, t.id, "no tools").await;
-    let failed_call = TraceStep::ModelCall(app::api::ModelCall {
-        purpose: app::api::CallPurpose::Answer,
+    let failed_call = TraceStep::ModelCall(wire::ModelCall {
+        purpose: wire::CallPurpose::Answer,
         provider: "openai".into(),
         model: "gpt-test".into(),
         input_tokens: 0,
@@ -36,7 +36,7 @@ async fn traces(db: Db) {
         first_token_ms: None,
         duration_ms: 0,
         stop_reason: None,
-        error: Some(app::api::StepError { code: "rate_limited".into(), message: "Too many requests.".into() }),
+        error: Some(wire::StepError { code: "rate_limited".into(), message: "Too many requests.".into() }),
         started_at: store::now(),
     });
     let steps = vec![

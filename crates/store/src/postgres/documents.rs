@@ -1,0 +1,5 @@
+//! Documents and their versions on PostgreSQL: what both backends run alike ([`crate::documents`]).
+
+use super::{Postgres, Shared};
+
+crate::documents::documents_for!(Postgres);

@@ -1,0 +1,155 @@
+//! What a person sets for themselves (display name, custom instructions, theme), kept on their account row.
+//! Both backends implement it (`sqlite/settings.rs`, `postgres/settings.rs`).
+
+use async_trait::async_trait;
+use uuid::Uuid;
+use wire::{Settings, Theme, UpdateSettings};
+
+use super::columns::shared_sql;
+use super::{Result, StoreError};
+
+/// The settings columns of an account as both backends read them.
+#[derive(sqlx::FromRow)]
+pub(crate) struct SettingsRow {
+    display_name: String,
+    custom_instructions: String,
+    theme: String,
+    default_model: Option<String>,
+}
+
+/// What a turn reads of its person and conversation: the settings, the conversation's model and whether it has
+/// files.
+#[derive(sqlx::FromRow)]
+pub(crate) struct TurnSettingsRow {
+    #[sqlx(flatten)]
+    settings: SettingsRow,
+    thread_model: Option<String>,
+    has_attachments: bool,
+}
+
+/// What a turn reads before it calls the model: the person's settings, the conversation's own model and whether
+/// files are attached to it (which decides the tools on offer).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnSettings {
+    pub settings: Settings,
+    /// The conversation's model (`provider/model`), when the person chose one.
+    pub thread_model: Option<String>,
+    /// Whether the person attached files to the conversation.
+    pub has_attachments: bool,
+}
+
+impl TryFrom<SettingsRow> for Settings {
+    type Error = StoreError;
+
+    fn try_from(row: SettingsRow) -> Result<Self> {
+        let theme = Theme::parse(&row.theme).ok_or_else(|| StoreError::Corrupt(format!("theme {}", row.theme)))?;
+        Ok(Settings {
+            display_name: row.display_name,
+            custom_instructions: row.custom_instructions,
+            theme,
+            default_model: row.default_model,
+        })
+    }
+}
+
+shared_sql! {
+    rows(SettingsRow, TurnSettingsRow);
+    pub(crate) async fn settings(conn: &mut D::Connection, user: Uuid) -> Result<Settings> {
+        let row: Option<SettingsRow> =
+            sqlx::query_as("select display_name, custom_instructions, theme, default_model from users where id = $1")
+                .bind(D::id(user))
+                .fetch_optional(conn)
+                .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+
+    /// The person's settings, the conversation's model and whether it has files, in one statement (another
+    /// person's conversation has neither).
+    pub(crate) async fn turn_settings(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
+        let row: Option<TurnSettingsRow> = sqlx::query_as(
+            "select display_name, custom_instructions, theme, default_model,
+               (select model from threads where id = $1 and user_id = $2) as thread_model,
+               exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments
+             from users where id = $3",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .bind(D::id(user))
+        .fetch_optional(conn)
+        .await?;
+        let row = row.ok_or(StoreError::NotFound)?;
+        Ok(TurnSettings {
+            settings: row.settings.try_into()?,
+            thread_model: row.thread_model,
+            has_attachments: row.has_attachments,
+        })
+    }
+
+    pub(crate) async fn update_settings(
+        conn: &mut D::Connection,
+        user: Uuid,
+        change: UpdateSettings,
+    ) -> Result<Settings> {
+        let row: Option<SettingsRow> = sqlx::query_as(
+            "update users set display_name = coalesce($1, display_name),
+               custom_instructions = coalesce($2, custom_instructions), theme = coalesce($3, theme),
+               default_model = case when $5 is null then default_model else nullif($6, '') end
+             where id = $4 returning display_name, custom_instructions, theme, default_model",
+        )
+        .bind(change.display_name)
+        .bind(change.custom_instructions)
+        .bind(change.theme.map(|t| t.as_str().to_owned()))
+        .bind(D::id(user))
+        .bind(change.default_model.clone())
+        .bind(change.default_model)
+        .fetch_optional(conn)
+        .await?;
+        row.ok_or(StoreError::NotFound)?.try_into()
+    }
+}
+
+/// A person's own settings.
+#[async_trait]
+pub trait Preferences: Send + Sync {
+    /// The person's settings; `NotFound` for an unknown person.
+    async fn settings(&self, user: Uuid) -> Result<Settings>;
+    /// Saves the fields `change` carries (checked by the caller, see [`UpdateSettings::checked`]) and returns
+    /// the settings as saved; `NotFound` for an unknown person.
+    async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings>;
+    /// The person's settings with the conversation's model and whether files are attached to it (`None` and
+    /// `false` for a conversation that is missing or another person's); `NotFound` for an unknown person.
+    async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings>;
+}
+
+/// Implements [`Preferences`] for a backend, written once for both, as
+/// [`accounts_for`](super::accounts::accounts_for) does.
+macro_rules! preferences_for {
+    ($backend:ty) => {
+        const _: () = {
+            use tracing::instrument;
+            use uuid::Uuid;
+            use wire::{Settings, UpdateSettings};
+            use $crate::{Preferences, Result, TurnSettings};
+
+            #[async_trait::async_trait]
+            impl Preferences for $backend {
+                #[instrument(skip(self))]
+                async fn settings(&self, user: Uuid) -> Result<Settings> {
+                    Shared::settings(&mut *self.read().await?, user).await
+                }
+
+                #[instrument(skip(self))]
+                async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
+                    Shared::turn_settings(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip_all, fields(user = %user))]
+                async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings> {
+                    let change = change.clone();
+                    self.write(move |conn| Box::pin(Shared::update_settings(conn, user, change))).await
+                }
+            }
+        };
+    };
+}
+pub(crate) use preferences_for;

@@ -1,0 +1,162 @@
+//! Wire types of documents: artifact versions, export formats and attachments.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Largest accepted attachment (10 MiB).
+pub const MAX_ATTACHMENT_BYTES: usize = 10 * 1024 * 1024;
+/// Most attachments one conversation may hold.
+pub const MAX_ATTACHMENTS_PER_THREAD: usize = 20;
+
+/// One saved version of a document. Version 1 is the first; the artifact itself shows the latest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ArtifactVersion {
+    pub artifact_id: Uuid,
+    pub version: i64,
+    pub title: String,
+    pub content: String,
+    /// The user message that asked for this version; `None` for silent generation.
+    #[serde(default)]
+    pub request_message_id: Option<Uuid>,
+    #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
+    pub created_at: DateTime<Utc>,
+}
+
+/// `GET /api/artifacts/{id}/versions`: every version, oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ArtifactVersionList {
+    pub versions: Vec<ArtifactVersion>,
+}
+
+/// `GET /api/threads/{id}/artifacts`: the thread's documents (latest versions), oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ArtifactList {
+    pub artifacts: Vec<super::Artifact>,
+}
+
+/// What a line of a diff does between two versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum DiffOp {
+    /// In both versions.
+    Equal,
+    /// Only in the later one (`to`).
+    Insert,
+    /// Only in the earlier one (`from`).
+    Delete,
+}
+
+/// One line of a diff, without its line ending.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffLine {
+    pub op: DiffOp,
+    pub text: String,
+}
+
+/// `GET /api/artifacts/{id}/diff?from=&to=`: the lines of version `from` turned into those of version `to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionDiff {
+    pub from: i64,
+    pub to: i64,
+    pub lines: Vec<DiffLine>,
+}
+
+/// A download format of `GET /api/artifacts/{id}/export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ExportFormat {
+    Md,
+    Pdf,
+    Docx,
+}
+
+impl ExportFormat {
+    pub const ALL: [ExportFormat; 3] = [ExportFormat::Md, ExportFormat::Pdf, ExportFormat::Docx];
+
+    /// The `format=` value and the file extension.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExportFormat::Md => "md",
+            ExportFormat::Pdf => "pdf",
+            ExportFormat::Docx => "docx",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+
+    /// The `Content-Type` of the download.
+    pub fn content_type(self) -> &'static str {
+        match self {
+            ExportFormat::Md => "text/markdown; charset=utf-8",
+            ExportFormat::Pdf => "application/pdf",
+            ExportFormat::Docx => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        }
+    }
+
+    /// A human name for buttons and menus.
+    pub fn label(self) -> &'static str {
+        match self {
+            ExportFormat::Md => "Markdown",
+            ExportFormat::Pdf => "PDF",
+            ExportFormat::Docx => "Word",
+        }
+    }
+}
+
+/// A file attached to a conversation; its text is searchable by the assistant in every later turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Attachment {
+    pub id: Uuid,
+    pub thread_id: Uuid,
+    pub filename: String,
+    pub content_type: String,
+    /// Size of the uploaded file in bytes.
+    pub size: i64,
+    /// How many searchable pieces its text was split into.
+    pub chunks: i64,
+    #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
+    pub created_at: DateTime<Utc>,
+}
+
+/// `GET /api/threads/{id}/attachments`: oldest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AttachmentList {
+    pub attachments: Vec<Attachment>,
+}
+
+/// The URL of a document's download.
+pub fn export_url(artifact: Uuid, format: ExportFormat, version: Option<i64>) -> String {
+    match version {
+        Some(v) => format!("/api/artifacts/{artifact}/export?format={}&version={v}", format.as_str()),
+        None => format!("/api/artifacts/{artifact}/export?format={}", format.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_round_trip() {
+        for f in ExportFormat::ALL {
+            assert_eq!(ExportFormat::parse(f.as_str()), Some(f));
+        }
+        assert_eq!(ExportFormat::parse("html"), None);
+        assert_eq!(
+            export_url(Uuid::nil(), ExportFormat::Pdf, Some(2)).rsplit_once('?').unwrap().1,
+            "format=pdf&version=2"
+        );
+    }
+}

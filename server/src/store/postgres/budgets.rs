@@ -1,6 +1,0 @@
-//! postgres: see [`crate::store::Budgets`]; a turn's start checks them under a lock of its person
-//! (`turns.rs`).
-
-use super::{Postgres, Shared};
-
-crate::store::budgets::budgets_for!(Postgres);

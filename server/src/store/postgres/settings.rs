@@ -1,7 +1,0 @@
-//! Settings and share links on PostgreSQL. A new link locks its owner's account row before it counts, so links
-//! made at once, on any instance, are counted one after the other.
-
-use super::{Postgres, Shared};
-
-crate::store::settings::preferences_for!(Postgres);
-crate::store::shares::shares_for!(Postgres);

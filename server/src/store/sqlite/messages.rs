@@ -1,6 +1,0 @@
-//! The messages of a conversation on SQLite: what both backends run alike ([`crate::store::messages`]), with
-//! SQLite's way to save a new message.
-
-use super::{turn_writes::insert_message, Shared, Sqlite};
-
-crate::store::messages::messages_for!(Sqlite, insert_message);

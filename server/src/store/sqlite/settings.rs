@@ -1,7 +1,0 @@
-//! Settings and share links on SQLite. The one writer makes every link, so a count made in the insert's own
-//! write sees every link made before it.
-
-use super::{Shared, Sqlite};
-
-crate::store::settings::preferences_for!(Sqlite);
-crate::store::shares::shares_for!(Sqlite);
