@@ -72,7 +72,7 @@ impl AppState {
         let url = config.database_url();
         config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
         let store = store::connect_with(&url, config.sqlite_sync, config.rate_limit_connections).await?;
-        let models = llm::registry(&config.llm())?;
+        let models = llm::registry(&config.llm()?)?;
         Self::with_models(config, store, models).await
     }
 

@@ -34,11 +34,6 @@ impl AnthropicConfig {
         Self::at(Endpoint::new(base_url, model))
     }
 
-    /// Configuration for `model` from `ANTHROPIC_BASE_URL` (default [`DEFAULT_BASE_URL`]) and `ANTHROPIC_API_KEY`.
-    pub fn from_env(model: impl Into<String>) -> Self {
-        Self::at(Endpoint::from_env("ANTHROPIC_BASE_URL", DEFAULT_BASE_URL, "ANTHROPIC_API_KEY", model))
-    }
-
     /// Configuration for `endpoint`, with the default output token limit.
     pub fn at(endpoint: Endpoint) -> Self {
         Self { endpoint, default_max_tokens: DEFAULT_MAX_TOKENS }

@@ -1,12 +1,8 @@
 //! Where a remote provider answers and how it is reached: the settings the Anthropic and OpenAI providers share.
 
-use std::path::PathBuf;
+use std::{path::PathBuf, time::Duration};
 
-use crate::{
-    secret::ApiKey,
-    transport::{self, Clients, HttpTimeouts},
-    types::LlmError,
-};
+use crate::secret::ApiKey;
 
 /// A remote provider's address, key, model, timeouts and extra trusted certificates. `Debug` does not show the key.
 #[derive(Debug, Clone)]
@@ -34,19 +30,37 @@ impl Endpoint {
             ca_file: None,
         }
     }
+}
 
-    /// `model` on the server at `base_url` with `api_key`, trusting the certificates of `QUIRE_LLM_CA_FILE`.
-    pub fn configured(base_url: impl Into<String>, api_key: Option<ApiKey>, model: impl Into<String>) -> Self {
-        Self { api_key, ca_file: transport::ca_file_from_env(), ..Self::new(base_url, model) }
+/// Timeouts for one streamed completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpTimeouts {
+    /// Establishing the TCP (and TLS) connection.
+    pub connect: Duration,
+    /// From sending the request until the response status and headers arrive.
+    pub first_byte: Duration,
+    /// Longest silence allowed between two chunks of the streamed body. Providers send keep-alive
+    /// comments or pings while the model thinks, so a long silence means a dead stream.
+    pub idle: Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> Self {
+        Self { connect: Duration::from_secs(10), first_byte: Duration::from_secs(60), idle: Duration::from_secs(60) }
     }
+}
 
-    /// `model` on the server in the variable `url_var` (`default_url` when unset), with the key in `key_var`.
-    pub fn from_env(url_var: &str, default_url: &str, key_var: &str, model: impl Into<String>) -> Self {
-        Self::configured(transport::base_url_from_env(url_var, default_url), ApiKey::from_env(key_var), model)
-    }
+/// A remote provider as the environment names it: its base URL (the provider's public one when `None`) and key.
+#[derive(Debug, Clone, Default)]
+pub struct Remote {
+    pub base_url: Option<String>,
+    pub api_key: Option<ApiKey>,
+}
 
-    /// The HTTP clients that reach this endpoint.
-    pub(crate) fn clients(&self) -> Result<Clients, LlmError> {
-        Clients::new(&self.timeouts, self.ca_file.as_deref())
+impl Remote {
+    /// The endpoint serving `model`, at `default_url` unless a base URL is given, trusting `ca_file`'s certificates.
+    pub fn endpoint(&self, default_url: &str, model: impl Into<String>, ca_file: Option<PathBuf>) -> Endpoint {
+        let base_url = self.base_url.clone().unwrap_or_else(|| default_url.to_owned());
+        Endpoint { api_key: self.api_key.clone(), ca_file, ..Endpoint::new(base_url, model) }
     }
 }

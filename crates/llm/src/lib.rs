@@ -17,11 +17,10 @@ pub mod types;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
-pub use endpoint::Endpoint;
+pub use endpoint::{Endpoint, HttpTimeouts, Remote};
 pub use meter::{Meter, Metered};
 pub use registry::Registry;
 pub use secret::ApiKey;
-pub use transport::HttpTimeouts;
 pub use types::*;
 
 /// Which model answers.
@@ -42,10 +41,16 @@ pub struct Settings {
     pub provider: ProviderKind,
     /// Model name sent to the provider (each provider has a default).
     pub model: Option<String>,
-    /// The providers file, when one is given: it names several providers and the default model.
-    pub models_file: Option<PathBuf>,
+    /// The providers file, read and checked, when one is given: it names several providers and the default model.
+    pub models_file: Option<models_file::ModelsConfig>,
     /// Pause between tokens of the built-in assistant.
     pub builtin_delay: Duration,
+    /// A PEM file of certificates every remote provider may be signed by, besides the public roots.
+    pub ca_file: Option<PathBuf>,
+    /// The OpenAI-compatible provider's address and key, when it is the one provider.
+    pub openai: Remote,
+    /// Anthropic's address and key, when it is the one provider.
+    pub anthropic: Remote,
 }
 
 /// Builds the provider the settings name. Remote providers retry failures that happen before the first token.
@@ -60,12 +65,14 @@ pub fn provider(settings: &Settings) -> anyhow::Result<Arc<dyn Provider>> {
         }
         ProviderKind::Openai => {
             let model = settings.model.clone().unwrap_or_else(|| "gpt-4o-mini".into());
-            let provider = openai::OpenAiProvider::new(openai::OpenAiConfig::from_env(model))?;
+            let endpoint = settings.openai.endpoint(openai::DEFAULT_BASE_URL, model, settings.ca_file.clone());
+            let provider = openai::OpenAiProvider::new(openai::OpenAiConfig::at(endpoint))?;
             Arc::new(retry::RetryingProvider::new(provider, retry::RetryPolicy::default()))
         }
         ProviderKind::Anthropic => {
             let model = settings.model.clone().unwrap_or_else(|| "claude-sonnet-4-5".into());
-            let provider = anthropic::AnthropicProvider::new(anthropic::AnthropicConfig::from_env(model))?;
+            let endpoint = settings.anthropic.endpoint(anthropic::DEFAULT_BASE_URL, model, settings.ca_file.clone());
+            let provider = anthropic::AnthropicProvider::new(anthropic::AnthropicConfig::at(endpoint))?;
             Arc::new(retry::RetryingProvider::new(provider, retry::RetryPolicy::default()))
         }
     })
@@ -75,10 +82,7 @@ pub fn provider(settings: &Settings) -> anyhow::Result<Arc<dyn Provider>> {
 /// settings. A bad providers file stops Quire with its message.
 pub fn registry(settings: &Settings) -> anyhow::Result<Registry> {
     match &settings.models_file {
-        Some(path) => {
-            let file = models_file::load(path).map_err(anyhow::Error::msg)?;
-            Ok(Registry::from_file(&file, settings.builtin_delay))
-        }
+        Some(file) => Ok(Registry::from_file(file, settings.builtin_delay, settings.ca_file.clone())),
         None => Ok(Registry::single(provider(settings)?)),
     }
 }

@@ -1,7 +1,7 @@
 //! The model providers file (`QUIRE_CONFIG`): several providers at once and the default model. It is read once,
 //! at start-up; anything wrong in it stops Quire with a message that names the line or the provider.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Deserialize;
 
@@ -9,13 +9,21 @@ use crate::ApiKey;
 use crate::ProviderKind;
 
 /// Largest providers file read, in bytes.
-const MAX_FILE_BYTES: u64 = 256 * 1024;
+pub const MAX_FILE_BYTES: u64 = 256 * 1024;
 /// Most providers in one file.
 const MAX_PROVIDERS: usize = 32;
 /// Most models listed for one provider.
 const MAX_FIXED_MODELS: usize = 200;
 /// Longest provider name, in characters.
 const MAX_NAME_CHARS: usize = 32;
+
+/// Longest model name, in characters.
+const MAX_MODEL_CHARS: usize = 200;
+
+/// Whether `name` can be a model's name: 1 to 200 visible characters, no spaces.
+pub fn valid_model_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().count() <= MAX_MODEL_CHARS && name.chars().all(|c| c.is_ascii_graphic())
+}
 
 /// The file as written.
 #[derive(Debug, Clone, Deserialize)]
@@ -63,17 +71,6 @@ pub struct ProviderSettings {
 pub struct ModelsConfig {
     pub default_model: String,
     pub providers: Vec<ProviderSettings>,
-}
-
-/// Reads and checks the providers file at `path`.
-pub fn load(path: &Path) -> Result<ModelsConfig, String> {
-    let at = path.display();
-    let size = std::fs::metadata(path).map_err(|e| format!("QUIRE_CONFIG {at}: {e}"))?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(format!("QUIRE_CONFIG {at}: the file is larger than {} KiB", MAX_FILE_BYTES / 1024));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("QUIRE_CONFIG {at}: {e}"))?;
-    parse(&text, &|var| std::env::var(var).ok()).map_err(|e| format!("QUIRE_CONFIG {at}: {e}"))
 }
 
 /// Checks the text of a providers file; `env` reads environment variables (keys named by `api_key_env`).
@@ -127,7 +124,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
             if models.is_empty() || models.len() > MAX_FIXED_MODELS {
                 return Err(format!("provider {name}: list 1 to {MAX_FIXED_MODELS} models, or leave models out"));
             }
-            if let Some(bad) = models.iter().find(|m| !crate::registry::valid_model_name(m)) {
+            if let Some(bad) = models.iter().find(|m| !valid_model_name(m)) {
                 return Err(format!("provider {name}: model {bad:?} is not a model name"));
             }
         }
@@ -144,7 +141,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
             if source.models.as_ref().is_some_and(|models| !models.iter().any(|m| m == model)) {
                 return Err(format!("default_model {id:?}: provider {provider} does not list {model:?}"));
             }
-            if !crate::registry::valid_model_name(model) {
+            if !valid_model_name(model) {
                 return Err(format!("default_model {id:?}: {model:?} is not a model name"));
             }
             id

@@ -55,11 +55,6 @@ impl OpenAiConfig {
         Self::at(Endpoint::new(base_url, model))
     }
 
-    /// Configuration for `model` from `OPENAI_BASE_URL` (default [`DEFAULT_BASE_URL`]) and `OPENAI_API_KEY` (optional).
-    pub fn from_env(model: impl Into<String>) -> Self {
-        Self::at(Endpoint::from_env("OPENAI_BASE_URL", DEFAULT_BASE_URL, "OPENAI_API_KEY", model))
-    }
-
     /// Configuration for `endpoint`, with the token limit field its base URL expects.
     pub fn at(endpoint: Endpoint) -> Self {
         Self { max_tokens_field: MaxTokensField::for_base_url(&endpoint.base_url), endpoint }

@@ -6,6 +6,7 @@
 
 use std::{
     collections::HashMap,
+    path::PathBuf,
     sync::{
         atomic::{AtomicBool, Ordering},
         Arc, RwLock,
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use tokio::time::Instant;
 
 use super::{anthropic, builtin, openai, retry, ApiKey, Endpoint, EventStream, LlmError, Provider};
+pub use crate::models_file::valid_model_name;
 use crate::models_file::{ModelsConfig, ProviderSettings};
 use crate::ProviderKind;
 
@@ -29,15 +31,8 @@ const RETRY_FAILED_LIST: Duration = Duration::from_secs(30);
 const MAX_LIST_BYTES: usize = 1024 * 1024;
 /// Most models taken from one provider's list.
 const MAX_LISTED_MODELS: usize = 500;
-/// Longest model name, in characters.
-const MAX_MODEL_CHARS: usize = 200;
 /// How long asking a provider for its models may take.
 const LIST_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// Whether `name` can be a model's name: 1 to 200 visible characters, no spaces.
-pub fn valid_model_name(name: &str) -> bool {
-    !name.is_empty() && name.chars().count() <= MAX_MODEL_CHARS && name.chars().all(|c| c.is_ascii_graphic())
-}
 
 /// Wraps every provider the registry builds (metrics measure each).
 pub type Layer = Arc<dyn Fn(Arc<dyn Provider>) -> Arc<dyn Provider> + Send + Sync>;
@@ -86,6 +81,8 @@ pub struct Registry {
     layer: Option<Layer>,
     http: reqwest::Client,
     list_ttl: Duration,
+    /// Certificates the remote providers of the file may be signed by, besides the public roots.
+    ca_file: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -110,11 +107,11 @@ impl Registry {
         let name = provider.name().to_string();
         let model = provider.model().to_string();
         let default = format!("{name}/{model}");
-        Self::build(vec![Arc::new(Named::new(name, Source::Given(provider), Some(vec![model])))], default)
+        Self::build(vec![Arc::new(Named::new(name, Source::Given(provider), Some(vec![model])))], default, None)
     }
 
     /// The providers of a providers file. Remote providers retry failures that happen before the first token.
-    pub fn from_file(config: &ModelsConfig, builtin_delay: Duration) -> Self {
+    pub fn from_file(config: &ModelsConfig, builtin_delay: Duration, ca_file: Option<PathBuf>) -> Self {
         let providers = config
             .providers
             .iter()
@@ -136,23 +133,23 @@ impl Registry {
                 Arc::new(Named::new(name, source, fixed))
             })
             .collect();
-        Self::build(providers, config.default_model.clone())
+        Self::build(providers, config.default_model.clone(), ca_file)
     }
 
-    fn build(providers: Vec<Arc<Named>>, default: String) -> Self {
+    fn build(providers: Vec<Arc<Named>>, default: String, ca_file: Option<PathBuf>) -> Self {
         let mut http = reqwest::Client::builder()
             .connect_timeout(LIST_TIMEOUT)
             .timeout(LIST_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none());
         // Lists are asked of the same endpoints as answers: behind a private certificate authority too.
-        if let Some(path) = super::transport::ca_file_from_env() {
-            match super::transport::extra_roots(&path) {
+        if let Some(path) = &ca_file {
+            match super::transport::extra_roots(path) {
                 Ok(roots) => http = roots.into_iter().fold(http, |http, root| http.add_root_certificate(root)),
                 Err(e) => tracing::warn!(error = %e, "QUIRE_LLM_CA_FILE is not used for model lists"),
             }
         }
         let http = http.build().unwrap_or_default();
-        Self { providers, default, built: RwLock::new(HashMap::new()), layer: None, http, list_ttl: LIST_TTL }
+        Self { providers, default, built: RwLock::new(HashMap::new()), layer: None, http, list_ttl: LIST_TTL, ca_file }
     }
 
     /// Keeps providers' lists of models for `ttl` instead of [`LIST_TTL`].
@@ -239,11 +236,19 @@ impl Registry {
                 Arc::new(Renamed::new(&named.name, builtin::Builtin::new().with_delay(*delay).with_model(model)))
             }
             Source::OpenAi { base_url, api_key } => {
-                let endpoint = Endpoint::configured(base_url.clone(), api_key.clone(), model);
+                let endpoint = Endpoint {
+                    api_key: api_key.clone(),
+                    ca_file: self.ca_file.clone(),
+                    ..Endpoint::new(base_url.clone(), model)
+                };
                 remote(&named.name, model, openai::OpenAiProvider::new(openai::OpenAiConfig::at(endpoint)))
             }
             Source::Anthropic { base_url, api_key } => {
-                let endpoint = Endpoint::configured(base_url.clone(), api_key.clone(), model);
+                let endpoint = Endpoint {
+                    api_key: api_key.clone(),
+                    ca_file: self.ca_file.clone(),
+                    ..Endpoint::new(base_url.clone(), model)
+                };
                 remote(&named.name, model, anthropic::AnthropicProvider::new(anthropic::AnthropicConfig::at(endpoint)))
             }
         };

@@ -19,9 +19,9 @@ impl ApiKey {
         }
     }
 
-    /// Reads a key from the environment variable `var`; unset or blank means "no key".
-    pub fn from_env(var: &str) -> Option<Self> {
-        std::env::var(var).ok().map(Self::new).filter(|key| !key.0.is_empty())
+    /// `key` unless it is blank: an unset or blank variable means "no key".
+    pub fn given(key: Option<String>) -> Option<Self> {
+        key.map(Self::new).filter(|key| !key.0.is_empty())
     }
 
     /// The key itself, for building the request header. Do not log the result.

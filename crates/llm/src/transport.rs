@@ -1,14 +1,7 @@
 //! HTTP plumbing shared by the providers: timeouts, sending a request, turning a failed response
 //! into an [`LlmError`], and driving an SSE body through a provider-specific decoder.
 
-use std::{
-    collections::VecDeque,
-    error::Error as _,
-    fmt,
-    path::{Path, PathBuf},
-    sync::Arc,
-    time::Duration,
-};
+use std::{collections::VecDeque, error::Error as _, fmt, path::Path, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use futures::{stream::BoxStream, StreamExt};
@@ -19,7 +12,7 @@ use reqwest::{
 use wire::sse::{SseEvent, SseParser};
 
 use crate::{
-    endpoint::Endpoint,
+    endpoint::{Endpoint, HttpTimeouts},
     types::{ChatRequest, EventStream, LlmError, Provider, StreamEvent},
 };
 
@@ -27,24 +20,6 @@ use crate::{
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// At most this much of an error body goes into a log line.
 const MAX_LOGGED_BODY_CHARS: usize = 512;
-
-/// Timeouts for one streamed completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HttpTimeouts {
-    /// Establishing the TCP (and TLS) connection.
-    pub connect: Duration,
-    /// From sending the request until the response status and headers arrive.
-    pub first_byte: Duration,
-    /// Longest silence allowed between two chunks of the streamed body. Providers send keep-alive
-    /// comments or pings while the model thinks, so a long silence means a dead stream.
-    pub idle: Duration,
-}
-
-impl Default for HttpTimeouts {
-    fn default() -> Self {
-        Self { connect: Duration::from_secs(10), first_byte: Duration::from_secs(60), idle: Duration::from_secs(60) }
-    }
-}
 
 /// Streams sent through one HTTP client at a time: HTTP/2 servers commonly allow 100 on a connection, and hyper's pool
 /// never opens a second connection to a full one (streams would wait), so more streams spread over more clients.
@@ -62,20 +37,6 @@ pub(crate) fn extra_roots(path: &Path) -> Result<Vec<reqwest::Certificate>, LlmE
         return Err(LlmError::Network(format!("the certificate file {} holds no certificate", path.display())));
     }
     Ok(roots)
-}
-
-/// Reads the optional path of extra trusted certificates for the model provider.
-pub(crate) fn ca_file_from_env() -> Option<PathBuf> {
-    std::env::var_os("QUIRE_LLM_CA_FILE").filter(|p| !p.is_empty()).map(PathBuf::from)
-}
-
-/// The base URL in the environment variable `var`, trimmed; `default` when it is unset or blank.
-pub(crate) fn base_url_from_env(var: &str, default: &str) -> String {
-    std::env::var(var)
-        .ok()
-        .map(|url| url.trim().to_owned())
-        .filter(|url| !url.is_empty())
-        .unwrap_or_else(|| default.to_owned())
 }
 
 /// A header carrying `provider`'s API key, marked sensitive so that it stays out of HTTP-level debug output;
@@ -180,7 +141,8 @@ impl<W: fmt::Debug> fmt::Debug for Remote<W> {
 impl<W: Wire> Remote<W> {
     /// Creates the provider and its first HTTP client.
     pub fn new(config: W) -> Result<Self, LlmError> {
-        let clients = config.endpoint().clients()?;
+        let endpoint = config.endpoint();
+        let clients = Clients::new(&endpoint.timeouts, endpoint.ca_file.as_deref())?;
         Ok(Self { config, clients })
     }
 

@@ -56,6 +56,18 @@ pub struct Sqlite {
 }
 
 impl Sqlite {
+    /// Runs one statement, whose values it owns, through the writer with the writes someone waits for.
+    pub(super) async fn execute(
+        &self,
+        statement: sqlx::query::Query<'static, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'static>>,
+    ) -> Result<sqlx::sqlite::SqliteQueryResult> {
+        self.writer
+            .write(Urgency::Waited, move |conn| Box::pin(async move { Ok(statement.execute(conn).await?) }))
+            .await
+    }
+}
+
+impl Sqlite {
     /// Opens (creating if needed) the database file and runs the migrations.
     pub async fn connect(url: &str, sync: super::SqliteSync) -> Result<Self> {
         let synchronous = match sync {

@@ -1,5 +1,6 @@
 //! Start-up configuration: command-line flags, each also readable from the environment.
 
+mod models;
 pub mod private;
 
 use std::{net::SocketAddr, path::PathBuf};
@@ -372,14 +373,21 @@ impl RateLimitConfig {
 }
 
 impl Config {
-    /// What the model layer needs of the configuration.
-    pub fn llm(&self) -> llm::Settings {
-        llm::Settings {
+    /// What the model layer needs of the configuration, with the providers file read and checked and the
+    /// providers' addresses and keys taken from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
+    /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `QUIRE_LLM_CA_FILE`). A bad providers file is an error that names
+    /// its line or provider.
+    pub fn llm(&self) -> anyhow::Result<llm::Settings> {
+        let models_file = self.models_file.as_deref().map(models::load).transpose().map_err(anyhow::Error::msg)?;
+        Ok(llm::Settings {
             provider: self.llm_provider,
             model: self.model.clone(),
-            models_file: self.models_file.clone(),
+            models_file,
             builtin_delay: std::time::Duration::from_millis(self.builtin_delay_ms),
-        }
+            ca_file: std::env::var_os("QUIRE_LLM_CA_FILE").filter(|p| !p.is_empty()).map(PathBuf::from),
+            openai: models::remote("OPENAI_BASE_URL", "OPENAI_API_KEY"),
+            anthropic: models::remote("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"),
+        })
     }
 
     /// The port of the live-reload socket pages may connect to: only while cargo-leptos watches the sources.

@@ -101,7 +101,7 @@ fn ids(models: &[llm::registry::Offered]) -> Vec<&str> {
 #[tokio::test]
 async fn a_providers_list_is_asked_for_once_and_kept() {
     let upstream = FakeServer::start(vec![list_of(&["llama", "qwen"]).head_delay(Duration::from_millis(100))]).await;
-    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO);
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO, None);
     // Asked for at once by many: one request.
     let lists = futures::future::join_all((0..5).map(|_| registry.models())).await;
     for list in &lists {
@@ -132,7 +132,7 @@ async fn a_failed_refresh_keeps_the_last_list() {
         list_of(&["mistral"]),
     ])
     .await;
-    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO, None).with_list_ttl(Duration::ZERO);
     assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"]);
     assert_eq!(refresh_once(&registry).await, ["local/llama", "local/qwen"], "stale, answered while asked again");
     assert_eq!(refresh_once(&registry).await, ["local/llama", "local/qwen"], "a failure keeps the last list");
@@ -148,7 +148,7 @@ async fn a_stale_list_answers_at_once_while_it_is_asked_for_again() {
     let upstream =
         FakeServer::start(vec![list_of(&["llama", "qwen"]), list_of(&["llama"]).head_delay(Duration::from_secs(3600))])
             .await;
-    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO, None).with_list_ttl(Duration::ZERO);
     assert_eq!(ids(&registry.models().await), ["local/llama", "local/qwen"]);
     tokio::time::sleep(Duration::from_millis(5)).await;
     for _ in 0..3 {
@@ -164,7 +164,7 @@ async fn a_stale_list_answers_at_once_while_it_is_asked_for_again() {
 #[tokio::test]
 async fn a_model_its_provider_dropped_gives_way_even_after_it_answered() {
     let upstream = FakeServer::start(vec![list_of(&["llama", "qwen"]), list_of(&["llama"])]).await;
-    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO).with_list_ttl(Duration::ZERO);
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO, None).with_list_ttl(Duration::ZERO);
     assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "qwen");
     refresh_once(&registry).await;
     assert_eq!(registry.choose(&[Some("local/qwen")]).await.model(), "llama", "no longer on offer: the default");
@@ -174,7 +174,7 @@ async fn a_model_its_provider_dropped_gives_way_even_after_it_answered() {
 #[tokio::test]
 async fn without_a_list_the_default_still_answers() {
     let upstream = FakeServer::start(vec![Reply::status(401, "{}")]).await;
-    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO);
+    let registry = Registry::from_file(&openai_file(&upstream.url), Duration::ZERO, None);
     assert!(registry.models().await.is_empty());
     assert!(registry.knows("local/llama").await, "the configured default is always on offer");
     assert_eq!(registry.choose(&[Some("local/gone")]).await.model(), "llama");

@@ -12,13 +12,12 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{
-    query::Query,
-    sqlite::{SqliteArguments, SqliteQueryResult, SqliteRow},
+    sqlite::{SqliteArguments, SqliteRow},
     Arguments, Encode, FromRow, Row, Sqlite as Db, SqliteConnection, Type,
 };
 use uuid::Uuid;
 
-use super::{is_unique_violation, writer::Urgency, Shared, Sqlite};
+use super::{is_unique_violation, Shared};
 use crate::budgets::{spending_values, SPENDING};
 use crate::columns::{Dialect, Stored};
 use crate::messages::STAMP_COLUMNS;
@@ -96,18 +95,6 @@ impl<'q> Script<'q> {
             )));
         }
         Ok(sqlx::query_with(&self.sql, self.args).fetch_all(conn).await?)
-    }
-}
-
-impl Sqlite {
-    /// Runs one statement, whose values it owns, through the writer with the writes someone waits for.
-    pub(super) async fn execute(
-        &self,
-        statement: Query<'static, Db, SqliteArguments<'static>>,
-    ) -> Result<SqliteQueryResult> {
-        self.writer
-            .write(Urgency::Waited, move |conn| Box::pin(async move { Ok(statement.execute(conn).await?) }))
-            .await
     }
 }
 

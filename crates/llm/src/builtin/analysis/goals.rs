@@ -4,9 +4,28 @@
 use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
-use super::requirements::Goal;
 use super::roles::{first_person, role_of, DETERMINERS};
 use super::text::{first_word, lower_first, squash_spaces, strip_prefix_ci};
+
+/// What a requirement asks for, in a shape that can be rephrased as "I want ...".
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Goal {
+    /// Something the role does: "track my orders" ("I want to track my orders").
+    Action(String),
+    /// Something the role gets: "a dashboard of sales" ("I want a dashboard of sales").
+    Thing(String),
+    /// Something another party or the product does.
+    Behaviour {
+        /// Who or what acts: "the system", "passwords".
+        actor: String,
+        /// Infinitive clause: "send reminders" ("I want the system to send reminders").
+        infinitive: String,
+        /// Finite clause: "must send reminders" ("Then the system must send reminders").
+        finite: String,
+    },
+    /// Nothing could be parsed: the sentence is used as written.
+    Statement,
+}
 
 static BENEFIT_RE: Lazy<Regex> =
     lazy_regex!(r"(?i)(?:,\s*|\s+)\b(?P<k>so\s+that|in\s+order\s+to|in\s+order\s+that|so)\s+(?P<b>\S.*)$");

@@ -17,10 +17,11 @@ mod text;
 use regex::Regex;
 
 pub(crate) use classify::{Priority, Quality};
+pub(crate) use goals::Goal;
 pub(crate) use keywords::{keywords, stem};
 pub(crate) use meetings::{analyse_meeting, ActionItem, Meeting};
 pub(crate) use products::derive_subject;
-pub(crate) use requirements::{benefit_of, collect_requirements, is_requirement_sentence, Goal, Requirement};
+pub(crate) use requirements::{benefit_of, collect_requirements, is_requirement_sentence, Requirement};
 pub(crate) use sentences::split_sentences;
 pub(crate) use text::{article, capitalize_first, distinct, first_words, strip_terminal, table_cell, words};
 

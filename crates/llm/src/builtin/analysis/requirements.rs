@@ -8,32 +8,12 @@ use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
 use super::classify::{priority_of, quality_of, Priority, Quality};
-use super::goals::{parse_goal, split_benefit};
+use super::goals::{parse_goal, split_benefit, Goal};
 use super::labels::strip_speaker;
 use super::re;
 use super::roles::first_person;
 use super::sentences::{split_sentences, strip_fillers};
 use super::text::{as_sentence, strip_terminal, word_count, words};
-
-/// What a requirement asks for, in a shape that can be rephrased as "I want ...".
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Goal {
-    /// Something the role does: "track my orders" ("I want to track my orders").
-    Action(String),
-    /// Something the role gets: "a dashboard of sales" ("I want a dashboard of sales").
-    Thing(String),
-    /// Something another party or the product does.
-    Behaviour {
-        /// Who or what acts: "the system", "passwords".
-        actor: String,
-        /// Infinitive clause: "send reminders" ("I want the system to send reminders").
-        infinitive: String,
-        /// Finite clause: "must send reminders" ("Then the system must send reminders").
-        finite: String,
-    },
-    /// Nothing could be parsed: the sentence is used as written.
-    Statement,
-}
 
 /// One requirement sentence and what could be understood of it.
 #[derive(Debug, Clone, PartialEq)]
