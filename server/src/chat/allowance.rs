@@ -1,7 +1,7 @@
 //! What a turn may spend under a budget: the estimate its start reserves, and the `max_tokens` each of its calls
 //! may ask for within what the reservation leaves.
-
-use super::turn::ANSWER_MAX_TOKENS;
+/// Most tokens one model call of a turn may write.
+pub const ANSWER_MAX_TOKENS: u32 = 4096;
 
 /// Fewest tokens a call is asked to write within a budget: after a turn's first call, one that cannot have this
 /// many is not made (the turn ends with [`OVER_BUDGET`]).

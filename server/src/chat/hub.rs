@@ -17,8 +17,12 @@ use tokio::sync::watch;
 use uuid::Uuid;
 use wire::ChatEvent;
 
-use super::turn::{HEARTBEAT_EVERY, STALE_AFTER_MS};
 use store::{DynStore, EventRun};
+
+/// How often a running turn proves it is alive (and learns about stop requests from other instances).
+pub const HEARTBEAT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+/// A turn whose heartbeat is older than this is taken to be dead (its instance crashed).
+pub const STALE_AFTER_MS: i64 = 30_000;
 
 /// A turn being written here. Events are kept for the turn's life so a listener may join at any point.
 #[derive(Debug)]

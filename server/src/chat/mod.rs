@@ -12,6 +12,7 @@ pub mod prompt;
 pub mod replay;
 mod spend;
 pub mod summary;
+mod taken;
 pub mod title;
 pub mod tools;
 pub mod trace;

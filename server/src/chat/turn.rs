@@ -12,15 +12,17 @@ use tokio::time::Instant;
 use uuid::Uuid;
 use wire::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, TraceStep, Usage};
 
+pub use super::allowance::ANSWER_MAX_TOKENS;
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
 use super::error::{busy_or, ChatError};
 use super::hub::{LiveTurn, TurnHub};
+pub use super::hub::{HEARTBEAT_EVERY, STALE_AFTER_MS};
 use super::memory::{Basis, Source};
-use super::openings::{plan_taken, Opening};
 use super::prompt;
 use super::summary;
+use super::taken::{plan_taken, Opening, Plan};
 use super::title::{Naming, DEFAULT_TITLE};
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
@@ -32,14 +34,8 @@ use store::{
 
 /// How often a running turn hands its progress over to be written.
 pub const FLUSH_EVERY: Duration = Duration::from_millis(250);
-/// How often a running turn proves it is alive (and learns about stop requests from other instances).
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
-/// A turn whose heartbeat is older than this is taken to be dead (its instance crashed).
-pub const STALE_AFTER_MS: i64 = 30_000;
 /// Most provider -> tools rounds in one turn.
 pub const MAX_ROUNDS: usize = 5;
-/// Most tokens one model call of a turn may write.
-pub const ANSWER_MAX_TOKENS: u32 = 4096;
 /// Takes the thread and starts the turn in the background.
 ///
 /// A new message or a silent generation knows what the model is asked before the thread is taken: its model
@@ -160,7 +156,7 @@ pub(super) async fn launch(
                 let handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
                 let started = started.take().expect("the start is told once");
                 let question = saved.clone().filter(|_| matches!(opening, Opening::Message(_)));
-                match plan_taken(&engine, user, thread, opening, saved).await {
+                match plan_taken(engine.store.as_ref(), user, thread, opening, saved).await {
                     Ok(plan) => {
                         let holding =
                             Held { _handed_over: handed_over, _registered: register(&engine, &live, started) };
@@ -264,17 +260,6 @@ impl Drop for HandedOver {
     fn drop(&mut self) {
         self.store.abandon_progress(self.turn);
     }
-}
-
-/// What a turn answers.
-pub(super) struct Plan {
-    pub(super) user: Uuid,
-    pub(super) thread: Uuid,
-    pub(super) silent: bool,
-    pub(super) content: String,
-    pub(super) request_message: Option<Uuid>,
-    /// Set on a thread's first message: its current title.
-    pub(super) name_thread: Option<String>,
 }
 
 /// What a turn asks the model, and its first call, open.

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 use wire::admin::{
     AdminAccount, AdminAccountList, BudgetRequest, CreateInviteRequest, CreatedInvite, DisableRequest, InviteInfo,
-    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpMode as WireMode, SignUpSettings, MAX_INVITE_HOURS,
-    MAX_INVITE_USES, RESET_LINK_HOURS,
+    InviteList, ResetLink, ResetPasswordRequest, RoleRequest, SignUpSettings, MAX_INVITE_HOURS, MAX_INVITE_USES,
+    RESET_LINK_HOURS,
 };
 
 use super::auth::check_new_password;
@@ -22,7 +22,7 @@ use super::rate_limit::{Quota, SignIn};
 use crate::auth::{one_time, password};
 use crate::AppState;
 use store::admin::{AccountUsage, SIGN_UP_MODE_SETTING};
-use store::{Invite, ResetRefusal, SignUpMode, SignUpRefusal, StoreError};
+use store::{Invite, ResetRefusal, StoreError};
 
 /// Accounts one page of `GET /api/admin/users` lists.
 const ACCOUNTS_PAGE: u32 = 200;
@@ -59,48 +59,6 @@ impl FromRequestParts<AppState> for AdminUser {
             Ok(_) | Err(StoreError::NotFound) => Err(ApiError::NotFound),
             Err(e) => Err(e.into()),
         }
-    }
-}
-
-/// The sign-up mode in force: the one an administrator set (shared by every instance), else `QUIRE_SIGNUP`.
-pub async fn sign_up_mode(state: &AppState) -> Result<SignUpMode> {
-    Ok(crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await?)
-}
-
-/// The answer to a refused sign-up.
-pub fn sign_up_refused(refusal: SignUpRefusal) -> ApiError {
-    let invalid = |code, message: &str| ApiError::unprocessable(code, message, Some("invite"));
-    match refusal {
-        SignUpRefusal::Closed => ApiError::Forbidden {
-            code: "signup_closed",
-            message: "Sign-up is closed. Ask the administrator for an account.".into(),
-        },
-        SignUpRefusal::InviteRequired => ApiError::Forbidden {
-            code: "invite_required",
-            message: "Sign-up needs an invitation. Ask the administrator for an invitation link.".into(),
-        },
-        SignUpRefusal::SetupRequired => ApiError::Forbidden {
-            code: "setup_required",
-            message: "Quire has no administrator yet. Open the setup link from the server's log to create the first \
-                      account."
-                .into(),
-        },
-        SignUpRefusal::SetupInvalid => ApiError::unprocessable(
-            "setup_invalid",
-            "This setup link is not valid: it was used, or Quire has an administrator already.",
-            Some("setup"),
-        ),
-        SignUpRefusal::InviteInvalid => invalid("invite_invalid", "This invitation is not valid (or was revoked)."),
-        SignUpRefusal::InviteExpired => invalid("invite_expired", "This invitation has expired."),
-        SignUpRefusal::InviteUsedUp => invalid("invite_used_up", "This invitation has been used up."),
-    }
-}
-
-fn wire_mode(mode: SignUpMode) -> WireMode {
-    match mode {
-        SignUpMode::Open => WireMode::Open,
-        SignUpMode::Invite => WireMode::Invite,
-        SignUpMode::Closed => WireMode::Closed,
     }
 }
 
@@ -324,7 +282,7 @@ pub async fn revoke_invite(State(state): State<AppState>, _: AdminUser, Path(id)
     responses((status = 200, body = SignUpSettings),
         (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
 pub async fn sign_up_settings(State(state): State<AppState>, _: AdminUser) -> Result<Json<SignUpSettings>> {
-    Ok(Json(SignUpSettings { mode: wire_mode(sign_up_mode(&state).await?) }))
+    Ok(Json(SignUpSettings { mode: crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await? }))
 }
 
 /// `PUT /api/admin/signup`: sets who may sign up, for every instance (in place of `QUIRE_SIGNUP`).
@@ -337,11 +295,7 @@ pub async fn set_sign_up_settings(
     admin: AdminUser,
     Json(body): Json<SignUpSettings>,
 ) -> Result<Json<SignUpSettings>> {
-    let mode = match body.mode {
-        WireMode::Open => SignUpMode::Open,
-        WireMode::Invite => SignUpMode::Invite,
-        WireMode::Closed => SignUpMode::Closed,
-    };
+    let mode = body.mode;
     state.store.set_setting(SIGN_UP_MODE_SETTING, mode.as_str()).await?;
     tracing::info!(admin = %admin.0.id, mode = mode.as_str(), "sign-up mode changed");
     Ok(Json(SignUpSettings { mode: body.mode }))

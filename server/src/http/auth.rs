@@ -124,7 +124,7 @@ pub(super) async fn create_account(state: &AppState, body: RegisterRequest) -> R
     validate::password(&body.password)?;
     let display_name = validate::display_name(body.display_name.as_deref().unwrap_or_default())?;
     let pass = sign_up_pass(body.invite.as_deref(), body.setup.as_deref())?;
-    let mode = super::admin::sign_up_mode(state).await?;
+    let mode = crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await?;
     check_new_password("password", &body.password, &email, &display_name).await?;
     let display_name =
         if display_name.is_empty() { email.split('@').next().unwrap_or_default().to_string() } else { display_name };
@@ -132,7 +132,7 @@ pub(super) async fn create_account(state: &AppState, body: RegisterRequest) -> R
     let new = NewUser { email, password_hash, display_name };
     let user = match state.store.sign_up(new, mode, pass).await {
         Ok(Ok(user)) => user,
-        Ok(Err(refusal)) => return Err(super::admin::sign_up_refused(refusal)),
+        Ok(Err(refusal)) => return Err(refusal.into()),
         Err(StoreError::Conflict(_)) => {
             return Err(ApiError::Conflict("An account with this e-mail address already exists.".into()))
         }
@@ -147,9 +147,7 @@ fn sign_up_pass(invite: Option<&str>, setup: Option<&str>) -> Result<Option<Sign
     let token = |sent: Option<&str>, too_long| {
         let token = sent.map(str::trim).filter(|token| !token.is_empty());
         match token {
-            Some(token) if token.chars().count() > one_time::MAX_TOKEN_CHARS => {
-                Err(super::admin::sign_up_refused(too_long))
-            }
+            Some(token) if token.chars().count() > one_time::MAX_TOKEN_CHARS => Err(ApiError::from(too_long)),
             token => Ok(token.map(one_time::hash)),
         }
     };

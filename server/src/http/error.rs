@@ -11,7 +11,7 @@ use wire::{validate, ErrorBody, ErrorDetail};
 
 use crate::chat::ChatError;
 use crate::history;
-use store::StoreError;
+use store::{SignUpRefusal, StoreError};
 
 /// An error answered to a client.
 #[derive(Debug, thiserror::Error)]
@@ -289,5 +289,36 @@ impl From<PathRejection> for ApiError {
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {
         ApiError::bad_request("invalid_query", rejection.body_text())
+    }
+}
+/// The answer to a refused sign-up.
+impl From<SignUpRefusal> for ApiError {
+    fn from(refusal: SignUpRefusal) -> Self {
+        let invalid = |code, message: &str| ApiError::unprocessable(code, message, Some("invite"));
+        match refusal {
+            SignUpRefusal::Closed => ApiError::Forbidden {
+                code: "signup_closed",
+                message: "Sign-up is closed. Ask the administrator for an account.".into(),
+            },
+            SignUpRefusal::InviteRequired => ApiError::Forbidden {
+                code: "invite_required",
+                message: "Sign-up needs an invitation. Ask the administrator for an invitation link.".into(),
+            },
+            SignUpRefusal::SetupRequired => ApiError::Forbidden {
+                code: "setup_required",
+                message:
+                    "Quire has no administrator yet. Open the setup link from the server's log to create the first \
+                      account."
+                        .into(),
+            },
+            SignUpRefusal::SetupInvalid => ApiError::unprocessable(
+                "setup_invalid",
+                "This setup link is not valid: it was used, or Quire has an administrator already.",
+                Some("setup"),
+            ),
+            SignUpRefusal::InviteInvalid => invalid("invite_invalid", "This invitation is not valid (or was revoked)."),
+            SignUpRefusal::InviteExpired => invalid("invite_expired", "This invitation has expired."),
+            SignUpRefusal::InviteUsedUp => invalid("invite_used_up", "This invitation has been used up."),
+        }
     }
 }

@@ -6,17 +6,40 @@ use leptos::task::spawn_local;
 use leptos_router::NavigateOptions;
 use uuid::Uuid;
 
-use super::branches::Branches;
 use super::budget_banner::show_if_over_budget;
 use crate::api::client::ApiError;
 use crate::api::{
-    client, Artifact, ArtifactType, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
+    client, Artifact, ArtifactType, Branching, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
 };
 use crate::components::model_picker::ModelChoice;
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
 /// Moves the browser to another address of the app.
 type Navigate = Box<dyn Fn(&str, NavigateOptions)>;
+
+/// What the chat page knows of the shown path's branches, and which message is being edited or deleted.
+#[derive(Clone, Copy)]
+pub(super) struct Branches {
+    /// The messages of the shown path that have other versions.
+    pub(super) list: RwSignal<Vec<Branching>>,
+    /// The message shown as a text box to edit.
+    pub(super) editing: RwSignal<Option<Uuid>>,
+    /// The message whose deletion waits for a confirmation.
+    pub(super) deleting: RwSignal<Option<Uuid>>,
+}
+
+impl Branches {
+    pub(super) fn new() -> Self {
+        Self { list: RwSignal::new(Vec::new()), editing: RwSignal::new(None), deleting: RwSignal::new(None) }
+    }
+
+    /// Forgets everything of the conversation shown before.
+    pub(super) fn clear(&self) {
+        self.list.set(Vec::new());
+        self.editing.set(None);
+        self.deleting.set(None);
+    }
+}
 
 /// The chat page's actions. `Copy`, so every handler of the page can hold it.
 #[derive(Clone, Copy)]

@@ -12,30 +12,6 @@ use crate::components::message_bubble::MessageBubble;
 use crate::components::modal::ModalDialog;
 use crate::state::{js_random_u128, local_message, ErrorNote};
 
-/// What the chat page knows of the shown path's branches, and which message is being edited or deleted.
-#[derive(Clone, Copy)]
-pub(super) struct Branches {
-    /// The messages of the shown path that have other versions.
-    pub(super) list: RwSignal<Vec<Branching>>,
-    /// The message shown as a text box to edit.
-    pub(super) editing: RwSignal<Option<Uuid>>,
-    /// The message whose deletion waits for a confirmation.
-    pub(super) deleting: RwSignal<Option<Uuid>>,
-}
-
-impl Branches {
-    pub(super) fn new() -> Self {
-        Self { list: RwSignal::new(Vec::new()), editing: RwSignal::new(None), deleting: RwSignal::new(None) }
-    }
-
-    /// Forgets everything of the conversation shown before.
-    pub(super) fn clear(&self) {
-        self.list.set(Vec::new());
-        self.editing.set(None);
-        self.deleting.set(None);
-    }
-}
-
 /// Where a message stands among its versions.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) struct Versions {
