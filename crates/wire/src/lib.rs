@@ -204,7 +204,8 @@ pub struct SwitchBranch {
     pub message_id: Uuid,
 }
 
-/// The kinds of document the assistant writes.
+/// The kinds of document (artifact): the five people ask for by name, and any other (`Custom`). The one enum of
+/// them: the API, the store, request detection and the built-in assistant all use it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -225,6 +226,15 @@ impl ArtifactType {
         ArtifactType::AcceptanceCriteria,
         ArtifactType::MeetingSummary,
         ArtifactType::Custom,
+    ];
+
+    /// The five kinds people ask for by name (all but [`ArtifactType::Custom`]).
+    pub const NAMED: [ArtifactType; 5] = [
+        ArtifactType::UserStories,
+        ArtifactType::BusinessRequirements,
+        ArtifactType::RequirementsDoc,
+        ArtifactType::AcceptanceCriteria,
+        ArtifactType::MeetingSummary,
     ];
 
     /// The name used on the wire and in the database.

@@ -19,8 +19,9 @@ use uuid::Uuid;
 pub use wire::ContextRecord;
 use wire::{Artifact, ArtifactType, Message, Role};
 
+use analysis::requests::requested_artifacts;
 use llm::tokens::{count_message_tokens, count_tokens};
-use llm::{self, builtin::intent, Part};
+use llm::{self, Part};
 use store::{Fulfilment, MessageHead, Store, StoreError, ThreadStamp, Tree};
 
 /// Default token budget for the conversation sent to the model.
@@ -102,11 +103,6 @@ pub struct OpenRequest {
     pub message: Uuid,
     /// The kinds of document it asks for, in the order it names them.
     pub types: Vec<ArtifactType>,
-}
-
-/// The kinds of document a person's message asks to be written (read as the built-in assistant reads it).
-fn requested_types(text: &str) -> Vec<ArtifactType> {
-    intent::requested_artifacts(text).into_iter().filter_map(|kind| ArtifactType::parse(kind.as_str())).collect()
 }
 
 /// A user message and the answers that followed it.
@@ -351,7 +347,8 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
         for m in turn.messages.iter().filter(|m| !blank(m)) {
             record.included.push(m.id);
             if m.role == Role::User {
-                let types = requested_types(&m.content);
+                // Quire's request detection, as the built-in assistant reads requests too.
+                let types = requested_artifacts(&m.content);
                 if !types.is_empty() {
                     open_requests.push(OpenRequest { message: m.id, types });
                 }

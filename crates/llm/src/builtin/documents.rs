@@ -2,11 +2,11 @@
 
 use std::fmt::Write as _;
 
-use super::analysis::{
+use analysis::{
     article, benefit_of, capitalize_first, distinct, strip_terminal, table_cell, words, ActionItem, Goal, Meeting,
     Priority, Quality, Requirement,
 };
-use super::intent::ArtifactKind;
+use wire::ArtifactType;
 
 /// Everything a document is built from.
 #[derive(Debug, Clone)]
@@ -29,17 +29,38 @@ pub(crate) struct Document {
 }
 
 /// Builds the document of the given kind.
-pub(crate) fn render(kind: ArtifactKind, ctx: &DocContext) -> Document {
-    let title = format!("{}: {}", kind.title_prefix(), ctx.subject);
+pub(crate) fn render(kind: ArtifactType, ctx: &DocContext) -> Document {
+    let title = format!("{}: {}", title_prefix(kind), ctx.subject);
     let mut md = format!("# {title}\n\n");
     match kind {
-        ArtifactKind::UserStories => user_stories(ctx, &mut md),
-        ArtifactKind::BusinessRequirements => brd(ctx, &mut md),
-        ArtifactKind::RequirementsDoc => requirements_doc(ctx, &mut md),
-        ArtifactKind::AcceptanceCriteria => acceptance_criteria(ctx, &mut md),
-        ArtifactKind::MeetingSummary => meeting_summary(ctx, &mut md),
+        ArtifactType::UserStories => user_stories(ctx, &mut md),
+        ArtifactType::BusinessRequirements => brd(ctx, &mut md),
+        // Request detection names no custom kind; were one asked for, a requirements document is the closest.
+        ArtifactType::RequirementsDoc | ArtifactType::Custom => requirements_doc(ctx, &mut md),
+        ArtifactType::AcceptanceCriteria => acceptance_criteria(ctx, &mut md),
+        ArtifactType::MeetingSummary => meeting_summary(ctx, &mut md),
     }
     Document { title, markdown: md.trim_end().to_string() + "\n" }
+}
+
+/// The part of a document's title before the subject ("User Stories").
+fn title_prefix(kind: ArtifactType) -> &'static str {
+    match kind {
+        ArtifactType::BusinessRequirements => "Business Requirements Document",
+        other => other.label(),
+    }
+}
+
+/// How a document of `kind` is named in a sentence ("the user stories").
+pub(crate) fn noun(kind: ArtifactType) -> &'static str {
+    match kind {
+        ArtifactType::UserStories => "the user stories",
+        ArtifactType::BusinessRequirements => "the business requirements document",
+        ArtifactType::RequirementsDoc => "the requirements document",
+        ArtifactType::AcceptanceCriteria => "the acceptance criteria",
+        ArtifactType::MeetingSummary => "the meeting summary",
+        ArtifactType::Custom => "the document",
+    }
 }
 
 const NONE_CAPTURED: &str = "No explicit requirements were captured in the conversation yet. \
@@ -438,7 +459,7 @@ fn roles(ctx: &DocContext) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::analysis::parse_requirement;
+    use analysis::parse_requirement;
 
     fn ctx(sentences: &[&str]) -> DocContext {
         DocContext {
@@ -452,7 +473,7 @@ mod tests {
     #[test]
     fn user_story_wording() {
         let doc =
-            render(ArtifactKind::UserStories, &ctx(&["Customers should be able to track their orders in real time."]));
+            render(ArtifactType::UserStories, &ctx(&["Customers should be able to track their orders in real time."]));
         assert_eq!(doc.title, "User Stories: Test App");
         assert!(doc.markdown.contains(
             "As a customer, I want to track my orders in real time, so that I always know where things stand."

@@ -2,16 +2,14 @@
 //!
 //! It reads the latest user message and either answers in text (restating the requirements captured so far), calls
 //! `save_artifact` with generated Markdown documents (user stories, BRD, requirements document, acceptance criteria,
-//! meeting summary), calls `document_search` for questions about attached files, or answers the results of those calls.
+//! meeting summary), calls `document_search` for questions about attached files, or answers the results of those calls. What a message asks for is read by Quire's request detection
+//! (`analysis::requests`), the same that keeps answered requests out of every provider's view.
 //! Text is streamed word by word, followed by honest token counts from [`crate::tokens::count_tokens`].
 
-mod analysis;
 mod documents;
-pub mod intent;
 mod reply;
 mod summary;
 
-pub use intent::ArtifactKind;
 pub use reply::{DOCUMENT_SEARCH, SAVE_ARTIFACT};
 
 use std::time::Duration;

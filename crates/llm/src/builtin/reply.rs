@@ -6,15 +6,17 @@ use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 use serde_json::{json, Value};
 
-use super::analysis::{
+use analysis::requests::{
+    asks_about_documents, is_generation_sentence, is_instruction, mentions_document, requested_artifacts, search_query,
+    DOCUMENT_WORDS,
+};
+use analysis::{
     analyse_meeting, capitalize_first, collect_requirements, derive_subject, distinct, first_words, keywords, re,
     split_sentences, stem, strip_terminal, words,
 };
-use super::documents::{render, DocContext};
-use super::intent::{
-    asks_about_documents, is_generation_sentence, is_instruction, requested_artifacts, search_query, ArtifactKind,
-    DOCUMENT_WORDS,
-};
+use wire::ArtifactType;
+
+use super::documents::{noun, render, DocContext};
 use crate::types::{ChatRequest, Part, Role};
 
 /// Name of the tool that saves a generated document.
@@ -48,8 +50,7 @@ pub(crate) fn plan(request: &ChatRequest) -> Plan {
     }
     let kinds = requested_artifacts(&latest);
     if !kinds.is_empty() {
-        let wants_sources =
-            split_sentences(&latest).iter().any(|s| is_generation_sentence(s) && super::intent::mentions_document(s));
+        let wants_sources = split_sentences(&latest).iter().any(|s| is_generation_sentence(s) && mentions_document(s));
         if wants_sources && has_tool(request, DOCUMENT_SEARCH) && has_tool(request, SAVE_ARTIFACT) {
             return search_call(&latest);
         }
@@ -111,14 +112,14 @@ fn doc_context(request: &ChatRequest, extra: &[String], sources: Vec<String>) ->
 /// Builds the requested documents: `save_artifact` calls when the tool is offered, else inline.
 fn generate(
     request: &ChatRequest,
-    kinds: &[ArtifactKind],
+    kinds: &[ArtifactType],
     extra: &[String],
     sources: Vec<String>,
     preface: String,
 ) -> Plan {
     let ctx = doc_context(request, extra, sources);
     let docs: Vec<_> = kinds.iter().map(|k| (*k, render(*k, &ctx))).collect();
-    let nouns: Vec<String> = kinds.iter().map(|k| k.noun().to_string()).collect();
+    let nouns: Vec<String> = kinds.iter().map(|k| noun(*k).to_string()).collect();
     let lead = if preface.is_empty() { String::new() } else { format!("{preface} ") };
     if has_tool(request, SAVE_ARTIFACT) {
         let tool_calls = docs

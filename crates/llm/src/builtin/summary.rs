@@ -3,11 +3,11 @@
 //! written so that reading it back (as the next summary does, and as the assistant does when the summary stands
 //! in for dropped turns) gives the same product and requirements again.
 
-use super::analysis::{collect_requirements, derive_subject, first_words, keywords, split_sentences};
-use super::intent::is_instruction;
 use crate::summary::SummarySource;
 use crate::tokens::count_tokens;
 use crate::types::Role;
+use analysis::requests::is_instruction;
+use analysis::{collect_requirements, derive_subject, first_words, keywords, split_sentences};
 
 /// Most requirements a summary lists.
 const MAX_REQUIREMENTS: usize = 20;

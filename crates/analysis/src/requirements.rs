@@ -17,7 +17,7 @@ use super::text::{as_sentence, strip_terminal, word_count, words};
 
 /// One requirement sentence and what could be understood of it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Requirement {
+pub struct Requirement {
     /// The sentence as written (capitalised, with final punctuation).
     pub text: String,
     /// Who benefits: "user", "customer", "store manager".
@@ -42,7 +42,7 @@ static ASKS_ASSISTANT_RE: Lazy<Regex> = lazy_regex!(
 
 /// Whether a sentence states a requirement: a cue such as want / need / must / should / would like / able to with
 /// something after it, and neither a question nor a request addressed to the assistant.
-pub(crate) fn is_requirement_sentence(sentence: &str) -> bool {
+pub fn is_requirement_sentence(sentence: &str) -> bool {
     let s = sentence.trim();
     if s.ends_with('?') || word_count(s) < 3 || ASKS_ASSISTANT_RE.is_match(s) {
         return false;
@@ -65,7 +65,7 @@ static WISH_PREFIX_RE: Lazy<Regex> = lazy_regex!(
 );
 
 /// Parses one requirement sentence.
-pub(crate) fn parse_requirement(sentence: &str) -> Requirement {
+pub fn parse_requirement(sentence: &str) -> Requirement {
     let sentence = strip_speaker(sentence);
     let text = as_sentence(sentence);
     let body = strip_fillers(strip_terminal(sentence));
@@ -99,7 +99,7 @@ pub(crate) fn parse_requirement(sentence: &str) -> Requirement {
 
 /// Requirement sentences of several texts, in order, without duplicates, skipping sentences for
 /// which `skip` answers true (for example the request to generate a document).
-pub(crate) fn collect_requirements<'a>(
+pub fn collect_requirements<'a>(
     texts: impl IntoIterator<Item = &'a str>,
     skip: impl Fn(&str) -> bool,
 ) -> Vec<Requirement> {
@@ -149,7 +149,7 @@ static BENEFIT_HINTS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
 });
 
 /// The benefit to show in a user story: the one stated, or one derived from the wording.
-pub(crate) fn benefit_of(req: &Requirement) -> String {
+pub fn benefit_of(req: &Requirement) -> String {
     if let Some(b) = &req.benefit {
         return b.clone();
     }

@@ -4,7 +4,7 @@ use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
 /// Replaces typographic quotes with ASCII ones so that patterns only deal with `'` and `"`.
-pub(crate) fn normalize_quotes(text: &str) -> String {
+pub fn normalize_quotes(text: &str) -> String {
     text.replace(['\u{2019}', '\u{2018}'], "'").replace(['\u{201C}', '\u{201D}'], "\"")
 }
 
@@ -12,7 +12,7 @@ pub(crate) fn normalize_quotes(text: &str) -> String {
 pub(super) static WORD_RE: Lazy<Regex> = lazy_regex!(r"[A-Za-z0-9]+(?:['\-][A-Za-z0-9]+)*");
 
 /// The words of `text`, lowercased, in order.
-pub(crate) fn words(text: &str) -> Vec<String> {
+pub fn words(text: &str) -> Vec<String> {
     WORD_RE.find_iter(text).map(|m| m.as_str().to_lowercase()).collect()
 }
 
@@ -22,7 +22,7 @@ pub(super) fn first_word(text: &str) -> String {
 }
 
 /// Number of whitespace-separated words.
-pub(crate) fn word_count(text: &str) -> usize {
+pub fn word_count(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
@@ -36,13 +36,13 @@ fn map_first<I: Iterator<Item = char>>(text: &str, change: impl FnOnce(char) -> 
 }
 
 /// Uppercases the first character.
-pub(crate) fn capitalize_first(text: &str) -> String {
+pub fn capitalize_first(text: &str) -> String {
     map_first(text, char::to_uppercase)
 }
 
 /// Lowercases the first character unless the first word looks like an acronym or a name
 /// written with inner capitals ("API", "iOS", "FitBook").
-pub(crate) fn lower_first(text: &str) -> String {
+pub fn lower_first(text: &str) -> String {
     let first_word = text.split_whitespace().next().unwrap_or("");
     let inner_upper = first_word.chars().skip(1).any(|c| c.is_uppercase());
     if inner_upper || first_word == "I" || first_word.starts_with("I'") {
@@ -52,7 +52,7 @@ pub(crate) fn lower_first(text: &str) -> String {
 }
 
 /// The first `n` words of `text`, with an ellipsis when something was cut.
-pub(crate) fn first_words(text: &str, n: usize) -> String {
+pub fn first_words(text: &str, n: usize) -> String {
     let all: Vec<&str> = text.split_whitespace().collect();
     if all.len() <= n {
         all.join(" ")
@@ -62,12 +62,12 @@ pub(crate) fn first_words(text: &str, n: usize) -> String {
 }
 
 /// Removes final sentence punctuation and surrounding whitespace.
-pub(crate) fn strip_terminal(text: &str) -> &str {
+pub fn strip_terminal(text: &str) -> &str {
     text.trim().trim_end_matches(['.', '!', '?', ';', ':', ',']).trim_end()
 }
 
 /// Trims `text` and makes sure it ends with sentence punctuation.
-pub(crate) fn as_sentence(text: &str) -> String {
+pub fn as_sentence(text: &str) -> String {
     let t = text.trim();
     if t.ends_with(['.', '!', '?']) {
         capitalize_first(t)
@@ -77,7 +77,7 @@ pub(crate) fn as_sentence(text: &str) -> String {
 }
 
 /// Escapes text for a Markdown table cell.
-pub(crate) fn table_cell(text: &str) -> String {
+pub fn table_cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
@@ -85,7 +85,7 @@ const SMALL_TITLE_WORDS: &[&str] =
     &["a", "an", "the", "and", "or", "for", "of", "to", "in", "on", "with", "that", "at", "by", "from", "which", "as"];
 
 /// Title-cases a phrase, keeping small words lowercase and words with capitals as written.
-pub(crate) fn title_case(text: &str) -> String {
+pub fn title_case(text: &str) -> String {
     text.split_whitespace()
         .enumerate()
         .map(|(i, w)| {
@@ -101,7 +101,7 @@ pub(crate) fn title_case(text: &str) -> String {
 }
 
 /// "a" or "an" for the word that follows.
-pub(crate) fn article(word: &str) -> &'static str {
+pub fn article(word: &str) -> &'static str {
     let w = word.to_lowercase();
     let vowel_sound = match w.chars().next() {
         Some('a' | 'e' | 'i' | 'o') => true,
@@ -122,7 +122,7 @@ pub(super) fn strip_prefix_ci<'a>(text: &'a str, prefix: &str) -> Option<&'a str
 }
 
 /// `items` in their order, each once.
-pub(crate) fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
+pub fn distinct<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Vec<T> {
     let mut out = Vec::new();
     for item in items {
         if !out.contains(&item) {

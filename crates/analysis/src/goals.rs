@@ -9,7 +9,7 @@ use super::text::{first_word, lower_first, squash_spaces, strip_prefix_ci};
 
 /// What a requirement asks for, in a shape that can be rephrased as "I want ...".
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Goal {
+pub enum Goal {
     /// Something the role does: "track my orders" ("I want to track my orders").
     Action(String),
     /// Something the role gets: "a dashboard of sales" ("I want a dashboard of sales").

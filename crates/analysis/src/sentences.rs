@@ -87,7 +87,7 @@ const FILLER_STARTS: &[&str] = &[
 ];
 
 /// Removes leading connective words ("Also,", "And then", "OK so") from a clause.
-pub(crate) fn strip_fillers(text: &str) -> &str {
+pub fn strip_fillers(text: &str) -> &str {
     let mut rest = text.trim_start();
     loop {
         let word_end = rest.find(|c: char| !(c.is_alphanumeric() || c == '\'')).unwrap_or(rest.len());

@@ -111,7 +111,7 @@ pub(super) const DETERMINERS: &[&str] = &[
 ];
 
 /// Singular form of a (role) noun.
-pub(crate) fn singular(word: &str) -> String {
+pub fn singular(word: &str) -> String {
     let w = word.to_lowercase();
     match w.as_str() {
         "people" => "person".into(),
@@ -129,7 +129,7 @@ pub(crate) fn singular(word: &str) -> String {
 }
 
 /// The role named by a noun phrase ("our store managers" -> "store manager"), if it names one.
-pub(crate) fn role_of(phrase: &str) -> Option<String> {
+pub fn role_of(phrase: &str) -> Option<String> {
     let ws: Vec<String> = words(phrase).into_iter().skip_while(|w| DETERMINERS.contains(&w.as_str())).collect();
     if ws.is_empty() || ws.len() > 3 {
         return None;
@@ -169,7 +169,7 @@ static PRONOUN_RE: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Rewrites third-person (and "your") pronouns in the first person of the role
 /// ("track their orders" -> "track my orders").
-pub(crate) fn first_person(text: &str) -> String {
+pub fn first_person(text: &str) -> String {
     PRONOUN_RE
         .replace_all(text, |c: &regex::Captures| {
             let found = squash_spaces(&c[0].to_lowercase());

@@ -34,7 +34,7 @@ const CLAUSE_STOPS: &[&str] = &[
 
 /// Derives the name of the product or project the conversation is about, if it names one
 /// ("an app called FitBook", "a mobile app for booking yoga classes", "our expense tracker").
-pub(crate) fn derive_subject<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<String> {
+pub fn derive_subject<'a>(texts: impl IntoIterator<Item = &'a str> + Clone) -> Option<String> {
     for text in texts.clone() {
         let text = normalize_quotes(text);
         if let Some(c) = CALLED_RE.captures(&text) {

@@ -11,14 +11,14 @@ use super::text::{as_sentence, squash_spaces, strip_terminal, word_count};
 
 /// An action item: who (if known) and what.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ActionItem {
+pub struct ActionItem {
     pub owner: Option<String>,
     pub task: String,
 }
 
 /// What a conversation says about a meeting.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct Meeting {
+pub struct Meeting {
     pub attendees: Vec<String>,
     pub points: Vec<String>,
     pub decisions: Vec<String>,
@@ -96,7 +96,7 @@ fn is_owner(who: &str, verb: &str, known: &[String]) -> bool {
 }
 
 /// Extracts attendees, discussion points, decisions and action items from sentences.
-pub(crate) fn analyse_meeting(sentences: &[String]) -> Meeting {
+pub fn analyse_meeting(sentences: &[String]) -> Meeting {
     let known = known_names(sentences);
     let mut m = Meeting::default();
     for sentence in sentences {
@@ -181,7 +181,7 @@ fn action_from(text: &str, speaker: Option<&str>, known: &[String]) -> ActionIte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::analysis::split_sentences;
+    use crate::split_sentences;
 
     #[test]
     fn extracts_meeting_facts() {

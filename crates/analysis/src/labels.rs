@@ -10,7 +10,7 @@ static LABEL_RE: Lazy<Regex> =
     lazy_regex!(r"^(?P<label>[A-Za-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,2})\s*:\s+(?P<rest>.+)$");
 
 /// Splits a leading "Label: " (a speaker name or a heading word) from a sentence.
-pub(crate) fn split_label(sentence: &str) -> (Option<&str>, &str) {
+pub fn split_label(sentence: &str) -> (Option<&str>, &str) {
     match LABEL_RE.captures(sentence) {
         Some(c) => (Some(c.name("label").map_or("", |m| m.as_str())), c.name("rest").map_or(sentence, |m| m.as_str())),
         None => (None, sentence),
@@ -18,7 +18,7 @@ pub(crate) fn split_label(sentence: &str) -> (Option<&str>, &str) {
 }
 
 /// Removes a leading speaker name or note label ("Alice: ...", "Note: ...") from a sentence.
-pub(crate) fn strip_speaker(sentence: &str) -> &str {
+pub fn strip_speaker(sentence: &str) -> &str {
     match split_label(sentence) {
         (Some(label), rest) if looks_like_person(label) || is_known_label(&label.to_lowercase()) => rest,
         _ => sentence,

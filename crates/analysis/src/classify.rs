@@ -10,7 +10,7 @@ use super::re;
 
 /// MoSCoW priority of a requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Priority {
+pub enum Priority {
     Must,
     Should,
     Could,
@@ -19,7 +19,7 @@ pub(crate) enum Priority {
 
 impl Priority {
     /// Display label.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Priority::Must => "Must",
             Priority::Should => "Should",
@@ -31,7 +31,7 @@ impl Priority {
 
 /// Category of a non-functional (quality) requirement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Quality {
+pub enum Quality {
     Performance,
     Security,
     Privacy,
@@ -45,7 +45,7 @@ pub(crate) enum Quality {
 
 impl Quality {
     /// Display label.
-    pub(crate) fn label(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             Quality::Performance => "Performance",
             Quality::Security => "Security",
@@ -71,7 +71,7 @@ static COULD_RE: Lazy<Regex> = lazy_regex!(
 );
 
 /// MoSCoW priority from the wording of a sentence.
-pub(crate) fn priority_of(sentence: &str) -> Priority {
+pub fn priority_of(sentence: &str) -> Priority {
     if WONT_RE.is_match(sentence) {
         Priority::Wont
     } else if MUST_RE.is_match(sentence) {
@@ -137,6 +137,6 @@ static QUALITY_RES: LazyLock<Vec<(Quality, Regex)>> = LazyLock::new(|| {
 });
 
 /// The non-functional category of a sentence, if it is about a quality rather than a feature.
-pub(crate) fn quality_of(sentence: &str) -> Option<Quality> {
+pub fn quality_of(sentence: &str) -> Option<Quality> {
     QUALITY_RES.iter().find(|(_, r)| r.is_match(sentence)).map(|(q, _)| *q)
 }

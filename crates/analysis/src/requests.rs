@@ -1,68 +1,13 @@
-//! What the latest user message asks for: documents to generate, or a question about attached documents.
+//! Request detection: what a message asks for, documents to generate or a question about attached documents.
+//! Quire's, not any one model's: the chat layer uses it to take requests that already made their document out of
+//! what every provider sees, and the built-in assistant to decide its answer.
 
 use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
-use super::analysis::{distinct, is_requirement_sentence, keywords, split_sentences, words};
+use wire::ArtifactType;
 
-/// A kind of document the assistant can generate and save as an artifact.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ArtifactKind {
-    /// A set of user stories with acceptance criteria.
-    UserStories,
-    /// A business requirements document (BRD).
-    BusinessRequirements,
-    /// A (software) requirements document / specification.
-    RequirementsDoc,
-    /// Given/When/Then acceptance criteria.
-    AcceptanceCriteria,
-    /// Summary of a meeting: attendees, discussion, decisions, actions.
-    MeetingSummary,
-}
-
-impl ArtifactKind {
-    /// Every kind, in a stable order.
-    pub const ALL: [ArtifactKind; 5] = [
-        ArtifactKind::UserStories,
-        ArtifactKind::BusinessRequirements,
-        ArtifactKind::RequirementsDoc,
-        ArtifactKind::AcceptanceCriteria,
-        ArtifactKind::MeetingSummary,
-    ];
-
-    /// The `artifact_type` value of the `save_artifact` tool.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ArtifactKind::UserStories => "user_stories",
-            ArtifactKind::BusinessRequirements => "business_requirements",
-            ArtifactKind::RequirementsDoc => "requirements_doc",
-            ArtifactKind::AcceptanceCriteria => "acceptance_criteria",
-            ArtifactKind::MeetingSummary => "meeting_summary",
-        }
-    }
-
-    /// The part of a document title before the subject ("User Stories").
-    pub fn title_prefix(self) -> &'static str {
-        match self {
-            ArtifactKind::UserStories => "User Stories",
-            ArtifactKind::BusinessRequirements => "Business Requirements Document",
-            ArtifactKind::RequirementsDoc => "Requirements Document",
-            ArtifactKind::AcceptanceCriteria => "Acceptance Criteria",
-            ArtifactKind::MeetingSummary => "Meeting Summary",
-        }
-    }
-
-    /// How the document is named in a sentence ("the user stories").
-    pub fn noun(self) -> &'static str {
-        match self {
-            ArtifactKind::UserStories => "the user stories",
-            ArtifactKind::BusinessRequirements => "the business requirements document",
-            ArtifactKind::RequirementsDoc => "the requirements document",
-            ArtifactKind::AcceptanceCriteria => "the acceptance criteria",
-            ArtifactKind::MeetingSummary => "the meeting summary",
-        }
-    }
-}
+use crate::{distinct, is_requirement_sentence, keywords, split_sentences, words};
 
 /// Phrases naming each kind. Alternatives are tried left to right at each position, and the
 /// leftmost match wins, so "business requirements document" is always a BRD.
@@ -73,7 +18,7 @@ static ARTIFACT_RE: Lazy<Regex> = lazy_regex!(
 /// One mention of a document kind in a sentence (byte offsets into the sentence).
 #[derive(Debug, Clone, Copy)]
 struct Mention {
-    kind: ArtifactKind,
+    kind: ArtifactType,
     start: usize,
     end: usize,
 }
@@ -160,15 +105,15 @@ fn mentions(sentence: &str) -> Vec<Mention> {
         .filter_map(|c| {
             let m = c.get(0)?;
             let kind = if c.name("brd").is_some() {
-                ArtifactKind::BusinessRequirements
+                ArtifactType::BusinessRequirements
             } else if c.name("req").is_some() {
-                ArtifactKind::RequirementsDoc
+                ArtifactType::RequirementsDoc
             } else if c.name("us").is_some() {
-                ArtifactKind::UserStories
+                ArtifactType::UserStories
             } else if c.name("ac").is_some() {
-                ArtifactKind::AcceptanceCriteria
+                ArtifactType::AcceptanceCriteria
             } else {
-                ArtifactKind::MeetingSummary
+                ArtifactType::MeetingSummary
             };
             let before = words(&sentence[..m.start()]);
             if m.as_str().eq_ignore_ascii_case("minutes") {
@@ -247,7 +192,7 @@ const SHORT_FORM_WORDS: &[&str] = &[
 ];
 
 /// Whether a sentence asks to generate documents; returns the kinds it asks for, in order.
-fn generation_in_sentence(sentence: &str) -> Vec<ArtifactKind> {
+fn generation_in_sentence(sentence: &str) -> Vec<ArtifactType> {
     let all = mentions(sentence);
     let targets: Vec<Mention> = all.iter().filter(|m| !is_source(sentence, m)).copied().collect();
     if targets.is_empty() || QUESTION_START_RE.is_match(sentence) {
@@ -313,12 +258,12 @@ fn generation_in_sentence(sentence: &str) -> Vec<ArtifactKind> {
 }
 
 /// Whether this sentence is a request to generate documents.
-pub(crate) fn is_generation_sentence(sentence: &str) -> bool {
+pub fn is_generation_sentence(sentence: &str) -> bool {
     !generation_in_sentence(sentence).is_empty()
 }
 
 /// The document kinds a message asks to generate, in the order they are mentioned, each once.
-pub fn requested_artifacts(text: &str) -> Vec<ArtifactKind> {
+pub fn requested_artifacts(text: &str) -> Vec<ArtifactType> {
     distinct(split_sentences(text).iter().flat_map(|sentence| generation_in_sentence(sentence)))
 }
 
@@ -331,12 +276,12 @@ static ASK_START_RE: Lazy<Regex> = lazy_regex!(
 );
 
 /// Whether a sentence mentions an attached or uploaded document.
-pub(crate) fn mentions_document(sentence: &str) -> bool {
+pub fn mentions_document(sentence: &str) -> bool {
     DOC_REF_RE.is_match(sentence)
 }
 
 /// Whether a sentence asks about an attached or uploaded document.
-pub(crate) fn is_document_question(sentence: &str) -> bool {
+pub fn is_document_question(sentence: &str) -> bool {
     let s = sentence.trim();
     if !mentions_document(s) {
         return false;
@@ -346,7 +291,7 @@ pub(crate) fn is_document_question(sentence: &str) -> bool {
 }
 
 /// Whether a sentence is an instruction to the assistant (documents to make, a question about files), not content.
-pub(crate) fn is_instruction(sentence: &str) -> bool {
+pub fn is_instruction(sentence: &str) -> bool {
     is_generation_sentence(sentence) || is_document_question(sentence)
 }
 
@@ -357,7 +302,7 @@ pub fn asks_about_documents(text: &str) -> bool {
 
 /// Words that point at an attached document rather than into it ("what do the files say about ..."): not what a
 /// question about documents is looking for.
-pub(crate) const DOCUMENT_WORDS: &[&str] = &[
+pub const DOCUMENT_WORDS: &[&str] = &[
     "document",
     "documents",
     "doc",
@@ -437,7 +382,7 @@ pub fn search_query(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ArtifactKind::*;
+    use ArtifactType::*;
 
     #[test]
     fn detects_requested_kinds_in_order() {

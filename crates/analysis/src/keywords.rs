@@ -167,7 +167,7 @@ const STOPWORDS: &[&str] = &[
 
 /// Content words of `text` in order of first appearance, as written (stopwords and
 /// `extra_stop` removed, duplicates compared case-insensitively).
-pub(crate) fn keywords(text: &str, extra_stop: &[&str]) -> Vec<String> {
+pub fn keywords(text: &str, extra_stop: &[&str]) -> Vec<String> {
     let text = normalize_quotes(text);
     let mut out: Vec<String> = Vec::new();
     for m in WORD_RE.find_iter(&text) {
@@ -187,7 +187,7 @@ pub(crate) fn keywords(text: &str, extra_stop: &[&str]) -> Vec<String> {
 }
 
 /// Lightweight stem used to compare words ("orders" ~ "order", "shipping" ~ "ship").
-pub(crate) fn stem(word: &str) -> String {
+pub fn stem(word: &str) -> String {
     let w = word.to_lowercase();
     for suffix in ["ingly", "ing", "edly", "ed", "ies", "es", "s", "ly"] {
         if w.len() > suffix.len() + 3 && w.ends_with(suffix) {
