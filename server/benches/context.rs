@@ -23,7 +23,7 @@ use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criteri
 use llm::tokens::count_tokens;
 use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
 use store::history::{ImportArtifact, ImportMessage, ImportThread};
-use store::{self, NewUser};
+use store::NewUser;
 use text::TextGen;
 use wire::{ArtifactType, Role};
 

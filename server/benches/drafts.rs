@@ -41,7 +41,7 @@ use std::{
 use wire::{MessageStatus, Usage};
 
 use store::postgres::Postgres;
-use store::{self, AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
+use store::{AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
 use text::TextGen;
 use uuid::Uuid;
 

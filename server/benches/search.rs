@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use sqlx::{Connection, Executor};
-use store::{self, DynStore, NewUser};
+use store::{DynStore, NewUser};
 use uuid::Uuid;
 
 use stats::Summary;

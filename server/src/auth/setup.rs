@@ -5,7 +5,7 @@
 use wire::validate;
 
 use super::{one_time, password};
-use store::{self, admin::SIGN_UP_MODE_SETTING, DynStore, NewUser, SignUpMode, SignUpPass, StoreError, User};
+use store::{admin::SIGN_UP_MODE_SETTING, DynStore, NewUser, SignUpMode, SignUpPass, StoreError, User};
 
 /// The log target of the line that prints the setup link: the one line the log's redaction leaves as it is
 /// (`ops::logs`), since the link is meant for the operator who reads it.

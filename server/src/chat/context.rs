@@ -21,7 +21,7 @@ use wire::{Artifact, ArtifactType, Message, Role};
 
 use analysis::requests::requested_artifacts;
 use llm::tokens::{count_message_tokens, count_tokens};
-use llm::{self, Part};
+use llm::Part;
 use store::{Fulfilment, MessageHead, Store, StoreError, ThreadStamp, Tree};
 
 /// Default token budget for the conversation sent to the model.

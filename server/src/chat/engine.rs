@@ -123,10 +123,10 @@ impl Engine {
         }
     }
 
-    /// Forgets what is kept of `thread`'s context, after a write to it outside a turn. (Not needed to be right:
-    /// the next start finds the conversation changed by its stamp. Needed to not be wasteful: a start that opens
-    /// its model call early would open it with the old context, then drop it.)
-    pub fn conversation_changed(&self, thread: Uuid) {
+    /// Forgets what is kept of `thread`'s context, after a write to it outside a turn (`writes.rs`). (Not needed
+    /// to be right: the next start finds the conversation changed by its stamp. Needed to not be wasteful: a start
+    /// that opens its model call early would open it with the old context, then drop it.)
+    pub(super) fn conversation_changed(&self, thread: Uuid) {
         self.memory.forget(thread);
     }
 

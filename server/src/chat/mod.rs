@@ -17,6 +17,7 @@ pub mod title;
 pub mod tools;
 pub mod trace;
 pub mod turn;
+mod writes;
 
 pub use engine::{Engine, Limits};
 pub use error::ChatError;

@@ -11,8 +11,8 @@ use super::engine::Engine;
 use super::hub::LiveTurn;
 use super::spend::Spend;
 use super::trace::CallTiming;
-use llm::{self, LlmError, Meter, StreamEvent};
-use store::{self, ThreadPatch};
+use llm::{LlmError, Meter, StreamEvent};
+use store::ThreadPatch;
 
 /// How long naming a conversation may take before the first words of the message are used instead.
 const TITLE_TIMEOUT: Duration = Duration::from_secs(10);

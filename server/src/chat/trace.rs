@@ -9,7 +9,7 @@ use wire::{
     TRACE_ARGUMENT_CHARS, TRACE_RESULT_CHARS,
 };
 
-use llm::{self, LlmError, Provider};
+use llm::{LlmError, Provider};
 
 /// A model call being timed.
 pub struct CallTiming {

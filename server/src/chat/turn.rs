@@ -26,7 +26,7 @@ use super::taken::{plan_taken, Opening, Plan};
 use super::title::{Naming, DEFAULT_TITLE};
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
-use llm::{self, LlmError, Meter, Part, StreamEvent};
+use llm::{LlmError, Meter, Part, StreamEvent};
 use store::{
     self, AnswerDraft, EventRun, FinalAnswer, MessageUpdate, Place, SpentTokens, Started, StoreError, ThreadStamp,
     TurnEnd, TurnProgress, TurnStart, TurnTrace,

@@ -12,7 +12,7 @@ use wire::{
 
 use super::{Error, Result};
 use crate::heavy::Ticket;
-use store::{self, DynStore, StoreError};
+use store::{DynStore, StoreError};
 
 /// How a conversation is downloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -52,10 +52,7 @@ pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<
 #[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
     responses((status = 204, description = "Deleted with all its versions"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
-    // Read first for its conversation, whose context kept in memory this changes.
-    let artifact = state.store.get_artifact(user.id, id).await?;
-    state.store.delete_artifact(user.id, id).await?;
-    state.chat.conversation_changed(artifact.thread_id);
+    state.chat.delete_artifact(user.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -96,8 +93,7 @@ pub async fn restore(
     }
     let revision =
         ArtifactRevision { title: old.title, content: old.content, request_message_id: None, answers: Vec::new() };
-    let artifact = state.store.revise_artifact(user.id, id, revision).await?;
-    state.chat.conversation_changed(artifact.thread_id);
+    let artifact = state.chat.revise_artifact(user.id, id, revision).await?;
     Ok((StatusCode::CREATED, Json(artifact)))
 }
 

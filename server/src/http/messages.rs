@@ -9,17 +9,14 @@ use axum::{
     Router,
 };
 use uuid::Uuid;
-use wire::{AddMessage, Message, MessageStatus, Role, SwitchBranch, ThreadDetail, Trace, Usage};
+use wire::{AddMessage, Message, SwitchBranch, ThreadDetail, Trace};
 
 use super::chat::{event_stream, idempotency_key};
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use crate::chat::context::ContextRecord;
-use crate::chat::title::DEFAULT_TITLE;
-use crate::chat::turn::STALE_AFTER_MS;
 use crate::AppState;
-use store::{self, NewMessage, ThreadPatch};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -44,26 +41,7 @@ pub async fn add_message(
     Path(thread): Path<Uuid>,
     Json(body): Json<AddMessage>,
 ) -> Result<(StatusCode, Json<Message>)> {
-    let content = state.chat.person_message(&body.content)?;
-    let message = NewMessage {
-        thread_id: thread,
-        role: Role::User,
-        content,
-        status: MessageStatus::Complete,
-        usage: Usage::default(),
-        model: None,
-    };
-    let saved = state
-        .store
-        .append_message_between_turns(user.id, message, STALE_AFTER_MS)
-        .await
-        .map_err(crate::chat::error::busy_or)?;
-    state.chat.conversation_changed(thread);
-    // A conversation that starts here is named after the message's first words.
-    if saved.seq == 1 && state.store.get_thread(user.id, thread).await?.title == DEFAULT_TITLE {
-        let patch = ThreadPatch { title: Some(store::title_from_message(&saved.content)), ..Default::default() };
-        state.store.update_thread(user.id, thread, &patch).await?;
-    }
+    let saved = state.chat.add_message(user.id, thread, &body.content).await?;
     Ok((StatusCode::CREATED, Json(saved)))
 }
 
@@ -104,12 +82,7 @@ pub async fn switch_branch(
     Path(thread): Path<Uuid>,
     Json(body): Json<SwitchBranch>,
 ) -> Result<Json<ThreadDetail>> {
-    state
-        .store
-        .switch_branch(user.id, thread, body.message_id, STALE_AFTER_MS)
-        .await
-        .map_err(crate::chat::error::busy_or)?;
-    state.chat.conversation_changed(thread);
+    state.chat.switch_branch(user.id, thread, body.message_id).await?;
     super::threads::get_thread(State(state), user, Path(thread)).await
 }
 

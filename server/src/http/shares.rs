@@ -18,7 +18,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{Export, Quota};
 use crate::AppState;
-use store::{self, NewShare};
+use store::NewShare;
 
 /// Random bytes in a link's token: 256 bits, so links cannot be guessed or enumerated.
 const TOKEN_BYTES: usize = 32;

@@ -212,7 +212,7 @@ pub async fn update_thread(
         model: body.model.map(|id| wire::checked_id("model", id)).transpose()?,
     };
     let patch = ThreadPatch { model: super::models::checked_choice(&state, "model", patch.model).await?, ..patch };
-    Ok(Json(state.store.update_thread(user.id, id, &patch).await?))
+    Ok(Json(state.chat.update_thread(user.id, id, &patch).await?))
 }
 
 /// `DELETE /api/threads/{id}`.
@@ -224,8 +224,7 @@ pub async fn delete_thread(
     user: AuthUser,
     Path(id): Path<Uuid>,
 ) -> Result<StatusCode> {
-    state.store.delete_thread(user.id, id).await?;
-    state.chat.conversation_changed(id);
+    state.chat.delete_thread(user.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -240,11 +239,6 @@ pub async fn delete_message(
     user: AuthUser,
     Path((id, message_id)): Path<(Uuid, Uuid)>,
 ) -> Result<StatusCode> {
-    state
-        .store
-        .delete_message(user.id, id, message_id, Some(STALE_AFTER_MS))
-        .await
-        .map_err(crate::chat::error::busy_or)?;
-    state.chat.conversation_changed(id);
+    state.chat.delete_message(user.id, id, message_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

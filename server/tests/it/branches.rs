@@ -6,7 +6,7 @@ use std::{borrow::Cow, collections::HashSet, path::Path, sync::Arc};
 
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use store::{self, NewMessage};
+use store::NewMessage;
 use uuid::Uuid;
 use wire::{ChatEvent, ContextRecord, MessageStatus, Role, SearchResults, ShareLink, SharedConversation, ThreadDetail};
 

@@ -15,7 +15,7 @@ use sqlx::{
     sqlite::{SqliteConnectOptions, SqlitePoolOptions},
     PgPool, SqlitePool,
 };
-use store::{self, DynStore};
+use store::DynStore;
 use tempfile::TempDir;
 use uuid::Uuid;
 

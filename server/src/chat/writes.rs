@@ -1,0 +1,80 @@
+//! Changes to a conversation made outside a turn, in one place: each writes through the store and then tells the
+//! engine, which forgets what it keeps of the conversation's context so the next turn starts from what is stored.
+//! Handlers change conversations here, never straight through the store. (A turn's own writes go through
+//! `turn.rs`, which keeps its context up to date itself.)
+
+use uuid::Uuid;
+use wire::{Artifact, Message, MessageStatus, Role, Thread, Usage};
+
+use super::engine::Engine;
+use super::error::{busy_or, ChatError};
+use super::hub::STALE_AFTER_MS;
+use super::title::DEFAULT_TITLE;
+use store::{ArtifactRevision, NewMessage, ThreadPatch};
+
+type Result<T> = std::result::Result<T, ChatError>;
+
+impl Engine {
+    /// Saves a person's message between turns, without an answer (refused while one is being written). A
+    /// conversation that starts here is named after the message's first words.
+    pub async fn add_message(&self, user: Uuid, thread: Uuid, content: &str) -> Result<Message> {
+        let message = NewMessage {
+            thread_id: thread,
+            role: Role::User,
+            content: self.person_message(content)?,
+            status: MessageStatus::Complete,
+            usage: Usage::default(),
+            model: None,
+        };
+        let saved = self.store.append_message_between_turns(user, message, STALE_AFTER_MS).await.map_err(busy_or)?;
+        self.conversation_changed(thread);
+        if saved.seq == 1 && self.store.get_thread(user, thread).await?.title == DEFAULT_TITLE {
+            let patch = ThreadPatch { title: Some(store::title_from_message(&saved.content)), ..Default::default() };
+            self.store.update_thread(user, thread, &patch).await?;
+        }
+        Ok(saved)
+    }
+
+    /// Shows the branch through `message`, down to its newest message (refused while an answer is being written).
+    pub async fn switch_branch(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+        self.store.switch_branch(user, thread, message, STALE_AFTER_MS).await.map_err(busy_or)?;
+        self.conversation_changed(thread);
+        Ok(())
+    }
+
+    /// Deletes a message with every message after it on its branches (refused while an answer is being written).
+    pub async fn delete_message(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<()> {
+        self.store.delete_message(user, thread, message, Some(STALE_AFTER_MS)).await.map_err(busy_or)?;
+        self.conversation_changed(thread);
+        Ok(())
+    }
+
+    /// Changes a conversation's title, tags, pin or archive mark. None of these is part of what a model reads, so
+    /// the context kept for the conversation stays.
+    pub async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread> {
+        Ok(self.store.update_thread(user, thread, patch).await?)
+    }
+
+    /// Deletes a conversation with everything in it.
+    pub async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
+        self.store.delete_thread(user, thread).await?;
+        self.conversation_changed(thread);
+        Ok(())
+    }
+
+    /// Saves a new version of a document.
+    pub async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
+        let revised = self.store.revise_artifact(user, artifact, revision).await?;
+        self.conversation_changed(revised.thread_id);
+        Ok(revised)
+    }
+
+    /// Deletes a document with all its versions.
+    pub async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()> {
+        // Read first for its conversation, whose context kept in memory this changes.
+        let thread = self.store.get_artifact(user, artifact).await?.thread_id;
+        self.store.delete_artifact(user, artifact).await?;
+        self.conversation_changed(thread);
+        Ok(())
+    }
+}
