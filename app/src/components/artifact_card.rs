@@ -4,7 +4,7 @@ use leptos::html;
 use leptos::prelude::*;
 
 use crate::api::Artifact;
-use crate::components::versions::VersionHistory;
+use crate::components::versions::VersionList;
 use crate::markdown::to_safe_html;
 
 /// A document card: its type and title; opens the viewer.
@@ -102,7 +102,7 @@ fn ArtifactViewer(
                 }}
             </div>
             <article class="viewer-body md" inner_html=html></article>
-            <VersionHistory artifact=artifact.id current=artifact.version on_restored/>
+            <VersionList artifact=artifact.id current=artifact.version on_restored/>
         </div>
     }
 }

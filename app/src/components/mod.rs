@@ -2,9 +2,9 @@
 
 pub mod app_bar;
 pub mod artifact_card;
+pub mod artifacts_panel;
 pub mod counted_list;
 pub mod day_chart;
-pub mod documents_panel;
 pub mod form_note;
 pub mod generate_menu;
 pub mod message_bubble;

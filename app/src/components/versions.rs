@@ -10,7 +10,7 @@ use crate::format::moment;
 
 /// The versions of document `artifact`, whose current version is `current`.
 #[component]
-pub fn VersionHistory(artifact: Uuid, current: i64, on_restored: Callback<Artifact>) -> impl IntoView {
+pub fn VersionList(artifact: Uuid, current: i64, on_restored: Callback<Artifact>) -> impl IntoView {
     let versions = RwSignal::new(None::<Result<Vec<ArtifactVersion>, String>>);
     let from = RwSignal::new((current - 1).max(1));
     let to = RwSignal::new(current);

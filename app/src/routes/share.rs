@@ -6,7 +6,7 @@ use leptos::task::spawn_local;
 use leptos_meta::{Meta, Title};
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{client, SharedConversation, SharedDocument};
+use crate::api::{client, SharedArtifact, SharedConversation};
 use crate::components::message_bubble::MessageBubble;
 use crate::format::moment;
 use crate::markdown::Renderer;
@@ -53,13 +53,13 @@ fn SharedView(conversation: SharedConversation) -> impl IntoView {
         </div>
         {(!documents.is_empty()).then(|| view! {
             <h2>"Documents"</h2>
-            {documents.into_iter().map(|document| view! { <SharedDocumentView document/> }).collect_view()}
+            {documents.into_iter().map(|document| view! { <SharedArtifactView document/> }).collect_view()}
         })}
     }
 }
 
 #[component]
-fn SharedDocumentView(document: SharedDocument) -> impl IntoView {
+fn SharedArtifactView(document: SharedArtifact) -> impl IntoView {
     let markdown = expect_context::<Renderer>();
     let content = document.content;
     let heading = format!("{} · {} (v{})", document.title, document.artifact_type.label(), document.version);

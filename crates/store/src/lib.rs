@@ -4,10 +4,10 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod artifacts;
 pub mod attachments;
 pub mod budgets;
 mod columns;
-pub mod documents;
 pub mod history;
 pub mod limits;
 pub mod messages;
@@ -33,9 +33,9 @@ use wire::{ArtifactType, Message, MessageStatus, Role, Thread, Usage};
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
+pub use artifacts::{ArtifactRevision, Artifacts, Fulfilment};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
-pub use documents::{ArtifactRevision, Documents, Fulfilment};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
@@ -345,7 +345,7 @@ pub trait Store:
     + Admin
     + Threads
     + Messages
-    + Documents
+    + Artifacts
     + Attachments
     + Search
     + Turns

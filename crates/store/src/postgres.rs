@@ -25,9 +25,9 @@ type Shared = super::columns::Sql<sqlx::Postgres>;
 
 mod accounts;
 mod admin;
+mod artifacts;
 mod attachments;
 mod budgets;
-mod documents;
 mod history;
 mod limits;
 mod messages;

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use uuid::Uuid;
-use wire::{ArtifactType, ShareLink, SharedDocument};
+use wire::{ArtifactType, ShareLink, SharedArtifact};
 
 use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
@@ -131,7 +131,7 @@ shared_sql! {
         user: Uuid,
         thread: Uuid,
         path: &[Uuid],
-    ) -> Result<Vec<SharedDocument>> {
+    ) -> Result<Vec<SharedArtifact>> {
         let sql = format!(
             "select a.artifact_type, v.title, v.content, v.version
              from artifacts a join artifact_versions v on v.artifact_id = a.id
@@ -147,7 +147,7 @@ shared_sql! {
             .map(|(artifact_type, title, content, version)| {
                 let kind = ArtifactType::parse(&artifact_type)
                     .ok_or_else(|| StoreError::Corrupt(format!("type {artifact_type}")))?;
-                Ok(SharedDocument { artifact_type: kind, title, content, version })
+                Ok(SharedArtifact { artifact_type: kind, title, content, version })
             })
             .collect()
     }
@@ -170,7 +170,7 @@ pub trait Shares: Send + Sync {
     /// The person's documents of `thread` as a link to the path `path` (the messages shown, first to last)
     /// shows them, oldest first: each at the newest version written on that path, none written on it left out.
     /// Empty for a conversation that is not theirs.
-    async fn documents_on_path(&self, user: Uuid, thread: Uuid, path: &[Uuid]) -> Result<Vec<SharedDocument>>;
+    async fn documents_on_path(&self, user: Uuid, thread: Uuid, path: &[Uuid]) -> Result<Vec<SharedArtifact>>;
 }
 
 /// Implements [`Shares`] for a backend, written once for both, as
@@ -217,7 +217,7 @@ macro_rules! shares_for {
                     user: Uuid,
                     thread: Uuid,
                     path: &[Uuid],
-                ) -> Result<Vec<wire::SharedDocument>> {
+                ) -> Result<Vec<wire::SharedArtifact>> {
                     Shared::documents_on_path(&mut *self.read().await?, user, thread, path).await
                 }
             }

@@ -29,9 +29,9 @@ type Shared = super::columns::Sql<sqlx::Sqlite>;
 
 mod accounts;
 mod admin;
+mod artifacts;
 mod attachments;
 mod budgets;
-mod documents;
 mod history;
 mod import;
 mod index;

@@ -216,7 +216,7 @@ pub struct ExportedArtifact {
     #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ImportedText, inline))]
     pub content: String,
     #[serde(default = "first_version")]
-    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::DocumentVersion, inline))]
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ArtifactVersionNumber, inline))]
     pub version: i64,
     #[serde(default)]
     pub request_message_id: Option<Uuid>,

@@ -3,8 +3,8 @@
 //! all build on it.
 
 pub mod admin;
+pub mod artifacts;
 pub mod auth;
-pub mod documents;
 pub mod events;
 pub mod forms;
 pub mod history;
@@ -17,8 +17,8 @@ pub mod sse;
 pub mod time;
 pub mod trace;
 pub mod validate;
+pub use artifacts::*;
 pub use auth::*;
-pub use documents::*;
 pub use events::*;
 pub use history::*;
 pub use models::*;

@@ -84,7 +84,7 @@ schemas! {
     /// A message's number in its conversation, as an import may carry it.
     MessageNumber => whole_number(1, MAX_IMPORTED_SEQ, "Distinct within the conversation");
     /// A document's version, as an import may carry it.
-    DocumentVersion => whole_number(1, MAX_IMPORTED_VERSION, "1 for a first version");
+    ArtifactVersionNumber => whole_number(1, MAX_IMPORTED_VERSION, "1 for a first version");
     /// Tokens of one imported message.
     TokenCount => whole_number(0, MAX_IMPORTED_TOKENS as i64, "As metered when the answer was written");
     /// The `format` of a one-conversation export.

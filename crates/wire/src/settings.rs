@@ -129,7 +129,7 @@ pub struct SharedConversation {
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub shared_at: DateTime<Utc>,
     pub messages: Vec<SharedMessage>,
-    pub documents: Vec<SharedDocument>,
+    pub documents: Vec<SharedArtifact>,
 }
 
 /// One message of a shared conversation.
@@ -145,7 +145,7 @@ pub struct SharedMessage {
 /// One document of a shared conversation, at the newest version written on the path shared.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct SharedDocument {
+pub struct SharedArtifact {
     pub artifact_type: ArtifactType,
     pub title: String,
     pub content: String,

@@ -456,7 +456,7 @@ impl<'a> Turn<'a> {
         // A choice no longer on offer (the providers changed since) gives way to the next.
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;
-        let messages = Box::pin(self.history(built)).await;
+        let messages = Box::pin(self.model_messages(built)).await;
         // The person's custom instructions go below Quire's rules, which keep their priority.
         let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
         let call = self.call(&system, &messages, &tools).await?;
@@ -772,7 +772,7 @@ impl<'a> Turn<'a> {
     }
 
     /// The loaded conversation with its summary, as the chosen model sees it; the record of what it saw kept.
-    async fn history(&mut self, mut built: context::BuiltContext) -> Vec<llm::Message> {
+    async fn model_messages(&mut self, mut built: context::BuiltContext) -> Vec<llm::Message> {
         let summariser = summary::Summariser {
             store: self.engine.store.clone(),
             provider: self.provider.clone(),

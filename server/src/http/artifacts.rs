@@ -33,7 +33,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/artifacts/{id}/export", get(export))
 }
 
-#[utoipa::path(get, path = "/api/threads/{id}/artifacts", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
+#[utoipa::path(get, path = "/api/threads/{id}/artifacts", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
     responses((status = 200, body = wire::ArtifactList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -43,20 +43,20 @@ pub async fn list(
     Ok(Json(ArtifactList { artifacts: state.store.list_artifacts(user.id, thread).await? }))
 }
 
-#[utoipa::path(get, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+#[utoipa::path(get, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
     responses((status = 200, body = wire::Artifact), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
     Ok(Json(state.store.get_artifact(user.id, id).await?))
 }
 
-#[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+#[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
     responses((status = 204, description = "Deleted with all its versions"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
     state.chat.delete_artifact(user.id, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[utoipa::path(get, path = "/api/artifacts/{id}/versions", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
+#[utoipa::path(get, path = "/api/artifacts/{id}/versions", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
     responses((status = 200, body = wire::ArtifactVersionList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn versions(
     State(state): State<AppState>,
@@ -66,7 +66,7 @@ pub async fn versions(
     Ok(Json(ArtifactVersionList { versions: state.store.list_artifact_versions(user.id, id).await? }))
 }
 
-#[utoipa::path(get, path = "/api/artifacts/{id}/versions/{version}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "Version number")), 
+#[utoipa::path(get, path = "/api/artifacts/{id}/versions/{version}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "Version number")), 
     responses((status = 200, body = wire::ArtifactVersion), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn version(
     State(state): State<AppState>,
@@ -78,7 +78,7 @@ pub async fn version(
 
 /// `POST /api/artifacts/{id}/versions/{version}/restore`: saves an earlier version again as the newest one; the
 /// versions in between stay.
-#[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
+#[utoipa::path(post, path = "/api/artifacts/{id}/versions/{version}/restore", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("version" = i64, Path, description = "The version to bring back")),
     responses((status = 201, body = wire::Artifact, description = "The document at its new version, a copy of the restored one"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
         (status = 409, body = wire::ErrorBody, description = "The version is already the current one")))]
 pub async fn restore(
@@ -110,7 +110,7 @@ pub struct DiffParams {
 
 /// `GET /api/artifacts/{id}/diff?from=&to=`: a line diff between two versions, computed here so the browser
 /// carries no diff code.
-#[utoipa::path(get, path = "/api/artifacts/{id}/diff", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), DiffParams),
+#[utoipa::path(get, path = "/api/artifacts/{id}/diff", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), DiffParams),
     responses((status = 200, body = wire::VersionDiff), (status = 400, body = wire::ErrorBody, description = "`from` or `to` missing or not a number"), (status = 401, body = wire::ErrorBody),
         (status = 404, body = wire::ErrorBody, description = "The document or one of the versions does not exist"), (status = 429, body = wire::ErrorBody)))]
 pub async fn diff(
@@ -155,7 +155,7 @@ pub(crate) struct ExportParams {
 }
 
 /// `GET /api/artifacts/{id}/export?format=md|pdf|docx[&version=n]`: a download named after the title.
-#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = Option<wire::ExportFormat>, Query, description = "md (the default), pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
+#[utoipa::path(get, path = "/api/artifacts/{id}/export", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), ("format" = Option<wire::ExportFormat>, Query, description = "md (the default), pdf or docx"), ("version" = Option<i64>, Query, description = "A version (default: the latest)")), 
     responses((status = 200, description = "A download in the asked format"), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub(crate) async fn export(
     State(state): State<AppState>,

@@ -69,7 +69,7 @@ impl utoipa::PartialSchema for UploadForm {
 
 impl utoipa::ToSchema for UploadForm {}
 
-#[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content = UploadForm, content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
+#[utoipa::path(post, path = "/api/threads/{id}/attachments", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), request_body(content = UploadForm, content_type = "multipart/form-data", description = "Field `file`: a .txt, .md or .pdf file of at most 10 MiB"),
     responses((status = 201, body = wire::Attachment), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody), (status = 409, body = wire::ErrorBody),
         (status = 413, body = wire::ErrorBody, description = "The file is larger than 10 MiB, or the account's files would pass its storage allowance (`storage_quota_exceeded`)"), (status = 415, body = wire::ErrorBody),
         (status = 422, body = wire::ErrorBody, description = "No `file` field, text that is not UTF-8, or a file that could not be read (`unreadable_file`)"),
@@ -152,7 +152,7 @@ pub async fn upload(
     Ok((StatusCode::CREATED, Json::<Attachment>(attachment)))
 }
 
-#[utoipa::path(get, path = "/api/threads/{id}/attachments", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
+#[utoipa::path(get, path = "/api/threads/{id}/attachments", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id")), 
     responses((status = 200, body = wire::AttachmentList), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn list(
     State(state): State<AppState>,
@@ -162,7 +162,7 @@ pub async fn list(
     Ok(Json(AttachmentList { attachments: state.store.list_attachments(user.id, thread).await? }))
 }
 
-#[utoipa::path(delete, path = "/api/threads/{id}/attachments/{attachment_id}", tag = "documents", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ("attachment_id" = Uuid, Path, description = "File id")), 
+#[utoipa::path(delete, path = "/api/threads/{id}/attachments/{attachment_id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Conversation id"), ("attachment_id" = Uuid, Path, description = "File id")), 
     responses((status = 204, description = "Removed with its indexed text"), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn remove(
     State(state): State<AppState>,

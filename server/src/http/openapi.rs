@@ -45,7 +45,7 @@ use super::{
         (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
         (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
-        (name = "documents", description = "Documents, versions, exports and attachments"))
+        (name = "artifacts", description = "Artifacts (the documents people see), their versions and exports, and attached files"))
 )]
 pub struct ApiDoc;
 

@@ -214,7 +214,7 @@ properties!(export_import_export_is_identity);
 /// (assistant?, text, status, input tokens, output tokens, model)
 type MessageSpec = (bool, String, MessageStatus, u32, u32, Option<String>);
 /// (type, title, content, request message position, answer position)
-type DocumentSpec = (ArtifactType, String, String, Option<usize>, Option<usize>);
+type ArtifactSpec = (ArtifactType, String, String, Option<usize>, Option<usize>);
 
 /// A conversation to build through the store.
 #[derive(Debug, Clone)]
@@ -226,7 +226,7 @@ struct Conversation {
     messages: Vec<MessageSpec>,
     /// Positions of messages to delete afterwards (leaving gaps in the numbers).
     deletions: Vec<usize>,
-    documents: Vec<DocumentSpec>,
+    documents: Vec<ArtifactSpec>,
 }
 
 fn conversation() -> impl Strategy<Value = Conversation> {

@@ -7,7 +7,7 @@ use futures::future::join_all;
 use serde_json::{json, Value};
 use uuid::Uuid;
 use wire::admin::ResetLink;
-use wire::{ChatEvent, ErrorBody, ShareLink, SharedConversation, SharedDocument};
+use wire::{ChatEvent, ErrorBody, ShareLink, SharedArtifact, SharedConversation};
 
 use crate::common::backends::{run_story, stories, Backend, Db};
 use crate::common::{read_frames, scripted_server, send, ScriptedModel, Step, TestServer, PASSWORD};
@@ -70,7 +70,7 @@ fn documents(shared: &SharedConversation) -> Vec<(&str, &str, i64)> {
     shared
         .documents
         .iter()
-        .map(|SharedDocument { title, content, version, .. }| (&**title, &**content, *version))
+        .map(|SharedArtifact { title, content, version, .. }| (&**title, &**content, *version))
         .collect()
 }
 

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::api::{client, Artifact, Attachment};
-use crate::components::documents_panel::DocumentsPanel;
+use crate::components::artifacts_panel::ArtifactsPanel;
 use crate::components::model_picker::{ModelChoice, ModelSelect};
 
 /// The title ("New conversation" until it has one), the model picker; the documents panel and the exports once the
@@ -26,7 +26,7 @@ pub(super) fn ChatHeader(
             <h1>{move || if title.get().is_empty() { "New conversation".to_string() } else { title.get() }}</h1>
             <ModelSelect label="Model" default_label="Default" chosen=model on_choose=on_model/>
             {move || current.get().map(|id| view! {
-                <DocumentsPanel artifacts files on_open on_remove_file/>
+                <ArtifactsPanel artifacts files on_open on_remove_file/>
                 <div class="chat-actions" role="group" aria-label="Export conversation">
                     <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
                     <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::api::{client, Artifact, Role};
 use crate::components::artifact_card::artifact_viewer;
-use crate::components::documents_panel::DOCUMENTS_TOGGLE_ID;
+use crate::components::artifacts_panel::ARTIFACTS_TOGGLE_ID;
 use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
 use actions::ChatActions;
 use branches::DeleteMessageDialog;
@@ -154,7 +154,7 @@ fn return_focus(element: Option<web_sys::HtmlElement>, document: Uuid) {
         let from_panel = element.as_ref().is_some_and(|e| e.class_list().contains("document-entry"));
         let target = match element {
             Some(element) if element.is_connected() => Some(element.unchecked_into()),
-            _ if from_panel => page.get_element_by_id(DOCUMENTS_TOGGLE_ID),
+            _ if from_panel => page.get_element_by_id(ARTIFACTS_TOGGLE_ID),
             _ => page.query_selector(&format!(".artifact-open[data-artifact-id=\"{document}\"]")).ok().flatten(),
         };
         let target = target.or_else(|| page.query_selector("textarea[aria-label=Message]").ok().flatten());

@@ -6,7 +6,7 @@
 //! (`analysis::requests`), the same that keeps answered requests out of every provider's view.
 //! Text is streamed word by word, followed by honest token counts from [`crate::tokens::count_tokens`].
 
-mod documents;
+mod artifacts;
 mod reply;
 mod summary;
 

@@ -16,7 +16,7 @@ use analysis::{
 };
 use wire::ArtifactType;
 
-use super::documents::{noun, render, DocContext};
+use super::artifacts::{noun, render, DocContext};
 use crate::types::{ChatRequest, Part, Role};
 
 /// Name of the tool that saves a generated document.

@@ -2,4 +2,4 @@
 
 use super::{Shared, Sqlite};
 
-crate::documents::documents_for!(Sqlite);
+crate::artifacts::artifacts_for!(Sqlite);

@@ -2,4 +2,4 @@
 
 use super::{Postgres, Shared};
 
-crate::documents::documents_for!(Postgres);
+crate::artifacts::artifacts_for!(Postgres);

@@ -1,4 +1,4 @@
-//! Documents (artifacts) and their versions. The storage interface both backends implement, and what both make
+//! Artifacts (the documents people see) and their versions. The storage interface both backends implement, and what both make
 //! of the rows they read.
 
 use async_trait::async_trait;
@@ -198,7 +198,7 @@ shared_sql! {
         Ok(())
     }
 
-    /// See [`Documents::fulfilled_requests`].
+    /// See [`Artifacts::fulfilled_requests`].
     pub(crate) async fn fulfilled(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Fulfilment>> {
         let rows: Vec<FulfilmentRow<D::Id>> =
             sqlx::query_as(FULFILLED).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
@@ -206,9 +206,9 @@ shared_sql! {
     }
 }
 
-/// Documents (artifacts) and their versions, and which requests they fulfilled.
+/// Artifacts (the documents people see) and their versions, and which requests they fulfilled.
 #[async_trait]
-pub trait Documents: Send + Sync {
+pub trait Artifacts: Send + Sync {
     /// `NotFound` when the thread, or a message it points at, is missing or another user's.
     async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact>;
     /// The thread's documents, oldest first; `NotFound` when the thread is missing or another user's.
@@ -337,7 +337,7 @@ stored_row! {
 
 /// Implements [`Documents`] for a backend, written once for both, as
 /// [`accounts_for`](super::accounts::accounts_for) does; the backend has `owns` and `delete`.
-macro_rules! documents_for {
+macro_rules! artifacts_for {
     ($backend:ty) => {
         const _: () = {
             use tracing::instrument;
@@ -345,10 +345,10 @@ macro_rules! documents_for {
             use wire::{Artifact, ArtifactVersion};
             use $crate::columns::convert;
             use $crate::threads::listing;
-            use $crate::{now, ArtifactRevision, Documents, Fulfilment, NewArtifact, Result};
+            use $crate::{now, ArtifactRevision, Artifacts, Fulfilment, NewArtifact, Result};
 
             #[async_trait::async_trait]
-            impl Documents for $backend {
+            impl Artifacts for $backend {
                 #[instrument(skip(self, artifact), fields(thread = %artifact.thread_id))]
                 async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
                     let id = Uuid::now_v7();
@@ -443,4 +443,4 @@ macro_rules! documents_for {
         };
     };
 }
-pub(crate) use documents_for;
+pub(crate) use artifacts_for;

@@ -7,12 +7,12 @@ use crate::api::{Artifact, Attachment};
 use crate::format::file_size;
 
 /// The toggle's element id: focus comes back to it when the popover closes or the viewer it opened does.
-pub const DOCUMENTS_TOGGLE_ID: &str = "documents-toggle";
+pub const ARTIFACTS_TOGGLE_ID: &str = "documents-toggle";
 
 /// Each document opens the viewer; each file can be removed from the conversation. Escape, or a click anywhere
 /// outside, closes the popover.
 #[component]
-pub fn DocumentsPanel(
+pub fn ArtifactsPanel(
     #[prop(into)] artifacts: Signal<Vec<Artifact>>,
     #[prop(into)] files: Signal<Vec<Attachment>>,
     #[prop(into)] on_open: Callback<Artifact>,
@@ -39,7 +39,7 @@ pub fn DocumentsPanel(
             <button
                 type="button"
                 class="button"
-                id=DOCUMENTS_TOGGLE_ID
+                id=ARTIFACTS_TOGGLE_ID
                 node_ref=toggle
                 aria-expanded=move || expanded.get().to_string()
                 aria-controls="documents-list"

@@ -21,15 +21,15 @@ pub(crate) struct DocContext {
     pub sources: Vec<String>,
 }
 
-/// A generated document.
+/// An artifact the built-in assistant drafted: its title and Markdown.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Document {
+pub(crate) struct Drafted {
     pub title: String,
     pub markdown: String,
 }
 
 /// Builds the document of the given kind.
-pub(crate) fn render(kind: ArtifactType, ctx: &DocContext) -> Document {
+pub(crate) fn render(kind: ArtifactType, ctx: &DocContext) -> Drafted {
     let title = format!("{}: {}", title_prefix(kind), ctx.subject);
     let mut md = format!("# {title}\n\n");
     match kind {
@@ -40,7 +40,7 @@ pub(crate) fn render(kind: ArtifactType, ctx: &DocContext) -> Document {
         ArtifactType::AcceptanceCriteria => acceptance_criteria(ctx, &mut md),
         ArtifactType::MeetingSummary => meeting_summary(ctx, &mut md),
     }
-    Document { title, markdown: md.trim_end().to_string() + "\n" }
+    Drafted { title, markdown: md.trim_end().to_string() + "\n" }
 }
 
 /// The part of a document's title before the subject ("User Stories").
