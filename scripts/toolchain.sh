@@ -7,8 +7,28 @@ WASM_BINDGEN_VERSION=0.2.130
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export PATH="$ROOT/end2end/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
-# Each step says how long since the script began, so a slow step shows in any log.
-step() { printf '\n==> %s  [%dm%02ds]\n' "$*" $((SECONDS / 60)) $((SECONDS % 60)); }
+# Each step says how long since the script began, so a slow step shows in any log, and is remembered for
+# step_times.
+STEP_NAMES=()
+STEP_STARTS=()
+step() {
+  STEP_NAMES+=("$*")
+  STEP_STARTS+=("$SECONDS")
+  printf '\n==> %s  [%dm%02ds]\n' "$*" $((SECONDS / 60)) $((SECONDS % 60))
+}
+
+# The time of every step so far, slowest first, and the total (scripts/test prints it when it ends, passed or not).
+step_times() {
+  local count=${#STEP_NAMES[@]} i end
+  [ "$count" -gt 0 ] || return 0
+  printf '\n==> time per step, slowest first (total %dm%02ds)\n' $((SECONDS / 60)) $((SECONDS % 60))
+  for ((i = 0; i < count; i++)); do
+    if [ $((i + 1)) -lt "$count" ]; then end=${STEP_STARTS[i + 1]}; else end=$SECONDS; fi
+    printf '%d\t%s\n' $((end - STEP_STARTS[i])) "${STEP_NAMES[i]}"
+  done | sort -rn | while IFS=$'\t' read -r took name; do
+    printf '  %3dm%02ds  %s\n' $((took / 60)) $((took % 60)) "$name"
+  done
+}
 
 ensure_wasm_target() {
   if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
