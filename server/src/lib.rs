@@ -71,7 +71,7 @@ impl AppState {
     pub async fn from_config(config: Config) -> anyhow::Result<Self> {
         let url = config.database_url();
         config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
-        let store = store::connect_with(&url, config.sqlite_sync, config.rate_limit_connections).await?;
+        let store = store::connect_with(&url, config.store()).await?;
         let models = llm::registry(&config.llm()?)?;
         Self::with_models(config, store, models).await
     }

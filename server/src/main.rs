@@ -34,7 +34,8 @@ fn main() -> anyhow::Result<ExitCode> {
             runtime.block_on(async {
                 let url = config.database_url();
                 quire::config::private::secure(&config.data_dir, quire::config::private::sqlite_file(&url).as_deref())?;
-                let store = store::connect_with(&url, config.sqlite_sync, 1).await?;
+                let store =
+                    store::connect_with(&url, store::Settings { limit_connections: 1, ..config.store() }).await?;
                 match quire::auth::setup::create_admin(&store, &email, password, display_name.as_deref()).await {
                     Ok(user) => {
                         println!("administrator {} created ({})", user.email, user.id);

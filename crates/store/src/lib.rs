@@ -391,14 +391,30 @@ pub enum SqliteSync {
 /// The store as the rest of the server holds it.
 pub type DynStore = Arc<dyn Store>;
 
-/// Opens the backend named by the URL's scheme and runs its migrations.
-pub async fn connect(url: &str) -> Result<DynStore> {
-    connect_with(url, SqliteSync::default(), postgres::LIMIT_CONNECTIONS).await
+/// What the store needs from its caller's configuration, besides the database URL.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// When a SQLite commit counts as done.
+    pub sqlite_sync: SqliteSync,
+    /// PostgreSQL only: connections kept for rate-limit checks, apart from the pool of every other query.
+    pub limit_connections: u32,
 }
 
-/// [`connect`], with SQLite's commits made durable as `sync` says and, on PostgreSQL, `limit_connections`
-/// connections kept for rate-limit checks.
-pub async fn connect_with(url: &str, sync: SqliteSync, limit_connections: u32) -> Result<DynStore> {
+impl Default for Settings {
+    fn default() -> Self {
+        Self { sqlite_sync: SqliteSync::default(), limit_connections: postgres::LIMIT_CONNECTIONS }
+    }
+}
+
+/// Opens the backend named by the URL's scheme and runs its migrations.
+pub async fn connect(url: &str) -> Result<DynStore> {
+    connect_with(url, Settings::default()).await
+}
+
+/// [`connect`], with SQLite's commits made durable as `settings` say and, on PostgreSQL, its connections kept for
+/// rate-limit checks.
+pub async fn connect_with(url: &str, settings: Settings) -> Result<DynStore> {
+    let Settings { sqlite_sync: sync, limit_connections } = settings;
     if url.starts_with("sqlite:") {
         Ok(Arc::new(sqlite::Sqlite::connect(url, sync).await?))
     } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {

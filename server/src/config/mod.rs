@@ -373,6 +373,11 @@ impl RateLimitConfig {
 }
 
 impl Config {
+    /// What the store needs of the configuration, besides the database URL.
+    pub fn store(&self) -> store::Settings {
+        store::Settings { sqlite_sync: self.sqlite_sync, limit_connections: self.rate_limit_connections }
+    }
+
     /// What the model layer needs of the configuration, with the providers file read and checked and the
     /// providers' addresses and keys taken from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`,
     /// `ANTHROPIC_BASE_URL`, `ANTHROPIC_API_KEY`, `QUIRE_LLM_CA_FILE`). A bad providers file is an error that names
