@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wire::{Artifact, ArtifactType, ArtifactVersion};
+use wire::{Artifact, ArtifactType, ArtifactVersion, VersionAuthor};
 
 use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
@@ -19,6 +19,11 @@ pub struct ArtifactRevision {
     pub request_message_id: Option<Uuid>,
     /// Earlier requests of the thread this version answers too (see [`super::NewArtifact::answers`]).
     pub answers: Vec<Uuid>,
+    /// Who wrote it: the assistant (with its model) or a person by hand.
+    pub author: VersionAuthor,
+    /// The version it was made from, when the save must be refused if another one was saved since
+    /// ([`StoreError::VersionConflict`]); `None` to save whatever the current version is.
+    pub base_version: Option<i64>,
 }
 
 shared_sql! {
@@ -55,14 +60,15 @@ shared_sql! {
             .bind(artifact.content.clone())
             .bind(D::time(created))
             .bind(D::id(artifact.thread_id))
+            .bind(artifact.model.clone())
             .execute(conn)
             .await?;
         Ok(())
     }
 
     /// Saves the next version of the person's document and makes it the current one; `NotFound` when it, or
-    /// the request the version points at, is missing or another user's. The requests it answers besides are
-    /// the caller's.
+    /// the request the version points at, is missing or another user's; `VersionConflict` when the revision has
+    /// a base version that is no longer the current one. The requests it answers besides are the caller's.
     pub(crate) async fn insert_version(
         conn: &mut D::Connection,
         user: Uuid,
@@ -74,9 +80,12 @@ shared_sql! {
         if let Some(message) = revision.request_message_id {
             Self::must_own(&mut *conn, "messages", user, message).await?;
         }
+        // The base is checked in the statement that takes the next number, so two saves from the same version
+        // cannot both land.
         let sql = format!(
             "update artifacts set title = $1, content = $2, version = version + 1,
-             updated_at = {}(updated_at, $3) where id = $4 and user_id = $5 returning version",
+             updated_at = {}(updated_at, $3) where id = $4 and user_id = $5 and ($6 is null or version = $6)
+             returning version",
             D::GREATEST
         );
         let version: Option<i64> = sqlx::query_scalar(&sql)
@@ -85,9 +94,22 @@ shared_sql! {
             .bind(D::time(updated))
             .bind(D::id(artifact))
             .bind(D::id(user))
+            .bind(revision.base_version)
             .fetch_optional(&mut *conn)
             .await?;
-        let version = version.ok_or(StoreError::NotFound)?;
+        let Some(version) = version else {
+            return Err(match revision.base_version {
+                Some(_) => match Self::artifact(conn, user, artifact).await {
+                    Ok(current) => StoreError::VersionConflict(Box::new(current)),
+                    Err(e) => e,
+                },
+                None => StoreError::NotFound,
+            });
+        };
+        let (author_id, model) = match &revision.author {
+            VersionAuthor::Person { user_id } => (Some(D::id(*user_id)), None),
+            VersionAuthor::Assistant { model } => (None, model.clone()),
+        };
         sqlx::query(INSERT_VERSION)
             .bind(D::id(artifact))
             .bind(version)
@@ -95,6 +117,8 @@ shared_sql! {
             .bind(revision.content.clone())
             .bind(D::time(updated))
             .bind(revision.request_message_id.map(D::id))
+            .bind(author_id)
+            .bind(model)
             .execute(conn)
             .await?;
         Ok(())
@@ -257,7 +281,8 @@ pub(crate) const ARTIFACT_COLUMNS: &str =
 /// The versions of documents (`v`, of the document `a`) as [`VersionRow`]s. The first version's request is kept
 /// on the document.
 pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.content, v.created_at,
-    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id
+    coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id,
+    v.author_id, v.model
     from artifact_versions v join artifacts a on a.id = v.artifact_id";
 
 /// Saves a document at its first version: id, thread, owner, type, title, content, request, answer, time.
@@ -265,18 +290,19 @@ pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, 
     version, request_message_id, assistant_message_id, created_at, updated_at)
     values ($1, $2, $3, $4, $5, $6, 1, $7, $8, $9, $9)";
 
-/// Saves the first version of a document: its id, title, content, time and thread, written on the path its
-/// thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
-pub(crate) const INSERT_FIRST_VERSION: &str =
-    "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on)
-     values ($1, 1, $2, $3, $4, (select active_id from threads where id = $5))";
-
-/// Saves a later version of a document: its id, number, title, content, time and the request that asked for it,
+/// Saves the first version of a document (the assistant's): its id, title, content, time, thread and model,
 /// written on the path its thread shows now (see [`Shares::documents_on_path`](super::Shares::documents_on_path)).
+pub(crate) const INSERT_FIRST_VERSION: &str =
+    "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on, model)
+     values ($1, 1, $2, $3, $4, (select active_id from threads where id = $5), $6)";
+
+/// Saves a later version of a document: its id, number, title, content, time, the request that asked for it and
+/// its author (the person, or the assistant's model), written on the path its thread shows now (see
+/// [`Shares::documents_on_path`](super::Shares::documents_on_path)).
 pub(crate) const INSERT_VERSION: &str = "insert into artifact_versions
-    (artifact_id, version, title, content, created_at, request_message_id, written_on)
+    (artifact_id, version, title, content, created_at, request_message_id, written_on, author_id, model)
     values ($1, $2, $3, $4, $5, $6,
-        (select t.active_id from threads t join artifacts a on a.thread_id = t.id where a.id = $1))";
+        (select t.active_id from threads t join artifacts a on a.thread_id = t.id where a.id = $1), $7, $8)";
 
 /// The requests of a thread (`$1`) of a user (`$2`) that a document or a version of one answers.
 pub(crate) const FULFILLED: &str = "select request_message_id as request, assistant_message_id as made_by
@@ -332,10 +358,18 @@ stored_row! {
         content: String,
         request_message_id: Option<I>,
         created_at: T,
+    } with {
+        author_id: Option<I>,
+        model: Option<String>,
+    } => {
+        author: match author_id.read("author_id")? {
+            Some(user_id) => VersionAuthor::Person { user_id },
+            None => VersionAuthor::Assistant { model },
+        },
     }
 }
 
-/// Implements [`Documents`] for a backend, written once for both, as
+/// Implements [`Artifacts`] for a backend, written once for both, as
 /// [`accounts_for`](super::accounts::accounts_for) does; the backend has `owns` and `delete`.
 macro_rules! artifacts_for {
     ($backend:ty) => {

@@ -29,7 +29,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-use wire::{ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use wire::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
@@ -56,6 +56,9 @@ pub enum StoreError {
     NotFound,
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A document's new version was made from one that is no longer its current version: here it is now.
+    #[error("the document changed since the version the edit was made from")]
+    VersionConflict(Box<Artifact>),
     #[error("invalid database url: {0}")]
     InvalidUrl(String),
     #[error(transparent)]
@@ -322,6 +325,8 @@ pub struct NewArtifact {
     /// Earlier person's messages of the thread that asked for this document too (one that failed, or whose
     /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
     pub answers: Vec<Uuid>,
+    /// The model that wrote it (its first version's author is the assistant); `None` when not known.
+    pub model: Option<String>,
 }
 
 /// A connection pool's state.

@@ -25,6 +25,7 @@ pub(crate) struct TurnSettingsRow {
     settings: SettingsRow,
     thread_model: Option<String>,
     has_attachments: bool,
+    has_artifacts: bool,
 }
 
 /// What a turn reads before it calls the model: the person's settings, the conversation's own model and whether
@@ -36,6 +37,8 @@ pub struct TurnSettings {
     pub thread_model: Option<String>,
     /// Whether the person attached files to the conversation.
     pub has_attachments: bool,
+    /// Whether the conversation holds documents (which the model may then read and edit).
+    pub has_artifacts: bool,
 }
 
 impl TryFrom<SettingsRow> for Settings {
@@ -69,7 +72,8 @@ shared_sql! {
         let row: Option<TurnSettingsRow> = sqlx::query_as(
             "select display_name, custom_instructions, theme, default_model,
                (select model from threads where id = $1 and user_id = $2) as thread_model,
-               exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments
+               exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments,
+               exists (select 1 from artifacts where thread_id = $1 and user_id = $2) as has_artifacts
              from users where id = $3",
         )
         .bind(D::id(thread))
@@ -82,6 +86,7 @@ shared_sql! {
             settings: row.settings.try_into()?,
             thread_model: row.thread_model,
             has_attachments: row.has_attachments,
+            has_artifacts: row.has_artifacts,
         })
     }
 

@@ -17,11 +17,64 @@ pub struct ArtifactVersion {
     pub version: i64,
     pub title: String,
     pub content: String,
-    /// The user message that asked for this version; `None` for silent generation.
+    /// The user message that asked for this version; `None` for silent generation and for a person's edit.
     #[serde(default)]
     pub request_message_id: Option<Uuid>,
+    /// Who wrote it.
+    #[serde(default)]
+    pub author: VersionAuthor,
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+}
+
+/// Who wrote a version of a document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum VersionAuthor {
+    /// A person, by hand: an edit in the viewer, or a restore of an earlier version.
+    Person { user_id: Uuid },
+    /// The assistant, answering with `model` (`None` for versions saved before Quire kept it, and for imports).
+    Assistant {
+        #[serde(default)]
+        model: Option<String>,
+    },
+}
+
+impl Default for VersionAuthor {
+    fn default() -> Self {
+        VersionAuthor::Assistant { model: None }
+    }
+}
+
+/// Largest document a person saves, in characters (as large as an imported one).
+pub const MAX_ARTIFACT_CHARS: usize = crate::MAX_IMPORTED_TEXT_CHARS;
+
+/// `PUT /api/artifacts/{id}`: a person's new version of a document, made from version `base_version`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EditArtifact {
+    /// The whole Markdown text of the new version.
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ArtifactText, inline))]
+    pub content: String,
+    /// A new title; the current one is kept when it is left out.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<super::schema::Title>, inline))]
+    pub title: Option<String>,
+    /// The version the edit was made from: a save whose base is not the current version is refused (409
+    /// `version_conflict`), so nobody's version is overwritten unseen.
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ArtifactVersionNumber, inline))]
+    pub base_version: i64,
+}
+
+/// The answer to a save refused because the document changed since its base version: the usual error, and the
+/// document as it is now, to compare with and merge.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionConflict {
+    pub error: super::ErrorDetail,
+    pub current: super::Artifact,
 }
 
 /// `GET /api/artifacts/{id}/versions`: every version, oldest first.

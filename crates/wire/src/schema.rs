@@ -79,6 +79,8 @@ schemas! {
     MessageText => text(MAX_MESSAGE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// An imported message's text (longer than a typed one may be: other apps' answers can be long).
     ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is");
+    /// A document's Markdown as a person saves it.
+    ArtifactText => text(crate::MAX_ARTIFACT_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; kept as written");
     /// The name of the model that wrote an answer.
     ModelName => text(MAX_MODEL_CHARS, NO_NUL_PATTERN, "As the provider names it");
     /// A message's number in its conversation, as an import may carry it.

@@ -75,6 +75,13 @@ pub fn message(content: &str, max_chars: usize) -> Result<String, Invalid> {
     trimmed_text(content, max_chars, "content", "message")
 }
 
+/// A document's text as a person saves it: at most [`MAX_ARTIFACT_CHARS`](crate::MAX_ARTIFACT_CHARS) characters,
+/// no NUL, not only whitespace. Kept as written: leading spaces mean something in Markdown.
+pub fn artifact_content(content: &str) -> Result<String, Invalid> {
+    trimmed_text(content, crate::MAX_ARTIFACT_CHARS, "content", "document")?;
+    Ok(content.to_string())
+}
+
 /// A text of `field`, trimmed: at most `max_chars` characters as sent, no NUL, not only whitespace. The errors
 /// call it "the `noun`".
 fn trimmed_text(text: &str, max_chars: usize, field: &'static str, noun: &str) -> Result<String, Invalid> {

@@ -3,6 +3,7 @@
 
 mod allowance;
 pub mod context;
+pub mod edits;
 pub mod engine;
 pub mod error;
 pub mod hub;

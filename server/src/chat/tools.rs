@@ -7,13 +7,16 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::json;
 use uuid::Uuid;
-use wire::{Artifact, ArtifactType, ContextPassage, PASSAGE_EXCERPT_CHARS};
+use wire::{Artifact, ArtifactType, ContextPassage, VersionAuthor, PASSAGE_EXCERPT_CHARS};
 
 use super::context::OpenRequest;
+use super::edits::{self, Edit};
 use llm::ToolSpec;
 use store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError, TurnSettings};
 
 pub const SAVE_ARTIFACT: &str = "save_artifact";
+pub const EDIT_ARTIFACT: &str = "edit_artifact";
+pub const READ_ARTIFACT: &str = "read_artifact";
 pub const DOCUMENT_SEARCH: &str = "document_search";
 
 /// The `save_artifact` tool. Its description asks for one call per request and never for earlier requests.
@@ -37,8 +40,9 @@ pub fn save_artifact_spec() -> ToolSpec {
                 "content": { "type": "string", "description": "The whole document in Markdown." },
                 "artifact_id": {
                     "type": "string",
-                    "description": "To revise an existing document of this conversation, its ID (from an earlier save). \
-                                    The document gets a new version; omit this to create a new document."
+                    "description": "To rewrite an existing document of this conversation whole, its ID (from an \
+                                    earlier save). The document gets a new version; omit this to create a new \
+                                    document. For a change to part of a document, use edit_artifact instead."
                 }
             },
             "required": ["artifact_type", "title", "content"],
@@ -95,6 +99,8 @@ pub struct ToolContext<'a> {
     pub redact_pii: bool,
     /// The messages of the shown path the turn answers on (see [`ToolContext::on_path`]).
     pub path: &'a HashSet<Uuid>,
+    /// The model answering: the author of the versions the turn saves.
+    pub model: &'a str,
 }
 
 impl ToolContext<'_> {
@@ -185,6 +191,8 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 content: input.content,
                 request_message_id: ctx.request_message,
                 answers: ctx.answered(revised_type),
+                author: VersionAuthor::Assistant { model: Some(ctx.model.to_string()) },
+                base_version: None,
             };
             ctx.store.revise_artifact(ctx.user, id, revision).await
         }
@@ -197,6 +205,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 request_message_id: ctx.request_message,
                 assistant_message_id: None,
                 answers: ctx.answered(artifact_type),
+                model: Some(ctx.model.to_string()),
             };
             ctx.store.create_artifact(ctx.user, new).await
         }
@@ -224,25 +233,201 @@ fn saved_message(artifact: &Artifact) -> String {
     }
 }
 
-/// The tools offered in a turn: `save_artifact` always, `document_search` when the thread has attachments.
+/// The tools offered in a turn: `save_artifact` always, `edit_artifact` and `read_artifact` when the thread has
+/// documents, `document_search` when it has attachments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Offered {
     document_search: bool,
+    documents: bool,
 }
 
 impl Offered {
-    /// What a conversation is offered: `document_search` when files are attached to it.
+    /// What a conversation is offered: the document tools when it holds documents, `document_search` when files
+    /// are attached to it.
     pub fn for_thread(settings: &TurnSettings) -> Self {
-        Self { document_search: settings.has_attachments }
+        Self { document_search: settings.has_attachments, documents: settings.has_artifacts }
     }
 
     /// The specs, built for each request: a turn holds none of them while the model streams.
     pub fn specs(self) -> Vec<ToolSpec> {
         let mut tools = vec![save_artifact_spec()];
+        if self.documents {
+            tools.extend([edit_artifact_spec(), read_artifact_spec()]);
+        }
         if self.document_search {
             tools.push(document_search_spec());
         }
         tools
+    }
+}
+
+/// The `edit_artifact` tool: targeted changes to a document, preferred to a whole rewrite.
+pub fn edit_artifact_spec() -> ToolSpec {
+    ToolSpec {
+        name: EDIT_ARTIFACT.into(),
+        description: "Change part of an existing document of this conversation: each edit replaces one exact \
+                      passage of its current version. Prefer this to rewriting the document with save_artifact \
+                      whenever the request changes only some of it. Every edit applies or none does; a `find` that \
+                      is missing or occurs more than once comes back as an error naming the edit, so copy the text \
+                      exactly (read_artifact gives the current version, with any change a person made by hand). \
+                      One call per request: put every change in it."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "artifact_id": { "type": "string", "description": "The document's ID." },
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": edits::MAX_EDITS,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "find": { "type": "string", "description": "Text that occurs exactly once in the document." },
+                            "replace": { "type": "string", "description": "What it becomes (empty to delete it)." }
+                        },
+                        "required": ["find", "replace"],
+                        "additionalProperties": false
+                    }
+                }
+            },
+            "required": ["artifact_id", "edits"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// The `read_artifact` tool: a document's current version, as people may have edited it.
+pub fn read_artifact_spec() -> ToolSpec {
+    ToolSpec {
+        name: READ_ARTIFACT.into(),
+        description: "Read the current version of a document of this conversation (with any change a person made \
+                      by hand), before editing it."
+            .into(),
+        input_schema: json!({
+            "type": "object",
+            "properties": { "artifact_id": { "type": "string", "description": "The document's ID." } },
+            "required": ["artifact_id"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditArtifactInput {
+    artifact_id: String,
+    edits: Vec<Edit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadArtifactInput {
+    artifact_id: String,
+}
+
+/// The document `id` names, when it is one of this conversation's on the turn's path; else the error for the
+/// model.
+async fn own_document(ctx: &ToolContext<'_>, id: &str) -> Result<Artifact, ToolOutcome> {
+    let id = id.trim();
+    let Ok(parsed) = Uuid::parse_str(id) else {
+        return Err(ToolOutcome::error(format!("'{id}' is not a document ID.")));
+    };
+    match ctx.store.get_artifact(ctx.user, parsed).await {
+        Ok(a) if a.thread_id == ctx.thread && ctx.on_path(&a) => Ok(a),
+        Ok(_) | Err(StoreError::NotFound) => {
+            Err(ToolOutcome::error(format!("There is no document with ID {id} in this conversation.")))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "reading an artifact failed");
+            Err(ToolOutcome::error("The document could not be read."))
+        }
+    }
+}
+
+/// Carries out `read_artifact`: the document's current title, version and text.
+pub async fn read_artifact(ctx: &ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
+    let input: ReadArtifactInput = match serde_json::from_value(input.clone()) {
+        Ok(i) => i,
+        Err(e) => return ToolOutcome::error(format!("Invalid read_artifact input: {e}")),
+    };
+    match own_document(ctx, &input.artifact_id).await {
+        Ok(a) => ToolOutcome {
+            result: format!("'{}' (ID: {}), version {}:\n\n{}", a.title, a.id, a.version, a.content),
+            is_error: false,
+            artifact: None,
+            created: false,
+        },
+        Err(refused) => refused,
+    }
+}
+
+/// Carries out `edit_artifact`: every edit applied to the current version, saved as the next version, or none
+/// and an error that says which edit failed and why. A turn makes one new version per request: a second edit
+/// (or save) of the same document in the turn is refused.
+pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
+    let input: EditArtifactInput = match serde_json::from_value(input.clone()) {
+        Ok(i) => i,
+        Err(e) => return ToolOutcome::error(format!("Invalid edit_artifact input: {e}")),
+    };
+    let current = match own_document(ctx, &input.artifact_id).await {
+        Ok(a) => a,
+        Err(refused) => return refused,
+    };
+    if let Some(done) = ctx.saved.iter().find(|a| a.id == current.id) {
+        return ToolOutcome::error(format!(
+            "This request already made its new version of '{}' (version {}); nothing else was changed. Put every \
+             change in one edit_artifact call.",
+            done.title, done.version
+        ));
+    }
+    if ctx.one_document && !ctx.saved.is_empty() {
+        return ToolOutcome::error("Only one document is made for this request, and it is saved already.");
+    }
+    let content = match edits::apply(&current.content, &input.edits) {
+        Ok(content) => content,
+        Err(e) => return ToolOutcome::error(format!("Nothing was changed. {e}")),
+    };
+    if content.trim().is_empty() || content.chars().count() > wire::MAX_ARTIFACT_CHARS {
+        return ToolOutcome::error(format!(
+            "Nothing was changed: the document would be empty or longer than {} characters.",
+            wire::MAX_ARTIFACT_CHARS
+        ));
+    }
+    let revision = ArtifactRevision {
+        title: current.title.clone(),
+        content,
+        request_message_id: ctx.request_message,
+        answers: ctx.answered(current.artifact_type),
+        author: VersionAuthor::Assistant { model: Some(ctx.model.to_string()) },
+        base_version: Some(current.version),
+    };
+    match ctx.store.revise_artifact(ctx.user, current.id, revision).await {
+        Ok(artifact) => {
+            ctx.saved.push(artifact.clone());
+            let count = input.edits.len();
+            ToolOutcome {
+                result: format!(
+                    "Edited '{}' (ID: {}): {count} change{} applied, now version {}.",
+                    artifact.title,
+                    artifact.id,
+                    if count == 1 { "" } else { "s" },
+                    artifact.version
+                ),
+                is_error: false,
+                artifact: Some(artifact),
+                created: true,
+            }
+        }
+        Err(StoreError::VersionConflict(now)) => ToolOutcome::error(format!(
+            "Nothing was changed: the document was saved again while you edited it (now version {}). Read it with \
+             read_artifact and make the edits again.",
+            now.version
+        )),
+        Err(e) => {
+            tracing::error!(error = %e, "editing an artifact failed");
+            ToolOutcome::error("The document could not be saved.")
+        }
     }
 }
 

@@ -725,12 +725,22 @@ impl<'a> Turn<'a> {
             saved: &mut self.artifacts,
             redact_pii: self.engine.limits.redact_pii,
             path: &self.path,
+            model: self.provider.model(),
         };
         let (result, is_error, artifact) = match name {
             tools::SAVE_ARTIFACT => {
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
                 (outcome.result, outcome.is_error, created)
+            }
+            tools::EDIT_ARTIFACT => {
+                let outcome = tools::edit_artifact(&mut ctx, input).await;
+                let created = outcome.created.then_some(outcome.artifact).flatten();
+                (outcome.result, outcome.is_error, created)
+            }
+            tools::READ_ARTIFACT => {
+                let outcome = tools::read_artifact(&ctx, input).await;
+                (outcome.result, outcome.is_error, None)
             }
             tools::DOCUMENT_SEARCH => {
                 let (outcome, passages) = tools::document_search(&ctx, input).await;

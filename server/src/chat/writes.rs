@@ -4,7 +4,7 @@
 //! `turn.rs`, which keeps its context up to date itself.)
 
 use uuid::Uuid;
-use wire::{Artifact, Message, MessageStatus, Role, Thread, Usage};
+use wire::{Artifact, EditArtifact, Message, MessageStatus, Role, Thread, Usage, VersionAuthor};
 
 use super::engine::Engine;
 use super::error::{busy_or, ChatError};
@@ -67,6 +67,34 @@ impl Engine {
         let revised = self.store.revise_artifact(user, artifact, revision).await?;
         self.conversation_changed(revised.thread_id);
         Ok(revised)
+    }
+
+    /// Saves a person's version of a document, made from version `edit.base_version`: refused with
+    /// `VersionConflict` (and the document as it is now) when another version was saved since, and nothing changes.
+    /// The title is kept unless the edit gives one.
+    pub async fn edit_artifact(&self, user: Uuid, artifact: Uuid, edit: EditArtifact) -> Result<Artifact> {
+        let EditArtifact { content, title, base_version } = edit;
+        let mut content = wire::validate::artifact_content(&content)?;
+        let title = match title {
+            Some(title) => wire::validate::title(&title)?,
+            // The current title: were it changed since, so would the version be, and the save refused.
+            None => self.store.get_artifact(user, artifact).await?.title,
+        };
+        if self.limits.redact_pii {
+            // Personal data is replaced in what people write, documents too; linear, off the async workers.
+            content = tokio::task::spawn_blocking(move || crate::privacy::redact(&content))
+                .await
+                .map_err(|e| ChatError::Internal(e.into()))?;
+        }
+        let revision = ArtifactRevision {
+            title,
+            content,
+            request_message_id: None,
+            answers: Vec::new(),
+            author: VersionAuthor::Person { user_id: user },
+            base_version: Some(base_version),
+        };
+        self.revise_artifact(user, artifact, revision).await
     }
 
     /// Deletes a document with all its versions.

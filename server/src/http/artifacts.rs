@@ -9,7 +9,10 @@ use axum::{
 };
 use serde::Deserialize;
 use uuid::Uuid;
-use wire::{Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, ExportFormat, VersionDiff};
+use wire::{
+    Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, EditArtifact, ExportFormat,
+    VersionAuthor, VersionDiff,
+};
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
@@ -25,7 +28,7 @@ const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500)
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/threads/{id}/artifacts", get(list))
-        .route("/api/artifacts/{id}", get(show).delete(remove))
+        .route("/api/artifacts/{id}", get(show).put(edit).delete(remove))
         .route("/api/artifacts/{id}/versions", get(versions))
         .route("/api/artifacts/{id}/versions/{version}", get(version))
         .route("/api/artifacts/{id}/versions/{version}/restore", post(restore))
@@ -47,6 +50,23 @@ pub async fn list(
     responses((status = 200, body = wire::Artifact), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
     Ok(Json(state.store.get_artifact(user.id, id).await?))
+}
+
+/// `PUT /api/artifacts/{id}`: a person's new version of a document, made from `base_version`; refused (409
+/// `version_conflict`, with the document as it is now) when another version was saved since.
+#[utoipa::path(put, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Document id")), request_body = EditArtifact,
+    responses((status = 200, body = wire::Artifact, description = "The document at its new version"),
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::VersionConflict, description = "Another version was saved since `base_version`"),
+        (status = 422, body = wire::ErrorBody)))]
+pub async fn edit(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+    Json(body): Json<EditArtifact>,
+) -> Result<Json<Artifact>> {
+    Ok(Json(state.chat.edit_artifact(user.id, id, body).await?))
 }
 
 #[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
@@ -91,8 +111,14 @@ pub async fn restore(
     if current.version == version {
         return Err(ApiError::Conflict(format!("Version {version} is already the current version.")));
     }
-    let revision =
-        ArtifactRevision { title: old.title, content: old.content, request_message_id: None, answers: Vec::new() };
+    let revision = ArtifactRevision {
+        title: old.title,
+        content: old.content,
+        request_message_id: None,
+        answers: Vec::new(),
+        author: VersionAuthor::Person { user_id: user.id },
+        base_version: None,
+    };
     let artifact = state.chat.revise_artifact(user.id, id, revision).await?;
     Ok((StatusCode::CREATED, Json(artifact)))
 }

@@ -30,6 +30,9 @@ pub enum ApiError {
     NotFound,
     #[error("{0}")]
     Conflict(String),
+    /// A document's new version was made from an older one: 409 with the document as it is now.
+    #[error("The document was changed since the version you edited. Compare with the current version and save again.")]
+    VersionConflict(Box<wire::Artifact>),
     #[error("the request body is too large")]
     PayloadTooLarge,
     /// A storage allowance would be passed (413 like a body too large, with its own code and message).
@@ -123,7 +126,7 @@ impl ApiError {
             ApiError::Unauthorized | ApiError::InvalidCredentials => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden { .. } => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::VersionConflict(_) => StatusCode::CONFLICT,
             ApiError::PayloadTooLarge | ApiError::QuotaExceeded(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::TooManyRequests { .. }
@@ -144,6 +147,7 @@ impl ApiError {
             ApiError::InvalidCredentials => "invalid_credentials",
             ApiError::NotFound => "not_found",
             ApiError::Conflict(_) => "conflict",
+            ApiError::VersionConflict(_) => "version_conflict",
             ApiError::PayloadTooLarge => "payload_too_large",
             ApiError::QuotaExceeded(_) => "storage_quota_exceeded",
             ApiError::UnsupportedMediaType(_) => "unsupported_media_type",
@@ -186,8 +190,14 @@ impl IntoResponse for ApiError {
             ApiError::BadRequest { field, .. } | ApiError::Unprocessable { field, .. } => field.clone(),
             _ => None,
         };
-        let body = ErrorBody { error: ErrorDetail { code: self.code().into(), message: self.public_message(), field } };
-        let mut response = (self.status_code(), Json(body)).into_response();
+        let error = ErrorDetail { code: self.code().into(), message: self.public_message(), field };
+        let mut response = match self {
+            ApiError::VersionConflict(ref current) => {
+                let body = wire::VersionConflict { error, current: (**current).clone() };
+                (self.status_code(), Json(body)).into_response()
+            }
+            _ => (self.status_code(), Json(ErrorBody { error })).into_response(),
+        };
         let retry_after_secs = match self {
             ApiError::TooManyRequests { retry_after_secs } => Some(retry_after_secs),
             ApiError::BudgetExceeded { resets_at } => {
@@ -207,6 +217,7 @@ impl From<StoreError> for ApiError {
         match err {
             StoreError::NotFound => ApiError::NotFound,
             StoreError::Conflict(message) => ApiError::Conflict(message),
+            StoreError::VersionConflict(current) => ApiError::VersionConflict(current),
             StoreError::BudgetExceeded { resets_at } => ApiError::BudgetExceeded { resets_at },
             StoreError::TooManyTurns => ApiError::TooManyTurns,
             StoreError::QuotaExceeded => ApiError::QuotaExceeded("The storage allowance is used up.".into()),

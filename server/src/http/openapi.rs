@@ -35,7 +35,7 @@ use super::{
         messages::turn_trace,
         search::search, stats::stats,
         export::export_thread, export::export_account, export::import,
-        artifacts::list, artifacts::show, artifacts::remove, artifacts::versions, artifacts::version,
+        artifacts::list, artifacts::show, artifacts::edit, artifacts::remove, artifacts::versions, artifacts::version,
         artifacts::restore, artifacts::diff, artifacts::export,
         attachments::upload, attachments::list, attachments::remove,
     ),

@@ -9,6 +9,7 @@ mod auth;
 mod branches;
 mod budgets;
 mod chat_turns;
+mod co_writing;
 mod context_memory;
 mod dedup;
 mod delivery;

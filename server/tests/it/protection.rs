@@ -357,6 +357,7 @@ async fn openapi_describes_every_route() {
         ("/api/threads/import", "post"),
         ("/api/threads/{id}/artifacts", "get"),
         ("/api/artifacts/{id}", "get"),
+        ("/api/artifacts/{id}", "put"),
         ("/api/artifacts/{id}", "delete"),
         ("/api/artifacts/{id}/versions", "get"),
         ("/api/artifacts/{id}/versions/{version}", "get"),

@@ -30,6 +30,8 @@ async fn document_with_versions(server: &TestServer) -> Uuid {
             content: content.into(),
             request_message_id: None,
             answers: Vec::new(),
+            author: wire::VersionAuthor::default(),
+            base_version: None,
         };
         store.revise_artifact(server.user.id, id, revision).await.unwrap();
     }

@@ -549,6 +549,7 @@ pub fn new_artifact(thread: uuid::Uuid, kind: wire::ArtifactType, title: &str, c
         request_message_id: None,
         assistant_message_id: None,
         answers: Vec::new(),
+        model: None,
     }
 }
 

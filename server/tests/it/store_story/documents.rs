@@ -39,6 +39,8 @@ async fn artifacts(db: Db) {
         content: "shorter".into(),
         request_message_id: Some(change.id),
         answers: Vec::new(),
+        author: wire::VersionAuthor::default(),
+        base_version: None,
     };
     s.revise_artifact(u, created[1].id, revision).await.unwrap();
     let mut both = vec![question.id, change.id];
@@ -104,6 +106,8 @@ async fn documents_answer_earlier_requests(db: Db) {
         content: "# BRD, second".into(),
         request_message_id: None,
         answers: vec![again.id, failed.id],
+        author: wire::VersionAuthor::default(),
+        base_version: None,
     };
     assert_eq!(s.revise_artifact(u, doc.id, revision).await.unwrap().version, 2);
     assert_eq!(fulfilled(s, u, t.id).await, sorted(vec![failed.id, later.id, again.id]));

@@ -189,6 +189,8 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
         content: "# Plan v2".into(),
         request_message_id: Some(q.id),
         answers: Vec::new(),
+        author: wire::VersionAuthor::default(),
+        base_version: None,
     };
     s.revise_artifact(u, doc.id, revision).await.unwrap();
     changed(&mut seen, stamp().await, "a document's new version");
