@@ -440,8 +440,12 @@ impl<'a> Turn<'a> {
         let kept = self.kept.take();
         let from_memory = kept.is_some();
         // The settings' statement also says whether files are attached, which decides the tools.
-        let (loaded, settings) =
-            tokio::join!(Box::pin(self.load_context(pending, kept)), store.turn_settings(user, thread));
+        // The conversation's documents go into the prompt at their current versions.
+        let (loaded, settings, documents) = tokio::join!(
+            Box::pin(self.load_context(pending, kept)),
+            store.turn_settings(user, thread),
+            store.list_artifacts(user, thread)
+        );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
         #[cfg(debug_assertions)]
@@ -457,8 +461,19 @@ impl<'a> Turn<'a> {
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;
         let messages = Box::pin(self.model_messages(built)).await;
-        // The person's custom instructions go below Quire's rules, which keep their priority.
-        let system = prompt::system_prompt_with(&settings.settings.custom_instructions);
+        // Documents of the path the turn answers on; another branch's are that branch's.
+        let documents: Vec<_> = documents
+            .map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the documents: {e}"))))?
+            .into_iter()
+            .filter(|a| a.assistant_message_id.is_none_or(|m| self.path.contains(&m)))
+            .collect();
+        // The person's custom instructions go below Quire's rules, which keep their priority; the documents, which
+        // are data, below both.
+        let system = prompt::with_documents(
+            prompt::system_prompt_with(&settings.settings.custom_instructions),
+            &documents,
+            &self.plan.content,
+        );
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
     }

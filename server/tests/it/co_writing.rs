@@ -161,6 +161,10 @@ async fn the_assistant_edits_in_place_keeps_a_hand_edit_and_retries_an_edit_that
             "# Booking Plan\n\nSlots are 45 minutes.\n\nReminders go out two days before.\n\nNo refunds.\n"
         );
         let requests = model.requests.lock().unwrap().clone();
+        // The model is given the document as it is now, with the person's edit.
+        let system = &requests[0].system;
+        assert!(system.contains(&format!("ID: {id}, version 2")), "{system}");
+        assert!(system.contains("Reminders go out two days before.") && !system.contains("a day before"), "{system}");
         let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
         assert!(offered.contains(&"edit_artifact") && offered.contains(&"read_artifact"), "{offered:?}");
         let (missed, is_error) = tool_result(&requests[1]).expect("the first edit's result");
