@@ -64,6 +64,7 @@ pub struct EditArtifact {
     pub title: Option<String>,
     /// The version the edit was made from: a save whose base is not the current version is refused (409
     /// `version_conflict`), so nobody's version is overwritten unseen.
+    #[serde(deserialize_with = "crate::objects::whole_i64")]
     #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ArtifactVersionNumber, inline))]
     pub base_version: i64,
 }

@@ -65,6 +65,12 @@ impl<'de> Deserialize<'de> for Whole {
     }
 }
 
+/// A whole number from 0 to 2^53 as an `i64`, written with or without `.0` (see [`Whole`]).
+pub fn whole_i64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let Whole(n) = Whole::deserialize(deserializer)?;
+    i64::try_from(n).map_err(|_| serde::de::Error::custom(format!("{n} is too large")))
+}
+
 /// A count up to `u32::MAX`, written with or without `.0` (see [`Whole`]).
 pub fn whole<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
     let Whole(n) = Whole::deserialize(deserializer)?;

@@ -4,6 +4,7 @@
 //! `turn.rs`, which keeps its context up to date itself.)
 
 use uuid::Uuid;
+use wire::validate::Invalid;
 use wire::{Artifact, EditArtifact, Message, MessageStatus, Role, Thread, Usage, VersionAuthor};
 
 use super::engine::Engine;
@@ -74,6 +75,9 @@ impl Engine {
     /// The title is kept unless the edit gives one.
     pub async fn edit_artifact(&self, user: Uuid, artifact: Uuid, edit: EditArtifact) -> Result<Artifact> {
         let EditArtifact { content, title, base_version } = edit;
+        if base_version < 1 {
+            return Err(Invalid::new("base_version", "The base version is a version number, 1 or more.").into());
+        }
         let mut content = wire::validate::artifact_content(&content)?;
         let title = match title {
             Some(title) => wire::validate::title(&title)?,

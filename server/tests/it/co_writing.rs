@@ -40,9 +40,9 @@ async fn a_person_saves_a_version_and_a_save_from_an_old_version_is_refused() {
         let shown: Artifact = server.get_json(&format!("/api/artifacts/{id}")).await;
         assert_eq!(shown, saved, "a refused save changes nothing");
 
-        // Made from the current version, the same save lands, with its new title.
+        // Made from the current version, the same save lands, with its new title (a version may be written 2.0).
         let response =
-            put(&server, id, serde_json::json!({"content": "# Mine\n", "title": " Mine ", "base_version": 2})).await;
+            put(&server, id, serde_json::json!({"content": "# Mine\n", "title": " Mine ", "base_version": 2.0})).await;
         assert_eq!(response.status(), 200);
         let mine: Artifact = response.json().await.unwrap();
         assert_eq!((mine.version, mine.title.as_str()), (3, "Mine"));
@@ -91,6 +91,7 @@ async fn an_assistant_revision_names_its_model_and_a_bad_save_changes_nothing() 
             (serde_json::json!({"content": "a\u{0}b", "base_version": 2}), "content"),
             (serde_json::json!({"content": too_long, "base_version": 2}), "content"),
             (serde_json::json!({"content": "# Fine", "title": "  ", "base_version": 2}), "title"),
+            (serde_json::json!({"content": "# Fine", "base_version": 0}), "base_version"),
         ] {
             let response = put(&server, id, body).await;
             assert_eq!(response.status(), 422);
