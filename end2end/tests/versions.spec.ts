@@ -30,6 +30,9 @@ test('the viewer lists versions, compares any two and restores one as a new vers
   const versions = viewer.getByTestId('version-list');
   await expect(versions.getByRole('listitem')).toHaveCount(2);
   await expect(versions.getByRole('listitem').nth(1)).toContainText('Current');
+  // Each version says who wrote it.
+  await expect(versions.getByRole('listitem').nth(0)).toContainText('Written by the assistant (quire-builtin-1)');
+  await expect(versions.getByRole('listitem').nth(1)).toContainText('Revised by the assistant (quire-builtin-1)');
 
   // The changes from version 1 to version 2: the new requirement shows as added.
   const diff = viewer.getByTestId('version-diff');
@@ -43,6 +46,7 @@ test('the viewer lists versions, compares any two and restores one as a new vers
   await viewer.getByRole('button', { name: 'Restore version 1' }).click();
   await expect(versions.getByRole('listitem')).toHaveCount(3);
   await expect(versions.getByRole('listitem').nth(2)).toContainText('Current');
+  await expect(versions.getByRole('listitem').nth(2)).toContainText('Edited by you');
   await expect(viewer.locator('.viewer-body')).not.toContainText(/reserve/i);
   await expect(card).toContainText('v3');
 

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, ArtifactVersion, DiffLine, DiffOp, VersionDiff};
+use crate::api::{client, Artifact, ArtifactVersion, DiffLine, DiffOp, VersionAuthor, VersionDiff};
 use crate::format::moment;
 
 /// The versions of document `artifact`, whose current version is `current`.
@@ -57,7 +57,21 @@ pub fn VersionList(artifact: Uuid, current: i64, on_restored: Callback<Artifact>
     }
 }
 
-/// One version: its number, date and title, and "Restore" unless it is the current one.
+/// Who wrote a version, as the list says it: "Edited by you", or the assistant with its model.
+fn written_by(version: &ArtifactVersion) -> String {
+    match &version.author {
+        VersionAuthor::Person { .. } => "Edited by you".to_string(),
+        VersionAuthor::Assistant { model } => {
+            let verb = if version.version == 1 { "Written" } else { "Revised" };
+            match model {
+                Some(model) => format!("{verb} by the assistant ({model})"),
+                None => format!("{verb} by the assistant"),
+            }
+        }
+    }
+}
+
+/// One version: its number, date, title and author, and "Restore" unless it is the current one.
 #[component]
 fn VersionEntry(
     version: ArtifactVersion,
@@ -66,10 +80,12 @@ fn VersionEntry(
     #[prop(into)] on_restore: Callback<i64>,
 ) -> impl IntoView {
     let number = version.version;
+    let author = written_by(&version);
     view! {
         <li class="version-entry">
             <span class="version-number">{format!("Version {number}")}</span>
             <span class="version-title">{version.title}</span>
+            <span class="version-author">{author}</span>
             <time class="version-date">{moment(version.created_at)}</time>
             {if number == current {
                 view! { <span class="version-current">"Current"</span> }.into_any()
