@@ -27,7 +27,7 @@ pub struct ArtifactRevision {
 }
 
 shared_sql! {
-    rows(ArtifactRow<D::Id, D::Time>, VersionRow<D::Id, D::Time>, FulfilmentRow<D::Id>);
+    rows(ArtifactRow<D::Id, D::Time>, VersionRow<D::Id, D::Time>, FulfilmentRow<D::Id>, BriefRow<D::Id>);
     /// Saves a document under `id` at its first version, once its thread and the messages it points at are found
     /// to be the person's; the requests it answers besides are the caller's.
     pub(crate) async fn insert_artifact(
@@ -149,6 +149,24 @@ shared_sql! {
         Ok(sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
     }
 
+    /// See [`Artifacts::artifact_briefs`].
+    pub(crate) async fn briefs(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        most: u32,
+        text_chars: u32,
+    ) -> Result<Vec<ArtifactBrief>> {
+        let rows: Vec<BriefRow<D::Id>> = sqlx::query_as(BRIEFS)
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .bind(i64::from(text_chars))
+            .bind(i64::from(most))
+            .fetch_all(conn)
+            .await?;
+        convert(rows)
+    }
+
     /// Every version of the person's document, oldest first.
     pub(crate) async fn artifact_versions(
         conn: &mut D::Connection,
@@ -238,6 +256,11 @@ pub trait Artifacts: Send + Sync {
     /// The thread's documents, oldest first; `NotFound` when the thread is missing or another user's.
     async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>>;
     async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact>;
+    /// The thread's `most` newest documents, newest first, each with its text only when that is at most
+    /// `text_chars` characters (what a turn's prompt shows of them); empty for a thread that is missing or another
+    /// user's. Bounded however many and however large the documents are.
+    async fn artifact_briefs(&self, user: Uuid, thread: Uuid, most: u32, text_chars: u32)
+        -> Result<Vec<ArtifactBrief>>;
     async fn delete_artifact(&self, user: Uuid, artifact: Uuid) -> Result<()>;
     /// Links the artifacts of a turn to the answer saved for it. Other users' artifacts are left alone;
     /// `NotFound` when the answer is missing or another user's.
@@ -313,6 +336,41 @@ pub(crate) const FULFILLED: &str = "select request_message_id as request, assist
     union
     select r.message_id, a.assistant_message_id from artifact_requests r join artifacts a on a.id = r.artifact_id
     where a.thread_id = $1 and a.user_id = $2";
+
+/// A thread's newest documents with the text of the short ones (see [`Artifacts::artifact_briefs`]): `$1` thread,
+/// `$2` owner, `$3` most characters of a text that is read, `$4` most documents.
+pub(crate) const BRIEFS: &str = "select id, artifact_type, title, version, assistant_message_id,
+    case when length(content) <= $3 then content end as content
+    from artifacts where thread_id = $1 and user_id = $2 order by created_at desc, pk desc limit $4";
+
+/// A document as a turn's prompt lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArtifactBrief {
+    pub id: Uuid,
+    pub artifact_type: ArtifactType,
+    pub title: String,
+    pub version: i64,
+    /// The answer that made it (`None` for silent generation and imports): which branch it belongs to.
+    pub assistant_message_id: Option<Uuid>,
+    /// Its current text, when short enough to be read.
+    pub content: Option<String>,
+}
+
+stored_row! {
+    /// An [`ArtifactBrief`]'s row.
+    BriefRow<I> -> ArtifactBrief {
+        id: I,
+        title: String,
+        version: i64,
+        assistant_message_id: Option<I>,
+        content: Option<String>,
+    } with {
+        artifact_type: String,
+    } => {
+        artifact_type: ArtifactType::parse(&artifact_type)
+            .ok_or_else(|| StoreError::Corrupt(format!("type {artifact_type}")))?,
+    }
+}
 
 /// A request a document answers, and the answer that made the document (`None` while its turn runs, or when
 /// that answer is gone or not known).
@@ -406,6 +464,17 @@ macro_rules! artifacts_for {
                 #[instrument(skip(self))]
                 async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact> {
                     Shared::artifact(&mut *self.read().await?, user, artifact).await
+                }
+
+                #[instrument(skip(self))]
+                async fn artifact_briefs(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    most: u32,
+                    text_chars: u32,
+                ) -> Result<Vec<$crate::ArtifactBrief>> {
+                    Shared::briefs(&mut *self.read().await?, user, thread, most, text_chars).await
                 }
 
                 #[instrument(skip(self))]

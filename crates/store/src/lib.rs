@@ -33,7 +33,7 @@ use wire::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
-pub use artifacts::{ArtifactRevision, Artifacts, Fulfilment};
+pub use artifacts::{ArtifactBrief, ArtifactRevision, Artifacts, Fulfilment};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
 pub use history::History;

@@ -444,7 +444,8 @@ impl<'a> Turn<'a> {
         let (loaded, settings, documents) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
             store.turn_settings(user, thread),
-            store.list_artifacts(user, thread)
+            // Bounded: the newest documents, and the text of the short ones only.
+            store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS)
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;

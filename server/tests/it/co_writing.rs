@@ -200,3 +200,26 @@ async fn the_assistant_edits_in_place_keeps_a_hand_edit_and_retries_an_edit_that
         assert_eq!(current.version, 3);
     }
 }
+
+#[tokio::test]
+async fn however_many_and_large_the_documents_a_turn_reads_a_bounded_part() {
+    for (store, _guard) in every_store("co_writing").await {
+        let model = ScriptedModel::new(vec![ScriptedModel::text(&["Noted."])]);
+        let server = TestServer::with(store, model.clone()).await;
+        let thread = server.create_thread().await;
+        // An import can bring a thousand documents of 100,000 characters: a turn reads the newest 50, and the text
+        // of the short ones only.
+        let huge = format!("# Huge\n\n{}", "word ".repeat(wire::MAX_ARTIFACT_CHARS / 5 - 10));
+        for n in 0..55 {
+            let content = if n == 54 { huge.clone() } else { format!("# Doc {n}\n\nShort text {n}.") };
+            let new = new_artifact(thread, ArtifactType::UserStories, &format!("Doc {n}"), &content);
+            server.state.store.create_artifact(server.user.id, new).await.unwrap();
+        }
+        server.chat(thread, "What do we have so far?").await;
+        let system = model.requests.lock().unwrap()[0].system.clone();
+        assert_eq!(system.matches("(User Stories, ID: ").count(), 50, "the newest 50 are listed");
+        assert!(system.contains("\"Doc 54\"") && !system.contains("\"Doc 4\""), "newest first");
+        assert!(!system.contains("word word word") && system.contains("read_artifact before"), "too long to show");
+        assert!(system.contains("Short text 53.") && system.len() < 40_000, "{}", system.len());
+    }
+}
