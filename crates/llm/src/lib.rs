@@ -35,6 +35,21 @@ pub enum ProviderKind {
     Anthropic,
 }
 
+impl ProviderKind {
+    /// Every provider's name, as `QUIRE_LLM_PROVIDER` and the providers file take it.
+    pub const NAMES: [&'static str; 3] = ["builtin", "openai", "anthropic"];
+
+    /// The provider named `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "builtin" => Some(ProviderKind::Builtin),
+            "openai" => Some(ProviderKind::Openai),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            _ => None,
+        }
+    }
+}
+
 /// What the server's configuration says about models: the one provider of the environment, or a providers file.
 #[derive(Debug, Clone)]
 pub struct Settings {

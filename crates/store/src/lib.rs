@@ -393,6 +393,20 @@ pub enum SqliteSync {
     Full,
 }
 
+impl SqliteSync {
+    /// Every setting's name, as `QUIRE_SQLITE_SYNC` takes it.
+    pub const NAMES: [&'static str; 2] = ["normal", "full"];
+
+    /// The setting named `name`, if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "normal" => Some(SqliteSync::Normal),
+            "full" => Some(SqliteSync::Full),
+            _ => None,
+        }
+    }
+}
+
 /// The store as the rest of the server holds it.
 pub type DynStore = Arc<dyn Store>;
 

@@ -37,6 +37,9 @@ impl SignUpMode {
         }
     }
 
+    /// Every mode's name.
+    pub const NAMES: [&'static str; 3] = ["open", "invite", "closed"];
+
     /// The mode named `name`, if any.
     pub fn parse(name: &str) -> Option<Self> {
         match name {

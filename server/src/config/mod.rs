@@ -12,29 +12,14 @@ pub use store::SqliteSync;
 
 use crate::auth::JwtSecret;
 
-/// `QUIRE_LLM_PROVIDER`: the provider by its name.
-fn provider_kind(name: &str) -> Result<ProviderKind, String> {
-    match name.to_ascii_lowercase().as_str() {
-        "builtin" => Ok(ProviderKind::Builtin),
-        "openai" => Ok(ProviderKind::Openai),
-        "anthropic" => Ok(ProviderKind::Anthropic),
-        _ => Err(format!("`{name}` is not one of `builtin`, `openai`, `anthropic`")),
-    }
-}
-
-/// `QUIRE_SIGNUP`: the mode by its name.
-fn sign_up_mode(name: &str) -> Result<store::SignUpMode, String> {
-    store::SignUpMode::parse(&name.to_ascii_lowercase())
-        .ok_or_else(|| format!("`{name}` is not one of `open`, `invite`, `closed`"))
-}
-
-/// `QUIRE_SQLITE_SYNC`: the store's [`SqliteSync`] by its name.
-fn sqlite_sync(name: &str) -> Result<SqliteSync, String> {
-    match name.to_ascii_lowercase().as_str() {
-        "normal" => Ok(SqliteSync::Normal),
-        "full" => Ok(SqliteSync::Full),
-        _ => Err(format!("`{name}` is not one of `normal`, `full`")),
-    }
+/// A parser of the names `names`, each read with `parse`: `--help` lists the names and anything else is refused
+/// with them, as clap does for its own enums.
+fn one_of<T: Clone + Send + Sync + 'static>(
+    names: &'static [&'static str],
+    parse: fn(&str) -> Option<T>,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names).map(move |name| parse(&name).expect("every listed name parses"))
 }
 
 /// How log lines are written.
@@ -136,7 +121,7 @@ pub struct Config {
     pub database_url: Option<DatabaseUrl>,
 
     /// When a SQLite commit counts as done: `normal` (in the write-ahead log) or `full` (on the disk).
-    #[arg(long, env = "QUIRE_SQLITE_SYNC", value_parser = sqlite_sync, default_value = "normal")]
+    #[arg(long, env = "QUIRE_SQLITE_SYNC", value_parser = one_of(&SqliteSync::NAMES, SqliteSync::parse), default_value = "normal")]
     pub sqlite_sync: SqliteSync,
 
     /// PostgreSQL only: connections kept for rate-limit checks, apart from the pool of every other query, so
@@ -146,7 +131,7 @@ pub struct Config {
     pub rate_limit_connections: u32,
 
     /// Model provider.
-    #[arg(long, env = "QUIRE_LLM_PROVIDER", value_parser = provider_kind, default_value = "builtin")]
+    #[arg(long, env = "QUIRE_LLM_PROVIDER", value_parser = one_of(&ProviderKind::NAMES, ProviderKind::parse), default_value = "builtin")]
     pub llm_provider: ProviderKind,
 
     /// Model name sent to the provider (each provider has a default).
@@ -221,7 +206,7 @@ pub struct Config {
     /// Who may sign up once the first account (the administrator) exists: `open` (anyone), `invite` (with an
     /// invitation an administrator made) or `closed`. The default until an administrator changes it on the
     /// admin page, which every instance then follows.
-    #[arg(long, env = "QUIRE_SIGNUP", value_parser = sign_up_mode, default_value = "invite")]
+    #[arg(long, env = "QUIRE_SIGNUP", value_parser = one_of(&store::SignUpMode::NAMES, store::SignUpMode::parse), default_value = "invite")]
     pub signup: store::SignUpMode,
 
     /// Tokens (input and output) one person may spend in a UTC day (0 = no budget); an administrator may give
