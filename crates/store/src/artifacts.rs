@@ -424,6 +424,7 @@ stored_row! {
             Some(user_id) => VersionAuthor::Person { user_id },
             None => VersionAuthor::Assistant { model },
         },
+        request: None,
     }
 }
 

@@ -247,6 +247,7 @@ impl NewMessage {
             output_tokens: self.usage.output_tokens,
             model: self.model,
             created_at: created,
+            quote: None,
         }
     }
 }

@@ -481,6 +481,7 @@ stored_row! {
         status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
         input_tokens: input_tokens as u64,
         output_tokens: output_tokens as u64,
+        quote: None,
     }
 }
 

@@ -23,6 +23,10 @@ pub struct ArtifactVersion {
     /// Who wrote it.
     #[serde(default)]
     pub author: VersionAuthor,
+    /// The words of the request that caused it: the person's message, cut to [`REQUEST_EXCERPT_CHARS`]; `None`
+    /// for a person's edit or restore (made by hand) and for silent generation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }
@@ -111,7 +115,40 @@ pub enum DiffOp {
 pub struct DiffLine {
     pub op: DiffOp,
     pub text: String,
+    /// For a changed line (deleted or inserted with a counterpart on the other side): `text` in pieces, the words
+    /// that changed marked; empty for kept lines and for lines with no counterpart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<DiffPart>,
 }
+
+/// A piece of a changed line: words that changed, or words both sides share.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DiffPart {
+    pub changed: bool,
+    pub text: String,
+}
+
+/// `POST /api/artifacts/{id}/compare`: a text not saved yet (a person's draft), to compare with the current
+/// version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct CompareDraft {
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::ArtifactText, inline))]
+    pub content: String,
+}
+
+/// The answer to [`CompareDraft`]: the lines of the current version (`version`) turned into those of the draft.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DraftDiff {
+    pub version: i64,
+    pub lines: Vec<DiffLine>,
+}
+
+/// Longest excerpt of a request shown beside the version it caused, in characters.
+pub const REQUEST_EXCERPT_CHARS: usize = 300;
 
 /// `GET /api/artifacts/{id}/diff?from=&to=`: the lines of version `from` turned into those of version `to`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

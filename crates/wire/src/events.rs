@@ -173,6 +173,60 @@ impl ChatEvent {
     }
 }
 
+/// A change to a conversation that everyone watching it sees without a reload, from
+/// `GET /api/threads/{id}/changes` (SSE; the `event:` line carries [`ThreadChange::name`], the `data:` line the
+/// JSON of the variant's fields). Sent for every instance's changes, whoever made them: a person's save or
+/// restore, the assistant's new version, a deletion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum ThreadChange {
+    /// A document got a new version (or its first).
+    ArtifactSaved { artifact: Artifact },
+    /// A document was deleted with all its versions.
+    ArtifactDeleted { artifact_id: Uuid },
+}
+
+impl ThreadChange {
+    /// The SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ThreadChange::ArtifactSaved { .. } => "artifact_saved",
+            ThreadChange::ArtifactDeleted { .. } => "artifact_deleted",
+        }
+    }
+
+    /// The JSON of the SSE `data:` line.
+    pub fn data_json(&self) -> String {
+        let data = match self {
+            ThreadChange::ArtifactSaved { artifact } => serde_json::json!({ "artifact": artifact }),
+            ThreadChange::ArtifactDeleted { artifact_id } => serde_json::json!({ "artifact_id": artifact_id }),
+        };
+        data.to_string()
+    }
+
+    /// Rebuilds a change from its SSE name and data; `None` for a name this version does not know.
+    pub fn from_parts(name: &str, data: &str) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct Saved {
+            artifact: Artifact,
+        }
+        #[derive(Deserialize)]
+        struct Deleted {
+            artifact_id: Uuid,
+        }
+        match name {
+            "artifact_saved" => {
+                serde_json::from_str::<Saved>(data).ok().map(|d| ThreadChange::ArtifactSaved { artifact: d.artifact })
+            }
+            "artifact_deleted" => serde_json::from_str::<Deleted>(data)
+                .ok()
+                .map(|d| ThreadChange::ArtifactDeleted { artifact_id: d.artifact_id }),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -229,6 +283,23 @@ mod tests {
             }
         }
         events
+    }
+
+    #[test]
+    fn every_kind_of_change_round_trips() {
+        let artifact = match one_of_each().into_iter().find_map(|e| match e {
+            ChatEvent::ArtifactCreated { artifact } => Some(artifact),
+            _ => None,
+        }) {
+            Some(a) => a,
+            None => unreachable!("one_of_each has a document"),
+        };
+        for change in
+            [ThreadChange::ArtifactDeleted { artifact_id: artifact.id }, ThreadChange::ArtifactSaved { artifact }]
+        {
+            assert_eq!(ThreadChange::from_parts(change.name(), &change.data_json()), Some(change));
+        }
+        assert_eq!(ThreadChange::from_parts("later_kind", "{}"), None);
     }
 
     #[test]

@@ -222,6 +222,9 @@ pub struct ExportedArtifact {
     pub request_message_id: Option<Uuid>,
     #[serde(default)]
     pub assistant_message_id: Option<Uuid>,
+    /// Who wrote this version; a person's versions are the importing person's once imported.
+    #[serde(default)]
+    pub author: super::VersionAuthor,
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
 }

@@ -164,6 +164,9 @@ pub struct Message {
     /// The message it follows (its question, for an answer); none for a conversation's first messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_id: Option<Uuid>,
+    /// The passage of a document the person asked about ("Ask about this").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<Quote>,
 }
 
 impl Message {
@@ -182,6 +185,7 @@ impl Message {
             model: None,
             created_at: DateTime::UNIX_EPOCH,
             parent_id: None,
+            quote: None,
         }
     }
 }
@@ -360,7 +364,25 @@ pub struct ChatRequest {
     /// old branch kept) and is answered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_of: Option<Uuid>,
+    /// "Ask about this": a passage of one of the conversation's documents that the message is about; it is kept
+    /// with the message and shown to the model with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quote: Option<Quote>,
 }
+
+/// A passage of a document that a message is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Quote {
+    /// A document of the same conversation.
+    pub artifact_id: Uuid,
+    /// The passage, as the person selected it (at most [`MAX_QUOTE_CHARS`] characters, not blank).
+    pub text: String,
+}
+
+/// Longest quoted passage, in characters.
+pub const MAX_QUOTE_CHARS: usize = 4_000;
 
 /// `POST /api/threads/{id}/messages`: a person's message added to the conversation without asking the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -80,6 +80,7 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
                 version: a.version,
                 request_message_id: a.request_message_id,
                 assistant_message_id: a.assistant_message_id,
+                author: Default::default(),
                 created_at: a.created_at,
             })
             .collect(),

@@ -168,7 +168,7 @@ fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
                 similar::ChangeTag::Insert => DiffOp::Insert,
                 similar::ChangeTag::Delete => DiffOp::Delete,
             };
-            DiffLine { op, text: change.value().trim_end_matches(['\n', '\r']).to_string() }
+            DiffLine { op, text: change.value().trim_end_matches(['\n', '\r']).to_string(), parts: Vec::new() }
         })
         .collect()
 }

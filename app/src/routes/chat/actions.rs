@@ -179,7 +179,8 @@ impl ChatActions {
             let sent_id = sent.id;
             state.messages.update(|m| m.push(sent));
             start_answer(state);
-            let request = ChatRequest { content: content.clone(), artifact_generation: None, edit_of: None };
+            let request =
+                ChatRequest { content: content.clone(), artifact_generation: None, edit_of: None, quote: None };
             let mut started = false;
             let result = client::chat(id, &request, |event| {
                 started = true;
@@ -325,6 +326,7 @@ async fn generate_document(state: ChatState, id: Uuid, kind: ArtifactType) {
         content: format!("Generate {} from this conversation", kind.label()),
         artifact_generation: Some(true),
         edit_of: None,
+        quote: None,
     };
     let mut made = false;
     let mut failure = None;

@@ -163,7 +163,8 @@ async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
     let changed = actions.changed();
     let result = match &fork {
         Fork::Edit { of, content } => {
-            let request = ChatRequest { content: content.clone(), artifact_generation: None, edit_of: Some(*of) };
+            let request =
+                ChatRequest { content: content.clone(), artifact_generation: None, edit_of: Some(*of), quote: None };
             client::chat(id, &request, |event| state.apply(id, event, content, changed)).await
         }
         Fork::Answer { of } => {
