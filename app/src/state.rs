@@ -4,7 +4,9 @@
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::{Artifact, ArtifactType, Attachment, ChatEvent, Message, MessageStatus, Role, Thread, UserProfile};
+use crate::api::{
+    Artifact, ArtifactType, Attachment, ChatEvent, Message, MessageStatus, Quote, Role, Thread, UserProfile,
+};
 
 /// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
 #[derive(Clone, Copy)]
@@ -173,6 +175,16 @@ pub struct ChatState {
     /// The text in the message box; kept here so it survives the address changing when a first file creates
     /// the conversation.
     pub(crate) draft: RwSignal<String>,
+    /// The passage of a document the next message is about ("Ask about this"), shown above the message box.
+    pub(crate) quote: RwSignal<Option<QuoteDraft>>,
+}
+
+/// A passage picked with "Ask about this", waiting for the message that asks about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QuoteDraft {
+    pub quote: Quote,
+    /// The document's title, to show with the passage.
+    pub title: String,
 }
 
 impl ChatState {
@@ -194,6 +206,7 @@ impl ChatState {
             files: RwSignal::new(Vec::new()),
             pending: RwSignal::new(Vec::new()),
             draft: RwSignal::new(String::new()),
+            quote: RwSignal::new(None),
         }
     }
 
@@ -211,6 +224,7 @@ impl ChatState {
         self.files.set(Vec::new());
         self.pending.set(Vec::new());
         self.draft.set(String::new());
+        self.quote.set(None);
     }
 
     /// Applies one event of a typed turn of thread `id`.
@@ -258,11 +272,27 @@ impl ChatState {
         }
     }
 
+    /// Shows a document at a version the server sent: in the list, and in the viewer if it is open there. A
+    /// version older than the one shown (a change that arrived late) is ignored.
     pub(crate) fn upsert_artifact(&self, artifact: Artifact) {
-        self.artifacts.update(|list| match list.iter_mut().find(|a| a.id == artifact.id) {
-            Some(existing) => *existing = artifact,
+        let (id, version) = (artifact.id, artifact.version);
+        let newer = move |shown: &Artifact| shown.id == id && shown.version <= version;
+        if self.open.with_untracked(|open| open.as_ref().is_some_and(newer)) {
+            self.open.set(Some(artifact.clone()));
+        }
+        self.artifacts.update(|list| match list.iter_mut().find(|a| a.id == id) {
+            Some(existing) if newer(existing) => *existing = artifact,
+            Some(_) => {}
             None => list.push(artifact),
         });
+    }
+
+    /// Takes a deleted document off the page (and out of the viewer).
+    pub(crate) fn remove_artifact(&self, id: Uuid) {
+        self.artifacts.update(|list| list.retain(|a| a.id != id));
+        if self.open.with_untracked(|open| open.as_ref().is_some_and(|a| a.id == id)) {
+            self.open.set(None);
+        }
     }
 
     /// Turns the live answer into a message (when one was saved) and links the turn's documents to it.

@@ -12,8 +12,8 @@ use super::sse::SseParser;
 use super::{
     Artifact, ArtifactVersionList, AttachmentList, AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest,
     ContextRecord, CreateThread, DeleteAccountRequest, ErrorBody, HistoryStats, ImportResult, LoginRequest,
-    RegisterRequest, SearchResults, SessionList, TagList, Thread, ThreadDetail, ThreadList, UpdateThread, UserProfile,
-    VersionDiff,
+    RegisterRequest, SearchResults, SessionList, TagList, Thread, ThreadChange, ThreadDetail, ThreadList, UpdateThread,
+    UserProfile, VersionDiff,
 };
 
 /// Conversations per page of the sidebar.
@@ -311,6 +311,71 @@ pub async fn version_diff(id: Uuid, from: i64, to: i64) -> ApiResult<VersionDiff
     let (from, to) = (from.to_string(), to.to_string());
     let request = Request::get(&format!("/api/artifacts/{id}/diff")).query([("from", from), ("to", to)]);
     fetch(request).await
+}
+
+/// Why a person's save of a document was not taken.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SaveFailure {
+    /// Another version was saved since the one the edit began from: the document as it is now.
+    Conflict(Box<Artifact>),
+    Failed(ApiError),
+}
+
+/// `PUT /api/artifacts/{id}`: the document at its new version, or why not.
+pub async fn save_artifact(id: Uuid, body: &super::EditArtifact) -> Result<Artifact, SaveFailure> {
+    let response = send_json(Request::put(&format!("/api/artifacts/{id}")), body).await.map_err(SaveFailure::Failed)?;
+    if response.status() == 409 {
+        let text = response.text().await.map_err(|e| SaveFailure::Failed(network_error(e)))?;
+        return match serde_json::from_str::<super::VersionConflict>(&text) {
+            Ok(conflict) => Err(SaveFailure::Conflict(Box::new(conflict.current))),
+            Err(_) => Err(SaveFailure::Failed(match serde_json::from_str::<ErrorBody>(&text) {
+                Ok(body) => ApiError { status: 409, code: body.error.code, message: body.error.message },
+                Err(_) => ApiError { status: 409, code: "http".into(), message: "The server answered 409.".into() },
+            })),
+        };
+    }
+    read_json(response).await.map_err(SaveFailure::Failed)
+}
+
+/// `POST /api/artifacts/{id}/compare`: the current version's lines turned into those of `content`.
+pub async fn compare_draft(id: Uuid, content: String) -> ApiResult<super::DraftDiff> {
+    let body = super::CompareDraft { content };
+    read_json(send_json(Request::post(&format!("/api/artifacts/{id}/compare")), &body).await?).await
+}
+
+/// `GET /api/threads/{id}/changes`, followed while the returned value lives: each change of the conversation goes
+/// to `on_change`. The browser's `EventSource` reconnects by itself after a network failure.
+pub fn watch_changes(thread: Uuid, on_change: impl Fn(ThreadChange) + 'static) -> Option<ChangeWatch> {
+    use wasm_bindgen::closure::Closure;
+    let source = web_sys::EventSource::new(&format!("/api/threads/{thread}/changes")).ok()?;
+    let on_change = std::rc::Rc::new(on_change);
+    let listeners = ["artifact_saved", "artifact_deleted"]
+        .into_iter()
+        .map(|name| {
+            let on_change = on_change.clone();
+            let listener = Closure::<dyn Fn(web_sys::MessageEvent)>::new(move |event: web_sys::MessageEvent| {
+                let data = event.data().as_string().unwrap_or_default();
+                if let Some(change) = ThreadChange::from_parts(name, &data) {
+                    on_change(change);
+                }
+            });
+            let _ = source.add_event_listener_with_callback(name, listener.as_ref().unchecked_ref());
+            listener
+        })
+        .collect();
+    Some(ChangeWatch { source, _listeners: listeners })
+}
+
+/// A conversation's change stream; closed when dropped.
+pub struct ChangeWatch {
+    source: web_sys::EventSource,
+    _listeners: Vec<wasm_bindgen::closure::Closure<dyn Fn(web_sys::MessageEvent)>>,
+}
+
+impl Drop for ChangeWatch {
+    fn drop(&mut self) {
+        self.source.close();
+    }
 }
 
 /// `POST /api/artifacts/{id}/versions/{version}/restore`: the document at its new version.

@@ -3,7 +3,8 @@
 use leptos::html;
 use leptos::prelude::*;
 
-use crate::api::Artifact;
+use crate::api::{export_url, Artifact, ExportFormat, MAX_QUOTE_CHARS};
+use crate::components::artifact_editor::ArtifactEditor;
 use crate::components::versions::VersionList;
 use crate::markdown::to_safe_html;
 
@@ -30,28 +31,43 @@ pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact
     }
 }
 
-/// The document viewer, whose code is loaded when a document is first opened (split out of the main wasm bundle in
-/// release builds). `on_restored` gets the document once an earlier version was brought back.
-#[lazy]
-pub fn artifact_viewer(
-    artifact: Artifact,
-    on_close: Callback<()>,
-    on_delete: Callback<Artifact>,
-    on_restored: Callback<Artifact>,
-) -> AnyView {
-    view! { <ArtifactViewer artifact on_close on_delete on_restored/> }.into_any()
+/// What the viewer does with the document: read it, or edit it (its Markdown source beside a preview).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Mode {
+    Reading,
+    Editing,
 }
 
-/// The open document: rendered Markdown, exports, delete, and its versions. Focus moves into it when it opens;
-/// Escape closes it.
+/// What the person chose in the viewer, for the page to carry out.
+#[derive(Clone, Copy)]
+pub struct ViewerActions {
+    pub close: Callback<()>,
+    pub delete: Callback<Artifact>,
+    /// A version was saved here (an edit, or an earlier version restored): the document at that version.
+    pub saved: Callback<Artifact>,
+    /// "Ask about this": the document and the passage selected in it.
+    pub ask: Callback<(Artifact, String)>,
+}
+
+/// The document viewer, whose code is loaded when a document is first opened (split out of the main wasm bundle in
+/// release builds). It follows `document` as newer versions arrive (saved here, by the assistant, or in another
+/// window), and stays open, in the same mode, while they do.
+#[lazy]
+pub fn artifact_viewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> AnyView {
+    view! { <ArtifactViewer document actions/> }.into_any()
+}
+
+/// The open document: rendered Markdown, Edit, Ask about this, exports, delete, and its versions. Focus moves into
+/// it when it opens; Escape closes it (in edit mode, it leaves edit mode, asking first if there are changes).
 #[component]
-fn ArtifactViewer(
-    artifact: Artifact,
-    #[prop(into)] on_close: Callback<()>,
-    #[prop(into)] on_delete: Callback<Artifact>,
-    #[prop(into)] on_restored: Callback<Artifact>,
-) -> impl IntoView {
+fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> impl IntoView {
     let confirming = RwSignal::new(false);
+    let mode = RwSignal::new(Mode::Reading);
+    // Unsaved changes of the editor, and what to do once the person agreed to drop them.
+    let dirty = RwSignal::new(false);
+    let leaving = RwSignal::new(None::<Leave>);
+    let selection = RwSignal::new(None::<String>);
+    let status = RwSignal::new(None::<String>);
     let close_button = NodeRef::<html::Button>::new();
     // Once the viewer is on the page (a detached element cannot take focus).
     Effect::new(move |_| {
@@ -61,48 +77,168 @@ fn ArtifactViewer(
             });
         }
     });
-    let export = |format: &str| format!("/api/artifacts/{}/export?format={format}", artifact.id);
-    let (md, pdf, docx) = (export("md"), export("pdf"), export("docx"));
-    let html = to_safe_html(&artifact.content);
-    let title = artifact.title.clone();
-    let for_delete = artifact.clone();
-    // On the window: Escape closes the viewer wherever focus is (a removed button leaves it on the page's body).
+    let leave = move |to: Leave| {
+        if mode.get_untracked() == Mode::Editing && dirty.get_untracked() {
+            leaving.set(Some(to));
+        } else {
+            go(to, mode, dirty, actions.close);
+        }
+    };
+    // On the window: Escape works wherever focus is (a removed button leaves it on the page's body).
     let escape = window_event_listener(leptos::ev::keydown, move |ev| {
-        if ev.key() == "Escape" {
-            on_close.run(());
+        if ev.key() != "Escape" {
+            return;
+        }
+        if leaving.get_untracked().is_some() {
+            leaving.set(None);
+        } else if mode.get_untracked() == Mode::Editing {
+            leave(Leave::Edit);
+        } else {
+            actions.close.run(());
         }
     });
-    on_cleanup(move || escape.remove());
+    // Leaving the page with unsaved changes asks first.
+    let unload = window_event_listener(leptos::ev::beforeunload, move |ev| {
+        if mode.get_untracked() == Mode::Editing && dirty.get_untracked() {
+            ev.prevent_default();
+            ev.set_return_value("You have unsaved changes.");
+        }
+    });
+    on_cleanup(move || {
+        escape.remove();
+        unload.remove();
+    });
+    let title = move || document.with(|d| d.as_ref().map(|d| d.title.clone()).unwrap_or_default());
+    let kind = move || document.with(|d| d.as_ref().map(|d| d.artifact_type.label()).unwrap_or_default());
+    let html = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| to_safe_html(&d.content)).unwrap_or_default()));
+    let shown = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| (d.id, d.version))));
+    // The viewer opens on one document and is redrawn for another.
+    let id = shown.get_untracked().map(|(id, _)| id).unwrap_or_default();
+    let export = move |format: ExportFormat| export_url(id, format, None);
+    // The version the editor began from, while it is open: a newer one arriving meanwhile is announced.
+    let editing_from = RwSignal::new(None::<i64>);
+    Effect::new(move |_| {
+        if let (Some((_, now)), Some(from)) = (shown.get(), editing_from.get_untracked()) {
+            if now > from && mode.get_untracked() == Mode::Editing {
+                status.set(Some(format!(
+                    "Version {now} was saved while you were editing. Saving will show you both to choose from."
+                )));
+            }
+        }
+    });
+    let on_select = move || selection.set(selected_text());
+    let ask = move |_| {
+        if let (Some(text), Some(doc)) = (selection.get_untracked(), document.get_untracked()) {
+            actions.ask.run((doc, text));
+        }
+    };
+    let saved = Callback::new(move |artifact: Artifact| {
+        status.set(Some(format!("Saved as version {}.", artifact.version)));
+        editing_from.set(None);
+        dirty.set(false);
+        mode.set(Mode::Reading);
+        actions.saved.run(artifact);
+    });
+    let dropped = Callback::new(move |artifact: Artifact| {
+        status.set(Some(format!("Your changes were dropped: this is version {}.", artifact.version)));
+        editing_from.set(None);
+        dirty.set(false);
+        mode.set(Mode::Reading);
+        actions.saved.run(artifact);
+    });
+    let start_editing = move |_| {
+        status.set(None);
+        selection.set(None);
+        editing_from.set(shown.get_untracked().map(|(_, v)| v));
+        mode.set(Mode::Editing);
+    };
+    let stop_editing = Callback::new(move |_| leave(Leave::Edit));
     view! {
-        <div class="viewer-backdrop" on:click=move |_| on_close.run(())></div>
-        <div class="viewer" role="dialog" aria-modal="true" aria-label=title.clone()>
+        <div class="viewer-backdrop" on:click=move |_| leave(Leave::Close)></div>
+        <div class="viewer" class:editing=move || mode.get() == Mode::Editing role="dialog" aria-modal="true"
+            aria-label=title>
             <header class="viewer-head">
                 <div>
-                    <span class="artifact-type">{artifact.artifact_type.label()}</span>
-                    <h2>{title.clone()}</h2>
+                    <span class="artifact-type">{kind}</span>
+                    <h2>{title}</h2>
                 </div>
                 <button type="button" class="icon-button" aria-label="Close" node_ref=close_button
-                    on:click=move |_| on_close.run(())>"✕"</button>
+                    on:click=move |_| leave(Leave::Close)>"✕"</button>
             </header>
-            <div class="viewer-actions">
-                <a class="button" href=md download>"Export Markdown"</a>
-                <a class="button" href=pdf download>"Export PDF"</a>
-                <a class="button" href=docx download>"Export Word"</a>
-                {move || if confirming.get() {
-                    let artifact = for_delete.clone();
-                    view! {
-                        <span class="confirm">
-                            "Delete this document? "
-                            <button type="button" class="danger" on:click=move |_| on_delete.run(artifact.clone())>"Delete document"</button>
-                            <button type="button" on:click=move |_| confirming.set(false)>"Keep"</button>
-                        </span>
-                    }.into_any()
-                } else {
-                    view! { <button type="button" on:click=move |_| confirming.set(true)>"Delete"</button> }.into_any()
-                }}
-            </div>
-            <article class="viewer-body md" inner_html=html></article>
-            <VersionList artifact=artifact.id current=artifact.version on_restored/>
+            {move || leaving.get().map(|to| view! {
+                <div class="confirm unsaved" role="alertdialog" aria-label="Unsaved changes" aria-describedby="unsaved-text">
+                    <span id="unsaved-text">"Your changes are not saved. Leave without saving them?"</span>
+                    <button type="button" class="danger" on:click=move |_| {
+                        leaving.set(None);
+                        go(to, mode, dirty, actions.close);
+                    }>"Discard changes"</button>
+                    <button type="button" on:click=move |_| leaving.set(None)>"Keep editing"</button>
+                </div>
+            })}
+            <p class="viewer-status" role="status">{move || status.get()}</p>
+            {move || match mode.get() {
+                // Read once: the editor keeps the person's text while newer versions arrive.
+                Mode::Editing => document.get_untracked().map(|doc| {
+                    let base = editing_from.get_untracked().unwrap_or(doc.version);
+                    view! { <ArtifactEditor document=doc base dirty on_saved=saved on_dropped=dropped on_cancel=stop_editing/> }
+                }).into_any(),
+                Mode::Reading => view! {
+                    <div class="viewer-actions">
+                        <button type="button" class="primary" on:click=start_editing>"Edit"</button>
+                        {move || selection.get().is_some().then(|| view! {
+                            <button type="button" on:click=ask>"Ask about this"</button>
+                        })}
+                        <a class="button" href=export(ExportFormat::Md) download>"Export Markdown"</a>
+                        <a class="button" href=export(ExportFormat::Pdf) download>"Export PDF"</a>
+                        <a class="button" href=export(ExportFormat::Docx) download>"Export Word"</a>
+                        {move || if confirming.get() {
+                            view! {
+                                <span class="confirm">
+                                    "Delete this document? "
+                                    <button type="button" class="danger" on:click=move |_| {
+                                        if let Some(doc) = document.get_untracked() {
+                                            actions.delete.run(doc);
+                                        }
+                                    }>"Delete document"</button>
+                                    <button type="button" on:click=move |_| confirming.set(false)>"Keep"</button>
+                                </span>
+                            }.into_any()
+                        } else {
+                            view! { <button type="button" on:click=move |_| confirming.set(true)>"Delete"</button> }.into_any()
+                        }}
+                    </div>
+                    <article class="viewer-body md" inner_html=move || html.get() on:mouseup=move |_| on_select()
+                        on:keyup=move |_| on_select()></article>
+                }
+                .into_any(),
+            }}
+            {move || (mode.get() == Mode::Reading).then(|| shown.get().map(|(artifact, current)| view! {
+                <VersionList artifact current on_restored=actions.saved/>
+            }))}
         </div>
     }
+}
+
+/// Where the person goes from the editor.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Leave {
+    /// Back to reading the document.
+    Edit,
+    /// Out of the viewer.
+    Close,
+}
+
+fn go(to: Leave, mode: RwSignal<Mode>, dirty: RwSignal<bool>, close: Callback<()>) {
+    dirty.set(false);
+    match to {
+        Leave::Edit => mode.set(Mode::Reading),
+        Leave::Close => close.run(()),
+    }
+}
+
+/// The text selected on the page, trimmed; `None` when there is none or it is longer than a quote may be.
+fn selected_text() -> Option<String> {
+    let text = web_sys::window()?.get_selection().ok()??.to_string().as_string()?;
+    let text = text.trim();
+    (!text.is_empty() && text.chars().count() <= MAX_QUOTE_CHARS).then(|| text.to_string())
 }

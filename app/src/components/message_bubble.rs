@@ -17,6 +17,9 @@ pub fn MessageBubble(
     #[prop(optional)] streaming: bool,
     #[prop(optional)] saved: Option<(Uuid, Uuid)>,
     #[prop(into, optional)] highlighted: Option<Signal<bool>>,
+    /// The passage of a document the message asks about: the document's title and the passage.
+    #[prop(optional_no_strip)]
+    quote: Option<(String, String)>,
     #[prop(optional)] children: Option<Children>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
@@ -50,6 +53,12 @@ pub fn MessageBubble(
             class:highlighted=move || highlighted.get()
             aria-current=move || highlighted.get().then_some("true")
         >
+            {quote.map(|(title, text)| view! {
+                <blockquote class="message-quote" data-testid="message-quote">
+                    <span class="quote-source">{format!("About “{title}”")}</span>
+                    <span class="quote-text">{text}</span>
+                </blockquote>
+            })}
             {body}
             {move || note().map(|n| view! { <p class="bubble-note">{n}</p> })}
             {saved.filter(|_| role == Role::Assistant && !streaming).map(|(message_id, thread_id)| view! {

@@ -2,9 +2,11 @@
 
 pub mod app_bar;
 pub mod artifact_card;
+pub mod artifact_editor;
 pub mod artifacts_panel;
 pub mod counted_list;
 pub mod day_chart;
+pub mod diff_view;
 pub mod form_note;
 pub mod generate_menu;
 pub mod message_bubble;

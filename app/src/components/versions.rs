@@ -5,7 +5,8 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, ArtifactVersion, DiffLine, DiffOp, VersionAuthor, VersionDiff};
+use crate::api::{client, Artifact, ArtifactVersion, VersionAuthor, VersionDiff};
+use crate::components::diff_view::diff_lines;
 use crate::format::moment;
 
 /// The versions of document `artifact`, whose current version is `current`.
@@ -57,15 +58,20 @@ pub fn VersionList(artifact: Uuid, current: i64, on_restored: Callback<Artifact>
     }
 }
 
-/// Who wrote a version, as the list says it: "Edited by you", or the assistant with its model.
-fn written_by(version: &ArtifactVersion) -> String {
+/// Who wrote a version and why, as the list says it: "Edited by you", or the assistant with its model and the
+/// request it answered ("Revised by the assistant (model) for: 'slots should be 45 minutes'").
+pub(crate) fn written_by(version: &ArtifactVersion) -> String {
     match &version.author {
         VersionAuthor::Person { .. } => "Edited by you".to_string(),
         VersionAuthor::Assistant { model } => {
             let verb = if version.version == 1 { "Written" } else { "Revised" };
-            match model {
+            let by = match model {
                 Some(model) => format!("{verb} by the assistant ({model})"),
                 None => format!("{verb} by the assistant"),
+            };
+            match version.request.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+                Some(request) => format!("{by} for: '{request}'"),
+                None => by,
             }
         }
     }
@@ -140,22 +146,8 @@ fn VersionCompare(artifact: Uuid, numbers: Vec<i64>, from: RwSignal<i64>, to: Rw
             {move || match diff.get() {
                 None => view! { <p class="list-status">"Comparing…"</p> }.into_any(),
                 Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),
-                Some(Ok(d)) if d.lines.iter().all(|l| l.op == DiffOp::Equal) => {
-                    view! { <p class="list-status">"These versions are the same."</p> }.into_any()
-                }
-                Some(Ok(d)) => d.lines.into_iter().map(diff_line).collect_view().into_any(),
+                Some(Ok(d)) => diff_lines(d.lines, "These versions are the same."),
             }}
         </div>
     }
-}
-
-/// A line of the diff: removed lines struck through, added ones marked, with a sign for those who cannot see
-/// the colours.
-fn diff_line(line: DiffLine) -> impl IntoView {
-    let (class, sign, text) = match line.op {
-        DiffOp::Equal => ("diff-line", " ", line.text.into_any()),
-        DiffOp::Insert => ("diff-line diff-insert", "+", view! { <ins>{line.text}</ins> }.into_any()),
-        DiffOp::Delete => ("diff-line diff-delete", "−", view! { <del>{line.text}</del> }.into_any()),
-    };
-    view! { <div class=class><span class="diff-sign" aria-hidden="true">{sign}</span>{text}</div> }
 }

@@ -175,12 +175,19 @@ impl ChatActions {
                 state.busy.set(false);
                 return;
             };
-            let sent = local_message(id, Role::User, content.clone());
+            let quote = state.quote.get_untracked();
+            let mut sent = local_message(id, Role::User, content.clone());
+            sent.quote = quote.as_ref().map(|q| q.quote.clone());
             let sent_id = sent.id;
             state.messages.update(|m| m.push(sent));
+            state.quote.set(None);
             start_answer(state);
-            let request =
-                ChatRequest { content: content.clone(), artifact_generation: None, edit_of: None, quote: None };
+            let request = ChatRequest {
+                content: content.clone(),
+                artifact_generation: None,
+                edit_of: None,
+                quote: quote.as_ref().map(|q| q.quote.clone()),
+            };
             let mut started = false;
             let result = client::chat(id, &request, |event| {
                 started = true;
@@ -192,6 +199,7 @@ impl ChatActions {
                     // Not saved: drop the optimistic bubble and give the text back.
                     state.messages.update(|m| m.retain(|x| x.id != sent_id));
                     self.draft.set(content.clone());
+                    state.quote.set(quote);
                 }
                 // An answer with an error status: the server did not save the message. A network failure may have
                 // come before or after it did.

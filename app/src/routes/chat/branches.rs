@@ -214,12 +214,19 @@ pub(super) fn MessageRow(message: Message, actions: ChatActions, highlighted: Si
                 .into_any();
         }
         let (role, content, status) = (m.role, m.content.clone(), m.status);
+        let quote = m.quote.clone().map(|q| {
+            let state = expect_context::<crate::state::ChatState>();
+            let title = state
+                .artifacts
+                .with_untracked(|list| list.iter().find(|a| a.id == q.artifact_id).map(|a| a.title.clone()));
+            (title.unwrap_or_else(|| "a document".to_string()), q.text)
+        });
         // Which model wrote an answer.
         let written_by = m.model.clone().filter(|_| role == Role::Assistant).map(|model| {
             view! { <span class="answer-model" data-testid="answer-model" title="Model">{model}</span> }
         });
         view! {
-            <MessageBubble role content status saved=(m.id, m.thread_id) highlighted>
+            <MessageBubble role content status saved=(m.id, m.thread_id) highlighted quote>
                 {written_by}
                 <MessageTools id role actions/>
             </MessageBubble>

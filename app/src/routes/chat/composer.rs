@@ -63,6 +63,14 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
             {move || has_files.get().then(|| view! {
                 <Suspense fallback=|| ()>{Suspend::new(attachment_chips(pending, remove))}</Suspense>
             })}
+            {move || state.quote.get().map(|q| view! {
+                <div class="quote-chip" data-testid="quote-chip" role="group" aria-label="Passage you are asking about">
+                    <span class="quote-source">{format!("About “{}”", q.title)}</span>
+                    <blockquote>{q.quote.text}</blockquote>
+                    <button type="button" class="icon-button" aria-label="Remove the quoted passage"
+                        on:click=move |_| state.quote.set(None)>"✕"</button>
+                </div>
+            })}
             <form class="composer" on:submit=move |ev| ev.prevent_default()>
                 <GenerateMenu disabled=no_thread on_pick=generate/>
                 <button type="button" class="attach-button" aria-label="Attach files" title="Attach files (.txt, .md, .pdf)"

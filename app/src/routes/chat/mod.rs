@@ -14,10 +14,10 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, Role};
-use crate::components::artifact_card::artifact_viewer;
+use crate::api::{client, Artifact, Quote, Role, ThreadChange};
+use crate::components::artifact_card::{artifact_viewer, ViewerActions};
 use crate::components::artifacts_panel::ARTIFACTS_TOGGLE_ID;
-use crate::state::{ChatState, ErrorNote, LiveAnswer, ThreadsChanged};
+use crate::state::{ChatState, ErrorNote, LiveAnswer, QuoteDraft, ThreadsChanged};
 use actions::ChatActions;
 use branches::DeleteMessageDialog;
 use budget_banner::BudgetBanner;
@@ -114,12 +114,42 @@ pub fn ChatPage() -> impl IntoView {
         }
         now_open
     });
-    let close_viewer = Callback::new(move |_| open.set(None));
-    let delete_artifact = Callback::new(move |a: Artifact| actions.delete_artifact(a));
-    let restored = Callback::new(move |a: Artifact| {
-        state.upsert_artifact(a.clone());
-        open.set(Some(a));
+    // Everyone watching the conversation sees its documents change: saved here, by the assistant, or elsewhere.
+    let watch = StoredValue::new_local(None::<client::ChangeWatch>);
+    Effect::new(move |_| {
+        let id = current.get();
+        watch.set_value(None);
+        if let Some(id) = id {
+            let on_change = move |change| {
+                if current.get_untracked() != Some(id) {
+                    return;
+                }
+                match change {
+                    ThreadChange::ArtifactSaved { artifact } => state.upsert_artifact(artifact),
+                    ThreadChange::ArtifactDeleted { artifact_id } => state.remove_artifact(artifact_id),
+                }
+            };
+            watch.set_value(client::watch_changes(id, on_change));
+        }
     });
+    on_cleanup(move || watch.set_value(None));
+
+    // The viewer is drawn once per document opened, and follows that document's versions.
+    let open_id = Memo::new(move |_| open.with(|a| a.as_ref().map(|a| a.id)));
+    let document = Memo::new(move |_| open.get());
+    let viewer = ViewerActions {
+        close: Callback::new(move |_| open.set(None)),
+        delete: Callback::new(move |a: Artifact| actions.delete_artifact(a)),
+        saved: Callback::new(move |a: Artifact| {
+            state.upsert_artifact(a.clone());
+            open.set(Some(a));
+        }),
+        ask: Callback::new(move |(a, text): (Artifact, String)| {
+            state.quote.set(Some(QuoteDraft { quote: Quote { artifact_id: a.id, text }, title: a.title }));
+            open.set(None);
+            focus_message_box();
+        }),
+    };
     let remove_file = Callback::new(move |f| actions.remove_file(f));
     let choose_model = Callback::new(move |choice| actions.choose_model(choice));
 
@@ -131,11 +161,23 @@ pub fn ChatPage() -> impl IntoView {
             <BudgetBanner state/>
             <Composer state actions/>
             <DeleteMessageDialog actions/>
-            {move || open.get().map(|a| view! {
-                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(a, close_viewer, delete_artifact, restored))}</Suspense>
+            {move || open_id.get().map(|_| view! {
+                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(document, viewer))}</Suspense>
             })}
         </section>
     }
+}
+
+/// Puts focus in the message box once the page has drawn it.
+fn focus_message_box() {
+    use wasm_bindgen::JsCast;
+    request_animation_frame(|| {
+        let Some(page) = web_sys::window().and_then(|w| w.document()) else { return };
+        let found = page.query_selector("textarea[aria-label=Message]").ok().flatten();
+        if let Some(box_) = found.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
+            let _ = box_.focus();
+        }
+    });
 }
 
 /// The element that has focus, if it is one that can take it back.
