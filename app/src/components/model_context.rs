@@ -43,6 +43,17 @@ fn excerpt(text: &str) -> String {
     shortened(&text.split_whitespace().collect::<Vec<_>>().join(" "), EXCERPT_CHARS)
 }
 
+/// A message's excerpt, after the passage it asked about (which the model was shown with it).
+fn with_quote(message: &Message, artifacts: &[Artifact]) -> String {
+    match &message.quote {
+        None => excerpt(&message.content),
+        Some(quote) => {
+            let title = artifacts.iter().find(|a| a.id == quote.artifact_id).map_or("a document", |a| a.title.as_str());
+            format!("About “{title}”: “{}” — {}", excerpt(&quote.text), excerpt(&message.content))
+        }
+    }
+}
+
 fn who(role: Role) -> &'static str {
     match role {
         Role::User => "You",
@@ -75,7 +86,7 @@ fn filtered_reason(id: Uuid, messages: &[Message], artifacts: &[Artifact], filte
 /// Puts the record's message ids next to the messages of the conversation (`messages`, `artifacts`).
 pub fn describe(answer: Uuid, record: ContextRecord, messages: &[Message], artifacts: &[Artifact]) -> ContextView {
     let seen = |id: &Uuid, reason: String| match messages.iter().find(|m| m.id == *id) {
-        Some(m) => SeenMessage { who: who(m.role), excerpt: excerpt(&m.content), reason },
+        Some(m) => SeenMessage { who: who(m.role), excerpt: with_quote(m, artifacts), reason },
         None => SeenMessage { who: "Deleted", excerpt: "(this message has since been deleted)".to_string(), reason },
     };
     ContextView {
@@ -268,6 +279,26 @@ mod tests {
         assert_eq!(view.metered, Some((60, 6)));
         assert_eq!(view.passages.len(), 1);
         assert_eq!(view.passages[0].filename, "notes.md");
+    }
+
+    #[test]
+    fn a_message_about_a_passage_shows_the_passage() {
+        let mut asked = message(1, Role::User, "Make it 45");
+        asked.quote = Some(crate::api::Quote { artifact_id: Uuid::from_u128(9), text: "Slots are 30 minutes".into() });
+        let artifact = Artifact {
+            id: Uuid::from_u128(9),
+            thread_id: Uuid::nil(),
+            artifact_type: ArtifactType::RequirementsDoc,
+            title: "Salon".into(),
+            content: String::new(),
+            version: 1,
+            request_message_id: None,
+            assistant_message_id: None,
+            created_at: Default::default(),
+        };
+        let record = ContextRecord { included: vec![asked.id], ..Default::default() };
+        let view = describe(Uuid::from_u128(2), record, std::slice::from_ref(&asked), &[artifact]);
+        assert_eq!(view.included[0].excerpt, "About “Salon”: “Slots are 30 minutes” — Make it 45");
     }
 
     #[test]
