@@ -301,6 +301,11 @@ pub async fn delete_attachment(thread: Uuid, attachment: Uuid) -> ApiResult<()> 
     expect_empty(Request::delete(&format!("/api/threads/{thread}/attachments/{attachment}")).send().await).await
 }
 
+/// `GET /api/threads/{id}/artifacts`: the conversation's documents at their current versions.
+pub async fn list_artifacts(thread: Uuid) -> ApiResult<super::ArtifactList> {
+    fetch(Request::get(&format!("/api/threads/{thread}/artifacts"))).await
+}
+
 /// `GET /api/artifacts/{id}/versions`.
 pub async fn artifact_versions(id: Uuid) -> ApiResult<ArtifactVersionList> {
     fetch(Request::get(&format!("/api/artifacts/{id}/versions"))).await

@@ -115,11 +115,19 @@ pub fn ChatPage() -> impl IntoView {
         now_open
     });
     // Everyone watching the conversation sees its documents change: saved here, by the assistant, or elsewhere.
+    // A hidden tab lets go of its stream (browsers allow a few connections per server, and every open tab would
+    // hold one) and catches up on the documents when it is shown again.
     let watch = StoredValue::new_local(None::<client::ChangeWatch>);
-    Effect::new(move |_| {
-        let id = current.get();
+    let shown = RwSignal::new(page_visible());
+    let visibility = window_event_listener(leptos::ev::visibilitychange, move |_| shown.set(page_visible()));
+    on_cleanup(move || visibility.remove());
+    Effect::new(move |was: Option<(Option<Uuid>, bool)>| {
+        let (id, visible) = (current.get(), shown.get());
         watch.set_value(None);
-        if let Some(id) = id {
+        if let (Some(id), true) = (id, visible) {
+            if was.is_some_and(|(before, seen)| before == Some(id) && !seen) {
+                catch_up(state, id);
+            }
             let on_change = move |change| {
                 if current.get_untracked() != Some(id) {
                     return;
@@ -131,6 +139,7 @@ pub fn ChatPage() -> impl IntoView {
             };
             watch.set_value(client::watch_changes(id, on_change));
         }
+        (id, visible)
     });
     on_cleanup(move || watch.set_value(None));
 
@@ -166,6 +175,34 @@ pub fn ChatPage() -> impl IntoView {
             })}
         </section>
     }
+}
+
+/// Whether the page is on screen (not in a background tab or a minimised window).
+fn page_visible() -> bool {
+    web_sys::window()
+        .and_then(|w| w.document())
+        .is_none_or(|d| d.visibility_state() != web_sys::VisibilityState::Hidden)
+}
+
+/// Reads conversation `id`'s documents again, for a tab that was hidden while they may have changed.
+fn catch_up(state: ChatState, id: Uuid) {
+    spawn_local(async move {
+        if let Ok(list) = client::list_artifacts(id).await {
+            if state.current.get_untracked() != Some(id) {
+                return;
+            }
+            let kept: Vec<Uuid> = list.artifacts.iter().map(|a| a.id).collect();
+            let gone: Vec<Uuid> = state
+                .artifacts
+                .with_untracked(|shown| shown.iter().map(|a| a.id).filter(|a| !kept.contains(a)).collect());
+            for artifact in gone {
+                state.remove_artifact(artifact);
+            }
+            for artifact in list.artifacts {
+                state.upsert_artifact(artifact);
+            }
+        }
+    });
 }
 
 /// Puts focus in the message box once the page has drawn it.
