@@ -43,7 +43,8 @@ fn document_chars() -> usize {
     }
 }
 
-/// A Markdown document of exactly `chars` characters (ASCII): a heading every 20 lines, lines of one sentence.
+/// A Markdown document of exactly `chars` characters (ASCII): a heading every 20 lines, lines of one sentence, each
+/// line ended.
 fn document(chars: usize, gen: &mut TextGen) -> String {
     let mut out = String::from("# Booking service requirements\n\n");
     let mut line = 0;
@@ -55,7 +56,11 @@ fn document(chars: usize, gen: &mut TextGen) -> String {
         out.push('\n');
         line += 1;
     }
-    out.truncate(chars);
+    // Cut at the end of a line, filled with a last line of one letter to the exact length.
+    out.truncate(out[..(chars - 1).min(out.len())].rfind('\n').map_or(0, |end| end + 1));
+    let rest = chars.saturating_sub(out.len() + 1);
+    out.push_str(&"x".repeat(rest));
+    out.push('\n');
     out
 }
 
@@ -152,11 +157,14 @@ fn save_benches(c: &mut Criterion) {
         group.bench_function(*backend, |b| {
             b.to_async(&rt).iter_batched(
                 || {
-                    // One line, a different one each time, gets a word more.
+                    // One line, a different one each time, has its first word rewritten; the document keeps its
+                    // length (it is as long as a document may be).
                     let n = version.get() as usize;
                     let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
                     let at = n * 7 % edited.len();
-                    edited[at].push_str(&format!(" edit{n}"));
+                    let mark = format!("e{n:07}");
+                    let kept = edited[at].len().min(mark.len());
+                    edited[at].replace_range(..kept, &mark[..kept]);
                     let base = version.get();
                     version.set(base + 1);
                     (edited.join("\n"), base)
