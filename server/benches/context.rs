@@ -22,7 +22,7 @@ use chrono::{Duration, Utc};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use llm::tokens::count_tokens;
 use quire::chat::context::{self, ContextInput, DEFAULT_BUDGET};
-use store::history::{ImportArtifact, ImportMessage, ImportThread};
+use store::history::{ImportArtifact, ImportMessage, ImportThread, ImportVersion};
 use store::NewUser;
 use text::TextGen;
 use wire::{ArtifactType, Role};
@@ -41,14 +41,14 @@ fn conversation(n: usize, gen: &mut TextGen) -> ImportThread {
         .collect();
     let mut artifacts = Vec::new();
     for (k, request) in (0..n).step_by(20).enumerate() {
+        let version = if k % 5 == 0 { 2 } else { 1 };
+        let at = start + Duration::seconds(request as i64);
         artifacts.push(ImportArtifact {
             artifact_type: ArtifactType::UserStories,
-            title: format!("Stories {k}"),
-            content: gen.prose(2_000),
-            version: if k % 5 == 0 { 2 } else { 1 },
             request_message: Some(request),
             assistant_message: Some((request + 1).min(n - 1)),
-            created_at: start + Duration::seconds(request as i64),
+            earlier: Vec::new(),
+            current: ImportVersion::new(version, format!("Stories {k}"), gen.prose(2_000), at),
         });
     }
     ImportThread::new("Benchmark conversation", start, messages, artifacts)

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wire::{Artifact, ArtifactType, ArtifactVersion, VersionAuthor};
+use wire::{Artifact, ArtifactType, ArtifactVersion, VersionAuthor, REQUEST_EXCERPT_CHARS};
 
 use super::columns::{convert, shared_sql, stored_row};
 use super::threads::found;
@@ -180,6 +180,19 @@ shared_sql! {
         convert(rows)
     }
 
+    /// Every version of the person's documents of `thread`: documents oldest first, each one's versions oldest
+    /// first.
+    pub(crate) async fn thread_versions(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Vec<ArtifactVersion>> {
+        let sql = format!("{VERSIONS} where a.thread_id = $1 and a.user_id = $2 order by a.created_at, a.pk, v.version");
+        let rows: Vec<VersionRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
+        convert(rows)
+    }
+
     /// One version of the person's document.
     pub(crate) async fn artifact_version(
         conn: &mut D::Connection,
@@ -270,6 +283,9 @@ pub trait Artifacts: Send + Sync {
     async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact>;
     /// Every version of a document, oldest first; `NotFound` when it is missing or another user's.
     async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>>;
+    /// Every version of every document of the thread: documents oldest first, each one's versions oldest first;
+    /// empty for a thread that is missing or another user's.
+    async fn list_thread_artifact_versions(&self, user: Uuid, thread: Uuid) -> Result<Vec<ArtifactVersion>>;
     /// The thread's requests that produced a document or a later version of one, or that one answers besides
     /// (what the model no longer sees), each with the answer that made the document when known, in no
     /// particular order; empty for a thread that is missing or another user's.
@@ -301,12 +317,17 @@ impl NewArtifact {
 pub(crate) const ARTIFACT_COLUMNS: &str =
     "id, thread_id, artifact_type, title, content, version, request_message_id, assistant_message_id, created_at";
 
-/// The versions of documents (`v`, of the document `a`) as [`VersionRow`]s. The first version's request is kept
-/// on the document.
+/// The versions of documents (`v`, of the document `a`) as [`VersionRow`]s, each with the start of the words of
+/// its request (`m`, the owner's message, one character more than an excerpt keeps so a cut shows). The first
+/// version's request is kept on the document.
 pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.content, v.created_at,
     coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id,
-    v.author_id, v.model
-    from artifact_versions v join artifacts a on a.id = v.artifact_id";
+    v.author_id, v.model, substr(m.content, 1, 301) as request
+    from artifact_versions v join artifacts a on a.id = v.artifact_id
+    left join messages m on m.user_id = a.user_id
+        and m.id = coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end)";
+// `VERSIONS` reads one character more than an excerpt keeps.
+const _: () = assert!(REQUEST_EXCERPT_CHARS == 300);
 
 /// Saves a document at its first version: id, thread, owner, type, title, content, request, answer, time.
 pub(crate) const INSERT_ARTIFACT: &str = "insert into artifacts (id, thread_id, user_id, artifact_type, title, content,
@@ -419,12 +440,13 @@ stored_row! {
     } with {
         author_id: Option<I>,
         model: Option<String>,
+        request: Option<String>,
     } => {
         author: match author_id.read("author_id")? {
             Some(user_id) => VersionAuthor::Person { user_id },
             None => VersionAuthor::Assistant { model },
         },
-        request: None,
+        request: request.map(|words| wire::shortened(&words, REQUEST_EXCERPT_CHARS)),
     }
 }
 
@@ -516,6 +538,15 @@ macro_rules! artifacts_for {
                 #[instrument(skip(self))]
                 async fn list_artifact_versions(&self, user: Uuid, artifact: Uuid) -> Result<Vec<ArtifactVersion>> {
                     Shared::artifact_versions(&mut *self.read().await?, user, artifact).await
+                }
+
+                #[instrument(skip(self))]
+                async fn list_thread_artifact_versions(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                ) -> Result<Vec<ArtifactVersion>> {
+                    Shared::thread_versions(&mut *self.read().await?, user, thread).await
                 }
 
                 #[instrument(skip(self))]

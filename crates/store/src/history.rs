@@ -96,16 +96,71 @@ impl ImportMessage {
     }
 }
 
-/// A document of an imported conversation; its links are indexes into the conversation's messages.
+/// A document of an imported conversation with its versions; its links are indexes into the conversation's
+/// messages.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportArtifact {
     pub artifact_type: ArtifactType,
+    /// The request that asked for the document (its first version).
+    pub request_message: Option<usize>,
+    /// The answer that wrote it.
+    pub assistant_message: Option<usize>,
+    /// The versions before the current one, oldest first, numbered below it.
+    pub earlier: Vec<ImportVersion>,
+    /// The version the document shows.
+    pub current: ImportVersion,
+}
+
+impl ImportArtifact {
+    /// Its versions, oldest first, the current one last.
+    pub fn versions(&self) -> impl Iterator<Item = &ImportVersion> {
+        self.earlier.iter().chain(std::iter::once(&self.current))
+    }
+
+    /// When it was first written: its first version's time.
+    pub fn created_at(&self) -> DateTime<Utc> {
+        self.earlier.first().unwrap_or(&self.current).created_at
+    }
+
+    /// The version at `index` of [`versions`](Self::versions).
+    fn version(&self, index: usize) -> &ImportVersion {
+        self.earlier.get(index).unwrap_or(&self.current)
+    }
+}
+
+/// A version of an imported document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportVersion {
+    pub version: i64,
     pub title: String,
     pub content: String,
-    pub version: i64,
+    /// The request that asked for this version; `None` for one made by hand or silently.
     pub request_message: Option<usize>,
-    pub assistant_message: Option<usize>,
+    pub author: ImportAuthor,
     pub created_at: DateTime<Utc>,
+}
+
+impl ImportVersion {
+    /// Version `version` written by the assistant (model unknown) at `at`, asked for by no request.
+    pub fn new(version: i64, title: impl Into<String>, content: impl Into<String>, at: DateTime<Utc>) -> Self {
+        ImportVersion {
+            version,
+            title: title.into(),
+            content: content.into(),
+            request_message: None,
+            author: ImportAuthor::Assistant { model: None },
+            created_at: at,
+        }
+    }
+}
+
+/// Who wrote a version of an imported document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportAuthor {
+    /// A person by hand: in the import, the person importing it (whoever it was written by).
+    Importer,
+    /// The assistant, answering with `model` when it is known.
+    Assistant { model: Option<String> },
 }
 
 /// A conversation of an import with the ids its rows get.
@@ -116,6 +171,9 @@ pub(crate) struct Prepared<'a> {
     pub message_ids: Vec<Uuid>,
     /// One per document, in order.
     pub artifact_ids: Vec<Uuid>,
+    /// Every version of every document, documents in order and each one's versions oldest first: the document's
+    /// index and the version's among its versions.
+    pub versions: Vec<(usize, usize)>,
 }
 
 impl<'a> Prepared<'a> {
@@ -128,8 +186,15 @@ impl<'a> Prepared<'a> {
                 thread,
                 message_ids: thread.messages.iter().map(|_| Uuid::now_v7()).collect(),
                 artifact_ids: thread.artifacts.iter().map(|_| Uuid::now_v7()).collect(),
+                versions: version_places(thread),
             })
             .collect()
+    }
+
+    /// The version at `index` of [`versions`](Self::versions), with its document's index.
+    pub fn version(&self, index: usize) -> (usize, &ImportVersion) {
+        let (artifact, version) = self.versions[index];
+        (artifact, self.thread.artifacts[artifact].version(version))
     }
 
     /// The highest message number, where the next message's count goes on from.
@@ -167,6 +232,16 @@ impl<'a> Prepared<'a> {
     }
 }
 
+/// The places of every version of a conversation's documents (see [`Prepared::versions`]).
+pub(crate) fn version_places(thread: &ImportThread) -> Vec<(usize, usize)> {
+    thread
+        .artifacts
+        .iter()
+        .enumerate()
+        .flat_map(|(a, artifact)| (0..=artifact.earlier.len()).map(move |v| (a, v)))
+        .collect()
+}
+
 /// One statement's worth of an import.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Part {
@@ -174,8 +249,10 @@ pub(crate) enum Part {
     Thread(usize),
     /// Consecutive messages of a conversation.
     Messages(usize, Range<usize>),
-    /// Consecutive documents of a conversation, with their first versions.
+    /// Consecutive documents of a conversation.
     Artifacts(usize, Range<usize>),
+    /// Consecutive versions of a conversation's documents (see [`Prepared::versions`]).
+    Versions(usize, Range<usize>),
 }
 
 /// How much one group of an import's writes may hold.
@@ -190,7 +267,7 @@ pub(crate) struct Budget {
 }
 
 /// The statements of an import in an order they can be written in (a conversation before its messages, the
-/// messages before the documents that point at them), in groups within `budget`.
+/// messages before the documents that point at them, a document before its versions), in groups within `budget`.
 pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Vec<Part>> {
     let mut groups = Vec::new();
     let mut group: Vec<Part> = Vec::new();
@@ -205,6 +282,7 @@ pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Ve
         let extends = match (group.last_mut(), &part) {
             (Some(Part::Messages(t, range)), Part::Messages(u, next))
             | (Some(Part::Artifacts(t, range)), Part::Artifacts(u, next))
+            | (Some(Part::Versions(t, range)), Part::Versions(u, next))
                 if *t == *u && range.end == next.start && range.len() < budget.rows_per_statement =>
             {
                 range.end = next.end;
@@ -223,8 +301,11 @@ pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Ve
             add(Part::Messages(t, i..i + 1), message.content.len());
         }
         for (i, artifact) in p.thread.artifacts.iter().enumerate() {
-            // The document's row and its first version's.
-            add(Part::Artifacts(t, i..i + 1), 2 * (artifact.title.len() + artifact.content.len()));
+            add(Part::Artifacts(t, i..i + 1), artifact.current.title.len() + artifact.current.content.len());
+        }
+        for i in 0..p.versions.len() {
+            let (_, version) = p.version(i);
+            add(Part::Versions(t, i..i + 1), version.title.len() + version.content.len());
         }
     }
     if !group.is_empty() {
@@ -300,7 +381,7 @@ shared_sql! {
         Ok(())
     }
 
-    /// Writes the documents `range` of an imported conversation with their first versions, a statement each.
+    /// Writes the documents `range` of an imported conversation, each at its current version, in one statement.
     pub(crate) async fn insert_imported_artifacts(
         conn: &mut D::Connection,
         user: Uuid,
@@ -313,39 +394,66 @@ shared_sql! {
             value_rows(range.len(), 11)
         );
         let mut insert = sqlx::query(&sql);
-        for i in range.clone() {
+        for i in range {
             let artifact = &p.thread.artifacts[i];
+            let created_at = artifact.created_at();
             insert = insert
                 .bind(D::id(p.artifact_ids[i]))
                 .bind(D::id(p.id))
                 .bind(D::id(user))
                 .bind(artifact.artifact_type.as_str())
-                .bind(artifact.title.as_str())
-                .bind(artifact.content.as_str())
-                .bind(artifact.version)
+                .bind(artifact.current.title.as_str())
+                .bind(artifact.current.content.as_str())
+                .bind(artifact.current.version)
                 .bind(p.link(artifact.request_message).map(D::id))
                 .bind(p.link(artifact.assistant_message).map(D::id))
-                .bind(D::time(artifact.created_at))
-                .bind(D::time(artifact.created_at));
+                .bind(D::time(created_at))
+                .bind(D::time(artifact.current.created_at.max(created_at)));
         }
-        insert.persistent(false).execute(&mut *conn).await?;
-        // Each version written where the answer the document names stands (by no answer: on every path).
+        insert.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+
+    /// Writes the versions `range` (see [`Prepared::versions`]) of an imported conversation's documents, in one
+    /// statement: a person's as the importing person's. Each is written where its request stands, the current
+    /// one where the answer that wrote it does (with neither: on every path).
+    pub(crate) async fn insert_imported_versions(
+        conn: &mut D::Connection,
+        user: Uuid,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
         let sql = format!(
-            "insert into artifact_versions (artifact_id, version, title, content, created_at, written_on) values {}",
-            value_rows(range.len(), 6)
+            "insert into artifact_versions (artifact_id, version, title, content, created_at, request_message_id,
+             written_on, author_id, model) values {}",
+            value_rows(range.len(), 9)
         );
-        let mut versions = sqlx::query(&sql);
+        let mut insert = sqlx::query(&sql);
         for i in range {
-            let artifact = &p.thread.artifacts[i];
-            versions = versions
-                .bind(D::id(p.artifact_ids[i]))
-                .bind(artifact.version)
-                .bind(artifact.title.as_str())
-                .bind(artifact.content.as_str())
-                .bind(D::time(artifact.created_at))
-                .bind(p.link(artifact.assistant_message).map(D::id));
+            let (a, version) = p.version(i);
+            let artifact = &p.thread.artifacts[a];
+            let request = p.link(version.request_message);
+            let written_on = if std::ptr::eq(version, &artifact.current) {
+                p.link(artifact.assistant_message).or(request)
+            } else {
+                request
+            };
+            let (author_id, model) = match &version.author {
+                ImportAuthor::Importer => (Some(D::id(user)), None),
+                ImportAuthor::Assistant { model } => (None, model.clone()),
+            };
+            insert = insert
+                .bind(D::id(p.artifact_ids[a]))
+                .bind(version.version)
+                .bind(version.title.as_str())
+                .bind(version.content.as_str())
+                .bind(D::time(version.created_at))
+                .bind(request.map(D::id))
+                .bind(written_on.map(D::id))
+                .bind(author_id)
+                .bind(model);
         }
-        versions.persistent(false).execute(conn).await?;
+        insert.persistent(false).execute(conn).await?;
         Ok(())
     }
 }
@@ -547,12 +655,10 @@ mod tests {
             .map(|(i, size)| ImportMessage::new(i as i64 + 1, Role::User, "x".repeat(*size), now));
         let artifacts = (0..artifacts).map(|_| ImportArtifact {
             artifact_type: ArtifactType::Custom,
-            title: "d".into(),
-            content: "y".into(),
-            version: 1,
             request_message: Some(0),
             assistant_message: None,
-            created_at: now,
+            earlier: Vec::new(),
+            current: ImportVersion::new(1, "d", "y", now),
         });
         ImportThread::new("t", now, messages.collect(), artifacts.collect())
     }
@@ -573,7 +679,8 @@ mod tests {
             [
                 vec![Part::Thread(0), Part::Messages(0, 0..2), Part::Messages(0, 2..3)],
                 vec![Part::Messages(0, 3..5), Part::Messages(0, 5..7)],
-                vec![Part::Artifacts(0, 0..2), Part::Thread(1)],
+                vec![Part::Artifacts(0, 0..2), Part::Versions(0, 0..2)],
+                vec![Part::Thread(1)],
                 // Larger than the budget alone.
                 vec![Part::Messages(1, 0..1)],
                 vec![Part::Messages(1, 1..2)],

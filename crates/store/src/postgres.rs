@@ -317,6 +317,9 @@ async fn write_import_part(
         super::history::Part::Artifacts(t, range) => {
             Shared::insert_imported_artifacts(tx, user, &prepared[*t], range.clone()).await?
         }
+        super::history::Part::Versions(t, range) => {
+            Shared::insert_imported_versions(tx, user, &prepared[*t], range.clone()).await?
+        }
     }
     Ok(())
 }

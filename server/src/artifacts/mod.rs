@@ -1,6 +1,7 @@
 //! Documents the assistant writes: the Markdown they are stored as, read into a small block model that the
 //! PDF and Word exports render, and the file names of downloads.
 
+pub mod diff;
 pub mod docx;
 pub mod md;
 pub mod pdf;

@@ -1,13 +1,15 @@
 //! Exports: one conversation with everything in it, as JSON (which imports back) or as Markdown people can
 //! read, and everything a person has as one JSON file.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 #[cfg(doc)]
 use wire::AccountExport;
 use wire::{
-    ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role, ThreadExport, ACCOUNT_EXPORT_FORMAT,
-    EXPORT_VERSION, THREAD_EXPORT_FORMAT,
+    Artifact, ArtifactVersion, ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role,
+    ThreadExport, VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
 };
 
 use super::{Error, Result};
@@ -35,10 +37,11 @@ pub struct Download {
 /// traces of its turns.
 pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
     let info = store.get_thread(user, thread).await?;
-    let (messages, tree, artifacts, traces) = tokio::try_join!(
+    let (messages, tree, artifacts, versions, traces) = tokio::try_join!(
         store.list_messages(user, thread),
         store.message_tree(user, thread),
         store.list_artifacts(user, thread),
+        store.list_thread_artifact_versions(user, thread),
         store.thread_traces(user, thread)
     )?;
     Ok(ThreadExport {
@@ -70,22 +73,33 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
                 parent_id: m.parent_id,
             })
             .collect(),
-        artifacts: artifacts
-            .into_iter()
-            .map(|a| ExportedArtifact {
-                id: a.id,
-                artifact_type: a.artifact_type,
-                title: a.title,
-                content: a.content,
-                version: a.version,
-                request_message_id: a.request_message_id,
-                assistant_message_id: a.assistant_message_id,
-                author: Default::default(),
-                created_at: a.created_at,
-            })
-            .collect(),
+        artifacts: exported_versions(&artifacts, versions),
         traces,
     })
+}
+
+/// Every version of the documents as export entries, documents in order and each one's versions oldest first;
+/// a document's own fields (type, the answer that wrote it) on every entry. A version of a document that is not
+/// among `artifacts` (made or deleted between the two reads) is left out.
+fn exported_versions(artifacts: &[Artifact], versions: Vec<ArtifactVersion>) -> Vec<ExportedArtifact> {
+    let documents: HashMap<Uuid, &Artifact> = artifacts.iter().map(|a| (a.id, a)).collect();
+    versions
+        .into_iter()
+        .filter_map(|v| {
+            let document = documents.get(&v.artifact_id)?;
+            Some(ExportedArtifact {
+                id: v.artifact_id,
+                artifact_type: document.artifact_type,
+                title: v.title,
+                content: v.content,
+                version: v.version,
+                request_message_id: v.request_message_id,
+                assistant_message_id: document.assistant_message_id,
+                author: v.author,
+                created_at: v.created_at,
+            })
+        })
+        .collect()
 }
 
 /// Everything the user has as one JSON download (an [`AccountExport`]), written while it is read: one
@@ -349,19 +363,48 @@ pub fn to_markdown(export: &ThreadExport) -> String {
         }
         let _ = writeln!(out, "\n\n{}", message.content.trim_end());
     }
-    if !export.artifacts.is_empty() {
+    let documents = current_versions(&export.artifacts);
+    if !documents.is_empty() {
         out.push_str("\n---\n\n## Documents\n");
-        for artifact in &export.artifacts {
+        for artifact in documents {
             let _ = writeln!(
                 out,
-                "\n### {} ({})\n\n{}",
+                "\n### {} ({})\n\n_{}, version {}_\n\n{}",
                 artifact.title,
                 artifact.artifact_type.label(),
+                written_by(&artifact.author),
+                artifact.version,
                 artifact.content.trim_end()
             );
         }
     }
     out
+}
+
+/// Each document of an export once, at its current (highest) version, in the order documents first appear.
+fn current_versions(entries: &[ExportedArtifact]) -> Vec<&ExportedArtifact> {
+    let mut current: Vec<&ExportedArtifact> = Vec::new();
+    let mut place: HashMap<Uuid, usize> = HashMap::new();
+    for entry in entries {
+        match place.get(&entry.id) {
+            Some(&i) if current[i].version >= entry.version => {}
+            Some(&i) => current[i] = entry,
+            None => {
+                place.insert(entry.id, current.len());
+                current.push(entry);
+            }
+        }
+    }
+    current
+}
+
+/// Who wrote a version, as the person exporting reads it.
+fn written_by(author: &VersionAuthor) -> String {
+    match author {
+        VersionAuthor::Person { .. } => "Edited by you".to_string(),
+        VersionAuthor::Assistant { model: Some(model) } => format!("Written by the assistant ({model})"),
+        VersionAuthor::Assistant { model: None } => "Written by the assistant".to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -14,10 +14,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 use wire::{
-    objects::Object, validate, AccountExport, ExportedArtifact, ExportedMessage, MessageStatus, Role, Thread,
-    ThreadExport, Usage, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS,
-    MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES, MAX_IMPORT_THREADS,
-    MAX_MODEL_CHARS, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
+    objects::Object, validate, AccountExport, ArtifactType, ExportedArtifact, ExportedMessage, MessageStatus, Role,
+    Thread, ThreadExport, Usage, VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ,
+    MAX_IMPORTED_TEXT_CHARS, MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES,
+    MAX_IMPORT_THREADS, MAX_MODEL_CHARS, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
 };
 
 use super::chatgpt::{self, epoch_seconds};
@@ -25,7 +25,7 @@ use super::{Error, Result};
 use crate::heavy::Ticket;
 use store::{
     self,
-    history::{ImportArtifact, ImportMessage, ImportThread, ImportTree},
+    history::{ImportArtifact, ImportAuthor, ImportMessage, ImportThread, ImportTree, ImportVersion},
     DynStore,
 };
 
@@ -66,8 +66,10 @@ pub fn redact_personal_data(threads: &mut [ImportThread]) {
             redact(&mut message.content, MAX_IMPORTED_TEXT_CHARS);
         }
         for artifact in &mut thread.artifacts {
-            redact(&mut artifact.title, MAX_TITLE_CHARS);
-            redact(&mut artifact.content, MAX_IMPORTED_TEXT_CHARS);
+            for version in artifact.earlier.iter_mut().chain(std::iter::once(&mut artifact.current)) {
+                redact(&mut version.title, MAX_TITLE_CHARS);
+                redact(&mut version.content, MAX_IMPORTED_TEXT_CHARS);
+            }
         }
     }
 }
@@ -257,12 +259,7 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
     for (position, (id, _)) in messages.iter().enumerate() {
         positions.entry(*id).or_insert(position);
     }
-    let artifacts = export
-        .artifacts
-        .into_iter()
-        .enumerate()
-        .map(|(i, a)| artifact_from_quire(a, &positions, &format!("{at}artifacts[{i}].")))
-        .collect::<Result<Vec<_>>>()?;
+    let artifacts = artifacts_from_quire(export.artifacts, &positions, at)?;
     // Branches, when the export has them: a parent that is missing or does not come before its message makes a
     // first message.
     let tree = parent_of.values().any(Option::is_some).then(|| ImportTree {
@@ -305,8 +302,59 @@ fn message_from_quire(m: ExportedMessage, at: &str) -> Result<(Uuid, ImportMessa
     Ok((m.id, message))
 }
 
-/// A document of a Quire export, its links to messages as their positions in the import (`positions`).
-fn artifact_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at: &str) -> Result<ImportArtifact> {
+/// The documents of a Quire export (`at`: where the conversation is in the body): its entries are versions, those
+/// of one document sharing its `id`; each document has them all, in the order of their numbers, and takes its
+/// type and links from its current (highest) version, its request from its first. Documents keep the order in
+/// which they first appear.
+fn artifacts_from_quire(
+    entries: Vec<ExportedArtifact>,
+    positions: &HashMap<Uuid, usize>,
+    at: &str,
+) -> Result<Vec<ImportArtifact>> {
+    let mut documents: Vec<(Uuid, Vec<ImportedVersion>)> = Vec::new();
+    let mut place: HashMap<Uuid, usize> = HashMap::new();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let id = entry.id;
+        let version = version_from_quire(entry, positions, &format!("{at}artifacts[{i}]."))?;
+        let index = *place.entry(id).or_insert_with(|| {
+            documents.push((id, Vec::new()));
+            documents.len() - 1
+        });
+        documents[index].1.push(version);
+    }
+    documents
+        .into_iter()
+        .map(|(id, mut versions)| {
+            versions.sort_by_key(|v| v.version.version);
+            if let Some(pair) = versions.windows(2).find(|w| w[0].version.version == w[1].version.version) {
+                return Err(invalid(
+                    format!("{at}artifacts"),
+                    format!("Document {id} has two versions numbered {}; each needs its own.", pair[0].version.version),
+                ));
+            }
+            let request_message = versions.first().and_then(|v| v.version.request_message);
+            let current = versions.pop().expect("a document has the entry that named it");
+            Ok(ImportArtifact {
+                artifact_type: current.artifact_type,
+                request_message,
+                assistant_message: current.assistant_message,
+                earlier: versions.into_iter().map(|v| v.version).collect(),
+                current: current.version,
+            })
+        })
+        .collect()
+}
+
+/// An entry of a Quire export's documents: a version, and its document's type and answer as the entry says.
+struct ImportedVersion {
+    artifact_type: ArtifactType,
+    assistant_message: Option<usize>,
+    version: ImportVersion,
+}
+
+/// A version of a document in a Quire export, its links to messages as their positions in the import
+/// (`positions`), a person's version becoming the importing person's.
+fn version_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at: &str) -> Result<ImportedVersion> {
     // Checked as a title is, but kept as it was written.
     validate::title(&a.title).map_err(|e| broken(at, e))?;
     check_text(&a.content, MAX_IMPORTED_TEXT_CHARS, format!("{at}content"), "A document")?;
@@ -319,14 +367,26 @@ fn artifact_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at
         })
         .transpose()
     };
-    Ok(ImportArtifact {
+    let author = match a.author {
+        VersionAuthor::Person { .. } => ImportAuthor::Importer,
+        VersionAuthor::Assistant { model } => {
+            if let Some(model) = &model {
+                check_text(model, MAX_MODEL_CHARS, format!("{at}author.model"), "A model name")?;
+            }
+            ImportAuthor::Assistant { model }
+        }
+    };
+    Ok(ImportedVersion {
         artifact_type: a.artifact_type,
-        request_message: position(a.request_message_id, "request_message_id")?,
         assistant_message: position(a.assistant_message_id, "assistant_message_id")?,
-        title: a.title,
-        content: a.content,
-        version,
-        created_at: check_time(a.created_at, format!("{at}created_at"))?,
+        version: ImportVersion {
+            version,
+            request_message: position(a.request_message_id, "request_message_id")?,
+            author,
+            created_at: check_time(a.created_at, format!("{at}created_at"))?,
+            title: a.title,
+            content: a.content,
+        },
     })
 }
 

@@ -10,20 +10,17 @@ use axum::{
 use serde::Deserialize;
 use uuid::Uuid;
 use wire::{
-    Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, DiffLine, DiffOp, EditArtifact, ExportFormat,
+    Artifact, ArtifactList, ArtifactVersion, ArtifactVersionList, CompareDraft, DraftDiff, EditArtifact, ExportFormat,
     VersionAuthor, VersionDiff,
 };
 
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use super::rate_limit::{Export, Quota};
-use crate::artifacts::{docx, md, pdf};
+use crate::artifacts::{diff::diff_lines, docx, md, pdf};
 use crate::download::{attachment, file_name};
 use crate::AppState;
 use store::ArtifactRevision;
-
-/// How long a diff may search for the shortest edit before it settles for a longer, still correct one.
-const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_millis(500);
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -33,6 +30,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/artifacts/{id}/versions/{version}", get(version))
         .route("/api/artifacts/{id}/versions/{version}/restore", post(restore))
         .route("/api/artifacts/{id}/diff", get(diff))
+        .route("/api/artifacts/{id}/compare", post(compare))
         .route("/api/artifacts/{id}/export", get(export))
 }
 
@@ -134,8 +132,8 @@ pub struct DiffParams {
     to: i64,
 }
 
-/// `GET /api/artifacts/{id}/diff?from=&to=`: a line diff between two versions, computed here so the browser
-/// carries no diff code.
+/// `GET /api/artifacts/{id}/diff?from=&to=`: a line diff between two versions, the changed words of rewritten
+/// lines marked, computed here so the browser carries no diff code.
 #[utoipa::path(get, path = "/api/artifacts/{id}/diff", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id"), DiffParams),
     responses((status = 200, body = wire::VersionDiff), (status = 400, body = wire::ErrorBody, description = "`from` or `to` missing or not a number"), (status = 401, body = wire::ErrorBody),
         (status = 404, body = wire::ErrorBody, description = "The document or one of the versions does not exist"), (status = 429, body = wire::ErrorBody)))]
@@ -158,19 +156,27 @@ pub async fn diff(
     Ok(Json(VersionDiff { from: params.from, to: params.to, lines }))
 }
 
-/// The lines of `old` turned into those of `new`: kept, removed and added, in reading order.
-fn diff_lines(old: &str, new: &str) -> Vec<DiffLine> {
-    let diff = similar::TextDiff::configure().timeout(DIFF_DEADLINE).diff_lines(old, new);
-    diff.iter_all_changes()
-        .map(|change| {
-            let op = match change.tag() {
-                similar::ChangeTag::Equal => DiffOp::Equal,
-                similar::ChangeTag::Insert => DiffOp::Insert,
-                similar::ChangeTag::Delete => DiffOp::Delete,
-            };
-            DiffLine { op, text: change.value().trim_end_matches(['\n', '\r']).to_string(), parts: Vec::new() }
-        })
-        .collect()
+/// `POST /api/artifacts/{id}/compare`: the current version turned into a text not saved yet (a person's draft,
+/// checked as a save is), to show "their version and yours" when a save was refused.
+#[utoipa::path(post, path = "/api/artifacts/{id}/compare", tag = "artifacts", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Document id")), request_body = CompareDraft,
+    responses((status = 200, body = wire::DraftDiff, description = "The lines of the current version turned into the draft's"),
+        (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 413, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
+pub async fn compare(
+    State(state): State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+    Json(body): Json<CompareDraft>,
+) -> Result<Json<DraftDiff>> {
+    let draft = wire::validate::artifact_content(&body.content)?;
+    let current = state.store.get_artifact(user.id, id).await?;
+    let ticket = state.heavy.admit(user.id)?;
+    let lines = ticket
+        .run_blocking(move || diff_lines(&current.content, &draft))
+        .await
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("comparing a draft failed")))?;
+    Ok(Json(DraftDiff { version: current.version, lines }))
 }
 
 #[derive(Debug, Deserialize)]
@@ -244,43 +250,5 @@ fn render(format: ExportFormat, title: &str, content: &str) -> Result<Vec<u8>> {
         ExportFormat::Md => Ok(md::render(content)),
         ExportFormat::Pdf => pdf::render(title, content).map_err(|e| ApiError::Internal(e.into())),
         ExportFormat::Docx => docx::render(title, content).map_err(|e| ApiError::Internal(e.into())),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_diff_keeps_common_lines_and_marks_the_changed_ones() {
-        let lines = diff_lines("# Plan\nShip in May\nTest\n", "# Plan\nShip in June\nTest\nCelebrate");
-        let ops: Vec<(DiffOp, &str)> = lines.iter().map(|l| (l.op, l.text.as_str())).collect();
-        assert_eq!(
-            ops,
-            [
-                (DiffOp::Equal, "# Plan"),
-                (DiffOp::Delete, "Ship in May"),
-                (DiffOp::Insert, "Ship in June"),
-                (DiffOp::Equal, "Test"),
-                (DiffOp::Insert, "Celebrate"),
-            ]
-        );
-        assert!(diff_lines("same\r\n", "same\r\n").iter().all(|l| l.op == DiffOp::Equal && l.text == "same"));
-    }
-
-    /// Two long versions differing on every other line, the line diff's worst input: the deadline cuts the search
-    /// short and the diff stays true (kept and deleted lines give the old version, kept and inserted the new).
-    #[test]
-    fn a_long_diff_ends_by_its_deadline_and_stays_true() {
-        let old: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
-        let new: String =
-            (0..20_000).map(|i| if i % 2 == 0 { format!("line {i}\n") } else { format!("changed {i}\n") }).collect();
-        let lines = diff_lines(&old, &new);
-        let side = |other: DiffOp| -> String {
-            lines.iter().filter(|l| l.op == DiffOp::Equal || l.op == other).map(|l| format!("{}\n", l.text)).collect()
-        };
-        assert_eq!(side(DiffOp::Delete), old);
-        assert_eq!(side(DiffOp::Insert), new);
-        assert!(lines.iter().any(|l| l.op == DiffOp::Equal));
     }
 }

@@ -36,7 +36,7 @@ use super::{
         search::search, stats::stats,
         export::export_thread, export::export_account, export::import,
         artifacts::list, artifacts::show, artifacts::edit, artifacts::remove, artifacts::versions, artifacts::version,
-        artifacts::restore, artifacts::diff, artifacts::export,
+        artifacts::restore, artifacts::diff, artifacts::compare, artifacts::export,
         attachments::upload, attachments::list, attachments::remove,
     ),
     components(schemas(wire::ErrorBody, wire::ErrorDetail, wire::ChatEvent, wire::ExportFormat)),

@@ -13,6 +13,7 @@ mod co_writing;
 mod context_memory;
 mod dedup;
 mod delivery;
+mod document_versions;
 mod documents;
 mod forms;
 mod history;

@@ -363,6 +363,7 @@ async fn openapi_describes_every_route() {
         ("/api/artifacts/{id}/versions/{version}", "get"),
         ("/api/artifacts/{id}/versions/{version}/restore", "post"),
         ("/api/artifacts/{id}/diff", "get"),
+        ("/api/artifacts/{id}/compare", "post"),
         ("/api/tags", "get"),
         ("/api/artifacts/{id}/export", "get"),
         ("/api/threads/{id}/attachments", "post"),

@@ -68,6 +68,7 @@ struct Ids {
     id: Uuid,
     message_ids: Vec<Uuid>,
     artifact_ids: Vec<Uuid>,
+    versions: Vec<(usize, usize)>,
 }
 
 /// Writes the groups in the background line of the writer: starts and ends go first.
@@ -81,7 +82,12 @@ async fn write_groups(
     let ids: Arc<Vec<Ids>> = Arc::new(
         prepared
             .iter()
-            .map(|p| Ids { id: p.id, message_ids: p.message_ids.clone(), artifact_ids: p.artifact_ids.clone() })
+            .map(|p| Ids {
+                id: p.id,
+                message_ids: p.message_ids.clone(),
+                artifact_ids: p.artifact_ids.clone(),
+                versions: p.versions.clone(),
+            })
             .collect(),
     );
     for group in import_groups(prepared, IMPORT_BUDGET) {
@@ -92,7 +98,7 @@ async fn write_groups(
                 Box::pin(async move {
                     for part in &group {
                         let t = match part {
-                            Part::Thread(t) | Part::Messages(t, _) | Part::Artifacts(t, _) => *t,
+                            Part::Thread(t) | Part::Messages(t, _) | Part::Artifacts(t, _) | Part::Versions(t, _) => *t,
                         };
                         let ids = &ids[t];
                         let p = Prepared {
@@ -100,6 +106,7 @@ async fn write_groups(
                             thread: &threads[t],
                             message_ids: ids.message_ids.clone(),
                             artifact_ids: ids.artifact_ids.clone(),
+                            versions: ids.versions.clone(),
                         };
                         write_part(tx, user, &import, &p, part).await?;
                     }
@@ -154,6 +161,7 @@ async fn write_part(
         }
         Part::Messages(_, range) => Shared::insert_imported_messages(conn, user, p, range.clone()).await?,
         Part::Artifacts(_, range) => Shared::insert_imported_artifacts(conn, user, p, range.clone()).await?,
+        Part::Versions(_, range) => Shared::insert_imported_versions(conn, user, p, range.clone()).await?,
     }
     Ok(())
 }

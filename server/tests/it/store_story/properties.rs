@@ -553,7 +553,7 @@ fn pages_cover_the_listing_exactly(backend: Backend, test: &str) {
 fn context_read_by_window_equals_building_from_every_message(backend: Backend, test: &str) {
     use quire::chat::context::{self, ContextInput};
     use quire::chat::memory::Basis;
-    use store::history::{ImportArtifact, ImportMessage, ImportThread};
+    use store::history::{ImportArtifact, ImportMessage, ImportThread, ImportVersion};
     // Per turn: words of the answer, a blank answer, a fulfilled request (a document was made from it).
     let turn = (1usize..150, prop::bool::weighted(0.05), prop::bool::weighted(0.1));
     let strategy = (prop::collection::vec(turn, 100..700), 50usize..60_000);
@@ -577,12 +577,10 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             if *fulfilled {
                 artifacts.push(ImportArtifact {
                     artifact_type: ArtifactType::UserStories,
-                    title: format!("Stories {i}"),
-                    content: "# Stories".into(),
-                    version: 1,
                     request_message: Some(request),
                     assistant_message: Some(request + 1),
-                    created_at: at,
+                    earlier: Vec::new(),
+                    current: ImportVersion::new(1, format!("Stories {i}"), "# Stories", at),
                 });
             }
         }
