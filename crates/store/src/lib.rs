@@ -7,6 +7,7 @@ pub mod admin;
 pub mod artifacts;
 pub mod attachments;
 pub mod budgets;
+pub mod changes;
 mod columns;
 pub mod history;
 pub mod limits;
@@ -36,6 +37,7 @@ pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPas
 pub use artifacts::{ArtifactBrief, ArtifactRevision, Artifacts, Fulfilment};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
+pub use changes::{ArtifactChange, ChangeKind, SharedChanges};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
@@ -375,6 +377,11 @@ pub trait Store:
     /// Rate limits kept in the database for every instance; `None` where one process owns the database and
     /// counts them itself (SQLite).
     fn shared_limits(&self) -> Option<Arc<dyn SharedLimits>> {
+        None
+    }
+    /// Document changes told to every instance sharing the database; `None` where one process owns the database
+    /// (SQLite) and tells its own changes itself.
+    fn shared_changes(&self) -> Option<Arc<dyn SharedChanges>> {
         None
     }
     /// Whether the database answers and has every migration this build knows applied (`GET /api/ready`).

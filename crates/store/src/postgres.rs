@@ -28,6 +28,7 @@ mod admin;
 mod artifacts;
 mod attachments;
 mod budgets;
+mod changes;
 mod history;
 mod limits;
 mod messages;
@@ -270,6 +271,10 @@ impl Store for Postgres {
     }
 
     fn shared_limits(&self) -> Option<Arc<dyn super::SharedLimits>> {
+        Some(Arc::new(self.clone()))
+    }
+
+    fn shared_changes(&self) -> Option<Arc<dyn super::SharedChanges>> {
         Some(Arc::new(self.clone()))
     }
 

@@ -768,6 +768,7 @@ impl<'a> Turn<'a> {
             other => (format!("Unknown tool '{other}'."), true, None),
         };
         if let Some(artifact) = artifact {
+            self.engine.changes.saved(&artifact).await;
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));

@@ -67,6 +67,7 @@ impl Engine {
     pub async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
         let revised = self.store.revise_artifact(user, artifact, revision).await?;
         self.conversation_changed(revised.thread_id);
+        self.changes.saved(&revised).await;
         Ok(revised)
     }
 
@@ -107,6 +108,7 @@ impl Engine {
         let thread = self.store.get_artifact(user, artifact).await?.thread_id;
         self.store.delete_artifact(user, artifact).await?;
         self.conversation_changed(thread);
+        self.changes.deleted(thread, artifact).await;
         Ok(())
     }
 }
