@@ -12,6 +12,7 @@ mod keywords;
 mod labels;
 mod meetings;
 mod products;
+pub mod quotes;
 pub mod requests;
 mod requirements;
 mod roles;

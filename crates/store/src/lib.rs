@@ -30,7 +30,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-use wire::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use wire::{Artifact, ArtifactType, Message, MessageStatus, Quote, Role, Thread, Usage};
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
@@ -225,6 +225,9 @@ pub struct NewMessage {
     pub status: MessageStatus,
     pub usage: Usage,
     pub model: Option<String>,
+    /// The passage of one of the thread's documents a person's message is about; a document of another thread
+    /// (or none) refuses the message, as a missing thread does.
+    pub quote: Option<Quote>,
 }
 
 /// Where a new message went: its number, and its parent (the conversation's active message when it was added).
@@ -249,7 +252,7 @@ impl NewMessage {
             output_tokens: self.usage.output_tokens,
             model: self.model,
             created_at: created,
-            quote: None,
+            quote: self.quote,
         }
     }
 }
@@ -312,6 +315,7 @@ impl AnswerDraft {
             status: self.update.status,
             usage: self.update.usage,
             model: self.update.model.clone(),
+            quote: None,
         }
     }
 }

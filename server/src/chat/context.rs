@@ -13,7 +13,7 @@
 //! document was deleted. They are named in [`BuiltContext::open_requests`] with the kinds they ask for, so a
 //! document of such a kind made in this turn answers them too, and no later turn acts on them again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 pub use wire::ContextRecord;
@@ -223,6 +223,7 @@ pub async fn load(
     let on_path: HashSet<Uuid> = heads.iter().map(|h| h.id).collect();
     let mut window = FIRST_WINDOW;
     let mut fulfilled = None;
+    let mut titles: HashMap<Uuid, Option<String>> = HashMap::new();
     loop {
         let mut from = heads.len().saturating_sub(window);
         while from > 0 && heads[from].role != Role::User {
@@ -247,13 +248,20 @@ pub async fn load(
             .chain(recent.into_iter().cloned())
             .chain(pending.cloned())
             .collect();
-        let built = build(ContextInput {
-            messages: &messages,
-            fulfilled: fulfilled.as_slice(),
-            summary: None,
-            budget,
-            ephemeral,
-        });
+        // The titles of the documents quoted, each read once (a deleted one is named by its ID alone).
+        for quote in messages.iter().filter_map(|m| m.quote.as_ref()) {
+            if !titles.contains_key(&quote.artifact_id) {
+                let title = match store.get_artifact(user, quote.artifact_id).await {
+                    Ok(artifact) if artifact.thread_id == thread => Some(artifact.title),
+                    Ok(_) | Err(StoreError::NotFound) => None,
+                    Err(e) => return Err(e),
+                };
+                titles.insert(quote.artifact_id, title);
+            }
+        }
+        let input =
+            ContextInput { messages: &messages, fulfilled: fulfilled.as_slice(), summary: None, budget, ephemeral };
+        let built = build_with_titles(input, &titles);
         let inside = from == 0 || built.record.truncated.last().is_some_and(|id| read.contains(id));
         if inside {
             return Ok(Loaded { built, materials, stamp });
@@ -279,6 +287,23 @@ fn blank(message: &Message) -> bool {
 
 /// Builds the model's view of the conversation.
 pub fn build(input: ContextInput<'_>) -> BuiltContext {
+    build_with_titles(input, &HashMap::new())
+}
+
+/// What the model reads of a message: for a person's message with a quoted passage, the block that names the
+/// document (`titles` has its title, unless it is gone) and quotes the passage, then the message.
+fn model_text(message: &Message, titles: &HashMap<Uuid, Option<String>>) -> String {
+    match (&message.quote, message.role) {
+        (Some(quote), Role::User) => {
+            let title = titles.get(&quote.artifact_id).and_then(Option::as_deref);
+            analysis::quotes::with_quote(&message.content, title, &quote.artifact_id.to_string(), &quote.text)
+        }
+        _ => message.content.clone(),
+    }
+}
+
+/// [`build`], naming each quoted document by its title in `titles`.
+pub fn build_with_titles(input: ContextInput<'_>, titles: &HashMap<Uuid, Option<String>>) -> BuiltContext {
     let fulfilled: HashSet<Uuid> = input.fulfilled.iter().copied().collect();
     let mut record = ContextRecord { budget: input.budget, ..Default::default() };
 
@@ -312,7 +337,12 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     let total = turns.len();
     let mut keep_from = total;
     for (i, turn) in turns.iter_mut().enumerate().rev() {
-        turn.tokens = turn.messages.iter().filter(|m| !blank(m)).map(|m| count_message_tokens(m.id, &m.content)).sum();
+        turn.tokens = turn
+            .messages
+            .iter()
+            .filter(|m| !blank(m))
+            .map(|m| count_message_tokens(m.id, &m.content) + m.quote.as_ref().map_or(0, |q| count_tokens(&q.text)))
+            .sum();
         if keep_from < total && used + turn.tokens > input.budget {
             break;
         }
@@ -357,7 +387,7 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
                 Role::User => llm::Role::User,
                 Role::Assistant => llm::Role::Assistant,
             };
-            push(role, m.content.clone());
+            push(role, model_text(m, titles));
         }
     }
     if let Some(extra) = input.ephemeral {

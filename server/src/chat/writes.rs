@@ -26,6 +26,7 @@ impl Engine {
             status: MessageStatus::Complete,
             usage: Usage::default(),
             model: None,
+            quote: None,
         };
         let saved = self.store.append_message_between_turns(user, message, STALE_AFTER_MS).await.map_err(busy_or)?;
         self.conversation_changed(thread);

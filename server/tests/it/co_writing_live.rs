@@ -164,3 +164,127 @@ async fn a_save_on_one_instance_reaches_a_watcher_on_another() {
     assert_eq!(response.status(), 204);
     assert_eq!(on_b.next().await, ThreadChange::ArtifactDeleted { artifact_id: made.id });
 }
+
+/// The user message of `request` the model read last.
+fn last_user_text(request: &llm::ChatRequest) -> String {
+    request.messages.iter().rev().find(|m| m.role == llm::Role::User).map(|m| m.text()).unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_quoted_passage_goes_with_the_message_to_the_model_and_a_bad_one_saves_nothing() {
+    for (store, _guard) in every_store("co_writing_live").await {
+        let model = ScriptedModel::new(vec![
+            ScriptedModel::tool_use("save_artifact", plan_document()),
+            ScriptedModel::text(&["Done."]),
+            ScriptedModel::text(&["Thirty minutes is short for a first visit."]),
+        ]);
+        let server = TestServer::with(store, model.clone()).await;
+        let thread = server.create_thread().await;
+        let id = created(&server.chat(thread, "Write the requirements doc").await)[0].id;
+
+        // Asked about a passage: the message keeps it, and the model reads it before the question.
+        let quote = serde_json::json!({"artifact_id": id, "text": "Slots are 30 minutes."});
+        let body = serde_json::json!({"content": "Is this long enough?", "quote": quote});
+        let response = server.send_chat(thread, &body).await;
+        assert_eq!(response.status(), 200);
+        crate::common::read_frames(response).await;
+        let detail = server.detail(thread).await;
+        let question = detail.messages.iter().rev().find(|m| m.role == wire::Role::User).unwrap().clone();
+        let expected = wire::Quote { artifact_id: id, text: "Slots are 30 minutes.".into() };
+        assert_eq!(question.quote.as_ref(), Some(&expected));
+        assert_eq!(detail.messages[0].quote, None, "a message without a quote has none");
+        let seen = last_user_text(model.requests.lock().unwrap().last().unwrap());
+        assert!(seen.contains(&format!("the document \"Booking Plan\" (ID: {id})")), "{seen}");
+        assert!(seen.contains("> Slots are 30 minutes.\n\nIs this long enough?"), "{seen}");
+        // What the model saw, as the person reads it: the message with its quote.
+        let answer = detail.messages.last().unwrap().id;
+        let record: wire::ContextRecord = server.get_json(&format!("/api/messages/{answer}/context")).await;
+        assert!(record.included.contains(&question.id));
+        let message: wire::Message = server.state.store.get_message(server.user.id, question.id).await.unwrap();
+        assert_eq!(message.quote, Some(expected.clone()), "read back by id too");
+
+        // Edit and resend keeps a quote the request carries.
+        let edited = serde_json::json!({"content": "Is this enough for a first visit?", "edit_of": question.id,
+            "quote": {"artifact_id": id, "text": "Reminders go out a day before."}});
+        let response = server.send_chat(thread, &edited).await;
+        assert_eq!(response.status(), 200);
+        crate::common::read_frames(response).await;
+        let detail = server.detail(thread).await;
+        let resent = detail.messages.iter().rev().find(|m| m.role == wire::Role::User).unwrap();
+        assert_eq!(resent.content, "Is this enough for a first visit?");
+        assert_eq!(resent.quote.as_ref().map(|q| q.text.as_str()), Some("Reminders go out a day before."));
+        let count = detail.thread.message_count;
+        let calls = model.requests.lock().unwrap().len();
+
+        // Bad quotes: 422 naming the field, nothing saved, no model called.
+        let too_long = "x".repeat(wire::MAX_QUOTE_CHARS + 1);
+        for text in ["   \n ", "a\u{0}b", too_long.as_str()] {
+            let body = serde_json::json!({"content": "Why?", "quote": {"artifact_id": id, "text": text}});
+            let response = server.send_chat(thread, &body).await;
+            assert_eq!(response.status(), 422);
+            let error: wire::ErrorBody = response.json().await.unwrap();
+            assert_eq!(error.error.field.as_deref(), Some("quote"));
+        }
+        let silent = serde_json::json!({"content": "Generate user stories", "artifact_generation": true,
+            "quote": {"artifact_id": id, "text": "Slots"}});
+        assert_eq!(server.send_chat(thread, &silent).await.status(), 422);
+        let shapeless = serde_json::json!({"content": "Why?", "quote": {"artifact_id": id}});
+        assert!(server.send_chat(thread, &shapeless).await.status().is_client_error());
+
+        // A document of another conversation, another person's, or none: refused as not found, nothing saved.
+        let (stranger, auth) = server.second_user("quoting-stranger@example.com").await;
+        let theirs = server.create_thread_as(&stranger).await;
+        let new = crate::common::new_artifact(theirs, wire::ArtifactType::UserStories, "Secret", "# Secret");
+        let secret = server.state.store.create_artifact(auth.user.id, new).await.unwrap().id;
+        let other_thread = server.create_thread().await;
+        let mine = crate::common::new_artifact(other_thread, wire::ArtifactType::UserStories, "Other", "# Other");
+        let elsewhere = server.state.store.create_artifact(server.user.id, mine).await.unwrap().id;
+        for artifact in [secret, elsewhere, Uuid::now_v7()] {
+            let body = serde_json::json!({"content": "Why?", "quote": {"artifact_id": artifact, "text": "Other"}});
+            assert_eq!(server.send_chat(thread, &body).await.status(), 404);
+        }
+        let detail = server.detail(thread).await;
+        assert_eq!(detail.thread.message_count, count, "nothing saved");
+        assert_eq!(model.requests.lock().unwrap().len(), calls, "no model called");
+    }
+}
+
+#[tokio::test]
+async fn the_statement_that_saves_a_message_refuses_a_quote_of_another_conversations_document() {
+    for (store, _guard) in every_store("co_writing_live").await {
+        let user = crate::common::new_user(&store).await;
+        let other = crate::common::new_user(&store).await;
+        let thread = store.create_thread(user, "Mine", &[]).await.unwrap().id;
+        let sibling = store.create_thread(user, "Also mine", &[]).await.unwrap().id;
+        let theirs = store.create_thread(other, "Theirs", &[]).await.unwrap().id;
+        let doc = |t: Uuid| crate::common::new_artifact(t, wire::ArtifactType::UserStories, "Doc", "# Doc");
+        let own = store.create_artifact(user, doc(thread)).await.unwrap().id;
+        let elsewhere = store.create_artifact(user, doc(sibling)).await.unwrap().id;
+        let foreign = store.create_artifact(other, doc(theirs)).await.unwrap().id;
+        let quoting = |artifact: Uuid| store::NewMessage {
+            quote: Some(wire::Quote { artifact_id: artifact, text: "# Doc".into() }),
+            ..crate::common::new_message(thread, wire::Role::User, "About this")
+        };
+        let start = |artifact: Uuid| store::TurnStart {
+            user,
+            thread,
+            turn: Uuid::now_v7(),
+            stale_after_ms: 60_000,
+            request: Some(quoting(artifact)),
+            message_id: Uuid::now_v7(),
+        };
+        for artifact in [elsewhere, foreign, Uuid::now_v7()] {
+            let refused = store.start_turn(start(artifact), &store::TurnLimits::default()).await;
+            assert!(matches!(refused, Err(store::StoreError::NotFound)), "{refused:?}");
+            let refused = store.append_message(user, quoting(artifact)).await;
+            assert!(matches!(refused, Err(store::StoreError::NotFound)), "{refused:?}");
+        }
+        assert!(store.list_messages(user, thread).await.unwrap().is_empty(), "nothing saved");
+        assert!(store.latest_turn(user, thread).await.unwrap().is_none(), "no turn started");
+
+        let saved = store.append_message(user, quoting(own)).await.unwrap();
+        assert_eq!(saved.quote.as_ref().map(|q| q.artifact_id), Some(own));
+        let listed = store.list_messages(user, thread).await.unwrap();
+        assert_eq!(listed[0].quote, saved.quote, "read back as saved");
+    }
+}

@@ -530,6 +530,7 @@ pub fn new_message(thread: uuid::Uuid, role: wire::Role, content: &str) -> store
         status: wire::MessageStatus::Complete,
         usage: wire::Usage::default(),
         model: None,
+        quote: None,
     }
 }
 
