@@ -288,3 +288,104 @@ async fn the_statement_that_saves_a_message_refuses_a_quote_of_another_conversat
         assert_eq!(listed[0].quote, saved.quote, "read back as saved");
     }
 }
+
+/// The text of the tool result in a request the model received, and whether it was an error.
+fn tool_result(request: &llm::ChatRequest) -> (String, bool) {
+    request
+        .messages
+        .last()
+        .and_then(|m| {
+            m.parts.iter().find_map(|p| match p {
+                llm::Part::ToolResult { content, is_error, .. } => Some((content.clone(), *is_error)),
+                _ => None,
+            })
+        })
+        .expect("a tool result")
+}
+
+#[tokio::test]
+async fn the_model_fixes_an_edit_that_was_refused_and_one_version_is_saved() {
+    for (store, _guard) in every_store("co_writing_live").await {
+        let model = ScriptedModel::new(Vec::new());
+        let server = TestServer::with(store, model.clone()).await;
+        let thread = server.create_thread().await;
+        let text = "# Booking Plan\n\nSlots are 30 minutes.\n\nBreaks are 30 minutes.\n";
+        let new = crate::common::new_artifact(thread, wire::ArtifactType::RequirementsDoc, "Booking Plan", text);
+        let id = server.state.store.create_artifact(server.user.id, new).await.unwrap().id;
+        let edit = |edits: serde_json::Value| serde_json::json!({"artifact_id": id.to_string(), "edits": edits});
+        // A find that occurs twice, then one of two edits whose find is missing, then a unique find.
+        model.push(ScriptedModel::tool_use(
+            "edit_artifact",
+            edit(serde_json::json!([{"find": "30 minutes", "replace": "45 minutes"}])),
+        ));
+        model.push(ScriptedModel::tool_use(
+            "edit_artifact",
+            edit(serde_json::json!([
+                {"find": "Slots are 30 minutes.", "replace": "Slots are 45 minutes."},
+                {"find": "Lunch is 60 minutes.", "replace": "Lunch is 45 minutes."}
+            ])),
+        ));
+        model.push(ScriptedModel::tool_use(
+            "edit_artifact",
+            edit(serde_json::json!([{"find": "Slots are 30 minutes.", "replace": "Slots are 45 minutes."}])),
+        ));
+        model.push(ScriptedModel::text(&["Slots are now 45 minutes."]));
+        let frames = server.chat(thread, "Slots should be 45 minutes, not 30").await;
+
+        let requests = model.requests.lock().unwrap().clone();
+        assert_eq!(requests.len(), 4);
+        let (twice, is_error) = tool_result(&requests[1]);
+        assert!(
+            is_error && twice.contains("Nothing was changed. Edit 1:") && twice.contains("more than once"),
+            "{twice}"
+        );
+        let (missing, is_error) = tool_result(&requests[2]);
+        assert!(is_error && missing.contains("Edit 2:") && missing.contains("does not occur"), "{missing}");
+        let (landed, is_error) = tool_result(&requests[3]);
+        assert!(!is_error && landed.contains("now version 2"), "{landed}");
+
+        // One new version for the request, with the change the last call made and nothing of the refused ones.
+        let made = created(&frames);
+        assert_eq!(made.len(), 1);
+        let versions: wire::ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;
+        assert_eq!(versions.versions.len(), 2);
+        let newest = &versions.versions[1];
+        assert_eq!(newest.content, "# Booking Plan\n\nSlots are 45 minutes.\n\nBreaks are 30 minutes.\n");
+        assert_eq!(newest.author, wire::VersionAuthor::Assistant { model: Some("scripted-1".into()) });
+        assert_eq!(made[0].content, newest.content);
+    }
+}
+
+#[tokio::test]
+async fn the_built_in_assistant_edits_one_line_and_keeps_a_hand_edit_of_another() {
+    for (store, _guard) in every_store("co_writing_live").await {
+        let server = TestServer::builtin(store).await;
+        let thread = server.create_thread().await;
+        let text = "# Booking Plan\n\nSlots are 30 minutes.\n\nReminders go out a day before.\n";
+        let new = crate::common::new_artifact(thread, wire::ArtifactType::RequirementsDoc, "Booking Plan", text);
+        let id = server.state.store.create_artifact(server.user.id, new).await.unwrap().id;
+        // The person changes the reminders' line by hand.
+        let body = serde_json::json!({"base_version": 1,
+            "content": "# Booking Plan\n\nSlots are 30 minutes.\n\nReminders go out two days before.\n"});
+        assert_eq!(put(&server, id, body).await.status(), 200);
+
+        // The assistant changes the slots' line, in the version with the person's edit.
+        let frames = server.chat(thread, "Slots should be 45 minutes, not 30").await;
+        let answer = crate::common::text_of(&frames);
+        assert!(answer.contains("Changed '30 minutes' to '45 minutes' in Booking Plan."), "{answer}");
+        assert!(!answer.contains("requirement"), "a change, not a new requirement: {answer}");
+        let versions: wire::ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;
+        assert_eq!(versions.versions.len(), 3, "one new version");
+        let newest = &versions.versions[2];
+        assert_eq!(newest.content, "# Booking Plan\n\nSlots are 45 minutes.\n\nReminders go out two days before.\n");
+        assert_eq!(newest.author, wire::VersionAuthor::Assistant { model: Some(llm::builtin::DEFAULT_MODEL.into()) });
+        assert_eq!(created(&frames).len(), 1);
+
+        // A value no document holds: answered as before, nothing edited.
+        let frames = server.chat(thread, "Breaks should be 15 minutes, not 10.").await;
+        assert!(created(&frames).is_empty());
+        assert!(!crate::common::text_of(&frames).contains("Changed"));
+        let versions: wire::ArtifactVersionList = server.get_json(&format!("/api/artifacts/{id}/versions")).await;
+        assert_eq!(versions.versions.len(), 3);
+    }
+}
