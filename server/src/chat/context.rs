@@ -250,13 +250,12 @@ pub async fn load(
             .collect();
         // The titles of the documents quoted, each read once (a deleted one is named by its ID alone).
         for quote in messages.iter().filter_map(|m| m.quote.as_ref()) {
-            if !titles.contains_key(&quote.artifact_id) {
-                let title = match store.get_artifact(user, quote.artifact_id).await {
+            if let std::collections::hash_map::Entry::Vacant(unread) = titles.entry(quote.artifact_id) {
+                unread.insert(match store.get_artifact(user, quote.artifact_id).await {
                     Ok(artifact) if artifact.thread_id == thread => Some(artifact.title),
                     Ok(_) | Err(StoreError::NotFound) => None,
                     Err(e) => return Err(e),
-                };
-                titles.insert(quote.artifact_id, title);
+                });
             }
         }
         let input =

@@ -52,6 +52,9 @@ pub(crate) enum EditPlan {
     Unclear { from: String, titles: Vec<String>, times: usize },
 }
 
+/// A document that holds the old value: the value as it stands there, and where (byte ranges).
+type Holding<'a> = (&'a Document, String, Vec<(usize, usize)>);
+
 /// The edit that makes `change` in the documents; `None` when no document holds the old value. With a quoted
 /// passage, only the quoted document is looked at, and the value inside the passage first.
 pub(crate) fn plan_edit(
@@ -66,7 +69,7 @@ pub(crate) fn plan_edit(
         None => documents.iter().collect(),
     };
     // Each document holding the old value, with the value as it stands there.
-    let holding: Vec<(&Document, String, Vec<(usize, usize)>)> = candidates
+    let holding: Vec<Holding<'_>> = candidates
         .into_iter()
         .filter_map(|d| {
             let from = widened_value(change, &d.text);
