@@ -5,6 +5,7 @@
 use lazy_regex::{lazy_regex, Lazy};
 use regex::Regex;
 
+use crate::requests::is_generation_sentence;
 use crate::split_sentences;
 
 /// A value to change: what the text says now (`from`) and what it should say (`to`).
@@ -51,6 +52,10 @@ pub fn requested_change(text: &str) -> Option<Change> {
 
 fn change_in(sentence: &str) -> Option<Change> {
     let sentence = sentence.trim();
+    // "Write user stories instead of a BRD" asks for a document, not a change.
+    if is_generation_sentence(sentence) {
+        return None;
+    }
     let (from, to) = if let Some(c) = SHOULD_BE.captures(sentence) {
         (c["from"].to_string(), c["to"].to_string())
     } else if let Some(c) = CHANGE_FROM.captures(sentence).or_else(|| CHANGE_TO.captures(sentence)) {
@@ -111,6 +116,7 @@ mod tests {
             "Change is hard.",
             "Replace it.",
             "Slots should be 30, not 30.",
+            "Generate user stories instead of a BRD.",
         ] {
             assert_eq!(requested_change(text), None, "{text}");
         }

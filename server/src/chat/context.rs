@@ -163,8 +163,15 @@ impl Materials {
 
     /// About how many bytes they hold (what their vectors and texts reserved).
     pub fn weight(&self) -> usize {
-        let texts: usize =
-            self.texts.iter().map(|m| m.content.capacity() + m.model.as_ref().map_or(0, String::capacity)).sum();
+        let texts: usize = self
+            .texts
+            .iter()
+            .map(|m| {
+                m.content.capacity()
+                    + m.model.as_ref().map_or(0, String::capacity)
+                    + m.quote.as_ref().map_or(0, |q| q.text.capacity())
+            })
+            .sum();
         texts
             + self.texts.capacity() * std::mem::size_of::<Message>()
             + self.tree.heads.capacity() * std::mem::size_of::<MessageHead>()
@@ -648,6 +655,38 @@ mod tests {
         let built = build(input(&messages, &[messages[2].id], budget));
         assert!(built.record.truncated.contains(&messages[0].id));
         assert_eq!(open(&built).iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![messages[8].id, messages[10].id]);
+    }
+
+    #[test]
+    fn a_quoted_passage_comes_before_its_message_naming_the_document() {
+        let mut messages = conversation(&[("We need bookings.", "Noted.")], "Is this long enough?");
+        let doc = Uuid::from_u128(99);
+        messages[2].quote = Some(wire::Quote { artifact_id: doc, text: "Slots are 30 minutes.".into() });
+        let titles = HashMap::from([(doc, Some("Booking Plan".to_string()))]);
+        let built = build_with_titles(input(&messages, &[], DEFAULT_BUDGET), &titles);
+        let last = built.messages.last().unwrap().text();
+        assert!(
+            last.starts_with(&format!(
+                "[The message below is about this passage of the document \"Booking Plan\" (ID: {doc})"
+            )),
+            "{last}"
+        );
+        assert!(last.ends_with("> Slots are 30 minutes.\n\nIs this long enough?"), "{last}");
+        let plain = build(input(&messages, &[], DEFAULT_BUDGET));
+        assert!(plain.messages.last().unwrap().text().contains(&format!("a document (ID: {doc})")), "no title known");
+        assert!(
+            built.record.tokens
+                > build(input(
+                    &conversation(&[("We need bookings.", "Noted.")], "Is this long enough?"),
+                    &[],
+                    DEFAULT_BUDGET
+                ))
+                .record
+                .tokens,
+            "the passage counts"
+        );
+        // Only a person's message shows its quote.
+        assert_eq!(built.messages[1].text(), "Noted.");
     }
 
     #[test]
