@@ -395,3 +395,19 @@ async fn the_built_in_assistant_edits_one_line_and_keeps_a_hand_edit_of_another(
         assert_eq!(versions.versions.len(), 3);
     }
 }
+
+#[tokio::test]
+async fn watching_counts_with_a_persons_open_streams_and_ends_with_the_session() {
+    let server = TestServer::start_with(|config| config.user_open_streams = 1).await;
+    let thread = server.create_thread().await;
+    let mut watching = Watching::open(&server, &server.client, thread).await;
+    let response = changes(&server, &server.client, thread).await;
+    assert_eq!(response.status(), 429, "one stream open already");
+    // Signing out ends the stream at once, and gives its place back.
+    let logout = server.client.post(server.url("/api/auth/logout")).send().await.unwrap();
+    assert!(logout.status().is_success());
+    let ended = tokio::time::timeout(NEVER, watching.changes.recv()).await.expect("the stream ended");
+    assert_eq!(ended, None);
+    let (client, _) = crate::common::sign_up_or_in(&server.base, "owner@example.com").await;
+    assert_eq!(changes(&server, &client, thread).await.status(), 200);
+}
