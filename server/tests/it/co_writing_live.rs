@@ -79,7 +79,7 @@ fn plan_document() -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn everyone_watching_sees_saves_restores_the_assistants_versions_and_deletions() {
+async fn everyone_watching_sees_saves_restores_the_assistants_versions_silent_ones_and_deletions() {
     for (store, _guard) in every_store("co_writing_live").await {
         let edit = |id: Uuid| {
             serde_json::json!({"artifact_id": id.to_string(),
@@ -124,6 +124,15 @@ async fn everyone_watching_sees_saves_restores_the_assistants_versions_and_delet
         let edited = created(&server.chat(thread, "Reminders two days before").await)[0].clone();
         assert_eq!(edited.version, 4);
         assert_eq!(version_of(&first.saved().await), version_of(&edited));
+        second.saved().await;
+
+        // A document made silently, from the Generate menu.
+        let stories = serde_json::json!({"artifact_type": "user_stories", "title": "Booking Stories",
+            "content": "# Booking Stories\n\nAs a customer I book a slot."});
+        model.push(ScriptedModel::tool_use("save_artifact", stories));
+        model.push(ScriptedModel::text(&[""]));
+        let silent = created(&crate::common::send(&server, thread, "user stories", true).await)[0].clone();
+        assert_eq!(version_of(&first.saved().await), version_of(&silent));
         second.saved().await;
 
         // A deletion.
