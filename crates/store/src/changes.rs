@@ -17,9 +17,11 @@ pub enum ChangeKind {
     Saved,
     /// It was deleted with all its versions.
     Deleted,
+    /// Its conversation was deleted, and every document in it (`artifact_id` is nil): nothing more to watch.
+    ThreadDeleted,
 }
 
-/// A change to one document of one conversation.
+/// A change to one document of one conversation (or to all of them, for [`ChangeKind::ThreadDeleted`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArtifactChange {
     pub thread_id: Uuid,

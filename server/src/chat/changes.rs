@@ -96,6 +96,24 @@ impl ChangeHub {
         self.publish(change, || ThreadChange::ArtifactDeleted { artifact_id: artifact }).await;
     }
 
+    /// Ends the watching of `thread`, on every instance: it was deleted with its documents.
+    pub async fn thread_deleted(&self, thread: Uuid) {
+        let change = ArtifactChange { thread_id: thread, artifact_id: Uuid::nil(), kind: ChangeKind::ThreadDeleted };
+        match &self.shared {
+            Some(shared) => {
+                if let Err(e) = shared.announce(&change).await {
+                    tracing::warn!(error = %e, "announcing a deleted conversation failed");
+                }
+            }
+            None => self.close(thread),
+        }
+    }
+
+    /// Ends the streams of `thread`'s watchers here (once they have read what was told before).
+    fn close(&self, thread: Uuid) {
+        self.watched().remove(&thread);
+    }
+
     /// Announces `change` to every instance, or tells this one's watchers (`made` is what they get) where no other
     /// instance shares the database. A change that cannot be announced is logged: the write stands.
     async fn publish(&self, change: ArtifactChange, made: impl FnOnce() -> ThreadChange) {
@@ -136,6 +154,7 @@ impl ChangeHub {
     async fn heard(&self, change: ArtifactChange) {
         let Some((owner, _)) = self.sender(change.thread_id) else { return };
         let told = match change.kind {
+            ChangeKind::ThreadDeleted => return self.close(change.thread_id),
             ChangeKind::Deleted => ThreadChange::ArtifactDeleted { artifact_id: change.artifact_id },
             ChangeKind::Saved => match self.store.get_artifact(owner, change.artifact_id).await {
                 // Of that conversation only: a change is never told to another conversation's watchers.

@@ -61,6 +61,7 @@ impl Engine {
     pub async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
         self.store.delete_thread(user, thread).await?;
         self.conversation_changed(thread);
+        self.changes.thread_deleted(thread).await;
         Ok(())
     }
 

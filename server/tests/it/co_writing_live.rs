@@ -159,6 +159,27 @@ async fn everyone_watching_sees_saves_restores_the_assistants_versions_silent_on
 }
 
 #[tokio::test]
+async fn deleting_the_conversation_ends_its_watchers_streams() {
+    for (store, _guard) in every_store("co_writing_live").await {
+        let server = TestServer::with(store, ScriptedModel::new(Vec::new())).await;
+        let (kept, gone) = (server.create_thread().await, server.create_thread().await);
+        let mut watching_kept = Watching::open(&server, &server.client, kept).await;
+        let mut watching_gone = Watching::open(&server, &server.client, gone).await;
+        let response = server.client.delete(server.url(&format!("/api/threads/{gone}"))).send().await.unwrap();
+        assert_eq!(response.status(), 204);
+        let ended = tokio::time::timeout(NEVER, watching_gone.changes.recv()).await.expect("the stream ended");
+        assert_eq!(ended, None);
+        assert!(watching_kept.changes.try_recv().is_err(), "another conversation is still watched");
+        // The one kept still hears its changes.
+        let new = crate::common::new_artifact(kept, wire::ArtifactType::UserStories, "Kept", "# Kept\n\nOne.");
+        let id = server.state.store.create_artifact(server.user.id, new).await.unwrap().id;
+        let body = serde_json::json!({"base_version": 1, "content": "# Kept\n\nTwo."});
+        assert_eq!(put(&server, id, body).await.status(), 200);
+        assert_eq!(watching_kept.saved().await.version, 2);
+    }
+}
+
+#[tokio::test]
 async fn a_save_on_one_instance_reaches_a_watcher_on_another() {
     let Some(url) = fresh_postgres_url("a_save_on_one_instance_reaches_a_watcher_on_another").await else { return };
     let model = ScriptedModel::new(vec![
@@ -178,6 +199,11 @@ async fn a_save_on_one_instance_reaches_a_watcher_on_another() {
     let response = a.client.delete(a.url(&format!("/api/artifacts/{}", made.id))).send().await.unwrap();
     assert_eq!(response.status(), 204);
     assert_eq!(on_b.next().await, ThreadChange::ArtifactDeleted { artifact_id: made.id });
+    // The conversation deleted on A: B's watcher's stream ends.
+    let response = a.client.delete(a.url(&format!("/api/threads/{thread}"))).send().await.unwrap();
+    assert_eq!(response.status(), 204);
+    let ended = tokio::time::timeout(NEVER, on_b.changes.recv()).await.expect("the stream ended");
+    assert_eq!(ended, None);
 }
 
 /// The user message of `request` the model read last.
