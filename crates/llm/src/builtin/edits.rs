@@ -99,21 +99,21 @@ pub(crate) fn plan_edit(
     let passage = quote
         .filter(|_| quoted.is_some())
         .and_then(|q| unique_span(text, q.passage.trim()).map(|start| (start, start + q.passage.trim().len())));
-    let inside: Vec<(usize, usize)> = match passage {
-        Some((start, end)) => found.iter().copied().filter(|(s, e)| *s >= start && *e <= end).collect(),
-        None => found.clone(),
+    let within = |(s, e): &(usize, usize)| passage.is_some_and(|(start, end)| *s >= start && *e <= end);
+    // The value in the passage; one the passage does not hold is looked for in the whole document.
+    let inside: Vec<(usize, usize)> = match found.iter().copied().filter(within).collect::<Vec<_>>() {
+        in_passage if !in_passage.is_empty() => in_passage,
+        _ => found.clone(),
     };
     let unclear = |times: usize| EditPlan::Unclear { from: from.clone(), titles: vec![document.title.clone()], times };
-    let [(start, end)] = inside.as_slice() else {
-        return Some(unclear(if inside.is_empty() { found.len() } else { inside.len() }));
-    };
+    let [(start, end)] = inside.as_slice() else { return Some(unclear(inside.len())) };
     let (start, end) = (*start, *end);
     let to = matched_case(&text[start..end], &change.to);
     // The smallest passage around the value that occurs once: the value, its line, the quoted passage.
     let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
     let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
     let mut spans = vec![(start, end), (line_start, line_end)];
-    spans.extend(passage);
+    spans.extend(passage.filter(|_| within(&(start, end))));
     let Some((find_start, find_end)) = spans.into_iter().find(|(s, e)| unique_span(text, &text[*s..*e]).is_some())
     else {
         return Some(unclear(1));
@@ -273,5 +273,9 @@ mod tests {
             QuotedPassage { title: None, artifact_id: "a".into(), passage: "Slots are 30 minutes.\nEnd.".into() };
         let (find, replace, ..) = edit(plan_edit(&change("30", "45"), &docs, Some(&quote), "x"));
         assert_eq!((find.as_str(), replace.as_str()), ("Slots are 30 minutes.\nEnd.", "Slots are 45 minutes.\nEnd."));
+        // A value the passage does not hold is changed where the document holds it once.
+        let quote = QuotedPassage { title: None, artifact_id: "a".into(), passage: "Intro.".into() };
+        let (find, replace, ..) = edit(plan_edit(&change("End", "Close"), &docs, Some(&quote), "x"));
+        assert_eq!((find.as_str(), replace.as_str()), ("End", "Close"));
     }
 }
