@@ -6,12 +6,14 @@
 //! Everything here is rule based and deterministic: the same text always gives the same result. No I/O, no async,
 //! no dependency on the rest of Quire but the wire types.
 
+pub mod changes;
 mod classify;
 mod goals;
 mod keywords;
 mod labels;
 mod meetings;
 mod products;
+pub mod quotes;
 pub mod requests;
 mod requirements;
 mod roles;

@@ -7,6 +7,7 @@ pub mod admin;
 pub mod artifacts;
 pub mod attachments;
 pub mod budgets;
+pub mod changes;
 mod columns;
 pub mod history;
 pub mod limits;
@@ -29,13 +30,14 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
-use wire::{Artifact, ArtifactType, Message, MessageStatus, Role, Thread, Usage};
+use wire::{Artifact, ArtifactType, Message, MessageStatus, Quote, Role, Thread, Usage};
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
 pub use artifacts::{ArtifactBrief, ArtifactRevision, Artifacts, Fulfilment};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
+pub use changes::{ArtifactChange, ChangeKind, SharedChanges};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
@@ -223,6 +225,9 @@ pub struct NewMessage {
     pub status: MessageStatus,
     pub usage: Usage,
     pub model: Option<String>,
+    /// The passage of one of the thread's documents a person's message is about; a document of another thread
+    /// (or none) refuses the message, as a missing thread does.
+    pub quote: Option<Quote>,
 }
 
 /// Where a new message went: its number, and its parent (the conversation's active message when it was added).
@@ -247,7 +252,7 @@ impl NewMessage {
             output_tokens: self.usage.output_tokens,
             model: self.model,
             created_at: created,
-            quote: None,
+            quote: self.quote,
         }
     }
 }
@@ -310,6 +315,7 @@ impl AnswerDraft {
             status: self.update.status,
             usage: self.update.usage,
             model: self.update.model.clone(),
+            quote: None,
         }
     }
 }
@@ -375,6 +381,11 @@ pub trait Store:
     /// Rate limits kept in the database for every instance; `None` where one process owns the database and
     /// counts them itself (SQLite).
     fn shared_limits(&self) -> Option<Arc<dyn SharedLimits>> {
+        None
+    }
+    /// Document changes told to every instance sharing the database; `None` where one process owns the database
+    /// (SQLite) and tells its own changes itself.
+    fn shared_changes(&self) -> Option<Arc<dyn SharedChanges>> {
         None
     }
     /// Whether the database answers and has every migration this build knows applied (`GET /api/ready`).

@@ -459,7 +459,8 @@ shared_sql! {
 
 /// The columns a [`MessageRow`] reads.
 pub(crate) const MESSAGE_COLUMNS: &str =
-    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id";
+    "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id, \
+     quote_artifact_id, quote_text";
 
 stored_row! {
     /// A message's row: ids and times as the backend keeps them (see [`Stored`]).
@@ -476,12 +477,17 @@ stored_row! {
         status: String,
         input_tokens: i64,
         output_tokens: i64,
+        quote_artifact_id: Option<I>,
+        quote_text: Option<String>,
     } => {
         role: parse_role(&role)?,
         status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
         input_tokens: input_tokens as u64,
         output_tokens: output_tokens as u64,
-        quote: None,
+        quote: match (quote_artifact_id.read("quote_artifact_id")?, quote_text) {
+            (Some(artifact_id), Some(text)) => Some(wire::Quote { artifact_id, text }),
+            _ => None,
+        },
     }
 }
 

@@ -28,6 +28,7 @@ mod admin;
 mod artifacts;
 mod attachments;
 mod budgets;
+mod changes;
 mod history;
 mod limits;
 mod messages;
@@ -273,6 +274,10 @@ impl Store for Postgres {
         Some(Arc::new(self.clone()))
     }
 
+    fn shared_changes(&self) -> Option<Arc<dyn super::SharedChanges>> {
+        Some(Arc::new(self.clone()))
+    }
+
     async fn ready(&self) -> Result<bool> {
         let applied: Option<i64> =
             sqlx::query_scalar("select max(version) from _sqlx_migrations where success").fetch_one(&self.pool).await?;
@@ -357,6 +362,7 @@ async fn take_thread<'c>(
          ), taken as (
              insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
+             and ($13::uuid is null or exists (select 1 from artifacts where id = $13 and thread_id = $2 and user_id = $3))
              returning thread_id
          ), previous as (
              select id, active_id from threads where id = $2 and user_id = $3 and $5::uuid is not null for update
@@ -368,8 +374,8 @@ async fn take_thread<'c>(
              returning t.id, t.user_id, t.last_seq, p.active_id as parent_id, t.context_version
          ), saved as (
              insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing, parent_id)
-             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, parent_id from counted
+             model, created_at, writing, quote_artifact_id, quote_text, parent_id)
+             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, $13, $14, parent_id from counted
              returning seq, parent_id
          )
          select (select count(*) from taken) as taken, (select seq from saved) as seq,
@@ -389,6 +395,8 @@ async fn take_thread<'c>(
     .bind(request.map(|m| m.usage.output_tokens as i64))
     .bind(request.and_then(|m| m.model.as_deref()))
     .bind(MAX_SEQ)
+    .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.artifact_id))
+    .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.text.as_str()))
     .fetch_one(conn)
     .await?;
     let (true, Some(read_version), Some(read_last_seq)) = (taken > 0, read_version, read_last_seq) else {
@@ -432,16 +440,18 @@ async fn insert_message(
     after: Option<Uuid>,
 ) -> Result<Option<Place>> {
     let thread = message.thread_id;
-    let place = match count_message(&mut *conn, user, thread, id, created, after).await? {
+    let quoted = message.quote.as_ref().map(|q| q.artifact_id);
+    let place = match count_message(&mut *conn, user, thread, id, created, after, quoted).await? {
         Some(place) => place,
         None if Shared::renumber_if_full(&mut *conn, user, thread).await? => {
-            count_message(&mut *conn, user, thread, id, created, after).await?.ok_or(StoreError::NotFound)?
+            count_message(&mut *conn, user, thread, id, created, after, quoted).await?.ok_or(StoreError::NotFound)?
         }
         None => return Ok(None),
     };
     sqlx::query(
         "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-         model, created_at, writing, parent_id) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+         model, created_at, writing, parent_id, quote_artifact_id, quote_text)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(id)
     .bind(message.thread_id)
@@ -456,6 +466,8 @@ async fn insert_message(
     .bind(created)
     .bind(writing)
     .bind(place.parent)
+    .bind(quoted)
+    .bind(message.quote.as_ref().map(|q| q.text.as_str()))
     .execute(&mut *conn)
     .await?;
     Ok(Some(place))
@@ -463,7 +475,7 @@ async fn insert_message(
 
 /// Counts one more message in `user`'s `thread`; where the message goes (its number, after `after` or else the
 /// active message), which it becomes the active message after; `None` when the thread is missing, `after` is
-/// gone or the count reached [`MAX_SEQ`].
+/// gone, `quoted` is not a document of the thread or the count reached [`MAX_SEQ`].
 async fn count_message(
     conn: &mut sqlx::PgConnection,
     user: Uuid,
@@ -471,6 +483,7 @@ async fn count_message(
     id: Uuid,
     at: DateTime<Utc>,
     after: Option<Uuid>,
+    quoted: Option<Uuid>,
 ) -> Result<Option<Place>> {
     let row: Option<(i64, Option<Uuid>)> = sqlx::query_as(
         "with previous as (select id, active_id from threads where id = $2 and user_id = $3 for update)
@@ -479,6 +492,8 @@ async fn count_message(
          active_id = case when p.active_id is not distinct from coalesce($6, p.active_id) then $5 else t.active_id end
          from previous p where t.id = p.id and t.last_seq < $4
          and ($6::uuid is null or exists (select 1 from messages m where m.id = $6 and m.thread_id = t.id))
+         and ($7::uuid is null or exists (select 1 from artifacts a
+             where a.id = $7 and a.thread_id = t.id and a.user_id = t.user_id))
          returning t.last_seq, coalesce($6, p.active_id)",
     )
     .bind(at)
@@ -487,6 +502,7 @@ async fn count_message(
     .bind(MAX_SEQ)
     .bind(id)
     .bind(after)
+    .bind(quoted)
     .fetch_optional(conn)
     .await?;
     Ok(row.map(|(seq, parent)| Place { seq, parent }))

@@ -302,6 +302,7 @@ mod tests {
             status: MessageStatus::Complete,
             usage: wire::Usage::default(),
             model: None,
+            quote: None,
         }
     }
 

@@ -75,6 +75,12 @@ pub fn message(content: &str, max_chars: usize) -> Result<String, Invalid> {
     trimmed_text(content, max_chars, "content", "message")
 }
 
+/// A quoted passage ("Ask about this"), trimmed: at most [`MAX_QUOTE_CHARS`](crate::MAX_QUOTE_CHARS) characters,
+/// no NUL, not only whitespace.
+pub fn quote(text: &str) -> Result<String, Invalid> {
+    trimmed_text(text, crate::MAX_QUOTE_CHARS, "quote", "quoted passage")
+}
+
 /// A document's text as a person saves it: at most [`MAX_ARTIFACT_CHARS`](crate::MAX_ARTIFACT_CHARS) characters,
 /// no NUL, not only whitespace. Kept as written: leading spaces mean something in Markdown.
 pub fn artifact_content(content: &str) -> Result<String, Invalid> {

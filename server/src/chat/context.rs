@@ -13,7 +13,7 @@
 //! document was deleted. They are named in [`BuiltContext::open_requests`] with the kinds they ask for, so a
 //! document of such a kind made in this turn answers them too, and no later turn acts on them again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use uuid::Uuid;
 pub use wire::ContextRecord;
@@ -163,8 +163,15 @@ impl Materials {
 
     /// About how many bytes they hold (what their vectors and texts reserved).
     pub fn weight(&self) -> usize {
-        let texts: usize =
-            self.texts.iter().map(|m| m.content.capacity() + m.model.as_ref().map_or(0, String::capacity)).sum();
+        let texts: usize = self
+            .texts
+            .iter()
+            .map(|m| {
+                m.content.capacity()
+                    + m.model.as_ref().map_or(0, String::capacity)
+                    + m.quote.as_ref().map_or(0, |q| q.text.capacity())
+            })
+            .sum();
         texts
             + self.texts.capacity() * std::mem::size_of::<Message>()
             + self.tree.heads.capacity() * std::mem::size_of::<MessageHead>()
@@ -223,6 +230,7 @@ pub async fn load(
     let on_path: HashSet<Uuid> = heads.iter().map(|h| h.id).collect();
     let mut window = FIRST_WINDOW;
     let mut fulfilled = None;
+    let mut titles: HashMap<Uuid, Option<String>> = HashMap::new();
     loop {
         let mut from = heads.len().saturating_sub(window);
         while from > 0 && heads[from].role != Role::User {
@@ -247,13 +255,19 @@ pub async fn load(
             .chain(recent.into_iter().cloned())
             .chain(pending.cloned())
             .collect();
-        let built = build(ContextInput {
-            messages: &messages,
-            fulfilled: fulfilled.as_slice(),
-            summary: None,
-            budget,
-            ephemeral,
-        });
+        // The titles of the documents quoted, each read once (a deleted one is named by its ID alone).
+        for quote in messages.iter().filter_map(|m| m.quote.as_ref()) {
+            if let std::collections::hash_map::Entry::Vacant(unread) = titles.entry(quote.artifact_id) {
+                unread.insert(match store.get_artifact(user, quote.artifact_id).await {
+                    Ok(artifact) if artifact.thread_id == thread => Some(artifact.title),
+                    Ok(_) | Err(StoreError::NotFound) => None,
+                    Err(e) => return Err(e),
+                });
+            }
+        }
+        let input =
+            ContextInput { messages: &messages, fulfilled: fulfilled.as_slice(), summary: None, budget, ephemeral };
+        let built = build_with_titles(input, &titles);
         let inside = from == 0 || built.record.truncated.last().is_some_and(|id| read.contains(id));
         if inside {
             return Ok(Loaded { built, materials, stamp });
@@ -279,6 +293,23 @@ fn blank(message: &Message) -> bool {
 
 /// Builds the model's view of the conversation.
 pub fn build(input: ContextInput<'_>) -> BuiltContext {
+    build_with_titles(input, &HashMap::new())
+}
+
+/// What the model reads of a message: for a person's message with a quoted passage, the block that names the
+/// document (`titles` has its title, unless it is gone) and quotes the passage, then the message.
+fn model_text(message: &Message, titles: &HashMap<Uuid, Option<String>>) -> String {
+    match (&message.quote, message.role) {
+        (Some(quote), Role::User) => {
+            let title = titles.get(&quote.artifact_id).and_then(Option::as_deref);
+            analysis::quotes::with_quote(&message.content, title, &quote.artifact_id.to_string(), &quote.text)
+        }
+        _ => message.content.clone(),
+    }
+}
+
+/// [`build`], naming each quoted document by its title in `titles`.
+pub fn build_with_titles(input: ContextInput<'_>, titles: &HashMap<Uuid, Option<String>>) -> BuiltContext {
     let fulfilled: HashSet<Uuid> = input.fulfilled.iter().copied().collect();
     let mut record = ContextRecord { budget: input.budget, ..Default::default() };
 
@@ -312,7 +343,12 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
     let total = turns.len();
     let mut keep_from = total;
     for (i, turn) in turns.iter_mut().enumerate().rev() {
-        turn.tokens = turn.messages.iter().filter(|m| !blank(m)).map(|m| count_message_tokens(m.id, &m.content)).sum();
+        turn.tokens = turn
+            .messages
+            .iter()
+            .filter(|m| !blank(m))
+            .map(|m| count_message_tokens(m.id, &m.content) + m.quote.as_ref().map_or(0, |q| count_tokens(&q.text)))
+            .sum();
         if keep_from < total && used + turn.tokens > input.budget {
             break;
         }
@@ -357,7 +393,7 @@ pub fn build(input: ContextInput<'_>) -> BuiltContext {
                 Role::User => llm::Role::User,
                 Role::Assistant => llm::Role::Assistant,
             };
-            push(role, m.content.clone());
+            push(role, model_text(m, titles));
         }
     }
     if let Some(extra) = input.ephemeral {
@@ -619,6 +655,38 @@ mod tests {
         let built = build(input(&messages, &[messages[2].id], budget));
         assert!(built.record.truncated.contains(&messages[0].id));
         assert_eq!(open(&built).iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![messages[8].id, messages[10].id]);
+    }
+
+    #[test]
+    fn a_quoted_passage_comes_before_its_message_naming_the_document() {
+        let mut messages = conversation(&[("We need bookings.", "Noted.")], "Is this long enough?");
+        let doc = Uuid::from_u128(99);
+        messages[2].quote = Some(wire::Quote { artifact_id: doc, text: "Slots are 30 minutes.".into() });
+        let titles = HashMap::from([(doc, Some("Booking Plan".to_string()))]);
+        let built = build_with_titles(input(&messages, &[], DEFAULT_BUDGET), &titles);
+        let last = built.messages.last().unwrap().text();
+        assert!(
+            last.starts_with(&format!(
+                "[The message below is about this passage of the document \"Booking Plan\" (ID: {doc})"
+            )),
+            "{last}"
+        );
+        assert!(last.ends_with("> Slots are 30 minutes.\n\nIs this long enough?"), "{last}");
+        let plain = build(input(&messages, &[], DEFAULT_BUDGET));
+        assert!(plain.messages.last().unwrap().text().contains(&format!("a document (ID: {doc})")), "no title known");
+        assert!(
+            built.record.tokens
+                > build(input(
+                    &conversation(&[("We need bookings.", "Noted.")], "Is this long enough?"),
+                    &[],
+                    DEFAULT_BUDGET
+                ))
+                .record
+                .tokens,
+            "the passage counts"
+        );
+        // Only a person's message shows its quote.
+        assert_eq!(built.messages[1].text(), "Noted.");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
+use super::changes::{ChangeHub, Watcher};
 use super::error::Result;
 use super::hub::{self, TurnHub};
 use super::memory::{ContextMemory, Source};
@@ -48,6 +49,8 @@ pub struct Engine {
     refusals: Arc<Mutex<HashMap<Uuid, Instant>>>,
     /// Hot conversations' context, kept from their last turn.
     pub(super) memory: Arc<ContextMemory>,
+    /// The watchers of conversations' documents here, told of every instance's changes.
+    pub(super) changes: Arc<ChangeHub>,
 }
 
 /// How long a person whose start was refused opens model calls only once a start has committed.
@@ -62,7 +65,8 @@ impl Engine {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(hub::release_abandoned_answers(store.clone()));
-        Self { store, models, hub, limits, refusals: Arc::default(), memory: Arc::default() }
+        let changes = ChangeHub::start(store.clone());
+        Self { store, models, hub, limits, refusals: Arc::default(), memory: Arc::default(), changes }
     }
 
     /// Whether a start in `thread` may open its model call before its commit answers (see `turn::launch`): not
@@ -107,6 +111,13 @@ impl Engine {
         }
         let requested = self.store.request_stop(user, thread).await?;
         Ok(here.is_some() || requested)
+    }
+
+    /// The changes to `thread`'s documents from now on, whoever makes them on whichever instance, as SSE frames;
+    /// `NotFound` for a conversation that is missing or another person's.
+    pub async fn watch_changes(&self, user: Uuid, thread: Uuid) -> Result<Watcher> {
+        self.store.get_thread(user, thread).await?;
+        Ok(self.changes.watch(user, thread).await)
     }
 
     /// Asks every turn running here to stop (at shutdown), so their partial answers are saved.

@@ -2,6 +2,7 @@
 //! reaches all of it through [`Engine`].
 
 mod allowance;
+pub mod changes;
 pub mod context;
 pub mod edits;
 pub mod engine;

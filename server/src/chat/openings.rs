@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 use wire::validate::Invalid;
-use wire::{ChatRequest, MessageStatus, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
+use wire::{ChatRequest, MessageStatus, Quote, Role as ApiRole, Usage, MAX_MESSAGE_CHARS};
 
 use super::engine::Engine;
 use super::error::ChatError;
@@ -24,9 +24,22 @@ impl Engine {
         Ok(if self.limits.redact_pii { crate::privacy::redact(&content) } else { content })
     }
 
+    /// A quoted passage as it is stored: checked (not blank, not too long, no NUL) and, when so configured, with
+    /// personal data replaced. Whose document it is, the statement that saves the message checks.
+    fn person_quote(&self, quote: Quote) -> Result<Quote, ChatError> {
+        let text = wire::validate::quote(&quote.text)?;
+        let text = if self.limits.redact_pii { crate::privacy::redact(&text) } else { text };
+        Ok(Quote { artifact_id: quote.artifact_id, text })
+    }
+
     /// Checks the request, takes the thread, saves the person's message and starts the turn in the background.
     pub async fn start(&self, user: Uuid, thread: Uuid, request: ChatRequest) -> Result<Arc<LiveTurn>, ChatError> {
         let content = self.person_message(&request.content)?;
+        let quote = request.quote.map(|quote| self.person_quote(quote)).transpose()?;
+        let silent = request.artifact_generation.unwrap_or(false);
+        if silent && quote.is_some() {
+            return Err(Invalid::new("quote", "A silent generation quotes nothing: it saves no message.").into());
+        }
         let message = NewMessage {
             thread_id: thread,
             role: ApiRole::User,
@@ -34,8 +47,15 @@ impl Engine {
             status: MessageStatus::Complete,
             usage: Usage::default(),
             model: None,
+            quote,
         };
-        let opening = match (request.edit_of, request.artifact_generation.unwrap_or(false)) {
+        if let Some(quote) = &message.quote {
+            // Checked before a model call may open: the statement that saves the message checks again.
+            if self.store.get_artifact(user, quote.artifact_id).await?.thread_id != thread {
+                return Err(ChatError::NotFound);
+            }
+        }
+        let opening = match (request.edit_of, silent) {
             (Some(_), true) => {
                 return Err(Invalid::new("edit_of", "A silent generation edits no message.").into());
             }

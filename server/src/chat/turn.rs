@@ -76,8 +76,8 @@ pub(super) async fn launch(
             message_id,
         };
         let early = match &opening {
-            Opening::Message(message) => Some((message.content.clone(), false)),
-            Opening::Silent(content) => Some((content.clone(), true)),
+            Opening::Message(message) => Some((message.content.clone(), message.quote.clone(), false)),
+            Opening::Silent(content) => Some((content.clone(), None, true)),
             Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
         };
         // What is kept of the conversation from its last turn serves a new message only: the other openings
@@ -89,8 +89,9 @@ pub(super) async fn launch(
                 None
             }
         };
-        let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, silent)| {
-            let pending = (!silent).then(|| context::pending_message(message_id, thread, &content));
+        let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, quote, silent)| {
+            let pending =
+                (!silent).then(|| Message { quote, ..context::pending_message(message_id, thread, &content) });
             let request_message = pending.as_ref().map(|m| m.id);
             let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
             let mut turn = Turn::new(&engine, live.clone(), plan);
@@ -768,6 +769,7 @@ impl<'a> Turn<'a> {
             other => (format!("Unknown tool '{other}'."), true, None),
         };
         if let Some(artifact) = artifact {
+            self.engine.changes.saved(&artifact).await;
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));

@@ -26,6 +26,7 @@ impl Engine {
             status: MessageStatus::Complete,
             usage: Usage::default(),
             model: None,
+            quote: None,
         };
         let saved = self.store.append_message_between_turns(user, message, STALE_AFTER_MS).await.map_err(busy_or)?;
         self.conversation_changed(thread);
@@ -60,6 +61,7 @@ impl Engine {
     pub async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()> {
         self.store.delete_thread(user, thread).await?;
         self.conversation_changed(thread);
+        self.changes.thread_deleted(thread).await;
         Ok(())
     }
 
@@ -67,6 +69,7 @@ impl Engine {
     pub async fn revise_artifact(&self, user: Uuid, artifact: Uuid, revision: ArtifactRevision) -> Result<Artifact> {
         let revised = self.store.revise_artifact(user, artifact, revision).await?;
         self.conversation_changed(revised.thread_id);
+        self.changes.saved(&revised).await;
         Ok(revised)
     }
 
@@ -107,6 +110,7 @@ impl Engine {
         let thread = self.store.get_artifact(user, artifact).await?.thread_id;
         self.store.delete_artifact(user, artifact).await?;
         self.conversation_changed(thread);
+        self.changes.deleted(thread, artifact).await;
         Ok(())
     }
 }

@@ -5,6 +5,7 @@ pub mod artifacts;
 pub mod assets;
 pub mod attachments;
 pub mod auth;
+pub mod changes;
 pub mod chat;
 pub mod connections;
 pub mod csrf;
@@ -130,6 +131,7 @@ pub fn api_router() -> Router<AppState> {
         .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())
+        .merge(changes::router())
         .merge(messages::router())
         .merge(search::router())
         .merge(stats::router())

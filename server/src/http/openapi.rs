@@ -12,7 +12,8 @@ use utoipa::{
 };
 
 use super::{
-    admin, artifacts, attachments, auth, chat, export, messages, models, search, settings, shares, stats, threads,
+    admin, artifacts, attachments, auth, changes, chat, export, messages, models, search, settings, shares, stats,
+    threads,
 };
 
 /// The whole API.
@@ -30,7 +31,7 @@ use super::{
         threads::list_threads, threads::create_thread, threads::get_thread, threads::update_thread,
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
-        chat::chat, chat::resume, chat::stop, chat::retry,
+        chat::chat, chat::resume, chat::stop, chat::retry, changes::changes,
         messages::add_message, messages::regenerate, messages::switch_branch, messages::context, messages::trace,
         messages::turn_trace,
         search::search, stats::stats,

@@ -325,6 +325,7 @@ async fn say(s: &store::DynStore, user: Uuid, thread: Uuid, role: Role, text: &s
         status: MessageStatus::Complete,
         usage: Default::default(),
         model: None,
+        quote: None,
     };
     s.append_message(user, message).await.unwrap()
 }
@@ -451,6 +452,7 @@ async fn legacy_rows_become_one_path(backend: Backend) {
         status: MessageStatus::Complete,
         usage: Default::default(),
         model: None,
+        quote: None,
     };
     let added = store.append_message(user, next).await.unwrap();
     assert_eq!((added.seq, added.parent_id), (6, Some(ids[3])));
@@ -514,6 +516,7 @@ fn the_shown_path_is_a_chain_from_a_first_message_to_the_active_one(backend: Bac
                         status: MessageStatus::Complete,
                         usage: Default::default(),
                         model: None,
+                        quote: None,
                     };
                     let said = s.append_message(u, message).await.unwrap();
                     assert_eq!(said.parent_id, tree.active, "after the active message");

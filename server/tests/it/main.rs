@@ -10,6 +10,7 @@ mod branches;
 mod budgets;
 mod chat_turns;
 mod co_writing;
+mod co_writing_live;
 mod context_memory;
 mod dedup;
 mod delivery;

@@ -344,6 +344,7 @@ async fn openapi_describes_every_route() {
         ("/api/threads/{id}/messages/{message_id}", "delete"),
         ("/api/threads/{id}/chat", "post"),
         ("/api/threads/{id}/stream", "get"),
+        ("/api/threads/{id}/changes", "get"),
         ("/api/threads/{id}/stop", "post"),
         ("/api/threads/{id}/messages/{message_id}/retry", "post"),
         ("/api/threads/{id}/messages", "post"),

@@ -94,6 +94,7 @@ async fn a_share_link_shows_a_snapshot_until_revoked(db: Db) {
                 status: wire::MessageStatus::Complete,
                 usage: Default::default(),
                 model: None,
+                quote: None,
             },
         )
         .await

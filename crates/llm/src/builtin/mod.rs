@@ -7,10 +7,11 @@
 //! Text is streamed word by word, followed by honest token counts from [`crate::tokens::count_tokens`].
 
 mod artifacts;
+mod edits;
 mod reply;
 mod summary;
 
-pub use reply::{DOCUMENT_SEARCH, SAVE_ARTIFACT};
+pub use reply::{DOCUMENT_SEARCH, EDIT_ARTIFACT, SAVE_ARTIFACT};
 
 use std::time::Duration;
 

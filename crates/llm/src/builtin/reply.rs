@@ -17,12 +17,17 @@ use analysis::{
 use wire::ArtifactType;
 
 use super::artifacts::{noun, render, DocContext};
+use super::edits::{documents, plan_edit, EditPlan};
 use crate::types::{ChatRequest, Part, Role};
+use analysis::changes::requested_change;
+use analysis::quotes::split_quote;
 
 /// Name of the tool that saves a generated document.
 pub const SAVE_ARTIFACT: &str = "save_artifact";
 /// Name of the tool that searches the conversation's attached documents.
 pub const DOCUMENT_SEARCH: &str = "document_search";
+/// Name of the tool that makes targeted edits of a document.
+pub const EDIT_ARTIFACT: &str = "edit_artifact";
 
 /// Subject used when the conversation names no product.
 const DEFAULT_SUBJECT: &str = "Untitled Project";
@@ -47,6 +52,15 @@ pub(crate) fn plan(request: &ChatRequest) -> Plan {
     let latest = user_texts(request).pop().unwrap_or_default();
     if let Some(outcomes) = last_tool_results(request) {
         return second_round(request, &latest, &outcomes);
+    }
+    // A change to a value a document of the conversation holds: edited in place, not noted as a requirement.
+    match change_plan(request) {
+        Some(EditPlan::Edit { id, find, replace, .. }) => {
+            let arguments = json!({ "artifact_id": id, "edits": [{ "find": find, "replace": replace }] });
+            return Plan { text: String::new(), tool_calls: vec![(EDIT_ARTIFACT.to_string(), arguments)] };
+        }
+        Some(EditPlan::Unclear { from, titles, times }) => return Plan::text(unclear(&from, &titles, times)),
+        None => {}
     }
     let kinds = requested_artifacts(&latest);
     if !kinds.is_empty() {
@@ -73,15 +87,57 @@ fn has_tool(request: &ChatRequest, name: &str) -> bool {
     request.tools.iter().any(|t| t.name == name)
 }
 
-/// Texts of all user messages that have any, in order.
+/// Texts of all user messages that have any, in order, without the passages they quote.
 fn user_texts(request: &ChatRequest) -> Vec<String> {
     request
         .messages
         .iter()
         .filter(|m| m.role == Role::User)
-        .map(|m| m.text())
+        .map(|m| without_quotes(&m.text()))
         .filter(|t| !t.trim().is_empty())
         .collect()
+}
+
+/// A message's text without the quoted passages before it.
+fn without_quotes(text: &str) -> String {
+    let mut text = text.to_string();
+    loop {
+        match split_quote(&text) {
+            (Some(_), rest) => text = rest,
+            (None, _) => return text,
+        }
+    }
+}
+
+/// The edit the latest message asks for, when it asks to change a value one of the documents shown holds and
+/// the edit tool is offered (the passage it quotes, if any, says where).
+fn change_plan(request: &ChatRequest) -> Option<EditPlan> {
+    if !has_tool(request, EDIT_ARTIFACT) {
+        return None;
+    }
+    let raw = request.messages.iter().rev().find(|m| m.role == Role::User && !m.text().trim().is_empty())?.text();
+    let (quote, _) = split_quote(&raw);
+    let latest = without_quotes(&raw);
+    let change = requested_change(&latest)?;
+    plan_edit(&change, &documents(&request.system), quote.as_ref(), &latest)
+}
+
+/// Why a change was not made: where the old value is cannot be told.
+fn unclear(from: &str, titles: &[String], times: usize) -> String {
+    let how = "Select the passage in the document and choose *Ask about this*, or quote more of the line.";
+    match (titles, times) {
+        ([title], 2..) => {
+            format!("'{from}' appears {times} times in {title}, so I can't tell which one to change. {how}")
+        }
+        ([title], _) => format!(
+            "I found '{from}' in {title}, but the text around it repeats, so I can't tell which place to change. {how}"
+        ),
+        _ => format!(
+            "'{from}' appears in {}, so I can't tell which document to change. Name the document, or select the \
+             passage and choose *Ask about this*.",
+            join_and(titles)
+        ),
+    }
 }
 
 fn search_call(latest: &str) -> Plan {
@@ -335,6 +391,11 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
     for o in outcomes {
         if o.is_error {
             paragraphs.push(failure(o));
+        } else if o.name == EDIT_ARTIFACT {
+            paragraphs.push(match change_plan(request) {
+                Some(EditPlan::Edit { title, from, to, .. }) => format!("Changed '{from}' to '{to}' in {title}."),
+                _ => format!("The document is updated: {}", excerpt(&o.content, 300)),
+            });
         } else if o.name == DOCUMENT_SEARCH {
             paragraphs.push(answer_from_search(latest, o));
         } else if o.name != SAVE_ARTIFACT {
@@ -556,6 +617,79 @@ mod tests {
         assert!(parse_chunks("No results found.").is_empty());
         assert!(parse_chunks("").is_empty());
         assert_eq!(parse_chunks("Just some text.")[0].source, "the document");
+    }
+
+    /// A request with the document of the prompt's format and the edit tool offered, the person saying `said`.
+    fn editing(said: &str) -> ChatRequest {
+        let system = "Rules.\n\nDOCUMENTS OF THIS CONVERSATION (current versions):\n- \"Booking Plan\" (Requirements \
+                      Document, ID: doc-1, version 2)\n\n<document id=\"doc-1\" version=\"2\">\n# Booking Plan\n\nSlots \
+                      are 30 minutes.\n\nBreaks are 30 minutes.\n\nReminders go out two days before.\n</document>\n";
+        let tool = |name: &str| crate::types::ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            input_schema: Value::Null,
+        };
+        ChatRequest {
+            system: system.into(),
+            messages: vec![crate::types::Message::user(said)],
+            tools: vec![tool(SAVE_ARTIFACT), tool(EDIT_ARTIFACT)],
+            max_tokens: 1000,
+        }
+    }
+
+    #[test]
+    fn a_change_to_a_value_a_document_holds_is_a_targeted_edit_then_said() {
+        // Once in the plan: the value itself is the smallest passage to find.
+        let plan = super::plan(&editing("Reminders should be 3 days before, not two days"));
+        let (name, arguments) = &plan.tool_calls[0];
+        assert_eq!(name, EDIT_ARTIFACT);
+        assert_eq!(
+            arguments,
+            &json!({"artifact_id": "doc-1", "edits": [{"find": "two days before", "replace": "3 days before"}]}),
+            "the old value widened by the words the new one has beyond it"
+        );
+        // Twice, and nothing says which: reported, nothing edited.
+        let plan = super::plan(&editing("Slots should be 45 minutes, not 30"));
+        assert!(plan.tool_calls.is_empty());
+        assert!(plan.text.contains("'30 minutes' appears 2 times in Booking Plan"), "{}", plan.text);
+        // A quoted passage says which.
+        let quoted = analysis::quotes::with_quote(
+            "Make it 45 minutes instead of 30",
+            Some("Booking Plan"),
+            "doc-1",
+            "Breaks are 30 minutes.",
+        );
+        let mut request = editing(&quoted);
+        let plan = super::plan(&request);
+        assert_eq!(
+            plan.tool_calls[0].1,
+            json!({"artifact_id": "doc-1", "edits": [{"find": "Breaks are 30 minutes.", "replace": "Breaks are 45 minutes."}]})
+        );
+        // Once the edit is saved, the answer says what changed.
+        let call = crate::types::ToolCall {
+            id: "c1".into(),
+            name: EDIT_ARTIFACT.into(),
+            arguments: plan.tool_calls[0].1.clone(),
+        };
+        request.messages.push(crate::types::Message { role: Role::Assistant, parts: vec![Part::ToolCall(call)] });
+        let result =
+            Part::ToolResult { call_id: "c1".into(), content: "Edited, now version 3.".into(), is_error: false };
+        request.messages.push(crate::types::Message { role: Role::User, parts: vec![result] });
+        assert_eq!(super::plan(&request).text, "Changed '30 minutes' to '45 minutes' in Booking Plan.");
+    }
+
+    #[test]
+    fn a_change_no_document_holds_is_answered_as_before() {
+        let asked = "Slots should be 45 minutes, not 20.";
+        let plan = super::plan(&editing(asked));
+        assert!(plan.tool_calls.is_empty());
+        let mut without_documents = editing(asked);
+        without_documents.system = "Rules.".into();
+        assert_eq!(plan, super::plan(&without_documents), "as if there were no documents");
+        // Without the edit tool, no edit either.
+        let mut no_tool = editing("Slots should be 45 minutes, not 30");
+        no_tool.tools.retain(|t| t.name != EDIT_ARTIFACT);
+        assert!(super::plan(&no_tool).tool_calls.is_empty());
     }
 
     #[test]

@@ -207,10 +207,13 @@ async fn take_thread(
         spending_values::<Db>(start.user, start.stale_after_ms, limits.daily_tokens > 0);
     script.shared_statement(SPENDING).bind(user_id).bind(day).bind(everyone).bind(stale_before);
     push_stamp(&mut script, thread.clone(), user.clone());
+    // A quote of a document that is not the thread's refuses the start, as a missing thread does.
+    let quoted = start.request.as_ref().and_then(|m| m.quote.as_ref()).map(|q| q.artifact_id.to_string());
     script
         .statement(
             "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
              select ?, ?, ?, 'running', ?, ? where exists (select 1 from threads where id = ? and user_id = ?)
+             and (? is null or exists (select 1 from artifacts where id = ? and thread_id = ? and user_id = ?))
              returning null",
         )
         .bind(start.turn.to_string())
@@ -218,6 +221,10 @@ async fn take_thread(
         .bind(user.clone())
         .bind(at)
         .bind(at)
+        .bind(thread.clone())
+        .bind(user.clone())
+        .bind(quoted.clone())
+        .bind(quoted)
         .bind(thread.clone())
         .bind(user.clone());
     let id = start.message_id;
@@ -327,6 +334,8 @@ pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: 
         usage: update.usage,
         model: update.model.as_deref(),
         after: answer.question.map(|q| q.to_string()),
+        quote_artifact: None,
+        quote_text: None,
     };
     push_new_message(script, &id, &thread, &user, row, at, true);
     script
@@ -354,6 +363,9 @@ struct NewRow<'q> {
     model: Option<&'q str>,
     /// The message it goes after (see [`AnswerDraft::question`]); `None`: the active one.
     after: Option<String>,
+    /// The document of the thread it quotes, and the passage.
+    quote_artifact: Option<String>,
+    quote_text: Option<&'q str>,
 }
 
 impl<'q> NewRow<'q> {
@@ -365,6 +377,8 @@ impl<'q> NewRow<'q> {
             usage: message.usage,
             model: message.model.as_deref(),
             after: None,
+            quote_artifact: message.quote.as_ref().map(|q| q.artifact_id.to_string()),
+            quote_text: message.quote.as_ref().map(|q| q.text.as_str()),
         }
     }
 }
@@ -411,7 +425,9 @@ fn push_new_message<'q>(
             "update threads set message_count = message_count + 1, last_seq = last_seq + 1,
              updated_at = max(updated_at, ?)
              where id = ? and user_id = ? and last_seq < ? and not exists (select 1 from messages where id = ?)
-             and (? is null or exists (select 1 from messages where id = ? and thread_id = threads.id))",
+             and (? is null or exists (select 1 from messages where id = ? and thread_id = threads.id))
+             and (? is null or exists (select 1 from artifacts a
+                 where a.id = ? and a.thread_id = threads.id and a.user_id = threads.user_id))",
         )
         .bind(at)
         .bind(thread.to_string())
@@ -420,13 +436,15 @@ fn push_new_message<'q>(
         .bind(id.to_string())
         .bind(row.after.clone())
         .bind(row.after.clone())
+        .bind(row.quote_artifact.clone())
+        .bind(row.quote_artifact.clone())
         // Only when the count above was taken (`changes()`: the rows the statement before changed). The message
         // follows the one it answers or the conversation's active message, and becomes the active one if that
         // one still is.
         .statement(
             "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing, parent_id)
-             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, active_id) from threads
+             model, created_at, writing, quote_artifact_id, quote_text, parent_id)
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, active_id) from threads
              where id = ? and user_id = ? and changes() = 1 and not exists (select 1 from messages where id = ?)
              returning seq, parent_id",
         )
@@ -439,6 +457,8 @@ fn push_new_message<'q>(
         .bind(row.model)
         .bind(at)
         .bind(writing)
+        .bind(row.quote_artifact)
+        .bind(row.quote_text)
         .bind(row.after.clone())
         .bind(thread.to_string())
         .bind(user.to_string())

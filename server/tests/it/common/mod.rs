@@ -411,6 +411,11 @@ impl ScriptedModel {
         Arc::new(Self { scripts: std::sync::Mutex::new(scripts.into()), names: true, ..Default::default() })
     }
 
+    /// Adds `script` after the scripts left.
+    pub fn push(&self, script: Vec<Step>) {
+        self.scripts.lock().unwrap().push_back(script);
+    }
+
     /// The texts of the messages of the `n`-th request made to it, joined by `|`.
     pub fn sent(&self, n: usize) -> String {
         self.requests.lock().unwrap()[n].messages.iter().map(|m| m.text()).collect::<Vec<_>>().join("|")
@@ -525,6 +530,7 @@ pub fn new_message(thread: uuid::Uuid, role: wire::Role, content: &str) -> store
         status: wire::MessageStatus::Complete,
         usage: wire::Usage::default(),
         model: None,
+        quote: None,
     }
 }
 

@@ -614,6 +614,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             status: MessageStatus::Complete,
             usage: Usage::default(),
             model: None,
+            quote: None,
         };
         let pending = context::pending_message(Uuid::now_v7(), id, &next.content);
         let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending), None).await.unwrap().built;
