@@ -236,9 +236,37 @@ fn go(to: Leave, mode: RwSignal<Mode>, dirty: RwSignal<bool>, close: Callback<()
     }
 }
 
-/// The text selected on the page, trimmed; `None` when there is none or it is longer than a quote may be.
+/// The passage selected in the document, trimmed; `None` when nothing is selected or it is longer than a quote may
+/// be. A selection inside one line (a list item, a paragraph, a heading, a table cell) is widened to that whole line:
+/// a few words may occur more than once in a document, their line seldom does, and the model reads them in place.
 fn selected_text() -> Option<String> {
-    let text = web_sys::window()?.get_selection().ok()??.to_string().as_string()?;
+    use wasm_bindgen::JsCast;
+    let selection = web_sys::window()?.get_selection().ok()??;
+    let text = selection.to_string().as_string()?;
     let text = text.trim();
-    (!text.is_empty() && text.chars().count() <= MAX_QUOTE_CHARS).then(|| text.to_string())
+    if text.is_empty() {
+        return None;
+    }
+    let container = selection.get_range_at(0).ok()?.common_ancestor_container().ok()?;
+    let mut element = match container.dyn_into::<web_sys::Element>() {
+        Ok(element) => Some(element),
+        Err(node) => node.parent_element(),
+    };
+    let mut passage = text.to_string();
+    while let Some(e) = element {
+        if e.class_list().contains("viewer-body") {
+            break;
+        }
+        if matches!(
+            e.tag_name().as_str(),
+            "LI" | "P" | "TD" | "TH" | "H1" | "H2" | "H3" | "H4" | "H5" | "H6" | "DT" | "DD"
+        ) {
+            if let Some(line) = e.text_content().map(|t| t.trim().to_string()).filter(|t| t.contains(text)) {
+                passage = line;
+            }
+            break;
+        }
+        element = e.parent_element();
+    }
+    (passage.chars().count() <= MAX_QUOTE_CHARS).then_some(passage)
 }

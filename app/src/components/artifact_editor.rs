@@ -110,7 +110,7 @@ pub fn ArtifactEditor(
             {move || merging.get().map(|theirs| view! {
                 <details class="their-version" open>
                     <summary>{format!("Version {} as it was saved (merge what you need into yours)", theirs.version)}</summary>
-                    <pre class="their-text" data-testid="their-version">{theirs.content}</pre>
+                    <pre class="their-text" data-testid="their-version" tabindex="0">{theirs.content}</pre>
                 </details>
             })}
             <label class="editor-title">
@@ -130,7 +130,7 @@ pub fn ArtifactEditor(
                         on:input=move |ev| text.set(event_target_value(&ev))></textarea>
                 </div>
                 <div class="editor-preview md" id="editor-preview" role="tabpanel" aria-labelledby="editor-tab-preview"
-                    data-testid="editor-preview" inner_html=move || preview.get()></div>
+                    data-testid="editor-preview" tabindex="0" inner_html=move || preview.get()></div>
             </div>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <div class="editor-actions">

@@ -66,7 +66,7 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
             {move || state.quote.get().map(|q| view! {
                 <div class="quote-chip" data-testid="quote-chip" role="group" aria-label="Passage you are asking about">
                     <span class="quote-source">{format!("About “{}”", q.title)}</span>
-                    <blockquote>{q.quote.text}</blockquote>
+                    <blockquote tabindex="0">{q.quote.text}</blockquote>
                     <button type="button" class="icon-button" aria-label="Remove the quoted passage"
                         on:click=move |_| state.quote.set(None)>"✕"</button>
                 </div>

@@ -118,7 +118,9 @@ pub fn ChatPage() -> impl IntoView {
     // A hidden tab lets go of its stream (browsers allow a few connections per server, and every open tab would
     // hold one) and catches up on the documents when it is shown again.
     let watch = StoredValue::new_local(None::<client::ChangeWatch>);
-    let shown = RwSignal::new(page_visible());
+    // Taken as shown until the browser says otherwise (the server has no page to ask).
+    let shown = RwSignal::new(true);
+    Effect::new(move |_| shown.set(page_visible()));
     let visibility = window_event_listener(leptos::ev::visibilitychange, move |_| shown.set(page_visible()));
     on_cleanup(move || visibility.remove());
     Effect::new(move |was: Option<(Option<Uuid>, bool)>| {
@@ -155,8 +157,9 @@ pub fn ChatPage() -> impl IntoView {
         }),
         ask: Callback::new(move |(a, text): (Artifact, String)| {
             state.quote.set(Some(QuoteDraft { quote: Quote { artifact_id: a.id, text }, title: a.title }));
+            // Focus goes to the message box, not back to what opened the viewer.
+            opener.set_value(message_box());
             open.set(None);
-            focus_message_box();
         }),
     };
     let remove_file = Callback::new(move |f| actions.remove_file(f));
@@ -205,16 +208,11 @@ fn catch_up(state: ChatState, id: Uuid) {
     });
 }
 
-/// Puts focus in the message box once the page has drawn it.
-fn focus_message_box() {
+/// The message box.
+fn message_box() -> Option<web_sys::HtmlElement> {
     use wasm_bindgen::JsCast;
-    request_animation_frame(|| {
-        let Some(page) = web_sys::window().and_then(|w| w.document()) else { return };
-        let found = page.query_selector("textarea[aria-label=Message]").ok().flatten();
-        if let Some(box_) = found.and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok()) {
-            let _ = box_.focus();
-        }
-    });
+    let page = web_sys::window()?.document()?;
+    page.query_selector("textarea[aria-label=Message]").ok().flatten()?.dyn_into().ok()
 }
 
 /// The element that has focus, if it is one that can take it back.

@@ -96,9 +96,7 @@ pub(crate) fn plan_edit(
     let (document, from, found) = chosen;
     let text = document.text.as_str();
     // Inside the quoted passage, when it is still in the document.
-    let passage = quote
-        .filter(|_| quoted.is_some())
-        .and_then(|q| unique_span(text, q.passage.trim()).map(|start| (start, start + q.passage.trim().len())));
+    let passage = quote.filter(|_| quoted.is_some()).and_then(|q| located_passage(text, q.passage.trim()));
     let within = |(s, e): &(usize, usize)| passage.is_some_and(|(start, end)| *s >= start && *e <= end);
     // The value in the passage; one the passage does not hold is looked for in the whole document.
     let inside: Vec<(usize, usize)> = match found.iter().copied().filter(within).collect::<Vec<_>>() {
@@ -165,6 +163,37 @@ fn occurrences(text: &str, value: &str) -> Vec<(usize, usize)> {
     }
     let Ok(any_case) = Regex::new(&format!("(?i){}", regex::escape(value))) else { return Vec::new() };
     any_case.find_iter(text).map(|m| (m.start(), m.end())).filter(|(s, e)| bounded(*s, *e)).collect()
+}
+
+/// Where a quoted passage stands in a document's Markdown `text` (byte range): where it occurs exactly once as
+/// written, else the one line that reads as the passage once Markdown's marks are set aside. A passage is quoted
+/// as the browser shows it ("REQ-2 (Must): ..."), which is not always as the source writes it ("**REQ-2** (Must):
+/// ...").
+fn located_passage(text: &str, passage: &str) -> Option<(usize, usize)> {
+    if let Some(start) = unique_span(text, passage) {
+        return Some((start, start + passage.len()));
+    }
+    let wanted = plain(passage);
+    if wanted.is_empty() {
+        return None;
+    }
+    let mut lines = text.split_inclusive('\n').scan(0, |at, line| {
+        let start = *at;
+        *at += line.len();
+        Some((start, start + line.trim_end_matches(['\n', '\r']).len()))
+    });
+    let mut found = lines.by_ref().filter(|(s, e)| plain(&text[*s..*e]).contains(&wanted));
+    let first = found.next()?;
+    found.next().is_none().then_some(first)
+}
+
+/// A line as it reads once rendered: no emphasis or code marks, no list, heading or quote marker, table bars as
+/// spaces, runs of white space as one space.
+fn plain(line: &str) -> String {
+    let line = line.trim_start().trim_start_matches(['#', '>', '-', '+']).trim_start();
+    let kept: String =
+        line.chars().filter(|c| !matches!(c, '*' | '_' | '`')).map(|c| if c == '|' { ' ' } else { c }).collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Where `passage` starts in `text`, when it occurs there exactly once (overlapping occurrences count, as the
@@ -250,6 +279,28 @@ mod tests {
             Some(EditPlan::Edit { ref id, .. }) if id == "b"));
         assert!(matches!(plan_edit(&change("30", "45"), &docs, None, "45 not 30"),
             Some(EditPlan::Unclear { ref titles, .. }) if titles.len() == 2));
+    }
+
+    #[test]
+    fn a_passage_quoted_as_shown_finds_its_line_in_the_source() {
+        let text =
+            "## Requirements\n\n**REQ-2** (Must; Functional): Slots must be 30 minutes long.\n\n| ID | Requirement |\n\
+                    | --- | --- |\n| REQ-2 | Slots must be 30 minutes long. |\n";
+        let docs = [document("a", "Salon", text)];
+        let quote = QuotedPassage {
+            title: None,
+            artifact_id: "a".into(),
+            passage: "REQ-2 (Must; Functional): Slots must be 30 minutes long.".into(),
+        };
+        let (find, replace, ..) = edit(plan_edit(&change("30", "45 minutes"), &docs, Some(&quote), "x"));
+        assert_eq!(find, "**REQ-2** (Must; Functional): Slots must be 30 minutes long.");
+        assert_eq!(replace, "**REQ-2** (Must; Functional): Slots must be 45 minutes long.");
+        // The table's cell reads the same in two lines: which one is not guessed.
+        let quote = QuotedPassage { passage: "Slots must be 30 minutes long.".into(), ..quote };
+        assert!(matches!(
+            plan_edit(&change("30", "45 minutes"), &docs, Some(&quote), "x"),
+            Some(EditPlan::Unclear { .. })
+        ));
     }
 
     #[test]
