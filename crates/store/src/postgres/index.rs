@@ -63,15 +63,11 @@ impl DocumentIndexer {
         let mut swept: Option<Instant> = None;
         loop {
             let Some(this) = indexer.upgrade() else { return };
-            let indexed = if swept.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
-                // Whatever was handed over has committed: the sweep finds it too.
-                this.pending().clear();
-                let indexed = this.sweep().await;
-                swept = indexed.then(Instant::now);
-                indexed
-            } else {
-                this.index_pending().await
-            };
+            if swept.is_none_or(|at| at.elapsed() >= SWEEP_EVERY) {
+                swept = this.sweep().await.then(Instant::now);
+            }
+            // Documents handed over are indexed after a sweep too: it skips the rows others hold.
+            let indexed = swept.is_some() && this.index_pending().await;
             if !indexed {
                 // Then a sweep, which finds what failed.
                 swept = None;
@@ -84,11 +80,13 @@ impl DocumentIndexer {
         }
     }
 
-    /// Indexes what was handed over; whether every batch went in (what failed is left to a sweep).
+    /// Indexes what was handed over; whether all of it went in (what did not is handed over again).
     async fn index_pending(&self) -> bool {
         let documents: Vec<Uuid> = self.pending().drain().collect();
-        for document in documents {
+        let mut documents = documents.into_iter();
+        while let Some(document) = documents.next() {
             if !self.attempt(index_document(&self.pool, document)).await {
+                self.pending().extend(std::iter::once(document).chain(documents));
                 return false;
             }
         }
