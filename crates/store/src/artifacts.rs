@@ -451,7 +451,8 @@ stored_row! {
 }
 
 /// Implements [`Artifacts`] for a backend, written once for both, as
-/// [`accounts_for`](super::accounts::accounts_for) does; the backend has `owns` and `delete`.
+/// [`accounts_for`](super::accounts::accounts_for) does; the backend has `owns`, `delete` and `saved_documents`
+/// (told of each document a committed save wrote).
 macro_rules! artifacts_for {
     ($backend:ty) => {
         const _: () = {
@@ -468,14 +469,17 @@ macro_rules! artifacts_for {
                 async fn create_artifact(&self, user: Uuid, artifact: NewArtifact) -> Result<Artifact> {
                     let id = Uuid::now_v7();
                     let created = now();
-                    self.write_together(move |tx| {
-                        Box::pin(async move {
-                            Shared::insert_artifact(&mut *tx, id, user, &artifact, created).await?;
-                            Shared::answer_requests(tx, id, &artifact.answers).await?;
-                            Ok(artifact.saved(id, created))
+                    let saved = self
+                        .write_together(move |tx| {
+                            Box::pin(async move {
+                                Shared::insert_artifact(&mut *tx, id, user, &artifact, created).await?;
+                                Shared::answer_requests(tx, id, &artifact.answers).await?;
+                                Ok(artifact.saved(id, created))
+                            })
                         })
-                    })
-                    .await
+                        .await?;
+                    self.saved_documents([id]);
+                    Ok(saved)
                 }
 
                 #[instrument(skip(self))]
@@ -525,14 +529,17 @@ macro_rules! artifacts_for {
                     revision: ArtifactRevision,
                 ) -> Result<Artifact> {
                     let updated = now();
-                    self.write_together(move |tx| {
-                        Box::pin(async move {
-                            Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
-                            Shared::answer_requests(&mut *tx, artifact, &revision.answers).await?;
-                            Shared::artifact_by_id(tx, artifact).await
+                    let revised = self
+                        .write_together(move |tx| {
+                            Box::pin(async move {
+                                Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
+                                Shared::answer_requests(&mut *tx, artifact, &revision.answers).await?;
+                                Shared::artifact_by_id(tx, artifact).await
+                            })
                         })
-                    })
-                    .await
+                        .await?;
+                    self.saved_documents([artifact]);
+                    Ok(revised)
                 }
 
                 #[instrument(skip(self))]

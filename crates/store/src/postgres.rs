@@ -30,6 +30,7 @@ mod attachments;
 mod budgets;
 mod changes;
 mod history;
+mod index;
 mod limits;
 mod messages;
 mod progress;
@@ -57,6 +58,8 @@ pub struct Postgres {
     limits: PgPool,
     /// Running turns' progress, written in batches.
     progress: Arc<progress::ProgressWriter>,
+    /// Saved documents' search vectors, computed after their saves.
+    index: Arc<index::DocumentIndexer>,
 }
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
@@ -75,6 +78,11 @@ impl Postgres {
         let place = insert_new_message(&mut tx, user, id, request, now).await?.ok_or(StoreError::NotFound)?;
         tx.commit().await?;
         Ok(Some(request.clone().saved(id, place, now)))
+    }
+
+    /// Hands documents whose saves have committed to the search index (see [`index`]).
+    fn saved_documents(&self, documents: impl IntoIterator<Item = Uuid>) {
+        self.index.saved(documents);
     }
 
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
@@ -123,7 +131,8 @@ impl Postgres {
         MIGRATOR.run(&pool).await?;
         let limits = limits.connect_with(options).await?;
         let progress = progress::ProgressWriter::start(pool.clone());
-        Ok(Self { pool, limits, progress })
+        let index = index::DocumentIndexer::start(pool.clone());
+        Ok(Self { pool, limits, progress, index })
     }
 }
 

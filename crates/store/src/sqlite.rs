@@ -135,6 +135,9 @@ impl Sqlite {
         self.write(write).await
     }
 
+    /// Nothing to do: a document enters the full-text index in its save (the `artifacts_fts` triggers).
+    fn saved_documents(&self, _documents: impl IntoIterator<Item = Uuid>) {}
+
     /// Whether a row with this id and owner exists in `table` (`threads` or `messages`). Used when a listing
     /// comes back empty, to tell an empty thread from one that is missing or another user's.
     async fn owns(&self, table: &str, user: Uuid, id: Uuid) -> Result<bool> {

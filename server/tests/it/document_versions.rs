@@ -2,7 +2,8 @@
 //! of a diff, a draft compared with the current version before it is saved, and every version with its author
 //! through an export and an import. On SQLite and, with `scripts/with-postgres`, on PostgreSQL.
 
-use crate::common::{created, every_store, new_artifact, new_user, ScriptedModel, TestServer};
+use crate::common::backends::{with_database, Backend, Db};
+use crate::common::{created, every_store, get_json, new_artifact, new_user, ScriptedModel, TestServer};
 use serde_json::json;
 use uuid::Uuid;
 use wire::{
@@ -217,4 +218,104 @@ async fn an_import_refuses_a_document_with_two_versions_of_one_number_and_counts
         let contents: Vec<&str> = list.versions.iter().map(|v| v.content.as_str()).collect();
         assert_eq!(contents, ["# v1", "# v2"]);
     }
+}
+
+/// Waits (a bounded while) until `check` holds; indexing runs after a save, so a check may need a few tries.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..400 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("never: {what}");
+}
+
+/// The documents among `client`'s search hits for `q`.
+async fn documents_found(server: &TestServer, client: &reqwest::Client, q: &str) -> Vec<Uuid> {
+    let response = client.get(server.url("/api/search")).query(&[("q", q)]).send().await.unwrap();
+    assert_eq!(response.status(), 200, "{q:?}");
+    let found: wire::SearchResults = response.json().await.unwrap();
+    found.results.iter().filter_map(|r| r.artifact_id).collect()
+}
+
+#[tokio::test]
+async fn search_finds_a_document_by_the_words_of_each_save_and_no_longer_by_words_it_lost() {
+    for (store, _guard) in every_store("document_versions_search").await {
+        let model = ScriptedModel::new(vec![save(PLAN), ScriptedModel::text(&["Done."])]);
+        let server = TestServer::with(store, model).await;
+        let thread = server.create_thread().await;
+        let id = created(&server.chat(thread, "Write the requirements doc").await)[0].id;
+        let (at, me) = (&server, &server.client);
+        let found = move |q: &'static str| async move { documents_found(at, me, q).await == [id] };
+        let not_found = move |q: &'static str| async move { documents_found(at, me, q).await.is_empty() };
+        eventually("the new document is found", || found("reminders")).await;
+
+        // An edit by hand: its new word is found and the word it replaced no longer is.
+        assert_eq!(put(&server, id, &PLAN.replace("Reminders", "Pagers"), 1).await.status(), 200);
+        eventually("the edit's word is found", || async { found("pagers").await && not_found("reminders").await })
+            .await;
+
+        // A restore brings the first version's words back.
+        let restore = server.client.post(server.url(&format!("/api/artifacts/{id}/versions/1/restore")));
+        assert_eq!(restore.send().await.unwrap().status(), 201);
+        eventually("the restored word is found", || async { found("reminders").await && not_found("pagers").await })
+            .await;
+
+        // An imported copy is found by its importer, by the words of its current version.
+        let export: ThreadExport = server.get_json(&format!("/api/threads/{thread}/export")).await;
+        let (client, _session) = server.second_user("finder@example.com").await;
+        assert!(documents_found(&server, &client, "reminders").await.is_empty(), "nothing of another person's");
+        let response = client.post(server.url("/api/threads/import")).json(&export).send().await.unwrap();
+        assert_eq!(response.status(), 201);
+        let copy = response.json::<ImportResult>().await.unwrap().threads[0].id;
+        let docs: ArtifactList = get_json(&client, &server.url(&format!("/api/threads/{copy}/artifacts"))).await;
+        let copied = docs.artifacts[0].id;
+        eventually("the imported document is found", || async {
+            documents_found(&server, &client, "reminders").await == [copied]
+        })
+        .await;
+        assert!(documents_found(&server, &client, "pagers").await.is_empty(), "the copy is at its current version");
+    }
+}
+
+/// On PostgreSQL a document's search vector is written after its save: by the store once the save has
+/// committed, and by the sweep a starting store makes when a save's indexing never ran (a crash between the two).
+#[tokio::test]
+async fn a_document_s_search_vector_follows_its_saves_and_a_restart_writes_one_left_behind() {
+    let Some(db) = Db::open(Backend::Postgres, "document_versions_vector").await else { return };
+    let model = ScriptedModel::new(vec![save(PLAN), ScriptedModel::text(&["Done."])]);
+    let server = TestServer::with(db.store.clone(), model).await;
+    let thread = server.create_thread().await;
+    let id = created(&server.chat(thread, "Write the requirements doc").await)[0].id;
+    // Whether the document's vector is the one of its current version and holds `word`.
+    let indexed_with = |word: &'static str| {
+        let raw = db.raw.clone();
+        async move {
+            let sql = format!(
+                "select count(*) from artifacts where id = ? and search_version = version
+                 and search @@ to_tsquery('simple', '{word}')"
+            );
+            raw.int(&sql, id).await == 1
+        }
+    };
+    eventually("the new document's vector", || indexed_with("reminders")).await;
+    assert_eq!(put(&server, id, &PLAN.replace("Reminders", "Pagers"), 1).await.status(), 200);
+    eventually("the edit's vector", || indexed_with("pagers")).await;
+    assert!(!indexed_with("reminders").await, "the replaced word is out of the vector");
+
+    // A save whose indexing never ran: found by search all the same, and indexed by the next store to start.
+    db.raw.exec("update artifacts set search = null, search_version = null where id = ?", id).await;
+    assert_eq!(documents_found(&server, &server.client, "pagers").await, [id]);
+    assert!(documents_found(&server, &server.client, "reminders").await.is_empty());
+    let (base, name) = db.drop_database.clone().expect("a database of its own");
+    let restarted = store::connect(&with_database(&base, &name)).await.expect("open the store again");
+    eventually("the vector left behind", || indexed_with("pagers")).await;
+    drop(restarted);
+    drop(server);
+    db.close().await;
 }

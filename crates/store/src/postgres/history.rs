@@ -57,6 +57,7 @@ impl History for Postgres {
         let sql = format!("select {THREAD_COLUMNS} from threads t where t.id = any($1)");
         let rows = sqlx::query(&sql).bind(&ids).fetch_all(&mut *tx).await?;
         tx.commit().await?;
+        self.saved_documents(prepared.iter().flat_map(|p| p.artifact_ids.iter().copied()));
         let mut found =
             rows.iter().map(|row| thread_from_row(row).map(|t| (t.id, t))).collect::<Result<HashMap<_, _>>>()?;
         Ok(ids.iter().filter_map(|id| found.remove(id)).collect())

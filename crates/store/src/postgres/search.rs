@@ -24,18 +24,31 @@ struct Ranked {
 /// the last candidate, so a word found in thousands of a person's messages reads a few hundred rows; for a word
 /// found in few the planner reads all of them from the GIN index instead (each statement is planned with its own
 /// words, see `search`). The messages' GIN index holds the owner too (migration 0140), so that read never
-/// fetches another account's matches from the table.
-const NEWEST: &str = "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
-        where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
-        order by m.created_at desc, m.id desc limit $3 + 1)
-    union all
-    (select 'thread', t.id, t.created_at, t.search from threads t
-        where t.user_id = $1 and t.search @@ to_tsquery('simple', $2)
-        order by t.created_at desc, t.id limit $3 + 1)
-    union all
-    (select 'artifact', a.id, a.created_at, a.search from artifacts a
-        where a.user_id = $1 and a.search @@ to_tsquery('simple', $2)
-        order by a.created_at desc, a.id desc limit $3 + 1)";
+/// fetches another account's matches from the table. A document whose vector is not computed yet for its current
+/// version (see [`super::index`]) has it computed here, from the few such rows of the owner's partial index.
+fn newest() -> String {
+    let vector = super::index::VECTOR;
+    format!(
+        "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
+            where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
+            order by m.created_at desc, m.id desc limit $3 + 1)
+        union all
+        (select 'thread', t.id, t.created_at, t.search from threads t
+            where t.user_id = $1 and t.search @@ to_tsquery('simple', $2)
+            order by t.created_at desc, t.id limit $3 + 1)
+        union all
+        (select * from
+            ((select 'artifact', a.id, a.created_at, a.search from artifacts a
+                where a.user_id = $1 and a.search @@ to_tsquery('simple', $2) and a.search_version = a.version
+                order by a.created_at desc, a.id desc limit $3 + 1)
+            union all
+            (select 'artifact', a.id, a.created_at, {vector} from artifacts a
+                where a.user_id = $1 and a.search_version is distinct from a.version
+                    and {vector} @@ to_tsquery('simple', $2)
+                order by a.created_at desc, a.id desc limit $3 + 1)) d
+         order by 3 desc, 2 desc limit $3 + 1)"
+    )
+}
 
 #[async_trait]
 impl Search for Postgres {
@@ -50,8 +63,9 @@ impl Search for Postgres {
         // the page is joined to its conversation and text. Snippets are made from the texts: ts_headline takes time
         // that grows with the square of a phrase's hits in one text.
         let window = Window::reaching(offset, limit);
+        let newest = newest();
         let sql = format!(
-            "with newest as ({NEWEST}),
+            "with newest as ({newest}),
              page as (
                 select kind, ref_id, created_at, score, ranked, cut, (newest - 1) / $6 as win
                 from (select *, count(*) over () as ranked, max(of_kind) over () > $3 as cut
@@ -100,7 +114,7 @@ impl Search for Postgres {
             // A page past the end: the count on its own.
             None => {
                 sqlx::query_as(&format!(
-                    "with newest as ({NEWEST})
+                    "with newest as ({newest})
                      select coalesce(sum(least(n, $3)), 0)::int8 as ranked, coalesce(max(n), 0) > $3 as cut
                      from (select kind, count(*) as n from newest group by kind) k"
                 ))
