@@ -322,10 +322,12 @@ pub(crate) const ARTIFACT_COLUMNS: &str =
 /// version's request is kept on the document.
 pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.content, v.created_at,
     coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id,
-    v.author_id, v.model, substr(m.content, 1, 301) as request
+    v.author_id, v.model, substr(m.content, 1, 301) as request, ans.id as answer_message_id
     from artifact_versions v join artifacts a on a.id = v.artifact_id
     left join messages m on m.user_id = a.user_id
-        and m.id = coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end)";
+        and m.id = coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end)
+    left join messages ans on ans.user_id = a.user_id and ans.id = v.written_on
+        and ans.role = 'assistant' and ans.parent_id = m.id";
 // `VERSIONS` reads one character more than an excerpt keeps.
 const _: () = assert!(REQUEST_EXCERPT_CHARS == 300);
 
@@ -436,6 +438,7 @@ stored_row! {
         title: String,
         content: String,
         request_message_id: Option<I>,
+        answer_message_id: Option<I>,
         created_at: T,
     } with {
         author_id: Option<I>,

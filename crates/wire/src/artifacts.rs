@@ -23,6 +23,10 @@ pub struct ArtifactVersion {
     /// Who wrote it.
     #[serde(default)]
     pub author: VersionAuthor,
+    /// The assistant's answer that wrote it, in reply to `request_message_id` (once the answer is saved); `None`
+    /// for a person's version, silent generation and versions whose answer was deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer_message_id: Option<Uuid>,
     /// The words of the request that caused it: the person's message, cut to [`REQUEST_EXCERPT_CHARS`]; `None`
     /// for a person's edit or restore (made by hand) and for silent generation.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -54,6 +54,8 @@ async fn a_person_saves_a_version_and_a_save_from_an_old_version_is_refused() {
         assert_eq!(authors[0], &VersionAuthor::Assistant { model: Some("scripted-1".to_string()) });
         assert_eq!(authors[1..], [&person, &person]);
         assert_eq!(versions.versions[1].request_message_id, None, "edited by hand: no request");
+        assert!(versions.versions[0].answer_message_id.is_some(), "the assistant's version names its answer");
+        assert_eq!(versions.versions[1].answer_message_id, None, "edited by hand: no answer");
 
         // A restore is the person's too.
         let response =
@@ -84,6 +86,12 @@ async fn an_assistant_revision_names_its_model_and_a_bad_save_changes_nothing() 
         let assistant = VersionAuthor::Assistant { model: Some("scripted-1".to_string()) };
         assert_eq!(versions.versions.iter().map(|v| &v.author).collect::<Vec<_>>(), [&assistant, &assistant]);
         assert!(versions.versions[1].request_message_id.is_some(), "the assistant's version names its request");
+        // And the answer that wrote it.
+        let detail: wire::ThreadDetail = server.get_json(&format!("/api/threads/{thread}")).await;
+        let answers: Vec<Option<Uuid>> =
+            detail.messages.iter().filter(|m| m.role == wire::Role::Assistant).map(|m| Some(m.id)).collect();
+        let written_by: Vec<Option<Uuid>> = versions.versions.iter().map(|v| v.answer_message_id).collect();
+        assert_eq!(written_by, answers);
 
         let too_long = "x".repeat(wire::MAX_ARTIFACT_CHARS + 1);
         for (body, field) in [
