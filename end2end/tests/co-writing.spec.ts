@@ -12,6 +12,7 @@ async function openDocument(page: Page, words: string) {
   await send(page, words);
   await page.getByRole('button', { name: 'Generate', exact: true }).click();
   await page.getByRole('menuitem', { name: 'Requirements Document' }).click();
+  await expect(page.getByTestId('generating-indicator')).toHaveCount(0);
   await expect(page.getByTestId('artifact-card')).toHaveCount(1);
   await page.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
   return page.getByRole('dialog');

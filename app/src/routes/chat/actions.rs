@@ -104,7 +104,8 @@ impl ChatActions {
     pub(super) fn send_draft(&self) {
         let content = self.draft.get_untracked().trim().to_string();
         let waiting = self.state.pending.with_untracked(|files| files.iter().any(|f| f.in_flight()));
-        if !content.is_empty() && !self.state.busy.get_untracked() && !waiting {
+        // While an answer or a document is being written the text stays in the box (Send is disabled then too).
+        if !content.is_empty() && !self.occupied() && !waiting {
             self.draft.set(String::new());
             self.state.pending.set(Vec::new());
             self.send(content);

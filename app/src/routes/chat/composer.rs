@@ -95,7 +95,8 @@ pub(super) fn Composer(state: ChatState, actions: ChatActions) -> impl IntoView 
                     view! { <button type="button" class="stop" on:click=move |_| actions.stop()>"Stop"</button> }.into_any()
                 } else {
                     view! {
-                        <button type="button" class="primary" disabled=waiting on:click=move |_| actions.send_draft()>"Send"</button>
+                        <button type="button" class="primary" disabled=move || waiting() || generating.get().is_some()
+                            on:click=move |_| actions.send_draft()>"Send"</button>
                     }.into_any()
                 }}
             </form>
