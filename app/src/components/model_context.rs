@@ -251,6 +251,8 @@ mod tests {
             version: 1,
             request_message_id: Some(messages[0].id),
             assistant_message_id: Some(messages[1].id),
+            requirements: Vec::new(),
+            out_of_date: Vec::new(),
             created_at: Default::default(),
         };
         let record = ContextRecord {
@@ -294,6 +296,8 @@ mod tests {
             version: 1,
             request_message_id: None,
             assistant_message_id: None,
+            requirements: Vec::new(),
+            out_of_date: Vec::new(),
             created_at: Default::default(),
         };
         let record = ContextRecord { included: vec![asked.id], ..Default::default() };

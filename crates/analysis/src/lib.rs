@@ -7,6 +7,7 @@
 //! no dependency on the rest of Quire but the wire types.
 
 pub mod changes;
+pub mod ledger;
 mod classify;
 mod goals;
 mod keywords;

@@ -24,6 +24,8 @@ pub struct ArtifactRevision {
     /// The version it was made from, when the save must be refused if another one was saved since
     /// ([`StoreError::VersionConflict`]); `None` to save whatever the current version is.
     pub base_version: Option<i64>,
+    /// The requirements it reflects, at the revisions it reflects.
+    pub cites: Vec<super::Citation>,
 }
 
 shared_sql! {
@@ -308,6 +310,8 @@ impl NewArtifact {
             version: 1,
             request_message_id: self.request_message_id,
             assistant_message_id: self.assistant_message_id,
+            requirements: Vec::new(),
+            out_of_date: Vec::new(),
             created_at: created,
         }
     }
@@ -427,6 +431,9 @@ stored_row! {
     } => {
         artifact_type: ArtifactType::parse(&artifact_type)
             .ok_or_else(|| StoreError::Corrupt(format!("type {artifact_type}")))?,
+        // Read from the ledger by those that show them (see `Requirements::ledger`).
+        requirements: Vec::new(),
+        out_of_date: Vec::new(),
     }
 }
 
@@ -476,6 +483,7 @@ macro_rules! artifacts_for {
                         .write_together(move |tx| {
                             Box::pin(async move {
                                 Shared::insert_artifact(&mut *tx, id, user, &artifact, created).await?;
+                                Shared::cite(&mut *tx, id, 1, &artifact.cites).await?;
                                 Shared::answer_requests(tx, id, &artifact.answers).await?;
                                 Ok(artifact.saved(id, created))
                             })
@@ -537,7 +545,9 @@ macro_rules! artifacts_for {
                             Box::pin(async move {
                                 Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
                                 Shared::answer_requests(&mut *tx, artifact, &revision.answers).await?;
-                                Shared::artifact_by_id(tx, artifact).await
+                                let revised = Shared::artifact_by_id(&mut *tx, artifact).await?;
+                                Shared::cite(tx, artifact, revised.version, &revision.cites).await?;
+                                Ok(revised)
                             })
                         })
                         .await?;

@@ -13,6 +13,7 @@ pub mod history;
 pub mod limits;
 pub mod messages;
 pub mod postgres;
+pub mod requirements;
 pub mod search;
 pub mod search_query;
 pub mod settings;
@@ -41,6 +42,7 @@ pub use changes::{ArtifactChange, ChangeKind, SharedChanges};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
+pub use requirements::{Citation, LedgerRows, LedgerView, LedgerWrite, Recorded, Requirements, Standing};
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};
@@ -333,7 +335,8 @@ pub struct NewArtifact {
     /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
     pub answers: Vec<Uuid>,
     /// The model that wrote it (its first version's author is the assistant); `None` when not known.
-    pub model: Option<String>,
+    pub model: Option<String>,    /// The requirements it reflects, at the revisions it reflects.
+    pub cites: Vec<requirements::Citation>,
 }
 
 /// A connection pool's state.
@@ -358,6 +361,7 @@ pub trait Store:
     + Threads
     + Messages
     + Artifacts
+    + Requirements
     + Attachments
     + Search
     + Turns

@@ -250,6 +250,8 @@ mod tests {
             version: 2,
             request_message_id: Some(Uuid::from_u128(3)),
             assistant_message_id: None,
+            requirements: Vec::new(),
+            out_of_date: Vec::new(),
             created_at: chrono::DateTime::from_timestamp(1_790_000_000, 0).unwrap(),
         };
         let events = vec![

@@ -10,6 +10,7 @@ pub mod forms;
 pub mod history;
 pub mod models;
 pub mod objects;
+pub mod requirements;
 #[cfg(feature = "openapi")]
 pub mod schema;
 pub mod settings;
@@ -22,6 +23,7 @@ pub use auth::*;
 pub use events::*;
 pub use history::*;
 pub use models::*;
+pub use requirements::*;
 pub use settings::*;
 pub use trace::*;
 
@@ -288,6 +290,13 @@ pub struct Artifact {
     pub assistant_message_id: Option<Uuid>,
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+    /// The requirement keys (`R-1`...) its current version cites, in key order.
+    #[serde(default)]
+    pub requirements: Vec<String>,
+    /// The requirements its current version reflects that were changed or dropped since, on the path shown;
+    /// empty when it is current.
+    #[serde(default)]
+    pub out_of_date: Vec<OutOfDate>,
 }
 
 /// `POST /api/threads`.

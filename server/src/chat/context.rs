@@ -426,6 +426,8 @@ mod tests {
             version: 1,
             request_message_id: request,
             assistant_message_id: None,
+            requirements: Vec::new(),
+            out_of_date: Vec::new(),
             created_at: Utc::now(),
         }
     }

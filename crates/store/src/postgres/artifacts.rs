@@ -3,3 +3,4 @@
 use super::{Postgres, Shared};
 
 crate::artifacts::artifacts_for!(Postgres);
+crate::requirements::requirements_for!(Postgres);

@@ -3,3 +3,4 @@
 use super::{Shared, Sqlite};
 
 crate::artifacts::artifacts_for!(Sqlite);
+crate::requirements::requirements_for!(Sqlite);

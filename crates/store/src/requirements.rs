@@ -1,0 +1,547 @@
+//! A conversation's requirements ledger: the rows both backends keep (requirements, their revisions, and what each
+//! document version cites), and what is made of them for a path of the conversation ([`LedgerRows::on_path`]):
+//! the ledger as that path shows it, who covers what, and which documents are out of date.
+//!
+//! A revision belongs to the person's message that caused it; the ledger of a path is made of the revisions
+//! whose message is on it (and those a person made in the ledger itself, which belong to no message). So a
+//! requirement stated in a message edited away is not in the new branch's ledger, and switching back restores it.
+
+use std::collections::{HashMap, HashSet};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+use wire::{
+    requirement_key, Coverage, OutOfDate, Requirement, RequirementChange, RequirementKind, RequirementStatus,
+    VersionAuthor,
+};
+
+use super::columns::{convert, shared_sql, stored_row};
+use super::messages::Tree;
+use super::{Result, StoreError};
+
+/// A change to write to the ledger: the requirement's whole state after it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LedgerWrite {
+    /// A new requirement (its number is the next of the conversation).
+    Add { text: String, kind: RequirementKind, message_id: Option<Uuid> },
+    /// A new state of requirement `number`.
+    Revise { number: i64, text: String, kind: RequirementKind, status: RequirementStatus, message_id: Option<Uuid> },
+}
+
+/// A requirement as a document version reflects it: at revision `revision`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Citation {
+    pub requirement: Uuid,
+    pub revision: i64,
+}
+
+/// What a write made: the requirement's number and its new revision, per write, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    pub number: i64,
+    pub requirement: Uuid,
+    pub revision: i64,
+}
+
+#[async_trait]
+pub trait Requirements {
+    /// Everything the ledger of `thread` is made of (see [`LedgerRows::on_path`]); `NotFound` when the thread is
+    /// missing or another user's.
+    async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
+    /// Writes the changes in one transaction, by `author` (a person's change belongs to no message); `NotFound`
+    /// when the thread, a requirement or a message is missing or another user's (then nothing is written).
+    async fn record_requirements(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        writes: Vec<LedgerWrite>,
+        author: VersionAuthor,
+    ) -> Result<Vec<Recorded>>;
+}
+
+/// A requirement's row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequirementRow {
+    pub id: Uuid,
+    pub number: i64,
+}
+
+stored_row! {
+    /// A [`RequirementRow`]'s row.
+    RequirementRowRead<I> -> RequirementRow {
+        id: I,
+        number: i64,
+    }
+}
+
+/// One revision of a requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Revision {
+    pub id: i64,
+    pub requirement_id: Uuid,
+    pub text: String,
+    pub kind: RequirementKind,
+    pub status: RequirementStatus,
+    pub message_id: Option<Uuid>,
+    pub author: VersionAuthor,
+    pub created_at: DateTime<Utc>,
+}
+
+stored_row! {
+    /// A [`Revision`]'s row.
+    RevisionRow<I, T> -> Revision {
+        id: i64,
+        requirement_id: I,
+        text: String,
+        message_id: Option<I>,
+        created_at: T,
+    } with {
+        kind: String,
+        status: String,
+        author_id: Option<I>,
+        model: Option<String>,
+    } => {
+        kind: RequirementKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("requirement kind {kind}")))?,
+        status: RequirementStatus::parse(&status)
+            .ok_or_else(|| StoreError::Corrupt(format!("requirement status {status}")))?,
+        author: match author_id.read("author_id")? {
+            Some(user_id) => VersionAuthor::Person { user_id },
+            None => VersionAuthor::Assistant { model },
+        },
+    }
+}
+
+/// A document's current version, as the ledger needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CurrentDocument {
+    pub id: Uuid,
+    pub title: String,
+    pub version: i64,
+    pub assistant_message_id: Option<Uuid>,
+}
+
+stored_row! {
+    /// A [`CurrentDocument`]'s row.
+    CurrentDocumentRow<I> -> CurrentDocument {
+        id: I,
+        title: String,
+        version: i64,
+        assistant_message_id: Option<I>,
+    }
+}
+
+/// A citation of a document's current version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CitationOf {
+    pub artifact_id: Uuid,
+    pub requirement_id: Uuid,
+    pub revision_id: i64,
+}
+
+stored_row! {
+    /// A [`CitationOf`]'s row.
+    CitationRow<I> -> CitationOf {
+        artifact_id: I,
+        requirement_id: I,
+        revision_id: i64,
+    }
+}
+
+/// Everything a conversation's ledger is made of, read in one go.
+#[derive(Debug, Clone, Default)]
+pub struct LedgerRows {
+    pub tree: Tree,
+    pub requirements: Vec<RequirementRow>,
+    /// Oldest first.
+    pub revisions: Vec<Revision>,
+    pub documents: Vec<CurrentDocument>,
+    /// What the documents' current versions cite.
+    pub citations: Vec<CitationOf>,
+}
+
+/// Where a requirement stands on a path, with what the tools need besides the wire form.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Standing {
+    pub id: Uuid,
+    pub number: i64,
+    /// Its newest revision on the path.
+    pub revision: i64,
+    pub requirement: Requirement,
+}
+
+/// A document's citations on a path: the keys it cites and the out-of-date marks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DocumentMarks {
+    pub requirements: Vec<String>,
+    pub out_of_date: Vec<OutOfDate>,
+}
+
+/// The ledger as one path shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LedgerView {
+    /// In key order; only requirements stated on the path.
+    pub standing: Vec<Standing>,
+    /// Per document of the path.
+    pub marks: HashMap<Uuid, DocumentMarks>,
+}
+
+impl LedgerView {
+    /// The requirement with this number on the path.
+    pub fn by_number(&self, number: i64) -> Option<&Standing> {
+        self.standing.iter().find(|s| s.number == number)
+    }
+
+    /// The wire ledger: requirements with their coverage, and the keys of those in force that nothing covers.
+    pub fn ledger(&self) -> wire::Ledger {
+        let requirements: Vec<Requirement> = self.standing.iter().map(|s| s.requirement.clone()).collect();
+        let uncovered = requirements
+            .iter()
+            .filter(|r| r.status.in_force() && r.covered_by.is_empty())
+            .map(|r| r.key.clone())
+            .collect();
+        wire::Ledger { requirements, uncovered }
+    }
+
+    /// Fills in each document's cited keys and out-of-date marks.
+    pub fn mark(&self, artifacts: &mut [wire::Artifact]) {
+        for artifact in artifacts {
+            if let Some(marks) = self.marks.get(&artifact.id) {
+                artifact.requirements.clone_from(&marks.requirements);
+                artifact.out_of_date.clone_from(&marks.out_of_date);
+            }
+        }
+    }
+}
+
+impl LedgerRows {
+    /// The shown path's messages.
+    pub fn shown_path(&self) -> HashSet<Uuid> {
+        self.tree.path().into_iter().map(|h| h.id).collect()
+    }
+
+    /// The ledger as `path` shows it: the revisions of its messages and the person's own, folded in order; the
+    /// documents of the path with what their current versions cite, each marked out of date by the later
+    /// revisions of what it cites. Linear in the rows.
+    pub fn on_path(&self, path: &HashSet<Uuid>) -> LedgerView {
+        let numbers: HashMap<Uuid, i64> = self.requirements.iter().map(|r| (r.id, r.number)).collect();
+        // Per requirement: its revisions on the path, in order.
+        let mut folded: HashMap<Uuid, Vec<&Revision>> = HashMap::new();
+        for revision in &self.revisions {
+            let on_path = revision.message_id.is_none_or(|m| path.contains(&m));
+            if !on_path {
+                continue;
+            }
+            let steps = folded.entry(revision.requirement_id).or_default();
+            // A requirement is on the path once a revision of the path states it; a person's change of a
+            // requirement only another branch states stays there.
+            if steps.is_empty() && revision.message_id.is_none() && !self.stated_by_person(revision) {
+                continue;
+            }
+            steps.push(revision);
+        }
+        let documents: Vec<&CurrentDocument> = self
+            .documents
+            .iter()
+            .filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m)))
+            .collect();
+        let titles: HashMap<Uuid, &CurrentDocument> = documents.iter().map(|d| (d.id, *d)).collect();
+        let mut cited_by: HashMap<Uuid, Vec<(&CurrentDocument, i64)>> = HashMap::new();
+        for c in &self.citations {
+            if let Some(document) = titles.get(&c.artifact_id) {
+                cited_by.entry(c.requirement_id).or_default().push((document, c.revision_id));
+            }
+        }
+        let mut standing: Vec<Standing> = folded
+            .iter()
+            .filter(|(_, steps)| !steps.is_empty())
+            .filter_map(|(id, steps)| {
+                let number = *numbers.get(id)?;
+                let last = steps.last()?;
+                let mut history = Vec::with_capacity(steps.len());
+                let mut before: Option<&str> = None;
+                let mut sources = Vec::new();
+                for step in steps {
+                    history.push(RequirementChange {
+                        revision: step.id,
+                        text: step.text.clone(),
+                        before: before.filter(|b| *b != step.text).map(str::to_string),
+                        kind: step.kind,
+                        status: step.status,
+                        message_id: step.message_id,
+                        author: step.author.clone(),
+                        at: step.created_at,
+                    });
+                    before = Some(&step.text);
+                    if let Some(m) = step.message_id.filter(|m| !sources.contains(m)) {
+                        sources.push(m);
+                    }
+                }
+                let covered_by = cited_by
+                    .get(id)
+                    .map(|docs| {
+                        docs.iter()
+                            .map(|(d, revision)| Coverage {
+                                artifact_id: d.id,
+                                title: d.title.clone(),
+                                version: d.version,
+                                current: *revision >= last.id,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Some(Standing {
+                    id: *id,
+                    number,
+                    revision: last.id,
+                    requirement: Requirement {
+                        key: requirement_key(number),
+                        text: last.text.clone(),
+                        kind: last.kind,
+                        status: last.status,
+                        sources,
+                        history,
+                        covered_by,
+                    },
+                })
+            })
+            .collect();
+        standing.sort_by_key(|s| s.number);
+        let mut marks: HashMap<Uuid, DocumentMarks> = documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
+        for s in &standing {
+            let Some(docs) = cited_by.get(&s.id) else { continue };
+            let steps = &folded[&s.id];
+            for (document, cited) in docs {
+                let entry = marks.entry(document.id).or_default();
+                entry.requirements.push(s.requirement.key.clone());
+                let later: Vec<&&Revision> = steps.iter().filter(|r| r.id > *cited).collect();
+                if later.is_empty() {
+                    continue;
+                }
+                let was = steps
+                    .iter()
+                    .rev()
+                    .find(|r| r.id <= *cited)
+                    .map_or_else(|| s.requirement.text.clone(), |r| r.text.clone());
+                let mut changed_by = Vec::new();
+                for r in &later {
+                    if let Some(m) = r.message_id.filter(|m| !changed_by.contains(m)) {
+                        changed_by.push(m);
+                    }
+                }
+                // A revision that changed neither text nor status (a new kind alone) leaves the document right.
+                let now = &s.requirement;
+                if was == now.text && !later.iter().any(|r| r.status == RequirementStatus::Dropped) {
+                    continue;
+                }
+                entry.out_of_date.push(OutOfDate {
+                    key: now.key.clone(),
+                    was,
+                    now: now.text.clone(),
+                    status: now.status,
+                    changed_by,
+                });
+            }
+        }
+        LedgerView { standing, marks }
+    }
+
+    /// Whether a person's revision is the first of its requirement (a requirement a person added in the ledger).
+    fn stated_by_person(&self, revision: &Revision) -> bool {
+        self.revisions.iter().find(|r| r.requirement_id == revision.requirement_id).is_some_and(|r| r.id == revision.id)
+    }
+}
+
+/// The columns a [`RevisionRow`] reads (`v` the revisions).
+const REVISION_COLUMNS: &str =
+    "v.id, v.requirement_id, v.text, v.kind, v.status, v.message_id, v.author_id, v.model, v.created_at";
+
+shared_sql! {
+    rows(
+        RequirementRowRead<D::Id>,
+        RevisionRow<D::Id, D::Time>,
+        CurrentDocumentRow<D::Id>,
+        CitationRow<D::Id>,
+        crate::messages::MessageRow<D::Id, D::Time>,
+        crate::messages::StampRow<D::Id>,
+        crate::messages::MessageHeadRow<D::Id>,
+        (String, i64),
+    );
+    /// Everything the ledger of the person's `thread` is made of; `None` when it is missing or another user's.
+    pub(crate) async fn ledger_rows(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<LedgerRows>> {
+        let Some((tree, _)) = Self::tree(&mut *conn, user, thread, false).await? else {
+            return Ok(None);
+        };
+        let requirements: Vec<RequirementRowRead<D::Id>> =
+            sqlx::query_as("select id, number from requirements where thread_id = $1 and user_id = $2 order by number")
+                .bind(D::id(thread))
+                .bind(D::id(user))
+                .fetch_all(&mut *conn)
+                .await?;
+        let sql = format!(
+            "select {REVISION_COLUMNS} from requirement_revisions v join requirements q on q.id = v.requirement_id
+             where v.thread_id = $1 and q.user_id = $2 order by v.id"
+        );
+        let revisions: Vec<RevisionRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(&mut *conn).await?;
+        let documents: Vec<CurrentDocumentRow<D::Id>> = sqlx::query_as(
+            "select id, title, version, assistant_message_id from artifacts where thread_id = $1 and user_id = $2
+             order by created_at, pk",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .fetch_all(&mut *conn)
+        .await?;
+        let citations: Vec<CitationRow<D::Id>> = sqlx::query_as(
+            "select c.artifact_id, c.requirement_id, c.revision_id from artifact_requirements c
+             join artifacts a on a.id = c.artifact_id and a.version = c.version
+             where a.thread_id = $1 and a.user_id = $2",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .fetch_all(conn)
+        .await?;
+        Ok(Some(LedgerRows {
+            tree,
+            requirements: convert(requirements)?,
+            revisions: convert(revisions)?,
+            documents: convert(documents)?,
+            citations: convert(citations)?,
+        }))
+    }
+
+    /// Writes `writes` to the person's `thread`'s ledger (in the caller's transaction); `NotFound` when the
+    /// thread, a requirement or a message is not the person's and the thread's.
+    pub(crate) async fn record_requirements(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        writes: &[LedgerWrite],
+        author: &VersionAuthor,
+        at: DateTime<Utc>,
+    ) -> Result<Vec<Recorded>> {
+        Self::lock_thread(&mut *conn, user, thread).await?;
+        Self::must_own(&mut *conn, "threads", user, thread).await?;
+        let mut checked: HashSet<Uuid> = HashSet::new();
+        let (author_id, model) = match author {
+            VersionAuthor::Person { user_id } => (Some(*user_id), None),
+            VersionAuthor::Assistant { model } => (None, model.clone()),
+        };
+        let mut out = Vec::with_capacity(writes.len());
+        for write in writes {
+            let (message, text, kind, status) = match write {
+                LedgerWrite::Add { text, kind, message_id } => (*message_id, text, *kind, RequirementStatus::Active),
+                LedgerWrite::Revise { text, kind, status, message_id, .. } => (*message_id, text, *kind, *status),
+            };
+            if let Some(m) = message.filter(|m| !checked.contains(m)) {
+                Self::must_be_in_thread(&mut *conn, user, thread, m).await?;
+                checked.insert(m);
+            }
+            let (id, number) = match write {
+                LedgerWrite::Add { .. } => {
+                    let id = Uuid::now_v7();
+                    let number: i64 = sqlx::query_scalar(
+                        "insert into requirements (id, thread_id, user_id, number)
+                         select $1, $2, $3, coalesce(max(number), 0) + 1 from requirements where thread_id = $2
+                         returning number",
+                    )
+                    .bind(D::id(id))
+                    .bind(D::id(thread))
+                    .bind(D::id(user))
+                    .fetch_one(&mut *conn)
+                    .await?;
+                    (id, number)
+                }
+                LedgerWrite::Revise { number, .. } => {
+                    let id: Option<D::Id> = sqlx::query_scalar(
+                        "select id from requirements where thread_id = $1 and user_id = $2 and number = $3",
+                    )
+                    .bind(D::id(thread))
+                    .bind(D::id(user))
+                    .bind(*number)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+                    let Some(id) = id else { return Err(StoreError::NotFound) };
+                    (crate::columns::Stored::read(id, "id")?, *number)
+                }
+            };
+            let revision: i64 = sqlx::query_scalar(
+                "insert into requirement_revisions
+                 (requirement_id, thread_id, text, kind, status, message_id, author_id, model, created_at)
+                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id",
+            )
+            .bind(D::id(id))
+            .bind(D::id(thread))
+            .bind(text.clone())
+            .bind(kind.as_str().to_owned())
+            .bind(status.as_str().to_owned())
+            .bind(message.map(D::id))
+            .bind(author_id.map(D::id))
+            .bind(model.clone())
+            .bind(D::time(at))
+            .fetch_one(&mut *conn)
+            .await?;
+            out.push(Recorded { number, requirement: id, revision });
+        }
+        Ok(out)
+    }
+
+    /// Records what version `version` of `artifact` reflects (in the caller's transaction, after the version is
+    /// saved); a citation of a requirement of another conversation, or of a revision of another requirement,
+    /// is left out by the statement itself.
+    pub(crate) async fn cite(conn: &mut D::Connection, artifact: Uuid, version: i64, cites: &[Citation]) -> Result<()> {
+        for c in cites {
+            sqlx::query(
+                "insert into artifact_requirements (artifact_id, version, requirement_id, revision_id)
+                 select a.id, $2, q.id, v.id from artifacts a
+                 join requirements q on q.thread_id = a.thread_id and q.id = $3
+                 join requirement_revisions v on v.requirement_id = q.id and v.id = $4
+                 where a.id = $1",
+            )
+            .bind(D::id(artifact))
+            .bind(version)
+            .bind(D::id(c.requirement))
+            .bind(c.revision)
+            .execute(&mut *conn)
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Implements [`Requirements`] for a backend, written once for both.
+macro_rules! requirements_for {
+    ($backend:ty) => {
+        const _: () = {
+            use tracing::instrument;
+            use uuid::Uuid;
+            use wire::VersionAuthor;
+            use $crate::requirements::{LedgerRows, LedgerWrite, Recorded, Requirements};
+            use $crate::{now, Result, StoreError};
+
+            #[async_trait::async_trait]
+            impl Requirements for $backend {
+                #[instrument(skip(self))]
+                async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows> {
+                    Shared::ledger_rows(&mut *self.read().await?, user, thread).await?.ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self, writes, author), fields(writes = writes.len()))]
+                async fn record_requirements(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    writes: Vec<LedgerWrite>,
+                    author: VersionAuthor,
+                ) -> Result<Vec<Recorded>> {
+                    let at = now();
+                    self.write_together(move |tx| {
+                        Box::pin(async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await })
+                    })
+                    .await
+                }
+            }
+        };
+    };
+}
+pub(crate) use requirements_for;
