@@ -131,10 +131,11 @@ stored_row! {
     }
 }
 
-/// A citation of a document's current version.
+/// What a version of a document cites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CitationOf {
     pub artifact_id: Uuid,
+    pub version: i64,
     pub requirement_id: Uuid,
     pub revision_id: i64,
 }
@@ -143,6 +144,7 @@ stored_row! {
     /// A [`CitationOf`]'s row.
     CitationRow<I> -> CitationOf {
         artifact_id: I,
+        version: i64,
         requirement_id: I,
         revision_id: i64,
     }
@@ -156,7 +158,7 @@ pub struct LedgerRows {
     /// Oldest first.
     pub revisions: Vec<Revision>,
     pub documents: Vec<CurrentDocument>,
-    /// What the documents' current versions cite.
+    /// What every version of the documents cites, by document and version.
     pub citations: Vec<CitationOf>,
 }
 
@@ -215,6 +217,11 @@ impl LedgerView {
 }
 
 impl LedgerRows {
+    /// What version `version` of `artifact` cites.
+    pub fn cited_by(&self, artifact: Uuid, version: i64) -> impl Iterator<Item = &CitationOf> {
+        self.citations.iter().filter(move |c| c.artifact_id == artifact && c.version == version)
+    }
+
     /// The shown path's messages.
     pub fn shown_path(&self) -> HashSet<Uuid> {
         self.tree.path().into_iter().map(|h| h.id).collect()
@@ -248,7 +255,7 @@ impl LedgerRows {
         let titles: HashMap<Uuid, &CurrentDocument> = documents.iter().map(|d| (d.id, *d)).collect();
         let mut cited_by: HashMap<Uuid, Vec<(&CurrentDocument, i64)>> = HashMap::new();
         for c in &self.citations {
-            if let Some(document) = titles.get(&c.artifact_id) {
+            if let Some(document) = titles.get(&c.artifact_id).filter(|d| d.version == c.version) {
                 cited_by.entry(c.requirement_id).or_default().push((document, c.revision_id));
             }
         }
@@ -393,9 +400,9 @@ shared_sql! {
         .fetch_all(&mut *conn)
         .await?;
         let citations: Vec<CitationRow<D::Id>> = sqlx::query_as(
-            "select c.artifact_id, c.requirement_id, c.revision_id from artifact_requirements c
-             join artifacts a on a.id = c.artifact_id and a.version = c.version
-             where a.thread_id = $1 and a.user_id = $2",
+            "select c.artifact_id, c.version, c.requirement_id, c.revision_id from artifact_requirements c
+             join artifacts a on a.id = c.artifact_id
+             where a.thread_id = $1 and a.user_id = $2 order by c.artifact_id, c.version",
         )
         .bind(D::id(thread))
         .bind(D::id(user))

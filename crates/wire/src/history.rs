@@ -323,6 +323,19 @@ pub struct ContextRecord {
     /// Passages of attached files that `document_search` returned to the model, in the order it received them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub passages: Vec<ContextPassage>,
+    /// The requirements ledger as the model was given it (in force first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ledger: Vec<ContextRequirement>,
+}
+
+/// One requirement of the ledger as the model was given it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ContextRequirement {
+    pub key: String,
+    pub text: String,
+    pub kind: crate::RequirementKind,
+    pub status: crate::RequirementStatus,
 }
 
 /// One passage of an attached file as the model received it from `document_search`.

@@ -81,6 +81,12 @@ pub fn quote(text: &str) -> Result<String, Invalid> {
     trimmed_text(text, crate::MAX_QUOTE_CHARS, "quote", "quoted passage")
 }
 
+/// A requirement's text as a person writes it: trimmed, at most
+/// [`MAX_REQUIREMENT_CHARS`](crate::MAX_REQUIREMENT_CHARS) characters, no NUL, not only whitespace.
+pub fn requirement(text: &str) -> Result<String, Invalid> {
+    trimmed_text(text, crate::MAX_REQUIREMENT_CHARS, "text", "requirement")
+}
+
 /// A document's text as a person saves it: at most [`MAX_ARTIFACT_CHARS`](crate::MAX_ARTIFACT_CHARS) characters,
 /// no NUL, not only whitespace. Kept as written: leading spaces mean something in Markdown.
 pub fn artifact_content(content: &str) -> Result<String, Invalid> {

@@ -19,6 +19,9 @@ pub enum ChatError {
     /// The message cannot be sent again: it is not the latest, its answer did not fail, or it made its document.
     #[error("{0}")]
     NotRetryable(&'static str),
+    /// The request conflicts with the state of what it names (a document already up to date, say).
+    #[error("{0}")]
+    Conflict(&'static str),
     /// The idempotency key was used for a different request.
     #[error("this idempotency key was already used for a different request")]
     KeyReused,

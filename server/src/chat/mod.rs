@@ -8,6 +8,7 @@ pub mod edits;
 pub mod engine;
 pub mod error;
 pub mod hub;
+pub mod ledger;
 pub mod memory;
 mod openings;
 pub mod prompt;

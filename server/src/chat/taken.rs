@@ -16,6 +16,8 @@ pub(super) enum Opening {
     Message(NewMessage),
     /// Silent generation: the request is never stored.
     Silent(String),
+    /// "Update document": a silent turn whose request (never stored) is the whole instruction.
+    Update(String),
     /// A stored message whose turn failed.
     Retry(Uuid),
     /// Edit and resend: a new version of a person's message, saved after `parent` (beside the old version).
@@ -34,16 +36,17 @@ pub(super) async fn plan_taken(
 ) -> Result<Plan, ChatError> {
     // A stored message to answer: the turn's answer goes after it.
     let stored = |request: Message| (request.content, false, Some(request.id));
+    let update = matches!(opening, Opening::Update(_));
     let (content, silent, request_message) = match opening {
         Opening::Message(message) => (message.content, false, saved.map(|m| m.id)),
-        Opening::Silent(content) => (content, true, None),
+        Opening::Silent(content) | Opening::Update(content) => (content, true, None),
         Opening::Retry(message) => Box::pin(take_over_failed(store, user, thread, message)).await.map(stored)?,
         Opening::Edit { parent, message } => {
             Box::pin(branch_off(store, user, thread, parent, message)).await.map(stored)?
         }
         Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored)?,
     };
-    Ok(Plan { user, thread, silent, content, request_message, name_thread: None })
+    Ok(Plan { user, thread, silent, update, content, request_message, name_thread: None })
 }
 
 /// With the thread taken for a retry: checks the message can still be run again and removes what the failed
@@ -83,6 +86,8 @@ pub(super) struct Plan {
     pub(super) user: Uuid,
     pub(super) thread: Uuid,
     pub(super) silent: bool,
+    /// An update of a document to the ledger: `content` is the whole instruction.
+    pub(super) update: bool,
     pub(super) content: String,
     pub(super) request_message: Option<Uuid>,
     /// Set on a thread's first message: its current title.

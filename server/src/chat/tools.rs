@@ -11,8 +11,9 @@ use wire::{Artifact, ArtifactType, ContextPassage, VersionAuthor, PASSAGE_EXCERP
 
 use super::context::OpenRequest;
 use super::edits::{self, Edit};
+use super::ledger::{self, Citing};
 use llm::ToolSpec;
-use store::{ArtifactRevision, ChunkHit, DynStore, NewArtifact, StoreError, TurnSettings};
+use store::{ArtifactRevision, ChunkHit, Citation, DynStore, NewArtifact, StoreError, TurnSettings};
 
 pub const SAVE_ARTIFACT: &str = "save_artifact";
 pub const EDIT_ARTIFACT: &str = "edit_artifact";
@@ -43,7 +44,8 @@ pub fn save_artifact_spec() -> ToolSpec {
                     "description": "To rewrite an existing document of this conversation whole, its ID (from an \
                                     earlier save). The document gets a new version; omit this to create a new \
                                     document. For a change to part of a document, use edit_artifact instead."
-                }
+                },
+                "requirements": super::ledger::requirements_property()
             },
             "required": ["artifact_type", "title", "content"],
             "additionalProperties": false
@@ -58,6 +60,8 @@ struct SaveArtifactInput {
     content: String,
     #[serde(default)]
     artifact_id: Option<String>,
+    #[serde(default)]
+    requirements: Vec<String>,
 }
 
 /// What a tool call produced: the text for the model and, for documents, the saved artifact.
@@ -184,6 +188,10 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             }
         },
     };
+    let cites = match cites_for(ctx, &input.requirements, &input.content, Citing::Whole).await {
+        Ok(cites) => cites,
+        Err(refused) => return refused,
+    };
     let saved = match target {
         Some((id, revised_type)) => {
             let revision = ArtifactRevision {
@@ -193,6 +201,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 answers: ctx.answered(revised_type),
                 author: VersionAuthor::Assistant { model: Some(ctx.model.to_string()) },
                 base_version: None,
+                cites,
             };
             ctx.store.revise_artifact(ctx.user, id, revision).await
         }
@@ -206,6 +215,7 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 assistant_message_id: None,
                 answers: ctx.answered(artifact_type),
                 model: Some(ctx.model.to_string()),
+                cites,
             };
             ctx.store.create_artifact(ctx.user, new).await
         }
@@ -220,6 +230,25 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             ToolOutcome::error("The document could not be saved.")
         }
     }
+}
+
+/// The requirements a new version cites (see [`ledger::citations`]); a key the ledger does not hold is an error for
+/// the model, and nothing is saved.
+async fn cites_for(
+    ctx: &ToolContext<'_>,
+    named: &[String],
+    content: &str,
+    citing: Citing,
+) -> Result<Vec<Citation>, ToolOutcome> {
+    if named.is_empty() && citing == Citing::Whole && wire::cited_keys(content).is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows = ctx.store.ledger_rows(ctx.user, ctx.thread).await.map_err(|e| {
+        tracing::error!(error = %e, "reading the ledger failed");
+        ToolOutcome::error("The document could not be saved.")
+    })?;
+    ledger::citations(&rows, ctx.path, named, content, citing)
+        .map_err(|e| ToolOutcome::error(format!("Nothing was saved. {e}")))
 }
 
 fn saved_message(artifact: &Artifact) -> String {
@@ -239,13 +268,21 @@ fn saved_message(artifact: &Artifact) -> String {
 pub struct Offered {
     document_search: bool,
     documents: bool,
+    /// `record_requirements`: in a turn that answers a person's message (not in silent generation).
+    ledger: bool,
 }
 
 impl Offered {
     /// What a conversation is offered: the document tools when it holds documents, `document_search` when files
     /// are attached to it.
     pub fn for_thread(settings: &TurnSettings) -> Self {
-        Self { document_search: settings.has_attachments, documents: settings.has_artifacts }
+        Self { document_search: settings.has_attachments, documents: settings.has_artifacts, ledger: false }
+    }
+
+    /// With `record_requirements` when `typed` (a turn that answers a person's message).
+    pub fn with_ledger(mut self, typed: bool) -> Self {
+        self.ledger = typed;
+        self
     }
 
     /// The specs, built for each request: a turn holds none of them while the model streams.
@@ -256,6 +293,9 @@ impl Offered {
         }
         if self.document_search {
             tools.push(document_search_spec());
+        }
+        if self.ledger {
+            tools.push(ledger::record_requirements_spec());
         }
         tools
     }
@@ -289,7 +329,8 @@ pub fn edit_artifact_spec() -> ToolSpec {
                         "required": ["find", "replace"],
                         "additionalProperties": false
                     }
-                }
+                },
+                "requirements": super::ledger::requirements_property()
             },
             "required": ["artifact_id", "edits"],
             "additionalProperties": false
@@ -318,6 +359,8 @@ pub fn read_artifact_spec() -> ToolSpec {
 struct EditArtifactInput {
     artifact_id: String,
     edits: Vec<Edit>,
+    #[serde(default)]
+    requirements: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -394,6 +437,10 @@ pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             wire::MAX_ARTIFACT_CHARS
         ));
     }
+    let cites = match cites_for(ctx, &input.requirements, &content, Citing::Edit { artifact: current.id }).await {
+        Ok(cites) => cites,
+        Err(refused) => return refused,
+    };
     let revision = ArtifactRevision {
         title: current.title.clone(),
         content,
@@ -401,6 +448,7 @@ pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         answers: ctx.answered(current.artifact_type),
         author: VersionAuthor::Assistant { model: Some(ctx.model.to_string()) },
         base_version: Some(current.version),
+        cites,
     };
     match ctx.store.revise_artifact(ctx.user, current.id, revision).await {
         Ok(artifact) => {

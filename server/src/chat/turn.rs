@@ -16,6 +16,7 @@ pub use super::allowance::ANSWER_MAX_TOKENS;
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
+use super::ledger;
 use super::error::{busy_or, ChatError};
 use super::hub::{LiveTurn, TurnHub};
 pub use super::hub::{HEARTBEAT_EVERY, STALE_AFTER_MS};
@@ -71,20 +72,21 @@ pub(super) async fn launch(
             stale_after_ms: STALE_AFTER_MS,
             request: match &opening {
                 Opening::Message(message) => Some(message.clone()),
-                Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
+                Opening::Silent(_) | Opening::Update(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
             },
             message_id,
         };
+        let update = matches!(opening, Opening::Update(_));
         let early = match &opening {
             Opening::Message(message) => Some((message.content.clone(), message.quote.clone(), false)),
-            Opening::Silent(content) => Some((content.clone(), None, true)),
+            Opening::Silent(content) | Opening::Update(content) => Some((content.clone(), None, true)),
             Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
         };
         // What is kept of the conversation from its last turn serves a new message only: the other openings
         // change the conversation before they are answered.
         let mut kept = match &opening {
             Opening::Message(_) => engine.memory.take(user, thread),
-            Opening::Silent(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => {
+            Opening::Silent(_) | Opening::Update(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => {
                 engine.memory.forget(thread);
                 None
             }
@@ -93,7 +95,7 @@ pub(super) async fn launch(
             let pending =
                 (!silent).then(|| Message { quote, ..context::pending_message(message_id, thread, &content) });
             let request_message = pending.as_ref().map(|m| m.id);
-            let plan = Plan { user, thread, silent, content, request_message, name_thread: None };
+            let plan = Plan { user, thread, silent, update, content, request_message, name_thread: None };
             let mut turn = Turn::new(&engine, live.clone(), plan);
             turn.kept = kept.take();
             (turn, pending)
@@ -442,11 +444,12 @@ impl<'a> Turn<'a> {
         let from_memory = kept.is_some();
         // The settings' statement also says whether files are attached, which decides the tools.
         // The conversation's documents go into the prompt at their current versions.
-        let (loaded, settings, documents) = tokio::join!(
+        let (loaded, settings, documents, ledger_rows) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
             store.turn_settings(user, thread),
             // Bounded: the newest documents, and the text of the short ones only.
-            store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS)
+            store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
+            store.ledger_rows(user, thread)
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
@@ -458,7 +461,7 @@ impl<'a> Turn<'a> {
         self.basis = Some(Basis { materials: loaded.materials, stamp: loaded.stamp, from_memory });
         let settings =
             settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
-        let tools = tools::Offered::for_thread(&settings);
+        let tools = tools::Offered::for_thread(&settings).with_ledger(!self.plan.silent);
         // A choice no longer on offer (the providers changed since) gives way to the next.
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;
@@ -476,6 +479,14 @@ impl<'a> Turn<'a> {
             &documents,
             &self.plan.content,
         );
+        // The ledger of the same path, below the documents; what the model was given of it is kept with the answer.
+        let ledger_rows = ledger_rows
+            .map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the requirements: {e}"))))?;
+        let view = ledger_rows.on_path(&self.path);
+        if let Some(record) = self.context.as_mut() {
+            record.ledger = ledger::seen(&view);
+        }
+        let system = ledger::with_ledger(system, &ledger_rows, &view, self.plan.request_message);
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
     }
@@ -755,6 +766,12 @@ impl<'a> Turn<'a> {
                 let created = outcome.created.then_some(outcome.artifact).flatten();
                 (outcome.result, outcome.is_error, created)
             }
+            ledger::RECORD_REQUIREMENTS => {
+                let recorded =
+                    ledger::record(ctx.store, ctx.user, ctx.thread, ctx.path, ctx.request_message, ctx.model, input)
+                        .await;
+                (recorded.result, recorded.is_error, None)
+            }
             tools::READ_ARTIFACT => {
                 let outcome = tools::read_artifact(&ctx, input).await;
                 (outcome.result, outcome.is_error, None)
@@ -786,7 +803,10 @@ impl<'a> Turn<'a> {
         let ephemeral = self
             .plan
             .silent
-            .then(|| format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")));
+            .then(|| match self.plan.update {
+                true => self.plan.content.clone(),
+                false => format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")),
+            });
         context::load(
             self.engine.store.as_ref(),
             self.plan.user,

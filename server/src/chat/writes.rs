@@ -93,6 +93,7 @@ impl Engine {
                 .await
                 .map_err(|e| ChatError::Internal(e.into()))?;
         }
+        let cites = self.cites_kept(user, artifact, &content, super::ledger::Citing::Edit { artifact }).await?;
         let revision = ArtifactRevision {
             title,
             content,
@@ -100,8 +101,24 @@ impl Engine {
             answers: Vec::new(),
             author: VersionAuthor::Person { user_id: user },
             base_version: Some(base_version),
+            cites,
         };
         self.revise_artifact(user, artifact, revision).await
+    }
+
+    /// What a person's new version of `artifact` cites (see [`super::ledger::citations`]): what its version
+    /// before cited, as it cited it, and the keys its Markdown newly cites as they stand now, on the path shown.
+    pub async fn cites_kept(
+        &self,
+        user: Uuid,
+        artifact: Uuid,
+        content: &str,
+        citing: super::ledger::Citing,
+    ) -> Result<Vec<store::Citation>> {
+        let thread = self.store.get_artifact(user, artifact).await?.thread_id;
+        let rows = self.store.ledger_rows(user, thread).await?;
+        let path = rows.shown_path();
+        Ok(super::ledger::citations(&rows, &path, &[], content, citing).unwrap_or_default())
     }
 
     /// Deletes a document with all its versions.

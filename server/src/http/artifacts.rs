@@ -41,13 +41,27 @@ pub async fn list(
     user: AuthUser,
     Path(thread): Path<Uuid>,
 ) -> Result<Json<ArtifactList>> {
-    Ok(Json(ArtifactList { artifacts: state.store.list_artifacts(user.id, thread).await? }))
+    let mut artifacts = state.store.list_artifacts(user.id, thread).await?;
+    mark(&state, user.id, thread, &mut artifacts).await?;
+    Ok(Json(ArtifactList { artifacts }))
 }
 
 #[utoipa::path(get, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
     responses((status = 200, body = wire::Artifact), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
 pub async fn show(State(state): State<AppState>, user: AuthUser, Path(id): Path<Uuid>) -> Result<Json<Artifact>> {
-    Ok(Json(state.store.get_artifact(user.id, id).await?))
+    let mut artifact = state.store.get_artifact(user.id, id).await?;
+    mark(&state, user.id, artifact.thread_id, std::slice::from_mut(&mut artifact)).await?;
+    Ok(Json(artifact))
+}
+
+/// Fills in what the documents' current versions cite and which of those changed since, on the path shown.
+pub(super) async fn mark(state: &AppState, user: Uuid, thread: Uuid, artifacts: &mut [Artifact]) -> Result<()> {
+    if artifacts.is_empty() {
+        return Ok(());
+    }
+    let (_, view) = crate::chat::ledger::marked(&state.store, user, thread).await?;
+    view.mark(artifacts);
+    Ok(())
 }
 
 /// `PUT /api/artifacts/{id}`: a person's new version of a document, made from `base_version`; refused (409
@@ -109,6 +123,10 @@ pub async fn restore(
     if current.version == version {
         return Err(ApiError::Conflict(format!("Version {version} is already the current version.")));
     }
+    let cites = state
+        .chat
+        .cites_kept(user.id, id, &old.content, crate::chat::ledger::Citing::Restore { artifact: id, version })
+        .await?;
     let revision = ArtifactRevision {
         title: old.title,
         content: old.content,
@@ -116,6 +134,7 @@ pub async fn restore(
         answers: Vec::new(),
         author: VersionAuthor::Person { user_id: user.id },
         base_version: None,
+        cites,
     };
     let artifact = state.chat.revise_artifact(user.id, id, revision).await?;
     Ok((StatusCode::CREATED, Json(artifact)))

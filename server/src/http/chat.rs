@@ -37,6 +37,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/threads/{id}/stream", get(resume))
         .route("/api/threads/{id}/stop", post(stop))
         .route("/api/threads/{id}/messages/{message_id}/retry", post(retry))
+        .route("/api/artifacts/{id}/update", post(update_document))
 }
 
 /// A turn's SSE frames as an event stream no proxy buffers, kept alive every [`KEEP_ALIVE`]; it ends with its
@@ -161,6 +162,27 @@ pub async fn retry(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let live = state.chat.retry(user.id, thread, message).await?;
+    Ok(event_stream(&state, &user, place, live.subscribe(0)))
+}
+
+/// `POST /api/artifacts/{id}/update`: "Update document": a silent turn that revises the document to the
+/// requirements its current version reflects as they stand now (targeted edits of the affected parts), making
+/// one new version that reflects them; streams its events as silent generation does.
+#[utoipa::path(post, path = "/api/artifacts/{id}/update", tag = "artifacts", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Document id")),
+    responses((status = 200, content_type = "text/event-stream", body = ChatStreamEvent,
+            description = "The silent turn's events, as for `POST .../chat` with `artifact_generation`"),
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 409, body = wire::ErrorBody, description = "The document is up to date, or an answer is being written"),
+        (status = 429, body = wire::ErrorBody)))]
+pub async fn update_document(
+    State(state): State<AppState>,
+    user: AuthUser,
+    _: Quota<ChatTurns>,
+    Path(artifact): Path<Uuid>,
+) -> Result<Response> {
+    let place = state.streams.take(user.id)?;
+    let live = crate::chat::ledger::start_update(&state.chat, user.id, artifact).await?;
     Ok(event_stream(&state, &user, place, live.subscribe(0)))
 }
 

@@ -238,7 +238,7 @@ impl From<ChatError> for ApiError {
             ChatError::Busy => ApiError::Conflict(
                 "An answer is already being written in this conversation; wait for it or stop it.".into(),
             ),
-            ChatError::NotRetryable(message) => ApiError::Conflict(message.into()),
+            ChatError::NotRetryable(message) | ChatError::Conflict(message) => ApiError::Conflict(message.into()),
             ChatError::KeyReused => Self::unprocessable(
                 "idempotency_key_reused",
                 "This Idempotency-Key was already used for a different request.",

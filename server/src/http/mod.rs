@@ -23,6 +23,7 @@ pub mod settings;
 pub mod shares;
 pub mod stats;
 pub mod streams;
+pub mod requirements;
 pub mod threads;
 
 use axum::{routing::get, Router};
@@ -140,6 +141,7 @@ pub fn api_router() -> Router<AppState> {
         .merge(shares::router())
         .merge(export::router())
         .merge(artifacts::router())
+        .merge(requirements::router())
         .merge(attachments::router())
         .route("/api/{*rest}", axum::routing::any(|| async { ApiError::NotFound }))
         .layer(headers::no_store())

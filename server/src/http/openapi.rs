@@ -12,8 +12,8 @@ use utoipa::{
 };
 
 use super::{
-    admin, artifacts, attachments, auth, changes, chat, export, messages, models, search, settings, shares, stats,
-    threads,
+    admin, artifacts, attachments, auth, changes, chat, export, messages, models, requirements, search, settings,
+    shares, stats, threads,
 };
 
 /// The whole API.
@@ -31,7 +31,8 @@ use super::{
         threads::list_threads, threads::create_thread, threads::get_thread, threads::update_thread,
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
-        chat::chat, chat::resume, chat::stop, chat::retry, changes::changes,
+        chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, changes::changes,
+        requirements::ledger, requirements::update,
         messages::add_message, messages::regenerate, messages::switch_branch, messages::context, messages::trace,
         messages::turn_trace,
         search::search, stats::stats,
@@ -46,7 +47,8 @@ use super::{
         (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
         (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
-        (name = "artifacts", description = "Artifacts (the documents people see), their versions and exports, and attached files"))
+        (name = "artifacts", description = "Artifacts (the documents people see), their versions and exports, and attached files"),
+        (name = "requirements", description = "A conversation's requirements ledger: what each document version reflects, and what changed since"))
 )]
 pub struct ApiDoc;
 
