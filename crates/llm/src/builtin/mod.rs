@@ -8,9 +8,11 @@
 
 mod artifacts;
 mod edits;
+mod ledger;
 mod reply;
 mod summary;
 
+pub use ledger::RECORD_REQUIREMENTS;
 pub use reply::{DOCUMENT_SEARCH, EDIT_ARTIFACT, SAVE_ARTIFACT};
 
 use std::time::Duration;

@@ -18,6 +18,7 @@ use wire::ArtifactType;
 
 use super::artifacts::{noun, render, DocContext};
 use super::edits::{documents, plan_edit, EditPlan};
+use super::ledger::{self, RECORD_REQUIREMENTS};
 use crate::types::{ChatRequest, Part, Role};
 use analysis::changes::requested_change;
 use analysis::quotes::split_quote;
@@ -53,10 +54,49 @@ pub(crate) fn plan(request: &ChatRequest) -> Plan {
     if let Some(outcomes) = last_tool_results(request) {
         return second_round(request, &latest, &outcomes);
     }
-    // A change to a value a document of the conversation holds: edited in place, not noted as a requirement.
+    // "Update document": targeted edits of the parts the changed requirements affect.
+    if has_tool(request, EDIT_ARTIFACT) {
+        if let Some(update) = ledger::update_call(&latest, &documents(&request.system)) {
+            return match update {
+                Ok(arguments) => Plan { text: String::new(), tool_calls: vec![(EDIT_ARTIFACT.to_string(), arguments)] },
+                Err(why) => Plan::text(why),
+            };
+        }
+    }
+    // What the latest message adds, changes or drops is recorded first, in the same round as the rest.
+    let recording = recording(request, &latest);
+    let mut plan = first_round(request, &latest, &recording);
+    if let Some(call) = recording.call {
+        plan.tool_calls.insert(0, (RECORD_REQUIREMENTS.to_string(), call));
+    }
+    plan
+}
+
+/// What the latest message does to the ledger, when the ledger tool is offered.
+fn recording(request: &ChatRequest, latest: &str) -> ledger::Recording {
+    if !has_tool(request, RECORD_REQUIREMENTS) {
+        return ledger::Recording::default();
+    }
+    ledger::recording(&ledger::ledger(&request.system), latest)
+}
+
+/// The keys a new document covers: the ledger's requirements in force and those the latest message adds.
+fn covered_keys(request: &ChatRequest, latest: &str) -> Vec<String> {
+    let mut keys = ledger::ledger(&request.system).in_force();
+    keys.extend(recording(request, latest).added);
+    keys
+}
+
+fn first_round(request: &ChatRequest, latest: &str, recording: &ledger::Recording) -> Plan {
+    let latest = latest.to_string();
+    // A change to a value a document of the conversation holds: edited in place (the requirements it changes
+    // named, as they stand after this message).
     match change_plan(request) {
         Some(EditPlan::Edit { id, find, replace, .. }) => {
-            let arguments = json!({ "artifact_id": id, "edits": [{ "find": find, "replace": replace }] });
+            let mut arguments = json!({ "artifact_id": id, "edits": [{ "find": find, "replace": replace }] });
+            if !recording.revised.is_empty() {
+                arguments["requirements"] = json!(recording.revised);
+            }
             return Plan { text: String::new(), tool_calls: vec![(EDIT_ARTIFACT.to_string(), arguments)] };
         }
         Some(EditPlan::Unclear { from, titles, times }) => return Plan::text(unclear(&from, &titles, times)),
@@ -178,17 +218,20 @@ fn generate(
     let nouns: Vec<String> = kinds.iter().map(|k| noun(*k).to_string()).collect();
     let lead = if preface.is_empty() { String::new() } else { format!("{preface} ") };
     if has_tool(request, SAVE_ARTIFACT) {
+        let latest = user_texts(request).pop().unwrap_or_default();
+        let keys = covered_keys(request, &latest);
         let tool_calls = docs
             .into_iter()
             .map(|(kind, doc)| {
-                (
-                    SAVE_ARTIFACT.to_string(),
-                    json!({
-                        "artifact_type": kind.as_str(),
-                        "title": doc.title,
-                        "content": doc.markdown,
-                    }),
-                )
+                let mut arguments = json!({
+                    "artifact_type": kind.as_str(),
+                    "title": doc.title,
+                    "content": doc.markdown,
+                });
+                if !keys.is_empty() {
+                    arguments["requirements"] = json!(keys);
+                }
+                (SAVE_ARTIFACT.to_string(), arguments)
             })
             .collect();
         return Plan { text: format!("{lead}I'll draft {} now.", join_and(&nouns)), tool_calls };
@@ -398,6 +441,9 @@ fn second_round(request: &ChatRequest, latest: &str, outcomes: &[Outcome]) -> Pl
             });
         } else if o.name == DOCUMENT_SEARCH {
             paragraphs.push(answer_from_search(latest, o));
+        } else if o.name == RECORD_REQUIREMENTS {
+            let done = o.content.trim().trim_start_matches("Recorded in the ledger:").trim().trim_end_matches('.');
+            paragraphs.push(format!("I've noted this in the requirements ledger ({done})."));
         } else if o.name != SAVE_ARTIFACT {
             paragraphs.push(format!("The `{}` tool returned: {}", o.name, excerpt(&o.content, 300)));
         }
