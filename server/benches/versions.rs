@@ -127,6 +127,7 @@ async fn person_with_document(store: &DynStore, text: &str) -> (Uuid, Uuid) {
         assistant_message_id: None,
         answers: Vec::new(),
         model: None,
+        cites: Vec::new(),
     };
     let id = store.create_artifact(user, artifact).await.expect("document").id;
     (user, id)
@@ -178,6 +179,7 @@ fn save_benches(c: &mut Criterion) {
                         answers: Vec::new(),
                         author: VersionAuthor::Person { user_id: user },
                         base_version: Some(base),
+                        cites: Vec::new(),
                     };
                     store.revise_artifact(user, id, revision).await.expect("saved")
                 },

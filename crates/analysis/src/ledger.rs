@@ -86,22 +86,12 @@ pub fn ledger_changes(ledger: &[Entry], message: &str) -> Vec<LedgerChange> {
         }
         // A value corrected: every requirement in force that holds the old value takes the new one.
         if let Some(change) = requested_change(sentence) {
-            let from = Regex::new(&format!(r"(?i)\b{}\b(?P<unit>-[A-Za-z]+)?", regex::escape(&change.from))).ok();
             let mut any = false;
             for entry in entries.iter_mut().filter(|e| e.in_force) {
-                let Some(from) = &from else { break };
-                if from.is_match(&entry.text) {
-                    let text = from
-                        .replace_all(&entry.text, |c: &regex::Captures<'_>| match c.name("unit") {
-                            Some(unit) => compound(&change.to, unit.as_str()),
-                            None => change.to.clone(),
-                        })
-                        .into_owned();
-                    if text != entry.text {
-                        entry.text.clone_from(&text);
-                        push_change(&mut out, LedgerChange::Change { key: entry.key.clone(), text });
-                        any = true;
-                    }
+                if let Some(text) = replace_value(&entry.text, &change) {
+                    entry.text.clone_from(&text);
+                    push_change(&mut out, LedgerChange::Change { key: entry.key.clone(), text });
+                    any = true;
                 }
             }
             if any {
@@ -145,6 +135,22 @@ pub fn ledger_changes(ledger: &[Entry], message: &str) -> Vec<LedgerChange> {
         out.push(LedgerChange::Add { text, kind });
     }
     out
+}
+
+/// `text` with every whole-word occurrence of the change's old value replaced by the new one (a compound such as
+/// "30-minute" keeps its unit: "45-minute"); `None` when it holds the old value nowhere.
+pub fn replace_value(text: &str, change: &crate::changes::Change) -> Option<String> {
+    let from = Regex::new(&format!(r"(?i)\b{}\b(?P<unit>-[A-Za-z]+)?", regex::escape(&change.from))).ok()?;
+    if !from.is_match(text) {
+        return None;
+    }
+    let replaced = from
+        .replace_all(text, |c: &regex::Captures<'_>| match c.name("unit") {
+            Some(unit) => compound(&change.to, unit.as_str()),
+            None => change.to.clone(),
+        })
+        .into_owned();
+    (replaced != text).then_some(replaced)
 }
 
 /// Adds `change`, or replaces an earlier change of the same requirement in `out` (one change per requirement

@@ -366,14 +366,14 @@ pub fn seen(view: &LedgerView) -> Vec<ContextRequirement> {
 }
 
 /// `prompt` with the ledger of the path below it: each requirement with its key, kind, status and the message it
-/// came from, as many as fit in [`LEDGER_CHARS`] (in force first); the latest message's reference and the next
-/// key. Exactly `prompt` when the ledger is empty and no message can be named.
-pub fn with_ledger(mut prompt: String, rows: &LedgerRows, view: &LedgerView, latest: Option<Uuid>) -> String {
-    let seq_of: HashMap<Uuid, i64> = rows.tree.heads.iter().map(|h| (h.id, h.seq)).collect();
-    let latest_seq = latest.and_then(|m| seq_of.get(&m).copied());
-    if view.standing.is_empty() && latest_seq.is_none() {
+/// came from, as many as fit in [`LEDGER_CHARS`] (in force first), and the next key. For a turn that answers a
+/// person's message (`typed`) the ledger is shown even while empty, for the model to keep it; otherwise (silent
+/// generation) exactly `prompt` when it is empty.
+pub fn with_ledger(mut prompt: String, rows: &LedgerRows, view: &LedgerView, typed: bool) -> String {
+    if view.standing.is_empty() && !typed {
         return prompt;
     }
+    let seq_of: HashMap<Uuid, i64> = rows.tree.heads.iter().map(|h| (h.id, h.seq)).collect();
     prompt.push_str(&format!("\n{LEDGER_HEADING}\n"));
     let mut order: Vec<&store::Standing> = view.standing.iter().collect();
     order.sort_by_key(|s| (!s.requirement.status.in_force(), s.number));
@@ -403,8 +403,8 @@ pub fn with_ledger(mut prompt: String, rows: &LedgerRows, view: &LedgerView, lat
     if left_out > 0 {
         prompt.push_str(&format!("({left_out} more not shown.)\n"));
     }
-    if let Some(seq) = latest_seq {
-        prompt.push_str(&format!("The person's latest message is {}. ", message_ref(seq)));
+    if typed {
+        prompt.push_str("Entries come from the person's latest message unless `source` names an earlier one. ");
     }
     let next = rows.requirements.iter().map(|r| r.number).max().unwrap_or(0) + 1;
     prompt.push_str(&format!("The next new requirement will be {}.\n", requirement_key(next)));

@@ -486,7 +486,7 @@ impl<'a> Turn<'a> {
         if let Some(record) = self.context.as_mut() {
             record.ledger = ledger::seen(&view);
         }
-        let system = ledger::with_ledger(system, &ledger_rows, &view, self.plan.request_message);
+        let system = ledger::with_ledger(system, &ledger_rows, &view, !self.plan.silent);
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
     }

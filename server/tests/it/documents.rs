@@ -488,6 +488,7 @@ async fn a_download_names_its_version_and_a_client_holding_it_gets_a_304() {
         answers: Vec::new(),
         author: wire::VersionAuthor::default(),
         base_version: None,
+        cites: Vec::new(),
     };
     server.state.store.revise_artifact(server.user.id, artifact.id, revision).await.expect("revision");
     let changed = server.client.get(server.url(&path)).header("if-none-match", &etag).send().await.unwrap();

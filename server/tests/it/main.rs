@@ -22,6 +22,7 @@ mod history_story;
 mod hostile;
 mod imports;
 mod isolation;
+mod ledger;
 mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;

@@ -32,6 +32,7 @@ async fn document_with_versions(server: &TestServer) -> Uuid {
             answers: Vec::new(),
             author: wire::VersionAuthor::default(),
             base_version: None,
+            cites: Vec::new(),
         };
         store.revise_artifact(server.user.id, id, revision).await.unwrap();
     }

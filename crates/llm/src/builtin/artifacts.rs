@@ -19,6 +19,16 @@ pub(crate) struct DocContext {
     pub meeting: Meeting,
     /// Files the requirements partly came from (document search results).
     pub sources: Vec<String>,
+    /// The ledger's keys of requirements, by their words (see [`DocContext::cite`]).
+    pub keys: Vec<(String, String)>,
+}
+
+impl DocContext {
+    /// ` [R-3]` when the ledger holds `req` (by its words), for the document to cite it; empty otherwise.
+    fn cite(&self, req: &Requirement) -> String {
+        let wanted = analysis::words(&req.text).join(" ");
+        self.keys.iter().find(|(w, _)| *w == wanted).map_or_else(String::new, |(_, key)| format!(" [{key}]"))
+    }
 }
 
 /// An artifact the built-in assistant drafted: its title and Markdown.
@@ -195,7 +205,7 @@ fn user_stories(ctx: &DocContext, md: &mut String) {
     }
     for (i, req) in stories.iter().enumerate() {
         let role = &req.role;
-        let _ = writeln!(md, "## US-{}: {}\n", i + 1, short_title(req));
+        let _ = writeln!(md, "## US-{}: {}{}\n", i + 1, short_title(req), ctx.cite(req));
         let _ = writeln!(
             md,
             "As {} {role}, I want {}, so that {}.\n",
@@ -266,7 +276,7 @@ fn brd(ctx: &DocContext, md: &mut String) {
         md.push_str("- **FR-1**: _To be defined._\n");
     }
     for (i, req) in functional.iter().enumerate() {
-        let _ = writeln!(md, "- **FR-{}** ({}): {}", i + 1, req.priority.label(), req.text);
+        let _ = writeln!(md, "- **FR-{}** ({}): {}{}", i + 1, req.priority.label(), req.text, ctx.cite(req));
     }
 
     md.push_str("\n## 5. Non-Functional Requirements\n\n");
@@ -284,7 +294,7 @@ fn brd(ctx: &DocContext, md: &mut String) {
     }
     for (i, req) in quality.iter().enumerate() {
         let label = req.quality.map_or("Quality", Quality::label);
-        let _ = writeln!(md, "- **NFR-{}** ({label}, {}): {}", i + 1, req.priority.label(), req.text);
+        let _ = writeln!(md, "- **NFR-{}** ({label}, {}): {}{}", i + 1, req.priority.label(), req.text, ctx.cite(req));
     }
 
     md.push_str("\n## 6. Assumptions\n\n");
@@ -467,6 +477,7 @@ mod tests {
             requirements: sentences.iter().map(|s| parse_requirement(s)).collect(),
             meeting: Meeting::default(),
             sources: vec![],
+            keys: vec![],
         }
     }
 

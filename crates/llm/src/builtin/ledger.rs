@@ -5,7 +5,7 @@
 use std::sync::LazyLock;
 
 use analysis::changes::Change;
-use analysis::ledger::{ledger_changes, Entry, LedgerChange};
+use analysis::ledger::{ledger_changes, replace_value, Entry, LedgerChange};
 use analysis::{keywords, re, stem, words};
 use regex::Regex;
 use serde_json::{json, Value};
@@ -59,6 +59,8 @@ pub(crate) struct Recording {
     pub call: Option<Value>,
     pub revised: Vec<String>,
     pub added: Vec<String>,
+    /// The texts of the added requirements, in the order of `added`.
+    pub added_texts: Vec<String>,
 }
 
 /// The recording of `message` against `ledger`.
@@ -74,6 +76,7 @@ pub(crate) fn recording(ledger: &Ledger, message: &str) -> Recording {
         .map(|c| match c {
             LedgerChange::Add { text, kind } => {
                 out.added.push(format!("R-{next}"));
+                out.added_texts.push(text.clone());
                 next += 1;
                 json!({ "action": "add", "text": text, "kind": kind.as_str() })
             }
@@ -111,16 +114,18 @@ pub(crate) fn update_call(request: &str, documents: &[Document]) -> Option<Resul
     for c in CHANGED.captures_iter(request) {
         keys.push(c["key"].to_string());
         let Some(change) = changed_words(&c["was"], &c["now"]) else { continue };
-        if let Some(EditPlan::Edit { find, replace, .. }) =
-            plan_edit(&change, std::slice::from_ref(document), None, &c["now"])
-        {
-            edits.push((find, replace));
+        match plan_edit(&change, std::slice::from_ref(document), None, &c["now"]) {
+            Some(EditPlan::Edit { find, replace, .. }) => edits.push((find, replace)),
+            _ => edits.extend(section_edits(&document.text, &c["key"], &change)),
         }
     }
     for c in DROPPED.captures_iter(request) {
         keys.push(c["key"].to_string());
-        if let Some(line) = covering_line(&document.text, &c["key"], &c["was"]) {
-            edits.push((line, String::new()));
+        match citing_section(&document.text, &c["key"]) {
+            Some(section) if document.text.matches(section.as_str()).count() == 1 => {
+                edits.push((section, String::new()));
+            }
+            _ => edits.extend(covering_line(&document.text, &c["key"], &c["was"]).map(|l| (l, String::new()))),
         }
     }
     // Edits that overlap cannot all apply: the first of them stays.
@@ -135,6 +140,61 @@ pub(crate) fn update_call(request: &str, documents: &[Document]) -> Option<Resul
     }
     let edits: Vec<Value> = kept.into_iter().map(|(find, replace)| json!({ "find": find, "replace": replace })).collect();
     Some(Ok(json!({ "artifact_id": document.id, "edits": edits, "requirements": keys })))
+}
+
+/// `edit_artifact` calls that make `change` in the parts of each document citing one of `keys` (see
+/// [`section_edits`]); one call per document that has any.
+pub(crate) fn revision_calls(documents: &[Document], keys: &[String], change: &Change) -> Vec<Value> {
+    documents
+        .iter()
+        .filter_map(|d| {
+            let edits: Vec<(String, String)> = keys.iter().flat_map(|k| section_edits(&d.text, k, change)).collect();
+            let edits = distinct_edits(edits);
+            (!edits.is_empty()).then(|| {
+                let edits: Vec<Value> = edits.into_iter().map(|(f, r)| json!({ "find": f, "replace": r })).collect();
+                json!({ "artifact_id": d.id, "edits": edits, "requirements": keys })
+            })
+        })
+        .collect()
+}
+
+fn distinct_edits(edits: Vec<(String, String)>) -> Vec<(String, String)> {
+    let mut kept: Vec<(String, String)> = Vec::new();
+    for (find, replace) in edits {
+        if kept.iter().all(|(f, _)| !f.contains(find.as_str()) && !find.contains(f.as_str())) {
+            kept.push((find, replace));
+        }
+    }
+    kept
+}
+
+/// The part of `text` that cites `[key]`: a heading's whole section (to the next heading of its level or above),
+/// or the one line that cites it; `None` when no line or several lines cite it.
+fn citing_section(text: &str, key: &str) -> Option<String> {
+    let cite = format!("[{key}]");
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let citing: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| l.contains(&cite)).map(|(i, _)| i).collect();
+    let [at] = citing.as_slice() else { return None };
+    let level = |line: &str| {
+        let hashes = line.chars().take_while(|c| *c == '#').count();
+        (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
+    };
+    let Some(own) = level(lines[*at]) else { return Some(lines[*at].to_string()) };
+    let end = lines[at + 1..].iter().position(|l| level(l).is_some_and(|n| n <= own)).map_or(lines.len(), |p| at + 1 + p);
+    Some(lines[*at..end].concat())
+}
+
+/// Edits that make `change` on every line of the part of `text` citing `key` that holds the old value, each line
+/// found once in the whole text (a line found twice is left: it cannot be told apart).
+pub(crate) fn section_edits(text: &str, key: &str, change: &Change) -> Vec<(String, String)> {
+    let Some(section) = citing_section(text, key) else { return Vec::new() };
+    section
+        .split_inclusive('\n')
+        .filter_map(|line| {
+            let new = replace_value(line, change)?;
+            (text.matches(line).count() == 1).then(|| (line.to_string(), new))
+        })
+        .collect()
 }
 
 /// The words that differ between two texts of a requirement, as a change of value: what is between their common

@@ -99,7 +99,17 @@ fn first_round(request: &ChatRequest, latest: &str, recording: &ledger::Recordin
             }
             return Plan { text: String::new(), tool_calls: vec![(EDIT_ARTIFACT.to_string(), arguments)] };
         }
-        Some(EditPlan::Unclear { from, titles, times }) => return Plan::text(unclear(&from, &titles, times)),
+        Some(EditPlan::Unclear { from, titles, times }) => {
+            // The requirement the change revises says where: the parts of each document that cite it.
+            let calls = requested_change(&latest)
+                .map(|change| ledger::revision_calls(&documents(&request.system), &recording.revised, &change))
+                .unwrap_or_default();
+            if calls.is_empty() {
+                return Plan::text(unclear(&from, &titles, times));
+            }
+            let tool_calls = calls.into_iter().map(|c| (EDIT_ARTIFACT.to_string(), c)).collect();
+            return Plan { text: String::new(), tool_calls };
+        }
         None => {}
     }
     let kinds = requested_artifacts(&latest);
@@ -202,7 +212,19 @@ fn doc_context(request: &ChatRequest, extra: &[String], sources: Vec<String>) ->
     let requirements = collect_requirements(texts.iter().map(String::as_str), is_instruction);
     let subject = derive_subject(texts.iter().map(String::as_str)).unwrap_or_else(|| DEFAULT_SUBJECT.to_string());
     let sentences: Vec<String> = texts.iter().flat_map(|t| split_sentences(t)).filter(|s| !is_instruction(s)).collect();
-    DocContext { subject, requirements, meeting: analyse_meeting(&sentences), sources }
+    DocContext { subject, requirements, meeting: analyse_meeting(&sentences), sources, keys: keys_by_words(request) }
+}
+
+/// The ledger's keys by the words of their requirements: those in force, and those the latest message adds with
+/// the keys they will take.
+fn keys_by_words(request: &ChatRequest) -> Vec<(String, String)> {
+    let seen = ledger::ledger(&request.system);
+    let mut keys: Vec<(String, String)> =
+        seen.entries.iter().filter(|e| e.in_force).map(|e| (words(&e.text).join(" "), e.key.clone())).collect();
+    let latest = user_texts(request).pop().unwrap_or_default();
+    let recording = recording(request, &latest);
+    keys.extend(recording.added_texts.iter().zip(&recording.added).map(|(t, k)| (words(t).join(" "), k.clone())));
+    keys
 }
 
 /// Builds the requested documents: `save_artifact` calls when the tool is offered, else inline.

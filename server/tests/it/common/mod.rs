@@ -556,6 +556,7 @@ pub fn new_artifact(thread: uuid::Uuid, kind: wire::ArtifactType, title: &str, c
         assistant_message_id: None,
         answers: Vec::new(),
         model: None,
+        cites: Vec::new(),
     }
 }
 

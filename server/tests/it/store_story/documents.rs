@@ -41,6 +41,7 @@ async fn artifacts(db: Db) {
         answers: Vec::new(),
         author: wire::VersionAuthor::default(),
         base_version: None,
+        cites: Vec::new(),
     };
     s.revise_artifact(u, created[1].id, revision).await.unwrap();
     let mut both = vec![question.id, change.id];
@@ -108,6 +109,7 @@ async fn documents_answer_earlier_requests(db: Db) {
         answers: vec![again.id, failed.id],
         author: wire::VersionAuthor::default(),
         base_version: None,
+        cites: Vec::new(),
     };
     assert_eq!(s.revise_artifact(u, doc.id, revision).await.unwrap().version, 2);
     assert_eq!(fulfilled(s, u, t.id).await, sorted(vec![failed.id, later.id, again.id]));

@@ -191,6 +191,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
         answers: Vec::new(),
         author: wire::VersionAuthor::default(),
         base_version: None,
+        cites: Vec::new(),
     };
     s.revise_artifact(u, doc.id, revision).await.unwrap();
     changed(&mut seen, stamp().await, "a document's new version");
