@@ -72,6 +72,84 @@ pub fn to_safe_html(markdown: &str) -> String {
     out
 }
 
+/// Where text cites requirements, as `[R-1]` or `[R-1, R-3]`, in rendered HTML: each cited key that is one of
+/// `keys` becomes a button that names the requirement (the brackets and any other text stay as they were). Text
+/// inside code, links and buttons is left alone. The markup added is ours alone: a key is written from its number.
+pub fn link_citations(html: &str, keys: &[String]) -> String {
+    if keys.is_empty() || !html.contains('[') {
+        return html.to_string();
+    }
+    let mut out = String::with_capacity(html.len() + 64);
+    // How many code, link or button elements the text is inside.
+    let mut inside = 0usize;
+    let mut rest = html;
+    while !rest.is_empty() {
+        let text_end = rest.find('<').unwrap_or(rest.len());
+        let (text, after) = rest.split_at(text_end);
+        if inside == 0 {
+            cite_in_text(text, keys, &mut out);
+        } else {
+            out.push_str(text);
+        }
+        rest = after;
+        if rest.is_empty() {
+            break;
+        }
+        let tag_end = rest.find('>').map_or(rest.len(), |i| i + 1);
+        let tag = &rest[..tag_end];
+        let closing = tag.starts_with("</");
+        let name: String = tag
+            .trim_start_matches(['<', '/'])
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if matches!(name.as_str(), "code" | "pre" | "a" | "button") && !tag.ends_with("/>") {
+            inside = if closing { inside.saturating_sub(1) } else { inside + 1 };
+        }
+        out.push_str(tag);
+        rest = &rest[tag_end..];
+    }
+    out
+}
+
+/// Appends `text` (HTML text, no tags) to `out` with its cited keys of `keys` as buttons.
+fn cite_in_text(text: &str, keys: &[String], out: &mut String) {
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        let Some(close) = rest.find(']') else { break };
+        let inside = &rest[..close];
+        let numbers: Vec<Option<i64>> = inside.split(',').map(crate::api::requirement_number).collect();
+        if inside.len() > 200 || inside.contains('[') || !numbers.iter().all(Option::is_some) {
+            continue;
+        }
+        for (i, (part, number)) in inside.split(',').zip(numbers.into_iter().flatten()).enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let key = crate::api::requirement_key(number);
+            let written = part.trim();
+            let lead = &part[..part.len() - part.trim_start().len()];
+            let trail = &part[lead.len() + written.len()..];
+            out.push_str(lead);
+            if keys.contains(&key) {
+                out.push_str(&format!(
+                    "<button type=\"button\" class=\"requirement-link\" data-testid=\"requirement-link\" \
+                     data-key=\"{key}\" aria-label=\"Requirement {key}\">{written}</button>"
+                ));
+            } else {
+                out.push_str(written);
+            }
+            out.push_str(trail);
+        }
+        out.push(']');
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+}
+
 /// Whether the browser has the renderer's code, split out of the main wasm bundle in release builds and fetched
 /// right after the page starts ([`load_renderer`]) so it never delays the first interaction; the server has it.
 #[derive(Clone, Copy)]
@@ -205,12 +283,13 @@ fn has_safe_scheme(url: &str) -> bool {
 const ALLOWED_TAGS: &str =
     "p h1 h2 h3 h4 h5 h6 blockquote pre code ul ol li em strong del a hr br table thead tbody tr \
     th td input div button span";
-/// Attributes the renderer may produce; `href` and `style` are checked further.
+/// Attributes the renderer may produce; `href`, `style`, `data-key` and `data-testid` are checked further.
 const ALLOWED_ATTRIBUTES: &[&str] =
     &["href", "title", "class", "type", "disabled", "checked", "start", "style", "aria-label"];
 
-/// The first piece of `html` that [`to_safe_html`] must never produce (a tag or attribute outside its
-/// vocabulary, a link with a scheme other than http, https or mailto), or `None`. For property tests and fuzzing.
+/// The first piece of `html` that [`to_safe_html`] and [`link_citations`] must never produce (a tag or attribute
+/// outside their vocabulary, a link with a scheme other than http, https or mailto), or `None`. For property tests
+/// and fuzzing.
 pub fn markup_problem(html: &str) -> Option<String> {
     let mut rest = html;
     while let Some(open) = rest.find('<') {
@@ -236,6 +315,10 @@ pub fn markup_problem(html: &str) -> Option<String> {
             let problem = match attribute {
                 "href" => !is_safe_link(value),
                 "style" => !value.starts_with("text-align:"),
+                "data-key" => {
+                    crate::api::requirement_number(value).map(crate::api::requirement_key).as_deref() != Some(value)
+                }
+                "data-testid" => value != "requirement-link",
                 other => !ALLOWED_ATTRIBUTES.contains(&other),
             };
             if problem {
@@ -384,6 +467,30 @@ mod tests {
         assert!(markup_problem("<img src=\"x\"/>").is_some());
     }
 
+    #[test]
+    fn cited_keys_of_the_ledger_become_buttons() {
+        let keys = vec!["R-1".to_string(), "R-3".to_string()];
+        let html = to_safe_html(
+            "## Booking [R-1]\n\n- Staff see bookings [r-3, R-2]\n- `[R-1]` and [R-1](https://x.example) [note]",
+        );
+        let linked = link_citations(&html, &keys);
+        assert!(
+            linked.contains(
+                "Booking [<button type=\"button\" class=\"requirement-link\" data-testid=\"requirement-link\" \
+                 data-key=\"R-1\" aria-label=\"Requirement R-1\">R-1</button>]"
+            ),
+            "{linked}"
+        );
+        assert!(linked.contains("data-key=\"R-3\" aria-label=\"Requirement R-3\">r-3</button>, R-2]"), "{linked}");
+        assert_eq!(linked.matches("requirement-link\"").count(), 2, "not in code or a link: {linked}");
+        assert!(linked.contains("<code>[R-1]</code>") && linked.contains("[note]"), "{linked}");
+        assert_eq!(markup_problem(&linked), None);
+        assert_eq!(link_citations(&html, &[]), html);
+        // The checker still refuses what a person could write.
+        assert!(markup_problem("<button data-key=\"R-1&quot; onclick\">x</button>").is_some());
+        assert!(markup_problem("<button data-testid=\"other\">x</button>").is_some());
+    }
+
     proptest::proptest! {
         #[test]
         fn rendered_markdown_never_carries_unsafe_markup(
@@ -398,6 +505,8 @@ mod tests {
                 proptest::strategy::Just("\n```js\n<b>\n```\n".to_string()),
                 proptest::strategy::Just("\n| a | b |\n|:-|-:|\n| <i> | x |\n".to_string()),
                 proptest::strategy::Just("- [x] done\n".to_string()),
+                proptest::strategy::Just("[R-1, r2] [R-3]".to_string()),
+                proptest::strategy::Just("`[R-1]` [R-1](/x)".to_string()),
                 "[\\[\\]()<>!:\"'&#;a-z \t\n`*_|-]{0,12}",
                 "\\PC{0,8}",
             ], 0..12),
@@ -405,6 +514,8 @@ mod tests {
             let markdown = parts.concat();
             let html = to_safe_html(&markdown);
             proptest::prop_assert_eq!(markup_problem(&html), None, "{:?} -> {}", markdown, html);
+            let linked = link_citations(&html, &["R-1".to_string(), "R-2".to_string()]);
+            proptest::prop_assert_eq!(markup_problem(&linked), None, "{:?} -> {}", markdown, linked);
         }
 
         #[test]

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::api::{
-    Artifact, ArtifactType, Attachment, ChatEvent, Message, MessageStatus, Quote, Role, Thread, UserProfile,
+    Artifact, ArtifactType, Attachment, ChatEvent, Ledger, Message, MessageStatus, Quote, Role, Thread, UserProfile,
 };
 
 /// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
@@ -177,6 +177,8 @@ pub struct ChatState {
     pub(crate) draft: RwSignal<String>,
     /// The passage of a document the next message is about ("Ask about this"), shown above the message box.
     pub(crate) quote: RwSignal<Option<QuoteDraft>>,
+    /// The requirements ledger of the path shown; `None` until it is read.
+    pub(crate) ledger: RwSignal<Option<Ledger>>,
 }
 
 /// A passage picked with "Ask about this", waiting for the message that asks about it.
@@ -207,6 +209,7 @@ impl ChatState {
             pending: RwSignal::new(Vec::new()),
             draft: RwSignal::new(String::new()),
             quote: RwSignal::new(None),
+            ledger: RwSignal::new(None),
         }
     }
 
@@ -225,6 +228,7 @@ impl ChatState {
         self.pending.set(Vec::new());
         self.draft.set(String::new());
         self.quote.set(None);
+        self.ledger.set(None);
     }
 
     /// Applies one event of a typed turn of thread `id`.

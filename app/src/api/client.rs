@@ -11,9 +11,9 @@ use web_sys::ReadableStreamDefaultReader;
 use super::sse::SseParser;
 use super::{
     Artifact, ArtifactVersionList, AttachmentList, AuthResponse, ChangePasswordRequest, ChatEvent, ChatRequest,
-    ContextRecord, CreateThread, DeleteAccountRequest, ErrorBody, HistoryStats, ImportResult, LoginRequest,
-    RegisterRequest, SearchResults, SessionList, TagList, Thread, ThreadChange, ThreadDetail, ThreadList, UpdateThread,
-    UserProfile, VersionDiff,
+    ContextRecord, CreateThread, DeleteAccountRequest, ErrorBody, HistoryStats, ImportResult, Ledger, LoginRequest,
+    RegisterRequest, Requirement, SearchResults, SessionList, TagList, Thread, ThreadChange, ThreadDetail, ThreadList,
+    UpdateRequirement, UpdateThread, UserProfile, VersionDiff,
 };
 
 /// Conversations per page of the sidebar.
@@ -187,6 +187,24 @@ pub async fn stop(id: Uuid) -> ApiResult<()> {
 /// `DELETE /api/artifacts/{id}`.
 pub async fn delete_artifact(id: Uuid) -> ApiResult<()> {
     expect_empty(Request::delete(&format!("/api/artifacts/{id}")).send().await).await
+}
+
+/// `GET /api/threads/{id}/requirements`: the requirements ledger of the path shown.
+pub async fn get_requirements(thread: Uuid) -> ApiResult<Ledger> {
+    fetch(Request::get(&format!("/api/threads/{thread}/requirements"))).await
+}
+
+/// `PATCH /api/threads/{id}/requirements/{key}`: the requirement as changed.
+pub async fn update_requirement(thread: Uuid, key: &str, body: &UpdateRequirement) -> ApiResult<Requirement> {
+    let key = js_sys::encode_uri_component(key);
+    read_json(send_json(Request::patch(&format!("/api/threads/{thread}/requirements/{key}")), body).await?).await
+}
+
+/// `POST /api/artifacts/{id}/update`: revises the document to the requirements as they stand, calling `on_event`
+/// for each event of the silent turn as it arrives. Returns once the stream ends.
+pub async fn update_document(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
+    let response = send(Request::post(&format!("/api/artifacts/{id}/update"))).await?;
+    read_events(response, on_event).await
 }
 
 /// `GET /api/stats`.

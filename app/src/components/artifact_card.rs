@@ -1,32 +1,60 @@
 //! Documents in the conversation: the card, and the viewer that opens from it.
 
+use std::hash::{Hash, Hasher};
+
 use leptos::html;
 use leptos::prelude::*;
+use uuid::Uuid;
 
 use crate::api::{export_url, Artifact, ExportFormat, MAX_QUOTE_CHARS};
 use crate::components::artifact_editor::ArtifactEditor;
+use crate::components::out_of_date::OutOfDateNotice;
 use crate::components::versions::VersionList;
-use crate::markdown::to_safe_html;
+use crate::markdown::{link_citations, to_safe_html};
 
-/// A document card: its type and title; opens the viewer.
+/// What a card shows of a document, for lists that draw a card again only when it changes: the document, its
+/// version, and a digest of its title and out-of-date marks (which change without a new version).
+pub fn card_key(artifact: &Artifact) -> (Uuid, i64, u64) {
+    let mut digest = std::hash::DefaultHasher::new();
+    artifact.title.hash(&mut digest);
+    for mark in &artifact.out_of_date {
+        (&mark.key, &mark.was, &mark.now, mark.status.as_str()).hash(&mut digest);
+    }
+    (artifact.id, artifact.version, digest.finish())
+}
+
+/// A document card: its type and title, which opens the viewer, and what makes it out of date with "Update
+/// document" (`on_update`, not while `busy`).
 #[component]
-pub fn ArtifactCard(artifact: Artifact, #[prop(into)] on_open: Callback<Artifact>) -> impl IntoView {
+pub fn ArtifactCard(
+    artifact: Artifact,
+    #[prop(into)] on_open: Callback<Artifact>,
+    #[prop(optional)] on_update: Option<Callback<Artifact>>,
+    #[prop(into, default = Signal::stored(false))] busy: Signal<bool>,
+) -> impl IntoView {
     let label = artifact.artifact_type.label();
     let title = artifact.title.clone();
     let version = artifact.version;
+    let marks = artifact.out_of_date.clone();
+    let update = on_update.map(|update| {
+        let artifact = artifact.clone();
+        Callback::new(move |_| update.run(artifact.clone()))
+    });
+    let id = artifact.id;
     view! {
         <div class="artifact-card" data-testid="artifact-card">
             <span class="artifact-type">{label}</span>
             <button
                 type="button"
                 class="artifact-open"
-                data-artifact-id=artifact.id.to_string()
+                data-artifact-id=id.to_string()
                 aria-label=format!("Open {title}")
                 on:click=move |_| on_open.run(artifact.clone())
             >
                 <span class="artifact-title">{title.clone()}</span>
             </button>
             {(version > 1).then(|| view! { <span class="artifact-version">{format!("v{version}")}</span> })}
+            {(!marks.is_empty()).then(|| view! { <OutOfDateNotice marks busy on_update=update/> })}
         </div>
     }
 }
@@ -47,20 +75,34 @@ pub struct ViewerActions {
     pub saved: Callback<Artifact>,
     /// "Ask about this": the document and the passage selected in it.
     pub ask: Callback<(Artifact, String)>,
+    /// "Update document": revise it to the requirements as they stand.
+    pub update: Callback<Artifact>,
+    /// A cited requirement's key was followed (`R-1`).
+    pub cite: Callback<String>,
+}
+
+/// What the viewer shows of the conversation around the document.
+#[derive(Clone, Copy)]
+pub struct ViewerContext {
+    /// The keys of the conversation's requirements: citing them makes a link.
+    pub keys: Signal<Vec<String>>,
+    /// Whether a turn or a silent generation is running (no update may start meanwhile).
+    pub busy: Signal<bool>,
 }
 
 /// The document viewer, whose code is loaded when a document is first opened (split out of the main wasm bundle in
 /// release builds). It follows `document` as newer versions arrive (saved here, by the assistant, or in another
 /// window), and stays open, in the same mode, while they do.
 #[lazy]
-pub fn artifact_viewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> AnyView {
-    view! { <ArtifactViewer document actions/> }.into_any()
+pub fn artifact_viewer(document: Memo<Option<Artifact>>, actions: ViewerActions, around: ViewerContext) -> AnyView {
+    view! { <ArtifactViewer document actions around/> }.into_any()
 }
 
-/// The open document: rendered Markdown, Edit, Ask about this, exports, delete, and its versions. Focus moves into
-/// it when it opens; Escape closes it (in edit mode, it leaves edit mode, asking first if there are changes).
+/// The open document: what makes it out of date, rendered Markdown with its cited requirements as links, Edit, Ask
+/// about this, exports, delete, and its versions. Focus moves into it when it opens; Escape closes it (in edit
+/// mode, it leaves edit mode, asking first if there are changes).
 #[component]
-fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> impl IntoView {
+fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, around: ViewerContext) -> impl IntoView {
     let confirming = RwSignal::new(false);
     let mode = RwSignal::new(Mode::Reading);
     // Unsaved changes of the editor, and what to do once the person agreed to drop them.
@@ -110,7 +152,25 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> i
     });
     let title = move || document.with(|d| d.as_ref().map(|d| d.title.clone()).unwrap_or_default());
     let kind = move || document.with(|d| d.as_ref().map(|d| d.artifact_type.label()).unwrap_or_default());
-    let html = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| to_safe_html(&d.content)).unwrap_or_default()));
+    let html = Memo::new(move |_| {
+        let keys = around.keys.get();
+        document.with(|d| d.as_ref().map(|d| link_citations(&to_safe_html(&d.content), &keys)).unwrap_or_default())
+    });
+    let marks = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| d.out_of_date.clone()).unwrap_or_default()));
+    let update = Callback::new(move |_| {
+        if let Some(doc) = document.get_untracked() {
+            actions.update.run(doc);
+        }
+    });
+    // A cited key, rendered as a button inside the Markdown, is followed from here.
+    let follow_citation = move |ev: leptos::ev::MouseEvent| {
+        use wasm_bindgen::JsCast;
+        let target = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+        let link = target.and_then(|t| t.closest(".requirement-link").ok().flatten());
+        if let Some(key) = link.and_then(|l| l.get_attribute("data-key")) {
+            actions.cite.run(key);
+        }
+    };
     let shown = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| (d.id, d.version))));
     // The viewer opens on one document and is redrawn for another.
     let id = shown.get_untracked().map(|(id, _)| id).unwrap_or_default();
@@ -176,6 +236,11 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> i
                 </div>
             })}
             <p class="viewer-status" role="status">{move || status.get()}</p>
+            {move || {
+                let marks = marks.get();
+                (!marks.is_empty() && mode.get() == Mode::Reading)
+                    .then(|| view! { <OutOfDateNotice marks busy=around.busy on_update=Some(update)/> })
+            }}
             {move || match mode.get() {
                 // Read once: the editor keeps the person's text while newer versions arrive.
                 Mode::Editing => document.get_untracked().map(|doc| {
@@ -208,7 +273,7 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions) -> i
                         }}
                     </div>
                     <article class="viewer-body md" inner_html=move || html.get() on:mouseup=move |_| on_select()
-                        on:keyup=move |_| on_select()></article>
+                        on:keyup=move |_| on_select() on:click=follow_citation></article>
                 }
                 .into_any(),
             }}

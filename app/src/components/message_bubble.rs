@@ -8,7 +8,8 @@ use crate::components::model_context::ModelContext;
 use crate::markdown::Renderer;
 
 /// A user or assistant bubble, an answer as safe Markdown. `saved` (message and thread ids) lets search results
-/// point at it and an answer offer "What the model saw"; `highlighted` marks the message a search opened.
+/// point at it and an answer offer "What the model saw"; `highlighted` marks the message a search opened or a
+/// followed requirement came from.
 #[component]
 pub fn MessageBubble(
     role: Role,
@@ -51,6 +52,7 @@ pub fn MessageBubble(
             aria-busy=move || streaming.to_string()
             data-message-id=saved.map(|(id, _)| id.to_string())
             class:highlighted=move || highlighted.get()
+            data-highlighted=move || highlighted.get().then_some("true")
             aria-current=move || highlighted.get().then_some("true")
         >
             {quote.map(|(title, text)| view! {

@@ -14,6 +14,8 @@ pub mod modal;
 pub mod model_context;
 pub mod model_picker;
 pub mod new_password;
+pub mod out_of_date;
+pub mod requirements_panel;
 pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 use uuid::Uuid;
 
-use crate::api::{client, shortened, Artifact, ContextPassage, ContextRecord, Message, Role};
+use crate::api::{client, shortened, Artifact, ContextPassage, ContextRecord, ContextRequirement, Message, Role};
 use crate::components::counted_list::CountedList;
 use crate::components::trace_steps::TraceSteps;
 use crate::format::grouped;
@@ -37,6 +37,8 @@ pub struct ContextView {
     pub metered: Option<(u64, u64)>,
     /// Passages of attached files the model was given.
     pub passages: Vec<ContextPassage>,
+    /// The requirements ledger as the model was given it.
+    pub ledger: Vec<ContextRequirement>,
 }
 
 fn excerpt(text: &str) -> String {
@@ -108,6 +110,7 @@ pub fn describe(answer: Uuid, record: ContextRecord, messages: &[Message], artif
         note: record.note,
         metered: messages.iter().find(|m| m.id == answer).map(|m| (m.input_tokens, m.output_tokens)),
         passages: record.passages,
+        ledger: record.ledger,
     }
 }
 
@@ -164,7 +167,8 @@ pub fn ModelContext(message_id: Uuid, thread_id: Uuid) -> impl IntoView {
 
 #[component]
 fn ContextDetails(view: ContextView) -> impl IntoView {
-    let ContextView { included, filtered, truncated, tokens, budget, provider, model, note, metered, passages } = view;
+    let ContextView { included, filtered, truncated, tokens, budget, provider, model, note, metered, passages, ledger } =
+        view;
     view! {
         <dl class="context-numbers">
             <dt>"Tokens sent"</dt>
@@ -184,7 +188,25 @@ fn ContextDetails(view: ContextView) -> impl IntoView {
             <p class="context-note"><strong>"Note sent in their place: "</strong>{n}</p>
         })}
         <PassageList passages/>
+        <LedgerList ledger/>
     }
+}
+
+/// The requirements ledger the model was given: each requirement's key, status and text.
+#[component]
+fn LedgerList(ledger: Vec<ContextRequirement>) -> impl IntoView {
+    let row = |r: ContextRequirement| {
+        view! {
+            <li>
+                <span class="context-who">{r.key}</span>
+                " "
+                <span class="context-status">{format!("({})", r.status.as_str())}</span>
+                " "
+                <span class="context-excerpt">{r.text}</span>
+            </li>
+        }
+    };
+    view! { <CountedList heading="Requirements ledger" items=ledger row testid="context-ledger"/> }
 }
 
 /// The passages of attached files the model was given, with where each comes from and how well it matched.
@@ -271,6 +293,12 @@ mod tests {
                 excerpt: "Refunds take 14 days.".into(),
                 score: 1.5,
             }],
+            ledger: vec![ContextRequirement {
+                key: "R-1".into(),
+                text: "Customers book slots.".into(),
+                kind: crate::api::RequirementKind::Functional,
+                status: crate::api::RequirementStatus::Changed,
+            }],
         };
         let view = describe(messages[5].id, record, &messages, &[artifact]);
         assert_eq!(view.included, vec![SeenMessage { who: "You", excerpt: "Latest".into(), reason: String::new() }]);
@@ -281,6 +309,7 @@ mod tests {
         assert_eq!(view.metered, Some((60, 6)));
         assert_eq!(view.passages.len(), 1);
         assert_eq!(view.passages[0].filename, "notes.md");
+        assert_eq!(view.ledger[0].key, "R-1");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::api::{
     client, Artifact, ArtifactType, Branching, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
 };
 use crate::components::model_picker::ModelChoice;
+use crate::components::requirements_panel::LedgerPanel;
 use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
 /// Moves the browser to another address of the app.
@@ -52,6 +53,8 @@ pub(super) struct ChatActions {
     follow: RwSignal<bool>,
     navigate: StoredValue<Navigate, LocalStorage>,
     branches: Branches,
+    /// The requirements panel beside the conversation.
+    panel: LedgerPanel,
 }
 
 impl ChatActions {
@@ -68,6 +71,7 @@ impl ChatActions {
             follow,
             navigate: StoredValue::new_local(Box::new(navigate)),
             branches: Branches::new(),
+            panel: LedgerPanel::new(),
         }
     }
 
@@ -79,6 +83,11 @@ impl ChatActions {
     /// The branches of the conversation on screen.
     pub(super) fn branches(&self) -> Branches {
         self.branches
+    }
+
+    /// The requirements panel beside the conversation.
+    pub(super) fn ledger_panel(&self) -> LedgerPanel {
+        self.panel
     }
 
     /// Tells the sidebar the list of conversations may have changed.
@@ -256,6 +265,20 @@ impl ChatActions {
 
     /// Silent generation: no bubbles, only the indicator and then the card (see [`generate_document`]).
     pub(super) fn generate(&self, kind: ArtifactType) {
+        self.generate_with(kind, format!("Generate {} from this conversation", kind.label()));
+    }
+
+    /// Silent generation of a requirements document covering the requirements `keys` (those no document covers).
+    pub(super) fn generate_covering(&self, keys: Vec<String>) {
+        if keys.is_empty() {
+            return;
+        }
+        let content = format!("Generate a requirements document covering {} from this conversation", keys.join(", "));
+        self.generate_with(ArtifactType::RequirementsDoc, content);
+    }
+
+    /// Silent generation of a document of `kind` asked for with `content`.
+    fn generate_with(&self, kind: ArtifactType, content: String) {
         let state = self.state;
         if self.occupied() {
             return;
@@ -264,7 +287,21 @@ impl ChatActions {
         state.generating.set(Some(kind));
         state.error.set(None);
         state.budget.set(None);
-        spawn_local(generate_document(state, id, kind));
+        spawn_local(generate_document(state, id, content));
+    }
+
+    /// "Update document": revises `artifact` to the requirements as they stand, silently like [`Self::generate`]
+    /// (see [`update_document`]).
+    pub(super) fn update_document(&self, artifact: Artifact) {
+        let state = self.state;
+        if self.occupied() {
+            return;
+        }
+        let Some(id) = state.current.get_untracked() else { return };
+        state.generating.set(Some(artifact.artifact_type));
+        state.error.set(None);
+        state.budget.set(None);
+        spawn_local(update_document(state, id, artifact.id));
     }
 
     /// Deletes a document (from its viewer).
@@ -327,35 +364,70 @@ pub(super) fn turn_failed(state: ChatState, id: Uuid, e: ApiError, retry: Option
     }
 }
 
-/// Asks for a document of `kind` from the conversation `id` without a message: the indicator shows meanwhile, then
-/// the card, or what went wrong. Loaded at a first generation (split out of the main wasm bundle in release builds).
+/// Asks for a document from the conversation `id` with `content` and without a message: the indicator shows
+/// meanwhile, then the card, or what went wrong. Loaded at a first generation (split out of the main wasm bundle in
+/// release builds).
 #[lazy]
-async fn generate_document(state: ChatState, id: Uuid, kind: ArtifactType) {
-    let request = ChatRequest {
-        content: format!("Generate {} from this conversation", kind.label()),
-        artifact_generation: Some(true),
-        edit_of: None,
-        quote: None,
-    };
-    let mut made = false;
-    let mut failure = None;
-    let result = client::chat(id, &request, |event| match event {
-        ChatEvent::ArtifactCreated { artifact } if state.current.get_untracked() == Some(id) => {
-            made = true;
-            state.upsert_artifact(artifact);
+async fn generate_document(state: ChatState, id: Uuid, content: String) {
+    let request = ChatRequest { content, artifact_generation: Some(true), edit_of: None, quote: None };
+    let mut outcome = SilentTurn::default();
+    let result = client::chat(id, &request, |event| outcome.take(state, id, event)).await;
+    outcome.finish(state, id, result);
+}
+
+/// Revises document `artifact` of conversation `id` to the requirements as they stand, without a message, as
+/// [`generate_document`] writes one; focus goes to the card if the button that asked for it went with the old
+/// version. Loaded at a first update (split out of the main wasm bundle in release builds).
+#[lazy]
+async fn update_document(state: ChatState, id: Uuid, artifact: Uuid) {
+    let mut outcome = SilentTurn::default();
+    let result = client::update_document(artifact, |event| outcome.take(state, id, event)).await;
+    outcome.finish(state, id, result);
+    request_animation_frame(move || {
+        use wasm_bindgen::JsCast;
+        let Some(page) = web_sys::window().and_then(|w| w.document()) else { return };
+        if page.active_element().is_some_and(|e| e.tag_name() != "BODY") {
+            return;
         }
-        ChatEvent::Error { message, .. } => failure = Some(message),
-        _ => {}
-    })
-    .await;
-    state.generating.set(None);
-    if result.as_ref().is_err_and(|e| show_if_over_budget(state, e)) {
-        return;
+        let card = page.query_selector(&format!(".artifact-open[data-artifact-id=\"{artifact}\"]")).ok().flatten();
+        if let Some(card) = card.and_then(|c| c.dyn_into::<web_sys::HtmlElement>().ok()) {
+            let _ = card.focus();
+        }
+    });
+}
+
+/// What the events of a silent turn (a generation or an update) brought.
+#[derive(Default)]
+struct SilentTurn {
+    made: bool,
+    failure: Option<String>,
+}
+
+impl SilentTurn {
+    /// Shows the document an event of conversation `id` carries, or keeps the error it reports.
+    fn take(&mut self, state: ChatState, id: Uuid, event: ChatEvent) {
+        match event {
+            ChatEvent::ArtifactCreated { artifact } if state.current.get_untracked() == Some(id) => {
+                self.made = true;
+                state.upsert_artifact(artifact);
+            }
+            ChatEvent::Error { message, .. } => self.failure = Some(message),
+            _ => {}
+        }
     }
-    let failure = failure.or_else(|| result.err().map(|e| e.message));
-    if let Some(message) = failure.or_else(|| (!made).then(|| "No document came back. Try again.".to_string())) {
-        if state.current.get_untracked() == Some(id) {
-            state.error.set(Some(ErrorNote::new(message)));
+
+    /// Ends the turn: the indicator goes, and what went wrong shows (in the budget notice or the error banner).
+    fn finish(self, state: ChatState, id: Uuid, result: Result<(), ApiError>) {
+        state.generating.set(None);
+        if result.as_ref().is_err_and(|e| show_if_over_budget(state, e)) {
+            return;
+        }
+        let failure = self.failure.or_else(|| result.err().map(|e| e.message));
+        if let Some(message) = failure.or_else(|| (!self.made).then(|| "No document came back. Try again.".to_string()))
+        {
+            if state.current.get_untracked() == Some(id) {
+                state.error.set(Some(ErrorNote::new(message)));
+            }
         }
     }
 }

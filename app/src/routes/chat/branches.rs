@@ -49,10 +49,13 @@ impl ChatActions {
         if state.current.get_untracked() != Some(detail.thread.id) {
             return;
         }
+        let id = detail.thread.id;
         state.title.set(detail.thread.title);
         state.messages.set(detail.messages);
         state.artifacts.set(detail.artifacts);
         self.branches().list.set(detail.branches);
+        // The ledger follows the path shown.
+        super::requirements::refresh(*self, id, false);
     }
 
     /// Loads the conversation again and shows it (after a turn that changed its branches).

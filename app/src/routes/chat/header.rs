@@ -1,14 +1,15 @@
-//! The conversation's title, its documents and files, and its downloads.
+//! The conversation's title, its documents and files, its requirements, and its downloads.
 
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, Attachment};
+use crate::api::{client, Artifact, Attachment, Ledger};
 use crate::components::artifacts_panel::ArtifactsPanel;
 use crate::components::model_picker::{ModelChoice, ModelSelect};
+use crate::components::requirements_panel::{LedgerPanel, RequirementsToggle};
 
-/// The title ("New conversation" until it has one), the model picker; the documents panel and the exports once the
-/// conversation exists.
+/// The title ("New conversation" until it has one), the model picker; the documents panel, the requirements
+/// panel's toggle and the exports once the conversation exists.
 #[component]
 pub(super) fn ChatHeader(
     title: RwSignal<String>,
@@ -19,6 +20,8 @@ pub(super) fn ChatHeader(
     on_remove_file: Callback<Attachment>,
     model: RwSignal<Option<String>>,
     on_model: Callback<ModelChoice>,
+    ledger: RwSignal<Option<Ledger>>,
+    panel: LedgerPanel,
 ) -> impl IntoView {
     // Erased: the chat page's view type is deep enough without this one nested in it.
     view! {
@@ -27,6 +30,7 @@ pub(super) fn ChatHeader(
             <ModelSelect label="Model" default_label="Default" chosen=model on_choose=on_model/>
             {move || current.get().map(|id| view! {
                 <ArtifactsPanel artifacts files on_open on_remove_file/>
+                <RequirementsToggle ledger panel/>
                 <div class="chat-actions" role="group" aria-label="Export conversation">
                     <a class="button" href=client::thread_export_url(id, "json") download>"Export JSON"</a>
                     <a class="button" href=client::thread_export_url(id, "markdown") download>"Export Markdown"</a>

@@ -1,5 +1,6 @@
-//! The chat page: [`timeline`], [`branches`], the message box ([`composer`]), the [`header`] with documents and
-//! exports, and what people's actions do ([`actions`]); the state lives above the router ([`crate::state::ChatState`]).
+//! The chat page: [`timeline`], [`branches`], the message box ([`composer`]), the [`header`] with documents,
+//! requirements and exports, the [`requirements`] panel beside the conversation, and what people's actions do
+//! ([`actions`]); the state lives above the router ([`crate::state::ChatState`]).
 
 mod actions;
 mod attach;
@@ -7,6 +8,7 @@ mod branches;
 mod budget_banner;
 mod composer;
 mod header;
+mod requirements;
 mod timeline;
 
 use leptos::prelude::*;
@@ -15,8 +17,9 @@ use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use uuid::Uuid;
 
 use crate::api::{client, Artifact, Quote, Role, ThreadChange};
-use crate::components::artifact_card::{artifact_viewer, ViewerActions};
+use crate::components::artifact_card::{artifact_viewer, ViewerActions, ViewerContext};
 use crate::components::artifacts_panel::ARTIFACTS_TOGGLE_ID;
+use crate::components::requirements_panel::{LedgerActions, RequirementsPanel};
 use crate::state::{ChatState, ErrorNote, LiveAnswer, QuoteDraft, ThreadsChanged};
 use actions::ChatActions;
 use branches::DeleteMessageDialog;
@@ -36,6 +39,10 @@ pub fn ChatPage() -> impl IntoView {
     let follow = RwSignal::new(true);
     let actions = ChatActions::new(state, changed, follow, use_navigate());
     let branches = actions.branches();
+    let panel = actions.ledger_panel();
+    // The message a followed requirement came from, highlighted a while.
+    let spotlight = RwSignal::new(None::<Uuid>);
+    let occupied = Signal::derive(move || busy.get() || state.generating.get().is_some());
 
     let route_id = move || params.with(|p| p.get("id").and_then(|s| Uuid::parse_str(&s).ok()));
     // The message a search result points at (`?m=<id>`): scrolled to and highlighted.
@@ -84,6 +91,7 @@ pub fn ChatPage() -> impl IntoView {
                     }
                     messages.set(list);
                     artifacts.set(detail.artifacts);
+                    requirements::refresh(actions, id, false);
                     if detail.running {
                         busy.set(true);
                         live.set(Some(LiveAnswer::default()));
@@ -99,6 +107,27 @@ pub fn ChatPage() -> impl IntoView {
                 Err(e) => error.set(Some(ErrorNote::new(e.message))),
             }
         });
+    });
+
+    // The ledger is read again when the panel opens and whenever a turn, a generation or an update ends (any may
+    // change it, and the documents' marks with it).
+    Effect::new(move |was_open: Option<bool>| {
+        let now_open = panel.open.get();
+        if now_open && was_open == Some(false) {
+            if let Some(id) = current.get_untracked() {
+                requirements::refresh(actions, id, false);
+            }
+        }
+        now_open
+    });
+    Effect::new(move |was_working: Option<bool>| {
+        let working = occupied.get();
+        if was_working == Some(true) && !working {
+            if let Some(id) = current.get_untracked() {
+                requirements::refresh(actions, id, true);
+            }
+        }
+        working
     });
 
     // The element that opened the viewer gets focus back when it closes.
@@ -161,22 +190,49 @@ pub fn ChatPage() -> impl IntoView {
             opener.set_value(message_box());
             open.set(None);
         }),
+        update: Callback::new(move |a: Artifact| actions.update_document(a)),
+        cite: Callback::new(move |key: String| {
+            open.set(None);
+            actions.follow_requirement(key, spotlight);
+        }),
+    };
+    let requirement_keys = Memo::new(move |_| {
+        state.ledger.with(|l| l.as_ref().map(|l| l.requirements.iter().map(|r| r.key.clone()).collect::<Vec<_>>()))
+    });
+    let around =
+        ViewerContext { keys: Signal::derive(move || requirement_keys.get().unwrap_or_default()), busy: occupied };
+    // The conversation whose ledger the panel shows, while it is open.
+    let panel_thread = Memo::new(move |_| panel.open.get().then(|| current.get()).flatten());
+    let ledger_actions = LedgerActions {
+        open_document: Callback::new(move |id: Uuid| {
+            if let Some(a) = artifacts.with_untracked(|list| list.iter().find(|a| a.id == id).cloned()) {
+                open_card.run(a);
+            }
+        }),
+        changed: Callback::new(move |r| actions.requirement_changed(r)),
+        generate: Callback::new(move |keys| actions.generate_covering(keys)),
     };
     let remove_file = Callback::new(move |f| actions.remove_file(f));
     let choose_model = Callback::new(move |choice| actions.choose_model(choice));
 
     view! {
-        <section class="chat" aria-label="Conversation">
-            <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file model on_model=choose_model/>
-            <Timeline state actions follow target on_open=open_card/>
-            <ErrorBanner state actions/>
-            <BudgetBanner state/>
-            <Composer state actions/>
-            <DeleteMessageDialog actions/>
-            {move || open_id.get().map(|_| view! {
-                <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(document, viewer))}</Suspense>
+        <div class="chat-page">
+            <section class="chat" aria-label="Conversation">
+                <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file model
+                    on_model=choose_model ledger=state.ledger panel/>
+                <Timeline state actions follow target spotlight on_open=open_card/>
+                <ErrorBanner state actions/>
+                <BudgetBanner state/>
+                <Composer state actions/>
+                <DeleteMessageDialog actions/>
+                {move || open_id.get().map(|_| view! {
+                    <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(document, viewer, around))}</Suspense>
+                })}
+            </section>
+            {move || panel_thread.get().map(|thread| view! {
+                <RequirementsPanel thread ledger=state.ledger busy=occupied panel actions=ledger_actions/>
             })}
-        </section>
+        </div>
     }
 }
 
@@ -189,23 +245,25 @@ fn page_visible() -> bool {
 
 /// Reads conversation `id`'s documents again, for a tab that was hidden while they may have changed.
 fn catch_up(state: ChatState, id: Uuid) {
-    spawn_local(async move {
-        if let Ok(list) = client::list_artifacts(id).await {
-            if state.current.get_untracked() != Some(id) {
-                return;
-            }
-            let kept: Vec<Uuid> = list.artifacts.iter().map(|a| a.id).collect();
-            let gone: Vec<Uuid> = state
-                .artifacts
-                .with_untracked(|shown| shown.iter().map(|a| a.id).filter(|a| !kept.contains(a)).collect());
-            for artifact in gone {
-                state.remove_artifact(artifact);
-            }
-            for artifact in list.artifacts {
-                state.upsert_artifact(artifact);
-            }
+    spawn_local(read_documents(state, id));
+}
+
+/// Reads conversation `id`'s documents again and shows them as the server has them (with their out-of-date marks).
+async fn read_documents(state: ChatState, id: Uuid) {
+    if let Ok(list) = client::list_artifacts(id).await {
+        if state.current.get_untracked() != Some(id) {
+            return;
         }
-    });
+        let kept: Vec<Uuid> = list.artifacts.iter().map(|a| a.id).collect();
+        let gone: Vec<Uuid> =
+            state.artifacts.with_untracked(|shown| shown.iter().map(|a| a.id).filter(|a| !kept.contains(a)).collect());
+        for artifact in gone {
+            state.remove_artifact(artifact);
+        }
+        for artifact in list.artifacts {
+            state.upsert_artifact(artifact);
+        }
+    }
 }
 
 /// The message box.

@@ -8,7 +8,7 @@ use uuid::Uuid;
 use super::actions::ChatActions;
 use super::branches::MessageRow;
 use crate::api::{Artifact, Message, MessageStatus, Role};
-use crate::components::artifact_card::ArtifactCard;
+use crate::components::artifact_card::{card_key, ArtifactCard};
 use crate::components::message_bubble::MessageBubble;
 use crate::state::ChatState;
 
@@ -20,10 +20,13 @@ enum Row {
 }
 
 impl Row {
-    fn key(&self) -> (Uuid, i64, MessageStatus, usize) {
+    fn key(&self) -> (Uuid, i64, MessageStatus, u64) {
         match self {
-            Row::Message(m) => (m.id, 0, m.status, m.content.len()),
-            Row::Document(a) => (a.id, a.version, MessageStatus::Complete, a.title.len()),
+            Row::Message(m) => (m.id, 0, m.status, m.content.len() as u64),
+            Row::Document(a) => {
+                let (id, version, drawn) = card_key(a);
+                (id, version, MessageStatus::Complete, drawn)
+            }
         }
     }
 }
@@ -55,13 +58,15 @@ fn rows(messages: &[Message], artifacts: &[Artifact], live_ids: &[Uuid]) -> Vec<
 }
 
 /// The scrolling list of the conversation. `follow` is set by whoever starts a turn; `target` is the message a
-/// search result opened (`?m=<id>`), scrolled to and highlighted.
+/// search result opened (`?m=<id>`), and `spotlight` the one a followed requirement came from: each is scrolled to
+/// and highlighted.
 #[component]
 pub(super) fn Timeline(
     state: ChatState,
     actions: ChatActions,
     follow: RwSignal<bool>,
     #[prop(into)] target: Signal<Option<Uuid>>,
+    #[prop(into)] spotlight: Signal<Option<Uuid>>,
     on_open: Callback<Artifact>,
 ) -> impl IntoView {
     let ChatState { messages, artifacts, live, tool, turn_artifacts, generating, .. } = state;
@@ -93,16 +98,12 @@ pub(super) fn Timeline(
             return;
         }
         follow.set(false);
-        request_animation_frame(move || {
-            let selector = format!("[data-message-id=\"{wanted}\"]");
-            let element =
-                web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(&selector).ok().flatten());
-            if let Some(element) = element {
-                let options = web_sys::ScrollIntoViewOptions::new();
-                options.set_block(web_sys::ScrollLogicalPosition::Center);
-                element.scroll_into_view_with_scroll_into_view_options(&options);
-            }
-        });
+        request_animation_frame(move || scroll_to_message(wanted));
+    });
+    Effect::new(move |_| {
+        let Some(wanted) = spotlight.get() else { return };
+        follow.set(false);
+        request_animation_frame(move || scroll_to_message(wanted));
     });
     let on_scroll = move |_| {
         if let Some(el) = scroller.get_untracked() {
@@ -123,6 +124,8 @@ pub(super) fn Timeline(
         artifacts.with(|list| list.iter().filter(|a| ids.contains(&a.id)).cloned().collect::<Vec<_>>())
     };
     let tool_line = tool.text;
+    let on_update = Callback::new(move |a: Artifact| actions.update_document(a));
+    let occupied = Signal::derive(move || state.busy.get() || generating.get().is_some());
 
     view! {
         <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
@@ -133,18 +136,18 @@ pub(super) fn Timeline(
                 {match row {
                     Row::Message(m) => {
                         let id = m.id;
-                        let highlighted = Signal::derive(move || target.get() == Some(id));
+                        let highlighted = Signal::derive(move || target.get() == Some(id) || spotlight.get() == Some(id));
                         view! { <MessageRow message=m actions highlighted/> }.into_any()
                     }
-                    Row::Document(a) => view! { <ArtifactCard artifact=a on_open/> }.into_any(),
+                    Row::Document(a) => view! { <ArtifactCard artifact=a on_open on_update busy=occupied/> }.into_any(),
                 }}
             </For>
             {move || live.get().map(|answer| view! {
                 <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
             })}
             {move || tool_line.get().map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
-            <For each=live_cards key=|a| (a.id, a.version) let:a>
-                <ArtifactCard artifact=a on_open/>
+            <For each=live_cards key=card_key let:a>
+                <ArtifactCard artifact=a on_open on_update busy=occupied/>
             </For>
             {move || generating.get().map(|kind| view! {
                 <div class="generating" role="status" data-testid="generating-indicator">
@@ -155,6 +158,17 @@ pub(super) fn Timeline(
         </div>
     }
     .into_any()
+}
+
+/// Scrolls the message `id` to the middle of the view.
+fn scroll_to_message(id: Uuid) {
+    let selector = format!("[data-message-id=\"{id}\"]");
+    let element = web_sys::window().and_then(|w| w.document()).and_then(|d| d.query_selector(&selector).ok().flatten());
+    if let Some(element) = element {
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_block(web_sys::ScrollLogicalPosition::Center);
+        element.scroll_into_view_with_scroll_into_view_options(&options);
+    }
 }
 
 /// Copies a code block when its "Copy" button (rendered with the Markdown) is clicked.
