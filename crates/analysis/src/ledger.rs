@@ -86,17 +86,15 @@ pub fn ledger_changes(ledger: &[Entry], message: &str) -> Vec<LedgerChange> {
         }
         // A value corrected: every requirement in force that holds the old value takes the new one.
         if let Some(change) = requested_change(sentence) {
-            let mut any = false;
             for entry in entries.iter_mut().filter(|e| e.in_force) {
                 if let Some(text) = replace_value(&entry.text, &change) {
                     entry.text.clone_from(&text);
                     push_change(&mut out, LedgerChange::Change { key: entry.key.clone(), text });
-                    any = true;
                 }
             }
-            if any {
-                continue;
-            }
+            // A correction of a value no requirement holds corrects a document or an answer, not the ledger: it
+            // states nothing new.
+            continue;
         }
         if is_generation_sentence(sentence) {
             continue;
@@ -298,5 +296,6 @@ mod tests {
         let ledger = [entry("R-1", "Customers must book 30-minute slots.")];
         assert!(ledger_changes(&ledger, "Should slots be 45 minutes?").is_empty());
         assert!(ledger_changes(&ledger, "Generate user stories.").is_empty());
+        assert!(ledger_changes(&ledger, "Breaks should be 15 minutes, not 10.").is_empty(), "a correction adds nothing");
     }
 }

@@ -785,8 +785,13 @@ impl<'a> Turn<'a> {
             }
             other => (format!("Unknown tool '{other}'."), true, None),
         };
-        if let Some(artifact) = artifact {
+        if let Some(mut artifact) = artifact {
             self.engine.changes.saved(&artifact).await;
+            // Shown with what it cites, and whether that changed since, as every route shows a document.
+            match self.engine.store.ledger_rows(self.plan.user, self.plan.thread).await {
+                Ok(rows) => rows.on_path(&self.path).mark(std::slice::from_mut(&mut artifact)),
+                Err(e) => tracing::warn!(error = %e, "reading the ledger failed"),
+            }
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));

@@ -163,6 +163,44 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         assert_eq!(server.client.post(restore).send().await.unwrap().status(), 201);
         let marks: Vec<String> = document(&server, doc.id).await.out_of_date.into_iter().map(|o| o.key).collect();
         assert_eq!(marks, ["R-1", "R-2"]);
+
+        // Exports a team can hand on: the ledger and the traceability matrix, as CSV and Markdown.
+        let export = |query: &str| {
+            let url = server.url(&format!("/api/threads/{thread}/requirements/export?{query}"));
+            server.client.get(url).send()
+        };
+        let response = export("table=requirements&format=csv").await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+        let csv = response.text().await.unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "Key,Requirement,Kind,Status,Source,Recorded,Last changed,Covered by");
+        assert!(lines[1].starts_with("R-1,Customers must book 45-minute slots.,Functional,Changed,"), "{csv}");
+        assert!(lines[2].starts_with("R-2,Staff should see the day's bookings.,Functional,Dropped,"), "{csv}");
+        assert!(lines[3].contains("Not covered"), "{csv}");
+        let csv = export("table=traceability").await.unwrap().text().await.unwrap();
+        let rows: Vec<csv::StringRecord> =
+            csv::Reader::from_reader(csv.as_bytes()).records().map(Result::unwrap).collect();
+        let cells: Vec<(&str, &str, &str)> = rows.iter().map(|r| (&r[0], &r[6], &r[8])).collect();
+        assert_eq!(
+            cells,
+            [
+                ("R-1", "1", "No: changed since"),
+                ("R-1", "2", "Yes"),
+                ("R-1", "3", "No: changed since"),
+                ("R-2", "1", "No: changed since"),
+                ("R-2", "3", "No: changed since")
+            ],
+            "{csv}"
+        );
+        let md = export("table=traceability&format=md").await.unwrap().text().await.unwrap();
+        assert!(md.starts_with("# Traceability matrix: "), "{md}");
+        assert!(md.contains("| R-1 | Customers must book 30-minute slots. | Changed |"), "{md}");
+        assert_eq!(export("table=everything").await.unwrap().status(), 422);
+        assert_eq!(export("format=xlsx").await.unwrap().status(), 422);
+        let (other, _) = server.second_user("ledger-export@example.com").await;
+        let url = server.url(&format!("/api/threads/{thread}/requirements/export"));
+        assert_eq!(other.get(url).send().await.unwrap().status(), 404);
     }
 }
 
