@@ -104,7 +104,11 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         server.chat(thread, "Slots should be 45 minutes, not 30.").await;
         let second = person_messages(&server, thread).await[1];
         let system = model.requests.lock().unwrap()[3].system.clone();
-        assert!(system.contains("- R-1 (functional, active, from M1): Customers must book 30-minute slots."), "{system}");
+        assert!(
+            system.contains("- R-1 (functional, active, from M1, covered): Customers must book 30-minute slots."),
+            "{system}"
+        );
+        assert!(system.contains("- R-3 (quality, active, from M1): Pages must load"), "{system}");
         let shown = document(&server, doc.id).await;
         assert_eq!(shown.out_of_date.len(), 1);
         let mark = &shown.out_of_date[0];
@@ -348,5 +352,22 @@ async fn the_builtin_assistant_keeps_the_ledger_and_updates_documents() {
         assert_eq!(updated.version, 3, "exactly one new version");
         assert!(updated.content.contains("60-minute") && !updated.content.contains("45-minute"), "{}", updated.content);
         assert!(updated.out_of_date.is_empty(), "{:?}", updated.out_of_date);
+
+        // A requirement no document covers; "Generate" to cover it writes a document of it alone.
+        server.chat(thread, "Customers should get an email reminder the day before.").await;
+        let l = ledger(&server, thread).await;
+        assert_eq!(l.uncovered, ["R-3"]);
+        let frames = crate::common::send(
+            &server,
+            thread,
+            "Generate a requirements document covering R-3 from this conversation",
+            true,
+        )
+        .await;
+        let made = created(&frames);
+        assert_eq!(made.len(), 1, "{}", crate::common::text_of(&frames));
+        assert_eq!(made[0].requirements, ["R-3"]);
+        assert!(made[0].content.contains("email reminder") && !made[0].content.contains("slots"), "{}", made[0].content);
+        assert!(ledger(&server, thread).await.uncovered.is_empty());
     }
 }

@@ -20,7 +20,7 @@ const HEADING: &str = "REQUIREMENTS LEDGER OF THIS CONVERSATION";
 
 /// How the server lists a requirement: `- R-3 (functional, active, from M5): text`.
 static LINE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?m)^- (?P<key>R-\d+) \((?P<kind>[a-z_]+), (?P<status>[a-z]+)(?:, from M\d+)?\): (?P<text>.*)$"));
+    LazyLock::new(|| re(r"(?m)^- (?P<key>R-\d+) \((?P<kind>[a-z_]+), (?P<status>[a-z]+)(?:, from M\d+)?(?:, covered)?\): (?P<text>.*)$"));
 
 /// The key the next added requirement gets.
 static NEXT: LazyLock<Regex> = LazyLock::new(|| re(r"The next new requirement will be R-(?P<n>\d+)\."));
@@ -39,6 +39,20 @@ impl Ledger {
         self.entries.iter().filter(|e| e.in_force).map(|e| e.key.clone()).collect()
     }
 }
+
+/// The keys of requirements in force of `ledger` that `text` names (`R-3`), in order.
+pub(crate) fn named_keys(ledger: &Ledger, text: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for m in KEY.find_iter(text) {
+        let key = m.as_str().to_uppercase();
+        if !keys.contains(&key) && ledger.entries.iter().any(|e| e.in_force && e.key == key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+static KEY: LazyLock<Regex> = LazyLock::new(|| re(r"\b[Rr]-\d{1,9}\b"));
 
 /// The ledger below the system prompt; empty when there is none.
 pub(crate) fn ledger(system: &str) -> Ledger {
@@ -246,7 +260,7 @@ mod tests {
 
     const SYSTEM: &str = "Rules.\n\nREQUIREMENTS LEDGER OF THIS CONVERSATION (data):\n\
         - R-1 (functional, changed, from M1): Customers must book 30-minute slots.\n\
-        - R-3 (quality, active): Pages must load in under 2 seconds.\n\
+        - R-3 (quality, active, covered): Pages must load in under 2 seconds.\n\
         - R-2 (functional, dropped, from M1): We would like a dark mode.\n\
         The person's latest message is M5. The next new requirement will be R-4.\n";
 
