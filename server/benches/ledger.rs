@@ -116,7 +116,9 @@ fn stores(rt: &tokio::runtime::Runtime, dir: &tempfile::TempDir) -> Vec<(&'stati
     )];
     match std::env::var("QUIRE_TEST_POSTGRES_URL") {
         Ok(url) => stores.push(("postgres", rt.block_on(store::connect(&url)).expect("postgres store"))),
-        Err(_) => println!("ledger/*/postgres: skipped (set QUIRE_TEST_POSTGRES_URL, or run under scripts/with-postgres)"),
+        Err(_) => {
+            println!("ledger/*/postgres: skipped (set QUIRE_TEST_POSTGRES_URL, or run under scripts/with-postgres)")
+        }
     }
     stores
 }

@@ -56,8 +56,29 @@ static CONSTRAINT: Lazy<Regex> = lazy_regex!(
 
 /// Words too common to tell requirements apart.
 const STOP: &[&str] = &[
-    "should", "must", "need", "needs", "want", "wants", "able", "allow", "allows", "system", "app", "users", "user",
-    "customer", "customers", "would", "like", "shall", "requirement", "drop", "remove", "longer", "anymore",
+    "should",
+    "must",
+    "need",
+    "needs",
+    "want",
+    "wants",
+    "able",
+    "allow",
+    "allows",
+    "system",
+    "app",
+    "users",
+    "user",
+    "customer",
+    "customers",
+    "would",
+    "like",
+    "shall",
+    "requirement",
+    "drop",
+    "remove",
+    "longer",
+    "anymore",
 ];
 
 /// The kind of a requirement sentence.
@@ -242,7 +263,10 @@ mod tests {
                     text: "Staff should see the day's bookings.".into(),
                     kind: RequirementKind::Functional
                 },
-                LedgerChange::Add { text: "Pages must load in under 2 seconds.".into(), kind: RequirementKind::Quality },
+                LedgerChange::Add {
+                    text: "Pages must load in under 2 seconds.".into(),
+                    kind: RequirementKind::Quality
+                },
             ]
         );
     }
@@ -261,8 +285,10 @@ mod tests {
 
     #[test]
     fn actually_restates_the_closest_requirement() {
-        let ledger = [entry("R-1", "Customers must be able to cancel a booking."), entry("R-2", "Staff need a dashboard.")];
-        let changes = ledger_changes(&ledger, "Actually, customers must be able to cancel a booking up to 24 hours before.");
+        let ledger =
+            [entry("R-1", "Customers must be able to cancel a booking."), entry("R-2", "Staff need a dashboard.")];
+        let changes =
+            ledger_changes(&ledger, "Actually, customers must be able to cancel a booking up to 24 hours before.");
         assert_eq!(
             changes,
             vec![LedgerChange::Change {
@@ -274,7 +300,8 @@ mod tests {
 
     #[test]
     fn drops_name_the_requirement_they_drop() {
-        let ledger = [entry("R-1", "We would like a dark mode."), entry("R-2", "The system must send email reminders.")];
+        let ledger =
+            [entry("R-1", "We would like a dark mode."), entry("R-2", "The system must send email reminders.")];
         assert_eq!(ledger_changes(&ledger, "Drop the dark mode."), vec![LedgerChange::Drop { key: "R-1".into() }]);
         assert_eq!(
             ledger_changes(&ledger, "We no longer need email reminders."),
@@ -296,6 +323,9 @@ mod tests {
         let ledger = [entry("R-1", "Customers must book 30-minute slots.")];
         assert!(ledger_changes(&ledger, "Should slots be 45 minutes?").is_empty());
         assert!(ledger_changes(&ledger, "Generate user stories.").is_empty());
-        assert!(ledger_changes(&ledger, "Breaks should be 15 minutes, not 10.").is_empty(), "a correction adds nothing");
+        assert!(
+            ledger_changes(&ledger, "Breaks should be 15 minutes, not 10.").is_empty(),
+            "a correction adds nothing"
+        );
     }
 }

@@ -253,11 +253,8 @@ impl LedgerRows {
             }
             steps.push(revision);
         }
-        let documents: Vec<&CurrentDocument> = self
-            .documents
-            .iter()
-            .filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m)))
-            .collect();
+        let documents: Vec<&CurrentDocument> =
+            self.documents.iter().filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m))).collect();
         let titles: HashMap<Uuid, &CurrentDocument> = documents.iter().map(|d| (d.id, *d)).collect();
         let mut cited_by: HashMap<Uuid, Vec<(&CurrentDocument, i64)>> = HashMap::new();
         for c in &self.citations {
@@ -320,7 +317,8 @@ impl LedgerRows {
             })
             .collect();
         standing.sort_by_key(|s| s.number);
-        let mut marks: HashMap<Uuid, DocumentMarks> = documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
+        let mut marks: HashMap<Uuid, DocumentMarks> =
+            documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
         let by_id: HashMap<i64, &Revision> = self.revisions.iter().map(|r| (r.id, r)).collect();
         for s in &standing {
             let Some(docs) = cited_by.get(&s.id) else { continue };
@@ -542,7 +540,9 @@ macro_rules! requirements_for {
                 ) -> Result<Vec<Recorded>> {
                     let at = now();
                     self.write_together(move |tx| {
-                        Box::pin(async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await })
+                        Box::pin(
+                            async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await },
+                        )
                     })
                     .await
                 }

@@ -104,11 +104,7 @@ pub fn message_ref(seq: i64) -> String {
 
 /// The person's messages on `path`, by number.
 fn person_messages(tree: &Tree, path: &HashSet<Uuid>) -> HashMap<i64, Uuid> {
-    tree.heads
-        .iter()
-        .filter(|h| h.role == wire::Role::User && path.contains(&h.id))
-        .map(|h| (h.seq, h.id))
-        .collect()
+    tree.heads.iter().filter(|h| h.role == wire::Role::User && path.contains(&h.id)).map(|h| (h.seq, h.id)).collect()
 }
 
 /// What recording made, for the model.
@@ -225,7 +221,9 @@ fn writes_for(
         let standing = |n: usize| -> Result<&store::Standing, String> {
             let key = entry.key.as_deref().ok_or_else(|| format!("Entry {n}: {} needs a key.", entry.action))?;
             let number = requirement_number(key).ok_or_else(|| format!("Entry {n}: '{key}' is not a key (R-1...)."))?;
-            view.by_number(number).ok_or_else(|| format!("Entry {n}: there is no {} in this conversation's ledger.", requirement_key(number)))
+            view.by_number(number).ok_or_else(|| {
+                format!("Entry {n}: there is no {} in this conversation's ledger.", requirement_key(number))
+            })
         };
         let write = match entry.action.trim() {
             "add" => {
@@ -314,9 +312,7 @@ pub fn citations(
     let named_ids: HashSet<Uuid> = numbers.iter().filter_map(|n| view.by_number(*n)).map(|s| s.id).collect();
     let carried = match citing {
         Citing::Whole => None,
-        Citing::Edit { artifact } => {
-            rows.documents.iter().find(|d| d.id == artifact).map(|d| (artifact, d.version))
-        }
+        Citing::Edit { artifact } => rows.documents.iter().find(|d| d.id == artifact).map(|d| (artifact, d.version)),
         Citing::Restore { artifact, version } => Some((artifact, version)),
     };
     if let Some((artifact, version)) = carried {

@@ -171,11 +171,9 @@ fn traceability(s: &Sources<'_>) -> (Vec<&'static str>, Vec<Vec<String>>) {
         s.versions.iter().map(|v| ((v.artifact_id, v.version), v)).collect();
     let mut rows: Vec<(i64, Uuid, i64, Vec<String>)> = Vec::new();
     for c in &s.rows.citations {
-        let (Some(version), Some(revision), Some(number)) = (
-            versions.get(&(c.artifact_id, c.version)),
-            revisions.get(&c.revision_id),
-            numbers.get(&c.requirement_id),
-        ) else {
+        let (Some(version), Some(revision), Some(number)) =
+            (versions.get(&(c.artifact_id, c.version)), revisions.get(&c.revision_id), numbers.get(&c.requirement_id))
+        else {
             continue;
         };
         let now = standing.get(&c.requirement_id);

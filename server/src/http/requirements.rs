@@ -137,7 +137,8 @@ pub async fn export(
     let title = info.title;
     let (body, name) = ticket
         .run_blocking(move || {
-            let sources = tables::Sources { title: &title, rows: &rows, view: &view, messages: &messages, versions: &versions };
+            let sources =
+                tables::Sources { title: &title, rows: &rows, view: &view, messages: &messages, versions: &versions };
             (tables::render(&sources, table, format), tables::file_name(&title, table, format))
         })
         .await

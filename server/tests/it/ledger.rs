@@ -341,7 +341,8 @@ async fn the_builtin_assistant_keeps_the_ledger_and_updates_documents() {
         assert!(shown.out_of_date.is_empty(), "{:?}", shown.out_of_date);
 
         // A change by hand marks it out of date; "Update document" brings it up to date in one version.
-        let response = patch(&server, thread, "R-1", json!({"text": "Customers must be able to book 60-minute slots."}));
+        let response =
+            patch(&server, thread, "R-1", json!({"text": "Customers must be able to book 60-minute slots."}));
         assert_eq!(response.await.status(), 200);
         assert_eq!(document(&server, doc.id).await.out_of_date.len(), 1);
         let response = update(&server, doc.id).await;
@@ -367,7 +368,11 @@ async fn the_builtin_assistant_keeps_the_ledger_and_updates_documents() {
         let made = created(&frames);
         assert_eq!(made.len(), 1, "{}", crate::common::text_of(&frames));
         assert_eq!(made[0].requirements, ["R-3"]);
-        assert!(made[0].content.contains("email reminder") && !made[0].content.contains("slots"), "{}", made[0].content);
+        assert!(
+            made[0].content.contains("email reminder") && !made[0].content.contains("slots"),
+            "{}",
+            made[0].content
+        );
         assert!(ledger(&server, thread).await.uncovered.is_empty());
     }
 }
