@@ -56,8 +56,29 @@ static CONSTRAINT: Lazy<Regex> = lazy_regex!(
 
 /// Words too common to tell requirements apart.
 const STOP: &[&str] = &[
-    "should", "must", "need", "needs", "want", "wants", "able", "allow", "allows", "system", "app", "users", "user",
-    "customer", "customers", "would", "like", "shall", "requirement", "drop", "remove", "longer", "anymore",
+    "should",
+    "must",
+    "need",
+    "needs",
+    "want",
+    "wants",
+    "able",
+    "allow",
+    "allows",
+    "system",
+    "app",
+    "users",
+    "user",
+    "customer",
+    "customers",
+    "would",
+    "like",
+    "shall",
+    "requirement",
+    "drop",
+    "remove",
+    "longer",
+    "anymore",
 ];
 
 /// The kind of a requirement sentence.
@@ -86,17 +107,15 @@ pub fn ledger_changes(ledger: &[Entry], message: &str) -> Vec<LedgerChange> {
         }
         // A value corrected: every requirement in force that holds the old value takes the new one.
         if let Some(change) = requested_change(sentence) {
-            let mut any = false;
             for entry in entries.iter_mut().filter(|e| e.in_force) {
                 if let Some(text) = replace_value(&entry.text, &change) {
                     entry.text.clone_from(&text);
                     push_change(&mut out, LedgerChange::Change { key: entry.key.clone(), text });
-                    any = true;
                 }
             }
-            if any {
-                continue;
-            }
+            // A correction of a value no requirement holds corrects a document or an answer, not the ledger: it
+            // states nothing new.
+            continue;
         }
         if is_generation_sentence(sentence) {
             continue;
@@ -244,7 +263,10 @@ mod tests {
                     text: "Staff should see the day's bookings.".into(),
                     kind: RequirementKind::Functional
                 },
-                LedgerChange::Add { text: "Pages must load in under 2 seconds.".into(), kind: RequirementKind::Quality },
+                LedgerChange::Add {
+                    text: "Pages must load in under 2 seconds.".into(),
+                    kind: RequirementKind::Quality
+                },
             ]
         );
     }
@@ -263,8 +285,10 @@ mod tests {
 
     #[test]
     fn actually_restates_the_closest_requirement() {
-        let ledger = [entry("R-1", "Customers must be able to cancel a booking."), entry("R-2", "Staff need a dashboard.")];
-        let changes = ledger_changes(&ledger, "Actually, customers must be able to cancel a booking up to 24 hours before.");
+        let ledger =
+            [entry("R-1", "Customers must be able to cancel a booking."), entry("R-2", "Staff need a dashboard.")];
+        let changes =
+            ledger_changes(&ledger, "Actually, customers must be able to cancel a booking up to 24 hours before.");
         assert_eq!(
             changes,
             vec![LedgerChange::Change {
@@ -276,7 +300,8 @@ mod tests {
 
     #[test]
     fn drops_name_the_requirement_they_drop() {
-        let ledger = [entry("R-1", "We would like a dark mode."), entry("R-2", "The system must send email reminders.")];
+        let ledger =
+            [entry("R-1", "We would like a dark mode."), entry("R-2", "The system must send email reminders.")];
         assert_eq!(ledger_changes(&ledger, "Drop the dark mode."), vec![LedgerChange::Drop { key: "R-1".into() }]);
         assert_eq!(
             ledger_changes(&ledger, "We no longer need email reminders."),
@@ -298,5 +323,9 @@ mod tests {
         let ledger = [entry("R-1", "Customers must book 30-minute slots.")];
         assert!(ledger_changes(&ledger, "Should slots be 45 minutes?").is_empty());
         assert!(ledger_changes(&ledger, "Generate user stories.").is_empty());
+        assert!(
+            ledger_changes(&ledger, "Breaks should be 15 minutes, not 10.").is_empty(),
+            "a correction adds nothing"
+        );
     }
 }

@@ -7,11 +7,11 @@
 //! no dependency on the rest of Quire but the wire types.
 
 pub mod changes;
-pub mod ledger;
 mod classify;
 mod goals;
 mod keywords;
 mod labels;
+pub mod ledger;
 mod meetings;
 mod products;
 pub mod quotes;

@@ -335,7 +335,8 @@ pub struct NewArtifact {
     /// document was deleted): fulfilled by it as long as it exists. Other messages are ignored.
     pub answers: Vec<Uuid>,
     /// The model that wrote it (its first version's author is the assistant); `None` when not known.
-    pub model: Option<String>,    /// The requirements it reflects, at the revisions it reflects.
+    pub model: Option<String>,
+    /// The requirements it reflects, at the revisions it reflects.
     pub cites: Vec<requirements::Citation>,
 }
 

@@ -232,6 +232,11 @@ impl LedgerRows {
     /// revisions of what it cites. Linear in the rows.
     pub fn on_path(&self, path: &HashSet<Uuid>) -> LedgerView {
         let numbers: HashMap<Uuid, i64> = self.requirements.iter().map(|r| (r.id, r.number)).collect();
+        // Each requirement's first revision (revisions come oldest first).
+        let mut first: HashMap<Uuid, i64> = HashMap::new();
+        for revision in &self.revisions {
+            first.entry(revision.requirement_id).or_insert(revision.id);
+        }
         // Per requirement: its revisions on the path, in order.
         let mut folded: HashMap<Uuid, Vec<&Revision>> = HashMap::new();
         for revision in &self.revisions {
@@ -240,18 +245,16 @@ impl LedgerRows {
                 continue;
             }
             let steps = folded.entry(revision.requirement_id).or_default();
-            // A requirement is on the path once a revision of the path states it; a person's change of a
-            // requirement only another branch states stays there.
-            if steps.is_empty() && revision.message_id.is_none() && !self.stated_by_person(revision) {
+            // A requirement is on the path once a revision of the path states it (or a person added it); a
+            // person's change of a requirement only another branch states stays there.
+            let added_by_person = first.get(&revision.requirement_id) == Some(&revision.id);
+            if steps.is_empty() && revision.message_id.is_none() && !added_by_person {
                 continue;
             }
             steps.push(revision);
         }
-        let documents: Vec<&CurrentDocument> = self
-            .documents
-            .iter()
-            .filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m)))
-            .collect();
+        let documents: Vec<&CurrentDocument> =
+            self.documents.iter().filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m))).collect();
         let titles: HashMap<Uuid, &CurrentDocument> = documents.iter().map(|d| (d.id, *d)).collect();
         let mut cited_by: HashMap<Uuid, Vec<(&CurrentDocument, i64)>> = HashMap::new();
         for c in &self.citations {
@@ -314,7 +317,9 @@ impl LedgerRows {
             })
             .collect();
         standing.sort_by_key(|s| s.number);
-        let mut marks: HashMap<Uuid, DocumentMarks> = documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
+        let mut marks: HashMap<Uuid, DocumentMarks> =
+            documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
+        let by_id: HashMap<i64, &Revision> = self.revisions.iter().map(|r| (r.id, r)).collect();
         for s in &standing {
             let Some(docs) = cited_by.get(&s.id) else { continue };
             let steps = &folded[&s.id];
@@ -325,11 +330,8 @@ impl LedgerRows {
                 if later.is_empty() {
                     continue;
                 }
-                let was = steps
-                    .iter()
-                    .rev()
-                    .find(|r| r.id <= *cited)
-                    .map_or_else(|| s.requirement.text.clone(), |r| r.text.clone());
+                // The text the document reflects: the cited revision's (on this path or not).
+                let was = by_id.get(cited).map_or_else(|| s.requirement.text.clone(), |r| r.text.clone());
                 let mut changed_by = Vec::new();
                 for r in &later {
                     if let Some(m) = r.message_id.filter(|m| !changed_by.contains(m)) {
@@ -351,11 +353,6 @@ impl LedgerRows {
             }
         }
         LedgerView { standing, marks }
-    }
-
-    /// Whether a person's revision is the first of its requirement (a requirement a person added in the ledger).
-    fn stated_by_person(&self, revision: &Revision) -> bool {
-        self.revisions.iter().find(|r| r.requirement_id == revision.requirement_id).is_some_and(|r| r.id == revision.id)
     }
 }
 
@@ -543,7 +540,9 @@ macro_rules! requirements_for {
                 ) -> Result<Vec<Recorded>> {
                     let at = now();
                     self.write_together(move |tx| {
-                        Box::pin(async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await })
+                        Box::pin(
+                            async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await },
+                        )
                     })
                     .await
                 }
@@ -552,3 +551,68 @@ macro_rules! requirements_for {
     };
 }
 pub(crate) use requirements_for;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn revision(id: i64, requirement: Uuid, text: &str, status: RequirementStatus, message: Option<Uuid>) -> Revision {
+        Revision {
+            id,
+            requirement_id: requirement,
+            text: text.into(),
+            kind: RequirementKind::Functional,
+            status,
+            message_id: message,
+            author: VersionAuthor::default(),
+            created_at: DateTime::<Utc>::default(),
+        }
+    }
+
+    #[test]
+    fn the_path_decides_what_stands_and_what_is_out_of_date() {
+        let (a, b, person) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let (here, there) = (Uuid::from_u128(10), Uuid::from_u128(11));
+        let doc = Uuid::from_u128(20);
+        let rows = LedgerRows {
+            requirements: vec![
+                RequirementRow { id: a, number: 1 },
+                RequirementRow { id: b, number: 2 },
+                RequirementRow { id: person, number: 3 },
+            ],
+            revisions: vec![
+                revision(1, a, "Slots are 30 minutes.", RequirementStatus::Active, Some(here)),
+                revision(2, b, "Dark mode.", RequirementStatus::Active, Some(there)),
+                // A person's change of a requirement only the other branch states stays there.
+                revision(3, b, "Dark mode, please.", RequirementStatus::Changed, None),
+                // A requirement a person added shows on every path.
+                revision(4, person, "Export to CSV.", RequirementStatus::Active, None),
+                revision(5, a, "Slots are 30 minutes.", RequirementStatus::Active, Some(here)),
+                revision(6, a, "Slots are 45 minutes.", RequirementStatus::Changed, Some(there)),
+            ],
+            documents: vec![CurrentDocument { id: doc, title: "Plan".into(), version: 2, assistant_message_id: None }],
+            citations: vec![
+                CitationOf { artifact_id: doc, version: 1, requirement_id: person, revision_id: 4 },
+                CitationOf { artifact_id: doc, version: 2, requirement_id: a, revision_id: 1 },
+            ],
+            ..LedgerRows::default()
+        };
+        let view = rows.on_path(&[here].into());
+        let keys: Vec<&str> = view.standing.iter().map(|s| s.requirement.key.as_str()).collect();
+        assert_eq!(keys, ["R-1", "R-3"]);
+        // A revision that changes nothing of the text leaves the document current; the old version's citation
+        // is not the current version's.
+        let marks = &view.marks[&doc];
+        assert_eq!(marks.requirements, ["R-1"]);
+        assert!(marks.out_of_date.is_empty());
+        assert_eq!(view.ledger().uncovered, ["R-3"]);
+
+        let view = rows.on_path(&[there].into());
+        let texts: Vec<&str> = view.standing.iter().map(|s| s.requirement.text.as_str()).collect();
+        assert_eq!(texts, ["Slots are 45 minutes.", "Dark mode, please.", "Export to CSV."]);
+        let out = &view.marks[&doc].out_of_date;
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].was.as_str(), out[0].now.as_str()), ("Slots are 30 minutes.", "Slots are 45 minutes."));
+        assert_eq!(out[0].changed_by, [there]);
+    }
+}

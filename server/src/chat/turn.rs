@@ -16,10 +16,10 @@ pub use super::allowance::ANSWER_MAX_TOKENS;
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
-use super::ledger;
 use super::error::{busy_or, ChatError};
 use super::hub::{LiveTurn, TurnHub};
 pub use super::hub::{HEARTBEAT_EVERY, STALE_AFTER_MS};
+use super::ledger;
 use super::memory::{Basis, Source};
 use super::prompt;
 use super::summary;
@@ -72,7 +72,11 @@ pub(super) async fn launch(
             stale_after_ms: STALE_AFTER_MS,
             request: match &opening {
                 Opening::Message(message) => Some(message.clone()),
-                Opening::Silent(_) | Opening::Update(_) | Opening::Retry(_) | Opening::Edit { .. } | Opening::Again(_) => None,
+                Opening::Silent(_)
+                | Opening::Update(_)
+                | Opening::Retry(_)
+                | Opening::Edit { .. }
+                | Opening::Again(_) => None,
             },
             message_id,
         };
@@ -785,8 +789,13 @@ impl<'a> Turn<'a> {
             }
             other => (format!("Unknown tool '{other}'."), true, None),
         };
-        if let Some(artifact) = artifact {
+        if let Some(mut artifact) = artifact {
             self.engine.changes.saved(&artifact).await;
+            // Shown with what it cites, and whether that changed since, as every route shows a document.
+            match self.engine.store.ledger_rows(self.plan.user, self.plan.thread).await {
+                Ok(rows) => rows.on_path(&self.path).mark(std::slice::from_mut(&mut artifact)),
+                Err(e) => tracing::warn!(error = %e, "reading the ledger failed"),
+            }
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));
@@ -800,13 +809,10 @@ impl<'a> Turn<'a> {
         pending: Option<&Message>,
         kept: Option<(context::Materials, ThreadStamp)>,
     ) -> Result<context::Loaded, StoreError> {
-        let ephemeral = self
-            .plan
-            .silent
-            .then(|| match self.plan.update {
-                true => self.plan.content.clone(),
-                false => format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")),
-            });
+        let ephemeral = self.plan.silent.then(|| match self.plan.update {
+            true => self.plan.content.clone(),
+            false => format!("{}\n\n{}", self.plan.content, prompt::silent_generation_instruction("requested")),
+        });
         context::load(
             self.engine.store.as_ref(),
             self.plan.user,

@@ -8,6 +8,7 @@
 pub mod chatgpt;
 pub mod export;
 pub mod import;
+pub mod requirements;
 
 use store::StoreError;
 

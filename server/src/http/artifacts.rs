@@ -78,7 +78,9 @@ pub async fn edit(
     Path(id): Path<Uuid>,
     Json(body): Json<EditArtifact>,
 ) -> Result<Json<Artifact>> {
-    Ok(Json(state.chat.edit_artifact(user.id, id, body).await?))
+    let mut artifact = state.chat.edit_artifact(user.id, id, body).await?;
+    mark(&state, user.id, artifact.thread_id, std::slice::from_mut(&mut artifact)).await?;
+    Ok(Json(artifact))
 }
 
 #[utoipa::path(delete, path = "/api/artifacts/{id}", tag = "artifacts", security(("session" = []), ("bearer" = [])), params(("id" = Uuid, Path, description = "Document id")), 
@@ -136,7 +138,8 @@ pub async fn restore(
         base_version: None,
         cites,
     };
-    let artifact = state.chat.revise_artifact(user.id, id, revision).await?;
+    let mut artifact = state.chat.revise_artifact(user.id, id, revision).await?;
+    mark(&state, user.id, artifact.thread_id, std::slice::from_mut(&mut artifact)).await?;
     Ok((StatusCode::CREATED, Json(artifact)))
 }
 

@@ -18,12 +18,12 @@ pub mod messages;
 pub mod models;
 pub mod openapi;
 pub mod rate_limit;
+pub mod requirements;
 pub mod search;
 pub mod settings;
 pub mod shares;
 pub mod stats;
 pub mod streams;
-pub mod requirements;
 pub mod threads;
 
 use axum::{routing::get, Router};

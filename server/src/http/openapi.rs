@@ -32,7 +32,7 @@ use super::{
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
         chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, changes::changes,
-        requirements::ledger, requirements::update,
+        requirements::ledger, requirements::update, requirements::export,
         messages::add_message, messages::regenerate, messages::switch_branch, messages::context, messages::trace,
         messages::turn_trace,
         search::search, stats::stats,

@@ -5,7 +5,9 @@ use uuid::Uuid;
 use wire::{requirement_number, Ledger, Requirement, RequirementStatus, UpdateRequirement, VersionAuthor};
 
 use super::error::{ApiError, Result};
-use super::extract::{AuthUser, Json, Path};
+use super::extract::{AuthUser, Json, Path, Query};
+use super::rate_limit::{Export, Quota};
+use crate::history::requirements::{self as tables, Format, Table};
 use crate::AppState;
 use store::LedgerWrite;
 
@@ -13,6 +15,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/threads/{id}/requirements", get(ledger))
         .route("/api/threads/{id}/requirements/{key}", axum::routing::patch(update))
+        .route("/api/threads/{id}/requirements/export", get(export))
 }
 
 /// `GET /api/threads/{id}/requirements`: the ledger of the path shown, each requirement with its history and
@@ -83,4 +86,62 @@ pub async fn update(
     let (_, view) = crate::chat::ledger::marked(&state.store, user.id, thread).await?;
     let standing = view.by_number(number).ok_or(ApiError::NotFound)?;
     Ok(Json(standing.requirement.clone()))
+}
+
+/// Query of `GET /api/threads/{id}/requirements/export`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ExportParams {
+    /// `requirements` (the default): one row per requirement; `traceability`: one row per requirement a document
+    /// version reflects.
+    table: Option<String>,
+    /// `csv` (the default) or `md`.
+    format: Option<String>,
+}
+
+/// `GET /api/threads/{id}/requirements/export?table=requirements|traceability&format=csv|md`: the ledger of the
+/// path shown, or the traceability matrix (requirement x document version, with source message and dates), as a
+/// download.
+#[utoipa::path(get, path = "/api/threads/{id}/requirements/export", tag = "requirements", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Conversation id"), ExportParams),
+    responses((status = 200, description = "A CSV or Markdown download"), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
+pub async fn export(
+    State(state): State<AppState>,
+    user: AuthUser,
+    _: Quota<Export>,
+    Path(thread): Path<Uuid>,
+    Query(params): Query<ExportParams>,
+) -> Result<axum::response::Response> {
+    let table = match params.table.as_deref() {
+        None => Table::Requirements,
+        Some(t) => Table::parse(t)
+            .ok_or_else(|| ApiError::invalid("table", "The table is `requirements` or `traceability`."))?,
+    };
+    let format = match params.format.as_deref() {
+        None => Format::Csv,
+        Some(f) => Format::parse(f).ok_or_else(|| ApiError::invalid("format", "The format is csv or md."))?,
+    };
+    let (info, (rows, view), versions) = tokio::try_join!(
+        state.store.get_thread(user.id, thread),
+        crate::chat::ledger::marked(&state.store, user.id, thread),
+        state.store.list_thread_artifact_versions(user.id, thread)
+    )?;
+    // The person's messages the requirements came from.
+    let mut ids: Vec<Uuid> = rows.revisions.iter().filter_map(|r| r.message_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let messages = state.store.messages_by_id(user.id, thread, &ids).await?;
+    let ticket = state.heavy.admit(user.id)?;
+    let title = info.title;
+    let (body, name) = ticket
+        .run_blocking(move || {
+            let sources =
+                tables::Sources { title: &title, rows: &rows, view: &view, messages: &messages, versions: &versions };
+            (tables::render(&sources, table, format), tables::file_name(&title, table, format))
+        })
+        .await
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("writing the requirements failed")))?;
+    Ok(crate::download::attachment(body.into_bytes(), format.content_type(), &name))
 }

@@ -188,8 +188,12 @@ pub async fn get_thread(
     // The turn is read before the messages: a turn's end stores its answer and closes it in one commit, so a
     // turn read as over has its answer in the messages read after.
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
-    let ((messages, branches), artifacts) =
-        tokio::try_join!(state.store.list_path(user.id, id), state.store.list_artifacts(user.id, id))?;
+    let ((messages, branches), mut artifacts, ledger) = tokio::try_join!(
+        state.store.list_path(user.id, id),
+        state.store.list_artifacts(user.id, id),
+        crate::chat::ledger::marked(&state.store, user.id, id)
+    )?;
+    ledger.1.mark(&mut artifacts);
     Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running }))
 }
 

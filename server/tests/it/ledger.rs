@@ -104,7 +104,11 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         server.chat(thread, "Slots should be 45 minutes, not 30.").await;
         let second = person_messages(&server, thread).await[1];
         let system = model.requests.lock().unwrap()[3].system.clone();
-        assert!(system.contains("- R-1 (functional, active, from M1): Customers must book 30-minute slots."), "{system}");
+        assert!(
+            system.contains("- R-1 (functional, active, from M1, covered): Customers must book 30-minute slots."),
+            "{system}"
+        );
+        assert!(system.contains("- R-3 (quality, active, from M1): Pages must load"), "{system}");
         let shown = document(&server, doc.id).await;
         assert_eq!(shown.out_of_date.len(), 1);
         let mark = &shown.out_of_date[0];
@@ -163,6 +167,44 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         assert_eq!(server.client.post(restore).send().await.unwrap().status(), 201);
         let marks: Vec<String> = document(&server, doc.id).await.out_of_date.into_iter().map(|o| o.key).collect();
         assert_eq!(marks, ["R-1", "R-2"]);
+
+        // Exports a team can hand on: the ledger and the traceability matrix, as CSV and Markdown.
+        let export = |query: &str| {
+            let url = server.url(&format!("/api/threads/{thread}/requirements/export?{query}"));
+            server.client.get(url).send()
+        };
+        let response = export("table=requirements&format=csv").await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert!(response.headers()["content-type"].to_str().unwrap().starts_with("text/csv"));
+        let csv = response.text().await.unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], "Key,Requirement,Kind,Status,Source,Recorded,Last changed,Covered by");
+        assert!(lines[1].starts_with("R-1,Customers must book 45-minute slots.,Functional,Changed,"), "{csv}");
+        assert!(lines[2].starts_with("R-2,Staff should see the day's bookings.,Functional,Dropped,"), "{csv}");
+        assert!(lines[3].contains("Not covered"), "{csv}");
+        let csv = export("table=traceability").await.unwrap().text().await.unwrap();
+        let rows: Vec<csv::StringRecord> =
+            csv::Reader::from_reader(csv.as_bytes()).records().map(Result::unwrap).collect();
+        let cells: Vec<(&str, &str, &str)> = rows.iter().map(|r| (&r[0], &r[6], &r[8])).collect();
+        assert_eq!(
+            cells,
+            [
+                ("R-1", "1", "No: changed since"),
+                ("R-1", "2", "Yes"),
+                ("R-1", "3", "No: changed since"),
+                ("R-2", "1", "No: changed since"),
+                ("R-2", "3", "No: changed since")
+            ],
+            "{csv}"
+        );
+        let md = export("table=traceability&format=md").await.unwrap().text().await.unwrap();
+        assert!(md.starts_with("# Traceability matrix: "), "{md}");
+        assert!(md.contains("| R-1 | Customers must book 30-minute slots. | Changed |"), "{md}");
+        assert_eq!(export("table=everything").await.unwrap().status(), 422);
+        assert_eq!(export("format=xlsx").await.unwrap().status(), 422);
+        let (other, _) = server.second_user("ledger-export@example.com").await;
+        let url = server.url(&format!("/api/threads/{thread}/requirements/export"));
+        assert_eq!(other.get(url).send().await.unwrap().status(), 404);
     }
 }
 
@@ -299,7 +341,8 @@ async fn the_builtin_assistant_keeps_the_ledger_and_updates_documents() {
         assert!(shown.out_of_date.is_empty(), "{:?}", shown.out_of_date);
 
         // A change by hand marks it out of date; "Update document" brings it up to date in one version.
-        let response = patch(&server, thread, "R-1", json!({"text": "Customers must be able to book 60-minute slots."}));
+        let response =
+            patch(&server, thread, "R-1", json!({"text": "Customers must be able to book 60-minute slots."}));
         assert_eq!(response.await.status(), 200);
         assert_eq!(document(&server, doc.id).await.out_of_date.len(), 1);
         let response = update(&server, doc.id).await;
@@ -310,5 +353,26 @@ async fn the_builtin_assistant_keeps_the_ledger_and_updates_documents() {
         assert_eq!(updated.version, 3, "exactly one new version");
         assert!(updated.content.contains("60-minute") && !updated.content.contains("45-minute"), "{}", updated.content);
         assert!(updated.out_of_date.is_empty(), "{:?}", updated.out_of_date);
+
+        // A requirement no document covers; "Generate" to cover it writes a document of it alone.
+        server.chat(thread, "Customers should get an email reminder the day before.").await;
+        let l = ledger(&server, thread).await;
+        assert_eq!(l.uncovered, ["R-3"]);
+        let frames = crate::common::send(
+            &server,
+            thread,
+            "Generate a requirements document covering R-3 from this conversation",
+            true,
+        )
+        .await;
+        let made = created(&frames);
+        assert_eq!(made.len(), 1, "{}", crate::common::text_of(&frames));
+        assert_eq!(made[0].requirements, ["R-3"]);
+        assert!(
+            made[0].content.contains("email reminder") && !made[0].content.contains("slots"),
+            "{}",
+            made[0].content
+        );
+        assert!(ledger(&server, thread).await.uncovered.is_empty());
     }
 }

@@ -368,6 +368,7 @@ async fn openapi_describes_every_route() {
         ("/api/artifacts/{id}/update", "post"),
         ("/api/threads/{id}/requirements", "get"),
         ("/api/threads/{id}/requirements/{key}", "patch"),
+        ("/api/threads/{id}/requirements/export", "get"),
         ("/api/tags", "get"),
         ("/api/artifacts/{id}/export", "get"),
         ("/api/threads/{id}/attachments", "post"),

@@ -19,8 +19,9 @@ pub const RECORD_REQUIREMENTS: &str = "record_requirements";
 const HEADING: &str = "REQUIREMENTS LEDGER OF THIS CONVERSATION";
 
 /// How the server lists a requirement: `- R-3 (functional, active, from M5): text`.
-static LINE: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?m)^- (?P<key>R-\d+) \((?P<kind>[a-z_]+), (?P<status>[a-z]+)(?:, from M\d+)?\): (?P<text>.*)$"));
+static LINE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r"(?m)^- (?P<key>R-\d+) \((?P<kind>[a-z_]+), (?P<status>[a-z]+)(?:, from M\d+)?(?:, covered)?\): (?P<text>.*)$")
+});
 
 /// The key the next added requirement gets.
 static NEXT: LazyLock<Regex> = LazyLock::new(|| re(r"The next new requirement will be R-(?P<n>\d+)\."));
@@ -39,6 +40,20 @@ impl Ledger {
         self.entries.iter().filter(|e| e.in_force).map(|e| e.key.clone()).collect()
     }
 }
+
+/// The keys of requirements in force of `ledger` that `text` names (`R-3`), in order.
+pub(crate) fn named_keys(ledger: &Ledger, text: &str) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for m in KEY.find_iter(text) {
+        let key = m.as_str().to_uppercase();
+        if !keys.contains(&key) && ledger.entries.iter().any(|e| e.in_force && e.key == key) {
+            keys.push(key);
+        }
+    }
+    keys
+}
+
+static KEY: LazyLock<Regex> = LazyLock::new(|| re(r"\b[Rr]-\d{1,9}\b"));
 
 /// The ledger below the system prompt; empty when there is none.
 pub(crate) fn ledger(system: &str) -> Ledger {
@@ -95,8 +110,9 @@ pub(crate) fn recording(ledger: &Ledger, message: &str) -> Recording {
 }
 
 /// "Update the document "T" (ID: id) to the requirements as they stand now." and its lines.
-static UPDATE: LazyLock<Regex> =
-    LazyLock::new(|| re(r#"^Update the document ".*" \(ID: (?P<id>[0-9A-Za-z-]+)\) to the requirements as they stand now\."#));
+static UPDATE: LazyLock<Regex> = LazyLock::new(|| {
+    re(r#"^Update the document ".*" \(ID: (?P<id>[0-9A-Za-z-]+)\) to the requirements as they stand now\."#)
+});
 static CHANGED: LazyLock<Regex> =
     LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+) changed from "(?P<was>.*)" to "(?P<now>.*)"$"#));
 static DROPPED: LazyLock<Regex> = LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+) was dropped: "(?P<was>.*)"$"#));
@@ -138,7 +154,8 @@ pub(crate) fn update_call(request: &str, documents: &[Document]) -> Option<Resul
     if kept.is_empty() {
         return Some(Err("The document holds none of the words these requirements changed.".into()));
     }
-    let edits: Vec<Value> = kept.into_iter().map(|(find, replace)| json!({ "find": find, "replace": replace })).collect();
+    let edits: Vec<Value> =
+        kept.into_iter().map(|(find, replace)| json!({ "find": find, "replace": replace })).collect();
     Some(Ok(json!({ "artifact_id": document.id, "edits": edits, "requirements": keys })))
 }
 
@@ -180,7 +197,8 @@ fn citing_section(text: &str, key: &str) -> Option<String> {
         (hashes > 0 && line[hashes..].starts_with(' ')).then_some(hashes)
     };
     let Some(own) = level(lines[*at]) else { return Some(lines[*at].to_string()) };
-    let end = lines[at + 1..].iter().position(|l| level(l).is_some_and(|n| n <= own)).map_or(lines.len(), |p| at + 1 + p);
+    let end =
+        lines[at + 1..].iter().position(|l| level(l).is_some_and(|n| n <= own)).map_or(lines.len(), |p| at + 1 + p);
     Some(lines[*at..end].concat())
 }
 
@@ -246,7 +264,7 @@ mod tests {
 
     const SYSTEM: &str = "Rules.\n\nREQUIREMENTS LEDGER OF THIS CONVERSATION (data):\n\
         - R-1 (functional, changed, from M1): Customers must book 30-minute slots.\n\
-        - R-3 (quality, active): Pages must load in under 2 seconds.\n\
+        - R-3 (quality, active, covered): Pages must load in under 2 seconds.\n\
         - R-2 (functional, dropped, from M1): We would like a dark mode.\n\
         The person's latest message is M5. The next new requirement will be R-4.\n";
 

@@ -80,9 +80,15 @@ fn recording(request: &ChatRequest, latest: &str) -> ledger::Recording {
     ledger::recording(&ledger::ledger(&request.system), latest)
 }
 
-/// The keys a new document covers: the ledger's requirements in force and those the latest message adds.
+/// The keys a new document covers: those the latest message names (a request to cover them), else the ledger's
+/// requirements in force and those the latest message adds.
 fn covered_keys(request: &ChatRequest, latest: &str) -> Vec<String> {
-    let mut keys = ledger::ledger(&request.system).in_force();
+    let seen = ledger::ledger(&request.system);
+    let named = ledger::named_keys(&seen, latest);
+    if !named.is_empty() {
+        return named;
+    }
+    let mut keys = seen.in_force();
     keys.extend(recording(request, latest).added);
     keys
 }
@@ -209,7 +215,14 @@ fn join_and(items: &[String]) -> String {
 fn doc_context(request: &ChatRequest, extra: &[String], sources: Vec<String>) -> DocContext {
     let mut texts = user_texts(request);
     texts.extend(extra.iter().cloned());
-    let requirements = collect_requirements(texts.iter().map(String::as_str), is_instruction);
+    // A request to cover requirements of the ledger by their keys is written from those requirements alone.
+    let seen = ledger::ledger(&request.system);
+    let named = ledger::named_keys(&seen, texts.last().map_or("", String::as_str));
+    let requirements = if named.is_empty() {
+        collect_requirements(texts.iter().map(String::as_str), is_instruction)
+    } else {
+        seen.entries.iter().filter(|e| named.contains(&e.key)).map(|e| analysis::parse_requirement(&e.text)).collect()
+    };
     let subject = derive_subject(texts.iter().map(String::as_str)).unwrap_or_else(|| DEFAULT_SUBJECT.to_string());
     let sentences: Vec<String> = texts.iter().flat_map(|t| split_sentences(t)).filter(|s| !is_instruction(s)).collect();
     DocContext { subject, requirements, meeting: analyse_meeting(&sentences), sources, keys: keys_by_words(request) }
@@ -289,7 +302,14 @@ const MAX_LISTED: usize = 8;
 
 fn chat_answer(request: &ChatRequest, latest: &str) -> String {
     let texts = user_texts(request);
-    let requirements = collect_requirements(texts.iter().map(String::as_str), is_instruction);
+    // A request to cover requirements of the ledger by their keys is written from those requirements alone.
+    let seen = ledger::ledger(&request.system);
+    let named = ledger::named_keys(&seen, texts.last().map_or("", String::as_str));
+    let requirements = if named.is_empty() {
+        collect_requirements(texts.iter().map(String::as_str), is_instruction)
+    } else {
+        seen.entries.iter().filter(|e| named.contains(&e.key)).map(|e| analysis::parse_requirement(&e.text)).collect()
+    };
     let new_here = collect_requirements([latest], is_instruction).len();
     let latest_words = words(latest);
     let mut out = String::new();
