@@ -129,6 +129,14 @@ test('the ledger beside the conversation: covered, edited, out of date, updated,
   await expect(r2).not.toHaveAttribute('data-status', 'dropped');
   await expect(page.getByRole('button', { name: 'Requirements (2)' })).toBeVisible();
 
+  // The ledger and the traceability matrix download from the panel.
+  const exports = panel(page).getByRole('group', { name: 'Export requirements' });
+  const matrix = await exports.getByRole('link', { name: 'Traceability (CSV)' }).getAttribute('href');
+  const csv = await page.request.get(matrix!);
+  expect(csv.status()).toBe(200);
+  expect(await csv.text()).toContain('R-1');
+  await expect(exports.getByRole('link')).toHaveCount(4);
+
   // Escape closes the panel and gives focus back to its toggle.
   await page.keyboard.press('Escape');
   await expect(panel(page)).toHaveCount(0);

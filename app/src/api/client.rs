@@ -239,6 +239,12 @@ pub fn thread_export_url(id: Uuid, format: &str) -> String {
     format!("/api/threads/{id}/export?format={format}")
 }
 
+/// Where a conversation's requirements download from: `table` is `requirements` (the ledger) or `traceability`
+/// (the matrix of requirements and the document versions that cite them), `format` `csv` or `md`.
+pub fn requirements_export_url(thread: Uuid, table: &str, format: &str) -> String {
+    format!("/api/threads/{thread}/requirements/export?table={table}&format={format}")
+}
+
 /// Reads a `text/event-stream` response incrementally (fetch + readable stream: EventSource cannot POST).
 async fn read_events(response: Response, mut on_event: impl FnMut(ChatEvent)) -> ApiResult<()> {
     if !response.ok() {

@@ -203,6 +203,21 @@ fn requirement_list(list: RequirementList) -> AnyView {
                 <RequirementEntry thread key ledger panel actions spotlit/>
             </For>
         </ul>
+        {move || keys.with(|k| k.as_ref().is_some_and(|k| !k.is_empty())).then(|| view! {
+            <div class="requirements-exports" role="group" aria-label="Export requirements">
+                {[
+                    ("requirements", "csv", "Requirements (CSV)"),
+                    ("requirements", "md", "Requirements (Markdown)"),
+                    ("traceability", "csv", "Traceability (CSV)"),
+                    ("traceability", "md", "Traceability (Markdown)"),
+                ]
+                    .into_iter()
+                    .map(|(table, format, label)| view! {
+                        <a class="button" href=client::requirements_export_url(thread, table, format) download>{label}</a>
+                    })
+                    .collect_view()}
+            </div>
+        })}
     }
     .into_any()
 }

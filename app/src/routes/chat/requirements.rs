@@ -11,8 +11,8 @@ use crate::api::{client, Requirement};
 /// How long the message a followed requirement came from stays highlighted.
 const SPOTLIGHT_MS: u64 = 4_000;
 
-/// Reads conversation `id`'s ledger again. The documents are read again too with `marks`, or when the ledger says
-/// one no longer reflects it: their out-of-date marks come with them.
+/// Reads conversation `id`'s ledger again; with `marks`, its documents too, whose out-of-date marks follow the
+/// ledger (a message or a change by hand may leave documents behind without a new version of any).
 pub(super) fn refresh(actions: ChatActions, id: Uuid, marks: bool) {
     let (state, panel) = (actions.state(), actions.ledger_panel());
     spawn_local(async move {
@@ -22,10 +22,9 @@ pub(super) fn refresh(actions: ChatActions, id: Uuid, marks: bool) {
         }
         match result {
             Ok(ledger) => {
-                let stale = ledger.requirements.iter().any(|r| r.covered_by.iter().any(|c| !c.current));
                 state.ledger.set(Some(ledger));
                 panel.error.try_set(None);
-                if marks || stale {
+                if marks {
                     super::read_documents(state, id).await;
                 }
             }
