@@ -482,7 +482,7 @@ mod tests {
             "{linked}"
         );
         assert!(linked.contains("data-key=\"R-3\" aria-label=\"Requirement R-3\">r-3</button>, R-2]"), "{linked}");
-        assert_eq!(linked.matches("requirement-link\"").count(), 2, "not in code or a link: {linked}");
+        assert_eq!(linked.matches("data-testid=\"requirement-link\"").count(), 2, "not in code or a link: {linked}");
         assert!(linked.contains("<code>[R-1]</code>") && linked.contains("[note]"), "{linked}");
         assert_eq!(markup_problem(&linked), None);
         assert_eq!(link_citations(&html, &[]), html);
