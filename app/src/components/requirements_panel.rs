@@ -43,6 +43,7 @@ impl LedgerPanel {
     /// Closes the panel and gives focus back to its toggle.
     pub fn close(&self) {
         self.open.set(false);
+        self.wanted.set(None);
         self.note.set(None);
         focus_by_selector(format!("#{REQUIREMENTS_TOGGLE_ID}"));
     }
