@@ -16,7 +16,7 @@ use wire::{
     VersionAuthor,
 };
 
-use super::columns::{convert, json_time, shared_sql, stored_row, Stored};
+use super::columns::{json_time, shared_sql, Stored};
 use super::messages::Tree;
 use super::{Result, StoreError};
 
@@ -71,14 +71,6 @@ pub struct RequirementRow {
     pub number: i64,
 }
 
-stored_row! {
-    /// A [`RequirementRow`]'s row.
-    RequirementRowRead<I> -> RequirementRow {
-        id: I,
-        number: i64,
-    }
-}
-
 /// One revision of a requirement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Revision {
@@ -92,30 +84,6 @@ pub struct Revision {
     pub created_at: DateTime<Utc>,
 }
 
-stored_row! {
-    /// A [`Revision`]'s row.
-    RevisionRow<I, T> -> Revision {
-        id: i64,
-        requirement_id: I,
-        text: String,
-        message_id: Option<I>,
-        created_at: T,
-    } with {
-        kind: String,
-        status: String,
-        author_id: Option<I>,
-        model: Option<String>,
-    } => {
-        kind: RequirementKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("requirement kind {kind}")))?,
-        status: RequirementStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("requirement status {status}")))?,
-        author: match author_id.read("author_id")? {
-            Some(user_id) => VersionAuthor::Person { user_id },
-            None => VersionAuthor::Assistant { model },
-        },
-    }
-}
-
 /// A document's current version, as the ledger needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CurrentDocument {
@@ -125,16 +93,6 @@ pub struct CurrentDocument {
     pub assistant_message_id: Option<Uuid>,
 }
 
-stored_row! {
-    /// A [`CurrentDocument`]'s row.
-    CurrentDocumentRow<I> -> CurrentDocument {
-        id: I,
-        title: String,
-        version: i64,
-        assistant_message_id: Option<I>,
-    }
-}
-
 /// What a version of a document cites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CitationOf {
@@ -142,16 +100,6 @@ pub struct CitationOf {
     pub version: i64,
     pub requirement_id: Uuid,
     pub revision_id: i64,
-}
-
-stored_row! {
-    /// A [`CitationOf`]'s row.
-    CitationRow<I> -> CitationOf {
-        artifact_id: I,
-        version: i64,
-        requirement_id: I,
-        revision_id: i64,
-    }
 }
 
 /// Everything a conversation's ledger is made of, read in one go.
@@ -403,6 +351,36 @@ fn decode_revisions(text: &str) -> Result<Vec<Revision>> {
     Ok(out)
 }
 
+/// Requirements from their JSON rows, by number.
+fn decode_requirements(text: &str) -> Result<Vec<RequirementRow>> {
+    let rows: Vec<(String, i64)> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(id, number)| Ok(RequirementRow { id: Stored::<Uuid>::read(id, "id")?, number }))
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_unstable_by_key(|r| r.number);
+    Ok(out)
+}
+
+/// Documents from their JSON rows, oldest first.
+fn decode_documents(text: &str) -> Result<Vec<CurrentDocument>> {
+    let rows: Vec<(String, String, i64, Option<String>, serde_json::Value)> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(id, title, version, answer, at)| {
+            let document = CurrentDocument {
+                id: Stored::<Uuid>::read(id, "id")?,
+                title,
+                version,
+                assistant_message_id: Stored::<Option<Uuid>>::read(answer, "assistant_message_id")?,
+            };
+            Ok((json_time(&at)?, document))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.id.cmp(&y.id)));
+    Ok(out.into_iter().map(|(_, d)| d).collect())
+}
+
 /// Citations from their JSON rows, by document and version.
 fn decode_citations(text: &str) -> Result<Vec<CitationOf>> {
     let rows: Vec<(String, i64, String, i64)> = decode(text)?;
@@ -423,10 +401,6 @@ fn decode_citations(text: &str) -> Result<Vec<CitationOf>> {
 
 shared_sql! {
     rows(
-        RequirementRowRead<D::Id>,
-        RevisionRow<D::Id, D::Time>,
-        CurrentDocumentRow<D::Id>,
-        CitationRow<D::Id>,
         crate::messages::MessageRow<D::Id, D::Time>,
         crate::messages::StampRow<D::Id>,
         crate::messages::MessageHeadRow<D::Id>,
@@ -439,33 +413,28 @@ shared_sql! {
         let Some((tree, _)) = Self::tree(&mut *conn, user, thread, false).await? else {
             return Ok(None);
         };
-        let requirements = Self::requirement_numbers(&mut *conn, user, thread).await?;
+        // One statement, four JSON texts: requirements, revisions, documents, citations.
         let sql = format!(
-            "select {} from (select {REVISION_COLUMNS} from requirement_revisions v
-             join requirements q on q.id = v.requirement_id where v.thread_id = $1 and q.user_id = $2) v",
-            D::json_rows(REVISION_ITEMS)
-        );
-        let revisions: String = sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(&mut *conn).await?;
-        let documents: Vec<CurrentDocumentRow<D::Id>> = sqlx::query_as(
-            "select id, title, version, assistant_message_id from artifacts where thread_id = $1 and user_id = $2
-             order by created_at, pk",
-        )
-        .bind(D::id(thread))
-        .bind(D::id(user))
-        .fetch_all(&mut *conn)
-        .await?;
-        let sql = format!(
-            "select {} from (select c.artifact_id, c.version, c.requirement_id, c.revision_id
-             from artifact_requirements c join artifacts a on a.id = c.artifact_id
-             where a.thread_id = $1 and a.user_id = $2) c",
+            "select
+               (select {} from requirements r where r.thread_id = $1 and r.user_id = $2),
+               (select {} from (select {REVISION_COLUMNS} from requirement_revisions v
+                  join requirements q on q.id = v.requirement_id where v.thread_id = $1 and q.user_id = $2) v),
+               (select {} from artifacts d where d.thread_id = $1 and d.user_id = $2),
+               (select {} from (select c.artifact_id, c.version, c.requirement_id, c.revision_id
+                  from artifact_requirements c join artifacts a on a.id = c.artifact_id
+                  where a.thread_id = $1 and a.user_id = $2) c)",
+            D::json_rows("r.id, r.number"),
+            D::json_rows(REVISION_ITEMS),
+            D::json_rows("d.id, d.title, d.version, d.assistant_message_id, d.created_at"),
             D::json_rows("c.artifact_id, c.version, c.requirement_id, c.revision_id")
         );
-        let citations: String = sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
+        let (requirements, revisions, documents, citations): (String, String, String, String) =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
         Ok(Some(LedgerRows {
             tree,
-            requirements,
+            requirements: decode_requirements(&requirements)?,
             revisions: decode_revisions(&revisions)?,
-            documents: convert(documents)?,
+            documents: decode_documents(&documents)?,
             citations: decode_citations(&citations)?,
         }))
     }
@@ -477,13 +446,7 @@ shared_sql! {
             D::json_rows("r.id, r.number")
         );
         let text: String = sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
-        let rows: Vec<(String, i64)> = decode(&text)?;
-        let mut out = rows
-            .into_iter()
-            .map(|(id, number)| Ok(RequirementRow { id: Stored::<Uuid>::read(id, "id")?, number }))
-            .collect::<Result<Vec<_>>>()?;
-        out.sort_unstable_by_key(|r| r.number);
-        Ok(out)
+        decode_requirements(&text)
     }
 
     /// See [`Requirements::ledger_rows_of`].

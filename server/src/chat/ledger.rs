@@ -143,7 +143,8 @@ pub async fn record(
         return Recorded::error(format!("Give between 1 and {MAX_LEDGER_ENTRIES} entries."));
     }
     // Only what the entries name is read: the requirements they change or drop, the messages they cite.
-    let numbers: Vec<i64> = input.entries.iter().filter_map(|e| e.key.as_deref().and_then(requirement_number)).collect();
+    let numbers: Vec<i64> =
+        input.entries.iter().filter_map(|e| e.key.as_deref().and_then(requirement_number)).collect();
     let seqs: Vec<i64> = input.entries.iter().filter_map(|e| e.source.as_deref().and_then(message_seq)).collect();
     let rows = match store.ledger_rows_of(user, thread, &numbers, &seqs).await {
         Ok(rows) => rows,
@@ -201,16 +202,14 @@ fn writes_for(
     for (i, entry) in entries.iter().enumerate() {
         let n = i + 1;
         let source = match entry.source.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            Some(reference) => {
-                match message_seq(reference).and_then(|seq| messages.get(&seq)) {
-                    Some(id) => Some(*id),
-                    None => {
-                        return Err(format!(
-                            "Entry {n}: '{reference}' is not one of the person's messages of this conversation."
-                        ))
-                    }
+            Some(reference) => match message_seq(reference).and_then(|seq| messages.get(&seq)) {
+                Some(id) => Some(*id),
+                None => {
+                    return Err(format!(
+                        "Entry {n}: '{reference}' is not one of the person's messages of this conversation."
+                    ))
                 }
-            }
+            },
             None => request,
         };
         let kind = match entry.kind.as_deref() {
