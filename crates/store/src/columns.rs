@@ -164,6 +164,19 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     fn plus_micros(time: &str, micros: &str) -> String;
     /// SQL for the UTC day of `time` (an SQL expression), as this backend stores a day.
     fn utc_day(time: &str) -> String;
+    /// SQL for one text column holding every row of a query as a JSON array of arrays of `items` (SQL
+    /// expressions): many rows read as one, decoded at once (see [`json_time`] for the times in it).
+    fn json_rows(items: &str) -> String;
+}
+
+/// A time as [`Dialect::json_rows`] gives it: microseconds (SQLite) or an RFC 3339 text (PostgreSQL).
+pub(crate) fn json_time(value: &serde_json::Value) -> Result<DateTime<Utc>> {
+    match value {
+        serde_json::Value::Number(n) => n.as_i64().map(super::micros_to_time),
+        serde_json::Value::String(s) => DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc)),
+        _ => None,
+    }
+    .ok_or_else(|| StoreError::Corrupt(format!("time {value}")))
 }
 
 impl Dialect for sqlx::Postgres {
@@ -207,6 +220,9 @@ impl Dialect for sqlx::Postgres {
     fn utc_day(time: &str) -> String {
         format!("({time} at time zone 'UTC')::date")
     }
+    fn json_rows(items: &str) -> String {
+        format!("coalesce(json_agg(json_build_array({items})), '[]')::text")
+    }
 }
 
 impl Dialect for sqlx::Sqlite {
@@ -249,6 +265,9 @@ impl Dialect for sqlx::Sqlite {
     }
     fn utc_day(time: &str) -> String {
         format!("date({time} / 1000000, 'unixepoch')")
+    }
+    fn json_rows(items: &str) -> String {
+        format!("json_group_array(json_array({items}))")
     }
 }
 

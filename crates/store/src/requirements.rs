@@ -16,7 +16,7 @@ use wire::{
     VersionAuthor,
 };
 
-use super::columns::{convert, shared_sql, stored_row};
+use super::columns::{json_time, shared_sql, Stored};
 use super::messages::Tree;
 use super::{Result, StoreError};
 
@@ -49,6 +49,10 @@ pub trait Requirements {
     /// Everything the ledger of `thread` is made of (see [`LedgerRows::on_path`]); `NotFound` when the thread is
     /// missing or another user's.
     async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
+    /// What recording changes needs, without reading the whole ledger: every requirement's number (no revisions
+    /// but those of `numbers`), and the person's messages numbered `seqs` (as [`LedgerRows::tree`]'s heads, no
+    /// active message); no documents. `NotFound` when the thread is missing or another user's.
+    async fn ledger_rows_of(&self, user: Uuid, thread: Uuid, numbers: &[i64], seqs: &[i64]) -> Result<LedgerRows>;
     /// Writes the changes in one transaction, by `author` (a person's change belongs to no message); `NotFound`
     /// when the thread, a requirement or a message is missing or another user's (then nothing is written).
     async fn record_requirements(
@@ -67,14 +71,6 @@ pub struct RequirementRow {
     pub number: i64,
 }
 
-stored_row! {
-    /// A [`RequirementRow`]'s row.
-    RequirementRowRead<I> -> RequirementRow {
-        id: I,
-        number: i64,
-    }
-}
-
 /// One revision of a requirement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Revision {
@@ -88,30 +84,6 @@ pub struct Revision {
     pub created_at: DateTime<Utc>,
 }
 
-stored_row! {
-    /// A [`Revision`]'s row.
-    RevisionRow<I, T> -> Revision {
-        id: i64,
-        requirement_id: I,
-        text: String,
-        message_id: Option<I>,
-        created_at: T,
-    } with {
-        kind: String,
-        status: String,
-        author_id: Option<I>,
-        model: Option<String>,
-    } => {
-        kind: RequirementKind::parse(&kind).ok_or_else(|| StoreError::Corrupt(format!("requirement kind {kind}")))?,
-        status: RequirementStatus::parse(&status)
-            .ok_or_else(|| StoreError::Corrupt(format!("requirement status {status}")))?,
-        author: match author_id.read("author_id")? {
-            Some(user_id) => VersionAuthor::Person { user_id },
-            None => VersionAuthor::Assistant { model },
-        },
-    }
-}
-
 /// A document's current version, as the ledger needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CurrentDocument {
@@ -121,16 +93,6 @@ pub struct CurrentDocument {
     pub assistant_message_id: Option<Uuid>,
 }
 
-stored_row! {
-    /// A [`CurrentDocument`]'s row.
-    CurrentDocumentRow<I> -> CurrentDocument {
-        id: I,
-        title: String,
-        version: i64,
-        assistant_message_id: Option<I>,
-    }
-}
-
 /// What a version of a document cites.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CitationOf {
@@ -138,16 +100,6 @@ pub struct CitationOf {
     pub version: i64,
     pub requirement_id: Uuid,
     pub revision_id: i64,
-}
-
-stored_row! {
-    /// A [`CitationOf`]'s row.
-    CitationRow<I> -> CitationOf {
-        artifact_id: I,
-        version: i64,
-        requirement_id: I,
-        revision_id: i64,
-    }
 }
 
 /// Everything a conversation's ledger is made of, read in one go.
@@ -356,61 +308,191 @@ impl LedgerRows {
     }
 }
 
-/// The columns a [`RevisionRow`] reads (`v` the revisions).
+/// The columns of a revision (`v` the revisions).
 const REVISION_COLUMNS: &str =
     "v.id, v.requirement_id, v.text, v.kind, v.status, v.message_id, v.author_id, v.model, v.created_at";
 
+/// The same columns as items of [`Dialect::json_rows`](crate::columns::Dialect::json_rows), over a subquery `v`.
+const REVISION_ITEMS: &str =
+    "v.id, v.requirement_id, v.text, v.kind, v.status, v.message_id, v.author_id, v.model, v.created_at";
+
+fn decode<T: serde::de::DeserializeOwned>(text: &str) -> Result<T> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt(format!("ledger rows: {e}")))
+}
+
+/// A revision as [`Dialect::json_rows`](crate::columns::Dialect::json_rows) gives it.
+type RevisionItems =
+    (i64, String, String, String, String, Option<String>, Option<String>, Option<String>, serde_json::Value);
+
+/// Revisions from their JSON rows, oldest first.
+fn decode_revisions(text: &str) -> Result<Vec<Revision>> {
+    let rows: Vec<RevisionItems> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(id, requirement, text, kind, status, message, author, model, at)| {
+            Ok(Revision {
+                id,
+                requirement_id: Stored::<Uuid>::read(requirement, "requirement_id")?,
+                text,
+                kind: RequirementKind::parse(&kind)
+                    .ok_or_else(|| StoreError::Corrupt(format!("requirement kind {kind}")))?,
+                status: RequirementStatus::parse(&status)
+                    .ok_or_else(|| StoreError::Corrupt(format!("requirement status {status}")))?,
+                message_id: Stored::<Option<Uuid>>::read(message, "message_id")?,
+                author: match Stored::<Option<Uuid>>::read(author, "author_id")? {
+                    Some(user_id) => VersionAuthor::Person { user_id },
+                    None => VersionAuthor::Assistant { model },
+                },
+                created_at: json_time(&at)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_unstable_by_key(|r| r.id);
+    Ok(out)
+}
+
+/// Requirements from their JSON rows, by number.
+fn decode_requirements(text: &str) -> Result<Vec<RequirementRow>> {
+    let rows: Vec<(String, i64)> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(id, number)| Ok(RequirementRow { id: Stored::<Uuid>::read(id, "id")?, number }))
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_unstable_by_key(|r| r.number);
+    Ok(out)
+}
+
+/// Documents from their JSON rows, oldest first.
+fn decode_documents(text: &str) -> Result<Vec<CurrentDocument>> {
+    let rows: Vec<(String, String, i64, Option<String>, serde_json::Value)> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(id, title, version, answer, at)| {
+            let document = CurrentDocument {
+                id: Stored::<Uuid>::read(id, "id")?,
+                title,
+                version,
+                assistant_message_id: Stored::<Option<Uuid>>::read(answer, "assistant_message_id")?,
+            };
+            Ok((json_time(&at)?, document))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_by(|(a, x), (b, y)| a.cmp(b).then(x.id.cmp(&y.id)));
+    Ok(out.into_iter().map(|(_, d)| d).collect())
+}
+
+/// Citations from their JSON rows, by document and version.
+fn decode_citations(text: &str) -> Result<Vec<CitationOf>> {
+    let rows: Vec<(String, i64, String, i64)> = decode(text)?;
+    let mut out = rows
+        .into_iter()
+        .map(|(artifact, version, requirement, revision)| {
+            Ok(CitationOf {
+                artifact_id: Stored::<Uuid>::read(artifact, "artifact_id")?,
+                version,
+                requirement_id: Stored::<Uuid>::read(requirement, "requirement_id")?,
+                revision_id: revision,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    out.sort_unstable_by_key(|c| (c.artifact_id, c.version));
+    Ok(out)
+}
+
 shared_sql! {
     rows(
-        RequirementRowRead<D::Id>,
-        RevisionRow<D::Id, D::Time>,
-        CurrentDocumentRow<D::Id>,
-        CitationRow<D::Id>,
         crate::messages::MessageRow<D::Id, D::Time>,
         crate::messages::StampRow<D::Id>,
         crate::messages::MessageHeadRow<D::Id>,
         (String, i64),
     );
     /// Everything the ledger of the person's `thread` is made of; `None` when it is missing or another user's.
+    /// The requirements, revisions and citations are each read as one JSON text and decoded at once: a row at a
+    /// time, the driver's cost per row was most of the time of a ledger of hundreds.
     pub(crate) async fn ledger_rows(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<LedgerRows>> {
         let Some((tree, _)) = Self::tree(&mut *conn, user, thread, false).await? else {
             return Ok(None);
         };
-        let requirements: Vec<RequirementRowRead<D::Id>> =
-            sqlx::query_as("select id, number from requirements where thread_id = $1 and user_id = $2 order by number")
-                .bind(D::id(thread))
-                .bind(D::id(user))
-                .fetch_all(&mut *conn)
-                .await?;
+        // One statement, four JSON texts: requirements, revisions, documents, citations.
         let sql = format!(
-            "select {REVISION_COLUMNS} from requirement_revisions v join requirements q on q.id = v.requirement_id
-             where v.thread_id = $1 and q.user_id = $2 order by v.id"
+            "select
+               (select {} from requirements r where r.thread_id = $1 and r.user_id = $2),
+               (select {} from (select {REVISION_COLUMNS} from requirement_revisions v
+                  join requirements q on q.id = v.requirement_id where v.thread_id = $1 and q.user_id = $2) v),
+               (select {} from artifacts d where d.thread_id = $1 and d.user_id = $2),
+               (select {} from (select c.artifact_id, c.version, c.requirement_id, c.revision_id
+                  from artifact_requirements c join artifacts a on a.id = c.artifact_id
+                  where a.thread_id = $1 and a.user_id = $2) c)",
+            D::json_rows("r.id, r.number"),
+            D::json_rows(REVISION_ITEMS),
+            D::json_rows("d.id, d.title, d.version, d.assistant_message_id, d.created_at"),
+            D::json_rows("c.artifact_id, c.version, c.requirement_id, c.revision_id")
         );
-        let revisions: Vec<RevisionRow<D::Id, D::Time>> =
-            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(&mut *conn).await?;
-        let documents: Vec<CurrentDocumentRow<D::Id>> = sqlx::query_as(
-            "select id, title, version, assistant_message_id from artifacts where thread_id = $1 and user_id = $2
-             order by created_at, pk",
-        )
-        .bind(D::id(thread))
-        .bind(D::id(user))
-        .fetch_all(&mut *conn)
-        .await?;
-        let citations: Vec<CitationRow<D::Id>> = sqlx::query_as(
-            "select c.artifact_id, c.version, c.requirement_id, c.revision_id from artifact_requirements c
-             join artifacts a on a.id = c.artifact_id
-             where a.thread_id = $1 and a.user_id = $2 order by c.artifact_id, c.version",
-        )
-        .bind(D::id(thread))
-        .bind(D::id(user))
-        .fetch_all(conn)
-        .await?;
+        let (requirements, revisions, documents, citations): (String, String, String, String) =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
         Ok(Some(LedgerRows {
             tree,
-            requirements: convert(requirements)?,
-            revisions: convert(revisions)?,
-            documents: convert(documents)?,
-            citations: convert(citations)?,
+            requirements: decode_requirements(&requirements)?,
+            revisions: decode_revisions(&revisions)?,
+            documents: decode_documents(&documents)?,
+            citations: decode_citations(&citations)?,
+        }))
+    }
+
+    /// Every requirement of the person's `thread`, by number.
+    async fn requirement_numbers(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<RequirementRow>> {
+        let sql = format!(
+            "select {} from requirements r where r.thread_id = $1 and r.user_id = $2",
+            D::json_rows("r.id, r.number")
+        );
+        let text: String = sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
+        decode_requirements(&text)
+    }
+
+    /// See [`Requirements::ledger_rows_of`].
+    pub(crate) async fn ledger_rows_of(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        numbers: &[i64],
+        seqs: &[i64],
+    ) -> Result<Option<LedgerRows>> {
+        if !Self::owns(&mut *conn, "threads", user, thread).await? {
+            return Ok(None);
+        }
+        let requirements = Self::requirement_numbers(&mut *conn, user, thread).await?;
+        let wanted: Vec<Uuid> = requirements.iter().filter(|r| numbers.contains(&r.number)).map(|r| r.id).collect();
+        let revisions = if wanted.is_empty() {
+            Vec::new()
+        } else {
+            let sql = format!(
+                "select {} from (select {REVISION_COLUMNS} from requirement_revisions v
+                 where v.thread_id = $1 and {}) v",
+                D::json_rows(REVISION_ITEMS),
+                D::in_ids("v.requirement_id", "$2")
+            );
+            let text: String =
+                sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::ids(&wanted)).fetch_one(&mut *conn).await?;
+            decode_revisions(&text)?
+        };
+        let mut heads = Vec::new();
+        for seq in seqs {
+            let sql = format!(
+                "select {} from messages where thread_id = $1 and user_id = $2 and seq = $3",
+                crate::messages::HEAD_COLUMNS
+            );
+            let row: Option<crate::messages::MessageHeadRow<D::Id>> =
+                sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(*seq).fetch_optional(&mut *conn).await?;
+            if let Some(row) = row {
+                heads.push(row.try_into()?);
+            }
+        }
+        Ok(Some(LedgerRows {
+            tree: Tree { heads, active: None },
+            requirements,
+            revisions,
+            documents: Vec::new(),
+            citations: Vec::new(),
         }))
     }
 
@@ -528,6 +610,19 @@ macro_rules! requirements_for {
                 #[instrument(skip(self))]
                 async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows> {
                     Shared::ledger_rows(&mut *self.read().await?, user, thread).await?.ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self))]
+                async fn ledger_rows_of(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    numbers: &[i64],
+                    seqs: &[i64],
+                ) -> Result<LedgerRows> {
+                    Shared::ledger_rows_of(&mut *self.read().await?, user, thread, numbers, seqs)
+                        .await?
+                        .ok_or(StoreError::NotFound)
                 }
 
                 #[instrument(skip(self, writes, author), fields(writes = writes.len()))]

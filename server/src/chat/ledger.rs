@@ -102,6 +102,11 @@ pub fn message_ref(seq: i64) -> String {
     format!("M{seq}")
 }
 
+/// The number a reference names (`M7`, `m7`).
+fn message_seq(reference: &str) -> Option<i64> {
+    reference.trim().strip_prefix(['M', 'm']).and_then(|s| s.parse::<i64>().ok())
+}
+
 /// The person's messages on `path`, by number.
 fn person_messages(tree: &Tree, path: &HashSet<Uuid>) -> HashMap<i64, Uuid> {
     tree.heads.iter().filter(|h| h.role == wire::Role::User && path.contains(&h.id)).map(|h| (h.seq, h.id)).collect()
@@ -137,7 +142,11 @@ pub async fn record(
     if input.entries.is_empty() || input.entries.len() > MAX_LEDGER_ENTRIES {
         return Recorded::error(format!("Give between 1 and {MAX_LEDGER_ENTRIES} entries."));
     }
-    let rows = match store.ledger_rows(user, thread).await {
+    // Only what the entries name is read: the requirements they change or drop, the messages they cite.
+    let numbers: Vec<i64> =
+        input.entries.iter().filter_map(|e| e.key.as_deref().and_then(requirement_number)).collect();
+    let seqs: Vec<i64> = input.entries.iter().filter_map(|e| e.source.as_deref().and_then(message_seq)).collect();
+    let rows = match store.ledger_rows_of(user, thread, &numbers, &seqs).await {
         Ok(rows) => rows,
         Err(e) => {
             tracing::error!(error = %e, "reading the ledger failed");
@@ -193,17 +202,14 @@ fn writes_for(
     for (i, entry) in entries.iter().enumerate() {
         let n = i + 1;
         let source = match entry.source.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            Some(reference) => {
-                let seq = reference.strip_prefix(['M', 'm']).and_then(|s| s.parse::<i64>().ok());
-                match seq.and_then(|seq| messages.get(&seq)) {
-                    Some(id) => Some(*id),
-                    None => {
-                        return Err(format!(
-                            "Entry {n}: '{reference}' is not one of the person's messages of this conversation."
-                        ))
-                    }
+            Some(reference) => match message_seq(reference).and_then(|seq| messages.get(&seq)) {
+                Some(id) => Some(*id),
+                None => {
+                    return Err(format!(
+                        "Entry {n}: '{reference}' is not one of the person's messages of this conversation."
+                    ))
                 }
-            }
+            },
             None => request,
         };
         let kind = match entry.kind.as_deref() {
