@@ -12,7 +12,7 @@ use analysis::requests::{
 };
 use analysis::{
     analyse_meeting, capitalize_first, collect_requirements, derive_subject, distinct, first_words, keywords, re,
-    split_sentences, stem, strip_terminal, words,
+    split_sentences, stem, strip_terminal, words, Requirement,
 };
 use wire::ArtifactType;
 
@@ -212,17 +212,21 @@ fn join_and(items: &[String]) -> String {
     }
 }
 
+/// The requirements `texts` (the person's messages, the last one latest) state; when the latest names keys of the
+/// ledger (a request to cover them), those requirements alone, as the ledger holds them.
+fn stated_requirements(request: &ChatRequest, texts: &[String]) -> Vec<Requirement> {
+    let seen = ledger::ledger(&request.system);
+    let named = ledger::named_keys(&seen, texts.last().map_or("", String::as_str));
+    if named.is_empty() {
+        return collect_requirements(texts.iter().map(String::as_str), is_instruction);
+    }
+    seen.entries.iter().filter(|e| named.contains(&e.key)).map(|e| analysis::parse_requirement(&e.text)).collect()
+}
+
 fn doc_context(request: &ChatRequest, extra: &[String], sources: Vec<String>) -> DocContext {
     let mut texts = user_texts(request);
     texts.extend(extra.iter().cloned());
-    // A request to cover requirements of the ledger by their keys is written from those requirements alone.
-    let seen = ledger::ledger(&request.system);
-    let named = ledger::named_keys(&seen, texts.last().map_or("", String::as_str));
-    let requirements = if named.is_empty() {
-        collect_requirements(texts.iter().map(String::as_str), is_instruction)
-    } else {
-        seen.entries.iter().filter(|e| named.contains(&e.key)).map(|e| analysis::parse_requirement(&e.text)).collect()
-    };
+    let requirements = stated_requirements(request, &texts);
     let subject = derive_subject(texts.iter().map(String::as_str)).unwrap_or_else(|| DEFAULT_SUBJECT.to_string());
     let sentences: Vec<String> = texts.iter().flat_map(|t| split_sentences(t)).filter(|s| !is_instruction(s)).collect();
     DocContext { subject, requirements, meeting: analyse_meeting(&sentences), sources, keys: keys_by_words(request) }
@@ -302,14 +306,7 @@ const MAX_LISTED: usize = 8;
 
 fn chat_answer(request: &ChatRequest, latest: &str) -> String {
     let texts = user_texts(request);
-    // A request to cover requirements of the ledger by their keys is written from those requirements alone.
-    let seen = ledger::ledger(&request.system);
-    let named = ledger::named_keys(&seen, texts.last().map_or("", String::as_str));
-    let requirements = if named.is_empty() {
-        collect_requirements(texts.iter().map(String::as_str), is_instruction)
-    } else {
-        seen.entries.iter().filter(|e| named.contains(&e.key)).map(|e| analysis::parse_requirement(&e.text)).collect()
-    };
+    let requirements = stated_requirements(request, &texts);
     let new_here = collect_requirements([latest], is_instruction).len();
     let latest_words = words(latest);
     let mut out = String::new();
