@@ -455,19 +455,3 @@ pub fn update_instruction(artifact: &wire::Artifact, out_of_date: &[wire::OutOfD
     );
     text
 }
-
-/// Starts "Update document": a silent turn that revises the document to the ledger (see [`update_instruction`]).
-pub async fn start_update(
-    engine: &super::engine::Engine,
-    user: Uuid,
-    artifact: Uuid,
-) -> Result<std::sync::Arc<super::hub::LiveTurn>, super::error::ChatError> {
-    let document = engine.store.get_artifact(user, artifact).await?;
-    let (_, view) = marked(&engine.store, user, document.thread_id).await?;
-    let out_of_date = view.marks.get(&artifact).map(|m| m.out_of_date.clone()).unwrap_or_default();
-    if out_of_date.is_empty() {
-        return Err(super::error::ChatError::Conflict("The document is up to date with the requirements."));
-    }
-    let instruction = update_instruction(&document, &out_of_date);
-    super::turn::launch(engine, user, document.thread_id, super::taken::Opening::Update(instruction)).await
-}

@@ -11,6 +11,7 @@ use wire::{ChatRequest, MessageStatus, Quote, Role as ApiRole, Usage, MAX_MESSAG
 use super::engine::Engine;
 use super::error::ChatError;
 use super::hub::LiveTurn;
+use super::ledger;
 use super::taken::{failed_attempt, Opening};
 use super::turn::launch;
 use store::{NewMessage, Store};
@@ -68,6 +69,19 @@ impl Engine {
             (None, false) => Opening::Message(message),
         };
         launch(self, user, thread, opening).await
+    }
+
+    /// "Update document": a silent turn that revises the document to the requirements it reflects as they stand
+    /// now (see [`ledger::update_instruction`]); `Conflict` when it is up to date.
+    pub async fn update_document(&self, user: Uuid, artifact: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
+        let document = self.store.get_artifact(user, artifact).await?;
+        let (_, view) = ledger::marked(&self.store, user, document.thread_id).await?;
+        let out_of_date = view.marks.get(&artifact).map(|m| m.out_of_date.clone()).unwrap_or_default();
+        if out_of_date.is_empty() {
+            return Err(ChatError::Conflict("The document is up to date with the requirements."));
+        }
+        let instruction = ledger::update_instruction(&document, &out_of_date);
+        launch(self, user, document.thread_id, Opening::Update(instruction)).await
     }
 
     /// Another answer to the question `answer` answered: an ordinary turn whose answer is a sibling of it, the

@@ -182,7 +182,7 @@ pub async fn update_document(
     Path(artifact): Path<Uuid>,
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
-    let live = crate::chat::ledger::start_update(&state.chat, user.id, artifact).await?;
+    let live = state.chat.update_document(user.id, artifact).await?;
     Ok(event_stream(&state, &user, place, live.subscribe(0)))
 }
 
