@@ -156,6 +156,7 @@ pub struct Ledger {
 #[serde(deny_unknown_fields)]
 pub struct UpdateRequirement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::RequirementText>, inline))]
     pub text: Option<String>,
     /// `dropped` to drop it, `active` to bring a dropped one back.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -79,6 +79,8 @@ schemas! {
     MessageText => text(MAX_MESSAGE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// An imported message's text (longer than a typed one may be: other apps' answers can be long).
     ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is");
+    /// A requirement's text as a person writes it.
+    RequirementText => text(crate::MAX_REQUIREMENT_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// A document's Markdown as a person saves it.
     ArtifactText => text(crate::MAX_ARTIFACT_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; kept as written");
     /// The name of the model that wrote an answer.

@@ -88,6 +88,25 @@ pub async fn update(
     Ok(Json(standing.requirement.clone()))
 }
 
+/// The values of `table` (documentation only: others are answered with a 422).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum TableName {
+    Requirements,
+    Traceability,
+}
+
+/// The values of `format` (documentation only: others are answered with a 422).
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum SheetFormat {
+    Csv,
+    Md,
+    Markdown,
+}
+
 /// Query of `GET /api/threads/{id}/requirements/export`.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -95,8 +114,10 @@ pub async fn update(
 pub struct ExportParams {
     /// `requirements` (the default): one row per requirement; `traceability`: one row per requirement a document
     /// version reflects.
+    #[param(value_type = Option<TableName>, inline)]
     table: Option<String>,
-    /// `csv` (the default) or `md`.
+    /// `csv` (the default) or `md` (also `markdown`).
+    #[param(value_type = Option<SheetFormat>, inline)]
     format: Option<String>,
 }
 
