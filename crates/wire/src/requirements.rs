@@ -158,7 +158,8 @@ pub struct UpdateRequirement {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::RequirementText>, inline))]
     pub text: Option<String>,
-    /// `dropped` to drop it, `active` to bring a dropped one back.
+    /// `dropped` to drop it, `active` to bring a dropped one back (`changed` is taken as `active`: a requirement in
+    /// force's status follows its text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<RequirementStatus>,
 }

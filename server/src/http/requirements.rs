@@ -29,7 +29,8 @@ pub async fn ledger(State(state): State<AppState>, user: AuthUser, Path(thread):
 }
 
 /// `PATCH /api/threads/{id}/requirements/{key}`: a person's change of a requirement (`text`) or of its status
-/// (`dropped`, or `active` to bring a dropped one back), recorded as theirs; the requirement as it stands after.
+/// (`dropped`, or `active` to bring a dropped one back), recorded as theirs; the requirement as it stands after (an
+/// update that changes nothing, an empty one included, records nothing).
 #[utoipa::path(patch, path = "/api/threads/{id}/requirements/{key}", tag = "requirements", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Conversation id"), ("key" = String, Path, description = "The requirement's key, R-1...")),
     request_body = UpdateRequirement,
@@ -42,16 +43,6 @@ pub async fn update(
     Path((thread, key)): Path<(Uuid, String)>,
     Json(body): Json<UpdateRequirement>,
 ) -> Result<Json<Requirement>> {
-    if body.text.is_none() && body.status.is_none() {
-        return Err(ApiError::unprocessable("invalid", "Give a new text or a status.", None));
-    }
-    if body.status == Some(RequirementStatus::Changed) {
-        return Err(ApiError::unprocessable(
-            "invalid",
-            "A status is `active` or `dropped`; a new text makes a requirement changed.",
-            Some("status"),
-        ));
-    }
     let text = match &body.text {
         Some(text) => {
             let text = wire::validate::requirement(text)?;
@@ -65,6 +56,8 @@ pub async fn update(
     let now = &standing.requirement;
     let text = text.unwrap_or_else(|| now.text.clone());
     let first = now.history.first().map_or(now.text.as_str(), |h| h.text.as_str());
+    // `active` (or `changed`, which says the same of a requirement in force) brings a dropped one back; its status
+    // then follows its text.
     let status = match body.status {
         Some(RequirementStatus::Dropped) => RequirementStatus::Dropped,
         Some(_) => {
