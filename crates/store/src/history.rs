@@ -7,7 +7,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Days, NaiveDate, NaiveTime, Utc};
 use uuid::Uuid;
 use wire::{
-    ArtifactType, AttachmentMeta, DayTokens, HistoryStats, MessageStatus, Role, TagCount, Thread, TypeCount, Usage,
+    ArtifactType, AttachmentMeta, DayTokens, HistoryStats, MessageStatus, RequirementKind, RequirementStatus, Role,
+    TagCount, Thread, TypeCount, Usage,
 };
 
 use super::columns::{convert, shared_sql, stored_row, Stored};
@@ -34,6 +35,8 @@ pub struct ImportThread {
     pub artifacts: Vec<ImportArtifact>,
     /// The branches of the conversation; `None`: one path, the messages in order.
     pub tree: Option<ImportTree>,
+    /// The requirements ledger, numbers distinct.
+    pub requirements: Vec<ImportRequirement>,
 }
 
 impl ImportThread {
@@ -55,6 +58,7 @@ impl ImportThread {
             messages,
             artifacts,
             tree: None,
+            requirements: Vec::new(),
         }
     }
 }
@@ -138,6 +142,37 @@ pub struct ImportVersion {
     pub request_message: Option<usize>,
     pub author: ImportAuthor,
     pub created_at: DateTime<Utc>,
+    /// What it reflects, each requirement once.
+    pub cites: Vec<ImportCitation>,
+}
+
+/// A requirement of an imported conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportRequirement {
+    /// Its key's number, kept.
+    pub number: i64,
+    /// Its changes, oldest first: at least one.
+    pub revisions: Vec<ImportRevision>,
+}
+
+/// One change of an imported requirement: its whole state after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImportRevision {
+    pub text: String,
+    pub kind: RequirementKind,
+    pub status: RequirementStatus,
+    /// The message (an index into the conversation's) that caused it; `None` for a change made in the ledger.
+    pub message: Option<usize>,
+    pub author: ImportAuthor,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A requirement as an imported version reflects it: indexes into the conversation's requirements and that
+/// requirement's revisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportCitation {
+    pub requirement: usize,
+    pub revision: usize,
 }
 
 impl ImportVersion {
@@ -150,6 +185,7 @@ impl ImportVersion {
             request_message: None,
             author: ImportAuthor::Assistant { model: None },
             created_at: at,
+            cites: Vec::new(),
         }
     }
 }
@@ -174,6 +210,14 @@ pub(crate) struct Prepared<'a> {
     /// Every version of every document, documents in order and each one's versions oldest first: the document's
     /// index and the version's among its versions.
     pub versions: Vec<(usize, usize)>,
+    /// One per requirement, in order.
+    pub requirement_ids: Vec<Uuid>,
+    /// Every revision of every requirement in the order they are written (see [`revision_places`]): the
+    /// requirement's index and the revision's among its revisions.
+    pub revisions: Vec<(usize, usize)>,
+    /// Every citation: the place of its version in [`versions`](Self::versions) and its index among the
+    /// version's.
+    pub citations: Vec<(usize, usize)>,
 }
 
 impl<'a> Prepared<'a> {
@@ -187,8 +231,24 @@ impl<'a> Prepared<'a> {
                 message_ids: thread.messages.iter().map(|_| Uuid::now_v7()).collect(),
                 artifact_ids: thread.artifacts.iter().map(|_| Uuid::now_v7()).collect(),
                 versions: version_places(thread),
+                requirement_ids: thread.requirements.iter().map(|_| Uuid::now_v7()).collect(),
+                revisions: revision_places(thread),
+                citations: citation_places(thread),
             })
             .collect()
+    }
+
+    /// The revision at `index` of [`revisions`](Self::revisions), with its requirement's index.
+    pub fn revision(&self, index: usize) -> (usize, &ImportRevision) {
+        let (requirement, revision) = self.revisions[index];
+        (requirement, &self.thread.requirements[requirement].revisions[revision])
+    }
+
+    /// The citation at `index` of [`citations`](Self::citations), with its document's index and its version's.
+    pub fn citation(&self, index: usize) -> (usize, &ImportVersion, ImportCitation) {
+        let (place, i) = self.citations[index];
+        let (artifact, version) = self.version(place);
+        (artifact, version, version.cites[i])
     }
 
     /// The version at `index` of [`versions`](Self::versions), with its document's index.
@@ -242,6 +302,32 @@ pub(crate) fn version_places(thread: &ImportThread) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The places of every revision of a conversation's requirements (see [`Prepared::revisions`]), in the order
+/// of their times so that the ledger's numbering of changes follows them; a requirement's own revisions keep
+/// their order whatever their times say (each counts from the latest time of those before it).
+pub(crate) fn revision_places(thread: &ImportThread) -> Vec<(usize, usize)> {
+    let mut places: Vec<(DateTime<Utc>, usize, usize)> = Vec::new();
+    for (r, requirement) in thread.requirements.iter().enumerate() {
+        let mut latest = DateTime::<Utc>::MIN_UTC;
+        for (v, revision) in requirement.revisions.iter().enumerate() {
+            latest = latest.max(revision.created_at);
+            places.push((latest, r, v));
+        }
+    }
+    // Stable: ties keep the requirements' order, and a requirement's own revisions theirs.
+    places.sort_by_key(|(at, _, _)| *at);
+    places.into_iter().map(|(_, r, v)| (r, v)).collect()
+}
+
+/// The places of every citation of a conversation's document versions (see [`Prepared::citations`]).
+pub(crate) fn citation_places(thread: &ImportThread) -> Vec<(usize, usize)> {
+    version_places(thread)
+        .into_iter()
+        .enumerate()
+        .flat_map(|(place, (a, v))| (0..thread.artifacts[a].version(v).cites.len()).map(move |i| (place, i)))
+        .collect()
+}
+
 /// One statement's worth of an import.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Part {
@@ -253,6 +339,27 @@ pub(crate) enum Part {
     Artifacts(usize, Range<usize>),
     /// Consecutive versions of a conversation's documents (see [`Prepared::versions`]).
     Versions(usize, Range<usize>),
+    /// Consecutive requirements of a conversation.
+    Requirements(usize, Range<usize>),
+    /// Consecutive revisions of a conversation's requirements (see [`Prepared::revisions`]).
+    Revisions(usize, Range<usize>),
+    /// Consecutive citations of a conversation's document versions (see [`Prepared::citations`]).
+    Citations(usize, Range<usize>),
+}
+
+impl Part {
+    /// The index of the conversation it writes to.
+    pub fn thread(&self) -> usize {
+        match self {
+            Part::Thread(t)
+            | Part::Messages(t, _)
+            | Part::Artifacts(t, _)
+            | Part::Versions(t, _)
+            | Part::Requirements(t, _)
+            | Part::Revisions(t, _)
+            | Part::Citations(t, _) => *t,
+        }
+    }
 }
 
 /// How much one group of an import's writes may hold.
@@ -267,7 +374,9 @@ pub(crate) struct Budget {
 }
 
 /// The statements of an import in an order they can be written in (a conversation before its messages, the
-/// messages before the documents that point at them, a document before its versions), in groups within `budget`.
+/// messages before the documents that point at them, a document before its versions, a requirement before its
+/// revisions, which point at messages, and both versions and revisions before the citations that join them), in
+/// groups within `budget`.
 pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Vec<Part>> {
     let mut groups = Vec::new();
     let mut group: Vec<Part> = Vec::new();
@@ -283,6 +392,9 @@ pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Ve
             (Some(Part::Messages(t, range)), Part::Messages(u, next))
             | (Some(Part::Artifacts(t, range)), Part::Artifacts(u, next))
             | (Some(Part::Versions(t, range)), Part::Versions(u, next))
+            | (Some(Part::Requirements(t, range)), Part::Requirements(u, next))
+            | (Some(Part::Revisions(t, range)), Part::Revisions(u, next))
+            | (Some(Part::Citations(t, range)), Part::Citations(u, next))
                 if *t == *u && range.end == next.start && range.len() < budget.rows_per_statement =>
             {
                 range.end = next.end;
@@ -306,6 +418,15 @@ pub(crate) fn import_groups(prepared: &[Prepared<'_>], budget: Budget) -> Vec<Ve
         for i in 0..p.versions.len() {
             let (_, version) = p.version(i);
             add(Part::Versions(t, i..i + 1), version.title.len() + version.content.len());
+        }
+        for i in 0..p.requirement_ids.len() {
+            add(Part::Requirements(t, i..i + 1), 0);
+        }
+        for i in 0..p.revisions.len() {
+            add(Part::Revisions(t, i..i + 1), p.revision(i).1.text.len());
+        }
+        for i in 0..p.citations.len() {
+            add(Part::Citations(t, i..i + 1), 0);
         }
     }
     if !group.is_empty() {
@@ -452,6 +573,101 @@ shared_sql! {
                 .bind(written_on.map(D::id))
                 .bind(author_id)
                 .bind(model);
+        }
+        insert.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+}
+
+shared_sql! {
+    /// Writes the requirements `range` of an imported conversation, in one statement.
+    pub(crate) async fn insert_imported_requirements(
+        conn: &mut D::Connection,
+        user: Uuid,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let sql = format!(
+            "insert into requirements (id, thread_id, user_id, number) values {}",
+            value_rows(range.len(), 4)
+        );
+        let mut insert = sqlx::query(&sql);
+        for i in range {
+            insert = insert
+                .bind(D::id(p.requirement_ids[i]))
+                .bind(D::id(p.id))
+                .bind(D::id(user))
+                .bind(p.thread.requirements[i].number);
+        }
+        insert.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+
+    /// Writes the revisions `range` (see [`Prepared::revisions`]) of an imported conversation's requirements, in
+    /// one statement, in order: their numbers are given as they go in, and a requirement's order is theirs.
+    pub(crate) async fn insert_imported_revisions(
+        conn: &mut D::Connection,
+        user: Uuid,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let sql = format!(
+            "insert into requirement_revisions (requirement_id, thread_id, text, kind, status, message_id, author_id,
+             model, created_at) values {}",
+            value_rows(range.len(), 9)
+        );
+        let mut insert = sqlx::query(&sql);
+        for i in range {
+            let (r, revision) = p.revision(i);
+            let (author_id, model) = match &revision.author {
+                ImportAuthor::Importer => (Some(D::id(user)), None),
+                ImportAuthor::Assistant { model } => (None, model.clone()),
+            };
+            insert = insert
+                .bind(D::id(p.requirement_ids[r]))
+                .bind(D::id(p.id))
+                .bind(revision.text.as_str())
+                .bind(revision.kind.as_str())
+                .bind(revision.status.as_str())
+                .bind(p.link(revision.message).map(D::id))
+                .bind(author_id)
+                .bind(model)
+                .bind(D::time(revision.created_at));
+        }
+        insert.persistent(false).execute(conn).await?;
+        Ok(())
+    }
+
+    /// Writes the citations `range` (see [`Prepared::citations`]) of an imported conversation's document
+    /// versions, in one statement: each names its revision by its place among the requirement's, which were all
+    /// written before, in order.
+    pub(crate) async fn insert_imported_citations(
+        conn: &mut D::Connection,
+        p: &Prepared<'_>,
+        range: Range<usize>,
+    ) -> Result<()> {
+        let rows: Vec<String> = (0..range.len())
+            .map(|r| {
+                let n = r * 4;
+                format!(
+                    "(${}, ${}, ${}, (select v.id from requirement_revisions v where v.requirement_id = ${}
+                     order by v.id limit 1 offset ${}))",
+                    n + 1, n + 2, n + 3, n + 3, n + 4
+                )
+            })
+            .collect();
+        let sql = format!(
+            "insert into artifact_requirements (artifact_id, version, requirement_id, revision_id) values {}",
+            rows.join(", ")
+        );
+        let mut insert = sqlx::query(&sql);
+        for i in range {
+            let (a, version, cite) = p.citation(i);
+            insert = insert
+                .bind(D::id(p.artifact_ids[a]))
+                .bind(version.version)
+                .bind(D::id(p.requirement_ids[cite.requirement]))
+                .bind(cite.revision as i64);
         }
         insert.persistent(false).execute(conn).await?;
         Ok(())
@@ -686,6 +902,30 @@ mod tests {
                 vec![Part::Messages(1, 1..2)],
             ]
         );
+    }
+
+    #[test]
+    fn revisions_go_in_by_time_each_requirement_keeping_its_order() {
+        let at = |minute: i64| chrono::DateTime::UNIX_EPOCH + chrono::Duration::minutes(minute);
+        let revision = |minute| ImportRevision {
+            text: "r".into(),
+            kind: RequirementKind::Functional,
+            status: RequirementStatus::Active,
+            message: None,
+            author: ImportAuthor::Importer,
+            created_at: at(minute),
+        };
+        let mut t = thread(&[1], 0);
+        t.requirements = vec![
+            // Its second change says it came before its first: it still goes after it.
+            ImportRequirement { number: 1, revisions: vec![revision(1), revision(0), revision(5)] },
+            ImportRequirement { number: 2, revisions: vec![revision(2), revision(3)] },
+        ];
+        assert_eq!(revision_places(&t), [(0, 0), (0, 1), (1, 0), (1, 1), (0, 2)]);
+        let prepared = Prepared::all(std::slice::from_ref(&t));
+        let budget = Budget { rows: 100, bytes: 1_000, rows_per_statement: 100 };
+        let parts = import_groups(&prepared, budget).concat();
+        assert_eq!(parts[parts.len() - 2..], [Part::Requirements(0, 0..2), Part::Revisions(0, 0..5)]);
     }
 
     #[test]

@@ -334,6 +334,15 @@ async fn write_import_part(
         super::history::Part::Versions(t, range) => {
             Shared::insert_imported_versions(tx, user, &prepared[*t], range.clone()).await?
         }
+        super::history::Part::Requirements(t, range) => {
+            Shared::insert_imported_requirements(tx, user, &prepared[*t], range.clone()).await?
+        }
+        super::history::Part::Revisions(t, range) => {
+            Shared::insert_imported_revisions(tx, user, &prepared[*t], range.clone()).await?
+        }
+        super::history::Part::Citations(t, range) => {
+            Shared::insert_imported_citations(tx, &prepared[*t], range.clone()).await?
+        }
     }
     Ok(())
 }

@@ -31,6 +31,8 @@ pub const MAX_IMPORTED_VERSION: i64 = i32::MAX as i64;
 pub const MAX_IMPORTED_TOKENS: u64 = 10_000_000;
 /// Longest model name, in characters.
 pub const MAX_MODEL_CHARS: usize = 200;
+/// Most changes of requirements (revisions) one imported conversation holds, all requirements together.
+pub const MAX_IMPORT_REQUIREMENT_REVISIONS: usize = 20_000;
 
 /// What a search hit points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -227,6 +229,56 @@ pub struct ExportedArtifact {
     pub author: super::VersionAuthor,
     #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
     pub created_at: DateTime<Utc>,
+    /// The requirements this version reflects, each at the revision it stood at.
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 2000))]
+    pub requirements: Vec<ExportedCitation>,
+}
+
+/// A requirement as a document version reflects it: its key, at one of its revisions in the export.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExportedCitation {
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::RequirementKey, inline))]
+    pub key: String,
+    /// The `revision` of one of the requirement's revisions in the export.
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::RevisionNumber, inline))]
+    pub revision: i64,
+}
+
+/// A requirement of an exported conversation, with every change made to it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExportedRequirement {
+    /// `R-1`, `R-2`...: distinct within the conversation, kept by an import.
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::RequirementKey, inline))]
+    pub key: String,
+    /// Oldest first: the first states it, the last is where it stands.
+    #[serde(deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "openapi", schema(min_items = 1, max_items = 20000))]
+    pub revisions: Vec<ExportedRequirementRevision>,
+}
+
+/// One change of a requirement: its whole state after the change, and what made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExportedRequirementRevision {
+    /// Distinct within the conversation; documents' `requirements` name it.
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::RevisionNumber, inline))]
+    pub revision: i64,
+    #[cfg_attr(feature = "openapi", schema(value_type = super::schema::RequirementText, inline))]
+    pub text: String,
+    pub kind: super::RequirementKind,
+    pub status: super::RequirementStatus,
+    /// The person's message that caused it, a message of the export; absent for a change made in the ledger
+    /// itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<Uuid>,
+    /// Who made it; a person's changes are the importing person's once imported.
+    #[serde(default)]
+    pub author: super::VersionAuthor,
+    #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
+    pub created_at: DateTime<Utc>,
 }
 
 fn first_version() -> i64 {
@@ -259,6 +311,11 @@ pub struct ThreadExport {
     /// none: they tell how the original answers were written, not the copy's.
     #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "super::objects::many")]
     pub traces: Vec<super::Trace>,
+    /// The requirements ledger, every branch's requirements with their whole history. An import takes at most
+    /// 2000 requirements (`MAX_REQUIREMENTS`) and 20000 revisions in all (`MAX_IMPORT_REQUIREMENT_REVISIONS`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "super::objects::many")]
+    #[cfg_attr(feature = "openapi", schema(max_items = 2000))]
+    pub requirements: Vec<ExportedRequirement>,
 }
 
 /// An attachment's metadata (its content is not exported).

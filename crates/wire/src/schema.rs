@@ -81,6 +81,10 @@ schemas! {
     ImportedText => text(MAX_IMPORTED_TEXT_CHARS, NO_NUL_PATTERN, "Kept as it is");
     /// A requirement's text as a person writes it.
     RequirementText => text(crate::MAX_REQUIREMENT_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
+    /// A requirement's key: `R-` and its number.
+    RequirementKey => text(11, "^R-[1-9][0-9]{0,8}$", "Distinct within the conversation");
+    /// A requirement revision's number in an export.
+    RevisionNumber => whole_number(1, i64::MAX, "Distinct within the conversation");
     /// A document's Markdown as a person saves it.
     ArtifactText => text(crate::MAX_ARTIFACT_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; kept as written");
     /// The name of the model that wrote an answer.

@@ -8,13 +8,14 @@ use uuid::Uuid;
 #[cfg(doc)]
 use wire::AccountExport;
 use wire::{
-    Artifact, ArtifactVersion, ExportedArtifact, ExportedMessage, ExportedThreadInfo, MessageStatus, Role,
-    ThreadExport, VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
+    requirement_key, Artifact, ArtifactVersion, ExportedArtifact, ExportedCitation, ExportedMessage,
+    ExportedRequirement, ExportedRequirementRevision, ExportedThreadInfo, MessageStatus, Role, ThreadExport,
+    VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
 };
 
 use super::{Error, Result};
 use crate::heavy::Ticket;
-use store::{DynStore, StoreError};
+use store::{requirements::LedgerRows, DynStore, StoreError};
 
 /// How a conversation is downloaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,13 +38,16 @@ pub struct Download {
 /// traces of its turns.
 pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
     let info = store.get_thread(user, thread).await?;
-    let (messages, tree, artifacts, versions, traces) = tokio::try_join!(
+    let (messages, tree, artifacts, versions, traces, ledger) = tokio::try_join!(
         store.list_messages(user, thread),
         store.message_tree(user, thread),
         store.list_artifacts(user, thread),
         store.list_thread_artifact_versions(user, thread),
-        store.thread_traces(user, thread)
+        store.thread_traces(user, thread),
+        store.ledger_rows(user, thread)
     )?;
+    let mut artifacts = exported_versions(&artifacts, versions);
+    let requirements = exported_ledger(&ledger, &mut artifacts);
     Ok(ThreadExport {
         format: THREAD_EXPORT_FORMAT.into(),
         version: EXPORT_VERSION,
@@ -73,8 +77,9 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
                 parent_id: m.parent_id,
             })
             .collect(),
-        artifacts: exported_versions(&artifacts, versions),
+        artifacts,
         traces,
+        requirements,
     })
 }
 
@@ -97,7 +102,45 @@ fn exported_versions(artifacts: &[Artifact], versions: Vec<ArtifactVersion>) -> 
                 assistant_message_id: document.assistant_message_id,
                 author: v.author,
                 created_at: v.created_at,
+                requirements: Vec::new(),
             })
+        })
+        .collect()
+}
+
+/// The ledger's requirements with every revision, every branch's; and, on each version among `artifacts`, what
+/// it cites. A revision's number in the export is its own.
+fn exported_ledger(rows: &LedgerRows, artifacts: &mut [ExportedArtifact]) -> Vec<ExportedRequirement> {
+    let keys: HashMap<Uuid, String> = rows.requirements.iter().map(|r| (r.id, requirement_key(r.number))).collect();
+    let mut revisions: HashMap<Uuid, Vec<ExportedRequirementRevision>> = HashMap::new();
+    for r in &rows.revisions {
+        revisions.entry(r.requirement_id).or_default().push(ExportedRequirementRevision {
+            revision: r.id,
+            text: r.text.clone(),
+            kind: r.kind,
+            status: r.status,
+            message_id: r.message_id,
+            author: r.author.clone(),
+            created_at: r.created_at,
+        });
+    }
+    let mut cites: HashMap<(Uuid, i64), Vec<ExportedCitation>> = HashMap::new();
+    for c in &rows.citations {
+        if let Some(key) = keys.get(&c.requirement_id) {
+            cites
+                .entry((c.artifact_id, c.version))
+                .or_default()
+                .push(ExportedCitation { key: key.clone(), revision: c.revision_id });
+        }
+    }
+    for artifact in artifacts {
+        artifact.requirements = cites.remove(&(artifact.id, artifact.version)).unwrap_or_default();
+    }
+    rows.requirements
+        .iter()
+        .filter_map(|r| {
+            let revisions = revisions.remove(&r.id)?;
+            Some(ExportedRequirement { key: requirement_key(r.number), revisions })
         })
         .collect()
 }

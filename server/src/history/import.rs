@@ -14,10 +14,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 use wire::{
-    objects::Object, validate, AccountExport, ArtifactType, ExportedArtifact, ExportedMessage, MessageStatus, Role,
-    Thread, ThreadExport, Usage, VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ,
-    MAX_IMPORTED_TEXT_CHARS, MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES,
-    MAX_IMPORT_THREADS, MAX_MODEL_CHARS, MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
+    objects::Object, requirement_key, requirement_number, validate, AccountExport, ArtifactType, ExportedArtifact,
+    ExportedCitation, ExportedMessage, ExportedRequirement, MessageStatus, Role, Thread, ThreadExport, Usage,
+    VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, MAX_IMPORTED_SEQ, MAX_IMPORTED_TEXT_CHARS,
+    MAX_IMPORTED_TOKENS, MAX_IMPORTED_VERSION, MAX_IMPORT_DOCUMENTS, MAX_IMPORT_MESSAGES,
+    MAX_IMPORT_REQUIREMENT_REVISIONS, MAX_IMPORT_THREADS, MAX_MODEL_CHARS, MAX_REQUIREMENTS, MAX_REQUIREMENT_CHARS,
+    MAX_TITLE_CHARS, THREAD_EXPORT_FORMAT,
 };
 
 use super::chatgpt::{self, epoch_seconds};
@@ -25,7 +27,10 @@ use super::{Error, Result};
 use crate::heavy::Ticket;
 use store::{
     self,
-    history::{ImportArtifact, ImportAuthor, ImportMessage, ImportThread, ImportTree, ImportVersion},
+    history::{
+        ImportArtifact, ImportAuthor, ImportCitation, ImportMessage, ImportRequirement, ImportRevision, ImportThread,
+        ImportTree, ImportVersion,
+    },
     DynStore,
 };
 
@@ -69,6 +74,11 @@ pub fn redact_personal_data(threads: &mut [ImportThread]) {
             for version in artifact.earlier.iter_mut().chain(std::iter::once(&mut artifact.current)) {
                 redact(&mut version.title, MAX_TITLE_CHARS);
                 redact(&mut version.content, MAX_IMPORTED_TEXT_CHARS);
+            }
+        }
+        for requirement in &mut thread.requirements {
+            for revision in &mut requirement.revisions {
+                redact(&mut revision.text, MAX_REQUIREMENT_CHARS);
             }
         }
     }
@@ -259,7 +269,8 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
     for (position, (id, _)) in messages.iter().enumerate() {
         positions.entry(*id).or_insert(position);
     }
-    let artifacts = artifacts_from_quire(export.artifacts, &positions, at)?;
+    let (requirements, ledger) = requirements_from_quire(export.requirements, &positions, at)?;
+    let artifacts = artifacts_from_quire(export.artifacts, &positions, &ledger, at)?;
     // Branches, when the export has them: a parent that is missing or does not come before its message makes a
     // first message.
     let tree = parent_of.values().any(Option::is_some).then(|| ImportTree {
@@ -282,7 +293,115 @@ fn from_quire(export: ThreadExport, at: &str) -> Result<ImportThread> {
         messages: messages.into_iter().map(|(_, m)| m).collect(),
         artifacts,
         tree,
+        requirements,
     })
+}
+
+/// Where an export's requirements and revisions are in an import: each key's requirement, each revision's
+/// place (its requirement and its index among that requirement's revisions).
+#[derive(Default)]
+struct LedgerPlaces {
+    keys: HashMap<i64, usize>,
+    revisions: HashMap<i64, (usize, usize)>,
+}
+
+/// The requirements ledger of a Quire export (`at`: where the conversation is in the body), checked as the API
+/// checks a person's change, its links turned into message positions.
+fn requirements_from_quire(
+    entries: Vec<ExportedRequirement>,
+    positions: &HashMap<Uuid, usize>,
+    at: &str,
+) -> Result<(Vec<ImportRequirement>, LedgerPlaces)> {
+    at_most(entries.len(), MAX_REQUIREMENTS, format!("{at}requirements"), "Requirements of a conversation")?;
+    let changes: usize = entries.iter().map(|r| r.revisions.len()).sum();
+    at_most(
+        changes,
+        MAX_IMPORT_REQUIREMENT_REVISIONS,
+        format!("{at}requirements"),
+        "Changes of the requirements of a conversation",
+    )?;
+    let mut places = LedgerPlaces::default();
+    let mut requirements = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.into_iter().enumerate() {
+        let here = format!("{at}requirements[{i}].");
+        let number = requirement_number(&entry.key)
+            .filter(|n| requirement_key(*n) == entry.key)
+            .ok_or_else(|| invalid(format!("{here}key"), "A requirement's key is `R-` and a number, as `R-3`."))?;
+        if places.keys.insert(number, i).is_some() {
+            return Err(invalid(format!("{here}key"), format!("Two requirements have the key {}.", entry.key)));
+        }
+        if entry.revisions.is_empty() {
+            return Err(invalid(format!("{here}revisions"), "A requirement has at least one revision."));
+        }
+        let mut revisions = Vec::with_capacity(entry.revisions.len());
+        for (j, r) in entry.revisions.into_iter().enumerate() {
+            let here = format!("{here}revisions[{j}].");
+            if places.revisions.insert(r.revision, (i, j)).is_some() {
+                return Err(invalid(
+                    format!("{here}revision"),
+                    format!("Two revisions are numbered {}; each needs its own.", r.revision),
+                ));
+            }
+            let text = validate::requirement(&r.text).map_err(|e| broken(&here, e))?;
+            let message = r
+                .message_id
+                .map(|id| {
+                    positions.get(&id).copied().ok_or_else(|| {
+                        invalid(
+                            format!("{here}message_id"),
+                            "A requirement points at a message that is not in the export.",
+                        )
+                    })
+                })
+                .transpose()?;
+            let author = match r.author {
+                VersionAuthor::Person { .. } => ImportAuthor::Importer,
+                VersionAuthor::Assistant { model } => {
+                    if let Some(model) = &model {
+                        check_text(model, MAX_MODEL_CHARS, format!("{here}author.model"), "A model name")?;
+                    }
+                    ImportAuthor::Assistant { model }
+                }
+            };
+            revisions.push(ImportRevision {
+                text,
+                kind: r.kind,
+                status: r.status,
+                message,
+                author,
+                created_at: check_time(r.created_at, format!("{here}created_at"))?,
+            });
+        }
+        requirements.push(ImportRequirement { number, revisions });
+    }
+    Ok((requirements, places))
+}
+
+/// What a version of a Quire export cites (`at`: where the version is in the body), as places in the import's
+/// ledger: each requirement once, at a revision of its own.
+fn citations_from_quire(cites: Vec<ExportedCitation>, ledger: &LedgerPlaces, at: &str) -> Result<Vec<ImportCitation>> {
+    let mut out: Vec<ImportCitation> = Vec::with_capacity(cites.len());
+    for (i, cite) in cites.into_iter().enumerate() {
+        let here = format!("{at}requirements[{i}]");
+        let requirement =
+            requirement_number(&cite.key).and_then(|n| ledger.keys.get(&n).copied()).ok_or_else(|| {
+                invalid(format!("{here}.key"), "A document cites a requirement that is not in the export.")
+            })?;
+        let revision = match ledger.revisions.get(&cite.revision) {
+            Some((r, j)) if *r == requirement => *j,
+            _ => {
+                return Err(invalid(
+                    format!("{here}.revision"),
+                    format!("A document cites {} at a revision that is not one of its own.", cite.key),
+                ))
+            }
+        };
+        if out.iter().any(|c| c.requirement == requirement) {
+            return Err(invalid(here, format!("A document version cites {} twice.", cite.key)));
+        }
+        out.push(ImportCitation { requirement, revision });
+    }
+    Ok(out)
 }
 
 /// A message of a Quire export and its id in the export (documents point at it).
@@ -309,13 +428,14 @@ fn message_from_quire(m: ExportedMessage, at: &str) -> Result<(Uuid, ImportMessa
 fn artifacts_from_quire(
     entries: Vec<ExportedArtifact>,
     positions: &HashMap<Uuid, usize>,
+    ledger: &LedgerPlaces,
     at: &str,
 ) -> Result<Vec<ImportArtifact>> {
     let mut documents: Vec<(Uuid, Vec<ImportedVersion>)> = Vec::new();
     let mut place: HashMap<Uuid, usize> = HashMap::new();
     for (i, entry) in entries.into_iter().enumerate() {
         let id = entry.id;
-        let version = version_from_quire(entry, positions, &format!("{at}artifacts[{i}]."))?;
+        let version = version_from_quire(entry, positions, ledger, &format!("{at}artifacts[{i}]."))?;
         let index = *place.entry(id).or_insert_with(|| {
             documents.push((id, Vec::new()));
             documents.len() - 1
@@ -354,7 +474,12 @@ struct ImportedVersion {
 
 /// A version of a document in a Quire export, its links to messages as their positions in the import
 /// (`positions`), a person's version becoming the importing person's.
-fn version_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at: &str) -> Result<ImportedVersion> {
+fn version_from_quire(
+    a: ExportedArtifact,
+    positions: &HashMap<Uuid, usize>,
+    ledger: &LedgerPlaces,
+    at: &str,
+) -> Result<ImportedVersion> {
     // Checked as a title is, but kept as it was written.
     validate::title(&a.title).map_err(|e| broken(at, e))?;
     check_text(&a.content, MAX_IMPORTED_TEXT_CHARS, format!("{at}content"), "A document")?;
@@ -384,6 +509,7 @@ fn version_from_quire(a: ExportedArtifact, positions: &HashMap<Uuid, usize>, at:
             request_message: position(a.request_message_id, "request_message_id")?,
             author,
             created_at: check_time(a.created_at, format!("{at}created_at"))?,
+            cites: citations_from_quire(a.requirements, ledger, at)?,
             title: a.title,
             content: a.content,
         },
@@ -476,6 +602,7 @@ fn from_chatgpt(conversation: &chatgpt::Conversation, at: &str) -> Result<Import
         messages,
         artifacts: Vec::new(),
         tree: Some(tree),
+        requirements: Vec::new(),
     })
 }
 

@@ -7,7 +7,10 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::common::{created, every_store, read_frames, ScriptedModel, TestServer};
-use wire::{Artifact, ErrorBody, Ledger, Requirement, RequirementKind, RequirementStatus, ThreadDetail, VersionAuthor};
+use wire::{
+    Artifact, ErrorBody, Ledger, Requirement, RequirementKind, RequirementStatus, ThreadDetail, ThreadExport,
+    VersionAuthor,
+};
 
 async fn ledger(server: &TestServer, thread: Uuid) -> Ledger {
     server.get_json(&format!("/api/threads/{thread}/requirements")).await
@@ -205,7 +208,69 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         let (other, _) = server.second_user("ledger-export@example.com").await;
         let url = server.url(&format!("/api/threads/{thread}/requirements/export"));
         assert_eq!(other.get(url).send().await.unwrap().status(), 404);
+
+        // The JSON export carries the ledger and what every version cites; an import restores both, so the copy
+        // shows the same ledger and the same marks.
+        let exported: ThreadExport = server.get_json(&format!("/api/threads/{thread}/export")).await;
+        assert_eq!(exported.requirements.len(), 3);
+        assert_eq!(exported.requirements[0].revisions.len(), 2);
+        let cited: Vec<(i64, Vec<&str>)> = exported
+            .artifacts
+            .iter()
+            .map(|a| (a.version, a.requirements.iter().map(|c| c.key.as_str()).collect()))
+            .collect();
+        assert_eq!(cited, [(1, vec!["R-1", "R-2"]), (2, vec!["R-1"]), (3, vec!["R-1", "R-2"])]);
+        let all: wire::AccountExport = server.get_json("/api/export").await;
+        assert_eq!(all.threads[0].requirements, exported.requirements);
+        let response = server.client.post(server.url("/api/threads/import")).json(&exported).send().await.unwrap();
+        assert_eq!(response.status(), 201);
+        let copy = response.json::<wire::ImportResult>().await.unwrap().threads[0].id;
+        let (original, restored) = (ledger(&server, thread).await, ledger(&server, copy).await);
+        let shape = |l: &Ledger| -> Vec<(String, String, RequirementStatus, Vec<Option<String>>, usize, usize)> {
+            l.requirements
+                .iter()
+                .map(|r| {
+                    let befores = r.history.iter().map(|h| h.before.clone()).collect();
+                    (r.key.clone(), r.text.clone(), r.status, befores, r.sources.len(), r.covered_by.len())
+                })
+                .collect()
+        };
+        assert_eq!(shape(&restored), shape(&original));
+        assert_eq!(restored.uncovered, original.uncovered);
+        let copied: wire::ArtifactList = server.get_json(&format!("/api/threads/{copy}/artifacts")).await;
+        let copied = &copied.artifacts[0];
+        assert_eq!(copied.requirements, ["R-1", "R-2"]);
+        let original_doc = document(&server, doc.id).await;
+        assert_eq!(shown_marks(copied), shown_marks(&original_doc));
+        assert_eq!(shown_marks(copied).len(), 2);
+        let changed_by = copied.out_of_date[0].changed_by[0];
+        assert_eq!(person_messages(&server, copy).await[1], changed_by, "the marks point at the copy's messages");
+
+        // An export whose document cites a requirement that is not in it, or one requirement twice, is refused
+        // and nothing is written.
+        let threads = server.get_json::<wire::ThreadList>("/api/threads").await.threads.len();
+        let mut broken = exported.clone();
+        broken.artifacts[0].requirements[0].key = "R-9".into();
+        let response = server.client.post(server.url("/api/threads/import")).json(&broken).send().await.unwrap();
+        assert_eq!(response.status(), 422);
+        let error: ErrorBody = response.json().await.unwrap();
+        assert!(error.error.message.contains("not in the export"), "{error:?}");
+        let mut broken = exported.clone();
+        let twice = broken.artifacts[0].requirements[0].clone();
+        broken.artifacts[0].requirements.push(twice);
+        let response = server.client.post(server.url("/api/threads/import")).json(&broken).send().await.unwrap();
+        assert_eq!(response.status(), 422);
+        let mut broken = exported.clone();
+        broken.requirements[1].revisions[0].text = " ".into();
+        let response = server.client.post(server.url("/api/threads/import")).json(&broken).send().await.unwrap();
+        assert_eq!(response.status(), 422);
+        assert_eq!(server.get_json::<wire::ThreadList>("/api/threads").await.threads.len(), threads);
     }
+}
+
+/// A document's out-of-date marks: key, the text it reflects, the text now.
+fn shown_marks(artifact: &Artifact) -> Vec<(&str, &str, &str)> {
+    artifact.out_of_date.iter().map(|o| (o.key.as_str(), o.was.as_str(), o.now.as_str())).collect()
 }
 
 #[tokio::test]

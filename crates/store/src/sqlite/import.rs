@@ -69,6 +69,36 @@ struct Ids {
     message_ids: Vec<Uuid>,
     artifact_ids: Vec<Uuid>,
     versions: Vec<(usize, usize)>,
+    requirement_ids: Vec<Uuid>,
+    revisions: Vec<(usize, usize)>,
+    citations: Vec<(usize, usize)>,
+}
+
+impl Ids {
+    fn of(p: &Prepared<'_>) -> Self {
+        Ids {
+            id: p.id,
+            message_ids: p.message_ids.clone(),
+            artifact_ids: p.artifact_ids.clone(),
+            versions: p.versions.clone(),
+            requirement_ids: p.requirement_ids.clone(),
+            revisions: p.revisions.clone(),
+            citations: p.citations.clone(),
+        }
+    }
+
+    fn prepared<'a>(&self, thread: &'a ImportThread) -> Prepared<'a> {
+        Prepared {
+            id: self.id,
+            thread,
+            message_ids: self.message_ids.clone(),
+            artifact_ids: self.artifact_ids.clone(),
+            versions: self.versions.clone(),
+            requirement_ids: self.requirement_ids.clone(),
+            revisions: self.revisions.clone(),
+            citations: self.citations.clone(),
+        }
+    }
 }
 
 /// Writes the groups in the background line of the writer: starts and ends go first.
@@ -79,17 +109,7 @@ async fn write_groups(
     threads: &Arc<Vec<ImportThread>>,
     prepared: &[Prepared<'_>],
 ) -> Result<()> {
-    let ids: Arc<Vec<Ids>> = Arc::new(
-        prepared
-            .iter()
-            .map(|p| Ids {
-                id: p.id,
-                message_ids: p.message_ids.clone(),
-                artifact_ids: p.artifact_ids.clone(),
-                versions: p.versions.clone(),
-            })
-            .collect(),
-    );
+    let ids: Arc<Vec<Ids>> = Arc::new(prepared.iter().map(Ids::of).collect());
     for group in import_groups(prepared, IMPORT_BUDGET) {
         let (threads, ids, import) = (threads.clone(), ids.clone(), import.to_owned());
         store
@@ -97,17 +117,8 @@ async fn write_groups(
             .write(Urgency::Background, move |tx| {
                 Box::pin(async move {
                     for part in &group {
-                        let t = match part {
-                            Part::Thread(t) | Part::Messages(t, _) | Part::Artifacts(t, _) | Part::Versions(t, _) => *t,
-                        };
-                        let ids = &ids[t];
-                        let p = Prepared {
-                            id: ids.id,
-                            thread: &threads[t],
-                            message_ids: ids.message_ids.clone(),
-                            artifact_ids: ids.artifact_ids.clone(),
-                            versions: ids.versions.clone(),
-                        };
+                        let t = part.thread();
+                        let p = ids[t].prepared(&threads[t]);
                         write_part(tx, user, &import, &p, part).await?;
                     }
                     Ok(())
@@ -162,14 +173,20 @@ async fn write_part(
         Part::Messages(_, range) => Shared::insert_imported_messages(conn, user, p, range.clone()).await?,
         Part::Artifacts(_, range) => Shared::insert_imported_artifacts(conn, user, p, range.clone()).await?,
         Part::Versions(_, range) => Shared::insert_imported_versions(conn, user, p, range.clone()).await?,
+        Part::Requirements(_, range) => Shared::insert_imported_requirements(conn, user, p, range.clone()).await?,
+        Part::Revisions(_, range) => Shared::insert_imported_revisions(conn, user, p, range.clone()).await?,
+        Part::Citations(_, range) => Shared::insert_imported_citations(conn, p, range.clone()).await?,
     }
     Ok(())
 }
 
-/// Removes what an import wrote, a few hundred rows per transaction: documents, then messages (each removal
-/// also clears the links to it), then the conversations with what is left of them.
+/// Removes what an import wrote, a few hundred rows per transaction: requirements (with their revisions and
+/// citations), documents, then messages (each removal also clears the links to it), then the conversations with
+/// what is left of them.
 async fn remove(store: &Sqlite, import: &str) -> Result<()> {
     let statements = [
+        "delete from requirements where rowid in (select r.rowid from requirements r join threads t
+         on t.id = r.thread_id where t.import_id = ?1 limit ?2)",
         "delete from artifacts where pk in (select a.pk from artifacts a join threads t on t.id = a.thread_id
          where t.import_id = ?1 limit ?2)",
         "delete from messages where pk in (select m.pk from messages m join threads t on t.id = m.thread_id
