@@ -27,6 +27,8 @@
 mod mode;
 #[path = "support/stats.rs"]
 mod stats;
+#[path = "support/stores.rs"]
+mod stores;
 #[path = "support/text.rs"]
 mod text;
 
@@ -41,7 +43,7 @@ use std::{
 use wire::{MessageStatus, Usage};
 
 use store::postgres::Postgres;
-use store::{AnswerDraft, DynStore, EventRun, MessageUpdate, NewUser, Rate, SharedLimits, TurnProgress};
+use store::{AnswerDraft, DynStore, EventRun, MessageUpdate, Rate, SharedLimits, TurnProgress};
 use text::TextGen;
 use uuid::Uuid;
 
@@ -99,15 +101,7 @@ fn batch(user: Uuid, turns: &[Running], round: i64, writing: Option<bool>) -> Ve
 
 /// A user with `n` running turns, each with its first draft saved (as being written or not).
 async fn running_turns(store: &DynStore, n: usize, writing: bool, gen: &mut TextGen) -> (Uuid, Vec<Running>) {
-    let user = store
-        .create_user(NewUser {
-            email: format!("{}@example.com", Uuid::new_v4().simple()),
-            password_hash: "not a hash".into(),
-            display_name: "Bench".into(),
-        })
-        .await
-        .expect("user")
-        .id;
+    let user = stores::person(store).await;
     let mut turns = Vec::with_capacity(n);
     for i in 0..n {
         let thread = store.create_thread(user, &format!("Thread {i}"), &[]).await.expect("thread").id;
@@ -124,13 +118,7 @@ fn draft_benches(c: &mut Criterion) {
     let n = if smoke { 5 } else { TURNS };
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut stores = vec![(
-        "sqlite",
-        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store"),
-    )];
-    if let Ok(url) = std::env::var("QUIRE_TEST_POSTGRES_URL") {
-        stores.push(("postgres", rt.block_on(store::connect(&url)).expect("postgres store")));
-    }
+    let stores = stores::stores(&rt, &dir, "drafts");
     let mut gen = TextGen::new(7);
     let mut group = c.benchmark_group("drafts");
     group.sample_size(20);

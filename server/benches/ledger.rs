@@ -19,13 +19,15 @@
 
 #[path = "support/mode.rs"]
 mod mode;
+#[path = "support/stores.rs"]
+mod stores;
 
 use std::collections::HashSet;
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use quire::chat::ledger;
 use serde_json::json;
-use store::{Citation, DynStore, LedgerWrite, NewArtifact, NewMessage, NewUser};
+use store::{Citation, DynStore, LedgerWrite, NewArtifact, NewMessage};
 use uuid::Uuid;
 use wire::{ArtifactType, MessageStatus, RequirementKind, RequirementStatus, Role, Usage, VersionAuthor};
 
@@ -42,15 +44,7 @@ const DOCUMENTS: usize = 20;
 /// A conversation of one person's message with `n` requirements, `DOCUMENTS` documents citing 25 each, and one
 /// requirement in four changed since: the person, the conversation, the message.
 async fn conversation(store: &DynStore, n: usize) -> (Uuid, Uuid, Uuid) {
-    let user = store
-        .create_user(NewUser {
-            email: format!("{}@example.com", Uuid::new_v4().simple()),
-            password_hash: "not a hash".into(),
-            display_name: "Bench".into(),
-        })
-        .await
-        .expect("user")
-        .id;
+    let user = stores::person(store).await;
     let thread = store.create_thread(user, "Booking", &[]).await.expect("thread").id;
     let message = NewMessage {
         thread_id: thread,
@@ -99,6 +93,7 @@ async fn conversation(store: &DynStore, n: usize) -> (Uuid, Uuid, Uuid) {
         .iter()
         .step_by(4)
         .map(|r| LedgerWrite::Revise {
+            requirement: r.requirement,
             number: r.number,
             text: format!("Requirement {}: changed.", r.number),
             kind: RequirementKind::Functional,
@@ -121,24 +116,10 @@ fn cpu_time() -> std::time::Duration {
     std::time::Duration::from_millis(ticks * 10)
 }
 
-fn stores(rt: &tokio::runtime::Runtime, dir: &tempfile::TempDir) -> Vec<(&'static str, DynStore)> {
-    let mut stores = vec![(
-        "sqlite",
-        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store"),
-    )];
-    match std::env::var("QUIRE_TEST_POSTGRES_URL") {
-        Ok(url) => stores.push(("postgres", rt.block_on(store::connect(&url)).expect("postgres store"))),
-        Err(_) => {
-            println!("ledger/*/postgres: skipped (set QUIRE_TEST_POSTGRES_URL, or run under scripts/with-postgres)")
-        }
-    }
-    stores
-}
-
 fn ledger_benches(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let stores = stores(&rt, &dir);
+    let stores = stores::stores(&rt, &dir, "ledger");
     let n = requirements();
     let mut record = c.benchmark_group("ledger/record");
     record.sample_size(30);

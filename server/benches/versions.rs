@@ -22,6 +22,8 @@
 
 #[path = "support/mode.rs"]
 mod mode;
+#[path = "support/stores.rs"]
+mod stores;
 #[path = "support/text.rs"]
 mod text;
 
@@ -29,7 +31,7 @@ use std::cell::Cell;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use quire::artifacts::diff::diff_lines;
-use store::{ArtifactRevision, DynStore, NewArtifact, NewUser};
+use store::{ArtifactRevision, DynStore, NewArtifact};
 use text::TextGen;
 use uuid::Uuid;
 use wire::{ArtifactType, VersionAuthor};
@@ -108,15 +110,7 @@ fn diff_benches(c: &mut Criterion) {
 
 /// A person with a document of `text`, at version 1.
 async fn person_with_document(store: &DynStore, text: &str) -> (Uuid, Uuid) {
-    let user = store
-        .create_user(NewUser {
-            email: format!("{}@example.com", Uuid::new_v4().simple()),
-            password_hash: "not a hash".into(),
-            display_name: "Bench".into(),
-        })
-        .await
-        .expect("user")
-        .id;
+    let user = stores::person(store).await;
     let thread = store.create_thread(user, "Requirements", &[]).await.expect("thread").id;
     let artifact = NewArtifact {
         thread_id: thread,
@@ -136,16 +130,7 @@ async fn person_with_document(store: &DynStore, text: &str) -> (Uuid, Uuid) {
 fn save_benches(c: &mut Criterion) {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut stores = vec![(
-        "sqlite",
-        rt.block_on(store::connect(&format!("sqlite://{}", dir.path().join("bench.db").display()))).expect("store"),
-    )];
-    match std::env::var("QUIRE_TEST_POSTGRES_URL") {
-        Ok(url) => stores.push(("postgres", rt.block_on(store::connect(&url)).expect("postgres store"))),
-        Err(_) => println!(
-            "versions/save/postgres: skipped (set QUIRE_TEST_POSTGRES_URL, or run under scripts/with-postgres)"
-        ),
-    }
+    let stores = stores::stores(&rt, &dir, "versions/save");
     let mut gen = TextGen::new(12);
     let text = document(document_chars(), &mut gen);
     let lines: Vec<&str> = text.lines().collect();

@@ -141,6 +141,8 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     type Json: Column<Self> + Stored<serde_json::Value>;
     /// A list of ids as this backend binds it, for [`Dialect::in_ids`].
     type Ids: Column<Self>;
+    /// A list of whole numbers as this backend binds it, for [`Dialect::in_numbers`].
+    type Numbers: Column<Self>;
     /// The lock a `select` takes on the rows it reads until the transaction ends (none where one writer makes
     /// every write one after the other).
     const FOR_UPDATE: &'static str;
@@ -156,6 +158,10 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     fn ids(ids: &[Uuid]) -> Self::Ids;
     /// SQL for "`column` is one of the ids bound to the placeholder `param`" (bound with [`Dialect::ids`]).
     fn in_ids(column: &str, param: &str) -> String;
+    fn numbers(numbers: &[i64]) -> Self::Numbers;
+    /// SQL for "`column` is one of the numbers bound to the placeholder `param`" (bound with
+    /// [`Dialect::numbers`]).
+    fn in_numbers(column: &str, param: &str) -> String;
     /// What follows a table's name for the query planner to read it through `index` (where one can be named).
     fn indexed_by(index: &str) -> String;
     /// How many rows a statement changed.
@@ -167,6 +173,9 @@ pub(crate) trait Dialect: sqlx::Database + sqlx::database::HasStatementCache {
     /// SQL for one text column holding every row of a query as a JSON array of arrays of `items` (SQL
     /// expressions): many rows read as one, decoded at once (see [`json_time`] for the times in it).
     fn json_rows(items: &str) -> String;
+    /// SQL for a table `alias` of the rows of a JSON array of objects bound (as text) to the placeholder `param`:
+    /// many rows written by one statement. `columns` are the objects' keys with their PostgreSQL types.
+    fn json_table(param: &str, alias: &str, columns: &[(&str, &str)]) -> String;
 }
 
 /// A time as [`Dialect::json_rows`] gives it: microseconds (SQLite) or an RFC 3339 text (PostgreSQL).
@@ -186,6 +195,7 @@ impl Dialect for sqlx::Postgres {
     /// JSON text as it was made, sent as it is (no tree of the value is built to write it).
     type Json = sqlx::types::Json<Box<serde_json::value::RawValue>>;
     type Ids = Vec<Uuid>;
+    type Numbers = Vec<i64>;
     const FOR_UPDATE: &'static str = "for update";
     const GREATEST: &'static str = "greatest";
     const BYTEWISE: &'static str = " collate \"C\"";
@@ -208,6 +218,12 @@ impl Dialect for sqlx::Postgres {
     fn in_ids(column: &str, param: &str) -> String {
         format!("{column} = any({param})")
     }
+    fn numbers(numbers: &[i64]) -> Vec<i64> {
+        numbers.to_vec()
+    }
+    fn in_numbers(column: &str, param: &str) -> String {
+        format!("{column} = any({param})")
+    }
     fn indexed_by(_: &str) -> String {
         String::new()
     }
@@ -223,6 +239,10 @@ impl Dialect for sqlx::Postgres {
     fn json_rows(items: &str) -> String {
         format!("coalesce(json_agg(json_build_array({items})), '[]')::text")
     }
+    fn json_table(param: &str, alias: &str, columns: &[(&str, &str)]) -> String {
+        let typed: Vec<String> = columns.iter().map(|(name, kind)| format!("{name} {kind}")).collect();
+        format!("json_to_recordset(cast({param} as json)) as {alias}({})", typed.join(", "))
+    }
 }
 
 impl Dialect for sqlx::Sqlite {
@@ -232,6 +252,8 @@ impl Dialect for sqlx::Sqlite {
     type Json = String;
     /// A JSON array of the ids, as text.
     type Ids = String;
+    /// A JSON array of the numbers, as text.
+    type Numbers = String;
     const FOR_UPDATE: &'static str = "";
     const GREATEST: &'static str = "max";
     const BYTEWISE: &'static str = "";
@@ -254,6 +276,12 @@ impl Dialect for sqlx::Sqlite {
     fn in_ids(column: &str, param: &str) -> String {
         format!("{column} in (select value from json_each({param}))")
     }
+    fn numbers(numbers: &[i64]) -> String {
+        serde_json::Value::from(numbers).to_string()
+    }
+    fn in_numbers(column: &str, param: &str) -> String {
+        format!("{column} in (select value from json_each({param}))")
+    }
     fn indexed_by(index: &str) -> String {
         format!("indexed by {index}")
     }
@@ -268,6 +296,11 @@ impl Dialect for sqlx::Sqlite {
     }
     fn json_rows(items: &str) -> String {
         format!("json_group_array(json_array({items}))")
+    }
+    fn json_table(param: &str, alias: &str, columns: &[(&str, &str)]) -> String {
+        let read: Vec<String> =
+            columns.iter().map(|(name, _)| format!("json_extract(value, '$.{name}') as {name}")).collect();
+        format!("(select {} from json_each({param})) as {alias}", read.join(", "))
     }
 }
 

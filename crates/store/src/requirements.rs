@@ -25,8 +25,15 @@ use super::{Result, StoreError};
 pub enum LedgerWrite {
     /// A new requirement (its number is the next of the conversation).
     Add { text: String, kind: RequirementKind, message_id: Option<Uuid> },
-    /// A new state of requirement `number`.
-    Revise { number: i64, text: String, kind: RequirementKind, status: RequirementStatus, message_id: Option<Uuid> },
+    /// A new state of requirement `requirement`, numbered `number` (both must hold).
+    Revise {
+        requirement: Uuid,
+        number: i64,
+        text: String,
+        kind: RequirementKind,
+        status: RequirementStatus,
+        message_id: Option<Uuid>,
+    },
 }
 
 /// A requirement as a document version reflects it: at revision `revision`.
@@ -49,12 +56,19 @@ pub trait Requirements {
     /// Everything the ledger of `thread` is made of (see [`LedgerRows::on_path`]); `NotFound` when the thread is
     /// missing or another user's.
     async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
-    /// What recording changes needs, without reading the whole ledger: every requirement's number (no revisions
-    /// but those of `numbers`), and the person's messages numbered `seqs` (as [`LedgerRows::tree`]'s heads, no
-    /// active message); no documents. `NotFound` when the thread is missing or another user's.
+    /// [`ledger_rows`](Self::ledger_rows) without the tree (empty), for a caller that knows the path it shows.
+    async fn ledger_rows_without_tree(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
+    /// What recording changes needs, without reading the whole ledger: the requirements numbered `numbers`
+    /// with their revisions, how many there are in all ([`LedgerRows::total`]), and the person's messages
+    /// numbered `seqs` (as [`LedgerRows::tree`]'s heads, no active message); no documents. `NotFound` when the
+    /// thread is missing or another user's.
     async fn ledger_rows_of(&self, user: Uuid, thread: Uuid, numbers: &[i64], seqs: &[i64]) -> Result<LedgerRows>;
-    /// Writes the changes in one transaction, by `author` (a person's change belongs to no message); `NotFound`
-    /// when the thread, a requirement or a message is missing or another user's (then nothing is written).
+    /// The document versions of the person's `thread` that cite a requirement, with their titles and times (not
+    /// their text), as the traceability matrix shows them; empty for a thread that is missing or another user's.
+    async fn cited_versions(&self, user: Uuid, thread: Uuid) -> Result<Vec<CitedVersion>>;
+    /// Writes the changes (each requirement changed once at most) in one transaction, by `author` (a person's
+    /// change belongs to no message); `NotFound` when the thread, a requirement or a message is missing or
+    /// another user's (then nothing is written).
     async fn record_requirements(
         &self,
         user: Uuid,
@@ -62,6 +76,25 @@ pub trait Requirements {
         writes: Vec<LedgerWrite>,
         author: VersionAuthor,
     ) -> Result<Vec<Recorded>>;
+}
+
+/// A document version that cites requirements, as the traceability matrix names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CitedVersion {
+    pub artifact_id: Uuid,
+    pub version: i64,
+    pub title: String,
+    pub created_at: DateTime<Utc>,
+}
+
+super::columns::stored_row! {
+    /// A [`CitedVersion`]'s row.
+    CitedVersionRow<I, T> -> CitedVersion {
+        artifact_id: I,
+        version: i64,
+        title: String,
+        created_at: T,
+    }
 }
 
 /// A requirement's row.
@@ -106,6 +139,9 @@ pub struct CitationOf {
 #[derive(Debug, Clone, Default)]
 pub struct LedgerRows {
     pub tree: Tree,
+    /// How many requirements the conversation has (more than [`requirements`](Self::requirements) when only
+    /// some were read).
+    pub total: usize,
     pub requirements: Vec<RequirementRow>,
     /// Oldest first.
     pub revisions: Vec<Revision>,
@@ -169,6 +205,25 @@ impl LedgerView {
 }
 
 impl LedgerRows {
+    /// The rows as they are once `artifact`, just saved at its version, cites `cites`: read before the save,
+    /// they mark the saved version without a second read.
+    pub fn with_saved(mut self, artifact: &wire::Artifact, cites: &[Citation]) -> Self {
+        self.documents.retain(|d| d.id != artifact.id);
+        self.documents.push(CurrentDocument {
+            id: artifact.id,
+            title: artifact.title.clone(),
+            version: artifact.version,
+            assistant_message_id: artifact.assistant_message_id,
+        });
+        self.citations.extend(cites.iter().map(|c| CitationOf {
+            artifact_id: artifact.id,
+            version: artifact.version,
+            requirement_id: c.requirement,
+            revision_id: c.revision,
+        }));
+        self
+    }
+
     /// What version `version` of `artifact` cites.
     pub fn cited_by(&self, artifact: Uuid, version: i64) -> impl Iterator<Item = &CitationOf> {
         self.citations.iter().filter(move |c| c.artifact_id == artifact && c.version == version)
@@ -405,17 +460,45 @@ shared_sql! {
         crate::messages::StampRow<D::Id>,
         crate::messages::MessageHeadRow<D::Id>,
         (String, i64),
+        CitedVersionRow<D::Id, D::Time>,
     );
+    /// See [`Requirements::cited_versions`].
+    pub(crate) async fn cited_versions(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<CitedVersion>> {
+        let rows: Vec<CitedVersionRow<D::Id, D::Time>> = sqlx::query_as(
+            "select v.artifact_id, v.version, v.title, v.created_at from artifact_versions v
+             join artifacts a on a.id = v.artifact_id
+             where a.thread_id = $1 and a.user_id = $2 and exists (select 1 from artifact_requirements c
+               where c.artifact_id = v.artifact_id and c.version = v.version)",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .fetch_all(conn)
+        .await?;
+        crate::columns::convert(rows)
+    }
+
     /// Everything the ledger of the person's `thread` is made of; `None` when it is missing or another user's.
-    /// The requirements, revisions and citations are each read as one JSON text and decoded at once: a row at a
-    /// time, the driver's cost per row was most of the time of a ledger of hundreds.
     pub(crate) async fn ledger_rows(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<LedgerRows>> {
         let Some((tree, _)) = Self::tree(&mut *conn, user, thread, false).await? else {
             return Ok(None);
         };
-        // One statement, four JSON texts: requirements, revisions, documents, citations.
+        let rows = Self::ledger_rows_without_tree(conn, user, thread).await?;
+        Ok(rows.map(|rows| LedgerRows { tree, ..rows }))
+    }
+
+    /// [`ledger_rows`](Self::ledger_rows) without the tree, in one statement (the thread's owner checked in it).
+    /// The requirements, revisions and citations are each read as one JSON text and decoded at once: a row at a
+    /// time, the driver's cost per row was most of the time of a ledger of hundreds.
+    pub(crate) async fn ledger_rows_without_tree(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Option<LedgerRows>> {
+        // One statement: whether the thread is the person's, then four JSON texts: requirements, revisions,
+        // documents, citations.
         let sql = format!(
             "select
+               (select count(*) from threads t where t.id = $1 and t.user_id = $2),
                (select {} from requirements r where r.thread_id = $1 and r.user_id = $2),
                (select {} from (select {REVISION_COLUMNS} from requirement_revisions v
                   join requirements q on q.id = v.requirement_id where v.thread_id = $1 and q.user_id = $2) v),
@@ -428,28 +511,24 @@ shared_sql! {
             D::json_rows("d.id, d.title, d.version, d.assistant_message_id, d.created_at"),
             D::json_rows("c.artifact_id, c.version, c.requirement_id, c.revision_id")
         );
-        let (requirements, revisions, documents, citations): (String, String, String, String) =
+        let (owned, requirements, revisions, documents, citations): (i64, String, String, String, String) =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
+        if owned == 0 {
+            return Ok(None);
+        }
+        let requirements = decode_requirements(&requirements)?;
         Ok(Some(LedgerRows {
-            tree,
-            requirements: decode_requirements(&requirements)?,
+            tree: Tree::default(),
+            total: requirements.len(),
+            requirements,
             revisions: decode_revisions(&revisions)?,
             documents: decode_documents(&documents)?,
             citations: decode_citations(&citations)?,
         }))
     }
 
-    /// Every requirement of the person's `thread`, by number.
-    async fn requirement_numbers(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<RequirementRow>> {
-        let sql = format!(
-            "select {} from requirements r where r.thread_id = $1 and r.user_id = $2",
-            D::json_rows("r.id, r.number")
-        );
-        let text: String = sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
-        decode_requirements(&text)
-    }
-
-    /// See [`Requirements::ledger_rows_of`].
+    /// See [`Requirements::ledger_rows_of`]. One statement reads the requirements and their revisions (the
+    /// thread's owner checked in it), one more the messages when `seqs` names any.
     pub(crate) async fn ledger_rows_of(
         conn: &mut D::Connection,
         user: Uuid,
@@ -457,40 +536,48 @@ shared_sql! {
         numbers: &[i64],
         seqs: &[i64],
     ) -> Result<Option<LedgerRows>> {
-        if !Self::owns(&mut *conn, "threads", user, thread).await? {
+        let sql = format!(
+            "select
+               (select count(*) from threads t where t.id = $1 and t.user_id = $2),
+               (select count(*) from requirements r where r.thread_id = $1 and r.user_id = $2),
+               (select {} from requirements r where r.thread_id = $1 and r.user_id = $2 and {}),
+               (select {} from (select {REVISION_COLUMNS} from requirement_revisions v
+                  join requirements q on q.id = v.requirement_id
+                  where q.thread_id = $1 and q.user_id = $2 and {}) v)",
+            D::json_rows("r.id, r.number"),
+            D::in_numbers("r.number", "$3"),
+            D::json_rows(REVISION_ITEMS),
+            D::in_numbers("q.number", "$3"),
+        );
+        let (owned, total, requirements, revisions): (i64, i64, String, String) = sqlx::query_as(&sql)
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .bind(D::numbers(numbers))
+            .fetch_one(&mut *conn)
+            .await?;
+        if owned == 0 {
             return Ok(None);
         }
-        let requirements = Self::requirement_numbers(&mut *conn, user, thread).await?;
-        let wanted: Vec<Uuid> = requirements.iter().filter(|r| numbers.contains(&r.number)).map(|r| r.id).collect();
-        let revisions = if wanted.is_empty() {
-            Vec::new()
-        } else {
-            let sql = format!(
-                "select {} from (select {REVISION_COLUMNS} from requirement_revisions v
-                 where v.thread_id = $1 and {}) v",
-                D::json_rows(REVISION_ITEMS),
-                D::in_ids("v.requirement_id", "$2")
-            );
-            let text: String =
-                sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::ids(&wanted)).fetch_one(&mut *conn).await?;
-            decode_revisions(&text)?
-        };
         let mut heads = Vec::new();
-        for seq in seqs {
+        if !seqs.is_empty() {
             let sql = format!(
-                "select {} from messages where thread_id = $1 and user_id = $2 and seq = $3",
-                crate::messages::HEAD_COLUMNS
+                "select {} from messages where thread_id = $1 and user_id = $2 and {}",
+                crate::messages::HEAD_COLUMNS,
+                D::in_numbers("seq", "$3")
             );
-            let row: Option<crate::messages::MessageHeadRow<D::Id>> =
-                sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(*seq).fetch_optional(&mut *conn).await?;
-            if let Some(row) = row {
-                heads.push(row.try_into()?);
-            }
+            let rows: Vec<crate::messages::MessageHeadRow<D::Id>> = sqlx::query_as(&sql)
+                .bind(D::id(thread))
+                .bind(D::id(user))
+                .bind(D::numbers(seqs))
+                .fetch_all(&mut *conn)
+                .await?;
+            heads = rows.into_iter().map(TryInto::try_into).collect::<Result<Vec<_>>>()?;
         }
         Ok(Some(LedgerRows {
             tree: Tree { heads, active: None },
-            requirements,
-            revisions,
+            total: total as usize,
+            requirements: decode_requirements(&requirements)?,
+            revisions: decode_revisions(&revisions)?,
             documents: Vec::new(),
             citations: Vec::new(),
         }))
@@ -506,70 +593,123 @@ shared_sql! {
         author: &VersionAuthor,
         at: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
-        Self::lock_thread(&mut *conn, user, thread).await?;
-        Self::must_own(&mut *conn, "threads", user, thread).await?;
-        let mut checked: HashSet<Uuid> = HashSet::new();
+        // The thread's row locked where there are other writers (which checks its owner too); where there are
+        // none, the owner is checked by the statements that write.
+        if !D::FOR_UPDATE.is_empty() {
+            Self::lock_thread(&mut *conn, user, thread).await?;
+        }
+        // The new requirements first, numbered on from the conversation's highest, in one statement that writes
+        // nothing unless the thread is the person's.
+        let adds: Vec<serde_json::Value> = writes
+            .iter()
+            .filter(|w| matches!(w, LedgerWrite::Add { .. }))
+            .enumerate()
+            .map(|(k, _)| serde_json::json!({"id": Uuid::now_v7().to_string(), "k": k as i64 + 1}))
+            .collect();
+        let mut added: Vec<(i64, Uuid)> = Vec::new();
+        if !adds.is_empty() {
+            let sql = format!(
+                "insert into requirements (id, thread_id, user_id, number)
+                 select w.id, t.id, t.user_id,
+                   (select coalesce(max(r.number), 0) from requirements r where r.thread_id = $1) + w.k
+                 from {} cross join threads t where t.id = $1 and t.user_id = $2
+                 returning id, number",
+                D::json_table("$3", "w", &[("id", "uuid"), ("k", "bigint")])
+            );
+            let rows: Vec<(D::Id, i64)> = sqlx::query_as(&sql)
+                .bind(D::id(thread))
+                .bind(D::id(user))
+                .bind(serde_json::Value::from(adds.clone()).to_string())
+                .fetch_all(&mut *conn)
+                .await?;
+            if rows.len() != adds.len() {
+                return Err(StoreError::NotFound);
+            }
+            added = rows
+                .into_iter()
+                .map(|(id, number)| Ok((number, Stored::read(id, "id")?)))
+                .collect::<Result<Vec<_>>>()?;
+            added.sort_unstable();
+        }
+        // Then every revision in one statement: each requirement found by its id and number among the person's
+        // of this thread, each message among the person's of this thread; one not found writes nothing.
+        let mut order = Vec::with_capacity(writes.len());
+        let mut next_added = added.iter();
+        let rows: Vec<serde_json::Value> = writes
+            .iter()
+            .map(|write| {
+                let ((number, requirement), message, text, kind, status) = match write {
+                    LedgerWrite::Add { text, kind, message_id } => (
+                        next_added.next().copied().unwrap_or((0, Uuid::nil())),
+                        message_id,
+                        text,
+                        kind,
+                        RequirementStatus::Active,
+                    ),
+                    LedgerWrite::Revise { requirement, number, text, kind, status, message_id } => {
+                        ((*number, *requirement), message_id, text, kind, *status)
+                    }
+                };
+                order.push((number, requirement));
+                serde_json::json!({
+                    "requirement_id": requirement.to_string(),
+                    "number": number,
+                    "text": text,
+                    "kind": kind.as_str(),
+                    "status": status.as_str(),
+                    "message_id": message.map(|m| m.to_string()),
+                })
+            })
+            .collect();
         let (author_id, model) = match author {
             VersionAuthor::Person { user_id } => (Some(*user_id), None),
             VersionAuthor::Assistant { model } => (None, model.clone()),
         };
-        let mut out = Vec::with_capacity(writes.len());
-        for write in writes {
-            let (message, text, kind, status) = match write {
-                LedgerWrite::Add { text, kind, message_id } => (*message_id, text, *kind, RequirementStatus::Active),
-                LedgerWrite::Revise { text, kind, status, message_id, .. } => (*message_id, text, *kind, *status),
-            };
-            if let Some(m) = message.filter(|m| !checked.contains(m)) {
-                Self::must_be_in_thread(&mut *conn, user, thread, m).await?;
-                checked.insert(m);
-            }
-            let (id, number) = match write {
-                LedgerWrite::Add { .. } => {
-                    let id = Uuid::now_v7();
-                    let number: i64 = sqlx::query_scalar(
-                        "insert into requirements (id, thread_id, user_id, number)
-                         select $1, $2, $3, coalesce(max(number), 0) + 1 from requirements where thread_id = $2
-                         returning number",
-                    )
-                    .bind(D::id(id))
-                    .bind(D::id(thread))
-                    .bind(D::id(user))
-                    .fetch_one(&mut *conn)
-                    .await?;
-                    (id, number)
-                }
-                LedgerWrite::Revise { number, .. } => {
-                    let id: Option<D::Id> = sqlx::query_scalar(
-                        "select id from requirements where thread_id = $1 and user_id = $2 and number = $3",
-                    )
-                    .bind(D::id(thread))
-                    .bind(D::id(user))
-                    .bind(*number)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-                    let Some(id) = id else { return Err(StoreError::NotFound) };
-                    (crate::columns::Stored::read(id, "id")?, *number)
-                }
-            };
-            let revision: i64 = sqlx::query_scalar(
-                "insert into requirement_revisions
-                 (requirement_id, thread_id, text, kind, status, message_id, author_id, model, created_at)
-                 values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning id",
+        let sql = format!(
+            "insert into requirement_revisions
+             (requirement_id, thread_id, text, kind, status, message_id, author_id, model, created_at)
+             select q.id, q.thread_id, w.text, w.kind, w.status, w.message_id, $3, $4, $5
+             from {} cross join requirements q
+             where q.id = w.requirement_id and q.number = w.number and q.thread_id = $1 and q.user_id = $2
+               and (w.message_id is null or exists (select 1 from messages m
+                 where m.id = w.message_id and m.thread_id = $1 and m.user_id = $2))
+             returning requirement_id, id",
+            D::json_table(
+                "$6",
+                "w",
+                &[
+                    ("requirement_id", "uuid"),
+                    ("number", "bigint"),
+                    ("text", "text"),
+                    ("kind", "text"),
+                    ("status", "text"),
+                    ("message_id", "uuid")
+                ]
             )
-            .bind(D::id(id))
+        );
+        let written: Vec<(D::Id, i64)> = sqlx::query_as(&sql)
             .bind(D::id(thread))
-            .bind(text.clone())
-            .bind(kind.as_str().to_owned())
-            .bind(status.as_str().to_owned())
-            .bind(message.map(D::id))
+            .bind(D::id(user))
             .bind(author_id.map(D::id))
-            .bind(model.clone())
+            .bind(model)
             .bind(D::time(at))
-            .fetch_one(&mut *conn)
+            .bind(serde_json::Value::from(rows).to_string())
+            .fetch_all(&mut *conn)
             .await?;
-            out.push(Recorded { number, requirement: id, revision });
+        if written.len() != writes.len() {
+            return Err(StoreError::NotFound);
         }
-        Ok(out)
+        let mut revisions: HashMap<Uuid, i64> = HashMap::with_capacity(written.len());
+        for (requirement, revision) in written {
+            revisions.insert(Stored::read(requirement, "requirement_id")?, revision);
+        }
+        order
+            .into_iter()
+            .map(|(number, requirement)| {
+                let revision = revisions.remove(&requirement).ok_or(StoreError::NotFound)?;
+                Ok(Recorded { number, requirement, revision })
+            })
+            .collect()
     }
 
     /// Records what version `version` of `artifact` reflects (in the caller's transaction, after the version is
@@ -602,7 +742,7 @@ macro_rules! requirements_for {
             use tracing::instrument;
             use uuid::Uuid;
             use wire::VersionAuthor;
-            use $crate::requirements::{LedgerRows, LedgerWrite, Recorded, Requirements};
+            use $crate::requirements::{CitedVersion, LedgerRows, LedgerWrite, Recorded, Requirements};
             use $crate::{now, Result, StoreError};
 
             #[async_trait::async_trait]
@@ -610,6 +750,13 @@ macro_rules! requirements_for {
                 #[instrument(skip(self))]
                 async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows> {
                     Shared::ledger_rows(&mut *self.read().await?, user, thread).await?.ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self))]
+                async fn ledger_rows_without_tree(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows> {
+                    Shared::ledger_rows_without_tree(&mut *self.read().await?, user, thread)
+                        .await?
+                        .ok_or(StoreError::NotFound)
                 }
 
                 #[instrument(skip(self))]
@@ -623,6 +770,11 @@ macro_rules! requirements_for {
                     Shared::ledger_rows_of(&mut *self.read().await?, user, thread, numbers, seqs)
                         .await?
                         .ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self))]
+                async fn cited_versions(&self, user: Uuid, thread: Uuid) -> Result<Vec<CitedVersion>> {
+                    Shared::cited_versions(&mut *self.read().await?, user, thread).await
                 }
 
                 #[instrument(skip(self, writes, author), fields(writes = writes.len()))]
@@ -670,6 +822,7 @@ mod tests {
         let (here, there) = (Uuid::from_u128(10), Uuid::from_u128(11));
         let doc = Uuid::from_u128(20);
         let rows = LedgerRows {
+            total: 3,
             requirements: vec![
                 RequirementRow { id: a, number: 1 },
                 RequirementRow { id: b, number: 2 },

@@ -141,6 +141,11 @@ pub struct Materials {
 }
 
 impl Materials {
+    /// The conversation's shape, every branch.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
     /// Nothing read yet, for `tree` and `fulfilments`.
     fn of(tree: Tree, fulfilments: Vec<Fulfilment>) -> Self {
         Self { tree, fulfilments, texts: Vec::new(), texts_from: i64::MAX }

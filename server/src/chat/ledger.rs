@@ -160,7 +160,7 @@ pub async fn record(
         Err(e) => return Recorded::error(format!("Nothing was recorded. {e}")),
     };
     let adds = writes.iter().filter(|w| matches!(w, LedgerWrite::Add { .. })).count();
-    if rows.requirements.len() + adds > MAX_REQUIREMENTS {
+    if rows.total + adds > MAX_REQUIREMENTS {
         return Recorded::error(format!(
             "Nothing was recorded: a conversation keeps at most {MAX_REQUIREMENTS} requirements."
         ));
@@ -254,6 +254,7 @@ fn writes_for(
                     return Err(format!("Entry {n}: {} is named twice.", s.requirement.key));
                 }
                 LedgerWrite::Revise {
+                    requirement: s.id,
                     number: s.number,
                     text: new_text,
                     kind: kind.unwrap_or(s.requirement.kind),
@@ -270,6 +271,7 @@ fn writes_for(
                     return Err(format!("Entry {n}: {} is named twice.", s.requirement.key));
                 }
                 LedgerWrite::Revise {
+                    requirement: s.id,
                     number: s.number,
                     text: s.requirement.text.clone(),
                     kind: s.requirement.kind,
@@ -370,12 +372,13 @@ pub fn seen(view: &LedgerView) -> Vec<ContextRequirement> {
 /// `prompt` with the ledger of the path below it: each requirement with its key, kind, status and the message it
 /// came from, as many as fit in [`LEDGER_CHARS`] (in force first), and the next key. For a turn that answers a
 /// person's message (`typed`) the ledger is shown even while empty, for the model to keep it; otherwise (silent
-/// generation) exactly `prompt` when it is empty.
-pub fn with_ledger(mut prompt: String, rows: &LedgerRows, view: &LedgerView, typed: bool) -> String {
+/// generation) exactly `prompt` when it is empty. The messages' numbers come from `tree` (the turn's, read with
+/// its context: the ledger is read without one).
+pub fn with_ledger(mut prompt: String, tree: &Tree, rows: &LedgerRows, view: &LedgerView, typed: bool) -> String {
     if view.standing.is_empty() && !typed {
         return prompt;
     }
-    let seq_of: HashMap<Uuid, i64> = rows.tree.heads.iter().map(|h| (h.id, h.seq)).collect();
+    let seq_of: HashMap<Uuid, i64> = tree.heads.iter().map(|h| (h.id, h.seq)).collect();
     prompt.push_str(&format!("\n{LEDGER_HEADING}\n"));
     let mut order: Vec<&store::Standing> = view.standing.iter().collect();
     order.sort_by_key(|s| (!s.requirement.status.in_force(), s.number));

@@ -13,7 +13,7 @@ use super::context::OpenRequest;
 use super::edits::{self, Edit};
 use super::ledger::{self, Citing};
 use llm::ToolSpec;
-use store::{ArtifactRevision, ChunkHit, Citation, DynStore, NewArtifact, StoreError, TurnSettings};
+use store::{ArtifactRevision, ChunkHit, Citation, DynStore, LedgerRows, NewArtifact, StoreError, TurnSettings};
 
 pub const SAVE_ARTIFACT: &str = "save_artifact";
 pub const EDIT_ARTIFACT: &str = "edit_artifact";
@@ -188,10 +188,11 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             }
         },
     };
-    let cites = match cites_for(ctx, &input.requirements, &input.content, Citing::Whole).await {
-        Ok(cites) => cites,
+    let (cites, ledger) = match cites_for(ctx, &input.requirements, &input.content, Citing::Whole).await {
+        Ok(read) => read,
         Err(refused) => return refused,
     };
+    let cited = cites.clone();
     let saved = match target {
         Some((id, revised_type)) => {
             let revision = ArtifactRevision {
@@ -221,8 +222,9 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         }
     };
     match saved {
-        Ok(artifact) => {
+        Ok(mut artifact) => {
             ctx.saved.push(artifact.clone());
+            marked(ctx, ledger, &mut artifact, &cited);
             ToolOutcome::saved(artifact, true)
         }
         Err(e) => {
@@ -232,23 +234,32 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     }
 }
 
-/// The requirements a new version cites (see [`ledger::citations`]); a key the ledger does not hold is an error for
-/// the model, and nothing is saved.
+/// The requirements a new version cites (see [`ledger::citations`]), with the ledger read to find them (none
+/// when nothing is cited); a key the ledger does not hold is an error for the model, and nothing is saved.
 async fn cites_for(
     ctx: &ToolContext<'_>,
     named: &[String],
     content: &str,
     citing: Citing,
-) -> Result<Vec<Citation>, ToolOutcome> {
+) -> Result<(Vec<Citation>, Option<LedgerRows>), ToolOutcome> {
     if named.is_empty() && citing == Citing::Whole && wire::cited_keys(content).is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let rows = ctx.store.ledger_rows(ctx.user, ctx.thread).await.map_err(|e| {
         tracing::error!(error = %e, "reading the ledger failed");
         ToolOutcome::error("The document could not be saved.")
     })?;
-    ledger::citations(&rows, ctx.path, named, content, citing)
-        .map_err(|e| ToolOutcome::error(format!("Nothing was saved. {e}")))
+    let cites = ledger::citations(&rows, ctx.path, named, content, citing)
+        .map_err(|e| ToolOutcome::error(format!("Nothing was saved. {e}")))?;
+    Ok((cites, Some(rows)))
+}
+
+/// Marks a version just saved with what it cites and whether that changed since, as every route shows a
+/// document: from the ledger read to cite it (a version that cites nothing has no marks).
+fn marked(ctx: &ToolContext<'_>, ledger: Option<LedgerRows>, artifact: &mut Artifact, cites: &[Citation]) {
+    if let Some(rows) = ledger {
+        rows.with_saved(artifact, cites).on_path(ctx.path).mark(std::slice::from_mut(artifact));
+    }
 }
 
 fn saved_message(artifact: &Artifact) -> String {
@@ -437,10 +448,12 @@ pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
             wire::MAX_ARTIFACT_CHARS
         ));
     }
-    let cites = match cites_for(ctx, &input.requirements, &content, Citing::Edit { artifact: current.id }).await {
-        Ok(cites) => cites,
-        Err(refused) => return refused,
-    };
+    let (cites, ledger) =
+        match cites_for(ctx, &input.requirements, &content, Citing::Edit { artifact: current.id }).await {
+            Ok(read) => read,
+            Err(refused) => return refused,
+        };
+    let cited = cites.clone();
     let revision = ArtifactRevision {
         title: current.title.clone(),
         content,
@@ -451,8 +464,9 @@ pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         cites,
     };
     match ctx.store.revise_artifact(ctx.user, current.id, revision).await {
-        Ok(artifact) => {
+        Ok(mut artifact) => {
             ctx.saved.push(artifact.clone());
+            marked(ctx, ledger, &mut artifact, &cited);
             let count = input.edits.len();
             ToolOutcome {
                 result: format!(

@@ -453,7 +453,8 @@ impl<'a> Turn<'a> {
             store.turn_settings(user, thread),
             // Bounded: the newest documents, and the text of the short ones only.
             store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
-            store.ledger_rows(user, thread)
+            // The path is the turn's: the ledger is read without the tree.
+            store.ledger_rows_without_tree(user, thread)
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
@@ -490,7 +491,10 @@ impl<'a> Turn<'a> {
         if let Some(record) = self.context.as_mut() {
             record.ledger = ledger::seen(&view);
         }
-        let system = ledger::with_ledger(system, &ledger_rows, &view, !self.plan.silent);
+        // The messages' numbers from the context's tree, just read.
+        let no_tree = store::Tree::default();
+        let tree = self.basis.as_ref().map_or(&no_tree, |b| b.materials.tree());
+        let system = ledger::with_ledger(system, tree, &ledger_rows, &view, !self.plan.silent);
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
     }
@@ -789,13 +793,10 @@ impl<'a> Turn<'a> {
             }
             other => (format!("Unknown tool '{other}'."), true, None),
         };
-        if let Some(mut artifact) = artifact {
+        if let Some(artifact) = artifact {
             self.engine.changes.saved(&artifact).await;
-            // Shown with what it cites, and whether that changed since, as every route shows a document.
-            match self.engine.store.ledger_rows(self.plan.user, self.plan.thread).await {
-                Ok(rows) => rows.on_path(&self.path).mark(std::slice::from_mut(&mut artifact)),
-                Err(e) => tracing::warn!(error = %e, "reading the ledger failed"),
-            }
+            // Marked by the tool, with what it cites and whether that changed since, as every route shows a
+            // document.
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));

@@ -82,10 +82,11 @@ impl Engine {
             return Err(Invalid::new("base_version", "The base version is a version number, 1 or more.").into());
         }
         let mut content = wire::validate::artifact_content(&content)?;
+        let current = self.store.get_artifact(user, artifact).await?;
         let title = match title {
             Some(title) => wire::validate::title(&title)?,
             // The current title: were it changed since, so would the version be, and the save refused.
-            None => self.store.get_artifact(user, artifact).await?.title,
+            None => current.title,
         };
         if self.limits.redact_pii {
             // Personal data is replaced in what people write, documents too; linear, off the async workers.
@@ -93,7 +94,8 @@ impl Engine {
                 .await
                 .map_err(|e| ChatError::Internal(e.into()))?;
         }
-        let cites = self.cites_kept(user, artifact, &content, super::ledger::Citing::Edit { artifact }).await?;
+        let cites =
+            self.cites_kept(user, current.thread_id, &content, super::ledger::Citing::Edit { artifact }).await?;
         let revision = ArtifactRevision {
             title,
             content,
@@ -106,16 +108,16 @@ impl Engine {
         self.revise_artifact(user, artifact, revision).await
     }
 
-    /// What a person's new version of `artifact` cites (see [`super::ledger::citations`]): what its version
-    /// before cited, as it cited it, and the keys its Markdown newly cites as they stand now, on the path shown.
+    /// What a person's new version of a document of `thread` cites (see [`super::ledger::citations`]): what its
+    /// version before cited, as it cited it, and the keys its Markdown newly cites as they stand now, on the path
+    /// shown.
     pub async fn cites_kept(
         &self,
         user: Uuid,
-        artifact: Uuid,
+        thread: Uuid,
         content: &str,
         citing: super::ledger::Citing,
     ) -> Result<Vec<store::Citation>> {
-        let thread = self.store.get_artifact(user, artifact).await?.thread_id;
         let rows = self.store.ledger_rows(user, thread).await?;
         let path = rows.shown_path();
         Ok(super::ledger::citations(&rows, &path, &[], content, citing).unwrap_or_default())

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
-use wire::{requirement_key, ArtifactVersion, Message, RequirementStatus};
+use wire::{requirement_key, Message, RequirementStatus};
 
-use store::{LedgerRows, LedgerView};
+use store::{requirements::CitedVersion, LedgerRows, LedgerView};
 
 /// Which table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,13 +68,13 @@ impl Format {
 }
 
 /// What a table is made of: the ledger's rows and its view of the path shown, the person's messages its
-/// requirements came from, and every version of the documents.
+/// requirements came from, and the document versions that cite them (for the traceability matrix).
 pub struct Sources<'a> {
     pub title: &'a str,
     pub rows: &'a LedgerRows,
     pub view: &'a LedgerView,
     pub messages: &'a [Message],
-    pub versions: &'a [ArtifactVersion],
+    pub versions: &'a [CitedVersion],
 }
 
 /// Longest excerpt of a source message in a cell, in characters.
@@ -167,7 +167,7 @@ fn traceability(s: &Sources<'_>) -> (Vec<&'static str>, Vec<Vec<String>>) {
     let revisions: HashMap<i64, &store::requirements::Revision> = s.rows.revisions.iter().map(|r| (r.id, r)).collect();
     let numbers: HashMap<Uuid, i64> = s.rows.requirements.iter().map(|r| (r.id, r.number)).collect();
     let standing: HashMap<Uuid, &store::Standing> = s.view.standing.iter().map(|st| (st.id, st)).collect();
-    let versions: HashMap<(Uuid, i64), &ArtifactVersion> =
+    let versions: HashMap<(Uuid, i64), &CitedVersion> =
         s.versions.iter().map(|v| ((v.artifact_id, v.version), v)).collect();
     let mut rows: Vec<(i64, Uuid, i64, Vec<String>)> = Vec::new();
     for c in &s.rows.citations {

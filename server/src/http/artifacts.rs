@@ -127,7 +127,12 @@ pub async fn restore(
     }
     let cites = state
         .chat
-        .cites_kept(user.id, id, &old.content, crate::chat::ledger::Citing::Restore { artifact: id, version })
+        .cites_kept(
+            user.id,
+            current.thread_id,
+            &old.content,
+            crate::chat::ledger::Citing::Restore { artifact: id, version },
+        )
         .await?;
     let revision = ArtifactRevision {
         title: old.title,

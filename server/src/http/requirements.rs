@@ -74,7 +74,8 @@ pub async fn update(
     if text == now.text && status == now.status {
         return Ok(Json(now.clone()));
     }
-    let write = LedgerWrite::Revise { number, text, kind: now.kind, status, message_id: None };
+    let write =
+        LedgerWrite::Revise { requirement: standing.id, number, text, kind: now.kind, status, message_id: None };
     state.store.record_requirements(user.id, thread, vec![write], VersionAuthor::Person { user_id: user.id }).await?;
     let (_, view) = crate::chat::ledger::marked(&state.store, user.id, thread).await?;
     let standing = view.by_number(number).ok_or(ApiError::NotFound)?;
@@ -137,10 +138,17 @@ pub async fn export(
         None => Format::Csv,
         Some(f) => Format::parse(f).ok_or_else(|| ApiError::invalid("format", "The format is csv or md."))?,
     };
+    // The versions' titles and times only for the matrix, which names them.
+    let versions = async {
+        match table {
+            Table::Requirements => Ok(Vec::new()),
+            Table::Traceability => state.store.cited_versions(user.id, thread).await,
+        }
+    };
     let (info, (rows, view), versions) = tokio::try_join!(
         state.store.get_thread(user.id, thread),
         crate::chat::ledger::marked(&state.store, user.id, thread),
-        state.store.list_thread_artifact_versions(user.id, thread)
+        versions
     )?;
     // The person's messages the requirements came from.
     let mut ids: Vec<Uuid> = rows.revisions.iter().filter_map(|r| r.message_id).collect();

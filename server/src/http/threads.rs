@@ -188,12 +188,14 @@ pub async fn get_thread(
     // The turn is read before the messages: a turn's end stores its answer and closes it in one commit, so a
     // turn read as over has its answer in the messages read after.
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
+    // The ledger without the tree: the path is the messages read beside it.
     let ((messages, branches), mut artifacts, ledger) = tokio::try_join!(
         state.store.list_path(user.id, id),
         state.store.list_artifacts(user.id, id),
-        crate::chat::ledger::marked(&state.store, user.id, id)
+        state.store.ledger_rows_without_tree(user.id, id)
     )?;
-    ledger.1.mark(&mut artifacts);
+    let path = messages.iter().map(|m| m.id).collect();
+    ledger.on_path(&path).mark(&mut artifacts);
     Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running }))
 }
 
