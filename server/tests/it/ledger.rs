@@ -226,12 +226,14 @@ async fn requirements_are_recorded_cited_marked_out_of_date_and_updated() {
         assert_eq!(response.status(), 201);
         let copy = response.json::<wire::ImportResult>().await.unwrap().threads[0].id;
         let (original, restored) = (ledger(&server, thread).await, ledger(&server, copy).await);
-        let shape = |l: &Ledger| -> Vec<(String, String, RequirementStatus, Vec<Option<String>>, usize, usize)> {
+        // Each requirement's key, text, status, history (the text before each change), sources and coverage.
+        let shape = |l: &Ledger| -> Vec<String> {
             l.requirements
                 .iter()
                 .map(|r| {
-                    let befores = r.history.iter().map(|h| h.before.clone()).collect();
-                    (r.key.clone(), r.text.clone(), r.status, befores, r.sources.len(), r.covered_by.len())
+                    let befores: Vec<Option<&str>> = r.history.iter().map(|h| h.before.as_deref()).collect();
+                    let (sources, covered) = (r.sources.len(), r.covered_by.len());
+                    format!("{} {} {:?} {befores:?} {sources} {covered}", r.key, r.text, r.status)
                 })
                 .collect()
         };
