@@ -49,7 +49,15 @@ pub struct Recorded {
     pub number: i64,
     pub requirement: Uuid,
     pub revision: i64,
+    /// A new requirement (else a new state of one).
+    pub added: bool,
+    /// Its status after the write.
+    pub status: RequirementStatus,
 }
+
+/// What recording makes of the rows it read (see [`Requirements::record_planned`]): the writes, or why nothing is
+/// written.
+pub type PlanWrites = Box<dyn FnOnce(LedgerRows) -> std::result::Result<Vec<LedgerWrite>, String> + Send>;
 
 #[async_trait]
 pub trait Requirements {
@@ -63,6 +71,18 @@ pub trait Requirements {
     /// numbered `seqs` (as [`LedgerRows::tree`]'s heads, no active message); no documents. `NotFound` when the
     /// thread is missing or another user's.
     async fn ledger_rows_of(&self, user: Uuid, thread: Uuid, numbers: &[i64], seqs: &[i64]) -> Result<LedgerRows>;
+    /// Reads what [`ledger_rows_of`](Self::ledger_rows_of) reads and writes what `plan` makes of it, by `author`,
+    /// in one transaction, so nothing changes the ledger between the two: `Ok(Err(why))` when the plan refuses
+    /// (nothing is written). `NotFound` as [`record_requirements`](Self::record_requirements).
+    async fn record_planned(
+        &self,
+        user: Uuid,
+        thread: Uuid,
+        numbers: Vec<i64>,
+        seqs: Vec<i64>,
+        author: VersionAuthor,
+        plan: PlanWrites,
+    ) -> Result<std::result::Result<Vec<Recorded>, String>>;
     /// The document versions of the person's `thread` that cite a requirement, with their titles and times (not
     /// their text), as the traceability matrix shows them; empty for a thread that is missing or another user's.
     async fn cited_versions(&self, user: Uuid, thread: Uuid) -> Result<Vec<CitedVersion>>;
@@ -633,7 +653,7 @@ shared_sql! {
         }
         // Then every revision in one statement: each requirement found by its id and number among the person's
         // of this thread, each message among the person's of this thread; one not found writes nothing.
-        let mut order = Vec::with_capacity(writes.len());
+        let mut order: Vec<(i64, Uuid, bool, RequirementStatus)> = Vec::with_capacity(writes.len());
         let mut next_added = added.iter();
         let rows: Vec<serde_json::Value> = writes
             .iter()
@@ -650,7 +670,7 @@ shared_sql! {
                         ((*number, *requirement), message_id, text, kind, *status)
                     }
                 };
-                order.push((number, requirement));
+                order.push((number, requirement, matches!(write, LedgerWrite::Add { .. }), status));
                 serde_json::json!({
                     "requirement_id": requirement.to_string(),
                     "number": number,
@@ -705,9 +725,9 @@ shared_sql! {
         }
         order
             .into_iter()
-            .map(|(number, requirement)| {
+            .map(|(number, requirement, added, status)| {
                 let revision = revisions.remove(&requirement).ok_or(StoreError::NotFound)?;
-                Ok(Recorded { number, requirement, revision })
+                Ok(Recorded { number, requirement, revision, added, status })
             })
             .collect()
     }
@@ -742,7 +762,7 @@ macro_rules! requirements_for {
             use tracing::instrument;
             use uuid::Uuid;
             use wire::VersionAuthor;
-            use $crate::requirements::{CitedVersion, LedgerRows, LedgerWrite, Recorded, Requirements};
+            use $crate::requirements::{CitedVersion, LedgerRows, LedgerWrite, PlanWrites, Recorded, Requirements};
             use $crate::{now, Result, StoreError};
 
             #[async_trait::async_trait]
@@ -770,6 +790,35 @@ macro_rules! requirements_for {
                     Shared::ledger_rows_of(&mut *self.read().await?, user, thread, numbers, seqs)
                         .await?
                         .ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self, plan, author))]
+                async fn record_planned(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    numbers: Vec<i64>,
+                    seqs: Vec<i64>,
+                    author: VersionAuthor,
+                    plan: PlanWrites,
+                ) -> Result<std::result::Result<Vec<Recorded>, String>> {
+                    let at = now();
+                    self.write_together(move |tx| {
+                        Box::pin(async move {
+                            // Locked first where there are other writers: what is read stays as read.
+                            Shared::lock_thread(&mut *tx, user, thread).await?;
+                            let rows = Shared::ledger_rows_of(&mut *tx, user, thread, &numbers, &seqs)
+                                .await?
+                                .ok_or(StoreError::NotFound)?;
+                            match plan(rows) {
+                                Ok(writes) => {
+                                    Ok(Ok(Shared::record_requirements(tx, user, thread, &writes, &author, at).await?))
+                                }
+                                Err(why) => Ok(Err(why)),
+                            }
+                        })
+                    })
+                    .await
                 }
 
                 #[instrument(skip(self))]

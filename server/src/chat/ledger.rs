@@ -15,7 +15,7 @@ use wire::{
 };
 
 use llm::ToolSpec;
-use store::{Citation, DynStore, LedgerRows, LedgerView, LedgerWrite, Result as StoreResult, Tree};
+use store::{Citation, DynStore, LedgerRows, LedgerView, LedgerWrite, PlanWrites, Result as StoreResult, Tree};
 
 pub const RECORD_REQUIREMENTS: &str = "record_requirements";
 
@@ -142,47 +142,41 @@ pub async fn record(
     if input.entries.is_empty() || input.entries.len() > MAX_LEDGER_ENTRIES {
         return Recorded::error(format!("Give between 1 and {MAX_LEDGER_ENTRIES} entries."));
     }
-    // Only what the entries name is read: the requirements they change or drop, the messages they cite.
+    // Only what the entries name is read: the requirements they change or drop, the messages they cite; read and
+    // written in one transaction, so nothing changes the ledger between the check and the write.
     let numbers: Vec<i64> =
         input.entries.iter().filter_map(|e| e.key.as_deref().and_then(requirement_number)).collect();
     let seqs: Vec<i64> = input.entries.iter().filter_map(|e| e.source.as_deref().and_then(message_seq)).collect();
-    let rows = match store.ledger_rows_of(user, thread, &numbers, &seqs).await {
-        Ok(rows) => rows,
-        Err(e) => {
-            tracing::error!(error = %e, "reading the ledger failed");
-            return Recorded::error("The ledger could not be read.");
+    let path = path.clone();
+    let entries = input.entries;
+    let plan: PlanWrites = Box::new(move |rows| {
+        let view = rows.on_path(&path);
+        let messages = person_messages(&rows.tree, &path);
+        let writes =
+            writes_for(&entries, &view, &messages, request).map_err(|e| format!("Nothing was recorded. {e}"))?;
+        let adds = writes.iter().filter(|w| matches!(w, LedgerWrite::Add { .. })).count();
+        if rows.total + adds > MAX_REQUIREMENTS {
+            return Err(format!("Nothing was recorded: a conversation keeps at most {MAX_REQUIREMENTS} requirements."));
         }
-    };
-    let view = rows.on_path(path);
-    let messages = person_messages(&rows.tree, path);
-    let writes = match writes_for(&input.entries, &view, &messages, request) {
-        Ok(writes) => writes,
-        Err(e) => return Recorded::error(format!("Nothing was recorded. {e}")),
-    };
-    let adds = writes.iter().filter(|w| matches!(w, LedgerWrite::Add { .. })).count();
-    if rows.total + adds > MAX_REQUIREMENTS {
-        return Recorded::error(format!(
-            "Nothing was recorded: a conversation keeps at most {MAX_REQUIREMENTS} requirements."
-        ));
-    }
-    let actions: Vec<&'static str> = writes
-        .iter()
-        .map(|w| match w {
-            LedgerWrite::Add { .. } => "added",
-            LedgerWrite::Revise { status: RequirementStatus::Dropped, .. } => "dropped",
-            LedgerWrite::Revise { .. } => "changed",
-        })
-        .collect();
+        Ok(writes)
+    });
     let author = VersionAuthor::Assistant { model: Some(model.to_string()) };
-    match store.record_requirements(user, thread, writes, author).await {
-        Ok(recorded) => {
+    match store.record_planned(user, thread, numbers, seqs, author, plan).await {
+        Ok(Ok(recorded)) => {
             let done: Vec<String> = recorded
                 .iter()
-                .zip(actions)
-                .map(|(r, action)| format!("{} {action}", requirement_key(r.number)))
+                .map(|r| {
+                    let action = match (r.added, r.status) {
+                        (true, _) => "added",
+                        (false, RequirementStatus::Dropped) => "dropped",
+                        (false, _) => "changed",
+                    };
+                    format!("{} {action}", requirement_key(r.number))
+                })
                 .collect();
             Recorded { result: format!("Recorded in the ledger: {}.", done.join(", ")), is_error: false }
         }
+        Ok(Err(refused)) => Recorded::error(refused),
         Err(e) => {
             tracing::error!(error = %e, "recording requirements failed");
             Recorded::error("The ledger could not be saved.")
