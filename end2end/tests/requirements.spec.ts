@@ -171,6 +171,23 @@ test('requirements no document covers stand out, and a document is generated for
   for (const key of ['R-1', 'R-2']) {
     await expect(requirement(page, key).getByRole('button', { name: /\(v1\)$/ })).toBeVisible();
   }
+
+  // On a branch where they were never said, the document (generated silently, so on every branch) still cites
+  // them, and following one says where it came from.
+  await page.keyboard.press('Escape');
+  await page.getByTestId('message-user').first().getByRole('button', { name: 'Edit message' }).click();
+  const editor = page.getByRole('form', { name: 'Edit message' });
+  await editor.getByRole('textbox').fill('Hello there.');
+  await editor.getByRole('button', { name: 'Send' }).click();
+  await expect(editor).toHaveCount(0);
+  await expect(page.getByRole('button', { name: 'Send', exact: true })).toBeVisible();
+  await expect(page.getByTestId('message-user')).toHaveCount(1);
+  await page.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Requirement R-1' }).first().click();
+  await expect(panel(page).getByTestId('requirement-elsewhere')).toHaveText(
+    "R-1 is not in this branch's ledger: it came from a message on another branch.",
+  );
+  await expect(requirement(page, 'R-1')).toHaveCount(0);
 });
 
 for (const theme of ['light', 'dark'] as const) {

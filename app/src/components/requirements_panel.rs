@@ -191,6 +191,13 @@ fn requirement_list(list: RequirementList) -> AnyView {
             .into_any(),
             Some(_) => ().into_any(),
         }}
+        // A cited requirement this branch's ledger does not hold.
+        {move || {
+            let elsewhere = |key: &String| keys.with(|ks| ks.as_ref().is_some_and(|ks| !ks.contains(key)));
+            panel.note.with(|n| n.as_ref().filter(|(k, _)| elsewhere(k)).map(|(_, text)| text.clone())).map(|text| view! {
+                <p class="requirement-note" role="status" data-testid="requirement-elsewhere">{text}</p>
+            })
+        }}
         {move || (!uncovered().is_empty()).then(|| view! {
             <div class="uncovered-note">
                 <p>{move || format!("Not covered by any document: {}.", uncovered().join(", "))}</p>

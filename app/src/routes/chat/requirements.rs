@@ -53,7 +53,8 @@ impl ChatActions {
     }
 
     /// Follows a cited requirement: the panel opens on it, and the conversation shows the message it came from,
-    /// highlighted a while in `spotlight`, or the panel says that message is on another branch.
+    /// highlighted a while in `spotlight`, or the panel says that message is on another branch (as is every
+    /// requirement a document cites that this branch's ledger does not hold).
     pub(super) fn follow_requirement(self, key: String, spotlight: RwSignal<Option<Uuid>>) {
         let (state, panel) = (self.state(), self.ledger_panel());
         panel.note.set(None);
@@ -61,11 +62,20 @@ impl ChatActions {
         if !panel.open.get_untracked() {
             panel.open.set(true);
         }
-        let source = state.ledger.with_untracked(|ledger| {
-            let requirement = ledger.as_ref()?.requirements.iter().find(|r| r.key == key)?;
-            requirement.sources.first().copied()
+        // `None` until the ledger is read; then whether the branch holds the requirement, and where it came from.
+        let held = state.ledger.with_untracked(|ledger| {
+            let ledger = ledger.as_ref()?;
+            Some(ledger.requirements.iter().find(|r| r.key == key).map(|r| r.sources.first().copied()))
         });
-        let Some(source) = source else { return };
+        let source = match held {
+            None | Some(Some(None)) => return,
+            Some(None) => {
+                let note = format!("{key} is not in this branch's ledger: it came from a message on another branch.");
+                panel.note.set(Some((key, note)));
+                return;
+            }
+            Some(Some(Some(source))) => source,
+        };
         spawn_local(async move {
             let shown = move || state.messages.with_untracked(|list| list.iter().any(|m| m.id == source));
             let mut found = shown();
