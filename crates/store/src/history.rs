@@ -199,6 +199,16 @@ pub enum ImportAuthor {
     Assistant { model: Option<String> },
 }
 
+impl ImportAuthor {
+    /// The author's columns as written: the person's id (the importing person's), or the model's name.
+    fn columns(&self, user: Uuid) -> (Option<Uuid>, Option<String>) {
+        match self {
+            ImportAuthor::Importer => (Some(user), None),
+            ImportAuthor::Assistant { model } => (None, model.clone()),
+        }
+    }
+}
+
 /// A conversation of an import with the ids its rows get.
 pub(crate) struct Prepared<'a> {
     pub id: Uuid,
@@ -559,10 +569,7 @@ shared_sql! {
             } else {
                 request
             };
-            let (author_id, model) = match &version.author {
-                ImportAuthor::Importer => (Some(D::id(user)), None),
-                ImportAuthor::Assistant { model } => (None, model.clone()),
-            };
+            let (author_id, model) = version.author.columns(user);
             insert = insert
                 .bind(D::id(p.artifact_ids[a]))
                 .bind(version.version)
@@ -571,7 +578,7 @@ shared_sql! {
                 .bind(D::time(version.created_at))
                 .bind(request.map(D::id))
                 .bind(written_on.map(D::id))
-                .bind(author_id)
+                .bind(author_id.map(D::id))
                 .bind(model);
         }
         insert.persistent(false).execute(conn).await?;
@@ -619,10 +626,7 @@ shared_sql! {
         let mut insert = sqlx::query(&sql);
         for i in range {
             let (r, revision) = p.revision(i);
-            let (author_id, model) = match &revision.author {
-                ImportAuthor::Importer => (Some(D::id(user)), None),
-                ImportAuthor::Assistant { model } => (None, model.clone()),
-            };
+            let (author_id, model) = revision.author.columns(user);
             insert = insert
                 .bind(D::id(p.requirement_ids[r]))
                 .bind(D::id(p.id))
@@ -630,7 +634,7 @@ shared_sql! {
                 .bind(revision.kind.as_str())
                 .bind(revision.status.as_str())
                 .bind(p.link(revision.message).map(D::id))
-                .bind(author_id)
+                .bind(author_id.map(D::id))
                 .bind(model)
                 .bind(D::time(revision.created_at));
         }

@@ -354,15 +354,7 @@ fn requirements_from_quire(
                     })
                 })
                 .transpose()?;
-            let author = match r.author {
-                VersionAuthor::Person { .. } => ImportAuthor::Importer,
-                VersionAuthor::Assistant { model } => {
-                    if let Some(model) = &model {
-                        check_text(model, MAX_MODEL_CHARS, format!("{here}author.model"), "A model name")?;
-                    }
-                    ImportAuthor::Assistant { model }
-                }
-            };
+            let author = author_from_quire(r.author, &here)?;
             revisions.push(ImportRevision {
                 text,
                 kind: r.kind,
@@ -492,15 +484,7 @@ fn version_from_quire(
         })
         .transpose()
     };
-    let author = match a.author {
-        VersionAuthor::Person { .. } => ImportAuthor::Importer,
-        VersionAuthor::Assistant { model } => {
-            if let Some(model) = &model {
-                check_text(model, MAX_MODEL_CHARS, format!("{at}author.model"), "A model name")?;
-            }
-            ImportAuthor::Assistant { model }
-        }
-    };
+    let author = author_from_quire(a.author, at)?;
     Ok(ImportedVersion {
         artifact_type: a.artifact_type,
         assistant_message: position(a.assistant_message_id, "assistant_message_id")?,
@@ -513,6 +497,20 @@ fn version_from_quire(
             title: a.title,
             content: a.content,
         },
+    })
+}
+
+/// Who wrote a version or made a change in a Quire export (`at`: where it is in the body): a person's work becomes
+/// the importing person's; the assistant's keeps its model's name, checked.
+fn author_from_quire(author: VersionAuthor, at: &str) -> Result<ImportAuthor> {
+    Ok(match author {
+        VersionAuthor::Person { .. } => ImportAuthor::Importer,
+        VersionAuthor::Assistant { model } => {
+            if let Some(model) = &model {
+                check_text(model, MAX_MODEL_CHARS, format!("{at}author.model"), "A model name")?;
+            }
+            ImportAuthor::Assistant { model }
+        }
     })
 }
 
