@@ -118,20 +118,15 @@ test('a status line shows while a document is saved, and goes when the turn ends
   await openHydrated(page);
   await send(page, 'We plan a school app. Parents must see homework. Teachers want to message a whole class.');
 
-  // The status may show only briefly: record every status line added to the conversation from now on.
+  // The status may show only briefly: record every status line the conversation shows from now on (a line still
+  // on screen from the turn before changes its text in place).
   await page.evaluate(() => {
     const seen: string[] = [];
     (window as unknown as { statusLines: string[] }).statusLines = seen;
     const log = document.querySelector('[role="log"]')!;
-    new MutationObserver((records) => {
-      for (const record of records) {
-        for (const node of Array.from(record.addedNodes)) {
-          if (!(node instanceof Element)) continue;
-          const found = node.matches('[role="status"]') ? [node] : Array.from(node.querySelectorAll('[role="status"]'));
-          for (const status of found) seen.push(status.textContent ?? '');
-        }
-      }
-    }).observe(log, { childList: true, subtree: true });
+    new MutationObserver(() => {
+      for (const status of Array.from(log.querySelectorAll('[role="status"]'))) seen.push(status.textContent ?? '');
+    }).observe(log, { childList: true, subtree: true, characterData: true });
   });
 
   await send(page, 'Generate user stories from this conversation');

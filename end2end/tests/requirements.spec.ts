@@ -171,17 +171,26 @@ test('requirements no document covers stand out, and a document is generated for
   for (const key of ['R-1', 'R-2']) {
     await expect(requirement(page, key).getByRole('button', { name: /\(v1\)$/ })).toBeVisible();
   }
+});
 
-  // On a branch where they were never said, the document (generated silently, so on every branch) still cites
-  // them, and following one says where it came from.
-  await page.keyboard.press('Escape');
+test('a document on every branch cites a requirement stated on another, and following it says so', async ({ page }) => {
+  await openHydrated(page);
+  await send(page, 'We are building a bike repair app. Customers must be able to book a repair slot.');
+  // Generated silently, the stories belong to no answer: every branch shows them.
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
+  await page.getByRole('menuitem', { name: 'User Stories' }).click();
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  await expect(page.getByTestId('generating-indicator')).toHaveCount(0);
+
+  // A branch where the requirement was never said.
   await page.getByTestId('message-user').first().getByRole('button', { name: 'Edit message' }).click();
   const editor = page.getByRole('form', { name: 'Edit message' });
   await editor.getByRole('textbox').fill('Hello there.');
   await editor.getByRole('button', { name: 'Send' }).click();
   await expect(editor).toHaveCount(0);
   await expect(page.getByRole('button', { name: 'Send', exact: true })).toBeVisible();
-  await expect(page.getByTestId('message-user')).toHaveCount(1);
+  await expect(page.getByTestId('message-user')).toHaveText(/Hello there\./);
+
   await page.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
   await page.getByRole('dialog').getByRole('button', { name: 'Requirement R-1' }).first().click();
   await expect(panel(page).getByTestId('requirement-elsewhere')).toHaveText(

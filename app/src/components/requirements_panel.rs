@@ -573,6 +573,7 @@ mod tests {
                 requirement("R-3", RequirementStatus::Active),
             ],
             uncovered: Vec::new(),
+            elsewhere: Vec::new(),
         };
         assert_eq!(in_force(&Some(ledger)), 2);
         assert_eq!(in_force(&None), 0);

@@ -194,6 +194,8 @@ pub struct LedgerView {
     pub standing: Vec<Standing>,
     /// Per document of the path.
     pub marks: HashMap<Uuid, DocumentMarks>,
+    /// The numbers of the requirements stated only on other paths, in order.
+    pub elsewhere: Vec<i64>,
 }
 
 impl LedgerView {
@@ -210,7 +212,8 @@ impl LedgerView {
             .filter(|r| r.status.in_force() && r.covered_by.is_empty())
             .map(|r| r.key.clone())
             .collect();
-        wire::Ledger { requirements, uncovered }
+        let elsewhere = self.elsewhere.iter().map(|n| requirement_key(*n)).collect();
+        wire::Ledger { requirements, uncovered, elsewhere }
     }
 
     /// Fills in each document's cited keys and out-of-date marks.
@@ -379,7 +382,14 @@ impl LedgerRows {
                 });
             }
         }
-        LedgerView { standing, marks }
+        let stated: HashSet<i64> = standing.iter().map(|s| s.number).collect();
+        let elsewhere = self
+            .requirements
+            .iter()
+            .filter(|r| first.contains_key(&r.id) && !stated.contains(&r.number))
+            .map(|r| r.number)
+            .collect();
+        LedgerView { standing, marks, elsewhere }
     }
 }
 
@@ -897,6 +907,8 @@ mod tests {
         let view = rows.on_path(&[here].into());
         let keys: Vec<&str> = view.standing.iter().map(|s| s.requirement.key.as_str()).collect();
         assert_eq!(keys, ["R-1", "R-3"]);
+        assert_eq!(view.elsewhere, [2], "R-2 is stated only on the other branch");
+        assert_eq!(view.ledger().elsewhere, ["R-2"]);
         // A revision that changes nothing of the text leaves the document current; the old version's citation
         // is not the current version's.
         let marks = &view.marks[&doc];

@@ -148,6 +148,10 @@ pub struct Ledger {
     pub requirements: Vec<Requirement>,
     /// The keys of requirements in force that no document covers.
     pub uncovered: Vec<String>,
+    /// The keys of the conversation's requirements stated only on other branches (a document shown on every
+    /// branch may cite them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub elsewhere: Vec<String>,
 }
 
 /// `PATCH /api/threads/{id}/requirements/{key}`: a person's change of a requirement (at least one field).

@@ -369,6 +369,7 @@ async fn the_ledger_follows_the_branch_shown() {
         let l = ledger(&server, thread).await;
         let shown: Vec<(&str, &str)> = l.requirements.iter().map(|r| (r.key.as_str(), r.text.as_str())).collect();
         assert_eq!(shown, [("R-2", "Slots are 60 minutes.")]);
+        assert_eq!(l.elsewhere, ["R-1"], "stated on the other branch only");
 
         // Switching back restores it.
         let url = server.url(&format!("/api/threads/{thread}/branch"));
@@ -377,6 +378,7 @@ async fn the_ledger_follows_the_branch_shown() {
         let l = ledger(&server, thread).await;
         let shown: Vec<(&str, &str)> = l.requirements.iter().map(|r| (r.key.as_str(), r.text.as_str())).collect();
         assert_eq!(shown, [("R-1", "Slots are 30 minutes.")]);
+        assert_eq!(l.elsewhere, ["R-2"]);
     }
 }
 

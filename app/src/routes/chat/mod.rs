@@ -197,7 +197,12 @@ pub fn ChatPage() -> impl IntoView {
         }),
     };
     let requirement_keys = Memo::new(move |_| {
-        state.ledger.with(|l| l.as_ref().map(|l| l.requirements.iter().map(|r| r.key.clone()).collect::<Vec<_>>()))
+        // Those stated on other branches link too: a document shown on every branch may cite them.
+        state.ledger.with(|l| {
+            l.as_ref().map(|l| {
+                l.requirements.iter().map(|r| r.key.clone()).chain(l.elsewhere.iter().cloned()).collect::<Vec<_>>()
+            })
+        })
     });
     let around =
         ViewerContext { keys: Signal::derive(move || requirement_keys.get().unwrap_or_default()), busy: occupied };

@@ -62,10 +62,14 @@ impl ChatActions {
         if !panel.open.get_untracked() {
             panel.open.set(true);
         }
-        // `None` until the ledger is read; then whether the branch holds the requirement, and where it came from.
+        // `None` until the ledger is read, or for a key the conversation does not have; then whether this branch
+        // holds the requirement, and where it came from.
         let held = state.ledger.with_untracked(|ledger| {
             let ledger = ledger.as_ref()?;
-            Some(ledger.requirements.iter().find(|r| r.key == key).map(|r| r.sources.first().copied()))
+            match ledger.requirements.iter().find(|r| r.key == key) {
+                Some(r) => Some(Some(r.sources.first().copied())),
+                None => ledger.elsewhere.contains(&key).then_some(None),
+            }
         });
         let source = match held {
             None | Some(Some(None)) => return,
