@@ -613,8 +613,9 @@ shared_sql! {
         }))
     }
 
-    /// Writes `writes` to the person's `thread`'s ledger (in the caller's transaction); `NotFound` when the
-    /// thread, a requirement or a message is not the person's and the thread's.
+    /// Writes `writes` to the person's `thread`'s ledger (in the caller's transaction, which has locked the
+    /// thread's row where there are other writers: see `lock_thread`); `NotFound` when the thread, a requirement
+    /// or a message is not the person's and the thread's.
     pub(crate) async fn record_requirements(
         conn: &mut D::Connection,
         user: Uuid,
@@ -623,11 +624,7 @@ shared_sql! {
         author: &VersionAuthor,
         at: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
-        // The thread's row locked where there are other writers (which checks its owner too); where there are
-        // none, the owner is checked by the statements that write.
-        if !D::FOR_UPDATE.is_empty() {
-            Self::lock_thread(&mut *conn, user, thread).await?;
-        }
+        // The owner is checked by the statements that write (and by the caller's lock, where there is one).
         // The new requirements first, numbered on from the conversation's highest, in one statement that writes
         // nothing unless the thread is the person's.
         let adds: Vec<serde_json::Value> = writes
@@ -846,9 +843,10 @@ macro_rules! requirements_for {
                 ) -> Result<Vec<Recorded>> {
                     let at = now();
                     self.write_together(move |tx| {
-                        Box::pin(
-                            async move { Shared::record_requirements(tx, user, thread, &writes, &author, at).await },
-                        )
+                        Box::pin(async move {
+                            Shared::lock_thread(&mut *tx, user, thread).await?;
+                            Shared::record_requirements(tx, user, thread, &writes, &author, at).await
+                        })
                     })
                     .await
                 }
