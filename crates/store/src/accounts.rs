@@ -301,6 +301,27 @@ shared_sql! {
         let email = email.ok_or(StoreError::NotFound)?;
         sqlx::query("delete from sign_in_failures where account = lower($1)").bind(email).execute(&mut *conn).await?;
         sqlx::query("delete from idempotency_keys where user_id = $1").bind(D::id(user)).execute(&mut *conn).await?;
+        // Projects keep an owner: where the account was the only one, the member with the highest role who was
+        // there longest becomes one; a project with no one else goes with the account.
+        sqlx::query(
+            "delete from projects where id in (select project_id from project_members where user_id = $1)
+             and not exists (select 1 from project_members o where o.project_id = projects.id and o.user_id <> $1)",
+        )
+        .bind(D::id(user))
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query(
+            "update project_members set role = 'owner'
+             where project_id in (select m.project_id from project_members m where m.user_id = $1 and m.role = 'owner')
+             and not exists (select 1 from project_members o
+                 where o.project_id = project_members.project_id and o.role = 'owner' and o.user_id <> $1)
+             and user_id = (select c.user_id from project_members c
+                 where c.project_id = project_members.project_id and c.user_id <> $1
+                 order by case c.role when 'editor' then 0 else 1 end, c.added_at, c.user_id limit 1)",
+        )
+        .bind(D::id(user))
+        .execute(&mut *conn)
+        .await?;
         // The rest hangs off the account by foreign keys that cascade (and, on SQLite, triggers that keep the
         // search index).
         sqlx::query("delete from users where id = $1").bind(D::id(user)).execute(conn).await?;

@@ -13,6 +13,7 @@ pub mod history;
 pub mod limits;
 pub mod messages;
 pub mod postgres;
+pub mod projects;
 pub mod requirements;
 pub mod search;
 pub mod search_query;
@@ -42,6 +43,7 @@ pub use changes::{ArtifactChange, ChangeKind, SharedChanges};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
+pub use projects::{ProjectPatch, Projects};
 pub use requirements::{Citation, LedgerRows, LedgerView, LedgerWrite, PlanWrites, Recorded, Requirements, Standing};
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
@@ -58,6 +60,13 @@ pub use turns::{
 pub enum StoreError {
     #[error("not found")]
     NotFound,
+    /// The person may see the row but not do this with it (a project's viewer writing, say); why, in words for
+    /// people.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// A value the database's contents make unacceptable (an e-mail address no account has, say).
+    #[error("invalid {field}: {message}")]
+    Invalid { field: &'static str, message: String },
     #[error("conflict: {0}")]
     Conflict(String),
     /// A document's new version was made from one that is no longer its current version: here it is now.
@@ -216,6 +225,8 @@ pub struct ThreadPatch {
     pub summary: Option<String>,
     /// The conversation's model (`provider/model`); an empty one goes back to the default.
     pub model: Option<String>,
+    /// The project to move it into (`Some(Some(_))`, where its author edits) or out of (`Some(None)`).
+    pub project: Option<Option<Uuid>>,
 }
 
 /// A message to append; its sequence number is taken atomically.
@@ -372,6 +383,7 @@ pub trait Store:
     + Budgets
     + Preferences
     + Shares
+    + Projects
     + Send
     + Sync
     + 'static

@@ -155,6 +155,7 @@ stored_row! {
         id: I,
         title: String,
         model: Option<String>,
+        project_id: Option<I>,
         tags: L,
         pinned: bool,
         archived: bool,
@@ -309,6 +310,9 @@ macro_rules! threads_for {
                             Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
                             if let Some(tags) = &patch.tags {
                                 write_tags(&mut *tx, user, thread, tags).await?;
+                            }
+                            if let Some(project) = patch.project {
+                                Shared::move_thread(&mut *tx, user, thread, project).await?;
                             }
                             Shared::thread_as::<$row>(tx, THREAD_COLUMNS, user, thread).await
                         })

@@ -10,6 +10,7 @@ pub mod forms;
 pub mod history;
 pub mod models;
 pub mod objects;
+pub mod projects;
 pub mod requirements;
 #[cfg(feature = "openapi")]
 pub mod schema;
@@ -23,6 +24,7 @@ pub use auth::*;
 pub use events::*;
 pub use history::*;
 pub use models::*;
+pub use projects::*;
 pub use requirements::*;
 pub use settings::*;
 pub use trace::*;
@@ -135,6 +137,9 @@ pub struct Thread {
     /// The model the conversation's answers come from (`provider/model`); `None`: the person's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The project it belongs to; `None`: its author's alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_id: Option<Uuid>,
     pub tags: Vec<String>,
     pub pinned: bool,
     pub archived: bool,
@@ -331,6 +336,11 @@ pub struct UpdateThread {
     /// A model of `GET /api/models`; an empty string goes back to the person's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// A project the author edits in, to move the conversation into; `null` takes it out of its project. Only
+    /// the conversation's author moves it.
+    #[serde(default, deserialize_with = "projects::present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Uuid>, nullable))]
+    pub project_id: Option<Option<Uuid>>,
 }
 
 /// `GET /api/threads`.

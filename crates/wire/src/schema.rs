@@ -67,6 +67,10 @@ macro_rules! schemas {
 schemas! {
     /// A conversation's or a document's title.
     Title => text(MAX_TITLE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
+    /// A project's name.
+    ProjectName => text(crate::MAX_PROJECT_NAME_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
+    /// A project's description.
+    ProjectDescription => text(crate::MAX_PROJECT_DESCRIPTION_CHARS, NO_NUL_PATTERN, "Trimmed when saved; may be empty");
     /// One tag of a conversation.
     Tag => text(MAX_TAG_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// The tags of a conversation.

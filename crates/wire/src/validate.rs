@@ -40,6 +40,25 @@ pub fn title(title: &str) -> Result<String, Invalid> {
     trimmed_text(title, MAX_TITLE_CHARS, "title", "title")
 }
 
+/// A project's name, trimmed: 1 to [`MAX_PROJECT_NAME_CHARS`](crate::MAX_PROJECT_NAME_CHARS) characters, not
+/// only whitespace.
+pub fn project_name(name: &str) -> Result<String, Invalid> {
+    trimmed_text(name, crate::MAX_PROJECT_NAME_CHARS, "name", "name")
+}
+
+/// A project's description, trimmed (it may be empty): at most
+/// [`MAX_PROJECT_DESCRIPTION_CHARS`](crate::MAX_PROJECT_DESCRIPTION_CHARS) characters, no NUL.
+pub fn project_description(text: &str) -> Result<String, Invalid> {
+    let max = crate::MAX_PROJECT_DESCRIPTION_CHARS;
+    if text.chars().count() > max {
+        return Err(Invalid::new("description", format!("The description is longer than {max} characters.")));
+    }
+    if has_nul(text) {
+        return Err(Invalid::new("description", "The description must not contain NUL characters."));
+    }
+    Ok(text.trim().to_string())
+}
+
 /// One tag, trimmed: 1 to [`MAX_TAG_CHARS`] characters, not only whitespace.
 pub fn tag(tag: &str) -> Result<String, Invalid> {
     if tag.chars().count() > MAX_TAG_CHARS {

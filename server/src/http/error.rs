@@ -216,6 +216,8 @@ impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::NotFound => ApiError::NotFound,
+            StoreError::Forbidden(message) => ApiError::Forbidden { code: "role_required", message },
+            StoreError::Invalid { field, message } => ApiError::invalid(field, message),
             StoreError::Conflict(message) => ApiError::Conflict(message),
             StoreError::VersionConflict(current) => ApiError::VersionConflict(current),
             StoreError::BudgetExceeded { resets_at } => ApiError::BudgetExceeded { resets_at },

@@ -17,6 +17,7 @@ pub mod headers;
 pub mod messages;
 pub mod models;
 pub mod openapi;
+pub mod projects;
 pub mod rate_limit;
 pub mod requirements;
 pub mod search;
@@ -139,6 +140,7 @@ pub fn api_router() -> Router<AppState> {
         .merge(settings::router())
         .merge(models::router())
         .merge(shares::router())
+        .merge(projects::router())
         .merge(export::router())
         .merge(artifacts::router())
         .merge(requirements::router())

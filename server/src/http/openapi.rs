@@ -12,8 +12,8 @@ use utoipa::{
 };
 
 use super::{
-    admin, artifacts, attachments, auth, changes, chat, export, messages, models, requirements, search, settings,
-    shares, stats, threads,
+    admin, artifacts, attachments, auth, changes, chat, export, messages, models, projects, requirements, search,
+    settings, shares, stats, threads,
 };
 
 /// The whole API.
@@ -31,6 +31,8 @@ use super::{
         threads::list_threads, threads::create_thread, threads::get_thread, threads::update_thread,
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
+        projects::create, projects::list, projects::show, projects::update, projects::remove, projects::members,
+        projects::add_member, projects::change_role, projects::remove_member, projects::activity, projects::threads,
         chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, changes::changes,
         requirements::ledger, requirements::update, requirements::export,
         messages::add_message, messages::regenerate, messages::switch_branch, messages::context, messages::trace,
@@ -45,6 +47,7 @@ use super::{
     modifiers(&SessionSchemes, &ExtractorErrors),
     tags((name = "auth", description = "Accounts and sessions"),
         (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
+        (name = "projects", description = "Team projects: members and roles, conversations, activity"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
         (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
         (name = "artifacts", description = "Artifacts (the documents people see), their versions and exports, and attached files"),

@@ -216,6 +216,7 @@ pub async fn update_thread(
         archived: body.archived,
         summary: None,
         model: body.model.map(|id| wire::checked_id("model", id)).transpose()?,
+        project: body.project_id,
     };
     let patch = ThreadPatch { model: super::models::checked_choice(&state, "model", patch.model).await?, ..patch };
     Ok(Json(state.chat.update_thread(user.id, id, &patch).await?))

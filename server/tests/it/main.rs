@@ -31,6 +31,7 @@ mod models;
 mod multi_instance;
 mod ops;
 mod parser_properties;
+mod projects;
 mod protection;
 mod redaction;
 mod reliability;

@@ -121,7 +121,11 @@ impl ChatActions {
             return;
         }
         self.begin_turn();
-        self.branches().editing.set(None);
+        // An edited message's box stays until its row has left the list (see [`run_fork`]): a row switched back
+        // to its bubble in the same tick as the list drops it could leave its text behind in the next row.
+        if matches!(fork, Fork::Answer { .. }) {
+            self.branches().editing.set(None);
+        }
         spawn_local(run_fork(self, id, at, fork));
     }
 
@@ -175,6 +179,8 @@ async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
             client::regenerate(id, *of, &key, |event| state.apply(id, event, "", changed)).await
         }
     };
+    // The edited message's row is gone by now; nothing is left to switch back.
+    actions.branches().editing.set(None);
     if let Err(e) = result {
         turn_failed(state, id, e, None);
     }

@@ -120,3 +120,4 @@ impl Postgres {
 }
 
 crate::threads::threads_for!(Postgres, ThreadRow<Uuid, DateTime<Utc>, Vec<String>>);
+crate::projects::projects_for!(Postgres, ThreadRow<Uuid, DateTime<Utc>, Vec<String>>);

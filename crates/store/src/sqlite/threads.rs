@@ -80,3 +80,4 @@ impl Sqlite {
 }
 
 crate::threads::threads_for!(Sqlite, ThreadRow<String, i64, String>);
+crate::projects::projects_for!(Sqlite, ThreadRow<String, i64, String>);

@@ -151,6 +151,7 @@ async fn found(store: &DynStore, user: Uuid, word: &str) -> Vec<Option<Uuid>> {
 mod accounts;
 mod documents;
 mod messages;
+mod projects;
 mod properties;
 mod search;
 mod threads;

@@ -1,0 +1,235 @@
+//! Team projects over HTTP: a team lead makes a project, adds colleagues by e-mail with roles, conversations move
+//! in and out, and the activity log tells it. A non-member gets 404 on every project route, exactly as for a
+//! missing project; a member without the role gets 403; a removed member loses access at once. On SQLite and,
+//! with `scripts/with-postgres`, on PostgreSQL.
+
+use reqwest::{Client, Response};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::common::{every_store, get_json, TestServer};
+use wire::{
+    ActivityKind, ActivityList, ErrorBody, MemberList, Project, ProjectList, ProjectMember, ProjectRole, Thread,
+    ThreadDetail, ThreadList,
+};
+
+async fn send(client: &Client, server: &TestServer, method: &str, path: &str, body: Option<Value>) -> Response {
+    let url = server.url(path);
+    let request = match method {
+        "GET" => client.get(url),
+        "POST" => client.post(url),
+        "PATCH" => client.patch(url),
+        "DELETE" => client.delete(url),
+        other => panic!("{other}"),
+    };
+    match body {
+        Some(body) => request.json(&body),
+        None => request,
+    }
+    .send()
+    .await
+    .unwrap()
+}
+
+async fn expect(response: Response, status: u16, code: &str, what: &str) {
+    assert_eq!(response.status(), status, "{what}");
+    assert_eq!(response.json::<ErrorBody>().await.unwrap().error.code, code, "{what}");
+}
+
+/// Every project route, with a body where it takes one.
+fn every_route(project: Uuid, member: Uuid) -> Vec<(&'static str, String, Option<Value>)> {
+    let p = format!("/api/projects/{project}");
+    vec![
+        ("GET", p.clone(), None),
+        ("PATCH", p.clone(), Some(json!({"name": "Taken over"}))),
+        ("DELETE", p.clone(), None),
+        ("GET", format!("{p}/members"), None),
+        ("POST", format!("{p}/members"), Some(json!({"email": "owner@example.com", "role": "viewer"}))),
+        ("PATCH", format!("{p}/members/{member}"), Some(json!({"role": "viewer"}))),
+        ("DELETE", format!("{p}/members/{member}"), None),
+        ("GET", format!("{p}/activity"), None),
+        ("GET", format!("{p}/threads"), None),
+    ]
+}
+
+async fn move_thread(client: &Client, server: &TestServer, thread: Uuid, project: Option<Uuid>) -> Response {
+    send(client, server, "PATCH", &format!("/api/threads/{thread}"), Some(json!({"project_id": project}))).await
+}
+
+#[tokio::test]
+async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
+    for (store, _guard) in every_store("projects_http").await {
+        let server = TestServer::builtin(store).await;
+        let lead = &server.client;
+        let (bob, bob_auth) = server.second_user("bob@example.com").await;
+        let (mallory, _) = server.second_user("mallory@example.com").await;
+        let bob_id = bob_auth.user.id;
+
+        // The lead makes a project; it is theirs, as owner.
+        let made = send(
+            lead,
+            &server,
+            "POST",
+            "/api/projects",
+            Some(json!({"name": "  Clinic  ", "description": "Bookings"})),
+        )
+        .await;
+        assert_eq!(made.status(), 201);
+        let project: Project = made.json().await.unwrap();
+        assert_eq!((project.name.as_str(), project.role, project.member_count), ("Clinic", ProjectRole::Owner, 1));
+        let blank = send(lead, &server, "POST", "/api/projects", Some(json!({"name": "   "}))).await;
+        expect(blank, 422, "validation_failed", "a blank name").await;
+        let p = project.id;
+
+        // Colleagues are added by e-mail, written any way; a second time or an unknown address is refused.
+        let added = send(
+            lead,
+            &server,
+            "POST",
+            &format!("/api/projects/{p}/members"),
+            Some(json!({"email": "BOB@example.com", "role": "viewer"})),
+        )
+        .await;
+        assert_eq!(added.status(), 201);
+        let member: ProjectMember = added.json().await.unwrap();
+        assert_eq!((member.user_id, member.role), (bob_id, ProjectRole::Viewer));
+        let again = send(
+            lead,
+            &server,
+            "POST",
+            &format!("/api/projects/{p}/members"),
+            Some(json!({"email": "bob@example.com", "role": "editor"})),
+        )
+        .await;
+        expect(again, 409, "conflict", "a member added twice").await;
+        let nobody = send(
+            lead,
+            &server,
+            "POST",
+            &format!("/api/projects/{p}/members"),
+            Some(json!({"email": "nobody@example.com", "role": "editor"})),
+        )
+        .await;
+        expect(nobody, 422, "validation_failed", "an address no account has").await;
+
+        let bobs: ProjectList = get_json(&bob, &server.url("/api/projects")).await;
+        assert_eq!(bobs.projects.iter().map(|x| (x.id, x.role)).collect::<Vec<_>>(), vec![(p, ProjectRole::Viewer)]);
+        let members: MemberList = get_json(&bob, &server.url(&format!("/api/projects/{p}/members"))).await;
+        let listed: Vec<_> = members.members.iter().map(|m| (m.email.as_str(), m.role)).collect();
+        assert_eq!(listed, vec![("owner@example.com", ProjectRole::Owner), ("bob@example.com", ProjectRole::Viewer)]);
+
+        // The lead moves a conversation in; a member reads the project's conversations.
+        let plans = server.create_titled_thread("Booking plans").await;
+        let moved = move_thread(lead, &server, plans, Some(p)).await;
+        assert_eq!(moved.status(), 200);
+        assert_eq!(moved.json::<Thread>().await.unwrap().project_id, Some(p));
+        let seen: ThreadList = get_json(&bob, &server.url(&format!("/api/projects/{p}/threads"))).await;
+        assert_eq!(seen.threads.iter().map(|t| t.id).collect::<Vec<_>>(), vec![plans]);
+
+        // A viewer writes nothing: 403 on every write, and their own conversation stays out.
+        let own = server.create_thread_as(&bob).await;
+        expect(move_thread(&bob, &server, own, Some(p)).await, 403, "role_required", "a viewer moving in").await;
+        for (method, path, body) in every_route(p, server.user.id) {
+            if method == "GET" {
+                assert_eq!(send(&bob, &server, method, &path, body).await.status(), 200, "{method} {path}");
+            } else {
+                expect(
+                    send(&bob, &server, method, &path, body).await,
+                    403,
+                    "role_required",
+                    &format!("{method} {path}"),
+                )
+                .await;
+            }
+        }
+        // Raised to editor, they move their conversation in.
+        let raised = send(
+            lead,
+            &server,
+            "PATCH",
+            &format!("/api/projects/{p}/members/{bob_id}"),
+            Some(json!({"role": "editor"})),
+        )
+        .await;
+        assert_eq!(raised.status(), 200);
+        assert_eq!(move_thread(&bob, &server, own, Some(p)).await.status(), 200);
+        let seen: ThreadList = server.get_json(&format!("/api/projects/{p}/threads")).await;
+        assert_eq!(seen.threads.len(), 2);
+
+        // A non-member gets 404 on every route, as for a project that does not exist, and moves nothing in.
+        let theirs = server.create_thread_as(&mallory).await;
+        for target in [p, Uuid::new_v4()] {
+            for (method, path, body) in every_route(target, bob_id) {
+                expect(
+                    send(&mallory, &server, method, &path, body).await,
+                    404,
+                    "not_found",
+                    &format!("{method} {path}"),
+                )
+                .await;
+            }
+            expect(move_thread(&mallory, &server, theirs, Some(target)).await, 404, "not_found", "moving in").await;
+        }
+        let none: ProjectList = get_json(&mallory, &server.url("/api/projects")).await;
+        assert!(none.projects.is_empty());
+        // Nor does anyone move a conversation that is not theirs.
+        expect(move_thread(&bob, &server, plans, None).await, 404, "not_found", "moving another's out").await;
+
+        // A project keeps an owner.
+        let me = server.user.id;
+        let alone =
+            send(lead, &server, "PATCH", &format!("/api/projects/{p}/members/{me}"), Some(json!({"role": "editor"})))
+                .await;
+        expect(alone, 409, "conflict", "the last owner lowering themselves").await;
+        let leave = send(lead, &server, "DELETE", &format!("/api/projects/{p}/members/{me}"), None).await;
+        expect(leave, 409, "conflict", "the last owner leaving").await;
+        let handed = send(
+            lead,
+            &server,
+            "PATCH",
+            &format!("/api/projects/{p}/members/{bob_id}"),
+            Some(json!({"role": "owner"})),
+        )
+        .await;
+        assert_eq!(handed.status(), 200);
+
+        // Bob, now an owner, removes the lead: their access ends at once.
+        let removed = send(&bob, &server, "DELETE", &format!("/api/projects/{p}/members/{me}"), None).await;
+        assert_eq!(removed.status(), 204);
+        expect(server.get(&format!("/api/projects/{p}")).await, 404, "not_found", "a removed member").await;
+        expect(server.get(&format!("/api/projects/{p}/threads")).await, 404, "not_found", "a removed member").await;
+        // Their conversation stays theirs (and in the project); they can take it out.
+        assert_eq!(move_thread(lead, &server, plans, None).await.status(), 200);
+
+        // The log tells it all, newest first, to members only.
+        let log: ActivityList = get_json(&bob, &server.url(&format!("/api/projects/{p}/activity"))).await;
+        let kinds: Vec<ActivityKind> = log.entries.iter().rev().map(|e| e.kind).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ActivityKind::ProjectCreated,
+                ActivityKind::MemberAdded,
+                ActivityKind::ConversationMovedIn,
+                ActivityKind::RoleChanged,
+                ActivityKind::ConversationMovedIn,
+                ActivityKind::RoleChanged,
+                ActivityKind::MemberRemoved,
+                ActivityKind::ConversationMovedOut,
+            ]
+        );
+        let added = &log.entries[log.entries.len() - 2];
+        assert_eq!((added.subject.as_deref(), added.role), (Some("bob@example.com"), Some(ProjectRole::Viewer)));
+        assert_eq!(log.entries[0].subject.as_deref(), Some("Booking plans"));
+        let page: ActivityList =
+            get_json(&bob, &server.url(&format!("/api/projects/{p}/activity?limit=2&before={}", log.entries[1].id)))
+                .await;
+        assert_eq!(page.entries.iter().map(|e| e.id).collect::<Vec<_>>(), vec![log.entries[2].id, log.entries[3].id]);
+        let bad = send(&bob, &server, "GET", &format!("/api/projects/{p}/activity?limit=0"), None).await;
+        assert_eq!(bad.status(), 400);
+
+        // Deleting the project leaves its conversations with their authors.
+        assert_eq!(send(&bob, &server, "DELETE", &format!("/api/projects/{p}"), None).await.status(), 204);
+        let kept: ThreadDetail = get_json(&bob, &server.url(&format!("/api/threads/{own}"))).await;
+        assert_eq!(kept.thread.project_id, None);
+    }
+}
