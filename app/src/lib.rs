@@ -24,6 +24,7 @@ use crate::components::sidebar::Sidebar;
 use crate::routes::admin::{AdminPage, ResetPasswordPage};
 use crate::routes::auth::{SignInPage, SignUpPage};
 use crate::routes::chat::ChatPage;
+use crate::routes::projects::ProjectPage;
 use crate::routes::search::SearchPage;
 use crate::routes::settings::SettingsPage;
 use crate::routes::share::SharedPage;
@@ -118,6 +119,7 @@ fn Layout() -> impl IntoView {
                     <Route path=path!("/") view=ChatPage/>
                     <Route path=path!("/c/:id") view=ChatPage/>
                     <Route path=path!("/search") view={Lazy::<SearchRoute>::new()}/>
+                    <Route path=path!("/projects/:id") view={Lazy::<ProjectRoute>::new()}/>
                     <Route path=path!("/stats") view={Lazy::<StatsRoute>::new()}/>
                     <Route path=path!("/settings") view={Lazy::<SettingsRoute>::new()}/>
                     <Route path=path!("/account") view={Lazy::<SettingsRoute>::new()}/>
@@ -155,6 +157,7 @@ macro_rules! lazy_pages {
 
 lazy_pages! {
     SearchRoute => SearchPage;
+    ProjectRoute => ProjectPage;
     StatsRoute => StatsPage;
     SettingsRoute => SettingsPage;
     SharedRoute => SharedPage;

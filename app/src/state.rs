@@ -179,6 +179,8 @@ pub struct ChatState {
     pub(crate) quote: RwSignal<Option<QuoteDraft>>,
     /// The requirements ledger of the path shown; `None` until it is read.
     pub(crate) ledger: RwSignal<Option<Ledger>>,
+    /// Whether the person only reads the conversation (a member of its project who did not write it).
+    pub(crate) read_only: RwSignal<bool>,
 }
 
 /// A passage picked with "Ask about this", waiting for the message that asks about it.
@@ -210,6 +212,7 @@ impl ChatState {
             draft: RwSignal::new(String::new()),
             quote: RwSignal::new(None),
             ledger: RwSignal::new(None),
+            read_only: RwSignal::new(false),
         }
     }
 
@@ -229,6 +232,7 @@ impl ChatState {
         self.draft.set(String::new());
         self.quote.set(None);
         self.ledger.set(None);
+        self.read_only.set(false);
     }
 
     /// Applies one event of a typed turn of thread `id`.

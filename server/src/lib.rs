@@ -145,6 +145,7 @@ pub fn app(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::access::read_only_writes))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::shares::shared_pages));
     let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);

@@ -5,6 +5,7 @@ pub use wire::*;
 
 pub mod admin_calls;
 pub mod client;
+pub mod project_calls;
 pub mod upload;
 
 /// The value of `name` in the fragment of the page the browser shows; `None` on the server, which never sees one.

@@ -17,6 +17,8 @@ pub enum ThreadAction {
     Pin,
     /// Archive when active, bring back when archived.
     Archive,
+    /// Into a project, or out of one.
+    Move,
     Delete,
 }
 
@@ -170,6 +172,7 @@ fn thread_menu(thread: Thread, menu: RwSignal<Option<Uuid>>, on_action: Callback
         (ThreadAction::Tags, "Edit tags"),
         (ThreadAction::Pin, if thread.pinned { "Unpin" } else { "Pin" }),
         (ThreadAction::Archive, if thread.archived { "Unarchive" } else { "Archive" }),
+        (ThreadAction::Move, "Move to project…"),
         (ThreadAction::Delete, "Delete"),
     ];
     let menu_label = format!("Options for {}", thread.title);

@@ -3,6 +3,7 @@
 pub mod admin;
 pub mod auth;
 pub mod chat;
+pub mod projects;
 pub mod search;
 pub mod settings;
 pub mod share;

@@ -7,6 +7,7 @@ use uuid::Uuid;
 use wire::{Artifact, ArtifactType, ArtifactVersion, VersionAuthor, REQUEST_EXCERPT_CHARS};
 
 use super::columns::{convert, shared_sql, stored_row};
+use super::projects::readable;
 use super::threads::found;
 use super::{NewArtifact, Result, StoreError, ThreadStamp};
 
@@ -139,6 +140,15 @@ shared_sql! {
         Self::owned_row::<ArtifactRow<D::Id, D::Time>, _>(conn, &sql, artifact, user).await?.ok_or(StoreError::NotFound)
     }
 
+    /// A document the person reads: theirs, or in a conversation of a project of theirs.
+    pub(crate) async fn readable_artifact(conn: &mut D::Connection, user: Uuid, artifact: Uuid) -> Result<Artifact> {
+        let sql = format!(
+            "select {ARTIFACT_COLUMNS} from artifacts where id = $1 and {}",
+            crate::projects::readable("artifacts.thread_id", "$2")
+        );
+        Self::owned_row::<ArtifactRow<D::Id, D::Time>, _>(conn, &sql, artifact, user).await?.ok_or(StoreError::NotFound)
+    }
+
     /// The rows of the person's documents of `thread`, oldest first.
     pub(crate) async fn artifacts(
         conn: &mut D::Connection,
@@ -146,7 +156,8 @@ shared_sql! {
         thread: Uuid,
     ) -> Result<Vec<ArtifactRow<D::Id, D::Time>>> {
         let sql = format!(
-            "select {ARTIFACT_COLUMNS} from artifacts where thread_id = $1 and user_id = $2 order by created_at, pk"
+            "select {ARTIFACT_COLUMNS} from artifacts where thread_id = $1 and {} order by created_at, pk",
+            crate::projects::readable("$1", "$2")
         );
         Ok(sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?)
     }
@@ -175,7 +186,7 @@ shared_sql! {
         user: Uuid,
         artifact: Uuid,
     ) -> Result<Vec<ArtifactVersion>> {
-        let sql = format!("{VERSIONS} where a.id = $1 and a.user_id = $2 order by v.version");
+        let sql = format!("{VERSIONS} where a.id = $1 and {} order by v.version", readable("a.thread_id", "$2"));
         let rows: Vec<VersionRow<D::Id, D::Time>> =
             sqlx::query_as(&sql).bind(D::id(artifact)).bind(D::id(user)).fetch_all(conn).await?;
         found(!rows.is_empty())?;
@@ -189,7 +200,10 @@ shared_sql! {
         user: Uuid,
         thread: Uuid,
     ) -> Result<Vec<ArtifactVersion>> {
-        let sql = format!("{VERSIONS} where a.thread_id = $1 and a.user_id = $2 order by a.created_at, a.pk, v.version");
+        let sql = format!(
+            "{VERSIONS} where a.thread_id = $1 and {} order by a.created_at, a.pk, v.version",
+            readable("$1", "$2")
+        );
         let rows: Vec<VersionRow<D::Id, D::Time>> =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
         convert(rows)
@@ -202,7 +216,7 @@ shared_sql! {
         artifact: Uuid,
         version: i64,
     ) -> Result<ArtifactVersion> {
-        let sql = format!("{VERSIONS} where a.id = $1 and a.user_id = $2 and v.version = $3");
+        let sql = format!("{VERSIONS} where a.id = $1 and {} and v.version = $3", readable("a.thread_id", "$2"));
         let row: Option<VersionRow<D::Id, D::Time>> = sqlx::query_as(&sql)
             .bind(D::id(artifact))
             .bind(D::id(user))
@@ -496,12 +510,12 @@ macro_rules! artifacts_for {
                 #[instrument(skip(self))]
                 async fn list_artifacts(&self, user: Uuid, thread: Uuid) -> Result<Vec<Artifact>> {
                     let rows = Shared::artifacts(&mut *self.read().await?, user, thread).await?;
-                    convert(listing(rows, self.owns("threads", user, thread)).await?)
+                    convert(listing(rows, self.reads_thread(user, thread)).await?)
                 }
 
                 #[instrument(skip(self))]
                 async fn get_artifact(&self, user: Uuid, artifact: Uuid) -> Result<Artifact> {
-                    Shared::artifact(&mut *self.read().await?, user, artifact).await
+                    Shared::readable_artifact(&mut *self.read().await?, user, artifact).await
                 }
 
                 #[instrument(skip(self))]

@@ -10,9 +10,10 @@ use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use uuid::Uuid;
-use wire::{Branching, Message, MessageStatus};
+use wire::{Branching, Message, MessageStatus, ProjectRole::Viewer};
 
 use super::columns::{convert, shared_sql, stored_row, Stored as _};
+use super::projects::{readable, thread_row_access};
 use super::threads::found;
 use super::{
     now, parse_role, renumbering_base, unnumberable, MessageHead, MessageUpdate, NewMessage, Result, StoreError,
@@ -239,7 +240,8 @@ shared_sql! {
         from_seq: i64,
     ) -> Result<Vec<Message>> {
         let sql = format!(
-            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and seq >= $3 order by seq"
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and {} and seq >= $3 order by seq",
+            readable("$1", "$2")
         );
         let rows: Vec<MessageRow<D::Id, D::Time>> =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).bind(from_seq).fetch_all(conn).await?;
@@ -274,7 +276,8 @@ shared_sql! {
         ids: &[Uuid],
     ) -> Result<Vec<Message>> {
         let sql = format!(
-            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and user_id = $2 and {} order by seq",
+            "select {MESSAGE_COLUMNS} from messages where thread_id = $1 and {} and {} order by seq",
+            readable("$1", "$2"),
             D::in_ids("id", "$3")
         );
         let rows: Vec<MessageRow<D::Id, D::Time>> =
@@ -288,8 +291,9 @@ shared_sql! {
         user: Uuid,
         message: Uuid,
     ) -> Result<Option<serde_json::Value>> {
+        let sql = format!("select context from messages where id = $1 and {}", readable("messages.thread_id", "$2"));
         let context: Option<Option<D::Json>> =
-            sqlx::query_scalar("select context from messages where id = $1 and user_id = $2")
+            sqlx::query_scalar(&sql)
                 .bind(D::id(message))
                 .bind(D::id(user))
                 .fetch_optional(conn)
@@ -373,17 +377,20 @@ shared_sql! {
         thread: Uuid,
         lock: bool,
     ) -> Result<Option<(Tree, ThreadStamp)>> {
-        let sql = format!(
-            "select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2 {}",
-            if lock { D::FOR_UPDATE } else { "" }
-        );
+        // A read reaches the conversations of the person's projects; a write (which locks) only their own.
+        let sql = if lock {
+            format!("select {STAMP_COLUMNS} from threads where id = $1 and user_id = $2 {}", D::FOR_UPDATE)
+        } else {
+            format!("select {STAMP_COLUMNS} from threads t where id = $1 and {}", thread_row_access("t", "$2", Viewer))
+        };
         let Some(stamp) = Self::owned_row::<StampRow<D::Id>, ThreadStamp>(&mut *conn, &sql, thread, user).await? else {
             return Ok(None);
         };
         // Answered from the `messages_heads` index alone: the rows (and their texts) are not read.
         let sql = format!(
-            "select {HEAD_COLUMNS} from messages {} where thread_id = $1 and user_id = $2 order by seq",
-            D::indexed_by("messages_heads")
+            "select {HEAD_COLUMNS} from messages {} where thread_id = $1 and {} order by seq",
+            D::indexed_by("messages_heads"),
+            readable("$1", "$2")
         );
         let rows: Vec<MessageHeadRow<D::Id>> =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
@@ -568,7 +575,7 @@ macro_rules! messages_for {
                 #[instrument(skip(self))]
                 async fn list_messages(&self, user: Uuid, thread: Uuid) -> Result<Vec<Message>> {
                     let messages = self.list_messages_from(user, thread, i64::MIN).await?;
-                    listing(messages, self.owns("threads", user, thread)).await
+                    listing(messages, self.reads_thread(user, thread)).await
                 }
 
                 #[instrument(skip(self))]

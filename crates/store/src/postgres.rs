@@ -91,6 +91,12 @@ impl Postgres {
         Shared::owns(&mut *self.pool.acquire().await?, table, user, id).await
     }
 
+    /// Whether the person reads the thread: theirs, or in a project of theirs. Used when a listing a member may
+    /// read comes back empty, as [`owns`](Self::owns) is.
+    async fn reads_thread(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        Shared::reads_thread(&mut *self.pool.acquire().await?, user, thread).await
+    }
+
     /// Runs a delete scoped to its owner, binding `ids` in order; `NotFound` when it removed nothing.
     async fn delete(&self, sql: &str, ids: &[Uuid]) -> Result<()> {
         let query = ids.iter().fold(sqlx::query(sql), |query, id| query.bind(*id));

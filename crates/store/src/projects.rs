@@ -29,6 +29,35 @@ pub(crate) fn member_with(project: &str, user: &str, least: ProjectRole) -> Stri
     )
 }
 
+/// SQL for "the person bound to `user` reaches the conversation `thread` (SQL expressions) with the role `least`":
+/// its author always does; a member of its project with that role or a higher one does too. For statements over
+/// a conversation's rows (messages, documents, requirements...), which keep their author's id.
+pub(crate) fn thread_access(thread: &str, user: &str, least: ProjectRole) -> String {
+    format!("exists (select 1 from threads ta where ta.id = {thread} and {})", thread_row_access("ta", user, least))
+}
+
+/// [`thread_access`] for a statement over `threads` itself, named `alias` in it.
+pub(crate) fn thread_row_access(alias: &str, user: &str, least: ProjectRole) -> String {
+    format!(
+        "({alias}.user_id = {user} or ({alias}.project_id is not null and {}))",
+        member_with(&format!("{alias}.project_id"), user, least)
+    )
+}
+
+/// [`thread_access`] for reading: the author and every member of the conversation's project.
+pub(crate) fn readable(thread: &str, user: &str) -> String {
+    thread_access(thread, user, ProjectRole::Viewer)
+}
+
+/// How a person reaches a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThreadReach {
+    /// They wrote it: they read and change all of it.
+    Author,
+    /// It is in a project they are a member of, with this role.
+    Member(ProjectRole),
+}
+
 /// The fields of a project to change.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ProjectPatch {
@@ -132,6 +161,24 @@ shared_sql! {
             None => Some(StoreError::NotFound),
             Some(role) if role < least => Some(StoreError::Forbidden(why.to_owned())),
             Some(_) => None,
+        })
+    }
+
+    /// See [`Projects::thread_reach`].
+    pub(crate) async fn thread_reach(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>> {
+        let row: Option<(bool, Option<String>)> = sqlx::query_as(
+            "select t.user_id = $2, (select pm.role from project_members pm
+                 where pm.project_id = t.project_id and pm.user_id = $2)
+             from threads t where t.id = $1",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(user))
+        .fetch_optional(conn)
+        .await?;
+        Ok(match row {
+            Some((true, _)) => Some(ThreadReach::Author),
+            Some((false, Some(role))) => Some(ThreadReach::Member(role.read("role")?)),
+            _ => None,
         })
     }
 
@@ -595,6 +642,8 @@ pub trait Projects: Send + Sync {
     /// The project's conversations, whoever wrote them, most recently changed first (at most
     /// [`MAX_PROJECT_THREADS`]).
     async fn project_threads(&self, user: Uuid, project: Uuid) -> Result<Vec<Thread>>;
+    /// How the person reaches a conversation: as its author, as a member of its project, or not (`None`).
+    async fn thread_reach(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>>;
 }
 
 /// Implements [`Projects`] for a backend, written once for both, as [`threads_for`](super::threads::threads_for)
@@ -605,7 +654,7 @@ macro_rules! projects_for {
             use tracing::instrument;
             use uuid::Uuid;
             use wire::{Project, ProjectActivity, ProjectMember, ProjectRole, Thread};
-            use $crate::projects::ProjectPatch;
+            use $crate::projects::{ProjectPatch, ThreadReach};
             use $crate::{Projects, Result};
 
             #[async_trait::async_trait]
@@ -683,6 +732,11 @@ macro_rules! projects_for {
                     limit: u32,
                 ) -> Result<Vec<ProjectActivity>> {
                     Shared::activity(&mut *self.read().await?, user, project, before, limit).await
+                }
+
+                #[instrument(skip(self))]
+                async fn thread_reach(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>> {
+                    Shared::thread_reach(&mut *self.read().await?, user, thread).await
                 }
 
                 #[instrument(skip(self))]

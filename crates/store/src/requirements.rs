@@ -524,18 +524,19 @@ shared_sql! {
         user: Uuid,
         thread: Uuid,
     ) -> Result<Option<LedgerRows>> {
-        // One statement: whether the thread is the person's, then four JSON texts: requirements, revisions,
+        // One statement: whether the person reads the thread, then four JSON texts: requirements, revisions,
         // documents, citations.
+        let reads = crate::projects::readable("$1", "$2");
         let sql = format!(
             "select
-               (select count(*) from threads t where t.id = $1 and t.user_id = $2),
-               (select {} from requirements r where r.thread_id = $1 and r.user_id = $2),
+               (select count(*) from threads t where t.id = $1 and {reads}),
+               (select {} from requirements r where r.thread_id = $1 and {reads}),
                (select {} from (select {REVISION_COLUMNS} from requirement_revisions v
-                  join requirements q on q.id = v.requirement_id where v.thread_id = $1 and q.user_id = $2) v),
-               (select {} from artifacts d where d.thread_id = $1 and d.user_id = $2),
+                  join requirements q on q.id = v.requirement_id where v.thread_id = $1 and {reads}) v),
+               (select {} from artifacts d where d.thread_id = $1 and {reads}),
                (select {} from (select c.artifact_id, c.version, c.requirement_id, c.revision_id
                   from artifact_requirements c join artifacts a on a.id = c.artifact_id
-                  where a.thread_id = $1 and a.user_id = $2) c)",
+                  where a.thread_id = $1 and {reads}) c)",
             D::json_rows("r.id, r.number"),
             D::json_rows(REVISION_ITEMS),
             D::json_rows("d.id, d.title, d.version, d.assistant_message_id, d.created_at"),

@@ -144,6 +144,12 @@ impl Sqlite {
         Shared::owns(&mut *self.reader.acquire().await?, table, user, id).await
     }
 
+    /// Whether the person reads the thread: theirs, or in a project of theirs. Used when a listing a member may
+    /// read comes back empty, as [`owns`](Self::owns) is.
+    async fn reads_thread(&self, user: Uuid, thread: Uuid) -> Result<bool> {
+        Shared::reads_thread(&mut *self.reader.acquire().await?, user, thread).await
+    }
+
     /// Runs a delete scoped to its owner through the writer, binding `ids` in order; `NotFound` when it removed
     /// nothing.
     async fn delete(&self, sql: &'static str, ids: &[Uuid]) -> Result<()> {

@@ -31,13 +31,22 @@ shared_sql! {
         row.map(T::try_from).transpose()
     }
 
-    /// The person's thread, read with `columns` (the backend's `THREAD_COLUMNS`, over `threads t`) as `R`.
+    /// Whether the person reads the thread: theirs, or in a project of theirs.
+    pub(crate) async fn reads_thread(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<bool> {
+        let sql = format!("select {}", crate::projects::readable("$1", "$2"));
+        Ok(sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?)
+    }
+
+    /// The thread as the person reads it (theirs, or in a project of theirs), read with `columns` (the backend's `THREAD_COLUMNS`, over `threads t`) as `R`.
     pub(crate) async fn thread_as<R>(conn: &mut D::Connection, columns: &str, user: Uuid, thread: Uuid) -> Result<Thread>
     where
         R: for<'r> sqlx::FromRow<'r, D::Row> + Send + Unpin,
         Thread: TryFrom<R, Error = StoreError>,
     {
-        let sql = format!("select {columns} from threads t where t.id = $1 and t.user_id = $2");
+        let sql = format!(
+            "select {columns} from threads t where t.id = $1 and {}",
+            crate::projects::thread_row_access("t", "$2", wire::ProjectRole::Viewer)
+        );
         Self::owned_row::<R, Thread>(conn, &sql, thread, user).await?.ok_or(StoreError::NotFound)
     }
 

@@ -164,7 +164,10 @@ shared_sql! {
     /// The person's trace found by `key`.
     pub(crate) async fn trace(conn: &mut D::Connection, user: Uuid, key: TraceKey) -> Result<Option<Trace>> {
         let (column, id) = key.column();
-        let sql = format!("select {TRACE_COLUMNS} from turn_traces where {column} = $1 and user_id = $2");
+        let sql = format!(
+            "select {TRACE_COLUMNS} from turn_traces where {column} = $1 and {}",
+            crate::projects::readable("turn_traces.thread_id", "$2")
+        );
         let row: Option<TraceRow<D::Id, D::Json>> =
             sqlx::query_as(&sql).bind(D::id(id)).bind(D::id(user)).fetch_optional(conn).await?;
         row.map(Trace::try_from).transpose()
@@ -173,7 +176,8 @@ shared_sql! {
     /// The person's traces of `thread`, oldest first.
     pub(crate) async fn thread_traces(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
         let sql = format!(
-            "select {TRACE_COLUMNS} from turn_traces where thread_id = $1 and user_id = $2 order by created_at, turn_id"
+            "select {TRACE_COLUMNS} from turn_traces where thread_id = $1 and {} order by created_at, turn_id",
+            crate::projects::readable("$1", "$2")
         );
         let rows: Vec<TraceRow<D::Id, D::Json>> =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
@@ -558,7 +562,7 @@ macro_rules! traces_for {
                 #[instrument(skip(self))]
                 async fn thread_traces(&self, user: Uuid, thread: Uuid) -> Result<Vec<Trace>> {
                     let traces = Shared::thread_traces(&mut *self.read().await?, user, thread).await?;
-                    listing(traces, self.owns("threads", user, thread)).await
+                    listing(traces, self.reads_thread(user, thread)).await
                 }
             }
         };

@@ -367,6 +367,9 @@ pub struct ThreadDetail {
     /// Whether an answer is being written right now (re-attach with `GET .../stream`).
     #[serde(default)]
     pub running: bool,
+    /// Whether the caller only reads it: a member of its project who did not write it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// `POST /api/threads/{id}/chat`.

@@ -1,5 +1,6 @@
 //! The HTTP API: each module owns its routes; `api_router` merges them.
 
+pub mod access;
 pub mod admin;
 pub mod artifacts;
 pub mod assets;

@@ -189,14 +189,16 @@ pub async fn get_thread(
     // turn read as over has its answer in the messages read after.
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
     // The ledger without the tree: the path is the messages read beside it.
-    let ((messages, branches), mut artifacts, ledger) = tokio::try_join!(
+    let ((messages, branches), mut artifacts, ledger, reach) = tokio::try_join!(
         state.store.list_path(user.id, id),
         state.store.list_artifacts(user.id, id),
-        state.store.ledger_rows_without_tree(user.id, id)
+        state.store.ledger_rows_without_tree(user.id, id),
+        state.store.thread_reach(user.id, id)
     )?;
     let path = messages.iter().map(|m| m.id).collect();
     ledger.on_path(&path).mark(&mut artifacts);
-    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running }))
+    let read_only = !matches!(reach, Some(store::projects::ThreadReach::Author));
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, read_only }))
 }
 
 /// `PATCH /api/threads/{id}`.

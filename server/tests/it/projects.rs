@@ -172,8 +172,9 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
         }
         let none: ProjectList = get_json(&mallory, &server.url("/api/projects")).await;
         assert!(none.projects.is_empty());
-        // Nor does anyone move a conversation that is not theirs.
-        expect(move_thread(&bob, &server, plans, None).await, 404, "not_found", "moving another's out").await;
+        // Nor does anyone move a conversation that is not theirs: a member reads it, only its author changes it.
+        expect(move_thread(&bob, &server, plans, None).await, 403, "read_only", "moving another's out").await;
+        expect(move_thread(&mallory, &server, plans, None).await, 404, "not_found", "an outsider moving it").await;
 
         // A project keeps an owner.
         let me = server.user.id;
@@ -231,5 +232,112 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
         assert_eq!(send(&bob, &server, "DELETE", &format!("/api/projects/{p}"), None).await.status(), 204);
         let kept: ThreadDetail = get_json(&bob, &server.url(&format!("/api/threads/{own}"))).await;
         assert_eq!(kept.thread.project_id, None);
+    }
+}
+
+/// The lead's conversation in a project, with an answer and a document, and a viewer and an outsider.
+struct Shared {
+    server: TestServer,
+    project: Uuid,
+    thread: Uuid,
+    viewer: Client,
+    viewer_id: Uuid,
+    outsider: Client,
+}
+
+async fn shared_conversation(store: store::DynStore) -> Shared {
+    let server = TestServer::builtin(store).await;
+    let (viewer, viewer_auth) = server.second_user("vera@example.com").await;
+    let (outsider, _) = server.second_user("otto@example.com").await;
+    let project: Project = server.post_json("/api/projects", &json!({"name": "Payroll"})).await;
+    let add = json!({"email": "vera@example.com", "role": "viewer"});
+    let _: ProjectMember = server.post_json(&format!("/api/projects/{}/members", project.id), &add).await;
+    let thread = server.create_titled_thread("Payroll plans").await;
+    server.chat(thread, "We need a payroll system. Please write the user stories.").await;
+    server.wait_idle(thread).await;
+    assert_eq!(move_thread(&server.client, &server, thread, Some(project.id)).await.status(), 200);
+    Shared { project: project.id, thread, viewer, viewer_id: viewer_auth.user.id, outsider, server }
+}
+
+#[tokio::test]
+async fn members_read_a_project_conversation_and_only_its_author_writes() {
+    for (store, _guard) in every_store("projects_reading").await {
+        let Shared { server, project, thread, viewer, viewer_id, outsider } = shared_conversation(store).await;
+        let own: ThreadDetail = server.detail(thread).await;
+        assert!(!own.read_only, "the author writes");
+        let document = own.artifacts[0].id;
+        let answer = own.messages.iter().find(|m| m.role == wire::Role::Assistant).unwrap().id;
+        let question = own.messages.iter().find(|m| m.role == wire::Role::User).unwrap().id;
+
+        // The viewer reads what the author reads: the conversation, its documents and versions, its ledger, what
+        // the model saw, and its export.
+        let seen: ThreadDetail = get_json(&viewer, &server.url(&format!("/api/threads/{thread}"))).await;
+        assert!(seen.read_only);
+        assert_eq!((seen.messages.clone(), seen.artifacts.clone()), (own.messages.clone(), own.artifacts.clone()));
+        let reads = [
+            format!("/api/threads/{thread}/artifacts"),
+            format!("/api/threads/{thread}/requirements"),
+            format!("/api/threads/{thread}/export"),
+            format!("/api/artifacts/{document}"),
+            format!("/api/artifacts/{document}/versions"),
+            format!("/api/artifacts/{document}/versions/1"),
+            format!("/api/artifacts/{document}/export?format=md"),
+            format!("/api/messages/{answer}/context"),
+            format!("/api/messages/{answer}/trace"),
+        ];
+        for path in &reads {
+            let owner = server.get(path).await;
+            let member = send(&viewer, &server, "GET", path, None).await;
+            assert_eq!((owner.status(), member.status()), (reqwest::StatusCode::OK, reqwest::StatusCode::OK), "{path}");
+            if !path.contains("export") {
+                assert_eq!(owner.text().await.unwrap(), member.text().await.unwrap(), "{path}");
+            }
+        }
+
+        // Every write is refused with 403 and changes nothing; an outsider gets 404 on reads and writes alike.
+        let writes = [
+            ("PATCH", format!("/api/threads/{thread}"), Some(json!({"title": "Taken"}))),
+            ("DELETE", format!("/api/threads/{thread}"), None),
+            ("POST", format!("/api/threads/{thread}/chat"), Some(json!({"content": "Add overtime."}))),
+            ("POST", format!("/api/threads/{thread}/messages/{answer}/regenerate"), None),
+            ("DELETE", format!("/api/threads/{thread}/messages/{question}"), None),
+            ("POST", format!("/api/threads/{thread}/branch"), Some(json!({"message_id": question}))),
+            ("PATCH", format!("/api/threads/{thread}/requirements/R-1"), Some(json!({"status": "dropped"}))),
+            (
+                "PUT",
+                format!("/api/artifacts/{document}"),
+                Some(json!({"title": "Mine", "content": "# Mine", "base_version": 1})),
+            ),
+            ("DELETE", format!("/api/artifacts/{document}"), None),
+            ("POST", format!("/api/artifacts/{document}/versions/1/restore"), None),
+        ];
+        for (method, path, body) in &writes {
+            let response = match *method {
+                "PUT" => viewer.put(server.url(path)).json(body.as_ref().unwrap()).send().await.unwrap(),
+                _ => send(&viewer, &server, method, path, body.clone()).await,
+            };
+            expect(response, 403, "read_only", &format!("viewer {method} {path}")).await;
+            let response = match *method {
+                "PUT" => outsider.put(server.url(path)).json(body.as_ref().unwrap()).send().await.unwrap(),
+                _ => send(&outsider, &server, method, path, body.clone()).await,
+            };
+            expect(response, 404, "not_found", &format!("outsider {method} {path}")).await;
+        }
+        for path in reads.iter().chain([&format!("/api/threads/{thread}")]) {
+            expect(send(&outsider, &server, "GET", path, None).await, 404, "not_found", &format!("outsider {path}"))
+                .await;
+        }
+        assert_eq!(server.detail(thread).await, own, "nothing changed");
+
+        // Removed from the project, the viewer reads nothing at once.
+        let removed =
+            send(&server.client, &server, "DELETE", &format!("/api/projects/{project}/members/{viewer_id}"), None)
+                .await;
+        assert_eq!(removed.status(), 204);
+        for path in reads.iter().chain([&format!("/api/threads/{thread}")]) {
+            expect(send(&viewer, &server, "GET", path, None).await, 404, "not_found", &format!("removed {path}")).await;
+        }
+        let (method, path, body) = &writes[0];
+        expect(send(&viewer, &server, method, path, body.clone()).await, 404, "not_found", "removed write").await;
     }
 }

@@ -1,9 +1,11 @@
-//! The dialogs a conversation's menu opens: rename, edit tags, delete.
+//! The dialogs a conversation's menu opens: rename, edit tags, move to a project, delete.
 
 use leptos::html;
 use leptos::prelude::*;
+use leptos::task::spawn_local;
+use uuid::Uuid;
 
-use crate::api::Thread;
+use crate::api::{project_calls, Project, Thread};
 use crate::components::modal::ModalDialog;
 
 /// A dialog opened from a conversation's menu.
@@ -11,13 +13,14 @@ use crate::components::modal::ModalDialog;
 pub(super) enum Pending {
     Rename(Thread),
     Tags(Thread),
+    Move(Thread),
     Delete(Thread),
 }
 
 impl Pending {
     pub(super) fn thread(&self) -> &Thread {
         match self {
-            Pending::Rename(t) | Pending::Tags(t) | Pending::Delete(t) => t,
+            Pending::Rename(t) | Pending::Tags(t) | Pending::Move(t) | Pending::Delete(t) => t,
         }
     }
 }
@@ -32,6 +35,8 @@ pub(super) fn parse_tags(text: &str) -> Vec<String> {
 pub(super) struct DialogHandlers {
     pub rename: Callback<String>,
     pub retag: Callback<String>,
+    /// The project to move the conversation into; `None` takes it out of its project.
+    pub move_to: Callback<Option<Uuid>>,
     pub delete: Callback<()>,
     pub cancel: Callback<()>,
 }
@@ -60,7 +65,7 @@ fn thread_dialog(
     error: RwSignal<Option<String>>,
     handlers: DialogHandlers,
 ) -> AnyView {
-    let DialogHandlers { rename, retag, delete, cancel } = handlers;
+    let DialogHandlers { rename, retag, move_to, delete, cancel } = handlers;
     match pending {
         Pending::Rename(t) => view! {
             <FieldDialog title="Rename conversation" label="Title" initial=t.title
@@ -72,6 +77,7 @@ fn thread_dialog(
                 saving error on_save=retag on_cancel=cancel/>
         }
         .into_any(),
+        Pending::Move(t) => view! { <MoveDialog thread=t saving error on_save=move_to on_cancel=cancel/> }.into_any(),
         Pending::Delete(t) => view! {
             <ModalDialog title="Delete conversation?" on_close=cancel>
                 <p>{format!("“{}” and everything in it, messages and documents, will be deleted. This cannot be undone.", t.title)}</p>
@@ -83,6 +89,59 @@ fn thread_dialog(
             </ModalDialog>
         }
         .into_any(),
+    }
+}
+
+/// Moves a conversation into one of the projects the person edits in, or out of its project.
+#[component]
+fn MoveDialog(
+    thread: Thread,
+    saving: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    on_save: Callback<Option<Uuid>>,
+    on_cancel: Callback<()>,
+) -> impl IntoView {
+    let projects = RwSignal::new(None::<Vec<Project>>);
+    let chosen = RwSignal::new(thread.project_id.map(|id| id.to_string()).unwrap_or_default());
+    spawn_local(async move {
+        match project_calls::projects().await {
+            Ok(list) => projects.set(Some(
+                list.projects
+                    .into_iter()
+                    .filter(|p| p.role.writes() && (!p.archived || Some(p.id) == thread.project_id))
+                    .collect(),
+            )),
+            Err(e) => error.set(Some(e.message)),
+        }
+    });
+    let options = move || {
+        projects.get().map(|list| {
+            list.into_iter().map(|p| view! { <option value=p.id.to_string()>{p.name}</option> }).collect_view()
+        })
+    };
+    view! {
+        <ModalDialog title="Move to project" on_close=on_cancel>
+            <form class="modal-form" on:submit=move |ev| {
+                ev.prevent_default();
+                on_save.run(chosen.get_untracked().parse::<Uuid>().ok());
+            }>
+                <p>{format!("Where “{}” belongs. Members of a project read its conversations.", thread.title)}</p>
+                <label for="move-project">"Project"</label>
+                <select id="move-project" autofocus prop:value=move || chosen.get()
+                    on:change=move |ev| chosen.set(event_target_value(&ev))>
+                    <option value="">"No project (yours alone)"</option>
+                    {options}
+                </select>
+                {move || projects.with(|p| p.as_ref().is_some_and(Vec::is_empty)).then(|| view! {
+                    <p class="hint">"You edit in no project yet: make one under Projects in the sidebar."</p>
+                })}
+                {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+                <div class="modal-actions">
+                    <button type="button" on:click=move |_| on_cancel.run(())>"Cancel"</button>
+                    <button type="submit" class="primary" disabled=move || saving.get() || projects.with(Option::is_none)>"Move"</button>
+                </div>
+            </form>
+        </ModalDialog>
     }
 }
 

@@ -146,6 +146,7 @@ impl Listing {
             ThreadAction::Rename => self.pending.set(Some(Pending::Rename(thread))),
             ThreadAction::Tags => self.pending.set(Some(Pending::Tags(thread))),
             ThreadAction::Delete => self.pending.set(Some(Pending::Delete(thread))),
+            ThreadAction::Move => self.pending.set(Some(Pending::Move(thread))),
             ThreadAction::Pin => {
                 let change = UpdateThread { pinned: Some(!thread.pinned), ..Default::default() };
                 let done = if thread.pinned { "Conversation unpinned." } else { "Conversation pinned." };
@@ -183,6 +184,17 @@ impl Listing {
                 self.save(id, UpdateThread { tags: Some(parse_tags(&text)), ..Default::default() }, "Tags saved.");
             }
         });
+        let move_to = Callback::new(move |project: Option<Uuid>| {
+            if let Some(id) = pending_thread() {
+                let change = UpdateThread { project_id: Some(project), ..Default::default() };
+                let done = if project.is_some() {
+                    "Conversation moved to the project."
+                } else {
+                    "Conversation taken out of its project."
+                };
+                self.save(id, change, done);
+            }
+        });
         let delete = Callback::new(move |()| {
             let Some(id) = pending_thread() else { return };
             let navigate = navigate.clone();
@@ -205,7 +217,7 @@ impl Listing {
                 }
             });
         });
-        DialogHandlers { rename, retag, delete, cancel }
+        DialogHandlers { rename, retag, move_to, delete, cancel }
     }
 }
 

@@ -1,8 +1,9 @@
-//! The sidebar: "New chat", the search box, the tag filter ([`tags`]), the conversations ([`list`], with each
-//! one's menu and its [`dialogs`]), and the account.
+//! The sidebar: "New chat", the search box, the tag filter ([`tags`]), the person's [`projects`], the
+//! conversations ([`list`], with each one's menu and its [`dialogs`]), and the account.
 
 mod dialogs;
 mod list;
+mod projects;
 mod tags;
 
 use leptos::prelude::*;
@@ -15,6 +16,7 @@ use crate::components::theme_toggle::ThemeToggle;
 use crate::state::{ChatState, CurrentUser};
 use dialogs::ThreadDialog;
 use list::{Listing, ThreadList};
+use projects::ProjectList;
 use tags::TagFilter;
 
 /// The id of the "New chat" button, where focus goes when a conversation leaves the list.
@@ -77,6 +79,7 @@ pub fn Sidebar() -> impl IntoView {
                 <button type="button" id=NEW_CHAT_ID class="primary new-chat" on:click=new_chat>"New chat"</button>
                 <SearchBox/>
                 <TagFilter tag=listing.tag/>
+                <ProjectList/>
                 <ThreadList listing/>
                 <div class="account">
                     <span class="account-email" data-testid="account-email">

@@ -53,6 +53,7 @@ impl ChatActions {
         state.title.set(detail.thread.title);
         state.messages.set(detail.messages);
         state.artifacts.set(detail.artifacts);
+        state.read_only.set(detail.read_only);
         self.branches().list.set(detail.branches);
         // The ledger follows the path shown.
         super::requirements::refresh(*self, id, false);
@@ -264,6 +265,9 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
             }
         })
     };
+    if actions.state().read_only.get_untracked() {
+        return view! { <div class="message-tools">{switcher}</div> }.into_any();
+    }
     let change = match role {
         Role::User => view! {
             <button type="button" aria-label="Edit message" on:click=move |_| branches.editing.set(Some(id))>"Edit"</button>
@@ -280,6 +284,7 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
             <button type="button" aria-label="Delete message" disabled=occupied on:click=move |_| branches.deleting.set(Some(id))>"Delete"</button>
         </div>
     }
+    .into_any()
 }
 
 /// The person's message as a text box: Send makes it a new version and asks again; Cancel (or Escape) leaves it.

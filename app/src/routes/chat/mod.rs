@@ -82,6 +82,7 @@ pub fn ChatPage() -> impl IntoView {
                         return;
                     }
                     branches.list.set(detail.branches);
+                    state.read_only.set(detail.read_only);
                     title.set(detail.thread.title);
                     model.set(detail.thread.model);
                     let mut list = detail.messages;
@@ -228,7 +229,13 @@ pub fn ChatPage() -> impl IntoView {
                 <Timeline state actions follow target spotlight on_open=open_card/>
                 <ErrorBanner state actions/>
                 <BudgetBanner state/>
-                <Composer state actions/>
+                <Show when=move || !state.read_only.get() fallback=|| view! {
+                    <p class="read-only-note" role="note" data-testid="read-only-note">
+                        "You are reading this conversation as a member of its project. Only its author writes in it."
+                    </p>
+                }>
+                    <Composer state actions/>
+                </Show>
                 <DeleteMessageDialog actions/>
                 {move || open_id.get().map(|_| view! {
                     <Suspense fallback=|| ()>{Suspend::new(artifact_viewer(document, viewer, around))}</Suspense>

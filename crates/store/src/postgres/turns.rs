@@ -130,14 +130,13 @@ impl Turns for Postgres {
 
     #[instrument(skip(self))]
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
-        let row: Option<TurnRow<Uuid, DateTime<Utc>>> = sqlx::query_as(
+        let sql = format!(
             "select id, thread_id, status, stop_requested, heartbeat_at from turns
-             where thread_id = $1 and user_id = $2 order by started_at desc, pk desc limit 1",
-        )
-        .bind(thread)
-        .bind(user)
-        .fetch_optional(&self.pool)
-        .await?;
+             where thread_id = $1 and {} order by started_at desc, pk desc limit 1",
+            crate::projects::readable("$1", "$2")
+        );
+        let row: Option<TurnRow<Uuid, DateTime<Utc>>> =
+            sqlx::query_as(&sql).bind(thread).bind(user).fetch_optional(&self.pool).await?;
         row.map(TurnRecord::try_from).transpose()
     }
 

@@ -77,14 +77,13 @@ impl Turns for Sqlite {
 
     #[instrument(skip(self))]
     async fn latest_turn(&self, user: Uuid, thread: Uuid) -> Result<Option<TurnRecord>> {
-        let row: Option<TurnRow<String, i64>> = sqlx::query_as(
+        let sql = format!(
             "select id, thread_id, status, stop_requested, heartbeat_at from turns
-             where thread_id = ? and user_id = ? order by started_at desc, rowid desc limit 1",
-        )
-        .bind(thread.to_string())
-        .bind(user.to_string())
-        .fetch_optional(&self.reader)
-        .await?;
+             where thread_id = $1 and {} order by started_at desc, rowid desc limit 1",
+            crate::projects::readable("$1", "$2")
+        );
+        let row: Option<TurnRow<String, i64>> =
+            sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_optional(&self.reader).await?;
         row.map(TurnRecord::try_from).transpose()
     }
 

@@ -1,0 +1,73 @@
+import { expect, test } from '@playwright/test';
+import { expectAccessible, openHydrated, sameOrigin, signUp, uniqueEmail } from './helpers';
+import { send } from './conversation';
+
+test('a lead makes a project, adds a colleague as viewer and moves a conversation in; the colleague reads it only', async ({ page, browser }) => {
+  const colleague = await (await browser.newContext()).newPage();
+  const colleagueEmail = uniqueEmail('vera');
+  await signUp(colleague, colleagueEmail);
+  await signUp(page);
+
+  // The lead's conversation, with an answer.
+  await openHydrated(page);
+  await send(page, 'Nurses must see the ward roster for the week.');
+  await expect(page.getByTestId('message-assistant')).toHaveAttribute('aria-busy', 'false');
+  const conversation = page.url();
+
+  // A new project, from the sidebar.
+  await page.getByRole('button', { name: 'New project' }).click();
+  await page.getByRole('textbox', { name: 'Project name' }).fill('Ward rota');
+  await page.getByRole('form', { name: 'New project' }).getByRole('button', { name: 'Create' }).click();
+  await expect(page.getByRole('heading', { level: 1, name: 'Ward rota' })).toBeVisible();
+  await expect(page.getByTestId('project-item')).toContainText('Ward rota');
+  const projectUrl = page.url();
+
+  // The colleague, added by e-mail as a viewer.
+  const add = page.getByRole('form', { name: 'Add member' });
+  await add.getByRole('textbox', { name: 'E-mail' }).fill(colleagueEmail.toUpperCase());
+  await add.getByRole('combobox', { name: 'Role' }).selectOption('viewer');
+  await add.getByRole('button', { name: 'Add member' }).click();
+  await expect(page.getByRole('main').getByRole('status')).toContainText('was added as viewer');
+  await expect(page.getByTestId('project-member')).toHaveCount(2);
+  await expect(page.getByRole('combobox', { name: `Role of ${colleagueEmail}` })).toHaveValue('viewer');
+  await expectAccessible(page, 'project page');
+
+  // The conversation moves in from its menu.
+  await page.goto(conversation);
+  await page.getByRole('button', { name: /^Conversation options for / }).first().click();
+  await page.getByRole('menuitem', { name: 'Move to project…' }).click();
+  const dialog = page.getByRole('dialog', { name: 'Move to project' });
+  await dialog.getByRole('combobox', { name: 'Project' }).selectOption({ label: 'Ward rota' });
+  await dialog.getByRole('button', { name: 'Move' }).click();
+  await expect(dialog).toHaveCount(0);
+
+  // The colleague finds it under the project and reads it, without a message box or message tools.
+  await openHydrated(colleague);
+  await colleague.getByTestId('project-item').getByRole('link', { name: 'Ward rota' }).click();
+  await expect(colleague.getByRole('heading', { level: 1, name: /Ward rota/ })).toBeVisible();
+  await expect(colleague.getByTestId('activity-log')).toContainText('into the project');
+  await expect(colleague.getByRole('form', { name: 'Add member' })).toHaveCount(0);
+  await colleague.getByTestId('project-threads').getByRole('link').first().click();
+  await expect(colleague.getByTestId('message-user')).toContainText('ward roster');
+  await expect(colleague.getByTestId('read-only-note')).toBeVisible();
+  await expect(colleague.getByRole('textbox', { name: 'Message' })).toHaveCount(0);
+  await expect(colleague.getByRole('button', { name: 'Edit message' })).toHaveCount(0);
+  await expect(colleague.getByRole('button', { name: 'Regenerate' })).toHaveCount(0);
+
+  // A write sent anyway is refused as read only.
+  const id = conversation.split('/c/')[1];
+  const refused = await colleague.request.patch(`/api/threads/${id}`, { headers: sameOrigin(), data: { title: 'Mine' } });
+  expect(refused.status()).toBe(403);
+
+  // Removed, the colleague no longer sees the project.
+  await page.getByTestId('project-item').getByRole('link', { name: 'Ward rota' }).click();
+  await page.getByRole('button', { name: `Remove ${colleagueEmail}` }).click();
+  await expect(page.getByTestId('project-member')).toHaveCount(1);
+  await expect(page.getByTestId('activity-log')).toContainText(`removed ${colleagueEmail}`);
+  await openHydrated(colleague, new URL(projectUrl).pathname);
+  await expect(colleague.getByText('Project not found')).toBeVisible();
+  await expect(colleague.getByTestId('project-item')).toHaveCount(0);
+  const gone = await colleague.request.get(`/api/threads/${id}`);
+  expect(gone.status()).toBe(404);
+  await colleague.context().close();
+});
