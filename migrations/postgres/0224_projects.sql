@@ -6,6 +6,9 @@ create table projects (
     id          uuid not null primary key,
     name        text not null,
     description text not null default '',
+    -- Added to the system prompt of every conversation in the project, below Quire's rules and above each
+    -- person's own instructions.
+    instructions text not null default '',
     archived    boolean not null default false,
     created_at  timestamptz not null,
     updated_at  timestamptz not null

@@ -18,7 +18,7 @@ pub async fn projects() -> ApiResult<ProjectList> {
 
 /// `POST /api/projects`.
 pub async fn create(name: String, description: String) -> ApiResult<Project> {
-    let body = CreateProject { name, description: Some(description) };
+    let body = CreateProject { name, description: Some(description), instructions: None };
     read_json(send_json(Request::post("/api/projects"), &body).await?).await
 }
 

@@ -113,6 +113,12 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
             {project.archived.then(|| view! { <span class="role-badge">"archived"</span> })}
         </h1>
         {description.map(|d| view! { <p class="project-description">{d}</p> })}
+        {(!owner && !project.instructions.is_empty()).then(|| view! {
+            <details class="project-instructions">
+                <summary>"Instructions for the assistant"</summary>
+                <p class="project-description">{project.instructions.clone()}</p>
+            </details>
+        })}
         <p class="hint">{format!("You are {} here.", match project.role {
             ProjectRole::Owner => "an owner: you manage its members",
             ProjectRole::Editor => "an editor",
@@ -263,6 +269,7 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
     let id = project.id;
     let name = RwSignal::new(project.name.clone());
     let description = RwSignal::new(project.description.clone());
+    let instructions = RwSignal::new(project.instructions.clone());
     let busy = RwSignal::new(false);
     let deleting = RwSignal::new(false);
     let navigate = use_navigate();
@@ -272,6 +279,7 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
         let body = UpdateProject {
             name: Some(name.get_untracked()),
             description: Some(description.get_untracked()),
+            instructions: Some(instructions.get_untracked()),
             archived: None,
         };
         submit_noted(busy, note, calls::update(id, body), move |_| {
@@ -313,6 +321,12 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
                 <label for="project-description">"Description"</label>
                 <textarea id="project-description" rows="3" maxlength="2000" prop:value=move || description.get()
                     on:input=move |ev| description.set(event_target_value(&ev))></textarea>
+                <label for="project-instructions">"Instructions for the assistant"</label>
+                <textarea id="project-instructions" rows="4" maxlength="4000" aria-describedby="project-instructions-hint"
+                    prop:value=move || instructions.get() on:input=move |ev| instructions.set(event_target_value(&ev))></textarea>
+                <p class="hint" id="project-instructions-hint">
+                    "Given to the assistant in every conversation of the project, after Quire's own rules and before each person's instructions."
+                </p>
                 <button type="submit" class="primary" disabled=move || busy.get()>"Save"</button>
             </form>
             <div class="project-actions">

@@ -63,6 +63,7 @@ pub enum ThreadReach {
 pub struct ProjectPatch {
     pub name: Option<String>,
     pub description: Option<String>,
+    pub instructions: Option<String>,
     pub archived: Option<bool>,
 }
 
@@ -84,6 +85,7 @@ stored_row! {
         id: I,
         name: String,
         description: String,
+        instructions: String,
         archived: bool,
         role: String,
         member_count: i64,
@@ -120,7 +122,7 @@ stored_row! {
 }
 
 /// A project's columns as the member bound to `$1` reads it, over `projects p` joined to their membership `me`.
-const PROJECT_COLUMNS: &str = "p.id, p.name, p.description, p.archived, me.role,
+const PROJECT_COLUMNS: &str = "p.id, p.name, p.description, p.instructions, p.archived, me.role,
     (select count(*) from project_members c where c.project_id = p.id) as member_count,
     (select count(*) from threads t where t.project_id = p.id) as conversation_count,
     p.created_at, p.updated_at";
@@ -234,6 +236,7 @@ shared_sql! {
         user: Uuid,
         name: String,
         description: String,
+        instructions: String,
     ) -> Result<Project> {
         let (id, at) = (Uuid::now_v7(), now());
         // Held until the commit where rows can be locked: the person's next project counts this one.
@@ -250,14 +253,15 @@ shared_sql! {
             )));
         }
         sqlx::query(
-            "insert into projects (id, name, description, archived, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, $5)",
+            "insert into projects (id, name, description, instructions, archived, created_at, updated_at)
+             values ($1, $2, $3, $6, $4, $5, $5)",
         )
         .bind(D::id(id))
         .bind(name.clone())
         .bind(description)
         .bind(false)
         .bind(D::time(at))
+        .bind(instructions)
         .execute(&mut *conn)
         .await?;
         sqlx::query("insert into project_members (project_id, user_id, role, added_at) values ($1, $2, $3, $4)")
@@ -280,7 +284,7 @@ shared_sql! {
     ) -> Result<Project> {
         let sql = format!(
             "update projects set name = coalesce($1, name), description = coalesce($2, description),
-             archived = coalesce($3, archived), updated_at = $4
+             archived = coalesce($3, archived), updated_at = $4, instructions = coalesce($7, instructions)
              where id = $5 and {}",
             member_with("projects.id", "$6", ProjectRole::Owner)
         );
@@ -291,10 +295,11 @@ shared_sql! {
             .bind(D::time(now()))
             .bind(D::id(project))
             .bind(D::id(user))
+            .bind(patch.instructions.clone())
             .execute(&mut *conn)
             .await?;
         if D::rows_affected(&done) == 0 {
-            let why = "Only the project's owners change its name, description or archiving.";
+            let why = "Only the project's owners change its name, description, instructions or archiving.";
             return Err(Self::refusal(&mut *conn, user, project, ProjectRole::Owner, why)
                 .await?
                 .unwrap_or(StoreError::NotFound));
@@ -603,7 +608,7 @@ shared_sql! {
 pub trait Projects: Send + Sync {
     /// A new project with the person as its owner; `Conflict` when they are in
     /// [`MAX_PROJECTS_PER_PERSON`] projects already (counted in the same write).
-    async fn create_project(&self, user: Uuid, name: &str, description: &str) -> Result<Project>;
+    async fn create_project(&self, user: Uuid, name: &str, description: &str, instructions: &str) -> Result<Project>;
     /// The person's projects, archived ones last, then by name.
     async fn list_projects(&self, user: Uuid) -> Result<Vec<Project>>;
     /// A project of the person's; `NotFound` for one they are not a member of.
@@ -659,10 +664,20 @@ macro_rules! projects_for {
 
             #[async_trait::async_trait]
             impl Projects for $backend {
-                #[instrument(skip(self, name, description))]
-                async fn create_project(&self, user: Uuid, name: &str, description: &str) -> Result<Project> {
-                    let (name, description) = (name.to_owned(), description.to_owned());
-                    self.write_together(move |tx| Box::pin(Shared::create_project(tx, user, name, description))).await
+                #[instrument(skip(self, name, description, instructions))]
+                async fn create_project(
+                    &self,
+                    user: Uuid,
+                    name: &str,
+                    description: &str,
+                    instructions: &str,
+                ) -> Result<Project> {
+                    let (name, description, instructions) =
+                        (name.to_owned(), description.to_owned(), instructions.to_owned());
+                    self.write_together(move |tx| {
+                        Box::pin(Shared::create_project(tx, user, name, description, instructions))
+                    })
+                    .await
                 }
 
                 #[instrument(skip(self))]

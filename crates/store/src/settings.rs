@@ -24,6 +24,7 @@ pub(crate) struct TurnSettingsRow {
     #[sqlx(flatten)]
     settings: SettingsRow,
     thread_model: Option<String>,
+    project_instructions: Option<String>,
     has_attachments: bool,
     has_artifacts: bool,
 }
@@ -35,6 +36,8 @@ pub struct TurnSettings {
     pub settings: Settings,
     /// The conversation's model (`provider/model`), when the person chose one.
     pub thread_model: Option<String>,
+    /// The instructions of the conversation's project, when it is in one (empty when it has none).
+    pub project_instructions: String,
     /// Whether the person attached files to the conversation.
     pub has_attachments: bool,
     /// Whether the conversation holds documents (which the model may then read and edit).
@@ -72,6 +75,8 @@ shared_sql! {
         let row: Option<TurnSettingsRow> = sqlx::query_as(
             "select display_name, custom_instructions, theme, default_model,
                (select model from threads where id = $1 and user_id = $2) as thread_model,
+               (select p.instructions from threads t join projects p on p.id = t.project_id
+                  where t.id = $1 and t.user_id = $2) as project_instructions,
                exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments,
                exists (select 1 from artifacts where thread_id = $1 and user_id = $2) as has_artifacts
              from users where id = $3",
@@ -85,6 +90,7 @@ shared_sql! {
         Ok(TurnSettings {
             settings: row.settings.try_into()?,
             thread_model: row.thread_model,
+            project_instructions: row.project_instructions.unwrap_or_default(),
             has_attachments: row.has_attachments,
             has_artifacts: row.has_artifacts,
         })

@@ -54,6 +54,9 @@ pub struct Project {
     pub id: Uuid,
     pub name: String,
     pub description: String,
+    /// Given to the model in every conversation of the project, below Quire's rules and above each person's own
+    /// instructions.
+    pub instructions: String,
     pub archived: bool,
     /// The caller's role in it.
     pub role: ProjectRole,
@@ -82,6 +85,9 @@ pub struct CreateProject {
     #[serde(default)]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::ProjectDescription>, inline))]
     pub description: Option<String>,
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::CustomInstructions>, inline))]
+    pub instructions: Option<String>,
 }
 
 /// `PATCH /api/projects/{id}`: the fields to change (owners only).
@@ -95,6 +101,9 @@ pub struct UpdateProject {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::ProjectDescription>, inline))]
     pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<crate::schema::CustomInstructions>, inline))]
+    pub instructions: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<bool>,
 }

@@ -59,6 +59,19 @@ pub fn project_description(text: &str) -> Result<String, Invalid> {
     Ok(text.trim().to_string())
 }
 
+/// A project's instructions for the model, trimmed (they may be empty): at most
+/// [`MAX_INSTRUCTIONS_CHARS`](crate::MAX_INSTRUCTIONS_CHARS) characters, no NUL.
+pub fn project_instructions(text: &str) -> Result<String, Invalid> {
+    let max = crate::MAX_INSTRUCTIONS_CHARS;
+    if text.chars().count() > max {
+        return Err(Invalid::new("instructions", format!("The instructions are longer than {max} characters.")));
+    }
+    if has_nul(text) {
+        return Err(Invalid::new("instructions", "The instructions must not contain NUL characters."));
+    }
+    Ok(text.trim().to_string())
+}
+
 /// One tag, trimmed: 1 to [`MAX_TAG_CHARS`] characters, not only whitespace.
 pub fn tag(tag: &str) -> Result<String, Invalid> {
     if tag.chars().count() > MAX_TAG_CHARS {

@@ -32,7 +32,20 @@ pub const INSTRUCTIONS_HEADING: &str = "THE PERSON'S STANDING INSTRUCTIONS (foll
 /// The system prompt with the person's custom instructions (from the settings page) below Quire's own rules;
 /// exactly [`system_prompt`] when they have none.
 pub fn system_prompt_with(instructions: &str) -> String {
+    system_prompt_for("", instructions)
+}
+
+/// The heading of the instructions of the conversation's project, between the rules and the person's own.
+pub const PROJECT_INSTRUCTIONS_HEADING: &str = "THE PROJECT'S INSTRUCTIONS (set by the owners of the team project this conversation belongs to; follow them where they do not conflict with the critical rules above, which always take priority):";
+
+/// The system prompt with the instructions of the conversation's project and then the person's own below
+/// Quire's rules (each left out when empty).
+pub fn system_prompt_for(project: &str, instructions: &str) -> String {
     let mut prompt = system_prompt();
+    let project = project.trim();
+    if !project.is_empty() {
+        prompt.push_str(&format!("\n{PROJECT_INSTRUCTIONS_HEADING}\n{project}\n"));
+    }
     let instructions = instructions.trim();
     if !instructions.is_empty() {
         prompt.push_str(&format!("\n{INSTRUCTIONS_HEADING}\n{instructions}\n"));
@@ -141,6 +154,19 @@ mod tests {
         assert!(prompt.contains(&format!("\"Checkout Stories\" (User Stories, ID: {}, version 2)", docs[1].id)));
         let prompt = with_documents(system_prompt(), &docs, "Change the checkout stories");
         assert!(prompt.contains("# Checkout") && prompt.find(DOCUMENTS_HEADING) > prompt.find("6. STYLE"));
+    }
+
+    #[test]
+    fn project_instructions_come_between_the_rules_and_the_persons_own() {
+        assert_eq!(system_prompt_for(" ", ""), system_prompt());
+        let prompt = system_prompt_for("Write for the ward staff.", "Use British spelling.");
+        let (rules, project, own) = (
+            prompt.find("6. STYLE").unwrap(),
+            prompt.find("Write for the ward staff.").unwrap(),
+            prompt.find("Use British spelling.").unwrap(),
+        );
+        assert!(rules < prompt.find(PROJECT_INSTRUCTIONS_HEADING).unwrap() && rules < project && project < own);
+        assert!(prompt.find(INSTRUCTIONS_HEADING).unwrap() > project);
     }
 
     #[test]

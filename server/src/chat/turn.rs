@@ -477,10 +477,10 @@ impl<'a> Turn<'a> {
             .into_iter()
             .filter(|a| a.assistant_message_id.is_none_or(|m| self.path.contains(&m)))
             .collect();
-        // The person's custom instructions go below Quire's rules, which keep their priority; the documents, which
-        // are data, below both.
+        // The project's instructions and then the person's own go below Quire's rules, which keep their priority;
+        // the documents, which are data, below them.
         let system = prompt::with_documents(
-            prompt::system_prompt_with(&settings.settings.custom_instructions),
+            prompt::system_prompt_for(&settings.project_instructions, &settings.settings.custom_instructions),
             &documents,
             &self.plan.content,
         );

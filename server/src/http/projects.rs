@@ -42,7 +42,8 @@ pub async fn create(
 ) -> Result<impl IntoResponse> {
     let name = validate::project_name(&body.name)?;
     let description = validate::project_description(body.description.as_deref().unwrap_or_default())?;
-    let project = state.store.create_project(user.id, &name, &description).await?;
+    let instructions = validate::project_instructions(body.instructions.as_deref().unwrap_or_default())?;
+    let project = state.store.create_project(user.id, &name, &description, &instructions).await?;
     Ok((StatusCode::CREATED, Json(project)))
 }
 
@@ -81,6 +82,7 @@ pub async fn update(
     let patch = ProjectPatch {
         name: body.name.as_deref().map(validate::project_name).transpose()?,
         description: body.description.as_deref().map(validate::project_description).transpose()?,
+        instructions: body.instructions.as_deref().map(validate::project_instructions).transpose()?,
         archived: body.archived,
     };
     Ok(Json(state.store.update_project(user.id, id, &patch).await?))

@@ -341,3 +341,35 @@ async fn members_read_a_project_conversation_and_only_its_author_writes() {
         expect(send(&viewer, &server, method, path, body.clone()).await, 404, "not_found", "removed write").await;
     }
 }
+
+#[tokio::test]
+async fn a_projects_instructions_reach_the_model_between_quires_rules_and_the_persons_own() {
+    for (store, _guard) in every_store("projects_instructions").await {
+        let model = crate::common::ScriptedModel::new(vec![
+            crate::common::ScriptedModel::text(&["First."]),
+            crate::common::ScriptedModel::text(&["Second."]),
+        ]);
+        let server = TestServer::with(store, model.clone()).await;
+        let settings = json!({"custom_instructions": "Use British spelling."});
+        assert_eq!(send(&server.client, &server, "PATCH", "/api/settings", Some(settings)).await.status(), 200);
+        let body = json!({"name": "Ward rota", "instructions": "  Write for the ward staff.  "});
+        let project: Project = server.post_json("/api/projects", &body).await;
+        assert_eq!(project.instructions, "Write for the ward staff.");
+        let long = json!({"instructions": "x".repeat(wire::MAX_INSTRUCTIONS_CHARS + 1)});
+        let refused =
+            send(&server.client, &server, "PATCH", &format!("/api/projects/{}", project.id), Some(long)).await;
+        expect(refused, 422, "validation_failed", "instructions too long").await;
+
+        // Outside the project the model is not given them; inside, it is, below the rules and above the person's.
+        let thread = server.create_thread().await;
+        server.chat(thread, "Nurses must see the roster.").await;
+        assert_eq!(move_thread(&server.client, &server, thread, Some(project.id)).await.status(), 200);
+        server.chat(thread, "Nurses must swap shifts.").await;
+        let requests = model.requests.lock().unwrap();
+        assert!(!requests[0].system.contains("Write for the ward staff."));
+        let system = &requests[1].system;
+        let (project_at, own_at) =
+            (system.find("Write for the ward staff.").unwrap(), system.find("Use British spelling.").unwrap());
+        assert!(system.find("CRITICAL RULES").unwrap() < project_at && project_at < own_at, "{system}");
+    }
+}

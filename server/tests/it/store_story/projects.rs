@@ -117,7 +117,7 @@ fn membership_decides_every_access(backend: Backend, test: &str) {
             }
             ids
         };
-        let project = s.create_project(people[0], "Team", "").await.unwrap();
+        let project = s.create_project(people[0], "Team", "", "").await.unwrap();
         let p = project.id;
         let mut roles: HashMap<usize, ProjectRole> = HashMap::from([(0, ProjectRole::Owner)]);
 
@@ -225,7 +225,7 @@ properties!(membership_decides_every_access);
 async fn a_deleted_project_leaves_its_conversations(db: Db) {
     let s = &db.store;
     let (ann, bob) = (new_user(s).await, new_user(s).await);
-    let project = s.create_project(ann, "Launch", "The spring launch").await.unwrap();
+    let project = s.create_project(ann, "Launch", "The spring launch", "").await.unwrap();
     let bob_email = s.user_by_id(bob).await.unwrap().email;
     s.add_member(ann, project.id, &bob_email, ProjectRole::Editor, 500).await.unwrap();
     let thread = s.create_thread(bob, "Bob's notes", &[]).await.unwrap();
@@ -244,13 +244,13 @@ async fn a_deleted_project_leaves_its_conversations(db: Db) {
 
     // The only owner's account goes: the editor who was there longest becomes the owner, before the viewer.
     let (cat, dan) = (new_user(s).await, new_user(s).await);
-    let team = s.create_project(ann, "Team", "").await.unwrap();
+    let team = s.create_project(ann, "Team", "", "").await.unwrap();
     let cat_email = s.user_by_id(cat).await.unwrap().email;
     let dan_email = s.user_by_id(dan).await.unwrap().email;
     s.add_member(ann, team.id, &dan_email, ProjectRole::Viewer, 500).await.unwrap();
     s.add_member(ann, team.id, &bob_email, ProjectRole::Editor, 500).await.unwrap();
     s.add_member(ann, team.id, &cat_email, ProjectRole::Editor, 500).await.unwrap();
-    let alone = s.create_project(ann, "Alone", "").await.unwrap();
+    let alone = s.create_project(ann, "Alone", "", "").await.unwrap();
     s.delete_user(ann).await.unwrap();
     let roles: HashMap<Uuid, ProjectRole> =
         s.project_members(dan, team.id).await.unwrap().into_iter().map(|m| (m.user_id, m.role)).collect();
