@@ -52,6 +52,8 @@ pub struct AppState {
     pub extractor: Extractor,
     /// Sessions with open event streams here, which end with their session.
     pub sessions: Arc<LiveSessions>,
+    /// Members' streams on conversations of their projects here, which end when they lose their reach.
+    pub reach: Arc<auth::reach::LiveReach>,
     /// Answer streams open per person here, up to `QUIRE_USER_OPEN_STREAMS`.
     pub streams: Arc<http::streams::OpenStreams>,
     /// The site's static files and which are named by their content's hash.
@@ -112,6 +114,8 @@ impl AppState {
         let chat = chat::Engine::new(store.clone(), models, chat::Limits::from_config(&config));
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
+        let reach = Arc::new(auth::reach::LiveReach::default());
+        tokio::spawn(auth::reach::follow_reach(reach.clone(), store.clone()));
         tokio::spawn(auth::throttle::forget_old_failures(store.clone()));
         let streams = http::streams::OpenStreams::new(config.user_open_streams);
         Ok(Self {
@@ -124,6 +128,7 @@ impl AppState {
             heavy,
             extractor,
             sessions,
+            reach,
             streams,
             site,
             metrics,

@@ -166,6 +166,22 @@ shared_sql! {
         })
     }
 
+    /// See [`Projects::unreachable`]: one statement for every pair.
+    pub(crate) async fn unreachable(conn: &mut D::Connection, pairs: &[(Uuid, Uuid)]) -> Result<Vec<(Uuid, Uuid)>> {
+        let rows: Vec<serde_json::Value> = pairs
+            .iter()
+            .map(|(user, thread)| serde_json::json!({"user_id": user, "thread_id": thread}))
+            .collect();
+        let sql = format!(
+            "select j.user_id, j.thread_id from {} where not {}",
+            D::json_table("$1", "j", &[("user_id", "uuid"), ("thread_id", "uuid")]),
+            readable("j.thread_id", "j.user_id")
+        );
+        let lost: Vec<(D::Id, D::Id)> =
+            sqlx::query_as(&sql).bind(serde_json::Value::from(rows).to_string()).fetch_all(conn).await?;
+        lost.into_iter().map(|(user, thread)| Ok((user.read("user_id")?, thread.read("thread_id")?))).collect()
+    }
+
     /// See [`Projects::thread_reach`].
     pub(crate) async fn thread_reach(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>> {
         let row: Option<(bool, Option<String>)> = sqlx::query_as(
@@ -649,6 +665,8 @@ pub trait Projects: Send + Sync {
     async fn project_threads(&self, user: Uuid, project: Uuid) -> Result<Vec<Thread>>;
     /// How the person reaches a conversation: as its author, as a member of its project, or not (`None`).
     async fn thread_reach(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>>;
+    /// The pairs (person, conversation) among `pairs` whose person no longer reads the conversation.
+    async fn unreachable(&self, pairs: &[(Uuid, Uuid)]) -> Result<Vec<(Uuid, Uuid)>>;
 }
 
 /// Implements [`Projects`] for a backend, written once for both, as [`threads_for`](super::threads::threads_for)
@@ -747,6 +765,11 @@ macro_rules! projects_for {
                     limit: u32,
                 ) -> Result<Vec<ProjectActivity>> {
                     Shared::activity(&mut *self.read().await?, user, project, before, limit).await
+                }
+
+                #[instrument(skip(self, pairs), fields(pairs = pairs.len()))]
+                async fn unreachable(&self, pairs: &[(Uuid, Uuid)]) -> Result<Vec<(Uuid, Uuid)>> {
+                    Shared::unreachable(&mut *self.read().await?, pairs).await
                 }
 
                 #[instrument(skip(self))]

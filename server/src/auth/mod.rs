@@ -5,6 +5,7 @@ pub mod device;
 pub mod jwt;
 pub mod one_time;
 pub mod password;
+pub mod reach;
 pub mod secret;
 pub mod sessions;
 pub mod setup;

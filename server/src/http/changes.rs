@@ -4,7 +4,6 @@
 use axum::{extract::State, response::Response, routing::get, Router};
 use uuid::Uuid;
 
-use super::chat::event_stream;
 use super::error::Result;
 use super::extract::{AuthUser, Path};
 use crate::AppState;
@@ -36,6 +35,7 @@ pub struct ThreadChangeEvent {
 pub async fn changes(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Response> {
     // Taken first: a stream refused here reads nothing.
     let place = state.streams.take(user.id)?;
+    let member_of = super::chat::member_of(&state, user.id, thread).await?;
     let watcher = state.chat.watch_changes(user.id, thread).await?;
-    Ok(event_stream(&state, &user, place, watcher))
+    Ok(super::chat::event_stream_on(&state, &user, place, watcher, member_of))
 }

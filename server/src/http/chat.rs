@@ -48,16 +48,35 @@ pub(super) fn event_stream(
     place: StreamPlace,
     frames: impl Stream<Item = Bytes> + Unpin + Send + 'static,
 ) -> Response {
+    event_stream_on(state, user, place, frames, None)
+}
+
+/// [`event_stream`] of a conversation the caller reads as a member of its project (`member_of`): it also ends
+/// once they no longer reach it (see [`crate::auth::reach`]).
+pub(super) fn event_stream_on(
+    state: &AppState,
+    user: &AuthUser,
+    place: StreamPlace,
+    frames: impl Stream<Item = Bytes> + Unpin + Send + 'static,
+    member_of: Option<Uuid>,
+) -> Response {
     let half = KEEP_ALIVE / 2;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + half, half);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let body = EventBody {
-        frames,
-        ended: Box::pin(state.sessions.ended(user.jti, user.id)),
-        tick,
-        sent: false,
-        place: Some(place),
+    let session = state.sessions.ended(user.jti, user.id);
+    let ended: Pin<Box<dyn Future<Output = ()> + Send>> = match member_of {
+        Some(thread) => {
+            let lost = state.reach.lost(user.id, thread);
+            Box::pin(async move {
+                tokio::select! {
+                    () = session => {}
+                    () = lost => {}
+                }
+            })
+        }
+        None => Box::pin(session),
     };
+    let body = EventBody { frames, ended, tick, sent: false, place: Some(place) };
     let mut response = Response::new(Body::from_stream(body));
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -215,7 +234,7 @@ pub async fn resume(
     headers: HeaderMap,
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
-    state.store.get_thread(user.id, thread).await?;
+    let member_of = member_of(&state, user.id, thread).await?;
     let Some(turn) = state.store.latest_turn(user.id, thread).await? else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
@@ -225,7 +244,17 @@ pub async fn resume(
         _ => 0,
     };
     let events = state.chat.turn_events(user.id, thread, turn.id, after);
-    Ok(event_stream(&state, &user, place, events))
+    Ok(event_stream_on(&state, &user, place, events, member_of))
+}
+
+/// `Some(thread)` when the caller reads `thread` as a member of its project, `None` as its author; `NotFound` when
+/// they do not reach it.
+pub(super) async fn member_of(state: &AppState, user: Uuid, thread: Uuid) -> Result<Option<Uuid>> {
+    match state.store.thread_reach(user, thread).await? {
+        Some(store::projects::ThreadReach::Author) => Ok(None),
+        Some(store::projects::ThreadReach::Member(_)) => Ok(Some(thread)),
+        None => Err(ApiError::NotFound),
+    }
 }
 
 /// `POST /api/threads/{id}/stop`: stops the running turn; the partial answer is kept as `stopped`.

@@ -373,3 +373,59 @@ async fn a_projects_instructions_reach_the_model_between_quires_rules_and_the_pe
         assert!(system.find("CRITICAL RULES").unwrap() < project_at && project_at < own_at, "{system}");
     }
 }
+
+/// Reads an event stream in the background; the receiver says `None` once it ended.
+fn follow(response: Response) -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    use futures::StreamExt;
+    let (sender, received) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut parser = wire::sse::SseParser::new();
+        let mut body = response.bytes_stream();
+        while let Some(Ok(chunk)) = body.next().await {
+            for event in parser.feed(&chunk).expect("an event of a sane size") {
+                if sender.send(event.event).is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    received
+}
+
+#[tokio::test]
+async fn a_members_streams_end_once_they_no_longer_reach_the_conversation() {
+    let wait = std::time::Duration::from_secs(10);
+    for (store, _guard) in every_store("projects_streams").await {
+        let Shared { server, project, thread, viewer, viewer_id, .. } = shared_conversation(store).await;
+        let document = server.detail(thread).await.artifacts[0].id;
+        let changes = send(&viewer, &server, "GET", &format!("/api/threads/{thread}/changes"), None).await;
+        assert_eq!(changes.status(), 200);
+        let mut watching = follow(changes);
+        // The member sees the author's changes as they happen.
+        let edit = json!({"content": "# Payroll\n\n- Staff are paid monthly.\n", "base_version": 1});
+        let saved =
+            server.client.put(server.url(&format!("/api/artifacts/{document}"))).json(&edit).send().await.unwrap();
+        assert_eq!(saved.status(), 200);
+        let seen = tokio::time::timeout(wait, watching.recv()).await.expect("a change came");
+        assert_eq!(seen.as_deref(), Some("artifact_saved"));
+
+        // Removed from the project, their stream ends within the check's interval.
+        let path = format!("/api/projects/{project}/members/{viewer_id}");
+        assert_eq!(send(&server.client, &server, "DELETE", &path, None).await.status(), 204);
+        let removed_at = std::time::Instant::now();
+        let ended = tokio::time::timeout(wait, async { while watching.recv().await.is_some() {} }).await;
+        assert!(ended.is_ok(), "the stream ended");
+        assert!(removed_at.elapsed() < std::time::Duration::from_secs(2), "{:?}", removed_at.elapsed());
+
+        // A member still in the project keeps theirs until the conversation leaves the project.
+        let add = json!({"email": "vera@example.com", "role": "viewer"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{project}/members"), &add).await;
+        let changes = send(&viewer, &server, "GET", &format!("/api/threads/{thread}/changes"), None).await;
+        let mut watching = follow(changes);
+        tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+        assert!(watching.try_recv().is_err_and(|e| e == tokio::sync::mpsc::error::TryRecvError::Empty));
+        assert_eq!(move_thread(&server.client, &server, thread, None).await.status(), 200);
+        let ended = tokio::time::timeout(wait, async { while watching.recv().await.is_some() {} }).await;
+        assert!(ended.is_ok(), "the stream ended with the conversation leaving the project");
+    }
+}
