@@ -179,8 +179,8 @@ pub struct ChatState {
     pub(crate) quote: RwSignal<Option<QuoteDraft>>,
     /// The requirements ledger of the path shown; `None` until it is read.
     pub(crate) ledger: RwSignal<Option<Ledger>>,
-    /// Whether the person only reads the conversation (a member of its project who did not write it).
-    pub(crate) read_only: RwSignal<bool>,
+    /// What the person may do in the conversation (its author everything; a member of its project less).
+    pub(crate) access: RwSignal<crate::api::ThreadAccess>,
 }
 
 /// A passage picked with "Ask about this", waiting for the message that asks about it.
@@ -212,7 +212,7 @@ impl ChatState {
             draft: RwSignal::new(String::new()),
             quote: RwSignal::new(None),
             ledger: RwSignal::new(None),
-            read_only: RwSignal::new(false),
+            access: RwSignal::new(crate::api::ThreadAccess::Author),
         }
     }
 
@@ -232,7 +232,7 @@ impl ChatState {
         self.draft.set(String::new());
         self.quote.set(None);
         self.ledger.set(None);
-        self.read_only.set(false);
+        self.access.set(crate::api::ThreadAccess::Author);
     }
 
     /// Applies one event of a typed turn of thread `id`.
@@ -393,5 +393,13 @@ mod tests {
         conversation.push(message(5, Role::Assistant, "All of it", MessageStatus::Complete));
         assert_eq!(failed_request(&conversation, None), None, "answered");
         assert_eq!(failed_request(&conversation[..2], None), None);
+    }
+}
+
+/// What the person may do in the conversation on screen (everything where no conversation is: a page of its own).
+pub(crate) fn access() -> Signal<crate::api::ThreadAccess> {
+    match use_context::<ChatState>() {
+        Some(state) => state.access.into(),
+        None => Signal::stored(crate::api::ThreadAccess::Author),
     }
 }

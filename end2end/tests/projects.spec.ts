@@ -71,3 +71,50 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   expect(gone.status()).toBe(404);
   await colleague.context().close();
 });
+
+test('an editor of the project edits the document of a colleague\'s conversation; the author sees who did', async ({ page, browser }) => {
+  const colleague = await (await browser.newContext()).newPage();
+  const colleagueEmail = uniqueEmail('ed');
+  await signUp(colleague, colleagueEmail);
+  await signUp(page);
+
+  // The lead's conversation with a document, moved into a project where the colleague edits.
+  await openHydrated(page);
+  await send(page, 'We run a dental clinic. Patients book appointments online.');
+  await page.getByRole('button', { name: 'Generate', exact: true }).click();
+  await page.getByRole('menuitem', { name: 'Requirements Document' }).click();
+  await expect(page.getByTestId('generating-indicator')).toHaveCount(0);
+  await expect(page.getByTestId('artifact-card')).toHaveCount(1);
+  const id = page.url().split('/c/')[1];
+  const made = await page.request.post('/api/projects', { headers: sameOrigin(), data: { name: 'Clinic' } });
+  const project = (await made.json()).id;
+  const added = await page.request.post(`/api/projects/${project}/members`, {
+    headers: sameOrigin(),
+    data: { email: colleagueEmail, role: 'editor' },
+  });
+  expect(added.status()).toBe(201);
+  const moved = await page.request.patch(`/api/threads/${id}`, { headers: sameOrigin(), data: { project_id: project } });
+  expect(moved.status()).toBe(200);
+
+  // The colleague opens it: no message box, but the document opens with Edit.
+  await openHydrated(colleague, `/c/${id}`);
+  await expect(colleague.getByTestId('read-only-note')).toContainText('As an editor');
+  await expect(colleague.getByRole('textbox', { name: 'Message' })).toHaveCount(0);
+  await colleague.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
+  const viewer = colleague.getByRole('dialog');
+  await expect(viewer.getByRole('button', { name: 'Delete' })).toHaveCount(0);
+  await viewer.getByRole('button', { name: 'Edit' }).click();
+  const text = viewer.getByRole('textbox', { name: 'Document text (Markdown)' });
+  await text.fill(`${await text.inputValue()}\n\n- Reminders go out a day before.\n`);
+  await viewer.getByRole('button', { name: 'Save' }).click();
+  await expect(viewer.getByRole('status').filter({ hasText: 'Saved as version 2.' })).toBeVisible();
+  await expect(viewer.getByTestId('version-list').getByRole('listitem').nth(1)).toContainText('Edited by you');
+
+  // The author, who watches the conversation, sees the new version and who wrote it.
+  await expect(page.getByTestId('artifact-card')).toContainText('v2');
+  await page.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
+  const versions = page.getByRole('dialog').getByTestId('version-list').getByRole('listitem');
+  await expect(versions.nth(1)).toContainText('Edited by ');
+  await expect(versions.nth(1)).not.toContainText('Edited by you');
+  await colleague.context().close();
+});

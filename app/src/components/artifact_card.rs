@@ -6,7 +6,7 @@ use leptos::html;
 use leptos::prelude::*;
 use uuid::Uuid;
 
-use crate::api::{export_url, Artifact, ExportFormat, MAX_QUOTE_CHARS};
+use crate::api::{export_url, Artifact, ExportFormat, ThreadAccess, MAX_QUOTE_CHARS};
 use crate::components::artifact_editor::ArtifactEditor;
 use crate::components::out_of_date::OutOfDateNotice;
 use crate::components::versions::VersionList;
@@ -36,7 +36,9 @@ pub fn ArtifactCard(
     let title = artifact.title.clone();
     let version = artifact.version;
     let marks = artifact.out_of_date.clone();
-    let update = on_update.map(|update| {
+    // "Update document" runs a turn: the conversation's author's alone.
+    let author = crate::state::access().get_untracked() == ThreadAccess::Author;
+    let update = on_update.filter(|_| author).map(|update| {
         let artifact = artifact.clone();
         Callback::new(move |_| update.run(artifact.clone()))
     });
@@ -103,6 +105,8 @@ pub fn artifact_viewer(document: Memo<Option<Artifact>>, actions: ViewerActions,
 /// mode, it leaves edit mode, asking first if there are changes).
 #[component]
 fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, around: ViewerContext) -> impl IntoView {
+    // What the person may do here: edit (the author and the project's editors), ask, update and delete (the author).
+    let access = crate::state::access();
     let confirming = RwSignal::new(false);
     let mode = RwSignal::new(Mode::Reading);
     // Unsaved changes of the editor, and what to do once the person agreed to drop them.
@@ -239,7 +243,10 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
             {move || {
                 let marks = marks.get();
                 (!marks.is_empty() && mode.get() == Mode::Reading)
-                    .then(|| view! { <OutOfDateNotice marks busy=around.busy on_update=Some(update)/> })
+                    .then(|| {
+                        let on_update = (access.get_untracked() == ThreadAccess::Author).then_some(update);
+                        view! { <OutOfDateNotice marks busy=around.busy on_update/> }
+                    })
             }}
             {move || match mode.get() {
                 // Read once: the editor keeps the person's text while newer versions arrive.
@@ -249,14 +256,18 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
                 }).into_any(),
                 Mode::Reading => view! {
                     <div class="viewer-actions">
-                        <button type="button" class="primary" on:click=start_editing>"Edit"</button>
-                        {move || selection.get().is_some().then(|| view! {
+                        {move || access.get().edits_documents().then(|| view! {
+                            <button type="button" class="primary" on:click=start_editing>"Edit"</button>
+                        })}
+                        {move || (selection.get().is_some() && access.get() == ThreadAccess::Author).then(|| view! {
                             <button type="button" on:click=ask>"Ask about this"</button>
                         })}
                         <a class="button" href=export(ExportFormat::Md) download>"Export Markdown"</a>
                         <a class="button" href=export(ExportFormat::Pdf) download>"Export PDF"</a>
                         <a class="button" href=export(ExportFormat::Docx) download>"Export Word"</a>
-                        {move || if confirming.get() {
+                        {move || if access.get() != ThreadAccess::Author {
+                            ().into_any()
+                        } else if confirming.get() {
                             view! {
                                 <span class="confirm">
                                     "Delete this document? "

@@ -201,9 +201,11 @@ fn requirement_list(list: RequirementList) -> AnyView {
         {move || (!uncovered().is_empty()).then(|| view! {
             <div class="uncovered-note">
                 <p>{move || format!("Not covered by any document: {}.", uncovered().join(", "))}</p>
-                <button type="button" class="primary" disabled=move || busy.get() on:click=generate>
-                    "Generate document"
-                </button>
+                {move || (crate::state::access().get() == crate::api::ThreadAccess::Author).then(|| view! {
+                    <button type="button" class="primary" disabled=move || busy.get() on:click=generate>
+                        "Generate document"
+                    </button>
+                })}
             </div>
         })}
         <ul class="requirement-list">
@@ -300,6 +302,8 @@ fn RequirementEntry(
             {move || if editing.get() {
                 let text = requirement.with_untracked(|r| r.as_ref().map(|r| r.text.clone()).unwrap_or_default());
                 view! { <RequirementEditor key=key.get_value() text working on_save=save on_cancel=cancel/> }.into_any()
+            } else if !crate::state::access().get().edits_documents() {
+                ().into_any()
             } else {
                 let name = key.get_value();
                 view! {

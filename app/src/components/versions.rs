@@ -62,7 +62,14 @@ pub fn VersionList(artifact: Uuid, current: i64, on_restored: Callback<Artifact>
 /// request it answered ("Revised by the assistant (model) for: 'slots should be 45 minutes'").
 pub(crate) fn written_by(version: &ArtifactVersion) -> String {
     match &version.author {
-        VersionAuthor::Person { .. } => "Edited by you".to_string(),
+        VersionAuthor::Person { user_id } => {
+            let me = use_context::<crate::state::CurrentUser>().and_then(|u| u.0.get_untracked()).map(|u| u.id);
+            match (&version.author_name, me == Some(*user_id)) {
+                (_, true) => "Edited by you".to_string(),
+                (Some(name), false) => format!("Edited by {name}"),
+                (None, false) => "Edited by a former member".to_string(),
+            }
+        }
         VersionAuthor::Assistant { model } => {
             let verb = if version.version == 1 { "Written" } else { "Revised" };
             let by = match model {
@@ -95,6 +102,8 @@ fn VersionEntry(
             <time class="version-date">{moment(version.created_at)}</time>
             {if number == current {
                 view! { <span class="version-current">"Current"</span> }.into_any()
+            } else if !crate::state::access().get_untracked().edits_documents() {
+                ().into_any()
             } else {
                 view! {
                     <button type="button" disabled=move || restoring.get() on:click=move |_| on_restore.run(number)>

@@ -58,6 +58,8 @@ fn sentence(entry: &ProjectActivity) -> String {
         ActivityKind::RoleChanged => format!("{who} made {what} {role}"),
         ActivityKind::ConversationMovedIn => format!("{who} moved “{what}” into the project"),
         ActivityKind::ConversationMovedOut => format!("{who} took “{what}” out of the project"),
+        ActivityKind::DocumentEdited => format!("{who} edited {what}"),
+        ActivityKind::RequirementsChanged => format!("{who} changed requirements in {what}"),
     }
 }
 

@@ -7,7 +7,7 @@ use uuid::Uuid;
 use wire::{Artifact, ArtifactType, ArtifactVersion, VersionAuthor, REQUEST_EXCERPT_CHARS};
 
 use super::columns::{convert, shared_sql, stored_row};
-use super::projects::readable;
+use super::projects::{readable, ThreadReach};
 use super::threads::found;
 use super::{NewArtifact, Result, StoreError, ThreadStamp};
 
@@ -87,9 +87,10 @@ shared_sql! {
         // cannot both land.
         let sql = format!(
             "update artifacts set title = $1, content = $2, version = version + 1,
-             updated_at = {}(updated_at, $3) where id = $4 and user_id = $5 and ($6 is null or version = $6)
+             updated_at = {}(updated_at, $3) where id = $4 and {} and ($6 is null or version = $6)
              returning version",
-            D::GREATEST
+            D::GREATEST,
+            crate::projects::thread_access("artifacts.thread_id", "$5", wire::ProjectRole::Editor)
         );
         let version: Option<i64> = sqlx::query_scalar(&sql)
             .bind(revision.title.clone())
@@ -101,12 +102,17 @@ shared_sql! {
             .fetch_optional(&mut *conn)
             .await?;
         let Some(version) = version else {
-            return Err(match revision.base_version {
-                Some(_) => match Self::artifact(conn, user, artifact).await {
-                    Ok(current) => StoreError::VersionConflict(Box::new(current)),
-                    Err(e) => e,
-                },
-                None => StoreError::NotFound,
+            // A save from an older version, by someone who may save one, is told the current one; anyone else
+            // learns nothing.
+            let current = match revision.base_version {
+                Some(_) => Self::readable_artifact(&mut *conn, user, artifact).await.ok(),
+                None => None,
+            };
+            let Some(current) = current else { return Err(StoreError::NotFound) };
+            return Err(match Self::thread_reach(conn, user, current.thread_id).await? {
+                Some(ThreadReach::Author) => StoreError::VersionConflict(Box::new(current)),
+                Some(ThreadReach::Member(role)) if role.writes() => StoreError::VersionConflict(Box::new(current)),
+                _ => StoreError::NotFound,
             });
         };
         let (author_id, model) = match &revision.author {
@@ -132,12 +138,6 @@ shared_sql! {
         let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1");
         let row: ArtifactRow<D::Id, D::Time> = sqlx::query_as(&sql).bind(D::id(artifact)).fetch_one(conn).await?;
         row.try_into()
-    }
-
-    /// The person's document.
-    pub(crate) async fn artifact(conn: &mut D::Connection, user: Uuid, artifact: Uuid) -> Result<Artifact> {
-        let sql = format!("select {ARTIFACT_COLUMNS} from artifacts where id = $1 and user_id = $2");
-        Self::owned_row::<ArtifactRow<D::Id, D::Time>, _>(conn, &sql, artifact, user).await?.ok_or(StoreError::NotFound)
     }
 
     /// A document the person reads: theirs, or in a conversation of a project of theirs.
@@ -340,7 +340,8 @@ pub(crate) const ARTIFACT_COLUMNS: &str =
 /// version's request is kept on the document.
 pub(crate) const VERSIONS: &str = "select v.artifact_id, v.version, v.title, v.content, v.created_at,
     coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end) as request_message_id,
-    v.author_id, v.model, substr(m.content, 1, 301) as request, ans.id as answer_message_id
+    v.author_id, v.model, substr(m.content, 1, 301) as request, ans.id as answer_message_id,
+    (select coalesce(nullif(u.display_name, ''), u.email) from users u where u.id = v.author_id) as author_name
     from artifact_versions v join artifacts a on a.id = v.artifact_id
     left join messages m on m.user_id = a.user_id
         and m.id = coalesce(v.request_message_id, case when v.version = 1 then a.request_message_id end)
@@ -460,6 +461,7 @@ stored_row! {
         content: String,
         request_message_id: Option<I>,
         answer_message_id: Option<I>,
+        author_name: Option<String>,
         created_at: T,
     } with {
         author_id: Option<I>,
@@ -560,7 +562,12 @@ macro_rules! artifacts_for {
                                 Shared::insert_version(&mut *tx, user, artifact, &revision, updated).await?;
                                 Shared::answer_requests(&mut *tx, artifact, &revision.answers).await?;
                                 let revised = Shared::artifact_by_id(&mut *tx, artifact).await?;
-                                Shared::cite(tx, artifact, revised.version, &revision.cites).await?;
+                                Shared::cite(&mut *tx, artifact, revised.version, &revision.cites).await?;
+                                if let wire::VersionAuthor::Person { user_id } = revision.author {
+                                    let kind = wire::ActivityKind::DocumentEdited;
+                                    let title = format!("{} (version {})", revised.title, revised.version);
+                                    Shared::log_thread_activity(tx, revised.thread_id, user_id, kind, &title).await?;
+                                }
                                 Ok(revised)
                             })
                         })

@@ -268,6 +268,24 @@ shared_sql! {
         found(owned.is_some())
     }
 
+    /// [`lock_thread`](Self::lock_thread) for a person who reaches the thread with the role `least` (its author
+    /// always does; see [`crate::projects::thread_access`]).
+    pub(crate) async fn lock_thread_for(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        least: wire::ProjectRole,
+    ) -> Result<()> {
+        let sql = format!(
+            "select t.id from threads t where t.id = $1 and {} {}",
+            thread_row_access("t", "$2", least),
+            D::FOR_UPDATE
+        );
+        let reached: Option<D::Id> =
+            sqlx::query_scalar(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        found(reached.is_some())
+    }
+
     /// The person's messages of `thread` among `ids`, in order.
     pub(crate) async fn messages_by_id(
         conn: &mut D::Connection,

@@ -136,7 +136,7 @@ fn last_owner() -> StoreError {
 }
 
 shared_sql! {
-    rows(ProjectRow<D::Id, D::Time>, MemberRow<D::Id, D::Time>, ActivityRow<D::Time>);
+    // Statements other concepts' writes call too (so they ask for no row types).
 
     /// The person's role in the project, if they are a member.
     pub(crate) async fn role_in(conn: &mut D::Connection, user: Uuid, project: Uuid) -> Result<Option<ProjectRole>> {
@@ -223,6 +223,33 @@ shared_sql! {
         .await?;
         Ok(())
     }
+
+    /// Logs `kind` in the activity of the project `thread` is in, if it is in one.
+    pub(crate) async fn log_thread_activity(
+        conn: &mut D::Connection,
+        thread: Uuid,
+        actor: Uuid,
+        kind: ActivityKind,
+        subject: &str,
+    ) -> Result<()> {
+        sqlx::query(
+            "insert into project_activity (project_id, actor_id, kind, subject, created_at)
+             select t.project_id, $2, $3, t.title || ': ' || $4, $5 from threads t
+             where t.id = $1 and t.project_id is not null",
+        )
+        .bind(D::id(thread))
+        .bind(D::id(actor))
+        .bind(kind.as_str())
+        .bind(subject.to_owned())
+        .bind(D::time(now()))
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+}
+
+shared_sql! {
+    rows(ProjectRow<D::Id, D::Time>, MemberRow<D::Id, D::Time>, ActivityRow<D::Time>);
 
     /// The project as its member reads it; `NotFound` for anyone else.
     pub(crate) async fn project(conn: &mut D::Connection, user: Uuid, project: Uuid) -> Result<Project> {

@@ -625,9 +625,10 @@ shared_sql! {
         author: &VersionAuthor,
         at: DateTime<Utc>,
     ) -> Result<Vec<Recorded>> {
-        // The owner is checked by the statements that write (and by the caller's lock, where there is one).
+        // Who writes is checked by the statements that write (and by the caller's lock, where there is one): the
+        // conversation's author, or an editor of its project (the rows stay the author's).
         // The new requirements first, numbered on from the conversation's highest, in one statement that writes
-        // nothing unless the thread is the person's.
+        // nothing unless the person reaches the thread as one of them.
         let adds: Vec<serde_json::Value> = writes
             .iter()
             .filter(|w| matches!(w, LedgerWrite::Add { .. }))
@@ -640,9 +641,10 @@ shared_sql! {
                 "insert into requirements (id, thread_id, user_id, number)
                  select w.id, t.id, t.user_id,
                    (select coalesce(max(r.number), 0) from requirements r where r.thread_id = $1) + w.k
-                 from {} cross join threads t where t.id = $1 and t.user_id = $2
+                 from {} cross join threads t where t.id = $1 and {}
                  returning id, number",
-                D::json_table("$3", "w", &[("id", "uuid"), ("k", "bigint")])
+                D::json_table("$3", "w", &[("id", "uuid"), ("k", "bigint")]),
+                crate::projects::thread_row_access("t", "$2", wire::ProjectRole::Editor)
             );
             let rows: Vec<(D::Id, i64)> = sqlx::query_as(&sql)
                 .bind(D::id(thread))
@@ -698,9 +700,9 @@ shared_sql! {
              (requirement_id, thread_id, text, kind, status, message_id, author_id, model, created_at)
              select q.id, q.thread_id, w.text, w.kind, w.status, w.message_id, $3, $4, $5
              from {} cross join requirements q
-             where q.id = w.requirement_id and q.number = w.number and q.thread_id = $1 and q.user_id = $2
+             where q.id = w.requirement_id and q.number = w.number and q.thread_id = $1 and {}
                and (w.message_id is null or exists (select 1 from messages m
-                 where m.id = w.message_id and m.thread_id = $1 and m.user_id = $2))
+                 where m.id = w.message_id and m.thread_id = $1))
              returning requirement_id, id",
             D::json_table(
                 "$6",
@@ -713,7 +715,8 @@ shared_sql! {
                     ("status", "text"),
                     ("message_id", "uuid")
                 ]
-            )
+            ),
+            crate::projects::thread_access("$1", "$2", wire::ProjectRole::Editor)
         );
         let written: Vec<(D::Id, i64)> = sqlx::query_as(&sql)
             .bind(D::id(thread))
@@ -845,8 +848,15 @@ macro_rules! requirements_for {
                     let at = now();
                     self.write_together(move |tx| {
                         Box::pin(async move {
-                            Shared::lock_thread(&mut *tx, user, thread).await?;
-                            Shared::record_requirements(tx, user, thread, &writes, &author, at).await
+                            Shared::lock_thread_for(&mut *tx, user, thread, wire::ProjectRole::Editor).await?;
+                            let recorded =
+                                Shared::record_requirements(&mut *tx, user, thread, &writes, &author, at).await?;
+                            if let VersionAuthor::Person { user_id } = author {
+                                let keys: Vec<String> = recorded.iter().map(|r| format!("R-{}", r.number)).collect();
+                                let kind = wire::ActivityKind::RequirementsChanged;
+                                Shared::log_thread_activity(tx, thread, user_id, kind, &keys.join(", ")).await?;
+                            }
+                            Ok(recorded)
                         })
                     })
                     .await

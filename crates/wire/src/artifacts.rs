@@ -23,6 +23,10 @@ pub struct ArtifactVersion {
     /// Who wrote it.
     #[serde(default)]
     pub author: VersionAuthor,
+    /// The name of the person who wrote it (their display name, or e-mail when they have none); `None` for the
+    /// assistant's versions and once their account is deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_name: Option<String>,
     /// The assistant's answer that wrote it, in reply to `request_message_id` (once the answer is saved); `None`
     /// for a person's version, silent generation and versions whose answer was deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -367,9 +367,31 @@ pub struct ThreadDetail {
     /// Whether an answer is being written right now (re-attach with `GET .../stream`).
     #[serde(default)]
     pub running: bool,
-    /// Whether the caller only reads it: a member of its project who did not write it.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub read_only: bool,
+    /// What the caller may do here: all of it as its `author`; as a member of its project, edit its documents and
+    /// requirements (`editor`) or read it (`viewer`).
+    #[serde(default)]
+    pub access: ThreadAccess,
+}
+
+/// What the caller may do in a conversation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadAccess {
+    /// They wrote it: everything.
+    #[default]
+    Author,
+    /// An editor or owner of its project: its documents and requirements too.
+    Editor,
+    /// A viewer of its project: read and export.
+    Viewer,
+}
+
+impl ThreadAccess {
+    /// Whether they may change its documents and requirements.
+    pub fn edits_documents(self) -> bool {
+        self != Self::Viewer
+    }
 }
 
 /// `POST /api/threads/{id}/chat`.

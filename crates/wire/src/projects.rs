@@ -160,10 +160,14 @@ pub enum ActivityKind {
     RoleChanged,
     ConversationMovedIn,
     ConversationMovedOut,
+    /// A person saved a version of a document of one of the project's conversations.
+    DocumentEdited,
+    /// A person changed or dropped requirements of one of the project's conversations.
+    RequirementsChanged,
 }
 
 impl ActivityKind {
-    pub const ALL: [ActivityKind; 8] = [
+    pub const ALL: [ActivityKind; 10] = [
         Self::ProjectCreated,
         Self::ProjectChanged,
         Self::MemberAdded,
@@ -172,6 +176,8 @@ impl ActivityKind {
         Self::RoleChanged,
         Self::ConversationMovedIn,
         Self::ConversationMovedOut,
+        Self::DocumentEdited,
+        Self::RequirementsChanged,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -184,6 +190,8 @@ impl ActivityKind {
             Self::RoleChanged => "role_changed",
             Self::ConversationMovedIn => "conversation_moved_in",
             Self::ConversationMovedOut => "conversation_moved_out",
+            Self::DocumentEdited => "document_edited",
+            Self::RequirementsChanged => "requirements_changed",
         }
     }
 

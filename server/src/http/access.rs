@@ -1,6 +1,6 @@
 //! Writes to a conversation the caller only reads. Every write's statement reaches the conversation's rows as
-//! their author's (so a project member's write changes nothing and the route answers 404), while its reads reach
-//! them as a member's too. A 404 to such a write would tell a member who sees the conversation that it is not
+//! their author's, or for documents and requirements as an editor of its project's (so anyone else's write changes
+//! nothing and the route answers 404), while its reads reach them as any member's. A 404 to such a write would tell a member who sees the conversation that it is not
 //! there (and a check made before the write, a 409 or 422, would judge a change they may not make at all), so
 //! this layer, after the route has refused and written nothing, says what is true instead: 403, "you can read
 //! this but not change it". Written once, for every write route under a conversation or a
@@ -42,12 +42,23 @@ fn target(path: &str) -> Option<Target> {
 pub fn read_only() -> ApiError {
     ApiError::Forbidden {
         code: "read_only",
-        message: "You can read this conversation in its project, but only its author changes it.".into(),
+        message: "You can read this conversation in its project, but not change it.".into(),
+    }
+}
+
+/// The refusal of what only a conversation's author does, to an editor of its project.
+pub fn author_only() -> ApiError {
+    ApiError::Forbidden {
+        code: "author_only",
+        message:
+            "Only the conversation's author does this; the project's editors change its documents and requirements."
+                .into(),
     }
 }
 
 /// Turns the refusal of a write (404, or a 409, 422 or 400 about what it asked) into a 403 when the caller
-/// reads the conversation as a project member: whatever else was wrong, they may not write there.
+/// reads the conversation as a project viewer: whatever else was wrong, they may not write there. An editor's
+/// 404 (what only the author does) becomes a 403 too.
 pub async fn read_only_writes(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let writes = !matches!(*request.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     let Some(target) = target(request.uri().path()).filter(|_| writes) else {
@@ -57,7 +68,8 @@ pub async fn read_only_writes(State(state): State<AppState>, request: Request, n
     let (mut parts, body) = request.into_parts();
     let user = AuthUser::from_request_parts(&mut parts, &state).await.ok();
     let response = next.run(Request::from_parts(parts, body)).await;
-    // A refusal of what was asked (missing, conflicting, malformed) is read: a reader gets "read only" first.
+    // A refusal of what was asked (missing, conflicting, malformed) is read: a reader gets "read only" first; an
+    // editor, whose document and requirement changes go through, hears the refusal of the rest.
     let refused = matches!(
         response.status(),
         StatusCode::NOT_FOUND | StatusCode::CONFLICT | StatusCode::UNPROCESSABLE_ENTITY | StatusCode::BAD_REQUEST
@@ -74,7 +86,8 @@ pub async fn read_only_writes(State(state): State<AppState>, request: Request, n
         Err(e) => Err(e),
     };
     match reach {
-        Ok(Some(ThreadReach::Member(_))) => read_only().into_response(),
+        Ok(Some(ThreadReach::Member(role))) if !role.writes() => read_only().into_response(),
+        Ok(Some(ThreadReach::Member(_))) if response.status() == StatusCode::NOT_FOUND => author_only().into_response(),
         _ => response,
     }
 }

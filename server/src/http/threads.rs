@@ -197,8 +197,12 @@ pub async fn get_thread(
     )?;
     let path = messages.iter().map(|m| m.id).collect();
     ledger.on_path(&path).mark(&mut artifacts);
-    let read_only = !matches!(reach, Some(store::projects::ThreadReach::Author));
-    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, read_only }))
+    let access = match reach {
+        Some(store::projects::ThreadReach::Author) => wire::ThreadAccess::Author,
+        Some(store::projects::ThreadReach::Member(role)) if role.writes() => wire::ThreadAccess::Editor,
+        _ => wire::ThreadAccess::Viewer,
+    };
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access }))
 }
 
 /// `PATCH /api/threads/{id}`.

@@ -172,8 +172,9 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
         }
         let none: ProjectList = get_json(&mallory, &server.url("/api/projects")).await;
         assert!(none.projects.is_empty());
-        // Nor does anyone move a conversation that is not theirs: a member reads it, only its author changes it.
-        expect(move_thread(&bob, &server, plans, None).await, 403, "read_only", "moving another's out").await;
+        // Nor does anyone move a conversation that is not theirs: an editor changes its documents, only its author
+        // moves it.
+        expect(move_thread(&bob, &server, plans, None).await, 403, "author_only", "moving another's out").await;
         expect(move_thread(&mallory, &server, plans, None).await, 404, "not_found", "an outsider moving it").await;
 
         // A project keeps an owner.
@@ -253,7 +254,7 @@ async fn shared_conversation(store: store::DynStore) -> Shared {
     let add = json!({"email": "vera@example.com", "role": "viewer"});
     let _: ProjectMember = server.post_json(&format!("/api/projects/{}/members", project.id), &add).await;
     let thread = server.create_titled_thread("Payroll plans").await;
-    server.chat(thread, "We need a payroll system. Please write the user stories.").await;
+    server.chat(thread, "Staff must be paid monthly. Please write the user stories.").await;
     server.wait_idle(thread).await;
     assert_eq!(move_thread(&server.client, &server, thread, Some(project.id)).await.status(), 200);
     Shared { project: project.id, thread, viewer, viewer_id: viewer_auth.user.id, outsider, server }
@@ -264,7 +265,7 @@ async fn members_read_a_project_conversation_and_only_its_author_writes() {
     for (store, _guard) in every_store("projects_reading").await {
         let Shared { server, project, thread, viewer, viewer_id, outsider } = shared_conversation(store).await;
         let own: ThreadDetail = server.detail(thread).await;
-        assert!(!own.read_only, "the author writes");
+        assert_eq!(own.access, wire::ThreadAccess::Author, "the author writes");
         let document = own.artifacts[0].id;
         let answer = own.messages.iter().find(|m| m.role == wire::Role::Assistant).unwrap().id;
         let question = own.messages.iter().find(|m| m.role == wire::Role::User).unwrap().id;
@@ -272,7 +273,7 @@ async fn members_read_a_project_conversation_and_only_its_author_writes() {
         // The viewer reads what the author reads: the conversation, its documents and versions, its ledger, what
         // the model saw, and its export.
         let seen: ThreadDetail = get_json(&viewer, &server.url(&format!("/api/threads/{thread}"))).await;
-        assert!(seen.read_only);
+        assert_eq!(seen.access, wire::ThreadAccess::Viewer);
         assert_eq!((seen.messages.clone(), seen.artifacts.clone()), (own.messages.clone(), own.artifacts.clone()));
         let reads = [
             format!("/api/threads/{thread}/artifacts"),
@@ -427,5 +428,87 @@ async fn a_members_streams_end_once_they_no_longer_reach_the_conversation() {
         assert_eq!(move_thread(&server.client, &server, thread, None).await.status(), 200);
         let ended = tokio::time::timeout(wait, async { while watching.recv().await.is_some() {} }).await;
         assert!(ended.is_ok(), "the stream ended with the conversation leaving the project");
+    }
+}
+
+#[tokio::test]
+async fn editors_change_documents_and_requirements_and_the_log_says_who() {
+    for (store, _guard) in every_store("projects_editors").await {
+        let Shared { server, project, thread, viewer, viewer_id, .. } = shared_conversation(store).await;
+        let (editor, editor_auth) = server.second_user("ed@example.com").await;
+        let add = json!({"email": "ed@example.com", "role": "editor"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{project}/members"), &add).await;
+        let seen: ThreadDetail = get_json(&editor, &server.url(&format!("/api/threads/{thread}"))).await;
+        assert_eq!(seen.access, wire::ThreadAccess::Editor);
+        let document = seen.artifacts[0].id;
+
+        // The editor saves a version; the author sees it, written by the editor.
+        let edit = json!({"content": "# Payroll\n\n- Staff are paid monthly, on the last day.\n", "base_version": 1});
+        let saved = editor.put(server.url(&format!("/api/artifacts/{document}"))).json(&edit).send().await.unwrap();
+        assert_eq!(saved.status(), 200);
+        let versions: wire::ArtifactVersionList = server.get_json(&format!("/api/artifacts/{document}/versions")).await;
+        let newest = versions.versions.last().unwrap();
+        assert_eq!(newest.author, wire::VersionAuthor::Person { user_id: editor_auth.user.id });
+        assert_eq!(
+            newest.author_name.as_deref(),
+            Some(editor_auth.user.display_name.as_str()).filter(|n| !n.is_empty()).or(Some("ed@example.com"))
+        );
+        // A save from the old version is refused with the current one, as for the author.
+        let stale = editor.put(server.url(&format!("/api/artifacts/{document}"))).json(&edit).send().await.unwrap();
+        assert_eq!(stale.status(), 409);
+        // A viewer still changes nothing.
+        let refused = viewer
+            .put(server.url(&format!("/api/artifacts/{document}")))
+            .json(&json!({"content": "# Mine", "base_version": 2}))
+            .send()
+            .await
+            .unwrap();
+        expect(refused, 403, "read_only", "a viewer saving").await;
+
+        // The editor changes a requirement; its history says who.
+        let ledger: wire::Ledger = server.get_json(&format!("/api/threads/{thread}/requirements")).await;
+        let key = ledger.requirements.first().expect("the message stated a requirement").key.clone();
+        let path = format!("/api/threads/{thread}/requirements/{key}");
+        let changed =
+            send(&editor, &server, "PATCH", &path, Some(json!({"text": "Staff must be paid twice a month."}))).await;
+        assert_eq!(changed.status(), 200);
+        let requirement: wire::Requirement = changed.json().await.unwrap();
+        assert_eq!(requirement.text, "Staff must be paid twice a month.");
+        let last = requirement.history.last().unwrap();
+        assert_eq!(last.author, wire::VersionAuthor::Person { user_id: editor_auth.user.id });
+
+        // What only the author does stays theirs: writing in the conversation, deleting a document.
+        let chat = send(
+            &editor,
+            &server,
+            "POST",
+            &format!("/api/threads/{thread}/chat"),
+            Some(json!({"content": "Add overtime."})),
+        )
+        .await;
+        expect(chat, 403, "author_only", "an editor writing a message").await;
+        let delete = send(&editor, &server, "DELETE", &format!("/api/artifacts/{document}"), None).await;
+        expect(delete, 403, "author_only", "an editor deleting a document").await;
+
+        // The project's log tells who changed what.
+        let log: ActivityList = server.get_json(&format!("/api/projects/{project}/activity")).await;
+        let mine: Vec<(ActivityKind, Option<String>)> =
+            log.entries.iter().take(2).map(|e| (e.kind, e.actor.clone())).collect();
+        assert_eq!(
+            mine,
+            vec![
+                (ActivityKind::RequirementsChanged, newest.author_name.clone()),
+                (ActivityKind::DocumentEdited, newest.author_name.clone()),
+            ]
+        );
+        assert!(log.entries[0].subject.as_deref().unwrap().contains(&key));
+
+        // Lowered to viewer, their next save is refused at once.
+        let path = format!("/api/projects/{project}/members/{}", editor_auth.user.id);
+        assert_eq!(send(&server.client, &server, "PATCH", &path, Some(json!({"role": "viewer"}))).await.status(), 200);
+        let again = json!({"content": "# Payroll\n\nLater.\n", "base_version": 2});
+        let refused = editor.put(server.url(&format!("/api/artifacts/{document}"))).json(&again).send().await.unwrap();
+        expect(refused, 403, "read_only", "a lowered editor saving").await;
+        let _ = viewer_id;
     }
 }

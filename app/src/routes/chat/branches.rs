@@ -53,7 +53,7 @@ impl ChatActions {
         state.title.set(detail.thread.title);
         state.messages.set(detail.messages);
         state.artifacts.set(detail.artifacts);
-        state.read_only.set(detail.read_only);
+        state.access.set(detail.access);
         self.branches().list.set(detail.branches);
         // The ledger follows the path shown.
         super::requirements::refresh(*self, id, false);
@@ -265,7 +265,7 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
             }
         })
     };
-    if actions.state().read_only.get_untracked() {
+    if actions.state().access.get_untracked() != crate::api::ThreadAccess::Author {
         return view! { <div class="message-tools">{switcher}</div> }.into_any();
     }
     let change = match role {

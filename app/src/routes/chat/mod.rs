@@ -16,7 +16,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, Quote, Role, ThreadChange};
+use crate::api::{client, Artifact, Quote, Role, ThreadAccess, ThreadChange};
 use crate::components::artifact_card::{artifact_viewer, ViewerActions, ViewerContext};
 use crate::components::artifacts_panel::ARTIFACTS_TOGGLE_ID;
 use crate::components::requirements_panel::{LedgerActions, RequirementsPanel};
@@ -82,7 +82,7 @@ pub fn ChatPage() -> impl IntoView {
                         return;
                     }
                     branches.list.set(detail.branches);
-                    state.read_only.set(detail.read_only);
+                    state.access.set(detail.access);
                     title.set(detail.thread.title);
                     model.set(detail.thread.model);
                     let mut list = detail.messages;
@@ -229,9 +229,13 @@ pub fn ChatPage() -> impl IntoView {
                 <Timeline state actions follow target spotlight on_open=open_card/>
                 <ErrorBanner state actions/>
                 <BudgetBanner state/>
-                <Show when=move || !state.read_only.get() fallback=|| view! {
+                <Show when=move || state.access.get() == ThreadAccess::Author fallback=move || view! {
                     <p class="read-only-note" role="note" data-testid="read-only-note">
-                        "You are reading this conversation as a member of its project. Only its author writes in it."
+                        {if state.access.get_untracked() == ThreadAccess::Editor {
+                            "As an editor of its project you change this conversation's documents and requirements; only its author writes messages in it."
+                        } else {
+                            "You are reading this conversation as a viewer of its project."
+                        }}
                     </p>
                 }>
                     <Composer state actions/>
