@@ -46,6 +46,7 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   await colleague.getByTestId('project-item').getByRole('link', { name: 'Ward rota' }).click();
   await expect(colleague.getByRole('heading', { level: 1, name: /Ward rota/ })).toBeVisible();
   await expect(colleague.getByTestId('activity-log')).toContainText('into the project');
+  await expect(colleague.getByTestId('project-requirements')).toContainText('ward roster');
   await expect(colleague.getByRole('form', { name: 'Add member' })).toHaveCount(0);
   await colleague.getByTestId('project-threads').getByRole('link').first().click();
   await expect(colleague.getByTestId('message-user')).toContainText('ward roster');

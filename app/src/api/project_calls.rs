@@ -69,6 +69,11 @@ pub async fn activity(id: Uuid) -> ApiResult<ActivityList> {
     fetch(Request::get(&format!("/api/projects/{id}/activity?limit=50"))).await
 }
 
+/// `GET /api/projects/{id}/requirements`: every conversation's ledger.
+pub async fn requirements(id: Uuid) -> ApiResult<wire::ProjectLedger> {
+    fetch(Request::get(&format!("/api/projects/{id}/requirements"))).await
+}
+
 /// `PATCH /api/threads/{id}` with `project_id`: moves the person's conversation into a project, or out.
 pub async fn move_thread(thread: Uuid, project: Option<Uuid>) -> ApiResult<Thread> {
     let body = UpdateThread { project_id: Some(project), ..Default::default() };

@@ -7,7 +7,8 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 use uuid::Uuid;
 
 use crate::api::{
-    project_calls as calls, ActivityKind, Project, ProjectActivity, ProjectMember, ProjectRole, Thread, UpdateProject,
+    project_calls as calls, ActivityKind, ConversationLedger, Project, ProjectActivity, ProjectMember, ProjectRole,
+    Thread, UpdateProject,
 };
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::modal::ModalDialog;
@@ -24,6 +25,7 @@ struct Loaded {
     members: Vec<ProjectMember>,
     threads: Vec<Thread>,
     activity: Vec<ProjectActivity>,
+    requirements: Vec<ConversationLedger>,
 }
 
 async fn load(id: Uuid) -> Result<Loaded, crate::api::client::ApiError> {
@@ -32,6 +34,7 @@ async fn load(id: Uuid) -> Result<Loaded, crate::api::client::ApiError> {
         members: calls::members(id).await?.members,
         threads: calls::threads(id).await?.threads,
         activity: calls::activity(id).await?.entries,
+        requirements: calls::requirements(id).await?.conversations,
     })
 }
 
@@ -107,7 +110,7 @@ pub fn ProjectPage() -> impl IntoView {
 
 #[component]
 fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView {
-    let Loaded { project, members, threads, activity } = page;
+    let Loaded { project, members, threads, activity, requirements } = page;
     let owner = project.role == ProjectRole::Owner;
     let description = (!project.description.is_empty()).then(|| project.description.clone());
     view! {
@@ -139,6 +142,7 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
                 }).collect_view()}
             </ul>
         </section>
+        <ProjectRequirements conversations=requirements/>
         <Members project=project.id members owner note refresh/>
         {owner.then(|| view! { <Settings project=project.clone() note refresh/> })}
         <section aria-labelledby="project-activity-heading">
@@ -346,6 +350,45 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
                     </div>
                 </ModalDialog>
             </Show>
+        </section>
+    }
+}
+
+/// Every conversation's requirements together, each under the conversation it came from.
+#[component]
+fn ProjectRequirements(conversations: Vec<ConversationLedger>) -> impl IntoView {
+    let in_force: usize =
+        conversations.iter().map(|c| c.ledger.requirements.iter().filter(|r| r.status.in_force()).count()).sum();
+    view! {
+        <section aria-labelledby="project-requirements-heading" data-testid="project-requirements">
+            <h2 id="project-requirements-heading">{format!("Requirements ({in_force} in force)")}</h2>
+            {conversations.is_empty().then(|| view! {
+                <p class="empty">"No requirements yet: they are kept as the project's conversations state them."</p>
+            })}
+            {conversations.into_iter().map(|c| {
+                let uncovered = c.ledger.uncovered.clone();
+                view! {
+                    <h3><a href=format!("/c/{}", c.thread_id)>{c.title}</a></h3>
+                    <ul class="project-ledger">
+                        {c.ledger.requirements.into_iter().map(|r| {
+                            let note = if !r.status.in_force() {
+                                "dropped"
+                            } else if uncovered.contains(&r.key) {
+                                "not covered"
+                            } else {
+                                r.status.as_str()
+                            };
+                            view! {
+                                <li class:dropped=!r.status.in_force()>
+                                    <span class="requirement-key">{r.key}</span>" "
+                                    <span class="requirement-text">{r.text}</span>" "
+                                    <span class="role-badge">{note}</span>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }
+            }).collect_view()}
         </section>
     }
 }

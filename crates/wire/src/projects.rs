@@ -226,6 +226,25 @@ pub struct ActivityList {
     pub entries: Vec<ProjectActivity>,
 }
 
+/// One conversation's ledger in its project's requirements view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ConversationLedger {
+    pub thread_id: Uuid,
+    /// The conversation's title, which the requirements came from.
+    pub title: String,
+    /// Its ledger on the path its author shows.
+    pub ledger: crate::Ledger,
+}
+
+/// `GET /api/projects/{id}/requirements`: every conversation's ledger together, most recently changed conversation
+/// first; conversations without requirements are left out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProjectLedger {
+    pub conversations: Vec<ConversationLedger>,
+}
+
 /// For a field that may be left out (`None`), sent as `null` (`Some(None)`) or sent with a value: a conversation's
 /// `project_id`, where `null` takes it out of its project.
 pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>

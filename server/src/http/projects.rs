@@ -28,6 +28,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/projects/{id}/members/{user_id}", patch(change_role).delete(remove_member))
         .route("/api/projects/{id}/activity", get(activity))
         .route("/api/projects/{id}/threads", get(threads))
+        .route("/api/projects/{id}/requirements", get(requirements))
 }
 
 /// `POST /api/projects`: a new project, with the caller as its owner.
@@ -209,4 +210,50 @@ pub async fn threads(
     Path(id): Path<Uuid>,
 ) -> Result<Json<ThreadList>> {
     Ok(Json(ThreadList { threads: state.store.project_threads(user.id, id).await?, next_cursor: None }))
+}
+
+/// Ledgers read at once for a project's requirements view.
+const LEDGERS_AT_ONCE: usize = 4;
+
+/// `GET /api/projects/{id}/requirements`: the requirements of every conversation of the project, each
+/// conversation's ledger as its own view shows it (with coverage by its documents), most recently changed
+/// conversation first.
+#[utoipa::path(get, path = "/api/projects/{id}/requirements", tag = "projects", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Project id")),
+    responses((status = 200, body = wire::ProjectLedger), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 404, body = wire::ErrorBody)))]
+pub async fn requirements(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path(id): Path<Uuid>,
+) -> Result<Json<wire::ProjectLedger>> {
+    use futures::StreamExt;
+    let threads = state.store.project_threads(user.id, id).await?;
+    let store = state.store.clone();
+    // Each ledger's statements check the reader's reach again: a conversation that left the project meanwhile
+    // (or a member removed meanwhile) reads as missing, and is left out.
+    let ledgers: Vec<std::result::Result<Option<wire::ConversationLedger>, store::StoreError>> =
+        futures::stream::iter(threads)
+            .map(|thread| {
+                let store = store.clone();
+                async move {
+                    match crate::chat::ledger::marked(&store, user.id, thread.id).await {
+                        Ok((_, view)) => {
+                            let ledger = view.ledger();
+                            Ok((!ledger.requirements.is_empty()).then(|| wire::ConversationLedger {
+                                thread_id: thread.id,
+                                title: thread.title,
+                                ledger,
+                            }))
+                        }
+                        Err(store::StoreError::NotFound) => Ok(None),
+                        Err(e) => Err(e),
+                    }
+                }
+            })
+            .buffered(LEDGERS_AT_ONCE)
+            .collect()
+            .await;
+    let ledgers = ledgers.into_iter().collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(Json(wire::ProjectLedger { conversations: ledgers.into_iter().flatten().collect() }))
 }

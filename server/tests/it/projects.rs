@@ -512,3 +512,32 @@ async fn editors_change_documents_and_requirements_and_the_log_says_who() {
         let _ = viewer_id;
     }
 }
+
+#[tokio::test]
+async fn the_projects_requirements_view_gathers_every_conversations_ledger() {
+    for (store, _guard) in every_store("projects_requirements").await {
+        let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;
+        let second = server.create_titled_thread("Rota").await;
+        server.chat(second, "Nurses must swap shifts with each other.").await;
+        server.wait_idle(second).await;
+        assert_eq!(move_thread(&server.client, &server, second, Some(project)).await.status(), 200);
+        let empty = server.create_titled_thread("Nothing yet").await;
+        assert_eq!(move_thread(&server.client, &server, empty, Some(project)).await.status(), 200);
+
+        let view: wire::ProjectLedger =
+            get_json(&viewer, &server.url(&format!("/api/projects/{project}/requirements"))).await;
+        let by_thread: Vec<(Uuid, String)> =
+            view.conversations.iter().map(|c| (c.thread_id, c.title.clone())).collect();
+        assert_eq!(by_thread.len(), 2, "{by_thread:?}");
+        assert!(by_thread.iter().any(|(id, _)| *id == thread));
+        assert!(by_thread.iter().any(|(id, title)| *id == second && title == "Rota"));
+        // Each as the conversation's own ledger shows it.
+        for conversation in &view.conversations {
+            let own: wire::Ledger =
+                server.get_json(&format!("/api/threads/{}/requirements", conversation.thread_id)).await;
+            assert_eq!(own, conversation.ledger);
+        }
+        let path = format!("/api/projects/{project}/requirements");
+        expect(send(&outsider, &server, "GET", &path, None).await, 404, "not_found", "an outsider").await;
+    }
+}

@@ -392,6 +392,7 @@ async fn openapi_describes_every_route() {
         ("/api/projects/{id}/members/{user_id}", "delete"),
         ("/api/projects/{id}/activity", "get"),
         ("/api/projects/{id}/threads", "get"),
+        ("/api/projects/{id}/requirements", "get"),
         ("/api/shares/{id}", "delete"),
         ("/api/shared/{token}", "get"),
         ("/api/models", "get"),
