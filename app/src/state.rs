@@ -369,6 +369,14 @@ pub(crate) fn js_random_u128() -> u128 {
     value
 }
 
+/// What the person may do in the conversation on screen (everything where no conversation is: a page of its own).
+pub(crate) fn access() -> Signal<crate::api::ThreadAccess> {
+    match use_context::<ChatState>() {
+        Some(state) => state.access.into(),
+        None => Signal::stored(crate::api::ThreadAccess::Author),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,13 +401,5 @@ mod tests {
         conversation.push(message(5, Role::Assistant, "All of it", MessageStatus::Complete));
         assert_eq!(failed_request(&conversation, None), None, "answered");
         assert_eq!(failed_request(&conversation[..2], None), None);
-    }
-}
-
-/// What the person may do in the conversation on screen (everything where no conversation is: a page of its own).
-pub(crate) fn access() -> Signal<crate::api::ThreadAccess> {
-    match use_context::<ChatState>() {
-        Some(state) => state.access.into(),
-        None => Signal::stored(crate::api::ThreadAccess::Author),
     }
 }

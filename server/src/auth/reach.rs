@@ -20,15 +20,23 @@ use store::DynStore;
 /// How often an instance checks its members' streams.
 pub const CHECK_EVERY: Duration = Duration::from_millis(400);
 
+/// One open stream: whose, on which conversation, and how it is told to end.
+#[derive(Debug)]
+struct Watched {
+    user: Uuid,
+    thread: Uuid,
+    end: watch::Sender<bool>,
+}
+
 /// The streams members hold on conversations they reach through a project, on this instance.
 #[derive(Debug, Default)]
 pub struct LiveReach {
-    open: Mutex<HashMap<u64, (Uuid, Uuid, watch::Sender<bool>)>>,
+    open: Mutex<HashMap<u64, Watched>>,
     next: AtomicU64,
 }
 
 impl LiveReach {
-    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<u64, (Uuid, Uuid, watch::Sender<bool>)>> {
+    fn open(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Watched>> {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -36,7 +44,7 @@ impl LiveReach {
     pub fn lost(&self, user: Uuid, thread: Uuid) -> impl std::future::Future<Output = ()> + Send + 'static {
         let (sender, mut receiver) = watch::channel(false);
         let key = self.next.fetch_add(1, Ordering::Relaxed);
-        self.open().insert(key, (user, thread, sender));
+        self.open().insert(key, Watched { user, thread, end: sender });
         async move {
             // An error means the sender is gone, which happens only once the reach was lost.
             let _ = receiver.wait_for(|lost| *lost).await;
@@ -46,8 +54,8 @@ impl LiveReach {
     /// The pairs (person, conversation) of the streams still open; the closed ones are forgotten.
     pub fn watched(&self) -> Vec<(Uuid, Uuid)> {
         let mut open = self.open();
-        open.retain(|_, (_, _, sender)| sender.receiver_count() > 0);
-        let mut pairs: Vec<(Uuid, Uuid)> = open.values().map(|(user, thread, _)| (*user, *thread)).collect();
+        open.retain(|_, watched| watched.end.receiver_count() > 0);
+        let mut pairs: Vec<(Uuid, Uuid)> = open.values().map(|w| (w.user, w.thread)).collect();
         pairs.sort_unstable();
         pairs.dedup();
         pairs
@@ -55,10 +63,10 @@ impl LiveReach {
 
     /// Ends the streams of these pairs.
     pub fn end(&self, lost: &[(Uuid, Uuid)]) {
-        self.open().retain(|_, (user, thread, sender)| {
-            let gone = lost.contains(&(*user, *thread));
+        self.open().retain(|_, watched| {
+            let gone = lost.contains(&(watched.user, watched.thread));
             if gone {
-                let _ = sender.send(true);
+                let _ = watched.end.send(true);
             }
             !gone
         });

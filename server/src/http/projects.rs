@@ -240,7 +240,7 @@ pub async fn requirements(
                     match crate::chat::ledger::marked(&store, user.id, thread.id).await {
                         Ok((_, view)) => {
                             let ledger = view.ledger();
-                            Ok((!ledger.requirements.is_empty()).then(|| wire::ConversationLedger {
+                            Ok((!ledger.requirements.is_empty()).then_some(wire::ConversationLedger {
                                 thread_id: thread.id,
                                 title: thread.title,
                                 ledger,
