@@ -224,6 +224,18 @@ shared_sql! {
         Ok(())
     }
 
+    /// [`refusal`](Self::refusal), or `NotFound` when the guard was not the cause: what a statement guarded by
+    /// [`member_with`] answers when it changed nothing.
+    pub(crate) async fn refused(
+        conn: &mut D::Connection,
+        user: Uuid,
+        project: Uuid,
+        least: ProjectRole,
+        why: &str,
+    ) -> Result<StoreError> {
+        Ok(Self::refusal(conn, user, project, least, why).await?.unwrap_or(StoreError::NotFound))
+    }
+
     /// Logs `kind` in the activity of the project `thread` is in, if it is in one.
     pub(crate) async fn log_thread_activity(
         conn: &mut D::Connection,
@@ -343,9 +355,7 @@ shared_sql! {
             .await?;
         if D::rows_affected(&done) == 0 {
             let why = "Only the project's owners change its name, description, instructions or archiving.";
-            return Err(Self::refusal(&mut *conn, user, project, ProjectRole::Owner, why)
-                .await?
-                .unwrap_or(StoreError::NotFound));
+            return Err(Self::refused(&mut *conn, user, project, ProjectRole::Owner, why).await?);
         }
         let changed = Self::project(&mut *conn, user, project).await?;
         Self::log_activity(&mut *conn, project, user, ActivityKind::ProjectChanged, Some(&changed.name), None).await?;
@@ -358,7 +368,7 @@ shared_sql! {
         let done = sqlx::query(&sql).bind(D::id(project)).bind(D::id(user)).execute(&mut *conn).await?;
         if D::rows_affected(&done) == 0 {
             let why = "Only the project's owners delete it.";
-            return Err(Self::refusal(conn, user, project, ProjectRole::Owner, why).await?.unwrap_or(StoreError::NotFound));
+            return Err(Self::refused(conn, user, project, ProjectRole::Owner, why).await?);
         }
         Ok(())
     }
@@ -623,9 +633,7 @@ shared_sql! {
                     .await?;
                 if D::rows_affected(&done) == 0 {
                     let why = "Viewers cannot move conversations into the project.";
-                    return Err(Self::refusal(&mut *conn, user, project, ProjectRole::Editor, why)
-                        .await?
-                        .unwrap_or(StoreError::NotFound));
+                    return Err(Self::refused(&mut *conn, user, project, ProjectRole::Editor, why).await?);
                 }
             }
             None => {
