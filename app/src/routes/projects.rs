@@ -129,6 +129,7 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
             ProjectRole::Editor => "an editor",
             ProjectRole::Viewer => "a viewer: you read its conversations",
         })}</p>
+        <p><a class="button" href=format!("/api/projects/{}/export", project.id) download>"Export project (JSON)"</a></p>
         {form_note(note)}
         <section aria-labelledby="project-threads-heading">
             <h2 id="project-threads-heading">"Conversations"</h2>

@@ -156,27 +156,89 @@ pub async fn account_download(store: DynStore, user: Uuid, ticket: Ticket) -> Re
     // Read before the first byte, so that a failure here is still a status.
     let ids = store.all_thread_ids(user).await?;
     let exported_at = store::now();
+    let body = streamed(user, ticket, move |out, ticket| {
+        Box::pin(async move { write_account(&store, user, &ticket, ids, exported_at, out).await })
+    });
+    Ok(AccountDownload { body, file_name: format!("quire-export-{}.json", exported_at.format("%Y-%m-%d")) })
+}
+
+/// Most entries of a project's activity log its export carries (the newest).
+pub const MAX_EXPORTED_ACTIVITY: usize = 10_000;
+
+/// A team project as one JSON download, written as it is read (as [`account_download`] is): the project, its
+/// members, its activity log (the newest [`MAX_EXPORTED_ACTIVITY`] entries) and every conversation of it the
+/// member reads, each as a conversation's export.
+pub async fn project_download(store: DynStore, user: Uuid, project: Uuid, ticket: Ticket) -> Result<AccountDownload> {
+    // Read before the first byte, so that a failure (a non-member's 404) is still a status.
+    let info = store.get_project(user, project).await?;
+    let members = store.project_members(user, project).await?;
+    let mut activity = Vec::new();
+    let mut before = None;
+    while activity.len() < MAX_EXPORTED_ACTIVITY {
+        let page = store.project_activity(user, project, before, wire::MAX_ACTIVITY_PAGE).await?;
+        before = page.last().map(|entry| entry.id);
+        let last = page.len() < wire::MAX_ACTIVITY_PAGE as usize;
+        activity.extend(page);
+        if last {
+            break;
+        }
+    }
+    activity.truncate(MAX_EXPORTED_ACTIVITY);
+    let ids: Vec<Uuid> = store.project_threads(user, project).await?.into_iter().map(|t| t.id).collect();
+    let exported_at = store::now();
+    let file_name = crate::download::file_name(&info.name, "json", "project");
+    let body = streamed(user, ticket, move |out, ticket| {
+        Box::pin(async move {
+            let head = format!(
+                "{{\"format\":{},\"version\":{},\"exported_at\":{},\"project\":{},\"members\":{},\"activity\":{},\"threads\":[",
+                json(PROJECT_EXPORT_FORMAT)?,
+                json(&EXPORT_VERSION)?,
+                json(&exported_at)?,
+                json(&info)?,
+                json(&members)?,
+                json(&activity)?,
+            );
+            out.push(head.as_bytes()).await?;
+            write_threads(&store, user, &ticket, ids, out).await?;
+            out.push(b"]}").await?;
+            out.flush().await
+        })
+    });
+    Ok(AccountDownload { body, file_name })
+}
+
+/// The format a project's export names.
+pub const PROJECT_EXPORT_FORMAT: &str = "quire-project";
+
+/// A download whose text `write` makes piece by piece on a task of its own, holding `ticket` (its place in the
+/// heavy-work queue) until the text is whole.
+fn streamed<W>(user: Uuid, ticket: Ticket, write: W) -> axum::body::Body
+where
+    W: for<'a> FnOnce(
+            &'a mut Piece,
+            Ticket,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), WriteError>> + Send + 'a>>
+        + Send
+        + 'static,
+{
     let (pieces, received) = tokio::sync::mpsc::channel(PIECES_AHEAD);
     tokio::spawn(async move {
         let mut out = Piece { text: Vec::with_capacity(PIECE_BYTES * 2), pieces };
-        let written = write_account(&store, user, &ticket, ids, exported_at, &mut out).await;
-        // The place is given back before the body ends, so a client that has the whole file can start the
-        // next job at once.
-        drop(ticket);
+        let written = write(&mut out, ticket).await;
+        // The place was given back with the writing, before the body ends, so a client that has the whole file
+        // can start the next job at once.
         let ended = match written {
             Ok(()) => out.send(Sent::Whole).await,
             Err(e) => Err(e),
         };
         match ended {
             Ok(()) => {}
-            Err(WriteError::Gone) => tracing::debug!(%user, "account export stopped: the client went away"),
-            Err(WriteError::Failed(e)) => tracing::warn!(%user, error = %e, "account export failed part way"),
+            Err(WriteError::Gone) => tracing::debug!(%user, "an export stopped: the client went away"),
+            Err(WriteError::Failed(e)) => tracing::warn!(%user, error = %e, "an export failed part way"),
         }
     });
-    Ok(AccountDownload {
-        body: axum::body::Body::from_stream(AccountBody { received, ended: false }),
-        file_name: format!("quire-export-{}.json", exported_at.format("%Y-%m-%d")),
-    })
+    axum::body::Body::from_stream(AccountBody { received, ended: false })
 }
 
 /// The account export being sent: its body and the name to save it under.
@@ -269,11 +331,26 @@ async fn write_account(
         json(&exported_at)?,
     );
     out.push(head.as_bytes()).await?;
+    write_threads(store, user, ticket, ids, out).await?;
+    let attachments = store.list_user_attachments(user).await?;
+    let tail = format!("],\"attachments\":{}}}", json(&attachments)?);
+    out.push(tail.as_bytes()).await?;
+    out.flush().await
+}
+
+/// Writes the exports of the conversations `ids`, comma-separated, each as it is read (one deleted or out of
+/// reach meanwhile is left out).
+async fn write_threads(
+    store: &DynStore,
+    user: Uuid,
+    ticket: &Ticket,
+    ids: Vec<Uuid>,
+    out: &mut Piece,
+) -> Result<(), WriteError> {
     let mut first = true;
     for id in ids {
         let export = match thread(store, user, id).await {
             Ok(export) => export,
-            // Deleted while the export ran.
             Err(StoreError::NotFound) => continue,
             Err(e) => return Err(e.into()),
         };
@@ -283,10 +360,7 @@ async fn write_account(
         }
         out.push(&text.map_err(Error::Render)?).await?;
     }
-    let attachments = store.list_user_attachments(user).await?;
-    let tail = format!("],\"attachments\":{}}}", json(&attachments)?);
-    out.push(tail.as_bytes()).await?;
-    out.flush().await
+    Ok(())
 }
 
 /// One value as JSON text.

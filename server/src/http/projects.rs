@@ -29,6 +29,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/projects/{id}/activity", get(activity))
         .route("/api/projects/{id}/threads", get(threads))
         .route("/api/projects/{id}/requirements", get(requirements))
+        .route("/api/projects/{id}/export", get(export))
 }
 
 /// `POST /api/projects`: a new project, with the caller as its owner.
@@ -256,4 +257,22 @@ pub async fn requirements(
             .await;
     let ledgers = ledgers.into_iter().collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(Json(wire::ProjectLedger { conversations: ledgers.into_iter().flatten().collect() }))
+}
+
+/// `GET /api/projects/{id}/export`: the project as one JSON download: the project, its members, its activity log
+/// and each of its conversations as a conversation's export.
+#[utoipa::path(get, path = "/api/projects/{id}/export", tag = "projects", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Project id")),
+    responses((status = 200, description = "A JSON download: `{format: \"quire-project\", version, exported_at, project, members, activity, threads}`", content_type = "application/json"),
+        (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
+        (status = 429, body = wire::ErrorBody)))]
+pub async fn export(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    _: super::rate_limit::Quota<super::rate_limit::Export>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::response::Response> {
+    let ticket = state.heavy.admit(user.id)?;
+    let file = crate::history::export::project_download(state.store.clone(), user.id, id, ticket).await?;
+    Ok(crate::download::attachment(file.body, "application/json", &file.file_name))
 }

@@ -541,3 +541,29 @@ async fn the_projects_requirements_view_gathers_every_conversations_ledger() {
         expect(send(&outsider, &server, "GET", &path, None).await, 404, "not_found", "an outsider").await;
     }
 }
+
+#[tokio::test]
+async fn a_project_exports_with_its_members_activity_and_conversations() {
+    for (store, _guard) in every_store("projects_export").await {
+        let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;
+        let response = send(&viewer, &server, "GET", &format!("/api/projects/{project}/export"), None).await;
+        assert_eq!(response.status(), 200);
+        assert!(response.headers()["content-disposition"].to_str().unwrap().contains("Payroll"));
+        let export: Value = response.json().await.unwrap();
+        assert_eq!(export["format"], "quire-project");
+        assert_eq!(export["project"]["name"], "Payroll");
+        assert_eq!(export["members"].as_array().unwrap().len(), 2);
+        let kinds: Vec<&str> =
+            export["activity"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, vec!["conversation_moved_in", "member_added", "project_created"]);
+        let threads = export["threads"].as_array().unwrap();
+        assert_eq!(threads.len(), 1);
+        assert_eq!(threads[0]["thread"]["id"], thread.to_string());
+        // The conversation as its own export gives it.
+        let own: Value = server.get_json(&format!("/api/threads/{thread}/export")).await;
+        assert_eq!(threads[0]["messages"], own["messages"]);
+        assert_eq!(threads[0]["artifacts"], own["artifacts"]);
+        let refused = send(&outsider, &server, "GET", &format!("/api/projects/{project}/export"), None).await;
+        expect(refused, 404, "not_found", "an outsider's export").await;
+    }
+}

@@ -393,6 +393,7 @@ async fn openapi_describes_every_route() {
         ("/api/projects/{id}/activity", "get"),
         ("/api/projects/{id}/threads", "get"),
         ("/api/projects/{id}/requirements", "get"),
+        ("/api/projects/{id}/export", "get"),
         ("/api/shares/{id}", "delete"),
         ("/api/shared/{token}", "get"),
         ("/api/models", "get"),
