@@ -69,15 +69,20 @@ impl ChangeHub {
         self.watched.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The changes of `thread` from now on, as SSE frames, for its owner `user` (who the caller checked may read
-    /// it). Waits for this instance's listener first, so nothing saved after the answer is missed.
-    pub async fn watch(self: &Arc<Self>, user: Uuid, thread: Uuid) -> Watcher {
+    /// The changes of `thread` from now on, as SSE frames, for `user` (who the caller checked may read it: its
+    /// `author`, or a member of its project). Waits for this instance's listener first, so nothing saved after the
+    /// answer is missed. The changes other instances tell are read as one of the watchers, the author once they
+    /// watch too (a member's reach may end; the author's does not).
+    pub async fn watch(self: &Arc<Self>, user: Uuid, thread: Uuid, author: bool) -> Watcher {
         let mut listening = self.listening.clone();
         let _ = tokio::time::timeout(LISTENER_WAIT, listening.wait_for(|ready| *ready)).await;
         let receiver = {
             let mut watched = self.watched();
             let entry =
                 watched.entry(thread).or_insert_with(|| Watched { owner: user, frames: broadcast::channel(BACKLOG).0 });
+            if author {
+                entry.owner = user;
+            }
             entry.frames.subscribe()
         };
         Watcher { frames: Some(BroadcastStream::new(receiver)), hub: Arc::downgrade(self), thread }

@@ -114,10 +114,14 @@ impl Engine {
     }
 
     /// The changes to `thread`'s documents from now on, whoever makes them on whichever instance, as SSE frames;
-    /// `NotFound` for a conversation that is missing or another person's.
-    pub async fn watch_changes(&self, user: Uuid, thread: Uuid) -> Result<Watcher> {
-        self.store.get_thread(user, thread).await?;
-        Ok(self.changes.watch(user, thread).await)
+    /// `NotFound` for a conversation the person does not reach; with whether they are its author (else a member of
+    /// its project).
+    pub async fn watch_changes(&self, user: Uuid, thread: Uuid) -> Result<(Watcher, bool)> {
+        let author = match self.store.thread_reach(user, thread).await? {
+            Some(reach) => reach == store::projects::ThreadReach::Author,
+            None => return Err(super::error::ChatError::NotFound),
+        };
+        Ok((self.changes.watch(user, thread, author).await, author))
     }
 
     /// Asks every turn running here to stop (at shutdown), so their partial answers are saved.

@@ -35,7 +35,7 @@ pub struct ThreadChangeEvent {
 pub async fn changes(State(state): State<AppState>, user: AuthUser, Path(thread): Path<Uuid>) -> Result<Response> {
     // Taken first: a stream refused here reads nothing.
     let place = state.streams.take(user.id)?;
-    let member_of = super::chat::member_of(&state, user.id, thread).await?;
-    let watcher = state.chat.watch_changes(user.id, thread).await?;
+    let (watcher, author) = state.chat.watch_changes(user.id, thread).await?;
+    let member_of = (!author).then_some(thread);
     Ok(super::chat::event_stream_on(&state, &user, place, watcher, member_of))
 }
