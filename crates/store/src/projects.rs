@@ -436,31 +436,33 @@ shared_sql! {
              select $1, u.id, $2, $3 from users u
              where lower(u.email) = lower($4) and u.disabled_at is null and {}
                  and (select count(*) from project_members c where c.project_id = $1 and c.user_id = u.id) = 0
-                 and (select count(*) from project_members c where c.user_id = u.id) < $6",
+                 and (select count(*) from project_members c where c.user_id = u.id) < $6
+             returning user_id",
             member_with("$1", "$5", ProjectRole::Owner)
         );
-        let done = sqlx::query(&sql)
+        let added: Option<D::Id> = sqlx::query_scalar(&sql)
             .bind(D::id(project))
             .bind(role.as_str())
             .bind(D::time(now()))
             .bind(email.clone())
             .bind(D::id(user))
             .bind(MAX_PROJECTS_PER_PERSON as i64)
-            .execute(&mut *conn)
+            .fetch_optional(&mut *conn)
             .await?;
-        let added: Option<D::Id> = sqlx::query_scalar(
-            "select m.user_id from project_members m join users u on u.id = m.user_id
-             where m.project_id = $1 and lower(u.email) = lower($2)",
-        )
-        .bind(D::id(project))
-        .bind(email.clone())
-        .fetch_optional(&mut *conn)
-        .await?;
-        if D::rows_affected(&done) == 0 {
+        let Some(added) = added else {
+            // Nothing written: why, told after the fact.
             if let Some(refused) = Self::refusal(&mut *conn, user, project, ProjectRole::Owner, why).await? {
                 return Err(refused);
             }
-            if added.is_some() {
+            let member: bool = sqlx::query_scalar(
+                "select exists (select 1 from project_members m join users u on u.id = m.user_id
+                 where m.project_id = $1 and lower(u.email) = lower($2))",
+            )
+            .bind(D::id(project))
+            .bind(email.clone())
+            .fetch_one(&mut *conn)
+            .await?;
+            if member {
                 return Err(StoreError::Conflict("That person is a member already.".into()));
             }
             let account: Option<i64> = sqlx::query_scalar(
@@ -477,8 +479,8 @@ shared_sql! {
                 Some(_) => StoreError::NotFound,
                 None => StoreError::Invalid { field: "email", message: "No account has this e-mail address.".into() },
             });
-        }
-        let added = added.ok_or(StoreError::NotFound)?.read("user_id")?;
+        };
+        let added = added.read("user_id")?;
         let member = Self::member(&mut *conn, project, added).await?;
         Self::log_activity(conn, project, user, ActivityKind::MemberAdded, Some(&member.email), Some(role)).await?;
         Ok(member)
