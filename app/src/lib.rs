@@ -29,7 +29,7 @@ use crate::routes::search::SearchPage;
 use crate::routes::settings::SettingsPage;
 use crate::routes::share::SharedPage;
 use crate::routes::stats::StatsPage;
-pub use crate::state::{ChatState, CurrentUser, ThreadsChanged};
+pub use crate::state::{ChatState, CurrentUser, ProjectsChanged, ThreadsChanged};
 
 /// The HTML document the server renders around the app.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -63,6 +63,7 @@ fn is_auth_page(path: &str) -> bool {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     provide_context(ThreadsChanged(RwSignal::new(0)));
+    provide_context(ProjectsChanged(RwSignal::new(0)));
     provide_context(ChatState::new());
     provide_context(CurrentUser(RwSignal::new(None)));
     components::theme_toggle::provide_theme();

@@ -8,6 +8,17 @@ use crate::api::{
     Artifact, ArtifactType, Attachment, ChatEvent, Ledger, Message, MessageStatus, Quote, Role, Thread, UserProfile,
 };
 
+/// Bumped whenever the person's projects may have changed (made, renamed, archived, deleted, joined or left), so
+/// the sidebar lists them again; a message sent changes none of them.
+#[derive(Clone, Copy)]
+pub struct ProjectsChanged(pub RwSignal<u64>);
+
+impl ProjectsChanged {
+    pub fn notify(&self) {
+        self.0.update(|n| *n += 1);
+    }
+}
+
 /// Bumped whenever the list of conversations may have changed, so the sidebar reloads it.
 #[derive(Clone, Copy)]
 pub struct ThreadsChanged(pub RwSignal<u64>);

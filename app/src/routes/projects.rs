@@ -13,7 +13,7 @@ use crate::api::{
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::modal::ModalDialog;
 use crate::format::moment;
-use crate::state::{CurrentUser, ThreadsChanged};
+use crate::state::{CurrentUser, ProjectsChanged};
 
 /// The page's note: done (a status) or refused (an alert).
 type Note = RwSignal<Option<(bool, String)>>;
@@ -75,7 +75,7 @@ pub fn ProjectPage() -> impl IntoView {
     let missing = RwSignal::new(false);
     let note: Note = RwSignal::new(None);
     let reload = RwSignal::new(0u32);
-    let changed = expect_context::<ThreadsChanged>();
+    let changed = expect_context::<ProjectsChanged>();
     Effect::new(move |_| {
         reload.track();
         let Some(id) = id() else { return missing.set(true) };
@@ -280,7 +280,7 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
     let busy = RwSignal::new(false);
     let deleting = RwSignal::new(false);
     let navigate = use_navigate();
-    let changed = expect_context::<ThreadsChanged>();
+    let changed = expect_context::<ProjectsChanged>();
     let save = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let body = UpdateProject {

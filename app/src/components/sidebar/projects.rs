@@ -5,12 +5,12 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 
 use crate::api::{project_calls, Project};
-use crate::state::ThreadsChanged;
+use crate::state::ProjectsChanged;
 
 /// The projects section: the list (again whenever something changed) and a form that makes one.
 #[component]
 pub(super) fn ProjectList() -> impl IntoView {
-    let changed = expect_context::<ThreadsChanged>();
+    let changed = expect_context::<ProjectsChanged>();
     let location = use_location();
     let navigate = use_navigate();
     let projects = RwSignal::new(Vec::<Project>::new());
