@@ -192,6 +192,8 @@ pub struct ChatState {
     pub(crate) ledger: RwSignal<Option<Ledger>>,
     /// What the person may do in the conversation (its author everything; a member of its project less).
     pub(crate) access: RwSignal<crate::api::ThreadAccess>,
+    /// Who wrote in a project's conversation, its author first; empty where only its author wrote.
+    pub(crate) writers: RwSignal<Vec<crate::api::Writer>>,
 }
 
 /// A passage picked with "Ask about this", waiting for the message that asks about it.
@@ -224,6 +226,7 @@ impl ChatState {
             quote: RwSignal::new(None),
             ledger: RwSignal::new(None),
             access: RwSignal::new(crate::api::ThreadAccess::Author),
+            writers: RwSignal::new(Vec::new()),
         }
     }
 
@@ -244,6 +247,26 @@ impl ChatState {
         self.quote.set(None);
         self.ledger.set(None);
         self.access.set(crate::api::ThreadAccess::Author);
+        self.writers.set(Vec::new());
+    }
+
+    /// The person's own message shown before the server's copy is loaded: marked as theirs where they are not the
+    /// conversation's author.
+    pub(crate) fn sent_message(&self, thread_id: Uuid, content: String) -> Message {
+        let mut message = local_message(thread_id, Role::User, content);
+        if self.access.get_untracked() != crate::api::ThreadAccess::Author {
+            message.author_id =
+                use_context::<CurrentUser>().and_then(|me| me.0.with_untracked(|u| u.as_ref().map(|u| u.id)));
+        }
+        message
+    }
+
+    /// Who wrote a person's message (its `author_id`), in a conversation more than its author wrote in: "You" for
+    /// the person reading, else the writer's name; `None` where only its author writes. Tracked: a message shown
+    /// before the writers were read is named once they are.
+    pub(crate) fn writer_of(&self, author_id: Option<Uuid>) -> Option<String> {
+        let me = use_context::<CurrentUser>().and_then(|me| me.0.with_untracked(|u| u.as_ref().map(|u| u.id)));
+        self.writers.with(|writers| writer_name(writers, author_id, me))
     }
 
     /// Applies one event of a typed turn of thread `id`.
@@ -367,6 +390,16 @@ fn tool_status(tool: &str) -> String {
     }
 }
 
+/// See [`ChatState::writer_of`]: the author is the first of `writers`; a writer not among them left the project.
+fn writer_name(writers: &[crate::api::Writer], author_id: Option<Uuid>, me: Option<Uuid>) -> Option<String> {
+    let author = writers.first()?;
+    let id = author_id.unwrap_or(author.id);
+    if Some(id) == me {
+        return Some("You".to_string());
+    }
+    Some(writers.iter().find(|w| w.id == id).map_or_else(|| "A former member".to_string(), |w| w.name.clone()))
+}
+
 /// A message shown before the server's copy is loaded.
 pub(crate) fn local_message(thread_id: Uuid, role: Role, content: String) -> Message {
     Message::complete(Uuid::from_u128(js_random_u128()), thread_id, 0, role, content)
@@ -394,6 +427,21 @@ mod tests {
 
     fn message(seq: i64, role: Role, content: &str, status: MessageStatus) -> Message {
         Message { status, ..Message::complete(Uuid::from_u128(seq as u128), Uuid::nil(), seq, role, content) }
+    }
+
+    #[test]
+    fn a_message_is_named_after_its_writer_where_more_than_the_author_writes() {
+        let (author, editor, gone) = (Uuid::from_u128(1), Uuid::from_u128(2), Uuid::from_u128(3));
+        let writers = vec![
+            crate::api::Writer { id: author, name: "Ann".into() },
+            crate::api::Writer { id: editor, name: "Ed".into() },
+        ];
+        assert_eq!(writer_name(&[], Some(editor), None), None, "only the author writes: no names");
+        assert_eq!(writer_name(&writers, None, Some(editor)).as_deref(), Some("Ann"), "no author_id: the author");
+        assert_eq!(writer_name(&writers, Some(editor), Some(author)).as_deref(), Some("Ed"));
+        assert_eq!(writer_name(&writers, Some(editor), Some(editor)).as_deref(), Some("You"));
+        assert_eq!(writer_name(&writers, None, Some(author)).as_deref(), Some("You"));
+        assert_eq!(writer_name(&writers, Some(gone), Some(author)).as_deref(), Some("A former member"));
     }
 
     #[test]

@@ -73,7 +73,7 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   await colleague.context().close();
 });
 
-test('an editor of the project edits the document of a colleague\'s conversation; the author sees who did', async ({ page, browser }) => {
+test('an editor of the project writes in a colleague\'s conversation and edits its document; the author sees who did', async ({ page, browser }) => {
   const colleague = await (await browser.newContext()).newPage();
   const colleagueEmail = uniqueEmail('ed');
   await signUp(colleague, colleagueEmail);
@@ -97,10 +97,26 @@ test('an editor of the project edits the document of a colleague\'s conversation
   const moved = await page.request.patch(`/api/threads/${id}`, { headers: sameOrigin(), data: { project_id: project } });
   expect(moved.status()).toBe(200);
 
-  // The colleague opens it: no message box, but the document opens with Edit.
+  // The colleague opens it and writes in it, as themselves; the author, watching, sees the message under the
+  // colleague's name and its answer as it comes.
   await openHydrated(colleague, `/c/${id}`);
-  await expect(colleague.getByTestId('read-only-note')).toContainText('As an editor');
-  await expect(colleague.getByRole('textbox', { name: 'Message' })).toHaveCount(0);
+  await expect(colleague.getByTestId('read-only-note')).toHaveCount(0);
+  // (A person is named by their display name, the e-mail's first part unless they chose one.)
+  await expect(colleague.getByTestId('message-writer').first()).not.toHaveText('You');
+  await send(colleague, 'Patients must get a reminder a day before.');
+  await expect(colleague.getByTestId('message-assistant').last()).toHaveAttribute('aria-busy', 'false');
+  const theirs = colleague.getByTestId('message-user').last();
+  await expect(theirs).toContainText('reminder a day before');
+  await expect(theirs.getByTestId('message-writer')).toHaveText('You');
+  await expect(colleague.getByRole('button', { name: 'Delete message' })).toHaveCount(0);
+  const seen = page.getByTestId('message-user').last();
+  await expect(seen).toContainText('reminder a day before');
+  await expect(seen.getByTestId('message-writer')).toHaveText(colleagueEmail.split('@')[0]);
+  await expect(page.getByTestId('message-user').first().getByTestId('message-writer')).toHaveText('You');
+  await expect(page.getByTestId('message-assistant').last()).toHaveAttribute('aria-busy', 'false');
+  await expect(page.getByTestId('message-assistant')).toHaveCount(2);
+
+  // The document opens for the colleague with Edit, not Delete.
   await colleague.getByTestId('artifact-card').getByRole('button', { name: /^Open / }).click();
   const viewer = colleague.getByRole('dialog');
   await expect(viewer.getByRole('button', { name: 'Delete' })).toHaveCount(0);

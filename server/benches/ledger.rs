@@ -54,6 +54,7 @@ async fn conversation(store: &DynStore, n: usize) -> (Uuid, Uuid, Uuid) {
         usage: Usage::default(),
         model: None,
         quote: None,
+        author: None,
     };
     let message = store.append_message(user, message).await.expect("message").id;
     let author = VersionAuthor::Assistant { model: Some("bench".into()) };

@@ -21,6 +21,12 @@ pub async fn accounts(offset: u32) -> ApiResult<AdminAccountList> {
     fetch(Request::get(&path)).await
 }
 
+/// `GET /api/admin/projects`: a page of projects, from `offset`.
+pub async fn projects(offset: u32) -> ApiResult<AdminProjectList> {
+    let path = format!("/api/admin/projects?offset={offset}");
+    fetch(Request::get(&path)).await
+}
+
 /// `PUT /api/admin/users/{id}/role`.
 pub async fn set_admin(id: Uuid, admin: bool) -> ApiResult<()> {
     put(&format!("/api/admin/users/{id}/role"), &RoleRequest { admin }).await

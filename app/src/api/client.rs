@@ -378,7 +378,7 @@ pub fn watch_changes(thread: Uuid, on_change: impl Fn(ThreadChange) + 'static) -
     use wasm_bindgen::closure::Closure;
     let source = web_sys::EventSource::new(&format!("/api/threads/{thread}/changes")).ok()?;
     let on_change = std::rc::Rc::new(on_change);
-    let listeners = ["artifact_saved", "artifact_deleted"]
+    let listeners = ThreadChange::NAMES
         .into_iter()
         .map(|name| {
             let on_change = on_change.clone();

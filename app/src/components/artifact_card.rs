@@ -36,9 +36,9 @@ pub fn ArtifactCard(
     let title = artifact.title.clone();
     let version = artifact.version;
     let marks = artifact.out_of_date.clone();
-    // "Update document" runs a turn: the conversation's author's alone.
-    let author = crate::state::access().get_untracked() == ThreadAccess::Author;
-    let update = on_update.filter(|_| author).map(|update| {
+    // "Update document" runs a turn: for those who write in the conversation.
+    let writes = crate::state::access().get_untracked().writes();
+    let update = on_update.filter(|_| writes).map(|update| {
         let artifact = artifact.clone();
         Callback::new(move |_| update.run(artifact.clone()))
     });
@@ -244,7 +244,7 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
                 let marks = marks.get();
                 (!marks.is_empty() && mode.get() == Mode::Reading)
                     .then(|| {
-                        let on_update = (access.get_untracked() == ThreadAccess::Author).then_some(update);
+                        let on_update = access.get_untracked().writes().then_some(update);
                         view! { <OutOfDateNotice marks busy=around.busy on_update/> }
                     })
             }}
@@ -256,10 +256,10 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
                 }).into_any(),
                 Mode::Reading => view! {
                     <div class="viewer-actions">
-                        {move || access.get().edits_documents().then(|| view! {
+                        {move || access.get().writes().then(|| view! {
                             <button type="button" class="primary" on:click=start_editing>"Edit"</button>
                         })}
-                        {move || (selection.get().is_some() && access.get() == ThreadAccess::Author).then(|| view! {
+                        {move || (selection.get().is_some() && access.get().writes()).then(|| view! {
                             <button type="button" on:click=ask>"Ask about this"</button>
                         })}
                         <a class="button" href=export(ExportFormat::Md) download>"Export Markdown"</a>

@@ -21,13 +21,16 @@ pub fn MessageBubble(
     /// The passage of a document the message asks about: the document's title and the passage.
     #[prop(optional_no_strip)]
     quote: Option<(String, String)>,
+    /// Who wrote a person's message, in a conversation more than its author writes in ("You" for the reader).
+    #[prop(optional_no_strip)]
+    writer: Option<String>,
     #[prop(optional)] children: Option<Children>,
 ) -> impl IntoView {
     let status = status.unwrap_or_else(|| Signal::stored(MessageStatus::Complete));
     let highlighted = highlighted.unwrap_or_else(|| Signal::stored(false));
     let (testid, label) = match role {
-        Role::User => ("message-user", "You"),
-        Role::Assistant => ("message-assistant", "Assistant"),
+        Role::User => ("message-user", writer.clone().unwrap_or_else(|| "You".to_string())),
+        Role::Assistant => ("message-assistant", "Assistant".to_string()),
     };
     let note = move || match status.get() {
         MessageStatus::Interrupted => Some("Interrupted: the answer was cut short."),
@@ -55,6 +58,7 @@ pub fn MessageBubble(
             data-highlighted=move || highlighted.get().then_some("true")
             aria-current=move || highlighted.get().then_some("true")
         >
+            {writer.map(|name| view! { <span class="message-writer" data-testid="message-writer">{name}</span> })}
             {quote.map(|(title, text)| view! {
                 <blockquote class="message-quote" data-testid="message-quote">
                     <span class="quote-source">{format!("About “{title}”")}</span>

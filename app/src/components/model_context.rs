@@ -216,6 +216,9 @@ fn PassageList(passages: Vec<ContextPassage>) -> impl IntoView {
         view! {
             <li>
                 <span class="context-who">{p.filename}</span>
+                {p.conversation.map(|title| view! {
+                    " "<span class="context-from" data-testid="passage-conversation">{format!("from “{title}”")}</span>
+                })}
                 " "
                 <span class="context-reason">{format!("passage {}, score {:.2}", p.chunk + 1, p.score)}</span>
                 " "
@@ -289,6 +292,7 @@ mod tests {
             passages: vec![ContextPassage {
                 attachment_id: Uuid::from_u128(7),
                 filename: "notes.md".into(),
+                conversation: None,
                 chunk: 2,
                 excerpt: "Refunds take 14 days.".into(),
                 score: 1.5,

@@ -201,7 +201,7 @@ fn requirement_list(list: RequirementList) -> AnyView {
         {move || (!uncovered().is_empty()).then(|| view! {
             <div class="uncovered-note">
                 <p>{move || format!("Not covered by any document: {}.", uncovered().join(", "))}</p>
-                {move || (crate::state::access().get() == crate::api::ThreadAccess::Author).then(|| view! {
+                {move || crate::state::access().get().writes().then(|| view! {
                     <button type="button" class="primary" disabled=move || busy.get() on:click=generate>
                         "Generate document"
                     </button>
@@ -302,7 +302,7 @@ fn RequirementEntry(
             {move || if editing.get() {
                 let text = requirement.with_untracked(|r| r.as_ref().map(|r| r.text.clone()).unwrap_or_default());
                 view! { <RequirementEditor key=key.get_value() text working on_save=save on_cancel=cancel/> }.into_any()
-            } else if !crate::state::access().get().edits_documents() {
+            } else if !crate::state::access().get().writes() {
                 ().into_any()
             } else {
                 let name = key.get_value();

@@ -102,7 +102,7 @@ fn VersionEntry(
             <time class="version-date">{moment(version.created_at)}</time>
             {if number == current {
                 view! { <span class="version-current">"Current"</span> }.into_any()
-            } else if !crate::state::access().get_untracked().edits_documents() {
+            } else if !crate::state::access().get_untracked().writes() {
                 ().into_any()
             } else {
                 view! {

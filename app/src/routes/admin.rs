@@ -8,7 +8,9 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::use_query_map;
 
-use crate::api::admin::{AdminAccount, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode};
+use crate::api::admin::{
+    AdminAccount, AdminProject, CreateInviteRequest, InviteInfo, ResetPasswordRequest, SignUpMode,
+};
 use crate::api::admin_calls as calls;
 use crate::api::client::ApiError;
 use crate::api::forms::{FormOutcome, RESET_PASSWORD_ACTION};
@@ -54,6 +56,7 @@ pub fn AdminPage() -> impl IntoView {
                 <SignUpModeSetting note forbidden/>
                 <Invites note/>
                 <Accounts note reload/>
+                <ProjectUsage note/>
             </Show>
         </section>
     }
@@ -241,6 +244,55 @@ fn Accounts(note: Note, reload: RwSignal<u32>) -> impl IntoView {
                 <span data-testid="accounts-shown">{shown}</span>
                 <button type="button" on:click=go_next disabled=move || next.get().is_none()>"Next"</button>
             </nav>
+        </section>
+    }
+}
+
+/// Team projects with their members, conversations and the tokens those spent, a page more at a time.
+#[component]
+fn ProjectUsage(note: Note) -> impl IntoView {
+    let projects = RwSignal::new(Vec::<AdminProject>::new());
+    let next = RwSignal::new(Some(0u32));
+    let load = move || {
+        let Some(from) = next.get_untracked() else { return };
+        spawn_local(async move {
+            match calls::projects(from).await {
+                Ok(page) => {
+                    projects.update(|shown| shown.extend(page.projects));
+                    next.set(page.next_offset);
+                }
+                Err(e) if e.status == 404 => next.set(None),
+                Err(e) => note.set(Some((false, e.message))),
+            }
+        });
+    };
+    // In the browser only: the first page once the page is alive.
+    Effect::new(move |_| load());
+    view! {
+        <section aria-labelledby="projects-usage-heading">
+            <h2 id="projects-usage-heading">"Projects"</h2>
+            {move || projects.with(Vec::is_empty).then(|| view! { <p class="empty">"No projects yet."</p> })}
+            <div class="table-scroll">
+            <table class="admin-table" data-testid="project-usage">
+                <thead>
+                    <tr><th>"Project"</th><th>"Members"</th><th>"Conversations"</th><th>"Tokens"</th><th>"Made"</th></tr>
+                </thead>
+                <tbody>
+                    <For each=move || projects.get() key=|p| p.id let:project>
+                        <tr>
+                            <td>{project.name.clone()}{project.archived.then_some(" (archived)")}</td>
+                            <td>{project.members}</td>
+                            <td>{project.conversations}</td>
+                            <td>{project.input_tokens + project.output_tokens}</td>
+                            <td>{moment(project.created_at)}</td>
+                        </tr>
+                    </For>
+                </tbody>
+            </table>
+            </div>
+            {move || next.get().is_some().then(|| view! {
+                <button type="button" on:click=move |_| load()>"More projects"</button>
+            })}
         </section>
     }
 }

@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
+use wire::admin::AdminProject;
 
 use super::columns::{convert, ids, shared_sql, stored_row, Stored};
 use super::threads::found;
@@ -133,6 +134,25 @@ stored_row! {
     }
 }
 
+stored_row! {
+    AdminProjectRow<I, T> -> AdminProject {
+        id: I,
+        name: String,
+        archived: bool,
+        created_at: T,
+    } with {
+        members: i64,
+        conversations: i64,
+        input_tokens: i64,
+        output_tokens: i64,
+    } => {
+        members: members.max(0) as u64,
+        conversations: conversations.max(0) as u64,
+        input_tokens: input_tokens.max(0) as u64,
+        output_tokens: output_tokens.max(0) as u64,
+    }
+}
+
 /// Most accounts one listing returns.
 pub const MAX_ACCOUNTS_PAGE: u32 = 500;
 
@@ -165,6 +185,9 @@ pub trait Admin: Send + Sync {
 
     /// Accounts in the order they were made, from `offset`, at most `limit` of them, with their usage today.
     async fn accounts(&self, offset: u32, limit: u32) -> Result<Vec<AccountUsage>>;
+    /// Every team project in the order they were made, from `offset`, at most `limit` of them, with their size
+    /// and what their conversations spent.
+    async fn project_usage(&self, offset: u32, limit: u32) -> Result<Vec<AdminProject>>;
     /// Makes an account an administrator or not. `NotFound` for an unknown account; `Conflict` when it would
     /// leave no enabled administrator.
     async fn set_admin(&self, user: Uuid, admin: bool) -> Result<()>;
@@ -244,7 +267,7 @@ shared_sql! {
 type ResetRow<T> = (T, Option<T>, Option<T>);
 
 shared_sql! {
-    rows(InviteRow<D::Id, D::Time>, AccountUsageRow<D::Id, D::Time>);
+    rows(InviteRow<D::Id, D::Time>, AccountUsageRow<D::Id, D::Time>, AdminProjectRow<D::Id, D::Time>);
     /// Whether an enabled administrator other than `user` exists.
     async fn another_admin(conn: &mut D::Connection, user: Uuid) -> Result<bool> {
         let sql = "select exists (select 1 from users where is_admin and disabled_at is null and id <> $1)";
@@ -363,6 +386,28 @@ shared_sql! {
              from users u order by u.created_at, u.id limit $2 offset $3",
         )
         .bind(D::day(Utc::now().date_naive()))
+        .bind(i64::from(limit.min(MAX_ACCOUNTS_PAGE)))
+        .bind(i64::from(offset))
+        .fetch_all(conn)
+        .await?;
+        convert(rows)
+    }
+
+    pub(crate) async fn project_usage(
+        conn: &mut D::Connection,
+        offset: u32,
+        limit: u32,
+    ) -> Result<Vec<AdminProject>> {
+        let rows: Vec<AdminProjectRow<D::Id, D::Time>> = sqlx::query_as(
+            "select p.id, p.name, p.archived, p.created_at,
+               (select count(*) from project_members m where m.project_id = p.id) as members,
+               (select count(*) from threads t where t.project_id = p.id) as conversations,
+               (select cast(coalesce(sum(t.input_tokens), 0) as bigint) from threads t where t.project_id = p.id)
+                 as input_tokens,
+               (select cast(coalesce(sum(t.output_tokens), 0) as bigint) from threads t where t.project_id = p.id)
+                 as output_tokens
+             from projects p order by p.created_at, p.id limit $1 offset $2",
+        )
         .bind(i64::from(limit.min(MAX_ACCOUNTS_PAGE)))
         .bind(i64::from(offset))
         .fetch_all(conn)
@@ -584,6 +629,11 @@ macro_rules! admin_for {
                 #[instrument(skip(self))]
                 async fn accounts(&self, offset: u32, limit: u32) -> Result<Vec<AccountUsage>> {
                     Shared::accounts(&mut *self.read().await?, offset, limit).await
+                }
+
+                #[instrument(skip(self))]
+                async fn project_usage(&self, offset: u32, limit: u32) -> Result<Vec<wire::admin::AdminProject>> {
+                    Shared::project_usage(&mut *self.read().await?, offset, limit).await
                 }
 
                 #[instrument(skip(self))]

@@ -83,7 +83,8 @@ pub trait Attachments: Send + Sync {
     async fn list_attachments(&self, user: Uuid, thread: Uuid) -> Result<Vec<Attachment>>;
     /// Removes an attachment of the thread and its chunks.
     async fn delete_attachment(&self, user: Uuid, thread: Uuid, attachment: Uuid) -> Result<()>;
-    /// The thread's chunks that match any word of the query, best first.
+    /// The chunks that match any word of the query, best first, of the thread's files and, in a project its
+    /// author belongs to, of the files of every conversation of the project.
     async fn search_chunks(&self, user: Uuid, thread: Uuid, query: &str, limit: u32) -> Result<Vec<ChunkHit>>;
 }
 
@@ -158,6 +159,10 @@ stored_row! {
 pub struct ChunkHit {
     pub attachment_id: Uuid,
     pub filename: String,
+    /// The conversation the file is attached to (another one of its project's, for a project's file) and its
+    /// title.
+    pub thread_id: Uuid,
+    pub thread_title: String,
     pub seq: i64,
     pub content: String,
     /// How well it matched: higher is better, on the backend's own scale (SQLite's bm25 negated, PostgreSQL's
@@ -170,6 +175,8 @@ stored_row! {
     ChunkHitRow<I> -> ChunkHit {
         attachment_id: I,
         filename: String,
+        thread_id: I,
+        thread_title: String,
         seq: i64,
         content: String,
         score: f64,

@@ -52,9 +52,9 @@ pub(crate) const SPENDING: &str = "with asked (user_id, day, everyone, stale_bef
    case when asked.everyone then (select cast(coalesce(sum(input_tokens + output_tokens), 0) as bigint)
      from usage_ledger l where l.day = asked.day) else cast(0 as bigint) end as everyone_used,
    (select daily_token_budget from users where id = asked.user_id) as own_budget,
-   (select count(*) from turns t where t.user_id = asked.user_id and t.status = 'running'
+   (select count(*) from turns t where t.sender_id = asked.user_id and t.status = 'running'
      and t.heartbeat_at >= asked.stale_before) as running,
-   (select cast(coalesce(sum(reserved_tokens), 0) as bigint) from turns t where t.user_id = asked.user_id
+   (select cast(coalesce(sum(reserved_tokens), 0) as bigint) from turns t where t.sender_id = asked.user_id
      and t.status = 'running' and t.heartbeat_at >= asked.stale_before) as user_reserved,
    case when asked.everyone then (select cast(coalesce(sum(reserved_tokens), 0) as bigint) from turns t
      where t.status = 'running' and t.heartbeat_at >= asked.stale_before) else cast(0 as bigint) end

@@ -19,6 +19,8 @@ pub enum ChangeKind {
     Deleted,
     /// Its conversation was deleted, and every document in it (`artifact_id` is nil): nothing more to watch.
     ThreadDeleted,
+    /// An answer started in the conversation (`artifact_id` is the turn's id).
+    TurnStarted,
 }
 
 /// A change to one document of one conversation (or to all of them, for [`ChangeKind::ThreadDeleted`]).

@@ -845,7 +845,8 @@ stored_row! {
 pub trait History: Send + Sync {
     /// Adds tokens the provider reported to the thread totals and the user's ledger for today and this model.
     async fn record_usage(&self, user: Uuid, thread: Uuid, model: &str, usage: Usage) -> Result<()> {
-        let spent = super::SpentTokens { user, thread, model: model.to_string(), usage, counted_tokens: 0 };
+        let spent =
+            super::SpentTokens { user, payer: user, thread, model: model.to_string(), usage, counted_tokens: 0 };
         self.record_spent(&spent).await
     }
     /// Adds spent tokens (some perhaps counted by Quire) to the thread totals and the user's ledger for today.

@@ -241,6 +241,8 @@ pub struct NewMessage {
     /// The passage of one of the thread's documents a person's message is about; a document of another thread
     /// (or none) refuses the message, as a missing thread does.
     pub quote: Option<Quote>,
+    /// Who wrote a person's message when it is not the conversation's author (an editor of its project).
+    pub author: Option<Uuid>,
 }
 
 /// Where a new message went: its number, and its parent (the conversation's active message when it was added).
@@ -266,6 +268,7 @@ impl NewMessage {
             model: self.model,
             created_at: created,
             quote: self.quote,
+            author_id: self.author,
         }
     }
 }
@@ -329,6 +332,7 @@ impl AnswerDraft {
             usage: self.update.usage,
             model: self.update.model.clone(),
             quote: None,
+            author: None,
         }
     }
 }

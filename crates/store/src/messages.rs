@@ -485,7 +485,7 @@ shared_sql! {
 /// The columns a [`MessageRow`] reads.
 pub(crate) const MESSAGE_COLUMNS: &str =
     "id, thread_id, seq, role, content, status, input_tokens, output_tokens, model, created_at, parent_id, \
-     quote_artifact_id, quote_text";
+     quote_artifact_id, quote_text, author_id";
 
 stored_row! {
     /// A message's row: ids and times as the backend keeps them (see [`Stored`]).
@@ -504,6 +504,7 @@ stored_row! {
         output_tokens: i64,
         quote_artifact_id: Option<I>,
         quote_text: Option<String>,
+        author_id: Option<I>,
     } => {
         role: parse_role(&role)?,
         status: MessageStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("status {status}")))?,
@@ -513,6 +514,7 @@ stored_row! {
             (Some(artifact_id), Some(text)) => Some(wire::Quote { artifact_id, text }),
             _ => None,
         },
+        author_id: author_id.read("author_id")?,
     }
 }
 

@@ -353,6 +353,42 @@ async fn write_import_part(
     Ok(())
 }
 
+/// Takes a thread for a turn (see [`take_thread`]): binds the turn, the thread, its author, the time, the
+/// message's id and columns, [`MAX_SEQ`], the quote, the sender (who must write in the thread: its author or an
+/// editor of its project) and the message's author when not the thread's.
+static TAKE_THREAD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "with stamp as (
+             select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
+         ), taken as (
+             insert into turns (id, thread_id, user_id, sender_id, status, started_at, heartbeat_at)
+             select $1, $2, $3, $15, 'running', $4, $4
+             where exists (select 1 from threads t where t.id = $2 and t.user_id = $3 and {})
+             and ($13::uuid is null or exists (select 1 from artifacts where id = $13 and thread_id = $2 and user_id = $3))
+             returning thread_id
+         ), previous as (
+             select id, active_id from threads where id = $2 and user_id = $3 and $5::uuid is not null for update
+         ), counted as (
+             update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
+             updated_at = greatest(t.updated_at, $4), active_id = $5
+             from previous p
+             where p.id = t.id and t.id = (select thread_id from taken) and t.user_id = $3 and t.last_seq < $12
+             returning t.id, t.user_id, t.last_seq, p.active_id as parent_id, t.context_version
+         ), saved as (
+             insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
+             model, created_at, writing, quote_artifact_id, quote_text, author_id, parent_id)
+             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, $13, $14, $16, parent_id
+             from counted
+             returning seq, parent_id
+         )
+         select (select count(*) from taken) as taken, (select seq from saved) as seq,
+             (select parent_id from saved) as parent, (select context_version from counted) as version,
+             (select context_version from stamp) as read_version, (select last_seq from stamp) as read_last_seq,
+             (select active_id from stamp) as read_active",
+        crate::projects::thread_row_access("t", "$15::uuid", wire::ProjectRole::Editor)
+    )
+});
+
 /// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
 /// one, with the thread's next number: one statement, so one round trip. The new turn's foreign key locks the
 /// thread's row (`for key share`) until the commit, and every change of a thread's messages locks that row `for
@@ -361,6 +397,7 @@ async fn write_import_part(
 async fn take_thread<'c>(
     conn: impl sqlx::PgExecutor<'c>,
     user: Uuid,
+    sender: Uuid,
     thread: Uuid,
     turn: Uuid,
     now: DateTime<Utc>,
@@ -380,49 +417,25 @@ async fn take_thread<'c>(
         read_last_seq: Option<i64>,
         read_active: Option<Uuid>,
     }
-    let Taken { taken, seq, parent, version, read_version, read_last_seq, read_active } = sqlx::query_as(
-        "with stamp as (
-             select context_version, last_seq, active_id from threads where id = $2 and user_id = $3
-         ), taken as (
-             insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             select $1, $2, $3, 'running', $4, $4 where exists (select 1 from threads where id = $2 and user_id = $3)
-             and ($13::uuid is null or exists (select 1 from artifacts where id = $13 and thread_id = $2 and user_id = $3))
-             returning thread_id
-         ), previous as (
-             select id, active_id from threads where id = $2 and user_id = $3 and $5::uuid is not null for update
-         ), counted as (
-             update threads t set message_count = t.message_count + 1, last_seq = t.last_seq + 1,
-             updated_at = greatest(t.updated_at, $4), active_id = $5
-             from previous p
-             where p.id = t.id and t.id = (select thread_id from taken) and t.user_id = $3 and t.last_seq < $12
-             returning t.id, t.user_id, t.last_seq, p.active_id as parent_id, t.context_version
-         ), saved as (
-             insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing, quote_artifact_id, quote_text, parent_id)
-             select $5, id, user_id, last_seq, $6, $7, $8, $9, $10, $11, $4, false, $13, $14, parent_id from counted
-             returning seq, parent_id
-         )
-         select (select count(*) from taken) as taken, (select seq from saved) as seq,
-             (select parent_id from saved) as parent, (select context_version from counted) as version,
-             (select context_version from stamp) as read_version, (select last_seq from stamp) as read_last_seq,
-             (select active_id from stamp) as read_active",
-    )
-    .bind(turn)
-    .bind(thread)
-    .bind(user)
-    .bind(now)
-    .bind(id)
-    .bind(request.map(|m| m.role.as_str()))
-    .bind(request.map(|m| m.content.as_str()))
-    .bind(request.map(|m| m.status.as_str()))
-    .bind(request.map(|m| m.usage.input_tokens as i64))
-    .bind(request.map(|m| m.usage.output_tokens as i64))
-    .bind(request.and_then(|m| m.model.as_deref()))
-    .bind(MAX_SEQ)
-    .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.artifact_id))
-    .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.text.as_str()))
-    .fetch_one(conn)
-    .await?;
+    let Taken { taken, seq, parent, version, read_version, read_last_seq, read_active } = sqlx::query_as(&TAKE_THREAD)
+        .bind(turn)
+        .bind(thread)
+        .bind(user)
+        .bind(now)
+        .bind(id)
+        .bind(request.map(|m| m.role.as_str()))
+        .bind(request.map(|m| m.content.as_str()))
+        .bind(request.map(|m| m.status.as_str()))
+        .bind(request.map(|m| m.usage.input_tokens as i64))
+        .bind(request.map(|m| m.usage.output_tokens as i64))
+        .bind(request.and_then(|m| m.model.as_deref()))
+        .bind(MAX_SEQ)
+        .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.artifact_id))
+        .bind(request.and_then(|m| m.quote.as_ref()).map(|q| q.text.as_str()))
+        .bind(sender)
+        .bind(request.and_then(|m| m.author))
+        .fetch_one(conn)
+        .await?;
     let (true, Some(read_version), Some(read_last_seq)) = (taken > 0, read_version, read_last_seq) else {
         return Err(StoreError::NotFound);
     };
@@ -474,8 +487,8 @@ async fn insert_message(
     };
     sqlx::query(
         "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-         model, created_at, writing, parent_id, quote_artifact_id, quote_text)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+         model, created_at, writing, parent_id, quote_artifact_id, quote_text, author_id)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)",
     )
     .bind(id)
     .bind(message.thread_id)
@@ -492,6 +505,7 @@ async fn insert_message(
     .bind(place.parent)
     .bind(quoted)
     .bind(message.quote.as_ref().map(|q| q.text.as_str()))
+    .bind(message.author)
     .execute(&mut *conn)
     .await?;
     Ok(Some(place))
@@ -545,9 +559,9 @@ async fn save_answer(conn: &mut sqlx::PgConnection, user: Uuid, answer: &super::
     Shared::rewrite_message(conn, user, answer.id, &answer.update, answer.writing).await
 }
 
-/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
+/// Adds spent tokens to the thread's totals and to its payer's ledger for today and the model.
 async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) -> Result<()> {
-    let super::SpentTokens { user, thread, ref model, usage, counted_tokens } = *spent;
+    let super::SpentTokens { user, payer, thread, ref model, usage, counted_tokens } = *spent;
     sqlx::query(
         "update threads set input_tokens = input_tokens + $1, output_tokens = output_tokens + $2
          where id = $3 and user_id = $4",
@@ -566,7 +580,7 @@ async fn add_usage(conn: &mut sqlx::PgConnection, spent: &super::SpentTokens) ->
              output_tokens = usage_ledger.output_tokens + excluded.output_tokens,
              counted_tokens = usage_ledger.counted_tokens + excluded.counted_tokens",
     )
-    .bind(user)
+    .bind(payer)
     // The UTC day, as SQLite stores it; `current_date` would follow the session's time zone.
     .bind(Utc::now().date_naive())
     .bind(model)

@@ -9,7 +9,9 @@
 
 use async_trait::async_trait;
 use uuid::Uuid;
-use wire::{ActivityKind, Project, ProjectActivity, ProjectMember, ProjectRole, Thread, MAX_PROJECTS_PER_PERSON};
+use wire::{
+    ActivityKind, Project, ProjectActivity, ProjectMember, ProjectRole, Thread, Writer, MAX_PROJECTS_PER_PERSON,
+};
 
 use super::columns::{convert, shared_sql, stored_row, Stored};
 use super::{now, Result, StoreError};
@@ -44,9 +46,30 @@ pub(crate) fn thread_row_access(alias: &str, user: &str, least: ProjectRole) -> 
     )
 }
 
+/// SQL for the conversations whose files a turn in `thread`, of its author `user` (SQL expressions), searches: the
+/// conversation itself and, in a project its author belongs to, every conversation of the project (the project's
+/// files, whoever attached them).
+pub(crate) fn file_threads(thread: &str, user: &str) -> String {
+    format!(
+        "select ft.id from threads ft where ft.id = {thread} and ft.user_id = {user}
+         union select ft.id from threads ft join threads own on own.project_id = ft.project_id
+         where own.id = {thread} and own.user_id = {user} and {}",
+        member_with("own.project_id", user, ProjectRole::Viewer)
+    )
+}
+
 /// [`thread_access`] for reading: the author and every member of the conversation's project.
 pub(crate) fn readable(thread: &str, user: &str) -> String {
     thread_access(thread, user, ProjectRole::Viewer)
+}
+
+/// How a person is named to others: their display name, else their e-mail address.
+fn person_name(display_name: String, email: String) -> String {
+    if display_name.trim().is_empty() {
+        email
+    } else {
+        display_name
+    }
 }
 
 /// How a person reaches a conversation.
@@ -198,6 +221,52 @@ shared_sql! {
             Some((false, Some(role))) => Some(ThreadReach::Member(role.read("role")?)),
             _ => None,
         })
+    }
+
+    /// See [`Projects::thread_author`].
+    pub(crate) async fn thread_author(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        least: ProjectRole,
+    ) -> Result<Uuid> {
+        let sql = format!("select t.user_id from threads t where t.id = $1 and {}", thread_row_access("t", "$2", least));
+        let author: Option<(D::Id,)> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        author.ok_or(StoreError::NotFound)?.0.read("user_id")
+    }
+
+    /// See [`Projects::running_sender`].
+    pub(crate) async fn running_sender(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Option<(Uuid, String)>> {
+        let sql = format!(
+            "select u.id, u.display_name, u.email from turns t join users u on u.id = coalesce(t.sender_id, t.user_id)
+             where t.thread_id = $1 and t.status = 'running' and {}",
+            readable("$1", "$2")
+        );
+        let row: Option<(D::Id, String, String)> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(conn).await?;
+        row.map(|(id, name, email)| Ok((id.read("user_id")?, person_name(name, email)))).transpose()
+    }
+
+    /// See [`Projects::thread_writers`].
+    pub(crate) async fn thread_writers(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<Vec<Writer>> {
+        let sql = format!(
+            "select u.id, u.display_name, u.email from users u where u.id in (
+                 select t.user_id from threads t where t.id = $1
+                 union select m.author_id from messages m where m.thread_id = $1 and m.author_id is not null)
+             and {} order by case when u.id = (select user_id from threads where id = $1) then 0 else 1 end,
+               u.display_name, u.email",
+            readable("$1", "$2")
+        );
+        let rows: Vec<(D::Id, String, String)> =
+            sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_all(conn).await?;
+        rows.into_iter()
+            .map(|(id, name, email)| Ok(Writer { id: id.read("user_id")?, name: person_name(name, email) }))
+            .collect()
     }
 
     /// Writes an entry of the project's activity log.
@@ -702,6 +771,14 @@ pub trait Projects: Send + Sync {
     async fn project_threads(&self, user: Uuid, project: Uuid) -> Result<Vec<Thread>>;
     /// How the person reaches a conversation: as its author, as a member of its project, or not (`None`).
     async fn thread_reach(&self, user: Uuid, thread: Uuid) -> Result<Option<ThreadReach>>;
+    /// The author of a conversation the person reaches with at least the role `least` (as its author, or as a
+    /// member of its project); `NotFound` otherwise.
+    async fn thread_author(&self, user: Uuid, thread: Uuid, least: ProjectRole) -> Result<Uuid>;
+    /// Who wrote in a conversation the person reads: its author and the members who sent messages in it (see
+    /// [`wire::ThreadDetail::writers`]); empty when they do not read it.
+    async fn thread_writers(&self, user: Uuid, thread: Uuid) -> Result<Vec<Writer>>;
+    /// Who started the answer being written in a conversation the person reads (their id and name), if one is.
+    async fn running_sender(&self, user: Uuid, thread: Uuid) -> Result<Option<(Uuid, String)>>;
     /// The pairs (person, conversation) among `pairs` whose person no longer reads the conversation.
     async fn unreachable(&self, pairs: &[(Uuid, Uuid)]) -> Result<Vec<(Uuid, Uuid)>>;
 }
@@ -807,6 +884,21 @@ macro_rules! projects_for {
                 #[instrument(skip(self, pairs), fields(pairs = pairs.len()))]
                 async fn unreachable(&self, pairs: &[(Uuid, Uuid)]) -> Result<Vec<(Uuid, Uuid)>> {
                     Shared::unreachable(&mut *self.read().await?, pairs).await
+                }
+
+                #[instrument(skip(self))]
+                async fn thread_author(&self, user: Uuid, thread: Uuid, least: ProjectRole) -> Result<Uuid> {
+                    Shared::thread_author(&mut *self.read().await?, user, thread, least).await
+                }
+
+                #[instrument(skip(self))]
+                async fn thread_writers(&self, user: Uuid, thread: Uuid) -> Result<Vec<wire::Writer>> {
+                    Shared::thread_writers(&mut *self.read().await?, user, thread).await
+                }
+
+                #[instrument(skip(self))]
+                async fn running_sender(&self, user: Uuid, thread: Uuid) -> Result<Option<(Uuid, String)>> {
+                    Shared::running_sender(&mut *self.read().await?, user, thread).await
                 }
 
                 #[instrument(skip(self))]

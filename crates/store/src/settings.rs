@@ -69,23 +69,30 @@ shared_sql! {
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
-    /// The person's settings, the conversation's model and whether it has files, in one statement (another
-    /// person's conversation has neither).
-    pub(crate) async fn turn_settings(conn: &mut D::Connection, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
-        let row: Option<TurnSettingsRow> = sqlx::query_as(
+    /// The sender's settings, the conversation's model and whether it has files (its own, or its project's), in one
+    /// statement (another person's conversation has neither).
+    pub(crate) async fn turn_settings(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        sender: Uuid,
+    ) -> Result<TurnSettings> {
+        let sql = format!(
             "select display_name, custom_instructions, theme, default_model,
                (select model from threads where id = $1 and user_id = $2) as thread_model,
                (select p.instructions from threads t join projects p on p.id = t.project_id
                   where t.id = $1 and t.user_id = $2) as project_instructions,
-               exists (select 1 from attachments where thread_id = $1 and user_id = $2) as has_attachments,
+               exists (select 1 from attachments where thread_id in ({})) as has_attachments,
                exists (select 1 from artifacts where thread_id = $1 and user_id = $2) as has_artifacts
              from users where id = $3",
-        )
-        .bind(D::id(thread))
-        .bind(D::id(user))
-        .bind(D::id(user))
-        .fetch_optional(conn)
-        .await?;
+            crate::projects::file_threads("$1", "$2")
+        );
+        let row: Option<TurnSettingsRow> = sqlx::query_as(&sql)
+            .bind(D::id(thread))
+            .bind(D::id(user))
+            .bind(D::id(sender))
+            .fetch_optional(conn)
+            .await?;
         let row = row.ok_or(StoreError::NotFound)?;
         Ok(TurnSettings {
             settings: row.settings.try_into()?,
@@ -127,9 +134,11 @@ pub trait Preferences: Send + Sync {
     /// Saves the fields `change` carries (checked by the caller, see [`UpdateSettings::checked`]) and returns
     /// the settings as saved; `NotFound` for an unknown person.
     async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings>;
-    /// The person's settings with the conversation's model and whether files are attached to it (`None` and
-    /// `false` for a conversation that is missing or another person's); `NotFound` for an unknown person.
-    async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings>;
+    /// The settings of `sender` (who sent the turn: the author of `user`'s conversation, or an editor of its
+    /// project) with the conversation's model and whether files are attached to it or, in a project, to any of
+    /// the project's conversations (`None` and `false` for a conversation that is missing or another person's);
+    /// `NotFound` for an unknown sender.
+    async fn turn_settings(&self, user: Uuid, thread: Uuid, sender: Uuid) -> Result<TurnSettings>;
 }
 
 /// Implements [`Preferences`] for a backend, written once for both, as
@@ -150,8 +159,8 @@ macro_rules! preferences_for {
                 }
 
                 #[instrument(skip(self))]
-                async fn turn_settings(&self, user: Uuid, thread: Uuid) -> Result<TurnSettings> {
-                    Shared::turn_settings(&mut *self.read().await?, user, thread).await
+                async fn turn_settings(&self, user: Uuid, thread: Uuid, sender: Uuid) -> Result<TurnSettings> {
+                    Shared::turn_settings(&mut *self.read().await?, user, thread, sender).await
                 }
 
                 #[instrument(skip_all, fields(user = %user))]

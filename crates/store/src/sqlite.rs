@@ -312,6 +312,7 @@ mod tests {
             usage: wire::Usage::default(),
             model: None,
             quote: None,
+            author: None,
         }
     }
 

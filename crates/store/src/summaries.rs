@@ -34,6 +34,8 @@ pub struct NewSummary {
     pub model: String,
     /// The tokens this summary cost (added to the running total).
     pub usage: Usage,
+    /// Whose ledger they go on: who sent the turn that needed it.
+    pub payer: Uuid,
 }
 
 /// Reads a conversation's summary (as a [`SummaryRow`]); binds the conversation and its owner. Both backends
@@ -146,6 +148,7 @@ macro_rules! summaries_for {
                             let saved = Shared::save_summary(&mut *tx, user, thread, summary.clone()).await?;
                             let spent = SpentTokens {
                                 user,
+                                payer: summary.payer,
                                 thread,
                                 model: summary.model,
                                 usage: summary.usage,

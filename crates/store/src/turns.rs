@@ -241,14 +241,18 @@ shared_sql! {
         Ok(IdempotencyClaim::Existing { fingerprint, response })
     }
 
-    /// Refreshes the heartbeat of those of `turns` still running; those that must stop (see [`to_stop`]).
+    /// Refreshes the heartbeat of those of `turns` still running; those that must stop (see [`to_stop`]): a
+    /// turn started by a member of the conversation's project stops too once they may no longer write in it
+    /// (removed, or lowered to viewer).
     pub(crate) async fn heartbeat_turns(conn: &mut D::Connection, turns: &[Uuid]) -> Result<Vec<Uuid>> {
         if turns.is_empty() {
             return Ok(Vec::new());
         }
         let sql = format!(
-            "update turns set heartbeat_at = $1 where {} and status = 'running' returning id, stop_requested",
-            D::in_ids("id", "$2")
+            "update turns set heartbeat_at = $1 where {} and status = 'running'
+             returning id, stop_requested or (sender_id is not null and sender_id <> user_id and not {})",
+            D::in_ids("id", "$2"),
+            crate::projects::thread_access("turns.thread_id", "turns.sender_id", wire::ProjectRole::Editor)
         );
         let beaten: Vec<(D::Id, bool)> =
             sqlx::query_as(&sql).bind(D::time(now())).bind(D::ids(turns)).fetch_all(conn).await?;
@@ -327,7 +331,11 @@ pub struct FinalAnswer {
 /// Tokens spent in a thread, added to its totals and to its owner's ledger for today and the model.
 #[derive(Debug, Clone)]
 pub struct SpentTokens {
+    /// The thread's author: the thread's totals are theirs.
     pub user: Uuid,
+    /// Whose ledger (and so budget) the tokens go on: who started the turn (the author, or an editor of the
+    /// thread's project).
+    pub payer: Uuid,
     pub thread: Uuid,
     pub model: String,
     pub usage: Usage,
@@ -378,11 +386,16 @@ impl TraceKey {
     }
 }
 
-/// A turn's start: its person, thread and id, how long a running turn may stay silent before it counts as dead,
-/// and the person's message that starts it (none for a silent generation or a retry).
+/// A turn's start: its conversation's author and the person who starts it, thread and id, how long a running turn
+/// may stay silent before it counts as dead, and the person's message that starts it (none for a silent
+/// generation or a retry).
 #[derive(Debug, Clone)]
 pub struct TurnStart {
+    /// The conversation's author: every row the turn writes is theirs.
     pub user: Uuid,
+    /// Who starts it: the author, or an editor of the conversation's project. The start is refused (as for a
+    /// missing conversation) unless they may write in it, and counts against their budgets and caps.
+    pub sender: Uuid,
     pub thread: Uuid,
     pub turn: Uuid,
     pub stale_after_ms: i64,
@@ -463,7 +476,8 @@ pub trait Turns: Send + Sync {
     async fn start_turn_stamped(&self, start: TurnStart, limits: &TurnLimits) -> Result<Started>;
     /// A turn's start with no message and no limits (see [`start_turn`](Self::start_turn)).
     async fn begin_turn(&self, user: Uuid, thread: Uuid, turn: Uuid, stale_after_ms: i64) -> Result<()> {
-        let start = TurnStart { user, thread, turn, stale_after_ms, request: None, message_id: Uuid::now_v7() };
+        let start =
+            TurnStart { user, sender: user, thread, turn, stale_after_ms, request: None, message_id: Uuid::now_v7() };
         self.start_turn(start, &TurnLimits::default()).await.map(drop)
     }
     /// Keeps these turns alive, in one statement; returns those of them that must stop (see [`to_stop`]): a stop

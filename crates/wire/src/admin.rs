@@ -94,6 +94,32 @@ pub struct AdminAccountList {
     pub next_offset: Option<u32>,
 }
 
+/// A team project as an administrator sees it: its size, and the tokens its conversations spent (whoever sent
+/// them; each person's share is on their own ledger).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AdminProject {
+    pub id: Uuid,
+    pub name: String,
+    pub archived: bool,
+    #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
+    pub created_at: DateTime<Utc>,
+    pub members: u64,
+    pub conversations: u64,
+    /// Tokens sent to and received from models in the conversations now in the project, all time.
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// `GET /api/admin/projects`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AdminProjectList {
+    pub projects: Vec<AdminProject>,
+    /// The `offset` of the next page, when there may be more.
+    pub next_offset: Option<u32>,
+}
+
 /// `PUT /api/admin/users/{id}/role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -176,7 +176,7 @@ impl ChatEvent {
 /// A change to a conversation that everyone watching it sees without a reload, from
 /// `GET /api/threads/{id}/changes` (SSE; the `event:` line carries [`ThreadChange::name`], the `data:` line the
 /// JSON of the variant's fields). Sent for every instance's changes, whoever made them: a person's save or
-/// restore, the assistant's new version, a deletion.
+/// restore, the assistant's new version, a deletion, an answer started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
@@ -185,14 +185,21 @@ pub enum ThreadChange {
     ArtifactSaved { artifact: Artifact },
     /// A document was deleted with all its versions.
     ArtifactDeleted { artifact_id: Uuid },
+    /// Someone who writes in the conversation (its author, or an editor of its project) started an answer: read
+    /// the conversation again and follow the answer with `GET .../stream`.
+    TurnStarted { turn_id: Uuid },
 }
 
 impl ThreadChange {
+    /// Every SSE event name a change has.
+    pub const NAMES: [&'static str; 3] = ["artifact_saved", "artifact_deleted", "turn_started"];
+
     /// The SSE event name.
     pub fn name(&self) -> &'static str {
         match self {
             ThreadChange::ArtifactSaved { .. } => "artifact_saved",
             ThreadChange::ArtifactDeleted { .. } => "artifact_deleted",
+            ThreadChange::TurnStarted { .. } => "turn_started",
         }
     }
 
@@ -201,6 +208,7 @@ impl ThreadChange {
         let data = match self {
             ThreadChange::ArtifactSaved { artifact } => serde_json::json!({ "artifact": artifact }),
             ThreadChange::ArtifactDeleted { artifact_id } => serde_json::json!({ "artifact_id": artifact_id }),
+            ThreadChange::TurnStarted { turn_id } => serde_json::json!({ "turn_id": turn_id }),
         };
         data.to_string()
     }
@@ -215,6 +223,10 @@ impl ThreadChange {
         struct Deleted {
             artifact_id: Uuid,
         }
+        #[derive(Deserialize)]
+        struct Started {
+            turn_id: Uuid,
+        }
         match name {
             "artifact_saved" => {
                 serde_json::from_str::<Saved>(data).ok().map(|d| ThreadChange::ArtifactSaved { artifact: d.artifact })
@@ -222,6 +234,9 @@ impl ThreadChange {
             "artifact_deleted" => serde_json::from_str::<Deleted>(data)
                 .ok()
                 .map(|d| ThreadChange::ArtifactDeleted { artifact_id: d.artifact_id }),
+            "turn_started" => {
+                serde_json::from_str::<Started>(data).ok().map(|d| ThreadChange::TurnStarted { turn_id: d.turn_id })
+            }
             _ => None,
         }
     }
@@ -230,6 +245,18 @@ impl ThreadChange {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_thread_change_is_named_and_comes_back() {
+        let changes = [
+            ThreadChange::ArtifactDeleted { artifact_id: Uuid::nil() },
+            ThreadChange::TurnStarted { turn_id: Uuid::from_u128(7) },
+        ];
+        for change in changes {
+            assert!(ThreadChange::NAMES.contains(&change.name()));
+            assert_eq!(ThreadChange::from_parts(change.name(), &change.data_json()), Some(change));
+        }
+    }
 
     #[test]
     fn name_and_data_round_trip() {

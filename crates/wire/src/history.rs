@@ -401,6 +401,9 @@ pub struct ContextRequirement {
 pub struct ContextPassage {
     pub attachment_id: Uuid,
     pub filename: String,
+    /// The title of the conversation the file is attached to, when it is another conversation of the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
     /// The passage's number in its file, from 0.
     pub chunk: i64,
     /// The start of the passage (at most [`PASSAGE_EXCERPT_CHARS`] characters).

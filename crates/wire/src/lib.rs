@@ -174,6 +174,10 @@ pub struct Message {
     /// The passage of a document the person asked about ("Ask about this").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quote: Option<Quote>,
+    /// Who wrote a person's message when it was not the conversation's author (a project's editor); see
+    /// [`ThreadDetail::writers`] for their names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<Uuid>,
 }
 
 impl Message {
@@ -193,6 +197,7 @@ impl Message {
             created_at: DateTime::UNIX_EPOCH,
             parent_id: None,
             quote: None,
+            author_id: None,
         }
     }
 }
@@ -367,10 +372,15 @@ pub struct ThreadDetail {
     /// Whether an answer is being written right now (re-attach with `GET .../stream`).
     #[serde(default)]
     pub running: bool,
-    /// What the caller may do here: all of it as its `author`; as a member of its project, edit its documents and
-    /// requirements (`editor`) or read it (`viewer`).
+    /// What the caller may do here: all of it as its `author`; as a member of its project, write messages and
+    /// edit its documents and requirements (`editor`) or read it (`viewer`).
     #[serde(default)]
     pub access: ThreadAccess,
+    /// Who wrote in it, in a conversation of a project (or one that was): its author first, then every member who
+    /// sent a message ([`Message::author_id`]) by name; empty for a conversation only its author wrote in. A message whose
+    /// author is not listed is a former member's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writers: Vec<Writer>,
 }
 
 /// What the caller may do in a conversation.
@@ -388,8 +398,8 @@ pub enum ThreadAccess {
 }
 
 impl ThreadAccess {
-    /// Whether they may change its documents and requirements.
-    pub fn edits_documents(self) -> bool {
+    /// Whether they may write in it: send messages, and change its documents and requirements.
+    pub fn writes(self) -> bool {
         self != Self::Viewer
     }
 }

@@ -120,6 +120,15 @@ pub struct ProjectMember {
     pub added_at: DateTime<Utc>,
 }
 
+/// A person who wrote in a conversation: its author, or a member of its project who sent a message there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Writer {
+    pub id: Uuid,
+    /// Their display name, else their e-mail address.
+    pub name: String,
+}
+
 /// `GET /api/projects/{id}/members`: owners first, then by e-mail.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -101,6 +101,19 @@ impl ChangeHub {
         self.publish(change, || ThreadChange::ArtifactDeleted { artifact_id: artifact }).await;
     }
 
+    /// Tells the watchers of `thread`, on every instance, that an answer started in it (`turn`). Never waits: the
+    /// turn goes on while other instances are told.
+    pub fn turn_started(self: &Arc<Self>, thread: Uuid, turn: Uuid) {
+        let change = ArtifactChange { thread_id: thread, artifact_id: turn, kind: ChangeKind::TurnStarted };
+        match &self.shared {
+            Some(_) => {
+                let hub = self.clone();
+                tokio::spawn(async move { hub.publish(change, || ThreadChange::TurnStarted { turn_id: turn }).await });
+            }
+            None => self.tell(thread, &ThreadChange::TurnStarted { turn_id: turn }),
+        }
+    }
+
     /// Ends the watching of `thread`, on every instance: it was deleted with its documents.
     pub async fn thread_deleted(&self, thread: Uuid) {
         let change = ArtifactChange { thread_id: thread, artifact_id: Uuid::nil(), kind: ChangeKind::ThreadDeleted };
@@ -161,6 +174,7 @@ impl ChangeHub {
         let told = match change.kind {
             ChangeKind::ThreadDeleted => return self.close(change.thread_id),
             ChangeKind::Deleted => ThreadChange::ArtifactDeleted { artifact_id: change.artifact_id },
+            ChangeKind::TurnStarted => ThreadChange::TurnStarted { turn_id: change.artifact_id },
             ChangeKind::Saved => match self.store.get_artifact(owner, change.artifact_id).await {
                 // Of that conversation only: a change is never told to another conversation's watchers.
                 Ok(artifact) if artifact.thread_id == change.thread_id => ThreadChange::ArtifactSaved { artifact },

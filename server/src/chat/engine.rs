@@ -99,17 +99,17 @@ impl Engine {
     }
 
     /// Stops the conversation's running turn, here at once or, on another instance, at its next heartbeat; its
-    /// partial answer is kept as stopped. Whether a turn was running; `NotFound` for a conversation that is
-    /// missing or another person's.
+    /// partial answer is kept as stopped. Whether a turn was running; `NotFound` for a conversation the person
+    /// may not write in (its author and its project's editors may, whoever started the answer).
     pub async fn stop(&self, user: Uuid, thread: Uuid) -> Result<bool> {
-        self.store.get_thread(user, thread).await?;
+        let author = self.store.thread_author(user, thread, wire::ProjectRole::Editor).await?;
         // A turn stopped here may have closed before the request below reaches the store: it was stopped all the
         // same.
-        let here = self.hub.get(thread).filter(|l| l.user_id == user);
+        let here = self.hub.get(thread).filter(|l| l.user_id == author);
         if let Some(live) = &here {
             live.cancel();
         }
-        let requested = self.store.request_stop(user, thread).await?;
+        let requested = self.store.request_stop(author, thread).await?;
         Ok(here.is_some() || requested)
     }
 

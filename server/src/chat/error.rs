@@ -13,9 +13,10 @@ pub enum ChatError {
     /// The conversation, or a message the request names, is missing or another person's.
     #[error("not found")]
     NotFound,
-    /// An answer is already being written in the conversation.
+    /// An answer is already being written in the conversation; to another member of its project (their name),
+    /// when it is not the caller's own.
     #[error("an answer is already being written in this conversation")]
-    Busy,
+    Busy(Option<String>),
     /// The message cannot be sent again: it is not the latest, its answer did not fail, or it made its document.
     #[error("{0}")]
     NotRetryable(&'static str),
@@ -63,7 +64,7 @@ impl From<Invalid> for ChatError {
 /// A store error of a write that needs the conversation free: a conflict there means a turn is running.
 pub fn busy_or(error: StoreError) -> ChatError {
     match error {
-        StoreError::Conflict(_) => ChatError::Busy,
+        StoreError::Conflict(_) => ChatError::Busy(None),
         other => other.into(),
     }
 }

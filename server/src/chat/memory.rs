@@ -88,6 +88,11 @@ impl ContextMemory {
         Some((entry.materials, entry.stamp))
     }
 
+    /// The author of `thread`, when something of it is kept (a conversation's author never changes).
+    pub fn author_of(&self, thread: Uuid) -> Option<Uuid> {
+        self.lock().map.peek(&thread).map(|entry| entry.user)
+    }
+
     /// Lets go of what is kept of `thread`.
     pub fn forget(&self, thread: Uuid) {
         let mut kept = self.lock();

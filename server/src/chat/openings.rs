@@ -12,11 +12,35 @@ use super::engine::Engine;
 use super::error::ChatError;
 use super::hub::LiveTurn;
 use super::ledger;
-use super::taken::{failed_attempt, Opening};
+use super::taken::{failed_attempt, Opening, Writer};
 use super::turn::launch;
-use store::{NewMessage, Store};
+use store::{NewMessage, Store, StoreError};
 
 impl Engine {
+    /// Who writes when `user` starts a turn in `thread`: its author, or an editor or owner of its project (the
+    /// turn then writes the author's rows and counts against `user`'s budgets). `NotFound` for anyone else (a
+    /// viewer too: the HTTP layer tells them it is read-only). The start's own statement checks again.
+    pub(super) async fn writer(&self, user: Uuid, thread: Uuid) -> Result<Writer, ChatError> {
+        // The author's next message in a conversation whose last turn ran here asks nothing.
+        if self.memory.author_of(thread) == Some(user) {
+            return Ok(Writer { author: user, sender: user });
+        }
+        let author = self.store.thread_author(user, thread, wire::ProjectRole::Editor).await?;
+        Ok(Writer { author, sender: user })
+    }
+
+    /// The error of a refused start: a conflict says that an answer is being written, to whom when it is another
+    /// person's.
+    pub(super) async fn busy_or(&self, sender: Uuid, thread: Uuid, error: StoreError) -> ChatError {
+        match error {
+            StoreError::Conflict(_) => match self.store.running_sender(sender, thread).await {
+                Ok(Some((writer, name))) if writer != sender => ChatError::Busy(Some(name)),
+                _ => ChatError::Busy(None),
+            },
+            other => other.into(),
+        }
+    }
+
     /// The text of a person's message as it is stored: checked (not empty, not too long) and, when so
     /// configured, with personal data replaced.
     pub fn person_message(&self, content: &str) -> Result<String, ChatError> {
@@ -41,6 +65,7 @@ impl Engine {
         if silent && quote.is_some() {
             return Err(Invalid::new("quote", "A silent generation quotes nothing: it saves no message.").into());
         }
+        let who = self.writer(user, thread).await?;
         let message = NewMessage {
             thread_id: thread,
             role: ApiRole::User,
@@ -49,6 +74,7 @@ impl Engine {
             usage: Usage::default(),
             model: None,
             quote,
+            author: (who.sender != who.author).then_some(who.sender),
         };
         if let Some(quote) = &message.quote {
             // Checked before a model call may open: the statement that saves the message checks again.
@@ -68,7 +94,7 @@ impl Engine {
             (None, true) => Opening::Silent(message.content),
             (None, false) => Opening::Message(message),
         };
-        launch(self, user, thread, opening).await
+        launch(self, who, thread, opening).await
     }
 
     /// "Update document": a silent turn that revises the document to the requirements it reflects as they stand
@@ -81,14 +107,16 @@ impl Engine {
             return Err(ChatError::Conflict("The document is up to date with the requirements."));
         }
         let instruction = ledger::update_instruction(&document, &out_of_date);
-        launch(self, user, document.thread_id, Opening::Update(instruction)).await
+        let who = self.writer(user, document.thread_id).await?;
+        launch(self, who, document.thread_id, Opening::Update(instruction)).await
     }
 
     /// Another answer to the question `answer` answered: an ordinary turn whose answer is a sibling of it, the
     /// old branch kept.
     pub async fn regenerate(&self, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
+        let who = self.writer(user, thread).await?;
         let question = answered_question(self.store.as_ref(), user, thread, answer).await?;
-        launch(self, user, thread, Opening::Again(question)).await
+        launch(self, who, thread, Opening::Again(question)).await
     }
 
     /// Runs the turn of a stored message again, after its answer failed, without storing the message again. The
@@ -96,8 +124,9 @@ impl Engine {
     pub async fn retry(&self, user: Uuid, thread: Uuid, message: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
         // Checked before the thread is taken, so a refused retry leaves the last turn as it is; and again once it is
         // taken, against a retry that ran meanwhile.
-        failed_attempt(self.store.as_ref(), user, thread, message).await?;
-        launch(self, user, thread, Opening::Retry(message)).await
+        let who = self.writer(user, thread).await?;
+        failed_attempt(self.store.as_ref(), who.author, thread, message).await?;
+        launch(self, who, thread, Opening::Retry(message)).await
     }
 }
 

@@ -11,6 +11,7 @@ use store::{DynStore, SpentTokens};
 pub(super) struct Spend {
     store: DynStore,
     user: Uuid,
+    payer: Uuid,
     thread: Uuid,
     model: String,
     meter: Meter,
@@ -18,14 +19,15 @@ pub(super) struct Spend {
 }
 
 impl Spend {
-    /// The tokens `meter` reads, to be put on `user`'s ledger for `thread` and `model`.
-    pub(super) fn new(store: DynStore, user: Uuid, thread: Uuid, model: &str, meter: Meter) -> Self {
-        Self { store, user, thread, model: model.to_string(), meter, settled: false }
+    /// The tokens `meter` reads, to be put on `payer`'s ledger for `thread` (of `user`) and `model`.
+    pub(super) fn new(store: DynStore, (user, payer): (Uuid, Uuid), thread: Uuid, model: &str, meter: Meter) -> Self {
+        Self { store, user, payer, thread, model: model.to_string(), meter, settled: false }
     }
 
     fn spent(&self, reading: Metered) -> SpentTokens {
         SpentTokens {
             user: self.user,
+            payer: self.payer,
             thread: self.thread,
             model: self.model.clone(),
             usage: wire::Usage { input_tokens: reading.usage.input_tokens, output_tokens: reading.usage.output_tokens },

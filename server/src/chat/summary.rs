@@ -53,6 +53,8 @@ pub struct Summariser {
 /// What a summary is written from: the messages dropped since the earlier summary, and what it will cover.
 struct Refresh {
     user: Uuid,
+    /// Who sent the turn that needs it: the call's tokens are theirs.
+    payer: Uuid,
     thread: Uuid,
     earlier: Option<String>,
     /// The dropped messages it does not cover yet, in order.
@@ -69,7 +71,7 @@ impl Summariser {
     /// dropped.
     pub async fn carry(
         &self,
-        user: Uuid,
+        (user, payer): (Uuid, Uuid),
         thread: Uuid,
         built: &mut BuiltContext,
     ) -> Option<tokio::task::JoinHandle<()>> {
@@ -95,6 +97,7 @@ impl Summariser {
         let since = stored.as_ref().map_or(i64::MIN, |s| s.covers_through);
         let refresh = Refresh {
             user,
+            payer,
             thread,
             earlier: stored.map(|s| s.content),
             fresh: built.dropped.iter().filter(|m| m.seq > since).cloned().collect(),
@@ -117,7 +120,7 @@ impl Summariser {
     /// Summarises the freshly dropped messages with the earlier summary and stores the result; `None` when no
     /// summary could be written.
     async fn refresh(&self, refresh: Refresh) -> Option<String> {
-        let Refresh { user, thread, earlier, fresh, newest, covered_count } = refresh;
+        let Refresh { user, payer, thread, earlier, fresh, newest, covered_count } = refresh;
         let earlier = earlier.as_deref();
         let fresh = &fresh[fresh.len().saturating_sub(SOURCE_MESSAGES)..];
         let first = fresh.first()?.seq;
@@ -146,7 +149,7 @@ impl Summariser {
             // Only blank answers dropped: the summary stays as it is, and now covers them too.
             (earlier?.to_string(), Usage::default())
         } else {
-            let (text, spend) = self.ask(user, thread, request(earlier, &sources, SUMMARY_MAX_TOKENS)).await?;
+            let (text, spend) = self.ask((user, payer), thread, request(earlier, &sources, SUMMARY_MAX_TOKENS)).await?;
             let Some(content) = self.clean(&text) else {
                 spend.record().await;
                 return None;
@@ -166,6 +169,7 @@ impl Summariser {
             covered_count,
             model: self.provider.model().to_string(),
             usage,
+            payer,
         };
         // On a task of its own, so that a refresh aborted while it saves (its turn stopped) loses neither the summary
         // nor its tokens; a summary that cannot be saved still puts its tokens on the ledger.
@@ -175,7 +179,7 @@ impl Summariser {
             let Err(e) = store.save_thread_summary(user, thread, &saving).await else { return };
             tracing::warn!(error = %e, "saving the conversation's summary failed");
             if saving.usage != Usage::default() {
-                let spent = SpentTokens { user, thread, model, usage: saving.usage, counted_tokens: 0 };
+                let spent = SpentTokens { user, payer, thread, model, usage: saving.usage, counted_tokens: 0 };
                 if let Err(e) = store.record_spent(&spent).await {
                     tracing::warn!(error = %e, "recording the tokens of a summary not saved failed");
                 }
@@ -187,9 +191,14 @@ impl Summariser {
 
     /// The model's answer to a summary request, with its tokens still to be put on the ledger; `None` when it
     /// fails or takes too long, its tokens recorded. A call aborted with its task records them when dropped.
-    async fn ask(&self, user: Uuid, thread: Uuid, request: llm::ChatRequest) -> Option<(String, Spend)> {
+    async fn ask(
+        &self,
+        (user, payer): (Uuid, Uuid),
+        thread: Uuid,
+        request: llm::ChatRequest,
+    ) -> Option<(String, Spend)> {
         let meter = Meter::new(&request);
-        let spend = Spend::new(self.store.clone(), user, thread, self.provider.model(), meter.clone());
+        let spend = Spend::new(self.store.clone(), (user, payer), thread, self.provider.model(), meter.clone());
         let answer = async {
             let stream = self.provider.stream(request).await.map_err(|e| {
                 if e.billed_nothing() {

@@ -29,7 +29,7 @@ pub(super) enum Opening {
 /// With the thread taken: what the turn answers, once the opening's changes to the conversation are made.
 pub(super) async fn plan_taken(
     store: &dyn Store,
-    user: Uuid,
+    Writer { author: user, sender }: Writer,
     thread: Uuid,
     opening: Opening,
     saved: Option<Message>,
@@ -46,7 +46,7 @@ pub(super) async fn plan_taken(
         }
         Opening::Again(question) => Box::pin(answer_again(store, user, thread, question)).await.map(stored)?,
     };
-    Ok(Plan { user, thread, silent, update, content, request_message, name_thread: None })
+    Ok(Plan { user, sender, thread, silent, update, content, request_message, name_thread: None })
 }
 
 /// With the thread taken for a retry: checks the message can still be run again and removes what the failed
@@ -81,9 +81,20 @@ async fn answer_again(store: &dyn Store, user: Uuid, thread: Uuid, question: Uui
     Ok(store.get_message(user, question).await?)
 }
 
+/// Who a turn writes for: the conversation's author, whose rows it writes, and who sent it (the author, or an
+/// editor of the conversation's project), whose budgets and caps it counts against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Writer {
+    pub(super) author: Uuid,
+    pub(super) sender: Uuid,
+}
+
 /// What a turn answers.
 pub(super) struct Plan {
+    /// The conversation's author.
     pub(super) user: Uuid,
+    /// Who sent it (see [`Writer`]).
+    pub(super) sender: Uuid,
     pub(super) thread: Uuid,
     pub(super) silent: bool,
     /// An update of a document to the ledger: `content` is the whole instruction.

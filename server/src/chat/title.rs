@@ -46,6 +46,8 @@ pub(super) struct Naming<'a> {
     pub(super) provider: Arc<dyn llm::Provider>,
     pub(super) live: Arc<LiveTurn>,
     pub(super) user: Uuid,
+    /// Who sent the message it is named from: the call's tokens are theirs.
+    pub(super) payer: Uuid,
     pub(super) thread: Uuid,
     pub(super) content: String,
 }
@@ -87,7 +89,13 @@ impl Naming<'_> {
         let mut timing = CallTiming::start(CallPurpose::Title);
         // However the call ends (a timeout included), its tokens go on the ledger.
         let meter = Meter::new(&request);
-        let spend = Spend::new(self.engine.store.clone(), self.user, self.thread, self.provider.model(), meter.clone());
+        let spend = Spend::new(
+            self.engine.store.clone(),
+            (self.user, self.payer),
+            self.thread,
+            self.provider.model(),
+            meter.clone(),
+        );
         let mut text = String::new();
         let collect = async {
             let stream = self.provider.stream(request).await.inspect_err(|e| {

@@ -16,14 +16,14 @@ pub use super::allowance::ANSWER_MAX_TOKENS;
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
-use super::error::{busy_or, ChatError};
+use super::error::ChatError;
 use super::hub::{LiveTurn, TurnHub};
 pub use super::hub::{HEARTBEAT_EVERY, STALE_AFTER_MS};
 use super::ledger;
 use super::memory::{Basis, Source};
 use super::prompt;
 use super::summary;
-use super::taken::{plan_taken, Opening, Plan};
+use super::taken::{plan_taken, Opening, Plan, Writer};
 use super::title::{Naming, DEFAULT_TITLE};
 use super::tools::{self, ToolContext};
 use super::trace::{self, CallTiming};
@@ -51,10 +51,11 @@ pub const MAX_ROUNDS: usize = 5;
 /// conversation that changed since is dropped with the call opened with it, and read again.
 pub(super) async fn launch(
     engine: &Engine,
-    user: Uuid,
+    who: Writer,
     thread: Uuid,
     opening: Opening,
 ) -> Result<Arc<LiveTurn>, ChatError> {
+    let Writer { author: user, sender } = who;
     let turn_id = Uuid::now_v7();
     // The start and the turn run in a task of their own, which the request going away (a client disconnecting
     // while it waits) never cuts short: a conversation taken for a turn always gets the turn, which frees it when
@@ -67,6 +68,7 @@ pub(super) async fn launch(
         // The turn row and the person's message are one transaction: one commit before anything is relayed.
         let start = TurnStart {
             user,
+            sender,
             thread,
             turn: turn_id,
             stale_after_ms: STALE_AFTER_MS,
@@ -95,11 +97,11 @@ pub(super) async fn launch(
                 None
             }
         };
-        let early = early.filter(|_| engine.opens_early(user, thread)).map(|(content, quote, silent)| {
+        let early = early.filter(|_| engine.opens_early(sender, thread)).map(|(content, quote, silent)| {
             let pending =
                 (!silent).then(|| Message { quote, ..context::pending_message(message_id, thread, &content) });
             let request_message = pending.as_ref().map(|m| m.id);
-            let plan = Plan { user, thread, silent, update, content, request_message, name_thread: None };
+            let plan = Plan { user, sender, thread, silent, update, content, request_message, name_thread: None };
             let mut turn = Turn::new(&engine, live.clone(), plan);
             turn.kept = kept.take();
             (turn, pending)
@@ -120,9 +122,9 @@ pub(super) async fn launch(
         let (saved, before, allowance) = match begun {
             Ok(Started { message, before, allowance }) => (message, before, allowance),
             Err(e) => {
-                engine.refused(user);
+                engine.refused(sender);
                 if let Some(started) = started.take() {
-                    let _ = started.send(Err(busy_or(e)));
+                    let _ = started.send(Err(engine.busy_or(sender, thread, e).await));
                 }
                 return;
             }
@@ -139,7 +141,7 @@ pub(super) async fn launch(
                 let (fits, within) = (turn.basis_fits(), turn.early_call_fits());
                 if !within {
                     // The person's next starts wait for their commit, so their calls are fitted from the first.
-                    engine.refused(user);
+                    engine.refused(sender);
                 }
                 let opened = match fits && within {
                     true => opened,
@@ -163,7 +165,7 @@ pub(super) async fn launch(
                 let handed_over = HandedOver { store: engine.store.clone(), turn: turn_id };
                 let started = started.take().expect("the start is told once");
                 let question = saved.clone().filter(|_| matches!(opening, Opening::Message(_)));
-                match plan_taken(engine.store.as_ref(), user, thread, opening, saved).await {
+                match plan_taken(engine.store.as_ref(), who, thread, opening, saved).await {
                     Ok(plan) => {
                         let holding =
                             Held { _handed_over: handed_over, _registered: register(&engine, &live, started) };
@@ -241,6 +243,8 @@ fn register(
     engine.hub.insert(live.clone());
     let registered = Registered { hub: engine.hub.clone(), live: live.clone() };
     let _ = started.send(Ok(live.clone()));
+    // Others watching the conversation follow the answer too.
+    engine.changes.turn_started(live.thread_id, live.id);
     registered
 }
 
@@ -386,6 +390,7 @@ impl<'a> Turn<'a> {
             provider: self.provider.clone(),
             live: self.live.clone(),
             user: self.plan.user,
+            payer: self.plan.sender,
             thread: self.plan.thread,
             content: self.plan.content.clone(),
         }
@@ -450,7 +455,7 @@ impl<'a> Turn<'a> {
         // The conversation's documents go into the prompt at their current versions.
         let (loaded, settings, documents, ledger_rows) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
-            store.turn_settings(user, thread),
+            store.turn_settings(user, thread, self.plan.sender),
             // Bounded: the newest documents, and the text of the short ones only.
             store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
             // The path is the turn's: the ledger is read without the tree.
@@ -626,8 +631,14 @@ impl<'a> Turn<'a> {
         if usage == Usage::default() {
             return;
         }
-        let spent =
-            SpentTokens { user: self.plan.user, thread: self.plan.thread, model: self.model(), usage, counted_tokens };
+        let spent = SpentTokens {
+            user: self.plan.user,
+            payer: self.plan.sender,
+            thread: self.plan.thread,
+            model: self.model(),
+            usage,
+            counted_tokens,
+        };
         let store = self.engine.store.clone();
         tokio::spawn(async move {
             if let Err(e) = store.record_spent(&spent).await {
@@ -833,7 +844,7 @@ impl<'a> Turn<'a> {
             provider: self.provider.clone(),
             redact: self.engine.limits.redact_pii,
         };
-        self.summary_refresh = summariser.carry(self.plan.user, self.plan.thread, &mut built).await;
+        self.summary_refresh = summariser.carry((self.plan.user, self.plan.sender), self.plan.thread, &mut built).await;
         self.open_requests = built.open_requests;
         self.path = built.path;
         let mut record = built.record;
@@ -939,6 +950,7 @@ impl<'a> Turn<'a> {
             }),
             usage: (self.usage != Usage::default()).then(|| SpentTokens {
                 user,
+                payer: self.plan.sender,
                 thread: self.plan.thread,
                 model: self.model(),
                 usage: self.usage,

@@ -27,6 +27,7 @@ impl Engine {
             usage: Usage::default(),
             model: None,
             quote: None,
+            author: None,
         };
         let saved = self.store.append_message_between_turns(user, message, STALE_AFTER_MS).await.map_err(busy_or)?;
         self.conversation_changed(thread);

@@ -30,6 +30,7 @@ const ACCOUNTS_PAGE: u32 = 200;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/admin/users", get(list_accounts))
+        .route("/api/admin/projects", get(list_projects))
         .route("/api/admin/users/{id}", delete(delete_account))
         .route("/api/admin/users/{id}/role", put(set_role))
         .route("/api/admin/users/{id}/disabled", put(set_disabled))
@@ -125,6 +126,24 @@ pub async fn list_accounts(
     let accounts: Vec<_> = rows.into_iter().take(ACCOUNTS_PAGE as usize).map(|u| account(&state, u)).collect();
     let next_offset = more.then(|| query.offset.saturating_add(ACCOUNTS_PAGE));
     Ok(Json(AdminAccountList { accounts, next_offset }))
+}
+
+/// `GET /api/admin/projects`: every team project in the order they were made, with its members, conversations and
+/// the tokens they spent, a page at a time.
+#[utoipa::path(get, path = "/api/admin/projects", tag = "admin", security(("session" = []), ("bearer" = [])),
+    params(AccountsQuery),
+    responses((status = 200, body = wire::admin::AdminProjectList),
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator")))]
+pub async fn list_projects(
+    State(state): State<AppState>,
+    _: AdminUser,
+    Query(query): Query<AccountsQuery>,
+) -> Result<Json<wire::admin::AdminProjectList>> {
+    let mut projects = state.store.project_usage(query.offset, ACCOUNTS_PAGE + 1).await?;
+    let more = projects.len() > ACCOUNTS_PAGE as usize;
+    projects.truncate(ACCOUNTS_PAGE as usize);
+    let next_offset = more.then(|| query.offset.saturating_add(ACCOUNTS_PAGE));
+    Ok(Json(wire::admin::AdminProjectList { projects, next_offset }))
 }
 
 /// `PUT /api/admin/users/{id}/role`: makes an account an administrator, or no longer one (never the last).

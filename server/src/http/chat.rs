@@ -26,6 +26,7 @@ use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
 use super::streams::StreamPlace;
+use crate::chat::replay::Started;
 use crate::AppState;
 
 /// Interval of keep-alive comments on every stream.
@@ -40,19 +41,26 @@ pub fn router() -> Router<AppState> {
         .route("/api/artifacts/{id}/update", post(update_document))
 }
 
-/// A turn's SSE frames as an event stream no proxy buffers, kept alive every [`KEEP_ALIVE`]; it ends with its
-/// session, and gives its `place` back as it ends (before its last byte, so a client may open another at once).
-pub(super) fn event_stream(
+/// The events of a turn the caller started in `thread`, as [`event_stream_on`]: as an editor of the
+/// conversation's project (not its author), the stream also ends once they no longer reach it.
+pub(super) async fn started_stream(
     state: &AppState,
     user: &AuthUser,
     place: StreamPlace,
-    frames: impl Stream<Item = Bytes> + Unpin + Send + 'static,
-) -> Response {
-    event_stream_on(state, user, place, frames, None)
+    started: Started,
+    thread: Uuid,
+) -> Result<Response> {
+    let member_of = match &started {
+        Started::Live(live) => (live.user_id != user.id).then_some(live.thread_id),
+        Started::Earlier(_) => member_of(state, user.id, thread).await?,
+    };
+    Ok(event_stream_on(state, user, place, started.events(&state.chat, user.id, thread), member_of))
 }
 
-/// [`event_stream`] of a conversation the caller reads as a member of its project (`member_of`): it also ends
-/// once they no longer reach it (see [`crate::auth::reach`]).
+/// A turn's SSE frames as an event stream no proxy buffers, kept alive every [`KEEP_ALIVE`]; it ends with its
+/// session, and gives its `place` back as it ends (before its last byte, so a client may open another at once).
+/// In a conversation the caller reads as a member of its project (`member_of`), it also ends once they no longer
+/// reach it (see [`crate::auth::reach`]).
 pub(super) fn event_stream_on(
     state: &AppState,
     user: &AuthUser,
@@ -85,7 +93,7 @@ pub(super) fn event_stream_on(
     response
 }
 
-/// The body of [`event_stream`]. A keep-alive comment goes out at a tick of half the interval when nothing went
+/// The body of [`event_stream_on`]. A keep-alive comment goes out at a tick of half the interval when nothing went
 /// out since the tick before: no timer is touched as events go out.
 struct EventBody<S> {
     frames: S,
@@ -130,7 +138,7 @@ impl<S: Stream<Item = Bytes> + Unpin> Stream for EventBody<S> {
 
 /// One event of a chat stream as it travels (the OpenAPI description of the `text/event-stream` answers).
 #[derive(utoipa::ToSchema)]
-#[allow(dead_code)] // documentation only: the events are written by `event_stream`
+#[allow(dead_code)] // documentation only: the events are written by `event_stream_on`
 pub struct ChatStreamEvent {
     /// `<turn id>:<n>`: send the last one received as `Last-Event-ID` to resume after it.
     id: String,
@@ -159,7 +167,7 @@ pub async fn chat(
     // Taken before the turn starts: a stream refused here starts nothing.
     let place = state.streams.take(user.id)?;
     let started = state.chat.start_once(user.id, thread, idempotency_key(&headers)?, body).await?;
-    Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
+    started_stream(&state, &user, place, started, thread).await
 }
 
 /// `POST /api/threads/{id}/messages/{message_id}/retry`: runs the turn of the person's latest message again after
@@ -181,7 +189,7 @@ pub async fn retry(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let live = state.chat.retry(user.id, thread, message).await?;
-    Ok(event_stream(&state, &user, place, live.subscribe(0)))
+    started_stream(&state, &user, place, Started::Live(live), thread).await
 }
 
 /// `POST /api/artifacts/{id}/update`: "Update document": a silent turn that revises the document to the
@@ -202,7 +210,8 @@ pub async fn update_document(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let live = state.chat.update_document(user.id, artifact).await?;
-    Ok(event_stream(&state, &user, place, live.subscribe(0)))
+    let thread = live.thread_id;
+    started_stream(&state, &user, place, Started::Live(live), thread).await
 }
 
 /// The `Idempotency-Key` header, if any: 1 to 255 visible ASCII characters.

@@ -237,9 +237,12 @@ impl From<ChatError> for ApiError {
         match err {
             ChatError::Invalid(invalid) => invalid.into(),
             ChatError::NotFound => ApiError::NotFound,
-            ChatError::Busy => ApiError::Conflict(
+            ChatError::Busy(None) => ApiError::Conflict(
                 "An answer is already being written in this conversation; wait for it or stop it.".into(),
             ),
+            ChatError::Busy(Some(writer)) => ApiError::Conflict(format!(
+                "An answer to {writer} is already being written in this conversation; wait for it or stop it."
+            )),
             ChatError::NotRetryable(message) | ChatError::Conflict(message) => ApiError::Conflict(message.into()),
             ChatError::KeyReused => Self::unprocessable(
                 "idempotency_key_reused",

@@ -11,7 +11,7 @@ use axum::{
 use uuid::Uuid;
 use wire::{AddMessage, Message, SwitchBranch, ThreadDetail, Trace};
 
-use super::chat::{event_stream, idempotency_key};
+use super::chat::idempotency_key;
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path};
 use super::rate_limit::{ChatTurns, Quota};
@@ -64,7 +64,7 @@ pub async fn regenerate(
 ) -> Result<Response> {
     let place = state.streams.take(user.id)?;
     let started = state.chat.regenerate_once(user.id, thread, idempotency_key(&headers)?, answer).await?;
-    Ok(event_stream(&state, &user, place, started.events(&state.chat, user.id, thread)))
+    super::chat::started_stream(&state, &user, place, started, thread).await
 }
 
 /// `POST /api/threads/{id}/branch`: shows the branch through a message, down to its newest message (stored, so

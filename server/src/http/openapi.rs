@@ -24,7 +24,7 @@ use super::{
         super::health, super::ready,
         auth::register, auth::login, auth::logout, auth::logout_all, auth::change_password, auth::me,
         auth::delete_account, auth::sessions, auth::end_session,
-        admin::reset_password, admin::list_accounts, admin::set_role, admin::set_disabled, admin::set_budget,
+        admin::reset_password, admin::list_accounts, admin::list_projects, admin::set_role, admin::set_disabled, admin::set_budget,
         admin::delete_account, admin::reset_link, admin::list_invites, admin::create_invite, admin::revoke_invite,
         admin::sign_up_settings, admin::set_sign_up_settings,
         settings::settings, settings::update_settings, models::list_models,

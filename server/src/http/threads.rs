@@ -202,7 +202,10 @@ pub async fn get_thread(
         Some(store::projects::ThreadReach::Member(role)) if role.writes() => wire::ThreadAccess::Editor,
         _ => wire::ThreadAccess::Viewer,
     };
-    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access }))
+    // Named only where someone besides the author may have written: a personal conversation asks nothing more.
+    let shared = thread.project_id.is_some() || messages.iter().any(|m| m.author_id.is_some());
+    let writers = if shared { state.store.thread_writers(user.id, id).await? } else { Vec::new() };
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access, writers }))
 }
 
 /// `PATCH /api/threads/{id}`.

@@ -159,6 +159,7 @@ async fn admin_routes_are_a_404_to_everyone_else(db: Db) {
     let foreign: ErrorBody = foreign.json().await.unwrap();
     let routes: Vec<(Method, String, Option<serde_json::Value>)> = vec![
         (Method::GET, "/api/admin/users".into(), None),
+        (Method::GET, "/api/admin/projects".into(), None),
         (Method::DELETE, format!("/api/admin/users/{id}"), None),
         (Method::PUT, format!("/api/admin/users/{id}/role"), Some(serde_json::json!({"admin": true}))),
         (Method::PUT, format!("/api/admin/users/{id}/disabled"), Some(serde_json::json!({"disabled": true}))),

@@ -326,6 +326,7 @@ async fn say(s: &store::DynStore, user: Uuid, thread: Uuid, role: Role, text: &s
         usage: Default::default(),
         model: None,
         quote: None,
+        author: None,
     };
     s.append_message(user, message).await.unwrap()
 }
@@ -453,6 +454,7 @@ async fn legacy_rows_become_one_path(backend: Backend) {
         usage: Default::default(),
         model: None,
         quote: None,
+        author: None,
     };
     let added = store.append_message(user, next).await.unwrap();
     assert_eq!((added.seq, added.parent_id), (6, Some(ids[3])));
@@ -517,6 +519,7 @@ fn the_shown_path_is_a_chain_from_a_first_message_to_the_active_one(backend: Bac
                         usage: Default::default(),
                         model: None,
                         quote: None,
+                        author: None,
                     };
                     let said = s.append_message(u, message).await.unwrap();
                     assert_eq!(said.parent_id, tree.active, "after the active message");

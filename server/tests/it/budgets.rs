@@ -131,6 +131,7 @@ async fn silent_generation_and_summaries_count_against_the_budget(db: Db) {
         covered_count: 0,
         model: "scripted-1".into(),
         usage: wire::Usage { input_tokens: 40, output_tokens: 10 },
+        payer: server.user.id,
     };
     db.store.save_thread_summary(server.user.id, thread, &summary).await.unwrap();
     assert_eq!(budget_of(&server, &server.client).await.unwrap().used_today, TURN_TOKENS + 50);

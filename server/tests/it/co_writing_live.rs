@@ -19,6 +19,8 @@ const NEVER: Duration = Duration::from_secs(60);
 /// The changes of one conversation as a watcher receives them.
 struct Watching {
     changes: mpsc::UnboundedReceiver<ThreadChange>,
+    /// The answers seen starting so far (told before anything they save).
+    started: Vec<Uuid>,
     _reader: tokio::task::JoinHandle<()>,
 }
 
@@ -42,12 +44,21 @@ impl Watching {
                 }
             }
         });
-        Self { changes, _reader: reader }
+        Self { changes, started: Vec::new(), _reader: reader }
     }
 
-    /// The next change.
+    /// The next change to a document (answers starting are noted in `started`).
     async fn next(&mut self) -> ThreadChange {
-        tokio::time::timeout(NEVER, self.changes.recv()).await.expect("a change came").expect("the stream is open")
+        loop {
+            let change = tokio::time::timeout(NEVER, self.changes.recv())
+                .await
+                .expect("a change came")
+                .expect("the stream is open");
+            match change {
+                ThreadChange::TurnStarted { turn_id } => self.started.push(turn_id),
+                other => return other,
+            }
+        }
     }
 
     /// The next change, a saved document.
@@ -109,6 +120,10 @@ async fn everyone_watching_sees_saves_restores_the_assistants_versions_silent_on
         let saved: Artifact = response.json().await.unwrap();
         assert_eq!(first.saved().await, saved);
         assert_eq!((second.saved().await.version, saved.version), (2, 2));
+        // (Told on every instance at once, the start may come after the answer's document; it came before this.)
+        for watcher in [&first, &second] {
+            assert_eq!(watcher.started.len(), 1, "the answer's start was told");
+        }
 
         // A restore.
         let restore = server.client.post(server.url(&format!("/api/artifacts/{id}/versions/1/restore")));
@@ -199,6 +214,7 @@ async fn a_save_on_one_instance_reaches_a_watcher_on_another() {
     let response = a.client.delete(a.url(&format!("/api/artifacts/{}", made.id))).send().await.unwrap();
     assert_eq!(response.status(), 204);
     assert_eq!(on_b.next().await, ThreadChange::ArtifactDeleted { artifact_id: made.id });
+    assert_eq!(on_b.started.len(), 1, "the answer's start on A reached B");
     // The conversation deleted on A: B's watcher's stream ends.
     let response = a.client.delete(a.url(&format!("/api/threads/{thread}"))).send().await.unwrap();
     assert_eq!(response.status(), 204);
@@ -308,6 +324,7 @@ async fn the_statement_that_saves_a_message_refuses_a_quote_of_another_conversat
         };
         let start = |artifact: Uuid| store::TurnStart {
             user,
+            sender: user,
             thread,
             turn: Uuid::now_v7(),
             stale_after_ms: 60_000,

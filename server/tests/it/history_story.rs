@@ -280,6 +280,7 @@ fn export_import_export_is_identity(backend: Backend, test: &str) {
                 usage: Usage { input_tokens: u64::from(*input), output_tokens: u64::from(*output) },
                 model: model.clone(),
                 quote: None,
+                author: None,
             };
             messages.push(s.append_message(u, message).await.unwrap().id);
         }

@@ -477,16 +477,7 @@ async fn editors_change_documents_and_requirements_and_the_log_says_who() {
         let last = requirement.history.last().unwrap();
         assert_eq!(last.author, wire::VersionAuthor::Person { user_id: editor_auth.user.id });
 
-        // What only the author does stays theirs: writing in the conversation, deleting a document.
-        let chat = send(
-            &editor,
-            &server,
-            "POST",
-            &format!("/api/threads/{thread}/chat"),
-            Some(json!({"content": "Add overtime."})),
-        )
-        .await;
-        expect(chat, 403, "author_only", "an editor writing a message").await;
+        // What only the author does stays theirs: deleting a document.
         let delete = send(&editor, &server, "DELETE", &format!("/api/artifacts/{document}"), None).await;
         expect(delete, 403, "author_only", "an editor deleting a document").await;
 
@@ -510,6 +501,162 @@ async fn editors_change_documents_and_requirements_and_the_log_says_who() {
         let refused = editor.put(server.url(&format!("/api/artifacts/{document}"))).json(&again).send().await.unwrap();
         expect(refused, 403, "read_only", "a lowered editor saving").await;
         let _ = viewer_id;
+    }
+}
+
+async fn tokens_of(server: &TestServer, client: &Client) -> u64 {
+    let stats: wire::HistoryStats = get_json(client, &server.url("/api/stats")).await;
+    stats.input_tokens + stats.output_tokens
+}
+
+#[tokio::test]
+async fn editors_write_in_a_project_conversation_as_themselves_and_pay_for_it() {
+    for (store, _guard) in every_store("projects_writing").await {
+        let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;
+        let (editor, editor_auth) = server.second_user("ed@example.com").await;
+        let add = json!({"email": "ed@example.com", "role": "editor"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{project}/members"), &add).await;
+        let author_tokens = tokens_of(&server, &server.client).await;
+        assert_eq!(tokens_of(&server, &editor).await, 0);
+
+        // The editor continues the conversation; the answer streams to them and the message is theirs.
+        let path = format!("/api/threads/{thread}/chat");
+        let chat = send(&editor, &server, "POST", &path, Some(json!({"content": "Overtime must be paid weekly."})));
+        let response = chat.await;
+        assert_eq!(response.status(), 200);
+        let frames = crate::common::read_frames(response).await;
+        assert!(!frames.is_empty(), "the answer streamed to the editor");
+        let seen: ThreadDetail = server.wait_idle(thread).await;
+        let said = seen.messages.iter().rev().find(|m| m.role == wire::Role::User).unwrap();
+        assert_eq!(said.content, "Overtime must be paid weekly.");
+        assert_eq!(said.author_id, Some(editor_auth.user.id));
+        assert_eq!(seen.messages.last().unwrap().role, wire::Role::Assistant, "answered");
+        let first = seen.messages.iter().find(|m| m.role == wire::Role::User).unwrap();
+        assert_eq!(first.author_id, None, "the author's own message names no one else");
+        let writers: Vec<(Uuid, String)> = seen.writers.iter().map(|w| (w.id, w.name.clone())).collect();
+        let expected = vec![
+            (server.user.id, crate::common::shown_name(&server.user)),
+            (editor_auth.user.id, crate::common::shown_name(&editor_auth.user)),
+        ];
+        assert_eq!(writers, expected, "the author first");
+        // What the editor's turn spent is on their ledger, not the author's.
+        assert!(tokens_of(&server, &editor).await > 0, "the sender pays");
+        assert_eq!(tokens_of(&server, &server.client).await, author_tokens, "the author pays nothing of it");
+        // An administrator sees what the project's conversations spent, whoever sent.
+        let usage: wire::admin::AdminProjectList = server.get_json("/api/admin/projects").await;
+        let row = usage.projects.iter().find(|p| p.id == project).expect("the project is listed");
+        assert_eq!((row.name.as_str(), row.members, row.conversations), ("Payroll", 3, 1));
+        let editor_tokens = tokens_of(&server, &editor).await;
+        assert_eq!(row.input_tokens + row.output_tokens, author_tokens + editor_tokens);
+        let refused = send(&editor, &server, "GET", "/api/admin/projects", None).await;
+        assert_eq!(refused.status(), 404, "not an administrator");
+        // The editor may stop an answer in it (nothing runs now).
+        let stop = send(&editor, &server, "POST", &format!("/api/threads/{thread}/stop"), None).await;
+        assert_eq!(stop.status(), 204);
+
+        // A viewer still cannot write, nor stop; an outsider finds nothing.
+        let body = Some(json!({"content": "Me too."}));
+        expect(send(&viewer, &server, "POST", &path, body.clone()).await, 403, "read_only", "a viewer writing").await;
+        let stop_path = format!("/api/threads/{thread}/stop");
+        expect(send(&viewer, &server, "POST", &stop_path, None).await, 403, "read_only", "a viewer stopping").await;
+        expect(send(&outsider, &server, "POST", &path, body).await, 404, "not_found", "an outsider writing").await;
+
+        // While an answer to the author is being written, the editor is told whose it is.
+        let turn = Uuid::now_v7();
+        server.state.store.begin_turn(server.user.id, thread, turn, 60_000).await.unwrap();
+        let busy = send(&editor, &server, "POST", &path, Some(json!({"content": "And holidays?"}))).await;
+        assert_eq!(busy.status(), 409);
+        let told = busy.json::<ErrorBody>().await.unwrap().error.message;
+        assert!(told.contains(&crate::common::shown_name(&server.user)), "{told}");
+        server.state.store.finish_turn(turn, store::TurnEnd::default()).await.unwrap();
+
+        // A turn the editor started stops at its next heartbeat once they may no longer write: lowered or removed.
+        for (change, method) in [(Some(json!({"role": "viewer"})), "PATCH"), (None, "DELETE")] {
+            if method == "DELETE" {
+                let back = json!({"role": "editor"});
+                let member = format!("/api/projects/{project}/members/{}", editor_auth.user.id);
+                assert_eq!(send(&server.client, &server, "PATCH", &member, Some(back)).await.status(), 200);
+            }
+            let turn = Uuid::now_v7();
+            let start = store::TurnStart {
+                user: server.user.id,
+                sender: editor_auth.user.id,
+                thread,
+                turn,
+                stale_after_ms: 60_000,
+                request: None,
+                message_id: Uuid::now_v7(),
+            };
+            server.state.store.start_turn(start, &store::TurnLimits::default()).await.unwrap();
+            assert_eq!(server.state.store.heartbeat_turns(&[turn]).await.unwrap(), Vec::<Uuid>::new());
+            let member = format!("/api/projects/{project}/members/{}", editor_auth.user.id);
+            let status = if method == "DELETE" { 204 } else { 200 };
+            assert_eq!(send(&server.client, &server, method, &member, change).await.status(), status);
+            assert_eq!(server.state.store.heartbeat_turns(&[turn]).await.unwrap(), vec![turn], "{method}");
+            server.state.store.finish_turn(turn, store::TurnEnd::default()).await.unwrap();
+        }
+        // And a start of theirs is refused in the statement that would take the conversation.
+        let start = store::TurnStart {
+            user: server.user.id,
+            sender: editor_auth.user.id,
+            thread,
+            turn: Uuid::now_v7(),
+            stale_after_ms: 60_000,
+            request: None,
+            message_id: Uuid::now_v7(),
+        };
+        let refused = server.state.store.start_turn(start, &store::TurnLimits::default()).await;
+        assert!(matches!(refused, Err(store::StoreError::NotFound)), "{refused:?}");
+    }
+}
+
+const POLICY: &str = "# Pay policy\n\nOvertime is paid at one and a half times the hourly rate, within thirty days.\n";
+
+/// Says `content` in `thread` as `client`'s person; the answer's text and whether it searched the files.
+async fn ask(server: &TestServer, client: &Client, thread: Uuid, content: &str) -> (String, bool) {
+    let path = format!("/api/threads/{thread}/chat");
+    let response = send(client, server, "POST", &path, Some(json!({ "content": content }))).await;
+    assert_eq!(response.status(), 200);
+    let frames = crate::common::read_frames(response).await;
+    let searched = frames
+        .iter()
+        .any(|f| matches!(&f.event, wire::ChatEvent::ToolExecuting { tool, .. } if tool == "document_search"));
+    (crate::common::text_of(&frames), searched)
+}
+
+#[tokio::test]
+async fn a_projects_files_are_searched_from_each_of_its_conversations_and_say_where_they_come_from() {
+    for (store, _guard) in every_store("projects_files").await {
+        let Shared { server, project, thread, .. } = shared_conversation(store).await;
+        let response = server.upload(thread, "pay-policy.md", "text/markdown", POLICY.as_bytes().to_vec()).await;
+        assert_eq!(response.status(), 201);
+        let (editor, _) = server.second_user("ed@example.com").await;
+        let add = json!({"email": "ed@example.com", "role": "editor"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{project}/members"), &add).await;
+
+        // The editor's own conversation in the project finds the file attached to the author's.
+        let theirs = server.create_thread_as(&editor).await;
+        assert_eq!(move_thread(&editor, &server, theirs, Some(project)).await.status(), 200);
+        let question = "What does the attached document say about overtime?";
+        let (answer, searched) = ask(&server, &editor, theirs, question).await;
+        assert!(searched, "the project's files were searched");
+        assert!(answer.contains("one and a half times"), "{answer}");
+        let seen: ThreadDetail = get_json(&editor, &server.url(&format!("/api/threads/{theirs}"))).await;
+        let answered = seen.messages.last().unwrap().id;
+        let record: wire::ContextRecord =
+            get_json(&editor, &server.url(&format!("/api/messages/{answered}/context"))).await;
+        let sources: Vec<(&str, Option<&str>)> =
+            record.passages.iter().map(|p| (p.filename.as_str(), p.conversation.as_deref())).collect();
+        assert_eq!(sources.first(), Some(&("pay-policy.md", Some("Payroll plans"))), "{sources:?}");
+
+        // Outside the project the file is nobody's business: a conversation of the editor's own is not offered it,
+        // nor is the one moved out.
+        let own = server.create_thread_as(&editor).await;
+        let (answer, searched) = ask(&server, &editor, own, question).await;
+        assert!(!searched && !answer.contains("one and a half times"), "{answer}");
+        assert_eq!(move_thread(&editor, &server, theirs, None).await.status(), 200);
+        let (answer, searched) = ask(&server, &editor, theirs, question).await;
+        assert!(!searched && !answer.contains("one and a half times"), "{answer}");
     }
 }
 

@@ -326,6 +326,7 @@ async fn openapi_describes_every_route() {
         ("/api/auth/sessions/{id}", "delete"),
         ("/api/auth/reset-password", "post"),
         ("/api/admin/users", "get"),
+        ("/api/admin/projects", "get"),
         ("/api/admin/users/{id}", "delete"),
         ("/api/admin/users/{id}/role", "put"),
         ("/api/admin/users/{id}/disabled", "put"),

@@ -95,6 +95,7 @@ async fn a_share_link_shows_a_snapshot_until_revoked(db: Db) {
                 usage: Default::default(),
                 model: None,
                 quote: None,
+                author: None,
             },
         )
         .await

@@ -9,11 +9,11 @@ use uuid::Uuid;
 use super::budget_banner::show_if_over_budget;
 use crate::api::client::ApiError;
 use crate::api::{
-    client, Artifact, ArtifactType, Branching, ChatEvent, ChatRequest, CreateThread, MessageStatus, Role, UpdateThread,
+    client, Artifact, ArtifactType, Branching, ChatEvent, ChatRequest, CreateThread, MessageStatus, UpdateThread,
 };
 use crate::components::model_picker::ModelChoice;
 use crate::components::requirements_panel::LedgerPanel;
-use crate::state::{failed_request, local_message, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
+use crate::state::{failed_request, ChatState, ErrorNote, LiveAnswer, Retry, ThreadsChanged};
 
 /// Moves the browser to another address of the app.
 type Navigate = Box<dyn Fn(&str, NavigateOptions)>;
@@ -186,7 +186,7 @@ impl ChatActions {
                 return;
             };
             let quote = state.quote.get_untracked();
-            let mut sent = local_message(id, Role::User, content.clone());
+            let mut sent = state.sent_message(id, content.clone());
             sent.quote = quote.as_ref().map(|q| q.quote.clone());
             let sent_id = sent.id;
             state.messages.update(|m| m.push(sent));

@@ -10,7 +10,7 @@ use super::actions::{start_answer, turn_failed, ChatActions};
 use crate::api::{client, Branching, ChatRequest, Message, Role, ThreadDetail};
 use crate::components::message_bubble::MessageBubble;
 use crate::components::modal::ModalDialog;
-use crate::state::{js_random_u128, local_message, ErrorNote};
+use crate::state::{js_random_u128, ErrorNote};
 
 /// Where a message stands among its versions.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,6 +54,7 @@ impl ChatActions {
         state.messages.set(detail.messages);
         state.artifacts.set(detail.artifacts);
         state.access.set(detail.access);
+        state.writers.set(detail.writers);
         self.branches().list.set(detail.branches);
         // The ledger follows the path shown.
         super::requirements::refresh(*self, id, false);
@@ -164,7 +165,7 @@ async fn run_fork(actions: ChatActions, id: Uuid, at: Uuid, fork: Fork) {
             list.truncate(place);
         }
         if let Fork::Edit { content, .. } = &fork {
-            list.push(local_message(id, Role::User, content.clone()));
+            list.push(state.sent_message(id, content.clone()));
         }
     });
     start_answer(state);
@@ -231,12 +232,15 @@ pub(super) fn MessageRow(message: Message, actions: ChatActions, highlighted: Si
                 .with_untracked(|list| list.iter().find(|a| a.id == q.artifact_id).map(|a| a.title.clone()));
             (title.unwrap_or_else(|| "a document".to_string()), q.text)
         });
+        // Who wrote a person's message, where more than the conversation's author writes.
+        let writer =
+            (role == Role::User).then(|| expect_context::<crate::state::ChatState>().writer_of(m.author_id)).flatten();
         // Which model wrote an answer.
         let written_by = m.model.clone().filter(|_| role == Role::Assistant).map(|model| {
             view! { <span class="answer-model" data-testid="answer-model" title="Model">{model}</span> }
         });
         view! {
-            <MessageBubble role content status saved=(m.id, m.thread_id) highlighted quote>
+            <MessageBubble role content status saved=(m.id, m.thread_id) highlighted quote writer>
                 {written_by}
                 <MessageTools id role actions/>
             </MessageBubble>
@@ -265,7 +269,8 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
             }
         })
     };
-    if actions.state().access.get_untracked() != crate::api::ThreadAccess::Author {
+    let access = actions.state().access.get_untracked();
+    if !access.writes() {
         return view! { <div class="message-tools">{switcher}</div> }.into_any();
     }
     let change = match role {
@@ -281,7 +286,10 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
         <div class="message-tools">
             {switcher}
             {change}
-            <button type="button" aria-label="Delete message" disabled=occupied on:click=move |_| branches.deleting.set(Some(id))>"Delete"</button>
+            // Removing messages is the author's: a project's editors add to the conversation.
+            {(access == crate::api::ThreadAccess::Author).then(|| view! {
+                <button type="button" aria-label="Delete message" disabled=occupied on:click=move |_| branches.deleting.set(Some(id))>"Delete"</button>
+            })}
         </div>
     }
     .into_any()

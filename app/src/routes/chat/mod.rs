@@ -16,7 +16,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_navigate, use_params_map, use_query_map};
 use uuid::Uuid;
 
-use crate::api::{client, Artifact, Quote, Role, ThreadAccess, ThreadChange};
+use crate::api::{client, Artifact, Quote, Role, ThreadChange};
 use crate::components::artifact_card::{artifact_viewer, ViewerActions, ViewerContext};
 use crate::components::artifacts_panel::ARTIFACTS_TOGGLE_ID;
 use crate::components::requirements_panel::{LedgerActions, RequirementsPanel};
@@ -35,7 +35,7 @@ pub fn ChatPage() -> impl IntoView {
     let query = use_query_map();
     let changed = expect_context::<ThreadsChanged>();
     let state = expect_context::<ChatState>();
-    let ChatState { current, messages, artifacts, live, busy, error, title, open, files, model, .. } = state;
+    let ChatState { current, messages, artifacts, busy, title, open, files, model, .. } = state;
     let follow = RwSignal::new(true);
     let actions = ChatActions::new(state, changed, follow, use_navigate());
     let branches = actions.branches();
@@ -60,54 +60,7 @@ pub fn ChatPage() -> impl IntoView {
         branches.clear();
         let Some(id) = id else { return };
         attach::load_files(state, id);
-        spawn_local(async move {
-            match client::get_thread(id).await {
-                Ok(detail) if current.get_untracked() == Some(id) => {
-                    // A search hit on a branch that is not shown: the path through it is shown instead.
-                    let hidden = wanted.filter(|m| !detail.running && !detail.messages.iter().any(|x| x.id == *m));
-                    let detail = match hidden {
-                        Some(m) => match client::switch_branch(id, m).await {
-                            Ok(shown) => shown,
-                            Err(e) => {
-                                // A hit on a message deleted since is only not scrolled to.
-                                if e.status != 404 {
-                                    error.set(Some(ErrorNote::new(e.message)));
-                                }
-                                detail
-                            }
-                        },
-                        None => detail,
-                    };
-                    if current.get_untracked() != Some(id) {
-                        return;
-                    }
-                    branches.list.set(detail.branches);
-                    state.access.set(detail.access);
-                    title.set(detail.thread.title);
-                    model.set(detail.thread.model);
-                    let mut list = detail.messages;
-                    if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
-                        // The answer being written is replayed below from the turn's events.
-                        list.pop();
-                    }
-                    messages.set(list);
-                    artifacts.set(detail.artifacts);
-                    requirements::refresh(actions, id, false);
-                    if detail.running {
-                        busy.set(true);
-                        live.set(Some(LiveAnswer::default()));
-                        let result = client::resume(id, |event| state.apply(id, event, "", changed)).await;
-                        if let Err(e) = result {
-                            error.set(Some(ErrorNote::new(e.message)));
-                        }
-                        live.set(None);
-                        busy.set(false);
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => error.set(Some(ErrorNote::new(e.message))),
-            }
-        });
+        spawn_local(show_thread(actions, id, wanted, false));
     });
 
     // The ledger is read again when the panel opens and whenever a turn, a generation or an update ends (any may
@@ -167,6 +120,11 @@ pub fn ChatPage() -> impl IntoView {
                 match change {
                     ThreadChange::ArtifactSaved { artifact } => state.upsert_artifact(artifact),
                     ThreadChange::ArtifactDeleted { artifact_id } => state.remove_artifact(artifact_id),
+                    // An answer someone else started (this page's own keeps it busy): shown as it is written.
+                    ThreadChange::TurnStarted { .. } if !state.busy.get_untracked() => {
+                        spawn_local(show_thread(actions, id, None, true));
+                    }
+                    ThreadChange::TurnStarted { .. } => {}
                 }
             };
             watch.set_value(client::watch_changes(id, on_change));
@@ -229,13 +187,9 @@ pub fn ChatPage() -> impl IntoView {
                 <Timeline state actions follow target spotlight on_open=open_card/>
                 <ErrorBanner state actions/>
                 <BudgetBanner state/>
-                <Show when=move || state.access.get() == ThreadAccess::Author fallback=move || view! {
+                <Show when=move || state.access.get().writes() fallback=move || view! {
                     <p class="read-only-note" role="note" data-testid="read-only-note">
-                        {if state.access.get_untracked() == ThreadAccess::Editor {
-                            "As an editor of its project you change this conversation's documents and requirements; only its author writes messages in it."
-                        } else {
-                            "You are reading this conversation as a viewer of its project."
-                        }}
+                        "You are reading this conversation as a viewer of its project."
                     </p>
                 }>
                     <Composer state actions/>
@@ -249,6 +203,61 @@ pub fn ChatPage() -> impl IntoView {
                 <RequirementsPanel thread ledger=state.ledger busy=occupied panel actions=ledger_actions/>
             })}
         </div>
+    }
+}
+
+/// Reads conversation `id` and shows it, scrolled to `wanted` (a search hit: on a branch not shown, the path
+/// through it is shown instead); an answer being written is followed until it ends, whoever started it. When
+/// `following` an answer someone else started, nothing changes if this page began one of its own meanwhile.
+async fn show_thread(actions: ChatActions, id: Uuid, wanted: Option<Uuid>, following: bool) {
+    let state = actions.state();
+    let ChatState { current, messages, artifacts, live, busy, error, title, model, .. } = state;
+    let (branches, changed) = (actions.branches(), actions.changed());
+    match client::get_thread(id).await {
+        Ok(detail) if current.get_untracked() == Some(id) => {
+            let hidden = wanted.filter(|m| !detail.running && !detail.messages.iter().any(|x| x.id == *m));
+            let detail = match hidden {
+                Some(m) => match client::switch_branch(id, m).await {
+                    Ok(shown) => shown,
+                    Err(e) => {
+                        // A hit on a message deleted since is only not scrolled to.
+                        if e.status != 404 {
+                            error.set(Some(ErrorNote::new(e.message)));
+                        }
+                        detail
+                    }
+                },
+                None => detail,
+            };
+            if current.get_untracked() != Some(id) || (following && busy.get_untracked()) {
+                return;
+            }
+            branches.list.set(detail.branches);
+            state.access.set(detail.access);
+            state.writers.set(detail.writers);
+            title.set(detail.thread.title);
+            model.set(detail.thread.model);
+            let mut list = detail.messages;
+            if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
+                // The answer being written is replayed below from the turn's events.
+                list.pop();
+            }
+            messages.set(list);
+            artifacts.set(detail.artifacts);
+            requirements::refresh(actions, id, false);
+            if detail.running {
+                busy.set(true);
+                live.set(Some(LiveAnswer::default()));
+                let result = client::resume(id, |event| state.apply(id, event, "", changed)).await;
+                if let Err(e) = result {
+                    error.set(Some(ErrorNote::new(e.message)));
+                }
+                live.set(None);
+                busy.set(false);
+            }
+        }
+        Ok(_) => {}
+        Err(e) => error.set(Some(ErrorNote::new(e.message))),
     }
 }
 

@@ -31,19 +31,23 @@ impl Postgres {
     /// The chunks of `user`'s `thread` that match any of `words`, best first, at most `limit`.
     async fn chunk_hits(&self, user: Uuid, thread: Uuid, words: &[String], limit: i64) -> Result<Vec<ChunkHit>> {
         let any: Vec<String> = words.iter().map(|w| format!("'{}'", w.replace('\'', "''").replace('\\', ""))).collect();
-        let rows: Vec<ChunkHitRow<Uuid>> = sqlx::query_as(
+        let sql = format!(
             "with q as (select to_tsquery('simple', $1) as q)
-             select c.attachment_id, a.filename, c.seq, c.content, ts_rank(c.search, q.q)::float8 as score
-             from attachment_chunks c join attachments a on a.id = c.attachment_id, q
-             where c.thread_id = $2 and a.user_id = $3 and c.search @@ q.q
+             select c.attachment_id, a.filename, a.thread_id, t.title as thread_title, c.seq, c.content,
+               ts_rank(c.search, q.q)::float8 as score
+             from attachment_chunks c join attachments a on a.id = c.attachment_id
+             join threads t on t.id = a.thread_id, q
+             where c.thread_id in ({}) and c.search @@ q.q
              order by score desc, c.attachment_id, c.seq limit $4",
-        )
-        .bind(any.join(" | "))
-        .bind(thread)
-        .bind(user)
-        .bind(limit)
-        .fetch_all(&self.pool)
-        .await?;
+            crate::projects::file_threads("$2", "$3")
+        );
+        let rows: Vec<ChunkHitRow<Uuid>> = sqlx::query_as(&sql)
+            .bind(any.join(" | "))
+            .bind(thread)
+            .bind(user)
+            .bind(limit)
+            .fetch_all(&self.pool)
+            .await?;
         convert(rows)
     }
 }

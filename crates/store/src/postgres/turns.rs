@@ -51,20 +51,20 @@ impl Turns for Postgres {
 
     #[instrument(skip(self, start), fields(thread = %start.thread, turn = %start.turn))]
     async fn start_turn_stamped(&self, start: TurnStart, limits: &TurnLimits) -> Result<Started> {
-        let TurnStart { user, thread, turn, stale_after_ms, request, message_id } = start;
+        let TurnStart { user, sender, thread, turn, stale_after_ms, request, message_id } = start;
         let request = request.as_ref().map(|m| (message_id, m));
         let now = now();
         let mut tx = self.pool.begin().await?;
-        // Instances share the database: the lock of the person, held until the commit that makes this start's
+        // Instances share the database: the lock of the sender, held until the commit that makes this start's
         // turn visible, makes starts of one person on any instance count and start one after the other. Under a
         // global budget every start reserves from one remainder: they all take one lock instead.
-        let whose = if limits.daily_tokens > 0 { String::new() } else { user.to_string() };
+        let whose = if limits.daily_tokens > 0 { String::new() } else { sender.to_string() };
         sqlx::query("select pg_advisory_xact_lock($1, hashtext($2))")
             .bind(TURN_START_LOCKS)
             .bind(whose)
             .execute(&mut *tx)
             .await?;
-        let spending = Shared::spending(&mut tx, user, stale_after_ms, limits.daily_tokens > 0).await?;
+        let spending = Shared::spending(&mut tx, sender, stale_after_ms, limits.daily_tokens > 0).await?;
         if let Some(refusal) = spending.refusal(limits, now) {
             return Err(refusal);
         }
@@ -72,10 +72,10 @@ impl Turns for Postgres {
         // The common case takes the thread at once; a turn marked running in it fails the attempt (and only
         // the attempt: it has a savepoint of its own), then is taken over if it died.
         let mut attempt = sqlx::Acquire::begin(&mut *tx).await?;
-        let saved = match take_thread(&mut *attempt, user, thread, turn, now, request).await {
+        let saved = match take_thread(&mut *attempt, user, sender, thread, turn, now, request).await {
             Err(StoreError::Database(e)) if is_unique_violation(&e) => {
                 attempt.rollback().await?;
-                take_over_thread(&mut tx, user, thread, turn, stale_after_ms, now, request).await?
+                take_over_thread(&mut tx, (user, sender), thread, turn, stale_after_ms, now, request).await?
             }
             other => {
                 let saved = other?;
@@ -177,7 +177,7 @@ crate::turns::traces_for!(Postgres);
 /// alive), and starts the new turn in its place, in `tx`.
 pub(super) async fn take_over_thread(
     tx: &mut sqlx::PgConnection,
-    user: Uuid,
+    (user, sender): (Uuid, Uuid),
     thread: Uuid,
     turn: Uuid,
     stale_after_ms: i64,
@@ -205,7 +205,7 @@ pub(super) async fn take_over_thread(
         .execute(&mut *tx)
         .await?;
     // A concurrent begin blocks on the partial unique index until the other commits, then fails.
-    match take_thread(&mut *tx, user, thread, turn, now, request).await {
+    match take_thread(&mut *tx, user, sender, thread, turn, now, request).await {
         Err(StoreError::Database(e)) if is_unique_violation(&e) => Err(StoreError::thread_busy()),
         other => other,
     }

@@ -28,17 +28,33 @@ impl Sqlite {
     /// The chunks of `user`'s `thread` that match any of `words`, best first, at most `limit`.
     async fn chunk_hits(&self, user: Uuid, thread: Uuid, words: &[String], limit: i64) -> Result<Vec<ChunkHit>> {
         let any: Vec<String> = words.iter().map(|w| format!("\"{}\"", w.replace('"', "\"\""))).collect();
-        // The thread token is part of the MATCH (see the schema), so only this thread's chunks are read.
-        let expression = format!("owner : \"t{}\" AND body : ({})", thread.simple(), any.join(" OR "));
+        // The conversations whose files are searched (this one, and its project's), those with files only.
+        let sql = format!(
+            "select distinct thread_id from attachments where thread_id in ({})",
+            crate::projects::file_threads("?1", "?2")
+        );
+        let threads: Vec<(String,)> =
+            sqlx::query_as(&sql).bind(thread.to_string()).bind(user.to_string()).fetch_all(&self.reader).await?;
+        if threads.is_empty() {
+            return Ok(Vec::new());
+        }
+        // The thread tokens are part of the MATCH (see the schema), so only those threads' chunks are read. (The
+        // ids were read from the database: a token is `t` and hex digits.)
+        let tokens: Vec<String> = threads
+            .iter()
+            .filter_map(|(id,)| Uuid::parse_str(id).ok())
+            .map(|id| format!("\"t{}\"", id.simple()))
+            .collect();
+        let expression = format!("owner : ({}) AND body : ({})", tokens.join(" OR "), any.join(" OR "));
         let rows: Vec<ChunkHitRow<String>> = sqlx::query_as(
-            "select c.attachment_id, a.filename, c.seq, c.content, -bm25(chunks_fts, 0.0, 1.0) as score
+            "select c.attachment_id, a.filename, a.thread_id, t.title as thread_title, c.seq, c.content,
+               -bm25(chunks_fts, 0.0, 1.0) as score
              from chunks_fts join attachment_chunks c on c.id = chunks_fts.rowid
-             join attachments a on a.id = c.attachment_id
-             where chunks_fts match ? and a.user_id = ?
+             join attachments a on a.id = c.attachment_id join threads t on t.id = a.thread_id
+             where chunks_fts match ?
              order by score desc, c.attachment_id, c.seq limit ?",
         )
         .bind(&expression)
-        .bind(user.to_string())
         .bind(limit)
         .fetch_all(&self.reader)
         .await?;

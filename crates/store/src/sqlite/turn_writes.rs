@@ -109,7 +109,7 @@ pub(super) async fn start_turn(conn: &mut SqliteConnection, start: &TurnStart, l
         Err(StoreError::Database(e)) if is_unique_violation(&e) => {
             // The script's spending went with its failure: read again, so that a refusal answers before a busy
             // conversation does, as when nothing conflicts (and on PostgreSQL).
-            let spending = Shared::spending(conn, start.user, start.stale_after_ms, limits.daily_tokens > 0).await?;
+            let spending = Shared::spending(conn, start.sender, start.stale_after_ms, limits.daily_tokens > 0).await?;
             if let Some(refusal) = spending.refusal(limits, created) {
                 return Err(refusal);
             }
@@ -190,8 +190,22 @@ fn started(start: &TurnStart, taken: Taken, created: DateTime<Utc>, allowance: O
     }
 }
 
-/// Marks the turn running, which also checks the thread's owner, and saves the person's message if there is
-/// one, with the thread's next number; and reads what the person spent and runs, for `limits` to judge. The
+/// Marks a turn running in its thread, where the thread is its author's (bound twice) and the sender (bound
+/// twice) may write in it, and a quoted document (bound three times) is one of the thread's.
+static TAKE_TURN: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "insert into turns (id, thread_id, user_id, sender_id, status, started_at, heartbeat_at)
+         select ?, ?, ?, ?, 'running', ?, ? where exists (select 1 from threads t where t.id = ? and t.user_id = ?
+         and {})
+         and (? is null or exists (select 1 from artifacts where id = ? and thread_id = ? and user_id = ?))
+         returning null",
+        crate::projects::thread_row_access("t", "?", wire::ProjectRole::Editor)
+    )
+});
+
+/// Marks the turn running, which also checks the thread's owner and that the sender may write in it, and saves
+/// the person's message if there is one, with the thread's next number; and reads what the sender spent and
+/// runs, for `limits` to judge. The
 /// spending and the thread's stamp are read first; then each statement that writes returns a row: the turn's,
 /// then the message's number.
 async fn take_thread(
@@ -204,25 +218,25 @@ async fn take_thread(
     let (thread, user) = (start.thread.to_string(), start.user.to_string());
     let mut script = Script::default();
     let (user_id, day, everyone, stale_before) =
-        spending_values::<Db>(start.user, start.stale_after_ms, limits.daily_tokens > 0);
+        spending_values::<Db>(start.sender, start.stale_after_ms, limits.daily_tokens > 0);
     script.shared_statement(SPENDING).bind(user_id).bind(day).bind(everyone).bind(stale_before);
     push_stamp(&mut script, thread.clone(), user.clone());
     // A quote of a document that is not the thread's refuses the start, as a missing thread does.
     let quoted = start.request.as_ref().and_then(|m| m.quote.as_ref()).map(|q| q.artifact_id.to_string());
+    let sender = start.sender.to_string();
     script
-        .statement(
-            "insert into turns (id, thread_id, user_id, status, started_at, heartbeat_at)
-             select ?, ?, ?, 'running', ?, ? where exists (select 1 from threads where id = ? and user_id = ?)
-             and (? is null or exists (select 1 from artifacts where id = ? and thread_id = ? and user_id = ?))
-             returning null",
-        )
+        .statement(&TAKE_TURN)
         .bind(start.turn.to_string())
         .bind(thread.clone())
         .bind(user.clone())
+        .bind(sender.clone())
         .bind(at)
         .bind(at)
         .bind(thread.clone())
         .bind(user.clone())
+        // The author, or an editor of the thread's project (`thread_row_access` names the sender twice).
+        .bind(sender.clone())
+        .bind(sender)
         .bind(quoted.clone())
         .bind(quoted)
         .bind(thread.clone())
@@ -336,6 +350,7 @@ pub(super) fn push_save_answer<'q>(script: &mut Script<'q>, user: Uuid, answer: 
         after: answer.question.map(|q| q.to_string()),
         quote_artifact: None,
         quote_text: None,
+        author: None,
     };
     push_new_message(script, &id, &thread, &user, row, at, true);
     script
@@ -366,6 +381,8 @@ struct NewRow<'q> {
     /// The document of the thread it quotes, and the passage.
     quote_artifact: Option<String>,
     quote_text: Option<&'q str>,
+    /// Who wrote it when not the thread's author.
+    author: Option<String>,
 }
 
 impl<'q> NewRow<'q> {
@@ -379,6 +396,7 @@ impl<'q> NewRow<'q> {
             after: None,
             quote_artifact: message.quote.as_ref().map(|q| q.artifact_id.to_string()),
             quote_text: message.quote.as_ref().map(|q| q.text.as_str()),
+            author: message.author.map(|a| a.to_string()),
         }
     }
 }
@@ -443,8 +461,8 @@ fn push_new_message<'q>(
         // one still is.
         .statement(
             "insert into messages (id, thread_id, user_id, seq, role, content, status, input_tokens, output_tokens,
-             model, created_at, writing, quote_artifact_id, quote_text, parent_id)
-             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, active_id) from threads
+             model, created_at, writing, quote_artifact_id, quote_text, author_id, parent_id)
+             select ?, id, user_id, last_seq, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, coalesce(?, active_id) from threads
              where id = ? and user_id = ? and changes() = 1 and not exists (select 1 from messages where id = ?)
              returning seq, parent_id",
         )
@@ -459,6 +477,7 @@ fn push_new_message<'q>(
         .bind(writing)
         .bind(row.quote_artifact)
         .bind(row.quote_text)
+        .bind(row.author)
         .bind(row.after.clone())
         .bind(thread.to_string())
         .bind(user.to_string())
@@ -491,7 +510,7 @@ fn place_of(row: &SqliteRow) -> Result<Place> {
     Ok(Place { seq: row.try_get(0)?, parent: parent.read("parent_id")? })
 }
 
-/// Adds spent tokens to the thread's totals and to its owner's ledger for today and the model.
+/// Adds spent tokens to the thread's totals and to its payer's ledger for today and the model.
 fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
     let (user, usage) = (spent.user.to_string(), spent.usage);
     script
@@ -502,7 +521,7 @@ fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
         .bind(usage.input_tokens as i64)
         .bind(usage.output_tokens as i64)
         .bind(spent.thread.to_string())
-        .bind(user.clone())
+        .bind(user)
         .statement(
             "insert into usage_ledger (user_id, day, model, input_tokens, output_tokens, counted_tokens)
              values (?, ?, ?, ?, ?, ?)
@@ -510,7 +529,7 @@ fn push_usage<'q>(script: &mut Script<'q>, spent: &'q SpentTokens) {
              output_tokens = output_tokens + excluded.output_tokens,
              counted_tokens = counted_tokens + excluded.counted_tokens",
         )
-        .bind(user)
+        .bind(spent.payer.to_string())
         .bind(super::today())
         .bind(spent.model.as_str())
         .bind(usage.input_tokens as i64)

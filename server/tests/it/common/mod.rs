@@ -353,6 +353,15 @@ pub async fn read_some_frames(response: reqwest::Response, n: usize) -> Vec<Fram
 }
 
 /// Reads SSE frames until the stream ends.
+/// How Quire names a person to others: their display name, else their e-mail address.
+pub fn shown_name(user: &wire::UserProfile) -> String {
+    if user.display_name.trim().is_empty() {
+        user.email.clone()
+    } else {
+        user.display_name.clone()
+    }
+}
+
 pub async fn read_frames(response: reqwest::Response) -> Vec<Frame> {
     read_frames_until(response, usize::MAX).await
 }
@@ -531,6 +540,7 @@ pub fn new_message(thread: uuid::Uuid, role: wire::Role, content: &str) -> store
         usage: wire::Usage::default(),
         model: None,
         quote: None,
+        author: None,
     }
 }
 

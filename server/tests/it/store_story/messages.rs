@@ -213,6 +213,7 @@ async fn the_stamp_changes_with_every_write_to_what_the_model_sees(db: Db) {
     let idle = stamp().await;
     let start = TurnStart {
         user: u,
+        sender: u,
         thread: t.id,
         turn,
         stale_after_ms: 60_000,

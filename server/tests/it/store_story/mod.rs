@@ -45,8 +45,15 @@ async fn start_with(
     turn: Uuid,
     request: NewMessage,
 ) -> store::Result<Option<Message>> {
-    let start =
-        TurnStart { user, thread, turn, stale_after_ms: 60_000, request: Some(request), message_id: Uuid::now_v7() };
+    let start = TurnStart {
+        user,
+        sender: user,
+        thread,
+        turn,
+        stale_after_ms: 60_000,
+        request: Some(request),
+        message_id: Uuid::now_v7(),
+    };
     store.start_turn(start, &TurnLimits::default()).await
 }
 

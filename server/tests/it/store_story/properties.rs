@@ -615,6 +615,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
             usage: Usage::default(),
             model: None,
             quote: None,
+            author: None,
         };
         let pending = context::pending_message(Uuid::now_v7(), id, &next.content);
         let before = context::load(s.as_ref(), u, id, budget, None, Some(&pending), None).await.unwrap().built;
@@ -622,6 +623,7 @@ fn context_read_by_window_equals_building_from_every_message(backend: Backend, t
         assert_eq!(from_memory.built, before, "budget {budget}");
         let start = TurnStart {
             user: u,
+            sender: u,
             thread: id,
             turn: Uuid::now_v7(),
             stale_after_ms: 60_000,

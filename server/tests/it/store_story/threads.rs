@@ -244,21 +244,21 @@ async fn model_choices(db: Db) {
     assert_eq!(s.update_settings(u, &change).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
     let theme = wire::UpdateSettings { theme: Some(wire::Theme::Dark), ..Default::default() };
     assert_eq!(s.update_settings(u, &theme).await.unwrap().default_model.as_deref(), Some("fast/quire-fast"));
-    let read = s.turn_settings(u, t.id).await.unwrap();
+    let read = s.turn_settings(u, t.id, u).await.unwrap();
     assert_eq!(read.thread_model.as_deref(), Some("deep/quire-deep"));
     assert_eq!(read.settings, s.settings(u).await.unwrap());
-    let theirs = s.turn_settings(other, t.id).await.unwrap();
+    let theirs = s.turn_settings(other, t.id, other).await.unwrap();
     assert_eq!((theirs.thread_model, theirs.settings.default_model), (None, None));
 
     let cleared = ThreadPatch { model: Some(String::new()), ..Default::default() };
     assert_eq!(s.update_thread(u, t.id, &cleared).await.unwrap().model, None);
     let back = wire::UpdateSettings { default_model: Some(String::new()), ..Default::default() };
     assert_eq!(s.update_settings(u, &back).await.unwrap().default_model, None);
-    assert_eq!(s.turn_settings(u, t.id).await.unwrap().thread_model, None);
+    assert_eq!(s.turn_settings(u, t.id, u).await.unwrap().thread_model, None);
 
     // Whether files are attached (which decides the tools a turn offers): the conversation's own, never
     // another's.
-    assert!(!s.turn_settings(u, t.id).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(u, t.id, u).await.unwrap().has_attachments);
     let file = store::NewAttachment {
         thread_id: t.id,
         filename: "plan.txt".into(),
@@ -269,9 +269,9 @@ async fn model_choices(db: Db) {
     let limits = store::AttachmentLimits { per_thread: 20, user_bytes: None };
     let attached = s.create_attachment(u, file, limits).await.unwrap();
     let other_thread = s.create_thread(u, "Other", &[]).await.unwrap();
-    assert!(s.turn_settings(u, t.id).await.unwrap().has_attachments);
-    assert!(!s.turn_settings(u, other_thread.id).await.unwrap().has_attachments);
-    assert!(!s.turn_settings(other, t.id).await.unwrap().has_attachments);
+    assert!(s.turn_settings(u, t.id, u).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(u, other_thread.id, u).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(other, t.id, other).await.unwrap().has_attachments);
     s.delete_attachment(u, t.id, attached.id).await.unwrap();
-    assert!(!s.turn_settings(u, t.id).await.unwrap().has_attachments);
+    assert!(!s.turn_settings(u, t.id, u).await.unwrap().has_attachments);
 }

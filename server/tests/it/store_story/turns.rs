@@ -18,7 +18,14 @@ stories!(
 
 /// The tokens a turn of `model` in the person's `thread` spent, as its end reports them.
 fn spent(user: Uuid, thread: Uuid, model: &str, input_tokens: u64, output_tokens: u64) -> SpentTokens {
-    SpentTokens { user, thread, model: model.into(), usage: Usage { input_tokens, output_tokens }, counted_tokens: 0 }
+    SpentTokens {
+        user,
+        payer: user,
+        thread,
+        model: model.into(),
+        usage: Usage { input_tokens, output_tokens },
+        counted_tokens: 0,
+    }
 }
 
 async fn traces(db: Db) {
@@ -642,8 +649,15 @@ async fn a_turn_taken_over_before_its_first_save_answers_its_own_question(db: Db
         let first = first.unwrap();
         tokio::time::sleep(Duration::from_millis(30)).await;
         let request = Some(new_message(t.id, Role::User, "Second question"));
-        let start =
-            TurnStart { user: u, thread: t.id, turn: new, stale_after_ms: 10, request, message_id: Uuid::now_v7() };
+        let start = TurnStart {
+            user: u,
+            sender: u,
+            thread: t.id,
+            turn: new,
+            stale_after_ms: 10,
+            request,
+            message_id: Uuid::now_v7(),
+        };
         let second = s.start_turn(start, &TurnLimits::default()).await.unwrap().unwrap();
         assert_eq!(second.parent_id, Some(first.id), "no answer came between the questions");
 
