@@ -48,6 +48,13 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   await expect(colleague.getByTestId('activity-log')).toContainText('into the project');
   await expect(colleague.getByTestId('project-requirements')).toContainText('ward roster');
   await expect(colleague.getByRole('form', { name: 'Add member' })).toHaveCount(0);
+  // The project's search finds the lead's conversation for the colleague.
+  const search = colleague.getByRole('search', { name: 'Search the project' });
+  await search.getByRole('searchbox').fill('roster');
+  await search.getByRole('searchbox').press('Enter');
+  await expect(colleague.getByRole('heading', { level: 1, name: 'Search in the project' })).toBeVisible();
+  await expect(colleague.getByTestId('search-result').first()).toContainText('roster');
+  await colleague.goBack();
   await colleague.getByTestId('project-threads').getByRole('link').first().click();
   await expect(colleague.getByTestId('message-user')).toContainText('ward roster');
   await expect(colleague.getByTestId('read-only-note')).toBeVisible();

@@ -119,11 +119,15 @@ pub async fn delete_thread(id: Uuid) -> ApiResult<()> {
 }
 
 /// `GET /api/search`: one page of hits for `q`; `cursor` asks for the next one.
-pub async fn search(q: &str, cursor: Option<&str>) -> ApiResult<SearchResults> {
+pub async fn search(q: &str, cursor: Option<&str>, project: Option<Uuid>) -> ApiResult<SearchResults> {
     let limit = SEARCH_PAGE.to_string();
+    let project = project.map(|p| p.to_string());
     let mut query = vec![("q", q), ("limit", limit.as_str())];
     if let Some(cursor) = cursor {
         query.push(("cursor", cursor));
+    }
+    if let Some(project) = project.as_deref() {
+        query.push(("project", project));
     }
     fetch(Request::get("/api/search").query(query)).await
 }

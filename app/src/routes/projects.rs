@@ -130,6 +130,13 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
             ProjectRole::Viewer => "a viewer: you read its conversations",
         })}</p>
         <p><a class="button" href=format!("/api/projects/{}/export", project.id) download>"Export project (JSON)"</a></p>
+        // A plain form: it searches before the page is alive too.
+        <form class="project-search" role="search" aria-label="Search the project" method="get" action="/search">
+            <input type="hidden" name="project" value=project.id.to_string()/>
+            <input type="search" name="q" aria-label="Search the project's conversations" required
+                placeholder="Search the project's conversations"/>
+            <button type="submit">"Search"</button>
+        </form>
         {form_note(note)}
         <section aria-labelledby="project-threads-heading">
             <h2 id="project-threads-heading">"Conversations"</h2>

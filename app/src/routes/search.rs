@@ -89,6 +89,8 @@ fn Snippet(html: String) -> impl IntoView {
 pub fn SearchPage() -> impl IntoView {
     let query = use_query_map();
     let q = Memo::new(move |_| query.with(|m| m.get("q").unwrap_or_default().trim().to_string()));
+    // A project's search (`?project=<id>`, from the project's page): its conversations, whoever wrote them.
+    let project = Memo::new(move |_| query.with(|m| m.get("project").and_then(|p| Uuid::parse_str(&p).ok())));
     let results = RwSignal::new(Vec::<SearchResult>::new());
     // How many hits, and whether that is a lower bound.
     let total = RwSignal::new((0u64, false));
@@ -100,7 +102,7 @@ pub fn SearchPage() -> impl IntoView {
     let fetch = move |text: String, cursor: Option<String>| {
         loading.set(true);
         spawn_local(async move {
-            let result = client::search(&text, cursor.as_deref()).await;
+            let result = client::search(&text, cursor.as_deref(), project.get_untracked()).await;
             if q.get_untracked() != text {
                 return;
             }
@@ -121,6 +123,7 @@ pub fn SearchPage() -> impl IntoView {
     };
     Effect::new(move |_| {
         let text = q.get();
+        project.track();
         results.set(Vec::new());
         total.set((0, false));
         next.set(None);
@@ -153,7 +156,7 @@ pub fn SearchPage() -> impl IntoView {
 
     view! {
         <section class="search-page" aria-labelledby="search-heading">
-            <h1 id="search-heading">"Search"</h1>
+            <h1 id="search-heading">{move || if project.get().is_some() { "Search in the project" } else { "Search" }}</h1>
             <p class="search-summary" role="status">{summary}</p>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <For each=move || results.with(|r| group_by_thread(r)) key=|g| (g.thread_id, g.hits.len()) let:group>

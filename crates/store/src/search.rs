@@ -145,6 +145,16 @@ where
 pub trait Search: Send + Sync {
     /// The user's messages, thread titles and documents matching the query (see [`search_query`]), best first.
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage>;
+    /// The same over the conversations of a project the user is a member of (whoever wrote them); `NotFound`
+    /// for a project they are not a member of.
+    async fn search_project(
+        &self,
+        user: Uuid,
+        project: Uuid,
+        query: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<SearchPage>;
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use axum::{extract::State, routing::get, Router};
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use serde::Deserialize;
+use uuid::Uuid;
 use wire::{SearchKind, SearchResult, SearchResults};
 
 use super::error::{ApiError, Result};
@@ -40,6 +41,9 @@ pub(crate) struct SearchParams {
     /// `next_cursor` of the previous page.
     #[param(max_length = 64, pattern = "^[A-Za-z0-9_-]*$")]
     cursor: Option<String>,
+    /// Search a project's conversations (whoever wrote them) instead of one's own: a project one is a member of
+    /// (404 for any other).
+    project: Option<Uuid>,
 }
 
 /// The cursor is the offset of the next page, opaque to clients.
@@ -77,7 +81,8 @@ fn result(hit: SearchHit) -> SearchResult {
 
 #[utoipa::path(get, path = "/api/search", tag = "history", security(("session" = []), ("bearer" = [])), params(SearchParams),
     responses((status = 200, body = wire::SearchResults), (status = 400, body = wire::ErrorBody, description = "A malformed parameter, a query too long, or a cursor that is not one of ours"),
-        (status = 401, body = wire::ErrorBody), (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody, description = "Not a member of the project"),
+        (status = 422, body = wire::ErrorBody), (status = 429, body = wire::ErrorBody)))]
 pub(crate) async fn search(
     State(state): State<AppState>,
     user: AuthUser,
@@ -92,7 +97,10 @@ pub(crate) async fn search(
         return Err(ApiError::invalid_query("q", format!("The query is longer than {MAX_QUERY_CHARS} characters.")));
     }
     let offset = params.cursor.as_deref().map(decode_cursor).transpose()?.unwrap_or(0);
-    let page = state.store.search(user.id, &params.q, limit, offset).await?;
+    let page = match params.project {
+        Some(project) => state.store.search_project(user.id, project, &params.q, limit, offset).await?,
+        None => state.store.search(user.id, &params.q, limit, offset).await?,
+    };
     let end = u64::from(offset) + page.hits.len() as u64;
     // Past a lower bound there are more hits than were counted.
     let more = end < page.total || page.total_is_lower_bound;

@@ -661,6 +661,50 @@ async fn a_projects_files_are_searched_from_each_of_its_conversations_and_say_wh
 }
 
 #[tokio::test]
+async fn a_project_is_searched_by_its_members_across_everyones_conversations() {
+    for (store, _guard) in every_store("projects_search").await {
+        let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;
+        let (editor, _) = server.second_user("ed@example.com").await;
+        let add = json!({"email": "ed@example.com", "role": "editor"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{project}/members"), &add).await;
+        // The editor's conversation in the project, one of their own outside it, and the author's outside it.
+        let theirs = server.create_thread_as(&editor).await;
+        assert_eq!(move_thread(&editor, &server, theirs, Some(project)).await.status(), 200);
+        let _ = ask(&server, &editor, theirs, "Payslips must show the overtime hours.").await;
+        let own = server.create_thread_as(&editor).await;
+        let _ = ask(&server, &editor, own, "Payslips must be printable at home.").await;
+        let elsewhere = server.create_titled_thread("Garden").await;
+        server.chat(elsewhere, "Payslips for the gardeners too.").await;
+        server.wait_idle(elsewhere).await;
+
+        let search = |client: &Client, query: &str| {
+            let request = client.get(server.url(&format!("/api/search?q={query}&project={project}")));
+            async move { request.send().await.unwrap() }
+        };
+        // Every member finds both conversations of the project, and nothing outside it.
+        for client in [&viewer, &editor, &server.client] {
+            let response = search(client, "payslips").await;
+            assert_eq!(response.status(), 200);
+            let found: wire::SearchResults = response.json().await.unwrap();
+            let mut threads: Vec<Uuid> = found.results.iter().map(|h| h.thread_id).collect();
+            threads.sort();
+            threads.dedup();
+            let mut expected = vec![theirs];
+            expected.sort();
+            assert_eq!(threads, expected, "{:?}", found.results);
+            let staff: wire::SearchResults = search(client, "staff").await.json().await.unwrap();
+            assert!(staff.results.iter().all(|h| h.thread_id == thread) && !staff.results.is_empty());
+        }
+        // An outsider's search of the project is a missing project's.
+        expect(search(&outsider, "payslips").await, 404, "not_found", "an outsider").await;
+        // A conversation moved out is no longer found in it.
+        assert_eq!(move_thread(&editor, &server, theirs, None).await.status(), 200);
+        let found: wire::SearchResults = search(&viewer, "payslips").await.json().await.unwrap();
+        assert!(found.results.is_empty(), "{:?}", found.results);
+    }
+}
+
+#[tokio::test]
 async fn the_projects_requirements_view_gathers_every_conversations_ledger() {
     for (store, _guard) in every_store("projects_requirements").await {
         let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;

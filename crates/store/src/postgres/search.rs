@@ -26,24 +26,39 @@ struct Ranked {
 /// words, see `search`). The messages' GIN index holds the owner too (migration 0140), so that read never
 /// fetches another account's matches from the table. A document whose vector is not computed yet for its current
 /// version (see [`super::index`]) has it computed here, from the few such rows of the owner's partial index.
-fn newest() -> String {
+///
+/// In a project's search (`project`: the parameter the project is bound to), the rows are those of the project's
+/// conversations instead of the owner's, for a member of the project only.
+fn newest(project: Option<&str>) -> String {
     let vector = super::index::VECTOR;
+    let (m, t, a) = match project {
+        None => ("m.user_id = $1".to_string(), "t.user_id = $1".to_string(), "a.user_id = $1".to_string()),
+        Some(p) => {
+            let member = crate::projects::member_with(&format!("{p}::uuid"), "$1", wire::ProjectRole::Viewer);
+            let threads = format!("(select pt.id from threads pt where pt.project_id = {p}::uuid)");
+            (
+                format!("m.thread_id in {threads} and {member}"),
+                format!("t.project_id = {p}::uuid and {member}"),
+                format!("a.thread_id in {threads} and {member}"),
+            )
+        }
+    };
     format!(
         "(select 'message' as kind, m.id as ref_id, m.created_at, m.search from messages m
-            where m.user_id = $1 and m.search @@ to_tsquery('simple', $2)
+            where {m} and m.search @@ to_tsquery('simple', $2)
             order by m.created_at desc, m.id desc limit $3 + 1)
         union all
         (select 'thread', t.id, t.created_at, t.search from threads t
-            where t.user_id = $1 and t.search @@ to_tsquery('simple', $2)
+            where {t} and t.search @@ to_tsquery('simple', $2)
             order by t.created_at desc, t.id limit $3 + 1)
         union all
         (select * from
             ((select 'artifact', a.id, a.created_at, a.search from artifacts a
-                where a.user_id = $1 and a.search @@ to_tsquery('simple', $2) and a.search_version = a.version
+                where {a} and a.search @@ to_tsquery('simple', $2) and a.search_version = a.version
                 order by a.created_at desc, a.id desc limit $3 + 1)
             union all
             (select 'artifact', a.id, a.created_at, {vector} from artifacts a
-                where a.user_id = $1 and a.search_version is distinct from a.version
+                where {a} and a.search_version is distinct from a.version
                     and {vector} @@ to_tsquery('simple', $2)
                 order by a.created_at desc, a.id desc limit $3 + 1)) d
          order by 3 desc, 2 desc limit $3 + 1)"
@@ -54,6 +69,37 @@ fn newest() -> String {
 impl Search for Postgres {
     #[instrument(skip(self, query))]
     async fn search(&self, user: Uuid, query: &str, limit: u32, offset: u32) -> Result<SearchPage> {
+        self.search_in(user, None, query, limit, offset).await
+    }
+
+    #[instrument(skip(self, query))]
+    async fn search_project(
+        &self,
+        user: Uuid,
+        project: Uuid,
+        query: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<SearchPage> {
+        let sql = format!("select {}", crate::projects::member_with("$1", "$2", wire::ProjectRole::Viewer));
+        let member: bool = sqlx::query_scalar(&sql).bind(project).bind(user).fetch_one(&self.pool).await?;
+        if !member {
+            return Err(crate::StoreError::NotFound);
+        }
+        self.search_in(user, Some(project), query, limit, offset).await
+    }
+}
+
+impl Postgres {
+    /// Searches the person's rows, or a project's (see [`newest`]).
+    async fn search_in(
+        &self,
+        user: Uuid,
+        project: Option<Uuid>,
+        query: &str,
+        limit: u32,
+        offset: u32,
+    ) -> Result<SearchPage> {
         let terms = search_query::parse(query);
         let Some(tsquery) = search_query::to_tsquery(&terms) else {
             return Ok(SearchPage::default());
@@ -63,9 +109,9 @@ impl Search for Postgres {
         // the page is joined to its conversation and text. Snippets are made from the texts: ts_headline takes time
         // that grows with the square of a phrase's hits in one text.
         let window = Window::reaching(offset, limit);
-        let newest = newest();
+        let candidates = newest(project.map(|_| "$7"));
         let sql = format!(
-            "with newest as ({newest}),
+            "with newest as ({candidates}),
              page as (
                 select kind, ref_id, created_at, score, ranked, cut, (newest - 1) / $6 as win
                 from (select *, count(*) over () as ranked, max(of_kind) over () > $3 as cut
@@ -100,29 +146,32 @@ impl Search for Postgres {
         )
         .execute(&mut *tx)
         .await?;
-        let rows: Vec<Ranked> = sqlx::query_as(&sql)
+        let mut ranked = sqlx::query_as(&sql)
             .bind(user)
             .bind(&tsquery)
             .bind(window.candidates)
             .bind(i64::from(limit))
             .bind(i64::from(offset))
-            .bind(Window::SIZE)
-            .fetch_all(&mut *tx)
-            .await?;
+            .bind(Window::SIZE);
+        if let Some(project) = project {
+            ranked = ranked.bind(project);
+        }
+        let rows: Vec<Ranked> = ranked.fetch_all(&mut *tx).await?;
         let counted = match rows.first() {
             Some(row) => row.counted,
             // A page past the end: the count on its own.
             None => {
-                sqlx::query_as(&format!(
-                    "with newest as ({newest})
+                let sql = format!(
+                    "with newest as ({})
                      select coalesce(sum(least(n, $3)), 0)::int8 as ranked, coalesce(max(n), 0) > $3 as cut
-                     from (select kind, count(*) as n from newest group by kind) k"
-                ))
-                .bind(user)
-                .bind(&tsquery)
-                .bind(window.candidates)
-                .fetch_one(&mut *tx)
-                .await?
+                     from (select kind, count(*) as n from newest group by kind) k",
+                    newest(project.map(|_| "$4"))
+                );
+                let mut count = sqlx::query_as(&sql).bind(user).bind(&tsquery).bind(window.candidates);
+                if let Some(project) = project {
+                    count = count.bind(project);
+                }
+                count.fetch_one(&mut *tx).await?
             }
         };
         tx.commit().await?;
