@@ -48,14 +48,16 @@ enum Scope {
 }
 
 /// SQL that keeps an index row of `table` (`messages_fts`, `threads_fts` or `artifacts_fts`, whose rowids are
-/// their rows' `pk`) only when its conversation is in the project bound to `project`.
-fn in_project(table: &str, project: &str) -> String {
+/// their rows' `pk`) only when its conversation is in the project bound to `project` and the person bound to
+/// `member` is a member of it.
+fn in_project(table: &str, project: &str, member: &str) -> String {
     let rows = match table {
         "messages_fts" => "messages r join threads t on t.id = r.thread_id",
         "threads_fts" => "threads r join threads t on t.id = r.id",
         _ => "artifacts r join threads t on t.id = r.thread_id",
     };
-    format!("and exists (select 1 from {rows} where r.pk = {table}.rowid and t.project_id = {project})")
+    let member = crate::projects::member_with(project, member, wire::ProjectRole::Viewer);
+    format!("and exists (select 1 from {rows} where r.pk = {table}.rowid and t.project_id = {project}) and {member}")
 }
 
 #[async_trait]
@@ -132,10 +134,10 @@ impl Sqlite {
         //    more). Among equal ranks the newer row comes first.
         let limit = limit.clamp(1, 100);
         let window = Window::reaching(offset, limit);
-        // `at`: the parameter the project is bound to, in a project's search.
-        let newest = |at: &str| {
+        // `(at, member)`: the parameters the project and the member are bound to, in a project's search.
+        let newest = |(at, member): (&str, &str)| {
             let candidates_sql = |table: &str, kind: &str| {
-                let kept = project.as_ref().map(|_| in_project(table, at)).unwrap_or_default();
+                let kept = project.as_ref().map(|_| in_project(table, at, member)).unwrap_or_default();
                 format!(
                     "select * from (select '{kind}' as kind, rowid as pk, bm25({table}, 0.0, 1.0) as rank from {table}
                      where {table} match ?1 {kept} order by rowid desc limit ?2 + 1)"
@@ -148,7 +150,7 @@ impl Sqlite {
                 candidates_sql("artifacts_fts", "artifact"),
             )
         };
-        let ranking = newest("?6");
+        let ranking = newest(("?6", "?7"));
         let sql = format!(
             "select kind, pk, rank, ranked, cut
              from (select *, count(*) over () as ranked, max(of_kind) over () > ?2 as cut
@@ -164,8 +166,8 @@ impl Sqlite {
             .bind(i64::from(limit))
             .bind(i64::from(offset))
             .bind(Window::SIZE);
-        if let Some(project) = &project {
-            ranked = ranked.bind(project);
+        if let (Some(project), Scope::Project { member, .. }) = (&project, scope) {
+            ranked = ranked.bind(project).bind(member.to_string());
         }
         let page: Vec<(String, i64, f64, i64, bool)> = ranked.fetch_all(&self.reader).await?;
         let counted: Counted = match page.first() {
@@ -175,11 +177,11 @@ impl Sqlite {
                 let sql = format!(
                     "select coalesce(sum(min(n, ?2)), 0) as ranked, coalesce(max(n), 0) > ?2 as cut
                      from (select kind, count(*) as n from ({}) group by kind)",
-                    newest("?3")
+                    newest(("?3", "?4"))
                 );
                 let mut count = sqlx::query_as(&sql).bind(&expression).bind(window.candidates);
-                if let Some(project) = &project {
-                    count = count.bind(project);
+                if let (Some(project), Scope::Project { member, .. }) = (&project, scope) {
+                    count = count.bind(project).bind(member.to_string());
                 }
                 count.fetch_one(&self.reader).await?
             }
