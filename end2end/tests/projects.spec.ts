@@ -30,7 +30,16 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   await expect(page.getByRole('main').getByRole('status')).toContainText('was added as viewer');
   await expect(page.getByTestId('project-member')).toHaveCount(2);
   await expect(page.getByRole('combobox', { name: `Role of ${colleagueEmail}` })).toHaveValue('viewer');
+  // An address no account has is invited (they join when they sign up), and can be taken back.
+  const newcomer = uniqueEmail('nina');
+  await add.getByRole('textbox', { name: 'E-mail' }).fill(newcomer);
+  await add.getByRole('combobox', { name: 'Role' }).selectOption('viewer');
+  await add.getByRole('button', { name: 'Add member' }).click();
+  await expect(page.getByRole('main').getByRole('status')).toContainText('invited as viewer');
+  await expect(page.getByTestId('project-invitation')).toContainText(newcomer);
   await expectAccessible(page, 'project page');
+  await page.getByRole('button', { name: `Take back the invitation of ${newcomer}` }).click();
+  await expect(page.getByTestId('project-invitation')).toHaveCount(0);
 
   // The conversation moves in from its menu.
   await page.goto(conversation);

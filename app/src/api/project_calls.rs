@@ -5,8 +5,8 @@ use uuid::Uuid;
 
 use super::client::{expect_empty, fetch, read_json, send_json, ApiError};
 use wire::{
-    ActivityList, AddMember, ChangeRole, CreateProject, MemberList, Project, ProjectList, ProjectMember, ProjectRole,
-    Thread, ThreadList, UpdateProject, UpdateThread,
+    ActivityList, AddMember, ChangeRole, CreateProject, MemberList, Project, ProjectInvitation, ProjectList,
+    ProjectMember, ProjectRole, Thread, ThreadList, UpdateProject, UpdateThread,
 };
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -43,9 +43,22 @@ pub async fn members(id: Uuid) -> ApiResult<MemberList> {
 }
 
 /// `POST /api/projects/{id}/members`.
-pub async fn add_member(id: Uuid, email: String, role: ProjectRole) -> ApiResult<ProjectMember> {
+pub async fn add_member(id: Uuid, email: String, role: ProjectRole) -> ApiResult<Added> {
     let body = AddMember { email, role };
     read_json(send_json(Request::post(&format!("/api/projects/{id}/members")), &body).await?).await
+}
+
+/// What adding a member did: an account was added (201), or the address, which no account has, was invited (202).
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum Added {
+    Member(ProjectMember),
+    Invited(ProjectInvitation),
+}
+
+/// `DELETE /api/projects/{id}/invitations/{invitation_id}`.
+pub async fn cancel_invitation(id: Uuid, invitation: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/projects/{id}/invitations/{invitation}")).send().await).await
 }
 
 /// `PATCH /api/projects/{id}/members/{user_id}`.

@@ -7,8 +7,8 @@ use leptos_router::hooks::{use_navigate, use_params_map};
 use uuid::Uuid;
 
 use crate::api::{
-    project_calls as calls, ActivityKind, ConversationLedger, Project, ProjectActivity, ProjectMember, ProjectRole,
-    Thread, UpdateProject,
+    project_calls as calls, ActivityKind, ConversationLedger, MemberList, Project, ProjectActivity, ProjectInvitation,
+    ProjectMember, ProjectRole, Thread, UpdateProject,
 };
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::modal::ModalDialog;
@@ -22,7 +22,7 @@ type Note = RwSignal<Option<(bool, String)>>;
 #[derive(Clone, Debug, PartialEq)]
 struct Loaded {
     project: Project,
-    members: Vec<ProjectMember>,
+    members: MemberList,
     threads: Vec<Thread>,
     activity: Vec<ProjectActivity>,
     requirements: Vec<ConversationLedger>,
@@ -31,7 +31,7 @@ struct Loaded {
 async fn load(id: Uuid) -> Result<Loaded, crate::api::client::ApiError> {
     Ok(Loaded {
         project: calls::project(id).await?,
-        members: calls::members(id).await?.members,
+        members: calls::members(id).await?,
         threads: calls::threads(id).await?.threads,
         activity: calls::activity(id).await?.entries,
         requirements: calls::requirements(id).await?.conversations,
@@ -63,6 +63,9 @@ fn sentence(entry: &ProjectActivity) -> String {
         ActivityKind::ConversationMovedOut => format!("{who} took “{what}” out of the project"),
         ActivityKind::DocumentEdited => format!("{who} edited {what}"),
         ActivityKind::RequirementsChanged => format!("{who} changed requirements in {what}"),
+        ActivityKind::MemberInvited => format!("{who} invited {what} as {role}"),
+        ActivityKind::InvitationCancelled => format!("{who} took back the invitation of {what}"),
+        ActivityKind::MemberJoined => format!("{what} joined as {role}, invited by {who}"),
     }
 }
 
@@ -151,7 +154,7 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
             </ul>
         </section>
         <ProjectRequirements conversations=requirements/>
-        <Members project=project.id members owner note refresh/>
+        <Members project=project.id members=members.members invitations=members.invitations owner note refresh/>
         {owner.then(|| view! { <Settings project=project.clone() note refresh/> })}
         <section aria-labelledby="project-activity-heading">
             <h2 id="project-activity-heading">"Activity"</h2>
@@ -169,6 +172,7 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
 fn Members(
     project: Uuid,
     members: Vec<ProjectMember>,
+    invitations: Vec<ProjectInvitation>,
     owner: bool,
     note: Note,
     refresh: Callback<()>,
@@ -238,10 +242,35 @@ fn Members(
             }
         })
         .collect_view();
+    let invited = invitations
+        .into_iter()
+        .map(|i| {
+            let (id, email) = (i.id, i.email.clone());
+            let cancel = move |_| {
+                let email = email.clone();
+                spawn_local(async move {
+                    match calls::cancel_invitation(project, id).await {
+                        Ok(()) => note.set(Some((true, format!("The invitation of {email} was taken back.")))),
+                        Err(e) => note.set(Some((false, e.message))),
+                    }
+                    refresh.run(());
+                });
+            };
+            view! {
+                <li class="member invited" data-testid="project-invitation">
+                    <span class="member-name">{i.email.clone()}</span>
+                    <span class="role-badge">{format!("invited as {}", role_name(i.role).to_lowercase())}</span>
+                    {owner.then(|| view! {
+                        <button type="button" on:click=cancel>{format!("Take back the invitation of {}", i.email)}</button>
+                    })}
+                </li>
+            }
+        })
+        .collect_view();
     view! {
         <section aria-labelledby="project-members-heading">
             <h2 id="project-members-heading">"Members"</h2>
-            <ul class="member-list">{rows}</ul>
+            <ul class="member-list">{rows}{invited}</ul>
             {owner.then(|| view! { <AddMember project note refresh/> })}
         </section>
     }
@@ -256,10 +285,17 @@ fn AddMember(project: Uuid, note: Note, refresh: Callback<()>) -> impl IntoView 
     let submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let request = calls::add_member(project, email.get_untracked().trim().to_string(), role.get_untracked());
-        submit_noted(busy, note, request, move |m| {
+        submit_noted(busy, note, request, move |added| {
             email.set(String::new());
             refresh.run(());
-            format!("{} was added as {}.", m.email, role_name(m.role).to_lowercase())
+            match added {
+                calls::Added::Member(m) => format!("{} was added as {}.", m.email, role_name(m.role).to_lowercase()),
+                calls::Added::Invited(i) => format!(
+                    "No account has {} yet: they are invited as {} and join when they sign up with this address.",
+                    i.email,
+                    role_name(i.role).to_lowercase()
+                ),
+            }
         });
     };
     view! {

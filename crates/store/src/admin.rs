@@ -339,10 +339,14 @@ shared_sql! {
         .bind(user.display_name.clone())
         .bind(D::time(created))
         .bind(admin)
-        .execute(conn)
+        .execute(&mut *conn)
         .await;
         match insert {
-            Ok(_) => Ok(Ok(User { is_admin: admin, ..user.registered(id, created) })),
+            Ok(_) => {
+                // Projects that invited the address take the new account in, in the same transaction.
+                Self::accept_invitations(conn, id, &user.email).await?;
+                Ok(Ok(User { is_admin: admin, ..user.registered(id, created) }))
+            }
             Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
                 Err(StoreError::Conflict("email already registered".into()))
             }

@@ -10,11 +10,18 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 use wire::{
-    ActivityKind, Project, ProjectActivity, ProjectMember, ProjectRole, Thread, Writer, MAX_PROJECTS_PER_PERSON,
+    ActivityKind, Project, ProjectActivity, ProjectInvitation, ProjectMember, ProjectRole, Thread, Writer,
+    MAX_PROJECTS_PER_PERSON,
 };
 
 use super::columns::{convert, shared_sql, stored_row, Stored};
 use super::{now, Result, StoreError};
+
+/// Most members a project reaches through invitations being taken up (as through adding members).
+const MAX_INVITED_PROJECT_MEMBERS: i64 = wire::MAX_PROJECT_MEMBERS as i64;
+
+/// Most invitations a project has waiting.
+pub const MAX_PROJECT_INVITATIONS: i64 = 100;
 
 /// Most conversations [`Projects::project_threads`] lists.
 pub const MAX_PROJECT_THREADS: u32 = 200;
@@ -126,6 +133,16 @@ stored_row! {
         display_name: String,
         role: String,
         added_at: T,
+    }
+}
+
+stored_row! {
+    /// An invitation of a project not used yet.
+    InvitationRow<I, T> -> ProjectInvitation {
+        id: I,
+        email: String,
+        role: String,
+        invited_at: T,
     }
 }
 
@@ -269,6 +286,42 @@ shared_sql! {
             .collect()
     }
 
+    /// Makes the new account `user` (of the address `email`) a member of every project that invited the address,
+    /// with the role it was invited with, and lets the invitations go: part of the account's sign-up. A project
+    /// that is full meanwhile is skipped; at most [`MAX_PROJECTS_PER_PERSON`] are joined.
+    pub(crate) async fn accept_invitations(conn: &mut D::Connection, user: Uuid, email: &str) -> Result<()> {
+        let email = email.to_lowercase();
+        let invited: Vec<(D::Id, String, Option<D::Id>)> = sqlx::query_as(
+            "select project_id, role, invited_by from project_invitations where email = $1
+             order by created_at, id limit $2",
+        )
+        .bind(email.clone())
+        .bind(MAX_PROJECTS_PER_PERSON as i64)
+        .fetch_all(&mut *conn)
+        .await?;
+        for (project, role, invited_by) in invited {
+            let (project, role) = (project.read("project_id")?, role.read("role")?);
+            let joined = sqlx::query(
+                "insert into project_members (project_id, user_id, role, added_at)
+                 select $1, $2, $3, $4 where (select count(*) from project_members where project_id = $1) < $5",
+            )
+            .bind(D::id(project))
+            .bind(D::id(user))
+            .bind(ProjectRole::as_str(role))
+            .bind(D::time(now()))
+            .bind(MAX_INVITED_PROJECT_MEMBERS)
+            .execute(&mut *conn)
+            .await?;
+            if D::rows_affected(&joined) > 0 {
+                let actor = invited_by.read("invited_by")?.unwrap_or(user);
+                Self::log_activity(&mut *conn, project, actor, ActivityKind::MemberJoined, Some(&email), Some(role))
+                    .await?;
+            }
+        }
+        sqlx::query("delete from project_invitations where email = $1").bind(email).execute(conn).await?;
+        Ok(())
+    }
+
     /// Writes an entry of the project's activity log.
     pub(crate) async fn log_activity(
         conn: &mut D::Connection,
@@ -330,7 +383,7 @@ shared_sql! {
 }
 
 shared_sql! {
-    rows(ProjectRow<D::Id, D::Time>, MemberRow<D::Id, D::Time>, ActivityRow<D::Time>);
+    rows(ProjectRow<D::Id, D::Time>, MemberRow<D::Id, D::Time>, ActivityRow<D::Time>, InvitationRow<D::Id, D::Time>);
 
     /// The project as its member reads it; `NotFound` for anyone else.
     pub(crate) async fn project(conn: &mut D::Connection, user: Uuid, project: Uuid) -> Result<Project> {
@@ -555,6 +608,90 @@ shared_sql! {
         Ok(member)
     }
 
+    /// See [`Projects::invite_member`]; the caller makes it one write.
+    pub(crate) async fn invite_member(
+        conn: &mut D::Connection,
+        user: Uuid,
+        project: Uuid,
+        email: String,
+        role: ProjectRole,
+    ) -> Result<ProjectInvitation> {
+        Self::lock_project(&mut *conn, project).await?;
+        let email = email.to_lowercase();
+        let (id, at) = (Uuid::now_v7(), now());
+        let sql = format!(
+            "insert into project_invitations (id, project_id, email, role, invited_by, created_at)
+             select $1, $2, $3, $4, $5, $6 where {}
+                 and not exists (select 1 from users u where lower(u.email) = $3)
+                 and not exists (select 1 from project_invitations i where i.project_id = $2 and i.email = $3)
+                 and (select count(*) from project_invitations i where i.project_id = $2) < $7
+             returning id",
+            member_with("$2", "$5", ProjectRole::Owner)
+        );
+        let made: Option<D::Id> = sqlx::query_scalar(&sql)
+            .bind(D::id(id))
+            .bind(D::id(project))
+            .bind(email.clone())
+            .bind(role.as_str())
+            .bind(D::id(user))
+            .bind(D::time(at))
+            .bind(MAX_PROJECT_INVITATIONS)
+            .fetch_optional(&mut *conn)
+            .await?;
+        if made.is_none() {
+            let why = "Only the project's owners invite people.";
+            if let Some(refused) = Self::refusal(&mut *conn, user, project, ProjectRole::Owner, why).await? {
+                return Err(refused);
+            }
+            return Err(StoreError::Conflict(format!(
+                "That address is invited already or has an account now, or the project has {MAX_PROJECT_INVITATIONS} \
+                 invitations waiting."
+            )));
+        }
+        Self::log_activity(conn, project, user, ActivityKind::MemberInvited, Some(&email), Some(role)).await?;
+        Ok(ProjectInvitation { id, email, role, invited_at: at })
+    }
+
+    /// See [`Projects::cancel_invitation`]; the caller makes it one write.
+    pub(crate) async fn cancel_invitation(
+        conn: &mut D::Connection,
+        user: Uuid,
+        project: Uuid,
+        invitation: Uuid,
+    ) -> Result<()> {
+        let sql = format!(
+            "delete from project_invitations where id = $1 and project_id = $2 and {} returning email",
+            member_with("$2", "$3", ProjectRole::Owner)
+        );
+        let gone: Option<String> = sqlx::query_scalar(&sql)
+            .bind(D::id(invitation))
+            .bind(D::id(project))
+            .bind(D::id(user))
+            .fetch_optional(&mut *conn)
+            .await?;
+        let Some(email) = gone else {
+            let why = "Only the project's owners take invitations back.";
+            return Err(Self::refusal(&mut *conn, user, project, ProjectRole::Owner, why).await?.unwrap_or(StoreError::NotFound));
+        };
+        Self::log_activity(conn, project, user, ActivityKind::InvitationCancelled, Some(&email), None).await
+    }
+
+    /// See [`Projects::project_invitations`].
+    pub(crate) async fn invitations(
+        conn: &mut D::Connection,
+        user: Uuid,
+        project: Uuid,
+    ) -> Result<Vec<ProjectInvitation>> {
+        let sql = format!(
+            "select id, email, role, created_at as invited_at from project_invitations
+             where project_id = $1 and {} order by created_at, id",
+            member_with("$1", "$2", ProjectRole::Viewer)
+        );
+        let rows: Vec<InvitationRow<D::Id, D::Time>> =
+            sqlx::query_as(&sql).bind(D::id(project)).bind(D::id(user)).fetch_all(conn).await?;
+        convert(rows)
+    }
+
     /// See [`Projects::change_role`]; the caller makes it one write.
     pub(crate) async fn change_role(
         conn: &mut D::Connection,
@@ -752,6 +889,20 @@ pub trait Projects: Send + Sync {
         role: ProjectRole,
         max_members: u32,
     ) -> Result<ProjectMember>;
+    /// Invites an address no account has yet to a project the person owns, with a role (see
+    /// [`wire::ProjectInvitation`]); `Conflict` when it is invited already, has an account now, or the project has
+    /// [`MAX_PROJECT_INVITATIONS`] waiting.
+    async fn invite_member(
+        &self,
+        user: Uuid,
+        project: Uuid,
+        email: &str,
+        role: ProjectRole,
+    ) -> Result<ProjectInvitation>;
+    /// Takes back an invitation of a project the person owns; `NotFound` when there is no such invitation.
+    async fn cancel_invitation(&self, user: Uuid, project: Uuid, invitation: Uuid) -> Result<()>;
+    /// The invitations of a project the person is a member of, not used yet, oldest first.
+    async fn project_invitations(&self, user: Uuid, project: Uuid) -> Result<Vec<ProjectInvitation>>;
     /// Gives a member of a project the person owns another role; `Conflict` when it would leave the project
     /// without an owner.
     async fn change_role(&self, user: Uuid, project: Uuid, member: Uuid, role: ProjectRole) -> Result<ProjectMember>;
@@ -852,6 +1003,29 @@ macro_rules! projects_for {
                         Box::pin(Shared::add_member(tx, user, project, email, role, max_members))
                     })
                     .await
+                }
+
+                #[instrument(skip(self, email))]
+                async fn invite_member(
+                    &self,
+                    user: Uuid,
+                    project: Uuid,
+                    email: &str,
+                    role: ProjectRole,
+                ) -> Result<wire::ProjectInvitation> {
+                    let email = email.to_string();
+                    self.write_together(move |tx| Box::pin(Shared::invite_member(tx, user, project, email, role))).await
+                }
+
+                #[instrument(skip(self))]
+                async fn cancel_invitation(&self, user: Uuid, project: Uuid, invitation: Uuid) -> Result<()> {
+                    self.write_together(move |tx| Box::pin(Shared::cancel_invitation(tx, user, project, invitation)))
+                        .await
+                }
+
+                #[instrument(skip(self))]
+                async fn project_invitations(&self, user: Uuid, project: Uuid) -> Result<Vec<wire::ProjectInvitation>> {
+                    Shared::invitations(&mut *self.read().await?, user, project).await
                 }
 
                 #[instrument(skip(self))]

@@ -129,11 +129,26 @@ pub struct Writer {
     pub name: String,
 }
 
-/// `GET /api/projects/{id}/members`: owners first, then by e-mail.
+/// An invitation to a project for an address no account has yet: whoever makes an account with it (under the
+/// sign-up mode in force) joins with the role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ProjectInvitation {
+    pub id: Uuid,
+    /// In lower case.
+    pub email: String,
+    pub role: ProjectRole,
+    #[cfg_attr(feature = "browser", serde(deserialize_with = "crate::time::rfc3339"))]
+    pub invited_at: DateTime<Utc>,
+}
+
+/// `GET /api/projects/{id}/members`: owners first, then by e-mail; and the invitations not used yet, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MemberList {
     pub members: Vec<ProjectMember>,
+    #[serde(default)]
+    pub invitations: Vec<ProjectInvitation>,
 }
 
 /// `POST /api/projects/{id}/members`: an existing account, by its e-mail address.
@@ -173,10 +188,16 @@ pub enum ActivityKind {
     DocumentEdited,
     /// A person changed or dropped requirements of one of the project's conversations.
     RequirementsChanged,
+    /// An owner invited an address no account has yet (`subject`), with a role.
+    MemberInvited,
+    /// An invitation was taken back before anyone used it.
+    InvitationCancelled,
+    /// An invited person made their account and joined, with the role they were invited with.
+    MemberJoined,
 }
 
 impl ActivityKind {
-    pub const ALL: [ActivityKind; 10] = [
+    pub const ALL: [ActivityKind; 13] = [
         Self::ProjectCreated,
         Self::ProjectChanged,
         Self::MemberAdded,
@@ -187,6 +208,9 @@ impl ActivityKind {
         Self::ConversationMovedOut,
         Self::DocumentEdited,
         Self::RequirementsChanged,
+        Self::MemberInvited,
+        Self::InvitationCancelled,
+        Self::MemberJoined,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -201,6 +225,9 @@ impl ActivityKind {
             Self::ConversationMovedOut => "conversation_moved_out",
             Self::DocumentEdited => "document_edited",
             Self::RequirementsChanged => "requirements_changed",
+            Self::MemberInvited => "member_invited",
+            Self::InvitationCancelled => "invitation_cancelled",
+            Self::MemberJoined => "member_joined",
         }
     }
 

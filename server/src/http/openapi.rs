@@ -32,7 +32,7 @@ use super::{
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
         projects::create, projects::list, projects::show, projects::update, projects::remove, projects::members,
-        projects::add_member, projects::change_role, projects::remove_member, projects::activity, projects::threads, projects::requirements,
+        projects::add_member, projects::cancel_invitation, projects::change_role, projects::remove_member, projects::activity, projects::threads, projects::requirements,
         projects::export,
         chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, changes::changes,
         requirements::ledger, requirements::update, requirements::export,

@@ -4,8 +4,8 @@
 
 use axum::{
     http::StatusCode,
-    response::IntoResponse,
-    routing::{get, patch},
+    response::{IntoResponse, Response},
+    routing::{delete, get, patch},
     Router,
 };
 use serde::Deserialize;
@@ -18,7 +18,8 @@ use wire::{
 use super::error::{ApiError, Result};
 use super::extract::{AuthUser, Json, Path, Query};
 use crate::AppState;
-use store::ProjectPatch;
+use store::{ProjectPatch, StoreError};
+use wire::admin::SignUpMode;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -26,6 +27,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/projects/{id}", get(show).patch(update).delete(remove))
         .route("/api/projects/{id}/members", get(members).post(add_member))
         .route("/api/projects/{id}/members/{user_id}", patch(change_role).delete(remove_member))
+        .route("/api/projects/{id}/invitations/{invitation_id}", delete(cancel_invitation))
         .route("/api/projects/{id}/activity", get(activity))
         .route("/api/projects/{id}/threads", get(threads))
         .route("/api/projects/{id}/requirements", get(requirements))
@@ -111,25 +113,55 @@ pub async fn members(
     user: AuthUser,
     Path(id): Path<Uuid>,
 ) -> Result<Json<MemberList>> {
-    Ok(Json(MemberList { members: state.store.project_members(user.id, id).await? }))
+    let (members, invitations) =
+        tokio::try_join!(state.store.project_members(user.id, id), state.store.project_invitations(user.id, id))?;
+    Ok(Json(MemberList { members, invitations }))
 }
 
-/// `POST /api/projects/{id}/members`: adds an existing account by its e-mail address (owners).
+/// `POST /api/projects/{id}/members`: adds an existing account by its e-mail address (owners); an address no
+/// account has is invited instead, unless sign-up is closed: whoever makes an account with it joins.
 #[utoipa::path(post, path = "/api/projects/{id}/members", tag = "projects", security(("session" = []), ("bearer" = [])),
     params(("id" = Uuid, Path, description = "Project id")), request_body = AddMember,
-    responses((status = 201, body = ProjectMember), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+    responses((status = 201, body = ProjectMember, description = "An account of the address was added"),
+        (status = 202, body = wire::ProjectInvitation, description = "No account has the address: it is invited"),
+        (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
         (status = 403, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody),
-        (status = 409, body = wire::ErrorBody, description = "A member already, or the project or the person is full"),
-        (status = 422, body = wire::ErrorBody, description = "No account has this e-mail address")))]
+        (status = 409, body = wire::ErrorBody, description = "A member or invited already, or the project or the person is full"),
+        (status = 422, body = wire::ErrorBody, description = "No account has this e-mail address and sign-up is closed")))]
 pub async fn add_member(
     state: axum::extract::State<AppState>,
     user: AuthUser,
     Path(id): Path<Uuid>,
     Json(body): Json<AddMember>,
-) -> Result<impl IntoResponse> {
+) -> Result<Response> {
     let email = validate::email(body.email.trim())?;
-    let member = state.store.add_member(user.id, id, &email, body.role, MAX_PROJECT_MEMBERS as u32).await?;
-    Ok((StatusCode::CREATED, Json(member)))
+    match state.store.add_member(user.id, id, &email, body.role, MAX_PROJECT_MEMBERS as u32).await {
+        Ok(member) => Ok((StatusCode::CREATED, Json(member)).into_response()),
+        Err(StoreError::Invalid { field: "email", .. }) => {
+            if crate::auth::setup::sign_up_mode(&state.store, state.config.signup).await? == SignUpMode::Closed {
+                let message = "No account has this e-mail address, and sign-up is closed: an administrator \
+                               makes the account first.";
+                return Err(ApiError::invalid("email", message));
+            }
+            let invitation = state.store.invite_member(user.id, id, &email, body.role).await?;
+            Ok((StatusCode::ACCEPTED, Json(invitation)).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `DELETE /api/projects/{id}/invitations/{invitation_id}`: takes back an invitation not used yet (owners).
+#[utoipa::path(delete, path = "/api/projects/{id}/invitations/{invitation_id}", tag = "projects", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "Project id"), ("invitation_id" = Uuid, Path, description = "The invitation")),
+    responses((status = 204, description = "Taken back"), (status = 400, body = wire::ErrorBody), (status = 401, body = wire::ErrorBody),
+        (status = 403, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody)))]
+pub async fn cancel_invitation(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Path((id, invitation)): Path<(Uuid, Uuid)>,
+) -> Result<StatusCode> {
+    state.store.cancel_invitation(user.id, id, invitation).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `PATCH /api/projects/{id}/members/{user_id}`: gives a member another role (owners); a project keeps an owner.

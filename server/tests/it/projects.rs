@@ -49,7 +49,14 @@ fn every_route(project: Uuid, member: Uuid) -> Vec<(&'static str, String, Option
         ("DELETE", format!("{p}/members/{member}"), None),
         ("GET", format!("{p}/activity"), None),
         ("GET", format!("{p}/threads"), None),
+        ("DELETE", format!("{p}/invitations/{member}"), None),
     ]
+}
+
+/// The account id of the member of `project` with `email`.
+async fn member_id(server: &TestServer, project: Uuid, email: &str) -> Uuid {
+    let members: MemberList = server.get_json(&format!("/api/projects/{project}/members")).await;
+    members.members.iter().find(|m| m.email == email).expect("a member").user_id
 }
 
 async fn move_thread(client: &Client, server: &TestServer, thread: Uuid, project: Option<Uuid>) -> Response {
@@ -102,15 +109,33 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
         )
         .await;
         expect(again, 409, "conflict", "a member added twice").await;
-        let nobody = send(
-            lead,
-            &server,
-            "POST",
-            &format!("/api/projects/{p}/members"),
-            Some(json!({"email": "nobody@example.com", "role": "editor"})),
-        )
-        .await;
-        expect(nobody, 422, "validation_failed", "an address no account has").await;
+        // An address no account has is invited: whoever signs up with it joins, with the role.
+        let invite = json!({"email": "Nina@Example.com", "role": "editor"});
+        let invited = send(lead, &server, "POST", &format!("/api/projects/{p}/members"), Some(invite.clone())).await;
+        assert_eq!(invited.status(), 202);
+        let invitation: wire::ProjectInvitation = invited.json().await.unwrap();
+        assert_eq!((invitation.email.as_str(), invitation.role), ("nina@example.com", ProjectRole::Editor));
+        let twice = send(lead, &server, "POST", &format!("/api/projects/{p}/members"), Some(invite)).await;
+        expect(twice, 409, "conflict", "an address invited twice").await;
+        let listed: MemberList = server.get_json(&format!("/api/projects/{p}/members")).await;
+        assert_eq!(listed.invitations.iter().map(|i| i.id).collect::<Vec<_>>(), vec![invitation.id]);
+        let (nina, _) = server.second_user("nina@example.com").await;
+        let ninas: ProjectList = get_json(&nina, &server.url("/api/projects")).await;
+        assert_eq!(ninas.projects.iter().map(|x| (x.id, x.role)).collect::<Vec<_>>(), vec![(p, ProjectRole::Editor)]);
+        let listed: MemberList = server.get_json(&format!("/api/projects/{p}/members")).await;
+        assert!(listed.invitations.is_empty(), "used up");
+        // One taken back before it is used invites no one.
+        let invite = json!({"email": "olga@example.com", "role": "viewer"});
+        let invited = send(lead, &server, "POST", &format!("/api/projects/{p}/members"), Some(invite)).await;
+        let invitation: wire::ProjectInvitation = invited.json().await.unwrap();
+        let path = format!("/api/projects/{p}/invitations/{}", invitation.id);
+        assert_eq!(send(lead, &server, "DELETE", &path, None).await.status(), 204);
+        assert_eq!(send(lead, &server, "DELETE", &path, None).await.status(), 404);
+        let (olga, _) = server.second_user("olga@example.com").await;
+        let olgas: ProjectList = get_json(&olga, &server.url("/api/projects")).await;
+        assert!(olgas.projects.is_empty());
+        let path = format!("/api/projects/{p}/members/{}", member_id(&server, p, "nina@example.com").await);
+        assert_eq!(send(lead, &server, "DELETE", &path, None).await.status(), 204);
 
         let bobs: ProjectList = get_json(&bob, &server.url("/api/projects")).await;
         assert_eq!(bobs.projects.iter().map(|x| (x.id, x.role)).collect::<Vec<_>>(), vec![(p, ProjectRole::Viewer)]);
@@ -211,6 +236,11 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
             vec![
                 ActivityKind::ProjectCreated,
                 ActivityKind::MemberAdded,
+                ActivityKind::MemberInvited,
+                ActivityKind::MemberJoined,
+                ActivityKind::MemberInvited,
+                ActivityKind::InvitationCancelled,
+                ActivityKind::MemberRemoved,
                 ActivityKind::ConversationMovedIn,
                 ActivityKind::RoleChanged,
                 ActivityKind::ConversationMovedIn,

@@ -391,6 +391,7 @@ async fn openapi_describes_every_route() {
         ("/api/projects/{id}/members", "post"),
         ("/api/projects/{id}/members/{user_id}", "patch"),
         ("/api/projects/{id}/members/{user_id}", "delete"),
+        ("/api/projects/{id}/invitations/{invitation_id}", "delete"),
         ("/api/projects/{id}/activity", "get"),
         ("/api/projects/{id}/threads", "get"),
         ("/api/projects/{id}/requirements", "get"),
