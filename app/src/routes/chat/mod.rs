@@ -120,8 +120,9 @@ pub fn ChatPage() -> impl IntoView {
                 match change {
                     ThreadChange::ArtifactSaved { artifact } => state.upsert_artifact(artifact),
                     ThreadChange::ArtifactDeleted { artifact_id } => state.remove_artifact(artifact_id),
-                    // An answer someone else started (this page's own keeps it busy): shown as it is written.
-                    ThreadChange::TurnStarted { .. } if !state.busy.get_untracked() => {
+                    // An answer someone else started (this page's own, or its silent generation, keeps it
+                    // occupied): shown as it is written.
+                    ThreadChange::TurnStarted { .. } if !occupied.get_untracked() => {
                         spawn_local(show_thread(actions, id, None, true));
                     }
                     ThreadChange::TurnStarted { .. } => {}
@@ -229,7 +230,8 @@ async fn show_thread(actions: ChatActions, id: Uuid, wanted: Option<Uuid>, follo
                 },
                 None => detail,
             };
-            if current.get_untracked() != Some(id) || (following && busy.get_untracked()) {
+            let occupied = busy.get_untracked() || state.generating.with_untracked(Option::is_some);
+            if current.get_untracked() != Some(id) || (following && occupied) {
                 return;
             }
             branches.list.set(detail.branches);
