@@ -278,6 +278,7 @@ mod tests {
             assistant_message_id: Some(messages[1].id),
             requirements: Vec::new(),
             out_of_date: Vec::new(),
+            cited_conversations: Vec::new(),
             created_at: Default::default(),
         };
         let record = ContextRecord {
@@ -331,6 +332,7 @@ mod tests {
             assistant_message_id: None,
             requirements: Vec::new(),
             out_of_date: Vec::new(),
+            cited_conversations: Vec::new(),
             created_at: Default::default(),
         };
         let record = ContextRecord { included: vec![asked.id], ..Default::default() };

@@ -326,6 +326,7 @@ impl NewArtifact {
             assistant_message_id: self.assistant_message_id,
             requirements: Vec::new(),
             out_of_date: Vec::new(),
+            cited_conversations: Vec::new(),
             created_at: created,
         }
     }
@@ -449,6 +450,7 @@ stored_row! {
         // Read from the ledger by those that show them (see `Requirements::ledger`).
         requirements: Vec::new(),
         out_of_date: Vec::new(),
+        cited_conversations: Vec::new(),
     }
 }
 

@@ -44,7 +44,10 @@ pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
 pub use projects::{ProjectPatch, Projects};
-pub use requirements::{Citation, LedgerRows, LedgerView, LedgerWrite, PlanWrites, Recorded, Requirements, Standing};
+pub use requirements::{
+    Citation, ForeignLedger, ForeignPick, LedgerRows, LedgerView, LedgerWrite, PlanWrites, Recorded, Requirements,
+    Standing,
+};
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};

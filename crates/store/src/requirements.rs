@@ -12,8 +12,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 use wire::{
-    requirement_key, Coverage, OutOfDate, Requirement, RequirementChange, RequirementKind, RequirementStatus,
-    VersionAuthor,
+    foreign_key, requirement_key, CitedConversation, Coverage, OutOfDate, Requirement, RequirementChange,
+    RequirementKind, RequirementStatus, VersionAuthor,
 };
 
 use super::columns::{json_time, shared_sql, Stored};
@@ -66,6 +66,9 @@ pub trait Requirements {
     async fn ledger_rows(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
     /// [`ledger_rows`](Self::ledger_rows) without the tree (empty), for a caller that knows the path it shows.
     async fn ledger_rows_without_tree(&self, user: Uuid, thread: Uuid) -> Result<LedgerRows>;
+    /// The ledgers of the other conversations of `thread`'s project that `pick` names and the person reads (each
+    /// with its tree); empty when `thread` is in no project or not the person's to read.
+    async fn foreign_ledgers(&self, user: Uuid, thread: Uuid, pick: ForeignPick) -> Result<Vec<ForeignLedger>>;
     /// What recording changes needs, without reading the whole ledger: the requirements numbered `numbers`
     /// with their revisions, how many there are in all ([`LedgerRows::total`]), and the person's messages
     /// numbered `seqs` (as [`LedgerRows::tree`]'s heads, no active message); no documents. `NotFound` when the
@@ -144,6 +147,9 @@ pub struct CurrentDocument {
     pub title: String,
     pub version: i64,
     pub assistant_message_id: Option<Uuid>,
+    /// Its conversation, when it is another of the project (a document there citing this conversation's
+    /// requirements); `None` for the conversation's own.
+    pub conversation: Option<CitedConversation>,
 }
 
 /// What a version of a document cites.
@@ -168,7 +174,38 @@ pub struct LedgerRows {
     pub documents: Vec<CurrentDocument>,
     /// What every version of the documents cites, by document and version.
     pub citations: Vec<CitationOf>,
+    /// The ledgers of the project's other conversations whose requirements the documents cite (each with its
+    /// tree, none with ledgers of its own in turn).
+    pub foreign: Vec<ForeignLedger>,
 }
+
+/// Another conversation of the project, with its ledger's rows.
+#[derive(Debug, Clone)]
+pub struct ForeignLedger {
+    pub conversation: CitedConversation,
+    pub rows: LedgerRows,
+}
+
+impl ForeignLedger {
+    /// Its ledger as its own shown path has it.
+    pub fn view(&self) -> LedgerView {
+        self.rows.on_path(&self.rows.shown_path())
+    }
+}
+
+/// Which of the project's other conversations [`Requirements::foreign_ledgers`] reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ForeignPick {
+    /// Those whose references ([`wire::conversation_ref`]) are these.
+    References(Vec<String>),
+    /// The most recently active ones that hold requirements, at most this many.
+    Recent(u32),
+    /// Those holding these requirements.
+    Holding(Vec<Uuid>),
+}
+
+/// Most references one [`ForeignPick::References`] looks for.
+pub const MAX_FOREIGN_REFERENCES: usize = 50;
 
 /// Where a requirement stands on a path, with what the tools need besides the wire form.
 #[derive(Debug, Clone, PartialEq)]
@@ -185,6 +222,8 @@ pub struct Standing {
 pub struct DocumentMarks {
     pub requirements: Vec<String>,
     pub out_of_date: Vec<OutOfDate>,
+    /// The other conversations whose requirements it cites.
+    pub conversations: Vec<CitedConversation>,
 }
 
 /// The ledger as one path shows it.
@@ -222,6 +261,7 @@ impl LedgerView {
             if let Some(marks) = self.marks.get(&artifact.id) {
                 artifact.requirements.clone_from(&marks.requirements);
                 artifact.out_of_date.clone_from(&marks.out_of_date);
+                artifact.cited_conversations.clone_from(&marks.conversations);
             }
         }
     }
@@ -237,6 +277,7 @@ impl LedgerRows {
             title: artifact.title.clone(),
             version: artifact.version,
             assistant_message_id: artifact.assistant_message_id,
+            conversation: None,
         });
         self.citations.extend(cites.iter().map(|c| CitationOf {
             artifact_id: artifact.id,
@@ -283,8 +324,12 @@ impl LedgerRows {
             }
             steps.push(revision);
         }
-        let documents: Vec<&CurrentDocument> =
-            self.documents.iter().filter(|d| d.assistant_message_id.is_none_or(|m| path.contains(&m))).collect();
+        // The conversation's documents of the path, and those of other conversations of the project that cite it.
+        let documents: Vec<&CurrentDocument> = self
+            .documents
+            .iter()
+            .filter(|d| d.conversation.is_some() || d.assistant_message_id.is_none_or(|m| path.contains(&m)))
+            .collect();
         let titles: HashMap<Uuid, &CurrentDocument> = documents.iter().map(|d| (d.id, *d)).collect();
         let mut cited_by: HashMap<Uuid, Vec<(&CurrentDocument, i64)>> = HashMap::new();
         for c in &self.citations {
@@ -326,6 +371,7 @@ impl LedgerRows {
                                 title: d.title.clone(),
                                 version: d.version,
                                 current: *revision >= last.id,
+                                conversation: d.conversation.clone(),
                             })
                             .collect()
                     })
@@ -347,39 +393,42 @@ impl LedgerRows {
             })
             .collect();
         standing.sort_by_key(|s| s.number);
-        let mut marks: HashMap<Uuid, DocumentMarks> =
-            documents.iter().map(|d| (d.id, DocumentMarks::default())).collect();
+        // The marks of the conversation's own documents (another's that cites it is marked in its own).
+        let own: Vec<&&CurrentDocument> = documents.iter().filter(|d| d.conversation.is_none()).collect();
+        let mut marks: HashMap<Uuid, DocumentMarks> = own.iter().map(|d| (d.id, DocumentMarks::default())).collect();
         let by_id: HashMap<i64, &Revision> = self.revisions.iter().map(|r| (r.id, r)).collect();
         for s in &standing {
             let Some(docs) = cited_by.get(&s.id) else { continue };
-            let steps = &folded[&s.id];
-            for (document, cited) in docs {
+            for (document, cited) in docs.iter().filter(|(d, _)| d.conversation.is_none()) {
                 let entry = marks.entry(document.id).or_default();
                 entry.requirements.push(s.requirement.key.clone());
-                let later: Vec<&&Revision> = steps.iter().filter(|r| r.id > *cited).collect();
-                if later.is_empty() {
-                    continue;
-                }
-                // The text the document reflects: the cited revision's (on this path or not).
-                let was = by_id.get(cited).map_or_else(|| s.requirement.text.clone(), |r| r.text.clone());
-                let mut changed_by = Vec::new();
-                for r in &later {
-                    if let Some(m) = r.message_id.filter(|m| !changed_by.contains(m)) {
-                        changed_by.push(m);
+                entry.out_of_date.extend(change_since(s, *cited, &by_id, None));
+            }
+        }
+        // Requirements of the project's other conversations the documents cite, each as its conversation's own
+        // shown path has it.
+        if !self.foreign.is_empty() {
+            let own_versions: HashMap<Uuid, i64> = own.iter().map(|d| (d.id, d.version)).collect();
+            for foreign in &self.foreign {
+                let view = foreign.view();
+                let there: HashMap<Uuid, &Standing> = view.standing.iter().map(|s| (s.id, s)).collect();
+                let by_id: HashMap<i64, &Revision> = foreign.rows.revisions.iter().map(|r| (r.id, r)).collect();
+                let thread = foreign.conversation.thread_id;
+                for c in &self.citations {
+                    let (Some(s), Some(version)) = (there.get(&c.requirement_id), own_versions.get(&c.artifact_id))
+                    else {
+                        continue;
+                    };
+                    if *version != c.version {
+                        continue;
+                    }
+                    let entry = marks.entry(c.artifact_id).or_default();
+                    entry.requirements.push(foreign_key(s.number, thread));
+                    entry.out_of_date.extend(change_since(s, c.revision_id, &by_id, Some(&foreign.conversation)));
+                    if !entry.conversations.contains(&foreign.conversation) {
+                        entry.conversations.push(foreign.conversation.clone());
                     }
                 }
-                // A revision that changed neither text nor status (a new kind alone) leaves the document right.
-                let now = &s.requirement;
-                if was == now.text && !later.iter().any(|r| r.status == RequirementStatus::Dropped) {
-                    continue;
-                }
-                entry.out_of_date.push(OutOfDate {
-                    key: now.key.clone(),
-                    was,
-                    now: now.text.clone(),
-                    status: now.status,
-                    changed_by,
-                });
             }
         }
         let stated: HashSet<i64> = standing.iter().map(|s| s.number).collect();
@@ -391,6 +440,44 @@ impl LedgerRows {
             .collect();
         LedgerView { standing, marks, elsewhere }
     }
+}
+
+/// What makes a document that reflects requirement `s` at revision `cited` out of date: the later revisions of the
+/// path that changed its text or dropped it (a new kind alone leaves the document right); `None` when none did.
+/// `elsewhere` is the requirement's conversation when it is another of the project.
+fn change_since(
+    s: &Standing,
+    cited: i64,
+    revisions: &HashMap<i64, &Revision>,
+    elsewhere: Option<&CitedConversation>,
+) -> Option<OutOfDate> {
+    let later: Vec<&RequirementChange> = s.requirement.history.iter().filter(|r| r.revision > cited).collect();
+    if later.is_empty() {
+        return None;
+    }
+    // The text the document reflects: the cited revision's (on this path or not).
+    let now = &s.requirement;
+    let was = revisions.get(&cited).map_or_else(|| now.text.clone(), |r| r.text.clone());
+    if was == now.text && !later.iter().any(|r| r.status == RequirementStatus::Dropped) {
+        return None;
+    }
+    let mut changed_by = Vec::new();
+    for r in &later {
+        if let Some(m) = r.message_id.filter(|m| !changed_by.contains(m)) {
+            changed_by.push(m);
+        }
+    }
+    Some(OutOfDate {
+        key: match elsewhere {
+            Some(c) => foreign_key(s.number, c.thread_id),
+            None => now.key.clone(),
+        },
+        was,
+        now: now.text.clone(),
+        status: now.status,
+        changed_by,
+        conversation: elsewhere.cloned(),
+    })
 }
 
 /// The columns of a revision (`v` the revisions).
@@ -458,6 +545,7 @@ fn decode_documents(text: &str) -> Result<Vec<CurrentDocument>> {
                 title,
                 version,
                 assistant_message_id: Stored::<Option<Uuid>>::read(answer, "assistant_message_id")?,
+                conversation: None,
             };
             Ok((json_time(&at)?, document))
         })
@@ -482,6 +570,39 @@ fn decode_citations(text: &str) -> Result<Vec<CitationOf>> {
         .collect::<Result<Vec<_>>>()?;
     out.sort_unstable_by_key(|c| (c.artifact_id, c.version));
     Ok(out)
+}
+
+/// The documents of the project's other conversations that cite the conversation's requirements, from their JSON
+/// rows (one per citation of a current version): the documents once each, and what they cite.
+fn decode_outside(text: &str) -> Result<(Vec<CurrentDocument>, Vec<CitationOf>)> {
+    let rows: Vec<(String, String, i64, String, String, String, i64)> = decode(text)?;
+    let mut documents: Vec<CurrentDocument> = Vec::new();
+    let mut citations = Vec::with_capacity(rows.len());
+    for (artifact, title, version, thread, thread_title, requirement, revision) in rows {
+        let id = Stored::<Uuid>::read(artifact, "artifact_id")?;
+        if !documents.iter().any(|d| d.id == id) {
+            let thread_id = Stored::<Uuid>::read(thread, "thread_id")?;
+            documents.push(CurrentDocument {
+                id,
+                title,
+                version,
+                assistant_message_id: None,
+                conversation: Some(CitedConversation {
+                    thread_id,
+                    title: thread_title,
+                    reference: wire::conversation_ref(thread_id),
+                }),
+            });
+        }
+        citations.push(CitationOf {
+            artifact_id: id,
+            version,
+            requirement_id: Stored::<Uuid>::read(requirement, "requirement_id")?,
+            revision_id: revision,
+        });
+    }
+    documents.sort_by_key(|d| d.id);
+    Ok((documents, citations))
 }
 
 shared_sql! {
@@ -516,16 +637,102 @@ shared_sql! {
         Ok(rows.map(|rows| LedgerRows { tree, ..rows }))
     }
 
-    /// [`ledger_rows`](Self::ledger_rows) without the tree, in one statement (the thread's owner checked in it).
-    /// The requirements, revisions and citations are each read as one JSON text and decoded at once: a row at a
-    /// time, the driver's cost per row was most of the time of a ledger of hundreds.
+    /// [`ledger_rows_without_tree`](Self::ledger_rows_without_tree), and the ledgers of the other conversations
+    /// whose requirements its documents cite (read only when they cite any).
     pub(crate) async fn ledger_rows_without_tree(
         conn: &mut D::Connection,
         user: Uuid,
         thread: Uuid,
     ) -> Result<Option<LedgerRows>> {
-        // One statement: whether the person reads the thread, then four JSON texts: requirements, revisions,
-        // documents, citations.
+        let Some(mut rows) = Self::ledger_rows_alone(&mut *conn, user, thread).await? else {
+            return Ok(None);
+        };
+        let own: HashSet<Uuid> = rows.requirements.iter().map(|r| r.id).collect();
+        let outside: HashSet<Uuid> =
+            rows.documents.iter().filter(|d| d.conversation.is_some()).map(|d| d.id).collect();
+        let mut elsewhere: Vec<Uuid> = rows
+            .citations
+            .iter()
+            .filter(|c| !own.contains(&c.requirement_id) && !outside.contains(&c.artifact_id))
+            .map(|c| c.requirement_id)
+            .collect();
+        if !elsewhere.is_empty() {
+            elsewhere.sort_unstable();
+            elsewhere.dedup();
+            rows.foreign = Self::foreign_ledgers(conn, user, thread, ForeignPick::Holding(elsewhere)).await?;
+        }
+        Ok(Some(rows))
+    }
+
+    /// See [`Requirements::foreign_ledgers`]: one statement finds the conversations (the project's, the person
+    /// reading them, `thread` too), then one reads each one's tree and one its ledger.
+    pub(crate) async fn foreign_ledgers(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+        pick: ForeignPick,
+    ) -> Result<Vec<ForeignLedger>> {
+        let (picked, limit) = match &pick {
+            ForeignPick::References(refs) if refs.is_empty() => return Ok(Vec::new()),
+            ForeignPick::References(refs) => {
+                let count = refs.len().min(MAX_FOREIGN_REFERENCES);
+                let holes: Vec<String> = (0..count).map(|i| format!("${}", i + 3)).collect();
+                // A conversation id's text is 36 characters; its reference is the last 12.
+                (format!("substr(cast(t.id as text), 25) in ({})", holes.join(", ")), String::new())
+            }
+            ForeignPick::Holding(_) => (
+                format!("t.id in (select q.thread_id from requirements q where {})", D::in_ids("q.id", "$3")),
+                String::new(),
+            ),
+            ForeignPick::Recent(most) => (
+                "exists (select 1 from requirements r where r.thread_id = t.id)".to_string(),
+                format!("order by t.updated_at desc limit {most}"),
+            ),
+        };
+        let sql = format!(
+            "select t.id, t.title from threads t join threads me on me.id = $1
+             where me.project_id is not null and t.project_id = me.project_id and t.id <> me.id
+             and {} and {} and {picked} {limit}",
+            crate::projects::readable("me.id", "$2"),
+            crate::projects::readable("t.id", "$2"),
+        );
+        let mut query = sqlx::query_as::<_, (D::Id, String)>(&sql).bind(D::id(thread)).bind(D::id(user));
+        match pick {
+            ForeignPick::References(refs) => {
+                for reference in refs.into_iter().take(MAX_FOREIGN_REFERENCES) {
+                    query = query.bind(reference);
+                }
+            }
+            ForeignPick::Holding(ids) => query = query.bind(D::ids(&ids)),
+            ForeignPick::Recent(_) => {}
+        }
+        let found = query.fetch_all(&mut *conn).await?;
+        let mut out = Vec::with_capacity(found.len());
+        for (id, title) in found {
+            let thread_id: Uuid = Stored::read(id, "id")?;
+            let Some((tree, _)) = Self::tree(&mut *conn, user, thread_id, false).await? else { continue };
+            let Some(rows) = Self::ledger_rows_alone(&mut *conn, user, thread_id).await? else { continue };
+            let reference = wire::conversation_ref(thread_id);
+            out.push(ForeignLedger {
+                conversation: CitedConversation { thread_id, title, reference },
+                rows: LedgerRows { tree, ..rows },
+            });
+        }
+        Ok(out)
+    }
+
+    /// The conversation's own ledger rows without the tree, in one statement (the reader checked in it), with the
+    /// documents of the project's other conversations that cite its requirements; no other conversation's
+    /// ledger. The requirements, revisions and citations are each read as one JSON text and decoded at once: a
+    /// row at a time, the driver's cost per row was most of the time of a ledger of hundreds.
+    pub(crate) async fn ledger_rows_alone(
+        conn: &mut D::Connection,
+        user: Uuid,
+        thread: Uuid,
+    ) -> Result<Option<LedgerRows>> {
+        // One statement: whether the person reads the thread, then five JSON texts: requirements, revisions,
+        // documents, citations, and the other conversations' documents citing the requirements (none out of a
+        // project, where the first condition ends it).
         let reads = crate::projects::readable("$1", "$2");
         let sql = format!(
             "select
@@ -536,25 +743,40 @@ shared_sql! {
                (select {} from artifacts d where d.thread_id = $1 and {reads}),
                (select {} from (select c.artifact_id, c.version, c.requirement_id, c.revision_id
                   from artifact_requirements c join artifacts a on a.id = c.artifact_id
-                  where a.thread_id = $1 and {reads}) c)",
+                  where a.thread_id = $1 and {reads}) c),
+               (select {} from (select a.id as artifact_id, a.title, a.version, a.thread_id, o.title as thread_title,
+                    c.requirement_id, c.revision_id
+                  from threads me join threads o on o.project_id = me.project_id and o.id <> me.id
+                  join artifacts a on a.thread_id = o.id
+                  join artifact_requirements c on c.artifact_id = a.id and c.version = a.version
+                  join requirements q on q.id = c.requirement_id and q.thread_id = me.id
+                  where me.id = $1 and me.project_id is not null and {reads} and {}) x)",
             D::json_rows("r.id, r.number"),
             D::json_rows(REVISION_ITEMS),
             D::json_rows("d.id, d.title, d.version, d.assistant_message_id, d.created_at"),
-            D::json_rows("c.artifact_id, c.version, c.requirement_id, c.revision_id")
+            D::json_rows("c.artifact_id, c.version, c.requirement_id, c.revision_id"),
+            D::json_rows("x.artifact_id, x.title, x.version, x.thread_id, x.thread_title, x.requirement_id, x.revision_id"),
+            crate::projects::readable("o.id", "$2"),
         );
-        let (owned, requirements, revisions, documents, citations): (i64, String, String, String, String) =
+        let (owned, requirements, revisions, documents, citations, outside): (i64, String, String, String, String, String) =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_one(conn).await?;
         if owned == 0 {
             return Ok(None);
         }
         let requirements = decode_requirements(&requirements)?;
+        let (outside_documents, outside_citations) = decode_outside(&outside)?;
+        let mut documents = decode_documents(&documents)?;
+        documents.extend(outside_documents);
+        let mut citations = decode_citations(&citations)?;
+        citations.extend(outside_citations);
         Ok(Some(LedgerRows {
             tree: Tree::default(),
             total: requirements.len(),
             requirements,
             revisions: decode_revisions(&revisions)?,
-            documents: decode_documents(&documents)?,
-            citations: decode_citations(&citations)?,
+            documents,
+            citations,
+            foreign: Vec::new(),
         }))
     }
 
@@ -611,6 +833,7 @@ shared_sql! {
             revisions: decode_revisions(&revisions)?,
             documents: Vec::new(),
             citations: Vec::new(),
+            foreign: Vec::new(),
         }))
     }
 
@@ -744,14 +967,18 @@ shared_sql! {
     }
 
     /// Records what version `version` of `artifact` reflects (in the caller's transaction, after the version is
-    /// saved); a citation of a requirement of another conversation, or of a revision of another requirement,
-    /// is left out by the statement itself.
+    /// saved); a citation of a requirement of a conversation outside the document's project (or of another
+    /// conversation when it is in none), or of a revision of another requirement, is left out by the statement
+    /// itself.
     pub(crate) async fn cite(conn: &mut D::Connection, artifact: Uuid, version: i64, cites: &[Citation]) -> Result<()> {
         for c in cites {
             sqlx::query(
                 "insert into artifact_requirements (artifact_id, version, requirement_id, revision_id)
                  select a.id, $2, q.id, v.id from artifacts a
-                 join requirements q on q.thread_id = a.thread_id and q.id = $3
+                 join threads ct on ct.id = a.thread_id
+                 join requirements q on q.id = $3
+                 join threads qt on qt.id = q.thread_id
+                   and (qt.id = ct.id or (ct.project_id is not null and qt.project_id = ct.project_id))
                  join requirement_revisions v on v.requirement_id = q.id and v.id = $4
                  where a.id = $1",
             )
@@ -788,6 +1015,16 @@ macro_rules! requirements_for {
                     Shared::ledger_rows_without_tree(&mut *self.read().await?, user, thread)
                         .await?
                         .ok_or(StoreError::NotFound)
+                }
+
+                #[instrument(skip(self))]
+                async fn foreign_ledgers(
+                    &self,
+                    user: Uuid,
+                    thread: Uuid,
+                    pick: $crate::requirements::ForeignPick,
+                ) -> Result<Vec<$crate::requirements::ForeignLedger>> {
+                    Shared::foreign_ledgers(&mut *self.read().await?, user, thread, pick).await
                 }
 
                 #[instrument(skip(self))]
@@ -906,7 +1143,13 @@ mod tests {
                 revision(5, a, "Slots are 30 minutes.", RequirementStatus::Active, Some(here)),
                 revision(6, a, "Slots are 45 minutes.", RequirementStatus::Changed, Some(there)),
             ],
-            documents: vec![CurrentDocument { id: doc, title: "Plan".into(), version: 2, assistant_message_id: None }],
+            documents: vec![CurrentDocument {
+                id: doc,
+                title: "Plan".into(),
+                version: 2,
+                assistant_message_id: None,
+                conversation: None,
+            }],
             citations: vec![
                 CitationOf { artifact_id: doc, version: 1, requirement_id: person, revision_id: 4 },
                 CitationOf { artifact_id: doc, version: 2, requirement_id: a, revision_id: 1 },
@@ -932,5 +1175,78 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].was.as_str(), out[0].now.as_str()), ("Slots are 30 minutes.", "Slots are 45 minutes."));
         assert_eq!(out[0].changed_by, [there]);
+    }
+
+    #[test]
+    fn another_conversations_requirements_mark_as_its_own_path_has_them() {
+        // Conversation B ("Payments") states R-1 and changes it on its shown path; a document of A cites R-1 of B
+        // as first stated, and R-1 of A.
+        let (a_req, b_req) = (Uuid::from_u128(1), Uuid::from_u128(2));
+        let (a_msg, b_msg, b_later) = (Uuid::from_u128(10), Uuid::from_u128(11), Uuid::from_u128(12));
+        let (doc, b_thread) = (Uuid::from_u128(20), Uuid::from_u128(0xabc_0000_0000_0000_0000_0a1b_2c3d_4e5f));
+        let payments =
+            CitedConversation { thread_id: b_thread, title: "Payments".into(), reference: "0a1b2c3d4e5f".into() };
+        let head = |id, seq, parent| crate::MessageHead { id, seq, role: wire::Role::User, parent };
+        let b_rows = LedgerRows {
+            tree: Tree { heads: vec![head(b_msg, 1, None), head(b_later, 2, Some(b_msg))], active: None },
+            total: 1,
+            requirements: vec![RequirementRow { id: b_req, number: 1 }],
+            revisions: vec![
+                revision(7, b_req, "Card payments.", RequirementStatus::Active, Some(b_msg)),
+                revision(9, b_req, "Card and bank payments.", RequirementStatus::Changed, Some(b_later)),
+            ],
+            ..LedgerRows::default()
+        };
+        let rows = LedgerRows {
+            total: 1,
+            requirements: vec![RequirementRow { id: a_req, number: 1 }],
+            revisions: vec![revision(8, a_req, "Book a slot.", RequirementStatus::Active, Some(a_msg))],
+            documents: vec![CurrentDocument {
+                id: doc,
+                title: "Stories".into(),
+                version: 1,
+                assistant_message_id: None,
+                conversation: None,
+            }],
+            citations: vec![
+                CitationOf { artifact_id: doc, version: 1, requirement_id: a_req, revision_id: 8 },
+                CitationOf { artifact_id: doc, version: 1, requirement_id: b_req, revision_id: 7 },
+            ],
+            foreign: vec![ForeignLedger { conversation: payments.clone(), rows: b_rows.clone() }],
+            ..LedgerRows::default()
+        };
+        let view = rows.on_path(&[a_msg].into());
+        let marks = &view.marks[&doc];
+        assert_eq!(marks.requirements, ["R-1", "R-1@0a1b2c3d4e5f"]);
+        assert_eq!(marks.conversations, [payments.clone()]);
+        assert_eq!(marks.out_of_date.len(), 1, "{:?}", marks.out_of_date);
+        let mark = &marks.out_of_date[0];
+        assert_eq!(mark.key, "R-1@0a1b2c3d4e5f");
+        assert_eq!((mark.was.as_str(), mark.now.as_str()), ("Card payments.", "Card and bank payments."));
+        assert_eq!(mark.changed_by, [b_later]);
+        assert_eq!(mark.conversation.as_ref(), Some(&payments));
+        // The foreign requirement is not A's: A's ledger holds R-1 alone.
+        assert_eq!(view.standing.len(), 1);
+
+        // Seen from B, A's document covers R-1, though not as it stands now.
+        let a_thread = Uuid::from_u128(30);
+        let stories = CitedConversation { thread_id: a_thread, title: "Stories".into(), reference: "x".into() };
+        let from_b = LedgerRows {
+            documents: vec![CurrentDocument {
+                id: doc,
+                title: "Stories".into(),
+                version: 1,
+                assistant_message_id: Some(Uuid::from_u128(99)),
+                conversation: Some(stories.clone()),
+            }],
+            citations: vec![CitationOf { artifact_id: doc, version: 1, requirement_id: b_req, revision_id: 7 }],
+            ..b_rows
+        };
+        let view = from_b.on_path(&from_b.shown_path());
+        let covered = &view.standing[0].requirement.covered_by;
+        assert_eq!(covered.len(), 1);
+        assert_eq!(covered[0].conversation.as_ref(), Some(&stories));
+        assert!(!covered[0].current);
+        assert!(view.marks.is_empty(), "another conversation's document is marked in its own");
     }
 }

@@ -279,6 +279,7 @@ mod tests {
             assistant_message_id: None,
             requirements: Vec::new(),
             out_of_date: Vec::new(),
+            cited_conversations: Vec::new(),
             created_at: chrono::DateTime::from_timestamp(1_790_000_000, 0).unwrap(),
         };
         let events = vec![

@@ -307,6 +307,10 @@ pub struct Artifact {
     /// empty when it is current.
     #[serde(default)]
     pub out_of_date: Vec<OutOfDate>,
+    /// The other conversations of the project whose requirements it cites (`R-3@<reference>` in
+    /// [`requirements`](Self::requirements)).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cited_conversations: Vec<CitedConversation>,
 }
 
 /// `POST /api/threads`.

@@ -121,6 +121,19 @@ pub struct Coverage {
     pub version: i64,
     /// Whether that version reflects the requirement as it stands now (false: changed or dropped since).
     pub current: bool,
+    /// The document's conversation, when it is another conversation of the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<CitedConversation>,
+}
+
+/// Another conversation of the same project, as a citation across conversations names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CitedConversation {
+    pub thread_id: Uuid,
+    pub title: String,
+    /// What its keys carry after `@` (see [`conversation_ref`]).
+    pub reference: String,
 }
 
 /// One requirement of a conversation's ledger, as it stands on the path shown.
@@ -180,6 +193,41 @@ pub struct OutOfDate {
     pub status: RequirementStatus,
     /// The person's messages that changed it since (empty when changed by hand in the ledger).
     pub changed_by: Vec<Uuid>,
+    /// The requirement's conversation (where `changed_by` are), when it is another conversation of the project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<CitedConversation>,
+}
+
+/// How many characters of a conversation's id its requirements' keys carry when cited from another conversation of
+/// the project: the id's last group, random in every id Quire makes.
+pub const CONVERSATION_REF_CHARS: usize = 12;
+
+/// What the keys of `thread`'s requirements carry after `@` when cited from another conversation: the last
+/// [`CONVERSATION_REF_CHARS`] hexadecimal digits of its id.
+pub fn conversation_ref(thread: Uuid) -> String {
+    let simple = thread.simple().to_string();
+    simple[simple.len() - CONVERSATION_REF_CHARS..].to_string()
+}
+
+/// The key of requirement `n` of another conversation of the project, `thread`: `R-3@0a1b2c3d4e5f`.
+pub fn foreign_key(n: i64, thread: Uuid) -> String {
+    format!("{}@{}", requirement_key(n), conversation_ref(thread))
+}
+
+/// A cited key: the requirement's number and, for a requirement of another conversation (`R-3@0a1b2c3d4e5f`),
+/// that conversation's reference (lower case); `None` for anything else.
+pub fn cited_key(key: &str) -> Option<(i64, Option<String>)> {
+    let key = key.trim();
+    match key.split_once('@') {
+        None => requirement_number(key).map(|n| (n, None)),
+        Some((number, reference)) => {
+            let reference = reference.trim();
+            let well_formed =
+                reference.len() == CONVERSATION_REF_CHARS && reference.bytes().all(|b| b.is_ascii_hexdigit());
+            let number = requirement_number(number)?;
+            well_formed.then(|| (number, Some(reference.to_ascii_lowercase())))
+        }
+    }
 }
 
 /// The key of requirement number `n`.
@@ -197,8 +245,15 @@ pub fn requirement_number(key: &str) -> Option<i64> {
     rest.parse().ok().filter(|n| *n > 0)
 }
 
-/// The requirement keys a Markdown text cites, as `[R-3]` or `[R-3, R-5]`, in order of first appearance.
+/// The requirement keys of the conversation a Markdown text cites, as `[R-3]` or `[R-3, R-5]`, in order of first
+/// appearance.
 pub fn cited_keys(markdown: &str) -> Vec<i64> {
+    cited_refs(markdown).into_iter().filter(|(_, elsewhere)| elsewhere.is_none()).map(|(n, _)| n).collect()
+}
+
+/// Every key a Markdown text cites, its own conversation's (`[R-3]`) and other conversations' (`[R-3@0a1b2c3d4e5f]`,
+/// see [`cited_key`]), in order of first appearance.
+pub fn cited_refs(markdown: &str) -> Vec<(i64, Option<String>)> {
     let mut out = Vec::new();
     let mut rest = markdown;
     while let Some(open) = rest.find('[') {
@@ -206,11 +261,11 @@ pub fn cited_keys(markdown: &str) -> Vec<i64> {
         let Some(close) = rest.find(']') else { break };
         let inside = &rest[..close];
         if inside.len() <= 200 {
-            let numbers: Vec<Option<i64>> = inside.split(',').map(requirement_number).collect();
-            if numbers.iter().all(Option::is_some) {
-                for n in numbers.into_iter().flatten() {
-                    if !out.contains(&n) {
-                        out.push(n);
+            let keys: Vec<Option<(i64, Option<String>)>> = inside.split(',').map(cited_key).collect();
+            if keys.iter().all(Option::is_some) {
+                for key in keys.into_iter().flatten() {
+                    if !out.contains(&key) {
+                        out.push(key);
                     }
                 }
             }
@@ -240,5 +295,20 @@ mod tests {
         let text = "- Book a slot [R-1]\n- Cancel [R-3, R-2] and [R-1]\n- [link](x) [not R-4] [R-5";
         assert_eq!(cited_keys(text), vec![1, 3, 2]);
         assert!(cited_keys("no keys [] [ ]").is_empty());
+    }
+
+    #[test]
+    fn keys_of_other_conversations_carry_their_reference() {
+        let thread = Uuid::parse_str("0193a2b4-7c1d-7e2f-8a3b-0A1B2C3D4E5F").unwrap();
+        assert_eq!(conversation_ref(thread), "0a1b2c3d4e5f");
+        assert_eq!(foreign_key(3, thread), "R-3@0a1b2c3d4e5f");
+        assert_eq!(cited_key("R-3@0A1B2C3D4E5F"), Some((3, Some("0a1b2c3d4e5f".into()))));
+        assert_eq!(cited_key("R-3"), Some((3, None)));
+        for bad in ["R-3@", "R-3@0a1b", "R-3@0a1b2c3d4e5g", "X@0a1b2c3d4e5f", "R-3@0a1b2c3d4e5f0"] {
+            assert_eq!(cited_key(bad), None, "{bad}");
+        }
+        let text = "- Pay [R-1] for [R-2@0a1b2c3d4e5f, R-1]\n- [R-2@0a1b2c3d4e5f] [R-9@zz]";
+        assert_eq!(cited_refs(text), vec![(1, None), (2, Some("0a1b2c3d4e5f".into()))]);
+        assert_eq!(cited_keys(text), vec![1]);
     }
 }

@@ -433,6 +433,7 @@ mod tests {
             assistant_message_id: None,
             requirements: Vec::new(),
             out_of_date: Vec::new(),
+            cited_conversations: Vec::new(),
             created_at: Utc::now(),
         }
     }

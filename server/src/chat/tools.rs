@@ -242,10 +242,10 @@ async fn cites_for(
     content: &str,
     citing: Citing,
 ) -> Result<(Vec<Citation>, Option<LedgerRows>), ToolOutcome> {
-    if named.is_empty() && citing == Citing::Whole && wire::cited_keys(content).is_empty() {
+    if named.is_empty() && citing == Citing::Whole && wire::cited_refs(content).is_empty() {
         return Ok((Vec::new(), None));
     }
-    let rows = ctx.store.ledger_rows(ctx.user, ctx.thread).await.map_err(|e| {
+    let rows = ledger::rows_for_citing(ctx.store, ctx.user, ctx.thread, named, content).await.map_err(|e| {
         tracing::error!(error = %e, "reading the ledger failed");
         ToolOutcome::error("The document could not be saved.")
     })?;

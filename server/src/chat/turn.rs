@@ -453,13 +453,15 @@ impl<'a> Turn<'a> {
         let from_memory = kept.is_some();
         // The settings' statement also says whether files are attached, which decides the tools.
         // The conversation's documents go into the prompt at their current versions.
-        let (loaded, settings, documents, ledger_rows) = tokio::join!(
+        let (loaded, settings, documents, ledger_rows, foreign) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
             store.turn_settings(user, thread, self.plan.sender),
             // Bounded: the newest documents, and the text of the short ones only.
             store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
             // The path is the turn's: the ledger is read without the tree.
-            store.ledger_rows_without_tree(user, thread)
+            store.ledger_rows_without_tree(user, thread),
+            // In a project, the requirements of its other conversations, for documents here to cite.
+            store.foreign_ledgers(user, thread, store::ForeignPick::Recent(ledger::PROJECT_LEDGERS))
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
@@ -500,6 +502,11 @@ impl<'a> Turn<'a> {
         let no_tree = store::Tree::default();
         let tree = self.basis.as_ref().map_or(&no_tree, |b| b.materials.tree());
         let system = ledger::with_ledger(system, tree, &ledger_rows, &view, !self.plan.silent);
+        let foreign = foreign.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "reading the project's other ledgers failed");
+            Vec::new()
+        });
+        let system = ledger::with_project_ledgers(system, &foreign);
         let call = self.call(&system, &messages, &tools).await?;
         Ok(Opened { system, messages, tools, call })
     }

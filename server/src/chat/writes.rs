@@ -119,7 +119,7 @@ impl Engine {
         content: &str,
         citing: super::ledger::Citing,
     ) -> Result<Vec<store::Citation>> {
-        let rows = self.store.ledger_rows(user, thread).await?;
+        let rows = super::ledger::rows_for_citing(&self.store, user, thread, &[], content).await?;
         let path = rows.shown_path();
         Ok(super::ledger::citations(&rows, &path, &[], content, citing).unwrap_or_default())
     }

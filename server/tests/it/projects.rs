@@ -788,3 +788,108 @@ async fn a_project_exports_with_its_members_activity_and_conversations() {
         expect(refused, 404, "not_found", "an outsider's export").await;
     }
 }
+
+#[tokio::test]
+async fn a_document_cites_a_requirement_of_another_conversation_of_the_project_and_follows_it() {
+    use crate::common::{created, read_frames, ScriptedModel};
+    for (store, _guard) in every_store("projects_citations").await {
+        let model = ScriptedModel::new(vec![
+            ScriptedModel::tool_use(
+                "record_requirements",
+                json!({"entries": [{"action": "add", "text": "Shifts must be 8 hours long."}]}),
+            ),
+            ScriptedModel::text(&["Noted."]),
+        ]);
+        let server = TestServer::with(store, model.clone()).await;
+        let (viewer, _) = server.second_user("vera@example.com").await;
+        let project: Project = server.post_json("/api/projects", &json!({"name": "Ward"})).await;
+        let add = json!({"email": "vera@example.com", "role": "viewer"});
+        let _: ProjectMember = server.post_json(&format!("/api/projects/{}/members", project.id), &add).await;
+        let (rota, plans) = (server.create_titled_thread("Rota").await, server.create_titled_thread("Plans").await);
+        for thread in [rota, plans] {
+            assert_eq!(move_thread(&server.client, &server, thread, Some(project.id)).await.status(), 200);
+        }
+        server.chat(rota, "Shifts must be 8 hours long.").await;
+
+        // A turn in Plans is shown Rota's requirement with the key it cites it by, and cites it.
+        let key = wire::foreign_key(1, rota);
+        let content = format!("# Staffing plan\n- Staff work 8-hour shifts [{key}]\n");
+        model.push(ScriptedModel::tool_use(
+            "save_artifact",
+            json!({"artifact_type": "requirements_doc", "title": "Staffing plan", "content": content,
+                   "requirements": [key]}),
+        ));
+        model.push(ScriptedModel::text(&["Saved."]));
+        let doc = created(&server.chat(plans, "Write the staffing plan.").await)[0].clone();
+        let system = model.requests.lock().unwrap()[2].system.clone();
+        assert!(system.contains("Conversation \"Rota\":") && system.contains(&format!("- {key} (")), "{system}");
+        assert_eq!(doc.requirements, [key.clone()]);
+        let rota_named =
+            wire::CitedConversation { thread_id: rota, title: "Rota".into(), reference: wire::conversation_ref(rota) };
+        assert_eq!(doc.cited_conversations, [rota_named.clone()]);
+
+        // Rota's ledger says who covers its requirement: Plans' document, named with its conversation.
+        let ledger: wire::Ledger = get_json(&viewer, &server.url(&format!("/api/threads/{rota}/requirements"))).await;
+        let covered = &ledger.requirements[0].covered_by;
+        assert_eq!(covered.len(), 1, "{covered:?}");
+        assert_eq!((covered[0].artifact_id, covered[0].current), (doc.id, true));
+        assert_eq!(covered[0].conversation.as_ref().map(|c| c.thread_id), Some(plans));
+        assert!(ledger.uncovered.is_empty());
+
+        // A change in Rota marks the document in Plans out of date, for every member who reads it.
+        let patch = json!({"text": "Shifts must be 12 hours long."});
+        let path = format!("/api/threads/{rota}/requirements/R-1");
+        assert_eq!(send(&server.client, &server, "PATCH", &path, Some(patch)).await.status(), 200);
+        let seen: wire::Artifact = get_json(&viewer, &server.url(&format!("/api/artifacts/{}", doc.id))).await;
+        assert_eq!(seen.out_of_date.len(), 1, "{:?}", seen.out_of_date);
+        let mark = &seen.out_of_date[0];
+        assert_eq!(mark.key, key);
+        assert_eq!(
+            (mark.was.as_str(), mark.now.as_str()),
+            ("Shifts must be 8 hours long.", "Shifts must be 12 hours long.")
+        );
+        assert_eq!(mark.conversation.as_ref(), Some(&rota_named));
+        let listed: wire::ArtifactList =
+            get_json(&viewer, &server.url(&format!("/api/threads/{plans}/artifacts"))).await;
+        assert_eq!(listed.artifacts[0].out_of_date, seen.out_of_date);
+        let ledger: wire::Ledger = server.get_json(&format!("/api/threads/{rota}/requirements")).await;
+        assert!(!ledger.requirements[0].covered_by[0].current);
+
+        // "Update document" revises it with one version that reflects Rota's requirement as it stands.
+        model.push(ScriptedModel::tool_use(
+            "edit_artifact",
+            json!({"artifact_id": doc.id, "requirements": [key],
+                   "edits": [{"find": "8-hour", "replace": "12-hour"}]}),
+        ));
+        model.push(ScriptedModel::text(&["Updated."]));
+        let response = send(&server.client, &server, "POST", &format!("/api/artifacts/{}/update", doc.id), None).await;
+        assert_eq!(response.status(), 200);
+        read_frames(response).await;
+        server.wait_idle(plans).await;
+        let instruction = model.sent(4);
+        assert!(instruction.contains(&format!("{key} changed from")), "{instruction}");
+        let updated: wire::Artifact = server.get_json(&format!("/api/artifacts/{}", doc.id)).await;
+        assert_eq!(updated.version, 2, "exactly one new version");
+        assert!(updated.content.contains("12-hour"));
+        assert!(updated.out_of_date.is_empty(), "{:?}", updated.out_of_date);
+        assert_eq!(updated.requirements, [key.clone()]);
+
+        // A key of no conversation of the project is an error for the model, and nothing is saved.
+        let stranger = wire::foreign_key(1, Uuid::now_v7());
+        model.push(ScriptedModel::tool_use(
+            "save_artifact",
+            json!({"artifact_type": "requirements_doc", "title": "Other", "content": "- x", "requirements": [stranger]}),
+        ));
+        model.push(ScriptedModel::text(&["Sorry."]));
+        server.chat(plans, "Write another.").await;
+        let results = model.requests.lock().unwrap().last().map(|r| format!("{:?}", r.messages)).unwrap_or_default();
+        assert!(results.contains("among the requirements of this project's other conversations"), "{results}");
+        let documents: wire::ArtifactList = server.get_json(&format!("/api/threads/{plans}/artifacts")).await;
+        assert_eq!(documents.artifacts.len(), 1);
+
+        // Once Rota leaves the project, Plans' document no longer shows (nor reads) its requirement.
+        assert_eq!(move_thread(&server.client, &server, rota, None).await.status(), 200);
+        let after: wire::Artifact = get_json(&viewer, &server.url(&format!("/api/artifacts/{}", doc.id))).await;
+        assert!(after.requirements.is_empty() && after.cited_conversations.is_empty(), "{after:?}");
+    }
+}

@@ -114,8 +114,9 @@ static UPDATE: LazyLock<Regex> = LazyLock::new(|| {
     re(r#"^Update the document ".*" \(ID: (?P<id>[0-9A-Za-z-]+)\) to the requirements as they stand now\."#)
 });
 static CHANGED: LazyLock<Regex> =
-    LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+) changed from "(?P<was>.*)" to "(?P<now>.*)"$"#));
-static DROPPED: LazyLock<Regex> = LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+) was dropped: "(?P<was>.*)"$"#));
+    LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+(?:@[0-9a-f]{12})?) changed from "(?P<was>.*)" to "(?P<now>.*)"$"#));
+static DROPPED: LazyLock<Regex> =
+    LazyLock::new(|| re(r#"(?m)^- (?P<key>R-\d+(?:@[0-9a-f]{12})?) was dropped: "(?P<was>.*)"$"#));
 
 /// The `edit_artifact` call that updates a document to changed requirements, for an "Update document" request;
 /// `None` when `request` is not one. Each changed requirement's changed words are changed where the document holds
@@ -306,5 +307,21 @@ mod tests {
         assert_eq!(edits[1]["replace"], "");
         assert!(edits[0]["replace"].as_str().unwrap().contains("45"), "{call}");
         assert!(update_call("Write stories", &[]).is_none());
+    }
+
+    #[test]
+    fn an_update_reaches_requirements_of_other_conversations() {
+        let doc = Document {
+            id: "d1".into(),
+            title: "Checkout".into(),
+            text: "# Checkout\n- Pay by card [R-2@0a1b2c3d4e5f]\n- Print a receipt [R-1]\n".into(),
+        };
+        let request = "Update the document \"Checkout\" (ID: d1) to the requirements as they stand now.\n\
+            - R-2@0a1b2c3d4e5f changed from \"Pay by card.\" to \"Pay by card or bank transfer.\"\nRevise only...";
+        let call = update_call(request, &[doc]).unwrap().unwrap();
+        assert_eq!(call["requirements"], json!(["R-2@0a1b2c3d4e5f"]));
+        let edits = call["edits"].as_array().unwrap();
+        assert_eq!(edits.len(), 1, "{call}");
+        assert!(edits[0]["replace"].as_str().unwrap().contains("bank transfer"), "{call}");
     }
 }
