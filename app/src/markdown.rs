@@ -113,6 +113,17 @@ pub fn link_citations(html: &str, keys: &[String]) -> String {
     out
 }
 
+/// A cited key as Quire writes it (`R-3`, or `R-3@0a1b2c3d4e5f` for another conversation's), made from what it
+/// parses to: never the written text itself.
+fn written_key(written: &str) -> Option<String> {
+    let (number, elsewhere) = crate::api::cited_key(written)?;
+    let key = crate::api::requirement_key(number);
+    Some(match elsewhere {
+        Some(reference) => format!("{key}@{reference}"),
+        None => key,
+    })
+}
+
 /// Appends `text` (HTML text, no tags) to `out` with its cited keys of `keys` as buttons.
 fn cite_in_text(text: &str, keys: &[String], out: &mut String) {
     let mut rest = text;
@@ -121,23 +132,26 @@ fn cite_in_text(text: &str, keys: &[String], out: &mut String) {
         rest = &rest[open + 1..];
         let Some(close) = rest.find(']') else { break };
         let inside = &rest[..close];
-        let numbers: Vec<Option<i64>> = inside.split(',').map(crate::api::requirement_number).collect();
-        if inside.len() > 200 || inside.contains('[') || !numbers.iter().all(Option::is_some) {
+        let cited: Vec<Option<String>> = inside.split(',').map(written_key).collect();
+        if inside.len() > 200 || inside.contains('[') || !cited.iter().all(Option::is_some) {
             continue;
         }
-        for (i, (part, number)) in inside.split(',').zip(numbers.into_iter().flatten()).enumerate() {
+        for (i, (part, key)) in inside.split(',').zip(cited.into_iter().flatten()).enumerate() {
             if i > 0 {
                 out.push(',');
             }
-            let key = crate::api::requirement_key(number);
             let written = part.trim();
             let lead = &part[..part.len() - part.trim_start().len()];
             let trail = &part[lead.len() + written.len()..];
             out.push_str(lead);
             if keys.contains(&key) {
+                let label = match key.split_once('@') {
+                    Some((own, _)) => format!("Requirement {own} of another conversation"),
+                    None => format!("Requirement {key}"),
+                };
                 out.push_str(&format!(
                     "<button type=\"button\" class=\"requirement-link\" data-testid=\"requirement-link\" \
-                     data-key=\"{key}\" aria-label=\"Requirement {key}\">{written}</button>"
+                     data-key=\"{key}\" aria-label=\"{label}\">{written}</button>"
                 ));
             } else {
                 out.push_str(written);
@@ -315,9 +329,7 @@ pub fn markup_problem(html: &str) -> Option<String> {
             let problem = match attribute {
                 "href" => !is_safe_link(value),
                 "style" => !value.starts_with("text-align:"),
-                "data-key" => {
-                    crate::api::requirement_number(value).map(crate::api::requirement_key).as_deref() != Some(value)
-                }
+                "data-key" => written_key(value).as_deref() != Some(value),
                 "data-testid" => value != "requirement-link",
                 other => !ALLOWED_ATTRIBUTES.contains(&other),
             };
@@ -489,6 +501,26 @@ mod tests {
         // The checker still refuses what a person could write.
         assert!(markup_problem("<button data-key=\"R-1&quot; onclick\">x</button>").is_some());
         assert!(markup_problem("<button data-testid=\"other\">x</button>").is_some());
+    }
+
+    #[test]
+    fn keys_of_other_conversations_link_when_the_document_cites_them() {
+        let keys = vec!["R-2@0a1b2c3d4e5f".to_string()];
+        let html = to_safe_html("- Pay by card [R-2@0A1B2C3D4E5F] [R-2@ffffffffffff]");
+        let linked = link_citations(&html, &keys);
+        assert!(
+            linked.contains(
+                "data-key=\"R-2@0a1b2c3d4e5f\" aria-label=\"Requirement R-2 of another conversation\">\
+                 R-2@0A1B2C3D4E5F</button>"
+            ),
+            "{linked}"
+        );
+        assert_eq!(linked.matches("requirement-link\"").count(), 1, "{linked}");
+        assert_eq!(markup_problem(&linked), None);
+        assert!(
+            markup_problem("<button data-key=\"R-2@0A1B2C3D4E5F\">x</button>").is_some(),
+            "only as Quire writes it"
+        );
     }
 
     proptest::proptest! {

@@ -151,3 +151,54 @@ test('an editor of the project writes in a colleague\'s conversation and edits i
   await expect(versions.nth(1)).not.toContainText('Edited by you');
   await colleague.context().close();
 });
+
+test('a document cites a requirement of another conversation of the project: it says when that one changed, and its key leads there', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  const api = page.request;
+  const headers = sameOrigin();
+  const project = (await (await api.post('/api/projects', { headers, data: { name: 'Ward' } })).json()).id;
+  const conversation = async (title: string, message: string) => {
+    const made = await api.post('/api/threads', { headers, data: { title } });
+    const id = (await made.json()).id;
+    expect((await api.patch(`/api/threads/${id}`, { headers, data: { project_id: project } })).status()).toBe(200);
+    // The built-in assistant answers (and keeps the ledger) before the stream ends.
+    const answered = await api.post(`/api/threads/${id}/chat`, { headers, data: { content: message } });
+    expect(answered.status()).toBe(200);
+    await answered.body();
+    return id as string;
+  };
+  const rota = await conversation('Rota', 'Shifts must be 8 hours long.');
+  const plans = await conversation('Plans', 'Write user stories for the ward staff to see their rota.');
+
+  // Plans' document, edited by hand to cite Rota's requirement.
+  const documents = (await (await api.get(`/api/threads/${plans}/artifacts`)).json()).artifacts;
+  expect(documents.length).toBe(1);
+  const [doc] = documents;
+  const key = `R-1@${rota.replace(/-/g, '').slice(-12)}`;
+  const edited = await api.put(`/api/artifacts/${doc.id}`, {
+    headers,
+    data: { content: `${doc.content}\n\n- Staff work 8-hour shifts [${key}]\n`, base_version: doc.version },
+  });
+  expect(edited.status()).toBe(200);
+  expect((await edited.json()).requirements).toContain(key);
+  const changed = await api.patch(`/api/threads/${rota}/requirements/R-1`, {
+    headers,
+    data: { text: 'Shifts must be 12 hours long.' },
+  });
+  expect(changed.status()).toBe(200);
+
+  // The card says which requirement of which conversation changed.
+  await page.goto(`/c/${plans}`);
+  const card = page.getByTestId('artifact-card');
+  await expect(card.getByTestId('out-of-date')).toContainText('R-1 of “Rota” changed (8 → 12)');
+
+  // The cited key leads to Rota, its requirement shown and the message it came from highlighted.
+  await card.getByRole('button', { name: /^Open / }).click();
+  await page.getByRole('dialog').getByRole('button', { name: 'Requirement R-1 of another conversation' }).click();
+  await expect(page).toHaveURL(new RegExp(`/c/${rota}\\?requirement=R-1$`));
+  const requirement = page.getByRole('region', { name: 'Requirements' }).locator('[data-testid="requirement"][data-key="R-1"]');
+  await expect(requirement).toContainText('12 hours');
+  await expect(requirement.getByTestId('coverage-elsewhere')).toContainText('in “Plans”');
+  await expect(page.getByTestId('message-user').first()).toHaveAttribute('data-highlighted', 'true');
+});

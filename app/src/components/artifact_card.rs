@@ -157,8 +157,16 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
     let title = move || document.with(|d| d.as_ref().map(|d| d.title.clone()).unwrap_or_default());
     let kind = move || document.with(|d| d.as_ref().map(|d| d.artifact_type.label()).unwrap_or_default());
     let html = Memo::new(move |_| {
-        let keys = around.keys.get();
-        document.with(|d| d.as_ref().map(|d| link_citations(&to_safe_html(&d.content), &keys)).unwrap_or_default())
+        let mut keys = around.keys.get();
+        document.with(|d| {
+            d.as_ref()
+                .map(|d| {
+                    // The other conversations' requirements it cites link too.
+                    keys.extend(d.requirements.iter().filter(|k| k.contains('@')).cloned());
+                    link_citations(&to_safe_html(&d.content), &keys)
+                })
+                .unwrap_or_default()
+        })
     });
     let marks = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| d.out_of_date.clone()).unwrap_or_default()));
     let update = Callback::new(move |_| {
@@ -167,12 +175,28 @@ fn ArtifactViewer(document: Memo<Option<Artifact>>, actions: ViewerActions, arou
         }
     });
     // A cited key, rendered as a button inside the Markdown, is followed from here.
+    let navigate = StoredValue::new_local(leptos_router::hooks::use_navigate());
     let follow_citation = move |ev: leptos::ev::MouseEvent| {
         use wasm_bindgen::JsCast;
         let target = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok());
         let link = target.and_then(|t| t.closest(".requirement-link").ok().flatten());
-        if let Some(key) = link.and_then(|l| l.get_attribute("data-key")) {
-            actions.cite.run(key);
+        let Some(key) = link.and_then(|l| l.get_attribute("data-key")) else { return };
+        match key.split_once('@') {
+            // Another conversation's requirement: that conversation, showing it.
+            Some((own, reference)) => {
+                let thread = document.with_untracked(|d| {
+                    d.as_ref()?.cited_conversations.iter().find(|c| c.reference == reference).map(|c| c.thread_id)
+                });
+                if let Some(thread) = thread {
+                    // The viewer closes first, and the page changes once it is gone: the next conversation's
+                    // reading resets what its views were following.
+                    let go = navigate.with_value(Clone::clone);
+                    let url = format!("/c/{thread}?requirement={own}");
+                    actions.close.run(());
+                    set_timeout(move || go(&url, Default::default()), std::time::Duration::ZERO);
+                }
+            }
+            None => actions.cite.run(key),
         }
     };
     let shown = Memo::new(move |_| document.with(|d| d.as_ref().map(|d| (d.id, d.version))));

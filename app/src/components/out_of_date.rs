@@ -20,18 +20,28 @@ fn changed_words(was: &str, now: &str) -> (String, String) {
     (was[start..was.len() - end].join(" "), now[start..now.len() - end].join(" "))
 }
 
-/// How one requirement left the document behind: "R-1 changed (30-minute → 45-minute)", "R-2 dropped".
+/// How a mark names its requirement: its key, or for another conversation's `R-2 of “Rota”`.
+fn named(mark: &OutOfDate) -> String {
+    match (&mark.conversation, mark.key.split_once('@')) {
+        (Some(conversation), Some((key, _))) => format!("{key} of “{}”", shortened(conversation.title.trim(), 60)),
+        _ => mark.key.clone(),
+    }
+}
+
+/// How one requirement left the document behind: "R-1 changed (30-minute → 45-minute)", "R-2 dropped", "R-2 of
+/// “Rota” changed (8 → 12)".
 pub fn describe(mark: &OutOfDate) -> String {
+    let key = named(mark);
     if mark.status == RequirementStatus::Dropped {
-        return format!("{} dropped", mark.key);
+        return format!("{key} dropped");
     }
     let (before, after) = changed_words(&mark.was, &mark.now);
     let short = |words: &str| !words.is_empty() && words.split_whitespace().count() <= CHANGED_WORDS;
     if short(&before) && short(&after) {
-        format!("{} changed ({before} → {after})", mark.key)
+        format!("{key} changed ({before} → {after})")
     } else {
         let quote = |text: &str| format!("“{}”", shortened(text.trim(), QUOTED_CHARS));
-        format!("{} changed ({} → {})", mark.key, quote(&mark.was), quote(&mark.now))
+        format!("{key} changed ({} → {})", quote(&mark.was), quote(&mark.now))
     }
 }
 
@@ -67,7 +77,14 @@ mod tests {
     use super::*;
 
     fn mark(key: &str, was: &str, now: &str, status: RequirementStatus) -> OutOfDate {
-        OutOfDate { key: key.into(), was: was.into(), now: now.into(), status, changed_by: Vec::new() }
+        OutOfDate {
+            key: key.into(),
+            was: was.into(),
+            now: now.into(),
+            status,
+            changed_by: Vec::new(),
+            conversation: None,
+        }
     }
 
     #[test]
@@ -100,5 +117,17 @@ mod tests {
         );
         let long = "word ".repeat(60);
         assert!(describe(&mark("R-5", "x", &long, RequirementStatus::Changed)).contains('…'));
+    }
+
+    #[test]
+    fn another_conversations_requirement_is_named_with_its_conversation() {
+        let mut elsewhere =
+            mark("R-2@0a1b2c3d4e5f", "Shifts are 8 hours.", "Shifts are 12 hours.", RequirementStatus::Changed);
+        elsewhere.conversation = Some(crate::api::CitedConversation {
+            thread_id: uuid::Uuid::nil(),
+            title: "Rota".into(),
+            reference: "0a1b2c3d4e5f".into(),
+        });
+        assert_eq!(describe(&elsewhere), "R-2 of “Rota” changed (8 → 12)");
     }
 }

@@ -356,12 +356,25 @@ fn RequirementSummary(requirement: Requirement, uncovered: bool, actions: Ledger
                 <ul>
                     {covered_by.into_iter().map(|c| {
                         let document = c.artifact_id;
-                        view! {
-                            <li>
+                        let name = format!("{} (v{})", c.title, c.version);
+                        // Another conversation's document of the project: a link to that conversation.
+                        let opener = match c.conversation {
+                            Some(conversation) => view! {
+                                <a class="coverage-link" data-testid="coverage-elsewhere"
+                                    href=format!("/c/{}", conversation.thread_id)>
+                                    {format!("{name} in “{}”", conversation.title)}
+                                </a>
+                            }.into_any(),
+                            None => view! {
                                 <button type="button" class="link-button coverage-link"
                                     on:click=move |_| actions.open_document.run(document)>
-                                    {format!("{} (v{})", c.title, c.version)}
+                                    {name}
                                 </button>
+                            }.into_any(),
+                        };
+                        view! {
+                            <li>
+                                {opener}
                                 {(!c.current).then(|| view! { <span class="coverage-stale">"out of date"</span> })}
                             </li>
                         }

@@ -1218,7 +1218,7 @@ mod tests {
         let view = rows.on_path(&[a_msg].into());
         let marks = &view.marks[&doc];
         assert_eq!(marks.requirements, ["R-1", "R-1@0a1b2c3d4e5f"]);
-        assert_eq!(marks.conversations, [payments.clone()]);
+        assert_eq!(marks.conversations, std::slice::from_ref(&payments));
         assert_eq!(marks.out_of_date.len(), 1, "{:?}", marks.out_of_date);
         let mark = &marks.out_of_date[0];
         assert_eq!(mark.key, "R-1@0a1b2c3d4e5f");

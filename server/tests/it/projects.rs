@@ -823,10 +823,10 @@ async fn a_document_cites_a_requirement_of_another_conversation_of_the_project_a
         let doc = created(&server.chat(plans, "Write the staffing plan.").await)[0].clone();
         let system = model.requests.lock().unwrap()[2].system.clone();
         assert!(system.contains("Conversation \"Rota\":") && system.contains(&format!("- {key} (")), "{system}");
-        assert_eq!(doc.requirements, [key.clone()]);
+        assert_eq!(doc.requirements, std::slice::from_ref(&key));
         let rota_named =
             wire::CitedConversation { thread_id: rota, title: "Rota".into(), reference: wire::conversation_ref(rota) };
-        assert_eq!(doc.cited_conversations, [rota_named.clone()]);
+        assert_eq!(doc.cited_conversations, std::slice::from_ref(&rota_named));
 
         // Rota's ledger says who covers its requirement: Plans' document, named with its conversation.
         let ledger: wire::Ledger = get_json(&viewer, &server.url(&format!("/api/threads/{rota}/requirements"))).await;
@@ -872,7 +872,7 @@ async fn a_document_cites_a_requirement_of_another_conversation_of_the_project_a
         assert_eq!(updated.version, 2, "exactly one new version");
         assert!(updated.content.contains("12-hour"));
         assert!(updated.out_of_date.is_empty(), "{:?}", updated.out_of_date);
-        assert_eq!(updated.requirements, [key.clone()]);
+        assert_eq!(updated.requirements, std::slice::from_ref(&key));
 
         // A key of no conversation of the project is an error for the model, and nothing is saved.
         let stranger = wire::foreign_key(1, Uuid::now_v7());

@@ -63,6 +63,21 @@ pub fn ChatPage() -> impl IntoView {
         spawn_local(show_thread(actions, id, wanted, false));
     });
 
+    // A requirement the address asks for (`?requirement=R-2`: a document of another conversation of the project
+    // cites it), followed once the conversation and its ledger are read.
+    let asked = Memo::new(move |_| query.with(|q| q.get("requirement")));
+    let followed = StoredValue::new(None::<(Uuid, String)>);
+    Effect::new(move |_| {
+        let (Some(key), Some(id)) = (asked.get(), route_id()) else { return };
+        // The conversation the address names, read (not the one shown before it).
+        let ready = current.get() == Some(id) && state.ledger.with(Option::is_some) && !messages.with(Vec::is_empty);
+        if !ready || followed.get_value().is_some_and(|(t, k)| t == id && k == key) {
+            return;
+        }
+        followed.set_value(Some((id, key.clone())));
+        actions.follow_requirement(key, spotlight);
+    });
+
     // The ledger is read again when the panel opens and whenever a turn, a generation or an update ends (any may
     // change it, and the documents' marks with it).
     Effect::new(move |was_open: Option<bool>| {
