@@ -57,6 +57,11 @@ test('a lead makes a project, adds a colleague as viewer and moves a conversatio
   await expect(colleague.getByTestId('activity-log')).toContainText('into the project');
   await expect(colleague.getByTestId('project-requirements')).toContainText('ward roster');
   await expect(colleague.getByRole('form', { name: 'Add member' })).toHaveCount(0);
+  // The project's stats count its conversations, the lead's too, under its name.
+  await colleague.getByRole('link', { name: 'Project stats' }).click();
+  await expect(colleague.getByRole('heading', { level: 1, name: 'Stats of Ward rota' })).toBeVisible();
+  await expect(colleague.getByTestId('stat-threads')).toHaveText('1');
+  await colleague.goBack();
   // The project's search finds the lead's conversation for the colleague.
   const search = colleague.getByRole('search', { name: 'Search the project' });
   await search.getByRole('searchbox').fill('roster');

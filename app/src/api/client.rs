@@ -211,9 +211,12 @@ pub async fn update_document(id: Uuid, on_event: impl FnMut(ChatEvent)) -> ApiRe
     read_events(response, on_event).await
 }
 
-/// `GET /api/stats`.
-pub async fn stats() -> ApiResult<HistoryStats> {
-    fetch(Request::get("/api/stats")).await
+/// `GET /api/stats`: the person's, or (`project`) a project's conversations', whoever wrote them.
+pub async fn stats(project: Option<Uuid>) -> ApiResult<HistoryStats> {
+    match project {
+        Some(project) => fetch(Request::get("/api/stats").query([("project", project.to_string())])).await,
+        None => fetch(Request::get("/api/stats")).await,
+    }
 }
 
 /// `GET /api/messages/{id}/context`: what the model saw for an answer.

@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::client::{expect_empty, fetch, read_json, send_json, ApiError};
 use wire::{
     ActivityList, AddMember, ChangeRole, CreateProject, MemberList, Project, ProjectInvitation, ProjectList,
-    ProjectMember, ProjectRole, Thread, ThreadList, UpdateProject, UpdateThread,
+    ProjectMember, ProjectRole, TagList, Thread, ThreadList, UpdateProject, UpdateThread,
 };
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -70,6 +70,11 @@ pub async fn change_role(id: Uuid, member: Uuid, role: ProjectRole) -> ApiResult
 /// `DELETE /api/projects/{id}/members/{user_id}`: removes a member, or leaves.
 pub async fn remove_member(id: Uuid, member: Uuid) -> ApiResult<()> {
     expect_empty(Request::delete(&format!("/api/projects/{id}/members/{member}")).send().await).await
+}
+
+/// `GET /api/tags?project={id}`: the tags of the project's conversations, whoever tagged them.
+pub async fn tags(id: Uuid) -> ApiResult<TagList> {
+    fetch(Request::get("/api/tags").query([("project", id.to_string())])).await
 }
 
 /// `GET /api/projects/{id}/threads`.

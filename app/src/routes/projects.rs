@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use crate::api::{
     project_calls as calls, ActivityKind, ConversationLedger, MemberList, Project, ProjectActivity, ProjectInvitation,
-    ProjectMember, ProjectRole, Thread, UpdateProject,
+    ProjectMember, ProjectRole, TagCount, Thread, UpdateProject,
 };
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::modal::ModalDialog;
@@ -26,6 +26,7 @@ struct Loaded {
     threads: Vec<Thread>,
     activity: Vec<ProjectActivity>,
     requirements: Vec<ConversationLedger>,
+    tags: Vec<TagCount>,
 }
 
 async fn load(id: Uuid) -> Result<Loaded, crate::api::client::ApiError> {
@@ -35,6 +36,7 @@ async fn load(id: Uuid) -> Result<Loaded, crate::api::client::ApiError> {
         threads: calls::threads(id).await?.threads,
         activity: calls::activity(id).await?.entries,
         requirements: calls::requirements(id).await?.conversations,
+        tags: calls::tags(id).await?.tags,
     })
 }
 
@@ -113,7 +115,7 @@ pub fn ProjectPage() -> impl IntoView {
 
 #[component]
 fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView {
-    let Loaded { project, members, threads, activity, requirements } = page;
+    let Loaded { project, members, threads, activity, requirements, tags } = page;
     let owner = project.role == ProjectRole::Owner;
     let description = (!project.description.is_empty()).then(|| project.description.clone());
     view! {
@@ -132,7 +134,10 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
             ProjectRole::Editor => "an editor",
             ProjectRole::Viewer => "a viewer: you read its conversations",
         })}</p>
-        <p><a class="button" href=format!("/api/projects/{}/export", project.id) download>"Export project (JSON)"</a></p>
+        <p class="project-links">
+            <a class="button" href=format!("/stats?project={}", project.id)>"Project stats"</a>
+            <a class="button" href=format!("/api/projects/{}/export", project.id) download>"Export project (JSON)"</a>
+        </p>
         // A plain form: it searches before the page is alive too.
         <form class="project-search" role="search" aria-label="Search the project" method="get" action="/search">
             <input type="hidden" name="project" value=project.id.to_string()/>
@@ -153,6 +158,7 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
                 }).collect_view()}
             </ul>
         </section>
+        <ProjectTags tags/>
         <ProjectRequirements conversations=requirements/>
         <Members project=project.id members=members.members invitations=members.invitations owner note refresh/>
         {owner.then(|| view! { <Settings project=project.clone() note refresh/> })}
@@ -394,6 +400,27 @@ fn Settings(project: Project, note: Note, refresh: Callback<()>) -> impl IntoVie
                     </div>
                 </ModalDialog>
             </Show>
+        </section>
+    }
+}
+
+/// The tags of the project's conversations, whoever tagged them, most used first.
+#[component]
+fn ProjectTags(tags: Vec<TagCount>) -> impl IntoView {
+    view! {
+        <section aria-labelledby="project-tags-heading">
+            <h2 id="project-tags-heading">"Tags"</h2>
+            {if tags.is_empty() {
+                view! { <p class="empty">"No tags yet: they are the tags of the project's conversations."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="project-tags" data-testid="project-tags">
+                        {tags.into_iter().map(|t| view! {
+                            <li><span class="stat-tag">{t.tag}</span>" "<span class="count">{t.count}</span></li>
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
         </section>
     }
 }

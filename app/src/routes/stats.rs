@@ -1,22 +1,54 @@
-//! The stats page: how much the person has talked, about what, and the last 30 days in two small charts.
+//! The stats page: how much the person has talked, about what, and the last 30 days in two small charts; or, from
+//! a project's page (`?project=<id>`), the same of the project's conversations, whoever wrote them.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use leptos_router::hooks::use_query_map;
+use uuid::Uuid;
 
-use crate::api::{client, HistoryStats, TokenBudget};
+use crate::api::{client, project_calls, HistoryStats, TokenBudget};
 use crate::components::day_chart::{DayChart, Series};
 use crate::format::{day, grouped, moment, one_decimal};
 
-/// `/stats`.
+/// `/stats`, and `/stats?project=<id>`.
 #[component]
 pub fn StatsPage() -> impl IntoView {
+    let query = use_query_map();
+    let project = Memo::new(move |_| query.with(|m| m.get("project").and_then(|p| Uuid::parse_str(&p).ok())));
     let stats = RwSignal::new(None::<Result<HistoryStats, String>>);
+    // The project's name, once read (its heading says whose stats these are).
+    let name = RwSignal::new(None::<String>);
     Effect::new(move |_| {
-        spawn_local(async move { stats.set(Some(client::stats().await.map_err(|e| e.message))) });
+        let asked = project.get();
+        stats.set(None);
+        name.set(None);
+        spawn_local(async move {
+            if let Some(id) = asked {
+                if let Ok(read) = project_calls::project(id).await {
+                    name.set(Some(read.name));
+                }
+            }
+            let read = client::stats(asked).await.map_err(|e| e.message);
+            // Dropped if the page moved to other stats meanwhile.
+            if project.get_untracked() == asked {
+                stats.set(Some(read));
+            }
+        });
     });
+    let heading = move || match (project.get(), name.get()) {
+        (None, _) => "Stats".to_string(),
+        (Some(_), Some(name)) => format!("Stats of {name}"),
+        (Some(_), None) => "Stats of the project".to_string(),
+    };
     view! {
         <section class="page stats" aria-labelledby="stats-title">
-            <h1 id="stats-title">"Stats"</h1>
+            <h1 id="stats-title">{heading}</h1>
+            {move || project.get().map(|id| view! {
+                <p class="hint">
+                    "The project's conversations, whoever wrote them; the token budget is your own. "
+                    <a href=format!("/projects/{id}")>"Back to the project"</a>
+                </p>
+            })}
             {move || match stats.get() {
                 None => view! { <p class="muted" role="status">"Loading…"</p> }.into_any(),
                 Some(Err(message)) => view! { <p class="error" role="alert">{message}</p> }.into_any(),

@@ -12,6 +12,7 @@ use wire::{
 };
 
 use super::columns::{convert, shared_sql, stored_row, Stored};
+use super::projects::Scope;
 use super::{Result, StoreError};
 
 /// How many days of token use the statistics show.
@@ -696,59 +697,106 @@ shared_sql! {
         (D::Day, i64),
         AttachmentMetaRow<D::Id, D::Time>,
     );
-    /// The person's statistics of the window ending `today` (see [`History::history_stats`]). Tags and types
-    /// with as many uses compare byte-wise, so ties break alike on both backends.
-    pub(crate) async fn history_stats(conn: &mut D::Connection, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
+    /// The statistics of the conversations of `scope` over the window ending `today` (see
+    /// [`History::history_stats`]). Tags and types with as many uses compare byte-wise, so ties break alike on both
+    /// backends.
+    pub(crate) async fn history_stats(
+        conn: &mut D::Connection,
+        user: Uuid,
+        scope: Scope,
+        today: NaiveDate,
+    ) -> Result<HistoryStats> {
         let (from, until) = stats_window_bounds(today);
-        let rows: StatsRows<D::Time, D::Day> = StatsRows {
-            totals: sqlx::query_as(
-                "select count(*) as threads, cast(coalesce(sum(message_count), 0) as bigint) as messages,
-                 min(created_at) as first, max(updated_at) as last from threads where user_id = $1",
-            )
-            .bind(D::id(user))
-            .fetch_one(&mut *conn)
-            .await?,
-            tags: sqlx::query_as(&format!(
-                "select tag, count(*) as n from thread_tags where user_id = $1
-                 group by tag order by n desc, tag{} limit $2",
-                D::BYTEWISE
-            ))
-            .bind(D::id(user))
-            .bind(TOP_TAGS)
-            .fetch_all(&mut *conn)
-            .await?,
-            tokens: sqlx::query_as(
+        let (start, end) = (scope.next_placeholder(), scope.next_placeholder() + 1);
+        let totals: (i64, i64, Option<D::Time>, Option<D::Time>) = Self::scoped(
+            sqlx::query_as(&format!(
+                "select count(*) as threads, cast(coalesce(sum(t.message_count), 0) as bigint) as messages,
+                 min(t.created_at) as first, max(t.updated_at) as last from threads t where {}",
+                scope.threads("t")
+            )),
+            user,
+            scope,
+        )
+        .fetch_one(&mut *conn)
+        .await?;
+        if totals.0 == 0 {
+            Self::must_reach(&mut *conn, user, scope).await?;
+        }
+        // A person's tokens are their ledger's, wherever they spent them (a project's conversations are metered to
+        // whoever sent each turn); a project's are what its conversations spent, whoever sent.
+        let (tokens_sql, used_sql) = match scope {
+            Scope::Own => (
                 "select cast(coalesce(sum(input_tokens), 0) as bigint) as input,
-                 cast(coalesce(sum(output_tokens), 0) as bigint) as output from usage_ledger where user_id = $1",
+                 cast(coalesce(sum(output_tokens), 0) as bigint) as output from usage_ledger where user_id = $1"
+                    .to_string(),
+                format!(
+                    "select day, cast(sum(input_tokens) as bigint) as input, cast(sum(output_tokens) as bigint) as output
+                     from usage_ledger where user_id = $1 and day >= ${start} and day <= ${end} group by day"
+                ),
+            ),
+            Scope::Project(_) => (
+                format!(
+                    "select cast(coalesce(sum(t.input_tokens), 0) as bigint) as input,
+                     cast(coalesce(sum(t.output_tokens), 0) as bigint) as output from threads t where {}",
+                    scope.threads("t")
+                ),
+                format!(
+                    "select {} as day, cast(sum(m.input_tokens) as bigint) as input,
+                     cast(sum(m.output_tokens) as bigint) as output from messages m
+                     where {} and m.created_at >= ${start} and m.created_at < ${end} group by day",
+                    D::utc_day("m.created_at"),
+                    scope.rows("m")
+                ),
+            ),
+        };
+        let used = match scope {
+            Scope::Own => Self::scoped(sqlx::query_as(&used_sql), user, scope)
+                .bind(D::day(stats_window_start(today)))
+                .bind(D::day(today)),
+            Scope::Project(_) => {
+                Self::scoped(sqlx::query_as(&used_sql), user, scope).bind(D::time(from)).bind(D::time(until))
+            }
+        };
+        let rows: StatsRows<D::Time, D::Day> = StatsRows {
+            totals,
+            tags: Self::scoped(
+                sqlx::query_as(&format!(
+                    "select tt.tag, count(*) as n from thread_tags tt where {}
+                     group by tt.tag order by n desc, tt.tag{} limit {TOP_TAGS}",
+                    scope.rows("tt"),
+                    D::BYTEWISE
+                )),
+                user,
+                scope,
             )
-            .bind(D::id(user))
-            .fetch_one(&mut *conn)
-            .await?,
-            used: sqlx::query_as(
-                "select day, cast(sum(input_tokens) as bigint) as input, cast(sum(output_tokens) as bigint) as output
-                 from usage_ledger where user_id = $1 and day >= $2 and day <= $3 group by day",
-            )
-            .bind(D::id(user))
-            .bind(D::day(stats_window_start(today)))
-            .bind(D::day(today))
             .fetch_all(&mut *conn)
             .await?,
-            written: sqlx::query_as(&format!(
-                "select {} as day, count(*) as n from messages
-                 where user_id = $1 and created_at >= $2 and created_at < $3 group by day",
-                D::utc_day("created_at")
-            ))
-            .bind(D::id(user))
+            tokens: Self::scoped(sqlx::query_as(&tokens_sql), user, scope).fetch_one(&mut *conn).await?,
+            used: used.fetch_all(&mut *conn).await?,
+            written: Self::scoped(
+                sqlx::query_as(&format!(
+                    "select {} as day, count(*) as n from messages m
+                     where {} and m.created_at >= ${start} and m.created_at < ${end} group by day",
+                    D::utc_day("m.created_at"),
+                    scope.rows("m")
+                )),
+                user,
+                scope,
+            )
             .bind(D::time(from))
             .bind(D::time(until))
             .fetch_all(&mut *conn)
             .await?,
-            artifacts: sqlx::query_as(&format!(
-                "select artifact_type, count(*) as n from artifacts where user_id = $1
-                 group by artifact_type order by n desc, artifact_type{}",
-                D::BYTEWISE
-            ))
-            .bind(D::id(user))
+            artifacts: Self::scoped(
+                sqlx::query_as(&format!(
+                    "select a.artifact_type, count(*) as n from artifacts a where {}
+                     group by a.artifact_type order by n desc, a.artifact_type{}",
+                    scope.rows("a"),
+                    D::BYTEWISE
+                )),
+                user,
+                scope,
+            )
             .fetch_all(conn)
             .await?,
         };
@@ -851,9 +899,10 @@ pub trait History: Send + Sync {
     }
     /// Adds spent tokens (some perhaps counted by Quire) to the thread totals and the user's ledger for today.
     async fn record_spent(&self, spent: &super::SpentTokens) -> Result<()>;
-    /// Counts, dates, top tags, metered tokens (in all and per day of the 30 ending `today`) and documents by
-    /// type, over the user's own rows.
-    async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats>;
+    /// Counts, dates, top tags, tokens (in all and per day of the 30 ending `today`) and documents by type, over
+    /// the conversations of `scope`: for the person's own, the tokens metered to them; for a project's, what its
+    /// conversations spent (per day: their answers'). `NotFound` for a project the person is not a member of.
+    async fn history_stats(&self, user: Uuid, scope: Scope, today: NaiveDate) -> Result<HistoryStats>;
     /// Every thread id of the user, archived ones too, oldest first.
     async fn all_thread_ids(&self, user: Uuid) -> Result<Vec<Uuid>>;
     /// The metadata of the user's attachments, oldest first.

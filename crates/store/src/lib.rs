@@ -43,7 +43,7 @@ pub use changes::{ArtifactChange, ChangeKind, SharedChanges};
 pub use history::History;
 pub use limits::{Admission, Rate, SharedLimits};
 pub use messages::{Messages, ThreadStamp, Tree};
-pub use projects::{ProjectPatch, Projects};
+pub use projects::{ProjectPatch, Projects, Scope};
 pub use requirements::{
     Citation, ForeignLedger, ForeignPick, LedgerRows, LedgerView, LedgerWrite, PlanWrites, Recorded, Requirements,
     Standing,

@@ -70,6 +70,48 @@ pub(crate) fn readable(thread: &str, user: &str) -> String {
     thread_access(thread, user, ProjectRole::Viewer)
 }
 
+/// Whose conversations a count (tags, statistics) is over: the person's own, or those of a project they are a
+/// member of, whoever wrote them. Its statements bind the person to `$1` and the project to `$2`; a person who is
+/// not a member of the project reads nothing in them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The person's own conversations.
+    Own,
+    /// The conversations of this project.
+    Project(Uuid),
+}
+
+impl Scope {
+    /// SQL for "the conversation `alias` (a row of `threads`) is in the scope".
+    pub(crate) fn threads(self, alias: &str) -> String {
+        match self {
+            Self::Own => format!("{alias}.user_id = $1"),
+            Self::Project(_) => {
+                format!("{alias}.project_id = $2 and {}", member_with("$2", "$1", ProjectRole::Viewer))
+            }
+        }
+    }
+
+    /// SQL for "the row `alias` of a conversation's (`thread_tags`, `messages`, `artifacts`: rows that keep their
+    /// conversation's id and its author's) is in the scope".
+    pub(crate) fn rows(self, alias: &str) -> String {
+        match self {
+            Self::Own => format!("{alias}.user_id = $1"),
+            Self::Project(_) => {
+                format!("{alias}.thread_id in (select st.id from threads st where {})", self.threads("st"))
+            }
+        }
+    }
+
+    /// The number of a statement's first placeholder after the scope's.
+    pub(crate) fn next_placeholder(self) -> usize {
+        match self {
+            Self::Own => 2,
+            Self::Project(_) => 3,
+        }
+    }
+}
+
 /// How a person is named to others: their display name, else their e-mail address.
 fn person_name(display_name: String, email: String) -> String {
     if display_name.trim().is_empty() {
@@ -204,6 +246,28 @@ shared_sql! {
             Some(role) if role < least => Some(StoreError::Forbidden(why.to_owned())),
             Some(_) => None,
         })
+    }
+
+    /// `query` with the person and the scope's project bound where [`Scope`]'s SQL reads them.
+    pub(crate) fn scoped<'q, O>(
+        query: sqlx::query::QueryAs<'q, D, O, D::Arguments<'q>>,
+        user: Uuid,
+        scope: Scope,
+    ) -> sqlx::query::QueryAs<'q, D, O, D::Arguments<'q>> {
+        let query = query.bind(D::id(user));
+        match scope {
+            Scope::Own => query,
+            Scope::Project(project) => query.bind(D::id(project)),
+        }
+    }
+
+    /// Why a statement over `scope` read nothing, if the scope was the cause: `NotFound` for a project the person
+    /// is not a member of (told after the fact, as [`refusal`](Self::refusal) is).
+    pub(crate) async fn must_reach(conn: &mut D::Connection, user: Uuid, scope: Scope) -> Result<()> {
+        match scope {
+            Scope::Own => Ok(()),
+            Scope::Project(project) => Self::role_in(conn, user, project).await?.map(|_| ()).ok_or(StoreError::NotFound),
+        }
     }
 
     /// See [`Projects::unreachable`]: one statement for every pair.

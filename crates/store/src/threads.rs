@@ -9,6 +9,7 @@ use uuid::Uuid;
 use wire::Thread;
 
 use super::columns::{shared_sql, stored_row, Stored};
+use super::projects::Scope;
 use super::{now, CursorKey, Result, StoreError, ThreadCursor, ThreadPage, ThreadPatch, ThreadQuery, ThreadSort};
 
 shared_sql! {
@@ -116,12 +117,16 @@ shared_sql! {
     }
 
     /// See [`Threads::list_tags`].
-    pub(crate) async fn tag_counts(conn: &mut D::Connection, user: Uuid) -> Result<Vec<wire::TagCount>> {
+    pub(crate) async fn tag_counts(conn: &mut D::Connection, user: Uuid, scope: Scope) -> Result<Vec<wire::TagCount>> {
         let sql = format!(
-            "select tag, count(*) as n from thread_tags where user_id = $1 group by tag order by n desc, tag{}",
+            "select tt.tag, count(*) as n from thread_tags tt where {} group by tt.tag order by n desc, tt.tag{}",
+            scope.rows("tt"),
             D::BYTEWISE
         );
-        let rows: Vec<(String, i64)> = sqlx::query_as(&sql).bind(D::id(user)).fetch_all(conn).await?;
+        let rows: Vec<(String, i64)> = Self::scoped(sqlx::query_as(&sql), user, scope).fetch_all(&mut *conn).await?;
+        if rows.is_empty() {
+            Self::must_reach(conn, user, scope).await?;
+        }
         Ok(rows.into_iter().map(|(tag, n)| wire::TagCount { tag, count: n as u64 }).collect())
     }
 }
@@ -134,9 +139,9 @@ pub trait Threads: Send + Sync {
     async fn get_thread(&self, user: Uuid, thread: Uuid) -> Result<Thread>;
     async fn update_thread(&self, user: Uuid, thread: Uuid, patch: &ThreadPatch) -> Result<Thread>;
     async fn delete_thread(&self, user: Uuid, thread: Uuid) -> Result<()>;
-    /// Every tag of the user with how many of their conversations (archived ones too) carry it, most used first,
-    /// ties by name compared byte-wise.
-    async fn list_tags(&self, user: Uuid) -> Result<Vec<wire::TagCount>>;
+    /// Every tag of the conversations of `scope` (archived ones too) with how many carry it, most used first, ties
+    /// by name compared byte-wise; `NotFound` for a project the person is not a member of.
+    async fn list_tags(&self, user: Uuid, scope: Scope) -> Result<Vec<wire::TagCount>>;
 }
 
 /// Saves a new thread: id, owner, title and the time it was made.
@@ -335,8 +340,8 @@ macro_rules! threads_for {
                 }
 
                 #[instrument(skip(self))]
-                async fn list_tags(&self, user: Uuid) -> Result<Vec<TagCount>> {
-                    Shared::tag_counts(&mut *self.read().await?, user).await
+                async fn list_tags(&self, user: Uuid, scope: $crate::Scope) -> Result<Vec<TagCount>> {
+                    Shared::tag_counts(&mut *self.read().await?, user, scope).await
                 }
             }
         };

@@ -10,7 +10,7 @@ use wire::AccountExport;
 use wire::{
     requirement_key, Artifact, ArtifactVersion, ExportedArtifact, ExportedCitation, ExportedMessage,
     ExportedRequirement, ExportedRequirementRevision, ExportedThreadInfo, MessageStatus, Role, ThreadExport,
-    VersionAuthor, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
+    VersionAuthor, Writer, ACCOUNT_EXPORT_FORMAT, EXPORT_VERSION, THREAD_EXPORT_FORMAT,
 };
 
 use super::{Error, Result};
@@ -37,6 +37,16 @@ pub struct Download {
 /// One conversation of the user as exported: the thread, every message with its metadata, every document, the
 /// traces of its turns.
 pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<ThreadExport, StoreError> {
+    Ok(read_thread(store, user, thread).await?.0)
+}
+
+/// [`thread`], with the writer of each of the person's messages that the conversation's author did not write (a
+/// project's editor's), by message id.
+async fn read_thread(
+    store: &DynStore,
+    user: Uuid,
+    thread: Uuid,
+) -> Result<(ThreadExport, HashMap<Uuid, Uuid>), StoreError> {
     let info = store.get_thread(user, thread).await?;
     let (messages, tree, artifacts, versions, traces, ledger) = tokio::try_join!(
         store.list_messages(user, thread),
@@ -48,7 +58,8 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
     )?;
     let mut artifacts = exported_versions(&artifacts, versions);
     let requirements = exported_ledger(&ledger, &mut artifacts);
-    Ok(ThreadExport {
+    let others = messages.iter().filter_map(|m| Some((m.id, m.author_id?))).collect();
+    let export = ThreadExport {
         format: THREAD_EXPORT_FORMAT.into(),
         version: EXPORT_VERSION,
         exported_at: store::now(),
@@ -80,7 +91,8 @@ pub async fn thread(store: &DynStore, user: Uuid, thread: Uuid) -> Result<Thread
         artifacts,
         traces,
         requirements,
-    })
+    };
+    Ok((export, others))
 }
 
 /// Every version of the documents as export entries, documents in order and each one's versions oldest first;
@@ -410,11 +422,18 @@ pub async fn thread_download(
     format: ThreadFormat,
     ticket: &Ticket,
 ) -> Result<Download> {
-    let export = thread(store, user, id).await?;
-    ticket.run_blocking(move || render_thread(&export, format)).await.ok_or(Error::Task)?
+    let (export, others) = read_thread(store, user, id).await?;
+    // Names are read only where someone besides the author wrote: a personal conversation asks nothing more.
+    let bylines = match format {
+        ThreadFormat::Markdown if !others.is_empty() => {
+            Bylines::new(&export, &others, &store.thread_writers(user, id).await?).ok_or(StoreError::NotFound)?
+        }
+        _ => Bylines::default(),
+    };
+    ticket.run_blocking(move || render_thread(&export, &bylines, format)).await.ok_or(Error::Task)?
 }
 
-fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download> {
+fn render_thread(export: &ThreadExport, bylines: &Bylines, format: ThreadFormat) -> Result<Download> {
     Ok(match format {
         ThreadFormat::Json => Download {
             body: serde_json::to_string_pretty(export).map_err(Error::Render)?,
@@ -422,7 +441,7 @@ fn render_thread(export: &ThreadExport, format: ThreadFormat) -> Result<Download
             file_name: crate::download::file_name(&export.thread.title, "json", "conversation"),
         },
         ThreadFormat::Markdown => Download {
-            body: to_markdown(export),
+            body: to_markdown(export, bylines),
             content_type: "text/markdown; charset=utf-8",
             file_name: crate::download::file_name(&export.thread.title, "md", "conversation"),
         },
@@ -451,8 +470,36 @@ fn shown_path(export: &ThreadExport) -> Vec<&ExportedMessage> {
     path
 }
 
-/// The conversation as a Markdown document people can read: the path it shows.
-pub fn to_markdown(export: &ThreadExport) -> String {
+/// Who wrote each of the person's messages of a conversation, for its Markdown: by name, by message id, where more
+/// than one person wrote in it (a project's); empty where only its author did, whose messages are "You".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Bylines(HashMap<Uuid, String>);
+
+impl Bylines {
+    /// The bylines of `export`, whose messages `others` (by id) were written by someone besides its author, as
+    /// named by `writers` (its author first: see [`wire::ThreadDetail::writers`]). `None` without writers: the
+    /// person no longer reads the conversation.
+    pub fn new(export: &ThreadExport, others: &HashMap<Uuid, Uuid>, writers: &[Writer]) -> Option<Self> {
+        let author = writers.first()?.id;
+        if others.values().all(|writer| *writer == author) {
+            return Some(Self::default());
+        }
+        let name = |id: Uuid| {
+            writers.iter().find(|w| w.id == id).map_or_else(|| "A former member".to_string(), |w| w.name.clone())
+        };
+        let persons = export.messages.iter().filter(|m| m.role == Role::User);
+        Some(Self(persons.map(|m| (m.id, name(others.get(&m.id).copied().unwrap_or(author)))).collect()))
+    }
+
+    /// Who heads the person's message `id`.
+    fn of(&self, id: Uuid) -> &str {
+        self.0.get(&id).map_or("You", String::as_str)
+    }
+}
+
+/// The conversation as a Markdown document people can read: the path it shows, each of the person's messages under
+/// its writer's name where more than one person wrote (see [`Bylines`]).
+pub fn to_markdown(export: &ThreadExport, bylines: &Bylines) -> String {
     use std::fmt::Write;
     let mut out = format!("# {}\n\n", export.thread.title);
     // Writing to a String cannot fail.
@@ -468,7 +515,7 @@ pub fn to_markdown(export: &ThreadExport) -> String {
     }
     for message in shown {
         let who = match message.role {
-            Role::User => "You",
+            Role::User => bylines.of(message.id),
             Role::Assistant => "Assistant",
         };
         let _ = write!(out, "\n---\n\n### {who} · {}", stamp(message.created_at));
@@ -564,6 +611,68 @@ mod tests {
         assert_eq!(whole.next().await.unwrap().unwrap().len(), PIECE_BYTES);
         drop(whole);
         assert!(matches!(piece.push(&vec![b'c'; PIECE_BYTES]).await, Err(WriteError::Gone)));
+    }
+
+    fn said(seq: i64, role: Role, content: &str) -> ExportedMessage {
+        ExportedMessage {
+            id: Uuid::from_u128(seq as u128),
+            seq,
+            role,
+            content: content.into(),
+            status: MessageStatus::Complete,
+            input_tokens: 0,
+            output_tokens: 0,
+            model: None,
+            created_at: DateTime::UNIX_EPOCH,
+            parent_id: None,
+        }
+    }
+
+    #[test]
+    fn a_conversation_with_more_than_one_writer_names_each_persons_messages() {
+        let export = ThreadExport {
+            format: THREAD_EXPORT_FORMAT.into(),
+            version: EXPORT_VERSION,
+            exported_at: DateTime::UNIX_EPOCH,
+            thread: ExportedThreadInfo {
+                id: Uuid::nil(),
+                title: "Payroll".into(),
+                tags: Vec::new(),
+                pinned: false,
+                archived: false,
+                created_at: DateTime::UNIX_EPOCH,
+                updated_at: DateTime::UNIX_EPOCH,
+                active_message_id: None,
+            },
+            messages: vec![
+                said(1, Role::User, "Monthly."),
+                said(2, Role::Assistant, "Noted."),
+                said(3, Role::User, "Overtime weekly."),
+                said(4, Role::User, "And holidays."),
+            ],
+            artifacts: Vec::new(),
+            traces: Vec::new(),
+            requirements: Vec::new(),
+        };
+        let (ada, ed, gone) = (Uuid::from_u128(10), Uuid::from_u128(11), Uuid::from_u128(12));
+        let writers = [Writer { id: ada, name: "Ada Lovelace".into() }, Writer { id: ed, name: "Ed Ward".into() }];
+        let heads = |bylines: &Bylines| {
+            let markdown = to_markdown(&export, bylines);
+            markdown
+                .lines()
+                .filter_map(|l| l.strip_prefix("### "))
+                .map(|l| l.split(" · ").next().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+
+        let others = HashMap::from([(Uuid::from_u128(3), ed), (Uuid::from_u128(4), gone)]);
+        let named = Bylines::new(&export, &others, &writers).unwrap();
+        assert_eq!(heads(&named), ["Ada Lovelace", "Assistant", "Ed Ward", "A former member"]);
+        // Only the author wrote: every message of theirs is "You", as before projects.
+        assert_eq!(heads(&Bylines::default()), ["You", "Assistant", "You", "You"]);
+        let own = HashMap::from([(Uuid::from_u128(3), ada)]);
+        assert_eq!(Bylines::new(&export, &own, &writers), Some(Bylines::default()));
+        assert_eq!(Bylines::new(&export, &others, &[]), None, "no longer read");
     }
 
     #[tokio::test(start_paused = true)]

@@ -34,6 +34,23 @@ pub fn router() -> Router<AppState> {
         .route("/api/projects/{id}/export", get(export))
 }
 
+/// Query of the counts a project narrows (`GET /api/tags`, `GET /api/stats`).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct InProject {
+    /// Count a project's conversations (whoever wrote them) instead of one's own: a project one is a member of
+    /// (404 for any other).
+    project: Option<Uuid>,
+}
+
+impl InProject {
+    /// Whose conversations are counted.
+    pub(crate) fn scope(&self) -> store::Scope {
+        self.project.map_or(store::Scope::Own, store::Scope::Project)
+    }
+}
+
 /// `POST /api/projects`: a new project, with the caller as its owner.
 #[utoipa::path(post, path = "/api/projects", tag = "projects", security(("session" = []), ("bearer" = [])), request_body = CreateProject,
     responses((status = 201, body = Project), (status = 401, body = wire::ErrorBody),

@@ -168,11 +168,17 @@ pub async fn list_threads(
     Ok(Json(ThreadList { threads: page.threads, next_cursor: page.next.as_ref().map(encode_cursor) }))
 }
 
-/// `GET /api/tags`: every tag of the caller's conversations with how many carry it, archived ones counted too.
-#[utoipa::path(get, path = "/api/tags", tag = "threads", security(("session" = []), ("bearer" = [])),
-    responses((status = 200, body = TagList, description = "Most used first, ties by name"), (status = 401, body = wire::ErrorBody)))]
-pub async fn list_tags(state: axum::extract::State<AppState>, user: AuthUser) -> Result<Json<TagList>> {
-    Ok(Json(TagList { tags: state.store.list_tags(user.id).await? }))
+/// `GET /api/tags`: every tag of the caller's conversations (or a project's) with how many carry it, archived ones
+/// counted too.
+#[utoipa::path(get, path = "/api/tags", tag = "threads", security(("session" = []), ("bearer" = [])), params(super::projects::InProject),
+    responses((status = 200, body = TagList, description = "Most used first, ties by name"), (status = 400, body = wire::ErrorBody, description = "A malformed parameter"),
+        (status = 401, body = wire::ErrorBody), (status = 404, body = wire::ErrorBody, description = "Not a member of the project")))]
+pub async fn list_tags(
+    state: axum::extract::State<AppState>,
+    user: AuthUser,
+    Query(params): Query<super::projects::InProject>,
+) -> Result<Json<TagList>> {
+    Ok(Json(TagList { tags: state.store.list_tags(user.id, params.scope()).await? }))
 }
 
 /// `GET /api/threads/{id}`.

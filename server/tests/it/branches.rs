@@ -356,7 +356,7 @@ async fn an_export_carries_the_tree_and_an_import_restores_it(db: Db) {
     assert_eq!(before.1, ["Question", "Second answer", "Follow-up"]);
 
     let exported = export::thread(s, u, t.id).await.unwrap();
-    let markdown = export::to_markdown(&exported);
+    let markdown = export::to_markdown(&exported, &export::Bylines::default());
     assert!(
         markdown.contains("Follow-up") && !markdown.contains("First answer") && !markdown.contains("Another start")
     );

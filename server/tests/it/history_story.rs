@@ -61,7 +61,7 @@ async fn stats_of_a_known_data_set(db: Db) {
     let u = new_user(s).await;
     let other = new_user(s).await;
 
-    let empty = s.history_stats(u, Utc::now().date_naive()).await.unwrap();
+    let empty = s.history_stats(u, store::Scope::Own, Utc::now().date_naive()).await.unwrap();
     assert_eq!((empty.total_threads, empty.total_messages, empty.average_messages_per_thread), (0, 0, 0.0));
     assert_eq!(empty.first_conversation_at, None);
     assert_eq!(empty.tokens_per_day.len(), 30);
@@ -94,7 +94,7 @@ async fn stats_of_a_known_data_set(db: Db) {
     s.record_usage(other, theirs.id, "model-a", Usage { input_tokens: 1000, output_tokens: 1000 }).await.unwrap();
 
     let today = Utc::now().date_naive();
-    let stats = s.history_stats(u, today).await.unwrap();
+    let stats = s.history_stats(u, store::Scope::Own, today).await.unwrap();
     assert_eq!(stats.total_threads, 3);
     assert_eq!(stats.total_messages, 4);
     assert!((stats.average_messages_per_thread - 4.0 / 3.0).abs() < 1e-9);

@@ -569,6 +569,13 @@ async fn editors_write_in_a_project_conversation_as_themselves_and_pay_for_it() 
             (editor_auth.user.id, crate::common::shown_name(&editor_auth.user)),
         ];
         assert_eq!(writers, expected, "the author first");
+        // Its Markdown names who wrote each of the person's messages, for any member who downloads it.
+        let path_md = format!("/api/threads/{thread}/export?format=markdown");
+        let markdown = send(&viewer, &server, "GET", &path_md, None).await.text().await.unwrap();
+        let heads: Vec<&str> =
+            markdown.lines().filter_map(|l| Some(l.strip_prefix("### ")?.split_once(" · ")?.0)).collect();
+        let (author_name, editor_name) = (expected[0].1.as_str(), expected[1].1.as_str());
+        assert_eq!(heads, [author_name, "Assistant", editor_name, "Assistant"], "{markdown}");
         // What the editor's turn spent is on their ledger, not the author's.
         assert!(tokens_of(&server, &editor).await > 0, "the sender pays");
         assert_eq!(tokens_of(&server, &server.client).await, author_tokens, "the author pays nothing of it");
@@ -690,8 +697,25 @@ async fn a_projects_files_are_searched_from_each_of_its_conversations_and_say_wh
     }
 }
 
+/// `GET path` as `client`: its status, and its body when it is 200.
+async fn read<T: serde::de::DeserializeOwned>(client: &Client, server: &TestServer, path: &str) -> (u16, Option<T>) {
+    let response = send(client, server, "GET", path, None).await;
+    let status = response.status().as_u16();
+    (status, if status == 200 { Some(response.json().await.unwrap()) } else { None })
+}
+
+/// Tags a conversation of `client`'s person.
+async fn tag(client: &Client, server: &TestServer, thread: Uuid, tags: &[&str]) {
+    let tagged = send(client, server, "PATCH", &format!("/api/threads/{thread}"), Some(json!({ "tags": tags }))).await;
+    assert_eq!(tagged.status(), 200);
+}
+
+fn counted(tags: &[wire::TagCount]) -> Vec<(&str, u64)> {
+    tags.iter().map(|t| (t.tag.as_str(), t.count)).collect()
+}
+
 #[tokio::test]
-async fn a_project_is_searched_by_its_members_across_everyones_conversations() {
+async fn a_project_is_searched_and_counted_by_its_members_across_everyones_conversations() {
     for (store, _guard) in every_store("projects_search").await {
         let Shared { server, project, thread, viewer, outsider, .. } = shared_conversation(store).await;
         let (editor, _) = server.second_user("ed@example.com").await;
@@ -727,10 +751,55 @@ async fn a_project_is_searched_by_its_members_across_everyones_conversations() {
         }
         // An outsider's search of the project is a missing project's.
         expect(search(&outsider, "payslips").await, 404, "not_found", "an outsider").await;
-        // A conversation moved out is no longer found in it.
+
+        // Its tags and statistics are its conversations', whoever wrote and tagged them, the same for every member;
+        // nobody's own conversations count in them.
+        tag(&server.client, &server, thread, &["payroll", "urgent"]).await;
+        tag(&editor, &server, theirs, &["payroll"]).await;
+        tag(&editor, &server, own, &["private"]).await;
+        tag(&server.client, &server, elsewhere, &["garden"]).await;
+        let outsiders = server.create_thread_as(&outsider).await;
+        tag(&outsider, &server, outsiders, &["payroll", "secret"]).await;
+        let (tags, stats) = (format!("/api/tags?project={project}"), format!("/api/stats?project={project}"));
+        let listed: ThreadList = server.get_json(&format!("/api/projects/{project}/threads")).await;
+        let messages: i64 = listed.threads.iter().map(|t| t.message_count).sum();
+        let usage: wire::admin::AdminProjectList = server.get_json("/api/admin/projects").await;
+        let spent = usage.projects.iter().find(|p| p.id == project).map(|p| p.input_tokens + p.output_tokens);
+        let mut seen = Vec::new();
+        for client in [&viewer, &editor, &server.client] {
+            let (status, list) = read::<wire::TagList>(client, &server, &tags).await;
+            assert_eq!(status, 200);
+            assert_eq!(counted(&list.unwrap().tags), [("payroll", 2), ("urgent", 1)]);
+            let (status, counts) = read::<wire::HistoryStats>(client, &server, &stats).await;
+            assert_eq!(status, 200);
+            let counts = counts.unwrap();
+            assert_eq!(counted(&counts.top_tags), [("payroll", 2), ("urgent", 1)]);
+            assert_eq!((counts.total_threads, counts.total_messages as i64), (2, messages));
+            assert_eq!(counts.tokens_per_day.iter().map(|d| d.messages as i64).sum::<i64>(), messages);
+            assert_eq!(Some(counts.input_tokens + counts.output_tokens), spent, "what its conversations spent");
+            assert!(counts.tokens_per_day.iter().any(|d| d.output_tokens > 0));
+            assert_eq!(counts.artifacts_by_type.iter().map(|t| t.count).sum::<u64>(), 1, "the author's document");
+            seen.push(wire::HistoryStats { budget: None, ..counts });
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "the same for every member");
+        // One's own counts are unchanged: the editor's two conversations, the outsider's one.
+        let (_, mine) = read::<wire::TagList>(&editor, &server, "/api/tags").await;
+        assert_eq!(counted(&mine.unwrap().tags), [("payroll", 1), ("private", 1)]);
+        let (_, mine) = read::<wire::HistoryStats>(&editor, &server, "/api/stats").await;
+        assert_eq!(mine.unwrap().total_threads, 2);
+        // An outsider, and anyone asking of a project that does not exist, gets a missing project's 404.
+        for path in [&tags, &stats] {
+            expect(send(&outsider, &server, "GET", path, None).await, 404, "not_found", path).await;
+            let missing = path.replace(&project.to_string(), &Uuid::new_v4().to_string());
+            expect(send(&viewer, &server, "GET", &missing, None).await, 404, "not_found", &missing).await;
+        }
+
+        // A conversation moved out is no longer found or counted in it.
         assert_eq!(move_thread(&editor, &server, theirs, None).await.status(), 200);
         let found: wire::SearchResults = search(&viewer, "payslips").await.json().await.unwrap();
         assert!(found.results.is_empty(), "{:?}", found.results);
+        let (_, list) = read::<wire::TagList>(&viewer, &server, &tags).await;
+        assert_eq!(counted(&list.unwrap().tags), [("payroll", 1), ("urgent", 1)]);
     }
 }
 

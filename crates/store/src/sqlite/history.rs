@@ -18,8 +18,8 @@ impl History for Sqlite {
     }
 
     #[instrument(skip(self))]
-    async fn history_stats(&self, user: Uuid, today: NaiveDate) -> Result<HistoryStats> {
-        Shared::history_stats(&mut *self.read().await?, user, today).await
+    async fn history_stats(&self, user: Uuid, scope: crate::Scope, today: NaiveDate) -> Result<HistoryStats> {
+        Shared::history_stats(&mut *self.read().await?, user, scope, today).await
     }
 
     #[instrument(skip(self))]
