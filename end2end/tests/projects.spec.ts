@@ -206,4 +206,12 @@ test('a document cites a requirement of another conversation of the project: it 
   await expect(requirement).toContainText('12 hours');
   await expect(requirement.getByTestId('coverage-elsewhere')).toContainText('in “Plans”');
   await expect(page.getByTestId('message-user').first()).toHaveAttribute('data-highlighted', 'true');
+
+  // The owner takes Rota out of the project from its page; Plans' document no longer cites it.
+  await page.goto(`/projects/${project}`);
+  await page.getByRole('button', { name: 'Take “Rota” out of the project' }).click();
+  await expect(page.getByRole('main').getByRole('status')).toContainText('“Rota” was taken out of the project.');
+  await expect(page.getByTestId('project-threads').getByRole('link')).toHaveCount(1);
+  const after = await (await api.get(`/api/artifacts/${doc.id}`)).json();
+  expect(after.requirements).not.toContain(key);
 });

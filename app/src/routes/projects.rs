@@ -152,9 +152,32 @@ fn ProjectView(page: Loaded, note: Note, refresh: Callback<()>) -> impl IntoView
                 <p class="empty">"No conversations yet. Move one here with “Move to project…” in its menu."</p>
             })}
             <ul class="project-threads" data-testid="project-threads">
-                {threads.into_iter().map(|t| view! {
-                    <li><a href=format!("/c/{}", t.id)>{t.title}</a>
-                        <span class="hint">{format!(" · {}", moment(t.updated_at))}</span></li>
+                {threads.into_iter().map(|t| {
+                    let (id, title) = (t.id, t.title.clone());
+                    // An owner takes any conversation out of the project: it stays its author's.
+                    let take_out = move |_| {
+                        let title = title.clone();
+                        spawn_local(async move {
+                            match calls::move_thread(id, None).await {
+                                Ok(_) => {
+                                    note.set(Some((true, format!("“{title}” was taken out of the project."))));
+                                    refresh.run(());
+                                }
+                                Err(e) => note.set(Some((false, e.message))),
+                            }
+                        });
+                    };
+                    let label = format!("Take “{}” out of the project", t.title);
+                    view! {
+                        <li><a href=format!("/c/{}", t.id)>{t.title}</a>
+                            <span class="hint">{format!(" · {}", moment(t.updated_at))}</span>
+                            {owner.then(|| view! {
+                                <button type="button" class="link-button" aria-label=label on:click=take_out>
+                                    "Take out"
+                                </button>
+                            })}
+                        </li>
+                    }
                 }).collect_view()}
             </ul>
         </section>

@@ -220,8 +220,10 @@ impl Tree {
 }
 
 /// Whether a turn of a thread (`$1`) of a user (`$2`) heard from since `$3` holds it.
+/// Whether a turn heard from since `$2` holds the thread `$1` (whoever sent it; the caller has checked who may
+/// write, in the statement that locked the thread).
 const TURN_RUNNING: &str = "select exists (select 1 from turns
-    where thread_id = $1 and user_id = $2 and status = 'running' and heartbeat_at >= $3)";
+    where thread_id = $1 and status = 'running' and heartbeat_at >= $2)";
 
 shared_sql! {
     rows(MessageRow<D::Id, D::Time>, StampRow<D::Id>, MessageHeadRow<D::Id>);
@@ -346,18 +348,21 @@ shared_sql! {
         Ok(D::rows_affected(&updated) > 0)
     }
 
-    /// Makes `leaf` the active message of the person's `thread` (`None`: before its first message); `NotFound`
-    /// when the thread is missing or another user's, or `leaf` is not one of its messages.
+    /// Makes `leaf` the active message of `thread` (`None`: before its first message), for its author or an
+    /// editor of its project (the branch shown is the conversation's, for everyone who reads it); `NotFound`
+    /// when the thread is missing or the person does not write in it, or `leaf` is not one of its messages.
     pub(crate) async fn set_active(
         conn: &mut D::Connection,
         user: Uuid,
         thread: Uuid,
         leaf: Option<Uuid>,
     ) -> Result<()> {
-        let updated = sqlx::query(
-            "update threads set active_id = $1 where id = $2 and user_id = $3
+        let sql = format!(
+            "update threads set active_id = $1 where id = $2 and {}
              and ($1 is null or exists (select 1 from messages where id = $1 and thread_id = $2))",
-        )
+            thread_row_access("threads", "$3", wire::ProjectRole::Editor)
+        );
+        let updated = sqlx::query(&sql)
         .bind(leaf.map(D::id))
         .bind(D::id(thread))
         .bind(D::id(user))
@@ -419,14 +424,12 @@ shared_sql! {
     /// changes only between turns. Run in the transaction of the change it guards.
     pub(crate) async fn refuse_while_running(
         conn: &mut D::Connection,
-        user: Uuid,
         thread: Uuid,
         stale_after_ms: i64,
     ) -> Result<()> {
         let heard_since = now() - chrono::Duration::milliseconds(stale_after_ms);
         let busy: bool = sqlx::query_scalar(TURN_RUNNING)
             .bind(D::id(thread))
-            .bind(D::id(user))
             .bind(D::time(heard_since))
             .fetch_one(conn)
             .await?;
@@ -573,7 +576,7 @@ macro_rules! messages_for {
                     self.write_together(move |tx| {
                         Box::pin(async move {
                             Shared::lock_thread(&mut *tx, user, message.thread_id).await?;
-                            Shared::refuse_while_running(&mut *tx, user, message.thread_id, stale_after_ms).await?;
+                            Shared::refuse_while_running(&mut *tx, message.thread_id, stale_after_ms).await?;
                             let place = $insert(tx, user, id, &message, created).await?.ok_or(StoreError::NotFound)?;
                             Ok(message.saved(id, place, created))
                         })
@@ -623,9 +626,9 @@ macro_rules! messages_for {
                 ) -> Result<()> {
                     self.write_together(move |tx| {
                         Box::pin(async move {
-                            Shared::lock_thread(&mut *tx, user, thread).await?;
+                            Shared::lock_thread_for(&mut *tx, user, thread, wire::ProjectRole::Editor).await?;
                             if let Some(stale_after_ms) = stale_after_ms {
-                                Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
+                                Shared::refuse_while_running(&mut *tx, thread, stale_after_ms).await?;
                             }
                             Shared::set_active(tx, user, thread, leaf).await
                         })
@@ -663,7 +666,7 @@ macro_rules! messages_for {
                                 Shared::tree(&mut *tx, user, thread, true).await?.ok_or(StoreError::NotFound)?;
                             let (gone, active) = tree.after_deleting(message).ok_or(StoreError::NotFound)?;
                             if let Some(stale_after_ms) = stale_after_ms {
-                                Shared::refuse_while_running(&mut *tx, user, thread, stale_after_ms).await?;
+                                Shared::refuse_while_running(&mut *tx, thread, stale_after_ms).await?;
                             }
                             Shared::delete_messages(tx, user, thread, &gone, active).await
                         })

@@ -875,21 +875,32 @@ shared_sql! {
     }
 
     /// Moves the person's conversation into the project `to` (where they edit) or, with `None`, out of its
-    /// project; the projects it leaves and joins log it. `NotFound` when the conversation is not theirs or they
-    /// are not a member of `to`, `Forbidden` when they only view it.
+    /// project, which an owner of that project may do with anyone's conversation; the projects it leaves and joins
+    /// log it. Gives the conversation's author. `NotFound` when the conversation is neither theirs nor one of a
+    /// project they own (nor one they read: see `http::access`), or they are not a member of `to`; `Forbidden`
+    /// when they only view `to`.
     pub(crate) async fn move_thread(
         conn: &mut D::Connection,
         user: Uuid,
         thread: Uuid,
         to: Option<Uuid>,
-    ) -> Result<()> {
-        let sql = format!("select project_id, title from threads where id = $1 and user_id = $2 {}", D::FOR_UPDATE);
-        let row: Option<(Option<D::Id>, String)> =
+    ) -> Result<Uuid> {
+        // The author, or an owner of its project (who only takes it out), in the statement that locks it.
+        let sql = format!(
+            "select t.project_id, t.title, t.user_id from threads t where t.id = $1
+             and (t.user_id = $2 or (t.project_id is not null and {})) {}",
+            member_with("t.project_id", "$2", ProjectRole::Owner),
+            D::FOR_UPDATE
+        );
+        let row: Option<(Option<D::Id>, String, D::Id)> =
             sqlx::query_as(&sql).bind(D::id(thread)).bind(D::id(user)).fetch_optional(&mut *conn).await?;
-        let (from, title) = row.ok_or(StoreError::NotFound)?;
-        let from: Option<Uuid> = from.read("project_id")?;
+        let (from, title, author) = row.ok_or(StoreError::NotFound)?;
+        let (from, author): (Option<Uuid>, Uuid) = (from.read("project_id")?, author.read("user_id")?);
         if from == to {
-            return Ok(());
+            return Ok(author);
+        }
+        if author != user && to.is_some() {
+            return Err(StoreError::Forbidden("Only its author moves a conversation into a project.".into()));
         }
         match to {
             Some(project) => {
@@ -909,9 +920,9 @@ shared_sql! {
                 }
             }
             None => {
-                sqlx::query("update threads set project_id = null where id = $1 and user_id = $2")
+                // The row is locked: its author and project are as read.
+                sqlx::query("update threads set project_id = null where id = $1")
                     .bind(D::id(thread))
-                    .bind(D::id(user))
                     .execute(&mut *conn)
                     .await?;
             }
@@ -922,7 +933,7 @@ shared_sql! {
         if let Some(joined) = to {
             Self::log_activity(conn, joined, user, ActivityKind::ConversationMovedIn, Some(&title), None).await?;
         }
-        Ok(())
+        Ok(author)
     }
 }
 

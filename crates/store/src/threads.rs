@@ -321,14 +321,21 @@ macro_rules! threads_for {
                     let patch = patch.clone();
                     self.write_together(move |tx| {
                         Box::pin(async move {
-                            Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
+                            // A move alone may be a project owner's, of someone else's conversation.
+                            let moved_only = ThreadPatch { project: None, ..patch.clone() } == ThreadPatch::default();
+                            if !moved_only || patch.project.is_none() {
+                                Shared::patch_thread(&mut *tx, user, thread, &patch, now()).await?;
+                            }
                             if let Some(tags) = &patch.tags {
                                 write_tags(&mut *tx, user, thread, tags).await?;
                             }
+                            let mut reader = user;
                             if let Some(project) = patch.project {
-                                Shared::move_thread(&mut *tx, user, thread, project).await?;
+                                // Once out of the project, an owner who did not write it no longer reads it: it
+                                // is given as its author sees it.
+                                reader = Shared::move_thread(&mut *tx, user, thread, project).await?;
                             }
-                            Shared::thread_as::<$row>(tx, THREAD_COLUMNS, user, thread).await
+                            Shared::thread_as::<$row>(tx, THREAD_COLUMNS, reader, thread).await
                         })
                     })
                     .await

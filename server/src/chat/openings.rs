@@ -87,8 +87,9 @@ impl Engine {
                 return Err(Invalid::new("edit_of", "A silent generation edits no message.").into());
             }
             (Some(edited), false) => {
-                // Checked before the thread is taken; the message stays, and the new version goes beside it.
-                let parent = edited_message(self.store.as_ref(), user, thread, edited).await?;
+                // Checked before the thread is taken; the message stays, and the new version goes beside it. The
+                // messages are the author's, whoever writes.
+                let parent = edited_message(self.store.as_ref(), who.author, thread, edited).await?;
                 Opening::Edit { parent, message }
             }
             (None, true) => Opening::Silent(message.content),
@@ -115,7 +116,7 @@ impl Engine {
     /// old branch kept.
     pub async fn regenerate(&self, user: Uuid, thread: Uuid, answer: Uuid) -> Result<Arc<LiveTurn>, ChatError> {
         let who = self.writer(user, thread).await?;
-        let question = answered_question(self.store.as_ref(), user, thread, answer).await?;
+        let question = answered_question(self.store.as_ref(), who.author, thread, answer).await?;
         launch(self, who, thread, Opening::Again(question)).await
     }
 

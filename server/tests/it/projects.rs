@@ -220,6 +220,14 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
         .await;
         assert_eq!(handed.status(), 200);
 
+        // An owner takes anyone's conversation out of the project (it stays its author's, who may move it back).
+        let out = move_thread(&bob, &server, plans, None).await;
+        assert_eq!(out.status(), 200);
+        let out: Thread = out.json().await.unwrap();
+        assert_eq!((out.project_id, out.title.as_str()), (None, "Booking plans"));
+        expect(send(&bob, &server, "GET", &format!("/api/threads/{plans}"), None).await, 404, "not_found", "out").await;
+        assert_eq!(move_thread(lead, &server, plans, Some(p)).await.status(), 200);
+
         // Bob, now an owner, removes the lead: their access ends at once.
         let removed = send(&bob, &server, "DELETE", &format!("/api/projects/{p}/members/{me}"), None).await;
         assert_eq!(removed.status(), 204);
@@ -245,6 +253,8 @@ async fn a_team_shares_a_project_by_role_and_outsiders_see_nothing() {
                 ActivityKind::RoleChanged,
                 ActivityKind::ConversationMovedIn,
                 ActivityKind::RoleChanged,
+                ActivityKind::ConversationMovedOut,
+                ActivityKind::ConversationMovedIn,
                 ActivityKind::MemberRemoved,
                 ActivityKind::ConversationMovedOut,
             ]
@@ -587,6 +597,28 @@ async fn editors_write_in_a_project_conversation_as_themselves_and_pay_for_it() 
         assert_eq!(row.input_tokens + row.output_tokens, author_tokens + editor_tokens);
         let refused = send(&editor, &server, "GET", "/api/admin/projects", None).await;
         assert_eq!(refused.status(), 404, "not an administrator");
+        // The editor edits their message (a new branch) and switches back: the branch shown is the conversation's.
+        let edited = json!({"content": "Overtime must be paid monthly.", "edit_of": said.id});
+        let response = send(&editor, &server, "POST", &path, Some(edited)).await;
+        assert_eq!(response.status(), 200);
+        crate::common::read_frames(response).await;
+        let branched: ThreadDetail = server.wait_idle(thread).await;
+        assert!(branched.messages.iter().any(|m| m.content == "Overtime must be paid monthly."));
+        let branch_path = format!("/api/threads/{thread}/branch");
+        let back = Some(json!({"message_id": said.id}));
+        expect(send(&viewer, &server, "POST", &branch_path, back.clone()).await, 403, "read_only", "a viewer").await;
+        let switched = send(&editor, &server, "POST", &branch_path, back.clone()).await;
+        assert_eq!(switched.status(), 200);
+        let shown: ThreadDetail = server.get_json(&format!("/api/threads/{thread}")).await;
+        assert!(shown.messages.iter().any(|m| m.id == said.id), "the author sees the branch the editor chose");
+        // And asks for another answer.
+        let answer = shown.messages.last().unwrap().id;
+        let again = format!("/api/threads/{thread}/messages/{answer}/regenerate");
+        let response = send(&editor, &server, "POST", &again, None).await;
+        assert_eq!(response.status(), 200);
+        crate::common::read_frames(response).await;
+        server.wait_idle(thread).await;
+
         // The editor may stop an answer in it (nothing runs now).
         let stop = send(&editor, &server, "POST", &format!("/api/threads/{thread}/stop"), None).await;
         assert_eq!(stop.status(), 204);
@@ -603,6 +635,7 @@ async fn editors_write_in_a_project_conversation_as_themselves_and_pay_for_it() 
         server.state.store.begin_turn(server.user.id, thread, turn, 60_000).await.unwrap();
         let busy = send(&editor, &server, "POST", &path, Some(json!({"content": "And holidays?"}))).await;
         assert_eq!(busy.status(), 409);
+        assert_eq!(send(&editor, &server, "POST", &branch_path, back).await.status(), 409, "switching while busy");
         let told = busy.json::<ErrorBody>().await.unwrap().error.message;
         assert!(told.contains(&crate::common::shown_name(&server.user)), "{told}");
         server.state.store.finish_turn(turn, store::TurnEnd::default()).await.unwrap();

@@ -255,22 +255,24 @@ fn MessageTools(id: Uuid, role: Role, actions: ChatActions) -> impl IntoView {
     let branches = actions.branches();
     let versions = Memo::new(move |_| branches.list.with(|list| versions_of(list, id)));
     let occupied = occupied(actions);
+    let access = actions.state().access.get_untracked();
+    // The branch shown is the conversation's, for everyone reading it: its author and editors switch it.
+    let reads_only = !access.writes();
     let switcher = move || {
         versions.get().map(|v| {
             let go = move |to: Option<Uuid>| move |_| to.into_iter().for_each(|m| actions.switch_to(m));
             view! {
                 <span class="message-versions" role="group" aria-label="Versions">
                     <button type="button" class="icon-button" aria-label="Previous version" title="Previous version"
-                        disabled=v.previous.is_none() on:click=go(v.previous)>"‹"</button>
+                        disabled=v.previous.is_none() || reads_only on:click=go(v.previous)>"‹"</button>
                     <span class="version-place">{format!("{} / {}", v.place, v.count)}</span>
                     <button type="button" class="icon-button" aria-label="Next version" title="Next version"
-                        disabled=v.next.is_none() on:click=go(v.next)>"›"</button>
+                        disabled=v.next.is_none() || reads_only on:click=go(v.next)>"›"</button>
                 </span>
             }
         })
     };
-    let access = actions.state().access.get_untracked();
-    if !access.writes() {
+    if reads_only {
         return view! { <div class="message-tools">{switcher}</div> }.into_any();
     }
     let change = match role {
