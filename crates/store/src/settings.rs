@@ -38,6 +38,8 @@ pub struct TurnSettings {
     pub thread_model: Option<String>,
     /// The instructions of the conversation's project, when it is in one (empty when it has none).
     pub project_instructions: String,
+    /// Whether the conversation is in a project.
+    pub in_project: bool,
     /// Whether the person attached files to the conversation.
     pub has_attachments: bool,
     /// Whether the conversation holds documents (which the model may then read and edit).
@@ -97,6 +99,7 @@ shared_sql! {
         Ok(TurnSettings {
             settings: row.settings.try_into()?,
             thread_model: row.thread_model,
+            in_project: row.project_instructions.is_some(),
             project_instructions: row.project_instructions.unwrap_or_default(),
             has_attachments: row.has_attachments,
             has_artifacts: row.has_artifacts,

@@ -453,15 +453,25 @@ impl<'a> Turn<'a> {
         let from_memory = kept.is_some();
         // The settings' statement also says whether files are attached, which decides the tools.
         // The conversation's documents go into the prompt at their current versions.
-        let (loaded, settings, documents, ledger_rows, foreign) = tokio::join!(
+        // In a project, the requirements of its other conversations, for documents here to cite: read once the
+        // settings say it is in one (a conversation in none asks nothing more).
+        let settings_and_foreign = async {
+            let settings = store.turn_settings(user, thread, self.plan.sender).await;
+            let foreign = match &settings {
+                Ok(s) if s.in_project => {
+                    store.foreign_ledgers(user, thread, store::ForeignPick::Recent(ledger::PROJECT_LEDGERS)).await
+                }
+                _ => Ok(Vec::new()),
+            };
+            (settings, foreign)
+        };
+        let (loaded, (settings, foreign), documents, ledger_rows) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
-            store.turn_settings(user, thread, self.plan.sender),
+            settings_and_foreign,
             // Bounded: the newest documents, and the text of the short ones only.
             store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
             // The path is the turn's: the ledger is read without the tree.
-            store.ledger_rows_without_tree(user, thread),
-            // In a project, the requirements of its other conversations, for documents here to cite.
-            store.foreign_ledgers(user, thread, store::ForeignPick::Recent(ledger::PROJECT_LEDGERS))
+            store.ledger_rows_without_tree(user, thread)
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;

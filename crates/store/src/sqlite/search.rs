@@ -89,21 +89,21 @@ impl Sqlite {
             Scope::Own(user) => vec![user],
             Scope::Project { member, project } => {
                 let sql = format!(
-                    "select ?1 as project, exists (select 1 where {}) as member, null as author
-                     union all select ?1, 1, t.user_id from threads t where t.project_id = ?1 and {}
+                    "select exists (select 1 where {}) as member, null as author
+                     union all select 1, t.user_id from threads t where t.project_id = ?1 and {}
                      group by t.user_id",
                     crate::projects::member_with("?1", "?2", wire::ProjectRole::Viewer),
                     crate::projects::member_with("?1", "?2", wire::ProjectRole::Viewer)
                 );
-                let rows: Vec<(String, bool, Option<String>)> = sqlx::query_as(&sql)
+                let rows: Vec<(bool, Option<String>)> = sqlx::query_as(&sql)
                     .bind(project.to_string())
                     .bind(member.to_string())
                     .fetch_all(&self.reader)
                     .await?;
-                if !rows.first().is_some_and(|r| r.1) {
+                if !rows.first().is_some_and(|r| r.0) {
                     return Err(crate::StoreError::NotFound);
                 }
-                rows.iter().filter_map(|r| r.2.as_deref()).filter_map(|id| Uuid::parse_str(id).ok()).collect()
+                rows.iter().filter_map(|r| r.1.as_deref()).filter_map(|id| Uuid::parse_str(id).ok()).collect()
             }
         };
         let Some(body) = search_query::to_fts5(&terms).filter(|_| !owners.is_empty()) else {
