@@ -62,7 +62,7 @@ status=0
   --exclude-path '/api/auth/sessions/{id}' \
   --exclude-path '/api/threads/{id}/changes' \
   --max-examples "$max_examples" \
-  --workers 1 \
+  --workers "${QUIRE_FUZZ_WORKERS:-1}" \
   --request-timeout 30 \
   --suppress-health-check all \
   --no-color) || status=$?
