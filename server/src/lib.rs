@@ -60,6 +60,8 @@ pub struct AppState {
     pub site: http::assets::Site,
     /// The measures served at `QUIRE_METRICS_ADDR`.
     pub metrics: Arc<ops::metrics::Metrics>,
+    /// The OpenID Connect provider people sign in through, when one is configured.
+    pub oidc: Option<Arc<auth::oidc::Oidc>>,
 }
 
 impl FromRef<AppState> for LeptosOptions {
@@ -90,6 +92,7 @@ impl AppState {
         let models = Arc::new(models.with_layer(Arc::new(move |provider: Arc<dyn Provider>| -> Arc<dyn Provider> {
             Arc::new(ops::metrics::Metered::new(provider, measured.clone()))
         })));
+        let oidc = auth::oidc::Oidc::from_config(&config)?.map(Arc::new);
         let secret = JwtSecret::load(config.jwt_secret.as_ref(), &config.data_dir)?;
         let jwt = Arc::new(JwtKeys::new(&secret, chrono::Duration::hours(i64::from(config.session_hours.max(1)))));
         let limits = RateLimits::new(&config.limits, store.shared_limits());
@@ -132,6 +135,7 @@ impl AppState {
             streams,
             site,
             metrics,
+            oidc,
         })
     }
 }
@@ -151,6 +155,7 @@ pub fn app(state: AppState) -> Router {
         // Merged after the global limit so the upload and import routes keep their own.
         .merge(http::large_body_router(&state.config))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::access::read_only_writes))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), http::sso::without_passwords))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::csrf::refuse_cross_site))
         .layer(axum::middleware::from_fn_with_state(state.clone(), http::shares::shared_pages));
     let https_only = state.config.public_url.as_ref().is_some_and(config::PublicUrl::is_https);

@@ -21,6 +21,7 @@ pub mod settings;
 pub mod shares;
 mod snippet;
 pub mod sqlite;
+pub mod sso;
 pub mod summaries;
 pub mod threads;
 pub mod throttle;
@@ -51,6 +52,7 @@ pub use requirements::{
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};
+pub use sso::{SingleSignOn, SsoAccount, SsoFlow, SsoIdentity, SsoRefusal};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use turns::{
@@ -391,6 +393,7 @@ pub trait Store:
     + Preferences
     + Shares
     + Projects
+    + SingleSignOn
     + Send
     + Sync
     + 'static

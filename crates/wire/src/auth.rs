@@ -72,6 +72,35 @@ pub struct AuthResponse {
     pub token: String,
 }
 
+/// `GET /api/auth/methods`: how people sign in here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SignInMethods {
+    /// Whether e-mail and password sign in (and up); `false` when single sign-on is the only way.
+    pub password: bool,
+    /// The organisation's identity provider, when one is configured.
+    pub sso: Option<SsoMethod>,
+}
+
+/// Single sign-on as the sign-in page offers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SsoMethod {
+    /// The button says "Sign in with <label>".
+    pub label: String,
+    /// Where the browser goes to start (`GET`, a link).
+    pub start: String,
+}
+
+/// `POST /api/auth/logout` of a session signed in through the identity provider: Quire's session has ended;
+/// the browser goes on to the provider to end its session there too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SignedOut {
+    /// The provider's end-session address, with the session's ID token as a hint.
+    pub end_session_url: String,
+}
+
 /// `POST /api/auth/password`: a new password in place of the current one; every other session ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

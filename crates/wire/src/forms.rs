@@ -48,6 +48,13 @@ pub enum FormOutcome {
     PasswordChanged,
     PasswordSet,
     AccountDeleted,
+    SsoExpired,
+    SsoCancelled,
+    SsoUnavailable,
+    SsoRefused,
+    SsoInvalid,
+    SsoUnverified,
+    SsoNoAccount,
 }
 
 /// Every outcome with its code.
@@ -78,6 +85,13 @@ const CODES: &[(FormOutcome, &str)] = &[
     (FormOutcome::PasswordChanged, "password_changed"),
     (FormOutcome::PasswordSet, "password_set"),
     (FormOutcome::AccountDeleted, "account_deleted"),
+    (FormOutcome::SsoExpired, "sso_expired"),
+    (FormOutcome::SsoCancelled, "sso_cancelled"),
+    (FormOutcome::SsoUnavailable, "sso_unavailable"),
+    (FormOutcome::SsoRefused, "sso_refused"),
+    (FormOutcome::SsoInvalid, "sso_invalid"),
+    (FormOutcome::SsoUnverified, "sso_unverified"),
+    (FormOutcome::SsoNoAccount, "sso_no_account"),
 ];
 
 impl FormOutcome {
@@ -140,6 +154,20 @@ impl FormOutcome {
             Self::PasswordChanged => "Password changed. Other devices are signed out.",
             Self::PasswordSet => "Password set. Sign in with it now.",
             Self::AccountDeleted => "Your account and everything in it are deleted.",
+            Self::SsoExpired => {
+                "That sign-in expired, was used already or did not start in this browser. Sign in again."
+            }
+            Self::SsoCancelled => "The sign-in was cancelled at your organisation's sign-in page.",
+            Self::SsoUnavailable => "Your organisation's sign-in service cannot be reached. Try again in a moment.",
+            Self::SsoRefused => "Your organisation's sign-in service refused the sign-in. Sign in again.",
+            Self::SsoInvalid => {
+                "Your organisation's sign-in service sent an answer that did not pass Quire's checks. Ask the administrator."
+            }
+            Self::SsoUnverified => {
+                "Your organisation's sign-in service does not confirm your e-mail address, so no account can be matched \
+                 to it. Ask the administrator."
+            }
+            Self::SsoNoAccount => "There is no Quire account for you yet. Ask the administrator for one.",
         }
     }
 

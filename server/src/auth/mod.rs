@@ -3,6 +3,7 @@
 pub mod breached;
 pub mod device;
 pub mod jwt;
+pub mod oidc;
 pub mod one_time;
 pub mod password;
 pub mod reach;

@@ -260,6 +260,16 @@ pub struct Config {
         value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub header_timeout_seconds: u64,
 
+    /// Whether people may sign in (and up) with a password. `false` needs single sign-on (`QUIRE_OIDC_ISSUER`);
+    /// then no password route answers.
+    #[arg(long, env = "QUIRE_PASSWORD_LOGIN", default_value_t = true, action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new())]
+    pub password_login: bool,
+
+    /// Single sign-on through an OpenID Connect provider.
+    #[command(flatten)]
+    pub oidc: OidcConfig,
+
     /// Rate limits; `off` disables them all.
     #[command(flatten)]
     pub limits: RateLimitConfig,
@@ -322,6 +332,91 @@ pub enum AdminCommand {
 
 /// The environment variable `quire admin create` reads the password from when no file is named.
 pub const ADMIN_PASSWORD_ENV: &str = "QUIRE_ADMIN_PASSWORD";
+
+/// Single sign-on through an OpenID Connect provider (`auth/oidc.rs`); nothing set, none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct OidcConfig {
+    /// The provider's issuer URL, e.g. `https://login.example.org/realms/acme`: `https`, or `http` on this machine
+    /// only. Its metadata is read from `<issuer>/.well-known/openid-configuration`. Needs `QUIRE_PUBLIC_URL`: the
+    /// provider sends people back to `<QUIRE_PUBLIC_URL>/api/auth/oidc/callback`.
+    #[arg(long = "oidc-issuer", env = "QUIRE_OIDC_ISSUER")]
+    pub issuer: Option<String>,
+    /// The client id Quire is registered under at the provider.
+    #[arg(long = "oidc-client-id", env = "QUIRE_OIDC_CLIENT_ID")]
+    pub client_id: Option<String>,
+    /// The client secret (a confidential client); unset, a public client with PKCE only.
+    #[arg(long = "oidc-client-secret", env = "QUIRE_OIDC_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<Secret>,
+    /// A file whose first line is the client secret, in place of `QUIRE_OIDC_CLIENT_SECRET`.
+    #[arg(long = "oidc-client-secret-file", env = "QUIRE_OIDC_CLIENT_SECRET_FILE")]
+    pub client_secret_file: Option<PathBuf>,
+    /// The scopes asked for, besides `openid`.
+    #[arg(long = "oidc-scopes", env = "QUIRE_OIDC_SCOPES", default_value = "openid email profile")]
+    pub scopes: String,
+    /// The sign-in page's button says "Sign in with <label>".
+    #[arg(long = "oidc-label", env = "QUIRE_OIDC_LABEL", default_value = "single sign-on")]
+    pub label: String,
+    /// Make an account at the first sign-in of a verified e-mail address whatever the sign-up mode (otherwise
+    /// only `open` makes one).
+    #[arg(long = "oidc-auto-create", env = "QUIRE_OIDC_AUTO_CREATE", default_value_t = false, action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
+    pub auto_create: bool,
+    /// Groups whose members administer Quire, comma-separated; checked at each sign-in through the provider.
+    /// Unset: roles are set on the admin page only.
+    #[arg(long = "oidc-admin-groups", env = "QUIRE_OIDC_ADMIN_GROUPS", value_delimiter = ',')]
+    pub admin_groups: Vec<String>,
+    /// The claim that lists a person's groups (a dotted name reaches into objects: `realm_access.roles`).
+    #[arg(long = "oidc-groups-claim", env = "QUIRE_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub groups_claim: String,
+}
+
+impl OidcConfig {
+    /// The client secret, from the setting or the first line of its file; an error names the setting.
+    pub fn client_secret(&self) -> anyhow::Result<Option<String>> {
+        match (&self.client_secret, &self.client_secret_file) {
+            (Some(_), Some(_)) => {
+                anyhow::bail!("set QUIRE_OIDC_CLIENT_SECRET or QUIRE_OIDC_CLIENT_SECRET_FILE, not both")
+            }
+            (Some(secret), None) => Ok(Some(secret.expose().to_owned())),
+            (None, Some(file)) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    anyhow::anyhow!("QUIRE_OIDC_CLIENT_SECRET_FILE {} cannot be read: {e}", file.display())
+                })?;
+                let secret = text.lines().next().unwrap_or_default().trim();
+                if secret.is_empty() {
+                    anyhow::bail!("QUIRE_OIDC_CLIENT_SECRET_FILE {} is empty", file.display());
+                }
+                Ok(Some(secret.to_owned()))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+/// A secret setting: `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself. Do not log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Ok(Self(text.to_string()))
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
 
 /// Requests allowed per minute; 0 turns one limit off.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -470,6 +565,13 @@ impl Config {
             log_format: LogFormat::Text,
             shutdown_seconds: 10,
             header_timeout_seconds: crate::http::connections::HEAD_TIMEOUT.as_secs(),
+            password_login: true,
+            oidc: OidcConfig {
+                scopes: "openid email profile".into(),
+                label: "single sign-on".into(),
+                groups_claim: "groups".into(),
+                ..OidcConfig::default()
+            },
             limits: RateLimitConfig::generous(),
             command: None,
         }
@@ -508,7 +610,7 @@ mod tests {
         assert!(!debug.contains("s3cret-pw") && debug.contains("db.internal"), "{debug}");
         // `--help` never prints the environment's value of secrets.
         let command = <Config as clap::CommandFactory>::command();
-        for secret in ["database_url", "jwt_secret"] {
+        for secret in ["database_url", "jwt_secret", "client_secret"] {
             let arg = command.get_arguments().find(|a| a.get_id() == secret).unwrap();
             assert!(arg.is_hide_env_values_set(), "{secret}");
         }
@@ -553,6 +655,16 @@ mod tests {
             "QUIRE_METRICS_ADDR",
             "QUIRE_LOG_FORMAT",
             "QUIRE_SHUTDOWN_SECONDS",
+            "QUIRE_PASSWORD_LOGIN",
+            "QUIRE_OIDC_ISSUER",
+            "QUIRE_OIDC_CLIENT_ID",
+            "QUIRE_OIDC_CLIENT_SECRET",
+            "QUIRE_OIDC_CLIENT_SECRET_FILE",
+            "QUIRE_OIDC_SCOPES",
+            "QUIRE_OIDC_LABEL",
+            "QUIRE_OIDC_AUTO_CREATE",
+            "QUIRE_OIDC_ADMIN_GROUPS",
+            "QUIRE_OIDC_GROUPS_CLAIM",
         ] {
             assert!(help.contains(var), "{var} missing from --help");
         }

@@ -224,14 +224,35 @@ async fn own_account(state: &AppState, user: &AuthUser, password: String, field:
     Ok(account)
 }
 
-/// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams.
+/// `POST /api/auth/logout`: the session ends at once, on every instance, with its open event streams. A session
+/// signed in through the identity provider is told where to end the provider's session too, when the provider
+/// says where.
 #[utoipa::path(post, path = "/api/auth/logout", tag = "auth", security(("session" = []), ("bearer" = [])),
     responses((status = 204, description = "Signed out; clears the session cookie"),
+        (status = 200, body = wire::SignedOut,
+            description = "Signed out of a session signed in through the identity provider; clears the session \
+                cookie, and names the provider's end-session address to go to"),
         (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    let id_token = match &state.oidc {
+        Some(_) => state.store.sso_id_token(user.jti).await?,
+        None => None,
+    };
     state.store.end_session(user.id, user.jti).await?;
     state.sessions.end(&[user.jti]);
-    signed_out(&state)
+    let end_session_url = match (&state.oidc, id_token) {
+        (Some(oidc), Some(id_token)) => oidc.end_session_url(&id_token).await,
+        _ => None,
+    };
+    match end_session_url {
+        Some(end_session_url) => Ok((
+            StatusCode::OK,
+            [(header::SET_COOKIE, expired_cookie(&state)?)],
+            Json(wire::SignedOut { end_session_url }),
+        )
+            .into_response()),
+        None => signed_out(&state),
+    }
 }
 
 /// `POST /api/auth/logout-all`: every session of the account ends, this one too (on a lost or shared device).

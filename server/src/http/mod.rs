@@ -24,6 +24,7 @@ pub mod requirements;
 pub mod search;
 pub mod settings;
 pub mod shares;
+pub mod sso;
 pub mod stats;
 pub mod streams;
 pub mod threads;
@@ -131,6 +132,7 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/ready", get(ready))
         .route("/api/openapi.json", get(openapi::document))
         .merge(auth::router())
+        .merge(sso::router())
         .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())

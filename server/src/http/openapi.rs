@@ -13,7 +13,7 @@ use utoipa::{
 
 use super::{
     admin, artifacts, attachments, auth, changes, chat, export, messages, models, projects, requirements, search,
-    settings, shares, stats, threads,
+    settings, shares, sso, stats, threads,
 };
 
 /// The whole API.
@@ -23,7 +23,7 @@ use super::{
     paths(
         super::health, super::ready,
         auth::register, auth::login, auth::logout, auth::logout_all, auth::change_password, auth::me,
-        auth::delete_account, auth::sessions, auth::end_session,
+        auth::delete_account, auth::sessions, auth::end_session, sso::methods, sso::start, sso::callback,
         admin::reset_password, admin::list_accounts, admin::list_projects, admin::set_role, admin::set_disabled, admin::set_budget,
         admin::delete_account, admin::reset_link, admin::list_invites, admin::create_invite, admin::revoke_invite,
         admin::sign_up_settings, admin::set_sign_up_settings,

@@ -41,6 +41,7 @@ mod security_links;
 mod security_setup;
 mod settings_and_shares;
 mod slice;
+mod sso;
 mod store_story;
 mod summaries;
 mod traces;

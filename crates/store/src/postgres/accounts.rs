@@ -34,3 +34,4 @@ impl Postgres {
 }
 
 crate::accounts::accounts_for!(Postgres);
+crate::sso::single_sign_on_for!(Postgres);

@@ -4,3 +4,4 @@ use super::{NewUser, Shared, Sqlite};
 use crate::User;
 
 crate::accounts::accounts_for!(Sqlite);
+crate::sso::single_sign_on_for!(Sqlite);

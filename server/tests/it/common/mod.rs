@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod backends;
+pub mod oidc_provider;
 pub mod tls;
 
 use std::sync::Arc;
