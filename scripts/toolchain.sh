@@ -67,8 +67,9 @@ ensure_node_packages() {
 apt_install() {
   step "installing Debian packages: $*"
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@"
+  # Another installer may hold the package lock for a while (a fresh machine updating itself): wait for it.
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@"
 }
 
 ensure_build_tools() {
