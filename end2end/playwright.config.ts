@@ -17,6 +17,12 @@ const binary = process.env.QUIRE_E2E_BIN ?? join(root, 'target', 'debug', 'quire
 const modelsPort = process.env.QUIRE_E2E_MODELS_PORT ?? String(Number(port) + 1);
 process.env.QUIRE_E2E_MODELS_URL ??= `http://127.0.0.1:${modelsPort}`;
 
+// A third server signs people in only through a real OpenID provider (`oidc/provider.mjs`) for `sso.spec.ts`.
+const ssoPort = String(Number(port) + 2);
+const providerPort = String(Number(port) + 3);
+process.env.QUIRE_E2E_SSO_URL ??= `http://127.0.0.1:${ssoPort}`;
+process.env.QUIRE_E2E_OIDC_URL ??= `http://127.0.0.1:${providerPort}`;
+
 /** The environment of a server under test on `serverPort` with its data in `dir`. */
 function serverEnv(serverPort: string, dir: string, extra: Record<string, string> = {}) {
   return {
@@ -88,6 +94,37 @@ export default defineConfig({
       stderr: 'pipe',
       env: serverEnv(modelsPort, join(dataDir, 'models'), {
         QUIRE_CONFIG: join(root, 'end2end', 'fixtures', 'models.toml'),
+      }),
+    },
+    {
+      command: 'node oidc/provider.mjs',
+      cwd: __dirname,
+      url: `${process.env.QUIRE_E2E_OIDC_URL}/.well-known/openid-configuration`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { QUIRE_E2E_OIDC_PORT: providerPort, QUIRE_E2E_OIDC_QUIRE: process.env.QUIRE_E2E_SSO_URL },
+    },
+    {
+      command: binary,
+      cwd: root,
+      url: `${process.env.QUIRE_E2E_SSO_URL}/api/health`,
+      reuseExistingServer: false,
+      timeout: 60_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: serverEnv(ssoPort, join(dataDir, 'sso'), {
+        QUIRE_PUBLIC_URL: process.env.QUIRE_E2E_SSO_URL,
+        QUIRE_PASSWORD_LOGIN: 'false',
+        QUIRE_SIGNUP: 'invite',
+        QUIRE_OIDC_ISSUER: process.env.QUIRE_E2E_OIDC_URL,
+        QUIRE_OIDC_CLIENT_ID: 'quire-e2e',
+        QUIRE_OIDC_CLIENT_SECRET: 'quire-e2e-secret',
+        QUIRE_OIDC_SCOPES: 'openid email profile groups',
+        QUIRE_OIDC_LABEL: 'Acme ID',
+        QUIRE_OIDC_AUTO_CREATE: 'true',
+        QUIRE_OIDC_ADMIN_GROUPS: 'quire-admins',
       }),
     },
   ],

@@ -44,12 +44,35 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HashedStylesheet options=options.clone() id="leptos"/>
                 <HydrationScripts options/>
                 <MetaTags/>
+                {sign_in_methods_meta()}
             </head>
             <body>
                 <App/>
             </body>
         </html>
     }
+}
+
+/// The name of the page head's `<meta>` that tells the browser code how people sign in (the server renders it).
+const SIGN_IN_METHODS_META: &str = "quire-sign-in";
+
+/// The `<meta>` naming how people sign in here, from the server's context while it renders the page.
+fn sign_in_methods_meta() -> Option<impl IntoView> {
+    let methods = use_context::<api::SignInMethods>()?;
+    let json = serde_json::to_string(&methods).ok()?;
+    Some(view! { <meta name=SIGN_IN_METHODS_META content=json/> })
+}
+
+/// How people sign in here: from the server's context while it renders, from the page's head in the browser
+/// (so that both render the sign-in page alike); password sign-in alone when neither says.
+pub fn sign_in_methods() -> api::SignInMethods {
+    use_context::<api::SignInMethods>()
+        .or_else(|| {
+            let document = web_sys::window()?.document()?;
+            let meta = document.query_selector(&format!("meta[name=\"{SIGN_IN_METHODS_META}\"]")).ok()??;
+            serde_json::from_str(&meta.get_attribute("content")?).ok()
+        })
+        .unwrap_or(api::SignInMethods { password: true, sso: None })
 }
 
 /// Whether a path is one of the pages open to people who are not signed in: signing in and up, and shared

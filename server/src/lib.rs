@@ -144,11 +144,20 @@ impl AppState {
 pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
+    let sign_in = http::sso::sign_in_methods(&state);
     let router = Router::new()
         .merge(http::api_router())
         // The pages' plain form posts, on the pages' own paths (their `GET` is the page).
         .merge(http::forms::router())
-        .leptos_routes_with_context(&state, routes, http::headers::provide_nonce, move || shell(leptos.clone()))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || {
+                http::headers::provide_nonce();
+                leptos::prelude::provide_context(sign_in.clone());
+            },
+            move || shell(leptos.clone()),
+        )
         .fallback(http::assets::file_or_page)
         // Extractors refuse larger bodies with the API's own 413 body (uploads and imports set limits of their own).
         .layer(DefaultBodyLimit::max(http::MAX_BODY_BYTES))

@@ -81,9 +81,14 @@ pub async fn login(body: &LoginRequest) -> ApiResult<UserProfile> {
     read_json::<AuthResponse>(send_json(Request::post("/api/auth/login"), body).await?).await.map(|r| r.user)
 }
 
-/// `POST /api/auth/logout`: ends the session (the server clears the cookie).
-pub async fn logout() -> ApiResult<()> {
-    expect_empty(Request::post("/api/auth/logout").send().await).await
+/// `POST /api/auth/logout`: ends the session (the server clears the cookie); the identity provider's address
+/// that ends its session too, for a session signed in through it.
+pub async fn logout() -> ApiResult<Option<String>> {
+    let response = Request::post("/api/auth/logout").send().await.map_err(network_error)?;
+    match response.status() {
+        200 => Ok(Some(read_json::<crate::api::SignedOut>(response).await?.end_session_url)),
+        _ => expect_empty(Ok(response)).await.map(|()| None),
+    }
 }
 
 /// `GET /api/auth/me`: the signed-in account; status 401 when there is none.

@@ -91,11 +91,22 @@ fn AuthForm(mode: Mode) -> impl IntoView {
     };
     let password_hint = (mode == Mode::SignUp).then(|| format!("At least {MIN_PASSWORD_CHARS} characters."));
     let action = if mode == Mode::SignUp { SIGN_UP_ACTION } else { SIGN_IN_ACTION };
-
-    view! {
-        <section class="auth" aria-labelledby="auth-heading">
-            <h1 id="auth-heading">{heading}</h1>
-            {notice.map(|text| view! { <p class="notice" role="status">{text}</p> })}
+    let methods = crate::sign_in_methods();
+    // The organisation's provider: a plain link, which works before the page is alive. An account it makes
+    // follows the sign-up mode, so sign-up offers it too.
+    let sso = methods.sso.map(|sso| {
+        let (href, label) = (format!("{}?next=/", sso.start), format!("Sign in with {}", sso.label));
+        view! {
+            <a class="button primary sso-button" href=href rel="external" data-testid="sso-sign-in">{label}</a>
+        }
+    });
+    let or = (sso.is_some() && methods.password).then(|| view! { <p class="auth-or">"or with your e-mail"</p> });
+    // A refusal of the provider's way in shows above both ways (the plain form shows its own below).
+    let sso_error = move || {
+        (!methods.password).then(|| error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })).flatten()
+    };
+    let password_form = methods.password.then(|| {
+        view! {
             <form class="auth-form" method="post" action=action on:submit=submit>
                 {posted_invite.map(|token| view! { <input type="hidden" name="invite" value=token/> })}
                 {posted_setup.map(|token| view! { <input type="hidden" name="setup" value=token/> })}
@@ -124,7 +135,21 @@ fn AuthForm(mode: Mode) -> impl IntoView {
                 {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
                 <button type="submit" class="primary" disabled=move || busy.get()>{button}</button>
             </form>
-            <p class="auth-switch">{other_text} " " <A href=other_href>{other_label}</A></p>
+        }
+    });
+    let switch = methods.password.then(|| {
+        view! { <p class="auth-switch">{other_text} " " <A href=other_href>{other_label}</A></p> }
+    });
+
+    view! {
+        <section class="auth" aria-labelledby="auth-heading">
+            <h1 id="auth-heading">{heading}</h1>
+            {notice.map(|text| view! { <p class="notice" role="status">{text}</p> })}
+            {sso_error}
+            {sso}
+            {or}
+            {password_form}
+            {switch}
         </section>
     }
 }

@@ -40,12 +40,17 @@ pub fn Sidebar() -> impl IntoView {
         let navigate = navigate.clone();
         spawn_local(async move {
             // Whatever the server answers, this browser forgets the account and its conversations.
-            let _ = client::logout().await;
+            let provider = client::logout().await.ok().flatten();
             user.0.set(None);
             chat.clear();
             listing.forget();
             listing.tag.set(None);
-            navigate("/signin", Default::default());
+            // Signed in through the organisation's provider: its session ends there too, which comes back to
+            // the sign-in page.
+            match provider.and_then(|url| Some((url, web_sys::window()?))) {
+                Some((url, window)) if window.location().set_href(&url).is_ok() => {}
+                _ => navigate("/signin", Default::default()),
+            }
         });
     };
 
