@@ -91,6 +91,8 @@ pub struct Oidc {
     pub label: String,
     /// Whether a first sign-in makes an account whatever the sign-up mode.
     pub auto_create: bool,
+    /// Whether an address the ID token does not say is verified counts as verified.
+    trust_email: bool,
     admin_groups: Vec<String>,
     groups_claim: String,
     redirect: RedirectUrl,
@@ -177,6 +179,7 @@ impl Oidc {
             scopes,
             label: label.to_owned(),
             auto_create: oidc.auto_create,
+            trust_email: oidc.trust_email,
             admin_groups: oidc.admin_groups.iter().map(|g| g.trim().to_owned()).filter(|g| !g.is_empty()).collect(),
             groups_claim: oidc.groups_claim.trim().to_owned(),
             redirect,
@@ -267,7 +270,7 @@ impl Oidc {
         .map_err(|e| SsoError::InvalidToken(e.to_string()))?;
         let raw = id_token.to_string();
         let mut email = claims.email().map(|e| e.as_str().trim().to_lowercase());
-        let mut email_verified = claims.email_verified().unwrap_or(false);
+        let mut email_verified = claims.email_verified().unwrap_or(self.trust_email);
         let mut display_name = claims.name().and_then(|n| n.get(None)).map(|n| n.as_str().to_owned());
         let subject = claims.subject().as_str().to_owned();
         let mut groups = payload(&raw).map(|claims| self.groups_in(&claims)).unwrap_or_default();
@@ -276,7 +279,7 @@ impl Oidc {
             if let Some(info) = self.user_info(&client, tokens.access_token(), &subject).await? {
                 if email.is_none() {
                     email = info.0.email().map(|e| e.as_str().trim().to_lowercase());
-                    email_verified = info.0.email_verified().unwrap_or(false);
+                    email_verified = info.0.email_verified().unwrap_or(self.trust_email);
                 }
                 display_name = display_name.or_else(|| info.0.name().and_then(|n| n.get(None)).map(|n| n.to_string()));
                 if groups.is_empty() {

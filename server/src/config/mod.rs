@@ -361,6 +361,11 @@ pub struct OidcConfig {
     #[arg(long = "oidc-auto-create", env = "QUIRE_OIDC_AUTO_CREATE", default_value_t = false, action = clap::ArgAction::Set,
         value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
     pub auto_create: bool,
+    /// Take the provider's e-mail addresses as verified when its ID token does not say (`email_verified`
+    /// missing, as with Entra ID): only for a provider whose addresses the organisation itself hands out.
+    #[arg(long = "oidc-trust-email", env = "QUIRE_OIDC_TRUST_EMAIL", default_value_t = false, action = clap::ArgAction::Set,
+        value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
+    pub trust_email: bool,
     /// Groups whose members administer Quire, comma-separated; checked at each sign-in through the provider.
     /// Unset: roles are set on the admin page only.
     #[arg(long = "oidc-admin-groups", env = "QUIRE_OIDC_ADMIN_GROUPS", value_delimiter = ',')]
@@ -665,6 +670,7 @@ mod tests {
             "QUIRE_OIDC_AUTO_CREATE",
             "QUIRE_OIDC_ADMIN_GROUPS",
             "QUIRE_OIDC_GROUPS_CLAIM",
+            "QUIRE_OIDC_TRUST_EMAIL",
         ] {
             assert!(help.contains(var), "{var} missing from --help");
         }

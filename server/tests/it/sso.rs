@@ -413,3 +413,21 @@ async fn a_sign_in_may_start_on_one_instance_and_end_on_another() {
     let session = landing.session.expect("signed in on the other instance");
     assert_eq!(me(&a, &session).await.email, "lee@example.com");
 }
+
+#[tokio::test]
+async fn an_address_the_provider_does_not_vouch_for_counts_only_when_trusted() {
+    let silent = Person { silent_on_verification: true, ..Person::new("max-1", "max@example.com") };
+    let provider = FakeProvider::start(silent).await;
+    let wary = Quire::start(&provider.issuer, |c| c.oidc.auto_create = true).await;
+    assert_refused(&sign_in(&wary, "/").await, "sso_unverified");
+    assert_eq!(wary.users().await, 0);
+    let trusting = Quire::start(&provider.issuer, |c| {
+        c.oidc.auto_create = true;
+        c.oidc.trust_email = true;
+    })
+    .await;
+    assert!(sign_in(&trusting, "/").await.session.is_some());
+    // An address the token says is not verified stays unverified, trusted or not.
+    provider.next(Person { email_verified: false, ..Person::new("nia-1", "nia@example.com") });
+    assert_refused(&sign_in(&trusting, "/").await, "sso_unverified");
+}

@@ -42,6 +42,8 @@ pub struct Person {
     pub wrong_nonce: bool,
     /// Whether the ID token leaves out the address (the user info endpoint gives it).
     pub email_in_user_info_only: bool,
+    /// Whether the ID token says nothing of the address being verified (as Entra ID's).
+    pub silent_on_verification: bool,
 }
 
 impl Person {
@@ -57,6 +59,7 @@ impl Person {
             audience: None,
             wrong_nonce: false,
             email_in_user_info_only: false,
+            silent_on_verification: false,
         }
     }
 }
@@ -246,7 +249,9 @@ async fn token(
     if !person.email_in_user_info_only {
         if let Some(email) = &person.email {
             claims["email"] = email.clone().into();
-            claims["email_verified"] = person.email_verified.into();
+            if !person.silent_on_verification {
+                claims["email_verified"] = person.email_verified.into();
+            }
         }
     }
     let (kid, key) = &inner.keys.signing[inner.keys.current];
