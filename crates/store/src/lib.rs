@@ -24,6 +24,7 @@ pub mod sqlite;
 pub mod summaries;
 pub mod threads;
 pub mod throttle;
+pub mod tokens;
 pub mod turns;
 
 use std::sync::Arc;
@@ -53,6 +54,7 @@ pub use settings::{Preferences, TurnSettings};
 pub use shares::{NewShare, Shares};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
+pub use tokens::{ApiToken, ApiTokens, NewApiToken};
 pub use turns::{
     EventRun, FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd,
     TurnProgress, TurnRecord, TurnStart, TurnTrace, Turns,
@@ -391,6 +393,7 @@ pub trait Store:
     + Preferences
     + Shares
     + Projects
+    + ApiTokens
     + Send
     + Sync
     + 'static

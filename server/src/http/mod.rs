@@ -27,6 +27,7 @@ pub mod shares;
 pub mod stats;
 pub mod streams;
 pub mod threads;
+pub mod tokens;
 
 use axum::{routing::get, Router};
 use wire::Health;
@@ -131,6 +132,7 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/ready", get(ready))
         .route("/api/openapi.json", get(openapi::document))
         .merge(auth::router())
+        .merge(tokens::router())
         .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())

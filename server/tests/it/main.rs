@@ -43,5 +43,6 @@ mod settings_and_shares;
 mod slice;
 mod store_story;
 mod summaries;
+mod tokens;
 mod traces;
 mod versions_and_tags;

@@ -1,6 +1,7 @@
-//! Accounts and sessions on SQLite.
+//! Accounts, sessions and API tokens on SQLite.
 
 use super::{NewUser, Shared, Sqlite};
 use crate::User;
 
 crate::accounts::accounts_for!(Sqlite);
+crate::tokens::api_tokens_for!(Sqlite);
