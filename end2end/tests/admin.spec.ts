@@ -251,3 +251,27 @@ test('an administrator deletes an account after confirming, and not before', asy
   expect(again.status()).toBe(401);
   await person.close();
 });
+
+test('an administrator lists a person\'s API tokens and revokes one', async ({ page, browser, request }) => {
+  const { person, email } = await signedUpPerson(browser);
+  const made = await person.request.post('/api/tokens', {
+    data: { name: 'Sync job', scope: 'chat', expires_in_days: 30 },
+    headers: sameOrigin(),
+  });
+  expect(made.status()).toBe(201);
+  const { token } = await made.json();
+  const bearer = { Authorization: `Bearer ${token}` };
+  expect((await request.get('/api/threads', { headers: bearer })).status()).toBe(200);
+
+  await openAdmin(page);
+  const row = await accountRow(page, email);
+  await row.getByRole('button', { name: 'API tokens' }).click();
+  const tokens = row.getByRole('list', { name: `API tokens of ${email}` });
+  await expect(tokens.getByRole('listitem')).toHaveCount(1);
+  await expect(tokens).toContainText('Sync job (chat, ');
+  expect(await tokens.textContent()).not.toContain(token);
+  await tokens.getByRole('button', { name: 'Revoke token “Sync job”' }).click();
+  await expect(adminNote(page)).toContainText('API token revoked.');
+  await expect(row).toContainText('No API tokens.');
+  expect((await request.get('/api/threads', { headers: bearer })).status()).toBe(401);
+});

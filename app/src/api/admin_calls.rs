@@ -52,6 +52,16 @@ pub async fn reset_link(id: Uuid) -> ApiResult<ResetLink> {
     fetch(Request::post(&format!("/api/admin/users/{id}/reset-link"))).await
 }
 
+/// `GET /api/admin/users/{id}/tokens`: the account's live API tokens.
+pub async fn api_tokens(id: Uuid) -> ApiResult<wire::ApiTokenList> {
+    fetch(Request::get(&format!("/api/admin/users/{id}/tokens"))).await
+}
+
+/// `DELETE /api/admin/tokens/{id}`: revokes any account's API token.
+pub async fn revoke_api_token(id: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/admin/tokens/{id}")).send().await).await
+}
+
 /// `GET /api/admin/invites`.
 pub async fn invites() -> ApiResult<InviteList> {
     fetch(Request::get("/api/admin/invites")).await

@@ -460,3 +460,18 @@ pub async fn shared(token: &str) -> ApiResult<super::SharedConversation> {
     let token = js_sys::encode_uri_component(token);
     fetch(Request::get(&format!("/api/shared/{token}"))).await
 }
+
+/// `GET /api/tokens`: the account's API tokens that are neither revoked nor expired, newest first.
+pub async fn api_tokens() -> ApiResult<super::ApiTokenList> {
+    fetch(Request::get("/api/tokens")).await
+}
+
+/// `POST /api/tokens`: a new API token, with its secret (shown this once).
+pub async fn create_api_token(body: &super::CreateTokenRequest) -> ApiResult<super::CreatedToken> {
+    read_json(send_json(Request::post("/api/tokens"), body).await?).await
+}
+
+/// `DELETE /api/tokens/{id}`: revokes an API token.
+pub async fn revoke_api_token(id: Uuid) -> ApiResult<()> {
+    expect_empty(Request::delete(&format!("/api/tokens/{id}")).send().await).await
+}

@@ -1,5 +1,5 @@
-//! `/admin`: operator control for administrators (accounts with their usage and actions, invitations, the
-//! sign-up mode), and `/reset-password`, where a reset link an administrator made sets a new password.
+//! `/admin`: operator control for administrators (accounts with their usage, API tokens and actions,
+//! invitations, the sign-up mode), and `/reset-password`, where a reset link an administrator made sets a new password.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,6 +15,7 @@ use crate::api::admin_calls as calls;
 use crate::api::client::ApiError;
 use crate::api::forms::{FormOutcome, RESET_PASSWORD_ACTION};
 use crate::api::from_fragment;
+use crate::api::ApiTokenInfo;
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::new_password::NewPassword;
 use crate::format::moment;
@@ -297,7 +298,8 @@ fn ProjectUsage(note: Note) -> impl IntoView {
     }
 }
 
-/// One account's row: usage, and buttons to disable, promote, set a budget, make a reset link, delete.
+/// One account's row: usage, and buttons to disable, promote, set a budget, make a reset link, delete, and list
+/// its API tokens (each with its own "Revoke").
 #[component]
 fn AccountRow(account: AdminAccount, note: Note, reload: RwSignal<u32>) -> impl IntoView {
     let id = account.id;
@@ -336,6 +338,15 @@ fn AccountRow(account: AdminAccount, note: Note, reload: RwSignal<u32>) -> impl 
             act("Account deleted.", Box::pin(calls::delete_account(id)))
         }
     };
+    let api_tokens = RwSignal::new(None::<Vec<ApiTokenInfo>>);
+    let show_tokens = move || noted(note, calls::api_tokens(id), move |list| api_tokens.set(Some(list.tokens)));
+    let revoke_token = move |token| {
+        noted(note, calls::revoke_api_token(token), move |()| {
+            note.set(Some((true, "API token revoked.".into())));
+            show_tokens();
+        })
+    };
+    let tokens_of = format!("API tokens of {email}");
     let in_force = account.daily_tokens.map(|t| t.to_string()).unwrap_or_else(|| "none".into());
     view! {
         <tr data-testid="account-row" data-email=email.clone()>
@@ -357,6 +368,27 @@ fn AccountRow(account: AdminAccount, note: Note, reload: RwSignal<u32>) -> impl 
                 <button type="button" on:click=toggle_admin>{if admin { "Remove admin" } else { "Make admin" }}</button>
                 <button type="button" on:click=reset>"Reset link"</button>
                 <button type="button" class="danger" on:click=remove>"Delete"</button>
+                <button type="button" on:click=move |_| show_tokens()>"API tokens"</button>
+                {move || api_tokens.get().map(|list| match list.is_empty() {
+                    true => view! { <p class="hint">"No API tokens."</p> }.into_any(),
+                    false => view! {
+                        <ul class="admin-tokens" aria-label=tokens_of.clone()>
+                            {list.into_iter().map(|token| {
+                                let label = format!("Revoke token “{}”", token.name);
+                                let used = token
+                                    .last_used_at
+                                    .map_or_else(|| "never used".into(), |at| format!("last used {}", moment(at)));
+                                let about = format!("{} ({}, {used})", token.name, token.scope.as_str());
+                                view! {
+                                    <li>
+                                        {about}
+                                        <button type="button" aria-label=label on:click=move |_| revoke_token(token.id)>"Revoke"</button>
+                                    </li>
+                                }
+                            }).collect_view()}
+                        </ul>
+                    }.into_any(),
+                })}
             </td>
         </tr>
     }

@@ -1,5 +1,5 @@
 //! `/settings` (also `/account`): the profile, custom instructions, theme, share links and the download of all
-//! one's data; the password, signed-in devices and deleting the account.
+//! one's data; the password, signed-in devices, API tokens and deleting the account.
 //!
 //! The two forms that take a password (changing it, deleting the account) post to the server the plain way
 //! until the page is alive, and through the API once it is. The others need the page alive: they appear only
@@ -15,8 +15,9 @@ use crate::api::forms::{
     FormOutcome, CHANGE_PASSWORD_ACTION, CHANGE_PASSWORD_FORM, DELETE_ACCOUNT_ACTION, DELETE_ACCOUNT_FORM,
 };
 use crate::api::{
-    client, ChangePasswordRequest, DeleteAccountRequest, SessionInfo, Settings, ShareLink, Theme, UpdateSettings,
-    MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MIN_PASSWORD_CHARS,
+    client, ApiTokenInfo, ChangePasswordRequest, CreateTokenRequest, DeleteAccountRequest, SessionInfo, Settings,
+    ShareLink, Theme, TokenScope, UpdateSettings, MAX_DISPLAY_NAME_CHARS, MAX_INSTRUCTIONS_CHARS, MAX_TOKEN_DAYS,
+    MAX_TOKEN_NAME_CHARS, MIN_PASSWORD_CHARS, TOKEN_PREFIX,
 };
 use crate::components::form_note::{form_note, submit_noted};
 use crate::components::model_picker::{ModelChoice, ModelSelect};
@@ -75,6 +76,7 @@ pub fn SettingsPage() -> impl IntoView {
             <YourData/>
             <ChangePassword/>
             <Devices/>
+            <ApiTokens/>
             <DeleteAccount/>
         </section>
     }
@@ -338,6 +340,129 @@ fn SessionRow(session: SessionInfo, on_end: impl Fn() + Send + Sync + 'static) -
             </div>
             <button type="button" on:click=move |_| on_end()>"Sign out"</button>
         </li>
+    }
+}
+
+/// Puts `text` on the clipboard; whether the browser took it.
+fn copy_to_clipboard(text: &str) -> bool {
+    use wasm_bindgen::JsCast;
+    let Some(window) = web_sys::window() else { return false };
+    // navigator.clipboard.writeText(text), looked up dynamically (the Clipboard API is not in web-sys's stable set).
+    let clipboard = js_sys::Reflect::get(&window.navigator(), &"clipboard".into()).ok();
+    let write = clipboard
+        .as_ref()
+        .and_then(|c| js_sys::Reflect::get(c, &"writeText".into()).ok())
+        .and_then(|f| f.dyn_into::<js_sys::Function>().ok());
+    match (clipboard, write) {
+        (Some(clipboard), Some(write)) => write.call1(&clipboard, &text.into()).is_ok(),
+        _ => false,
+    }
+}
+
+/// What a token's scope lets it do, in words.
+fn scope_words(scope: TokenScope) -> &'static str {
+    match scope {
+        TokenScope::Read => "Read",
+        TokenScope::Chat => "Read and chat",
+    }
+}
+
+/// Personal API tokens for scripts and other programs: make one (its secret is shown once), list them, revoke one.
+#[component]
+fn ApiTokens() -> impl IntoView {
+    let tokens = RwSignal::new(None::<Vec<ApiTokenInfo>>);
+    let error = RwSignal::new(None::<String>);
+    let name = RwSignal::new(String::new());
+    let scope = RwSignal::new(TokenScope::Read);
+    let days = RwSignal::new("30".to_string());
+    let secret = RwSignal::new(None::<String>);
+    let copied = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let load = move || call(client::api_tokens(), error, move |list| tokens.set(Some(list.tokens)));
+    Effect::new(move |_| load());
+    let create = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        error.set(None);
+        busy.set(true);
+        let body = CreateTokenRequest {
+            name: name.get_untracked(),
+            scope: scope.get_untracked(),
+            expires_in_days: days.get_untracked().trim().parse().unwrap_or(0),
+        };
+        let request = async move {
+            let result = client::create_api_token(&body).await;
+            busy.set(false);
+            result
+        };
+        call(request, error, move |created| {
+            secret.set(Some(created.token));
+            copied.set(false);
+            name.set(String::new());
+            load();
+        });
+    };
+    let copy = move |_| copied.set(secret.with_untracked(|s| s.as_deref().is_some_and(copy_to_clipboard)));
+    let revoke = move |id| {
+        error.set(None);
+        call(client::revoke_api_token(id), error, move |()| load());
+    };
+    let on_scope = move |ev: leptos::ev::Event| {
+        scope.set(if event_target_value(&ev) == "chat" { TokenScope::Chat } else { TokenScope::Read });
+    };
+    view! {
+        <div class="auth-form" role="region" aria-labelledby="tokens-heading">
+            <h2 id="tokens-heading">"API tokens"</h2>
+            <p class="hint">"A token lets a script or another program use Quire as you, sent as "<code>"Authorization: Bearer"</code>". “Read” tokens only read; “Read and chat” tokens also write in your conversations. No token can change your account, its tokens or sharing."</p>
+            <form class="token-form" aria-label="Make an API token" on:submit=create>
+                <label for="token-name">"Name"</label>
+                <input id="token-name" type="text" required maxlength=MAX_TOKEN_NAME_CHARS.to_string()
+                    placeholder="What it is for"
+                    prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+                <label for="token-scope">"Scope"</label>
+                <select id="token-scope" on:change=on_scope prop:value=move || scope.get().as_str()>
+                    <option value="read">{scope_words(TokenScope::Read)}</option>
+                    <option value="chat">{scope_words(TokenScope::Chat)}</option>
+                </select>
+                <label for="token-days">"Expires in (days)"</label>
+                <input id="token-days" type="number" min="1" max=MAX_TOKEN_DAYS.to_string() required
+                    prop:value=move || days.get() on:input=move |ev| days.set(event_target_value(&ev))/>
+                <button type="submit" class="primary" disabled=move || busy.get()>"Create token"</button>
+            </form>
+            {move || secret.get().map(|token| view! {
+                <div class="token-secret">
+                    <p class="notice" role="status">"Copy this token now: it will not be shown again."</p>
+                    <input type="text" readonly aria-label="New API token" data-testid="api-token-secret" prop:value=token/>
+                    <button type="button" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
+                </div>
+            })}
+            {move || match tokens.get() {
+                None => view! { <p class="hint" role="status">"Loading…"</p> }.into_any(),
+                Some(list) if list.is_empty() => view! { <p class="hint">"No API tokens."</p> }.into_any(),
+                Some(list) => view! {
+                    <ul class="sessions" aria-label="API tokens" data-testid="api-tokens">
+                        {list.into_iter().map(|token| {
+                            let id = token.id;
+                            let label = format!("Revoke token “{}”", token.name);
+                            let used = token.last_used_at.map_or_else(|| "never used".into(), |at| format!("last used {}", moment(at)));
+                            view! {
+                                <li class="session">
+                                    <div class="session-about">
+                                        <span class="session-device">{token.name.clone()}</span>
+                                        <code>{format!("{TOKEN_PREFIX}{}…", token.prefix)}</code>
+                                        <span class="session-current">{scope_words(token.scope)}</span>
+                                        <span class="hint">
+                                            {format!("Created {} · expires {} · {used}", moment(token.created_at), moment(token.expires_at))}
+                                        </span>
+                                    </div>
+                                    <button type="button" aria-label=label on:click=move |_| revoke(id)>"Revoke"</button>
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ul>
+                }.into_any(),
+            }}
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </div>
     }
 }
 

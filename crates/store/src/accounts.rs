@@ -360,8 +360,8 @@ pub trait Accounts: Send + Sync {
     async fn set_password(&self, user: Uuid, password_hash: &str, keep: Uuid) -> Result<Vec<Uuid>>;
 
     /// Removes the account and everything it owns (conversations, messages, documents and their versions,
-    /// attachments and their chunks, search index rows, traces, turns, usage, idempotency keys, sessions and
-    /// counted sign-in failures), in one transaction. `NotFound` when it is gone already.
+    /// attachments and their chunks, search index rows, traces, turns, usage, idempotency keys, sessions, API
+    /// tokens and counted sign-in failures), in one transaction. `NotFound` when it is gone already.
     async fn delete_user(&self, user: Uuid) -> Result<()>;
 
     /// How many sign-ins to `account` failed, and when the last did; `None` when none is counted.

@@ -25,6 +25,7 @@ pub mod sso;
 pub mod summaries;
 pub mod threads;
 pub mod throttle;
+pub mod tokens;
 pub mod turns;
 
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub use shares::{NewShare, Shares};
 pub use sso::{SingleSignOn, SsoAccount, SsoFlow, SsoIdentity, SsoRefusal};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
+pub use tokens::{ApiToken, ApiTokens, NewApiToken};
 pub use turns::{
     EventRun, FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd,
     TurnProgress, TurnRecord, TurnStart, TurnTrace, Turns,
@@ -394,6 +396,7 @@ pub trait Store:
     + Shares
     + Projects
     + SingleSignOn
+    + ApiTokens
     + Send
     + Sync
     + 'static

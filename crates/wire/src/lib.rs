@@ -17,6 +17,7 @@ pub mod schema;
 pub mod settings;
 pub mod sse;
 pub mod time;
+pub mod tokens;
 pub mod trace;
 pub mod validate;
 pub use artifacts::*;
@@ -27,6 +28,7 @@ pub use models::*;
 pub use projects::*;
 pub use requirements::*;
 pub use settings::*;
+pub use tokens::*;
 pub use trace::*;
 
 use chrono::{DateTime, Utc};

@@ -69,6 +69,8 @@ schemas! {
     Title => text(MAX_TITLE_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// A project's name.
     ProjectName => text(crate::MAX_PROJECT_NAME_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
+    /// An API token's name.
+    TokenName => text(crate::MAX_TOKEN_NAME_CHARS, NOT_BLANK_PATTERN, "Not only whitespace; trimmed when saved");
     /// A project's description.
     ProjectDescription => text(crate::MAX_PROJECT_DESCRIPTION_CHARS, NO_NUL_PATTERN, "Trimmed when saved; may be empty");
     /// One tag of a conversation.

@@ -46,6 +46,12 @@ pub fn project_name(name: &str) -> Result<String, Invalid> {
     trimmed_text(name, crate::MAX_PROJECT_NAME_CHARS, "name", "name")
 }
 
+/// An API token's name, trimmed: 1 to [`MAX_TOKEN_NAME_CHARS`](crate::MAX_TOKEN_NAME_CHARS) characters, not
+/// only whitespace.
+pub fn token_name(name: &str) -> Result<String, Invalid> {
+    trimmed_text(name, crate::MAX_TOKEN_NAME_CHARS, "name", "name")
+}
+
 /// A project's description, trimmed (it may be empty): at most
 /// [`MAX_PROJECT_DESCRIPTION_CHARS`](crate::MAX_PROJECT_DESCRIPTION_CHARS) characters, no NUL.
 pub fn project_description(text: &str) -> Result<String, Invalid> {

@@ -1,5 +1,7 @@
-//! Accounts and sessions: password hashing, signed session tokens and the key that signs them.
+//! Accounts and sessions: password hashing, signed session tokens and the key that signs them, and personal API
+//! tokens.
 
+pub mod api_token;
 pub mod breached;
 pub mod device;
 pub mod jwt;

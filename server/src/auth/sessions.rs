@@ -1,5 +1,7 @@
-//! Ending the open event streams of sessions that end: at once when the session ends on this instance, within
-//! [`FOLLOW_EVERY`] when it ends on another one sharing the database (see [`follow_ended`]).
+//! Ending the open event streams of sessions that end, and of API tokens revoked: at once when the session ends
+//! (or the token is revoked) on this instance, within [`FOLLOW_EVERY`] when it does on another one sharing the
+//! database (see [`follow_ended`]). Streams are keyed by the session's id or the token's; a token that merely
+//! expires leaves its open streams to finish, as a session that expires does.
 
 use std::{
     collections::HashMap,
@@ -12,10 +14,10 @@ use uuid::Uuid;
 
 use store::DynStore;
 
-/// How often an instance looks for sessions ended elsewhere.
+/// How often an instance looks for sessions ended (and API tokens revoked) elsewhere.
 pub const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 
-/// The sessions with open streams on this instance.
+/// The sessions (and API tokens) with open streams on this instance.
 #[derive(Debug, Default)]
 pub struct LiveSessions {
     open: Mutex<HashMap<Uuid, (Uuid, watch::Sender<bool>)>>,
@@ -26,7 +28,7 @@ impl LiveSessions {
         self.open.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Resolves when the session `id` of `user` ends.
+    /// Resolves when the session (or API token) `id` of `user` ends.
     pub fn ended(&self, id: Uuid, user: Uuid) -> impl std::future::Future<Output = ()> + Send + 'static {
         let mut receiver = {
             let mut open = self.open();
@@ -42,7 +44,7 @@ impl LiveSessions {
         }
     }
 
-    /// Ends the streams of these sessions.
+    /// Ends the streams of these sessions (or API tokens).
     pub fn end(&self, ids: &[Uuid]) {
         let mut open = self.open();
         for id in ids {
@@ -52,7 +54,7 @@ impl LiveSessions {
         }
     }
 
-    /// Ends the streams of every session of `user`.
+    /// Ends the streams of every session and API token of `user`.
     pub fn end_user(&self, user: Uuid) {
         let mut open = self.open();
         open.retain(|_, (owner, sender)| {
@@ -64,8 +66,9 @@ impl LiveSessions {
     }
 }
 
-/// Ends the local streams of sessions ended on other instances, looking every [`FOLLOW_EVERY`]. Only needed
-/// where several instances share the store; where one process owns it, it finds nothing new.
+/// Ends the local streams of sessions ended (and API tokens revoked) on other instances, looking every
+/// [`FOLLOW_EVERY`]. Only needed where several instances share the store; where one process owns it, it finds
+/// nothing new.
 pub async fn follow_ended(live: Arc<LiveSessions>, store: DynStore) {
     // Clocks of instances differ a little: each look reaches back a few seconds (ending twice is harmless).
     let overlap = chrono::Duration::seconds(5);
@@ -74,13 +77,15 @@ pub async fn follow_ended(live: Arc<LiveSessions>, store: DynStore) {
     loop {
         ticks.tick().await;
         let now = store::now();
-        match store.sessions_ended_since(since).await {
-            Ok(ended) => {
-                live.end(&ended.into_iter().map(|(id, _)| id).collect::<Vec<_>>());
-                since = now - overlap;
+        let ended = match (store.sessions_ended_since(since).await, store.api_tokens_revoked_since(since).await) {
+            (Ok(sessions), Ok(tokens)) => sessions.into_iter().map(|(id, _)| id).chain(tokens).collect::<Vec<_>>(),
+            (Err(e), _) | (_, Err(e)) => {
+                tracing::warn!(error = %e, "looking for ended sessions and revoked tokens failed");
+                continue;
             }
-            Err(e) => tracing::warn!(error = %e, "looking for ended sessions failed"),
-        }
+        };
+        live.end(&ended);
+        since = now - overlap;
     }
 }
 

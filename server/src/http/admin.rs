@@ -36,13 +36,16 @@ pub fn router() -> Router<AppState> {
         .route("/api/admin/users/{id}/disabled", put(set_disabled))
         .route("/api/admin/users/{id}/budget", put(set_budget))
         .route("/api/admin/users/{id}/reset-link", post(reset_link))
+        .route("/api/admin/users/{id}/tokens", get(list_tokens))
+        .route("/api/admin/tokens/{id}", delete(revoke_token))
         .route("/api/admin/invites", get(list_invites).post(create_invite))
         .route("/api/admin/invites/{id}", delete(revoke_invite))
         .route("/api/admin/signup", get(sign_up_settings).put(set_sign_up_settings))
         .route("/api/auth/reset-password", post(reset_password))
 }
 
-/// A signed-in, enabled administrator. To anyone else (signed in or not) the request is a 404.
+/// A signed-in, enabled administrator. To anyone else (signed in or not) the request is a 404; to an API token
+/// (which never administers) a 403 that says so.
 #[derive(Debug, Clone, Copy)]
 pub struct AdminUser(pub AuthUser);
 
@@ -53,6 +56,7 @@ impl FromRequestParts<AppState> for AdminUser {
         let user = match AuthUser::from_request_parts(parts, state).await {
             Ok(user) => user,
             Err(ApiError::Internal(e)) => return Err(ApiError::Internal(e)),
+            Err(refused @ ApiError::Forbidden { code: "token_scope", .. }) => return Err(refused),
             Err(_) => return Err(ApiError::NotFound),
         };
         match state.store.user_by_id(user.id).await {
@@ -249,6 +253,38 @@ pub async fn reset_link(
     tracing::info!(admin = %admin.0.id, account = %id, "password reset link made");
     let link = format!("/reset-password?token={token}");
     Ok((StatusCode::CREATED, Json(ResetLink { token, link, expires_at })))
+}
+
+/// `GET /api/admin/users/{id}/tokens`: the account's API tokens that are neither revoked nor expired, the newest
+/// first (never their secrets).
+#[utoipa::path(get, path = "/api/admin/users/{id}/tokens", tag = "admin", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "The account")),
+    responses((status = 200, body = wire::ApiTokenList),
+        (status = 403, body = wire::ErrorBody, description = "Made with an API token (`token_scope`)"),
+        (status = 404, body = wire::ErrorBody, description = "Not an administrator, or no such account")))]
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    _: AdminUser,
+    Path(id): Path<Uuid>,
+) -> Result<Json<wire::ApiTokenList>> {
+    state.store.user_by_id(id).await?;
+    let tokens = state.store.api_tokens(id).await?.into_iter().map(super::tokens::token_info).collect();
+    Ok(Json(wire::ApiTokenList { tokens }))
+}
+
+/// `DELETE /api/admin/tokens/{id}`: revokes any account's API token; it is refused from now on, and the event
+/// streams opened with it end, on every instance.
+#[utoipa::path(delete, path = "/api/admin/tokens/{id}", tag = "admin", security(("session" = []), ("bearer" = [])),
+    params(("id" = Uuid, Path, description = "The token")),
+    responses((status = 204, description = "Revoked"),
+        (status = 403, body = wire::ErrorBody, description = "Made with an API token (`token_scope`)"),
+        (status = 404, body = wire::ErrorBody,
+            description = "Not an administrator, or no token with this id that is neither revoked nor expired")))]
+pub async fn revoke_token(State(state): State<AppState>, admin: AdminUser, Path(id): Path<Uuid>) -> Result<StatusCode> {
+    let owner = state.store.revoke_any_api_token(id).await?;
+    state.sessions.end(&[id]);
+    tracing::info!(admin = %admin.0.id, account = %owner, token = %id, "API token revoked by an administrator");
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /api/admin/invites`: the invitations, the newest first.

@@ -234,12 +234,13 @@ async fn own_account(state: &AppState, user: &AuthUser, password: String, field:
                 cookie, and names the provider's end-session address to go to"),
         (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody)))]
 pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    let session = user.session()?;
     let id_token = match &state.oidc {
-        Some(_) => state.store.sso_id_token(user.jti).await?,
+        Some(_) => state.store.sso_id_token(session).await?,
         None => None,
     };
-    state.store.end_session(user.id, user.jti).await?;
-    state.sessions.end(&[user.jti]);
+    state.store.end_session(user.id, session).await?;
+    state.sessions.end(&[session]);
     let end_session_url = match (&state.oidc, id_token) {
         (Some(oidc), Some(id_token)) => oidc.end_session_url(&id_token).await,
         _ => None,
@@ -260,6 +261,7 @@ pub async fn logout(State(state): State<AppState>, user: AuthUser) -> Result<Res
     responses((status = 204, description = "Every session ended; clears the session cookie"),
         (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody)))]
 pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result<Response> {
+    user.session()?;
     let ended = state.store.end_sessions(user.id, None).await?;
     state.sessions.end_user(user.id);
     tracing::info!(user = %user.id, sessions = ended.len(), "signed out everywhere");
@@ -272,6 +274,7 @@ pub async fn logout_all(State(state): State<AppState>, user: AuthUser) -> Result
     responses((status = 200, body = SessionList), (status = 401, body = wire::ErrorBody)))]
 pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<Json<SessionList>> {
     let now = store::now();
+    let current = user.session().ok();
     let sessions = state
         .store
         .open_sessions(user.id)
@@ -282,7 +285,7 @@ pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<J
             id: session.public_id(),
             created_at: session.created_at,
             last_seen_at: session.last_seen_at,
-            current: session.id == user.jti,
+            current: Some(session.id) == current,
             device: session.device,
             ip_prefix: session.ip_prefix,
         })
@@ -298,6 +301,7 @@ pub async fn sessions(State(state): State<AppState>, user: AuthUser) -> Result<J
         (status = 401, body = wire::ErrorBody), (status = 403, body = wire::ErrorBody),
         (status = 404, body = wire::ErrorBody, description = "No open session of this account has that id")))]
 pub async fn end_session(State(state): State<AppState>, user: AuthUser, Path(id): Path<String>) -> Result<Response> {
+    let current = user.session()?;
     let session = state.store.open_sessions(user.id).await?.into_iter().find(|session| session.public_id() == id);
     let Some(session) = session else { return Err(ApiError::NotFound) };
     if !state.store.end_session(user.id, session.id).await? {
@@ -305,7 +309,7 @@ pub async fn end_session(State(state): State<AppState>, user: AuthUser, Path(id)
     }
     state.sessions.end(&[session.id]);
     tracing::info!(user = %user.id, "one session ended from the list");
-    if session.id == user.jti {
+    if session.id == current {
         signed_out(&state)
     } else {
         Ok(StatusCode::NO_CONTENT.into_response())
@@ -352,11 +356,12 @@ pub async fn change_password(
 
 /// Changes the signed-in person's password, given the current one; every other session ends.
 pub(super) async fn set_new_password(state: &AppState, user: &AuthUser, body: ChangePasswordRequest) -> Result<()> {
+    let keep = user.session()?;
     let account =
         own_account(state, user, body.current_password, "current_password", "The current password is wrong.").await?;
     check_new_password("new_password", &body.new_password, &account.email, &account.display_name).await?;
     let hash = password::hash(body.new_password).await.map_err(ApiError::Internal)?;
-    let ended = state.store.set_password(user.id, &hash, user.jti).await?;
+    let ended = state.store.set_password(user.id, &hash, keep).await?;
     state.sessions.end(&ended);
     tracing::info!(user = %user.id, sessions_ended = ended.len(), "password changed");
     Ok(())
@@ -381,6 +386,7 @@ pub async fn delete_account(
 
 /// Deletes the signed-in person's account and everything it owns, given its password; its sessions end.
 pub(super) async fn remove_account(state: &AppState, user: &AuthUser, body: DeleteAccountRequest) -> Result<()> {
+    user.session()?;
     let account = own_account(state, user, body.password, "password", "The password is wrong.").await?;
     if account.is_admin {
         // Refused (409) for the last administrator: Quire would be left without one.

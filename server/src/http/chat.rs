@@ -58,9 +58,9 @@ pub(super) async fn started_stream(
 }
 
 /// A turn's SSE frames as an event stream no proxy buffers, kept alive every [`KEEP_ALIVE`]; it ends with its
-/// session, and gives its `place` back as it ends (before its last byte, so a client may open another at once).
-/// In a conversation the caller reads as a member of its project (`member_of`), it also ends once they no longer
-/// reach it (see [`crate::auth::reach`]).
+/// session (or the API token it was opened with), and gives its `place` back as it ends (before its last byte, so
+/// a client may open another at once). In a conversation the caller reads as a member of its project
+/// (`member_of`), it also ends once they no longer reach it (see [`crate::auth::reach`]).
 pub(super) fn event_stream_on(
     state: &AppState,
     user: &AuthUser,
@@ -71,7 +71,7 @@ pub(super) fn event_stream_on(
     let half = KEEP_ALIVE / 2;
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + half, half);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let session = state.sessions.ended(user.jti, user.id);
+    let session = state.sessions.ended(user.credential(), user.id);
     let ended: Pin<Box<dyn Future<Output = ()> + Send>> = match member_of {
         Some(thread) => {
             let lost = state.reach.lost(user.id, thread);

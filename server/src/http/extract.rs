@@ -4,13 +4,14 @@ use std::any::TypeId;
 
 use axum::{
     body::Bytes,
-    extract::{FromRequest, FromRequestParts, Request},
+    extract::{FromRequest, FromRequestParts, MatchedPath, Request},
     http::{header, request::Parts, HeaderMap},
 };
-use chrono::{DateTime, Utc};
 use uuid::Uuid;
+use wire::TokenScope;
 
 use super::error::ApiError;
+use crate::auth::api_token::{self, Refusal};
 use crate::auth::{HOST_SESSION_COOKIE, SESSION_COOKIE};
 use crate::AppState;
 
@@ -76,22 +77,67 @@ pub struct Path<T>(pub T);
 #[from_request(via(axum::extract::Query), rejection(ApiError))]
 pub struct Query<T>(pub T);
 
-/// The signed-in person: a valid session token (cookie or `Authorization: Bearer`) of a live session, else a 401.
-/// Also counts the request against the person's general rate limit.
+/// The signed-in person: a valid session token (cookie or `Authorization: Bearer`) of a live session, or a live
+/// personal API token (`Authorization: Bearer quire_pat_…`) whose scope allows the request, else a 401 (a 403 with
+/// the code `token_scope` when the token's scope does not allow it). Also counts the request against the person's
+/// general rate limit, whichever way it is signed in.
 #[derive(Debug, Clone, Copy)]
 pub struct AuthUser {
     pub id: Uuid,
-    /// The session token's id and expiry, for signing out.
-    pub jti: Uuid,
-    pub expires_at: DateTime<Utc>,
+    /// How the request is signed in.
+    pub access: Access,
+}
+
+/// How a request is signed in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// A session: its token's id (`jti`), for signing out.
+    Session { jti: Uuid },
+    /// A personal API token, and what it may do.
+    Token { id: Uuid, scope: TokenScope },
+}
+
+impl AuthUser {
+    /// The session the request is signed in with; a 403 for an API token, which has no session (to end, or to
+    /// keep when the password changes).
+    pub fn session(&self) -> Result<Uuid, ApiError> {
+        match self.access {
+            Access::Session { jti } => Ok(jti),
+            Access::Token { .. } => Err(token_refused(Refusal::SignInRequired)),
+        }
+    }
+
+    /// The session or API token the request came with: the event streams it opens end when that ends (see
+    /// [`LiveSessions`](crate::auth::sessions::LiveSessions)).
+    pub fn credential(&self) -> Uuid {
+        match self.access {
+            Access::Session { jti } => jti,
+            Access::Token { id, .. } => id,
+        }
+    }
+}
+
+/// The refusal of a request an API token's scope does not allow.
+pub fn token_refused(refusal: Refusal) -> ApiError {
+    ApiError::Forbidden { code: "token_scope", message: refusal.message().into() }
+}
+
+/// The `Authorization` header's text, if the request carries one.
+fn authorization(parts: &Parts) -> Option<&str> {
+    parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())
+}
+
+/// The value of the `Authorization: Bearer` header, if the request carries one.
+fn bearer(parts: &Parts) -> Option<&str> {
+    let (scheme, token) = authorization(parts)?.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The session token a request carries, if any: the `Authorization: Bearer` header first, then the cookie
 /// named `cookie_name`.
 pub fn session_token<'a>(parts: &'a Parts, cookie_name: &str) -> Option<&'a str> {
-    if let Some(value) = parts.headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
-        let (scheme, token) = value.split_once(' ')?;
-        return scheme.eq_ignore_ascii_case("bearer").then(|| token.trim());
+    if authorization(parts).is_some() {
+        return bearer(parts);
     }
     cookie(parts, cookie_name)
 }
@@ -122,26 +168,56 @@ impl FromRequestParts<AppState> for AuthUser {
         if let Some(user) = parts.extensions.get::<AuthUser>() {
             return Ok(*user);
         }
-        let claims = session_token(parts, state.config.session_cookie_name())
-            .and_then(|t| state.jwt.verify(t))
-            .ok_or(ApiError::Unauthorized)?;
-        let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
-        let now = store::now();
-        let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
-            return Err(ApiError::Unauthorized);
+        let user = match bearer(parts).filter(|value| api_token::is_api_token(value)) {
+            Some(value) => token_user(parts, state, value).await?,
+            None => session_user(parts, state).await?,
         };
-        if session.needs_touch(now) {
-            // The request need not wait for it: a lost touch only makes the idle timeout a minute earlier.
-            let store = state.store.clone();
-            tokio::spawn(async move {
-                if let Err(e) = store.touch_session(session.id).await {
-                    tracing::warn!(error = %e, "recording a session's use failed");
-                }
-            });
-        }
-        state.limits.check_general(claims.sub).await?;
-        let user = AuthUser { id: claims.sub, jti: claims.jti, expires_at: claims.expires_at() };
         parts.extensions.insert(user);
         Ok(user)
     }
+}
+
+/// The person whose live session the request's session token names.
+async fn session_user(parts: &Parts, state: &AppState) -> Result<AuthUser, ApiError> {
+    let claims = session_token(parts, state.config.session_cookie_name())
+        .and_then(|t| state.jwt.verify(t))
+        .ok_or(ApiError::Unauthorized)?;
+    let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
+    let now = store::now();
+    let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
+        return Err(ApiError::Unauthorized);
+    };
+    if session.needs_touch(now) {
+        // The request need not wait for it: a lost touch only makes the idle timeout a minute earlier.
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_session(session.id).await {
+                tracing::warn!(error = %e, "recording a session's use failed");
+            }
+        });
+    }
+    state.limits.check_general(claims.sub).await?;
+    Ok(AuthUser { id: claims.sub, access: Access::Session { jti: claims.jti } })
+}
+
+/// The owner of the live API token `value`, when its scope allows the request (judged by the route the router
+/// matched, so that no spelling of a path gets past it).
+async fn token_user(parts: &Parts, state: &AppState, value: &str) -> Result<AuthUser, ApiError> {
+    let Some(hash) = api_token::lookup_hash(value) else { return Err(ApiError::Unauthorized) };
+    let token = state.store.api_token_by_hash(&hash).await?.ok_or(ApiError::Unauthorized)?;
+    let now = store::now();
+    if token.needs_touch(now) {
+        // The request need not wait for it: the time shown is to within a minute anyway.
+        let store = state.store.clone();
+        tokio::spawn(async move {
+            if let Err(e) = store.touch_api_token(token.id).await {
+                tracing::warn!(error = %e, "recording an API token's use failed");
+            }
+        });
+    }
+    // Counted before the scope is judged: refused requests cost the caller as much as any other.
+    state.limits.check_general(token.user).await?;
+    let route = parts.extensions.get::<MatchedPath>().map_or_else(|| parts.uri.path(), MatchedPath::as_str);
+    api_token::permits(token.scope, &parts.method, route).map_err(token_refused)?;
+    Ok(AuthUser { id: token.user, access: Access::Token { id: token.id, scope: token.scope } })
 }

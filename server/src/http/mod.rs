@@ -28,6 +28,7 @@ pub mod sso;
 pub mod stats;
 pub mod streams;
 pub mod threads;
+pub mod tokens;
 
 use axum::{routing::get, Router};
 use wire::Health;
@@ -133,6 +134,7 @@ pub fn api_router() -> Router<AppState> {
         .route("/api/openapi.json", get(openapi::document))
         .merge(auth::router())
         .merge(sso::router())
+        .merge(tokens::router())
         .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())

@@ -13,7 +13,7 @@ use utoipa::{
 
 use super::{
     admin, artifacts, attachments, auth, changes, chat, export, messages, models, projects, requirements, search,
-    settings, shares, sso, stats, threads,
+    settings, shares, sso, stats, threads, tokens,
 };
 
 /// The whole API.
@@ -23,10 +23,10 @@ use super::{
     paths(
         super::health, super::ready,
         auth::register, auth::login, auth::logout, auth::logout_all, auth::change_password, auth::me,
-        auth::delete_account, auth::sessions, auth::end_session, sso::methods, sso::start, sso::callback,
+        auth::delete_account, auth::sessions, auth::end_session, sso::methods, sso::start, sso::callback, tokens::create, tokens::list, tokens::revoke,
         admin::reset_password, admin::list_accounts, admin::list_projects, admin::set_role, admin::set_disabled, admin::set_budget,
         admin::delete_account, admin::reset_link, admin::list_invites, admin::create_invite, admin::revoke_invite,
-        admin::sign_up_settings, admin::set_sign_up_settings,
+        admin::sign_up_settings, admin::set_sign_up_settings, admin::list_tokens, admin::revoke_token,
         settings::settings, settings::update_settings, models::list_models,
         threads::list_threads, threads::create_thread, threads::get_thread, threads::update_thread,
         threads::delete_thread, threads::delete_message, threads::list_tags,
@@ -46,8 +46,8 @@ use super::{
     ),
     components(schemas(wire::ErrorBody, wire::ErrorDetail, wire::ChatEvent, wire::ExportFormat)),
     modifiers(&SessionSchemes, &ExtractorErrors),
-    tags((name = "auth", description = "Accounts and sessions"),
-        (name = "admin", description = "Operator control, for administrators only (404 to everyone else)"), (name = "threads", description = "Conversations"),
+    tags((name = "auth", description = "Accounts, sessions and personal API tokens"),
+        (name = "admin", description = "Operator control, for administrators only (404 to everyone else, 403 to an API token)"), (name = "threads", description = "Conversations"),
         (name = "projects", description = "Team projects: members and roles, conversations, activity"),
         (name = "messages", description = "Messages"), (name = "chat", description = "Streamed chat turns"),
         (name = "meta", description = "Service"), (name = "history", description = "Search, stats, export and import"),
@@ -56,7 +56,8 @@ use super::{
 )]
 pub struct ApiDoc;
 
-/// Declares the two ways to send a session token: the `quire_session` cookie and `Authorization: Bearer`.
+/// Declares the ways to sign a request in: a session token in the `quire_session` cookie, or `Authorization:
+/// Bearer` with a session token or a personal API token.
 struct SessionSchemes;
 
 impl Modify for SessionSchemes {
@@ -68,13 +69,24 @@ impl Modify for SessionSchemes {
         );
         components.add_security_scheme(
             "bearer",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build()),
+            SecurityScheme::Http(
+                HttpBuilder::new().scheme(HttpAuthScheme::Bearer).description(Some(BEARER_DESCRIPTION)).build(),
+            ),
         );
     }
 }
 
+/// What the `bearer` scheme takes.
+const BEARER_DESCRIPTION: &str = "A session token (the JWT that signing in answers with) or a personal API token \
+    (`quire_pat_…`, made with `POST /api/tokens`). An API token acts as its owner, counts against their rate limits \
+    and budgets, and is refused (401) once revoked or expired or while the account is disabled. Its scope decides \
+    what it may do: `read` only reads (`GET`); `chat` also writes in conversations and their documents (`/api/threads…`, \
+    `/api/artifacts/…`) but not their share links. No token manages the account, its sessions or tokens, settings, \
+    projects or sharing, nor uses `/api/admin/…`: such a request is a 403 with the code `token_scope`.";
+
 /// Documents the answers every handler can give before its own code runs: a malformed parameter or JSON body
-/// (400, 413, 415, 422) and the general per-user rate limit on signed-in routes (429).
+/// (400, 413, 415, 422), the general per-user rate limit on signed-in routes (429) and, on signed-in routes that
+/// write, an API token whose scope does not allow it (403).
 struct ExtractorErrors;
 
 impl ExtractorErrors {
@@ -92,8 +104,14 @@ impl ExtractorErrors {
 impl Modify for ExtractorErrors {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         for item in openapi.paths.paths.values_mut() {
-            let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
-            for operation in operations.into_iter().flatten() {
+            let operations = [
+                (true, &mut item.get),
+                (false, &mut item.post),
+                (false, &mut item.put),
+                (false, &mut item.patch),
+                (false, &mut item.delete),
+            ];
+            for (reads, operation) in operations.into_iter().filter_map(|(reads, op)| Some((reads, op.as_mut()?))) {
                 let parameters = operation.parameters.iter().flatten();
                 if parameters.clone().any(|p| matches!(p.parameter_in, ParameterIn::Path | ParameterIn::Query)) {
                     Self::add(operation, "400", "A path or query parameter is malformed");
@@ -108,6 +126,9 @@ impl Modify for ExtractorErrors {
                 }
                 if operation.security.as_ref().is_some_and(|s| !s.is_empty()) {
                     Self::add(operation, "429", "Over the per-user rate limit (see `Retry-After`)");
+                    if !reads {
+                        Self::add(operation, "403", "An API token whose scope does not allow this (`token_scope`)");
+                    }
                 }
             }
         }
@@ -214,6 +235,8 @@ mod tests {
             prop_assert_eq!(title.is_match(&text), validate::title(&text).is_ok());
             let tag = regex(&create["tags"]["oneOf"][1]["items"]["pattern"]);
             prop_assert_eq!(tag.is_match(&text), validate::tag(&text).is_ok());
+            let token_name = regex(&schema(&doc, "CreateTokenRequest")["properties"]["name"]["oneOf"][0]["pattern"]);
+            prop_assert_eq!(token_name.is_match(&text), validate::token_name(&text).is_ok());
             let email = regex(&schema(&doc, "RegisterRequest")["properties"]["email"]["pattern"]);
             prop_assert_eq!(email.is_match(&text), validate::email(&text).is_ok());
             let filter = regex(&parameter(&doc, "/api/threads", "tags")["pattern"]);

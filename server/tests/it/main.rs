@@ -44,5 +44,6 @@ mod slice;
 mod sso;
 mod store_story;
 mod summaries;
+mod tokens;
 mod traces;
 mod versions_and_tags;

@@ -328,6 +328,9 @@ async fn openapi_describes_every_route() {
         ("/api/auth/methods", "get"),
         ("/api/auth/oidc/start", "get"),
         ("/api/auth/oidc/callback", "get"),
+        ("/api/tokens", "post"),
+        ("/api/tokens", "get"),
+        ("/api/tokens/{id}", "delete"),
         ("/api/admin/users", "get"),
         ("/api/admin/projects", "get"),
         ("/api/admin/users/{id}", "delete"),
@@ -335,6 +338,8 @@ async fn openapi_describes_every_route() {
         ("/api/admin/users/{id}/disabled", "put"),
         ("/api/admin/users/{id}/budget", "put"),
         ("/api/admin/users/{id}/reset-link", "post"),
+        ("/api/admin/users/{id}/tokens", "get"),
+        ("/api/admin/tokens/{id}", "delete"),
         ("/api/admin/invites", "get"),
         ("/api/admin/invites", "post"),
         ("/api/admin/invites/{id}", "delete"),
@@ -413,5 +418,9 @@ async fn openapi_describes_every_route() {
     {
         assert!(doc["components"]["schemas"].get(schema).is_some(), "schema {schema} missing");
     }
-    assert!(doc["components"]["securitySchemes"].get("bearer").is_some());
+    let bearer = &doc["components"]["securitySchemes"]["bearer"];
+    assert_eq!(bearer["scheme"], "bearer");
+    assert!(bearer["description"].as_str().is_some_and(|d| d.contains("quire_pat_")), "{bearer}");
+    let scope = &paths["/api/threads"]["post"]["responses"]["403"]["description"];
+    assert!(scope.as_str().is_some_and(|d| d.contains("token_scope")), "{scope}");
 }

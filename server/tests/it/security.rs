@@ -393,7 +393,7 @@ mod deletion {
     }
 
     /// What an account leaves behind in ordinary use: a conversation with answers, a document and a revision
-    /// of it, an attachment, a request with an idempotency key, and a failed sign-in.
+    /// of it, an attachment, a request with an idempotency key, a failed sign-in, and an API token used once.
     async fn use_account(server: &TestServer, client: &reqwest::Client, email: &str) {
         let thread: wire::Thread =
             post_json(client, &server.url("/api/threads"), &serde_json::json!({"tags": ["work"]})).await;
@@ -413,6 +413,10 @@ mod deletion {
         let upload = upload(client, &server.base, thread.id, "policy.txt", "text/plain", policy).await;
         assert_eq!(upload.status(), 201);
         server.sign_in(email, "a wrong guess").await;
+        let token = serde_json::json!({"name": "Script", "scope": "read", "expires_in_days": 7});
+        let token: wire::CreatedToken = post_json(client, &server.url("/api/tokens"), &token).await;
+        let program = crate::common::bearer_client(&token.token);
+        let _: wire::ThreadList = get_json(&program, &server.url("/api/threads")).await;
     }
 
     async fn deleting_an_account_removes_every_row_it_owns(db: Db) {
@@ -426,6 +430,7 @@ mod deletion {
         for table in [
             "users",
             "sessions",
+            "api_tokens",
             "threads",
             "messages",
             "artifacts",

@@ -1,4 +1,4 @@
-//! Accounts and sessions on PostgreSQL, and how the concepts written once for both backends (such as
+//! Accounts, sessions and API tokens on PostgreSQL, and how the concepts written once for both backends (such as
 //! [`accounts_for`](crate::accounts::accounts_for)) reach this one's pool.
 
 use futures::future::BoxFuture;
@@ -35,3 +35,4 @@ impl Postgres {
 
 crate::accounts::accounts_for!(Postgres);
 crate::sso::single_sign_on_for!(Postgres);
+crate::tokens::api_tokens_for!(Postgres);
