@@ -23,6 +23,13 @@ test('signing in and out through the organisation\'s identity provider', async (
   const me = await (await page.request.get(`${quire}/api/auth/me`)).json();
   expect(me).toMatchObject({ email: 'admin.ana@example.com', display_name: 'Admin.ana', admin: true });
 
+  // No password to change; deleting the account is confirmed with the address.
+  await page.goto(`${quire}/settings`);
+  await expect(page.locator('body')).toHaveAttribute('data-hydrated', 'true');
+  await expect(page.getByRole('heading', { name: 'Delete account' })).toBeVisible();
+  await expect(page.getByLabel('Your e-mail address, to confirm')).toBeVisible();
+  await expect(page.getByRole('heading', { name: 'Change password' })).toHaveCount(0);
+
   // Signing out ends Quire's session and the provider's, which sends the browser back to sign in.
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('button', { name: /Yes, sign me out/i }).click();

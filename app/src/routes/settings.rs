@@ -62,6 +62,7 @@ pub fn SettingsPage() -> impl IntoView {
     let settings = RwSignal::new(None::<Settings>);
     let error = RwSignal::new(None::<String>);
     Effect::new(move |_| call(client::settings(), error, move |found| settings.set(Some(found))));
+    let has_password = has_password();
     view! {
         <section class="auth account-page" aria-labelledby="settings-heading">
             <h1 id="settings-heading">"Settings"</h1>
@@ -74,7 +75,9 @@ pub fn SettingsPage() -> impl IntoView {
             <Appearance/>
             <SharedLinks/>
             <YourData/>
-            <ChangePassword/>
+            <Show when=has_password>
+                <ChangePassword/>
+            </Show>
             <Devices/>
             <ApiTokens/>
             <DeleteAccount/>
@@ -466,9 +469,17 @@ fn ApiTokens() -> impl IntoView {
     }
 }
 
-/// Deletes the account and everything in it, given its password.
+/// Whether the signed-in account has a password (until it is known, as most have one). An account made through
+/// the organisation's identity provider has none: no password to change, and its address confirms a deletion.
+fn has_password() -> impl Fn() -> bool + Copy + Send + Sync + 'static {
+    let user = expect_context::<crate::CurrentUser>();
+    move || user.0.with(|u| u.as_ref().is_none_or(|u| u.has_password))
+}
+
+/// Deletes the account and everything in it, given its password (its e-mail address, for one without).
 #[component]
 fn DeleteAccount() -> impl IntoView {
+    let has_password = has_password();
     let password = RwSignal::new(String::new());
     let posted = posted_outcome(DELETE_ACCOUNT_FORM).filter(|outcome| !outcome.is_done());
     let error = RwSignal::new(posted.map(|outcome| outcome.message().to_string()));
@@ -492,8 +503,12 @@ fn DeleteAccount() -> impl IntoView {
             action=DELETE_ACCOUNT_ACTION on:submit=submit>
             <h2 id="delete-account-heading">"Delete account"</h2>
             <p class="hint">"Deletes the account with all its conversations, documents and files. This cannot be undone."</p>
-            <label for="delete-password">"Password"</label>
-            <input id="delete-password" name="password" type="password" autocomplete="current-password" required
+            <label for="delete-password">
+                {move || if has_password() { "Password" } else { "Your e-mail address, to confirm" }}
+            </label>
+            <input id="delete-password" name="password" required
+                type=move || if has_password() { "password" } else { "email" }
+                autocomplete=move || if has_password() { "current-password" } else { "off" }
                 prop:value=move || password.get() on:input=move |ev| password.set(event_target_value(&ev))/>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <button type="submit" class="danger" disabled=move || busy.get()>"Delete account"</button>

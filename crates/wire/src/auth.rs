@@ -62,6 +62,10 @@ pub struct UserProfile {
     /// Whether the account administers Quire.
     #[serde(default)]
     pub admin: bool,
+    /// Whether the account has a password; one made at a sign-in through the identity provider has none (and
+    /// confirms its deletion with its e-mail address instead).
+    #[serde(default)]
+    pub has_password: bool,
 }
 
 /// The answer to sign-up and sign-in: the account and its new session token (also set as an HttpOnly cookie).

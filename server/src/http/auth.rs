@@ -55,6 +55,7 @@ fn profile(user: User) -> UserProfile {
         display_name: user.display_name,
         created_at: user.created_at,
         admin: user.is_admin,
+        has_password: !user.password_hash.is_empty(),
     }
 }
 
@@ -387,7 +388,16 @@ pub async fn delete_account(
 /// Deletes the signed-in person's account and everything it owns, given its password; its sessions end.
 pub(super) async fn remove_account(state: &AppState, user: &AuthUser, body: DeleteAccountRequest) -> Result<()> {
     user.session()?;
-    let account = own_account(state, user, body.password, "password", "The password is wrong.").await?;
+    let account = state.store.user_by_id(user.id).await?;
+    let account = if account.password_hash.is_empty() {
+        // An account without a password (made through the identity provider) confirms with its address.
+        if !body.password.trim().eq_ignore_ascii_case(&account.email) {
+            return Err(ApiError::invalid("password", "Type the account's e-mail address to confirm."));
+        }
+        account
+    } else {
+        own_account(state, user, body.password, "password", "The password is wrong.").await?
+    };
     if account.is_admin {
         // Refused (409) for the last administrator: Quire would be left without one.
         state.store.set_admin(user.id, false).await?;

@@ -431,3 +431,34 @@ async fn an_address_the_provider_does_not_vouch_for_counts_only_when_trusted() {
     provider.next(Person { email_verified: false, ..Person::new("nia-1", "nia@example.com") });
     assert_refused(&sign_in(&trusting, "/").await, "sso_unverified");
 }
+
+#[tokio::test]
+async fn an_account_without_a_password_confirms_its_deletion_with_its_address() {
+    let provider = FakeProvider::start(Person::new("ola-1", "ola@example.com")).await;
+    let quire = Quire::start(&provider.issuer, |c| {
+        c.signup = SignUpMode::Open;
+        c.oidc.auto_create = true;
+    })
+    .await;
+    let (_, first) = sign_up(&quire.base, "first@example.com").await;
+    assert!(first.user.has_password);
+    let session = sign_in(&quire, "/").await.session.expect("a session");
+    let ola = me(&quire, &session).await;
+    assert!(!ola.has_password, "made through the provider, without a password");
+    let delete = |confirmation: &str| {
+        let body = serde_json::json!({ "password": confirmation });
+        browser()
+            .delete(quire.url("/api/auth/me"))
+            .header(header::COOKIE, &session)
+            .header(header::ORIGIN, &quire.base)
+            .json(&body)
+            .send()
+    };
+    let refused = delete("").await.unwrap();
+    assert_eq!(refused.status(), 422);
+    assert_eq!(delete("someone@example.com").await.unwrap().status(), 422);
+    assert_eq!(quire.users().await, 2, "nothing deleted");
+    assert_eq!(delete(" OLA@example.com ").await.unwrap().status(), 204);
+    assert_eq!(quire.users().await, 1);
+    assert_eq!(sqlx_count(&quire, "select count(*) from sso_identities").await, 0, "its link went with it");
+}
