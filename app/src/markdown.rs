@@ -515,7 +515,7 @@ mod tests {
             ),
             "{linked}"
         );
-        assert_eq!(linked.matches("requirement-link\"").count(), 1, "{linked}");
+        assert_eq!(linked.matches("data-testid=\"requirement-link\"").count(), 1, "{linked}");
         assert_eq!(markup_problem(&linked), None);
         assert!(
             markup_problem("<button data-key=\"R-2@0A1B2C3D4E5F\">x</button>").is_some(),
