@@ -13,7 +13,10 @@ function answer(result: Awaited<ReturnType<Client['callTool']>>) {
 
 test("an MCP client reads the token owner's conversations and documents over /mcp", async ({ page, baseURL }) => {
   await signUp(page);
-  const made = await page.request.post('/api/tokens', { data: { name: 'Assistant', scope: 'read', expires_in_days: 1 } });
+  const made = await page.request.post('/api/tokens', {
+    headers: sameOrigin(),
+    data: { name: 'Assistant', scope: 'read', expires_in_days: 1 },
+  });
   expect(made.status()).toBe(201);
   const token: string = (await made.json()).token;
 

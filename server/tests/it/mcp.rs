@@ -2,14 +2,15 @@
 //! live personal API token signs in (no token, a session's token or cookie, a revoked token: 401); its tools read
 //! the token owner's conversations, documents (at a chosen version) and requirements ledger with coverage and
 //! out-of-date marks; bad arguments are tool errors; another person's conversation or document is "not found"
-//! exactly like a missing one. On SQLite and, with `scripts/with-postgres`, on PostgreSQL.
+//! exactly like a missing one; each request counts against the owner's rate limit, a search also against the
+//! search limit. On SQLite and, with `scripts/with-postgres`, on PostgreSQL.
 
 use reqwest::{header, StatusCode};
 use serde_json::{json, Value};
 use uuid::Uuid;
 use wire::{CreatedToken, TokenScope};
 
-use crate::common::{bearer_client, created, every_store, TestServer};
+use crate::common::{bearer_client, created, every_store, ScriptedModel, TestServer};
 
 /// A client of `/mcp` with a bearer value (or none).
 struct Mcp {
@@ -220,5 +221,31 @@ async fn tools_read_conversations_documents_and_the_ledger_of_the_token_s_owner_
         let hits = theirs.tool_json("search_conversations", json!({"query": "bookings"})).await;
         assert_eq!(hits["results"], json!([]), "{hits}");
         assert_eq!(theirs.tool_json("list_conversations", json!({})).await, json!([]));
+    }
+}
+
+#[tokio::test]
+async fn mcp_requests_count_against_the_owner_s_rate_limits() {
+    for (store, _guard) in every_store("mcp_limits").await {
+        let server = TestServer::with_configured(store, ScriptedModel::new(Vec::new()), |config| {
+            config.limits.general = 6;
+            config.limits.search = 2;
+        })
+        .await;
+        // One request of the session's (making the token), then the token's.
+        let mcp = Mcp::new(&server, bearer_client(&token(&server, &server.client, TokenScope::Read).await.token));
+        for _ in 0..2 {
+            assert!(!mcp.tool("search_conversations", json!({"query": "slots"})).await.1);
+        }
+        let (text, is_error) = mcp.tool("search_conversations", json!({"query": "slots"})).await;
+        assert!(is_error && text.starts_with("rate_limited: "), "{text}");
+        // The same person's searches, whichever way they sign in.
+        let searched = server.client.get(server.url("/api/search?q=slots")).send().await.unwrap();
+        assert_eq!(searched.status(), StatusCode::TOO_MANY_REQUESTS);
+
+        mcp.call("tools/list", json!({})).await;
+        let over = mcp.post(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"})).await;
+        assert_eq!(over.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert!(over.headers().get(header::RETRY_AFTER).is_some());
     }
 }
