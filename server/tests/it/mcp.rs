@@ -110,6 +110,11 @@ async fn only_a_live_api_token_signs_in_at_mcp() {
             let answer = mcp.call("initialize", initialize()).await;
             assert_eq!(answer["result"]["serverInfo"]["name"], "quire", "{answer}");
             assert!(answer["result"]["capabilities"]["tools"].is_object(), "{answer}");
+            // Stateless: no event stream to open, no session to end.
+            for method in [reqwest::Method::GET, reqwest::Method::DELETE] {
+                let response = mcp.client.request(method.clone(), &mcp.url).send().await.unwrap();
+                assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED, "{method}");
+            }
 
             let revoke = server.client.delete(server.url(&format!("/api/tokens/{}", created.info.id)));
             assert_eq!(revoke.send().await.unwrap().status(), StatusCode::NO_CONTENT);
