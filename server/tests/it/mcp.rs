@@ -2,7 +2,7 @@
 //! live personal API token signs in (no token, a session's token or cookie, a revoked token: 401); its tools read
 //! the token owner's conversations, documents (at a chosen version) and requirements ledger with coverage and
 //! out-of-date marks; bad arguments are tool errors; another person's conversation or document is "not found"
-//! exactly like a missing one; each request counts against the owner's rate limit, a search also against the
+//! exactly like a missing one, until it is in a project they are a member of; each request counts against the owner's rate limit, a search also against the
 //! search limit. On SQLite and, with `scripts/with-postgres`, on PostgreSQL.
 
 use reqwest::{header, StatusCode};
@@ -226,6 +226,26 @@ async fn tools_read_conversations_documents_and_the_ledger_of_the_token_s_owner_
         let hits = theirs.tool_json("search_conversations", json!({"query": "bookings"})).await;
         assert_eq!(hits["results"], json!([]), "{hits}");
         assert_eq!(theirs.tool_json("list_conversations", json!({})).await, json!([]));
+
+        // Once the conversation is in a project they are a member of, they read it, as through the API.
+        let made = server.client.post(server.url("/api/projects")).json(&json!({"name": "Salon"})).send().await;
+        let project: wire::Project = made.unwrap().json().await.unwrap();
+        let members = server.url(&format!("/api/projects/{}/members", project.id));
+        let added = server.client.post(members).json(&json!({"email": "bob@example.com", "role": "viewer"})).send();
+        assert_eq!(added.await.unwrap().status(), StatusCode::CREATED);
+        let moved = server.patch_thread(thread, &json!({"project_id": project.id})).await;
+        assert_eq!(moved.status(), StatusCode::OK);
+        let documents = theirs.tool_json("list_documents", json!({"conversation_id": thread})).await;
+        assert_eq!(documents[0]["id"], doc.id.to_string(), "{documents}");
+        let first = theirs.tool_json("read_document", json!({"document_id": doc.id, "version": 1})).await;
+        assert_eq!(first["content"], doc.content);
+        let ledger = theirs.tool_json("list_requirements", json!({"conversation_id": thread})).await;
+        assert_eq!(ledger["requirements"].as_array().map(Vec::len), Some(2), "{ledger}");
+        let hits =
+            theirs.tool_json("search_conversations", json!({"query": "bookings", "project_id": project.id})).await;
+        assert!(hits["results"].as_array().is_some_and(|r| !r.is_empty()), "{hits}");
+        let elsewhere = json!({"query": "bookings", "project_id": Uuid::now_v7()});
+        assert_eq!(theirs.tool("search_conversations", elsewhere).await, ("not_found: Not found.".to_string(), true));
     }
 }
 
