@@ -38,11 +38,13 @@ use store::{ThreadQuery, ThreadSort};
 
 /// Longest document text a tool answers with, in characters; a longer one is cut, and says so.
 pub const MAX_DOCUMENT_CHARS: usize = 100_000;
-/// Search hits per call unless asked otherwise, and at most.
+/// Search hits per call unless asked otherwise.
 const DEFAULT_SEARCH_LIMIT: u32 = 10;
+/// Most search hits per call (an assistant reads them all; the API pages further).
 const MAX_SEARCH_LIMIT: u32 = 50;
-/// Conversations listed per call unless asked otherwise, and at most.
+/// Conversations listed per call unless asked otherwise.
 const DEFAULT_LIST_LIMIT: u32 = 20;
+/// Most conversations listed per call.
 const MAX_LIST_LIMIT: u32 = 100;
 
 /// The `/mcp` route: the protocol's service behind the token check.
