@@ -147,6 +147,7 @@ pub fn app(state: AppState) -> Router {
     let sign_in = http::sso::sign_in_methods(&state);
     let router = Router::new()
         .merge(http::api_router())
+        .merge(http::mcp::router(state.clone()))
         // The pages' plain form posts, on the pages' own paths (their `GET` is the page).
         .merge(http::forms::router())
         .leptos_routes_with_context(

@@ -58,6 +58,9 @@ pub fn lookup_hash(bearer: &str) -> Option<String> {
     (is_api_token(bearer) && bearer.len() <= MAX_TOKEN_CHARS).then(|| one_time::hash(bearer))
 }
 
+/// The Model Context Protocol endpoint (`http/mcp.rs`), open to tokens of either scope.
+pub const MCP_ROUTE: &str = "/mcp";
+
 /// Why a token may not make a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -86,11 +89,15 @@ impl Refusal {
 ///
 /// Deny by default: administration is closed to tokens even for reading; a `read` token reads; a `chat` token
 /// also writes, but only in conversations and their documents (`/api/threads…`, `/api/artifacts/…`), never
-/// their share links. A route added later is closed to `chat` tokens' writes until it is named here.
+/// their share links. A route added later is closed to `chat` tokens' writes until it is named here. `/mcp` takes
+/// its JSON-RPC calls by `POST`, but every tool there only reads: any token may use it.
 pub fn permits(scope: TokenScope, method: &axum::http::Method, route: &str) -> Result<(), Refusal> {
     use axum::http::Method;
     if route == "/api/admin" || route.starts_with("/api/admin/") {
         return Err(Refusal::SignInRequired);
+    }
+    if route == MCP_ROUTE {
+        return Ok(());
     }
     if matches!(*method, Method::GET | Method::HEAD) {
         return Ok(());
@@ -139,6 +146,9 @@ mod tests {
             assert_eq!(permits(scope, &Method::GET, "/api/admin/users"), Err(Refusal::SignInRequired));
         }
         assert_eq!(permits(Read, &Method::POST, "/api/threads"), Err(Refusal::ReadOnly));
+        assert_eq!(permits(Read, &Method::POST, "/mcp"), Ok(()));
+        assert_eq!(permits(Chat, &Method::POST, "/mcp"), Ok(()));
+        assert_eq!(permits(Read, &Method::POST, "/mcp/x"), Err(Refusal::ReadOnly));
         assert_eq!(permits(Read, &Method::DELETE, "/api/tokens/{id}"), Err(Refusal::ReadOnly));
         for (method, route) in [
             (Method::POST, "/api/threads"),

@@ -138,7 +138,8 @@ impl ApiError {
         }
     }
 
-    fn code(&self) -> &'static str {
+    /// The `code` of the error's body.
+    pub fn code(&self) -> &'static str {
         match self {
             ApiError::BadRequest { code, .. }
             | ApiError::Unprocessable { code, .. }
@@ -160,7 +161,8 @@ impl ApiError {
         }
     }
 
-    fn public_message(&self) -> String {
+    /// The `message` of the error's body: never an internal cause.
+    pub fn public_message(&self) -> String {
         match self {
             ApiError::NotFound => "Not found.".into(),
             ApiError::Unauthorized => "Sign in to continue.".into(),

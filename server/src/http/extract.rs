@@ -177,6 +177,22 @@ impl FromRequestParts<AppState> for AuthUser {
     }
 }
 
+/// [`AuthUser`] signed in with a personal API token, never a session (cookie or bearer): else a 401. For
+/// `/mcp`, which programs call on their owner's behalf, and where a browser's cookie must not carry a request.
+#[derive(Debug, Clone, Copy)]
+pub struct TokenUser(pub AuthUser);
+
+impl FromRequestParts<AppState> for TokenUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        if !bearer(parts).is_some_and(api_token::is_api_token) {
+            return Err(ApiError::Unauthorized);
+        }
+        AuthUser::from_request_parts(parts, state).await.map(TokenUser)
+    }
+}
+
 /// The person whose live session the request's session token names.
 async fn session_user(parts: &Parts, state: &AppState) -> Result<AuthUser, ApiError> {
     let claims = session_token(parts, state.config.session_cookie_name())

@@ -15,6 +15,7 @@ pub mod export;
 pub mod extract;
 pub mod forms;
 pub mod headers;
+pub mod mcp;
 pub mod messages;
 pub mod models;
 pub mod openapi;

@@ -123,6 +123,12 @@ impl RateLimits {
     pub async fn check_general(&self, user: Uuid) -> Result<(), ApiError> {
         self.general.check(self.shared.as_deref(), Key::User(user)).await
     }
+
+    /// Counts one search of `user` against the search limit (for a search made other than through a route,
+    /// which takes `Quota<Search>`).
+    pub async fn check_search(&self, user: Uuid) -> Result<(), ApiError> {
+        self.search.check(self.shared.as_deref(), Key::User(user)).await
+    }
 }
 
 /// Deletes the shared rows that ran out, now and then, so the table holds only recent callers.

@@ -62,7 +62,8 @@ fn decode_cursor(text: &str) -> Result<u32> {
         .ok_or_else(ApiError::invalid_cursor)
 }
 
-fn result(hit: SearchHit) -> SearchResult {
+/// A store's hit as the API shows it.
+pub(super) fn result(hit: SearchHit) -> SearchResult {
     SearchResult {
         kind: match hit.kind {
             HitKind::Message => SearchKind::Message,

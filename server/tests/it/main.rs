@@ -26,6 +26,7 @@ mod ledger;
 mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;
+mod mcp;
 mod messages;
 mod models;
 mod multi_instance;
