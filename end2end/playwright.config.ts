@@ -17,9 +17,10 @@ const binary = process.env.QUIRE_E2E_BIN ?? join(root, 'target', 'debug', 'quire
 const modelsPort = process.env.QUIRE_E2E_MODELS_PORT ?? String(Number(port) + 1);
 process.env.QUIRE_E2E_MODELS_URL ??= `http://127.0.0.1:${modelsPort}`;
 
-// A third server signs people in only through a real OpenID provider (`oidc/provider.mjs`) for `sso.spec.ts`.
-const ssoPort = String(Number(port) + 2);
-const providerPort = String(Number(port) + 3);
+// A third server signs people in only through a real OpenID provider (`oidc/provider.mjs`) for `sso.spec.ts`
+// (`no-script.spec.ts` starts a server of its own on the port after the models server's).
+const ssoPort = String(Number(port) + 3);
+const providerPort = String(Number(port) + 4);
 process.env.QUIRE_E2E_SSO_URL ??= `http://127.0.0.1:${ssoPort}`;
 process.env.QUIRE_E2E_OIDC_URL ??= `http://127.0.0.1:${providerPort}`;
 

@@ -31,7 +31,7 @@ test('signing in and out through the organisation\'s identity provider', async (
   await expect(page.getByRole('heading', { name: 'Change password' })).toHaveCount(0);
 
   // Signing out ends Quire's session and the provider's, which sends the browser back to sign in.
-  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByRole('navigation', { name: 'Conversations' }).getByRole('button', { name: 'Sign out' }).click();
   await page.getByRole('button', { name: /Yes, sign me out/i }).click();
   await expect(page).toHaveURL(`${quire}/signin`);
   expect((await page.request.get(`${quire}/api/auth/me`)).status()).toBe(401);

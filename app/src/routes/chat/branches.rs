@@ -309,9 +309,16 @@ fn message_editor(id: Uuid, content: String, actions: ChatActions) -> AnyView {
     Effect::new(move |_| {
         if let Some(area) = node.get() {
             request_animation_frame(move || {
-                let _ = area.focus();
-                let end = area.value().len() as u32;
-                let _ = area.set_selection_range(end, end);
+                // Someone quicker (typing already, or a test filling the box) keeps their caret and selection.
+                let focused = web_sys::window()
+                    .and_then(|w| w.document())
+                    .and_then(|d| d.active_element())
+                    .is_some_and(|active| active == **area);
+                if !focused {
+                    let _ = area.focus();
+                    let end = area.value().len() as u32;
+                    let _ = area.set_selection_range(end, end);
+                }
                 area.scroll_into_view_with_bool(false);
             });
         }
