@@ -30,6 +30,8 @@ pub const PROVIDER_TIMEOUT: Duration = Duration::from_secs(10);
 const METADATA_LIFETIME: Duration = Duration::from_secs(3600);
 /// How soon after reading the provider's keys for an unknown one an unknown key may make Quire read them again.
 pub const REFETCH_AFTER: Duration = Duration::from_secs(10);
+/// The largest user info answer read.
+const MAX_USER_INFO_BYTES: usize = 64 * 1024;
 /// Where the provider sends the browser back to, under the public URL.
 pub const CALLBACK_PATH: &str = "/api/auth/oidc/callback";
 /// Where a sign-in through the provider starts.
@@ -333,7 +335,15 @@ impl Oidc {
         if !response.status().is_success() {
             return Err(SsoError::Refused(format!("user info answered {}", response.status())));
         }
-        let bytes = response.bytes().await.map_err(|e| SsoError::Unavailable(error_chain(&e)))?;
+        // Read up to a bound: a provider's answer about one person is a few hundred bytes.
+        let mut response = response;
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| SsoError::Unavailable(error_chain(&e)))? {
+            if bytes.len() + chunk.len() > MAX_USER_INFO_BYTES {
+                return Err(SsoError::Unavailable("the user info answer is too large".into()));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
         let raw: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|_| SsoError::Unavailable("the user info endpoint answered something other than JSON".into()))?;
         let expected = openidconnect::SubjectIdentifier::new(subject.to_owned());

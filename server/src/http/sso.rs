@@ -42,7 +42,7 @@ const HOST_FLOW_COOKIE: &str = "__Host-quire_sso";
 const MAX_NEXT_CHARS: usize = 512;
 
 fn flow_cookie_name(state: &AppState) -> &'static str {
-    if state.config.secure_cookies() && state.config.public_url.as_ref().is_some_and(|u| u.is_https()) {
+    if state.config.public_url.as_ref().is_some_and(|u| u.is_https()) {
         HOST_FLOW_COOKIE
     } else {
         FLOW_COOKIE
