@@ -37,6 +37,8 @@ pub struct CurrentUser(pub RwSignal<Option<UserProfile>>);
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveAnswer {
     pub(crate) text: String,
+    /// The model's reasoning so far, shown folded under the answer while it streams (never saved with it).
+    pub(crate) reasoning: String,
 }
 
 /// Shortest time a tool's status line stays on screen. A quick tool (saving a document takes a few
@@ -279,6 +281,9 @@ impl ChatState {
             ChatEvent::TextDelta { text } => {
                 self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).text.push_str(&text));
                 self.tool.clear();
+            }
+            ChatEvent::ReasoningDelta { text } => {
+                self.live.update(|a| a.get_or_insert_with(LiveAnswer::default).reasoning.push_str(&text));
             }
             ChatEvent::ThreadName { title, .. } => {
                 self.title.set(title);

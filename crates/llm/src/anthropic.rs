@@ -9,7 +9,7 @@ use wire::sse::SseEvent;
 use crate::{
     endpoint::Endpoint,
     transport::{self, Progress, Remote, SseDecoder, Wire},
-    types::{ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
+    types::{BrokenCall, ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
 };
 
 /// Base URL used when `ANTHROPIC_BASE_URL` is not set.
@@ -76,7 +76,17 @@ struct WireRequest<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    /// `{"type": "tool", "name": ...}`: the model must call this tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
     stream: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct WireToolChoice<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -122,6 +132,11 @@ fn wire_request<'a>(config: &'a AnthropicConfig, request: &'a ChatRequest) -> Wi
             .iter()
             .map(|tool| WireTool { name: &tool.name, description: &tool.description, input_schema: &tool.input_schema })
             .collect(),
+        tool_choice: request
+            .tool_choice
+            .as_deref()
+            .filter(|_| !request.tools.is_empty())
+            .map(|name| WireToolChoice { kind: "tool", name }),
         stream: true,
     }
 }
@@ -246,6 +261,11 @@ enum BlockDelta {
     InputJsonDelta {
         partial_json: String,
     },
+    /// Extended thinking's text. Quire does not turn thinking on, so its blocks (and their signatures) never have to
+    /// be sent back; a gateway may still send them.
+    ThinkingDelta {
+        thinking: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -324,11 +344,14 @@ impl SseDecoder for Decoder {
                     })?;
                     block.partial_json.push_str(&partial_json);
                 }
+                BlockDelta::ThinkingDelta { thinking } if !thinking.is_empty() => {
+                    out.push(StreamEvent::ReasoningDelta(thinking));
+                }
                 _ => {}
             },
             WireEvent::ContentBlockStop { index } => {
                 if let Some(block) = self.tool_blocks.remove(&index) {
-                    out.push(StreamEvent::ToolCall(finish_tool_use(block)?));
+                    out.push(finish_tool_use(block));
                 }
             }
             WireEvent::MessageDelta { delta, usage } => {
@@ -342,7 +365,7 @@ impl SseDecoder for Decoder {
             WireEvent::MessageStop => {
                 // Blocks never closed are still complete once the message is.
                 for block in std::mem::take(&mut self.tool_blocks).into_values() {
-                    out.push(StreamEvent::ToolCall(finish_tool_use(block)?));
+                    out.push(finish_tool_use(block));
                 }
                 if self.started {
                     out.push(StreamEvent::Usage(self.usage));
@@ -387,13 +410,19 @@ impl Decoder {
     }
 }
 
-fn finish_tool_use(block: PartialToolUse) -> Result<ToolCall, LlmError> {
-    let arguments = if block.partial_json.trim().is_empty() {
-        block.initial_input.unwrap_or_else(|| serde_json::Value::Object(Default::default()))
-    } else {
-        transport::parse_arguments(&block.name, &block.partial_json)?
-    };
-    Ok(ToolCall { id: block.id, name: block.name, arguments })
+/// The call of a finished `tool_use` block, or the block as broken when its input is not JSON (cut off, say).
+fn finish_tool_use(block: PartialToolUse) -> StreamEvent {
+    if block.partial_json.trim().is_empty() {
+        let arguments = block.initial_input.unwrap_or_else(|| serde_json::Value::Object(Default::default()));
+        return StreamEvent::ToolCall(ToolCall { id: block.id, name: block.name, arguments });
+    }
+    match transport::parse_arguments(&block.name, &block.partial_json) {
+        Ok(arguments) => StreamEvent::ToolCall(ToolCall { id: block.id, name: block.name, arguments }),
+        Err(_) => {
+            let problem = transport::arguments_problem(&block.partial_json);
+            StreamEvent::BrokenCall(BrokenCall { id: block.id, name: block.name, problem })
+        }
+    }
 }
 
 fn stop_reason(reason: &str) -> StopReason {
@@ -449,6 +478,7 @@ mod tests {
             ],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: None,
         };
         let config = AnthropicConfig::with_base_url(DEFAULT_BASE_URL, "claude");
         let body = serde_json::to_value(wire_request(&config, &request)).unwrap();

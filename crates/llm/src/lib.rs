@@ -11,6 +11,7 @@ pub mod registry;
 pub mod retry;
 pub mod secret;
 pub mod summary;
+pub mod text_calls;
 pub mod tokens;
 mod transport;
 pub mod types;

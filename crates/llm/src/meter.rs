@@ -90,7 +90,7 @@ impl Meter {
     pub fn observe(&self, event: &StreamEvent) {
         let mut tally = self.tally();
         match event {
-            StreamEvent::TextDelta(text) => {
+            StreamEvent::TextDelta(text) | StreamEvent::ReasoningDelta(text) => {
                 if tally.reported.is_none() {
                     tally.text.push_str(text);
                 }
@@ -106,7 +106,8 @@ impl Meter {
                 // Reported: the text need not be counted.
                 tally.text = String::new();
             }
-            StreamEvent::Stop(_) => {}
+            // What a broken call's arguments held is not kept; the provider's report counts it, if it sends one.
+            StreamEvent::Stop(_) | StreamEvent::BrokenCall(_) => {}
         }
     }
 
@@ -143,6 +144,7 @@ mod tests {
             messages: vec![Message::user("What do wombats eat?")],
             tools: Vec::new(),
             max_tokens: 100,
+            tool_choice: None,
         }
     }
 

@@ -54,6 +54,11 @@ pub struct ProviderEntry {
     /// A fixed list of models; without it the provider's own list is asked for.
     #[serde(default)]
     pub models: Option<Vec<String>>,
+    /// The models write their tool calls in their text (`<tool_call>` tags, fenced JSON blocks), which the server
+    /// does not parse: Quire reads them from the first answer on (tagged calls are read, and the model remembered,
+    /// without it too). OpenAI-compatible providers only.
+    #[serde(default)]
+    pub tool_calls_in_text: bool,
 }
 
 /// A provider of the file, checked, its key read.
@@ -64,6 +69,7 @@ pub struct ProviderSettings {
     pub base_url: Option<String>,
     pub api_key: Option<ApiKey>,
     pub models: Option<Vec<String>>,
+    pub tool_calls_in_text: bool,
 }
 
 /// The providers file, checked: at least one provider and a default model that one of them offers.
@@ -84,7 +90,8 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
         return Err(format!("at most {MAX_PROVIDERS} providers"));
     }
     let mut providers: Vec<ProviderSettings> = Vec::with_capacity(file.providers.len());
-    for ProviderEntry { name, kind, base_url, api_key_env, api_key_file, models } in file.providers {
+    for ProviderEntry { name, kind, base_url, api_key_env, api_key_file, models, tool_calls_in_text } in file.providers
+    {
         let valid = !name.is_empty()
             && name.chars().count() <= MAX_NAME_CHARS
             && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
@@ -120,6 +127,11 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
         if kind == ProviderKind::Builtin && (base_url.is_some() || api_key.is_some()) {
             return Err(format!("provider {name}: the built-in assistant takes no base_url or key"));
         }
+        if tool_calls_in_text && kind != ProviderKind::Openai {
+            return Err(format!(
+                "provider {name}: tool_calls_in_text is for OpenAI-compatible providers (kind = \"openai\")"
+            ));
+        }
         if let Some(models) = &models {
             if models.is_empty() || models.len() > MAX_FIXED_MODELS {
                 return Err(format!("provider {name}: list 1 to {MAX_FIXED_MODELS} models, or leave models out"));
@@ -128,7 +140,7 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
                 return Err(format!("provider {name}: model {bad:?} is not a model name"));
             }
         }
-        providers.push(ProviderSettings { name, kind, base_url, api_key, models });
+        providers.push(ProviderSettings { name, kind, base_url, api_key, models, tool_calls_in_text });
     }
     let default_model = match file.default_model {
         Some(id) => {

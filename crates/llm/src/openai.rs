@@ -12,7 +12,7 @@ use wire::sse::SseEvent;
 use crate::{
     endpoint::Endpoint,
     transport::{self, Progress, Remote, SseDecoder, Wire},
-    types::{ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
+    types::{BrokenCall, ChatRequest, LlmError, Message, Part, Role, StopReason, StreamEvent, ToolCall, Usage},
 };
 
 /// Base URL used when `OPENAI_BASE_URL` is not set.
@@ -102,6 +102,21 @@ struct WireRequest<'a> {
     max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<WireToolChoice<'a>>,
+}
+
+/// `{"type": "function", "function": {"name": ...}}`: the model must call this function.
+#[derive(Debug, Serialize)]
+struct WireToolChoice<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireChoiceName<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct WireChoiceName<'a> {
+    name: &'a str,
 }
 
 #[derive(Debug, Serialize)]
@@ -191,6 +206,11 @@ fn wire_request<'a>(config: &'a OpenAiConfig, request: &'a ChatRequest) -> WireR
                 },
             })
             .collect(),
+        tool_choice: request
+            .tool_choice
+            .as_deref()
+            .filter(|_| !request.tools.is_empty())
+            .map(|name| WireToolChoice { kind: "function", function: WireChoiceName { name } }),
     }
 }
 
@@ -275,6 +295,10 @@ struct Delta {
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    /// The model's reasoning: `reasoning_content` (DeepSeek, vLLM, llama.cpp's server), `reasoning` (Ollama,
+    /// OpenRouter, LM Studio).
+    #[serde(default, alias = "reasoning")]
+    reasoning_content: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<ToolCallDelta>>,
 }
@@ -354,6 +378,9 @@ impl SseDecoder for Decoder {
                 continue;
             }
             let delta = choice.delta.unwrap_or_default();
+            if let Some(reasoning) = delta.reasoning_content.filter(|r| !r.is_empty()) {
+                out.push(StreamEvent::ReasoningDelta(reasoning));
+            }
             for text in [delta.content, delta.refusal].into_iter().flatten() {
                 if !text.is_empty() {
                     out.push(StreamEvent::TextDelta(text));
@@ -364,7 +391,7 @@ impl SseDecoder for Decoder {
             }
             if let Some(reason) = choice.finish_reason {
                 let had_calls = !self.calls.is_empty();
-                self.flush_calls(out)?;
+                self.flush_calls(out);
                 let mut stop = stop_reason(&reason);
                 // Some local servers (older Ollama) report "stop" even when the turn ended in
                 // tool calls; the caller must still run them.
@@ -414,27 +441,32 @@ impl Decoder {
         }
     }
 
-    /// Parses every accumulated tool call (once) and emits them in index order.
-    fn flush_calls(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
+    /// Parses every accumulated tool call (once) and emits them in index order; one without a name or with
+    /// arguments that are not JSON (cut off, say) is emitted as broken, for the model to be told.
+    fn flush_calls(&mut self, out: &mut Vec<StreamEvent>) {
         for (index, call) in std::mem::take(&mut self.calls) {
+            // Some local servers send no id; the id only needs to be unique in this turn.
+            let id = if call.id.is_empty() { format!("call_{index}") } else { call.id };
             if call.name.is_empty() {
-                return Err(LlmError::Protocol(format!("tool call at index {index} has no function name")));
+                let problem = "the call has no function name".to_string();
+                out.push(StreamEvent::BrokenCall(BrokenCall { id, name: call.name, problem }));
+                continue;
             }
-            let arguments = transport::parse_arguments(&call.name, &call.arguments)?;
-            out.push(StreamEvent::ToolCall(ToolCall {
-                // Some local servers send no id; the id only needs to be unique in this turn.
-                id: if call.id.is_empty() { format!("call_{index}") } else { call.id },
-                name: call.name,
-                arguments,
-            }));
+            match transport::parse_arguments(&call.name, &call.arguments) {
+                Ok(arguments) => out.push(StreamEvent::ToolCall(ToolCall { id, name: call.name, arguments })),
+                Err(e) => {
+                    tracing::debug!(error = %e, "a tool call's arguments are not JSON");
+                    let problem = transport::arguments_problem(&call.arguments);
+                    out.push(StreamEvent::BrokenCall(BrokenCall { id, name: call.name, problem }));
+                }
+            }
         }
-        Ok(())
     }
 
     /// Ends the completion: remaining tool calls, usage, then `Stop`.
     fn complete(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), LlmError> {
         let had_calls = !self.calls.is_empty();
-        self.flush_calls(out)?;
+        self.flush_calls(out);
         if let Some(usage) = self.usage.take() {
             out.push(StreamEvent::Usage(usage));
         }
@@ -546,6 +578,7 @@ mod tests {
             }],
             tools: vec![],
             max_tokens: 0,
+            tool_choice: None,
         };
         let config = OpenAiConfig::with_base_url("http://localhost:8080/v1", "m");
         let body = serde_json::to_value(wire_request(&config, &request)).unwrap();

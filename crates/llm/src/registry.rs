@@ -45,6 +45,7 @@ enum Source {
     OpenAi {
         base_url: String,
         api_key: Option<ApiKey>,
+        calls_in_text: bool,
     },
     Anthropic {
         base_url: String,
@@ -116,12 +117,13 @@ impl Registry {
             .providers
             .iter()
             .map(|p| {
-                let ProviderSettings { name, kind, base_url, api_key, models } = p.clone();
+                let ProviderSettings { name, kind, base_url, api_key, models, tool_calls_in_text } = p.clone();
                 let source = match kind {
                     ProviderKind::Builtin => Source::Builtin { delay: builtin_delay },
                     ProviderKind::Openai => Source::OpenAi {
                         base_url: base_url.unwrap_or_else(|| openai::DEFAULT_BASE_URL.into()),
                         api_key,
+                        calls_in_text: tool_calls_in_text,
                     },
                     ProviderKind::Anthropic => Source::Anthropic {
                         base_url: base_url.unwrap_or_else(|| anthropic::DEFAULT_BASE_URL.into()),
@@ -235,13 +237,15 @@ impl Registry {
             Source::Builtin { delay } => {
                 Arc::new(Renamed::new(&named.name, builtin::Builtin::new().with_delay(*delay).with_model(model)))
             }
-            Source::OpenAi { base_url, api_key } => {
+            Source::OpenAi { base_url, api_key, calls_in_text } => {
                 let endpoint = Endpoint {
                     api_key: api_key.clone(),
                     ca_file: self.ca_file.clone(),
                     ..Endpoint::new(base_url.clone(), model)
                 };
-                remote(&named.name, model, openai::OpenAiProvider::new(openai::OpenAiConfig::at(endpoint)))
+                let provider = openai::OpenAiProvider::new(openai::OpenAiConfig::at(endpoint))
+                    .map(|provider| provider.calls_in_text(*calls_in_text));
+                remote(&named.name, model, provider)
             }
             Source::Anthropic { base_url, api_key } => {
                 let endpoint = Endpoint {
@@ -320,7 +324,7 @@ async fn refresh(http: &reqwest::Client, named: &Named, ttl: Duration) -> Arc<Ve
 /// Asks a provider for its models.
 async fn ask(http: &reqwest::Client, named: &Named) -> Result<Vec<String>, LlmError> {
     let request = match &named.source {
-        Source::OpenAi { base_url, api_key } => {
+        Source::OpenAi { base_url, api_key, .. } => {
             let request = http.get(super::transport::join_url(base_url, "models"));
             match api_key {
                 Some(key) => request.bearer_auth(key.expose()),
@@ -437,6 +441,12 @@ impl<P: Provider> Provider for Renamed<P> {
     }
     fn names_threads(&self) -> bool {
         self.inner.names_threads()
+    }
+    fn habits(&self) -> Option<&super::Habits> {
+        self.inner.habits()
+    }
+    fn can_force_tool(&self) -> bool {
+        self.inner.can_force_tool()
     }
 }
 

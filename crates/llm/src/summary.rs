@@ -51,6 +51,7 @@ pub fn request(earlier: Option<&str>, messages: &[SummarySource], max_tokens: u3
         messages: vec![Message::user(transcript.trim_end())],
         tools: Vec::new(),
         max_tokens,
+        tool_choice: None,
     }
 }
 

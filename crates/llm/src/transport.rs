@@ -13,7 +13,8 @@ use wire::sse::{SseEvent, SseParser};
 
 use crate::{
     endpoint::{Endpoint, HttpTimeouts},
-    types::{ChatRequest, EventStream, LlmError, Provider, StreamEvent},
+    text_calls,
+    types::{ChatRequest, EventStream, Habits, LlmError, Provider, StreamEvent},
 };
 
 /// At most this much of an error body is read (it is only inspected and logged).
@@ -129,6 +130,8 @@ pub trait Wire: fmt::Debug + Send + Sync + 'static {
 pub struct Remote<W> {
     config: W,
     clients: Clients,
+    /// What the server showed of its model: shared with the streams that read calls from the text.
+    habits: Arc<Habits>,
 }
 
 impl<W: fmt::Debug> fmt::Debug for Remote<W> {
@@ -143,7 +146,14 @@ impl<W: Wire> Remote<W> {
     pub fn new(config: W) -> Result<Self, LlmError> {
         let endpoint = config.endpoint();
         let clients = Clients::new(&endpoint.timeouts, endpoint.ca_file.as_deref())?;
-        Ok(Self { config, clients })
+        Ok(Self { config, clients, habits: Arc::default() })
+    }
+
+    /// With the model's tool calls read from its text from the first answer on (the provider's
+    /// `tool_calls_in_text` setting), not only once it was seen writing them.
+    pub fn calls_in_text(mut self, on: bool) -> Self {
+        self.habits = Arc::new(Habits::new(on));
+        self
     }
 
     /// The configuration in use.
@@ -166,14 +176,55 @@ impl<W: Wire> Provider for Remote<W> {
         true
     }
 
-    async fn stream(&self, request: ChatRequest) -> Result<EventStream, LlmError> {
+    fn habits(&self) -> Option<&Habits> {
+        Some(&self.habits)
+    }
+
+    fn can_force_tool(&self) -> bool {
+        !self.habits.tools_refused() && !self.habits.choice_refused()
+    }
+
+    /// A request with tools that the server refuses for them marks the model (later requests go without, see
+    /// [`Habits::tools_refused`]); one refused for naming the tool to call is sent again without naming it. The
+    /// answer of a request with tools is read for calls written in its text.
+    async fn stream(&self, mut request: ChatRequest) -> Result<EventStream, LlmError> {
         let endpoint = self.config.endpoint();
         let url = join_url(&endpoint.base_url, W::PATH);
         tracing::debug!(provider = W::NAME, model = %endpoint.model, %url, "starting completion");
         let lease = self.clients.lease()?;
-        let builder = lease.client().post(url).header(ACCEPT, "text/event-stream");
-        let response = send(self.config.prepare(builder, &request)?, &endpoint.timeouts).await?;
-        Ok(decode_stream(lease, response, W::decoder(), endpoint.timeouts.idle))
+        let post = |request: &ChatRequest| {
+            let builder = lease.client().post(&url).header(ACCEPT, "text/event-stream");
+            self.config.prepare(builder, request)
+        };
+        let response = match send(post(&request)?, &endpoint.timeouts).await {
+            Err(LlmError::ToolsUnsupported) if request.tool_choice.is_some() => {
+                self.habits.refuse_choice();
+                request.tool_choice = None;
+                send(post(&request)?, &endpoint.timeouts).await
+            }
+            other => other,
+        };
+        let response = match response {
+            Ok(response) => response,
+            Err(LlmError::ToolsUnsupported) if !request.tools.is_empty() => {
+                self.habits.refuse_tools();
+                return Err(LlmError::ToolsUnsupported);
+            }
+            // Said of a request without tools, it says something else went wrong.
+            Err(LlmError::ToolsUnsupported) => return Err(LlmError::Upstream { status: 400 }),
+            Err(e) => return Err(e),
+        };
+        let stream = decode_stream(lease, response, W::decoder(), endpoint.timeouts.idle);
+        if request.tools.is_empty() {
+            return Ok(stream);
+        }
+        let forms = text_calls::Forms {
+            tools: request.tools.iter().map(|tool| tool.name.clone()).collect(),
+            fenced_json: self.habits.calls_in_text(),
+            documents: None,
+            habits: Some(self.habits.clone()),
+        };
+        Ok(text_calls::read(stream, forms))
     }
 }
 
@@ -223,6 +274,10 @@ pub(crate) fn classify_status(status: StatusCode, retry_after: Option<Duration>,
             tracing::debug!(code, "error body reports overload");
             LlmError::Overloaded
         }
+        code if body_refuses_tools(body) => {
+            tracing::debug!(code, "error body says the model takes no tools");
+            LlmError::ToolsUnsupported
+        }
         code => LlmError::Upstream { status: code },
     }
 }
@@ -236,6 +291,30 @@ fn body_says_overloaded(body: &str) -> bool {
     ["type", "code", "message"].iter().any(|field| {
         error.get(field).and_then(|v| v.as_str()).is_some_and(|s| s.to_ascii_lowercase().contains("overloaded"))
     })
+}
+
+/// Whether an error body says the request's tools are not supported: Ollama's "does not support tools", llama.cpp's
+/// server started without `--jinja`, vLLM started without `--enable-auto-tool-choice`, and the like. The body is
+/// the provider's, so only its error message (or the whole text, when it is not JSON) is looked at.
+fn body_refuses_tools(body: &str) -> bool {
+    let message = match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(json) => {
+            let error = json.get("error").unwrap_or(&json);
+            match error {
+                serde_json::Value::String(text) => text.clone(),
+                other => ["message", "detail", "msg"]
+                    .iter()
+                    .find_map(|field| other.get(field).and_then(|v| v.as_str()).map(str::to_string))
+                    .unwrap_or_default(),
+            }
+        }
+        Err(_) => body.chars().take(2048).collect(),
+    }
+    .to_ascii_lowercase();
+    message.contains("tool")
+        && ["not support", "unsupported", "--jinja", "enable-auto-tool-choice", "no tool", "does not have tool"]
+            .iter()
+            .any(|needle| message.contains(needle))
 }
 
 /// Reads `retry-after-ms` or `retry-after` (delta-seconds, possibly fractional). The HTTP-date
@@ -451,10 +530,40 @@ pub(crate) fn parse_arguments(tool: &str, raw: &str) -> Result<serde_json::Value
         .map_err(|e| LlmError::Protocol(format!("arguments of tool call `{tool}` are not valid JSON: {e}")))
 }
 
+/// What is wrong with arguments that are not a JSON object, in words a model can act on.
+pub(crate) fn arguments_problem(raw: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(raw) {
+        Ok(serde_json::Value::Object(_)) => "the arguments could not be read".into(),
+        Ok(_) => "the arguments must be a JSON object".into(),
+        Err(e) if e.is_eof() => "the arguments end before their JSON is complete (cut off)".into(),
+        Err(e) => format!("the arguments are not valid JSON ({e})"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn servers_refusing_tools_are_recognised_by_their_words() {
+        let refused = [
+            r#"{"error":"registry.ollama.ai/library/gemma2:2b does not support tools"}"#,
+            r#"{"error":{"code":500,"message":"tools param requires --jinja flag","type":"server_error"}}"#,
+            r#"{"object":"error","message":"\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set","type":"BadRequestError","code":400}"#,
+            "This model does not support tool use",
+        ];
+        for body in refused {
+            assert!(body_refuses_tools(body), "{body}");
+            assert!(matches!(classify_status(StatusCode::BAD_REQUEST, None, body), LlmError::ToolsUnsupported));
+        }
+        for body in [r#"{"error":{"message":"context length exceeded"}}"#, r#"{"error":"tool output too long"}"#, ""] {
+            assert!(!body_refuses_tools(body), "{body}");
+        }
+        // Rate limits and bad keys stay what they are whatever the body says.
+        let body = refused[0];
+        assert!(matches!(classify_status(StatusCode::TOO_MANY_REQUESTS, None, body), LlmError::RateLimited { .. }));
+    }
 
     #[test]
     fn streams_spread_over_clients_and_give_their_room_back() {

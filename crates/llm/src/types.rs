@@ -1,6 +1,11 @@
 //! Neutral types shared by every model provider. Providers translate between their wire format and these.
 
-use std::{fmt, pin::Pin, time::Duration};
+use std::{
+    fmt,
+    pin::Pin,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
@@ -74,6 +79,9 @@ pub struct ChatRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub max_tokens: u32,
+    /// The tool the model must call in this answer (OpenAI's and Anthropic's forced `tool_choice`); only sent to a
+    /// provider that [can force one](Provider::can_force_tool).
+    pub tool_choice: Option<String>,
 }
 
 impl ChatRequest {
@@ -116,11 +124,25 @@ pub enum StopReason {
     Other,
 }
 
+/// A tool call the model wrote but that cannot be carried out: its arguments are not JSON, or it has no name.
+/// It goes back to the model as a failed call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrokenCall {
+    pub id: String,
+    pub name: String,
+    /// What is wrong with it, in words the model can act on.
+    pub problem: String,
+}
+
 /// What a provider stream yields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum StreamEvent {
     TextDelta(String),
+    /// The model's reasoning before or between its answer's words (`reasoning_content`, thinking blocks): shown
+    /// apart from the answer, never part of it.
+    ReasoningDelta(String),
     ToolCall(ToolCall),
+    BrokenCall(BrokenCall),
     Usage(Usage),
     Stop(StopReason),
 }
@@ -131,6 +153,9 @@ impl StreamEvent {
     pub fn without_nul(self) -> Self {
         match self {
             StreamEvent::TextDelta(text) if text.contains('\0') => StreamEvent::TextDelta(text.replace('\0', "")),
+            StreamEvent::ReasoningDelta(text) if text.contains('\0') => {
+                StreamEvent::ReasoningDelta(text.replace('\0', ""))
+            }
             StreamEvent::ToolCall(mut call) => {
                 strip_nul(&mut call.arguments);
                 StreamEvent::ToolCall(call)
@@ -171,6 +196,10 @@ pub enum LlmError {
     Timeout,
     #[error("could not reach the model provider: {0}")]
     Network(String),
+    /// The server refused a request because it offered tools: the model (or the server as started) has no tool
+    /// support.
+    #[error("the model provider does not support tools for this model")]
+    ToolsUnsupported,
 }
 
 impl LlmError {
@@ -190,6 +219,7 @@ impl LlmError {
             LlmError::Protocol(_) => "upstream_protocol",
             LlmError::Timeout => "upstream_timeout",
             LlmError::Network(_) => "upstream_unreachable",
+            LlmError::ToolsUnsupported => "tools_unsupported",
         }
     }
 
@@ -206,6 +236,7 @@ impl LlmError {
             LlmError::Protocol(_) => "The model provider sent an answer Quire could not read. Try again.",
             LlmError::Timeout => "The model provider stopped responding. Try again in a minute.",
             LlmError::Network(_) => "The model provider could not be reached. Try again in a minute.",
+            LlmError::ToolsUnsupported => "The model cannot use tools, and Quire could not ask it without them.",
         }
     }
 
@@ -239,6 +270,64 @@ pub trait Provider: Send + Sync + fmt::Debug {
     fn names_threads(&self) -> bool {
         false
     }
+    /// What this provider has learnt of its model (tools refused, calls written as text); `None` for providers that
+    /// learn nothing.
+    fn habits(&self) -> Option<&Habits> {
+        None
+    }
+    /// Whether a request may name the tool the model must call ([`ChatRequest::tool_choice`]).
+    fn can_force_tool(&self) -> bool {
+        false
+    }
+}
+
+/// What a remote provider learns about its model while it serves it, and what its settings say of it: kept for the
+/// life of the process, per model.
+#[derive(Debug, Default)]
+pub struct Habits {
+    tools_refused: AtomicBool,
+    choice_refused: AtomicBool,
+    calls_in_text: AtomicBool,
+}
+
+impl Habits {
+    /// `calls_in_text`: the provider's `tool_calls_in_text` setting.
+    pub fn new(calls_in_text: bool) -> Self {
+        Self { calls_in_text: AtomicBool::new(calls_in_text), ..Self::default() }
+    }
+
+    /// Whether the server refused a request naming the tool to call (it takes tools, but not that).
+    pub fn choice_refused(&self) -> bool {
+        self.choice_refused.load(Ordering::Relaxed)
+    }
+
+    pub fn refuse_choice(&self) {
+        if !self.choice_refused.swap(true, Ordering::Relaxed) {
+            tracing::warn!("the model provider refused a named tool choice; requests no longer name one");
+        }
+    }
+
+    /// Whether the server refused a request with tools for this model: later ones go without.
+    pub fn tools_refused(&self) -> bool {
+        self.tools_refused.load(Ordering::Relaxed)
+    }
+
+    pub fn refuse_tools(&self) {
+        if !self.tools_refused.swap(true, Ordering::Relaxed) {
+            tracing::warn!("the model provider refused tools for this model; it is asked without them from now on");
+        }
+    }
+
+    /// Whether the model writes its tool calls as text (fenced JSON blocks are then read as calls too).
+    pub fn calls_in_text(&self) -> bool {
+        self.calls_in_text.load(Ordering::Relaxed)
+    }
+
+    pub fn saw_calls_in_text(&self) {
+        if !self.calls_in_text.swap(true, Ordering::Relaxed) {
+            tracing::info!("the model writes tool calls as text; Quire reads them from its answers from now on");
+        }
+    }
 }
 
 /// Answers [`Provider::name`], [`Provider::model`] and [`Provider::names_threads`] as the provider in the field
@@ -256,6 +345,14 @@ macro_rules! forward_identity {
 
         fn names_threads(&self) -> bool {
             self.$inner.names_threads()
+        }
+
+        fn habits(&self) -> Option<&$crate::types::Habits> {
+            self.$inner.habits()
+        }
+
+        fn can_force_tool(&self) -> bool {
+            self.$inner.can_force_tool()
         }
     };
 }

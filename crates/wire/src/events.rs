@@ -15,6 +15,8 @@ pub enum ChatEvent {
     ThreadName { thread_id: Uuid, title: String },
     /// More answer text.
     TextDelta { text: String },
+    /// More of the model's reasoning (shown folded beside the answer while it streams; never part of its text).
+    ReasoningDelta { text: String },
     /// A tool started.
     ToolExecuting { tool: String, input: serde_json::Value },
     /// A document was saved.
@@ -40,6 +42,7 @@ impl ChatEvent {
         match self {
             ChatEvent::ThreadName { .. } => "thread_name",
             ChatEvent::TextDelta { .. } => "text_delta",
+            ChatEvent::ReasoningDelta { .. } => "reasoning_delta",
             ChatEvent::ToolExecuting { .. } => "tool_executing",
             ChatEvent::ArtifactCreated { .. } => "artifact_created",
             ChatEvent::MessageComplete { .. } => "message_complete",
@@ -83,7 +86,7 @@ impl ChatEvent {
         }
         let data = match self {
             ChatEvent::ThreadName { thread_id, title } => Data::ThreadName { thread_id, title },
-            ChatEvent::TextDelta { text } => Data::TextDelta { text },
+            ChatEvent::TextDelta { text } | ChatEvent::ReasoningDelta { text } => Data::TextDelta { text },
             ChatEvent::ToolExecuting { tool, input } => Data::ToolExecuting { tool, input },
             ChatEvent::ArtifactCreated { artifact } => Data::ArtifactCreated { artifact },
             ChatEvent::MessageComplete { message_id, usage, stopped, model } => {
@@ -141,6 +144,10 @@ impl ChatEvent {
             "text_delta" => {
                 let TextDelta { text } = from_str(data).ok()?;
                 ChatEvent::TextDelta { text }
+            }
+            "reasoning_delta" => {
+                let TextDelta { text } = from_str(data).ok()?;
+                ChatEvent::ReasoningDelta { text }
             }
             "tool_executing" => {
                 let ToolExecuting { tool, input } = from_str(data).ok()?;
@@ -285,6 +292,7 @@ mod tests {
         let events = vec![
             ChatEvent::ThreadName { thread_id: Uuid::from_u128(7), title: "T \"q\"".into() },
             ChatEvent::TextDelta { text: "h\u{e9} <b>\n".into() },
+            ChatEvent::ReasoningDelta { text: "first, \"think\"".into() },
             ChatEvent::ToolExecuting { tool: "write".into(), input: serde_json::json!({ "a": [1, null, "x", 2.5] }) },
             ChatEvent::ArtifactCreated { artifact },
             ChatEvent::MessageComplete {
@@ -306,6 +314,7 @@ mod tests {
             match event {
                 ChatEvent::ThreadName { .. }
                 | ChatEvent::TextDelta { .. }
+                | ChatEvent::ReasoningDelta { .. }
                 | ChatEvent::ToolExecuting { .. }
                 | ChatEvent::ArtifactCreated { .. }
                 | ChatEvent::MessageComplete { .. }

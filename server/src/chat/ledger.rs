@@ -129,11 +129,13 @@ fn person_messages(tree: &Tree, path: &HashSet<Uuid>) -> HashMap<i64, Uuid> {
 pub struct Recorded {
     pub result: String,
     pub is_error: bool,
+    /// The input is not what the tool takes (a broken call).
+    pub malformed: bool,
 }
 
 impl Recorded {
     fn error(message: impl Into<String>) -> Self {
-        Self { result: message.into(), is_error: true }
+        Self { result: message.into(), is_error: true, malformed: false }
     }
 }
 
@@ -150,7 +152,9 @@ pub async fn record(
 ) -> Recorded {
     let input: RecordInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
-        Err(e) => return Recorded::error(format!("Invalid record_requirements input: {e}")),
+        Err(e) => {
+            return Recorded { malformed: true, ..Recorded::error(format!("Invalid record_requirements input: {e}")) }
+        }
     };
     if input.entries.is_empty() || input.entries.len() > MAX_LEDGER_ENTRIES {
         return Recorded::error(format!("Give between 1 and {MAX_LEDGER_ENTRIES} entries."));
@@ -187,7 +191,11 @@ pub async fn record(
                     format!("{} {action}", requirement_key(r.number))
                 })
                 .collect();
-            Recorded { result: format!("Recorded in the ledger: {}.", done.join(", ")), is_error: false }
+            Recorded {
+                result: format!("Recorded in the ledger: {}.", done.join(", ")),
+                is_error: false,
+                malformed: false,
+            }
         }
         Ok(Err(refused)) => Recorded::error(refused),
         Err(e) => {

@@ -111,6 +111,34 @@ pub fn silent_generation_instruction(label: &str) -> String {
     )
 }
 
+/// What a model that takes no tools is told (after everything else): how to write a document so that Quire saves
+/// it (read back by [`super::tools::document_block`]).
+pub fn without_tools(mut prompt: String) -> String {
+    let kinds: Vec<&str> = wire::ArtifactType::ALL.iter().map(|t| t.as_str()).collect();
+    prompt.push_str(&format!(
+        "\n\nNO TOOLS: no tools are available to you here. Where these instructions say to call save_artifact or \
+         edit_artifact, write the whole document in your answer instead, in a block that starts with a line of four \
+         backticks, the word document, its kind, a colon and its title, and ends with a line of four backticks:\n\
+         ````document user_stories: Online library user stories\n\
+         (the whole document in Markdown)\n\
+         ````\n\
+         Kinds: {}. Quire saves each block as a document (the same kind and title saves a new version of it). Write \
+         one block per document the latest request asks for, and no block otherwise.\n",
+        kinds.join(", ")
+    ));
+    prompt
+}
+
+/// What the model is told when it answered a request for a document without saving one: asked once more, it
+/// must save it (the call names save_artifact where the provider can, see `llm::ChatRequest::tool_choice`).
+pub fn insist_on_document(without_tools: bool) -> &'static str {
+    if without_tools {
+        "Write the document I asked for now, whole, in a ````document block as your instructions describe."
+    } else {
+        "Save the document I asked for now with save_artifact, with the whole document as its content."
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

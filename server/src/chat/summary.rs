@@ -211,7 +211,11 @@ impl Summariser {
             while let Some(event) = stream.next().await {
                 match event.map_err(|e| e.code())? {
                     StreamEvent::TextDelta(delta) => text.push_str(&delta),
-                    StreamEvent::Usage(_) | StreamEvent::ToolCall(_) | StreamEvent::Stop(_) => {}
+                    StreamEvent::Usage(_)
+                    | StreamEvent::ToolCall(_)
+                    | StreamEvent::BrokenCall(_)
+                    | StreamEvent::ReasoningDelta(_)
+                    | StreamEvent::Stop(_) => {}
                 }
             }
             Ok::<_, &'static str>(text)

@@ -85,6 +85,7 @@ impl Naming<'_> {
             messages: vec![llm::Message::user(self.content.clone())],
             tools: Vec::new(),
             max_tokens: 24,
+            tool_choice: None,
         };
         let mut timing = CallTiming::start(CallPurpose::Title);
         // However the call ends (a timeout included), its tokens go on the ledger.
@@ -111,7 +112,10 @@ impl Naming<'_> {
                         text.push_str(&t);
                     }
                     StreamEvent::Stop(reason) => timing.stopped_by_model(reason),
-                    StreamEvent::Usage(_) | StreamEvent::ToolCall(_) => {}
+                    StreamEvent::Usage(_)
+                    | StreamEvent::ToolCall(_)
+                    | StreamEvent::BrokenCall(_)
+                    | StreamEvent::ReasoningDelta(_) => {}
                 }
             }
             Ok(())

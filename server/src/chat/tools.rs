@@ -53,6 +53,30 @@ pub fn save_artifact_spec() -> ToolSpec {
     }
 }
 
+/// The `save_artifact` arguments of a document a model without tools wrote as a block (see
+/// [`super::prompt::without_tools`]): its info line (`document user_stories: Title`) gives the kind and the title,
+/// the body the content. An unknown kind is `custom`; a missing title is the body's first heading, else "Document".
+pub fn document_block(info: &str, body: &str) -> serde_json::Value {
+    let rest = info.trim().get("document".len()..).unwrap_or("").trim_start_matches([':', ' ']);
+    let kind_of = |word: &str| ArtifactType::parse(&word.trim().to_ascii_lowercase().replace([' ', '-'], "_"));
+    let (kind, title) = match rest.split_once(':') {
+        Some((kind, title)) => (kind_of(kind), title.trim()),
+        None => match kind_of(rest) {
+            Some(kind) => (Some(kind), ""),
+            None => (None, rest.trim()),
+        },
+    };
+    let kind = kind.unwrap_or(ArtifactType::Custom);
+    let heading = || {
+        body.lines().map(str::trim).find(|l| l.starts_with('#')).map(|l| l.trim_start_matches('#').trim().to_string())
+    };
+    let title = match title.trim_matches(['"', '\'', '*']) {
+        "" => heading().filter(|h| !h.is_empty()).unwrap_or_else(|| "Document".to_string()),
+        title => title.to_string(),
+    };
+    json!({"artifact_type": kind.as_str(), "title": title, "content": body.trim_end()})
+}
+
 #[derive(Debug, Deserialize)]
 struct SaveArtifactInput {
     artifact_type: String,
@@ -72,16 +96,36 @@ pub struct ToolOutcome {
     pub artifact: Option<Artifact>,
     /// Whether the artifact was made by this call (false when the turn's guard returned an earlier one).
     pub created: bool,
+    /// Whether the call's input was not what the tool takes (a missing field, a wrong type): the model wrote a
+    /// broken call (see [`super::turn`]'s handling of broken calls).
+    pub malformed: bool,
 }
 
 impl ToolOutcome {
     fn error(message: impl Into<String>) -> Self {
-        Self { result: message.into(), is_error: true, artifact: None, created: false }
+        Self { result: message.into(), is_error: true, artifact: None, created: false, malformed: false }
+    }
+
+    /// The input does not fit the tool: `problem` says how.
+    fn malformed(tool: &str, problem: impl std::fmt::Display) -> Self {
+        Self { malformed: true, ..Self::error(format!("Invalid {tool} input: {problem}")) }
     }
 
     /// The document as it stands, `created` when this call saved it.
     fn saved(artifact: Artifact, created: bool) -> Self {
-        Self { result: saved_message(&artifact), is_error: false, artifact: Some(artifact), created }
+        Self { result: saved_message(&artifact), is_error: false, artifact: Some(artifact), created, malformed: false }
+    }
+
+    /// An earlier document of this turn, returned to a second call for the same request.
+    fn already_saved(artifact: Artifact) -> Self {
+        let result = format!(
+            "This request's {} is saved already as '{}' (ID: {}); nothing new was saved. To change it, call \
+             save_artifact with that artifact_id.",
+            artifact.artifact_type.label().to_lowercase(),
+            artifact.title,
+            artifact.id
+        );
+        Self { result, ..Self::saved(artifact, false) }
     }
 }
 
@@ -115,6 +159,18 @@ impl ToolContext<'_> {
         artifact.assistant_message_id.is_none_or(|m| self.path.contains(&m))
     }
 
+    /// A document of `artifact_type` this turn saved already that a new one with `content` would repeat: the turn's
+    /// request names the kind once (so it asked for one), or the text is the same but for spacing and case.
+    fn duplicate(&self, artifact_type: ArtifactType, content: &str) -> Option<&Artifact> {
+        let asked_once = self
+            .open_requests
+            .iter()
+            .find(|r| Some(r.message) == self.request_message)
+            .is_some_and(|r| r.types.iter().filter(|t| **t == artifact_type).count() == 1);
+        let same_text = |a: &Artifact| squeezed(&a.content) == squeezed(content);
+        self.saved.iter().find(|a| a.artifact_type == artifact_type && (asked_once || same_text(a)))
+    }
+
     /// The requests a document of this type answers besides the turn's own: those that asked for this type
     /// and are still open, so no later turn acts on them again.
     fn answered(&self, artifact_type: ArtifactType) -> Vec<Uuid> {
@@ -126,8 +182,14 @@ impl ToolContext<'_> {
     }
 }
 
-/// Runs `save_artifact`. Within one turn a second call with the same type and title returns the first document;
-/// in silent generation any second call is refused.
+/// Text without its spacing and case, for telling repeated documents apart.
+fn squeezed(text: &str) -> String {
+    text.split_whitespace().flat_map(str::chars).flat_map(char::to_lowercase).collect()
+}
+
+/// Runs `save_artifact`. Within one turn a second call with the same type and title returns the first document, as
+/// does a second new document of a kind the request asked for once (see [`ToolContext::duplicate`]); in silent
+/// generation any second call is refused.
 pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
     if let (true, Some(first)) = (ctx.one_document, ctx.saved.first()) {
         return ToolOutcome::error(format!(
@@ -138,14 +200,14 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
     }
     let input: SaveArtifactInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
-        Err(e) => return ToolOutcome::error(format!("Invalid save_artifact input: {e}")),
+        Err(e) => return ToolOutcome::malformed("save_artifact", e),
     };
     let Some(artifact_type) = ArtifactType::parse(&input.artifact_type) else {
         return ToolOutcome::error(format!("Unknown artifact_type '{}'.", input.artifact_type));
     };
     let title = input.title.trim();
     if title.is_empty() || input.content.trim().is_empty() {
-        return ToolOutcome::error("save_artifact needs a non-empty title and content.");
+        return ToolOutcome::malformed("save_artifact", "it needs a non-empty title and content");
     }
     let title: String = title.chars().take(500).collect();
     let title = crate::privacy::redact_if(ctx.redact_pii, title, 500);
@@ -153,6 +215,12 @@ pub async fn save_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
         ctx.saved.iter().find(|a| a.artifact_type == artifact_type && a.title.eq_ignore_ascii_case(&title))
     {
         return ToolOutcome::saved(existing.clone(), false);
+    }
+    // Several calls in one answer (real models send them in parallel): one document per kind the request asks for.
+    if input.artifact_id.as_deref().is_none_or(|id| id.trim().is_empty()) {
+        if let Some(first) = ctx.duplicate(artifact_type, &input.content) {
+            return ToolOutcome::already_saved(first.clone());
+        }
     }
     // A revision: the document named by `artifact_id`, or one of an earlier turn with the same type and title.
     let target = match input.artifact_id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
@@ -403,7 +471,7 @@ async fn own_document(ctx: &ToolContext<'_>, id: &str) -> Result<Artifact, ToolO
 pub async fn read_artifact(ctx: &ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
     let input: ReadArtifactInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
-        Err(e) => return ToolOutcome::error(format!("Invalid read_artifact input: {e}")),
+        Err(e) => return ToolOutcome::malformed("read_artifact", e),
     };
     match own_document(ctx, &input.artifact_id).await {
         Ok(a) => ToolOutcome {
@@ -411,6 +479,7 @@ pub async fn read_artifact(ctx: &ToolContext<'_>, input: &serde_json::Value) -> 
             is_error: false,
             artifact: None,
             created: false,
+            malformed: false,
         },
         Err(refused) => refused,
     }
@@ -422,7 +491,7 @@ pub async fn read_artifact(ctx: &ToolContext<'_>, input: &serde_json::Value) -> 
 pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value) -> ToolOutcome {
     let input: EditArtifactInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
-        Err(e) => return ToolOutcome::error(format!("Invalid edit_artifact input: {e}")),
+        Err(e) => return ToolOutcome::malformed("edit_artifact", e),
     };
     let current = match own_document(ctx, &input.artifact_id).await {
         Ok(a) => a,
@@ -479,6 +548,7 @@ pub async fn edit_artifact(ctx: &mut ToolContext<'_>, input: &serde_json::Value)
                 is_error: false,
                 artifact: Some(artifact),
                 created: true,
+                malformed: false,
             }
         }
         Err(StoreError::VersionConflict(now)) => ToolOutcome::error(format!(
@@ -535,7 +605,7 @@ const FENCE: &str = "----------";
 pub async fn document_search(ctx: &ToolContext<'_>, input: &serde_json::Value) -> (ToolOutcome, Vec<ContextPassage>) {
     let input: DocumentSearchInput = match serde_json::from_value(input.clone()) {
         Ok(i) => i,
-        Err(e) => return (ToolOutcome::error(format!("Invalid document_search input: {e}")), Vec::new()),
+        Err(e) => return (ToolOutcome::malformed("document_search", e), Vec::new()),
     };
     let limit = input.limit.unwrap_or(SEARCH_DEFAULT).clamp(1, SEARCH_MAX);
     match ctx.store.search_chunks(ctx.user, ctx.thread, &input.query, limit).await {
@@ -545,6 +615,7 @@ pub async fn document_search(ctx: &ToolContext<'_>, input: &serde_json::Value) -
                 is_error: false,
                 artifact: None,
                 created: false,
+                malformed: false,
             };
             (outcome, hits.iter().map(|hit| passage_seen(hit, ctx.thread)).collect())
         }
@@ -632,6 +703,22 @@ fn quote_passage(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn document_blocks_give_kind_title_and_content() {
+        let args = document_block("document user_stories: Library stories", "# Stories\n- Borrow.\n");
+        assert_eq!(
+            args,
+            json!({"artifact_type": "user_stories", "title": "Library stories", "content": "# Stories\n- Borrow."})
+        );
+        // What small models write instead: spaces for underscores, no title, an unknown kind.
+        let args = document_block("document User Stories", "# Loans\n- Return.");
+        assert_eq!((args["artifact_type"].as_str(), args["title"].as_str()), (Some("user_stories"), Some("Loans")));
+        let args = document_block("document: Roadmap for Q3", "Plan.");
+        assert_eq!((args["artifact_type"].as_str(), args["title"].as_str()), (Some("custom"), Some("Roadmap for Q3")));
+        let args = document_block("document", "no heading");
+        assert_eq!(args["title"], "Document");
+    }
 
     #[test]
     fn description_asks_for_one_call_per_request() {

@@ -289,6 +289,9 @@ struct Call {
     meter: Meter,
     /// Whether its `max_tokens` was lowered to fit the budget.
     capped: bool,
+    /// Whether it went without tools (the model takes none): documents come as blocks of its text, and the model
+    /// cannot be given a tool's result.
+    without_tools: bool,
 }
 
 /// How the model part of a turn ended.
@@ -314,6 +317,11 @@ struct Turn<'a> {
     /// What the turn may spend, reserved when it started; `None` when no budget applies.
     allowance: Option<u64>,
     artifacts: Vec<Artifact>,
+    /// Rounds whose tool calls were broken (arguments that are not JSON, cut off, or not what the tool takes): the
+    /// first goes back to the model as tool errors, the second ends the turn.
+    broken_rounds: u8,
+    /// Whether the model, having answered a request for a document without saving one, was asked once more.
+    insisted: bool,
     /// The requests for documents the model sees (what a document made in this turn may answer).
     open_requests: Vec<OpenRequest>,
     /// The messages of the shown path the turn answers on (which documents are this branch's).
@@ -360,6 +368,8 @@ impl<'a> Turn<'a> {
             meters: Vec::new(),
             allowance: None,
             artifacts: Vec::new(),
+            broken_rounds: 0,
+            insisted: false,
             open_requests: Vec::new(),
             path: HashSet::new(),
             trace: Vec::new(),
@@ -517,7 +527,9 @@ impl<'a> Turn<'a> {
             Vec::new()
         });
         let system = ledger::with_project_ledgers(system, &foreign);
-        let call = self.call(&system, &messages, &tools).await?;
+        // Silent generation makes its document at once: the call names the tool where the provider can.
+        let force = self.plan.silent.then_some(tools::SAVE_ARTIFACT);
+        let call = self.call(&system, &messages, &tools, force).await?;
         Ok(Opened { system, messages, tools, call })
     }
 
@@ -566,12 +578,55 @@ impl<'a> Turn<'a> {
     /// Opens one model call, metered. Within a budget, the call may write what the turn's allowance leaves once
     /// its request is paid for; after the turn's first call, one that would have too few tokens left
     /// is not made and the answer ends with [`OVER_BUDGET`] (see [`allowance::call_cap`]).
-    async fn call(&mut self, system: &str, messages: &[llm::Message], tools: &tools::Offered) -> Result<Call, Ending> {
-        let mut request = llm::ChatRequest {
-            system: system.to_string(),
-            messages: messages.to_vec(),
-            tools: tools.specs(),
-            max_tokens: ANSWER_MAX_TOKENS,
+    ///
+    /// `force` names the tool the model must call, where the provider can be told. A model the provider refused
+    /// tools for is asked without them (once found out, at once): it is told to write documents as blocks of its
+    /// text, which are read as `save_artifact` calls.
+    async fn call(
+        &mut self,
+        system: &str,
+        messages: &[llm::Message],
+        tools: &tools::Offered,
+        force: Option<&str>,
+    ) -> Result<Call, Ending> {
+        let refused = |provider: &dyn llm::Provider| provider.habits().is_some_and(llm::Habits::tools_refused);
+        let mut without_tools = refused(self.provider.as_ref());
+        loop {
+            match self.call_once(system, messages, tools, force, without_tools).await {
+                Err(Ending::Failed(LlmError::ToolsUnsupported))
+                    if !without_tools && refused(self.provider.as_ref()) =>
+                {
+                    without_tools = true;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn call_once(
+        &mut self,
+        system: &str,
+        messages: &[llm::Message],
+        tools: &tools::Offered,
+        force: Option<&str>,
+        without_tools: bool,
+    ) -> Result<Call, Ending> {
+        let mut request = if without_tools {
+            llm::ChatRequest {
+                system: prompt::without_tools(system.to_string()),
+                messages: messages.to_vec(),
+                tools: Vec::new(),
+                max_tokens: ANSWER_MAX_TOKENS,
+                tool_choice: None,
+            }
+        } else {
+            llm::ChatRequest {
+                system: system.to_string(),
+                messages: messages.to_vec(),
+                tools: tools.specs(),
+                max_tokens: ANSWER_MAX_TOKENS,
+                tool_choice: force.filter(|_| self.provider.can_force_tool()).map(str::to_string),
+            }
         };
         let (meter, capped) = match self.allowance {
             None => (Meter::new(&request), false),
@@ -595,7 +650,20 @@ impl<'a> Turn<'a> {
             r = provider.stream(request) => r,
         };
         match started {
-            Ok(stream) => Ok(Call { stream: meter.watch(stream), timing, meter, capped }),
+            Ok(stream) => {
+                let stream = if without_tools {
+                    let forms = llm::text_calls::Forms {
+                        tools: vec![tools::SAVE_ARTIFACT.to_string()],
+                        fenced_json: false,
+                        documents: Some((tools::SAVE_ARTIFACT.to_string(), tools::document_block)),
+                        habits: None,
+                    };
+                    llm::text_calls::read(stream, forms)
+                } else {
+                    stream
+                };
+                Ok(Call { stream: meter.watch(stream), timing, meter, capped, without_tools })
+            }
             Err(e) => {
                 if e.billed_nothing() {
                     meter.refused();
@@ -685,15 +753,17 @@ impl<'a> Turn<'a> {
         let live = self.live.clone();
         let mut cancelled = std::pin::pin!(async move { live.cancelled().await });
         let mut next = Some(call);
+        let mut force = None;
         for _round in 0..MAX_ROUNDS {
-            let Call { mut stream, mut timing, meter, capped } = match next.take() {
+            let Call { mut stream, mut timing, meter, capped, without_tools } = match next.take() {
                 Some(call) => call,
-                None => match self.call(&system, &messages, &tools).await {
+                None => match self.call(&system, &messages, &tools, force.take()).await {
                     Ok(call) => call,
                     Err(ending) => return ending,
                 },
             };
             let mut calls = Vec::new();
+            let mut broken = Vec::new();
             let mut round_text = String::new();
             loop {
                 let next = tokio::select! {
@@ -718,9 +788,20 @@ impl<'a> Turn<'a> {
                         }
                         self.checkpoint(false);
                     }
+                    // Shown beside the answer while it streams; never part of its text.
+                    Some(Ok(StreamEvent::ReasoningDelta(text))) => {
+                        timing.output();
+                        if !self.plan.silent && !text.is_empty() {
+                            self.live.push(ChatEvent::ReasoningDelta { text });
+                        }
+                    }
                     Some(Ok(StreamEvent::ToolCall(call))) => {
                         timing.output();
                         calls.push(call);
+                    }
+                    Some(Ok(StreamEvent::BrokenCall(call))) => {
+                        timing.output();
+                        broken.push(call);
                     }
                     // The meter took it.
                     Some(Ok(StreamEvent::Usage(_))) => {}
@@ -737,27 +818,85 @@ impl<'a> Turn<'a> {
             if cut_off && capped {
                 return self.noted(OVER_BUDGET);
             }
-            if cut_off && !calls.is_empty() {
-                return self.noted(CUT_OFF);
+            if cut_off {
+                const CUT: &str = "the answer reached its length limit before the call was complete";
+                broken.extend(calls.drain(..).map(|call| llm::BrokenCall {
+                    id: call.id,
+                    name: call.name,
+                    problem: String::new(),
+                }));
+                broken.iter_mut().for_each(|call| call.problem = CUT.into());
             }
-            if calls.is_empty() {
+            if calls.is_empty() && broken.is_empty() {
+                // Asked for a document, the model answered without saving one: once more, naming the tool.
+                if self.may_insist(without_tools) {
+                    self.insisted = true;
+                    if !round_text.is_empty() {
+                        messages.push(llm::Message::assistant(round_text));
+                    }
+                    messages.push(llm::Message::user(prompt::insist_on_document(without_tools)));
+                    force = Some(tools::SAVE_ARTIFACT);
+                    continue;
+                }
                 return Ending::Done;
+            }
+            if !broken.is_empty() && self.broken_rounds > 0 {
+                return self.noted(if cut_off { CUT_OFF } else { BROKEN_CALLS });
             }
             let mut assistant_parts = Vec::new();
             if !round_text.is_empty() {
                 assistant_parts.push(Part::Text { text: round_text });
             }
             let mut results = Vec::new();
+            let mut malformed = false;
             for call in calls {
                 assistant_parts.push(Part::ToolCall(call.clone()));
-                let (result, is_error) = Box::pin(self.run_tool(&call.name, &call.arguments)).await;
+                let (result, is_error, unfit) = Box::pin(self.run_tool(&call.name, &call.arguments)).await;
+                malformed |= unfit;
                 results.push(Part::ToolResult { call_id: call.id.clone(), content: result, is_error });
+            }
+            for call in &broken {
+                let result = broken_call_result(call);
+                let name = if call.name.is_empty() { "(no name)" } else { call.name.as_str() };
+                self.trace.push(trace::tool_step(
+                    name,
+                    &serde_json::Value::Null,
+                    &result,
+                    true,
+                    store::now(),
+                    Instant::now(),
+                ));
+                // The call as far as it can be given back: its arguments are not JSON, so none.
+                let call_part =
+                    llm::ToolCall { id: call.id.clone(), name: name.to_string(), arguments: serde_json::json!({}) };
+                assistant_parts.push(Part::ToolCall(call_part));
+                results.push(Part::ToolResult { call_id: call.id.clone(), content: result, is_error: true });
+            }
+            if !broken.is_empty() || malformed {
+                if self.broken_rounds > 0 {
+                    return self.noted(BROKEN_CALLS);
+                }
+                self.broken_rounds += 1;
+            }
+            // A model without tools cannot be given what its documents' saving answered: the turn is over.
+            if without_tools {
+                return Ending::Done;
             }
             messages.push(llm::Message { role: llm::Role::Assistant, parts: assistant_parts });
             messages.push(llm::Message { role: llm::Role::User, parts: results });
             self.checkpoint(true);
         }
         Ending::Done
+    }
+
+    /// Whether to ask the model once more, naming `save_artifact`: the person's latest message asks for a document
+    /// (Quire's own reading of it, see [`context::BuiltContext::open_requests`]) or this is silent generation, the
+    /// turn saved none, it was not asked again already, and the provider can be told which tool to call (a model
+    /// without tools is asked in words).
+    fn may_insist(&self, without_tools: bool) -> bool {
+        let asked = self.plan.silent
+            || self.plan.request_message.is_some_and(|m| self.open_requests.iter().any(|r| r.message == m));
+        asked && !self.insisted && self.artifacts.is_empty() && (without_tools || self.provider.can_force_tool())
     }
 
     /// Keeps a model call that ended the model conversation (stopped or failed) in the trace, with what it cost.
@@ -775,7 +914,9 @@ impl<'a> Turn<'a> {
         ending
     }
 
-    async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> (String, bool) {
+    /// Runs one tool call: its text for the model, whether it failed, and whether its input was not what the tool
+    /// takes (a broken call).
+    async fn run_tool(&mut self, name: &str, input: &serde_json::Value) -> (String, bool, bool) {
         self.live.push(ChatEvent::ToolExecuting { tool: name.to_string(), input: input.clone() });
         let started_at = store::now();
         let clock = Instant::now();
@@ -791,35 +932,36 @@ impl<'a> Turn<'a> {
             path: &self.path,
             model: self.provider.model(),
         };
-        let (result, is_error, artifact) = match name {
+        let (result, is_error, artifact, malformed) = match name {
             tools::SAVE_ARTIFACT => {
                 let outcome = tools::save_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
-                (outcome.result, outcome.is_error, created)
+                (outcome.result, outcome.is_error, created, outcome.malformed)
             }
             tools::EDIT_ARTIFACT => {
                 let outcome = tools::edit_artifact(&mut ctx, input).await;
                 let created = outcome.created.then_some(outcome.artifact).flatten();
-                (outcome.result, outcome.is_error, created)
+                (outcome.result, outcome.is_error, created, outcome.malformed)
             }
             ledger::RECORD_REQUIREMENTS => {
                 let recorded =
                     ledger::record(ctx.store, ctx.user, ctx.thread, ctx.path, ctx.request_message, ctx.model, input)
                         .await;
-                (recorded.result, recorded.is_error, None)
+                (recorded.result, recorded.is_error, None, recorded.malformed)
             }
             tools::READ_ARTIFACT => {
                 let outcome = tools::read_artifact(&ctx, input).await;
-                (outcome.result, outcome.is_error, None)
+                (outcome.result, outcome.is_error, None, outcome.malformed)
             }
             tools::DOCUMENT_SEARCH => {
                 let (outcome, passages) = tools::document_search(&ctx, input).await;
                 if let Some(record) = self.context.as_mut() {
                     record.passages.extend(passages);
                 }
-                (outcome.result, outcome.is_error, None)
+                (outcome.result, outcome.is_error, None, outcome.malformed)
             }
-            other => (format!("Unknown tool '{other}'."), true, None),
+            // A tool that is not on offer is a broken call too.
+            other => (format!("Unknown tool '{other}'."), true, None, true),
         };
         if let Some(artifact) = artifact {
             self.engine.changes.saved(&artifact).await;
@@ -828,7 +970,7 @@ impl<'a> Turn<'a> {
             self.live.push(ChatEvent::ArtifactCreated { artifact });
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));
-        (result, is_error)
+        (result, is_error, malformed)
     }
 
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the
@@ -1029,6 +1171,21 @@ impl<'a> Turn<'a> {
 
 /// What goes between the text so far and the text of the next round of the answer, so the two are separate
 /// paragraphs: nothing when there is no text yet or it already ends in a blank line.
+/// What ends an answer whose model wrote broken tool calls twice (after being told what was wrong the first time).
+const BROKEN_CALLS: &str = "*The answer stops here: the model twice asked for something it could not be given (a call \
+     to save or change a document that was incomplete or not in the form Quire takes), so nothing of it was saved. \
+     Try again, or choose another model.*";
+
+/// What the model is told of a call of its own that could not be carried out.
+fn broken_call_result(call: &llm::BrokenCall) -> String {
+    format!(
+        "This call was not carried out and nothing was saved: {}. Call {} again with complete JSON arguments as \
+         its schema describes (a shorter document, or fewer at once, if it was cut off).",
+        call.problem,
+        if call.name.is_empty() { "the tool" } else { call.name.as_str() }
+    )
+}
+
 fn paragraph_break(text: &str) -> &'static str {
     if text.is_empty() || text.ends_with("\n\n") {
         ""

@@ -143,7 +143,9 @@ pub struct ChatStreamEvent {
     /// `<turn id>:<n>`: send the last one received as `Last-Event-ID` to resume after it.
     id: String,
     /// The event's name.
-    #[schema(pattern = "^(thread_name|text_delta|tool_executing|artifact_created|message_complete|error)$")]
+    #[schema(
+        pattern = "^(thread_name|text_delta|reasoning_delta|tool_executing|artifact_created|message_complete|error)$"
+    )]
     event: String,
     /// The event's fields as JSON: the `data` of the `ChatEvent` variant of that name.
     data: String,

@@ -132,7 +132,7 @@ async fn tool_use_input_fragments_are_parsed_at_block_stop() {
 }
 
 #[tokio::test]
-async fn unparsable_tool_input_is_a_protocol_error() {
+async fn unparsable_tool_input_is_a_broken_call_for_the_model() {
     let mut body = message_start(1);
     body += &event(json!({"type": "content_block_start", "index": 0, "content_block":
         {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}}));
@@ -140,7 +140,10 @@ async fn unparsable_tool_input_is_a_protocol_error() {
     body += &block_stop(0);
     body += &message_end("tool_use", 3);
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![err("upstream_protocol")]);
+    let problem = "the arguments end before their JSON is complete (cut off)".to_string();
+    let broken = llm::BrokenCall { id: "toolu_1".into(), name: "f".into(), problem };
+    assert_eq!(events[0], Ok(StreamEvent::BrokenCall(broken)));
+    assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::ToolUse))));
 }
 
 #[tokio::test]
@@ -162,6 +165,7 @@ async fn request_body_and_headers() {
         messages: weather_exchange("toolu_1", "city not found", true),
         tools: vec![weather_tool(json!({"type": "object", "properties": {"city": {"type": "string"}}}))],
         max_tokens: 1024,
+        tool_choice: None,
     };
     collect(provider(&server).stream(request).await.unwrap()).await;
 

@@ -28,7 +28,13 @@ fn all_tools() -> Vec<ToolSpec> {
 }
 
 fn request(messages: Vec<Message>, tools: Vec<ToolSpec>) -> ChatRequest {
-    ChatRequest { system: "You are Quire, a helpful workspace assistant.".to_string(), messages, tools, max_tokens: 0 }
+    ChatRequest {
+        system: "You are Quire, a helpful workspace assistant.".to_string(),
+        messages,
+        tools,
+        max_tokens: 0,
+        tool_choice: None,
+    }
 }
 
 fn users(texts: &[&str]) -> Vec<Message> {

@@ -120,13 +120,16 @@ async fn parallel_tool_calls_interleaved_by_index_are_parsed_once_complete() {
 }
 
 #[tokio::test]
-async fn unparsable_tool_arguments_are_a_protocol_error() {
+async fn unparsable_tool_arguments_are_a_broken_call_for_the_model() {
     let mut body = tool_fragment(0, Some("call_1"), Some("f"), "{\"a\": ");
     body += &tool_fragment(0, None, None, "nope}");
     body += &chunk(json!({}), Some("tool_calls"));
     body += "data: [DONE]\n\n";
     let events = events_of(provider, &body, 64).await;
-    assert_eq!(events, vec![err("upstream_protocol")]);
+    let StreamEvent::BrokenCall(broken) = events[0].clone().unwrap() else { panic!("{events:?}") };
+    assert_eq!((broken.id.as_str(), broken.name.as_str()), ("call_1", "f"));
+    assert!(broken.problem.contains("not valid JSON"), "{}", broken.problem);
+    assert_eq!(events.last(), Some(&Ok(StreamEvent::Stop(StopReason::ToolUse))));
 }
 
 #[tokio::test]
@@ -147,6 +150,7 @@ async fn request_body_and_headers() {
         tools: vec![weather_tool(json!({"type": "object", "properties": {"city": {"type": "string"}},
                                          "required": ["city"]}))],
         max_tokens: 256,
+        tool_choice: None,
     };
     collect(provider(&server).stream(request).await.unwrap()).await;
 

@@ -34,6 +34,7 @@ mod ops;
 mod parser_properties;
 mod projects;
 mod protection;
+mod real_models;
 mod redaction;
 mod reliability;
 mod security;

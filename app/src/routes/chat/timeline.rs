@@ -142,8 +142,17 @@ pub(super) fn Timeline(
                     Row::Document(a) => view! { <ArtifactCard artifact=a on_open on_update busy=occupied/> }.into_any(),
                 }}
             </For>
-            {move || live.get().map(|answer| view! {
-                <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
+            {move || live.get().map(|answer| {
+                let reasoning = (!answer.reasoning.is_empty()).then(|| view! {
+                    <details class="reasoning" data-testid="reasoning">
+                        <summary>"Reasoning"</summary>
+                        <p class="reasoning-text">{answer.reasoning}</p>
+                    </details>
+                });
+                view! {
+                    <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
+                    {reasoning}
+                }
             })}
             {move || tool_line.get().map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
             <For each=live_cards key=card_key let:a>

@@ -719,6 +719,7 @@ mod tests {
             messages: vec![crate::types::Message::user(said)],
             tools: vec![tool(SAVE_ARTIFACT), tool(EDIT_ARTIFACT)],
             max_tokens: 1000,
+            tool_choice: None,
         }
     }
 
