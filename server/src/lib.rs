@@ -13,6 +13,7 @@ pub mod download;
 pub mod heavy;
 pub mod history;
 pub mod http;
+pub mod mcp_tools;
 pub mod ops;
 pub mod privacy;
 
@@ -72,11 +73,17 @@ impl FromRef<AppState> for LeptosOptions {
 
 impl AppState {
     /// Opens the store named by the configuration and builds the provider.
-    pub async fn from_config(config: Config) -> anyhow::Result<Self> {
+    pub async fn from_config(mut config: Config) -> anyhow::Result<Self> {
         let url = config.database_url();
         config::private::secure(&config.data_dir, config::private::sqlite_file(&url).as_deref())?;
         let store = store::connect_with(&url, config.store()).await?;
-        let models = llm::registry(&config.llm()?)?;
+        let settings = config.llm()?;
+        if let Some(file) = &settings.models_file {
+            let servers = mcp_tools::config::parse(&file.mcp_servers, &|var| std::env::var(var).ok())
+                .map_err(|e| anyhow::anyhow!("QUIRE_CONFIG: {e}"))?;
+            config.mcp_servers.extend(servers);
+        }
+        let models = llm::registry(&settings)?;
         Self::with_models(config, store, models).await
     }
 
@@ -114,7 +121,21 @@ impl AppState {
             .hash_files(hashed)
             .build();
         let site = http::assets::Site::new(config.site_root.clone(), hashed.then_some(hash_file.as_path()));
-        let chat = chat::Engine::new(store.clone(), models, chat::Limits::from_config(&config));
+        let mcp = if config.mcp_servers.is_empty() {
+            mcp_tools::McpHub::none()
+        } else {
+            // Remote MCP servers are reached through rmcp's own HTTP client, whose TLS takes the process's provider.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let program = match &config.extract_program {
+                Some(program) => program.clone(),
+                None => std::env::current_exe()?,
+            };
+            let observed = metrics.clone();
+            let observer: mcp_tools::Observer =
+                Arc::new(move |server: &str, tool: &str, outcome, took| observed.mcp_call(server, tool, outcome, took));
+            mcp_tools::McpHub::start(config.mcp_servers.clone(), program, Some(observer))
+        };
+        let chat = chat::Engine::new(store.clone(), models, chat::Limits::from_config(&config), mcp);
         let sessions = Arc::new(LiveSessions::default());
         tokio::spawn(auth::sessions::follow_ended(sessions.clone(), store.clone()));
         let reach = Arc::new(auth::reach::LiveReach::default());

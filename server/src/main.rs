@@ -14,6 +14,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match config.command.clone() {
         // The extraction child stays single-threaded and small: no runtime, no logging.
         Some(Command::Extract { .. }) => Ok(quire::attachments::extract::child_main()),
+        Some(Command::RunLimited { memory_mb, command }) => Ok(quire::mcp_tools::run_limited(memory_mb, &command)),
         Some(Command::Probe { path }) => Ok(probe(config.addr, &path)),
         Some(Command::Precompress { dir }) => {
             let done = quire::http::assets::precompress(&dir)?;

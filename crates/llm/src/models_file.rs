@@ -33,6 +33,9 @@ pub struct ModelsFile {
     #[serde(default)]
     pub default_model: Option<String>,
     pub providers: Vec<ProviderEntry>,
+    /// The MCP servers whose tools models are offered: read by the server, which checks them.
+    #[serde(default)]
+    pub mcp_servers: Vec<toml::Table>,
 }
 
 /// One `[[providers]]` table.
@@ -77,6 +80,8 @@ pub struct ProviderSettings {
 pub struct ModelsConfig {
     pub default_model: String,
     pub providers: Vec<ProviderSettings>,
+    /// The file's `[[mcp_servers]]` tables, as written.
+    pub mcp_servers: Vec<toml::Table>,
 }
 
 /// Checks the text of a providers file; `env` reads environment variables (keys named by `api_key_env`).
@@ -169,5 +174,5 @@ pub fn parse(text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<ModelsC
             }
         }
     };
-    Ok(ModelsConfig { default_model, providers })
+    Ok(ModelsConfig { default_model, providers, mcp_servers: file.mcp_servers })
 }

@@ -44,6 +44,9 @@ pub struct TurnSettings {
     pub has_attachments: bool,
     /// Whether the conversation holds documents (which the model may then read and edit).
     pub has_artifacts: bool,
+    /// The MCP servers whose tools the conversation is offered, when the conversation or the person chose
+    /// (`None`: the servers on by default).
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 impl TryFrom<SettingsRow> for Settings {
@@ -103,6 +106,7 @@ shared_sql! {
             project_instructions: row.project_instructions.unwrap_or_default(),
             has_attachments: row.has_attachments,
             has_artifacts: row.has_artifacts,
+            mcp_servers: None,
         })
     }
 

@@ -51,6 +51,8 @@ pub struct Engine {
     pub(super) memory: Arc<ContextMemory>,
     /// The watchers of conversations' documents here, told of every instance's changes.
     pub(super) changes: Arc<ChangeHub>,
+    /// The MCP servers whose tools models are offered.
+    pub(super) mcp: Arc<crate::mcp_tools::McpHub>,
 }
 
 /// How long a person whose start was refused opens model calls only once a start has committed.
@@ -61,12 +63,17 @@ const REFUSALS_KEPT: usize = 4096;
 impl Engine {
     /// The engine, with its background work started: the heartbeat of the turns running here, and the release of
     /// answers whose turn died elsewhere.
-    pub fn new(store: DynStore, models: Arc<Registry>, limits: Limits) -> Self {
+    pub fn new(store: DynStore, models: Arc<Registry>, limits: Limits, mcp: Arc<crate::mcp_tools::McpHub>) -> Self {
         let hub = Arc::new(TurnHub::default());
         tokio::spawn(hub::keep_alive(hub.clone(), store.clone()));
         tokio::spawn(hub::release_abandoned_answers(store.clone()));
         let changes = ChangeHub::start(store.clone());
-        Self { store, models, hub, limits, refusals: Arc::default(), memory: Arc::default(), changes }
+        Self { store, models, hub, limits, refusals: Arc::default(), memory: Arc::default(), changes, mcp }
+    }
+
+    /// The MCP servers of this Quire.
+    pub fn mcp(&self) -> &Arc<crate::mcp_tools::McpHub> {
+        &self.mcp
     }
 
     /// Whether a start in `thread` may open its model call before its commit answers (see `turn::launch`): not

@@ -322,6 +322,8 @@ struct Turn<'a> {
     broken_rounds: u8,
     /// Whether the model, having answered a request for a document without saving one, was asked once more.
     insisted: bool,
+    /// The tools of MCP servers offered in this turn (those connected when it opened).
+    mcp_tools: Arc<Vec<crate::mcp_tools::Offered>>,
     /// The requests for documents the model sees (what a document made in this turn may answer).
     open_requests: Vec<OpenRequest>,
     /// The messages of the shown path the turn answers on (which documents are this branch's).
@@ -370,6 +372,7 @@ impl<'a> Turn<'a> {
             artifacts: Vec::new(),
             broken_rounds: 0,
             insisted: false,
+            mcp_tools: Arc::default(),
             open_requests: Vec::new(),
             path: HashSet::new(),
             trace: Vec::new(),
@@ -494,6 +497,10 @@ impl<'a> Turn<'a> {
         let settings =
             settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
         let tools = tools::Offered::for_thread(&settings).with_ledger(!self.plan.silent);
+        // Silent generation makes one document and nothing else: no other tools.
+        if !self.plan.silent && !self.engine.mcp.is_empty() {
+            self.mcp_tools = Arc::new(self.engine.mcp.offered(settings.mcp_servers.as_deref()));
+        }
         // A choice no longer on offer (the providers changed since) gives way to the next.
         let choices = [settings.thread_model.as_deref(), settings.settings.default_model.as_deref()];
         self.provider = self.engine.models.choose(&choices).await;
@@ -620,10 +627,12 @@ impl<'a> Turn<'a> {
                 tool_choice: None,
             }
         } else {
+            let mut specs = tools.specs();
+            specs.extend(self.mcp_tools.iter().map(|tool| tool.spec.clone()));
             llm::ChatRequest {
                 system: system.to_string(),
                 messages: messages.to_vec(),
-                tools: tools.specs(),
+                tools: specs,
                 max_tokens: ANSWER_MAX_TOKENS,
                 tool_choice: force.filter(|_| self.provider.can_force_tool()).map(str::to_string),
             }
@@ -960,8 +969,14 @@ impl<'a> Turn<'a> {
                 }
                 (outcome.result, outcome.is_error, None, outcome.malformed)
             }
-            // A tool that is not on offer is a broken call too.
-            other => (format!("Unknown tool '{other}'."), true, None, true),
+            other => match self.engine.mcp.find(&self.mcp_tools, other) {
+                Some((_, tool)) => {
+                    let outcome = self.engine.mcp.call(tool, input).await;
+                    (outcome.text, outcome.is_error, None, false)
+                }
+                // A tool that is not on offer is a broken call too.
+                None => (format!("Unknown tool '{other}'."), true, None, true),
+            },
         };
         if let Some(artifact) = artifact {
             self.engine.changes.saved(&artifact).await;

@@ -235,9 +235,15 @@ pub struct Config {
     #[arg(long, env = "QUIRE_HEAVY_QUEUE", default_value_t = 16)]
     pub heavy_queue: usize,
 
-    /// The Quire binary that parses uploaded PDFs in a child process (default: this one).
+    /// The Quire binary that parses uploaded PDFs in a child process and starts local MCP servers confined
+    /// (default: this one).
     #[arg(long, env = "QUIRE_EXTRACT_PROGRAM", hide = true)]
     pub extract_program: Option<PathBuf>,
+
+    /// The MCP servers whose tools models are offered: the providers file's `[[mcp_servers]]` (read at start-up),
+    /// or given here directly.
+    #[arg(skip)]
+    pub mcp_servers: Vec<crate::mcp_tools::ServerConfig>,
 
     /// Address of `GET /metrics` (Prometheus text format), e.g. `127.0.0.1:9090`. Unset: no metrics are served.
     /// Keep it off the public address: it names routes and counts of everyone's use.
@@ -281,6 +287,17 @@ pub struct Config {
 /// What the binary does besides serving.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Subcommand)]
 pub enum Command {
+    /// Sets resource limits on itself, then becomes `program` with `args`: how a local MCP server is started.
+    /// Not meant to be run by hand.
+    #[command(hide = true)]
+    RunLimited {
+        /// Address space, in MiB (0: no limit).
+        #[arg(long, default_value_t = 8192)]
+        memory_mb: u64,
+        /// The program and its arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
     /// Reads a file on stdin and writes its text to stdout, confined by resource limits. The server runs this
     /// for every uploaded PDF; it is not meant to be run by hand.
     #[command(hide = true)]
@@ -566,6 +583,7 @@ impl Config {
             heavy_workers: 2,
             heavy_queue: 16,
             extract_program: None,
+            mcp_servers: Vec::new(),
             metrics_addr: None,
             log_format: LogFormat::Text,
             shutdown_seconds: 10,

@@ -75,6 +75,14 @@ struct TokenLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct McpLabels {
+    server: String,
+    tool: String,
+    /// `ok`, `error` (the tool said so), `failed` (no answer), `timeout` or `denied` (by the person).
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PoolLabels {
     /// `main` (every query but rate-limit checks) or `rate_limits`.
     pool: &'static str,
@@ -129,6 +137,7 @@ pub struct Metrics {
     sqlite_waiting: Gauge,
     pool: Family<PoolLabels, Gauge>,
     contexts: Family<ContextLabels, Counter>,
+    mcp_calls: Timings<McpLabels>,
 }
 
 impl fmt::Debug for Metrics {
@@ -161,6 +170,8 @@ impl Metrics {
         let pool =
             registered(r, "db_connections", "PostgreSQL connections by pool, in use and idle", Family::default());
         let contexts = registered(r, "context_builds", "Turns' contexts, by where they came from", Family::default());
+        let mcp_calls =
+            timings(r, "mcp_tool_call_duration", "MCP tool calls, by server, tool and outcome", latency_histogram);
         Self {
             registry,
             requests,
@@ -173,7 +184,14 @@ impl Metrics {
             sqlite_waiting,
             pool,
             contexts,
+            mcp_calls,
         }
+    }
+
+    /// Counts one MCP tool call and its duration.
+    pub fn mcp_call(&self, server: &str, tool: &str, outcome: &'static str, took: std::time::Duration) {
+        let labels = McpLabels { server: server.to_string(), tool: tool.to_string(), outcome };
+        self.mcp_calls.get_or_create(&labels).observe(took.as_secs_f64());
     }
 
     /// The text of a scrape, with the gauges read from the state first.
