@@ -403,7 +403,7 @@ def print_table(summary: dict) -> None:
           f"{fmt_ms(s['first_token_ms_max'])}), {tps} tokens/s"
           + (" (usage counted by Quire in o200k tokens: the server reported none)" if s["usage_counted_by_quire"] else ""))
     speed = s.get("model_speed")
-    if speed:
+    if speed and speed.get("prompt_tokens_per_second") is not None and speed.get("tokens_per_second") is not None:
         print(f"the model server's own timings: {speed['completions']} completions, {speed['prompt_tokens']} prompt "
               f"tokens read at {speed['prompt_tokens_per_second']:.0f}/s, {speed['tokens_written']} tokens written at "
               f"{speed['tokens_per_second']:.1f}/s")

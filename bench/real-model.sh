@@ -123,11 +123,13 @@ QUIRE_CONFIG="$config" QUIRE_CONTEXT_TOKENS="${QUIRE_CONTEXT_TOKENS:-2000}" \
 
 step "$rounds rounds of the seed scenarios ($MODEL_NAME, $mode)"
 started=$SECONDS
-python3 "$ROOT/bench/real-model.py" "http://127.0.0.1:$port" "$out" "$rounds" "$tmp/model.log"
+status=0
+python3 "$ROOT/bench/real-model.py" "http://127.0.0.1:$port" "$out" "$rounds" "$tmp/model.log" || status=$?
+cp "$tmp/model.log" "${out%.json}.server.log"
 printf '\nreal model, %s, commit %s, %s, %d rounds in %d s; every turn in %s\n' "$(date -u +%Y-%m-%d)" \
   "$(git rev-parse --short HEAD)" "$mode" "$rounds" $((SECONDS - started)) "$out"
-cp "$tmp/model.log" "${out%.json}.server.log"
 if grep -qiE 'error|exception' "$tmp/model.log"; then
   echo "the model server's log has errors (last ones):"
   grep -iE 'error|exception' "$tmp/model.log" | tail -n 5
 fi
+exit "$status"

@@ -379,3 +379,24 @@ fn the_providers_file_sets_tool_calls_in_text_for_openai_compatible_providers() 
     let error = llm::models_file::parse(elsewhere, &|_| None).unwrap_err();
     assert!(error.contains("tool_calls_in_text"), "{error}");
 }
+
+#[tokio::test]
+async fn when_asking_again_fails_the_answer_stands() {
+    let fake = FakeServer::start(vec![
+        said("1. As a member, I want to borrow a book."),
+        // The server breaks down on the second call (llama-cpp-python has crashed on one).
+        Reply::status(500, r#"{"error":{"message":"internal error"}}"#),
+    ])
+    .await;
+    let (server, _dir) = quire_before(&fake, false).await;
+    let thread = titled(&server).await;
+    let frames = server.chat(thread, "Generate user stories.").await;
+    assert_eq!(frames.last().unwrap().event.name(), "message_complete", "{:?}", names(&frames));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages[1].status, wire::MessageStatus::Complete);
+    assert_eq!(detail.messages[1].content, "1. As a member, I want to borrow a book.");
+    let answer_id = detail.messages[1].id;
+    let trace: wire::Trace = server.get_json(&format!("/api/messages/{answer_id}/trace")).await;
+    let failed = trace.steps.iter().filter(|s| matches!(s, wire::TraceStep::ModelCall(c) if c.error.is_some())).count();
+    assert_eq!(failed, 1, "the failed second call is in the trace");
+}
