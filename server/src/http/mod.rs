@@ -19,6 +19,7 @@ pub mod mcp;
 pub mod messages;
 pub mod models;
 pub mod openapi;
+pub mod pages;
 pub mod projects;
 pub mod rate_limit;
 pub mod requirements;
