@@ -256,10 +256,7 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<WireMessage<'a>>) {
                 })
                 .collect();
             let text = message.text();
-            out.push(WireMessage::Assistant {
-                content: text,
-                tool_calls,
-            });
+            out.push(WireMessage::Assistant { content: text, tool_calls });
         }
     }
 }

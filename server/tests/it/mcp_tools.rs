@@ -107,7 +107,7 @@ async fn server_everything_over_stdio_answers_the_models_call_and_shows_in_trace
     // In the answer's steps, and in the metrics per server and tool.
     let detail = quire.wait_idle(thread).await;
     let answer = detail.messages[1].id;
-    let trace: wire::Trace = quire.get_json(&format!("/api/messages/{answer}/trace")).await;
+    let trace = quire.trace_of(answer).await;
     let step = trace
         .steps
         .iter()
