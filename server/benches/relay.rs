@@ -509,7 +509,6 @@ async fn main() -> anyhow::Result<()> {
         args.split = vec![1, 2];
         args.gap_ms = 5;
         args.idle = vec![10];
-        args.slow_readers = 1;
         // Two, so that the second run's streams are held open after the first run's were let go.
         args.idle_runs = 2;
     }
