@@ -23,6 +23,9 @@ const CLOSE_TAG: &str = "</tool_call>";
 /// Longest block held back; a longer one is released as text (or, for a tag, given back to the model as broken).
 const MAX_BLOCK_BYTES: usize = 1024 * 1024;
 
+/// Longest line that may open a fenced block (backticks and info string).
+const MAX_FENCE_LINE: usize = 256;
+
 /// Makes a document tool's arguments from a fenced `document` block: its info string and its body.
 pub type DocumentForm = fn(info: &str, body: &str) -> serde_json::Value;
 
@@ -203,9 +206,18 @@ impl Reader {
             }
             let ticks = tail.bytes().take_while(|&b| b == b'`').count();
             let Some(line_end) = tail.find('\n') else {
-                // The fence line is not whole yet (or only backticks so far).
+                // The fence line is not whole yet (or only backticks so far); one longer than any fence line is
+                // text, so what is held back (and looked at again with each delta) stays small.
+                if tail.len() > MAX_FENCE_LINE {
+                    from = at + ticks.max(1);
+                    continue;
+                }
                 return Opening::Partial(at);
             };
+            if line_end > MAX_FENCE_LINE {
+                from = at + ticks.max(1);
+                continue;
+            }
             if ticks < 3 {
                 from = at + ticks;
                 continue;
@@ -551,6 +563,18 @@ mod tests {
         // Cut off inside: broken, nothing saved.
         let (_, events) = run(forms, &["```document\nbody"], StopReason::MaxTokens);
         assert!(matches!(&events[0], StreamEvent::BrokenCall(_)));
+    }
+
+    #[test]
+    fn a_line_too_long_to_open_a_fence_is_released_without_waiting_for_its_end() {
+        let mut reader = Reader::new(forms(true));
+        let mut out = Vec::new();
+        let long = format!("```{}", "x".repeat(MAX_FENCE_LINE));
+        reader.on_event(StreamEvent::TextDelta(long.clone()), &mut out);
+        assert_eq!(out, vec![StreamEvent::TextDelta(long.clone())], "nothing held back");
+        let text = format!("{long}\nmore\n");
+        let (shown, events) = same_however_split(&forms(true), &text);
+        assert_eq!((shown.as_str(), events.len()), (text.as_str(), 1));
     }
 
     #[test]
