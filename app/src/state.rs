@@ -33,6 +33,16 @@ impl ThreadsChanged {
 #[derive(Clone, Copy)]
 pub struct CurrentUser(pub RwSignal<Option<UserProfile>>);
 
+/// False while the calling component hydrates, true from its first effect on. The server renders without the
+/// signed-in account, and a page loaded lazily may hydrate after `/api/auth/me` answered: a view whose *shape*
+/// depends on the account (a form shown only to people with a password) must first render as the server did,
+/// or hydration meets other elements than it expects and stops. Text that only changes is safe without it.
+pub fn hydrated() -> Signal<bool> {
+    let done = RwSignal::new(false);
+    Effect::new(move |_| done.set(true));
+    done.into()
+}
+
 /// The answer being written right now.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct LiveAnswer {

@@ -469,11 +469,13 @@ fn ApiTokens() -> impl IntoView {
     }
 }
 
-/// Whether the signed-in account has a password (until it is known, as most have one). An account made through
-/// the organisation's identity provider has none: no password to change, and its address confirms a deletion.
+/// Whether the signed-in account has a password (until it is known and the calling component hydrated, as most
+/// have one and the server renders so). An account made through the organisation's identity provider has none:
+/// no password to change, and its address confirms a deletion.
 fn has_password() -> impl Fn() -> bool + Copy + Send + Sync + 'static {
     let user = expect_context::<crate::CurrentUser>();
-    move || user.0.with(|u| u.as_ref().is_none_or(|u| u.has_password))
+    let hydrated = crate::state::hydrated();
+    move || !hydrated.get() || user.0.with(|u| u.as_ref().is_none_or(|u| u.has_password))
 }
 
 /// Deletes the account and everything in it, given its password (its e-mail address, for one without).
