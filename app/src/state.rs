@@ -199,8 +199,6 @@ pub struct ChatState {
     pub(crate) writers: RwSignal<Vec<crate::api::Writer>>,
     /// The MCP servers the person turned on for the conversation; `None`: as in their settings.
     pub(crate) mcp_servers: RwSignal<Option<Vec<String>>>,
-    /// Whether Quire has MCP servers to turn on and off.
-    pub(crate) has_mcp_servers: RwSignal<bool>,
     /// The calls of the answer being written that ask first, as asked and (once decided) as decided.
     pub(crate) approvals: RwSignal<Vec<ToolApproval>>,
 }
@@ -237,7 +235,6 @@ impl ChatState {
             access: RwSignal::new(crate::api::ThreadAccess::Author),
             writers: RwSignal::new(Vec::new()),
             mcp_servers: RwSignal::new(None),
-            has_mcp_servers: RwSignal::new(false),
             approvals: RwSignal::new(Vec::new()),
         }
     }

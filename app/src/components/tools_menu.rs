@@ -99,7 +99,7 @@ pub fn ToolsMenu(
     on_cleanup(move || escape.remove());
     view! {
         <div class="tools-menu" data-testid="mcp-servers">
-            <button type="button" node_ref=button class="tools-button" aria-haspopup="dialog"
+            <button type="button" node_ref=button class="button panel-toggle" aria-haspopup="dialog"
                 aria-expanded=move || open.get().to_string() on:click=move |_| open.update(|o| *o = !*o)>
                 "Tools"
             </button>

@@ -402,9 +402,6 @@ pub struct ThreadDetail {
     /// Deny until they are decided).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvals: Vec<ToolApproval>,
-    /// Whether this Quire has MCP servers, whose tools a conversation may turn on and off (`GET /api/mcp/servers`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub has_mcp_servers: bool,
 }
 
 /// What the caller may do in a conversation.

@@ -218,18 +218,7 @@ pub async fn get_thread(
     // Named only where someone besides the author may have written: a personal conversation asks nothing more.
     let shared = thread.project_id.is_some() || messages.iter().any(|m| m.author_id.is_some());
     let writers = if shared { state.store.thread_writers(user.id, id).await? } else { Vec::new() };
-    let has_mcp_servers = !state.chat.mcp().is_empty();
-    Ok(Json(ThreadDetail {
-        thread,
-        messages,
-        branches,
-        artifacts,
-        running,
-        access,
-        writers,
-        approvals,
-        has_mcp_servers,
-    }))
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access, writers, approvals }))
 }
 
 /// `PATCH /api/threads/{id}`.

@@ -26,8 +26,9 @@ pub(super) fn ChatHeader(
     panel: LedgerPanel,
     state: ChatState,
 ) -> impl IntoView {
+    let offered = crate::has_mcp_servers();
     let tools = move || {
-        let thread = current.get().filter(|_| state.has_mcp_servers.get())?;
+        let thread = current.get().filter(|_| offered)?;
         let can_choose = Signal::derive(move || state.access.get() == crate::api::ThreadAccess::Author);
         Some(view! { <ToolsMenu thread chosen=state.mcp_servers can_choose/> })
     };

@@ -255,7 +255,6 @@ async fn show_thread(actions: ChatActions, id: Uuid, wanted: Option<Uuid>, follo
             title.set(detail.thread.title);
             model.set(detail.thread.model);
             state.mcp_servers.set(detail.thread.mcp_servers);
-            state.has_mcp_servers.set(detail.has_mcp_servers);
             state.approvals.set(detail.approvals);
             let mut list = detail.messages;
             if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
