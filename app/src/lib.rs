@@ -40,6 +40,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta charset="utf-8"/>
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
+                <link rel="icon" href="/favicon.svg" type="image/svg+xml"/>
                 <AutoReload options=options.clone()/>
                 <HashedStylesheet options=options.clone() id="leptos"/>
                 <HydrationScripts options/>
@@ -98,8 +99,8 @@ pub fn has_mcp_servers() -> bool {
 }
 
 /// Whether a path is one of the pages open to people who are not signed in: signing in and up, and shared
-/// conversations.
-fn is_auth_page(path: &str) -> bool {
+/// conversations. The server sends a browser without a session from any other page to `/signin`.
+pub fn is_auth_page(path: &str) -> bool {
     matches!(path, "/signin" | "/signup" | "/reset-password") || path.starts_with("/s/")
 }
 
@@ -112,7 +113,7 @@ pub fn App() -> impl IntoView {
     provide_context(ChatState::new());
     provide_context(CurrentUser(RwSignal::new(None)));
     components::theme_toggle::provide_theme();
-    markdown::load_renderer();
+    markdown::provide_renderer();
     // Effects run only in the browser, once the page is hydrated: mark it so tests and styles can tell.
     Effect::new(|_| {
         if let Some(body) = web_sys::window().and_then(|w| w.document()).and_then(|d| d.body()) {
@@ -171,17 +172,19 @@ fn Layout() -> impl IntoView {
                     <Route path=path!("/account") view={Lazy::<SettingsRoute>::new()}/>
                     <Route path=path!("/s/:token") view={Lazy::<SharedRoute>::new()}/>
                     <Route path=path!("/admin") view={Lazy::<AdminRoute>::new()}/>
-                    <Route path=path!("/reset-password") view={Lazy::<ResetPasswordRoute>::new()}/>
-                    <Route path=path!("/signin") view={Lazy::<SignInRoute>::new()}/>
-                    <Route path=path!("/signup") view={Lazy::<SignUpRoute>::new()}/>
+                    <Route path=path!("/reset-password") view=ResetPasswordPage/>
+                    <Route path=path!("/signin") view=SignInPage/>
+                    <Route path=path!("/signup") view=SignUpPage/>
                 </Routes>
             </main>
         </div>
     }
 }
 
-// The pages besides the chat are split out of the main wasm bundle (`cargo leptos build --split`) and loaded on first
-// visit, so the chat page, where people spend their time, becomes interactive sooner. Each fetches its own data.
+// The pages besides the chat and the sign-in pages are split out of the main wasm bundle (`cargo leptos build --split`)
+// and loaded on first visit, so the chat page, where people spend their time, becomes interactive sooner. Each
+// fetches its own data. The sign-in pages stay in the main module: split out, their code came in two dozen pieces
+// (the splitter puts code shared by each set of split modules in a file of its own), each a request of a first visit.
 
 /// Declares, for each page, a route type that carries no data and whose view is split out and loaded on first visit.
 macro_rules! lazy_pages {
@@ -208,7 +211,4 @@ lazy_pages! {
     SettingsRoute => SettingsPage;
     SharedRoute => SharedPage;
     AdminRoute => AdminPage;
-    ResetPasswordRoute => ResetPasswordPage;
-    SignInRoute => SignInPage;
-    SignUpRoute => SignUpPage;
 }

@@ -165,23 +165,28 @@ fn cite_in_text(text: &str, keys: &[String], out: &mut String) {
 }
 
 /// Whether the browser has the renderer's code, split out of the main wasm bundle in release builds and fetched
-/// right after the page starts ([`load_renderer`]) so it never delays the first interaction; the server has it.
+/// the first time something is rendered ([`Renderer::html`]): a page that shows no Markdown, such as the sign-in
+/// page or a conversation of questions alone, never downloads it; the server has it.
 #[derive(Clone, Copy)]
 pub struct Renderer {
     ready: Signal<bool>,
+    /// Whether the fetch of the code has begun (set once).
+    #[cfg(feature = "hydrate")]
+    asked: StoredValue<bool>,
+    #[cfg(feature = "hydrate")]
+    loaded: RwSignal<bool>,
 }
 
-/// Starts fetching the renderer's code in the browser and provides the [`Renderer`] to the app.
-pub fn load_renderer() {
+/// Provides the [`Renderer`] to the app; in the browser its code is fetched at the first rendering.
+pub fn provide_renderer() {
     #[cfg(feature = "hydrate")]
-    let ready = {
-        let ready = RwSignal::new(false);
-        fetch_renderer(ready, 0);
-        ready.into()
+    let renderer = {
+        let loaded = RwSignal::new(false);
+        Renderer { ready: loaded.into(), asked: StoredValue::new(false), loaded }
     };
     #[cfg(not(feature = "hydrate"))]
-    let ready = Signal::stored(true);
-    provide_context(Renderer { ready });
+    let renderer = Renderer { ready: Signal::stored(true) };
+    provide_context(renderer);
 }
 
 /// Fetches the renderer's module; a failed fetch is tried again after 1, 2, 4, 8 and 16 s (until then answers
@@ -214,6 +219,11 @@ impl Renderer {
     /// renders again). A page rendered on the server keeps the server's HTML while it hydrates.
     pub fn html(&self, markdown: &str) -> String {
         if !self.ready.get() {
+            #[cfg(feature = "hydrate")]
+            if !self.asked.get_value() {
+                self.asked.set_value(true);
+                fetch_renderer(self.loaded, 0);
+            }
             return plain_html(markdown);
         }
         #[cfg(feature = "hydrate")]

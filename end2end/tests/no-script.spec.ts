@@ -91,6 +91,8 @@ test.describe('without JavaScript', () => {
   });
 
   test('the search box opens the search page', async ({ page }) => {
+    // Signed in: the server sends a browser without a session from the chat page to the sign-in page.
+    await signUp(page);
     await page.goto('/');
     await page.getByRole('searchbox', { name: 'Search conversations' }).fill('library loans');
     await page.getByRole('searchbox', { name: 'Search conversations' }).press('Enter');

@@ -30,6 +30,9 @@
 //! reqwest, parsing and re-framing each delta, nothing stored), measured the same way: the floor under Quire's
 //! numbers on this machine.
 //!
+//! With `--slow-readers 1` each level runs through Quire a second time beside a client that reads slowly, and the
+//! other clients' gaps are compared with the run without it.
+//!
 //! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
 
 #[path = "support/mode.rs"]
@@ -105,6 +108,10 @@ struct Args {
     /// Measure the minimal relay (`support/relay_floor.rs`) in Quire's place.
     #[arg(long)]
     floor: bool,
+    /// Slow readers added to each level in a second run through Quire (0: none): clients with a 4 KiB receive
+    /// buffer that read 128 bytes every 50 ms. The other clients' gaps of both runs are printed side by side.
+    #[arg(long, default_value_t = 0)]
+    slow_readers: usize,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -408,6 +415,40 @@ async fn quire_stream(client: &reqwest::Client, base: &str, account: &Account, t
     read_events(response, sent, |e| e.contains("event: text_delta")).await
 }
 
+/// A chat read by a client that is slow to read: a 4 KiB receive buffer, 128 bytes every 50 ms, until the answer's
+/// end. The bytes it read.
+async fn slow_reader(addr: &str, account: &Account, thread: &str) -> anyhow::Result<usize> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.set_recv_buffer_size(4096)?;
+    let mut stream = socket.connect(addr.parse()?).await?;
+    let body = json!({"content": "Tell me about the project plan."}).to_string();
+    let request = format!(
+        "POST /api/threads/{thread}/chat HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        account.token,
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let (mut read, mut tail, mut buffer) = (0, String::new(), [0u8; 128]);
+    loop {
+        let n = stream.read(&mut buffer).await?;
+        if n == 0 {
+            break;
+        }
+        read += n;
+        tail.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        if tail.contains("message_complete") || tail.contains("event: error") {
+            break;
+        }
+        let keep = tail.len().saturating_sub(64);
+        let keep = (keep..=tail.len()).find(|&i| tail.is_char_boundary(i)).unwrap_or(tail.len());
+        tail.drain(..keep);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(read)
+}
+
 #[derive(Default)]
 struct Samples {
     ttft: Vec<Duration>,
@@ -468,6 +509,7 @@ async fn main() -> anyhow::Result<()> {
         args.split = vec![1, 2];
         args.gap_ms = 5;
         args.idle = vec![10];
+        args.slow_readers = 1;
         // Two, so that the second run's streams are held open after the first run's were let go.
         args.idle_runs = 2;
     }
@@ -531,6 +573,25 @@ async fn main() -> anyhow::Result<()> {
         };
         print_row(streams, "direct", &direct, None, None);
         print_row(streams, if args.floor { "floor" } else { "quire" }, &through, Some(&direct), Some(load));
+        if args.slow_readers > 0 {
+            let slow_threads = make_threads(&client, &base, &accounts, args.slow_readers).await?;
+            let addr = base.trim_start_matches("http://").to_string();
+            let slow: Vec<_> = slow_threads
+                .into_iter()
+                .enumerate()
+                .map(|(i, thread)| {
+                    let (addr, account) = (addr.clone(), accounts[i % accounts.len()].clone());
+                    tokio::spawn(async move { slow_reader(&addr, &account, &thread).await })
+                })
+                .collect();
+            let with_slow = through_quire(&client, &base, &accounts, &threads, args.rounds, args.deltas).await?;
+            let mut read = 0;
+            for reader in slow {
+                read += reader.await??;
+            }
+            print_row(streams, "+slow", &with_slow, Some(&through), None);
+            println!("  ({} slow readers read {read} bytes; +gap is against the run without them)", args.slow_readers);
+        }
     }
 
     if let [short, long] = args.split[..] {

@@ -172,15 +172,19 @@ pub fn app(state: AppState) -> Router {
         .merge(http::mcp::router(state.clone()))
         // The pages' plain form posts, on the pages' own paths (their `GET` is the page).
         .merge(http::forms::router())
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || {
-                http::headers::provide_nonce();
-                leptos::prelude::provide_context(sign_in.clone());
-                leptos::prelude::provide_context(mcp_servers);
-            },
-            move || shell(leptos.clone()),
+        .merge(
+            Router::new()
+                .leptos_routes_with_context(
+                    &state,
+                    routes,
+                    move || {
+                        http::headers::provide_nonce();
+                        leptos::prelude::provide_context(sign_in.clone());
+                        leptos::prelude::provide_context(mcp_servers);
+                    },
+                    move || shell(leptos.clone()),
+                )
+                .route_layer(axum::middleware::from_fn_with_state(state.clone(), http::pages::signed_in_pages)),
         )
         .fallback(http::assets::file_or_page)
         // Extractors refuse larger bodies with the API's own 413 body (uploads and imports set limits of their own).

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use send_wrapper::SendWrapper;
 
-use crate::api::client;
+use crate::api::{client, ModelList};
 
 /// A choice made in a [`ModelSelect`]: the new id (empty for the default) and what was chosen before, to put back
 /// when the server refuses the choice.
@@ -32,8 +32,14 @@ pub fn ModelSelect(
     let options = SelectOptions { label, default_label, server, shown_label };
     move || {
         interactive.get().then(|| {
-            // Only ever awaited in the browser, on its one thread: the page has become interactive.
-            let select = SendWrapper::new(model_select(options, chosen, on_choose));
+            // Only ever awaited in the browser, on its one thread: the page has become interactive. The select's
+            // code is fetched only when there is a choice to make.
+            let select = SendWrapper::new(async move {
+                match client::models().await.ok().filter(|list| list.models.len() > 1) {
+                    Some(models) => model_select(options, models, chosen, on_choose).await,
+                    None => ().into_any(),
+                }
+            });
             view! { <Suspense fallback=|| ()>{Suspend::new(select)}</Suspense> }
         })
     }
@@ -48,18 +54,16 @@ struct SelectOptions {
     shown_label: bool,
 }
 
-/// The models on offer as a select; nothing when there is one model (or the list cannot be read: the default
-/// answers, as before).
+/// The `models` on offer (more than one) as a select. Without a choice (one model, or a list that cannot be
+/// read) there is no select: the default answers.
 #[lazy]
-async fn model_select(
+fn model_select(
     options: SelectOptions,
+    models: ModelList,
     chosen: RwSignal<Option<String>>,
     on_choose: Callback<ModelChoice>,
 ) -> AnyView {
     let SelectOptions { label, default_label, server, shown_label } = options;
-    let Some(models) = client::models().await.ok().filter(|l| l.models.len() > 1) else {
-        return ().into_any();
-    };
     // Selectedness is set as a property: an attribute no longer moves the selection once the person has used it.
     let entries = models
         .models

@@ -134,8 +134,9 @@ enum WireMessage<'a> {
         content: String,
     },
     Assistant {
-        /// `null` when the turn consists only of tool calls.
-        content: Option<String>,
+        /// Text, empty when the turn consists only of tool calls: OpenAI takes `null` there too, but servers
+        /// that check the body against a stricter schema (llama-cpp-python's) refuse `null`.
+        content: String,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<WireToolCall<'a>>,
     },
@@ -255,10 +256,7 @@ fn push_messages<'a>(message: &'a Message, out: &mut Vec<WireMessage<'a>>) {
                 })
                 .collect();
             let text = message.text();
-            out.push(WireMessage::Assistant {
-                content: if text.is_empty() && !tool_calls.is_empty() { None } else { Some(text) },
-                tool_calls,
-            });
+            out.push(WireMessage::Assistant { content: text, tool_calls });
         }
     }
 }

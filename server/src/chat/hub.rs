@@ -126,6 +126,16 @@ pub struct Listener {
     done: bool,
 }
 
+/// Most bytes of events a listener that is behind takes in one go (see [`Listener`]).
+const CATCH_UP_BYTES: usize = 64 * 1024;
+/// The data of a `text_delta` event is `{"text":"<escaped text>"}` ([`ChatEvent::data_json`]).
+const TEXT_OPEN: &str = "{\"text\":\"";
+const TEXT_CLOSE: &str = "\"}";
+
+/// A listener that is behind (its client reads slower than the turn writes: several events wait when it is polled)
+/// takes what waits in one piece of at most [`CATCH_UP_BYTES`], each run of text deltas in it merged into one
+/// event numbered as the run's last: fewer, larger writes for a slow client, and fewer events for it to read,
+/// the text the same. A listener keeping up gets each event's frame as it was encoded, without a copy.
 impl Stream for Listener {
     type Item = Bytes;
 
@@ -135,20 +145,68 @@ impl Stream for Listener {
             return Poll::Ready(None);
         }
         let mut log = this.turn.log();
-        match log.events.get(this.next) {
-            Some(event) => {
-                this.next += 1;
-                this.done = event.last;
-                Poll::Ready(Some(event.frame.clone()))
-            }
-            None => {
+        let waiting = log.events.len().saturating_sub(this.next);
+        match waiting {
+            0 => {
                 if !log.waiting.iter().any(|w| w.will_wake(cx.waker())) {
                     log.waiting.push(cx.waker().clone());
                 }
                 Poll::Pending
             }
+            1 => {
+                let event = &log.events[this.next];
+                this.next += 1;
+                this.done = event.last;
+                Poll::Ready(Some(event.frame.clone()))
+            }
+            _ => {
+                let (bytes, next, done) = catch_up(this.turn.id, &log.events, this.next);
+                this.next = next;
+                this.done = done;
+                Poll::Ready(Some(bytes))
+            }
         }
     }
+}
+
+/// The events from `start` on as one piece of SSE text (see [`Listener`]): the text, the index after the last
+/// event taken, and whether that was the turn's last.
+fn catch_up(turn: Uuid, events: &[Logged], start: usize) -> (Bytes, usize, bool) {
+    let mut out = BytesMut::new();
+    let mut i = start;
+    while i < events.len() && (i == start || out.len() < CATCH_UP_BYTES) {
+        let event = &events[i];
+        if event.name == "text_delta" && event.data.starts_with(TEXT_OPEN) && event.data.ends_with(TEXT_CLOSE) {
+            // The run of deltas that follow, as one: JSON escapes each character alone, so the escaped texts joined
+            // are the escaped text of the text joined.
+            let mut data = String::from(TEXT_OPEN);
+            let mut end = i;
+            while end < events.len()
+                && events[end].name == "text_delta"
+                && events[end].data.starts_with(TEXT_OPEN)
+                && events[end].data.ends_with(TEXT_CLOSE)
+                && (end == i || out.len() + data.len() < CATCH_UP_BYTES)
+            {
+                let inner = &events[end].data[TEXT_OPEN.len()..events[end].data.len() - TEXT_CLOSE.len()];
+                data.push_str(inner);
+                end += 1;
+            }
+            data.push_str(TEXT_CLOSE);
+            if end - i == 1 {
+                out.put_slice(&event.frame);
+            } else {
+                out.put_slice(&frame(turn, end as i64, "text_delta", &data));
+            }
+            i = end;
+        } else {
+            out.put_slice(&event.frame);
+            i += 1;
+        }
+        if events[i - 1].last {
+            return (out.freeze(), i, true);
+        }
+    }
+    (out.freeze(), i, false)
 }
 
 /// An event's SSE text: `id: <turn>:<seq>`, `event: <name>`, its data on `data:` lines, a blank line. The data is
@@ -333,17 +391,65 @@ mod tests {
             stopped: false,
             model: None,
         });
-        let id = |frame: Bytes| String::from_utf8_lossy(&frame).lines().next().unwrap_or_default().to_string();
-        let all: Vec<String> = listener.map(id).collect().await;
+        // Behind by three events, the listener takes them in one piece, the two deltas as one event numbered 2.
+        let all: Vec<Bytes> = listener.collect().await;
+        assert_eq!(all.len(), 1);
         assert_eq!(
-            all,
-            [
-                "id: 00000000-0000-0000-0000-000000000000:1",
-                "id: 00000000-0000-0000-0000-000000000000:2",
-                "id: 00000000-0000-0000-0000-000000000000:3"
+            events_of(&all),
+            vec![
+                (2, "text_delta".to_string(), r#"{"text":"ab"}"#.to_string()),
+                (
+                    3,
+                    "message_complete".into(),
+                    r#"{"message_id":null,"usage":{"input_tokens":0,"output_tokens":0}}"#.into()
+                )
             ]
         );
-        let rest: Vec<String> = resumed.map(id).collect().await;
-        assert_eq!(rest, all[1..]);
+        let rest: Vec<Bytes> = resumed.collect().await;
+        let rest = events_of(&rest);
+        assert_eq!((rest[0].0, rest[0].2.as_str(), rest[1].0), (2, r#"{"text":"b"}"#, 3));
+    }
+
+    /// The events of SSE text: number, name, data.
+    fn events_of(pieces: &[Bytes]) -> Vec<(i64, String, String)> {
+        let text: String = pieces.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        text.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|event| {
+                let field =
+                    |name: &str| event.lines().find_map(|l| l.strip_prefix(name)).unwrap_or_default().to_string();
+                let seq = field("id: ").rsplit(':').next().unwrap().parse().unwrap();
+                (seq, field("event: "), field("data: "))
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_listener_behind_gets_bounded_pieces_with_the_same_text_and_every_other_event() {
+        let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
+        let mut text = String::new();
+        for i in 0..5_000 {
+            let delta = format!("w{i} \"q\" é\\ ");
+            text.push_str(&delta);
+            turn.push(ChatEvent::TextDelta { text: delta });
+            if i == 2_500 {
+                turn.push(ChatEvent::ToolExecuting { tool: "save_artifact".into(), input: serde_json::json!({}) });
+            }
+        }
+        turn.push(ChatEvent::Error { code: "c".into(), message: "m".into() });
+        let pieces: Vec<Bytes> = turn.subscribe(0).collect().await;
+        assert!(pieces.len() > 1 && pieces.iter().all(|p| p.len() <= CATCH_UP_BYTES + 1024), "bounded pieces");
+        let events = events_of(&pieces);
+        let names: Vec<&str> = events.iter().map(|e| e.1.as_str()).collect();
+        assert_eq!(names.iter().filter(|n| **n == "tool_executing").count(), 1);
+        assert_eq!(names.last(), Some(&"error"));
+        assert!(events.windows(2).all(|w| w[0].0 < w[1].0), "numbers only grow");
+        assert_eq!(events.last().unwrap().0, 5_002);
+        let joined: String = events
+            .iter()
+            .filter(|e| e.1 == "text_delta")
+            .map(|e| serde_json::from_str::<serde_json::Value>(&e.2).unwrap()["text"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(joined, text);
     }
 }

@@ -52,8 +52,9 @@ pub fn record_requirements_spec() -> ToolSpec {
             "properties": {
                 "entries": {
                     "type": "array",
+                    // No `maxItems`: servers that hold the model to the schema with a grammar (llama.cpp) expand
+                    // it into that many repetitions and fail; the limit is checked when the call is carried out.
                     "minItems": 1,
-                    "maxItems": MAX_LEDGER_ENTRIES,
                     "items": {
                         "type": "object",
                         "properties": {
@@ -81,8 +82,8 @@ pub fn record_requirements_spec() -> ToolSpec {
 /// The `requirements` property the document tools take.
 pub fn requirements_property() -> serde_json::Value {
     json!({
+        // No `maxItems` (see `record_requirements_spec`): the keys are checked against the ledger.
         "type": "array",
-        "maxItems": MAX_REQUIREMENTS,
         "items": { "type": "string" },
         "description": "The keys (R-1...) of the ledger's requirements this version covers, as they stand now, and \
                         R-1@<conversation> for a requirement of another conversation of the project, as listed. The \

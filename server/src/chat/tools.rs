@@ -397,8 +397,9 @@ pub fn edit_artifact_spec() -> ToolSpec {
                 "artifact_id": { "type": "string", "description": "The document's ID." },
                 "edits": {
                     "type": "array",
+                    // No `maxItems`: grammar-bound servers fail on it (see `ledger::record_requirements_spec`);
+                    // `edits::apply` refuses more than `edits::MAX_EDITS`.
                     "minItems": 1,
-                    "maxItems": edits::MAX_EDITS,
                     "items": {
                         "type": "object",
                         "properties": {
@@ -703,6 +704,22 @@ fn quote_passage(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_tool_schema_bounds_an_array_for_grammar_bound_servers() {
+        // llama.cpp's server turns a schema into a grammar and fails (its Python server crashes) on a large
+        // `maxItems`: limits are checked when a call is carried out instead.
+        let specs = [
+            save_artifact_spec(),
+            edit_artifact_spec(),
+            read_artifact_spec(),
+            document_search_spec(),
+            super::super::ledger::record_requirements_spec(),
+        ];
+        for spec in specs {
+            assert!(!spec.input_schema.to_string().contains("maxItems"), "{}", spec.name);
+        }
+    }
 
     #[test]
     fn document_blocks_give_kind_title_and_content() {

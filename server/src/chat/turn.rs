@@ -765,10 +765,17 @@ impl<'a> Turn<'a> {
         let mut next = Some(call);
         let mut force = None;
         for _round in 0..MAX_ROUNDS {
+            // The call asking once more for a document the model did not save is a second chance: if it fails,
+            // the answer stands as it was written.
+            let second_chance = force.is_some() && self.insisted;
             let Call { mut stream, mut timing, meter, capped, without_tools } = match next.take() {
                 Some(call) => call,
                 None => match self.call(&system, &messages, &tools, force.take()).await {
                     Ok(call) => call,
+                    Err(Ending::Failed(e)) if second_chance => {
+                        tracing::warn!(error = %e, "asking the model again for the document failed");
+                        return Ending::Done;
+                    }
                     Err(ending) => return ending,
                 },
             };
@@ -816,6 +823,12 @@ impl<'a> Turn<'a> {
                     // The meter took it.
                     Some(Ok(StreamEvent::Usage(_))) => {}
                     Some(Ok(StreamEvent::Stop(reason))) => timing.stopped_by_model(reason),
+                    Some(Err(e)) if second_chance && calls.is_empty() && round_text.is_empty() => {
+                        tracing::warn!(error = %e, "asking the model again for the document failed");
+                        // In the trace as the failure it was; the answer stands.
+                        let _ = self.end_call(timing, &meter, Ending::Failed(e));
+                        return Ending::Done;
+                    }
                     Some(Err(e)) => return self.end_call(timing, &meter, Ending::Failed(e)),
                 }
             }

@@ -195,14 +195,8 @@ impl FromRequestParts<AppState> for TokenUser {
 
 /// The person whose live session the request's session token names.
 async fn session_user(parts: &Parts, state: &AppState) -> Result<AuthUser, ApiError> {
-    let claims = session_token(parts, state.config.session_cookie_name())
-        .and_then(|t| state.jwt.verify(t))
-        .ok_or(ApiError::Unauthorized)?;
-    let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
+    let Some(session) = live_session(parts, state).await? else { return Err(ApiError::Unauthorized) };
     let now = store::now();
-    let Some(session) = session.filter(|s| s.is_live(now, state.config.session_idle())) else {
-        return Err(ApiError::Unauthorized);
-    };
     if session.needs_touch(now) {
         // The request need not wait for it: a lost touch only makes the idle timeout a minute earlier.
         let store = state.store.clone();
@@ -212,8 +206,20 @@ async fn session_user(parts: &Parts, state: &AppState) -> Result<AuthUser, ApiEr
             }
         });
     }
-    state.limits.check_general(claims.sub).await?;
-    Ok(AuthUser { id: claims.sub, access: Access::Session { jti: claims.jti } })
+    state.limits.check_general(session.user).await?;
+    Ok(AuthUser { id: session.user, access: Access::Session { jti: session.id } })
+}
+
+/// The live session the request's session token names (its id is the token's `jti`); `None` without one. Counts
+/// nothing against rate limits: a page asks it before it is shown.
+pub async fn live_session(parts: &Parts, state: &AppState) -> Result<Option<store::Session>, ApiError> {
+    let Some(claims) = session_token(parts, state.config.session_cookie_name()).and_then(|t| state.jwt.verify(t))
+    else {
+        return Ok(None);
+    };
+    let session = state.store.session(claims.jti).await?.filter(|s| s.user == claims.sub);
+    let now = store::now();
+    Ok(session.filter(|s| s.is_live(now, state.config.session_idle())))
 }
 
 /// The owner of the live API token `value`, when its scope allows the request (judged by the route the router

@@ -21,6 +21,7 @@ pub mod mcp_servers;
 pub mod messages;
 pub mod models;
 pub mod openapi;
+pub mod pages;
 pub mod projects;
 pub mod rate_limit;
 pub mod requirements;

@@ -149,3 +149,29 @@ async fn pages_are_private_and_large_api_answers_are_compressed_but_event_stream
     let health = server.anonymous().get(server.url("/api/health")).header("accept-encoding", "gzip").send().await;
     assert!(health.unwrap().headers().get("content-encoding").is_none());
 }
+
+#[tokio::test]
+async fn a_browser_without_a_session_is_sent_from_a_signed_in_page_to_sign_in() {
+    let server = TestServer::start().await;
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let thread = server.create_thread().await;
+    for path in ["/".to_string(), format!("/c/{thread}"), "/settings".into(), "/search?q=plan".into()] {
+        let page = browser.get(server.url(&path)).send().await.unwrap();
+        assert_eq!(page.status(), 303, "{path}");
+        assert_eq!(page.headers()["location"], "/signin", "{path}");
+    }
+    for path in ["/signin", "/signup", "/reset-password"] {
+        assert_eq!(browser.get(server.url(path)).send().await.unwrap().status(), 200, "{path}");
+    }
+    // A shared conversation is for anyone with its link: an unknown one is not found, not a sign-in.
+    let shared = browser.get(server.url("/s/no-such-link")).send().await.unwrap();
+    assert_eq!(shared.status(), 404);
+    // The page itself with a live session, and the sign-in page again once the session has ended.
+    let page = server.client.get(server.url(&format!("/c/{thread}"))).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let out = server.client.post(server.url("/api/auth/logout")).send().await.unwrap();
+    assert!(out.status().is_success(), "{}", out.status());
+    let ended = server.client.get(server.url("/")).send().await.unwrap();
+    assert_eq!(ended.status(), 200);
+    assert_eq!(ended.url().path(), "/signin");
+}

@@ -28,6 +28,7 @@ mod llm_builtin;
 mod llm_openai;
 mod mcp;
 mod mcp_approval;
+mod mcp_tools;
 mod messages;
 mod models;
 mod multi_instance;

@@ -53,6 +53,11 @@ fn save(kind: &str, title: &str, content: &str) -> String {
     json!({"artifact_type": kind, "title": title, "content": content}).to_string()
 }
 
+/// An answer that is one `save_artifact` call with `arguments`, ending in `finish`.
+fn saving(id: &str, arguments: &str, finish_reason: &str) -> Reply {
+    answer(&[calls(vec![call(0, id, "save_artifact", arguments)]), finish(finish_reason)])
+}
+
 /// The `tool` messages of a recorded request, in order.
 fn tool_results(request: &Recorded) -> Vec<String> {
     request.body["messages"]
@@ -232,7 +237,7 @@ async fn broken_calls_go_back_to_the_model_once_then_end_the_turn_with_nothing_s
     let cut = "{\"artifact_type\": \"user_stories\", \"title\": \"Lib";
     let fake = FakeServer::start(vec![
         // Not JSON (cut off by the server without saying so).
-        answer(&[calls(vec![call(0, "b1", "save_artifact", cut)]), finish("tool_calls")]),
+        saving("b1", cut, "tool_calls"),
         // Told what was wrong, the model breaks it again: the turn ends.
         answer(&[
             words("Trying again."),
@@ -260,21 +265,12 @@ async fn a_call_missing_a_field_or_cut_off_by_the_length_limit_is_told_once_and_
     let whole = save("user_stories", "Library stories", "# Stories\n- Borrow.");
     let fake = FakeServer::start(vec![
         // A required field missing.
-        answer(&[
-            calls(vec![call(0, "m1", "save_artifact", "{\"title\": \"Library stories\"}")]),
-            finish("tool_calls"),
-        ]),
-        answer(&[calls(vec![call(0, "m2", "save_artifact", &whole)]), finish("tool_calls")]),
+        saving("m1", "{\"title\": \"Library stories\"}", "tool_calls"),
+        saving("m2", &whole, "tool_calls"),
         said("Saved."),
         // Cut off by the length limit in the middle of the arguments.
-        answer(&[
-            calls(vec![call(0, "l1", "save_artifact", "{\"artifact_type\": \"acceptance_criteria\", \"ti")]),
-            finish("length"),
-        ]),
-        answer(&[
-            calls(vec![call(0, "l2", "save_artifact", &save("acceptance_criteria", "Loans", "- 14 days."))]),
-            finish("tool_calls"),
-        ]),
+        saving("l1", "{\"artifact_type\": \"acceptance_criteria\", \"ti", "length"),
+        saving("l2", &save("acceptance_criteria", "Loans", "- 14 days."), "tool_calls"),
         said("Saved."),
     ])
     .await;
@@ -295,23 +291,12 @@ async fn a_call_missing_a_field_or_cut_off_by_the_length_limit_is_told_once_and_
 async fn a_request_for_a_document_answered_in_words_is_asked_again_naming_the_tool() {
     let fake = FakeServer::start(vec![
         said("1. As a member, I want to borrow a book."),
-        answer(&[
-            calls(vec![call(
-                0,
-                "f1",
-                "save_artifact",
-                &save("user_stories", "Library stories", "- As a member, I want to borrow a book."),
-            )]),
-            finish("tool_calls"),
-        ]),
+        saving("f1", &save("user_stories", "Library stories", "- As a member, I want to borrow a book."), "tool_calls"),
         said("Saved."),
         // A follow-up that asks for no document is not insisted on.
         said("You are welcome."),
         // Silent generation names the tool on its first call.
-        answer(&[
-            calls(vec![call(0, "g1", "save_artifact", &save("acceptance_criteria", "Loans", "- 14 days."))]),
-            finish("tool_calls"),
-        ]),
+        saving("g1", &save("acceptance_criteria", "Loans", "- 14 days."), "tool_calls"),
         said(""),
     ])
     .await;
@@ -326,7 +311,7 @@ async fn a_request_for_a_document_answered_in_words_is_asked_again_naming_the_to
     assert!(requests[2].body.get("tool_choice").is_none(), "named for one call only");
     let detail = server.wait_idle(thread).await;
     let answer_id = detail.messages[1].id;
-    let trace: wire::Trace = server.get_json(&format!("/api/messages/{answer_id}/trace")).await;
+    let trace = server.trace_of(answer_id).await;
     let answers = trace
         .steps
         .iter()
@@ -378,4 +363,25 @@ fn the_providers_file_sets_tool_calls_in_text_for_openai_compatible_providers() 
     let elsewhere = "[[providers]]\nname = \"a\"\nkind = \"anthropic\"\nmodels = [\"m\"]\ntool_calls_in_text = true\n";
     let error = llm::models_file::parse(elsewhere, &|_| None).unwrap_err();
     assert!(error.contains("tool_calls_in_text"), "{error}");
+}
+
+#[tokio::test]
+async fn when_asking_again_fails_the_answer_stands() {
+    let fake = FakeServer::start(vec![
+        said("1. As a member, I want to borrow a book."),
+        // The server breaks down on the second call (llama-cpp-python has crashed on one).
+        Reply::status(500, r#"{"error":{"message":"internal error"}}"#),
+    ])
+    .await;
+    let (server, _dir) = quire_before(&fake, false).await;
+    let thread = titled(&server).await;
+    let frames = server.chat(thread, "Generate user stories.").await;
+    assert_eq!(frames.last().unwrap().event.name(), "message_complete", "{:?}", names(&frames));
+    let detail = server.wait_idle(thread).await;
+    assert_eq!(detail.messages[1].status, wire::MessageStatus::Complete);
+    assert_eq!(detail.messages[1].content, "1. As a member, I want to borrow a book.");
+    let answer_id = detail.messages[1].id;
+    let trace = server.trace_of(answer_id).await;
+    let failed = trace.steps.iter().filter(|s| matches!(s, wire::TraceStep::ModelCall(c) if c.error.is_some())).count();
+    assert_eq!(failed, 1, "the failed second call is in the trace");
 }

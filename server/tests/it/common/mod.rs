@@ -601,6 +601,11 @@ impl TestServer {
         panic!("the turn never finished");
     }
 
+    /// The trace of the answer `message`.
+    pub async fn trace_of(&self, message: uuid::Uuid) -> wire::Trace {
+        self.get_json(&format!("/api/messages/{message}/trace")).await
+    }
+
     pub async fn detail(&self, thread: uuid::Uuid) -> wire::ThreadDetail {
         self.client.get(self.url(&format!("/api/threads/{thread}"))).expect_json().await
     }
