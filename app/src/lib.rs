@@ -46,6 +46,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
                 {sign_in_methods_meta()}
+                {mcp_servers_meta()}
             </head>
             <body>
                 <App/>
@@ -74,6 +75,27 @@ pub fn sign_in_methods() -> api::SignInMethods {
             serde_json::from_str(&meta.get_attribute("content")?).ok()
         })
         .unwrap_or(api::SignInMethods { password: true, sso: None })
+}
+
+/// Whether Quire has MCP servers whose tools people turn on and off: provided by the server while it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct McpServersConfigured(pub bool);
+
+/// The name of the page head's `<meta>` that tells the browser code Quire has MCP servers (rendered only then).
+const MCP_SERVERS_META: &str = "quire-mcp-servers";
+
+fn mcp_servers_meta() -> Option<impl IntoView> {
+    use_context::<McpServersConfigured>().filter(|c| c.0)?;
+    Some(view! { <meta name=MCP_SERVERS_META content="on"/> })
+}
+
+/// Whether Quire has MCP servers (the Tools menu of a conversation shows only then): from the server's context
+/// while it renders, from the page's head in the browser. The list itself is read when the menu opens.
+pub fn has_mcp_servers() -> bool {
+    use_context::<McpServersConfigured>().map(|c| c.0).unwrap_or_else(|| {
+        let head = web_sys::window().and_then(|w| w.document());
+        head.and_then(|d| d.query_selector(&format!("meta[name=\"{MCP_SERVERS_META}\"]")).ok().flatten()).is_some()
+    })
 }
 
 /// Whether a path is one of the pages open to people who are not signed in: signing in and up, and shared

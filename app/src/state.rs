@@ -5,7 +5,8 @@ use leptos::prelude::*;
 use uuid::Uuid;
 
 use crate::api::{
-    Artifact, ArtifactType, Attachment, ChatEvent, Ledger, Message, MessageStatus, Quote, Role, Thread, UserProfile,
+    Artifact, ArtifactType, Attachment, ChatEvent, Ledger, Message, MessageStatus, Quote, Role, Thread, ToolApproval,
+    UserProfile,
 };
 
 /// Bumped whenever the person's projects may have changed (made, renamed, archived, deleted, joined or left), so
@@ -206,6 +207,10 @@ pub struct ChatState {
     pub(crate) access: RwSignal<crate::api::ThreadAccess>,
     /// Who wrote in a project's conversation, its author first; empty where only its author wrote.
     pub(crate) writers: RwSignal<Vec<crate::api::Writer>>,
+    /// The MCP servers the person turned on for the conversation; `None`: as in their settings.
+    pub(crate) mcp_servers: RwSignal<Option<Vec<String>>>,
+    /// The calls of the answer being written that ask first, as asked and (once decided) as decided.
+    pub(crate) approvals: RwSignal<Vec<ToolApproval>>,
 }
 
 /// A passage picked with "Ask about this", waiting for the message that asks about it.
@@ -239,6 +244,8 @@ impl ChatState {
             ledger: RwSignal::new(None),
             access: RwSignal::new(crate::api::ThreadAccess::Author),
             writers: RwSignal::new(Vec::new()),
+            mcp_servers: RwSignal::new(None),
+            approvals: RwSignal::new(Vec::new()),
         }
     }
 
@@ -260,6 +267,8 @@ impl ChatState {
         self.ledger.set(None);
         self.access.set(crate::api::ThreadAccess::Author);
         self.writers.set(Vec::new());
+        self.mcp_servers.set(None);
+        self.approvals.set(Vec::new());
     }
 
     /// The person's own message shown before the server's copy is loaded: marked as theirs where they are not the
@@ -309,6 +318,14 @@ impl ChatState {
                 self.turn_artifacts.update(|t| t.push(artifact.id));
                 self.upsert_artifact(artifact);
             }
+            ChatEvent::ApprovalRequested { approval } => self.upsert_approval(approval),
+            ChatEvent::ApprovalDecided { approval_id, state } => {
+                self.approvals.update(|list| {
+                    if let Some(approval) = list.iter_mut().find(|a| a.id == approval_id) {
+                        approval.state = state;
+                    }
+                });
+            }
             ChatEvent::MessageComplete { message_id, stopped, model, .. } => {
                 let status = if stopped { MessageStatus::Stopped } else { MessageStatus::Complete };
                 self.end_turn(id, message_id, status);
@@ -344,6 +361,16 @@ impl ChatState {
         });
     }
 
+    /// Shows a question of the answer being written: a new one, or one the page has at a newer state. Replayed, a
+    /// question asked earlier never takes back its decision.
+    pub(crate) fn upsert_approval(&self, approval: ToolApproval) {
+        self.approvals.update(|list| match list.iter_mut().find(|a| a.id == approval.id) {
+            Some(shown) if shown.state == crate::api::ApprovalState::Pending => *shown = approval,
+            Some(_) => {}
+            None => list.push(approval),
+        });
+    }
+
     /// Takes a deleted document off the page (and out of the viewer).
     pub(crate) fn remove_artifact(&self, id: Uuid) {
         self.artifacts.update(|list| list.retain(|a| a.id != id));
@@ -357,6 +384,8 @@ impl ChatState {
         let text = self.live.get_untracked().map(|a| a.text).unwrap_or_default();
         self.live.set(None);
         self.tool.clear();
+        // The answer tells what came of its calls.
+        self.approvals.set(Vec::new());
         let made = std::mem::take(&mut *self.turn_artifacts.write());
         if let Some(id) = message_id {
             let mut message = local_message(thread, Role::Assistant, text);

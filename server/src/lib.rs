@@ -166,6 +166,7 @@ pub fn app(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let leptos = state.leptos.clone();
     let sign_in = http::sso::sign_in_methods(&state);
+    let mcp_servers = app::McpServersConfigured(!state.chat.mcp().is_empty());
     let router = Router::new()
         .merge(http::api_router())
         .merge(http::mcp::router(state.clone()))
@@ -179,6 +180,7 @@ pub fn app(state: AppState) -> Router {
                     move || {
                         http::headers::provide_nonce();
                         leptos::prelude::provide_context(sign_in.clone());
+                        leptos::prelude::provide_context(mcp_servers);
                     },
                     move || shell(leptos.clone()),
                 )

@@ -430,6 +430,18 @@ pub async fn models() -> ApiResult<super::ModelList> {
     fetch(Request::get("/api/models")).await
 }
 
+/// `GET /api/mcp/servers`.
+pub async fn mcp_servers() -> ApiResult<super::McpServerList> {
+    fetch(Request::get("/api/mcp/servers")).await
+}
+
+/// `POST /api/threads/{id}/approvals/{approval_id}`: approves or denies a call that asks first; the question as
+/// decided.
+pub async fn decide_approval(thread: Uuid, approval: Uuid, approve: bool) -> ApiResult<super::ToolApproval> {
+    let url = format!("/api/threads/{thread}/approvals/{approval}");
+    read_json(send_json(Request::post(&url), &super::DecideApproval { approve }).await?).await
+}
+
 /// `GET /api/settings`.
 pub async fn settings() -> ApiResult<super::Settings> {
     fetch(Request::get("/api/settings")).await

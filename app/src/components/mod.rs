@@ -1,6 +1,7 @@
 //! Reusable pieces of the interface, named after what people see.
 
 pub mod app_bar;
+pub mod approval_card;
 pub mod artifact_card;
 pub mod artifact_editor;
 pub mod artifacts_panel;
@@ -20,5 +21,6 @@ pub mod search_box;
 pub mod sidebar;
 pub mod theme_toggle;
 pub mod thread_item;
+pub mod tools_menu;
 pub mod trace_steps;
 pub mod versions;

@@ -23,6 +23,7 @@ use crate::components::form_note::{form_note, submit_noted};
 use crate::components::model_picker::{ModelChoice, ModelSelect};
 use crate::components::new_password::NewPassword;
 use crate::components::theme_toggle::{choose_theme, ThemeChoice};
+use crate::components::tools_menu::server_checkboxes;
 use crate::format::moment;
 use crate::CurrentUser;
 
@@ -71,6 +72,7 @@ pub fn SettingsPage() -> impl IntoView {
                 <Profile display_name=loaded.display_name.clone()/>
                 <CustomInstructions text=loaded.custom_instructions.clone()/>
                 <DefaultModel chosen=loaded.default_model.clone()/>
+                <DefaultTools chosen=loaded.mcp_servers.clone()/>
             })}
             <Appearance/>
             <SharedLinks/>
@@ -181,6 +183,44 @@ fn DefaultModel(chosen: Option<String>) -> impl IntoView {
             <ModelSelect label="Default model" default_label="Server default" server=true shown_label=true chosen on_choose=choose/>
             {form_note(note)}
         </div>
+    }
+}
+
+/// The MCP servers whose tools the person's conversations may use (each conversation can choose others in its
+/// Tools menu). Shown when Quire has any: the list is read as the page shows.
+#[component]
+fn DefaultTools(chosen: Option<Vec<String>>) -> impl IntoView {
+    let user = expect_context::<CurrentUser>();
+    let servers = RwSignal::new(None::<Vec<crate::api::McpServer>>);
+    let error = RwSignal::new(None::<String>);
+    Effect::new(move |_| call(client::mcp_servers(), error, move |list| servers.set(Some(list.servers))));
+    let chosen = RwSignal::new(chosen);
+    let note = RwSignal::new(None::<(bool, String)>);
+    let busy = RwSignal::new(false);
+    let save_choice = move |choice: Option<Vec<String>>| {
+        let before = chosen.get_untracked();
+        chosen.set(choice.clone());
+        let change = UpdateSettings { mcp_servers: Some(choice), ..Default::default() };
+        save(user, change, busy, note, "Tools saved.", move || chosen.set(before));
+    };
+    move || {
+        let list = servers.get().filter(|list| !list.is_empty())?;
+        let default: Vec<String> = list.iter().filter(|s| s.on_by_default).map(|s| s.name.clone()).collect();
+        let names = Signal::derive(move || chosen.get().unwrap_or_else(|| default.clone()));
+        let on_change = Callback::new(move |names| save_choice(Some(names)));
+        Some(view! {
+            <fieldset class="auth-form tools-choice" aria-labelledby="tools-heading">
+                <h2 id="tools-heading">"Tools"</h2>
+                <p class="hint">"The tool servers your conversations' answers may use. Each conversation can choose others in its Tools menu."</p>
+                {server_checkboxes(list, names, busy.into(), on_change)}
+                {move || chosen.with(Option::is_some).then(|| view! {
+                    <button type="button" disabled=move || busy.get() on:click=move |_| save_choice(None)>
+                        "Use the server's defaults"
+                    </button>
+                })}
+                {form_note(note)}
+            </fieldset>
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod admin;
+pub mod approvals;
 pub mod artifacts;
 pub mod attachments;
 pub mod budgets;
@@ -38,6 +39,7 @@ use wire::{Artifact, ArtifactType, Message, MessageStatus, Quote, Role, Thread, 
 
 pub use accounts::{Accounts, NewUser, Session, User};
 pub use admin::{AccountUsage, Admin, Invite, ResetRefusal, SignUpMode, SignUpPass, SignUpRefusal};
+pub use approvals::{Approvals, NewApproval};
 pub use artifacts::{ArtifactBrief, ArtifactRevision, Artifacts, Fulfilment};
 pub use attachments::{AttachmentLimits, Attachments, ChunkHit, NewAttachment};
 pub use budgets::{Budgets, Spending, TurnLimits};
@@ -232,6 +234,8 @@ pub struct ThreadPatch {
     pub summary: Option<String>,
     /// The conversation's model (`provider/model`); an empty one goes back to the default.
     pub model: Option<String>,
+    /// The MCP servers whose tools the conversation is offered (`Some(None)`: back to its person's choice).
+    pub mcp_servers: Option<Option<Vec<String>>>,
     /// The project to move it into (`Some(Some(_))`, where its author edits) or out of (`Some(None)`).
     pub project: Option<Option<Uuid>>,
 }
@@ -397,6 +401,7 @@ pub trait Store:
     + Projects
     + SingleSignOn
     + ApiTokens
+    + Approvals
     + Send
     + Sync
     + 'static

@@ -236,7 +236,7 @@ async fn write_progress(pool: &PgPool, progress: &[super::TurnProgress]) -> Resu
 }
 
 const THREAD_COLUMNS: &str =
-    "t.id, t.title, t.model, t.project_id, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
+    "t.id, t.title, t.model, t.mcp_servers, t.project_id, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
     array(select g.tag from thread_tags g where g.thread_id = t.id order by g.position) as tags,
     (select left(m.content, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1)
         as first_message";

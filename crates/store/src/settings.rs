@@ -15,6 +15,8 @@ pub(crate) struct SettingsRow {
     custom_instructions: String,
     theme: String,
     default_model: Option<String>,
+    /// A JSON array of server names.
+    mcp_servers: Option<String>,
 }
 
 /// What a turn reads of its person and conversation: the settings, the conversation's model and whether it has
@@ -27,6 +29,8 @@ pub(crate) struct TurnSettingsRow {
     project_instructions: Option<String>,
     has_attachments: bool,
     has_artifacts: bool,
+    /// The conversation's choice of MCP servers, else the sender's (a JSON array of names).
+    chosen_mcp_servers: Option<String>,
 }
 
 /// What a turn reads before it calls the model: the person's settings, the conversation's own model and whether
@@ -59,23 +63,38 @@ impl TryFrom<SettingsRow> for Settings {
             custom_instructions: row.custom_instructions,
             theme,
             default_model: row.default_model,
+            mcp_servers: server_names(row.mcp_servers)?,
         })
     }
+}
+
+/// A choice of MCP servers as both backends keep it: a JSON array of names, or null.
+pub(crate) fn server_names(stored: Option<String>) -> Result<Option<Vec<String>>> {
+    use crate::columns::Stored;
+    stored.read("mcp_servers")
+}
+
+/// A choice of MCP servers as it is kept (see [`server_names`]).
+pub(crate) fn stored_server_names(names: Option<&Vec<String>>) -> Option<String> {
+    names.map(|names| serde_json::Value::from(names.clone()).to_string())
 }
 
 shared_sql! {
     rows(SettingsRow, TurnSettingsRow);
     pub(crate) async fn settings(conn: &mut D::Connection, user: Uuid) -> Result<Settings> {
         let row: Option<SettingsRow> =
-            sqlx::query_as("select display_name, custom_instructions, theme, default_model from users where id = $1")
+            sqlx::query_as(
+                "select display_name, custom_instructions, theme, default_model, mcp_servers from users where id = $1",
+            )
                 .bind(D::id(user))
                 .fetch_optional(conn)
                 .await?;
         row.ok_or(StoreError::NotFound)?.try_into()
     }
 
-    /// The sender's settings, the conversation's model and whether it has files (its own, or its project's), in one
-    /// statement (another person's conversation has neither).
+    /// The sender's settings, the conversation's model, its MCP servers (its own choice, else the sender's) and
+    /// whether it has files (its own, or its project's), in one statement (another person's conversation has
+    /// neither model, choice nor files).
     pub(crate) async fn turn_settings(
         conn: &mut D::Connection,
         user: Uuid,
@@ -83,8 +102,10 @@ shared_sql! {
         sender: Uuid,
     ) -> Result<TurnSettings> {
         let sql = format!(
-            "select display_name, custom_instructions, theme, default_model,
+            "select display_name, custom_instructions, theme, default_model, mcp_servers,
                (select model from threads where id = $1 and user_id = $2) as thread_model,
+               coalesce((select t.mcp_servers from threads t where t.id = $1 and t.user_id = $2), users.mcp_servers)
+                 as chosen_mcp_servers,
                (select p.instructions from threads t join projects p on p.id = t.project_id
                   where t.id = $1 and t.user_id = $2) as project_instructions,
                exists (select 1 from attachments where thread_id in ({})) as has_attachments,
@@ -106,7 +127,7 @@ shared_sql! {
             project_instructions: row.project_instructions.unwrap_or_default(),
             has_attachments: row.has_attachments,
             has_artifacts: row.has_artifacts,
-            mcp_servers: None,
+            mcp_servers: server_names(row.chosen_mcp_servers)?,
         })
     }
 
@@ -118,8 +139,9 @@ shared_sql! {
         let row: Option<SettingsRow> = sqlx::query_as(
             "update users set display_name = coalesce($1, display_name),
                custom_instructions = coalesce($2, custom_instructions), theme = coalesce($3, theme),
-               default_model = case when $5 is null then default_model else nullif($6, '') end
-             where id = $4 returning display_name, custom_instructions, theme, default_model",
+               default_model = case when $5 is null then default_model else nullif($6, '') end,
+               mcp_servers = case when $7 then $8 else mcp_servers end
+             where id = $4 returning display_name, custom_instructions, theme, default_model, mcp_servers",
         )
         .bind(change.display_name)
         .bind(change.custom_instructions)
@@ -127,6 +149,8 @@ shared_sql! {
         .bind(D::id(user))
         .bind(change.default_model.clone())
         .bind(change.default_model)
+        .bind(change.mcp_servers.is_some())
+        .bind(stored_server_names(change.mcp_servers.as_ref().and_then(Option::as_ref)))
         .fetch_optional(conn)
         .await?;
         row.ok_or(StoreError::NotFound)?.try_into()
@@ -142,7 +166,8 @@ pub trait Preferences: Send + Sync {
     /// the settings as saved; `NotFound` for an unknown person.
     async fn update_settings(&self, user: Uuid, change: &UpdateSettings) -> Result<Settings>;
     /// The settings of `sender` (who sent the turn: the author of `user`'s conversation, or an editor of its
-    /// project) with the conversation's model and whether files are attached to it or, in a project, to any of
+    /// project) with the conversation's model, its MCP servers (the conversation's choice, else the sender's) and
+    /// whether files are attached to it or, in a project, to any of
     /// the project's conversations (`None` and `false` for a conversation that is missing or another person's);
     /// `NotFound` for an unknown sender.
     async fn turn_settings(&self, user: Uuid, thread: Uuid, sender: Uuid) -> Result<TurnSettings>;

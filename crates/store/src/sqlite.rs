@@ -175,7 +175,7 @@ fn owner_token(user: Uuid) -> String {
     format!("u{}", user.simple())
 }
 
-const THREAD_COLUMNS: &str = "t.id, t.title, t.model, t.project_id, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
+const THREAD_COLUMNS: &str = "t.id, t.title, t.model, t.mcp_servers, t.project_id, t.pinned, t.archived, t.message_count, t.created_at, t.updated_at,
     (select json_group_array(tag) from (select tag from thread_tags g where g.thread_id = t.id order by position)) as tags,
     (select substr(m.content, 1, 200) from messages m where m.thread_id = t.id and m.role = 'user' order by m.seq limit 1) as first_message";
 

@@ -97,7 +97,8 @@ shared_sql! {
         let sql = format!(
             "update threads set title = coalesce($1, title), pinned = coalesce($2, pinned),
              archived = coalesce($3, archived), summary = coalesce($4, summary), updated_at = {}(updated_at, $5),
-             model = case when $6 is null then model else nullif($7, '') end
+             model = case when $6 is null then model else nullif($7, '') end,
+             mcp_servers = case when $10 then $11 else mcp_servers end
              where id = $8 and user_id = $9",
             D::GREATEST
         );
@@ -111,6 +112,8 @@ shared_sql! {
             .bind(patch.model.clone())
             .bind(D::id(thread))
             .bind(D::id(user))
+            .bind(patch.mcp_servers.is_some())
+            .bind(crate::settings::stored_server_names(patch.mcp_servers.as_ref().and_then(Option::as_ref)))
             .execute(conn)
             .await?;
         found(D::rows_affected(&done) > 0)
@@ -169,6 +172,7 @@ stored_row! {
         id: I,
         title: String,
         model: Option<String>,
+        mcp_servers: Option<String>,
         project_id: Option<I>,
         tags: L,
         pinned: bool,

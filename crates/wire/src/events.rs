@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Artifact, Usage};
+use super::{ApprovalState, Artifact, ToolApproval, Usage};
 
 /// One event of a chat turn. On the wire the SSE `event:` line carries [`ChatEvent::name`] and the
 /// `data:` line the JSON of the variant's fields.
@@ -21,6 +21,11 @@ pub enum ChatEvent {
     ToolExecuting { tool: String, input: serde_json::Value },
     /// A document was saved.
     ArtifactCreated { artifact: Artifact },
+    /// A call of an MCP tool asks the person first: the turn waits until someone who writes in the conversation
+    /// approves or denies it (`POST /api/threads/{id}/approvals/{approval_id}`), or it expires.
+    ApprovalRequested { approval: ToolApproval },
+    /// The question was answered (or expired): the call ran only when `approved`.
+    ApprovalDecided { approval_id: Uuid, state: ApprovalState },
     /// The turn ended; `message_id` is `None` when no message was saved. `stopped`: the person stopped it, so the
     /// answer was cut short (sent only when true).
     MessageComplete {
@@ -45,6 +50,8 @@ impl ChatEvent {
             ChatEvent::ReasoningDelta { .. } => "reasoning_delta",
             ChatEvent::ToolExecuting { .. } => "tool_executing",
             ChatEvent::ArtifactCreated { .. } => "artifact_created",
+            ChatEvent::ApprovalRequested { .. } => "approval_requested",
+            ChatEvent::ApprovalDecided { .. } => "approval_decided",
             ChatEvent::MessageComplete { .. } => "message_complete",
             ChatEvent::Error { .. } => "error",
         }
@@ -71,6 +78,13 @@ impl ChatEvent {
             ArtifactCreated {
                 artifact: &'a Artifact,
             },
+            ApprovalRequested {
+                approval: &'a ToolApproval,
+            },
+            ApprovalDecided {
+                approval_id: &'a Uuid,
+                state: ApprovalState,
+            },
             MessageComplete {
                 message_id: &'a Option<Uuid>,
                 usage: &'a Usage,
@@ -89,6 +103,8 @@ impl ChatEvent {
             ChatEvent::TextDelta { text } | ChatEvent::ReasoningDelta { text } => Data::TextDelta { text },
             ChatEvent::ToolExecuting { tool, input } => Data::ToolExecuting { tool, input },
             ChatEvent::ArtifactCreated { artifact } => Data::ArtifactCreated { artifact },
+            ChatEvent::ApprovalRequested { approval } => Data::ApprovalRequested { approval },
+            ChatEvent::ApprovalDecided { approval_id, state } => Data::ApprovalDecided { approval_id, state: *state },
             ChatEvent::MessageComplete { message_id, usage, stopped, model } => {
                 Data::MessageComplete { message_id, usage, stopped: *stopped, model }
             }
@@ -120,6 +136,15 @@ impl ChatEvent {
         #[derive(Deserialize)]
         struct ArtifactCreated {
             artifact: Artifact,
+        }
+        #[derive(Deserialize)]
+        struct ApprovalRequested {
+            approval: ToolApproval,
+        }
+        #[derive(Deserialize)]
+        struct ApprovalDecided {
+            approval_id: Uuid,
+            state: ApprovalState,
         }
         #[derive(Deserialize)]
         struct MessageComplete {
@@ -156,6 +181,14 @@ impl ChatEvent {
             "artifact_created" => {
                 let ArtifactCreated { artifact } = from_str(data).ok()?;
                 ChatEvent::ArtifactCreated { artifact }
+            }
+            "approval_requested" => {
+                let ApprovalRequested { approval } = from_str(data).ok()?;
+                ChatEvent::ApprovalRequested { approval }
+            }
+            "approval_decided" => {
+                let ApprovalDecided { approval_id, state } = from_str(data).ok()?;
+                ChatEvent::ApprovalDecided { approval_id, state }
             }
             "message_complete" => {
                 let MessageComplete { message_id, usage, stopped, model } = from_str(data).ok()?;
@@ -295,6 +328,21 @@ mod tests {
             ChatEvent::ReasoningDelta { text: "first, \"think\"".into() },
             ChatEvent::ToolExecuting { tool: "write".into(), input: serde_json::json!({ "a": [1, null, "x", 2.5] }) },
             ChatEvent::ArtifactCreated { artifact },
+            ChatEvent::ApprovalRequested {
+                approval: ToolApproval {
+                    id: Uuid::from_u128(11),
+                    thread_id: Uuid::from_u128(2),
+                    turn_id: Uuid::from_u128(12),
+                    server: "tracker".into(),
+                    label: "Issue \"tracker\"".into(),
+                    tool: "delete_issue".into(),
+                    input: serde_json::json!({ "id": 7, "why": ["dup", null] }),
+                    state: ApprovalState::Pending,
+                    created_at: chrono::DateTime::from_timestamp(1_790_000_100, 0).unwrap(),
+                    decided_at: None,
+                },
+            },
+            ChatEvent::ApprovalDecided { approval_id: Uuid::from_u128(11), state: ApprovalState::Denied },
             ChatEvent::MessageComplete {
                 message_id: Some(Uuid::from_u128(9)),
                 usage: Usage { input_tokens: 3, output_tokens: 4 },
@@ -317,6 +365,8 @@ mod tests {
                 | ChatEvent::ReasoningDelta { .. }
                 | ChatEvent::ToolExecuting { .. }
                 | ChatEvent::ArtifactCreated { .. }
+                | ChatEvent::ApprovalRequested { .. }
+                | ChatEvent::ApprovalDecided { .. }
                 | ChatEvent::MessageComplete { .. }
                 | ChatEvent::Error { .. } => {}
             }

@@ -8,6 +8,7 @@ pub mod auth;
 pub mod events;
 pub mod forms;
 pub mod history;
+pub mod mcp;
 pub mod models;
 pub mod objects;
 pub mod projects;
@@ -24,6 +25,7 @@ pub use artifacts::*;
 pub use auth::*;
 pub use events::*;
 pub use history::*;
+pub use mcp::*;
 pub use models::*;
 pub use projects::*;
 pub use requirements::*;
@@ -139,6 +141,10 @@ pub struct Thread {
     /// The model the conversation's answers come from (`provider/model`); `None`: the person's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The MCP servers whose tools the conversation is offered (`GET /api/mcp/servers`); `None`: the person's
+    /// choice in their settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<String>>,
     /// The project it belongs to; `None`: its author's alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project_id: Option<Uuid>,
@@ -347,6 +353,11 @@ pub struct UpdateThread {
     /// A model of `GET /api/models`; an empty string goes back to the person's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// The MCP servers (of `GET /api/mcp/servers`) whose tools the conversation is offered, none for an empty list;
+    /// `null` goes back to the person's choice. Only the conversation's author chooses.
+    #[serde(default, deserialize_with = "projects::present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>, nullable))]
+    pub mcp_servers: Option<Option<Vec<String>>>,
     /// A project the author edits in, to move the conversation into; `null` takes it out of its project. Only
     /// the conversation's author moves it.
     #[serde(default, deserialize_with = "projects::present", skip_serializing_if = "Option::is_none")]
@@ -387,6 +398,10 @@ pub struct ThreadDetail {
     /// author is not listed is a former member's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writers: Vec<Writer>,
+    /// Calls of MCP tools waiting for a decision of someone who writes in it, oldest first (shown with Approve and
+    /// Deny until they are decided).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<ToolApproval>,
 }
 
 /// What the caller may do in a conversation.

@@ -49,6 +49,10 @@ pub struct Settings {
     /// The model new conversations use (`provider/model`); `None`: the server's default.
     #[serde(default)]
     pub default_model: Option<String>,
+    /// The MCP servers whose tools the person's conversations are offered where a conversation did not choose
+    /// (`GET /api/mcp/servers`); `None`: those on by default.
+    #[serde(default)]
+    pub mcp_servers: Option<Vec<String>>,
 }
 
 /// `PATCH /api/settings`: what to change; a field left out stays as it is.
@@ -67,6 +71,11 @@ pub struct UpdateSettings {
     /// A model of `GET /api/models`; an empty string goes back to the server's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_model: Option<String>,
+    /// The MCP servers (of `GET /api/mcp/servers`) whose tools the person's conversations are offered, none for an
+    /// empty list; `null` goes back to those on by default.
+    #[serde(default, deserialize_with = "super::projects::present", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<String>>, nullable))]
+    pub mcp_servers: Option<Option<Vec<String>>>,
 }
 
 impl UpdateSettings {
@@ -95,7 +104,11 @@ impl UpdateSettings {
             })
             .transpose()?;
         let default_model = self.default_model.map(|id| super::models::checked_id("default_model", id)).transpose()?;
-        Ok(Self { display_name, custom_instructions, theme: self.theme, default_model })
+        let mcp_servers = match self.mcp_servers {
+            Some(Some(names)) => Some(Some(super::mcp::checked_servers(names)?)),
+            other => other,
+        };
+        Ok(Self { display_name, custom_instructions, theme: self.theme, default_model, mcp_servers })
     }
 }
 
@@ -163,9 +176,11 @@ mod tests {
             custom_instructions: Some(" Answer in French. ".into()),
             theme: Some(Theme::Dark),
             default_model: Some(" deep/quire-deep ".into()),
+            mcp_servers: Some(Some(vec![" tracker ".into()])),
         };
         let checked = change.checked().unwrap();
         assert_eq!(checked.default_model.as_deref(), Some("deep/quire-deep"));
+        assert_eq!(checked.mcp_servers, Some(Some(vec!["tracker".to_string()])));
         assert_eq!(checked.display_name.as_deref(), Some("Ada"));
         assert_eq!(checked.custom_instructions.as_deref(), Some("Answer in French."));
         let blank = UpdateSettings { display_name: Some("   ".into()), ..Default::default() };

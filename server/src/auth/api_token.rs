@@ -143,9 +143,11 @@ mod tests {
             assert_eq!(permits(scope, &Method::GET, "/api/threads/{id}"), Ok(()));
             assert_eq!(permits(scope, &Method::HEAD, "/api/export"), Ok(()));
             assert_eq!(permits(scope, &Method::GET, "/api/tokens"), Ok(()));
+            assert_eq!(permits(scope, &Method::GET, "/api/mcp/servers"), Ok(()));
             assert_eq!(permits(scope, &Method::GET, "/api/admin/users"), Err(Refusal::SignInRequired));
         }
         assert_eq!(permits(Read, &Method::POST, "/api/threads"), Err(Refusal::ReadOnly));
+        assert_eq!(permits(Read, &Method::POST, "/api/threads/{id}/approvals/{approval_id}"), Err(Refusal::ReadOnly));
         assert_eq!(permits(Read, &Method::POST, "/mcp"), Ok(()));
         assert_eq!(permits(Chat, &Method::POST, "/mcp"), Ok(()));
         assert_eq!(permits(Read, &Method::POST, "/mcp/x"), Err(Refusal::ReadOnly));
@@ -158,6 +160,7 @@ mod tests {
             (Method::PUT, "/api/artifacts/{id}"),
             (Method::PATCH, "/api/threads/{id}/requirements/{key}"),
             (Method::POST, "/api/threads/{id}/attachments"),
+            (Method::POST, "/api/threads/{id}/approvals/{approval_id}"),
         ] {
             assert_eq!(permits(Chat, &method, route), Ok(()), "{method} {route}");
         }

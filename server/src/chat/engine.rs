@@ -26,13 +26,20 @@ pub struct Limits {
     pub redact_pii: bool,
     /// Daily token budgets and the cap on a person's running turns, checked as a turn starts.
     pub turns: TurnLimits,
+    /// How long a call of an MCP tool that asks the person first waits for their decision.
+    pub approval_wait: Duration,
 }
 
 impl Limits {
     pub fn from_config(config: &Config) -> Self {
         let turns =
             TurnLimits { turn_tokens: super::allowance::turn_estimate(config.context_tokens), ..config.turn_limits() };
-        Self { context_tokens: config.context_tokens, redact_pii: config.redact_pii, turns }
+        Self {
+            context_tokens: config.context_tokens,
+            redact_pii: config.redact_pii,
+            turns,
+            approval_wait: Duration::from_secs(config.mcp_approval_seconds),
+        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! reaches all of it through [`Engine`].
 
 mod allowance;
+pub mod approval;
 pub mod changes;
 pub mod context;
 pub mod edits;

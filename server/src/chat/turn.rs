@@ -14,6 +14,7 @@ use wire::{Artifact, CallPurpose, ChatEvent, Message, MessageStatus, TraceStep, 
 
 pub use super::allowance::ANSWER_MAX_TOKENS;
 use super::allowance::{self, CUT_OFF, OVER_BUDGET};
+use super::approval;
 use super::context::{self, ContextRecord, OpenRequest};
 use super::engine::Engine;
 use super::error::ChatError;
@@ -983,8 +984,13 @@ impl<'a> Turn<'a> {
                 (outcome.result, outcome.is_error, None, outcome.malformed)
             }
             other => match self.engine.mcp.find(&self.mcp_tools, other) {
-                Some((_, tool)) => {
-                    let outcome = self.engine.mcp.call(tool, input).await;
+                Some((server, tool)) => {
+                    let (asks, label, tool) =
+                        (server.approval.asks_for(&tool.tool), server.label.clone(), tool.clone());
+                    let outcome = match asks {
+                        true => Box::pin(self.call_when_approved(&label, &tool, input)).await,
+                        false => self.engine.mcp.call(&tool, input).await,
+                    };
                     (outcome.text, outcome.is_error, None, false)
                 }
                 // A tool that is not on offer is a broken call too.
@@ -999,6 +1005,36 @@ impl<'a> Turn<'a> {
         }
         self.trace.push(trace::tool_step(name, input, &result, is_error, started_at, clock));
         (result, is_error, malformed)
+    }
+
+    /// An MCP call that asks the person first (see [`approval`]): it runs once approved; otherwise the model is
+    /// told it did not.
+    async fn call_when_approved(
+        &mut self,
+        label: &str,
+        tool: &crate::mcp_tools::Offered,
+        input: &serde_json::Value,
+    ) -> crate::mcp_tools::CallOutcome {
+        let asked = Instant::now();
+        let question = approval::Question {
+            store: self.engine.store.clone(),
+            live: self.live.clone(),
+            thread: self.plan.thread,
+            user: self.plan.user,
+            sender: self.plan.sender,
+        };
+        let state = match question.ask(label, tool, input).await {
+            Some(pending) => {
+                // Handed over before the wait, so a listener elsewhere (another instance, a reload) sees it.
+                self.checkpoint(true);
+                question.wait(pending.id, self.engine.limits.approval_wait).await
+            }
+            None => wire::ApprovalState::Expired,
+        };
+        match state {
+            wire::ApprovalState::Approved => self.engine.mcp.call(tool, input).await,
+            other => self.engine.mcp.denied(tool, approval::refusal(other, label, &tool.tool), asked.elapsed()),
+        }
     }
 
     /// The conversation as the model sees it (see [`context::build`]): fulfilled requests are left out, the

@@ -245,6 +245,10 @@ pub struct Config {
     #[arg(skip)]
     pub mcp_servers: Vec<crate::mcp_tools::ServerConfig>,
 
+    /// Seconds a call of an MCP tool that asks the person first waits for their decision; then it is denied.
+    #[arg(long, env = "QUIRE_MCP_APPROVAL_SECONDS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub mcp_approval_seconds: u64,
+
     /// Address of `GET /metrics` (Prometheus text format), e.g. `127.0.0.1:9090`. Unset: no metrics are served.
     /// Keep it off the public address: it names routes and counts of everyone's use.
     #[arg(long, env = "QUIRE_METRICS_ADDR")]
@@ -584,6 +588,7 @@ impl Config {
             heavy_queue: 16,
             extract_program: None,
             mcp_servers: Vec::new(),
+            mcp_approval_seconds: 300,
             metrics_addr: None,
             log_format: LogFormat::Text,
             shutdown_seconds: 10,

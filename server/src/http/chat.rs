@@ -144,7 +144,7 @@ pub struct ChatStreamEvent {
     id: String,
     /// The event's name.
     #[schema(
-        pattern = "^(thread_name|text_delta|reasoning_delta|tool_executing|artifact_created|message_complete|error)$"
+        pattern = "^(thread_name|text_delta|reasoning_delta|tool_executing|artifact_created|approval_requested|approval_decided|message_complete|error)$"
     )]
     event: String,
     /// The event's fields as JSON: the `data` of the `ChatEvent` variant of that name.

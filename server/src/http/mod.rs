@@ -2,6 +2,7 @@
 
 pub mod access;
 pub mod admin;
+pub mod approvals;
 pub mod artifacts;
 pub mod assets;
 pub mod attachments;
@@ -16,6 +17,7 @@ pub mod extract;
 pub mod forms;
 pub mod headers;
 pub mod mcp;
+pub mod mcp_servers;
 pub mod messages;
 pub mod models;
 pub mod openapi;
@@ -140,12 +142,14 @@ pub fn api_router() -> Router<AppState> {
         .merge(admin::router())
         .merge(threads::router())
         .merge(chat::router())
+        .merge(approvals::router())
         .merge(changes::router())
         .merge(messages::router())
         .merge(search::router())
         .merge(stats::router())
         .merge(settings::router())
         .merge(models::router())
+        .merge(mcp_servers::router())
         .merge(shares::router())
         .merge(projects::router())
         .merge(export::router())

@@ -12,8 +12,8 @@ use utoipa::{
 };
 
 use super::{
-    admin, artifacts, attachments, auth, changes, chat, export, messages, models, projects, requirements, search,
-    settings, shares, sso, stats, threads, tokens,
+    admin, approvals, artifacts, attachments, auth, changes, chat, export, mcp_servers, messages, models, projects,
+    requirements, search, settings, shares, sso, stats, threads, tokens,
 };
 
 /// The whole API.
@@ -27,14 +27,14 @@ use super::{
         admin::reset_password, admin::list_accounts, admin::list_projects, admin::set_role, admin::set_disabled, admin::set_budget,
         admin::delete_account, admin::reset_link, admin::list_invites, admin::create_invite, admin::revoke_invite,
         admin::sign_up_settings, admin::set_sign_up_settings, admin::list_tokens, admin::revoke_token,
-        settings::settings, settings::update_settings, models::list_models,
+        settings::settings, settings::update_settings, models::list_models, mcp_servers::list_servers,
         threads::list_threads, threads::create_thread, threads::get_thread, threads::update_thread,
         threads::delete_thread, threads::delete_message, threads::list_tags,
         shares::create, shares::list_for_thread, shares::list, shares::revoke, shares::shared,
         projects::create, projects::list, projects::show, projects::update, projects::remove, projects::members,
         projects::add_member, projects::cancel_invitation, projects::change_role, projects::remove_member, projects::activity, projects::threads, projects::requirements,
         projects::export,
-        chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, changes::changes,
+        chat::chat, chat::resume, chat::stop, chat::retry, chat::update_document, approvals::decide, changes::changes,
         requirements::ledger, requirements::update, requirements::export,
         messages::add_message, messages::regenerate, messages::switch_branch, messages::context, messages::trace,
         messages::turn_trace,

@@ -24,7 +24,7 @@ pub async fn settings(State(state): State<AppState>, user: AuthUser) -> Result<J
     request_body = UpdateSettings,
     responses((status = 200, body = Settings), (status = 401, body = wire::ErrorBody),
         (status = 403, body = wire::ErrorBody),
-        (status = 422, body = wire::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme or model")))]
+        (status = 422, body = wire::ErrorBody, description = "A blank or too long display name, instructions over the limit, or an unknown theme, model or MCP server")))]
 pub async fn update_settings(
     State(state): State<AppState>,
     user: AuthUser,
@@ -32,5 +32,6 @@ pub async fn update_settings(
 ) -> Result<Json<Settings>> {
     let mut change = change.checked()?;
     change.default_model = super::models::checked_choice(&state, "default_model", change.default_model).await?;
+    change.mcp_servers = super::mcp_servers::checked_choice(&state, change.mcp_servers)?;
     Ok(Json(state.store.update_settings(user.id, &change).await?))
 }

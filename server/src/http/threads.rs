@@ -195,11 +195,18 @@ pub async fn get_thread(
     // turn read as over has its answer in the messages read after.
     let running = state.store.latest_turn(user.id, id).await?.is_some_and(|t| t.alive(STALE_AFTER_MS));
     // The ledger without the tree: the path is the messages read beside it.
-    let ((messages, branches), mut artifacts, ledger, reach) = tokio::try_join!(
+    let ((messages, branches), mut artifacts, ledger, reach, approvals) = tokio::try_join!(
         state.store.list_path(user.id, id),
         state.store.list_artifacts(user.id, id),
         state.store.ledger_rows_without_tree(user.id, id),
-        state.store.thread_reach(user.id, id)
+        state.store.thread_reach(user.id, id),
+        // Read only while an answer is being written: no question outlives its turn.
+        async {
+            match running {
+                true => state.store.pending_approvals(user.id, id).await,
+                false => Ok(Vec::new()),
+            }
+        }
     )?;
     let path = messages.iter().map(|m| m.id).collect();
     ledger.on_path(&path).mark(&mut artifacts);
@@ -211,7 +218,7 @@ pub async fn get_thread(
     // Named only where someone besides the author may have written: a personal conversation asks nothing more.
     let shared = thread.project_id.is_some() || messages.iter().any(|m| m.author_id.is_some());
     let writers = if shared { state.store.thread_writers(user.id, id).await? } else { Vec::new() };
-    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access, writers }))
+    Ok(Json(ThreadDetail { thread, messages, branches, artifacts, running, access, writers, approvals }))
 }
 
 /// `PATCH /api/threads/{id}`.
@@ -231,9 +238,14 @@ pub async fn update_thread(
         archived: body.archived,
         summary: None,
         model: body.model.map(|id| wire::checked_id("model", id)).transpose()?,
+        mcp_servers: body.mcp_servers.map(|c| c.map(wire::checked_servers).transpose()).transpose()?,
         project: body.project_id,
     };
-    let patch = ThreadPatch { model: super::models::checked_choice(&state, "model", patch.model).await?, ..patch };
+    let patch = ThreadPatch {
+        model: super::models::checked_choice(&state, "model", patch.model).await?,
+        mcp_servers: super::mcp_servers::checked_choice(&state, patch.mcp_servers)?,
+        ..patch
+    };
     Ok(Json(state.chat.update_thread(user.id, id, &patch).await?))
 }
 

@@ -60,7 +60,8 @@ pub struct Offered {
 pub struct CallOutcome {
     pub text: String,
     pub is_error: bool,
-    /// `ok`, `error` (the tool said so), `failed` (no answer: disconnected, refused) or `timeout`.
+    /// `ok`, `error` (the tool said so), `failed` (no answer: disconnected, refused), `timeout` or `denied` (the
+    /// person did not approve it).
     pub kind: &'static str,
 }
 
@@ -131,6 +132,11 @@ impl McpHub {
         self.servers.is_empty()
     }
 
+    /// Whether a server of this name is configured.
+    pub fn knows(&self, name: &str) -> bool {
+        self.servers.iter().any(|s| s.config.name == name)
+    }
+
     /// The tools to offer in a conversation: those of the servers connected now that `chosen` names (the
     /// conversation's or the person's choice), or that are on by default when nobody chose.
     pub fn offered(&self, chosen: Option<&[String]>) -> Vec<Offered> {
@@ -158,6 +164,15 @@ impl McpHub {
             observe(&tool.server, &tool.tool, outcome.kind, started.elapsed());
         }
         outcome
+    }
+
+    /// A call that did not run because the person did not approve it (`why` tells the model), counted as `denied`
+    /// with the time it waited.
+    pub fn denied(&self, tool: &Offered, why: String, waited: Duration) -> CallOutcome {
+        if let Some(observe) = &self.observer {
+            observe(&tool.server, &tool.tool, "denied", waited);
+        }
+        CallOutcome::failed("denied", why)
     }
 
     async fn call_unobserved(&self, tool: &Offered, arguments: &Value) -> CallOutcome {

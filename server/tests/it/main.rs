@@ -27,6 +27,7 @@ mod llm_anthropic;
 mod llm_builtin;
 mod llm_openai;
 mod mcp;
+mod mcp_approval;
 mod mcp_tools;
 mod messages;
 mod models;

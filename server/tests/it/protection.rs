@@ -407,6 +407,8 @@ async fn openapi_describes_every_route() {
         ("/api/shares/{id}", "delete"),
         ("/api/shared/{token}", "get"),
         ("/api/models", "get"),
+        ("/api/mcp/servers", "get"),
+        ("/api/threads/{id}/approvals/{approval_id}", "post"),
     ];
     for (path, method) in expected {
         assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} missing");

@@ -199,7 +199,7 @@ pub fn ChatPage() -> impl IntoView {
         <div class="chat-page">
             <section class="chat" aria-label="Conversation">
                 <ChatHeader title current artifacts files on_open=open_card on_remove_file=remove_file model
-                    on_model=choose_model ledger=state.ledger panel/>
+                    on_model=choose_model ledger=state.ledger panel state/>
                 <Timeline state actions follow target spotlight on_open=open_card/>
                 <ErrorBanner state actions/>
                 <BudgetBanner state/>
@@ -254,6 +254,8 @@ async fn show_thread(actions: ChatActions, id: Uuid, wanted: Option<Uuid>, follo
             state.writers.set(detail.writers);
             title.set(detail.thread.title);
             model.set(detail.thread.model);
+            state.mcp_servers.set(detail.thread.mcp_servers);
+            state.approvals.set(detail.approvals);
             let mut list = detail.messages;
             if detail.running && list.last().is_some_and(|m| m.role == Role::Assistant) {
                 // The answer being written is replayed below from the turn's events.

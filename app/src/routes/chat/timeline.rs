@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::actions::ChatActions;
 use super::branches::MessageRow;
 use crate::api::{Artifact, Message, MessageStatus, Role};
+use crate::components::approval_card::approval_cards;
 use crate::components::artifact_card::{card_key, ArtifactCard};
 use crate::components::message_bubble::MessageBubble;
 use crate::state::ChatState;
@@ -126,6 +127,7 @@ pub(super) fn Timeline(
     let tool_line = tool.text;
     let on_update = Callback::new(move |a: Artifact| actions.update_document(a));
     let occupied = Signal::derive(move || state.busy.get() || generating.get().is_some());
+    let asking = Memo::new(move |_| state.approvals.with(|a| !a.is_empty()));
 
     view! {
         <div class="messages" role="log" aria-live="polite" node_ref=scroller on:scroll=on_scroll on:click=copy_code>
@@ -155,6 +157,9 @@ pub(super) fn Timeline(
                 }
             })}
             {move || tool_line.get().map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
+            {move || asking.get().then(|| view! {
+                <Suspense fallback=|| ()>{Suspend::new(approval_cards(state))}</Suspense>
+            })}
             <For each=live_cards key=card_key let:a>
                 <ArtifactCard artifact=a on_open on_update busy=occupied/>
             </For>

@@ -210,3 +210,5 @@ pub(super) async fn take_over_thread(
         other => other,
     }
 }
+
+crate::approvals::approvals_for!(Postgres);

@@ -137,3 +137,5 @@ impl Turns for Sqlite {
 }
 
 crate::turns::traces_for!(Sqlite);
+
+crate::approvals::approvals_for!(Sqlite);
