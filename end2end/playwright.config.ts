@@ -1,5 +1,5 @@
 import { defineConfig } from '@playwright/test';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -16,6 +16,19 @@ const binary = process.env.QUIRE_E2E_BIN ?? join(root, 'target', 'debug', 'quire
 // spec sees the one built-in model and no model picker.
 const modelsPort = process.env.QUIRE_E2E_MODELS_PORT ?? String(Number(port) + 1);
 process.env.QUIRE_E2E_MODELS_URL ??= `http://127.0.0.1:${modelsPort}`;
+
+// The OpenAI-compatible model the models server offers beside its built-in ones (`fakes/openai.mjs`): its address
+// goes into a copy of `fixtures/models.toml`.
+const fakeLlmPort = String(Number(port) + 5);
+process.env.QUIRE_E2E_FAKE_LLM_URL ??= `http://127.0.0.1:${fakeLlmPort}`;
+const modelsConfig = join(dataDir, 'models.toml');
+writeFileSync(
+  modelsConfig,
+  readFileSync(join(root, 'end2end', 'fixtures', 'models.toml'), 'utf8').replaceAll(
+    '@FAKE_LLM_URL@',
+    process.env.QUIRE_E2E_FAKE_LLM_URL,
+  ),
+);
 
 // A third server signs people in only through a real OpenID provider (`oidc/provider.mjs`) for `sso.spec.ts`
 // (`no-script.spec.ts` starts a server of its own on the port after the models server's).
@@ -86,6 +99,16 @@ export default defineConfig({
       env: serverEnv(port, dataDir),
     },
     {
+      command: 'node fakes/openai.mjs',
+      cwd: __dirname,
+      url: `${process.env.QUIRE_E2E_FAKE_LLM_URL}/health`,
+      reuseExistingServer: false,
+      timeout: 30_000,
+      stdout: 'pipe',
+      stderr: 'pipe',
+      env: { QUIRE_E2E_FAKE_LLM_PORT: fakeLlmPort },
+    },
+    {
       command: binary,
       cwd: root,
       url: `${process.env.QUIRE_E2E_MODELS_URL}/api/health`,
@@ -94,7 +117,7 @@ export default defineConfig({
       stdout: 'pipe',
       stderr: 'pipe',
       env: serverEnv(modelsPort, join(dataDir, 'models'), {
-        QUIRE_CONFIG: join(root, 'end2end', 'fixtures', 'models.toml'),
+        QUIRE_CONFIG: modelsConfig,
       }),
     },
     {

@@ -62,6 +62,27 @@ test('the Tools section of the settings chooses for new conversations', async ({
   await expect(page.getByText('As in your settings.')).toBeVisible();
 });
 
+test('a model\'s call that asks first waits for the person, then runs and its result reaches the answer', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  // The OpenAI-compatible model of this server (`fakes/openai.mjs`) calls the echo tool when asked to.
+  await page.getByRole('combobox', { name: 'Model', exact: true }).selectOption('thinking/thinker');
+  await page.getByRole('textbox', { name: 'Message' }).fill('Please echo the clinic hours.');
+  await page.getByRole('button', { name: 'Send' }).click();
+
+  const card = page.getByRole('group', { name: 'Everything wants to run echo' });
+  await expect(card).toHaveAttribute('data-testid', 'approval');
+  await expect(card.getByLabel('Arguments')).toHaveText('{\n  "message": "Please echo the clinic hours."\n}');
+  // Nothing ran yet: the answer waits.
+  await expect(page.getByText(/The tool answered/)).toHaveCount(0);
+  await card.getByRole('button', { name: 'Approve' }).click();
+  await expect(page.getByText(/The tool answered: .*Please echo the clinic hours\./)).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Send' })).toBeVisible();
+  await reloadHydrated(page);
+  await expect(page.getByText(/The tool answered: .*Please echo the clinic hours\./)).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Approve' })).toHaveCount(0);
+});
+
 test('a call that asks first shows its question again after a reload, and the card answers it', async ({ page }) => {
   await signUp(page);
   await openHydrated(page);

@@ -2,11 +2,13 @@ import { expect, Page, test } from '@playwright/test';
 import { expectAccessible, openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 import { send, sidewaysOverflow } from './conversation';
 
-// The server offering two models (`fixtures/models.toml`, started by playwright.config.ts).
+// The server offering two built-in models and an OpenAI-compatible one that thinks aloud (`fixtures/models.toml`,
+// `fakes/openai.mjs`, started by playwright.config.ts).
 test.use({ baseURL: process.env.QUIRE_E2E_MODELS_URL });
 
 const QUICK = 'quick/quire-quick';
 const CAREFUL = 'careful/quire-careful';
+const THINKER = 'thinking/thinker';
 
 function picker(page: Page) {
   return page.getByRole('combobox', { name: 'Model', exact: true });
@@ -30,7 +32,7 @@ test('a conversation answers with the model picked for it, and keeps it after a 
   await signUp(page);
   await openHydrated(page);
   await expect(picker(page)).toHaveValue('');
-  await expect(picker(page).locator('option')).toHaveText([`Default (${QUICK})`, QUICK, CAREFUL]);
+  await expect(picker(page).locator('option')).toHaveText([`Default (${QUICK})`, QUICK, CAREFUL, THINKER]);
 
   await send(page, 'We are building a clinic booking app.');
   await expect(page.getByTestId('answer-model')).toHaveText(['quire-quick']);
@@ -139,4 +141,44 @@ test('a refused choice of model goes back to the one in use, on the chat page an
   await expect(defaultModel).toHaveValue('');
   await reloadHydrated(page);
   await expect(defaultModel).toHaveValue('');
+});
+
+/** Lets the model server's thinking model take its next step (`fakes/openai.mjs`). */
+async function release(page: Page) {
+  expect((await page.request.post(`${process.env.QUIRE_E2E_FAKE_LLM_URL}/release`)).ok()).toBe(true);
+}
+
+test('a model\'s reasoning shows folded under the answer while it runs, stays open as it grows, and is not kept', async ({ page }) => {
+  await signUp(page);
+  await openHydrated(page);
+  await picker(page).selectOption(THINKER);
+  await page.getByRole('textbox', { name: 'Message' }).fill('We are building a clinic booking app.');
+  await page.getByRole('button', { name: 'Send' }).click();
+
+  const fold = page.getByTestId('reasoning');
+  const summary = fold.getByText('Reasoning', { exact: true });
+  await expect(summary).toBeVisible();
+  const thought = fold.getByText(/The person asks about their project; the answer should name its first step\./);
+  // Folded: the thinking is there, not shown until asked for.
+  await expect(thought).toBeHidden();
+  await summary.click();
+  await expect(thought).toBeVisible();
+  await expectAccessible(page, 'an answer with its reasoning open');
+  await snapshot(page, 'light/reasoning');
+
+  // More reasoning arrives: the fold stays open and shows it.
+  await release(page);
+  await expect(fold.getByText(/Who books first\?/)).toBeVisible();
+  await expect(fold).toHaveAttribute('open', '');
+
+  // The answer ends: its text stays, the reasoning goes, and it is not in what was saved.
+  await release(page);
+  await expect(page.getByText('Start with the people who will use it.')).toBeVisible();
+  await expect(page.getByRole('button', { name: 'Send' })).toBeVisible();
+  await expect(page.getByTestId('answer-model')).toHaveText(['thinker']);
+  await expect(fold).toHaveCount(0);
+  await reloadHydrated(page);
+  await expect(page.getByText('Start with the people who will use it.')).toBeVisible();
+  await expect(page.getByText(/Who books first/)).toHaveCount(0);
+  await expect(fold).toHaveCount(0);
 });

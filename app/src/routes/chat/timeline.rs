@@ -144,18 +144,19 @@ pub(super) fn Timeline(
                     Row::Document(a) => view! { <ArtifactCard artifact=a on_open on_update busy=occupied/> }.into_any(),
                 }}
             </For>
-            {move || live.get().map(|answer| {
-                let reasoning = (!answer.reasoning.is_empty()).then(|| view! {
-                    <details class="reasoning" data-testid="reasoning">
-                        <summary>"Reasoning"</summary>
-                        <p class="reasoning-text">{answer.reasoning}</p>
-                    </details>
-                });
-                view! {
-                    <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
-                    {reasoning}
-                }
+            {move || live.get().map(|answer| view! {
+                <MessageBubble role=Role::Assistant content=answer.text streaming=true/>
             })}
+            // One element for the whole answer, its text updated in place: a fold the person opened stays open
+            // while more reasoning arrives.
+            <Show when=move || live.with(|a| a.as_ref().is_some_and(|a| !a.reasoning.is_empty()))>
+                <details class="reasoning" data-testid="reasoning">
+                    <summary>"Reasoning"</summary>
+                    <p class="reasoning-text">
+                        {move || live.with(|a| a.as_ref().map(|a| a.reasoning.clone()).unwrap_or_default())}
+                    </p>
+                </details>
+            </Show>
             {move || tool_line.get().map(|s| view! { <p class="tool-status" role="status">{s}</p> })}
             {move || asking.get().then(|| view! {
                 <Suspense fallback=|| ()>{Suspend::new(approval_cards(state))}</Suspense>
