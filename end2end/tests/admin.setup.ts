@@ -1,4 +1,4 @@
-import { expect, test as setup } from '@playwright/test';
+import { expect, test as setup } from './fixtures';
 import { ADMIN_EMAIL, PASSWORD } from './helpers';
 
 // The first account administers Quire: it is made before any other test signs anyone up.

@@ -1,4 +1,4 @@
-import { Browser, expect, Page, test } from '@playwright/test';
+import { Browser, expect, Page, test } from './fixtures';
 import { ADMIN_EMAIL, openHydrated, PASSWORD, sameOrigin, signInAsAdmin, signUp, uniqueEmail } from './helpers';
 
 /** Opens the admin page as the administrator. */

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 import { readFileSync } from 'node:fs';
 import { openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 

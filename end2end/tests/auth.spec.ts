@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 import { openHydrated, PASSWORD, signUp, uniqueEmail } from './helpers';
 
 async function fillCredentials(page: Page, email: string, password = PASSWORD) {

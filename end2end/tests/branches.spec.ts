@@ -1,4 +1,4 @@
-import { expect, Locator, Page, test } from '@playwright/test';
+import { expect, Locator, Page, test } from './fixtures';
 import { send } from './conversation';
 import { expectHydrated, openHydrated, reloadHydrated, signUp } from './helpers';
 

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 import { conversationId, send } from './conversation';
 import { openHydrated, reloadHydrated, signUp } from './helpers';
 

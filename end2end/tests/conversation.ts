@@ -1,4 +1,4 @@
-import { expect, Page } from '@playwright/test';
+import { expect, Page } from './fixtures';
 
 /** Sends a message and waits until its turn is over (Send comes back once Stop goes). */
 export async function send(page: Page, text: string) {

@@ -1,4 +1,4 @@
-import { CDPSession, expect, Page, test } from '@playwright/test';
+import { CDPSession, expect, Page, test } from './fixtures';
 import { sameOrigin, signUp } from './helpers';
 
 // What a first visit costs, with an empty cache: bytes as Chromium received them (headers and brotli bodies,

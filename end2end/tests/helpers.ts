@@ -1,5 +1,5 @@
 import AxeBuilder from '@axe-core/playwright';
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 
 /** Waits until the WASM client has hydrated the page. */
 export async function expectHydrated(page: Page) {

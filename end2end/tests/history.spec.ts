@@ -1,4 +1,4 @@
-import { Browser, expect, Page, test } from '@playwright/test';
+import { Browser, expect, Page, test } from './fixtures';
 import { openHydrated, reloadHydrated, sameOrigin, signUp, snapshot } from './helpers';
 
 /** A conversation as `POST /api/threads/import` takes it (Quire's own export format). */

@@ -1,4 +1,4 @@
-import { expect, Page, Request, test } from '@playwright/test';
+import { expect, Page, Request, test } from './fixtures';
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

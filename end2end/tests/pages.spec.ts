@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures';
 import { readFileSync } from 'node:fs';
 import { openHydrated, sameOrigin, signUp } from './helpers';
 import { conversationId, send } from './conversation';

@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures';
 import { expectAccessible, openHydrated, sameOrigin, signUp, uniqueEmail } from './helpers';
 import { send } from './conversation';
 

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 import { expectHydrated, openHydrated, PASSWORD, reloadHydrated, signUp, uniqueEmail } from './helpers';
 import { send } from './conversation';
 

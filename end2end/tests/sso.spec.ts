@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures';
 
 // A Quire that signs people in only through a real OpenID provider (oidc-provider, `oidc/provider.mjs`):
 // password sign-in is off there, a first sign-in makes the account, and the provider's `quire-admins` group

@@ -1,4 +1,4 @@
-import { expect, Page, test } from '@playwright/test';
+import { expect, Page, test } from './fixtures';
 import { openHydrated, reloadHydrated, signUp, snapshot } from './helpers';
 import { background, send, sidewaysOverflow } from './conversation';
 

@@ -1,4 +1,4 @@
-import { expect, test } from '@playwright/test';
+import { expect, test } from './fixtures';
 import { openHydrated, reloadHydrated, signUp } from './helpers';
 
 test('an API token made in settings is shown once, reads as its owner, and is refused once revoked', async ({ page, request }) => {

@@ -90,10 +90,10 @@ impl Listing {
 
     /// Fetches the next page when the end of the list is near.
     fn load_more(self, near_end: bool) {
-        if self.loading.get_untracked() || !near_end {
+        if !near_end || self.loading.try_get_untracked().is_none_or(|loading| loading) {
             return;
         }
-        let Some(cursor) = self.next.get_untracked() else { return };
+        let Some(cursor) = self.next.try_get_untracked().flatten() else { return };
         self.fetch(self.show_archived.get_untracked(), self.tag.get_untracked(), Some(cursor));
     }
 
@@ -103,7 +103,8 @@ impl Listing {
         self.loading.set(true);
         spawn_local(async move {
             let result = client::list_threads(archived, tag.as_deref(), cursor.as_deref()).await;
-            if self.walk.get_value() != this_walk {
+            // Another walk began meanwhile, or the list is gone (signed out, or a page without the sidebar).
+            if self.walk.try_get_value() != Some(this_walk) {
                 return;
             }
             self.loading.set(false);
@@ -256,9 +257,11 @@ pub(super) fn ThreadList(listing: Listing) -> impl IntoView {
         changed.0.track();
         listing.first_page(show_archived.get(), tag.get());
     });
+    // Asked a frame later, when the list may be gone (signed out): then nothing is near.
     let near_end = move || {
         scroller
-            .get_untracked()
+            .try_get_untracked()
+            .flatten()
             .is_some_and(|el| el.scroll_height() - el.scroll_top() - el.client_height() < LOAD_AHEAD_PX)
     };
     // After each page is drawn: if the end of the list is still in view (a tall window), fetch the next.
