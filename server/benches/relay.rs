@@ -27,8 +27,8 @@
 //!     taskset -c 1 target/server-release/deps/relay-<hash> --bench --streams 100,500 --rounds 2 --quire-cpus 0
 //!
 //! With `--floor` the same load runs through a minimal relay instead of Quire (`support/relay_floor.rs`: axum and
-//! reqwest, parsing and re-framing each delta, nothing stored), measured the same way: the floor under Quire's
-//! numbers on this machine.
+//! reqwest, parsing and re-framing each delta, the person's message and the answer each one durable SQLite insert),
+//! measured the same way: the floor under Quire's numbers on this machine.
 //!
 //! With `--slow-readers 1` each level runs through Quire a second time beside a client that reads slowly, and the
 //! other clients' gaps are compared with the run without it.
