@@ -22,15 +22,7 @@ pub fn GenerateMenu(
 ) -> impl IntoView {
     let open = RwSignal::new(false);
     let button = NodeRef::<leptos::html::Button>::new();
-    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
-        if ev.key() == "Escape" && open.get_untracked() {
-            open.set(false);
-            if let Some(button) = button.get_untracked() {
-                let _ = button.focus();
-            }
-        }
-    });
-    on_cleanup(move || escape.remove());
+    super::popover::close_on_escape(open, button);
     view! {
         <div class="generate">
             <button

@@ -16,6 +16,7 @@ pub mod model_context;
 pub mod model_picker;
 pub mod new_password;
 pub mod out_of_date;
+pub mod popover;
 pub mod requirements_panel;
 pub mod search_box;
 pub mod sidebar;

@@ -88,15 +88,7 @@ pub fn ToolsMenu(
 ) -> impl IntoView {
     let open = RwSignal::new(false);
     let button = NodeRef::<leptos::html::Button>::new();
-    let escape = window_event_listener(leptos::ev::keydown, move |ev| {
-        if ev.key() == "Escape" && open.get_untracked() {
-            open.set(false);
-            if let Some(button) = button.get_untracked() {
-                let _ = button.focus();
-            }
-        }
-    });
-    on_cleanup(move || escape.remove());
+    super::popover::close_on_escape(open, button);
     view! {
         <div class="tools-menu" data-testid="mcp-servers">
             <button type="button" node_ref=button class="button panel-toggle" aria-haspopup="dialog"
