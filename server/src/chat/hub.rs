@@ -126,29 +126,85 @@ pub struct Listener {
     done: bool,
 }
 
+/// The most a listener that is behind takes in one piece (a single event larger than this still goes whole).
+pub const COALESCE_BYTES: usize = 32 * 1024;
+
 impl Stream for Listener {
     type Item = Bytes;
 
+    /// The next event; for a listener that is behind (a slow reader, or one joining late), every event waiting, up
+    /// to [`COALESCE_BYTES`], in one piece: one write instead of one per event, and each event keeps its id, so
+    /// resuming after any of them works as before.
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Bytes>> {
         let this = self.get_mut();
         if this.done {
             return Poll::Ready(None);
         }
         let mut log = this.turn.log();
-        match log.events.get(this.next) {
-            Some(event) => {
-                this.next += 1;
-                this.done = event.last;
-                Poll::Ready(Some(event.frame.clone()))
+        let waiting = log.events.get(this.next..).unwrap_or_default();
+        let Some(first) = waiting.first() else {
+            if !log.waiting.iter().any(|w| w.will_wake(cx.waker())) {
+                log.waiting.push(cx.waker().clone());
             }
-            None => {
-                if !log.waiting.iter().any(|w| w.will_wake(cx.waker())) {
-                    log.waiting.push(cx.waker().clone());
-                }
-                Poll::Pending
+            return Poll::Pending;
+        };
+        if waiting.len() == 1 || first.last {
+            this.next += 1;
+            this.done = first.last;
+            return Poll::Ready(Some(first.frame.clone()));
+        }
+        // Only references are taken under the lock; the copy into one piece is made after it.
+        let mut taken: Vec<Bytes> = Vec::new();
+        let mut bytes = 0;
+        for event in waiting {
+            if !taken.is_empty() && bytes + event.frame.len() > COALESCE_BYTES {
+                break;
+            }
+            bytes += event.frame.len();
+            taken.push(event.frame.clone());
+            if event.last {
+                this.done = true;
+                break;
             }
         }
+        drop(log);
+        this.next += taken.len();
+        Poll::Ready(Some(join(&taken, bytes)))
     }
+}
+
+/// Frames written one after another as one piece of `bytes` bytes.
+pub fn join(frames: &[Bytes], bytes: usize) -> Bytes {
+    match frames {
+        [one] => one.clone(),
+        _ => {
+            let mut out = BytesMut::with_capacity(bytes);
+            for frame in frames {
+                out.put_slice(frame);
+            }
+            out.freeze()
+        }
+    }
+}
+
+/// Frames grouped into pieces of at most [`COALESCE_BYTES`] (a larger frame alone), in order: what a listener that
+/// is behind is sent.
+pub fn coalesce(frames: Vec<Bytes>) -> Vec<Bytes> {
+    let mut pieces = Vec::new();
+    let (mut group, mut bytes) = (Vec::new(), 0);
+    for frame in frames {
+        if !group.is_empty() && bytes + frame.len() > COALESCE_BYTES {
+            pieces.push(join(&group, bytes));
+            group.clear();
+            bytes = 0;
+        }
+        bytes += frame.len();
+        group.push(frame);
+    }
+    if !group.is_empty() {
+        pieces.push(join(&group, bytes));
+    }
+    pieces
 }
 
 /// An event's SSE text: `id: <turn>:<seq>`, `event: <name>`, its data on `data:` lines, a blank line. The data is
@@ -333,8 +389,13 @@ mod tests {
             stopped: false,
             model: None,
         });
-        let id = |frame: Bytes| String::from_utf8_lossy(&frame).lines().next().unwrap_or_default().to_string();
-        let all: Vec<String> = listener.map(id).collect().await;
+        // A listener that is behind gets what is waiting in one piece, each event with its id.
+        let ids = |piece: Bytes| {
+            String::from_utf8_lossy(&piece).lines().filter(|l| l.starts_with("id: ")).map(str::to_string).collect()
+        };
+        let pieces: Vec<Vec<String>> = listener.map(ids).collect().await;
+        assert_eq!(pieces.len(), 1, "{pieces:?}");
+        let all = pieces.concat();
         assert_eq!(
             all,
             [
@@ -343,7 +404,62 @@ mod tests {
                 "id: 00000000-0000-0000-0000-000000000000:3"
             ]
         );
-        let rest: Vec<String> = resumed.map(id).collect().await;
+        let rest: Vec<String> = resumed.map(ids).collect::<Vec<Vec<String>>>().await.concat();
         assert_eq!(rest, all[1..]);
+    }
+
+    /// The events in a piece of SSE text (each ends with a blank line).
+    fn events_in(piece: &[u8]) -> usize {
+        String::from_utf8_lossy(piece).matches("\n\n").count()
+    }
+
+    #[tokio::test]
+    async fn a_listener_that_keeps_up_gets_one_event_at_a_time() {
+        let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
+        let mut listener = turn.subscribe(0);
+        for text in ["a", "b"] {
+            turn.push(ChatEvent::TextDelta { text: text.into() });
+            let piece = listener.next().await.expect("an event");
+            assert_eq!(events_in(&piece), 1, "{piece:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_listener_far_behind_gets_pieces_of_at_most_the_limit_in_order() {
+        let turn = LiveTurn::new(Uuid::nil(), Uuid::nil(), Uuid::nil());
+        let big = "x".repeat(COALESCE_BYTES + 10);
+        for i in 0..2_000 {
+            turn.push(ChatEvent::TextDelta { text: format!("delta {i} of a long answer") });
+        }
+        turn.push(ChatEvent::TextDelta { text: big.clone() });
+        turn.push(ChatEvent::TextDelta { text: "after".into() });
+        turn.push(ChatEvent::Error { code: "failed".into(), message: "end".into() });
+        let pieces: Vec<Bytes> = turn.subscribe(0).collect().await;
+        // Larger pieces, each within the limit but for the one event larger than it, which goes alone.
+        assert!(pieces.len() < 20, "{} pieces", pieces.len());
+        for piece in &pieces {
+            assert!(piece.len() <= COALESCE_BYTES || events_in(piece) == 1, "{}", piece.len());
+        }
+        // Every event once, in order, each with its own id, the last one ending the stream.
+        let text: String = pieces.iter().map(|p| String::from_utf8_lossy(p).into_owned()).collect();
+        let seqs: Vec<i64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("id: 00000000-0000-0000-0000-000000000000:"))
+            .map(|n| n.parse().expect("a number"))
+            .collect();
+        assert_eq!(seqs, (1..=2_003).collect::<Vec<_>>());
+        assert!(text.contains(&big), "the large event went whole");
+        assert!(text.ends_with("\"end\"}\n\n") && text.contains("event: error"), "{}", &text[text.len() - 80..]);
+    }
+
+    #[test]
+    fn frames_are_grouped_up_to_the_limit_in_order() {
+        let frame = |n: usize| Bytes::from(vec![b'a' + (n % 26) as u8; 1_000 * n]);
+        let frames: Vec<Bytes> = (1..=40).map(frame).collect();
+        let pieces = coalesce(frames.clone());
+        assert_eq!(pieces.concat(), frames.concat());
+        assert!(pieces.iter().all(|p| p.len() <= COALESCE_BYTES || frames.contains(p)));
+        assert!(pieces.len() < frames.len());
+        assert_eq!(coalesce(Vec::new()), Vec::<Bytes>::new());
     }
 }

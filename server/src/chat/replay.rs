@@ -123,8 +123,10 @@ fn stored_events(
         after: i64,
         done: bool,
     }
+    // A batch read from the store is what a listener is behind by: it goes out in pieces of several events
+    // (each keeping its id), as a live listener that is behind gets them.
     let framed = |turn: Uuid, events: Vec<StoredEvent>| -> Vec<Bytes> {
-        events.iter().map(|e| hub::frame(turn, e.seq, &e.name, &e.data)).collect()
+        hub::coalesce(events.iter().map(|e| hub::frame(turn, e.seq, &e.name, &e.data)).collect())
     };
     let initial = State { store, user, thread, turn, after, done: false };
     stream::unfold(initial, move |mut s| async move {

@@ -89,6 +89,51 @@ async fn stop_keeps_the_partial_answer_as_stopped() {
     assert_eq!(detail.messages[1].content, "Partial answer");
 }
 
+/// The body's pieces as they came (chunks of the HTTP answer) and the events in them.
+async fn pieces_and_frames(response: reqwest::Response) -> (usize, Vec<Frame>) {
+    let mut parser = wire::sse::SseParser::new();
+    let (mut pieces, mut frames) = (0, Vec::new());
+    let mut body = response.bytes_stream();
+    while let Some(chunk) = body.next().await {
+        pieces += 1;
+        for f in parser.feed(&chunk.expect("chunk")).expect("an event of a sane size") {
+            let event = ChatEvent::from_parts(&f.event, &f.data).expect("an event Quire sends");
+            frames.push(Frame { id: f.id, event });
+        }
+    }
+    (pieces, frames)
+}
+
+#[tokio::test]
+async fn a_client_that_is_behind_gets_what_waits_in_larger_pieces_each_event_with_its_id() {
+    let (server, _dir) = slow_builtin_server(Duration::from_millis(10)).await;
+    let thread = server.create_thread().await;
+    let response =
+        server.send_text(thread, "Customers need invoices by email. Admins must export reports monthly.").await;
+    let seen = read_some_frames(response, 6).await;
+
+    // Joining the running turn late: the events so far wait, and come in one piece; the rest as they happen.
+    let (late_pieces, late) = pieces_and_frames(server.open_stream(thread, None).await).await;
+    assert!(late.len() >= seen.len());
+    assert!(late_pieces <= late.len() - seen.len() + 1, "{late_pieces} pieces for {} events", late.len());
+    assert_eq!(late.iter().map(seq_of).collect::<Vec<_>>(), (1..=late.len() as i64).collect::<Vec<_>>());
+
+    // Replayed from the store once the turn is over: pieces of many events, the same events with the same ids.
+    server.wait_idle(thread).await;
+    let (pieces, replayed) = pieces_and_frames(server.open_stream(thread, None).await).await;
+    assert!(pieces * 4 <= replayed.len(), "{pieces} pieces for {} events", replayed.len());
+    let ids = |frames: &[Frame]| frames.iter().map(|f| f.id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&replayed), ids(&late));
+    let events = |frames: &[Frame]| frames.iter().map(|f| f.event.clone()).collect::<Vec<_>>();
+    assert_eq!(events(&replayed), events(&late));
+    assert_eq!(replayed.last().map(|f| f.event.name()), Some("message_complete"));
+
+    // Resuming after any event in a piece goes on right after it.
+    let middle = replayed[replayed.len() / 2].id.clone();
+    let rest = read_frames(server.open_stream(thread, middle).await).await;
+    assert_eq!(ids(&rest), ids(&replayed[replayed.len() / 2 + 1..]));
+}
+
 #[tokio::test]
 async fn resuming_with_last_event_id_yields_exactly_the_missing_events() {
     let (server, _dir) = slow_builtin_server(Duration::from_millis(10)).await;
