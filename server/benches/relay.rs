@@ -31,7 +31,13 @@
 //! measured the same way: the floor under Quire's numbers on this machine.
 //!
 //! With `--slow-readers 1` each level runs through Quire a second time beside a client that reads slowly, and the
-//! other clients' gaps are compared with the run without it.
+//! other clients' gaps are compared with the run without it; `--slow-pairs 5` alternates five such pairs and prints
+//! the median difference (one pair differs from the next by more than a slow reader costs).
+//!
+//! With `--capacity` it then looks for the highest rate of turn starts a second that the server answers with the
+//! first token's added p99 within `--capacity-p99-ms` (10): turns arrive on a schedule (an open loop), each a
+//! conversation's first with a one-delta answer; the rate doubles from 50 until a step misses, then the interval
+//! is halved to within 5%. Run it pinned as above, and with `--floor` for the floor's number.
 //!
 //! Under `cargo test --benches` it runs a tiny version (two short streams, ten idle ones).
 
@@ -112,6 +118,19 @@ struct Args {
     /// buffer that read 128 bytes every 50 ms. The other clients' gaps of both runs are printed side by side.
     #[arg(long, default_value_t = 0)]
     slow_readers: usize,
+    /// Find the capacity of the server: the highest rate of turn starts a second, in an open loop, at which the
+    /// first token's added p99 stays within `--capacity-p99-ms` (see `Capacity`).
+    #[arg(long)]
+    capacity: bool,
+    /// How long each rate of `--capacity` runs.
+    #[arg(long, default_value_t = 3.0)]
+    capacity_seconds: f64,
+    /// The most the first token's p99 may add at a rate `--capacity` counts as held.
+    #[arg(long, default_value_t = 10.0)]
+    capacity_p99_ms: f64,
+    /// Pairs of runs without and with the slow readers, alternating (the median of their differences is printed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    slow_pairs: u32,
     #[command(flatten)]
     mode: mode::Mode,
 }
@@ -511,6 +530,8 @@ async fn main() -> anyhow::Result<()> {
         args.idle = vec![10];
         // Two, so that the second run's streams are held open after the first run's were let go.
         args.idle_runs = 2;
+        args.capacity = true;
+        args.capacity_seconds = 0.4;
     }
     let (release_tx, release_rx) = watch::channel(0u64);
     let stall = Arc::new(AtomicBool::new(false));
@@ -573,23 +594,46 @@ async fn main() -> anyhow::Result<()> {
         print_row(streams, "direct", &direct, None, None);
         print_row(streams, if args.floor { "floor" } else { "quire" }, &through, Some(&direct), Some(load));
         if args.slow_readers > 0 {
-            let slow_threads = make_threads(&client, &base, &accounts, args.slow_readers).await?;
-            let addr = base.trim_start_matches("http://").to_string();
-            let slow: Vec<_> = slow_threads
-                .into_iter()
-                .enumerate()
-                .map(|(i, thread)| {
-                    let (addr, account) = (addr.clone(), accounts[i % accounts.len()].clone());
-                    tokio::spawn(async move { slow_reader(&addr, &account, &thread).await })
-                })
-                .collect();
-            let with_slow = through_quire(&client, &base, &accounts, &threads, args.rounds, args.deltas).await?;
-            let mut read = 0;
-            for reader in slow {
-                read += reader.await??;
+            // Runs without and with the slow readers alternate: the difference of each pair, and their median, say
+            // what the slow readers cost the others apart from how one run differs from the next.
+            let mut differences = Vec::new();
+            let mut without = through;
+            for pair in 0..args.slow_pairs {
+                if pair > 0 {
+                    without = through_quire(&client, &base, &accounts, &threads, args.rounds, args.deltas).await?;
+                    print_row(streams, "quire", &without, Some(&direct), None);
+                }
+                let slow_threads = make_threads(&client, &base, &accounts, args.slow_readers).await?;
+                let addr = base.trim_start_matches("http://").to_string();
+                let slow: Vec<_> = slow_threads
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, thread)| {
+                        let (addr, account) = (addr.clone(), accounts[i % accounts.len()].clone());
+                        tokio::spawn(async move { slow_reader(&addr, &account, &thread).await })
+                    })
+                    .collect();
+                let with_slow = through_quire(&client, &base, &accounts, &threads, args.rounds, args.deltas).await?;
+                let mut read = 0;
+                for reader in slow {
+                    read += reader.await??;
+                }
+                print_row(streams, "+slow", &with_slow, Some(&without), None);
+                println!("  ({} slow readers read {read} bytes; +gap is against the run before)", args.slow_readers);
+                let p99 = |s: &Samples| {
+                    let mut gaps = s.gaps.clone();
+                    gaps.sort_unstable();
+                    stats::rank(&gaps, 99.0).as_secs_f64() * 1e3
+                };
+                differences.push(p99(&with_slow) - p99(&without));
             }
-            print_row(streams, "+slow", &with_slow, Some(&through), None);
-            println!("  ({} slow readers read {read} bytes; +gap is against the run without them)", args.slow_readers);
+            differences.sort_by(f64::total_cmp);
+            let shown: Vec<String> = differences.iter().map(|d| format!("{d:+.2}")).collect();
+            println!(
+                "slow readers, {streams} streams: the others' gap p99 with them minus without, per pair: {} ms; median {:+.2} ms",
+                shown.join(", "),
+                differences[differences.len() / 2]
+            );
         }
     }
 
@@ -617,11 +661,164 @@ async fn main() -> anyhow::Result<()> {
         deltas.store(args.deltas, Ordering::SeqCst);
     }
 
+    if args.capacity {
+        deltas.store(1, Ordering::SeqCst);
+        let target = Capacity {
+            client: &client,
+            base: &base,
+            upstream: &upstream.origin,
+            accounts: &accounts,
+            seconds: args.capacity_seconds,
+            limit: Duration::from_secs_f64(args.capacity_p99_ms / 1e3),
+        };
+        let rates = if args.mode.smoke() { vec![5.0] } else { Vec::new() };
+        target.run(pid, &rates).await?;
+        deltas.store(args.deltas, Ordering::SeqCst);
+    }
+
     drop(quire);
     if !args.idle.is_empty() {
         idle_streams(&args, &client, &upstream, &stall, &release_tx).await?;
     }
     Ok(())
+}
+
+/// The capacity of one server (`--capacity`): the highest rate of turn starts per second, arriving on a schedule
+/// whatever the server's answers (an open loop, as people arrive), at which the first token's added p99 stays
+/// within the limit. Each turn is a conversation's first, answered in one delta, so the start is what is measured.
+struct Capacity<'a> {
+    client: &'a reqwest::Client,
+    base: &'a str,
+    upstream: &'a str,
+    accounts: &'a [Account],
+    seconds: f64,
+    limit: Duration,
+}
+
+impl Capacity<'_> {
+    /// Doubles the rate from 50 a second until a step misses the limit, then halves the interval between the last
+    /// rate that held and the first that did not, to within 5%; `rates` given instead run those steps alone.
+    async fn run(&self, pid: u32, rates: &[f64]) -> anyhow::Result<()> {
+        println!(
+            "{:>9} | {:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} | {:>6} {:>9} | held",
+            "starts/s", "turns", "ttft p50", "ttft p99", "direct p99", "+ttft p99", "late p99", "cpu", "cpu/turn"
+        );
+        let (mut held, mut missed): (f64, Option<f64>) = (0.0, None);
+        let mut rate = rates.first().copied().unwrap_or(50.0);
+        for step in 0.. {
+            let ok = self.step(pid, rate).await?;
+            if ok {
+                held = held.max(rate);
+            } else {
+                missed = Some(missed.map_or(rate, |m: f64| m.min(rate)));
+            }
+            rate = match (rates.get(step + 1), missed) {
+                (Some(&next), _) => next,
+                _ if !rates.is_empty() => break,
+                (None, None) if rate < 10_000.0 => rate * 2.0,
+                (None, None) => break,
+                (None, Some(missed)) if missed - held > (held * 0.05).max(2.0) => (held + missed) / 2.0,
+                (None, Some(_)) => break,
+            };
+        }
+        println!(
+            "capacity: {held:.0} turn starts a second with the first token's added p99 <= {} (the first that missed: {})",
+            fmt(self.limit),
+            missed.map_or("none".to_string(), |m| format!("{m:.0}"))
+        );
+        Ok(())
+    }
+
+    /// One step: `rate` starts a second for `seconds`, first straight from the fake provider (the reference), then
+    /// through the server, each in conversations of its own made beforehand. Whether the added p99 held.
+    async fn step(&self, pid: u32, rate: f64) -> anyhow::Result<bool> {
+        let turns = ((rate * self.seconds).round() as usize).max(2);
+        let threads = make_threads(self.client, self.base, self.accounts, turns).await?;
+        let direct = open_loop(rate, turns, {
+            let (client, upstream) = (self.client.clone(), self.upstream.to_string());
+            move |_| {
+                let (client, upstream) = (client.clone(), upstream.clone());
+                async move { direct_stream(&client, &upstream).await }
+            }
+        })
+        .await?;
+        let cpu_before = cpu_time(pid);
+        let started = Instant::now();
+        let through = open_loop(rate, turns, {
+            let (client, base, accounts) = (self.client.clone(), self.base.to_string(), self.accounts.to_vec());
+            move |i| {
+                let (client, base) = (client.clone(), base.clone());
+                let (account, thread) = (accounts[i % accounts.len()].clone(), threads[i].clone());
+                async move { quire_stream(&client, &base, &account, &thread).await }
+            }
+        })
+        .await?;
+        let cpu = cpu_time(pid) - cpu_before;
+        let share = cpu.as_secs_f64() / started.elapsed().as_secs_f64();
+        let p = |v: &[Duration], q: f64| stats::rank(v, q);
+        let added = p(&through.ttft, 99.0).saturating_sub(p(&direct.ttft, 99.0));
+        let ok = through.failed == 0 && added <= self.limit;
+        println!(
+            "{rate:>9.0} | {turns:>6} | {:>10} {:>10} | {:>10} {:>10} | {:>10} | {:>5.0}% {:>9} | {}",
+            fmt(p(&through.ttft, 50.0)),
+            fmt(p(&through.ttft, 99.0)),
+            fmt(p(&direct.ttft, 99.0)),
+            fmt(added),
+            fmt(p(&through.late, 99.0)),
+            share * 100.0,
+            fmt(cpu / turns as u32),
+            if ok {
+                "yes".to_string()
+            } else if through.failed > 0 {
+                format!("no ({} failed)", through.failed)
+            } else {
+                "no".to_string()
+            }
+        );
+        Ok(ok)
+    }
+}
+
+/// What an open-loop run measured: each turn's first token (sorted), how late the load client itself started
+/// turns against their schedule (sorted: a check on the client), and the turns that failed.
+struct OpenLoop {
+    ttft: Vec<Duration>,
+    late: Vec<Duration>,
+    failed: usize,
+}
+
+/// Starts `turns` turns `1 / rate` seconds apart, each on its schedule whether or not the earlier ones answered.
+async fn open_loop<F, Fut>(rate: f64, turns: usize, one: F) -> anyhow::Result<OpenLoop>
+where
+    F: Fn(usize) -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<Timing>> + Send + 'static,
+{
+    let start = tokio::time::Instant::now() + Duration::from_millis(20);
+    let mut tasks = Vec::with_capacity(turns);
+    for i in 0..turns {
+        let at = start + Duration::from_secs_f64(i as f64 / rate);
+        let turn = one(i);
+        tasks.push(tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            let late = at.elapsed();
+            (late, turn.await)
+        }));
+    }
+    let mut run = OpenLoop { ttft: Vec::new(), late: Vec::new(), failed: 0 };
+    for task in tasks {
+        let (late, timing) = task.await?;
+        run.late.push(late);
+        match timing {
+            Ok(timing) if !timing.deltas.is_empty() => run.ttft.push(timing.deltas[0]),
+            _ => run.failed += 1,
+        }
+    }
+    run.ttft.sort_unstable();
+    run.late.sort_unstable();
+    if run.ttft.is_empty() {
+        run.ttft.push(Duration::MAX);
+    }
+    Ok(run)
 }
 
 /// Runs `threads.len()` clients of `rounds` chats each through Quire.
