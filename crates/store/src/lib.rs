@@ -53,7 +53,7 @@ pub use requirements::{
     Standing,
 };
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
-pub use settings::{Preferences, TurnSettings};
+pub use settings::{Preferences, TurnReadLimits, TurnReads, TurnSettings};
 pub use shares::{NewShare, Shares};
 pub use sso::{SingleSignOn, SsoAccount, SsoFlow, SsoIdentity, SsoRefusal};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};

@@ -468,27 +468,19 @@ impl<'a> Turn<'a> {
         let (user, thread) = (self.plan.user, self.plan.thread);
         let kept = self.kept.take();
         let from_memory = kept.is_some();
-        // The settings' statement also says whether files are attached, which decides the tools.
-        // The conversation's documents go into the prompt at their current versions.
-        // In a project, the requirements of its other conversations, for documents here to cite: read once the
-        // settings say it is in one (a conversation in none asks nothing more).
-        let settings_and_foreign = async {
-            let settings = store.turn_settings(user, thread, self.plan.sender).await;
-            let foreign = match &settings {
-                Ok(s) if s.in_project => {
-                    store.foreign_ledgers(user, thread, store::ForeignPick::Recent(ledger::PROJECT_LEDGERS)).await
-                }
-                _ => Ok(Vec::new()),
-            };
-            (settings, foreign)
+        // What the model is told besides the conversation, on one connection: the settings (which also say
+        // whether files are attached, deciding the tools), the documents at their current versions (bounded: the
+        // newest, the text of the short ones only), the ledger without the tree (the path is the turn's) and, in a
+        // project, its other conversations' requirements for documents here to cite. A conversation with none of
+        // these costs one statement.
+        let limits = store::TurnReadLimits {
+            documents: prompt::MOST_DOCUMENTS,
+            document_text_chars: prompt::DOCUMENT_TEXT_CHARS,
+            project_ledgers: ledger::PROJECT_LEDGERS,
         };
-        let (loaded, (settings, foreign), documents, ledger_rows) = tokio::join!(
+        let (loaded, reads) = tokio::join!(
             Box::pin(self.load_context(pending, kept)),
-            settings_and_foreign,
-            // Bounded: the newest documents, and the text of the short ones only.
-            store.artifact_briefs(user, thread, prompt::MOST_DOCUMENTS, prompt::DOCUMENT_TEXT_CHARS),
-            // The path is the turn's: the ledger is read without the tree.
-            store.ledger_rows_without_tree(user, thread)
+            store.turn_reads(user, thread, self.plan.sender, limits)
         );
         let loaded =
             loaded.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the conversation: {e}"))))?;
@@ -498,8 +490,8 @@ impl<'a> Turn<'a> {
         }
         let built = loaded.built;
         self.basis = Some(Basis { materials: loaded.materials, stamp: loaded.stamp, from_memory });
-        let settings =
-            settings.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
+        let store::TurnReads { settings, documents, ledger: ledger_rows, foreign } =
+            reads.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
         let tools = tools::Offered::for_thread(&settings).with_ledger(!self.plan.silent);
         // Silent generation makes one document and nothing else: no other tools.
         if !self.plan.silent && !self.engine.mcp.is_empty() {
@@ -511,7 +503,6 @@ impl<'a> Turn<'a> {
         let messages = Box::pin(self.model_messages(built)).await;
         // Documents of the path the turn answers on; another branch's are that branch's.
         let documents: Vec<_> = documents
-            .map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the documents: {e}"))))?
             .into_iter()
             .filter(|a| a.assistant_message_id.is_none_or(|m| self.path.contains(&m)))
             .collect();
@@ -523,8 +514,6 @@ impl<'a> Turn<'a> {
             &self.plan.content,
         );
         // The ledger of the same path, below the documents; what the model was given of it is kept with the answer.
-        let ledger_rows = ledger_rows
-            .map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the requirements: {e}"))))?;
         let view = ledger_rows.on_path(&self.path);
         if let Some(record) = self.context.as_mut() {
             record.ledger = ledger::seen(&view);
@@ -533,10 +522,6 @@ impl<'a> Turn<'a> {
         let no_tree = store::Tree::default();
         let tree = self.basis.as_ref().map_or(&no_tree, |b| b.materials.tree());
         let system = ledger::with_ledger(system, tree, &ledger_rows, &view, !self.plan.silent);
-        let foreign = foreign.unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "reading the project's other ledgers failed");
-            Vec::new()
-        });
         let system = ledger::with_project_ledgers(system, &foreign);
         // Silent generation makes its document at once: the call names the tool where the provider can.
         let force = self.plan.silent.then_some(tools::SAVE_ARTIFACT);

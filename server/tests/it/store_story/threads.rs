@@ -2,7 +2,8 @@
 
 use super::*;
 
-stories!(threads, other_users_rows_are_not_found, thread_delete_cascades, listing_order_and_cursors, model_choices,);
+stories!(threads, other_users_rows_are_not_found, thread_delete_cascades, listing_order_and_cursors, model_choices,
+    turn_reads_read_only_what_is_there,);
 
 async fn threads(db: Db) {
     let s = &db.store;
@@ -274,4 +275,45 @@ async fn model_choices(db: Db) {
     assert!(!s.turn_settings(other, t.id, other).await.unwrap().has_attachments);
     s.delete_attachment(u, t.id, attached.id).await.unwrap();
     assert!(!s.turn_settings(u, t.id, u).await.unwrap().has_attachments);
+}
+
+/// What a turn reads besides the conversation: one read of a bare conversation is empty but for the settings; once
+/// it holds a document and requirements, the same as the separate reads give; another person reads nothing of it.
+async fn turn_reads_read_only_what_is_there(db: Db) {
+    let s = &db.store;
+    let (u, other) = (new_user(s).await, new_user(s).await);
+    let t = s.create_thread(u, "Plan", &[]).await.unwrap();
+    let limits = store::TurnReadLimits { documents: 50, document_text_chars: 16_000, project_ledgers: 10 };
+    let bare = s.turn_reads(u, t.id, u, limits).await.unwrap();
+    assert_eq!(bare.settings, s.turn_settings(u, t.id, u).await.unwrap());
+    assert!(!bare.settings.has_artifacts && !bare.settings.has_requirements && !bare.settings.in_project);
+    assert!(bare.documents.is_empty() && bare.ledger.requirements.is_empty() && bare.ledger.documents.is_empty());
+
+    let write = |text: &str| store::LedgerWrite::Add {
+        text: text.into(),
+        kind: wire::RequirementKind::Functional,
+        message_id: None,
+    };
+    let author = wire::VersionAuthor::Person { user_id: u };
+    s.record_requirements(u, t.id, vec![write("Export to PDF"), write("Sign in with SSO")], author).await.unwrap();
+    let ledger_only = s.turn_reads(u, t.id, u, limits).await.unwrap();
+    assert!(ledger_only.settings.has_requirements && !ledger_only.settings.has_artifacts);
+    assert_eq!(ledger_only.ledger.requirements.len(), 2, "requirements alone are read");
+    assert!(ledger_only.documents.is_empty());
+
+    s.create_artifact(u, new_artifact(t.id, "Stories", "# Stories\n\nAs a buyer...")).await.unwrap();
+    let full = s.turn_reads(u, t.id, u, limits).await.unwrap();
+    assert!(full.settings.has_requirements && full.settings.has_artifacts);
+    assert_eq!(full.documents, s.artifact_briefs(u, t.id, 50, 16_000).await.unwrap());
+    assert_eq!(full.documents.len(), 1);
+    let separate = s.ledger_rows_without_tree(u, t.id).await.unwrap();
+    let ids = |rows: &store::requirements::LedgerRows| {
+        (rows.requirements.iter().map(|r| r.id).collect::<Vec<_>>(), rows.documents.iter().map(|d| d.id).collect::<Vec<_>>())
+    };
+    assert_eq!(ids(&full.ledger), ids(&separate));
+    assert_eq!(full.ledger.documents.len(), 1);
+
+    let theirs = s.turn_reads(other, t.id, other, limits).await.unwrap();
+    assert!(!theirs.settings.has_artifacts && !theirs.settings.has_requirements);
+    assert!(theirs.documents.is_empty() && theirs.ledger.requirements.is_empty() && theirs.foreign.is_empty());
 }
