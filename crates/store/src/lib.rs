@@ -27,6 +27,7 @@ pub mod summaries;
 pub mod threads;
 pub mod throttle;
 pub mod tokens;
+pub mod turn_reads;
 pub mod turns;
 
 use std::sync::Arc;
@@ -53,7 +54,8 @@ pub use requirements::{
     Standing,
 };
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
-pub use settings::{Preferences, TurnReadLimits, TurnReads, TurnSettings};
+pub use settings::{Preferences, TurnSettings};
+pub use turn_reads::{TurnInputs, TurnReadLimits, TurnReads};
 pub use shares::{NewShare, Shares};
 pub use sso::{SingleSignOn, SsoAccount, SsoFlow, SsoIdentity, SsoRefusal};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
@@ -397,6 +399,7 @@ pub trait Store:
     + Summaries
     + Budgets
     + Preferences
+    + TurnInputs
     + Shares
     + Projects
     + SingleSignOn

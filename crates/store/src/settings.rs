@@ -30,6 +30,7 @@ pub(crate) struct TurnSettingsRow {
     has_attachments: bool,
     has_artifacts: bool,
     has_requirements: bool,
+    thread_title: Option<String>,
     /// The conversation's choice of MCP servers, else the sender's (a JSON array of names).
     chosen_mcp_servers: Option<String>,
 }
@@ -51,34 +52,11 @@ pub struct TurnSettings {
     pub has_artifacts: bool,
     /// Whether the conversation has requirements on its ledger.
     pub has_requirements: bool,
+    /// The conversation's title (`None` for a conversation that is missing or another person's).
+    pub thread_title: Option<String>,
     /// The MCP servers whose tools the conversation is offered, when the conversation or the person chose
     /// (`None`: the servers on by default).
     pub mcp_servers: Option<Vec<String>>,
-}
-
-/// Everything a turn reads before it asks the model, besides the conversation itself: see
-/// [`Preferences::turn_reads`].
-#[derive(Debug, Clone, Default)]
-pub struct TurnReads {
-    pub settings: TurnSettings,
-    /// The conversation's newest documents, the text of the short ones with them (empty when it has none).
-    pub documents: Vec<crate::ArtifactBrief>,
-    /// The conversation's ledger without its tree (empty when it has neither requirements nor documents).
-    pub ledger: crate::requirements::LedgerRows,
-    /// In a project, the most recently active other conversations' ledgers (empty out of one). A failure to read
-    /// them is not the turn's: it is logged, and the turn goes on without them.
-    pub foreign: Vec<crate::requirements::ForeignLedger>,
-}
-
-/// How much of a conversation's documents and of its project's ledgers a turn reads.
-#[derive(Debug, Clone, Copy)]
-pub struct TurnReadLimits {
-    /// Newest documents, at most.
-    pub documents: u32,
-    /// A document's text is read only up to this many characters.
-    pub document_text_chars: u32,
-    /// Other conversations' ledgers in a project, at most.
-    pub project_ledgers: u32,
 }
 
 impl TryFrom<SettingsRow> for Settings {
@@ -132,6 +110,7 @@ shared_sql! {
         let sql = format!(
             "select display_name, custom_instructions, theme, default_model, mcp_servers,
                (select model from threads where id = $1 and user_id = $2) as thread_model,
+               (select title from threads where id = $1 and user_id = $2) as thread_title,
                coalesce((select t.mcp_servers from threads t where t.id = $1 and t.user_id = $2), users.mcp_servers)
                  as chosen_mcp_servers,
                (select p.instructions from threads t join projects p on p.id = t.project_id
@@ -157,6 +136,7 @@ shared_sql! {
             has_attachments: row.has_attachments,
             has_artifacts: row.has_artifacts,
             has_requirements: row.has_requirements,
+            thread_title: row.thread_title,
             mcp_servers: server_names(row.chosen_mcp_servers)?,
         })
     }
@@ -201,13 +181,6 @@ pub trait Preferences: Send + Sync {
     /// the project's conversations (`None` and `false` for a conversation that is missing or another person's);
     /// `NotFound` for an unknown sender.
     async fn turn_settings(&self, user: Uuid, thread: Uuid, sender: Uuid) -> Result<TurnSettings>;
-    /// What a turn of `sender` in `user`'s `thread` reads before it asks the model, on one connection and in as
-    /// few statements as the conversation needs: [`turn_settings`](Self::turn_settings), then only what they say
-    /// is there (the documents' briefs when it has documents, the ledger when it has requirements or documents,
-    /// the project's other ledgers when it is in a project). A conversation with none of them costs one
-    /// statement. `NotFound` as for the settings, or for a conversation missing or another person's once its
-    /// ledger is read.
-    async fn turn_reads(&self, user: Uuid, thread: Uuid, sender: Uuid, limits: TurnReadLimits) -> Result<TurnReads>;
 }
 
 /// Implements [`Preferences`] for a backend, written once for both, as
@@ -230,44 +203,6 @@ macro_rules! preferences_for {
                 #[instrument(skip(self))]
                 async fn turn_settings(&self, user: Uuid, thread: Uuid, sender: Uuid) -> Result<TurnSettings> {
                     Shared::turn_settings(&mut *self.read().await?, user, thread, sender).await
-                }
-
-                #[instrument(skip(self))]
-                async fn turn_reads(
-                    &self,
-                    user: Uuid,
-                    thread: Uuid,
-                    sender: Uuid,
-                    limits: $crate::TurnReadLimits,
-                ) -> Result<$crate::TurnReads> {
-                    use $crate::requirements::{ForeignPick, LedgerRows};
-                    let mut conn = self.read().await?;
-                    let settings = Shared::turn_settings(&mut *conn, user, thread, sender).await?;
-                    let documents = match settings.has_artifacts {
-                        true => {
-                            Shared::briefs(&mut *conn, user, thread, limits.documents, limits.document_text_chars)
-                                .await?
-                        }
-                        false => Vec::new(),
-                    };
-                    // A ledger is its requirements and what the documents cite: with neither, it is empty.
-                    let ledger = match settings.has_requirements || settings.has_artifacts {
-                        true => Shared::ledger_rows_without_tree(&mut *conn, user, thread)
-                            .await?
-                            .ok_or($crate::StoreError::NotFound)?,
-                        false => LedgerRows::default(),
-                    };
-                    let foreign = match settings.in_project {
-                        true => {
-                            let pick = ForeignPick::Recent(limits.project_ledgers);
-                            Shared::foreign_ledgers(&mut *conn, user, thread, pick).await.unwrap_or_else(|e| {
-                                tracing::warn!(error = %e, "reading the project's other ledgers failed");
-                                Vec::new()
-                            })
-                        }
-                        false => Vec::new(),
-                    };
-                    Ok($crate::TurnReads { settings, documents, ledger, foreign })
                 }
 
                 #[instrument(skip_all, fields(user = %user))]

@@ -244,7 +244,12 @@ pub async fn load(
         // From the window's first request; the whole thread (and whatever came since the heads) at `from` 0.
         let from_seq = if from == 0 { i64::MIN } else { heads[from].seq };
         if from_seq < materials.texts_from {
-            let mut texts = store.list_messages_from(user, thread, from_seq).await?;
+            // A conversation with no message yet (but the pending one) has no text to read: its first turn
+            // reads only the tree.
+            let mut texts = match materials.tree.heads.is_empty() {
+                true => Vec::new(),
+                false => store.list_messages_from(user, thread, from_seq).await?,
+            };
             // What was read after the pending message committed leaves it out, as the tree does.
             texts.retain(|m| pending.is_none_or(|p| p.id != m.id));
             materials.texts = texts;

@@ -196,14 +196,6 @@ pub(super) async fn launch(
                 }
             }
         };
-        // A conversation is named at its first message, unless it already has a title of its own. (Read only
-        // then: the start above already refused a conversation that is missing or another person's.)
-        if first {
-            match engine.store.get_thread(user, thread).await {
-                Ok(row) => turn.plan.name_thread = Some(row.title),
-                Err(e) => tracing::warn!(error = %e, "reading the conversation's title failed; it is not named"),
-            }
-        }
         let opened = match opened {
             Some(opened) => opened,
             None => {
@@ -211,6 +203,18 @@ pub(super) async fn launch(
                 Box::pin(turn.open(question.as_ref())).await
             }
         };
+        // A conversation is named at its first message, unless it already has a title of its own: the opening
+        // read the title with the settings (read again only when it failed to). The start above already refused
+        // a conversation that is missing or another person's.
+        if first {
+            match turn.title.take() {
+                Some(title) => turn.plan.name_thread = Some(title),
+                None => match engine.store.get_thread(user, thread).await {
+                    Ok(row) => turn.plan.name_thread = Some(row.title),
+                    Err(e) => tracing::warn!(error = %e, "reading the conversation's title failed; it is not named"),
+                },
+            }
+        }
         turn.count_basis();
         #[cfg(debug_assertions)]
         let opened = match Box::pin(turn.check_memory()).await {
@@ -338,6 +342,8 @@ struct Turn<'a> {
     context: Option<ContextRecord>,
     /// What is kept of the conversation from its last turn, for this turn's context (taken by `open`).
     kept: Option<(context::Materials, ThreadStamp)>,
+    /// The conversation's title as the opening read it (for naming it at its first message).
+    title: Option<String>,
     /// What the context was built from.
     basis: Option<Basis>,
     /// The context built from what was kept, and the pending message it was built with, checked against the
@@ -383,6 +389,7 @@ impl<'a> Turn<'a> {
             assistant_id: None,
             context: None,
             kept: None,
+            title: None,
             basis: None,
             #[cfg(debug_assertions)]
             built_from_memory: None,
@@ -492,6 +499,7 @@ impl<'a> Turn<'a> {
         self.basis = Some(Basis { materials: loaded.materials, stamp: loaded.stamp, from_memory });
         let store::TurnReads { settings, documents, ledger: ledger_rows, foreign } =
             reads.map_err(|e| Ending::Failed(LlmError::Protocol(format!("could not load the settings: {e}"))))?;
+        self.title = settings.thread_title.clone();
         let tools = tools::Offered::for_thread(&settings).with_ledger(!self.plan.silent);
         // Silent generation makes one document and nothing else: no other tools.
         if !self.plan.silent && !self.engine.mcp.is_empty() {

@@ -4,4 +4,5 @@
 use super::{Postgres, Shared};
 
 crate::settings::preferences_for!(Postgres);
+crate::turn_reads::turn_inputs_for!(Postgres);
 crate::shares::shares_for!(Postgres);

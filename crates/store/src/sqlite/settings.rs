@@ -4,4 +4,5 @@
 use super::{Shared, Sqlite};
 
 crate::settings::preferences_for!(Sqlite);
+crate::turn_reads::turn_inputs_for!(Sqlite);
 crate::shares::shares_for!(Sqlite);

@@ -287,6 +287,7 @@ async fn turn_reads_read_only_what_is_there(db: Db) {
     let bare = s.turn_reads(u, t.id, u, limits).await.unwrap();
     assert_eq!(bare.settings, s.turn_settings(u, t.id, u).await.unwrap());
     assert!(!bare.settings.has_artifacts && !bare.settings.has_requirements && !bare.settings.in_project);
+    assert_eq!(bare.settings.thread_title.as_deref(), Some("Plan"));
     assert!(bare.documents.is_empty() && bare.ledger.requirements.is_empty() && bare.ledger.documents.is_empty());
 
     let write = |text: &str| store::LedgerWrite::Add {
@@ -315,5 +316,6 @@ async fn turn_reads_read_only_what_is_there(db: Db) {
 
     let theirs = s.turn_reads(other, t.id, other, limits).await.unwrap();
     assert!(!theirs.settings.has_artifacts && !theirs.settings.has_requirements);
+    assert_eq!(theirs.settings.thread_title, None);
     assert!(theirs.documents.is_empty() && theirs.ledger.requirements.is_empty() && theirs.foreign.is_empty());
 }
