@@ -55,12 +55,12 @@ pub use requirements::{
 };
 pub use search::{HitKind, Search, SearchHit, SearchPage, RANKED_CANDIDATES};
 pub use settings::{Preferences, TurnSettings};
-pub use turn_reads::{TurnInputs, TurnReadLimits, TurnReads};
 pub use shares::{NewShare, Shares};
 pub use sso::{SingleSignOn, SsoAccount, SsoFlow, SsoIdentity, SsoRefusal};
 pub use summaries::{NewSummary, Summaries, ThreadSummary};
 pub use threads::Threads;
 pub use tokens::{ApiToken, ApiTokens, NewApiToken};
+pub use turn_reads::{TurnInputs, TurnReadLimits, TurnReads};
 pub use turns::{
     EventRun, FinalAnswer, IdempotencyClaim, SpentTokens, Started, StoredEvent, TraceKey, Traces, TurnEnd,
     TurnProgress, TurnRecord, TurnStart, TurnTrace, Turns,

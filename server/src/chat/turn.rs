@@ -510,10 +510,8 @@ impl<'a> Turn<'a> {
         self.provider = self.engine.models.choose(&choices).await;
         let messages = Box::pin(self.model_messages(built)).await;
         // Documents of the path the turn answers on; another branch's are that branch's.
-        let documents: Vec<_> = documents
-            .into_iter()
-            .filter(|a| a.assistant_message_id.is_none_or(|m| self.path.contains(&m)))
-            .collect();
+        let documents: Vec<_> =
+            documents.into_iter().filter(|a| a.assistant_message_id.is_none_or(|m| self.path.contains(&m))).collect();
         // The project's instructions and then the person's own go below Quire's rules, which keep their priority;
         // the documents, which are data, below them.
         let system = prompt::with_documents(

@@ -2,8 +2,14 @@
 
 use super::*;
 
-stories!(threads, other_users_rows_are_not_found, thread_delete_cascades, listing_order_and_cursors, model_choices,
-    turn_reads_read_only_what_is_there,);
+stories!(
+    threads,
+    other_users_rows_are_not_found,
+    thread_delete_cascades,
+    listing_order_and_cursors,
+    model_choices,
+    turn_reads_read_only_what_is_there,
+);
 
 async fn threads(db: Db) {
     let s = &db.store;
@@ -309,7 +315,10 @@ async fn turn_reads_read_only_what_is_there(db: Db) {
     assert_eq!(full.documents.len(), 1);
     let separate = s.ledger_rows_without_tree(u, t.id).await.unwrap();
     let ids = |rows: &store::requirements::LedgerRows| {
-        (rows.requirements.iter().map(|r| r.id).collect::<Vec<_>>(), rows.documents.iter().map(|d| d.id).collect::<Vec<_>>())
+        (
+            rows.requirements.iter().map(|r| r.id).collect::<Vec<_>>(),
+            rows.documents.iter().map(|d| d.id).collect::<Vec<_>>(),
+        )
     };
     assert_eq!(ids(&full.ledger), ids(&separate));
     assert_eq!(full.ledger.documents.len(), 1);
